@@ -1,0 +1,28 @@
+#!/usr/bin/env node
+import { main } from "./main.js";
+
+const controller = new AbortController();
+let signals = 0;
+const onSignal = (signal: NodeJS.Signals) => {
+	signals += 1;
+	if (signals === 1) {
+		controller.abort(new Error(`received ${signal}`));
+		return;
+	}
+	// A second signal means "now": files are written record by record, so what is on disk stays valid.
+	process.exit(130);
+};
+process.on("SIGINT", onSignal);
+process.on("SIGTERM", onSignal);
+
+const code = await main(process.argv.slice(2), {
+	stdout: process.stdout,
+	stderr: process.stderr,
+	env: process.env,
+	cwd: process.cwd(),
+	exitCode: 0,
+	signal: controller.signal,
+});
+process.exitCode = code;
+// Keep-alive sockets and timers must not hold a finished CLI open.
+setTimeout(() => process.exit(code), 200).unref();

@@ -1,0 +1,25 @@
+import { ScrapejobError } from "../shared/index.js";
+import { EXIT } from "./exit-codes.js";
+
+/**
+ * Map an error's stable code to an exit code. Layers below know nothing of exit codes; they only
+ * throw errors with codes. Prefix rules keep this table short as layers add codes.
+ */
+export function exitCodeForError(error: unknown): number {
+	if (!(error instanceof ScrapejobError)) return EXIT.someTargetsFailed;
+	const code = error.code;
+	if (code === "SCRAPEJOB_USAGE" || code.startsWith("SCRAPEJOB_JOB_") || code === "SCRAPEJOB_INSECURE_URL") {
+		return EXIT.invalidInput;
+	}
+	if (code === "SCRAPEJOB_LOCK_HELD") return EXIT.lockHeld;
+	if (code === "SCRAPEJOB_INTERRUPTED") return EXIT.interrupted;
+	if (code === "SCRAPEJOB_AUTH" || code === "SCRAPEJOB_CREDITS" || code === "SCRAPEJOB_NO_ACCESS") {
+		return EXIT.authOrCredits;
+	}
+	if (code === "SCRAPEJOB_SERVICE_ERROR") {
+		const status = (error as ScrapejobError & { status?: number }).status;
+		if (status === 401 || status === 402 || status === 403) return EXIT.authOrCredits;
+		if (status === 400 || status === 422) return EXIT.invalidInput;
+	}
+	return EXIT.someTargetsFailed;
+}

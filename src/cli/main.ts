@@ -1,0 +1,47 @@
+import { Command, CommanderError } from "commander";
+import { errorMessage, ScrapejobError } from "../shared/index.js";
+import type { CliContext } from "./context.js";
+import { EXIT } from "./exit-codes.js";
+import { exitCodeForError } from "./error-exit.js";
+import { registerCommands } from "./commands/index.js";
+
+/** Build the program. Commands write to `ctx` streams and report their outcome via `ctx.exitCode` or a thrown error. */
+export function createProgram(ctx: CliContext): Command {
+	const program = new Command();
+	program
+		.name("scrapejob")
+		.description("Run batch scraping jobs against a credit-metered scraping + proxy service, with a local emulator.")
+		.version("0.1.0")
+		.showHelpAfterError("(run with --help for usage)")
+		.configureOutput({
+			writeOut: (text) => ctx.stdout.write(text),
+			writeErr: (text) => ctx.stderr.write(text),
+		})
+		.exitOverride();
+	registerCommands(program, ctx);
+	return program;
+}
+
+/**
+ * The only place that turns outcomes into exit codes (0 ok · 1 some failed · 2 invalid · 3 auth/credits ·
+ * 4 lock held · 130 interrupted).
+ */
+export async function main(argv: readonly string[], ctx: CliContext): Promise<number> {
+	const program = createProgram(ctx);
+	try {
+		await program.parseAsync([...argv], { from: "user" });
+		return ctx.exitCode;
+	} catch (error) {
+		if (error instanceof CommanderError) {
+			// --help and --version end through here with exit code 0.
+			return error.exitCode === 0 ? EXIT.ok : EXIT.invalidInput;
+		}
+		const code = exitCodeForError(error);
+		const label = error instanceof ScrapejobError ? error.code : "INTERNAL";
+		ctx.stderr.write(`scrapejob: ${errorMessage(error)}${label === "INTERNAL" ? "" : ` [${label}]`}\n`);
+		if (label === "INTERNAL" && error instanceof Error && error.stack && ctx.env.SCRAPEJOB_DEBUG) {
+			ctx.stderr.write(`${error.stack}\n`);
+		}
+		return code;
+	}
+}

@@ -1,0 +1,22 @@
+export { isLoopbackHost, joinUrl, parseBaseUrl } from "./base-url.js";
+export { errorMessage, ScrapejobError, UsageError } from "./errors.js";
+export { maskSecret, redactSecrets } from "./secrets.js";
+export { type Clock, type Sleep, sleep, systemClock } from "./sleep.js";
+export {
+	AI_SOURCES,
+	CONTENT_FORMATS,
+	CREDIT_COSTS,
+	checkScrapeParams,
+	creditCostRange,
+	DELIVERIES,
+	DEVICES,
+	MODES,
+	type Mode,
+	PROBLEMS,
+	PROXY_TYPES,
+	type ParamProblem,
+	type ProxyType,
+	SCRAPE_PARAM_NAMES,
+	type ScrapeParams,
+	WAIT_UNTIL,
+} from "./scrape-params.js";

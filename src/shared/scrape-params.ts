@@ -1,0 +1,179 @@
+/**
+ * The realtime scraper's parameters and the service's own validation rules (spec 4.7 and 7.2,
+ * service-facts §2.1–2.2). Shared by the job validator (so a bad job is caught before a credit is
+ * spent, with the same words the service would use) and by the emulator (which answers 422 with them).
+ */
+
+export const MODES = ["request", "browser", "auto"] as const;
+export type Mode = (typeof MODES)[number];
+
+export const PROXY_TYPES = ["residential", "datacenter"] as const;
+export type ProxyType = (typeof PROXY_TYPES)[number];
+
+export const DELIVERIES = ["raw", "json"] as const;
+export const CONTENT_FORMATS = ["html", "markdown", "pdf", "screenshot"] as const;
+export const AI_SOURCES = ["markdown", "screenshot"] as const;
+export const DEVICES = ["windows", "macos", "android"] as const;
+export const WAIT_UNTIL = ["load", "domcontentloaded", "networkidle", "commit"] as const;
+
+/** Every documented realtime parameter, named as the service names it (service-facts §2.1). */
+export interface ScrapeParams {
+	url: string;
+	mode?: Mode;
+	delivery?: (typeof DELIVERIES)[number];
+	async?: boolean;
+	content?: (typeof CONTENT_FORMATS)[number];
+	include_content?: boolean;
+	no_html?: boolean;
+	excluded_tags?: string[] | string;
+	excluded_selectors?: string[] | string;
+	extract_scheme?: unknown;
+	scheme_id?: string;
+	js_instructions?: unknown[];
+	execute_js?: string;
+	networkCapture?: unknown[];
+	capture_headers?: boolean;
+	block_resources?: string[];
+	proxy_type?: ProxyType;
+	proxy_country?: string;
+	proxy_session_id?: string;
+	proxy_overwrite?: string;
+	device?: (typeof DEVICES)[number];
+	wait_until?: (typeof WAIT_UNTIL)[number];
+	wait_seconds?: number;
+	screenshot?: boolean;
+	pdf?: boolean;
+	ai_enhance?: boolean;
+	ai_prompt?: string;
+	ai_source?: (typeof AI_SOURCES)[number];
+	ai_force_json?: boolean;
+	additional_headers?: Record<string, string>;
+	config_id?: string;
+	storage_id?: string;
+	use_default_storage?: boolean;
+	webhook?: unknown;
+}
+
+/** Names of every documented realtime parameter except the key. */
+export const SCRAPE_PARAM_NAMES = [
+	"url",
+	"mode",
+	"delivery",
+	"async",
+	"content",
+	"include_content",
+	"no_html",
+	"excluded_tags",
+	"excluded_selectors",
+	"extract_scheme",
+	"scheme_id",
+	"js_instructions",
+	"execute_js",
+	"networkCapture",
+	"capture_headers",
+	"block_resources",
+	"proxy_type",
+	"proxy_country",
+	"proxy_session_id",
+	"proxy_overwrite",
+	"device",
+	"wait_until",
+	"wait_seconds",
+	"screenshot",
+	"pdf",
+	"ai_enhance",
+	"ai_prompt",
+	"ai_source",
+	"ai_force_json",
+	"additional_headers",
+	"config_id",
+	"storage_id",
+	"use_default_storage",
+	"webhook",
+] as const satisfies ReadonlyArray<keyof ScrapeParams>;
+
+/** The problem texts of spec 7.2, verbatim. */
+export const PROBLEMS = {
+	urlRequired: "url is required",
+	urlFormat: "invalid URL format",
+	mode: "invalid mode value",
+	proxyCountry: "invalid proxy_country",
+	proxySessionId: "invalid proxy_session_id",
+	screenshotNeedsBrowser: "screenshot requires browser (set mode to browser)",
+	aiSourceRequired: "ai_source required",
+	datacenterNeedsRequest:
+		"Value error, Datacenter proxies can only be used with mode='request'. Browser and auto modes require premium (residential) proxies.",
+} as const;
+
+export interface ParamProblem {
+	/** The parameter the service would name in `details.validation_errors` (`<parameter>: <problem>`). */
+	readonly param: keyof ScrapeParams;
+	readonly problem: string;
+}
+
+function isTruthyFlag(value: unknown): boolean {
+	return value === true || value === "true" || value === 1 || value === "1";
+}
+
+/**
+ * Apply the service's validation rules (spec 7.2) to one set of realtime parameters, as the
+ * service would see them (values may be strings when sent by GET). Returns every problem, in a fixed order.
+ */
+export function checkScrapeParams(params: Readonly<Record<string, unknown>>): ParamProblem[] {
+	const problems: ParamProblem[] = [];
+	const url = params.url;
+	if (url === undefined || url === null || url === "") {
+		problems.push({ param: "url", problem: PROBLEMS.urlRequired });
+	} else if (typeof url !== "string" || !/^https?:\/\/[^\s/?#]+/i.test(url) || !URL.canParse(url)) {
+		problems.push({ param: "url", problem: PROBLEMS.urlFormat });
+	}
+	const mode = params.mode ?? "auto";
+	if (!MODES.includes(mode as Mode)) problems.push({ param: "mode", problem: PROBLEMS.mode });
+	const country = params.proxy_country;
+	if (country !== undefined && (typeof country !== "string" || !/^[A-Za-z]{2}$/.test(country))) {
+		problems.push({ param: "proxy_country", problem: PROBLEMS.proxyCountry });
+	}
+	const session = params.proxy_session_id;
+	if (session !== undefined && (typeof session !== "string" || !/^[A-Za-z0-9]{6,8}$/.test(session))) {
+		problems.push({ param: "proxy_session_id", problem: PROBLEMS.proxySessionId });
+	}
+	if (isTruthyFlag(params.screenshot) && mode !== "browser") {
+		problems.push({ param: "screenshot", problem: PROBLEMS.screenshotNeedsBrowser });
+	}
+	if (isTruthyFlag(params.ai_enhance) && (params.ai_source === undefined || params.ai_source === "")) {
+		problems.push({ param: "ai_source", problem: PROBLEMS.aiSourceRequired });
+	}
+	if (params.proxy_type === "datacenter" && mode !== "request" && MODES.includes(mode as Mode)) {
+		problems.push({ param: "proxy_type", problem: PROBLEMS.datacenterNeedsRequest });
+	}
+	return problems;
+}
+
+/** Documented credits per successful fetch (service-facts §2.2). Extras carry no documented surcharge. */
+export const CREDIT_COSTS = {
+	requestResidential: 2,
+	requestDatacenter: 1,
+	browser: 5,
+	autoPlain: 2,
+	autoUpgraded: 6,
+} as const;
+
+/** The least and most a successful fetch with these parameters can cost. */
+export function creditCostRange(params: Pick<ScrapeParams, "mode" | "proxy_type">): { min: number; max: number } {
+	const mode = params.mode ?? "auto";
+	switch (mode) {
+		case "request": {
+			const cost =
+				params.proxy_type === "datacenter" ? CREDIT_COSTS.requestDatacenter : CREDIT_COSTS.requestResidential;
+			return { min: cost, max: cost };
+		}
+		case "browser":
+			return { min: CREDIT_COSTS.browser, max: CREDIT_COSTS.browser };
+		case "auto":
+			return { min: CREDIT_COSTS.autoPlain, max: CREDIT_COSTS.autoUpgraded };
+		default: {
+			const unreachable: never = mode;
+			throw new Error(`unknown mode ${String(unreachable)}`);
+		}
+	}
+}
