@@ -1,9 +1,9 @@
 import { Command, CommanderError } from "commander";
 import { errorMessage, ScrapejobError } from "../shared/index.js";
-import type { CliContext } from "./context.js";
-import { EXIT } from "./exit-codes.js";
-import { exitCodeForError } from "./error-exit.js";
 import { registerCommands } from "./commands/index.js";
+import type { CliContext } from "./context.js";
+import { exitCodeForError } from "./error-exit.js";
+import { EXIT } from "./exit-codes.js";
 
 /** Build the program. Commands write to `ctx` streams and report their outcome via `ctx.exitCode` or a thrown error. */
 export function createProgram(ctx: CliContext): Command {

@@ -1,7 +1,5 @@
 export { isLoopbackHost, joinUrl, parseBaseUrl } from "./base-url.js";
 export { errorMessage, ScrapejobError, UsageError } from "./errors.js";
-export { maskSecret, redactSecrets } from "./secrets.js";
-export { type Clock, type Sleep, sleep, systemClock } from "./sleep.js";
 export {
 	AI_SOURCES,
 	CONTENT_FORMATS,
@@ -12,11 +10,13 @@ export {
 	DEVICES,
 	MODES,
 	type Mode,
+	type ParamProblem,
 	PROBLEMS,
 	PROXY_TYPES,
-	type ParamProblem,
 	type ProxyType,
 	SCRAPE_PARAM_NAMES,
 	type ScrapeParams,
 	WAIT_UNTIL,
 } from "./scrape-params.js";
+export { maskSecret, redactSecrets } from "./secrets.js";
+export { type Clock, type Sleep, sleep, systemClock } from "./sleep.js";

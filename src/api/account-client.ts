@@ -1,0 +1,130 @@
+import type { Dispatcher } from "undici";
+import type { z } from "zod";
+import { joinUrl, parseBaseUrl } from "../shared/index.js";
+import { parseJson, toServiceError } from "./error-body.js";
+import { UnexpectedResponseError } from "./errors.js";
+import { type GenerateProxiesParams, generateQuery, type ParsedProxy, parseProxyLines } from "./proxy-lines.js";
+import {
+	type BrowserAccess,
+	browserAccessSchema,
+	describeIssues,
+	type ProxyData,
+	proxyDataSchema,
+	type RotateSessionResult,
+	rotateSessionSchema,
+	type ScraperAccess,
+	scraperAccessSchema,
+	type TargetingSettings,
+	targetingSettingsSchema,
+	type Usage,
+	usageSchema,
+} from "./records.js";
+import { defaultDispatcher, send } from "./transport.js";
+
+/** The service's public account base address (service-facts §1). */
+export const DEFAULT_API_URL = "https://api.evomi.com";
+
+export const USAGE_PERIODS = ["24h", "3d", "7d"] as const;
+export type UsagePeriod = (typeof USAGE_PERIODS)[number];
+
+export interface AccountClientOptions {
+	/** Account key, sent as the `x-apikey` header (never in a query string). */
+	readonly accountKey: string;
+	/** Base address; account paths (`/public…`) are appended. @default "https://api.evomi.com" */
+	readonly baseUrl?: string;
+	readonly dispatcher?: Dispatcher;
+	/** Per-request limit in milliseconds. @default 30000 (60000 for the large targeting catalogue) */
+	readonly timeoutMs?: number;
+}
+
+export interface GeneratedProxies {
+	/** The lines exactly as the service sent them. */
+	readonly lines: string[];
+	readonly proxies: ParsedProxy[];
+}
+
+export interface AccountClient {
+	proxyData(signal?: AbortSignal): Promise<ProxyData>;
+	scraperAccess(signal?: AbortSignal): Promise<ScraperAccess>;
+	browserAccess(signal?: AbortSignal): Promise<BrowserAccess>;
+	settings(signal?: AbortSignal): Promise<TargetingSettings>;
+	usage(params: { product: string; period?: UsagePeriod }, signal?: AbortSignal): Promise<Usage>;
+	generate(params: GenerateProxiesParams, signal?: AbortSignal): Promise<GeneratedProxies>;
+	rotateSession(params: { sessionid: string; product: string }, signal?: AbortSignal): Promise<RotateSessionResult>;
+}
+
+/** A typed client of the account endpoints (spec 4.1–4.6, service-facts §6.6). */
+export function createAccountClient(options: AccountClientOptions): AccountClient {
+	const base = parseBaseUrl(options.baseUrl ?? DEFAULT_API_URL, "account API address");
+	const dispatcher = options.dispatcher ?? defaultDispatcher();
+	const timeoutMs = options.timeoutMs ?? 30_000;
+	const secrets = [options.accountKey];
+
+	async function get(
+		path: string,
+		query: URLSearchParams | undefined,
+		signal: AbortSignal | undefined,
+		limitMs = timeoutMs,
+	) {
+		const endpoint = `GET ${path}`;
+		const search = query && [...query.keys()].length > 0 ? `?${query.toString()}` : "";
+		const response = await send(dispatcher, {
+			method: "GET",
+			url: joinUrl(base, path) + search,
+			headers: { "x-apikey": options.accountKey, accept: "application/json, text/plain" },
+			timeoutMs: limitMs,
+			endpoint,
+			...(signal ? { signal } : {}),
+		});
+		if (response.status < 200 || response.status >= 300) {
+			throw toServiceError(response.status, response.body, endpoint, secrets);
+		}
+		return { response, endpoint };
+	}
+
+	async function getJson<T>(
+		schema: z.ZodType<T>,
+		path: string,
+		query?: URLSearchParams,
+		signal?: AbortSignal,
+		limitMs?: number,
+	) {
+		const { response, endpoint } = await get(path, query, signal, limitMs);
+		const parsed = parseJson(response.body);
+		if (parsed === undefined) throw new UnexpectedResponseError(endpoint, response.status, "not JSON");
+		const result = schema.safeParse(parsed);
+		if (!result.success) {
+			throw new UnexpectedResponseError(endpoint, response.status, describeIssues(result.error), {
+				cause: result.error,
+			});
+		}
+		return result.data;
+	}
+
+	return {
+		proxyData: (signal) => getJson(proxyDataSchema, "/public", undefined, signal),
+		scraperAccess: (signal) => getJson(scraperAccessSchema, "/public/scraper", undefined, signal),
+		browserAccess: (signal) => getJson(browserAccessSchema, "/public/browser", undefined, signal),
+		// The catalogue is large; the service's own client allows it 60 s.
+		settings: (signal) =>
+			getJson(targetingSettingsSchema, "/public/settings", undefined, signal, Math.max(timeoutMs, 60_000)),
+		usage: (params, signal) => {
+			const query = new URLSearchParams({ product: params.product });
+			if (params.period) query.set("period", params.period);
+			return getJson(usageSchema, "/public/usage", query, signal);
+		},
+		generate: async (params, signal) => {
+			const { response } = await get("/public/generate", generateQuery(params), signal);
+			const text = response.body.toString("utf8");
+			const lines = text.split(/\r?\n/).filter((line) => line.trim() !== "");
+			return { lines, proxies: parseProxyLines(lines, params) };
+		},
+		rotateSession: (params, signal) =>
+			getJson(
+				rotateSessionSchema,
+				"/public/rotate_session",
+				new URLSearchParams({ sessionid: params.sessionid, product: params.product }),
+				signal,
+			),
+	};
+}

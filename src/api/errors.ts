@@ -1,0 +1,102 @@
+import { ScrapejobError } from "../shared/index.js";
+
+/** Fields of the service's error record (spec 2.8) that a caller may act on. */
+export interface ServiceErrorFields {
+	/** HTTP status the service answered with. */
+	readonly status: number;
+	/** Short error type (`error`), e.g. "Invalid API key", "Concurrency limit exceeded (5/5)". */
+	readonly errorType: string;
+	/** Human-readable detail (`message`); may repeat `errorType` when the body had none. */
+	readonly detail: string;
+	/** Present on 402. */
+	readonly creditsRemaining?: number;
+	/** Present on 429: the concurrency limit. */
+	readonly limit?: number;
+	/** Present on 429: seconds to wait before sending again. */
+	readonly resetSeconds?: number;
+	/** Present on 500 scraping errors: the target URL. */
+	readonly url?: string;
+	/** Present on 500 scraping errors. */
+	readonly creditsUsed?: number;
+	/** Present on 422: one `<parameter>: <problem>` entry per problem. */
+	readonly validationErrors?: readonly string[];
+	/** Which endpoint answered, e.g. "GET /public/scraper" (never with a key in it). */
+	readonly endpoint: string;
+}
+
+/**
+ * The service answered with an error status and (usually) an error record. Kept apart from network
+ * failures and from shape errors because each is handled differently by the runner.
+ */
+export class ServiceError extends ScrapejobError implements ServiceErrorFields {
+	readonly status: number;
+	readonly errorType: string;
+	readonly detail: string;
+	readonly creditsRemaining?: number;
+	readonly limit?: number;
+	readonly resetSeconds?: number;
+	readonly url?: string;
+	readonly creditsUsed?: number;
+	readonly validationErrors?: readonly string[];
+	readonly endpoint: string;
+
+	constructor(fields: ServiceErrorFields) {
+		const details = fields.validationErrors?.length ? ` (${fields.validationErrors.join("; ")})` : "";
+		const detail = fields.detail && fields.detail !== fields.errorType ? `: ${fields.detail}` : "";
+		super(
+			"SCRAPEJOB_SERVICE_ERROR",
+			`${fields.endpoint} answered ${fields.status} ${fields.errorType}${detail}${details}`,
+		);
+		this.status = fields.status;
+		this.errorType = fields.errorType;
+		this.detail = fields.detail;
+		this.endpoint = fields.endpoint;
+		if (fields.creditsRemaining !== undefined) this.creditsRemaining = fields.creditsRemaining;
+		if (fields.limit !== undefined) this.limit = fields.limit;
+		if (fields.resetSeconds !== undefined) this.resetSeconds = fields.resetSeconds;
+		if (fields.url !== undefined) this.url = fields.url;
+		if (fields.creditsUsed !== undefined) this.creditsUsed = fields.creditsUsed;
+		if (fields.validationErrors !== undefined) this.validationErrors = fields.validationErrors;
+	}
+}
+
+export const NETWORK_FAILURES = ["dns", "refused", "reset", "timeout", "tls", "other"] as const;
+export type NetworkFailure = (typeof NETWORK_FAILURES)[number];
+
+/** The request never got an HTTP answer: the connection failed, was dropped, or timed out. */
+export class NetworkError extends ScrapejobError {
+	readonly failure: NetworkFailure;
+	readonly endpoint: string;
+
+	constructor(failure: NetworkFailure, endpoint: string, message: string, options?: { cause?: unknown }) {
+		super("SCRAPEJOB_NETWORK", `${endpoint} failed: ${message}`, options);
+		this.failure = failure;
+		this.endpoint = endpoint;
+	}
+}
+
+/**
+ * The service answered 2xx with something that is not what the interface promises. Never retried:
+ * asking again would not change the answer, and a client that guesses would charge for nothing.
+ */
+export class UnexpectedResponseError extends ScrapejobError {
+	readonly endpoint: string;
+	readonly status: number;
+
+	constructor(endpoint: string, status: number, problem: string, options?: { cause?: unknown }) {
+		super(
+			"SCRAPEJOB_UNEXPECTED_RESPONSE",
+			`${endpoint} answered ${status} with an unexpected body: ${problem}`,
+			options,
+		);
+		this.endpoint = endpoint;
+		this.status = status;
+	}
+}
+
+/** The caller's AbortSignal fired before the answer came. */
+export class RequestAbortedError extends ScrapejobError {
+	constructor(endpoint: string, options?: { cause?: unknown }) {
+		super("SCRAPEJOB_ABORTED", `${endpoint} was aborted`, options);
+	}
+}

@@ -1,0 +1,47 @@
+export {
+	type AccountClient,
+	type AccountClientOptions,
+	createAccountClient,
+	DEFAULT_API_URL,
+	type GeneratedProxies,
+	USAGE_PERIODS,
+	type UsagePeriod,
+} from "./account-client.js";
+export { classifyFailure, DEFAULT_RESET_SECONDS, errorKind, type FailureAction } from "./classify.js";
+export {
+	NETWORK_FAILURES,
+	NetworkError,
+	type NetworkFailure,
+	RequestAbortedError,
+	ServiceError,
+	type ServiceErrorFields,
+	UnexpectedResponseError,
+} from "./errors.js";
+export { type GenerateProxiesParams, type ParsedProxy, parseProxyLine, parseProxyLines } from "./proxy-lines.js";
+export type {
+	BrowserAccess,
+	ProxyData,
+	ProxyProduct,
+	RotateSessionResult,
+	ScraperAccess,
+	StaticResidential,
+	TargetingCatalogue,
+	TargetingPlace,
+	TargetingSettings,
+	TaskRecord,
+	Usage,
+} from "./records.js";
+export {
+	type ContentOutcome,
+	createScraperClient,
+	DEFAULT_SCRAPER_URL,
+	type RealtimeCallOptions,
+	type RealtimeOutcome,
+	type ScraperClient,
+	type ScraperClientOptions,
+	type TargetErrorOutcome,
+	type TaskOutcome,
+	type TaskState,
+} from "./scraper-client.js";
+export { type ScraperHeaders, taskStatusKind } from "./scraper-response.js";
+export { createDispatcher } from "./transport.js";

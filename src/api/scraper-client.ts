@@ -1,0 +1,292 @@
+import type { Dispatcher } from "undici";
+import { joinUrl, parseBaseUrl, redactSecrets, type ScrapeParams } from "../shared/index.js";
+import { toServiceError } from "./error-body.js";
+import { UnexpectedResponseError } from "./errors.js";
+import { type TaskRecord, taskRecordSchema } from "./records.js";
+import {
+	contentOf,
+	jsonObject,
+	numberField,
+	readScraperHeaders,
+	type ScraperHeaders,
+	taskStatusKind,
+	textField,
+} from "./scraper-response.js";
+import { defaultDispatcher, type HttpResponse, send } from "./transport.js";
+
+/** The service's public scraper base address (service-facts §1); already ends in the version segment. */
+export const DEFAULT_SCRAPER_URL = "https://scrape.evomi.com/api/v1";
+
+export interface ScraperClientOptions {
+	/** Scraper key, sent as the `x-api-key` header (never in a query string). */
+	readonly scraperKey: string;
+	/** Base address ending in `/api/v1`. @default "https://scrape.evomi.com/api/v1" */
+	readonly baseUrl?: string;
+	readonly dispatcher?: Dispatcher;
+	/**
+	 * Limit for one realtime call, milliseconds. The service answers within 30–45 s or hands the fetch
+	 * over to a task, so this only catches a hung connection. @default 120000
+	 */
+	readonly realtimeTimeoutMs?: number;
+	/** Limit for task polls and health checks, milliseconds. @default 30000 */
+	readonly timeoutMs?: number;
+}
+
+/** A successful fetch: the page (raw delivery) or the JSON delivery object. */
+export interface ContentOutcome {
+	readonly kind: "content";
+	readonly status: number;
+	readonly headers: ScraperHeaders;
+	/** The content as bytes: the page itself, or the JSON delivery's `content` when present. */
+	readonly body: Buffer;
+	readonly contentType: string | undefined;
+	/** The JSON delivery object, when `delivery: json` was asked for. */
+	readonly json?: Record<string, unknown>;
+	/** The target's status code when the service reported it (JSON delivery `status_code`). */
+	readonly targetStatus?: number;
+}
+
+/** The fetch continues in the background as a task (202/408 on timeout, or `async: true`). */
+export interface TaskOutcome {
+	readonly kind: "task";
+	readonly status: number;
+	readonly headers: ScraperHeaders;
+	readonly task: TaskRecord;
+}
+
+/** The target itself answered non-2xx and the service passed that answer through. */
+export interface TargetErrorOutcome {
+	readonly kind: "target_error";
+	readonly targetStatus: number;
+	readonly headers: ScraperHeaders;
+	readonly body: Buffer;
+}
+
+export type RealtimeOutcome = ContentOutcome | TaskOutcome | TargetErrorOutcome;
+
+export type TaskState =
+	| { readonly state: "pending"; readonly status: string }
+	| {
+			readonly state: "completed";
+			readonly body: Buffer;
+			readonly headers: ScraperHeaders;
+			readonly creditsUsed?: number;
+			readonly creditsRemaining?: number;
+			readonly modeUsed?: string;
+			readonly targetStatus?: number;
+	  }
+	| {
+			readonly state: "failed";
+			readonly errorType: string;
+			readonly message: string;
+			readonly creditsUsed?: number;
+			readonly headers: ScraperHeaders;
+	  }
+	/** A status word this client does not know; the poller keeps polling until its deadline. */
+	| { readonly state: "unknown"; readonly status: string }
+	/** 404: the task is unknown or its result expired. */
+	| { readonly state: "not_found" };
+
+export interface RealtimeCallOptions {
+	/** @default "POST" (parameters in a JSON body; GET puts them in the query string) */
+	readonly method?: "GET" | "POST";
+	readonly signal?: AbortSignal;
+}
+
+export interface ScraperClient {
+	realtime(params: ScrapeParams, options?: RealtimeCallOptions): Promise<RealtimeOutcome>;
+	task(taskId: string, signal?: AbortSignal): Promise<TaskState>;
+	health(signal?: AbortSignal): Promise<{ ok: true; headers: ScraperHeaders }>;
+}
+
+function toQuery(params: ScrapeParams): string {
+	const query = new URLSearchParams();
+	for (const [key, value] of Object.entries(params)) {
+		if (value === undefined || value === null) continue;
+		query.set(key, typeof value === "object" ? JSON.stringify(value) : String(value));
+	}
+	return query.toString();
+}
+
+function isErrorRecord(body: Record<string, unknown> | undefined): boolean {
+	return body !== undefined && (body.success === false || body.error !== undefined);
+}
+
+function contentBytes(value: unknown): Buffer {
+	if (value === undefined || value === null) return Buffer.alloc(0);
+	if (typeof value === "string") return Buffer.from(value, "utf8");
+	return Buffer.from(JSON.stringify(value), "utf8");
+}
+
+/** A typed client of the scraper endpoints (spec 4.7–4.9). It never retries: the runner owns retrying. */
+export function createScraperClient(options: ScraperClientOptions): ScraperClient {
+	const base = parseBaseUrl(options.baseUrl ?? DEFAULT_SCRAPER_URL, "scraper API address");
+	const dispatcher = options.dispatcher ?? defaultDispatcher();
+	const realtimeTimeoutMs = options.realtimeTimeoutMs ?? 120_000;
+	const timeoutMs = options.timeoutMs ?? 30_000;
+	const secrets = [options.scraperKey];
+	const realtimeUrl = joinUrl(base, "/scraper/realtime");
+	const postHeaders = { "x-api-key": options.scraperKey, "content-type": "application/json" };
+	const getHeaders = { "x-api-key": options.scraperKey };
+
+	function readTaskRecord(response: HttpResponse, body: Record<string, unknown>, endpoint: string): TaskOutcome {
+		const parsed = taskRecordSchema.safeParse(body);
+		if (!parsed.success) {
+			throw new UnexpectedResponseError(endpoint, response.status, "task record without a task_id");
+		}
+		return { kind: "task", status: response.status, headers: readScraperHeaders(response.headers), task: parsed.data };
+	}
+
+	function interpretRealtime(response: HttpResponse, endpoint: string, params: ScrapeParams): RealtimeOutcome {
+		const { status } = response;
+		const headers = readScraperHeaders(response.headers);
+		if (status === 202 || status === 408) {
+			const body = jsonObject(response);
+			if (body && typeof body.task_id === "string") return readTaskRecord(response, body, endpoint);
+			if (status === 202) throw new UnexpectedResponseError(endpoint, status, "202 without a task_id");
+			throw toServiceError(status, response.body, endpoint, secrets);
+		}
+		if (status >= 200 && status < 300) {
+			// Only JSON answers can be task records or wrapped deliveries; an HTML page is never parsed.
+			const body = jsonObject(response);
+			if (body) {
+				if (typeof body.task_id === "string" && taskStatusKind(body.status) !== "done") {
+					return readTaskRecord(response, body, endpoint);
+				}
+				if (body.success === false) throw toServiceError(status, response.body, endpoint, secrets);
+				if (params.delivery === "json") {
+					const content = contentOf(body);
+					const targetStatus = numberField(body, "status_code");
+					return {
+						kind: "content",
+						status,
+						headers: {
+							...headers,
+							...(headers.creditsUsed === undefined && numberField(body, "credits_used") !== undefined
+								? { creditsUsed: numberField(body, "credits_used") }
+								: {}),
+							...(headers.modeUsed === undefined && textField(body, "mode_used") !== undefined
+								? { modeUsed: textField(body, "mode_used") }
+								: {}),
+						},
+						body: contentBytes(content),
+						contentType: "application/json",
+						json: body,
+						...(targetStatus !== undefined ? { targetStatus } : {}),
+					};
+				}
+			}
+			const contentType = response.headers["content-type"];
+			return {
+				kind: "content",
+				status,
+				headers,
+				body: response.body,
+				contentType: Array.isArray(contentType) ? contentType[0] : contentType,
+			};
+		}
+		// Non-2xx: the service marks a target's own answer with X-Target-Status; an error record is the
+		// service's error. A bare 5xx/429/401 is also the service's (e.g. a gateway page in front of it).
+		if (headers.targetStatus === undefined) {
+			const body = jsonObject(response);
+			if (isErrorRecord(body) || status === 401 || status === 402 || status === 429 || status >= 500) {
+				throw toServiceError(status, response.body, endpoint, secrets);
+			}
+		}
+		return { kind: "target_error", targetStatus: headers.targetStatus ?? status, headers, body: response.body };
+	}
+
+	return {
+		async realtime(params, callOptions = {}) {
+			const method = callOptions.method ?? "POST";
+			const endpoint = `${method} /scraper/realtime`;
+			const response = await send(dispatcher, {
+				method,
+				url: method === "GET" ? `${realtimeUrl}?${toQuery(params)}` : realtimeUrl,
+				headers: method === "GET" ? getHeaders : postHeaders,
+				...(method === "POST" ? { body: JSON.stringify(params) } : {}),
+				timeoutMs: realtimeTimeoutMs,
+				endpoint,
+				...(callOptions.signal ? { signal: callOptions.signal } : {}),
+			});
+			return interpretRealtime(response, endpoint, params);
+		},
+
+		async task(taskId, signal) {
+			const endpoint = "GET /scraper/tasks/:id";
+			const response = await send(dispatcher, {
+				method: "GET",
+				url: joinUrl(base, `/scraper/tasks/${encodeURIComponent(taskId)}`),
+				headers: getHeaders,
+				timeoutMs,
+				endpoint,
+				...(signal ? { signal } : {}),
+			});
+			const headers = readScraperHeaders(response.headers);
+			if (response.status === 404) return { state: "not_found" };
+			const body = jsonObject(response);
+			if (response.status < 200 || response.status >= 300) {
+				// A failed task may come back as an error status with a task body; it is still the task's outcome.
+				if (body && typeof body.task_id === "string" && taskStatusKind(body.status) === "failed") {
+					return failedTask(body, headers, secrets);
+				}
+				throw toServiceError(response.status, response.body, endpoint, secrets);
+			}
+			if (!body) {
+				// A non-JSON 200 is the content itself (service-facts §12).
+				return { state: "completed", body: response.body, headers, ...creditFields(headers, undefined) };
+			}
+			const kind = taskStatusKind(body.status);
+			if (kind === "failed" || (body.success === false && kind !== "pending"))
+				return failedTask(body, headers, secrets);
+			if (kind === "pending") return { state: "pending", status: String(body.status) };
+			if (kind === "unknown" && contentOf(body) === undefined) {
+				return { state: "unknown", status: redactSecrets(String(body.status ?? "(none)"), secrets) };
+			}
+			const targetStatus = numberField(body, "status_code");
+			return {
+				state: "completed",
+				body: contentBytes(contentOf(body)),
+				headers,
+				...creditFields(headers, body),
+				...(targetStatus !== undefined ? { targetStatus } : {}),
+			};
+		},
+
+		async health(signal) {
+			const endpoint = "GET /scraper/health";
+			const response = await send(dispatcher, {
+				method: "GET",
+				url: joinUrl(base, "/scraper/health"),
+				headers: getHeaders,
+				timeoutMs,
+				endpoint,
+				...(signal ? { signal } : {}),
+			});
+			if (response.status !== 200) throw toServiceError(response.status, response.body, endpoint, secrets);
+			return { ok: true, headers: readScraperHeaders(response.headers) };
+		},
+	};
+}
+
+function creditFields(headers: ScraperHeaders, body: Record<string, unknown> | undefined) {
+	const creditsUsed = (body && numberField(body, "credits_used")) ?? headers.creditsUsed;
+	const creditsRemaining = (body && numberField(body, "credits_remaining")) ?? headers.creditsRemaining;
+	const modeUsed = (body && textField(body, "mode_used")) ?? headers.modeUsed;
+	return {
+		...(creditsUsed !== undefined ? { creditsUsed } : {}),
+		...(creditsRemaining !== undefined ? { creditsRemaining } : {}),
+		...(modeUsed !== undefined ? { modeUsed } : {}),
+	};
+}
+
+function failedTask(
+	body: Record<string, unknown>,
+	headers: ScraperHeaders,
+	secrets: readonly string[],
+): Extract<TaskState, { state: "failed" }> {
+	const errorType = redactSecrets(textField(body, "error") ?? "Task failed", secrets);
+	const message = redactSecrets(textField(body, "message") ?? errorType, secrets);
+	const creditsUsed = numberField(body, "credits_used");
+	return { state: "failed", errorType, message, headers, ...(creditsUsed !== undefined ? { creditsUsed } : {}) };
+}

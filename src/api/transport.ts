@@ -1,0 +1,74 @@
+import { Agent, type Dispatcher, request } from "undici";
+import { RequestAbortedError } from "./errors.js";
+import { toNetworkError } from "./network-failure.js";
+
+export interface HttpResponse {
+	readonly status: number;
+	readonly headers: Readonly<Record<string, string | string[] | undefined>>;
+	readonly body: Buffer;
+}
+
+export interface SendOptions {
+	readonly method: "GET" | "POST";
+	readonly url: string;
+	readonly headers: Record<string, string>;
+	readonly body?: string;
+	/** Limit for the headers and for each gap in the body, milliseconds. */
+	readonly timeoutMs: number;
+	readonly signal?: AbortSignal;
+	/** Names the call in errors, e.g. "GET /public/scraper". Never contains a key. */
+	readonly endpoint: string;
+}
+
+/**
+ * A keep-alive connection pool for the service. One per process is enough: undici keeps a pool per
+ * origin. `connections` caps sockets per origin; the runner sizes it to its concurrency.
+ */
+export function createDispatcher(options: { connections?: number; keepAliveTimeoutMs?: number } = {}): Dispatcher {
+	return new Agent({
+		connections: options.connections ?? null,
+		keepAliveTimeout: options.keepAliveTimeoutMs ?? 10_000,
+		keepAliveMaxTimeout: 60_000,
+		// Never pipeline: a slow scrape would hold every request queued behind it on the socket.
+		pipelining: 1,
+	});
+}
+
+let sharedDispatcher: Dispatcher | undefined;
+/** The process-wide default pool, created on first use. */
+export function defaultDispatcher(): Dispatcher {
+	sharedDispatcher ??= createDispatcher();
+	return sharedDispatcher;
+}
+
+/** Send one request and read the whole body. Network failures become `NetworkError`; aborts `RequestAbortedError`. */
+export async function send(dispatcher: Dispatcher, options: SendOptions): Promise<HttpResponse> {
+	try {
+		const response = await request(options.url, {
+			dispatcher,
+			method: options.method,
+			headers: options.headers,
+			body: options.body,
+			signal: options.signal,
+			headersTimeout: options.timeoutMs,
+			bodyTimeout: options.timeoutMs,
+		});
+		const body = Buffer.from(await response.body.arrayBuffer());
+		return { status: response.statusCode, headers: response.headers, body };
+	} catch (error) {
+		if (options.signal?.aborted) throw new RequestAbortedError(options.endpoint, { cause: error });
+		throw toNetworkError(error, options.endpoint);
+	}
+}
+
+export function headerValue(headers: HttpResponse["headers"], name: string): string | undefined {
+	const value = headers[name];
+	return Array.isArray(value) ? value[0] : value;
+}
+
+export function numberHeader(headers: HttpResponse["headers"], name: string): number | undefined {
+	const value = headerValue(headers, name);
+	if (value === undefined || value.trim() === "") return undefined;
+	const parsed = Number(value);
+	return Number.isFinite(parsed) ? parsed : undefined;
+}

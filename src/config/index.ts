@@ -1,0 +1,8 @@
+export {
+	CONFIG_VARIABLES,
+	type ConfigFlags,
+	type ConfigVariable,
+	type ResolvedConfig,
+	readConfigFile,
+	resolveConfig,
+} from "./resolve-config.js";

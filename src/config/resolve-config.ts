@@ -1,0 +1,106 @@
+import { readFile } from "node:fs/promises";
+import { resolve } from "node:path";
+import { parseBaseUrl, UsageError } from "../shared/index.js";
+
+/** Environment variables of the product contract (shared/design.md, "Configuration"). */
+export const CONFIG_VARIABLES = [
+	"SCRAPEJOB_ACCOUNT_KEY",
+	"SCRAPEJOB_SCRAPER_KEY",
+	"SCRAPEJOB_API_URL",
+	"SCRAPEJOB_SCRAPER_URL",
+] as const;
+export type ConfigVariable = (typeof CONFIG_VARIABLES)[number];
+
+export interface ConfigFlags {
+	/** `--config FILE`: KEY=VALUE lines setting the variables above (lowest precedence). */
+	readonly config?: string;
+	readonly apiUrl?: string;
+	readonly scraperUrl?: string;
+}
+
+export interface ResolvedConfig {
+	/** Sent as `x-apikey` to the account endpoints. */
+	readonly accountKey: string | undefined;
+	/** When set, the account look-up is skipped and concurrency is learned from `X-RateLimit-Limit`. */
+	readonly scraperKey: string | undefined;
+	/** Account base address, checked (https, or http on loopback only). */
+	readonly apiUrl: string | undefined;
+	/** Scraper base address; when unset, the account's `endpoint_url` (or the public default) is used. */
+	readonly scraperUrl: string | undefined;
+	/** Where each value came from, for `--help`-style diagnostics; never holds the values. */
+	readonly sources: Readonly<Partial<Record<ConfigVariable, "flag" | "env" | "config">>>;
+}
+
+/**
+ * Read a `--config` file: `KEY=VALUE` lines, `#` comments, optional `export ` and quotes (the
+ * dotenv shape, so one file serves both a shell and scrapejob). Only the contract's variables are allowed.
+ */
+export async function readConfigFile(path: string): Promise<Partial<Record<ConfigVariable, string>>> {
+	let text: string;
+	try {
+		text = await readFile(path, "utf8");
+	} catch (error) {
+		const code = (error as NodeJS.ErrnoException).code;
+		throw new UsageError(
+			`cannot read config file ${path}: ${code === "ENOENT" ? "no such file" : (code ?? "unreadable")}`,
+			{
+				cause: error,
+			},
+		);
+	}
+	const values: Partial<Record<ConfigVariable, string>> = {};
+	const lines = text.replace(/^\uFEFF/, "").split(/\r?\n/);
+	lines.forEach((raw, index) => {
+		const line = raw.trim();
+		if (line === "" || line.startsWith("#")) return;
+		const match = /^(?:export\s+)?([A-Za-z_][A-Za-z0-9_]*)\s*=\s*(.*)$/.exec(line);
+		if (!match) throw new UsageError(`${path}:${index + 1}:1 expected KEY=VALUE`);
+		const key = match[1]!;
+		if (!(CONFIG_VARIABLES as readonly string[]).includes(key)) {
+			throw new UsageError(`${path}:${index + 1}:1 unknown setting ${key} (known: ${CONFIG_VARIABLES.join(", ")})`);
+		}
+		let value = match[2]!.trim();
+		if (/^(['"]).*\1$/.test(value)) value = value.slice(1, -1);
+		values[key as ConfigVariable] = value;
+	});
+	return values;
+}
+
+/** Resolve keys and base addresses: flags win over environment, environment over the config file. */
+export async function resolveConfig(options: {
+	flags: ConfigFlags;
+	env: NodeJS.ProcessEnv;
+	cwd: string;
+}): Promise<ResolvedConfig> {
+	const fromFile = options.flags.config ? await readConfigFile(resolve(options.cwd, options.flags.config)) : {};
+	const sources: Partial<Record<ConfigVariable, "flag" | "env" | "config">> = {};
+	const pick = (name: ConfigVariable, flag: string | undefined): string | undefined => {
+		if (flag !== undefined && flag !== "") {
+			sources[name] = "flag";
+			return flag;
+		}
+		const env = options.env[name];
+		if (env !== undefined && env !== "") {
+			sources[name] = "env";
+			return env;
+		}
+		const file = fromFile[name];
+		if (file !== undefined && file !== "") {
+			sources[name] = "config";
+			return file;
+		}
+		return undefined;
+	};
+	const apiUrl = pick("SCRAPEJOB_API_URL", options.flags.apiUrl);
+	const scraperUrl = pick("SCRAPEJOB_SCRAPER_URL", options.flags.scraperUrl);
+	// Check addresses now, so a plain-http typo fails before any key is sent anywhere.
+	if (apiUrl) parseBaseUrl(apiUrl, "SCRAPEJOB_API_URL");
+	if (scraperUrl) parseBaseUrl(scraperUrl, "SCRAPEJOB_SCRAPER_URL");
+	return {
+		accountKey: pick("SCRAPEJOB_ACCOUNT_KEY", undefined),
+		scraperKey: pick("SCRAPEJOB_SCRAPER_KEY", undefined),
+		apiUrl,
+		scraperUrl,
+		sources,
+	};
+}
