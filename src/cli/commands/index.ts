@@ -1,5 +1,6 @@
 import type { Command } from "commander";
 import type { CliContext } from "../context.js";
+import { registerEmulatorCommand } from "./emulator.js";
 
 /**
  * Each command lives in its own file and registers itself here; the order is the order `--help` lists them.
@@ -7,4 +8,5 @@ import type { CliContext } from "../context.js";
 export function registerCommands(program: Command, ctx: CliContext): void {
 	void program;
 	void ctx;
+	registerEmulatorCommand(program, ctx);
 }

@@ -1,0 +1,95 @@
+import { resolve } from "node:path";
+import { type Command, InvalidArgumentError } from "commander";
+import {
+	DEFAULT_HOST,
+	type DemoSite,
+	type Emulator,
+	loadScenarioFile,
+	type Scenario,
+	startDemoSite,
+	startEmulator,
+} from "../../emulator/index.js";
+import { errorMessage, isLoopbackHost, UsageError } from "../../shared/index.js";
+import { type CliContext, writeLine } from "../context.js";
+
+/** Port the emulator listens on unless `--port` says otherwise; fixed, so integrations can be configured once. */
+export const DEFAULT_EMULATOR_PORT = 8700;
+
+interface EmulatorCommandOptions {
+	readonly port: number;
+	readonly host: string;
+	readonly scenario?: string;
+	readonly demoSite?: boolean;
+}
+
+function parsePort(value: string): number {
+	const port = Number(value);
+	if (!Number.isInteger(port) || port < 0 || port > 65_535) {
+		throw new InvalidArgumentError("must be a whole number from 0 to 65535 (0 picks a free port)");
+	}
+	return port;
+}
+
+/**
+ * `scrapejob emulator`: serve the local emulator until SIGINT/SIGTERM. Prints one JSON line with
+ * `apiUrl`, `scraperUrl`, `accountKey`, `scraperKey` (and `demoSiteUrl` with `--demo-site`) so a
+ * script can read the addresses even with `--port 0`.
+ */
+export function registerEmulatorCommand(program: Command, ctx: CliContext): void {
+	program
+		.command("emulator")
+		.description("Run the local emulator of the service (account + scraper endpoints, fault injection)")
+		.option("--port <n>", `port to listen on; 0 picks a free one (default ${DEFAULT_EMULATOR_PORT})`, parsePort)
+		.option("--host <address>", "address to bind", DEFAULT_HOST)
+		.option("--scenario <file>", "scenario file (YAML or JSON): keys, credits, concurrency, timings, faults")
+		.option("--demo-site", "also serve the local demo website to scrape")
+		.action(async (options: EmulatorCommandOptions) => {
+			await runEmulatorCommand(ctx, options);
+		});
+}
+
+async function runEmulatorCommand(ctx: CliContext, options: EmulatorCommandOptions): Promise<void> {
+	const scenario: Scenario | undefined =
+		options.scenario === undefined ? undefined : await loadScenarioFile(resolve(ctx.cwd, options.scenario));
+	const port = options.port ?? DEFAULT_EMULATOR_PORT;
+	const host = options.host;
+	if (!isLoopbackHost(host)) {
+		ctx.stderr.write(
+			`scrapejob emulator: listening on ${host}, reachable from other machines; its keys are fixed and documented\n`,
+		);
+	}
+	let demoSite: DemoSite | undefined;
+	let emulator: Emulator;
+	try {
+		if (options.demoSite) demoSite = await startDemoSite({ host });
+		// Nobody reads the ledger of a long-running CLI emulator; keep totals only.
+		emulator = await startEmulator({ ...(scenario ? { scenario } : {}), port, host, ledger: false });
+	} catch (error) {
+		await demoSite?.close();
+		const code = (error as { code?: unknown }).code;
+		if (code === "EADDRINUSE") {
+			throw new UsageError(`port ${port} on ${host} is in use; pass --port 0 to pick a free port`, { cause: error });
+		}
+		if (code === "EADDRNOTAVAIL" || code === "EACCES") {
+			throw new UsageError(`cannot listen on ${host}:${port}: ${errorMessage(error)}`, { cause: error });
+		}
+		throw error;
+	}
+	writeLine(
+		ctx.stdout,
+		JSON.stringify({
+			apiUrl: emulator.apiUrl,
+			scraperUrl: emulator.scraperUrl,
+			accountKey: emulator.accountKey,
+			scraperKey: emulator.scraperKey,
+			...(demoSite ? { demoSiteUrl: demoSite.url } : {}),
+		}),
+	);
+	await untilAborted(ctx.signal);
+	await Promise.all([emulator.close(), demoSite?.close()]);
+}
+
+function untilAborted(signal: AbortSignal): Promise<void> {
+	if (signal.aborted) return Promise.resolve();
+	return new Promise((resolve) => signal.addEventListener("abort", () => resolve(), { once: true }));
+}

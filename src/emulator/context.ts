@@ -1,0 +1,32 @@
+/** Everything a request handler needs, built once per emulator by `startEmulator`. */
+import type { Clock } from "../shared/index.js";
+import type { AccountData } from "./account-data.js";
+import type { Catalogue } from "./catalogue.js";
+import type { SlotTracker } from "./concurrency.js";
+import type { CreditAccount } from "./credits.js";
+import type { FaultInjector } from "./faults.js";
+import type { Ledger } from "./ledger.js";
+import type { Random } from "./random.js";
+import type { EmulatorConfig } from "./scenario.js";
+import type { TargetFetcher } from "./target-fetch.js";
+import type { TaskStore } from "./tasks.js";
+
+export interface EmulatorContext {
+	readonly config: EmulatorConfig;
+	readonly ledger: Ledger;
+	readonly credits: CreditAccount;
+	readonly slots: SlotTracker;
+	readonly tasks: TaskStore;
+	readonly faults: FaultInjector;
+	readonly fetcher: TargetFetcher;
+	readonly account: AccountData;
+	readonly catalogue: Catalogue;
+	/** Seeded stream for generated proxies (countries picked at random, session ids). */
+	readonly generationRandom: Random;
+	readonly clock: Clock;
+	/** Aborts when the emulator closes: background fetches and pauses end. */
+	readonly signal: AbortSignal;
+	readonly scraperKeys: ReadonlySet<string>;
+	/** Base addresses, known once the server listens. */
+	readonly urls: { apiUrl: string; scraperUrl: string; browserUrl: string };
+}

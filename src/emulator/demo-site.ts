@@ -1,0 +1,190 @@
+/**
+ * A small local website to scrape: product pages, generic pages, a page only a browser would see
+ * content on, a slow path and error paths. Used by the offline demo, `--sandbox` and the tests.
+ *
+ * Paths: `/` (index), `/product/1…/product/<pages>`, `/page/<n>` (any n ≥ 1), `/app` (script-rendered),
+ * `/slow?ms=N` (answers after N ms, at most 60 s), `/status/<code>` (answers that status),
+ * `/redirect` (302 to `/product/1`); anything else is a 404 page.
+ */
+import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
+import type { AddressInfo } from "node:net";
+import { DEFAULT_HOST } from "./defaults.js";
+
+export interface DemoSiteOptions {
+	/** Port to listen on; 0 picks a free one. @default 0 */
+	readonly port?: number;
+	/** Address to bind. @default "127.0.0.1" */
+	readonly host?: string;
+	/** Number of product pages (`/product/1` … `/product/<pages>`). @default 100 */
+	readonly pages?: number;
+	/** Delay added to every answer, ms. @default 0 */
+	readonly latencyMs?: number;
+}
+
+export interface DemoSite {
+	/** Base address, e.g. `http://127.0.0.1:41235` (no trailing slash). */
+	readonly url: string;
+	readonly port: number;
+	/** Requests answered so far. */
+	requestCount(): number;
+	close(): Promise<void>;
+}
+
+/** Longest `/slow` wait, ms. */
+const MAX_SLOW_MS = 60_000;
+
+export async function startDemoSite(options: DemoSiteOptions = {}): Promise<DemoSite> {
+	const pages = options.pages ?? 100;
+	const latencyMs = options.latencyMs ?? 0;
+	const host = options.host ?? DEFAULT_HOST;
+	let requests = 0;
+	const timers = new Set<NodeJS.Timeout>();
+	const later = (ms: number, fn: () => void) => {
+		if (ms <= 0) {
+			fn();
+			return;
+		}
+		const timer = setTimeout(() => {
+			timers.delete(timer);
+			fn();
+		}, ms);
+		timers.add(timer);
+	};
+
+	const server = createServer({ keepAlive: true, noDelay: true }, (req, res) => {
+		requests += 1;
+		later(latencyMs, () => answer(req, res, pages, later));
+	});
+	const port = await new Promise<number>((resolve, reject) => {
+		server.once("error", reject);
+		server.listen(options.port ?? 0, host, () => {
+			server.off("error", reject);
+			resolve((server.address() as AddressInfo).port);
+		});
+	});
+	const url = `http://${host.includes(":") ? `[${host}]` : host}:${port}`;
+	return {
+		url,
+		port,
+		requestCount: () => requests,
+		close: () =>
+			new Promise<void>((resolve) => {
+				for (const timer of timers) clearTimeout(timer);
+				timers.clear();
+				server.close(() => resolve());
+				server.closeAllConnections();
+			}),
+	};
+}
+
+type Reply =
+	| { readonly status: number; readonly html: string }
+	| { readonly redirect: string }
+	| { readonly slowMs: number };
+
+function answer(
+	req: IncomingMessage,
+	res: ServerResponse,
+	pages: number,
+	later: (ms: number, fn: () => void) => void,
+): void {
+	const reply = pageFor(req.url ?? "/", pages);
+	if ("redirect" in reply) {
+		res.writeHead(302, { location: reply.redirect, "content-length": 0 });
+		res.end();
+	} else if ("slowMs" in reply) {
+		const html = page("Slow page", `<h1>Slow page</h1><p>Answered after ${reply.slowMs} ms.</p>`);
+		later(reply.slowMs, () => send(res, 200, html));
+	} else {
+		send(res, reply.status, reply.html);
+	}
+}
+
+function pageFor(target: string, pages: number): Reply {
+	const queryStart = target.indexOf("?");
+	const path = queryStart < 0 ? target : target.slice(0, queryStart);
+	const segments = path.split("/");
+	const section = segments[1] ?? "";
+	const id = Number(segments[2]);
+	const isId = segments.length === 3 && Number.isInteger(id) && id >= 1;
+
+	if (path === "/") return { status: 200, html: indexPage(pages) };
+	if (section === "product" && isId && id <= pages) return { status: 200, html: productPage(id) };
+	if (section === "page" && isId) return { status: 200, html: genericPage(id) };
+	if (path === "/app") return { status: 200, html: SCRIPT_RENDERED_PAGE };
+	if (path === "/redirect") return { redirect: "/product/1" };
+	if (section === "status" && isId && id >= 200 && id <= 599) {
+		return { status: id, html: page(`Status ${id}`, `<h1>Status ${id}</h1><p>The demo site answered ${id}.</p>`) };
+	}
+	if (path === "/slow") {
+		const query = new URLSearchParams(queryStart < 0 ? "" : target.slice(queryStart + 1));
+		return { slowMs: Math.min(Math.max(Number(query.get("ms") ?? 1000) || 0, 0), MAX_SLOW_MS) };
+	}
+	return { status: 404, html: page("Not found", `<h1>Not found</h1><p>No page at ${escapeHtml(path)}.</p>`) };
+}
+
+function send(res: ServerResponse, status: number, html: string): void {
+	if (res.destroyed) return;
+	res.writeHead(status, { "content-type": "text/html; charset=utf-8", "content-length": Buffer.byteLength(html) });
+	res.end(html);
+}
+
+function page(title: string, body: string): string {
+	return `<!doctype html>
+<html lang="en">
+<head><meta charset="utf-8"><title>${title}</title></head>
+<body>
+<header><nav><a href="/">Demo shop</a></nav></header>
+<main>
+${body}
+</main>
+<footer><p>scrapejob demo site</p></footer>
+</body>
+</html>
+`;
+}
+
+/** Deterministic price for product `id`, so tests and the demo can assert on it. */
+export function demoProductPrice(id: number): string {
+	return (((id * 7919) % 10_000) / 100 + 1).toFixed(2);
+}
+
+function productPage(id: number): string {
+	return page(
+		`Product ${id}`,
+		`<article class="product" data-id="${id}">
+<h1>Product ${id}</h1>
+<p class="price">$${demoProductPrice(id)}</p>
+<p class="description">Product ${id} is a sturdy, well-made item from the demo catalogue, shipped within ${(id % 5) + 1} days.</p>
+<ul class="specs"><li>SKU: DEMO-${String(id).padStart(5, "0")}</li><li>Stock: ${(id * 13) % 50}</li></ul>
+</article>`,
+	);
+}
+
+function genericPage(id: number): string {
+	return page(
+		`Page ${id}`,
+		`<h1>Page ${id}</h1>
+<p>This is generic page number ${id} of the demo site. It has enough text to count as a real page with content.</p>
+<p><a href="/page/${id + 1}">Next page</a></p>`,
+	);
+}
+
+function indexPage(pages: number): string {
+	const shown = Math.min(pages, 20);
+	const links = Array.from({ length: shown }, (_, i) => `<li><a href="/product/${i + 1}">Product ${i + 1}</a></li>`);
+	return page("Demo shop", `<h1>Demo shop</h1>\n<p>${pages} products.</p>\n<ul>${links.join("")}</ul>`);
+}
+
+const SCRIPT_RENDERED_PAGE = `<!doctype html>
+<html lang="en">
+<head><meta charset="utf-8"><title>App</title></head>
+<body><div id="root"></div>
+<script>document.getElementById("root").textContent = "Rendered by script";</script>
+</body>
+</html>
+`;
+
+function escapeHtml(text: string): string {
+	return text.replace(/[&<>"']/g, (char) => `&#${char.charCodeAt(0)};`);
+}

@@ -1,0 +1,494 @@
+/**
+ * The scraper endpoints under `/api/v1` (spec 4.7–4.9, 5.2, 7): realtime fetches, task polling and
+ * health. Order of checks on realtime: body → key (401) → parameters (422) → injected answer faults
+ * (503/502/500/drop/429 burst) → credits (402) → concurrency (429) → fetch, answered at once or as a task.
+ */
+import type { IncomingMessage, OutgoingHttpHeaders, ServerResponse } from "node:http";
+import { checkScrapeParams, errorMessage, type Mode } from "../shared/index.js";
+import type { EmulatorContext } from "./context.js";
+import { dropConnection, isTruthy, queryToObject, readBody, sendBody, sendJson, timestamp } from "./http-io.js";
+import type { KeyPlace, LedgerEndpoint, LedgerEntry } from "./ledger.js";
+import type { FaultRule } from "./scenario.js";
+import { type RenderOptions, readRenderOptions, renderContent } from "./scrape-render.js";
+import { runScrape, type ScrapeOutcome, worstCaseCost } from "./scrape-run.js";
+import type { Task, TaskResult } from "./tasks.js";
+
+/** Largest JSON body accepted, bytes. */
+const MAX_BODY_BYTES = 1024 * 1024;
+
+type Params = Record<string, unknown>;
+
+interface Exchange {
+	readonly ctx: EmulatorContext;
+	readonly req: IncomingMessage;
+	readonly res: ServerResponse;
+	readonly entry: LedgerEntry;
+	key: string | null;
+	mode: string | undefined;
+}
+
+/** `path` is the part after `/api/v1`. */
+export async function handleScraperRequest(
+	ctx: EmulatorContext,
+	req: IncomingMessage,
+	res: ServerResponse,
+	path: string,
+	query: URLSearchParams,
+): Promise<void> {
+	const method = req.method ?? "GET";
+	const route = matchRoute(path);
+	const entry = ctx.ledger.open(route?.endpoint ?? "unknown", method, `/api/v1${path}`);
+	const ex: Exchange = { ctx, req, res, entry, key: null, mode: undefined };
+	if (!route) {
+		answerError(ex, 404, "Not found", `No endpoint ${method} /api/v1${path}`);
+		return;
+	}
+	if (!route.methods.includes(method)) {
+		answerError(ex, 405, "Method not allowed", `${route.endpoint} accepts ${route.methods.join(", ")}`, {
+			allow: route.methods.join(", "),
+		});
+		return;
+	}
+	let body: Params | null = null;
+	if (method === "POST") {
+		const parsed = await readJsonBody(ex);
+		if (parsed === undefined) return;
+		body = parsed;
+	}
+	if (!authenticate(ex, query, body)) return;
+	switch (route.endpoint) {
+		case "realtime":
+			await handleRealtime(ex, method === "POST" ? withoutKey(body ?? {}) : withoutKey(queryToObject(query)));
+			return;
+		case "task":
+			answerTask(ex, route.taskId ?? "");
+			return;
+		case "health":
+			answer(ex, 200, { success: true });
+			return;
+		default:
+			answerError(ex, 404, "Not found", `No endpoint ${method} /api/v1${path}`);
+	}
+}
+
+interface Route {
+	readonly endpoint: LedgerEndpoint;
+	readonly methods: readonly string[];
+	readonly taskId?: string;
+}
+
+const TASK_PREFIX = "/scraper/tasks/";
+
+function matchRoute(path: string): Route | null {
+	if (path === "/scraper/realtime") return { endpoint: "realtime", methods: ["GET", "POST"] };
+	if (path === "/scraper/health") return { endpoint: "health", methods: ["GET", "POST"] };
+	if (path.startsWith(TASK_PREFIX) && path.length > TASK_PREFIX.length && !path.includes("/", TASK_PREFIX.length)) {
+		return { endpoint: "task", methods: ["GET"], taskId: decodeURIComponent(path.slice(TASK_PREFIX.length)) };
+	}
+	return null;
+}
+
+/** The parsed JSON object body, or undefined after answering 400. */
+async function readJsonBody(ex: Exchange): Promise<Params | null | undefined> {
+	let raw: Buffer;
+	try {
+		raw = await readBody(ex.req, MAX_BODY_BYTES);
+	} catch (error) {
+		answerError(ex, 400, "Invalid request body", errorMessage(error));
+		return undefined;
+	}
+	if (raw.length === 0) return {};
+	let value: unknown;
+	try {
+		value = JSON.parse(raw.toString("utf8"));
+	} catch (error) {
+		answerError(ex, 400, "Invalid JSON body", `The request body is not valid JSON: ${errorMessage(error)}`);
+		return undefined;
+	}
+	if (value === null || typeof value !== "object" || Array.isArray(value)) {
+		answerError(ex, 400, "Invalid JSON body", "The request body must be a JSON object of parameters");
+		return undefined;
+	}
+	return value as Params;
+}
+
+/**
+ * The key is taken from the first place that has one, in the spec's order: query `api_key`, header
+ * `x-api-key`, body `api_key` (spec 5.2). The header `x-apikey` of the account endpoints is not read.
+ */
+function authenticate(ex: Exchange, query: URLSearchParams, body: Params | null): boolean {
+	let place: KeyPlace | null = null;
+	let key: unknown;
+	const fromQuery = query.get("api_key");
+	const fromHeader = ex.req.headers["x-api-key"];
+	if (fromQuery) {
+		place = "query";
+		key = fromQuery;
+	} else if (fromHeader) {
+		place = "header";
+		key = fromHeader;
+	} else if (body && body.api_key !== undefined && body.api_key !== "") {
+		place = "body";
+		key = body.api_key;
+	}
+	ex.entry.keyPlace = place;
+	if (typeof key === "string" && ex.ctx.config.hasScraperAccess && ex.ctx.scraperKeys.has(key)) {
+		ex.key = key;
+		ex.entry.key = key;
+		return true;
+	}
+	const message =
+		place === null
+			? "No API key: send it in the x-api-key header, the api_key query parameter or the api_key field of a POST body"
+			: `The API key given in the ${place === "query" ? "api_key query parameter" : place === "header" ? "x-api-key header" : "api_key body field"} is not valid`;
+	answerError(ex, 401, "Invalid API key", message);
+	return false;
+}
+
+function withoutKey(params: Params): Params {
+	if (!("api_key" in params)) return params;
+	const { api_key: _key, ...rest } = params;
+	return rest;
+}
+
+async function handleRealtime(ex: Exchange, params: Params): Promise<void> {
+	const { ctx, entry } = ex;
+	entry.params = params;
+	if (typeof params.url === "string") entry.url = params.url;
+	if (typeof params.mode === "string" || params.mode === undefined) entry.mode = (params.mode as string) ?? "auto";
+	const problems = checkScrapeParams(params);
+	if (problems.length > 0) {
+		const validationErrors = problems.map((problem) => `${problem.param}: ${problem.problem}`);
+		answer(ex, 422, {
+			success: false,
+			error: "Invalid request parameters",
+			message: `${validationErrors.length} invalid parameter${validationErrors.length === 1 ? "" : "s"}: ${validationErrors.join("; ")}`,
+			details: { validation_errors: validationErrors },
+			timestamp: timestamp(),
+		});
+		return;
+	}
+	const key = ex.key as string;
+	const url = params.url as string;
+	const mode = (params.mode ?? "auto") as Mode;
+	ex.mode = mode;
+	if (ctx.faults.takeBurst(key)) {
+		entry.fault = "rate_limit";
+		answerRateLimited(ex, key, "fault");
+		return;
+	}
+	const fault = ctx.faults.pick("scraper", "answer", url);
+	if (fault && applyAnswerFault(ex, fault, key)) return;
+
+	const datacenter = params.proxy_type === "datacenter";
+	const reserved = worstCaseCost(ctx.config.costs, mode, datacenter);
+	if (!ctx.credits.tryReserve(reserved)) {
+		const available = ctx.credits.available;
+		answer(ex, 402, {
+			success: false,
+			error: "Insufficient credits",
+			message: `Insufficient credits: required ${reserved}, available ${available}`,
+			credits_remaining: ctx.credits.balance,
+			timestamp: timestamp(),
+		});
+		return;
+	}
+	const slot = ctx.slots.tryAcquire(key);
+	if (!slot) {
+		ctx.credits.settle(reserved, 0);
+		answerRateLimited(ex, key, "concurrency");
+		return;
+	}
+	const job = runScrape(ctx, { url, mode, datacenter, extraHeaders: extraHeaders(params), slot, reserved, entry });
+	const render = readRenderOptions(params, isTruthy);
+
+	if (isTruthy(params.async)) {
+		const task = startTask(ex, job, url, mode, render);
+		answerTaskRecord(ex, 202, task, "Task submitted. Use task_id to check status.");
+		return;
+	}
+	let timer: NodeJS.Timeout | undefined;
+	const timedOut = new Promise<null>((resolve) => {
+		timer = setTimeout(resolve, ctx.config.timeoutMs, null);
+	});
+	const first = await Promise.race([job, timedOut]);
+	clearTimeout(timer);
+	if (first === null) {
+		const task = startTask(ex, job, url, mode, render);
+		answerTaskRecord(
+			ex,
+			ctx.config.timeoutStatus,
+			task,
+			"Task is taking longer than expected. Use task_id to check status.",
+		);
+		return;
+	}
+	answerOutcome(ex, first, url, render);
+}
+
+/** Injected faults that decide the answer outright; false when the fault is not of that phase. */
+function applyAnswerFault(ex: Exchange, fault: FaultRule, key: string): boolean {
+	ex.entry.fault = fault.kind;
+	switch (fault.kind) {
+		case "unavailable":
+			answerError(ex, 503, "Service unavailable", "The service is temporarily unavailable; retry with backoff");
+			return true;
+		case "bad_gateway":
+			answerError(ex, 502, "Bad gateway", "An upstream gateway failed; retry with backoff");
+			return true;
+		case "server_error":
+			answerError(ex, 500, "Internal server error", fault.message ?? "An internal error occurred; retry with backoff");
+			return true;
+		case "drop_connection":
+			ex.ctx.ledger.finish(ex.entry, 0);
+			dropConnection(ex.req, ex.res);
+			return true;
+		case "rate_limit":
+			ex.ctx.faults.startBurst(key, fault.count);
+			answerRateLimited(ex, key, "fault");
+			return true;
+		case "slow":
+		case "scraping_error":
+		case "dns_failure":
+			return false;
+		default: {
+			const unreachable: never = fault.kind;
+			throw new Error(`unknown fault ${String(unreachable)}`);
+		}
+	}
+}
+
+function answerRateLimited(ex: Exchange, key: string, cause: "concurrency" | "fault"): void {
+	const { ctx } = ex;
+	const limit = ctx.slots.limit;
+	const used = cause === "fault" ? limit : ctx.slots.inFlight(key);
+	const resetSeconds = ctx.config.resetSeconds;
+	const at = Date.now();
+	ctx.ledger.noteRateLimit({ at, key, resetSeconds, untilMs: at + resetSeconds * 1000, cause });
+	answer(ex, 429, {
+		success: false,
+		error: `Concurrency limit exceeded (${used}/${limit})`,
+		message: `This key may run ${limit} concurrent requests; wait ${resetSeconds} seconds before sending more`,
+		limit,
+		reset: resetSeconds,
+		timestamp: timestamp(),
+	});
+}
+
+function extraHeaders(params: Params): Record<string, string> | null {
+	const headers = params.additional_headers;
+	if (headers === null || typeof headers !== "object" || Array.isArray(headers)) return null;
+	const result: Record<string, string> = {};
+	for (const [name, value] of Object.entries(headers)) {
+		if (typeof value === "string") result[name.toLowerCase()] = value;
+	}
+	return result;
+}
+
+function answerOutcome(ex: Exchange, outcome: ScrapeOutcome, url: string, render: RenderOptions): void {
+	const { ctx, entry } = ex;
+	switch (outcome.kind) {
+		case "ok": {
+			const rendered = renderContent(outcome.body, outcome.contentType, render);
+			const headers = scraperHeaders(ex, outcome.creditsUsed, outcome.modeUsed);
+			if (render.delivery === "json") {
+				const body: Record<string, unknown> = {
+					success: true,
+					url,
+					title: rendered.title,
+					status_code: outcome.statusCode,
+					credits_used: outcome.creditsUsed,
+					mode_used: outcome.modeUsed,
+				};
+				if (render.includeContent) body.content = rendered.text;
+				ctx.ledger.finish(entry, 200);
+				sendJson(ex.res, 200, body, headers);
+				return;
+			}
+			ctx.ledger.finish(entry, 200);
+			sendBody(ex.res, 200, rendered.body, rendered.contentType, headers);
+			return;
+		}
+		case "target-status": {
+			const headers = scraperHeaders(ex, 0, outcome.modeUsed);
+			headers["x-target-status"] = String(outcome.statusCode);
+			ctx.ledger.finish(entry, outcome.statusCode);
+			sendBody(ex.res, outcome.statusCode, outcome.body, outcome.contentType, headers);
+			return;
+		}
+		case "scraping-error":
+			answer(
+				ex,
+				500,
+				{
+					success: false,
+					error: "Scraping error",
+					message: outcome.message,
+					url,
+					credits_used: 0,
+					timestamp: timestamp(),
+				},
+				outcome.modeUsed,
+			);
+			return;
+		default: {
+			const unreachable: never = outcome;
+			throw new Error(`unknown outcome ${String(unreachable)}`);
+		}
+	}
+}
+
+/** Turn a running scrape into a task; its outcome lands in the task store when the fetch ends. */
+function startTask(ex: Exchange, job: Promise<ScrapeOutcome>, url: string, mode: string, render: RenderOptions): Task {
+	const { ctx, entry } = ex;
+	const task = ctx.tasks.create(ex.key as string, url, mode);
+	entry.taskId = task.id;
+	entry.taskStatus = "processing";
+	void job
+		.then((outcome) => {
+			const result = toTaskResult(ctx, outcome, render);
+			ctx.tasks.finish(task, result);
+			entry.taskStatus = result.status;
+		})
+		.catch((error: unknown) => {
+			ctx.tasks.finish(task, {
+				status: "failed",
+				error: "Scraping error",
+				message: errorMessage(error),
+				modeUsed: mode,
+			});
+			entry.taskStatus = "failed";
+		});
+	return task;
+}
+
+function toTaskResult(ctx: EmulatorContext, outcome: ScrapeOutcome, render: RenderOptions): TaskResult {
+	switch (outcome.kind) {
+		case "ok":
+			return {
+				status: "completed",
+				statusCode: outcome.statusCode,
+				modeUsed: outcome.modeUsed,
+				creditsUsed: outcome.creditsUsed,
+				creditsRemaining: ctx.credits.balance,
+				content: renderContent(outcome.body, outcome.contentType, render).text,
+			};
+		case "target-status":
+			return {
+				status: "failed",
+				error: "Target error",
+				message: `The target answered HTTP ${outcome.statusCode}`,
+				modeUsed: outcome.modeUsed,
+				statusCode: outcome.statusCode,
+			};
+		case "scraping-error":
+			return { status: "failed", error: "Scraping error", message: outcome.message, modeUsed: outcome.modeUsed };
+		default: {
+			const unreachable: never = outcome;
+			throw new Error(`unknown outcome ${String(unreachable)}`);
+		}
+	}
+}
+
+function answerTaskRecord(ex: Exchange, status: number, task: Task, message: string): void {
+	answer(ex, status, {
+		success: true,
+		task_id: task.id,
+		status: "processing",
+		message,
+		check_url: `/api/v1/scraper/tasks/${task.id}`,
+		timestamp: timestamp(),
+	});
+}
+
+function answerTask(ex: Exchange, taskId: string): void {
+	const task = ex.ctx.tasks.get(ex.key as string, taskId);
+	ex.entry.taskId = taskId;
+	if (!task) {
+		answerError(ex, 404, "Task not found", `No task ${taskId} for this key (unknown, another key's, or expired)`);
+		return;
+	}
+	ex.entry.url = task.url;
+	ex.entry.taskStatus = task.status;
+	ex.mode = task.mode;
+	const result = task.result;
+	if (result === null) {
+		answer(ex, 200, {
+			success: true,
+			task_id: task.id,
+			status: "processing",
+			message: "Task is still processing. Check again shortly.",
+			check_url: `/api/v1/scraper/tasks/${task.id}`,
+			timestamp: timestamp(),
+		});
+		return;
+	}
+	ex.entry.modeUsed = result.modeUsed;
+	if (result.status === "completed") {
+		answer(
+			ex,
+			200,
+			{
+				success: true,
+				task_id: task.id,
+				status: "completed",
+				url: task.url,
+				status_code: result.statusCode,
+				mode_used: result.modeUsed,
+				credits_used: result.creditsUsed,
+				credits_remaining: result.creditsRemaining,
+				content: result.content,
+				timestamp: timestamp(),
+			},
+			result.modeUsed,
+			result.creditsUsed,
+		);
+		return;
+	}
+	const body: Record<string, unknown> = {
+		success: false,
+		task_id: task.id,
+		status: "failed",
+		error: result.error,
+		message: result.message,
+		url: task.url,
+		credits_used: 0,
+		timestamp: timestamp(),
+	};
+	const extra: OutgoingHttpHeaders = {};
+	if (result.statusCode !== undefined) {
+		body.status_code = result.statusCode;
+		extra["x-target-status"] = String(result.statusCode);
+	}
+	answer(ex, 200, body, result.modeUsed, 0, extra);
+}
+
+/** The headers of every scraper answer (spec 4.7, service-facts §5). */
+function scraperHeaders(ex: Exchange, creditsUsed: number, modeUsed?: string): OutgoingHttpHeaders {
+	const { ctx } = ex;
+	const headers: OutgoingHttpHeaders = {
+		"x-credits-used": String(creditsUsed),
+		"x-credits-remaining": String(ctx.credits.balance),
+		"x-ratelimit-limit": String(ctx.slots.limit),
+		"x-ratelimit-remaining": String(ctx.slots.remaining(ex.key)),
+	};
+	const mode = modeUsed ?? ex.mode;
+	if (mode !== undefined) headers["x-mode-used"] = mode;
+	return headers;
+}
+
+function answer(
+	ex: Exchange,
+	status: number,
+	body: unknown,
+	modeUsed?: string,
+	creditsUsed = 0,
+	extra?: OutgoingHttpHeaders,
+): void {
+	ex.ctx.ledger.finish(ex.entry, status);
+	sendJson(ex.res, status, body, { ...scraperHeaders(ex, creditsUsed, modeUsed), ...extra });
+}
+
+function answerError(ex: Exchange, status: number, error: string, message: string, extra?: OutgoingHttpHeaders): void {
+	answer(ex, status, { success: false, error, message, timestamp: timestamp() }, undefined, 0, extra);
+}

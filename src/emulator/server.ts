@@ -1,0 +1,165 @@
+/**
+ * `startEmulator`: one node:http server answering both the account endpoints (`/public…`) and the
+ * scraper endpoints (`/api/v1…`) on one port, as the spec describes them.
+ */
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
+import type { AddressInfo } from "node:net";
+import { type Clock, errorMessage, systemClock } from "../shared/index.js";
+import { createAccountData } from "./account-data.js";
+import { handleAccountRequest } from "./account-routes.js";
+import { createCatalogue } from "./catalogue.js";
+import { SlotTracker } from "./concurrency.js";
+import type { EmulatorContext } from "./context.js";
+import { CreditAccount } from "./credits.js";
+import { DEFAULT_HOST, SCRAPER_BASE_PATH } from "./defaults.js";
+import { FaultInjector } from "./faults.js";
+import { sendJson, timestamp } from "./http-io.js";
+import { Ledger, type LedgerOptions } from "./ledger.js";
+import { createRandom, deriveSeed } from "./random.js";
+import { resolveScenario, type ScenarioInput } from "./scenario.js";
+import { handleScraperRequest } from "./scraper-routes.js";
+import { TargetFetcher } from "./target-fetch.js";
+import { TaskStore } from "./tasks.js";
+
+export interface StartEmulatorOptions {
+	/** The scenario, in the scenario file's snake_case shape (or as returned by `loadScenarioFile`). @default {} */
+	readonly scenario?: ScenarioInput;
+	/** Port to listen on; 0 picks a free one. @default 0 */
+	readonly port?: number;
+	/** Address to bind. @default "127.0.0.1" */
+	readonly host?: string;
+	/** Ledger storage: `false` keeps totals only; `{ maxEntries }` caps stored entries. @default { maxEntries: 100000 } */
+	readonly ledger?: false | LedgerOptions;
+	/** Clock for the usage endpoint's bucket labels, ms since the epoch. @default Date.now */
+	readonly clock?: Clock;
+}
+
+export interface Emulator {
+	/** Base address of the account endpoints, e.g. `http://127.0.0.1:41234` (paths start with `/public`). */
+	readonly apiUrl: string;
+	/** Base address of the scraper endpoints, ending in `/api/v1`. */
+	readonly scraperUrl: string;
+	/** The account key (header `x-apikey`). */
+	readonly accountKey: string;
+	/** The (first) scraper key (header `x-api-key`). */
+	readonly scraperKey: string;
+	/** Every scraper key of the scenario. */
+	readonly scraperKeys: readonly string[];
+	readonly host: string;
+	readonly port: number;
+	readonly ledger: Ledger;
+	/** Scraper credits on the account now. */
+	credits(): number;
+	setCredits(credits: number): void;
+	/** Concurrency limit per scraper key now. */
+	concurrency(): number;
+	setConcurrency(limit: number): void;
+	/** Stop listening, drop every connection (keep-alive ones too) and end background fetches. */
+	close(): Promise<void>;
+}
+
+export async function startEmulator(options: StartEmulatorOptions = {}): Promise<Emulator> {
+	const config = resolveScenario(options.scenario);
+	const ledger = new Ledger(options.ledger === false ? { maxEntries: 0 } : options.ledger);
+	const abort = new AbortController();
+	const urls = { apiUrl: "", scraperUrl: "", browserUrl: "" };
+	const ctx: EmulatorContext = {
+		config,
+		ledger,
+		credits: new CreditAccount(config.credits),
+		slots: new SlotTracker({ limit: config.concurrency, expiryMs: config.slotExpiryMs, ledger }),
+		tasks: new TaskStore(config.taskTtlMs),
+		faults: new FaultInjector(config.faults, createRandom(deriveSeed(config.seed, "faults"))),
+		fetcher: new TargetFetcher(),
+		account: createAccountData(config),
+		catalogue: createCatalogue(),
+		generationRandom: createRandom(deriveSeed(config.seed, "generate")),
+		clock: options.clock ?? systemClock,
+		signal: abort.signal,
+		scraperKeys: new Set(config.scraperKeys),
+		urls,
+	};
+
+	const server = createServer({ keepAlive: true, noDelay: true }, (req, res) => {
+		route(ctx, req, res).catch((error: unknown) => {
+			if (!res.headersSent && !res.destroyed) {
+				sendJson(res, 500, {
+					success: false,
+					error: "Internal server error",
+					message: errorMessage(error),
+					timestamp: timestamp(),
+				});
+			}
+		});
+	});
+	const host = options.host ?? DEFAULT_HOST;
+	const port = await listen(server, options.port ?? 0, host);
+	const origin = `http://${host.includes(":") ? `[${host}]` : host}:${port}`;
+	urls.apiUrl = origin;
+	urls.scraperUrl = `${origin}${SCRAPER_BASE_PATH}`;
+	urls.browserUrl = `${origin.replace(/^http/, "ws")}/browser`;
+
+	let closing: Promise<void> | undefined;
+	return {
+		apiUrl: urls.apiUrl,
+		scraperUrl: urls.scraperUrl,
+		accountKey: config.accountKey,
+		scraperKey: config.scraperKeys[0] as string,
+		scraperKeys: config.scraperKeys,
+		host,
+		port,
+		ledger,
+		credits: () => ctx.credits.balance,
+		setCredits: (credits) => ctx.credits.set(credits),
+		concurrency: () => ctx.slots.limit,
+		setConcurrency: (limit) => {
+			ctx.slots.limit = limit;
+		},
+		close: () => {
+			closing ??= (async () => {
+				abort.abort();
+				ctx.tasks.close();
+				const closed = new Promise<void>((resolve) => server.close(() => resolve()));
+				server.closeAllConnections();
+				await ctx.fetcher.close();
+				await closed;
+			})();
+			return closing;
+		},
+	};
+}
+
+function listen(server: Server, port: number, host: string): Promise<number> {
+	return new Promise((resolve, reject) => {
+		const onError = (error: Error) => reject(error);
+		server.once("error", onError);
+		server.listen(port, host, () => {
+			server.off("error", onError);
+			resolve((server.address() as AddressInfo).port);
+		});
+	});
+}
+
+async function route(ctx: EmulatorContext, req: IncomingMessage, res: ServerResponse): Promise<void> {
+	const target = req.url ?? "/";
+	const queryStart = target.indexOf("?");
+	let path = queryStart < 0 ? target : target.slice(0, queryStart);
+	if (path.length > 1 && path.endsWith("/")) path = path.slice(0, -1);
+	const query = new URLSearchParams(queryStart < 0 ? "" : target.slice(queryStart + 1));
+	if (path.startsWith(`${SCRAPER_BASE_PATH}/`)) {
+		await handleScraperRequest(ctx, req, res, path.slice(SCRAPER_BASE_PATH.length), query);
+		return;
+	}
+	if (path === "/public" || path.startsWith("/public/")) {
+		await handleAccountRequest(ctx, req, res, path, query);
+		return;
+	}
+	const entry = ctx.ledger.open("unknown", req.method ?? "GET", path);
+	ctx.ledger.finish(entry, 404);
+	sendJson(res, 404, {
+		success: false,
+		error: "Not found",
+		message: `No endpoint ${req.method ?? "GET"} ${path}; account endpoints start with /public, scraper endpoints with ${SCRAPER_BASE_PATH}`,
+		timestamp: timestamp(),
+	});
+}

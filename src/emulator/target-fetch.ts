@@ -1,0 +1,94 @@
+/**
+ * Really fetches target pages, over one keep-alive undici Agent (so a benchmark against a local site
+ * reuses sockets), following redirects like a browser would. Failures are mapped onto the scraping
+ * failure messages of spec 7.2.
+ */
+import { Agent, type Dispatcher, interceptors, request } from "undici";
+import type { ScrapingErrorMessage } from "./scenario.js";
+
+export type FetchOutcome =
+	| { readonly kind: "fetched"; readonly statusCode: number; readonly body: Buffer; readonly contentType: string }
+	| { readonly kind: "failed"; readonly message: ScrapingErrorMessage };
+
+const USER_AGENT = "Mozilla/5.0 (compatible; scrapejob-emulator/0.1)";
+
+export interface TargetFetcherOptions {
+	/** Idle time before a kept-alive target socket is closed, ms. @default 10000 */
+	readonly keepAliveTimeoutMs?: number;
+	/** Redirects followed before giving up. @default 5 */
+	readonly maxRedirections?: number;
+}
+
+export class TargetFetcher {
+	readonly #agent: Agent;
+	readonly #dispatcher: Dispatcher;
+
+	constructor(options: TargetFetcherOptions = {}) {
+		this.#agent = new Agent({
+			keepAliveTimeout: options.keepAliveTimeoutMs ?? 10_000,
+			// Tasks may legitimately wait minutes for a slow target; the scraper timeout is enforced above this layer.
+			headersTimeout: 300_000,
+			bodyTimeout: 300_000,
+		});
+		this.#dispatcher = this.#agent.compose(interceptors.redirect({ maxRedirections: options.maxRedirections ?? 5 }));
+	}
+
+	async fetch(url: string, extraHeaders: Record<string, string> | null, signal: AbortSignal): Promise<FetchOutcome> {
+		try {
+			const response = await request(url, {
+				method: "GET",
+				dispatcher: this.#dispatcher,
+				signal,
+				headers: { "user-agent": USER_AGENT, accept: "text/html,*/*;q=0.8", ...extraHeaders },
+			});
+			const body = Buffer.from(await response.body.arrayBuffer());
+			const contentType = response.headers["content-type"];
+			return {
+				kind: "fetched",
+				statusCode: response.statusCode,
+				body,
+				contentType: (Array.isArray(contentType) ? contentType[0] : contentType) ?? "text/html; charset=utf-8",
+			};
+		} catch (error) {
+			return { kind: "failed", message: classifyFetchError(error) };
+		}
+	}
+
+	/** Drop every target socket at once, in-flight fetches included. */
+	async close(): Promise<void> {
+		await this.#agent.destroy();
+	}
+}
+
+const DNS_CODES = new Set(["ENOTFOUND", "EAI_AGAIN", "EAI_NONAME", "EAI_FAIL", "EAI_NODATA"]);
+const TIMEOUT_CODES = new Set([
+	"ETIMEDOUT",
+	"UND_ERR_CONNECT_TIMEOUT",
+	"UND_ERR_HEADERS_TIMEOUT",
+	"UND_ERR_BODY_TIMEOUT",
+	"UND_ERR_MAX_REDIRECTIONS",
+]);
+const TLS_CODES = new Set([
+	"CERT_HAS_EXPIRED",
+	"DEPTH_ZERO_SELF_SIGNED_CERT",
+	"SELF_SIGNED_CERT_IN_CHAIN",
+	"UNABLE_TO_VERIFY_LEAF_SIGNATURE",
+	"UNABLE_TO_GET_ISSUER_CERT_LOCALLY",
+	"ERR_TLS_CERT_ALTNAME_INVALID",
+]);
+
+/** Map a network error (or its cause) onto the service's scraping failure messages. */
+export function classifyFetchError(error: unknown): ScrapingErrorMessage {
+	let current: unknown = error;
+	for (let depth = 0; depth < 4 && current instanceof Error; depth++) {
+		const code = (current as Error & { code?: unknown }).code;
+		if (typeof code === "string") {
+			if (code === "ECONNREFUSED") return "Connection refused";
+			if (DNS_CODES.has(code)) return "DNS resolution failed";
+			if (TLS_CODES.has(code) || code.startsWith("ERR_SSL") || code.startsWith("CERT_")) return "SSL certificate error";
+			if (TIMEOUT_CODES.has(code)) return "Navigation timeout";
+		}
+		current = current.cause;
+	}
+	return "Target closed";
+}
