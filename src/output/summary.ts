@@ -1,0 +1,93 @@
+import { renameSync, writeFileSync } from "node:fs";
+import type { RecordStatus } from "./record.js";
+
+/** `summary.json` (shared/design.md, "Output"). Durations in milliseconds, throughput in targets per second. */
+export interface RunSummary {
+	job: string;
+	run_id: string;
+	/** Every target has exactly one record. */
+	complete: boolean;
+	/** Why the run stopped early, when it did: "interrupted", "unauthorized", "insufficient_credits", … */
+	stopped_reason: string | null;
+	targets: {
+		total: number | null;
+		done: number;
+		remaining: number | null;
+		by_status: Record<RecordStatus, number>;
+		duplicates: number;
+		skipped_rows: number;
+	};
+	credits: {
+		used: number;
+		by_mode: Record<string, number>;
+		remaining: number | null;
+		max_credits: number | null;
+	};
+	retries: number;
+	rate_limit_pauses: number;
+	tasks: { created: number; completed: number; failed: number; left_pending: number };
+	errors_by_kind: Record<string, number>;
+	started_at: string;
+	finished_at: string;
+	wall_ms: number;
+	throughput_per_s: number;
+	latency_ms: { p50: number | null; p95: number | null };
+	concurrency: number;
+	resumed_from: string | null;
+}
+
+/** Write atomically (temp file + rename): a crash mid-write leaves the previous summary, never half of one. */
+export function writeSummary(path: string, summary: RunSummary): void {
+	const temporary = `${path}.tmp`;
+	writeFileSync(temporary, `${JSON.stringify(summary, null, 2)}\n`);
+	renameSync(temporary, path);
+}
+
+function pad(label: string, width: number): string {
+	return label.length >= width ? label : label + " ".repeat(width - label.length);
+}
+
+/** A compact, human-readable summary for the end of a run (stdout). */
+export function formatSummary(summary: RunSummary, runDir: string): string {
+	const s = summary.targets.by_status;
+	const rows: Array<[string, string]> = [
+		["run", `${summary.job} ${summary.run_id}${summary.complete ? "" : " (INCOMPLETE)"}`],
+		[
+			"targets",
+			`${summary.targets.done}${summary.targets.total !== null ? ` of ${summary.targets.total}` : ""} done: ${s.ok} ok, ${s.failed} failed, ${s.skipped} skipped`,
+		],
+		[
+			"credits",
+			`${round(summary.credits.used)} used${summary.credits.remaining !== null ? `, ${round(summary.credits.remaining)} remaining` : ""}${formatByMode(summary.credits.by_mode)}`,
+		],
+		[
+			"retries",
+			`${summary.retries} retries, ${summary.rate_limit_pauses} rate-limit pauses, ${summary.tasks.created} tasks`,
+		],
+		[
+			"time",
+			`${(summary.wall_ms / 1000).toFixed(1)} s, ${summary.throughput_per_s.toFixed(1)}/s, p50 ${fmtMs(summary.latency_ms.p50)}, p95 ${fmtMs(summary.latency_ms.p95)}`,
+		],
+	];
+	const errors = Object.entries(summary.errors_by_kind);
+	if (errors.length > 0) rows.push(["errors", errors.map(([kind, count]) => `${kind} ${count}`).join(", ")]);
+	if (summary.stopped_reason) rows.push(["stopped", summary.stopped_reason]);
+	if (!summary.complete && summary.targets.remaining !== null) {
+		rows.push(["remaining", `${summary.targets.remaining} targets: finish with \`scrapejob run <job> --resume\``]);
+	}
+	rows.push(["output", runDir]);
+	return `${rows.map(([label, value]) => `${pad(label, 10)} ${value}`).join("\n")}\n`;
+}
+
+function formatByMode(byMode: Record<string, number>): string {
+	const entries = Object.entries(byMode);
+	return entries.length ? ` (${entries.map(([mode, credits]) => `${mode} ${round(credits)}`).join(", ")})` : "";
+}
+
+function round(value: number): string {
+	return Number.isInteger(value) ? String(value) : value.toFixed(2);
+}
+
+function fmtMs(value: number | null): string {
+	return value === null ? "-" : `${Math.round(value)} ms`;
+}

@@ -1,0 +1,16 @@
+export { type CreditBudget, createCreditBudget } from "./credit-budget.js";
+export { type FetchResult, fetchTarget } from "./fetch-target.js";
+export { listRuns, type RunInfo } from "./find-runs.js";
+export { fullJitterDelayMs } from "./retry-timing.js";
+export {
+	type ProgressSnapshot,
+	ResumeError,
+	type RunJobOptions,
+	type RunJobResult,
+	runJob,
+	type StopReason,
+} from "./run-job.js";
+export { LockHeldError } from "./run-lock.js";
+export { createSendGate, type SendGate } from "./send-gate.js";
+export { surveyTargets, type TargetSurvey } from "./survey-targets.js";
+export { DEFAULT_TASK_POLL, pollTask, TaskDeadlineError, type TaskPollOptions } from "./task-poller.js";

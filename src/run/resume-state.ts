@@ -1,0 +1,128 @@
+import { closeSync, createReadStream, fstatSync, ftruncateSync, openSync, readSync } from "node:fs";
+import { createInterface } from "node:readline";
+import { csvLines, csvRow, type RecordStatus, type ResultRecord } from "../output/index.js";
+import { createIdSet, type IdSet } from "./compact-id-set.js";
+
+/** What earlier sessions of a run already did, read from its files without keeping records in memory. */
+export interface PriorProgress {
+	readonly done: IdSet;
+	readonly byStatus: Record<RecordStatus, number>;
+	readonly creditsUsed: number;
+	readonly creditsByMode: Record<string, number>;
+	readonly errorsByKind: Record<string, number>;
+	readonly retries: number;
+	readonly tasks: number;
+	readonly lastRecord: ResultRecord | null;
+	/** Bytes cut from the end of results.jsonl because the last line was torn by a crash. */
+	readonly tornBytes: number;
+}
+
+/** Cut a file back to its last complete line (a crash can tear the line being written). Returns bytes cut. */
+export function truncateTornTail(path: string): number {
+	let fd: number;
+	try {
+		fd = openSync(path, "r+");
+	} catch (error) {
+		if ((error as NodeJS.ErrnoException).code === "ENOENT") return 0;
+		throw error;
+	}
+	try {
+		const size = fstatSync(fd).size;
+		if (size === 0) return 0;
+		const chunk = Buffer.alloc(64 * 1024);
+		let end = size;
+		while (end > 0) {
+			const start = Math.max(0, end - chunk.length);
+			const length = end - start;
+			readSync(fd, chunk, 0, length, start);
+			const newline = chunk.subarray(0, length).lastIndexOf(0x0a);
+			if (newline >= 0) {
+				const keep = start + newline + 1;
+				if (keep < size) ftruncateSync(fd, keep);
+				return size - keep;
+			}
+			end = start;
+		}
+		ftruncateSync(fd, 0);
+		return size;
+	} finally {
+		closeSync(fd);
+	}
+}
+
+/** The last line of a file (after a torn tail was cut), or null. */
+export function lastLine(path: string): string | null {
+	let fd: number;
+	try {
+		fd = openSync(path, "r");
+	} catch {
+		return null;
+	}
+	try {
+		const size = fstatSync(fd).size;
+		const length = Math.min(size, 256 * 1024);
+		const buffer = Buffer.alloc(length);
+		readSync(fd, buffer, 0, length, size - length);
+		const text = buffer.toString("utf8").replace(/\r?\n$/, "");
+		const cut = text.lastIndexOf("\n");
+		return text.slice(cut + 1).replace(/\r$/, "");
+	} finally {
+		closeSync(fd);
+	}
+}
+
+/** Records are JSON with `content` last; dropping it before parsing keeps a resume cheap with inline pages. */
+function parseRecordLine(line: string): ResultRecord | null {
+	const contentAt = line.indexOf(',"content":');
+	const text = contentAt > 0 ? `${line.slice(0, contentAt)}}` : line;
+	try {
+		return JSON.parse(text) as ResultRecord;
+	} catch {
+		return null;
+	}
+}
+
+/** Read `results.jsonl` of an earlier session: which targets are done, and the totals so far. */
+export async function readPriorProgress(jsonlPath: string): Promise<PriorProgress> {
+	const tornBytes = truncateTornTail(jsonlPath);
+	const done = createIdSet();
+	const byStatus: Record<RecordStatus, number> = { ok: 0, failed: 0, skipped: 0 };
+	const creditsByMode: Record<string, number> = {};
+	const errorsByKind: Record<string, number> = {};
+	let creditsUsed = 0;
+	let retries = 0;
+	let tasks = 0;
+	let lastRecord: ResultRecord | null = null;
+	try {
+		const lines = createInterface({ input: createReadStream(jsonlPath), crlfDelay: Number.POSITIVE_INFINITY });
+		for await (const line of lines) {
+			const record = parseRecordLine(line);
+			if (!record || typeof record.id !== "string") continue;
+			done.add(record.id);
+			byStatus[record.status] = (byStatus[record.status] ?? 0) + 1;
+			creditsUsed += record.credits_used;
+			if (record.credits_used) {
+				creditsByMode[record.mode_requested] = (creditsByMode[record.mode_requested] ?? 0) + record.credits_used;
+			}
+			if (record.error) errorsByKind[record.error] = (errorsByKind[record.error] ?? 0) + 1;
+			retries += Math.max(0, record.attempts - 1);
+			if (record.task_id) tasks += 1;
+			lastRecord = record;
+		}
+	} catch (error) {
+		if ((error as NodeJS.ErrnoException).code !== "ENOENT") throw error;
+	}
+	return { done, byStatus, creditsUsed, creditsByMode, errorsByKind, retries, tasks, lastRecord, tornBytes };
+}
+
+/**
+ * Bring `results.csv` level with `results.jsonl`. Records go to JSONL first, then CSV, so after a crash
+ * the CSV can lack at most the last JSONL record (or end in a torn row): cut the torn row, add the record.
+ * Returns the text appended, or "" when they already agree.
+ */
+export function csvCatchUp(csvPath: string, lastRecord: ResultRecord | null): string {
+	truncateTornTail(csvPath);
+	if (!lastRecord) return "";
+	const expected = csvLines([csvRow(lastRecord)]).replace(/\r?\n$/, "");
+	return lastLine(csvPath) === expected ? "" : csvLines([csvRow(lastRecord)]);
+}

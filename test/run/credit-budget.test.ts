@@ -1,0 +1,42 @@
+import { describe, expect, it } from "vitest";
+import { createCreditBudget } from "../../src/run/credit-budget.js";
+import { fullJitterDelayMs } from "../../src/run/retry-timing.js";
+
+describe("credit budget", () => {
+	it("books worst cases synchronously and never lets reservations overshoot", () => {
+		const budget = createCreditBudget(10);
+		expect(budget.tryReserve(6)).toBe(true);
+		expect(budget.tryReserve(5)).toBe(false);
+		expect(budget.tryReserve(4)).toBe(true);
+		expect(budget.reserved).toBe(10);
+		budget.commit(6, 2); // auto mode that did not upgrade
+		expect(budget.spent).toBe(2);
+		expect(budget.tryReserve(4)).toBe(true);
+		budget.release(4);
+		budget.commit(4, 0);
+		expect(budget.spent).toBe(2);
+		expect(budget.reserved).toBe(0);
+	});
+
+	it("has no limit without max_credits and starts from credits already spent on resume", () => {
+		expect(createCreditBudget(null).tryReserve(1e9)).toBe(true);
+		const resumed = createCreditBudget(10, 9);
+		expect(resumed.tryReserve(2)).toBe(false);
+		expect(resumed.tryReserve(1)).toBe(true);
+	});
+});
+
+describe("full-jitter backoff", () => {
+	const options = { backoffMs: 1000, maxBackoffMs: 5000 };
+	it("doubles the ceiling per retry up to the cap", () => {
+		expect(fullJitterDelayMs(1, options, () => 0.999)).toBe(999);
+		expect(fullJitterDelayMs(2, options, () => 0.999)).toBe(1998);
+		expect(fullJitterDelayMs(3, options, () => 0.999)).toBe(3996);
+		expect(fullJitterDelayMs(4, options, () => 0.999)).toBe(4995);
+		expect(fullJitterDelayMs(30, options, () => 0.999)).toBe(4995);
+	});
+	it("draws the whole range down to zero", () => {
+		expect(fullJitterDelayMs(3, options, () => 0)).toBe(0);
+		expect(fullJitterDelayMs(3, options, () => 0.5)).toBe(2000);
+	});
+});
