@@ -38,5 +38,6 @@ export function parseBaseUrl(raw: string, what: string): URL {
 
 /** Join a parsed base address and a path that starts with `/`. */
 export function joinUrl(base: URL, path: string): string {
-	return `${base.origin}${base.pathname}${path}`;
+	// A parsed URL's pathname is never empty ("https://host" reads back as "/"), so trim it here too.
+	return `${base.origin}${base.pathname.replace(/\/+$/, "")}${path}`;
 }

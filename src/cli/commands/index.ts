@@ -1,5 +1,11 @@
 import type { Command } from "commander";
 import type { CliContext } from "../context.js";
+import { registerAccountCommand } from "./account.js";
+import { registerHealthCommand } from "./health.js";
+import { registerProxiesCommand } from "./proxies.js";
+import { registerTargetingCommand } from "./targeting.js";
+import { registerTaskCommand } from "./task.js";
+import { registerUsageCommand } from "./usage.js";
 import { registerEmulatorCommand } from "./emulator.js";
 
 /**
@@ -8,5 +14,11 @@ import { registerEmulatorCommand } from "./emulator.js";
 export function registerCommands(program: Command, ctx: CliContext): void {
 	void program;
 	void ctx;
+	registerAccountCommand(program, ctx);
+	registerUsageCommand(program, ctx);
+	registerTargetingCommand(program, ctx);
+	registerProxiesCommand(program, ctx);
+	registerHealthCommand(program, ctx);
+	registerTaskCommand(program, ctx);
 	registerEmulatorCommand(program, ctx);
 }
