@@ -1,0 +1,319 @@
+import { resolve } from "node:path";
+import { type Command, InvalidArgumentError } from "commander";
+import pino, { type Logger } from "pino";
+import type { ScraperAccess } from "../../api/index.js";
+import { formatProblem, type Job, JobValidationError, loadJob } from "../../job/index.js";
+import { formatSummary } from "../../output/index.js";
+import { listRuns, type ProgressSnapshot, type RunJobResult, runJob, surveyTargets } from "../../run/index.js";
+import { redactSecrets, ScrapejobError, UsageError } from "../../shared/index.js";
+import { type CliContext, writeLine } from "../context.js";
+import { EXIT } from "../exit-codes.js";
+import { createProgressBar, createProgressLog, type ProgressDisplay } from "../progress-display.js";
+import {
+	addServiceOptions,
+	connectService,
+	noKeyError,
+	type ServiceConnection,
+	type ServiceFlags,
+} from "../service-connection.js";
+
+interface RunFlags extends ServiceFlags {
+	out: string;
+	resume?: boolean | string;
+	force?: boolean;
+	dryRun?: boolean;
+	concurrency?: number;
+	maxCredits?: number;
+	quiet?: boolean;
+	json?: boolean;
+	gracePeriod?: number;
+	taskPollMs?: number;
+}
+
+/** The account cannot scrape: no scraper access, or no key for it. */
+export class NoScraperAccessError extends ScrapejobError {
+	constructor(message: string) {
+		super("SCRAPEJOB_NO_ACCESS", message);
+	}
+}
+
+function positiveInt(name: string) {
+	return (value: string) => {
+		const parsed = Number(value);
+		if (!Number.isInteger(parsed) || parsed < 1)
+			throw new InvalidArgumentError(`${name} must be a positive integer, got ${JSON.stringify(value)}`);
+		return parsed;
+	};
+}
+
+function nonNegativeNumber(name: string) {
+	return (value: string) => {
+		const parsed = Number(value);
+		if (!Number.isFinite(parsed) || parsed < 0)
+			throw new InvalidArgumentError(`${name} must be a number >= 0, got ${JSON.stringify(value)}`);
+		return parsed;
+	};
+}
+
+export function registerRunCommand(program: Command, ctx: CliContext): void {
+	const command = program
+		.command("run")
+		.description(
+			"Run jobs: validate, learn the account's concurrency and credits, fetch every target once, write results",
+		)
+		.argument("<jobs...>", "job files (YAML)")
+		.option("--out <dir>", "root folder of results: <dir>/<job>/<run-id>/", "output")
+		.option("--resume [run-id]", "continue the latest incomplete run of each job (or the given run id)")
+		.option("--force", "with --resume: accept a job whose targets changed (changed targets run as new)")
+		.option("--dry-run", "validate, list the targets and the estimated credit range; send nothing")
+		.option("--concurrency <n>", "in-flight fetches (never above the account's limit)", positiveInt("--concurrency"))
+		.option(
+			"--max-credits <n>",
+			"credit budget: no fetch starts whose worst case would exceed it",
+			nonNegativeNumber("--max-credits"),
+		)
+		.option(
+			"--grace-period <ms>",
+			"after Ctrl-C/SIGTERM, how long in-flight fetches may finish",
+			positiveInt("--grace-period"),
+			30_000,
+		)
+		.option("--task-poll-ms <ms>", "first wait between task status polls (grows to 10x)", positiveInt("--task-poll-ms"))
+		.option("-q, --quiet", "no progress bar and no log lines on stderr; only the final summary")
+		.option("--json", "print the final summary as JSON");
+	addServiceOptions(command);
+	command.addHelpText(
+		"after",
+		`
+Keys (flags > environment > --config file):
+  SCRAPEJOB_ACCOUNT_KEY   account key; the scraper key, credits and concurrency are looked up with it
+  SCRAPEJOB_SCRAPER_KEY   scraper key only: no look-up; concurrency is learned from X-RateLimit-Limit
+  SCRAPEJOB_API_URL, SCRAPEJOB_SCRAPER_URL   base addresses (https; http only on loopback)
+
+Exit codes: 0 all ok · 1 some targets failed · 2 invalid job/usage (nothing sent) · 3 auth or credits
+            · 4 another run of the job holds its lock · 130 interrupted (finish with --resume)
+
+Examples:
+  scrapejob run jobs/demo.yaml --sandbox          offline, against the built-in emulator
+  scrapejob run jobs/shop.yaml --max-credits 500  with a budget
+  scrapejob run jobs/shop.yaml --resume           finish an interrupted run without paying twice`,
+	);
+	command.action(async (paths: string[], flags: RunFlags) => {
+		ctx.exitCode = await runCommand(ctx, paths, flags);
+	});
+}
+
+async function loadJobs(ctx: CliContext, paths: string[], env: NodeJS.ProcessEnv): Promise<Job[] | null> {
+	const jobs: Job[] = [];
+	let invalid = false;
+	for (const path of paths) {
+		try {
+			const { job, warnings } = await loadJob(resolve(ctx.cwd, path), { env, cwd: ctx.cwd });
+			for (const warning of warnings) writeLine(ctx.stderr, formatProblem(warning));
+			jobs.push(job);
+		} catch (error) {
+			if (!(error instanceof JobValidationError)) throw error;
+			invalid = true;
+			for (const problem of error.problems) writeLine(ctx.stderr, formatProblem(problem));
+		}
+	}
+	return invalid ? null : jobs;
+}
+
+function stderrLogger(ctx: CliContext, quiet: boolean, secrets: string[]): Logger {
+	return pino(
+		{ level: quiet ? "silent" : "info", base: undefined, timestamp: pino.stdTimeFunctions.isoTime },
+		{ write: (line: string) => ctx.stderr.write(redactSecrets(line, secrets)) },
+	);
+}
+
+async function runCommand(ctx: CliContext, paths: string[], flags: RunFlags): Promise<number> {
+	let connection: ServiceConnection | undefined;
+	try {
+		// The sandbox starts first so that jobs can name its demo site; it costs nothing.
+		if (flags.sandbox) connection = await connectService(ctx, flags);
+		const env = connection?.demoSiteUrl ? { ...ctx.env, SCRAPEJOB_DEMO_SITE: connection.demoSiteUrl } : ctx.env;
+		const jobs = await loadJobs(ctx, paths, env);
+		if (!jobs) return EXIT.invalidInput;
+		if (flags.dryRun) return await dryRun(ctx, jobs, flags);
+
+		connection ??= await connectService(ctx, flags);
+		const { config } = connection;
+		if (!config.accountKey && !config.scraperKey) throw noKeyError();
+		const secrets = [config.accountKey, config.scraperKey].filter((key): key is string => Boolean(key));
+
+		let scraperKey = config.scraperKey;
+		let scraperUrl = config.scraperUrl;
+		let accountConcurrency: number | null = null;
+		let access: ScraperAccess | null = null;
+		if (!scraperKey && connection.account) {
+			access = await connection.account.scraperAccess(ctx.signal);
+			if (!access.has_access || !access.api_key) {
+				throw new NoScraperAccessError(
+					"this account has no scraper access (GET /public/scraper: has_access false); nothing was sent",
+				);
+			}
+			if (access.concurrency < 1)
+				throw new NoScraperAccessError("the account's scraper concurrency is 0; nothing was sent");
+			scraperKey = access.api_key;
+			scraperUrl ??= access.endpoint_url;
+			accountConcurrency = access.concurrency;
+			secrets.push(access.api_key);
+		}
+		if (!scraperKey) throw noKeyError();
+		const client = connection.scraper(scraperKey, scraperUrl);
+		const logger = stderrLogger(ctx, flags.quiet === true, secrets);
+
+		let worst: number = EXIT.ok;
+		for (const job of jobs) {
+			if (ctx.signal.aborted) break;
+			const code = await runOne(ctx, job, flags, { client, accountConcurrency, access, logger, secrets });
+			worst = Math.max(worst, code);
+			if (code === EXIT.authOrCredits || code === EXIT.interrupted) break;
+		}
+		return worst;
+	} finally {
+		await connection?.close();
+	}
+}
+
+async function dryRun(ctx: CliContext, jobs: Job[], flags: RunFlags): Promise<number> {
+	const reports = [];
+	for (const job of jobs) {
+		const survey = await surveyTargets(job);
+		reports.push({ job: job.name, file: job.file, ...survey });
+		if (!flags.json) {
+			writeLine(
+				ctx.stdout,
+				`${job.name}: ${survey.total} targets (request ${survey.byMode.request}, browser ${survey.byMode.browser}, auto ${survey.byMode.auto}), ${survey.duplicates} duplicates; estimated ${survey.creditRange.min}–${survey.creditRange.max} credits if every target succeeds once. Nothing was sent (--dry-run).`,
+			);
+		}
+	}
+	if (flags.json)
+		writeLine(
+			ctx.stdout,
+			JSON.stringify(
+				reports.map(({ digest: _digest, ...rest }) => rest),
+				null,
+				2,
+			),
+		);
+	return EXIT.ok;
+}
+
+interface RunContext {
+	client: ReturnType<ServiceConnection["scraper"]>;
+	accountConcurrency: number | null;
+	access: ScraperAccess | null;
+	logger: Logger;
+	secrets: string[];
+}
+
+async function runOne(ctx: CliContext, job: Job, flags: RunFlags, run: RunContext): Promise<number> {
+	const outRoot = resolve(ctx.cwd, flags.out);
+	const wanted = flags.concurrency ?? (job.concurrency === "auto" ? null : job.concurrency);
+	let concurrency: number;
+	const adaptive = run.accountConcurrency === null;
+	if (run.accountConcurrency !== null) {
+		concurrency = wanted ?? run.accountConcurrency;
+		if (concurrency > run.accountConcurrency) {
+			run.logger.warn(
+				{ job: job.name, asked: concurrency, limit: run.accountConcurrency },
+				`concurrency ${concurrency} is above the account's limit; using ${run.accountConcurrency}`,
+			);
+			concurrency = run.accountConcurrency;
+		}
+	} else {
+		// Scraper key only: grow from 1 to what X-RateLimit-Limit reports, capped by the job's number if any.
+		concurrency = wanted ?? 1000;
+	}
+
+	let resumeDir: string | undefined;
+	if (flags.resume !== undefined && flags.resume !== false) {
+		const runs = listRuns(resolve(outRoot, job.name));
+		const chosen = typeof flags.resume === "string" ? runs.find((info) => info.runId === flags.resume) : runs[0];
+		if (!chosen) {
+			throw new UsageError(
+				typeof flags.resume === "string"
+					? `no run ${flags.resume} of job ${job.name} under ${outRoot}`
+					: `no earlier run of job ${job.name} under ${outRoot} to resume`,
+			);
+		}
+		if (chosen.complete) {
+			writeLine(ctx.stdout, `${job.name}: run ${chosen.runId} is already complete; nothing to resume.`);
+			return EXIT.ok;
+		}
+		resumeDir = chosen.dir;
+	}
+
+	const survey = await surveyTargets(job);
+	const interactive = ctx.stderr.isTTY === true && !flags.quiet;
+	let display: ProgressDisplay | undefined;
+	if (interactive) display = createProgressBar(ctx, job.name, survey.total);
+	else if (!flags.quiet) {
+		display = createProgressLog((snapshot: ProgressSnapshot) =>
+			run.logger.info({ job: job.name, ...snapshot }, "progress"),
+		);
+	}
+	if (!interactive) {
+		run.logger.info(
+			{
+				job: job.name,
+				targets: survey.total,
+				concurrency,
+				adaptive,
+				credits: run.access?.credits ?? null,
+				resume: resumeDir ?? null,
+			},
+			"run starting",
+		);
+	}
+
+	let result: RunJobResult;
+	try {
+		result = await runJob({
+			job,
+			survey,
+			client: run.client,
+			concurrency,
+			adaptiveConcurrency: adaptive,
+			outRoot,
+			maxCredits: flags.maxCredits ?? job.maxCredits,
+			...(resumeDir ? { resumeDir } : {}),
+			force: flags.force === true,
+			signal: ctx.signal,
+			...(flags.gracePeriod !== undefined ? { gracePeriodMs: flags.gracePeriod } : {}),
+			...(flags.taskPollMs !== undefined
+				? { taskPoll: { initialIntervalMs: flags.taskPollMs, maxIntervalMs: flags.taskPollMs * 10 } }
+				: {}),
+			secrets: run.secrets,
+			logger: run.logger,
+			...(display ? { onProgress: (snapshot: ProgressSnapshot) => display?.update(snapshot) } : {}),
+		});
+	} finally {
+		display?.stop();
+	}
+
+	const { summary } = result;
+	if (flags.json) writeLine(ctx.stdout, JSON.stringify({ ...summary, run_dir: result.runDir }, null, 2));
+	else ctx.stdout.write(formatSummary(summary, result.runDir));
+	if (!interactive)
+		run.logger.info({ job: job.name, complete: summary.complete, run_dir: result.runDir }, "run finished");
+
+	switch (result.stopReason) {
+		case "interrupted":
+			return EXIT.interrupted;
+		case "unauthorized":
+		case "insufficient_credits":
+		case "forbidden":
+			return EXIT.authOrCredits;
+		case null:
+			break;
+		default: {
+			const unreachable: never = result.stopReason;
+			throw new Error(`unhandled stop reason ${String(unreachable)}`);
+		}
+	}
+	if (!summary.complete) return EXIT.someTargetsFailed;
+	return summary.targets.by_status.failed + summary.targets.by_status.skipped > 0 ? EXIT.someTargetsFailed : EXIT.ok;
+}

@@ -1,0 +1,69 @@
+import cliProgress from "cli-progress";
+import type { ProgressSnapshot } from "../run/index.js";
+import type { CliContext } from "./context.js";
+
+export interface ProgressDisplay {
+	update(snapshot: ProgressSnapshot): void;
+	stop(): void;
+}
+
+/**
+ * The terminal progress bar (stderr, TTY only): done/total, rate, ETA, credits, retries, failures.
+ * Redrawn at most every 100 ms by cli-progress, so updating it per record costs next to nothing.
+ */
+export function createProgressBar(ctx: CliContext, jobName: string, total: number): ProgressDisplay {
+	const bar = new cliProgress.SingleBar(
+		{
+			stream: ctx.stderr,
+			format: `${jobName} {bar} {value}/{total} | {rate}/s | ETA {eta_formatted} | credits {credits} | retries {retries} | failed {failed}`,
+			barCompleteChar: "█",
+			barIncompleteChar: "░",
+			hideCursor: true,
+			clearOnComplete: false,
+			etaBuffer: 200,
+			fps: 10,
+			noTTYOutput: false,
+			barsize: 24,
+		},
+		cliProgress.Presets.shades_classic,
+	);
+	const started = Date.now();
+	bar.start(total, 0, { rate: "0.0", credits: 0, retries: 0, failed: 0 });
+	return {
+		update(snapshot) {
+			const seconds = (Date.now() - started) / 1000;
+			bar.update(snapshot.done, {
+				rate: seconds > 0 ? (snapshot.done / seconds).toFixed(1) : "0.0",
+				credits: Math.round(snapshot.creditsUsed * 100) / 100,
+				retries: snapshot.retries,
+				failed: snapshot.failed,
+			});
+		},
+		stop() {
+			bar.stop();
+		},
+	};
+}
+
+/** Non-TTY runs (cron): a progress log line every `intervalMs` instead of a bar. */
+export function createProgressLog(
+	write: (snapshot: ProgressSnapshot) => void,
+	intervalMs = 10_000,
+): ProgressDisplay & { latest: ProgressSnapshot | null } {
+	let latest: ProgressSnapshot | null = null;
+	const timer = setInterval(() => {
+		if (latest) write(latest);
+	}, intervalMs);
+	timer.unref();
+	return {
+		get latest() {
+			return latest;
+		},
+		update(snapshot) {
+			latest = snapshot;
+		},
+		stop() {
+			clearInterval(timer);
+		},
+	};
+}

@@ -1,0 +1,106 @@
+import type { Command } from "commander";
+import { type AccountClient, createAccountClient, createScraperClient, type ScraperClient } from "../api/index.js";
+import { type ResolvedConfig, resolveConfig } from "../config/index.js";
+import { startDemoSite, startEmulator } from "../emulator/index.js";
+import { ScrapejobError, type UsageError } from "../shared/index.js";
+import type { CliContext } from "./context.js";
+
+/** Flags every command that talks to the service accepts. */
+export interface ServiceFlags {
+	config?: string;
+	apiUrl?: string;
+	scraperUrl?: string;
+	sandbox?: boolean;
+}
+
+export function addServiceOptions(command: Command): Command {
+	return command
+		.option("--config <file>", "KEY=VALUE file setting SCRAPEJOB_* variables (flags and env win over it)")
+		.option("--api-url <url>", "account API base address (env SCRAPEJOB_API_URL)")
+		.option("--scraper-url <url>", "scraper API base address, ending in /api/v1 (env SCRAPEJOB_SCRAPER_URL)")
+		.option("--sandbox", "start the local emulator in-process (with a demo site) and use it instead of the service");
+}
+
+export class MissingKeyError extends ScrapejobError {
+	constructor(message: string) {
+		super("SCRAPEJOB_USAGE", message);
+	}
+}
+
+export interface ServiceConnection {
+	readonly config: ResolvedConfig;
+	/** Present when an account key is known. */
+	readonly account: AccountClient | undefined;
+	/** The demo site's base address when running in the sandbox (jobs refer to it as ${SCRAPEJOB_DEMO_SITE}). */
+	readonly demoSiteUrl: string | undefined;
+	/** Build a scraper client for a key and address learned from the account (or configured). */
+	scraper(key: string, baseUrl: string | undefined): ScraperClient;
+	close(): Promise<void>;
+}
+
+const NO_KEY_HINT =
+	"set SCRAPEJOB_ACCOUNT_KEY (or SCRAPEJOB_SCRAPER_KEY for scraping only), or try it offline with --sandbox";
+
+/**
+ * Resolve keys and addresses, or start the sandbox. Each command closes the connection when done, so
+ * the emulator and keep-alive sockets never hold the process open.
+ */
+export async function connectService(ctx: CliContext, flags: ServiceFlags): Promise<ServiceConnection> {
+	if (flags.sandbox) {
+		const demoSite = await startDemoSite({});
+		const emulator = await startEmulator({ port: 0 });
+		const config: ResolvedConfig = {
+			accountKey: emulator.accountKey,
+			scraperKey: undefined,
+			apiUrl: emulator.apiUrl,
+			scraperUrl: emulator.scraperUrl,
+			sources: {},
+		};
+		return {
+			config,
+			account: createAccountClient({ accountKey: emulator.accountKey, baseUrl: emulator.apiUrl }),
+			demoSiteUrl: demoSite.url,
+			scraper: (key, baseUrl) => createScraperClient({ scraperKey: key, baseUrl: baseUrl ?? emulator.scraperUrl }),
+			close: async () => {
+				await emulator.close();
+				await demoSite.close();
+			},
+		};
+	}
+	const config = await resolveConfig({
+		flags: {
+			...(flags.config !== undefined ? { config: flags.config } : {}),
+			...(flags.apiUrl !== undefined ? { apiUrl: flags.apiUrl } : {}),
+			...(flags.scraperUrl !== undefined ? { scraperUrl: flags.scraperUrl } : {}),
+		},
+		env: ctx.env,
+		cwd: ctx.cwd,
+	});
+	const account = config.accountKey
+		? createAccountClient({
+				accountKey: config.accountKey,
+				...(config.apiUrl !== undefined ? { baseUrl: config.apiUrl } : {}),
+			})
+		: undefined;
+	return {
+		config,
+		account,
+		demoSiteUrl: undefined,
+		scraper: (key, baseUrl) =>
+			createScraperClient({
+				scraperKey: key,
+				...((config.scraperUrl ?? baseUrl) ? { baseUrl: config.scraperUrl ?? baseUrl } : {}),
+			}),
+		close: async () => {},
+	};
+}
+
+/** The account client, or a clear error saying how to provide a key. */
+export function requireAccount(connection: ServiceConnection): AccountClient {
+	if (!connection.account) throw new MissingKeyError(`no account key: ${NO_KEY_HINT}`);
+	return connection.account;
+}
+
+export function noKeyError(): UsageError {
+	return new MissingKeyError(`no key: ${NO_KEY_HINT}`);
+}
