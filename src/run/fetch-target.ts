@@ -199,6 +199,8 @@ export async function fetchTarget(
 				if (error instanceof FinalOutcome) return;
 				lastDecision = classifyFailure(error);
 				if (lastDecision.action === "wait") {
+					// A 429 is the queue being full, not an attempt at the target.
+					attempts -= 1;
 					rateLimitWaits += 1;
 					deps.gate.pause(lastDecision.resetMs);
 					return;

@@ -47,7 +47,7 @@ export async function pollTask(
 		if (remaining <= 0) throw new TaskDeadlineError(taskId, lastStatus, options.deadlineMs);
 		await options.sleep(Math.min(interval, remaining), options.signal);
 		interval = Math.min(options.maxIntervalMs, Math.ceil(interval * 1.5));
-		await options.gate.ready(options.signal);
+		await options.gate.unpaused(options.signal);
 		let state: TaskState;
 		try {
 			state = await client.task(taskId, options.signal);

@@ -1,0 +1,219 @@
+import { creditCostRange, MODES, type Mode, type ScrapeParams } from "../shared/index.js";
+import { createTargetKeySet } from "./dedupe.js";
+import { type JobProblem, JobValidationError } from "./problems.js";
+import { readSourceRows } from "./sources.js";
+import { createTargetKey, identityOptionsJson } from "./target-id.js";
+import type { Job, SourceSpec, Target, TargetCounts, TargetOrigin } from "./types.js";
+
+export interface StreamTargetsOptions {
+	/**
+	 * Receives duplicates and skipped rows (warnings) and, just before the stream throws, the
+	 * error that stopped it. Per file, the first `problemsPerFile` are passed, then one summary.
+	 */
+	onProblem?: (problem: JobProblem) => void;
+	/** @default 100 */
+	problemsPerFile?: number;
+	/** Filled in while streaming (distinct targets, duplicates, skipped rows, modes, credit range). */
+	counts?: TargetCounts;
+}
+
+/** @default 100 problems shown per file; a million bad rows must not become a million lines. */
+export const DEFAULT_PROBLEMS_PER_FILE = 100;
+
+export function createEmptyCounts(): TargetCounts {
+	return {
+		targets: 0,
+		duplicates: 0,
+		skippedRows: 0,
+		creditRange: { min: 0, max: 0 },
+		byMode: Object.fromEntries(MODES.map((mode) => [mode, 0])) as Record<Mode, number>,
+	};
+}
+
+interface ScanOptions {
+	report: (problem: JobProblem) => void;
+	/** Throw at the first error (a run), or note it and go on (validation, which wants them all). */
+	stopOnError: boolean;
+	problemsPerFile: number;
+	counts: TargetCounts;
+}
+
+function countTarget(counts: TargetCounts, params: ScrapeParams, cost: { min: number; max: number }): void {
+	counts.targets++;
+	counts.byMode[params.mode ?? "auto"]++;
+	counts.creditRange.min += cost.min;
+	counts.creditRange.max += cost.max;
+}
+
+/** Limits the problems passed on per file, then sums up the rest in one line. */
+function createFileReporter(report: (p: JobProblem) => void, limit: number) {
+	let shown = 0;
+	let hidden = 0;
+	let firstHidden: JobProblem | undefined;
+	return {
+		add(problem: JobProblem) {
+			if (shown < limit) {
+				shown++;
+				report(problem);
+				return;
+			}
+			hidden++;
+			firstHidden ??= problem;
+		},
+		finish() {
+			if (!firstHidden) return;
+			report({
+				...firstHidden,
+				message: `${hidden} more ${hidden === 1 ? "problem" : "problems"} in this file not shown (the first is here: ${firstHidden.message})`,
+			});
+		},
+	};
+}
+
+/**
+ * The scan behind `streamTargets`, `countTargets` and `loadJob`: inline targets, then each source
+ * in order, lazily; duplicates (same URL and effective options) dropped with a warning; bad rows
+ * per `job.onBadRow`.
+ */
+async function* scanTargets(job: Job, options: ScanOptions): AsyncGenerator<Target> {
+	const { counts } = options;
+	const seen = createTargetKeySet();
+	/** First inline occurrence per key, so a duplicate can point at it (inline targets are few). */
+	const inlineFirst = new Map<string, Target>();
+	const fail = (problem: JobProblem) => {
+		options.report(problem);
+		if (options.stopOnError) throw new JobValidationError([problem]);
+	};
+	const duplicateMessage = (url: string, firstId: string) => {
+		const first = inlineFirst.get(firstId);
+		const where = first ? ` at ${first.origin.file}:${first.origin.line}:${first.origin.col}` : "";
+		return `duplicate target ${url}: same URL and options as target ${first?.id ?? firstId}${where}; it runs once`;
+	};
+
+	const inline = createFileReporter(options.report, options.problemsPerFile);
+	for (const target of job.targets) {
+		const key = createTargetKey(target.url, identityOptionsJson(target.params));
+		if (!seen.add(key.high, key.low)) {
+			counts.duplicates++;
+			inline.add({ ...target.origin, severity: "warning", message: duplicateMessage(target.url, key.id) });
+			continue;
+		}
+		inlineFirst.set(key.id, target);
+		countTarget(counts, target.params, creditCostRange(target.params));
+		yield target;
+	}
+	inline.finish();
+
+	for (const source of job.sources) {
+		yield* scanSource(job, source, options, seen, fail, duplicateMessage);
+	}
+}
+
+async function* scanSource(
+	job: Job,
+	source: SourceSpec,
+	options: ScanOptions,
+	seen: ReturnType<typeof createTargetKeySet>,
+	fail: (problem: JobProblem) => void,
+	duplicateMessage: (url: string, firstId: string) => string,
+): AsyncGenerator<Target> {
+	const { counts } = options;
+	// A source's rows share their options, so these are worked out once, not per row.
+	const base: Omit<ScrapeParams, "url"> = { ...job.defaults, ...source.options };
+	const optionsJson = identityOptionsJson(base);
+	const cost = creditCostRange(base);
+	const reporter = createFileReporter(options.report, options.problemsPerFile);
+	const file = source.displayPath;
+	let rows = 0;
+	let fatal = false;
+	try {
+		for await (const row of readSourceRows(source)) {
+			if (row.kind === "fatal") {
+				fatal = true;
+				reporter.finish();
+				fail({ ...row.at, severity: "error", message: row.message });
+				return;
+			}
+			rows++;
+			if (row.kind === "bad") {
+				if (job.onBadRow === "skip") {
+					counts.skippedRows++;
+					reporter.add({ file, line: row.line, col: row.col, severity: "warning", message: `skipped: ${row.message}` });
+				} else {
+					const problem: JobProblem = { file, line: row.line, col: row.col, severity: "error", message: row.message };
+					if (options.stopOnError) {
+						fatal = true;
+						reporter.finish();
+						fail(problem);
+					} else reporter.add(problem);
+				}
+				continue;
+			}
+			const key = createTargetKey(row.url, optionsJson);
+			const origin: TargetOrigin = { file, line: row.line, col: row.col };
+			if (!seen.add(key.high, key.low)) {
+				counts.duplicates++;
+				reporter.add({ ...origin, severity: "warning", message: duplicateMessage(row.url, key.id) });
+				continue;
+			}
+			const params: ScrapeParams = { ...base, url: row.url };
+			countTarget(counts, params, cost);
+			yield { id: key.id, url: row.url, params, origin };
+		}
+	} finally {
+		if (!fatal) reporter.finish();
+	}
+	if (rows === 0) {
+		options.report({
+			...source.origin,
+			severity: "warning",
+			message: `source ${JSON.stringify(source.displayPath)} lists no URLs`,
+		});
+	}
+}
+
+/**
+ * Every target of the job, in order — inline targets, then each source's rows — pulled lazily
+ * (a source is read only as fast as the consumer pulls), with duplicates dropped and bad rows
+ * skipped per `job.onBadRow`, both reported through `onProblem`. A source that cannot be read,
+ * or a bad row under `on_bad_row: fail` (the file changed since it was validated), throws
+ * `JobValidationError`.
+ */
+export function streamTargets(job: Job, options: StreamTargetsOptions = {}): AsyncIterable<Target> {
+	return scanTargets(job, {
+		report: options.onProblem ?? (() => undefined),
+		stopOnError: true,
+		problemsPerFile: options.problemsPerFile ?? DEFAULT_PROBLEMS_PER_FILE,
+		counts: options.counts ?? createEmptyCounts(),
+	});
+}
+
+/** Stream the whole job collecting every problem instead of stopping at the first. */
+export async function scanJob(
+	job: Job,
+	options: { problemsPerFile?: number } = {},
+): Promise<{ counts: TargetCounts; problems: JobProblem[] }> {
+	const problems: JobProblem[] = [];
+	const counts = createEmptyCounts();
+	const targets = scanTargets(job, {
+		report: (problem) => problems.push(problem),
+		stopOnError: false,
+		problemsPerFile: options.problemsPerFile ?? DEFAULT_PROBLEMS_PER_FILE,
+		counts,
+	});
+	for await (const _target of targets) {
+		// Counting happens inside the scan; the targets themselves are not kept.
+	}
+	return { counts, problems };
+}
+
+/**
+ * Count what a run would fetch by streaming every source (nothing is held): distinct targets,
+ * duplicates, skipped rows, targets per mode and the credit range if all succeed once.
+ * Throws `JobValidationError` with every problem if a source has errors.
+ */
+export async function countTargets(job: Job): Promise<TargetCounts> {
+	const { counts, problems } = await scanJob(job);
+	if (problems.some((problem) => problem.severity === "error")) throw new JobValidationError(problems);
+	return counts;
+}

@@ -1,0 +1,340 @@
+import { existsSync, readdirSync, readFileSync } from "node:fs";
+import { join } from "node:path";
+import { afterEach, describe, expect, it } from "vitest";
+import { readCsv, readRecords, readSummary, tempDir, writeJob } from "../helpers/job-files.js";
+import { runCli } from "../helpers/run-cli.js";
+import { startTestService, type TestService } from "../helpers/service.js";
+
+let service: TestService | undefined;
+afterEach(async () => {
+	await service?.close();
+	service = undefined;
+});
+
+/** A job file of `paths` on the demo site, with fast retries for tests. */
+function jobYaml(site: string, paths: string[], extra = ""): string {
+	return [
+		"name: shop",
+		"retry:",
+		"  attempts: 4",
+		"  backoff_ms: 5",
+		"  max_backoff_ms: 20",
+		extra,
+		"targets:",
+		...paths.map((path) => `  - ${path.startsWith("{") ? path.replace("URL", `${site}`) : `${site}${path}`}`),
+		"",
+	].join("\n");
+}
+
+/** A scenario pattern matching URLs that end in `path` (the emulator reads `/…/` as a regex). */
+function endsWith(path: string): string {
+	return `/${path.replace(/[/.?]/g, "\\$&")}$/`;
+}
+
+function onlyRun(out: string, job = "shop"): string {
+	const runs = readdirSync(join(out, job)).filter((name) => !name.startsWith("."));
+	expect(runs).toHaveLength(1);
+	return join(out, job, runs[0]!);
+}
+
+describe("scrapejob run against the emulator", () => {
+	it("fetches every target once, within the account's concurrency, and accounts for every credit", async () => {
+		service = await startTestService({ concurrency: 4, latency_ms: 15 });
+		const dir = tempDir();
+		const out = join(dir, "out");
+		const paths = Array.from({ length: 24 }, (_, index) => `/product/${index + 1}`);
+		const job = writeJob(
+			dir,
+			"shop",
+			jobYaml(
+				service.site.url,
+				paths,
+				"defaults:\n  mode: request\noutput:\n  formats: [jsonl, csv]\n  content: files",
+			),
+		);
+		const result = await runCli(["run", job, "--out", out, "--quiet"], { env: service.env });
+		expect(result.stderr).toBe("");
+		expect(result.code).toBe(0);
+
+		const runDir = onlyRun(out);
+		const records = readRecords(runDir);
+		expect(records).toHaveLength(24);
+		expect(new Set(records.map((record) => record.url)).size).toBe(24);
+		expect(records.every((record) => record.status === "ok" && record.http_status === 200)).toBe(true);
+		expect(records.every((record) => record.mode_used === "request" && record.credits_used === 2)).toBe(true);
+		const first = records.find((record) => record.url.endsWith("/product/1"))!;
+		expect(readFileSync(join(runDir, first.content_path!), "utf8")).toContain("<html");
+		expect(
+			readCsv(runDir)
+				.map((row) => row.id)
+				.sort(),
+		).toEqual(records.map((record) => record.id).sort());
+
+		const ledger = service.emulator.ledger;
+		expect(ledger.maxInFlight()).toBeLessThanOrEqual(4);
+		expect(ledger.maxInFlight()).toBeGreaterThan(1);
+		expect(ledger.byEndpoint("realtime")).toHaveLength(24);
+		const charged = ledger.totalCharged();
+		expect(records.reduce((sum, record) => sum + record.credits_used, 0)).toBe(charged);
+
+		const summary = readSummary(runDir);
+		expect(summary.complete).toBe(true);
+		expect(summary.targets).toMatchObject({
+			total: 24,
+			done: 24,
+			remaining: 0,
+			by_status: { ok: 24, failed: 0, skipped: 0 },
+		});
+		expect(summary.credits.used).toBe(charged);
+		expect(summary.credits.remaining).toBe(service.emulator.credits());
+		expect(summary.concurrency).toBe(4);
+		expect(result.stdout).toContain("24 of 24 done: 24 ok");
+		expect(readFileSync(join(runDir, "run.log"), "utf8")).not.toContain(service.emulator.scraperKey);
+	});
+
+	it("retries 5xx and dropped connections, never DNS failures or the target's own 404", async () => {
+		service = await startTestService({
+			concurrency: 3,
+			faults: [
+				{ kind: "unavailable", match: endsWith("/product/1"), times: 2 },
+				{ kind: "scraping_error", match: endsWith("/product/2"), times: 1, message: "Page crashed" },
+				{ kind: "drop_connection", match: endsWith("/product/3"), times: 1 },
+				{ kind: "dns_failure", match: endsWith("/product/4") },
+				{ kind: "scraping_error", match: endsWith("/product/5"), message: "Navigation timeout" },
+				{ kind: "bad_gateway", match: endsWith("/product/6") },
+			],
+		});
+		const dir = tempDir();
+		const out = join(dir, "out");
+		const job = writeJob(
+			dir,
+			"shop",
+			jobYaml(
+				service.site.url,
+				["/product/1", "/product/2", "/product/3", "/product/4", "/product/5", "/product/6", "/missing-page"],
+				"defaults:\n  mode: request",
+			),
+		);
+		const result = await runCli(["run", job, "--out", out, "--quiet"], { env: service.env });
+		expect(result.code).toBe(1);
+		const records = readRecords(onlyRun(out));
+		const byPath = new Map(records.map((record) => [new URL(record.url).pathname, record]));
+		expect(records).toHaveLength(7);
+		expect(byPath.get("/product/1")).toMatchObject({ status: "ok", attempts: 3 });
+		expect(byPath.get("/product/2")).toMatchObject({ status: "ok", attempts: 2 });
+		expect(byPath.get("/product/3")).toMatchObject({ status: "ok", attempts: 2 });
+		expect(byPath.get("/product/4")).toMatchObject({
+			status: "failed",
+			error: "dns_failed",
+			attempts: 1,
+			http_status: 500,
+		});
+		expect(byPath.get("/product/5")).toMatchObject({ status: "failed", error: "navigation_error", attempts: 1 });
+		expect(byPath.get("/product/6")).toMatchObject({ status: "failed", error: "http_502", attempts: 4 });
+		expect(byPath.get("/missing-page")).toMatchObject({
+			status: "failed",
+			error: "target_http_404",
+			http_status: 404,
+			attempts: 1,
+			credits_used: 0,
+		});
+
+		// The ledger agrees: exactly the attempts recorded reached the service.
+		const requests = service.emulator.ledger.byEndpoint("realtime");
+		for (const record of records) {
+			expect(requests.filter((entry) => entry.url === record.url)).toHaveLength(record.attempts);
+		}
+		expect(records.reduce((sum, record) => sum + record.credits_used, 0)).toBe(service.emulator.ledger.totalCharged());
+		const summary = readSummary(onlyRun(out));
+		expect(summary.retries).toBe(2 + 1 + 1 + 3);
+		expect(summary.errors_by_kind).toEqual({ dns_failed: 1, navigation_error: 1, http_502: 1, target_http_404: 1 });
+	});
+
+	it("pauses the whole queue for a 429's reset and sends nothing inside the window", async () => {
+		service = await startTestService({
+			concurrency: 4,
+			latency_ms: 10,
+			reset_seconds: 1,
+			faults: [{ kind: "rate_limit", match: endsWith("/product/3"), times: 1, count: 3 }],
+		});
+		const dir = tempDir();
+		const out = join(dir, "out");
+		const paths = Array.from({ length: 16 }, (_, index) => `/product/${index + 1}`);
+		const job = writeJob(dir, "shop", jobYaml(service.site.url, paths, "defaults:\n  mode: request"));
+		const result = await runCli(["run", job, "--out", out, "--quiet"], { env: service.env });
+		expect(result.code).toBe(0);
+		const ledger = service.emulator.ledger;
+		expect(ledger.rateLimits.length).toBeGreaterThanOrEqual(1);
+		for (const window of ledger.rateLimits) {
+			// Requests already on the wire when the 429 was sent may still arrive a moment later.
+			const inside = ledger
+				.requestsDuring(window.at + 50, window.untilMs)
+				.filter((entry) => entry.endpoint === "realtime");
+			expect(inside).toEqual([]);
+		}
+		const records = readRecords(onlyRun(out));
+		expect(records).toHaveLength(16);
+		expect(records.every((record) => record.status === "ok" && record.attempts === 1)).toBe(true);
+		const summary = readSummary(onlyRun(out));
+		expect(summary.rate_limit_pauses).toBeGreaterThanOrEqual(1);
+		expect(summary.rate_limit_pauses).toBeLessThanOrEqual(ledger.rateLimits.length);
+	});
+
+	it("follows fetches that outlive the timeout, and async ones, as tasks", async () => {
+		service = await startTestService({ concurrency: 3, timeout_ms: 60 });
+		const dir = tempDir();
+		const out = join(dir, "out");
+		const site = service.site.url;
+		const job = writeJob(
+			dir,
+			"shop",
+			[
+				"name: shop",
+				"defaults:",
+				"  mode: request",
+				"output:",
+				"  content: inline",
+				"targets:",
+				`  - ${site}/slow?ms=200`,
+				`  - url: ${site}/product/7`,
+				"    async: true",
+				`  - ${site}/product/8`,
+				"",
+			].join("\n"),
+		);
+		const result = await runCli(["run", job, "--out", out, "--quiet", "--task-poll-ms", "20"], { env: service.env });
+		expect(result.code).toBe(0);
+		const records = readRecords(onlyRun(out));
+		const slow = records.find((record) => record.url.includes("/slow"))!;
+		const asyncOne = records.find((record) => record.url.endsWith("/product/7"))!;
+		const plain = records.find((record) => record.url.endsWith("/product/8"))!;
+		expect(slow).toMatchObject({ status: "ok", credits_used: 2 });
+		expect(slow.task_id).toBeTruthy();
+		expect(asyncOne.task_id).toBeTruthy();
+		expect(asyncOne.content).toContain("Product 7");
+		expect(plain.task_id).toBeNull();
+		expect(service.emulator.ledger.byEndpoint("task").length).toBeGreaterThanOrEqual(2);
+		expect(records.reduce((sum, record) => sum + record.credits_used, 0)).toBe(service.emulator.ledger.totalCharged());
+		const journal = readFileSync(join(onlyRun(out), "journal.jsonl"), "utf8");
+		expect(journal).toContain(`"task_id":"${slow.task_id}"`);
+		expect(readSummary(onlyRun(out)).tasks).toMatchObject({ created: 2, completed: 2, failed: 0 });
+	});
+
+	it("stops cleanly on 402, keeps what it has, and exits 3", async () => {
+		service = await startTestService({ concurrency: 1, credits: 9 });
+		const dir = tempDir();
+		const out = join(dir, "out");
+		const paths = Array.from({ length: 8 }, (_, index) => `/product/${index + 1}`);
+		const job = writeJob(dir, "shop", jobYaml(service.site.url, paths, "defaults:\n  mode: request"));
+		const result = await runCli(["run", job, "--out", out, "--quiet"], { env: service.env });
+		expect(result.code).toBe(3);
+		const runDir = onlyRun(out);
+		const records = readRecords(runDir);
+		expect(records).toHaveLength(4);
+		expect(records.every((record) => record.status === "ok")).toBe(true);
+		const summary = readSummary(runDir);
+		expect(summary).toMatchObject({ complete: false, stopped_reason: "insufficient_credits" });
+		expect(summary.targets.remaining).toBe(4);
+		const statuses = service.emulator.ledger.byEndpoint("realtime").map((entry) => entry.status);
+		expect(statuses.filter((status) => status === 402)).toHaveLength(1);
+		expect(statuses).toHaveLength(5);
+	});
+
+	it("keeps to max_credits: no fetch starts whose worst case would not fit", async () => {
+		service = await startTestService({ concurrency: 2 });
+		const dir = tempDir();
+		const out = join(dir, "out");
+		const paths = Array.from({ length: 6 }, (_, index) => `/product/${index + 1}`);
+		const job = writeJob(dir, "shop", jobYaml(service.site.url, paths, "max_credits: 7\ndefaults:\n  mode: request"));
+		const result = await runCli(["run", job, "--out", out, "--quiet"], { env: service.env });
+		expect(result.code).toBe(1);
+		const records = readRecords(onlyRun(out));
+		expect(records.filter((record) => record.status === "ok")).toHaveLength(3);
+		expect(records.filter((record) => record.status === "skipped" && record.error === "budget_exhausted")).toHaveLength(
+			3,
+		);
+		expect(service.emulator.ledger.totalCharged()).toBe(6);
+		expect(service.emulator.ledger.byEndpoint("realtime")).toHaveLength(3);
+	});
+
+	it("clamps a job's concurrency to the account's limit with a warning", async () => {
+		service = await startTestService({ concurrency: 2, latency_ms: 20 });
+		const dir = tempDir();
+		const out = join(dir, "out");
+		const paths = Array.from({ length: 10 }, (_, index) => `/product/${index + 1}`);
+		const job = writeJob(dir, "shop", jobYaml(service.site.url, paths, "concurrency: 50\ndefaults:\n  mode: request"));
+		const result = await runCli(["run", job, "--out", out], { env: service.env });
+		expect(result.code).toBe(0);
+		expect(result.stderr).toContain("above the account's limit");
+		expect(service.emulator.ledger.maxInFlight()).toBe(2);
+		expect(service.emulator.ledger.statusCounts()[429]).toBeUndefined();
+	});
+
+	it("with only a scraper key, learns the limit from X-RateLimit-Limit", async () => {
+		service = await startTestService({ concurrency: 3, latency_ms: 20 });
+		const dir = tempDir();
+		const out = join(dir, "out");
+		const paths = Array.from({ length: 20 }, (_, index) => `/product/${index + 1}`);
+		const job = writeJob(dir, "shop", jobYaml(service.site.url, paths, "defaults:\n  mode: request"));
+		const env = {
+			SCRAPEJOB_SCRAPER_KEY: service.emulator.scraperKey,
+			SCRAPEJOB_SCRAPER_URL: service.emulator.scraperUrl,
+		};
+		const result = await runCli(["run", job, "--out", out, "--quiet"], { env });
+		expect(result.code).toBe(0);
+		expect(service.emulator.ledger.byEndpoint("account/scraper")).toHaveLength(0);
+		expect(service.emulator.ledger.maxInFlight()).toBe(3);
+		expect(service.emulator.ledger.statusCounts()[429]).toBeUndefined();
+	});
+
+	it("refuses to start without a key, with a wrong key, or with a bad job — sending nothing", async () => {
+		service = await startTestService();
+		const dir = tempDir();
+		const out = join(dir, "out");
+		const job = writeJob(dir, "shop", jobYaml(service.site.url, ["/product/1"]));
+
+		const noKey = await runCli(["run", job, "--out", out], { env: {} });
+		expect(noKey.code).toBe(2);
+		expect(noKey.stderr).toContain("--sandbox");
+
+		const wrongKey = await runCli(["run", job, "--out", out], {
+			env: { ...service.env, SCRAPEJOB_ACCOUNT_KEY: "wrong-key-123456" },
+		});
+		expect(wrongKey.code).toBe(3);
+		expect(wrongKey.stderr).toMatch(/401/);
+		expect(wrongKey.stderr).not.toContain("wrong-key-123456");
+
+		const bad = writeJob(dir, "bad", "name: bad\nconcurency: 3\ntargets:\n  - ftp://x\n");
+		const invalid = await runCli(["run", bad, "--out", out], { env: service.env });
+		expect(invalid.code).toBe(2);
+		expect(invalid.stderr).toMatch(/bad\.yaml:2:1 .*concurrency/);
+
+		const plainHttp = await runCli(["run", job, "--out", out], {
+			env: { ...service.env, SCRAPEJOB_API_URL: "http://api.example.com" },
+		});
+		expect(plainHttp.code).toBe(2);
+		expect(plainHttp.stderr).toContain("HTTPS");
+
+		expect(service.emulator.ledger.byEndpoint("realtime")).toHaveLength(0);
+		expect(existsSync(join(out, "shop"))).toBe(false);
+	});
+
+	it("--dry-run estimates the cost and sends nothing", async () => {
+		service = await startTestService();
+		const dir = tempDir();
+		const job = writeJob(
+			dir,
+			"shop",
+			jobYaml(
+				service.site.url,
+				["/product/1", "/product/2", "{url: URL/product/3, mode: browser}"],
+				"defaults:\n  mode: auto",
+			),
+		);
+		const result = await runCli(["run", job, "--dry-run", "--out", join(dir, "out")], { env: service.env });
+		expect(result.code).toBe(0);
+		expect(result.stdout).toContain("3 targets");
+		expect(result.stdout).toContain("9–17 credits");
+		expect(service.emulator.ledger.requestCount).toBe(0);
+	});
+});
