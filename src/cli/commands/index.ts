@@ -5,15 +5,18 @@ import { registerEmulatorCommand } from "./emulator.js";
 import { registerHealthCommand } from "./health.js";
 import { registerProxiesCommand } from "./proxies.js";
 import { registerRunCommand } from "./run.js";
+import { registerSchemaCommand } from "./schema.js";
 import { registerTargetingCommand } from "./targeting.js";
 import { registerTaskCommand } from "./task.js";
 import { registerUsageCommand } from "./usage.js";
+import { registerValidateCommand } from "./validate.js";
 
 /**
  * Each command lives in its own file and registers itself here; the order is the order `--help` lists them.
  */
 export function registerCommands(program: Command, ctx: CliContext): void {
 	registerRunCommand(program, ctx);
+	registerValidateCommand(program, ctx);
 	registerAccountCommand(program, ctx);
 	registerUsageCommand(program, ctx);
 	registerTargetingCommand(program, ctx);
@@ -21,4 +24,5 @@ export function registerCommands(program: Command, ctx: CliContext): void {
 	registerHealthCommand(program, ctx);
 	registerTaskCommand(program, ctx);
 	registerEmulatorCommand(program, ctx);
+	registerSchemaCommand(program, ctx);
 }

@@ -1,0 +1,142 @@
+import type { Command } from "commander";
+import {
+	formatProblem,
+	type JobProblem,
+	JobValidationError,
+	loadJob,
+	MAX_JOB_FILE_BYTES,
+	type TargetCounts,
+} from "../../job/index.js";
+import { MODES } from "../../shared/index.js";
+import { type CliContext, writeJson, writeLine } from "../context.js";
+import { EXIT } from "../exit-codes.js";
+
+export interface ValidateFlags {
+	json?: boolean;
+	/** commander's `--no-sources`: false when given. */
+	sources?: boolean;
+}
+
+/** One job's outcome, as `--json` prints it. */
+export interface JobValidation {
+	file: string;
+	valid: boolean;
+	name: string | null;
+	/** Inline targets plus source rows, after duplicates and skipped rows; `null` with --no-sources. */
+	targets: number | null;
+	inline_targets: number | null;
+	duplicates: number | null;
+	skipped_rows: number | null;
+	by_mode: TargetCounts["byMode"] | null;
+	credits: { min: number; max: number } | null;
+	errors: JobProblem[];
+	warnings: JobProblem[];
+}
+
+export function registerValidateCommand(program: Command, ctx: CliContext): void {
+	program
+		.command("validate")
+		.description("check job files without sending anything: every problem as file:line:col, exit 2 if any")
+		.argument("<jobs...>", "job files (YAML)")
+		.option("--json", "print the results as JSON on stdout (problems included) instead of text")
+		.option("--no-sources", "check the job files only, without streaming their source files")
+		.addHelpText(
+			"after",
+			`
+Checks each job the way \`run\` does before its first request, and sends no request at all:
+YAML syntax, unknown keys (with "did you mean"), types and ranges, \${VAR} references, the
+service's own parameter rules (spec 7.2, with its problem texts) on every target's merged
+options, unique ids, and every row of every source (streamed, so million-line files are fine).
+Job files above ${MAX_JOB_FILE_BYTES / 1024 / 1024} MiB are refused; put long URL lists in sources.
+
+Valid jobs print one summary line each on stdout: targets (per mode), duplicates, skipped rows and
+the credits the targets cost if each succeeds once. Problems go to stderr, one per line:
+  jobs/shop.yaml:4:3 concurency: unknown key; did you mean "concurrency"?
+  urls.csv:17:1 url: invalid URL format (it needs the http:// or https:// prefix; got "shop.example/a")
+Duplicates and rows skipped under \`on_bad_row: skip\` are warnings: they do not fail validation.
+
+Exit codes: 0 every job is valid · 2 some job has problems (or a usage error).
+
+Examples:
+  scrapejob validate jobs/*.yaml
+  scrapejob validate jobs/shop.yaml --json
+  SCRAPEJOB_DEMO_SITE=http://127.0.0.1:8080 scrapejob validate jobs/demo.yaml`,
+		)
+		.action(async (jobs: string[], flags: ValidateFlags) => {
+			await runValidate(ctx, jobs, flags);
+		});
+}
+
+function plural(count: number, one: string, many = `${one}s`): string {
+	return `${count} ${count === 1 ? one : many}`;
+}
+
+/** The one-line summary of a valid job. */
+export function describeValidJob(result: JobValidation): string {
+	const parts = [`${result.file}: valid, job "${result.name}"`];
+	if (result.targets === null || result.by_mode === null || result.credits === null) {
+		parts.push(`${plural(result.inline_targets ?? 0, "inline target")} (sources not read)`);
+	} else {
+		const modes = MODES.filter((mode) => (result.by_mode?.[mode] ?? 0) > 0)
+			.map((mode) => `${mode} ${result.by_mode?.[mode]}`)
+			.join(", ");
+		parts.push(`${plural(result.targets, "target")}${modes ? ` (${modes})` : ""}`);
+		parts.push(plural(result.duplicates ?? 0, "duplicate"));
+		parts.push(plural(result.skipped_rows ?? 0, "skipped row"));
+		const { min, max } = result.credits;
+		parts.push(`est. ${min === max ? min : `${min}–${max}`} credits`);
+	}
+	if (result.warnings.length > 0) parts.push(plural(result.warnings.length, "warning"));
+	return parts.join(", ");
+}
+
+export async function validateJob(ctx: CliContext, path: string, flags: ValidateFlags): Promise<JobValidation> {
+	const checkSources = flags.sources !== false;
+	try {
+		const { job, warnings, counts } = await loadJob(path, { env: ctx.env, cwd: ctx.cwd, checkSources });
+		return {
+			file: job.displayFile,
+			valid: true,
+			name: job.name,
+			targets: counts?.targets ?? null,
+			inline_targets: job.targets.length,
+			duplicates: counts?.duplicates ?? null,
+			skipped_rows: counts?.skippedRows ?? null,
+			by_mode: counts?.byMode ?? null,
+			credits: counts?.creditRange ?? null,
+			errors: [],
+			warnings,
+		};
+	} catch (error) {
+		if (!(error instanceof JobValidationError)) throw error;
+		const errors = error.problems.filter((p) => p.severity === "error");
+		return {
+			file: errors[0]?.file ?? path,
+			valid: false,
+			name: null,
+			targets: null,
+			inline_targets: null,
+			duplicates: null,
+			skipped_rows: null,
+			by_mode: null,
+			credits: null,
+			errors,
+			warnings: error.problems.filter((p) => p.severity === "warning"),
+		};
+	}
+}
+
+export async function runValidate(ctx: CliContext, paths: string[], flags: ValidateFlags): Promise<void> {
+	const results: JobValidation[] = [];
+	for (const path of paths) {
+		const result = await validateJob(ctx, path, flags);
+		results.push(result);
+		if (flags.json) continue;
+		for (const problem of [...result.errors, ...result.warnings]) writeLine(ctx.stderr, formatProblem(problem));
+		if (result.valid) writeLine(ctx.stdout, describeValidJob(result));
+		else writeLine(ctx.stderr, `${result.file}: invalid, ${plural(result.errors.length, "problem")}`);
+	}
+	const valid = results.every((result) => result.valid);
+	if (flags.json) writeJson(ctx.stdout, { valid, jobs: results });
+	if (!valid) ctx.exitCode = EXIT.invalidInput;
+}

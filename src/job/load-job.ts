@@ -1,0 +1,125 @@
+import { resolve } from "node:path";
+import { errorMessage } from "../shared/index.js";
+import { expandEnvInDocument } from "./expand-env.js";
+import { displayPathFor, type NormalizeContext, normalizeJob, normalizePartialJob } from "./normalize.js";
+import { MAX_JOB_FILE_BYTES, parseJobYaml, readJobText } from "./parse-yaml.js";
+import { formatPath, locatePath } from "./positions.js";
+import { type JobProblem, JobValidationError } from "./problems.js";
+import { checkJobRules } from "./rules.js";
+import { jobFileSchema } from "./schema.js";
+import { scanJob } from "./stream-targets.js";
+import type { Job, TargetCounts } from "./types.js";
+import { describeIssue, issuesToProblems, type PathProblem } from "./zod-issues.js";
+
+export interface LoadJobOptions {
+	/** Variables for `${NAME}` in string values. @default process.env */
+	env?: NodeJS.ProcessEnv;
+	/** Directory the job path is resolved against and messages are made relative to. @default process.cwd() */
+	cwd?: string;
+	/**
+	 * Stream every source to check its rows (and count targets) before returning. Off, only the
+	 * job file itself is checked, and bad rows surface later through `streamTargets`.
+	 * @default true
+	 */
+	checkSources?: boolean;
+	/** Job files larger than this are refused unread. @default MAX_JOB_FILE_BYTES (10 MiB) */
+	maxFileBytes?: number;
+}
+
+export interface LoadedJob {
+	job: Job;
+	/** Duplicates, skipped rows, empty sources, YAML warnings. */
+	warnings: JobProblem[];
+	/** What streaming the sources found; `null` when `checkSources` is false. */
+	counts: TargetCounts | null;
+}
+
+function sortByPosition(problems: JobProblem[]): JobProblem[] {
+	return problems.sort((a, b) => a.line - b.line || a.col - b.col);
+}
+
+/**
+ * Load, validate and normalize a job file (habit 2): YAML with positions → `${VAR}` expansion →
+ * schema → cross-field rules → normalized `Job` → sources streamed. Throws `JobValidationError`
+ * carrying every problem, each with `file:line:col`; never sends anything anywhere.
+ */
+export async function loadJob(path: string, options: LoadJobOptions = {}): Promise<LoadedJob> {
+	const cwd = options.cwd ?? process.cwd();
+	const env = options.env ?? process.env;
+	const file = resolve(cwd, path);
+	const displayFile = displayPathFor(file, cwd);
+	const problemAt = (line: number, col: number, message: string, severity: JobProblem["severity"] = "error") => ({
+		file: displayFile,
+		line,
+		col,
+		message,
+		severity,
+	});
+
+	const read = await readJobText(file, options.maxFileBytes ?? MAX_JOB_FILE_BYTES);
+	if (!read.ok) throw new JobValidationError([problemAt(read.problem.line, read.problem.col, read.problem.message)]);
+
+	const parsed = parseJobYaml(read.text);
+	const yamlWarnings = parsed.warnings.map((w) => problemAt(w.line, w.col, w.message, "warning"));
+	if (parsed.errors.length > 0) {
+		throw new JobValidationError([...parsed.errors.map((e) => problemAt(e.line, e.col, e.message)), ...yamlWarnings]);
+	}
+	const { doc, lineCounter } = parsed;
+
+	const envProblems = expandEnvInDocument(doc, read.text, env);
+	let data: Record<string, unknown>;
+	try {
+		data = doc.toJS({ maxAliasCount: 100 }) as Record<string, unknown>;
+	} catch (error) {
+		// Unresolved aliases, alias bombs: YAML that parses but cannot become data.
+		throw new JobValidationError([problemAt(1, 1, `YAML error: ${errorMessage(error)}`)]);
+	}
+
+	const problems: JobProblem[] = [];
+	for (const problem of envProblems) {
+		const at = lineCounter.linePos(problem.offset);
+		problems.push({
+			...problemAt(at.line, at.col, `${formatPath(problem.path)}: ${problem.message}`),
+			path: formatPath(problem.path),
+		});
+	}
+	// A value with an unset variable has been reported; checking what is left of it would only add noise.
+	const reported = new Set(envProblems.map((p) => formatPath(p.path)));
+
+	const result = jobFileSchema.safeParse(data, { reportInput: true, error: describeIssue });
+	const schemaProblems = result.success ? [] : issuesToProblems(result.error.issues, jobFileSchema, data);
+	const ruleProblems = checkJobRules(data);
+	const place = (p: PathProblem): JobProblem => {
+		const at = locatePath(doc, lineCounter, p.at ?? p.path, { atKey: p.atKey ?? false });
+		const pathText = formatPath(p.path);
+		return { ...problemAt(at.line, at.col, pathText === "" ? p.message : `${pathText}: ${p.message}`), path: pathText };
+	};
+	for (const problem of schemaProblems) {
+		const pathText = formatPath(problem.path);
+		if (reported.has(pathText)) continue;
+		reported.add(pathText);
+		problems.push(place(problem));
+	}
+	// The schema and the rules both know spec 7.2's single-value rules; say each thing once.
+	for (const problem of ruleProblems) {
+		const pathText = formatPath(problem.path);
+		if (reported.has(pathText)) continue;
+		reported.add(pathText);
+		problems.push(place(problem));
+	}
+	sortByPosition(problems);
+
+	const ctx: NormalizeContext = { file, displayFile, cwd, locate: (p) => locatePath(doc, lineCounter, p) };
+	const valid = result.success && problems.length === 0;
+	const job = valid ? normalizeJob(result.data, ctx) : normalizePartialJob(data, ctx);
+
+	const warnings = [...yamlWarnings];
+	let counts: TargetCounts | null = null;
+	if (options.checkSources ?? true) {
+		const scan = await scanJob(job);
+		counts = scan.counts;
+		for (const problem of scan.problems) (problem.severity === "error" ? problems : warnings).push(problem);
+	}
+	if (!valid || problems.length > 0) throw new JobValidationError([...problems, ...warnings]);
+	return { job, warnings, counts };
+}

@@ -1,0 +1,174 @@
+import { createHash } from "node:crypto";
+import { basename, extname, isAbsolute, relative, resolve } from "node:path";
+import type { ScrapeParams } from "../shared/index.js";
+import type { DataPath, Position } from "./positions.js";
+import type { JobFileOutput, ScrapeOptions, SourceFormat } from "./schema.js";
+import { scrapeOptionsSchema, sourceSchema, targetSchema } from "./schema.js";
+import { canonicalJson, createTargetKey, identityOptionsJson } from "./target-id.js";
+import type { Job, SourceSpec, Target } from "./types.js";
+
+/** Everything normalization needs to know about where the job file is. */
+export interface NormalizeContext {
+	/** Absolute path of the job file. */
+	file: string;
+	displayFile: string;
+	cwd: string;
+	locate(path: DataPath): Position;
+}
+
+/** A path as users see it: relative to the working directory when below it, absolute otherwise. */
+export function displayPathFor(absolutePath: string, cwd: string): string {
+	const rel = relative(cwd, absolutePath);
+	return rel !== "" && !rel.startsWith("..") && !isAbsolute(rel) ? rel : absolutePath;
+}
+
+/**
+ * The default job name: the file's base name without extension, made safe as a folder name
+ * (`my shop.yaml` → `my-shop`), since the user did not choose it and should not have to fix it.
+ */
+export function defaultJobName(file: string): string {
+	const stem = basename(file, extname(file))
+		.replace(/[^A-Za-z0-9._-]+/g, "-")
+		.replace(/^[.-]+/, "")
+		.slice(0, 100);
+	return stem === "" ? "job" : stem;
+}
+
+/** `format` as written, else csv when a column is named or the file is .csv/.tsv, else text. */
+export function inferSourceFormat(file: string, format: unknown, column: unknown): SourceFormat {
+	if (format === "csv" || format === "text") return format;
+	if (column !== undefined || /\.[ct]sv$/i.test(file)) return "csv";
+	return "text";
+}
+
+/** Scrape options of an object that also carries other keys (a target's `url`/`id`, a source's `file`…). */
+function optionsOf(value: Record<string, unknown>, exclude: readonly string[]): ScrapeOptions {
+	const options: Record<string, unknown> = {};
+	for (const [key, member] of Object.entries(value)) {
+		if (!exclude.includes(key) && member !== undefined) options[key] = member;
+	}
+	return options as ScrapeOptions;
+}
+
+export type TargetEntry = JobFileOutput extends { targets?: Array<infer T> } ? T : never;
+export type SourceEntry = JobFileOutput extends { sources?: Array<infer S> } ? S : never;
+
+/** An inline target: its params are `defaults` overridden by its own options; its id is given or derived. */
+export function normalizeTarget(entry: TargetEntry, defaults: ScrapeOptions, origin: Target["origin"]): Target {
+	const own = typeof entry === "string" ? {} : optionsOf(entry, ["url", "id"]);
+	const url = typeof entry === "string" ? entry : entry.url;
+	const params: ScrapeParams = { ...defaults, ...own, url };
+	const id =
+		typeof entry === "string" || entry.id === undefined
+			? createTargetKey(url, identityOptionsJson(params)).id
+			: entry.id;
+	return { id, url, params, origin };
+}
+
+export function normalizeSource(entry: SourceEntry, index: number, dir: string, ctx: NormalizeContext): SourceSpec {
+	const spec = typeof entry === "string" ? { file: entry } : entry;
+	const path = resolve(dir, spec.file);
+	const at = ctx.locate(typeof entry === "string" ? ["sources", index] : ["sources", index, "file"]);
+	const base = {
+		path,
+		displayPath: displayPathFor(path, ctx.cwd),
+		options: typeof entry === "string" ? {} : optionsOf(entry, ["file", "format", "column", "delimiter"]),
+		origin: { file: ctx.displayFile, line: at.line, col: at.col },
+	};
+	const format = inferSourceFormat(
+		spec.file,
+		"format" in spec ? spec.format : undefined,
+		"column" in spec ? spec.column : undefined,
+	);
+	if (format === "text") return { kind: "text", ...base };
+	const column = "column" in spec && spec.column !== undefined ? spec.column : "url";
+	const delimiter =
+		"delimiter" in spec && spec.delimiter !== undefined ? spec.delimiter : /\.tsv$/i.test(spec.file) ? "\t" : ",";
+	return { kind: "csv", column, delimiter, ...base };
+}
+
+/** SHA-256 of what decides the fetches (see `Job.fingerprint`). */
+export function jobFingerprint(job: Omit<Job, "fingerprint">): string {
+	const identity = {
+		v: 1,
+		defaults: job.defaults,
+		targets: job.targets.map((target) => [target.id, target.params]),
+		sources: job.sources.map((source) => ({
+			kind: source.kind,
+			path: relative(job.dir, source.path).split("\\").join("/"),
+			column: source.kind === "csv" ? source.column : undefined,
+			delimiter: source.kind === "csv" ? source.delimiter : undefined,
+			options: source.options,
+		})),
+	};
+	return createHash("sha256").update(canonicalJson(identity)).digest("hex");
+}
+
+/** Step 2 of habit 2: the schema's output made into the `Job` the runner gets. */
+export function normalizeJob(parsed: JobFileOutput, ctx: NormalizeContext): Job {
+	const dir = resolve(ctx.file, "..");
+	const defaults: ScrapeOptions = parsed.defaults ?? {};
+	const targets = (parsed.targets ?? []).map((entry, index) => {
+		const at = ctx.locate(["targets", index]);
+		return normalizeTarget(entry, defaults, { file: ctx.displayFile, line: at.line, col: at.col });
+	});
+	const sources = (parsed.sources ?? []).map((entry, index) => normalizeSource(entry, index, dir, ctx));
+	const job: Omit<Job, "fingerprint"> = {
+		file: ctx.file,
+		displayFile: ctx.displayFile,
+		dir,
+		name: parsed.name ?? defaultJobName(ctx.file),
+		concurrency: parsed.concurrency,
+		maxCredits: parsed.max_credits ?? null,
+		defaults,
+		targets,
+		sources,
+		output: { formats: [...new Set(parsed.output.formats)], content: parsed.output.content },
+		retry: {
+			attempts: parsed.retry.attempts,
+			backoffMs: parsed.retry.backoff_ms,
+			maxBackoffMs: parsed.retry.max_backoff_ms,
+		},
+		onBadRow: parsed.on_bad_row,
+		taskTimeoutMs: parsed.task_timeout_ms,
+	};
+	return { ...job, fingerprint: jobFingerprint(job) };
+}
+
+/**
+ * The parts of an invalid job that are valid on their own — `defaults`, inline targets and
+ * sources — so their sources can still be streamed and every problem reported in one round.
+ */
+export function normalizePartialJob(data: Record<string, unknown>, ctx: NormalizeContext): Job {
+	const dir = resolve(ctx.file, "..");
+	const parsedDefaults = scrapeOptionsSchema.safeParse(data.defaults ?? {});
+	const defaults: ScrapeOptions = parsedDefaults.success ? parsedDefaults.data : {};
+	const targets: Target[] = [];
+	(Array.isArray(data.targets) ? data.targets : []).forEach((raw: unknown, index) => {
+		const parsed = targetSchema.safeParse(raw);
+		if (!parsed.success) return;
+		const at = ctx.locate(["targets", index]);
+		targets.push(normalizeTarget(parsed.data, defaults, { file: ctx.displayFile, line: at.line, col: at.col }));
+	});
+	const sources: SourceSpec[] = [];
+	(Array.isArray(data.sources) ? data.sources : []).forEach((raw: unknown, index) => {
+		const parsed = sourceSchema.safeParse(raw);
+		if (parsed.success) sources.push(normalizeSource(parsed.data, index, dir, ctx));
+	});
+	const job: Omit<Job, "fingerprint"> = {
+		file: ctx.file,
+		displayFile: ctx.displayFile,
+		dir,
+		name: defaultJobName(ctx.file),
+		concurrency: "auto",
+		maxCredits: null,
+		defaults,
+		targets,
+		sources,
+		output: { formats: ["jsonl", "csv"], content: "files" },
+		retry: { attempts: 1, backoffMs: 1, maxBackoffMs: 1 },
+		onBadRow: data.on_bad_row === "skip" ? "skip" : "fail",
+		taskTimeoutMs: 1,
+	};
+	return { ...job, fingerprint: "" };
+}

@@ -1,0 +1,176 @@
+import type { FileHandle } from "node:fs/promises";
+import { open } from "node:fs/promises";
+import { type Document, isMap, isScalar, isSeq, LineCounter, parseDocument } from "yaml";
+import { errorMessage } from "../shared/index.js";
+import type { Position } from "./positions.js";
+
+/**
+ * The largest job file read: 10 MiB. Job files are written by hand; big URL lists belong in
+ * `sources`, which are streamed. The size is checked before anything is read, so a 50 MB file
+ * (or `/dev/zero`) costs nothing.
+ */
+export const MAX_JOB_FILE_BYTES = 10 * 1024 * 1024;
+
+export interface TextProblem extends Position {
+	message: string;
+}
+
+export type ReadResult = { ok: true; text: string } | { ok: false; problem: TextProblem };
+
+/** 1-based line and column of a character offset. */
+export function positionInText(text: string, offset: number): Position {
+	let line = 1;
+	let lineStart = 0;
+	for (let i = text.indexOf("\n"); i !== -1 && i < offset; i = text.indexOf("\n", i + 1)) {
+		line++;
+		lineStart = i + 1;
+	}
+	return { line, col: offset - lineStart + 1 };
+}
+
+/** Map an fs error to words a user acts on, without a stack trace. */
+export function describeFsError(error: unknown): string {
+	const code = (error as NodeJS.ErrnoException | undefined)?.code;
+	switch (code) {
+		case "ENOENT":
+			return "no such file";
+		case "EACCES":
+		case "EPERM":
+			return "permission denied";
+		case "EISDIR":
+			return "is a directory, not a file";
+		case "ENOTDIR":
+			return "a part of the path is not a directory";
+		case "ELOOP":
+			return "too many symbolic links";
+		default:
+			return errorMessage(error);
+	}
+}
+
+async function readAtMost(handle: FileHandle, maxBytes: number): Promise<Buffer> {
+	const buffer = Buffer.alloc(maxBytes);
+	let length = 0;
+	while (length < maxBytes) {
+		const { bytesRead } = await handle.read(buffer, length, maxBytes - length, length);
+		if (bytesRead === 0) break;
+		length += bytesRead;
+	}
+	return buffer.subarray(0, length);
+}
+
+/**
+ * Decode a job file's bytes as UTF-8 text, refusing what is not text: NUL bytes mean a binary
+ * file (or UTF-16, which we name so the fix is obvious); invalid UTF-8 is pointed at.
+ */
+export function decodeJobText(bytes: Buffer): ReadResult {
+	if ((bytes[0] === 0xff && bytes[1] === 0xfe) || (bytes[0] === 0xfe && bytes[1] === 0xff)) {
+		return { ok: false, problem: { line: 1, col: 1, message: "the file is UTF-16 text; save it as UTF-8" } };
+	}
+	const nul = bytes.indexOf(0);
+	if (nul !== -1) {
+		const before = new TextDecoder().decode(bytes.subarray(0, nul));
+		const at = positionInText(before, before.length);
+		return {
+			ok: false,
+			problem: { ...at, message: "the file is binary (it contains NUL bytes), not a YAML job file" },
+		};
+	}
+	try {
+		// The decoder drops a leading BOM, which YAML editors on Windows like to write.
+		return { ok: true, text: new TextDecoder("utf-8", { fatal: true }).decode(bytes) };
+	} catch {
+		const lossy = new TextDecoder().decode(bytes);
+		const bad = lossy.indexOf("\uFFFD");
+		const at = bad === -1 ? { line: 1, col: 1 } : positionInText(lossy, bad);
+		return { ok: false, problem: { ...at, message: "the file is not valid UTF-8 text" } };
+	}
+}
+
+/** Read a job file as text, refusing directories, devices, oversized and binary files before parsing. */
+export async function readJobText(absolutePath: string, maxBytes = MAX_JOB_FILE_BYTES): Promise<ReadResult> {
+	let handle: FileHandle;
+	try {
+		handle = await open(absolutePath, "r");
+	} catch (error) {
+		return { ok: false, problem: { line: 1, col: 1, message: `cannot read the job file: ${describeFsError(error)}` } };
+	}
+	try {
+		const stats = await handle.stat();
+		if (stats.isDirectory()) {
+			return { ok: false, problem: { line: 1, col: 1, message: "is a directory, not a job file" } };
+		}
+		if (!stats.isFile()) {
+			return { ok: false, problem: { line: 1, col: 1, message: "is not a regular file" } };
+		}
+		if (stats.size > maxBytes) {
+			return {
+				ok: false,
+				problem: {
+					line: 1,
+					col: 1,
+					message: `the job file is ${stats.size} bytes; the limit is ${maxBytes} bytes (${maxBytes / 1024 / 1024} MiB) — put long URL lists in a source file (sources:)`,
+				},
+			};
+		}
+		// Read one byte past the limit so a file that grew since stat() is still refused.
+		const bytes = await readAtMost(handle, maxBytes + 1);
+		if (bytes.length > maxBytes) {
+			return { ok: false, problem: { line: 1, col: 1, message: `the job file is larger than ${maxBytes} bytes` } };
+		}
+		return decodeJobText(bytes);
+	} catch (error) {
+		return { ok: false, problem: { line: 1, col: 1, message: `cannot read the job file: ${describeFsError(error)}` } };
+	} finally {
+		await handle.close();
+	}
+}
+
+export interface ParsedYaml {
+	doc: Document;
+	lineCounter: LineCounter;
+	errors: TextProblem[];
+	warnings: TextProblem[];
+}
+
+/**
+ * Parse with positions kept (habit 2): every later problem is mapped back to `line:col` through
+ * the document's nodes and the line counter. Syntax errors, and a document that is not a mapping,
+ * are reported here; nothing else can be checked meaningfully after them.
+ */
+export function parseJobYaml(text: string): ParsedYaml {
+	const lineCounter = new LineCounter();
+	const doc = parseDocument(text, { lineCounter, prettyErrors: false, uniqueKeys: true });
+	const at = (offset: number | undefined) => (offset === undefined ? { line: 1, col: 1 } : lineCounter.linePos(offset));
+	const errors: TextProblem[] = [];
+	const seen = new Set<string>();
+	for (const error of doc.errors) {
+		const message =
+			error.code === "MULTIPLE_DOCS"
+				? "YAML: a job file holds one document; remove the `---` line or put each job in its own file"
+				: `YAML syntax error: ${error.message}`;
+		const problem = { ...at(error.pos[0]), message };
+		// The parser may report one mistake several times from different levels.
+		const key = `${problem.line}:${problem.col}:${message}`;
+		if (seen.has(key)) continue;
+		seen.add(key);
+		errors.push(problem);
+	}
+	const warnings: TextProblem[] = doc.warnings.map((warning) => ({
+		...at(warning.pos[0]),
+		message: `YAML: ${warning.message}`,
+	}));
+	if (errors.length === 0) {
+		const contents = doc.contents;
+		const expected = "expected a mapping of keys such as name, defaults, targets and sources (see `scrapejob schema`)";
+		if (contents === null || (isScalar(contents) && contents.value === null)) {
+			errors.push({ line: 1, col: 1, message: `the job file is empty; ${expected}` });
+		} else if (isSeq(contents)) {
+			errors.push({ ...at(contents.range?.[0]), message: `the job file is a list; ${expected}` });
+		} else if (!isMap(contents)) {
+			const what = isScalar(contents) ? "a single value, not YAML keys" : "not a mapping";
+			errors.push({ ...at(contents.range?.[0]), message: `the job file is ${what}; ${expected}` });
+		}
+	}
+	return { doc, lineCounter, errors, warnings };
+}

@@ -1,0 +1,225 @@
+import { z } from "zod";
+import {
+	AI_SOURCES,
+	CONTENT_FORMATS,
+	DELIVERIES,
+	DEVICES,
+	MODES,
+	PROBLEMS,
+	PROXY_TYPES,
+	type SCRAPE_PARAM_NAMES,
+	type ScrapeParams,
+	WAIT_UNTIL,
+} from "../shared/index.js";
+import { describeValue } from "./problems.js";
+
+/**
+ * The job file as written (habit 1: `JobInput` is this schema's input; the runner gets the
+ * normalized `Job` of normalize.ts). Only shapes and single values are checked here; rules that
+ * span keys (spec 7.2 on merged options, unique ids, …) live in rules.ts, and nothing here
+ * transforms, so the same schema yields the published JSON Schema.
+ */
+
+/** Scrape options: every documented realtime parameter but `url`, named as the service names them. */
+export type ScrapeOptions = Omit<ScrapeParams, "url">;
+type ScrapeOptionName = Exclude<(typeof SCRAPE_PARAM_NAMES)[number], "url">;
+
+export const OUTPUT_FORMATS = ["jsonl", "csv"] as const;
+export type OutputFormat = (typeof OUTPUT_FORMATS)[number];
+export const CONTENT_MODES = ["inline", "files", "none"] as const;
+export type ContentMode = (typeof CONTENT_MODES)[number];
+export const BAD_ROW_POLICIES = ["fail", "skip"] as const;
+export type BadRowPolicy = (typeof BAD_ROW_POLICIES)[number];
+export const SOURCE_FORMATS = ["csv", "text"] as const;
+export type SourceFormat = (typeof SOURCE_FORMATS)[number];
+
+export const DEFAULT_RETRY_ATTEMPTS = 5;
+export const DEFAULT_BACKOFF_MS = 1000;
+export const DEFAULT_MAX_BACKOFF_MS = 60_000;
+/** How long a task (202/408 or `async: true`) is polled before the target fails: 10 minutes. */
+export const DEFAULT_TASK_TIMEOUT_MS = 600_000;
+export const DEFAULT_OUTPUT_FORMATS: OutputFormat[] = ["jsonl", "csv"];
+export const DEFAULT_CONTENT_MODE: ContentMode = "files";
+
+/** Folder names under `output/`: no separators, no `..`, nothing hidden. */
+export const JOB_NAME_PATTERN = /^(?!\.)[A-Za-z0-9._-]{1,100}$/;
+/** Target ids name files under `pages/`, so they must be safe file names on every platform we run on. */
+export const TARGET_ID_PATTERN = /^(?!\.{1,2}$)[A-Za-z0-9._-]{1,128}$/;
+
+const JOB_NAME_RULE = `must be a safe folder name: 1–100 letters, digits, ".", "_" or "-", not starting with "."`;
+const TARGET_ID_RULE = `must be 1–128 letters, digits, ".", "_" or "-" (not "." or ".."): it names files under pages/`;
+
+const flag = (description: string) => z.boolean().describe(description);
+const stringOrList = (description: string) => z.union([z.string(), z.array(z.string())]).describe(description);
+
+/**
+ * One zod type per documented parameter (service-facts §2.1). The 7.2 rules get the service's own
+ * problem texts so a value rejected here reads exactly as the service's 422 would.
+ */
+const scrapeOptionShape = {
+	mode: z
+		.enum(MODES, { error: PROBLEMS.mode })
+		.describe("request (plain HTTP, 1–2 credits), browser (full browser, 5), auto (default: 2, or 6 if upgraded)"),
+	delivery: z.enum(DELIVERIES).describe("raw (the content itself, default) or json (wrapped with metadata)"),
+	async: flag("Return a task id at once and poll it (the runner follows tasks)"),
+	content: z
+		.enum(CONTENT_FORMATS)
+		.describe("html (default), markdown, pdf or screenshot (pdf/screenshot need a browser)"),
+	include_content: flag("Put the full content into the JSON body (with delivery: json)"),
+	no_html: flag("Drop HTML from the response to save bandwidth"),
+	excluded_tags: stringOrList("Tag names to strip, e.g. [script, form]"),
+	excluded_selectors: stringOrList("CSS selectors to strip"),
+	extract_scheme: z
+		.union([z.array(z.unknown()), z.record(z.string(), z.unknown())])
+		.describe("CSS/XPath/regex extraction rules"),
+	scheme_id: z.string().describe("Id of a saved extraction scheme"),
+	js_instructions: z
+		.array(z.unknown())
+		.describe("Browser automation steps: {click: sel}, {fill: [sel, text]}, {wait: ms}, {wait_for: sel}"),
+	execute_js: z.string().describe("JavaScript run in the page (browser and auto modes)"),
+	networkCapture: z.array(z.unknown()).max(10).describe("Up to 10 network capture filters (browser and auto modes)"),
+	capture_headers: flag("Capture the target's response and cookie headers"),
+	block_resources: z.array(z.string()).describe("Resource types to block"),
+	proxy_type: z.enum(PROXY_TYPES).describe("residential (default) or datacenter (request mode only)"),
+	proxy_country: z
+		.string({ error: PROBLEMS.proxyCountry })
+		.regex(/^[A-Za-z]{2}$/, { error: PROBLEMS.proxyCountry })
+		.describe("Two-letter ISO country code of the exit IP (default US)"),
+	proxy_session_id: z
+		.string({ error: PROBLEMS.proxySessionId })
+		.regex(/^[A-Za-z0-9]{6,8}$/, { error: PROBLEMS.proxySessionId })
+		.describe("6 to 8 letters or digits; the same id keeps the same IP"),
+	proxy_overwrite: z.string().describe("A full proxy URL used instead of the service's proxies"),
+	device: z.enum(DEVICES).describe("Browser device profile"),
+	wait_until: z.enum(WAIT_UNTIL).describe("Page load event to wait for"),
+	wait_seconds: z.number().nonnegative().describe("Seconds to wait after load (raise it after navigation timeouts)"),
+	screenshot: flag("Capture a screenshot (requires mode: browser)"),
+	pdf: flag("Capture a PDF (browser)"),
+	ai_enhance: flag("AI post-processing (needs ai_source)"),
+	ai_prompt: z.string().describe("Extraction or summary prompt for ai_enhance"),
+	ai_source: z.enum(AI_SOURCES).describe("What the AI reads: markdown or screenshot (required with ai_enhance)"),
+	ai_force_json: flag("Force the AI answer to be valid JSON"),
+	additional_headers: z.record(z.string(), z.string()).describe("Extra headers sent to the target"),
+	config_id: z.string().describe("Id of a saved scraper config"),
+	storage_id: z.string().describe("Id of a saved cloud-storage config to upload results to"),
+	use_default_storage: flag("Upload results to the default storage config"),
+	webhook: z.record(z.string(), z.unknown()).describe("{url, type: discord|slack|custom, events, secret}"),
+} satisfies Record<ScrapeOptionName, z.ZodType>;
+
+/** Names of the scrape options a job may set (every documented parameter but `url`). */
+export const SCRAPE_OPTION_NAMES = Object.keys(scrapeOptionShape) as ScrapeOptionName[];
+
+export const scrapeOptionsSchema = z
+	.strictObject(scrapeOptionShape)
+	.partial()
+	.describe("Scrape options, named as the service's realtime parameters");
+
+const urlSchema = z
+	.string({ error: (issue) => (issue.input === undefined ? PROBLEMS.urlRequired : PROBLEMS.urlFormat) })
+	// biome-ignore lint/suspicious/noTemplateCurlyInString: `${VAR}` is the job format's own syntax
+	.describe("http:// or https:// URL; ${ENV_VAR} is expanded");
+
+export const targetObjectSchema = z
+	.strictObject({
+		url: urlSchema,
+		id: z
+			.string()
+			.regex(TARGET_ID_PATTERN, { error: (issue) => `${TARGET_ID_RULE} (got ${describeValue(issue.input)})` })
+			.optional()
+			.describe("Stable id (default: derived from the URL and options); names the page file"),
+		...scrapeOptionsSchema.shape,
+	})
+	.describe("A target with its own id and scrape options (they override defaults)");
+
+export const targetSchema = z.union([urlSchema, targetObjectSchema]).describe("A URL, or a target with options");
+
+export const sourceObjectSchema = z
+	.strictObject({
+		file: z.string().min(1).describe("Path of a CSV or text file, relative to the job file"),
+		format: z
+			.enum(SOURCE_FORMATS)
+			.optional()
+			.describe("csv or text (default: csv when `column` is set or the file ends in .csv, else text)"),
+		column: z.string().min(1).optional().describe("CSV header naming the URL column"),
+		delimiter: z.string().length(1).optional().describe('CSV field delimiter (default ",")'),
+		...scrapeOptionsSchema.shape,
+	})
+	.describe("A list of URLs streamed from a file; scrape options here apply to its rows");
+
+export const sourceSchema = z
+	.union([z.string().min(1), sourceObjectSchema])
+	.describe("A text file (one URL a line), or a source with options");
+
+export const outputSchema = z
+	.strictObject({
+		formats: z
+			.array(z.enum(OUTPUT_FORMATS))
+			.min(1)
+			.default(DEFAULT_OUTPUT_FORMATS)
+			.describe("Result files to write: jsonl, csv"),
+		content: z
+			.enum(CONTENT_MODES)
+			.default(DEFAULT_CONTENT_MODE)
+			.describe("Page content: inline (in results.jsonl), files (under pages/), none"),
+	})
+	.describe("What the run writes");
+
+export const retrySchema = z
+	.strictObject({
+		attempts: z
+			.int()
+			.min(1)
+			.max(100)
+			.default(DEFAULT_RETRY_ATTEMPTS)
+			.describe("Attempts per target, the first included"),
+		backoff_ms: z
+			.int()
+			.positive()
+			.default(DEFAULT_BACKOFF_MS)
+			.describe("First wait in milliseconds; doubles each retry, with full jitter"),
+		max_backoff_ms: z.int().positive().default(DEFAULT_MAX_BACKOFF_MS).describe("Longest wait in milliseconds"),
+	})
+	.describe("Retries of 5xx and network errors (never 401, 402, 422 or DNS failures)");
+
+export const jobFileSchema = z
+	.strictObject({
+		name: z
+			.string()
+			.regex(JOB_NAME_PATTERN, { error: (issue) => `${JOB_NAME_RULE} (got ${describeValue(issue.input)})` })
+			.optional()
+			.describe("Output folder name (default: the file's base name)"),
+		concurrency: z
+			.union([z.literal("auto"), z.int().positive()], {
+				error: (issue) => `must be "auto" or a positive integer (got ${describeValue(issue.input)})`,
+			})
+			.default("auto")
+			.describe("auto = the account's concurrency; or a number not above it"),
+		max_credits: z.int().positive().optional().describe("Budget: no fetch starts that could exceed it"),
+		defaults: scrapeOptionsSchema.optional(),
+		targets: z.array(targetSchema).optional().describe("Inline targets"),
+		sources: z.array(sourceSchema).optional().describe("Files of URLs, streamed (never loaded whole)"),
+		output: outputSchema.prefault({}),
+		retry: retrySchema.prefault({}),
+		on_bad_row: z
+			.enum(BAD_ROW_POLICIES)
+			.default("fail")
+			.describe("A bad source row (invalid URL, missing column): fail validation (default) or skip it and count it"),
+		task_timeout_ms: z
+			.int()
+			.positive()
+			.default(DEFAULT_TASK_TIMEOUT_MS)
+			.describe("How long a task is polled before its target fails, in milliseconds (default 10 minutes)"),
+	})
+	.meta({
+		title: "scrapejob job file",
+		description: "A batch scraping job: targets, sources and scrape options. See `scrapejob validate --help`.",
+	});
+
+/** The job file as written. */
+export type JobInput = z.input<typeof jobFileSchema>;
+/** The job file after the schema (defaults filled in), before normalization. */
+export type JobFileOutput = z.output<typeof jobFileSchema>;
+
+// Compile-time guard: what the schema accepts must be what the service's parameter type allows.
+type Assignable<T, U extends T> = U;
+export type _ScrapeOptionsMatchService = Assignable<ScrapeOptions, z.output<typeof scrapeOptionsSchema>>;

@@ -1,0 +1,44 @@
+import { createHash } from "node:crypto";
+import type { ScrapeParams } from "../shared/index.js";
+
+/**
+ * JSON with object keys sorted at every depth and `undefined` members dropped, so two option sets
+ * that mean the same thing serialize the same whatever order they were written in.
+ */
+export function canonicalJson(value: unknown): string {
+	if (value === null || typeof value !== "object") return JSON.stringify(value) ?? "null";
+	if (Array.isArray(value))
+		return `[${value.map((item) => canonicalJson(item === undefined ? null : item)).join(",")}]`;
+	const entries = Object.entries(value as Record<string, unknown>)
+		.filter(([, member]) => member !== undefined)
+		.sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
+	return `{${entries.map(([key, member]) => `${JSON.stringify(key)}:${canonicalJson(member)}`).join(",")}}`;
+}
+
+/**
+ * The options part of a target's identity: the effective options (defaults merged with the
+ * target's own) without `url`, with `mode` spelled out — `mode: auto` written or left to the
+ * service's default is the same fetch. Computed once per source, not per row.
+ */
+export function identityOptionsJson(params: Omit<ScrapeParams, "url"> & { url?: string }): string {
+	const { url: _url, ...options } = params;
+	return canonicalJson({ ...options, mode: options.mode ?? "auto" });
+}
+
+/** A fetch's identity: the derived id and the same 64 bits as two numbers, for the dedupe set. */
+export interface TargetKey {
+	/** 16 lowercase hex digits. */
+	id: string;
+	high: number;
+	low: number;
+}
+
+/**
+ * `id` = the first 16 hex digits (64 bits) of SHA-256 over `url + "\n" + identityOptionsJson`.
+ * Stable across runs and machines, so results, duplicates and `--resume` can refer to a target;
+ * 64 bits keep the chance of two of a million targets colliding near 3·10⁻⁸.
+ */
+export function createTargetKey(url: string, optionsJson: string): TargetKey {
+	const digest = createHash("sha256").update(url).update("\n").update(optionsJson).digest();
+	return { id: digest.toString("hex", 0, 8), high: digest.readUInt32BE(0), low: digest.readUInt32BE(4) };
+}

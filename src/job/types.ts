@@ -1,0 +1,85 @@
+import type { Mode, ScrapeParams } from "../shared/index.js";
+import type { BadRowPolicy, ContentMode, OutputFormat, ScrapeOptions } from "./schema.js";
+
+/** Where a target was written: the job file or a source file, 1-based. */
+export interface TargetOrigin {
+	/** As shown in messages (relative to the working directory when below it). */
+	file: string;
+	line: number;
+	col: number;
+}
+
+/** One fetch the runner makes, exactly once per run. */
+export interface Target {
+	/** Given in the job, or derived (see target-id.ts): safe as a file name, unique within the job. */
+	id: string;
+	url: string;
+	/** Defaults merged with the source's and the target's own options; `url` included. */
+	params: ScrapeParams;
+	origin: TargetOrigin;
+}
+
+interface SourceSpecBase {
+	/** Absolute path. */
+	path: string;
+	/** The path as shown in messages. */
+	displayPath: string;
+	/** The source's own scrape options, applied over `defaults` to each of its rows. */
+	options: ScrapeOptions;
+	/** Where the source is declared in the job file. */
+	origin: TargetOrigin;
+}
+
+export interface CsvSourceSpec extends SourceSpecBase {
+	kind: "csv";
+	/** Header naming the URL column. */
+	column: string;
+	/** @default "," */
+	delimiter: string;
+}
+
+export interface TextSourceSpec extends SourceSpecBase {
+	kind: "text";
+}
+
+export type SourceSpec = CsvSourceSpec | TextSourceSpec;
+
+/** The normalized job the runner gets: every default filled in, every path absolute. */
+export interface Job {
+	/** Absolute path of the job file. */
+	file: string;
+	/** The job file as shown in messages. */
+	displayFile: string;
+	/** Absolute directory of the job file; sources are relative to it. */
+	dir: string;
+	/** Output folder name; safe as a single path segment. */
+	name: string;
+	concurrency: "auto" | number;
+	maxCredits: number | null;
+	defaults: ScrapeOptions;
+	/** Inline targets in file order, duplicates included (`streamTargets` drops them). */
+	targets: Target[];
+	sources: SourceSpec[];
+	output: { formats: OutputFormat[]; content: ContentMode };
+	retry: { attempts: number; backoffMs: number; maxBackoffMs: number };
+	onBadRow: BadRowPolicy;
+	taskTimeoutMs: number;
+	/**
+	 * SHA-256 (hex) of what decides the fetches: defaults, inline targets, and the sources'
+	 * paths (relative to the job file), columns and options — not the sources' contents (a changed
+	 * row is a new target id anyway) and not run settings such as concurrency or retries.
+	 */
+	fingerprint: string;
+}
+
+/** What streaming the whole job found. */
+export interface TargetCounts {
+	/** Distinct targets (after dropping duplicates and skipped rows). */
+	targets: number;
+	duplicates: number;
+	/** Bad source rows skipped with `on_bad_row: skip`. */
+	skippedRows: number;
+	/** Credits if every target succeeds once, cheapest and dearest path (service-facts §2.2). */
+	creditRange: { min: number; max: number };
+	byMode: Record<Mode, number>;
+}
