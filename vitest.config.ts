@@ -6,5 +6,7 @@ export default defineConfig({
 		testTimeout: 30_000,
 		hookTimeout: 30_000,
 		pool: "forks",
+		// Memory tests measure after a forced collection.
+		execArgv: ["--expose-gc"],
 	},
 });

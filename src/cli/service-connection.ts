@@ -5,6 +5,17 @@ import { startDemoSite, startEmulator } from "../emulator/index.js";
 import { ScrapejobError, type UsageError } from "../shared/index.js";
 import type { CliContext } from "./context.js";
 
+/**
+ * The sandbox behaves like a real account on a fair day: some latency, an occasional 503 (so retries
+ * show), and a 1 s realtime timeout so slow pages turn into tasks quickly.
+ */
+const SANDBOX_SCENARIO = {
+	concurrency: 5,
+	latency_ms: 120,
+	timeout_ms: 1000,
+	faults: [{ kind: "unavailable" as const, probability: 0.08 }],
+};
+
 /** Flags every command that talks to the service accepts. */
 export interface ServiceFlags {
 	config?: string;
@@ -48,7 +59,7 @@ const NO_KEY_HINT =
 export async function connectService(ctx: CliContext, flags: ServiceFlags): Promise<ServiceConnection> {
 	if (flags.sandbox) {
 		const demoSite = await startDemoSite({});
-		const emulator = await startEmulator({ port: 0 });
+		const emulator = await startEmulator({ port: 0, scenario: SANDBOX_SCENARIO });
 		const config: ResolvedConfig = {
 			accountKey: emulator.accountKey,
 			scraperKey: undefined,

@@ -6,7 +6,8 @@ import { redactSecrets } from "../shared/index.js";
  * because an error message echoed by a server could carry one.
  */
 export function createRunLog(path: string, secrets: ReadonlyArray<string | undefined>): { log: Logger; close(): void } {
-	const destination = pino.destination({ dest: path, sync: false, append: true, mkdir: true, minLength: 4096 });
+	// Opened synchronously so `close` can always flush, however short the run; lines are batched up to 4 KB.
+	const destination = pino.destination({ dest: path, sync: true, append: true, mkdir: true, minLength: 4096 });
 	const known = secrets.filter((secret): secret is string => typeof secret === "string" && secret.length >= 4);
 	const stream = {
 		write(line: string) {

@@ -168,6 +168,12 @@ export async function runJob(options: RunJobOptions): Promise<RunJobResult> {
 		runDir = "";
 	}
 	const lock = acquireRunLock(ensureDir(jobDir), runId);
+	if (lock.tookOver) {
+		options.logger?.warn(
+			{ lock: lock.path, previous: lock.tookOver },
+			`took over the lock of a run that is no longer running (pid ${lock.tookOver.pid}, run ${lock.tookOver.run_id})`,
+		);
+	}
 	try {
 		if (options.resumeDir) {
 			prior = await readPriorProgress(join(runDir, RUN_FILES.jsonl));

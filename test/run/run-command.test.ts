@@ -240,6 +240,45 @@ describe("scrapejob run against the emulator", () => {
 		expect(statuses).toHaveLength(5);
 	});
 
+	it("refuses to resume a run whose job's targets changed, unless --force", async () => {
+		service = await startTestService({ concurrency: 1, credits: 5 });
+		const dir = tempDir();
+		const out = join(dir, "out");
+		const paths = ["/product/1", "/product/2", "/product/3", "/product/4"];
+		const job = writeJob(dir, "shop", jobYaml(service.site.url, paths, "defaults:\n  mode: request"));
+		expect((await runCli(["run", job, "--out", out, "--quiet"], { env: service.env })).code).toBe(3);
+		expect(readRecords(onlyRun(out))).toHaveLength(2);
+
+		writeJob(
+			dir,
+			"shop",
+			jobYaml(service.site.url, [...paths.slice(0, 3), "/product/9"], "defaults:\n  mode: request"),
+		);
+		service.emulator.setCredits(100);
+		const refused = await runCli(["run", job, "--out", out, "--quiet", "--resume"], { env: service.env });
+		expect(refused.code).toBe(2);
+		expect(refused.stderr).toContain("targets changed");
+		expect(service.emulator.ledger.byEndpoint("realtime")).toHaveLength(3);
+
+		const forced = await runCli(["run", job, "--out", out, "--quiet", "--resume", "--force"], { env: service.env });
+		expect(forced.stderr).toBe("");
+		expect(forced.code).toBe(0);
+		const records = readRecords(onlyRun(out));
+		expect(records.map((record) => new URL(record.url).pathname)).toEqual([
+			"/product/1",
+			"/product/2",
+			"/product/3",
+			"/product/9",
+		]);
+		const charged = service.emulator.ledger.byEndpoint("realtime").filter((entry) => entry.creditsCharged > 0);
+		expect(charged.map((entry) => new URL(entry.url!).pathname)).toEqual([
+			"/product/1",
+			"/product/2",
+			"/product/3",
+			"/product/9",
+		]);
+	});
+
 	it("keeps to max_credits: no fetch starts whose worst case would not fit", async () => {
 		service = await startTestService({ concurrency: 2 });
 		const dir = tempDir();

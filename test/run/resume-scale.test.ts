@@ -1,0 +1,58 @@
+import { createWriteStream } from "node:fs";
+import { join } from "node:path";
+import { describe, expect, it } from "vitest";
+import { readPriorProgress } from "../../src/run/resume-state.js";
+import { tempDir } from "../helpers/job-files.js";
+import { targetIdForTest } from "../helpers/target-ids.js";
+
+describe("resume at scale", () => {
+	it("reads 900,000 finished records into a compact set, not into objects", async () => {
+		const path = join(tempDir(), "results.jsonl");
+		const stream = createWriteStream(path);
+		const done = 900_000;
+		let chunk = "";
+		for (let index = 0; index < done; index += 1) {
+			chunk += `${JSON.stringify({
+				id: targetIdForTest(index),
+				url: `https://shop.example/p/${index}`,
+				status: "ok",
+				http_status: 200,
+				error: null,
+				message: null,
+				mode_requested: "request",
+				mode_used: "request",
+				credits_used: 2,
+				credits_remaining: 1e9,
+				attempts: 1,
+				task_id: null,
+				started_at: "2026-11-21T00:00:00.000Z",
+				finished_at: "2026-11-21T00:00:00.100Z",
+				duration_ms: 100,
+				bytes: 1000,
+				content_path: null,
+			})}\n`;
+			if (chunk.length > 1 << 20) {
+				if (!stream.write(chunk)) await new Promise((resolve) => stream.once("drain", resolve));
+				chunk = "";
+			}
+		}
+		stream.end(chunk);
+		await new Promise((resolve) => stream.once("finish", resolve));
+
+		global.gc?.();
+		const before = process.memoryUsage();
+		const started = Date.now();
+		const prior = await readPriorProgress(path);
+		const elapsedMs = Date.now() - started;
+		global.gc?.();
+		const after = process.memoryUsage();
+		const retainedMb = (after.heapUsed + after.arrayBuffers - before.heapUsed - before.arrayBuffers) / 1e6;
+		console.info(`resume scan: ${done} records in ${elapsedMs} ms, ~${retainedMb.toFixed(1)} MB retained`);
+
+		expect(prior.done.size).toBe(done);
+		expect(prior.done.has(targetIdForTest(123_456))).toBe(true);
+		expect(prior.done.has(targetIdForTest(done + 1))).toBe(false);
+		expect(prior.creditsUsed).toBe(done * 2);
+		expect(retainedMb).toBeLessThan(60);
+	}, 60_000);
+});
