@@ -51,10 +51,23 @@ function locate(doc: ReturnType<typeof parseDocument>, lineCounter: LineCounter,
 	const path = issue.path.filter((part): part is string | number => typeof part !== "symbol");
 	for (let length = path.length; length >= 0; length--) {
 		const node = length === 0 ? doc.contents : doc.getIn(path.slice(0, length), true);
+		// An unknown key has no value node worth pointing at; point at the key itself.
+		const key = length === path.length && length > 0 ? keyNode(doc, path) : null;
+		if (key?.range) {
+			const at = lineCounter.linePos(key.range[0]);
+			return `${at.line}:${at.col}`;
+		}
 		if ((isMap(node) || isSeq(node) || isScalar(node)) && node.range) {
 			const at = lineCounter.linePos(node.range[0]);
 			return `${at.line}:${at.col}`;
 		}
 	}
 	return "1:1";
+}
+
+function keyNode(doc: ReturnType<typeof parseDocument>, path: ReadonlyArray<string | number>) {
+	const parent = path.length === 1 ? doc.contents : doc.getIn(path.slice(0, -1), true);
+	if (!isMap(parent)) return null;
+	const pair = parent.items.find((item) => isScalar(item.key) && item.key.value === path[path.length - 1]);
+	return pair && isScalar(pair.key) ? pair.key : null;
 }

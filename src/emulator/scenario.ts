@@ -221,11 +221,58 @@ export function formatIssuePath(path: ReadonlyArray<PropertyKey>): string {
 	return text === "" ? "(scenario)" : text;
 }
 
-/** Validate a scenario value; returns every problem instead of stopping at the first. */
+const FAULT_KEYS = ["kind", "match", "on", "times", "probability", "message", "delay_ms", "count"];
+
+/** The settings allowed where an unknown key was found, for a "did you mean" hint. */
+function knownKeysAt(path: ReadonlyArray<PropertyKey>): readonly string[] {
+	const [first, second] = path;
+	if (first === undefined) return Object.keys(scenarioSchema.shape);
+	if (first === "keys") return Object.keys(keysSchema.shape);
+	if (first === "costs") return Object.keys(costsSchema.shape);
+	if (first === "balances_mb") return Object.keys(balancesSchema.shape);
+	if (first === "faults" && typeof second === "number") return FAULT_KEYS;
+	return [];
+}
+
+function editDistance(a: string, b: string): number {
+	let previous = Array.from({ length: b.length + 1 }, (_, i) => i);
+	for (let i = 1; i <= a.length; i++) {
+		const current = [i];
+		for (let j = 1; j <= b.length; j++) {
+			const cost = a[i - 1] === b[j - 1] ? 0 : 1;
+			current[j] = Math.min((previous[j] ?? 0) + 1, (current[j - 1] ?? 0) + 1, (previous[j - 1] ?? 0) + cost);
+		}
+		previous = current;
+	}
+	return previous[b.length] ?? 0;
+}
+
+function unknownKeyMessage(key: string, known: readonly string[]): string {
+	const closest = known
+		.map((name) => ({ name, distance: editDistance(key, name) }))
+		.sort((a, b) => a.distance - b.distance)[0];
+	const hint =
+		closest && closest.distance <= Math.max(2, Math.floor(key.length / 3)) ? `; did you mean ${closest.name}?` : "";
+	return `unknown setting ${JSON.stringify(key)}${hint}`;
+}
+
+/**
+ * Validate a scenario value; returns every problem of its shape. Cross-field rules (e.g. a fault
+ * kind that cannot apply `on: account`) are checked once the shape is valid.
+ */
 export function checkScenario(value: unknown): { scenario: Scenario } | { issues: ScenarioIssue[] } {
 	const result = scenarioSchema.safeParse(value ?? {});
 	if (result.success) return { scenario: result.data };
-	return { issues: result.error.issues.map((issue) => ({ path: issue.path, message: issue.message })) };
+	return {
+		issues: result.error.issues.flatMap((issue): ScenarioIssue[] =>
+			issue.code === "unrecognized_keys"
+				? issue.keys.map((key) => ({
+						path: [...issue.path, key],
+						message: unknownKeyMessage(key, knownKeysAt(issue.path)),
+					}))
+				: [{ path: issue.path, message: issue.message }],
+		),
+	};
 }
 
 /** Validate and resolve a scenario given in code. Throws `UsageError` listing every problem. */

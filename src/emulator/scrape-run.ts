@@ -89,7 +89,7 @@ async function fetchAndDecide(ctx: EmulatorContext, scrape: ScrapeRequest): Prom
 			modeUsed: scrape.mode,
 		};
 	}
-	const fetched = await ctx.fetcher.fetch(scrape.url, scrape.extraHeaders, ctx.signal);
+	const fetched = await ctx.fetcher.fetch(scrape.url, scrape.extraHeaders);
 	if (fetched.kind === "failed") {
 		return { kind: "scraping-error", message: fetched.message, modeUsed: scrape.mode };
 	}

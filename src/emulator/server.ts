@@ -2,6 +2,7 @@
  * `startEmulator`: one node:http server answering both the account endpoints (`/public…`) and the
  * scraper endpoints (`/api/v1…`) on one port, as the spec describes them.
  */
+import { setMaxListeners } from "node:events";
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
 import { type Clock, errorMessage, systemClock } from "../shared/index.js";
@@ -62,6 +63,8 @@ export async function startEmulator(options: StartEmulatorOptions = {}): Promise
 	const config = resolveScenario(options.scenario);
 	const ledger = new Ledger(options.ledger === false ? { maxEntries: 0 } : options.ledger);
 	const abort = new AbortController();
+	// Every pending latency/slow pause listens on this signal; thousands at once are expected, not a leak.
+	setMaxListeners(0, abort.signal);
 	const urls = { apiUrl: "", scraperUrl: "", browserUrl: "" };
 	const ctx: EmulatorContext = {
 		config,

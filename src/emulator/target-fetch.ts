@@ -33,12 +33,12 @@ export class TargetFetcher {
 		this.#dispatcher = this.#agent.compose(interceptors.redirect({ maxRedirections: options.maxRedirections ?? 5 }));
 	}
 
-	async fetch(url: string, extraHeaders: Record<string, string> | null, signal: AbortSignal): Promise<FetchOutcome> {
+	/** Fetch `url`. In-flight fetches end when `close()` destroys the agent, so no per-request signal is needed. */
+	async fetch(url: string, extraHeaders: Record<string, string> | null): Promise<FetchOutcome> {
 		try {
 			const response = await request(url, {
 				method: "GET",
 				dispatcher: this.#dispatcher,
-				signal,
 				headers: { "user-agent": USER_AGENT, accept: "text/html,*/*;q=0.8", ...extraHeaders },
 			});
 			const body = Buffer.from(await response.body.arrayBuffer());
