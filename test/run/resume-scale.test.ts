@@ -32,12 +32,12 @@ describe("resume at scale", () => {
 				content_path: null,
 			})}\n`;
 			if (chunk.length > 1 << 20) {
-				if (!stream.write(chunk)) await new Promise((resolve) => stream.once("drain", resolve));
+				if (!stream.write(chunk)) await new Promise<void>((resolve) => stream.once("drain", () => resolve()));
 				chunk = "";
 			}
 		}
 		stream.end(chunk);
-		await new Promise((resolve) => stream.once("finish", resolve));
+		await new Promise<void>((resolve) => stream.once("finish", () => resolve()));
 
 		global.gc?.();
 		const before = process.memoryUsage();
