@@ -3,7 +3,7 @@ import type { z } from "zod";
 import { joinUrl, parseBaseUrl } from "../shared/index.js";
 import { parseJson, toServiceError } from "./error-body.js";
 import { UnexpectedResponseError } from "./errors.js";
-import { type GenerateProxiesParams, generateQuery, type ParsedProxy, parseProxyLines } from "./proxy-lines.js";
+import { type GenerateProxiesParams, generateQuery, type ParsedProxy, parseProxyLine } from "./proxy-lines.js";
 import {
 	type BrowserAccess,
 	browserAccessSchema,
@@ -114,10 +114,21 @@ export function createAccountClient(options: AccountClientOptions): AccountClien
 			return getJson(usageSchema, "/public/usage", query, signal);
 		},
 		generate: async (params, signal) => {
-			const { response } = await get("/public/generate", generateQuery(params), signal);
+			const { response, endpoint } = await get("/public/generate", generateQuery(params), signal);
 			const text = response.body.toString("utf8");
 			const lines = text.split(/\r?\n/).filter((line) => line.trim() !== "");
-			return { lines, proxies: parseProxyLines(lines, params) };
+			const format = params.format ?? 1;
+			// A line in no known layout is an unexpected answer, not a crash; the line itself (it holds a
+			// proxy password) stays out of the message.
+			const proxies = lines.map((line, index) => {
+				try {
+					return parseProxyLine(line, format);
+				} catch (error) {
+					const problem = `line ${index + 1} is not a format ${format} proxy line`;
+					throw new UnexpectedResponseError(endpoint, response.status, problem, { cause: error });
+				}
+			});
+			return { lines, proxies };
 		},
 		rotateSession: (params, signal) =>
 			getJson(
