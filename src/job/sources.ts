@@ -1,7 +1,7 @@
 import type { FileHandle } from "node:fs/promises";
 import { open } from "node:fs/promises";
 import type { Readable } from "node:stream";
-import { type CsvError, type Info, parse } from "csv-parse";
+import { type CsvError, parse } from "csv-parse";
 import { didYouMean } from "./did-you-mean.js";
 import { describeFsError } from "./parse-yaml.js";
 import { quoteValue } from "./problems.js";
@@ -60,19 +60,23 @@ async function openSource(spec: SourceSpec): Promise<OpenResult> {
 	return { ok: true, handle };
 }
 
+/** Rows handed over at a time: enough to keep per-row async overhead off a million-row file, few enough to stay lazy. */
+const ROWS_PER_BATCH = 512;
+
 /**
- * Stream a source's rows lazily (nothing is read ahead of what the consumer pulls beyond one
- * chunk), in file order, never holding the file whole. Blank lines are skipped everywhere, and
+ * Stream a source's rows lazily, in file order, in small batches (one read chunk, at most
+ * `ROWS_PER_BATCH` rows), never holding the file whole. Blank lines are skipped everywhere, and
  * `#` comment lines in text sources; CRLF line ends and a UTF-8 BOM are accepted in both kinds.
+ * A `fatal` row is always the last.
  */
-export function readSourceRows(spec: SourceSpec): AsyncGenerator<SourceRow> {
+export function readSourceRows(spec: SourceSpec): AsyncGenerator<SourceRow[]> {
 	return spec.kind === "csv" ? readCsvRows(spec) : readTextRows(spec);
 }
 
-async function* readTextRows(spec: TextSourceSpec): AsyncGenerator<SourceRow> {
+async function* readTextRows(spec: TextSourceSpec): AsyncGenerator<SourceRow[]> {
 	const opened = await openSource(spec);
 	if (!opened.ok) {
-		yield opened.row;
+		yield [opened.row];
 		return;
 	}
 	const stream = opened.handle.createReadStream({ encoding: "utf8", highWaterMark: READ_CHUNK_BYTES });
@@ -92,7 +96,7 @@ async function* readTextRows(spec: TextSourceSpec): AsyncGenerator<SourceRow> {
 		if (start === -1 || text[start] === "#") return undefined;
 		const col = start + 1;
 		if (text.includes("\uFFFD")) return { kind: "bad", line, col, message: "the line is not valid UTF-8 text" };
-		const url = text.trim();
+		const url = start === 0 && !/\s$/.test(text) ? text : text.trim();
 		const problem = checkTargetUrl(url);
 		return problem ? { kind: "bad", line, col, message: problem } : { kind: "row", url, line, col };
 	};
@@ -103,6 +107,7 @@ async function* readTextRows(spec: TextSourceSpec): AsyncGenerator<SourceRow> {
 
 	try {
 		for await (const chunk of stream as AsyncIterable<string>) {
+			const batch: SourceRow[] = [];
 			let start = 0;
 			for (let newline = chunk.indexOf("\n"); newline !== -1; newline = chunk.indexOf("\n", start)) {
 				const piece = chunk.slice(start, newline);
@@ -112,8 +117,11 @@ async function* readTextRows(spec: TextSourceSpec): AsyncGenerator<SourceRow> {
 				carry = "";
 				overlong = false;
 				if (!row) continue;
-				yield row;
-				if (row.kind === "fatal") return;
+				batch.push(row);
+				if (row.kind === "fatal") {
+					yield batch;
+					return;
+				}
 			}
 			if (!overlong) {
 				const rest = chunk.slice(start);
@@ -125,17 +133,18 @@ async function* readTextRows(spec: TextSourceSpec): AsyncGenerator<SourceRow> {
 					carry += rest;
 				}
 			}
+			if (batch.length > 0) yield batch;
 		}
 		const last = overlong ? tooLong() : carry !== "" ? classify(carry) : undefined;
-		if (last) yield last;
+		if (last) yield [last];
 	} catch (error) {
-		yield { kind: "fatal", at: { file, line: line + 1, col: 1 }, message: `cannot read: ${describeFsError(error)}` };
+		yield [{ kind: "fatal", at: { file, line: line + 1, col: 1 }, message: `cannot read: ${describeFsError(error)}` }];
 	} finally {
 		stream.destroy();
 	}
 }
 
-/** Newlines inside quoted fields, so a record's first line can be told from the line it ends on. */
+/** Line breaks inside quoted fields: a record spans one line more than it holds. */
 function countNewlines(record: readonly string[]): number {
 	let count = 0;
 	for (const field of record) {
@@ -162,16 +171,21 @@ function describeHeader(header: readonly string[]): string {
 	return header.length > shown.length ? `${shown.join(", ")}, … ${header.length} columns` : shown.join(", ");
 }
 
+function isBlankRecord(record: readonly string[]): boolean {
+	for (const field of record) if (field.trim() !== "") return false;
+	return true;
+}
+
 interface PendingCsvError {
 	error: CsvError;
-	/** Records parsed before the error (the header counts). */
+	/** Records parsed before the error (blank lines and the header count). */
 	recordsBefore: number;
 }
 
-async function* readCsvRows(spec: CsvSourceSpec): AsyncGenerator<SourceRow> {
+async function* readCsvRows(spec: CsvSourceSpec): AsyncGenerator<SourceRow[]> {
 	const opened = await openSource(spec);
 	if (!opened.ok) {
-		yield opened.row;
+		yield [opened.row];
 		return;
 	}
 	const file = spec.displayPath;
@@ -180,10 +194,10 @@ async function* readCsvRows(spec: CsvSourceSpec): AsyncGenerator<SourceRow> {
 	const parser = parse({
 		bom: true,
 		delimiter: spec.delimiter,
-		info: true,
 		relax_column_count: true,
-		skip_empty_lines: true,
-		skip_records_with_empty_values: true,
+		// Blank lines come through as records, so lines can be counted here: csv-parse's own
+		// per-record `info` costs more than the parsing of a short row.
+		skip_empty_lines: false,
 		max_record_size: MAX_SOURCE_LINE_CHARS,
 		// Errors come to `on_skip` instead of ending the stream, so rows parsed before them are
 		// still reported, in order; the first syntax error then ends the source (what follows an
@@ -199,81 +213,99 @@ async function* readCsvRows(spec: CsvSourceSpec): AsyncGenerator<SourceRow> {
 
 	let columnIndex = -1;
 	let headerLength = 0;
-	/** Flush errors that happened before the record numbered `beforeRecord`; true when the source must stop. */
-	function* flush(beforeRecord: number): Generator<SourceRow, boolean> {
+	/** The next record's first line. */
+	let line = 1;
+	let recordCount = 0;
+	let batch: SourceRow[] = [];
+
+	/** Turn errors that came before record number `beforeRecord` into rows; true when the source must stop. */
+	const flush = (beforeRecord: number): boolean => {
 		while (pending.length > 0 && pending[0]!.recordsBefore < beforeRecord) {
 			const { error } = pending.shift()!;
-			const line = Number(error.lines ?? 1);
+			// csv-parse reports an unclosed quote where the file ends; the user needs where it opened.
+			const at = error.code === "CSV_QUOTE_NOT_CLOSED" ? line : Number(error.lines ?? line);
 			const message = csvErrorMessage(error);
 			if (error.code === "CSV_MAX_RECORD_SIZE" && columnIndex !== -1) {
-				yield { kind: "bad", line, col: 1, message };
+				batch.push({ kind: "bad", line: at, col: 1, message });
+				line = at + 1;
 				continue;
 			}
-			yield { kind: "fatal", at: { file, line, col: 1 }, message };
+			batch.push({ kind: "fatal", at: { file, line: at, col: 1 }, message });
 			return true;
 		}
 		return false;
-	}
+	};
 
 	try {
-		for await (const item of records as AsyncIterable<{ record: string[]; info: Info }>) {
-			const { record, info } = item;
-			if (yield* flush(info.records)) return;
-			const line = info.lines - countNewlines(record);
+		for await (const record of records as AsyncIterable<string[]>) {
+			recordCount++;
+			if (pending.length > 0 && flush(recordCount)) break;
+			const recordLine = line;
+			line += 1 + countNewlines(record);
+			if (isBlankRecord(record)) continue;
 			if (columnIndex === -1) {
 				const header = record.map((name) => name.trim());
 				if (header.some((name) => name.includes("\0"))) {
-					yield { kind: "fatal", at: { file, line, col: 1 }, message: "not a text file (NUL bytes)" };
-					return;
+					batch.push({ kind: "fatal", at: { file, line: recordLine, col: 1 }, message: "not a text file (NUL bytes)" });
+					break;
 				}
 				columnIndex = header.indexOf(spec.column);
 				headerLength = header.length;
 				if (columnIndex === -1) {
 					const suggestion = didYouMean(spec.column, header);
 					const hint = suggestion ? `; did you mean ${JSON.stringify(suggestion)}?` : "";
-					yield {
+					batch.push({
 						kind: "fatal",
-						at: { file, line, col: 1 },
+						at: { file, line: recordLine, col: 1 },
 						message: `column ${JSON.stringify(spec.column)} not found in the header (${describeHeader(header)})${hint}`,
-					};
-					return;
+					});
+					break;
 				}
 				continue;
 			}
-			const cell = record[columnIndex];
-			if (cell === undefined) {
-				yield {
-					kind: "bad",
-					line,
-					col: 1,
-					message: `the row has ${record.length} ${record.length === 1 ? "field" : "fields"}, so no ${JSON.stringify(spec.column)} (field ${columnIndex + 1} of ${headerLength})`,
-				};
-				continue;
+			batch.push(classifyCsvRecord(record, recordLine, spec.column, columnIndex, headerLength, file));
+			if (batch.at(-1)?.kind === "fatal") break;
+			if (batch.length >= ROWS_PER_BATCH) {
+				yield batch;
+				batch = [];
 			}
-			if (cell.includes("\0")) {
-				yield { kind: "fatal", at: { file, line, col: 1 }, message: "not a text file (NUL bytes)" };
-				return;
-			}
-			if (cell.includes("\uFFFD")) {
-				yield { kind: "bad", line, col: 1, message: "the row is not valid UTF-8 text" };
-				continue;
-			}
-			const url = cell.trim();
-			const problem = checkTargetUrl(url);
-			if (problem) {
-				yield { kind: "bad", line, col: 1, message: `${spec.column}: ${problem}` };
-				continue;
-			}
-			yield { kind: "row", url, line, col: 1 };
 		}
-		if (yield* flush(Number.POSITIVE_INFINITY)) return;
-		if (columnIndex === -1) {
-			yield { kind: "fatal", at: { file, line: 1, col: 1 }, message: "the CSV file is empty: no header row" };
+		if (batch.at(-1)?.kind !== "fatal") {
+			flush(Number.POSITIVE_INFINITY);
+			if (columnIndex === -1 && batch.at(-1)?.kind !== "fatal") {
+				batch.push({ kind: "fatal", at: { file, line: 1, col: 1 }, message: "the CSV file is empty: no header row" });
+			}
 		}
+		if (batch.length > 0) yield batch;
 	} catch (error) {
-		yield { kind: "fatal", at: { file, line: 1, col: 1 }, message: `cannot read: ${describeFsError(error)}` };
+		yield [...batch, { kind: "fatal", at: { file, line, col: 1 }, message: `cannot read: ${describeFsError(error)}` }];
 	} finally {
 		parser.destroy();
 		stream.destroy();
 	}
+}
+
+function classifyCsvRecord(
+	record: readonly string[],
+	line: number,
+	column: string,
+	columnIndex: number,
+	headerLength: number,
+	file: string,
+): SourceRow {
+	const cell = record[columnIndex];
+	if (cell === undefined) {
+		const fields = `${record.length} ${record.length === 1 ? "field" : "fields"}`;
+		return {
+			kind: "bad",
+			line,
+			col: 1,
+			message: `the row has ${fields}, so no ${JSON.stringify(column)} (field ${columnIndex + 1} of ${headerLength})`,
+		};
+	}
+	if (cell.includes("\0")) return { kind: "fatal", at: { file, line, col: 1 }, message: "not a text file (NUL bytes)" };
+	if (cell.includes("\uFFFD")) return { kind: "bad", line, col: 1, message: "the row is not valid UTF-8 text" };
+	const url = cell.trim();
+	const problem = checkTargetUrl(url);
+	return problem ? { kind: "bad", line, col: 1, message: `${column}: ${problem}` } : { kind: "row", url, line, col: 1 };
 }

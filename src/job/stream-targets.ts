@@ -1,7 +1,7 @@
 import { creditCostRange, MODES, type Mode, type ScrapeParams } from "../shared/index.js";
-import { createTargetKeySet } from "./dedupe.js";
+import { createTargetKeySet, type TargetKeySet } from "./dedupe.js";
 import { type JobProblem, JobValidationError } from "./problems.js";
-import { readSourceRows } from "./sources.js";
+import { readSourceRows, type SourceRow } from "./sources.js";
 import { createTargetKey, identityOptionsJson } from "./target-id.js";
 import type { Job, SourceSpec, Target, TargetCounts, TargetOrigin } from "./types.js";
 
@@ -80,10 +80,6 @@ async function* scanTargets(job: Job, options: ScanOptions): AsyncGenerator<Targ
 	const seen = createTargetKeySet();
 	/** First inline occurrence per key, so a duplicate can point at it (inline targets are few). */
 	const inlineFirst = new Map<string, Target>();
-	const fail = (problem: JobProblem) => {
-		options.report(problem);
-		if (options.stopOnError) throw new JobValidationError([problem]);
-	};
 	const duplicateMessage = (url: string, firstId: string) => {
 		const first = inlineFirst.get(firstId);
 		const where = first ? ` at ${first.origin.file}:${first.origin.line}:${first.origin.col}` : "";
@@ -104,35 +100,54 @@ async function* scanTargets(job: Job, options: ScanOptions): AsyncGenerator<Targ
 	}
 	inline.finish();
 
+	// One async generator for everything: each extra layer of delegation costs a promise per target.
 	for (const source of job.sources) {
-		yield* scanSource(job, source, options, seen, fail, duplicateMessage);
+		const scanner = createSourceScanner(job, source, options, seen, duplicateMessage);
+		for await (const batch of readSourceRows(source)) {
+			for (const row of batch) {
+				const target = scanner.take(row);
+				if (target) yield target;
+			}
+		}
+		scanner.finish();
 	}
 }
 
-async function* scanSource(
+/**
+ * The per-row work for one source, synchronous: a source's rows share their options, so params,
+ * identity and cost are worked out once, not per row.
+ */
+function createSourceScanner(
 	job: Job,
 	source: SourceSpec,
 	options: ScanOptions,
-	seen: ReturnType<typeof createTargetKeySet>,
-	fail: (problem: JobProblem) => void,
+	seen: TargetKeySet,
 	duplicateMessage: (url: string, firstId: string) => string,
-): AsyncGenerator<Target> {
+) {
 	const { counts } = options;
-	// A source's rows share their options, so these are worked out once, not per row.
 	const base: Omit<ScrapeParams, "url"> = { ...job.defaults, ...source.options };
 	const optionsJson = identityOptionsJson(base);
 	const cost = creditCostRange(base);
 	const reporter = createFileReporter(options.report, options.problemsPerFile);
 	const file = source.displayPath;
 	let rows = 0;
-	let fatal = false;
-	try {
-		for await (const row of readSourceRows(source)) {
+	let ended = false;
+	/** Report an error: under a run it ends the stream; under validation it is noted and reading goes on. */
+	const fail = (problem: JobProblem, stop: boolean) => {
+		if (!stop && !options.stopOnError) {
+			reporter.add(problem);
+			return;
+		}
+		ended = true;
+		reporter.finish();
+		options.report(problem);
+		if (options.stopOnError) throw new JobValidationError([problem]);
+	};
+	return {
+		take(row: SourceRow): Target | undefined {
 			if (row.kind === "fatal") {
-				fatal = true;
-				reporter.finish();
-				fail({ ...row.at, severity: "error", message: row.message });
-				return;
+				fail({ ...row.at, severity: "error", message: row.message }, true);
+				return undefined;
 			}
 			rows++;
 			if (row.kind === "bad") {
@@ -140,36 +155,33 @@ async function* scanSource(
 					counts.skippedRows++;
 					reporter.add({ file, line: row.line, col: row.col, severity: "warning", message: `skipped: ${row.message}` });
 				} else {
-					const problem: JobProblem = { file, line: row.line, col: row.col, severity: "error", message: row.message };
-					if (options.stopOnError) {
-						fatal = true;
-						reporter.finish();
-						fail(problem);
-					} else reporter.add(problem);
+					fail({ file, line: row.line, col: row.col, severity: "error", message: row.message }, false);
 				}
-				continue;
+				return undefined;
 			}
 			const key = createTargetKey(row.url, optionsJson);
 			const origin: TargetOrigin = { file, line: row.line, col: row.col };
 			if (!seen.add(key.high, key.low)) {
 				counts.duplicates++;
 				reporter.add({ ...origin, severity: "warning", message: duplicateMessage(row.url, key.id) });
-				continue;
+				return undefined;
 			}
 			const params: ScrapeParams = { ...base, url: row.url };
 			countTarget(counts, params, cost);
-			yield { id: key.id, url: row.url, params, origin };
-		}
-	} finally {
-		if (!fatal) reporter.finish();
-	}
-	if (rows === 0) {
-		options.report({
-			...source.origin,
-			severity: "warning",
-			message: `source ${JSON.stringify(source.displayPath)} lists no URLs`,
-		});
-	}
+			return { id: key.id, url: row.url, params, origin };
+		},
+		finish() {
+			if (ended) return;
+			reporter.finish();
+			if (rows === 0) {
+				options.report({
+					...source.origin,
+					severity: "warning",
+					message: `source ${JSON.stringify(source.displayPath)} lists no URLs`,
+				});
+			}
+		},
+	};
 }
 
 /**

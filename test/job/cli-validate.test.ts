@@ -1,0 +1,158 @@
+// biome-ignore-all lint/suspicious/noTemplateCurlyInString: job files spell variables as ${NAME}
+import { describe, expect, it } from "vitest";
+import { createProgram, main } from "../../src/cli/main.js";
+import { jobJsonSchemaText } from "../../src/job/index.js";
+import { createTestContext, makeTempDir, writeFiles } from "./helpers.js";
+
+const U = "https://shop.example";
+
+async function validate(files: Record<string, string>, argv: string[], env: NodeJS.ProcessEnv = {}) {
+	const dir = await makeTempDir();
+	await writeFiles(dir, files);
+	const { ctx, stdout, stderr } = createTestContext(dir, env);
+	const code = await main(["validate", ...argv], ctx);
+	return { code, stdout: stdout.text, stderr: stderr.text };
+}
+
+const good = [
+	"name: shop",
+	"defaults: {mode: request}",
+	"targets:",
+	`  - ${U}/a`,
+	`  - url: ${U}/b`,
+	"    mode: browser",
+	"    screenshot: true",
+	`  - ${U}/a`,
+	"sources:",
+	"  - urls.txt",
+].join("\n");
+
+describe("scrapejob validate", () => {
+	it("valid jobs: exit 0, one summary line each, warnings on stderr", async () => {
+		const result = await validate(
+			{ "good.yaml": good, "urls.txt": `${U}/c\n${U}/d\n`, "tiny.yaml": `targets: [${U}/x]\n` },
+			["good.yaml", "tiny.yaml"],
+		);
+		expect(result.code).toBe(0);
+		expect(result.stdout).toBe(
+			[
+				'good.yaml: valid, job "shop", 4 targets (request 3, browser 1), 1 duplicate, 0 skipped rows, est. 11 credits, 1 warning',
+				'tiny.yaml: valid, job "tiny", 1 target (auto 1), 0 duplicates, 0 skipped rows, est. 2–6 credits',
+				"",
+			].join("\n"),
+		);
+		expect(result.stderr).toMatch(/^good\.yaml:8:5 warning: duplicate target https:\/\/shop\.example\/a: /);
+	});
+
+	it("invalid jobs: exit 2, every problem as file:line:col on stderr, valid ones still summarised", async () => {
+		const result = await validate(
+			{
+				"bad.yaml": `concurency: 2\ntargets:\n  - shop.example/a\nsources:\n  - urls.txt\n`,
+				"urls.txt": `${U}/ok\nnope\n`,
+				"good.yaml": `targets: [${U}/x]\n`,
+			},
+			["bad.yaml", "good.yaml", "missing.yaml"],
+		);
+		expect(result.code).toBe(2);
+		expect(result.stderr).toBe(
+			[
+				'bad.yaml:1:1 concurency: unknown key; did you mean "concurrency"?',
+				'bad.yaml:3:5 targets[0]: invalid URL format (it needs the http:// or https:// prefix; got "shop.example/a")',
+				'urls.txt:2:1 invalid URL format (it needs the http:// or https:// prefix; got "nope")',
+				"bad.yaml: invalid, 3 problems",
+				"missing.yaml:1:1 cannot read the job file: no such file",
+				"missing.yaml: invalid, 1 problem",
+				"",
+			].join("\n"),
+		);
+		expect(result.stdout).toBe(
+			'good.yaml: valid, job "good", 1 target (auto 1), 0 duplicates, 0 skipped rows, est. 2–6 credits\n',
+		);
+	});
+
+	it("expands ${VAR} from the command's environment", async () => {
+		const files = { "env.yaml": "targets: ['${SITE}/a']\n" };
+		expect((await validate(files, ["env.yaml"], { SITE: U })).code).toBe(0);
+		const unset = await validate(files, ["env.yaml"]);
+		expect(unset.code).toBe(2);
+		expect(unset.stderr).toContain("env.yaml:1:12 targets[0]: environment variable SITE is not set\n");
+	});
+
+	it("--json prints machine-readable results, problems included", async () => {
+		const result = await validate({ "good.yaml": good, "urls.txt": `${U}/c\n`, "bad.yaml": "targets: [nope]\n" }, [
+			"good.yaml",
+			"bad.yaml",
+			"--json",
+		]);
+		expect(result.code).toBe(2);
+		expect(result.stderr).toBe("");
+		const output = JSON.parse(result.stdout);
+		expect(output.valid).toBe(false);
+		expect(output.jobs[0]).toMatchObject({
+			file: "good.yaml",
+			valid: true,
+			name: "shop",
+			targets: 3,
+			inline_targets: 3,
+			duplicates: 1,
+			skipped_rows: 0,
+			by_mode: { request: 2, browser: 1, auto: 0 },
+			credits: { min: 9, max: 9 },
+			errors: [],
+		});
+		expect(output.jobs[0].warnings).toHaveLength(1);
+		expect(output.jobs[1]).toMatchObject({ file: "bad.yaml", valid: false, name: null, targets: null });
+		expect(output.jobs[1].errors).toEqual([
+			{
+				file: "bad.yaml",
+				line: 1,
+				col: 11,
+				severity: "error",
+				path: "targets[0]",
+				message: 'targets[0]: invalid URL format (it needs the http:// or https:// prefix; got "nope")',
+			},
+		]);
+	});
+
+	it("--no-sources checks the job file only", async () => {
+		const result = await validate({ "job.yaml": `targets: [${U}/a]\nsources: [urls.txt]\n` }, [
+			"job.yaml",
+			"--no-sources",
+		]);
+		expect(result.code).toBe(0);
+		expect(result.stdout).toBe('job.yaml: valid, job "job", 1 inline target (sources not read)\n');
+	});
+
+	it("needs at least one job (usage error, exit 2) and explains itself in --help", async () => {
+		expect((await validate({}, [])).code).toBe(2);
+		const help = await validate({}, ["--help"]);
+		expect(help.code).toBe(0);
+		expect(help.stdout).toContain("Usage: scrapejob validate [options] <jobs...>");
+		expect(help.stdout).toContain("sends no request at all");
+		expect(help.stdout).toContain("Exit codes: 0 every job is valid · 2 some job has problems");
+	});
+});
+
+describe("scrapejob schema", () => {
+	it("prints the JSON Schema", async () => {
+		const dir = await makeTempDir();
+		const { ctx, stdout } = createTestContext(dir);
+		expect(await main(["schema"], ctx)).toBe(0);
+		expect(stdout.text).toBe(jobJsonSchemaText());
+		expect(JSON.parse(stdout.text).title).toBe("scrapejob job file");
+	});
+
+	it("has help that says where the schema ships and how to use it", async () => {
+		const dir = await makeTempDir();
+		const { ctx, stdout } = createTestContext(dir);
+		expect(await main(["schema", "--help"], ctx)).toBe(0);
+		expect(stdout.text).toContain("jobs/job.schema.json");
+		expect(stdout.text).toContain("# yaml-language-server: $schema=./job.schema.json");
+	});
+
+	it("both commands are registered", () => {
+		const { ctx } = createTestContext("/");
+		const names = createProgram(ctx).commands.map((command) => command.name());
+		expect(names).toEqual(expect.arrayContaining(["validate", "schema"]));
+	});
+});

@@ -1,0 +1,186 @@
+import { appendFile, writeFile } from "node:fs/promises";
+import { join } from "node:path";
+import { describe, expect, it } from "vitest";
+import {
+	countTargets,
+	createEmptyCounts,
+	type JobProblem,
+	JobValidationError,
+	loadJob,
+	streamTargets,
+	type Target,
+} from "../../src/job/index.js";
+import { createTargetKey, identityOptionsJson } from "../../src/job/target-id.js";
+import { makeTempDir, writeFiles } from "./helpers.js";
+
+const U = "https://shop.example";
+
+async function setup(yaml: string, files: Record<string, string> = {}, checkSources = true) {
+	const dir = await makeTempDir();
+	await writeFiles(dir, { "job.yaml": yaml, ...files });
+	const loaded = await loadJob("job.yaml", { cwd: dir, env: {}, checkSources });
+	return { dir, ...loaded };
+}
+
+async function collect(iterable: AsyncIterable<Target>): Promise<Target[]> {
+	const targets: Target[] = [];
+	for await (const target of iterable) targets.push(target);
+	return targets;
+}
+
+describe("streamTargets", () => {
+	it("yields inline targets then each source's rows, in order, with merged params and origins", async () => {
+		const { job } = await setup(
+			[
+				"defaults:",
+				"  mode: request",
+				"  proxy_country: US",
+				"targets:",
+				`  - ${U}/1`,
+				`  - url: ${U}/2`,
+				"    id: second",
+				"    mode: browser",
+				"sources:",
+				"  - file: a.csv",
+				"    column: url",
+				"    proxy_country: DE",
+				"  - b.txt",
+			].join("\n"),
+			{ "a.csv": `url\n${U}/3\n${U}/4\n`, "b.txt": `# list\n${U}/5\n` },
+		);
+		const targets = await collect(streamTargets(job));
+		expect(
+			targets.map((t) => [t.url, t.params.mode, t.params.proxy_country, `${t.origin.file}:${t.origin.line}`]),
+		).toEqual([
+			[`${U}/1`, "request", "US", "job.yaml:5"],
+			[`${U}/2`, "browser", "US", "job.yaml:6"],
+			[`${U}/3`, "request", "DE", "a.csv:2"],
+			[`${U}/4`, "request", "DE", "a.csv:3"],
+			[`${U}/5`, "request", "US", "b.txt:2"],
+		]);
+		expect(targets[1]?.id).toBe("second");
+		expect(targets[0]?.params).toEqual({ mode: "request", proxy_country: "US", url: `${U}/1` });
+	});
+
+	it("ids: given, or the first 16 hex of sha256(url + newline + canonical effective options)", async () => {
+		const { job } = await setup(`defaults:\n  mode: request\ntargets:\n  - ${U}/1\n`);
+		const [target] = await collect(streamTargets(job));
+		expect(target?.id).toMatch(/^[0-9a-f]{16}$/);
+		expect(target?.id).toBe(createTargetKey(`${U}/1`, '{"mode":"request"}').id);
+		// Stable across runs and machines: a known value (printf 'https://a.example/\n{"mode":"auto"}' | sha256sum).
+		expect(createTargetKey("https://a.example/", identityOptionsJson({})).id).toBe("c4c18c2e8404b663");
+	});
+
+	it("drops duplicates (same URL and effective options) with a warning pointing at both", async () => {
+		const problems: JobProblem[] = [];
+		const { job } = await setup(
+			[
+				"defaults:",
+				"  mode: auto",
+				"targets:",
+				`  - ${U}/1`,
+				`  - url: ${U}/1`,
+				"    mode: auto",
+				`  - url: ${U}/1`,
+				"    mode: browser",
+				"sources:",
+				"  - a.txt",
+			].join("\n"),
+			{ "a.txt": `${U}/1\n${U}/2\n${U}/2\n` },
+		);
+		const targets = await collect(streamTargets(job, { onProblem: (p) => problems.push(p) }));
+		expect(targets.map((t) => `${t.url} ${t.params.mode}`)).toEqual([`${U}/1 auto`, `${U}/1 browser`, `${U}/2 auto`]);
+		const first = targets[0]?.id;
+		const second = targets[2]?.id;
+		expect(problems.map((p) => `${p.severity} ${p.file}:${p.line}:${p.col} ${p.message}`)).toEqual([
+			`warning job.yaml:5:5 duplicate target ${U}/1: same URL and options as target ${first} at job.yaml:4:5; it runs once`,
+			`warning a.txt:1:1 duplicate target ${U}/1: same URL and options as target ${first} at job.yaml:4:5; it runs once`,
+			`warning a.txt:3:1 duplicate target ${U}/2: same URL and options as target ${second}; it runs once`,
+		]);
+	});
+
+	it("is lazy: the first target arrives before a big source is read", async () => {
+		const lines = Array.from({ length: 200_000 }, (_, i) => `${U}/p/${i}`).join("\n");
+		const { job } = await setup("sources:\n  - big.txt\n", { "big.txt": `${lines}\n` }, false);
+		const counts = createEmptyCounts();
+		const iterator = streamTargets(job, { counts })[Symbol.asyncIterator]();
+		const first = await iterator.next();
+		expect(first.value?.url).toBe(`${U}/p/0`);
+		// One read chunk (64 KiB) holds about 2,500 of these lines: far fewer than the file's 200,000.
+		expect(counts.targets).toBeLessThan(5000);
+		await iterator.return?.();
+	});
+
+	it("fills in counts as it goes when given them", async () => {
+		const { job } = await setup(`targets:\n  - ${U}/1\n  - url: ${U}/2\n    mode: browser\n  - ${U}/1\n`);
+		const counts = createEmptyCounts();
+		await collect(streamTargets(job, { counts }));
+		expect(counts).toEqual({
+			targets: 2,
+			duplicates: 1,
+			skippedRows: 0,
+			creditRange: { min: 7, max: 11 },
+			byMode: { request: 0, browser: 1, auto: 1 },
+		});
+	});
+
+	it("throws JobValidationError when a source changed since validation (fail policy)", async () => {
+		const { job, dir } = await setup("sources:\n  - a.txt\n", { "a.txt": `${U}/1\n` });
+		await appendFile(join(dir, "a.txt"), "nope\n");
+		const problems: JobProblem[] = [];
+		const seen: string[] = [];
+		const error = await (async () => {
+			for await (const target of streamTargets(job, { onProblem: (p) => problems.push(p) })) seen.push(target.url);
+		})().catch((e: unknown) => e);
+		expect(seen).toEqual([`${U}/1`]);
+		expect(error).toBeInstanceOf(JobValidationError);
+		expect(problems.map((p) => `${p.file}:${p.line}:${p.col} ${p.severity}`)).toEqual(["a.txt:2:1 error"]);
+	});
+
+	it("skips and reports bad rows under on_bad_row: skip", async () => {
+		const { job, dir } = await setup("on_bad_row: skip\nsources:\n  - a.txt\n", { "a.txt": `${U}/1\n` });
+		await writeFile(join(dir, "a.txt"), `${U}/1\nnope\n${U}/2\n`);
+		const problems: JobProblem[] = [];
+		const targets = await collect(streamTargets(job, { onProblem: (p) => problems.push(p) }));
+		expect(targets.map((t) => t.url)).toEqual([`${U}/1`, `${U}/2`]);
+		expect(problems.map((p) => `${p.file}:${p.line} ${p.severity}`)).toEqual(["a.txt:2 warning"]);
+	});
+});
+
+describe("countTargets", () => {
+	it("counts targets, duplicates, skipped rows, modes and the credit range", async () => {
+		const { job } = await setup(
+			[
+				"on_bad_row: skip",
+				"targets:",
+				`  - url: ${U}/r`,
+				"    mode: request",
+				`  - url: ${U}/dc`,
+				"    mode: request",
+				"    proxy_type: datacenter",
+				`  - url: ${U}/b`,
+				"    mode: browser",
+				"sources:",
+				"  - file: a.txt",
+				"    mode: auto",
+			].join("\n"),
+			{ "a.txt": `${U}/a1\n${U}/a2\n${U}/a1\nbad\n` },
+		);
+		expect(await countTargets(job)).toEqual({
+			targets: 5,
+			duplicates: 1,
+			skippedRows: 1,
+			// request 2 + datacenter 1 + browser 5 + auto 2×(2…6)
+			creditRange: { min: 12, max: 20 },
+			byMode: { request: 2, browser: 1, auto: 2 },
+		});
+	});
+
+	it("throws with every problem when a source has errors", async () => {
+		const { job, dir } = await setup("sources:\n  - a.txt\n", { "a.txt": `${U}/1\n` });
+		await writeFile(join(dir, "a.txt"), "bad1\nbad2\n");
+		const error = await countTargets(job).catch((e: unknown) => e);
+		expect(error).toBeInstanceOf(JobValidationError);
+		expect((error as JobValidationError).problems.map((p) => `${p.file}:${p.line}`)).toEqual(["a.txt:1", "a.txt:2"]);
+	});
+});
