@@ -1,6 +1,12 @@
 /**
  * Job files: load and validate (every problem with file:line:col), normalize, and stream targets.
  * The runner calls `loadJob`, then `streamTargets`; the CLI's `validate` and `schema` use the rest.
+ *
+ * Map: load-job (the pipeline) → parse-yaml (read with a size cap, parse keeping positions) →
+ * expand-env (`${VAR}`) → schema (zod, as written) + zod-issues (messages, "did you mean") →
+ * rules (spec 7.2 on merged options, cross-field) → normalize (→ `Job`) → stream-targets
+ * (inline + sources, dedupe, bad rows) over sources (CSV/text, streamed) and url-check;
+ * positions, target-id, dedupe, did-you-mean and problems are helpers; json-schema publishes it.
  */
 export { JOB_SCHEMA_FILE, jobJsonSchema, jobJsonSchemaText } from "./json-schema.js";
 export { type LoadedJob, type LoadJobOptions, loadJob } from "./load-job.js";

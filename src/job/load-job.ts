@@ -76,12 +76,17 @@ export async function loadJob(path: string, options: LoadJobOptions = {}): Promi
 	}
 
 	const problems: JobProblem[] = [];
+	// One missing variable used on every target would be forty identical lines: report the first use, with a count.
+	const uses = new Map<string, number>();
+	for (const problem of envProblems) uses.set(problem.message, (uses.get(problem.message) ?? 0) + 1);
 	for (const problem of envProblems) {
+		const count = uses.get(problem.message);
+		if (count === undefined) continue;
+		uses.delete(problem.message);
 		const at = lineCounter.linePos(problem.offset);
-		problems.push({
-			...problemAt(at.line, at.col, `${formatPath(problem.path)}: ${problem.message}`),
-			path: formatPath(problem.path),
-		});
+		const more = count > 1 ? ` (used ${count} times; this is the first)` : "";
+		const pathText = formatPath(problem.path);
+		problems.push({ ...problemAt(at.line, at.col, `${pathText}: ${problem.message}${more}`), path: pathText });
 	}
 	// A value with an unset variable has been reported; checking what is left of it would only add noise.
 	const reported = new Set(envProblems.map((p) => formatPath(p.path)));

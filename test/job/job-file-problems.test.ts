@@ -417,3 +417,13 @@ describe("valid jobs", () => {
 		]);
 	});
 });
+
+describe("unset variables", () => {
+	it("one variable used on many targets is reported once, at its first use, with a count", async () => {
+		const outcome = await loadYaml(`name: t\ntargets:\n  - \${SITE}/a\n  - url: \${SITE}/b\n  - \${OTHER}/c\n`);
+		expect(outcome.errors).toEqual([
+			"job.yaml:3:5 targets[0]: environment variable SITE is not set (used 2 times; this is the first)",
+			"job.yaml:5:5 targets[2]: environment variable OTHER is not set",
+		]);
+	});
+});

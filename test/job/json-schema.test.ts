@@ -58,7 +58,7 @@ describe("example jobs in jobs/", () => {
 			expect(text.split("\n")[0], name).toBe("# yaml-language-server: $schema=./job.schema.json");
 			const { job } = await loadJob(join(dir, name), {
 				cwd: root,
-				env: { SCRAPEJOB_DEMO_SITE: "http://127.0.0.1:8080", SHOP_SESSION: "abc123" },
+				env: { SCRAPEJOB_DEMO_SITE: "http://127.0.0.1:8080" },
 			});
 			expect(job.targets.length, name).toBeGreaterThan(0);
 		}
@@ -85,7 +85,7 @@ describe("example jobs in jobs/", () => {
 	it("the shop example uses CSV and text sources, and counts its skipped row and duplicate", async () => {
 		const { job, counts, warnings } = await loadJob(join(root, "jobs", "example-shop.yaml"), {
 			cwd: root,
-			env: { SHOP_SESSION: "abc123" },
+			env: {},
 		});
 		expect(job.sources.map((s) => [s.kind, s.displayPath])).toEqual([
 			["csv", "jobs/examples/shop-products.csv"],

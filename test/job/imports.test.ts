@@ -1,0 +1,17 @@
+import { readdir, readFile } from "node:fs/promises";
+import { join } from "node:path";
+import { expect, it } from "vitest";
+
+const jobDir = join(import.meta.dirname, "..", "..", "src", "job");
+
+it("src/job imports only src/shared, its own modules, node: and its npm packages", async () => {
+	const allowed = /^(\.\/[a-z-]+\.js|\.\.\/shared\/index\.js|node:[a-z/]+|zod|yaml|csv-parse)$/;
+	const offending: string[] = [];
+	for (const name of await readdir(jobDir)) {
+		const text = await readFile(join(jobDir, name), "utf8");
+		for (const match of text.matchAll(/from "([^"]+)"/g)) {
+			if (!allowed.test(match[1] ?? "")) offending.push(`${name}: ${match[1]}`);
+		}
+	}
+	expect(offending).toEqual([]);
+});
