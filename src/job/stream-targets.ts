@@ -27,6 +27,10 @@ export function createEmptyCounts(): TargetCounts {
 		skippedRows: 0,
 		creditRange: { min: 0, max: 0 },
 		byMode: Object.fromEntries(MODES.map((mode) => [mode, 0])) as Record<Mode, number>,
+		creditRangeByMode: Object.fromEntries(MODES.map((mode) => [mode, { min: 0, max: 0 }])) as Record<
+			Mode,
+			{ min: number; max: number }
+		>,
 	};
 }
 
@@ -39,10 +43,13 @@ interface ScanOptions {
 }
 
 function countTarget(counts: TargetCounts, params: ScrapeParams, cost: { min: number; max: number }): void {
+	const mode = params.mode ?? "auto";
 	counts.targets++;
-	counts.byMode[params.mode ?? "auto"]++;
+	counts.byMode[mode]++;
 	counts.creditRange.min += cost.min;
 	counts.creditRange.max += cost.max;
+	counts.creditRangeByMode[mode].min += cost.min;
+	counts.creditRangeByMode[mode].max += cost.max;
 }
 
 /** Limits the problems passed on per file, then sums up the rest in one line. */

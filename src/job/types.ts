@@ -81,5 +81,8 @@ export interface TargetCounts {
 	skippedRows: number;
 	/** Credits if every target succeeds once, cheapest and dearest path (service-facts §2.2). */
 	creditRange: { min: number; max: number };
+	/** Distinct targets per effective mode (`auto` when not set). */
 	byMode: Record<Mode, number>;
+	/** `creditRange` split by mode. */
+	creditRangeByMode: Record<Mode, { min: number; max: number }>;
 }

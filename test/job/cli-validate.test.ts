@@ -36,8 +36,8 @@ describe("scrapejob validate", () => {
 		expect(result.code).toBe(0);
 		expect(result.stdout).toBe(
 			[
-				'good.yaml: valid, job "shop", 4 targets (request 3, browser 1), 1 duplicate, 0 skipped rows, est. 11 credits, 1 warning',
-				'tiny.yaml: valid, job "tiny", 1 target (auto 1), 0 duplicates, 0 skipped rows, est. 2–6 credits',
+				'good.yaml: valid, job "shop", 4 targets (request 3, browser 1), 1 duplicate, 0 skipped rows, est. 11 credits (request 6, browser 5), 1 warning',
+				'tiny.yaml: valid, job "tiny", 1 target (auto 1), 0 duplicates, 0 skipped rows, est. 2–6 credits (auto 2–6)',
 				"",
 			].join("\n"),
 		);
@@ -66,7 +66,7 @@ describe("scrapejob validate", () => {
 			].join("\n"),
 		);
 		expect(result.stdout).toBe(
-			'good.yaml: valid, job "good", 1 target (auto 1), 0 duplicates, 0 skipped rows, est. 2–6 credits\n',
+			'good.yaml: valid, job "good", 1 target (auto 1), 0 duplicates, 0 skipped rows, est. 2–6 credits (auto 2–6)\n',
 		);
 	});
 
@@ -98,6 +98,7 @@ describe("scrapejob validate", () => {
 			skipped_rows: 0,
 			by_mode: { request: 2, browser: 1, auto: 0 },
 			credits: { min: 9, max: 9 },
+			credits_by_mode: { request: { min: 4, max: 4 }, browser: { min: 5, max: 5 }, auto: { min: 0, max: 0 } },
 			errors: [],
 		});
 		expect(output.jobs[0].warnings).toHaveLength(1);

@@ -121,6 +121,7 @@ describe("streamTargets", () => {
 			skippedRows: 0,
 			creditRange: { min: 7, max: 11 },
 			byMode: { request: 0, browser: 1, auto: 1 },
+			creditRangeByMode: { request: { min: 0, max: 0 }, browser: { min: 5, max: 5 }, auto: { min: 2, max: 6 } },
 		});
 	});
 
@@ -173,6 +174,7 @@ describe("countTargets", () => {
 			// request 2 + datacenter 1 + browser 5 + auto 2×(2…6)
 			creditRange: { min: 12, max: 20 },
 			byMode: { request: 2, browser: 1, auto: 2 },
+			creditRangeByMode: { request: { min: 3, max: 3 }, browser: { min: 5, max: 5 }, auto: { min: 4, max: 12 } },
 		});
 	});
 

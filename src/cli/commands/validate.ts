@@ -28,7 +28,9 @@ export interface JobValidation {
 	duplicates: number | null;
 	skipped_rows: number | null;
 	by_mode: TargetCounts["byMode"] | null;
+	/** Credits if every target succeeds once (service-facts §2.2), in all and per mode. */
 	credits: { min: number; max: number } | null;
+	credits_by_mode: TargetCounts["creditRangeByMode"] | null;
 	errors: JobProblem[];
 	warnings: JobProblem[];
 }
@@ -83,8 +85,11 @@ export function describeValidJob(result: JobValidation): string {
 		parts.push(`${plural(result.targets, "target")}${modes ? ` (${modes})` : ""}`);
 		parts.push(plural(result.duplicates ?? 0, "duplicate"));
 		parts.push(plural(result.skipped_rows ?? 0, "skipped row"));
-		const { min, max } = result.credits;
-		parts.push(`est. ${min === max ? min : `${min}–${max}`} credits`);
+		const range = ({ min, max }: { min: number; max: number }) => (min === max ? `${min}` : `${min}–${max}`);
+		const perMode = MODES.filter((mode) => (result.by_mode?.[mode] ?? 0) > 0 && result.credits_by_mode)
+			.map((mode) => `${mode} ${range(result.credits_by_mode![mode])}`)
+			.join(", ");
+		parts.push(`est. ${range(result.credits)} credits${perMode ? ` (${perMode})` : ""}`);
 	}
 	if (result.warnings.length > 0) parts.push(plural(result.warnings.length, "warning"));
 	return parts.join(", ");
@@ -104,6 +109,7 @@ export async function validateJob(ctx: CliContext, path: string, flags: Validate
 			skipped_rows: counts?.skippedRows ?? null,
 			by_mode: counts?.byMode ?? null,
 			credits: counts?.creditRange ?? null,
+			credits_by_mode: counts?.creditRangeByMode ?? null,
 			errors: [],
 			warnings,
 		};
@@ -120,6 +126,7 @@ export async function validateJob(ctx: CliContext, path: string, flags: Validate
 			skipped_rows: null,
 			by_mode: null,
 			credits: null,
+			credits_by_mode: null,
 			errors,
 			warnings: error.problems.filter((p) => p.severity === "warning"),
 		};
