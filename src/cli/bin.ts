@@ -13,6 +13,13 @@ const onSignal = (signal: NodeJS.Signals) => {
 	process.exit(130);
 };
 process.on("SIGINT", onSignal);
+// `scrapejob … | head` closes the pipe early: that is the reader's choice, not an error.
+for (const stream of [process.stdout, process.stderr]) {
+	stream.on("error", (error: NodeJS.ErrnoException) => {
+		if (error.code === "EPIPE") process.exit(process.exitCode ?? 0);
+		throw error;
+	});
+}
 process.on("SIGTERM", onSignal);
 
 const code = await main(process.argv.slice(2), {

@@ -3,7 +3,13 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { parse } from "csv-parse/sync";
 import { describe, expect, it } from "vitest";
-import { createCsvSink, createJsonlSink, neutraliseFormula, RECORD_COLUMNS, type ResultRecord } from "../../src/output/index.js";
+import {
+	createCsvSink,
+	createJsonlSink,
+	neutraliseFormula,
+	RECORD_COLUMNS,
+	type ResultRecord,
+} from "../../src/output/index.js";
 import { csvCatchUp, readPriorProgress, truncateTornTail } from "../../src/run/resume-state.js";
 
 function record(id: string, overrides: Partial<ResultRecord> = {}): ResultRecord {
@@ -35,7 +41,9 @@ describe("CSV sink", () => {
 	it("writes the declared columns once and RFC 4180 rows, neutralising formula cells", async () => {
 		const path = join(tempDir(), "results.csv");
 		const sink = createCsvSink(path);
-		sink.write(record("a", { message: '=HYPERLINK("x")', status: "failed", error: "http_500", url: "https://e.test/a,b" }));
+		sink.write(
+			record("a", { message: '=HYPERLINK("x")', status: "failed", error: "http_500", url: "https://e.test/a,b" }),
+		);
 		sink.write(record("b", { message: 'say "hi"' }));
 		await sink.close();
 		const again = createCsvSink(path); // a resumed run: no second header
@@ -44,7 +52,7 @@ describe("CSV sink", () => {
 		const rows = parse(readFileSync(path, "utf8"), { columns: true }) as Record<string, string>[];
 		expect(Object.keys(rows[0]!)).toEqual([...RECORD_COLUMNS]);
 		expect(rows.map((row) => row.id)).toEqual(["a", "b", "c"]);
-		expect(rows[0]!.message).toBe("'=HYPERLINK(\"x\")");
+		expect(rows[0]!.message).toBe('\'=HYPERLINK("x")');
 		expect(rows[0]!.url).toBe("https://e.test/a,b");
 		expect(rows[1]!.message).toBe('say "hi"');
 		expect(rows[1]!.error).toBe("");
