@@ -13,7 +13,7 @@ const SANDBOX_SCENARIO = {
 	concurrency: 5,
 	latency_ms: 120,
 	timeout_ms: 1000,
-	faults: [{ kind: "unavailable" as const, probability: 0.08 }],
+	faults: [{ kind: "unavailable" as const, probability: 0.05 }],
 };
 
 /** Flags every command that talks to the service accepts. */

@@ -64,7 +64,7 @@ describe("example jobs in jobs/", () => {
 		}
 	});
 
-	it("the demo has ~40 targets on the demo site, mixing modes, with one screenshot, a 404 and a script page", async () => {
+	it("the demo has ~40 targets on the demo site, mixing modes, with one screenshot and a script page", async () => {
 		const { job, counts } = await loadJob(join(root, "jobs", "demo.yaml"), {
 			cwd: root,
 			env: { SCRAPEJOB_DEMO_SITE: "http://127.0.0.1:8080" },
@@ -78,7 +78,7 @@ describe("example jobs in jobs/", () => {
 		expect(counts?.byMode.auto).toBeGreaterThan(0);
 		expect(job.targets.filter((t) => t.params.screenshot === true).map((t) => t.params.mode)).toEqual(["browser"]);
 		expect(job.targets.map((t) => t.url)).toEqual(
-			expect.arrayContaining(["http://127.0.0.1:8080/missing", "http://127.0.0.1:8080/app"]),
+			expect.arrayContaining(["http://127.0.0.1:8080/app", "http://127.0.0.1:8080/slow?ms=1500"]),
 		);
 	});
 
