@@ -259,7 +259,7 @@ describe("failures cost nothing", () => {
 	});
 
 	test("concurrent fetches never spend more than the balance (worst case reserved)", async () => {
-		const site = await useDemoSite({ latencyMs: 30 });
+		const site = await useDemoSite({ latencyMs: 300 });
 		const emulator = await useEmulator({ scenario: { credits: 13, concurrency: 10 } });
 		const answers = await Promise.all(
 			Array.from({ length: 5 }, (_, i) => scrapeGet(emulator, { url: `${site.url}/page/${i + 1}` })),

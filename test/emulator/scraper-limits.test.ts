@@ -5,7 +5,7 @@ describe("per-key concurrency (spec 8, service-facts §5)", () => {
 	test("over the limit answers 429 with used/limit, limit and reset", async () => {
 		const site = await useDemoSite();
 		const emulator = await useEmulator({ scenario: { concurrency: 2, reset_seconds: 1 } });
-		const slow = [1, 2].map((i) => scrapeGet(emulator, { url: `${site.url}/slow?ms=120&i=${i}` }));
+		const slow = [1, 2].map((i) => scrapeGet(emulator, { url: `${site.url}/slow?ms=400&i=${i}` }));
 		await waitFor(() => site.requestCount() === 2);
 		const refused = await scrapeGet(emulator, { url: `${site.url}/product/1` });
 		expect(refused.status).toBe(429);
@@ -33,7 +33,7 @@ describe("per-key concurrency (spec 8, service-facts §5)", () => {
 	test("limits are per key", async () => {
 		const site = await useDemoSite();
 		const emulator = await useEmulator({ scenario: { concurrency: 1, keys: { scraper: ["key-a", "key-b"] } } });
-		const slowA = scrapeGet(emulator, { url: `${site.url}/slow?ms=80` }, "key-a");
+		const slowA = scrapeGet(emulator, { url: `${site.url}/slow?ms=300` }, "key-a");
 		await waitFor(() => site.requestCount() === 1);
 		const b = await scrapeGet(emulator, { url: `${site.url}/product/1` }, "key-b");
 		const a = await scrapeGet(emulator, { url: `${site.url}/product/1` }, "key-a");
@@ -44,14 +44,16 @@ describe("per-key concurrency (spec 8, service-facts §5)", () => {
 
 	test("slots expire after slot_expiry_ms even while their fetch runs", async () => {
 		const site = await useDemoSite();
-		const emulator = await useEmulator({ scenario: { concurrency: 1, slot_expiry_ms: 60 } });
-		const stuck = scrapeGet(emulator, { url: `${site.url}/slow?ms=250` });
+		const emulator = await useEmulator({ scenario: { concurrency: 1, slot_expiry_ms: 250 } });
+		const stuck = scrapeGet(emulator, { url: `${site.url}/slow?ms=800` });
 		const first = await waitFor(() => emulator.ledger.entries[0]);
-		expect((await scrapeGet(emulator, { url: `${site.url}/product/1` })).status).toBe(429);
-		await delay(Math.max(0, first.at + 70 - Date.now()));
+		const refused = await scrapeGet(emulator, { url: `${site.url}/product/1` });
+		expect(Date.now() - first.at).toBeLessThan(250);
+		expect(refused.status).toBe(429);
+		await delay(Math.max(0, first.at + 270 - Date.now()));
 		expect((await scrapeGet(emulator, { url: `${site.url}/product/1` })).status).toBe(200);
+		expect(first.finishedAt).toBeNull();
 		expect((await stuck).status).toBe(200);
-		expect(first.finishedAt).not.toBeNull();
 	});
 
 	test("setConcurrency changes the limit at run time", async () => {
