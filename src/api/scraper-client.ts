@@ -80,6 +80,8 @@ export type TaskState =
 			readonly errorType: string;
 			readonly message: string;
 			readonly creditsUsed?: number;
+			/** The target's own non-2xx status, when the task failed because of the target's answer. */
+			readonly targetStatus?: number;
 			readonly headers: ScraperHeaders;
 	  }
 	/** A status word this client does not know; the poller keeps polling until its deadline. */
@@ -288,5 +290,13 @@ function failedTask(
 	const errorType = redactSecrets(textField(body, "error") ?? "Task failed", secrets);
 	const message = redactSecrets(textField(body, "message") ?? errorType, secrets);
 	const creditsUsed = numberField(body, "credits_used");
-	return { state: "failed", errorType, message, headers, ...(creditsUsed !== undefined ? { creditsUsed } : {}) };
+	const targetStatus = headers.targetStatus ?? numberField(body, "status_code");
+	return {
+		state: "failed",
+		errorType,
+		message,
+		headers,
+		...(creditsUsed !== undefined ? { creditsUsed } : {}),
+		...(targetStatus !== undefined && (targetStatus < 200 || targetStatus >= 300) ? { targetStatus } : {}),
+	};
 }

@@ -120,6 +120,19 @@ export async function fetchTarget(
 			throw error;
 		}
 		deps.onHeaders(finished.headers);
+		if (finished.state === "failed" && finished.targetStatus !== undefined) {
+			// The target's own answer, as for a realtime passthrough: final, not retried.
+			throw new FinalOutcome(
+				failure(
+					`target_http_${finished.targetStatus}`,
+					finished.message,
+					finished.targetStatus,
+					finished.headers,
+					attempts,
+					id,
+				),
+			);
+		}
 		if (finished.state === "failed") throw failedTaskError(finished);
 		return {
 			kind: "ok",

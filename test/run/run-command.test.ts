@@ -199,12 +199,21 @@ describe("scrapejob run against the emulator", () => {
 				`  - url: ${site}/product/7`,
 				"    async: true",
 				`  - ${site}/product/8`,
+				`  - url: ${site}/gone`,
+				"    async: true",
 				"",
 			].join("\n"),
 		);
 		const result = await runCli(["run", job, "--out", out, "--quiet", "--task-poll-ms", "20"], { env: service.env });
-		expect(result.code).toBe(0);
+		expect(result.code).toBe(1);
 		const records = readRecords(onlyRun(out));
+		// A task that failed on the target's own 404 is final, like a realtime passthrough.
+		expect(records.find((record) => record.url.endsWith("/gone"))).toMatchObject({
+			status: "failed",
+			error: "target_http_404",
+			http_status: 404,
+			attempts: 1,
+		});
 		const slow = records.find((record) => record.url.includes("/slow"))!;
 		const asyncOne = records.find((record) => record.url.endsWith("/product/7"))!;
 		const plain = records.find((record) => record.url.endsWith("/product/8"))!;
@@ -217,7 +226,7 @@ describe("scrapejob run against the emulator", () => {
 		expect(records.reduce((sum, record) => sum + record.credits_used, 0)).toBe(service.emulator.ledger.totalCharged());
 		const journal = readFileSync(join(onlyRun(out), "journal.jsonl"), "utf8");
 		expect(journal).toContain(`"task_id":"${slow.task_id}"`);
-		expect(readSummary(onlyRun(out)).tasks).toMatchObject({ created: 2, completed: 2, failed: 0 });
+		expect(readSummary(onlyRun(out)).tasks).toMatchObject({ created: 3, completed: 2, failed: 1 });
 	});
 
 	it("stops cleanly on 402, keeps what it has, and exits 3", async () => {
