@@ -5,7 +5,7 @@
  * the resolved, camelCase `EmulatorConfig`.
  */
 import { z } from "zod";
-import { CREDIT_COSTS, UsageError } from "../shared/index.js";
+import { CREDIT_COSTS, didYouMean, UsageError } from "../shared/index.js";
 import { DEFAULT_ACCOUNT_KEY, DEFAULT_BROWSER_KEY, DEFAULT_SCRAPER_KEY } from "./defaults.js";
 import { compilePattern, type UrlPattern } from "./url-pattern.js";
 
@@ -234,25 +234,9 @@ function knownKeysAt(path: ReadonlyArray<PropertyKey>): readonly string[] {
 	return [];
 }
 
-function editDistance(a: string, b: string): number {
-	let previous = Array.from({ length: b.length + 1 }, (_, i) => i);
-	for (let i = 1; i <= a.length; i++) {
-		const current = [i];
-		for (let j = 1; j <= b.length; j++) {
-			const cost = a[i - 1] === b[j - 1] ? 0 : 1;
-			current[j] = Math.min((previous[j] ?? 0) + 1, (current[j - 1] ?? 0) + 1, (previous[j - 1] ?? 0) + cost);
-		}
-		previous = current;
-	}
-	return previous[b.length] ?? 0;
-}
-
 function unknownKeyMessage(key: string, known: readonly string[]): string {
-	const closest = known
-		.map((name) => ({ name, distance: editDistance(key, name) }))
-		.sort((a, b) => a.distance - b.distance)[0];
-	const hint =
-		closest && closest.distance <= Math.max(2, Math.floor(key.length / 3)) ? `; did you mean ${closest.name}?` : "";
+	const closest = didYouMean(key, known);
+	const hint = closest ? `; did you mean ${closest}?` : "";
 	return `unknown setting ${JSON.stringify(key)}${hint}`;
 }
 

@@ -8,6 +8,7 @@
 export interface TargetKeySet {
 	/** Adds the key; `false` when it was already there. */
 	add(high: number, low: number): boolean;
+	has(high: number, low: number): boolean;
 	readonly size: number;
 	/** Bytes held by the table. */
 	readonly bytes: number;
@@ -50,10 +51,24 @@ export function createTargetKeySet(initialSlots = INITIAL_SLOTS): TargetKeySet {
 		slots *= 2;
 	};
 
+	const normalize = (high: number, low: number): [number, number] => {
+		const h = high >>> 0;
+		return [h, h === 0 && low >>> 0 === 0 ? 1 : low >>> 0];
+	};
+
 	return {
+		has(high, low) {
+			const [h, l] = normalize(high, low);
+			const mask = slots - 1;
+			for (let slot = l & mask; ; slot = (slot + 1) & mask) {
+				const th = table[slot * 2]!;
+				const tl = table[slot * 2 + 1]!;
+				if (th === 0 && tl === 0) return false;
+				if (th === h && tl === l) return true;
+			}
+		},
 		add(high, low) {
-			const h = high >>> 0;
-			const l = h === 0 && low >>> 0 === 0 ? 1 : low >>> 0;
+			const [h, l] = normalize(high, low);
 			if (!insert(table, slots - 1, h, l)) return false;
 			size++;
 			if (size > slots * MAX_LOAD) grow();

@@ -8,6 +8,7 @@
  * (inline + sources, dedupe, bad rows) over sources (CSV/text, streamed) and url-check;
  * positions, target-id, dedupe, did-you-mean and problems are helpers; json-schema publishes it.
  */
+export { createTargetKeySet, type TargetKeySet } from "./dedupe.js";
 export { JOB_SCHEMA_FILE, jobJsonSchema, jobJsonSchemaText } from "./json-schema.js";
 export { type LoadedJob, type LoadJobOptions, loadJob } from "./load-job.js";
 export { MAX_JOB_FILE_BYTES } from "./parse-yaml.js";

@@ -2,7 +2,7 @@ import type { FileHandle } from "node:fs/promises";
 import { open } from "node:fs/promises";
 import type { Readable } from "node:stream";
 import { type CsvError, parse } from "csv-parse";
-import { didYouMean } from "./did-you-mean.js";
+import { didYouMean } from "../shared/index.js";
 import { describeFsError } from "./parse-yaml.js";
 import { quoteValue } from "./problems.js";
 import type { CsvSourceSpec, SourceSpec, TargetOrigin, TextSourceSpec } from "./types.js";

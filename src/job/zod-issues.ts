@@ -1,6 +1,5 @@
 import type { z } from "zod";
-import { SCRAPE_PARAM_NAMES } from "../shared/index.js";
-import { didYouMean } from "./did-you-mean.js";
+import { didYouMean, SCRAPE_PARAM_NAMES } from "../shared/index.js";
 import type { DataPath } from "./positions.js";
 import { describeValue } from "./problems.js";
 

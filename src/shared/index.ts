@@ -1,4 +1,5 @@
 export { isLoopbackHost, joinUrl, parseBaseUrl } from "./base-url.js";
+export { didYouMean, editDistance } from "./did-you-mean.js";
 export { errorMessage, ScrapejobError, UsageError } from "./errors.js";
 export {
 	AI_SOURCES,

@@ -5,13 +5,13 @@ import {
 	collectSecrets,
 	createStyle,
 	drawBar,
-	editDistance,
 	formatMegabytes,
 	formatSeconds,
 	formatTable,
 	maskRecordSecrets,
 	renderBarChart,
 } from "../../src/cli/format/index.js";
+import { editDistance } from "../../src/shared/index.js";
 
 const mb = (value: number) => `${value} MB`;
 

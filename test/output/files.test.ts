@@ -3,37 +3,9 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { parse } from "csv-parse/sync";
 import { describe, expect, it } from "vitest";
-import {
-	createCsvSink,
-	createJsonlSink,
-	neutraliseFormula,
-	RECORD_COLUMNS,
-	type ResultRecord,
-} from "../../src/output/index.js";
+import { createCsvSink, createJsonlSink, neutraliseFormula, RECORD_COLUMNS } from "../../src/output/index.js";
 import { csvCatchUp, readPriorProgress, truncateTornTail } from "../../src/run/resume-state.js";
-
-function record(id: string, overrides: Partial<ResultRecord> = {}): ResultRecord {
-	return {
-		id,
-		url: `https://example.test/${id}`,
-		status: "ok",
-		http_status: 200,
-		error: null,
-		message: null,
-		mode_requested: "request",
-		mode_used: "request",
-		credits_used: 2,
-		credits_remaining: 100,
-		attempts: 1,
-		task_id: null,
-		started_at: "2026-11-21T00:00:00.000Z",
-		finished_at: "2026-11-21T00:00:01.000Z",
-		duration_ms: 1000,
-		bytes: 10,
-		content_path: null,
-		...overrides,
-	};
-}
+import { record } from "../helpers/records.js";
 
 const tempDir = () => mkdtempSync(join(tmpdir(), "scrapejob-output-"));
 

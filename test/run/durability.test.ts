@@ -2,6 +2,7 @@ import { existsSync, readdirSync, readFileSync, statSync } from "node:fs";
 import { join } from "node:path";
 import { afterEach, beforeAll, describe, expect, it } from "vitest";
 import type { LedgerEntry } from "../../src/emulator/index.js";
+import { createRandom } from "../../src/emulator/random.js";
 import { readCsv, readRecords, readSummary, tempDir, writeJob } from "../helpers/job-files.js";
 import { startTestService, type TestService } from "../helpers/service.js";
 import { assertBuilt, spawnCli } from "../helpers/spawn-cli.js";
@@ -17,18 +18,6 @@ function runDirOf(out: string, job: string): string {
 	const runs = readdirSync(join(out, job)).filter((name) => !name.startsWith("."));
 	expect(runs).toHaveLength(1);
 	return join(out, job, runs[0]!);
-}
-
-/** A seeded PRNG, so a failing kill schedule can be replayed. */
-function mulberry32(seed: number) {
-	let state = seed >>> 0;
-	return () => {
-		state = (state + 0x6d2b79f5) >>> 0;
-		let t = state;
-		t = Math.imul(t ^ (t >>> 15), t | 1);
-		t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-		return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-	};
 }
 
 const waitMs = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
@@ -83,7 +72,8 @@ describe("durability of unattended runs", () => {
 		const out = join(dir, "out");
 		const total = 60;
 		const job = writeJob(dir, "shop", shopJob(service.site.url, total, 5));
-		const random = mulberry32(20261121);
+		// Seeded, so a failing kill schedule can be replayed.
+		const random = createRandom(20261121);
 		const args = ["run", job, "--out", out, "--quiet", "--task-poll-ms", "15"];
 
 		let kills = 0;

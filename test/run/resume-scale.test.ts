@@ -3,6 +3,7 @@ import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { readPriorProgress } from "../../src/run/resume-state.js";
 import { tempDir } from "../helpers/job-files.js";
+import { record } from "../helpers/records.js";
 import { targetIdForTest } from "../helpers/target-ids.js";
 
 describe("resume at scale", () => {
@@ -12,25 +13,8 @@ describe("resume at scale", () => {
 		const done = 900_000;
 		let chunk = "";
 		for (let index = 0; index < done; index += 1) {
-			chunk += `${JSON.stringify({
-				id: targetIdForTest(index),
-				url: `https://shop.example/p/${index}`,
-				status: "ok",
-				http_status: 200,
-				error: null,
-				message: null,
-				mode_requested: "request",
-				mode_used: "request",
-				credits_used: 2,
-				credits_remaining: 1e9,
-				attempts: 1,
-				task_id: null,
-				started_at: "2026-11-21T00:00:00.000Z",
-				finished_at: "2026-11-21T00:00:00.100Z",
-				duration_ms: 100,
-				bytes: 1000,
-				content_path: null,
-			})}\n`;
+			const line = record(targetIdForTest(index), { url: `https://shop.example/p/${index}`, credits_remaining: 1e9 });
+			chunk += `${JSON.stringify(line)}\n`;
 			if (chunk.length > 1 << 20) {
 				if (!stream.write(chunk)) await new Promise<void>((resolve) => stream.once("drain", () => resolve()));
 				chunk = "";

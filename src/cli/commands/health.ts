@@ -1,66 +1,11 @@
 import type { Command } from "commander";
-import { DEFAULT_SCRAPER_URL, type ScraperClient } from "../../api/index.js";
-import { maskSecret, ScrapejobError } from "../../shared/index.js";
 import { type CliContext, useColor, writeJson, writeLine } from "../context.js";
 import { createStyle } from "../format/index.js";
-import {
-	addServiceOptions,
-	connectService,
-	noKeyError,
-	type ServiceConnection,
-	type ServiceFlags,
-} from "../service-connection.js";
-
-/** The account has no scraper access (`has_access: false`, `api_key: null`, spec 2.3). Exit 3, like a refused key. */
-export class NoScraperAccessError extends ScrapejobError {
-	constructor(message: string) {
-		super("SCRAPEJOB_NO_ACCESS", message);
-	}
-}
+import { connectScraper } from "../scraper-access.js";
+import { addServiceOptions, connectService, type ServiceFlags } from "../service-connection.js";
 
 export interface HealthFlags extends ServiceFlags {
 	json?: boolean;
-}
-
-/** A scraper client and where its key and address came from (never the key itself). */
-export interface ScraperAccessPoint {
-	readonly client: ScraperClient;
-	readonly endpoint: string;
-	readonly keySource: "SCRAPEJOB_SCRAPER_KEY" | "account";
-	/** Masked (`ab…yz`), for display. */
-	readonly maskedKey: string;
-}
-
-/**
- * The scraper key from SCRAPEJOB_SCRAPER_KEY, else learned from the account's GET /public/scraper
- * (`api_key` and `endpoint_url`) — the same order `run` uses, so `health` checks what a run would use.
- */
-export async function connectScraper(ctx: CliContext, connection: ServiceConnection): Promise<ScraperAccessPoint> {
-	const configured = connection.config.scraperKey;
-	if (configured) {
-		const endpoint = connection.config.scraperUrl ?? DEFAULT_SCRAPER_URL;
-		return {
-			client: connection.scraper(configured, endpoint),
-			endpoint,
-			keySource: "SCRAPEJOB_SCRAPER_KEY",
-			maskedKey: maskSecret(configured),
-		};
-	}
-	if (!connection.account) throw noKeyError();
-	const access = await connection.account.scraperAccess(ctx.signal);
-	if (!access.has_access || !access.api_key) {
-		throw new NoScraperAccessError(
-			"the account has no scraper access (GET /public/scraper: has_access false); add scraper access to the account first",
-		);
-	}
-	// A configured address wins over the account's, as it does everywhere (flags > env > config).
-	const endpoint = connection.config.scraperUrl ?? access.endpoint_url;
-	return {
-		client: connection.scraper(access.api_key, endpoint),
-		endpoint,
-		keySource: "account",
-		maskedKey: maskSecret(access.api_key),
-	};
 }
 
 export function registerHealthCommand(program: Command, ctx: CliContext): void {

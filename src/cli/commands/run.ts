@@ -5,10 +5,11 @@ import type { ScraperAccess } from "../../api/index.js";
 import { formatProblem, type Job, JobValidationError, loadJob } from "../../job/index.js";
 import { formatSummary } from "../../output/index.js";
 import { listRuns, type ProgressSnapshot, type RunJobResult, runJob, surveyTargets } from "../../run/index.js";
-import { redactSecrets, ScrapejobError, UsageError } from "../../shared/index.js";
+import { redactSecrets, UsageError } from "../../shared/index.js";
 import { type CliContext, writeLine } from "../context.js";
 import { EXIT } from "../exit-codes.js";
 import { createProgressBar, createProgressLog, type ProgressDisplay } from "../progress-display.js";
+import { connectScraper, NoScraperAccessError } from "../scraper-access.js";
 import {
 	addServiceOptions,
 	connectService,
@@ -28,13 +29,6 @@ interface RunFlags extends ServiceFlags {
 	json?: boolean;
 	gracePeriod?: number;
 	taskPollMs?: number;
-}
-
-/** The account cannot scrape: no scraper access, or no key for it. */
-export class NoScraperAccessError extends ScrapejobError {
-	constructor(message: string) {
-		super("SCRAPEJOB_NO_ACCESS", message);
-	}
 }
 
 function positiveInt(name: string) {
@@ -142,26 +136,14 @@ async function runCommand(ctx: CliContext, paths: string[], flags: RunFlags): Pr
 		if (!config.accountKey && !config.scraperKey) throw noKeyError();
 		const secrets = [config.accountKey, config.scraperKey].filter((key): key is string => Boolean(key));
 
-		let scraperKey = config.scraperKey;
-		let scraperUrl = config.scraperUrl;
-		let accountConcurrency: number | null = null;
-		let access: ScraperAccess | null = null;
-		if (!scraperKey && connection.account) {
-			access = await connection.account.scraperAccess(ctx.signal);
-			if (!access.has_access || !access.api_key) {
-				throw new NoScraperAccessError(
-					"this account has no scraper access (GET /public/scraper: has_access false); nothing was sent",
-				);
-			}
-			if (access.concurrency < 1)
-				throw new NoScraperAccessError("the account's scraper concurrency is 0; nothing was sent");
-			scraperKey = access.api_key;
-			scraperUrl ??= access.endpoint_url;
-			accountConcurrency = access.concurrency;
-			secrets.push(access.api_key);
+		const scraper = await connectScraper(ctx, connection);
+		secrets.push(scraper.secret);
+		if (scraper.access && scraper.access.concurrency < 1) {
+			throw new NoScraperAccessError("the account's scraper concurrency is 0; nothing was sent");
 		}
-		if (!scraperKey) throw noKeyError();
-		const client = connection.scraper(scraperKey, scraperUrl);
+		const client = scraper.client;
+		const accountConcurrency = scraper.access?.concurrency ?? null;
+		const access = scraper.access;
 		const logger = stderrLogger(ctx, flags.quiet === true, secrets);
 
 		let worst: number = EXIT.ok;

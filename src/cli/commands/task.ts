@@ -6,8 +6,8 @@ import { UsageError } from "../../shared/index.js";
 import { type CliContext, useColor, writeJson, writeLine } from "../context.js";
 import { EXIT } from "../exit-codes.js";
 import { createStyle, formatNumber, type Style } from "../format/index.js";
+import { connectScraper } from "../scraper-access.js";
 import { addServiceOptions, connectService, type ServiceFlags } from "../service-connection.js";
-import { connectScraper } from "./health.js";
 
 export interface TaskFlags extends ServiceFlags {
 	json?: boolean;

@@ -1,16 +1,4 @@
-/** Edit distance (insert, delete, substitute), for "did you mean" suggestions. Two rows, O(a·b) time. */
-export function editDistance(a: string, b: string): number {
-	let previous = Array.from({ length: b.length + 1 }, (_, index) => index);
-	for (let i = 1; i <= a.length; i++) {
-		const current = [i];
-		for (let j = 1; j <= b.length; j++) {
-			const cost = a[i - 1] === b[j - 1] ? 0 : 1;
-			current[j] = Math.min((previous[j] ?? 0) + 1, (current[j - 1] ?? 0) + 1, (previous[j - 1] ?? 0) + cost);
-		}
-		previous = current;
-	}
-	return previous[b.length] ?? 0;
-}
+import { editDistance } from "../../shared/index.js";
 
 export interface Candidate<T> {
 	readonly item: T;

@@ -6,7 +6,7 @@ export {
 	MIN_BAR_COLUMNS,
 	renderBarChart,
 } from "./bar-chart.js";
-export { type Candidate, closestMatches, editDistance } from "./closest.js";
+export { type Candidate, closestMatches } from "./closest.js";
 export { collectSecrets, maskRecordSecrets, SECRET_FIELDS } from "./mask-secrets.js";
 export { PRODUCT_NAMES, productName } from "./products.js";
 export { createStyle, displayWidth, type Style } from "./style.js";
