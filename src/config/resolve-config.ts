@@ -1,6 +1,6 @@
 import { readFile } from "node:fs/promises";
 import { resolve } from "node:path";
-import { parseBaseUrl, UsageError } from "../shared/index.js";
+import { didYouMean, parseBaseUrl, UsageError } from "../shared/index.js";
 
 /** Environment variables of the product contract (shared/design.md, "Configuration"). */
 export const CONFIG_VARIABLES = [
@@ -57,7 +57,9 @@ export async function readConfigFile(path: string): Promise<Partial<Record<Confi
 		if (!match) throw new UsageError(`${path}:${index + 1}:1 expected KEY=VALUE`);
 		const key = match[1]!;
 		if (!(CONFIG_VARIABLES as readonly string[]).includes(key)) {
-			throw new UsageError(`${path}:${index + 1}:1 unknown setting ${key} (known: ${CONFIG_VARIABLES.join(", ")})`);
+			const near = didYouMean(key, CONFIG_VARIABLES);
+			const hint = near ? `did you mean ${near}?` : `known: ${CONFIG_VARIABLES.join(", ")}`;
+			throw new UsageError(`${path}:${index + 1}:1 unknown setting ${key}; ${hint}`);
 		}
 		let value = match[2]!.trim();
 		if (/^(['"]).*\1$/.test(value)) value = value.slice(1, -1);

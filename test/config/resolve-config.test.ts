@@ -1,0 +1,54 @@
+import { writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { describe, expect, it } from "vitest";
+import { readConfigFile, resolveConfig } from "../../src/config/index.js";
+import { tempDir } from "../helpers/job-files.js";
+
+describe("configuration", () => {
+	it("takes flags over environment over the --config file, and says where each came from", async () => {
+		const dir = tempDir();
+		writeFileSync(
+			join(dir, "scrapejob.env"),
+			[
+				"# keys for the nightly job",
+				"export SCRAPEJOB_ACCOUNT_KEY='file-account-key'",
+				'SCRAPEJOB_SCRAPER_KEY="file-scraper-key"',
+				"SCRAPEJOB_API_URL=https://file.example",
+				"",
+			].join("\r\n"),
+		);
+		const config = await resolveConfig({
+			flags: { config: "scrapejob.env", apiUrl: "https://flag.example" },
+			env: { SCRAPEJOB_SCRAPER_KEY: "env-scraper-key", SCRAPEJOB_SCRAPER_URL: "" },
+			cwd: dir,
+		});
+		expect(config).toMatchObject({
+			accountKey: "file-account-key",
+			scraperKey: "env-scraper-key",
+			apiUrl: "https://flag.example",
+			scraperUrl: undefined,
+			sources: { SCRAPEJOB_ACCOUNT_KEY: "config", SCRAPEJOB_SCRAPER_KEY: "env", SCRAPEJOB_API_URL: "flag" },
+		});
+	});
+
+	it("refuses plain http off loopback, credentials in addresses, and unknown or malformed config lines", async () => {
+		const dir = tempDir();
+		await expect(resolveConfig({ flags: { apiUrl: "http://api.example.com" }, env: {}, cwd: dir })).rejects.toThrow(
+			/HTTPS-only/,
+		);
+		await expect(
+			resolveConfig({ flags: {}, env: { SCRAPEJOB_SCRAPER_URL: "http://127.0.0.1:9/api/v1" }, cwd: dir }),
+		).resolves.toMatchObject({ scraperUrl: "http://127.0.0.1:9/api/v1" });
+		await expect(
+			resolveConfig({ flags: {}, env: { SCRAPEJOB_API_URL: "https://api.example?apikey=secret123" }, cwd: dir }),
+		).rejects.toThrow(/must not carry credentials or a query string/);
+
+		writeFileSync(join(dir, "typo.env"), "SCRAPEJOB_ACOUNT_KEY=x\n");
+		await expect(readConfigFile(join(dir, "typo.env"))).rejects.toThrow(
+			/typo\.env:1:1 unknown setting SCRAPEJOB_ACOUNT_KEY; did you mean SCRAPEJOB_ACCOUNT_KEY\?/,
+		);
+		writeFileSync(join(dir, "bad.env"), "# ok\njust words\n");
+		await expect(readConfigFile(join(dir, "bad.env"))).rejects.toThrow(/bad\.env:2:1 expected KEY=VALUE/);
+		await expect(readConfigFile(join(dir, "missing.env"))).rejects.toThrow(/no such file/);
+	});
+});
