@@ -153,15 +153,16 @@ export async function fetchTarget(
 			pendingTaskId = null;
 			return finishTask(id);
 		}
-		await deps.gate.ready(deps.signal);
+		await deps.gate.acquire(deps.signal);
 		attempts += 1;
 		let outcome: Awaited<ReturnType<ScraperClient["realtime"]>>;
 		try {
 			outcome = await deps.client.realtime(params, { signal: deps.signal, method: deps.method ?? "POST" });
 		} catch (error) {
-			deps.gate.settled();
+			deps.gate.release(undefined);
 			throw error;
 		}
+		deps.gate.release(outcome.headers.rateLimitRemaining);
 		lastHeaders = outcome.headers;
 		deps.onHeaders(outcome.headers);
 		switch (outcome.kind) {

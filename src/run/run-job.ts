@@ -284,7 +284,6 @@ export async function runJob(options: RunJobOptions): Promise<RunJobResult> {
 		};
 
 		const onHeaders = (headers: ScraperHeaders) => {
-			gate.observe(headers.rateLimitRemaining);
 			stats.creditsSeen(headers.creditsRemaining);
 			// Learned concurrency (scraper key only): one more slot per answer, up to the service's limit.
 			if (options.adaptiveConcurrency && headers.rateLimitLimit !== undefined) {

@@ -1,44 +1,54 @@
 import type { Clock, Sleep } from "../shared/index.js";
 
 /**
- * Every request to the scraper passes this gate first.
+ * Every fetch to the scraper passes this gate first.
  *
  * It is how one 429 pauses the whole queue: the first 429 closes the gate for `reset` seconds and
  * every worker waits at it, instead of each worker sleeping and retrying on its own schedule.
  *
- * It also honours `X-RateLimit-Remaining`: a response reporting R free slots was counted as busy
- * itself, so R + 1 sends may follow it; with none left, sends wait for the next response (a fetch
- * finishing). While the queue runs at or under the account's limit this never blocks; it matters
- * when something else is using the same key.
+ * It also honours `X-RateLimit-Remaining`, the key's free slots as the service counts them when it
+ * answers (after the answering fetch's own slot is freed). With none free, new sends wait until one
+ * of our fetches finishes. While the queue runs at or under the account's limit this never blocks;
+ * it matters when something else is using the same key.
  */
 export interface SendGate {
-	/** Resolves when a fetch may be sent now, and takes a send permit. */
-	ready(signal?: AbortSignal): Promise<void>;
-	/** Resolves when the gate is not paused (for free calls such as task polls: no permit taken). */
+	/** Resolves when a fetch may be sent now, and counts it in flight. */
+	acquire(signal?: AbortSignal): Promise<void>;
+	/** A fetch of ours finished; `remaining` is its `X-RateLimit-Remaining` (undefined when absent). */
+	release(remaining: number | undefined): void;
+	/** Resolves when the gate is not paused (for free calls such as task polls). */
 	unpaused(signal?: AbortSignal): Promise<void>;
 	/** Close the gate for `ms` (a 429's reset). Overlapping pauses merge into one window. */
 	pause(ms: number): void;
-	/** A response arrived carrying `X-RateLimit-Remaining` (undefined when absent). */
-	observe(remaining: number | undefined): void;
-	/** A fetch ended without rate-limit headers (an error): its slot is free again. */
-	settled(): void;
 	/** Distinct pause windows so far. */
 	readonly pauses: number;
 	/** End of the current pause window (epoch ms), or 0. */
 	readonly pausedUntil: number;
+	/** Fetches sent and not yet finished. */
+	readonly inFlight: number;
 }
 
-export function createSendGate(clock: Clock, sleep: Sleep): SendGate {
+export interface SendGateOptions {
+	/**
+	 * With no free slot reported and nothing of ours in flight, no answer will come to say a slot is
+	 * free: try one send after this long. Milliseconds. @default 1000
+	 */
+	readonly probeAfterMs?: number;
+}
+
+export function createSendGate(clock: Clock, sleep: Sleep, options: SendGateOptions = {}): SendGate {
+	const probeAfterMs = options.probeAfterMs ?? 1000;
 	let pausedUntil = 0;
 	let pauses = 0;
 	let permits = Number.POSITIVE_INFINITY;
+	let inFlight = 0;
 	let waiters: Array<() => void> = [];
 
 	async function unpaused(signal?: AbortSignal) {
 		for (let wait = pausedUntil - clock(); wait > 0; wait = pausedUntil - clock()) await sleep(wait, signal);
 	}
 
-	function waitForResponse(signal?: AbortSignal) {
+	function waitForRelease(signal?: AbortSignal) {
 		return new Promise<void>((resolve, reject) => {
 			if (signal?.aborted) {
 				reject(signal.reason);
@@ -61,15 +71,27 @@ export function createSendGate(clock: Clock, sleep: Sleep): SendGate {
 	}
 
 	return {
-		async ready(signal) {
+		async acquire(signal) {
 			for (;;) {
 				await unpaused(signal);
 				if (permits > 0) {
 					permits -= 1;
+					inFlight += 1;
 					return;
 				}
-				await waitForResponse(signal);
+				if (inFlight === 0) {
+					await sleep(probeAfterMs, signal);
+					permits = Math.max(permits, 1);
+					continue;
+				}
+				await waitForRelease(signal);
 			}
+		},
+		release(remaining) {
+			inFlight = Math.max(0, inFlight - 1);
+			// Without the header, assume the slot this fetch held is free again.
+			permits = remaining === undefined ? permits + 1 : Math.max(0, remaining);
+			wakeAll();
 		},
 		unpaused,
 		pause(ms) {
@@ -79,19 +101,14 @@ export function createSendGate(clock: Clock, sleep: Sleep): SendGate {
 			if (pausedUntil <= now) pauses += 1;
 			pausedUntil = until;
 		},
-		observe(remaining) {
-			permits = remaining === undefined ? Number.POSITIVE_INFINITY : Math.max(0, remaining) + 1;
-			wakeAll();
-		},
-		settled() {
-			permits += 1;
-			wakeAll();
-		},
 		get pauses() {
 			return pauses;
 		},
 		get pausedUntil() {
 			return pausedUntil;
+		},
+		get inFlight() {
+			return inFlight;
 		},
 	};
 }

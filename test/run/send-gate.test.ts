@@ -17,7 +17,7 @@ describe("send gate", () => {
 	it("passes at once when nothing paused it", async () => {
 		const time = virtualTime();
 		const gate = createSendGate(time.clock, time.sleep);
-		await gate.ready();
+		await gate.acquire();
 		expect(time.sleeps).toEqual([]);
 	});
 
@@ -30,45 +30,60 @@ describe("send gate", () => {
 		gate.pause(500); // shorter: inside the window already
 		expect(gate.pauses).toBe(1);
 		expect(gate.pausedUntil).toBe(1000 + 200 + 1000);
-		await gate.ready();
+		await gate.acquire();
 		expect(time.clock()).toBe(2200);
 		gate.pause(100);
 		expect(gate.pauses).toBe(2);
 	});
 
-	it("holds sends when the service reports no free slot, until the next response", async () => {
+	it("holds sends while the service reports no free slot, until one of our fetches finishes", async () => {
 		const time = virtualTime();
 		const gate = createSendGate(time.clock, time.sleep);
-		gate.observe(0); // this response's own slot frees: one send may follow
-		await gate.ready();
+		await gate.acquire();
+		await gate.acquire();
+		gate.release(0); // someone else holds the key's other slots
+		expect(gate.inFlight).toBe(1);
 		let passed = false;
-		const waiting = gate.ready().then(() => {
+		const waiting = gate.acquire().then(() => {
 			passed = true;
 		});
 		await Promise.resolve();
+		await Promise.resolve();
 		expect(passed).toBe(false);
-		gate.observe(2);
+		gate.release(1);
 		await waiting;
 		expect(passed).toBe(true);
+		expect(time.sleeps).toEqual([]);
 	});
 
 	it("frees a permit when a fetch ends without headers, so a failed request cannot stall the queue", async () => {
 		const time = virtualTime();
 		const gate = createSendGate(time.clock, time.sleep);
-		gate.observe(0);
-		await gate.ready();
-		const waiting = gate.ready();
-		gate.settled();
+		await gate.acquire();
+		await gate.acquire();
+		gate.release(0);
+		const waiting = gate.acquire();
+		gate.release(undefined);
 		await expect(waiting).resolves.toBeUndefined();
+	});
+
+	it("probes after a while when no slot is free and nothing of ours is in flight to free one", async () => {
+		const time = virtualTime();
+		const gate = createSendGate(time.clock, time.sleep, { probeAfterMs: 250 });
+		await gate.acquire();
+		gate.release(0);
+		await gate.acquire();
+		expect(time.sleeps).toEqual([250]);
 	});
 
 	it("lets an abort end a wait", async () => {
 		const time = virtualTime();
 		const gate = createSendGate(time.clock, time.sleep);
-		gate.observe(0);
-		await gate.ready();
+		await gate.acquire();
+		await gate.acquire();
+		gate.release(0);
 		const controller = new AbortController();
-		const waiting = gate.ready(controller.signal);
+		const waiting = gate.acquire(controller.signal);
 		controller.abort(new Error("stop"));
 		await expect(waiting).rejects.toThrow("stop");
 	});
