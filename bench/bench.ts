@@ -1,0 +1,612 @@
+/**
+ * `npm run bench [-- --quick --only=<row> --repeat=K --profile --keep]`: the runner against a bare
+ * undici pool (the practical ceiling of this machine), both against the same emulator with a fixed
+ * per-fetch latency L and concurrency C, on N targets (issue #4).
+ *
+ * One server process (emulator + demo site) per scenario and one process per measured client, run
+ * one after the other in ABBA order (bare, runner, runner, bare), so that no process's CPU or memory
+ * counts against another's. Prints one table and a verdict per target, and writes
+ * `bench/results/latest.json` (git-ignored).
+ */
+import { type ChildProcess, fork } from "node:child_process";
+import { createReadStream, existsSync, rmSync } from "node:fs";
+import { mkdir, mkdtemp, readdir, readFile, rm, stat, writeFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { dirname, join } from "node:path";
+import { createInterface } from "node:readline";
+import { fileURLToPath } from "node:url";
+import { jsonText } from "./json-text.js";
+import { summarizeProfile } from "./profile-top.js";
+import type { ClientConfig, ClientReport, ServeCommand, ServeConfig, ServeMessage } from "./protocol.js";
+
+interface Scenario {
+	/** Row name for `--only`. */
+	readonly name: string;
+	/** What the row is there to show. */
+	readonly purpose: string;
+	readonly targets: number;
+	readonly concurrency: number;
+	readonly latencyMs: number;
+	/**
+	 * Whether the CPU target applies: at L = 100 ms a fresh process's CPU per target is mostly fixed
+	 * costs and cold (unoptimized) code — the bare pool itself needs ~0.4 ms there.
+	 */
+	readonly judgeCpu: boolean;
+}
+
+const SCENARIOS: readonly Scenario[] = [
+	{ name: "latency", purpose: "wall time", targets: 2_000, concurrency: 20, latencyMs: 100, judgeCpu: false },
+	{ name: "cpu", purpose: "CPU per target", targets: 20_000, concurrency: 50, latencyMs: 2, judgeCpu: true },
+	{ name: "memory", purpose: "memory", targets: 200_000, concurrency: 50, latencyMs: 1, judgeCpu: true },
+];
+
+/** Targets of the issue (#4). */
+const TARGETS = { wallRatio: 1.05, cpuMsPerTarget: 0.5, peakRssMb: 150, rssGrowth: 1.15 } as const;
+/** Requests sent by an unmeasured bare pass first, so that both measured clients meet a warm server. */
+const WARM_UP_TARGETS = 1_000;
+/** Longest a measured client may take before the bench gives up on it, ms. */
+const CLIENT_TIMEOUT_MS = 300_000;
+const SERVER_START_TIMEOUT_MS = 30_000;
+/** Runs of each client per row. */
+const DEFAULT_REPEAT = 2;
+/** Other work on the machine (in cores) above which a run's numbers are flagged as disturbed. */
+const BUSY_MACHINE_CORES = 0.2;
+const MB = 1024 * 1024;
+
+const HERE = dirname(fileURLToPath(import.meta.url));
+
+interface Options {
+	readonly quick: boolean;
+	/** Runs of each client per row, in ABBA order; the row shows each client's fastest. */
+	readonly repeat: number;
+	readonly only: string | null;
+	readonly profile: boolean;
+	readonly keep: boolean;
+}
+
+function parseArgs(argv: readonly string[]): Options {
+	let quick = false;
+	let only: string | null = null;
+	let profile = false;
+	let keep = false;
+	let repeat = DEFAULT_REPEAT;
+	for (const arg of argv) {
+		if (arg === "--quick") quick = true;
+		else if (arg === "--profile") profile = true;
+		else if (arg === "--keep") keep = true;
+		else if (arg.startsWith("--repeat=")) {
+			repeat = Number(arg.slice("--repeat=".length));
+			if (!Number.isInteger(repeat) || repeat < 1) throw new Error(`--repeat must be a positive integer, got ${arg}`);
+		} else if (arg.startsWith("--only=")) {
+			const value = arg.slice("--only=".length);
+			const byIndex = SCENARIOS[Number(value) - 1];
+			const scenario = byIndex ?? SCENARIOS.find((s) => s.name === value);
+			if (!scenario) throw new Error(`--only: no row ${value}; rows: ${SCENARIOS.map((s) => s.name).join(", ")}`);
+			only = scenario.name;
+		} else if (arg === "--help" || arg === "-h") {
+			process.stdout.write(
+				"usage: npm run bench -- [--quick] [--only=latency|cpu|memory|1|2|3] [--repeat=K] [--profile] [--keep]\n" +
+					"  --quick    N/10 targets per row\n" +
+					`  --repeat   runs of each client per row, in ABBA order; the fastest is shown (default ${DEFAULT_REPEAT})\n` +
+					"  --profile  run each client's first run under --cpu-prof; print the top functions\n" +
+					"  --keep     keep the temporary folders (job, URLs, outputs)\n",
+			);
+			process.exit(0);
+		} else throw new Error(`unknown argument ${arg} (try --help)`);
+	}
+	return { quick, repeat, only, profile, keep };
+}
+
+/** The package's root: the first folder above this file that has a package.json (works from the build folder). */
+function packageRoot(): string {
+	for (let dir = HERE; dir !== dirname(dir); dir = dirname(dir)) {
+		if (existsSync(join(dir, "package.json"))) return dir;
+	}
+	return process.cwd();
+}
+
+// --- child processes -------------------------------------------------------------------------------
+
+const live = new Set<ChildProcess>();
+/** Temporary folders to remove if the bench is stopped. */
+const temporary = new Set<string>();
+
+function killAll(): void {
+	for (const child of live) child.kill("SIGKILL");
+	live.clear();
+	for (const dir of temporary) rmSync(dir, { recursive: true, force: true });
+	temporary.clear();
+}
+
+process.on("exit", killAll);
+for (const signal of ["SIGINT", "SIGTERM"] as const) {
+	process.on(signal, () => {
+		killAll();
+		process.exit(130);
+	});
+}
+
+interface Child {
+	readonly process: ChildProcess;
+	/** The last few KB of the child's stdout and stderr, for error messages. */
+	output(): string;
+	/** Resolves with the next message of this type; rejects if the child exits first or time runs out. */
+	next<T extends { type: string }>(type: T["type"], timeoutMs: number): Promise<T>;
+	exited(): Promise<number | null>;
+}
+
+function startChild(
+	script: string,
+	config: ServeConfig | ClientConfig,
+	options: { env?: NodeJS.ProcessEnv; execArgv?: string[] } = {},
+): Child {
+	const child = fork(join(HERE, script), [JSON.stringify(config)], {
+		stdio: ["ignore", "pipe", "pipe", "ipc"],
+		env: options.env ?? process.env,
+		execArgv: options.execArgv ?? [],
+	});
+	live.add(child);
+	let output = "";
+	const keep = (chunk: Buffer) => {
+		output = (output + chunk.toString("utf8")).slice(-8000);
+	};
+	child.stdout?.on("data", keep);
+	child.stderr?.on("data", keep);
+	const exit = new Promise<number | null>((resolve) => {
+		child.once("exit", (code) => {
+			live.delete(child);
+			resolve(code);
+		});
+	});
+	return {
+		process: child,
+		output: () => output,
+		exited: () => exit,
+		next<T extends { type: string }>(type: T["type"], timeoutMs: number) {
+			return new Promise<T>((resolve, reject) => {
+				const onMessage = (message: { type?: string }) => {
+					if (message.type !== type) return;
+					cleanUp();
+					resolve(message as T);
+				};
+				const onExit = (code: number | null) => {
+					cleanUp();
+					reject(new Error(`${script} exited (code ${code}) before sending "${type}":\n${output}`));
+				};
+				const timer = setTimeout(() => {
+					cleanUp();
+					child.kill("SIGKILL");
+					reject(new Error(`${script} sent no "${type}" within ${timeoutMs / 1000} s:\n${output}`));
+				}, timeoutMs);
+				const cleanUp = () => {
+					clearTimeout(timer);
+					child.off("message", onMessage);
+					child.off("exit", onExit);
+				};
+				child.on("message", onMessage);
+				child.once("exit", onExit);
+			});
+		},
+	};
+}
+
+type Ready = Extract<ServeMessage, { type: "ready" }>;
+type Stats = Extract<ServeMessage, { type: "stats" }>;
+
+async function serverStats(server: Child): Promise<Stats> {
+	const reply = server.next<Stats>("stats", 10_000);
+	server.process.send({ type: "stats" } satisfies ServeCommand);
+	return reply;
+}
+
+/** Run a client to its end; `lifetimeMs` is from fork to exit. */
+async function runClient(
+	script: string,
+	config: ClientConfig,
+	options: { env?: NodeJS.ProcessEnv; execArgv?: string[] } = {},
+): Promise<{ report: ClientReport; lifetimeMs: number }> {
+	const started = performance.now();
+	const child = startChild(script, config, options);
+	const report = await child.next<ClientReport>("report", CLIENT_TIMEOUT_MS);
+	const code = await child.exited();
+	if (code !== 0) throw new Error(`${script} exited with code ${code}:\n${child.output()}`);
+	return { report, lifetimeMs: performance.now() - started };
+}
+
+// --- checking what the clients wrote ------------------------------------------------------------
+
+async function forEachLine(file: string, onLine: (line: string, index: number) => void): Promise<number> {
+	const lines = createInterface({ input: createReadStream(file), crlfDelay: Number.POSITIVE_INFINITY });
+	let count = 0;
+	for await (const line of lines) {
+		if (line === "") continue;
+		onLine(line, count);
+		count += 1;
+	}
+	return count;
+}
+
+/** Every target once, every answer a 200. */
+async function checkBare(file: string, expected: number): Promise<void> {
+	const urls = new Set<string>();
+	let bad = "";
+	const count = await forEachLine(file, (line) => {
+		const record = JSON.parse(line) as { url: string; status: number };
+		urls.add(record.url);
+		if (record.status !== 200 && !bad) bad = line;
+	});
+	if (bad) throw new Error(`bare client: an answer was not 200: ${bad}`);
+	if (count !== expected || urls.size !== expected) {
+		throw new Error(`bare client: ${count} lines, ${urls.size} distinct URLs; expected ${expected}`);
+	}
+}
+
+/**
+ * Exit code 0, one results.jsonl under the out folder with one `ok` record per target. Returns the
+ * time the runner spent before its run started (validation, account look-up, counting pass), ms.
+ */
+async function checkRunner(report: ClientReport, outDir: string, expected: number): Promise<number> {
+	if (report.exitCode !== 0) throw new Error(`runner exited with code ${report.exitCode}:\n${report.output ?? ""}`);
+	const jobDir = join(outDir, "bench");
+	const runs: string[] = [];
+	for (const entry of await readdir(jobDir)) {
+		if ((await stat(join(jobDir, entry))).isDirectory()) runs.push(entry);
+	}
+	const [run] = runs;
+	if (runs.length !== 1 || run === undefined) throw new Error(`runner: expected one run folder in ${jobDir}`);
+	const file = join(jobDir, run, "results.jsonl");
+	const ids = new Set<string>();
+	let bad = "";
+	const count = await forEachLine(file, (line) => {
+		const record = JSON.parse(line) as { id: string; status: string };
+		ids.add(record.id);
+		if (record.status !== "ok" && !bad) bad = line;
+	});
+	if (bad) throw new Error(`runner: a record is not ok: ${bad}`);
+	if (count !== expected || ids.size !== expected) {
+		throw new Error(`runner: ${count} records, ${ids.size} distinct ids in ${file}; expected ${expected}`);
+	}
+	const summary = JSON.parse(await readFile(join(jobDir, run, "summary.json"), "utf8")) as { started_at: string };
+	return Date.parse(summary.started_at) - report.startEpochMs;
+}
+
+// --- one scenario -------------------------------------------------------------------------------------
+
+type ClientName = "bare" | "runner";
+
+/** One measured run of one client. */
+interface Run {
+	readonly client: ClientName;
+	readonly report: ClientReport;
+	/** CPU of the server process (emulator + demo site) during the run, ms. */
+	readonly serverCpuMs: number;
+	/** CPU the rest of the machine used during the run (not this client, not the server), in cores. */
+	readonly otherCores: number | null;
+	/** Runner only: from `main()` to the start of the run proper (validation, account look-up, counting pass), ms. */
+	readonly setupMs: number | null;
+}
+
+interface Row {
+	readonly scenario: string;
+	readonly client: ClientName;
+	readonly targets: number;
+	readonly concurrency: number;
+	readonly latencyMs: number;
+	/** The run shown: the one with the lowest wall time of `runs`. */
+	readonly wallMs: number;
+	/** (N·L/C) / wall. */
+	readonly efficiency: number;
+	readonly cpuMs: number;
+	readonly cpuMsPerTarget: number;
+	readonly startupCpuMs: number;
+	/** Highest peak RSS over all runs of this client and row. */
+	readonly peakRssMb: number;
+	readonly baseRssMb: number;
+	readonly peakHeapTotalMb: number;
+	readonly peakExternalMb: number;
+	readonly serverCpuMsPerTarget: number;
+	readonly otherCores: number | null;
+	readonly setupMs: number | null;
+	/** runner wall / bare wall, best runs (runner rows only). */
+	readonly wallRatio: number | null;
+	/** Every run's wall time, in the order they ran, ms. */
+	readonly wallsMs: readonly number[];
+}
+
+function jobYaml(concurrency: number): string {
+	return [
+		"name: bench",
+		`concurrency: ${concurrency}`,
+		"defaults:",
+		"  mode: request",
+		"sources:",
+		"  - file: urls.txt",
+		"output:",
+		"  formats: [jsonl]",
+		"  content: none",
+		"",
+	].join("\n");
+}
+
+function runnerEnv(ready: Ready): NodeJS.ProcessEnv {
+	const env: NodeJS.ProcessEnv = {};
+	for (const [name, value] of Object.entries(process.env)) {
+		if (!name.startsWith("SCRAPEJOB_")) env[name] = value;
+	}
+	return { ...env, SCRAPEJOB_ACCOUNT_KEY: ready.accountKey, SCRAPEJOB_API_URL: ready.apiUrl, NO_COLOR: "1" };
+}
+
+/** Busy CPU time of the whole machine so far, ms (Linux `/proc/stat`); null elsewhere. */
+async function machineBusyMs(): Promise<number | null> {
+	try {
+		const [line = ""] = (await readFile("/proc/stat", "utf8")).split("\n", 1);
+		const [, user = 0, nice = 0, system = 0, , , irq = 0, softirq = 0, steal = 0] = line
+			.trim()
+			.split(/\s+/)
+			.map(Number);
+		// USER_HZ is 100 on every Linux that Node supports.
+		return (user + nice + system + irq + softirq + steal) * 10;
+	} catch {
+		return null;
+	}
+}
+
+/** Clients in ABBA order (bare, runner, runner, bare, …), so that drift in the machine's speed evens out. */
+function runOrder(repeat: number): ClientName[] {
+	const order: ClientName[] = [];
+	for (let i = 0; i < repeat; i++)
+		order.push(...(i % 2 === 0 ? (["bare", "runner"] as const) : (["runner", "bare"] as const)));
+	return order;
+}
+
+async function runScenario(scenario: Scenario, targets: number, options: Options, root: string): Promise<Row[]> {
+	const { concurrency, latencyMs } = scenario;
+	const dir = await mkdtemp(join(tmpdir(), `scrapejob-bench-${scenario.name}-`));
+	if (!options.keep) temporary.add(dir);
+	const server = startChild("serve.js", { concurrency, latencyMs } satisfies ServeConfig);
+	try {
+		const ready = await server.next<Ready>("ready", SERVER_START_TIMEOUT_MS);
+		const urlsFile = join(dir, "urls.txt");
+		const urls: string[] = [];
+		for (let page = 1; page <= targets; page++) urls.push(`${ready.siteUrl}/page/${page}\n`);
+		await writeFile(urlsFile, urls.join(""));
+		const jobFile = join(dir, "job.yaml");
+		await writeFile(jobFile, jobYaml(concurrency));
+		const realtimeUrl = `${ready.scraperUrl}/scraper/realtime`;
+		const bareConfig = (outFile: string, limit?: number): ClientConfig => ({
+			urlsFile,
+			concurrency,
+			realtimeUrl,
+			scraperKey: ready.scraperKey,
+			outFile,
+			...(limit !== undefined ? { limit } : {}),
+		});
+		const profileDir = join(root, "bench", "results", "profiles");
+		if (options.profile) await mkdir(profileDir, { recursive: true });
+		const profileFile = (client: ClientName) => join(profileDir, `${client}-${scenario.name}.cpuprofile`);
+
+		progress(`${scenario.name} (${scenario.purpose}): N=${targets} C=${concurrency} L=${latencyMs} ms — warm-up`);
+		await runClient("client-bare.js", bareConfig(join(dir, "warm-up.jsonl"), Math.min(targets, WARM_UP_TARGETS)));
+
+		const runs: Run[] = [];
+		for (const [index, client] of runOrder(options.repeat).entries()) {
+			progress(`${scenario.name}: ${client} (run ${index + 1} of ${options.repeat * 2})`);
+			// Only the first run of each client is profiled: the profile file would be overwritten anyway.
+			const profiled = options.profile && !runs.some((run) => run.client === client);
+			const execArgv = profiled
+				? ["--cpu-prof", "--cpu-prof-dir", profileDir, "--cpu-prof-name", `${client}-${scenario.name}.cpuprofile`]
+				: [];
+			const out = join(dir, `${client}-${index}`);
+			const before = await serverStats(server);
+			const busyBefore = await machineBusyMs();
+			const { report, lifetimeMs } =
+				client === "bare"
+					? await runClient("client-bare.js", bareConfig(`${out}.jsonl`), { execArgv })
+					: await runClient(
+							"client-runner.js",
+							{ urlsFile, concurrency, jobFile, outDir: out },
+							{ env: runnerEnv(ready), execArgv },
+						);
+			const busyAfter = await machineBusyMs();
+			const after = await serverStats(server);
+			let setupMs: number | null = null;
+			if (client === "bare") await checkBare(`${out}.jsonl`, targets);
+			else setupMs = await checkRunner(report, out, targets);
+			// Outputs of 200,000 targets are large; what had to be checked has been.
+			if (!options.keep) await rm(client === "bare" ? `${out}.jsonl` : out, { recursive: true, force: true });
+			const serverCpuMs = after.cpuMs - before.cpuMs;
+			// The busy time spans the client's whole life, start-up and exit included.
+			const otherCores =
+				busyBefore === null || busyAfter === null
+					? null
+					: Math.max(0, busyAfter - busyBefore - report.processCpuMs - serverCpuMs) / lifetimeMs;
+			runs.push({ client, report, serverCpuMs, otherCores, setupMs });
+			if (profiled) {
+				process.stdout.write(
+					`\n${client} client, ${scenario.name} (${profileFile(client)}):\n${await summarizeProfile(profileFile(client), 15)}\n`,
+				);
+			}
+		}
+
+		const row = (client: ClientName, wallRatio: number | null): Row => {
+			const mine = runs.filter((run) => run.client === client);
+			const best = mine.reduce((a, b) => (b.report.wallMs < a.report.wallMs ? b : a));
+			const { report } = best;
+			const peak = (pick: (report: ClientReport) => number) => Math.max(...mine.map((run) => pick(run.report))) / MB;
+			return {
+				scenario: scenario.name,
+				client,
+				targets,
+				concurrency,
+				latencyMs,
+				wallMs: report.wallMs,
+				efficiency: (targets * latencyMs) / concurrency / report.wallMs,
+				cpuMs: report.cpuMs,
+				cpuMsPerTarget: report.cpuMs / targets,
+				startupCpuMs: report.startupCpuMs,
+				peakRssMb: peak((r) => r.peakRssBytes),
+				baseRssMb: report.baseRssBytes / MB,
+				peakHeapTotalMb: peak((r) => r.peakHeapTotalBytes),
+				peakExternalMb: peak((r) => r.peakExternalBytes),
+				serverCpuMsPerTarget: best.serverCpuMs / targets,
+				otherCores: best.otherCores,
+				setupMs: best.setupMs,
+				wallRatio,
+				wallsMs: mine.map((run) => run.report.wallMs),
+			};
+		};
+		const bare = row("bare", null);
+		const runner = row("runner", null);
+		return [bare, { ...runner, wallRatio: runner.wallMs / bare.wallMs }];
+	} finally {
+		if (server.process.connected) server.process.send({ type: "close" } satisfies ServeCommand);
+		const closed = await Promise.race([server.exited(), new Promise((resolve) => setTimeout(resolve, 5_000))]);
+		if (closed === undefined) server.process.kill("SIGKILL");
+		if (options.keep) progress(`${scenario.name}: kept ${dir}`);
+		else {
+			await rm(dir, { recursive: true, force: true });
+			temporary.delete(dir);
+		}
+	}
+}
+
+// --- report ------------------------------------------------------------------------------------------
+
+function progress(message: string): void {
+	process.stderr.write(`bench: ${message}\n`);
+}
+
+function table(rows: readonly Row[]): string {
+	const columns: ReadonlyArray<readonly [string, (row: Row) => string]> = [
+		["row", (row) => row.scenario],
+		["client", (row) => row.client],
+		["N", (row) => row.targets.toLocaleString("en-US")],
+		["C", (row) => String(row.concurrency)],
+		["L ms", (row) => String(row.latencyMs)],
+		["wall s", (row) => (row.wallMs / 1000).toFixed(2)],
+		["eff %", (row) => (row.efficiency * 100).toFixed(1)],
+		["CPU ms/target", (row) => row.cpuMsPerTarget.toFixed(3)],
+		["peak RSS MB", (row) => row.peakRssMb.toFixed(1)],
+		["heap MB", (row) => row.peakHeapTotalMb.toFixed(1)],
+		["server CPU ms/target", (row) => row.serverCpuMsPerTarget.toFixed(3)],
+		["other load", (row) => (row.otherCores === null ? "?" : row.otherCores.toFixed(2))],
+		["runner/bare wall", (row) => (row.wallRatio === null ? "" : `${row.wallRatio.toFixed(3)}×`)],
+	];
+	const header = columns.map(([title]) => title);
+	const body = rows.map((row) => columns.map(([, cell]) => cell(row)));
+	const widths = header.map((title, i) => Math.max(title.length, ...body.map((cells) => (cells[i] ?? "").length)));
+	const left = (i: number) => i < 2;
+	const line = (cells: readonly string[]) =>
+		`| ${cells.map((cell, i) => (left(i) ? cell.padEnd(widths[i] ?? 0) : cell.padStart(widths[i] ?? 0))).join(" | ")} |`;
+	const rule = `|${widths.map((width, i) => (left(i) ? `:${"-".repeat(width + 1)}` : `${"-".repeat(width + 1)}:`)).join("|")}|`;
+	return [line(header), rule, ...body.map(line)].join("\n");
+}
+
+interface Verdict {
+	readonly target: string;
+	readonly pass: boolean | null;
+	readonly detail: string;
+}
+
+function verdicts(rows: readonly Row[]): Verdict[] {
+	const runners = rows.filter((row) => row.client === "runner");
+	if (runners.length === 0) return [];
+	const list = (format: (row: Row) => string) => runners.map((row) => `${row.scenario} ${format(row)}`).join(", ");
+	const wall: Verdict = {
+		target: `wall ≤ ${TARGETS.wallRatio}× the bare pool's`,
+		pass: runners.every((row) => (row.wallRatio ?? Number.POSITIVE_INFINITY) <= TARGETS.wallRatio),
+		detail: list((row) => `${row.wallRatio?.toFixed(3)}×`),
+	};
+	const judged = runners.filter((row) => SCENARIOS.find((scenario) => scenario.name === row.scenario)?.judgeCpu);
+	const cpu: Verdict = {
+		target: `CPU ≤ ${TARGETS.cpuMsPerTarget} ms/target (rows cpu, memory)`,
+		pass: judged.length === 0 ? null : judged.every((row) => row.cpuMsPerTarget <= TARGETS.cpuMsPerTarget),
+		detail: judged.map((row) => `${row.scenario} ${row.cpuMsPerTarget.toFixed(3)} ms`).join(", ") || "not run",
+	};
+	const rss: Verdict = {
+		target: `peak RSS ≤ ${TARGETS.peakRssMb} MB`,
+		pass: runners.every((row) => row.peakRssMb <= TARGETS.peakRssMb),
+		detail: list((row) => `${row.peakRssMb.toFixed(1)} MB`),
+	};
+	// Flat: the same C at 10× the targets must not need much more memory.
+	const small = runners.find((row) => row.scenario === "cpu");
+	const large = runners.find((row) => row.scenario === "memory");
+	const flat: Verdict =
+		small && large
+			? {
+					target: `RSS flat as N grows (≤ ${TARGETS.rssGrowth}× from N=${small.targets} to N=${large.targets})`,
+					pass: large.peakRssMb <= small.peakRssMb * TARGETS.rssGrowth,
+					detail: `${small.peakRssMb.toFixed(1)} → ${large.peakRssMb.toFixed(1)} MB (${(large.peakRssMb / small.peakRssMb).toFixed(2)}×)`,
+				}
+			: { target: "RSS flat as N grows", pass: null, detail: "needs rows cpu and memory" };
+	return [wall, cpu, rss, flat];
+}
+
+function formatVerdict(verdict: Verdict): string {
+	const word = verdict.pass === null ? "N/A " : verdict.pass ? "PASS" : "FAIL";
+	return `${word}  ${verdict.target}: ${verdict.detail}`;
+}
+
+// --- main ----------------------------------------------------------------------------------------------
+
+async function run(): Promise<number> {
+	const options = parseArgs(process.argv.slice(2));
+	const root = packageRoot();
+	const started = performance.now();
+	const rows: Row[] = [];
+	for (const scenario of SCENARIOS) {
+		if (options.only !== null && scenario.name !== options.only) continue;
+		const targets = options.quick ? Math.round(scenario.targets / 10) : scenario.targets;
+		rows.push(...(await runScenario(scenario, targets, options, root)));
+	}
+	const seconds = (performance.now() - started) / 1000;
+	const results = verdicts(rows);
+	process.stdout.write(`\n${table(rows)}\n\n${results.map(formatVerdict).join("\n")}\n\n`);
+	const runners = rows.filter((row) => row.client === "runner");
+	const startup = runners.map((row) => `${row.startupCpuMs.toFixed(0)} ms`);
+	const setup = runners.map((row) => `${row.scenario} ${((row.setupMs ?? 0) / 1000).toFixed(2)} s`);
+	process.stdout.write(
+		`Each client ran ${options.repeat}× per row (ABBA order); shown: its fastest run, the highest RSS of all runs.\n` +
+			`eff = (N·L/C) / wall. CPU: user + system of the client process, module loading excluded (runner: ${startup.join(", ")}).\n` +
+			`Runner wall includes its set-up before the first fetch (validation, account look-up, counting pass): ${setup.join(", ")}.\n` +
+			"other load: CPU cores used by other processes on the machine during the run shown.\n",
+	);
+	const disturbed = rows.filter((row) => (row.otherCores ?? 0) > BUSY_MACHINE_CORES);
+	if (disturbed.length > 0) {
+		process.stdout.write(
+			`WARNING: the machine was busy with other work (> ${BUSY_MACHINE_CORES} cores) during ${disturbed
+				.map((row) => `${row.scenario}/${row.client}`)
+				.join(", ")}; wall times are disturbed.\n`,
+		);
+	}
+	process.stdout.write(`Bench took ${seconds.toFixed(0)} s${options.quick ? " (--quick)" : ""}.\n`);
+
+	const resultsDir = join(root, "bench", "results");
+	await mkdir(resultsDir, { recursive: true });
+	const file = join(resultsDir, "latest.json");
+	const json = {
+		date: new Date().toISOString(),
+		node: process.version,
+		quick: options.quick,
+		repeat: options.repeat,
+		only: options.only,
+		seconds,
+		targets: TARGETS,
+		rows,
+		verdicts: results,
+	};
+	await writeFile(file, jsonText(json));
+	process.stdout.write(`Results: ${file}\n`);
+	return 0;
+}
+
+run().then(
+	(code) => {
+		process.exitCode = code;
+	},
+	(error: unknown) => {
+		killAll();
+		process.stderr.write(`bench failed: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}\n`);
+		process.exitCode = 1;
+	},
+);
