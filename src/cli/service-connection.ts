@@ -1,7 +1,6 @@
 import type { Command } from "commander";
 import { type AccountClient, createAccountClient, createScraperClient, type ScraperClient } from "../api/index.js";
 import { type ResolvedConfig, resolveConfig } from "../config/index.js";
-import { startDemoSite, startEmulator } from "../emulator/index.js";
 import { ScrapejobError, type UsageError } from "../shared/index.js";
 import type { CliContext } from "./context.js";
 
@@ -58,6 +57,8 @@ const NO_KEY_HINT =
  */
 export async function connectService(ctx: CliContext, flags: ServiceFlags): Promise<ServiceConnection> {
 	if (flags.sandbox) {
+		// Loaded only here: a real run should not pay the emulator's start-up time and memory.
+		const { startDemoSite, startEmulator } = await import("../emulator/index.js");
 		const demoSite = await startDemoSite({});
 		const emulator = await startEmulator({ port: 0, scenario: SANDBOX_SCENARIO });
 		const config: ResolvedConfig = {

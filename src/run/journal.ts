@@ -23,13 +23,34 @@ export interface Journal {
 
 export function openJournal(path: string): Journal {
 	const file: AppendFile = openAppendFile(path);
-	const write = (event: JournalEvent) => file.append(`${JSON.stringify(event)}\n`);
+	// "start" lines only explain a crash afterwards; resume does not need them. They are gathered
+	// and written with the next line that matters (a task id) or by the periodic sync, saving a
+	// system call per target.
+	let pendingStarts = "";
+	const write = (event: JournalEvent) => {
+		file.append(`${pendingStarts}${JSON.stringify(event)}\n`);
+		pendingStarts = "";
+	};
+	const flush = () => {
+		if (pendingStarts === "") return;
+		file.append(pendingStarts);
+		pendingStarts = "";
+	};
 	return {
 		session: (runId, resumed) => write({ e: "session", run_id: runId, at: new Date().toISOString(), resumed }),
-		started: (id) => write({ e: "start", id }),
+		started: (id) => {
+			pendingStarts += `{"e":"start","id":${JSON.stringify(id)}}\n`;
+			if (pendingStarts.length > 64 * 1024) flush();
+		},
 		task: (id, taskId) => write({ e: "task", id, task_id: taskId }),
-		sync: () => file.sync(),
-		close: () => file.close(),
+		sync: () => {
+			flush();
+			file.sync();
+		},
+		close: () => {
+			flush();
+			file.close();
+		},
 	};
 }
 

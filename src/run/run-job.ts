@@ -1,3 +1,4 @@
+import { setMaxListeners } from "node:events";
 import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import PQueue from "p-queue";
@@ -224,6 +225,8 @@ export async function runJob(options: RunJobOptions): Promise<RunJobResult> {
 		const gate = createSendGate(clock, sleep);
 		const queue = new PQueue({ concurrency: options.adaptiveConcurrency ? 1 : options.concurrency });
 		const inflight = new AbortController();
+		// Every in-flight request listens on this one signal; that is by design, not a leak.
+		setMaxListeners(0, inflight.signal);
 		const taskPoll: TaskPollOptions = { ...DEFAULT_TASK_POLL, deadlineMs: job.taskTimeoutMs, ...options.taskPoll };
 		let stopReason: StopReason | null = null;
 		let inFlight = 0;

@@ -1,16 +1,11 @@
 import { resolve } from "node:path";
 import { type Command, InvalidArgumentError } from "commander";
-import {
-	DEFAULT_HOST,
-	type DemoSite,
-	type Emulator,
-	loadScenarioFile,
-	type Scenario,
-	startDemoSite,
-	startEmulator,
-} from "../../emulator/index.js";
+import type { DemoSite, Emulator, Scenario } from "../../emulator/index.js";
 import { errorMessage, isLoopbackHost, UsageError } from "../../shared/index.js";
 import { type CliContext, writeLine } from "../context.js";
+
+/** The emulator's default bind address (kept here so `--help` needs no emulator code loaded). */
+const DEFAULT_HOST = "127.0.0.1";
 
 /** Port the emulator listens on unless `--port` says otherwise; fixed, so integrations can be configured once. */
 export const DEFAULT_EMULATOR_PORT = 8700;
@@ -49,6 +44,8 @@ export function registerEmulatorCommand(program: Command, ctx: CliContext): void
 }
 
 async function runEmulatorCommand(ctx: CliContext, options: EmulatorCommandOptions): Promise<void> {
+	// The emulator is loaded only when asked for, so other commands start without it.
+	const { loadScenarioFile, startDemoSite, startEmulator } = await import("../../emulator/index.js");
 	const scenario: Scenario | undefined =
 		options.scenario === undefined ? undefined : await loadScenarioFile(resolve(ctx.cwd, options.scenario));
 	const port = options.port ?? DEFAULT_EMULATOR_PORT;

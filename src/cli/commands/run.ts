@@ -2,7 +2,7 @@ import { resolve } from "node:path";
 import { type Command, InvalidArgumentError } from "commander";
 import pino, { type Logger } from "pino";
 import type { ScraperAccess } from "../../api/index.js";
-import { formatProblem, type Job, JobValidationError, loadJob } from "../../job/index.js";
+import { formatProblem, type Job, JobValidationError, loadJob, type TargetCounts } from "../../job/index.js";
 import { formatSummary } from "../../output/index.js";
 import { listRuns, type ProgressSnapshot, type RunJobResult, runJob, surveyTargets } from "../../run/index.js";
 import { redactSecrets, UsageError } from "../../shared/index.js";
@@ -97,14 +97,20 @@ Examples:
 	});
 }
 
-async function loadJobs(ctx: CliContext, paths: string[], env: NodeJS.ProcessEnv): Promise<Job[] | null> {
-	const jobs: Job[] = [];
+interface LoadedRunJob {
+	job: Job;
+	/** Counted while validating the sources, so the run does not parse them a second time up front. */
+	counts: TargetCounts | null;
+}
+
+async function loadJobs(ctx: CliContext, paths: string[], env: NodeJS.ProcessEnv): Promise<LoadedRunJob[] | null> {
+	const jobs: LoadedRunJob[] = [];
 	let invalid = false;
 	for (const path of paths) {
 		try {
-			const { job, warnings } = await loadJob(resolve(ctx.cwd, path), { env, cwd: ctx.cwd });
+			const { job, warnings, counts } = await loadJob(resolve(ctx.cwd, path), { env, cwd: ctx.cwd });
 			for (const warning of warnings) writeLine(ctx.stderr, formatProblem(warning));
-			jobs.push(job);
+			jobs.push({ job, counts });
 		} catch (error) {
 			if (!(error instanceof JobValidationError)) throw error;
 			invalid = true;
@@ -147,9 +153,9 @@ async function runCommand(ctx: CliContext, paths: string[], flags: RunFlags): Pr
 		const logger = stderrLogger(ctx, flags.quiet === true, secrets);
 
 		let worst: number = EXIT.ok;
-		for (const job of jobs) {
+		for (const { job, counts } of jobs) {
 			if (ctx.signal.aborted) break;
-			const code = await runOne(ctx, job, flags, { client, accountConcurrency, access, logger, secrets });
+			const code = await runOne(ctx, job, counts, flags, { client, accountConcurrency, access, logger, secrets });
 			worst = Math.max(worst, code);
 			if (code === EXIT.authOrCredits || code === EXIT.interrupted) break;
 		}
@@ -159,10 +165,10 @@ async function runCommand(ctx: CliContext, paths: string[], flags: RunFlags): Pr
 	}
 }
 
-async function dryRun(ctx: CliContext, jobs: Job[], flags: RunFlags): Promise<number> {
+async function dryRun(ctx: CliContext, jobs: LoadedRunJob[], flags: RunFlags): Promise<number> {
 	const reports = [];
-	for (const job of jobs) {
-		const survey = await surveyTargets(job);
+	for (const { job, counts } of jobs) {
+		const survey = await surveyTargets(job, counts);
 		reports.push({ job: job.name, file: job.file, ...survey });
 		if (!flags.json) {
 			writeLine(
@@ -191,7 +197,13 @@ interface RunContext {
 	secrets: string[];
 }
 
-async function runOne(ctx: CliContext, job: Job, flags: RunFlags, run: RunContext): Promise<number> {
+async function runOne(
+	ctx: CliContext,
+	job: Job,
+	counts: TargetCounts | null,
+	flags: RunFlags,
+	run: RunContext,
+): Promise<number> {
 	const outRoot = resolve(ctx.cwd, flags.out);
 	const wanted = flags.concurrency ?? (job.concurrency === "auto" ? null : job.concurrency);
 	let concurrency: number;
@@ -228,7 +240,7 @@ async function runOne(ctx: CliContext, job: Job, flags: RunFlags, run: RunContex
 		resumeDir = chosen.dir;
 	}
 
-	const survey = await surveyTargets(job);
+	const survey = await surveyTargets(job, counts);
 	const interactive = ctx.stderr.isTTY === true && !flags.quiet;
 	let display: ProgressDisplay | undefined;
 	if (interactive) display = createProgressBar(ctx, job.name, survey.total);
