@@ -1,4 +1,4 @@
-import { Agent, type Dispatcher, request } from "undici";
+import { Agent, type Dispatcher } from "undici";
 import { RequestAbortedError } from "./errors.js";
 import { toNetworkError } from "./network-failure.js";
 
@@ -43,9 +43,14 @@ export function defaultDispatcher(): Dispatcher {
 
 /** Send one request and read the whole body. Network failures become `NetworkError`; aborts `RequestAbortedError`. */
 export async function send(dispatcher: Dispatcher, options: SendOptions): Promise<HttpResponse> {
+	// The dispatcher's own `request` skips the URL parsing of undici's top-level helper: the
+	// addresses were checked once, when the client was made.
+	const { url } = options;
+	const pathStart = url.indexOf("/", url.indexOf("//") + 2);
 	try {
-		const response = await request(options.url, {
-			dispatcher,
+		const response = await dispatcher.request({
+			origin: pathStart < 0 ? url : url.slice(0, pathStart),
+			path: pathStart < 0 ? "/" : url.slice(pathStart),
 			method: options.method,
 			headers: options.headers,
 			body: options.body,

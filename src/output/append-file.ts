@@ -19,9 +19,10 @@ export function openAppendFile(path: string): AppendFile {
 	return {
 		path,
 		append(text) {
-			const buffer = Buffer.from(text, "utf8");
-			let offset = 0;
-			while (offset < buffer.length) offset += writeSync(fd, buffer, offset);
+			// Strings go straight to the kernel; only a short write (rare on regular files) needs the bytes.
+			const written = writeSync(fd, text);
+			const buffer = written < Buffer.byteLength(text) ? Buffer.from(text, "utf8") : null;
+			if (buffer) for (let offset = written; offset < buffer.length; ) offset += writeSync(fd, buffer, offset);
 			dirty = true;
 		},
 		sync() {

@@ -62,8 +62,8 @@ export interface FetchTargetDeps {
 	/** Every scraper response's headers, for rate-limit learning and the credit balance. */
 	onHeaders(headers: ScraperHeaders): void;
 	/** Called (and must have journalled the id) before the task is polled. */
-	onTaskId(taskId: string): void;
-	onRetry(kind: string): void;
+	onTaskId(targetId: string, taskId: string): void;
+	onRetry(targetId: string, kind: string): void;
 }
 
 /** Thrown inside an attempt to end retrying with a record built from it. */
@@ -93,6 +93,7 @@ function failedTaskError(task: Extract<FinishedTask, { state: "failed" }>): Serv
  * @param resumeTaskId a task id journalled by an earlier run: poll it instead of paying again.
  */
 export async function fetchTarget(
+	targetId: string,
 	params: ScrapeParams,
 	deps: FetchTargetDeps,
 	resumeTaskId: string | null = null,
@@ -104,12 +105,17 @@ export async function fetchTarget(
 	let rateLimitWaits = 0;
 	let lastDecision: FailureAction | undefined;
 	const maxWaits = deps.maxRateLimitWaits ?? 20;
-	const pollOptions = { ...deps.taskPoll, gate: deps.gate, clock: deps.clock, sleep: deps.sleep, signal: deps.signal };
 
 	const finishTask = async (id: string): Promise<FetchResult> => {
 		let finished: FinishedTask;
 		try {
-			finished = await pollTask(deps.client, id, pollOptions);
+			finished = await pollTask(deps.client, id, {
+				...deps.taskPoll,
+				gate: deps.gate,
+				clock: deps.clock,
+				sleep: deps.sleep,
+				signal: deps.signal,
+			});
 		} catch (error) {
 			if (error instanceof TaskDeadlineError) {
 				throw new FinalOutcome(failure("task_timeout", error.message, null, lastHeaders, attempts, id));
@@ -192,7 +198,7 @@ export async function fetchTarget(
 				);
 			case "task":
 				taskId = outcome.task.task_id;
-				deps.onTaskId(taskId);
+				deps.onTaskId(targetId, taskId);
 				return finishTask(taskId);
 			default: {
 				const unreachable: never = outcome;
@@ -220,7 +226,7 @@ export async function fetchTarget(
 					return;
 				}
 				if (lastDecision.action === "retry" && retriesLeft > 0 && !deps.isStopping()) {
-					deps.onRetry(lastDecision.kind);
+					deps.onRetry(targetId, lastDecision.kind);
 					const delay = fullJitterDelayMs(retriesConsumed + 1, deps.retry, deps.random);
 					if (delay > 0) await deps.sleep(delay, deps.signal);
 				}

@@ -31,7 +31,7 @@ import {
 	systemClock,
 } from "../shared/index.js";
 import { createCreditBudget } from "./credit-budget.js";
-import { type FetchResult, fetchTarget } from "./fetch-target.js";
+import { type FetchResult, type FetchTargetDeps, fetchTarget } from "./fetch-target.js";
 import { openJournal, readJournalTasks } from "./journal.js";
 import { csvCatchUp, type PriorProgress, readPriorProgress } from "./resume-state.js";
 import { acquireRunLock } from "./run-lock.js";
@@ -354,6 +354,30 @@ export async function runJob(options: RunJobOptions): Promise<RunJobResult> {
 			return record;
 		};
 
+		// One set of dependencies for every fetch: nothing per target but the target itself.
+		const fetchDeps: FetchTargetDeps = {
+			client: options.client,
+			gate,
+			clock,
+			sleep,
+			random,
+			retry: job.retry,
+			taskPoll,
+			signal: inflight.signal,
+			method: options.method ?? "POST",
+			isStopping: () => stopReason !== null,
+			onHeaders,
+			onTaskId: (targetId, taskId) => {
+				journal.task(targetId, taskId);
+				stats.taskCreated();
+				log.info({ event: "task", id: targetId, task_id: taskId }, "fetch continues as a task");
+			},
+			onRetry: (targetId, kind) => {
+				stats.retried();
+				log.info({ event: "retry", id: targetId, kind }, "retrying");
+			},
+		};
+
 		const runTarget = async (target: Target) => {
 			if (stopReason) return;
 			const worstCase = creditCostRange(target.params).max;
@@ -367,32 +391,7 @@ export async function runJob(options: RunJobOptions): Promise<RunJobResult> {
 			journal.started(target.id);
 			let result: FetchResult;
 			try {
-				result = await fetchTarget(
-					target.params,
-					{
-						client: options.client,
-						gate,
-						clock,
-						sleep,
-						random,
-						retry: job.retry,
-						taskPoll,
-						signal: inflight.signal,
-						method: options.method ?? "POST",
-						isStopping: () => stopReason !== null,
-						onHeaders,
-						onTaskId: (taskId) => {
-							journal.task(target.id, taskId);
-							stats.taskCreated();
-							log.info({ event: "task", id: target.id, task_id: taskId }, "fetch continues as a task");
-						},
-						onRetry: (kind) => {
-							stats.retried();
-							log.info({ event: "retry", id: target.id, kind }, "retrying");
-						},
-					},
-					resumeTasks.get(target.id) ?? null,
-				);
+				result = await fetchTarget(target.id, target.params, fetchDeps, resumeTasks.get(target.id) ?? null);
 			} finally {
 				inFlight -= 1;
 			}
