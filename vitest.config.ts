@@ -8,5 +8,7 @@ export default defineConfig({
 		pool: "forks",
 		// Memory tests measure after a forced collection.
 		execArgv: ["--expose-gc"],
+		// Vitest's own summary, then one plain `N passed, N failed` line for CI logs.
+		reporters: ["default", "./test/helpers/plain-summary-reporter.ts"],
 	},
 });
