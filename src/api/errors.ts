@@ -68,8 +68,13 @@ export class NetworkError extends ScrapejobError {
 	readonly failure: NetworkFailure;
 	readonly endpoint: string;
 
-	constructor(failure: NetworkFailure, endpoint: string, message: string, options?: { cause?: unknown }) {
-		super("SCRAPEJOB_NETWORK", `${endpoint} failed: ${message}`, options);
+	constructor(
+		failure: NetworkFailure,
+		endpoint: string,
+		message: string,
+		options?: { cause?: unknown; host?: string },
+	) {
+		super("SCRAPEJOB_NETWORK", `${endpoint}${options?.host ? ` at ${options.host}` : ""} failed: ${message}`, options);
 		this.failure = failure;
 		this.endpoint = endpoint;
 	}

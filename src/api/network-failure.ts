@@ -20,6 +20,15 @@ const CODE_TO_FAILURE: Readonly<Record<string, NetworkFailure>> = {
 	SELF_SIGNED_CERT_IN_CHAIN: "tls",
 };
 
+const FAILURE_TEXT: Readonly<Record<NetworkFailure, string>> = {
+	dns: "the host name did not resolve",
+	refused: "connection refused",
+	reset: "connection dropped",
+	timeout: "timed out",
+	tls: "TLS certificate problem",
+	other: "network error",
+};
+
 function errorCode(error: unknown): string | undefined {
 	let current: unknown = error;
 	// undici wraps the socket error; the useful code may sit one or two causes down.
@@ -32,10 +41,10 @@ function errorCode(error: unknown): string | undefined {
 }
 
 /** Translate whatever undici or the socket threw into a `NetworkError` with a failure kind. */
-export function toNetworkError(error: unknown, endpoint: string): NetworkError {
+export function toNetworkError(error: unknown, endpoint: string, host?: string): NetworkError {
 	const code = errorCode(error);
 	const failure: NetworkFailure = code ? (CODE_TO_FAILURE[code] ?? "other") : "other";
 	const text = error instanceof Error ? error.message : String(error);
-	const described = code ? `${failure} (${code})` : text || failure;
-	return new NetworkError(failure, endpoint, described, { cause: error });
+	const described = code ? `${FAILURE_TEXT[failure]} (${code})` : text || FAILURE_TEXT[failure];
+	return new NetworkError(failure, endpoint, described, { cause: error, ...(host ? { host } : {}) });
 }

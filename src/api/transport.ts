@@ -62,7 +62,9 @@ export async function send(dispatcher: Dispatcher, options: SendOptions): Promis
 		return { status: response.statusCode, headers: response.headers, body };
 	} catch (error) {
 		if (options.signal?.aborted) throw new RequestAbortedError(options.endpoint, { cause: error });
-		throw toNetworkError(error, options.endpoint);
+		// Name the host: "cannot reach api.example.com" is what a user can act on. URLs never hold keys.
+		const host = pathStart < 0 ? url : url.slice(0, pathStart);
+		throw toNetworkError(error, options.endpoint, host);
 	}
 }
 

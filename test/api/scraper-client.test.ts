@@ -441,7 +441,9 @@ describe("every scraper status of spec 7.1 as a typed error", () => {
 		const client = scraperClientFor({ scraperUrl: `http://127.0.0.1:${port}/api/v1`, scraperKey: "k-closed-1" });
 		const error = await rejectionOf(client.health(), NetworkError);
 		expect(error.failure).toBe("refused");
-		expect(error.message).toBe("GET /scraper/health failed: refused (ECONNREFUSED)");
+		expect(error.message).toBe(
+			`GET /scraper/health at http://127.0.0.1:${port} failed: connection refused (ECONNREFUSED)`,
+		);
 		expect(classifyFailure(error)).toEqual({ action: "retry", kind: "network_refused" });
 	});
 

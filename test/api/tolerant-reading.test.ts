@@ -394,7 +394,9 @@ describe("a name that does not resolve", () => {
 			);
 			const error = await rejectionOf(client.proxyData(), NetworkError);
 			expect(error).toMatchObject({ failure: "dns", endpoint: "GET /public" });
-			expect(error.message).toBe("GET /public failed: dns (ENOTFOUND)");
+			expect(error.message).toBe(
+				"GET /public at https://api.scrapejob-test.invalid failed: the host name did not resolve (ENOTFOUND)",
+			);
 			expect(classifyFailure(error)).toEqual({ action: "fail", kind: "dns_failed" });
 		} finally {
 			await agent.destroy();
