@@ -4,6 +4,8 @@ import type { CliContext } from "./context.js";
 
 export interface ProgressDisplay {
 	update(snapshot: ProgressSnapshot): void;
+	/** A short status shown on the bar (e.g. "stopping: in-flight fetches finish"). */
+	note(text: string): void;
 	stop(): void;
 }
 
@@ -15,7 +17,7 @@ export function createProgressBar(ctx: CliContext, jobName: string, total: numbe
 	const bar = new cliProgress.SingleBar(
 		{
 			stream: ctx.stderr,
-			format: `${jobName} {bar} {value}/{total} | {rate}/s | ETA {eta_formatted} | credits {credits} | retries {retries} | failed {failed}`,
+			format: `${jobName} {bar} {value}/{total} | {rate}/s | ETA {eta_formatted} | credits {credits} | retries {retries} | failed {failed}{note}`,
 			barCompleteChar: "█",
 			barIncompleteChar: "░",
 			hideCursor: true,
@@ -28,7 +30,7 @@ export function createProgressBar(ctx: CliContext, jobName: string, total: numbe
 		cliProgress.Presets.shades_classic,
 	);
 	const started = Date.now();
-	bar.start(total, 0, { rate: "0.0", credits: 0, retries: 0, failed: 0 });
+	bar.start(total, 0, { rate: "0.0", credits: 0, retries: 0, failed: 0, note: "" });
 	return {
 		update(snapshot) {
 			const seconds = (Date.now() - started) / 1000;
@@ -38,6 +40,9 @@ export function createProgressBar(ctx: CliContext, jobName: string, total: numbe
 				retries: snapshot.retries,
 				failed: snapshot.failed,
 			});
+		},
+		note(text) {
+			bar.update({ note: ` | ${text.length > 40 ? `${text.slice(0, 39)}…` : text}` });
 		},
 		stop() {
 			bar.stop();
@@ -61,6 +66,9 @@ export function createProgressLog(
 		},
 		update(snapshot) {
 			latest = snapshot;
+		},
+		note() {
+			// Non-TTY runs log every event as a line already.
 		},
 		stop() {
 			clearInterval(timer);

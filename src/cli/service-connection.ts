@@ -15,6 +15,8 @@ const SANDBOX_SCENARIO = {
 	faults: [{ kind: "unavailable" as const, probability: 0.05 }],
 };
 
+const SANDBOX_DEMO_SITE_PORT = 8701;
+
 /** Flags every command that talks to the service accepts. */
 export interface ServiceFlags {
 	config?: string;
@@ -59,7 +61,9 @@ export async function connectService(ctx: CliContext, flags: ServiceFlags): Prom
 	if (flags.sandbox) {
 		// Loaded only here: a real run should not pay the emulator's start-up time and memory.
 		const { startDemoSite, startEmulator } = await import("../emulator/index.js");
-		const demoSite = await startDemoSite({});
+		// A fixed port when free, so the demo's URLs (and so its target ids) stay the same from one
+		// sandbox run to the next and `--resume` works there too.
+		const demoSite = await startDemoSite({ port: SANDBOX_DEMO_SITE_PORT }).catch(() => startDemoSite({}));
 		const emulator = await startEmulator({ port: 0, scenario: SANDBOX_SCENARIO });
 		const config: ResolvedConfig = {
 			accountKey: emulator.accountKey,

@@ -120,11 +120,32 @@ async function loadJobs(ctx: CliContext, paths: string[], env: NodeJS.ProcessEnv
 	return invalid ? null : jobs;
 }
 
-function stderrLogger(ctx: CliContext, quiet: boolean, secrets: string[]): Logger {
-	return pino(
-		{ level: quiet ? "silent" : "info", base: undefined, timestamp: pino.stdTimeFunctions.isoTime },
-		{ write: (line: string) => ctx.stderr.write(redactSecrets(line, secrets)) },
-	);
+/** Where a terminal run's warnings go while the progress bar owns the screen. */
+interface TerminalNotes {
+	display: ProgressDisplay | undefined;
+	/** Printed as plain sentences once the bar has stopped. */
+	pending: string[];
+}
+
+/**
+ * Events for stderr. Cron (no TTY) gets pino JSON lines for log collectors. A terminal gets no info
+ * chatter (the bar shows progress); its warnings show on the bar at once and are printed in full
+ * after it, since writing lines under a live bar garbles both.
+ */
+function stderrLogger(ctx: CliContext, quiet: boolean, secrets: string[], notes: TerminalNotes): Logger {
+	const interactive = ctx.stderr.isTTY === true;
+	const level = quiet ? "silent" : interactive ? "warn" : "info";
+	const write = interactive
+		? (line: string) => {
+				const { msg } = JSON.parse(line) as { msg?: string };
+				const text = redactSecrets(msg ?? line.trim(), secrets);
+				if (notes.display) {
+					notes.display.note(text);
+					notes.pending.push(text);
+				} else ctx.stderr.write(`scrapejob: ${text}\n`);
+			}
+		: (line: string) => ctx.stderr.write(redactSecrets(line, secrets));
+	return pino({ level, base: undefined, timestamp: pino.stdTimeFunctions.isoTime }, { write });
 }
 
 async function runCommand(ctx: CliContext, paths: string[], flags: RunFlags): Promise<number> {
@@ -150,12 +171,20 @@ async function runCommand(ctx: CliContext, paths: string[], flags: RunFlags): Pr
 		const client = scraper.client;
 		const accountConcurrency = scraper.access?.concurrency ?? null;
 		const access = scraper.access;
-		const logger = stderrLogger(ctx, flags.quiet === true, secrets);
+		const notes: TerminalNotes = { display: undefined, pending: [] };
+		const logger = stderrLogger(ctx, flags.quiet === true, secrets, notes);
 
 		let worst: number = EXIT.ok;
 		for (const { job, counts } of jobs) {
 			if (ctx.signal.aborted) break;
-			const code = await runOne(ctx, job, counts, flags, { client, accountConcurrency, access, logger, secrets });
+			const code = await runOne(ctx, job, counts, flags, {
+				client,
+				accountConcurrency,
+				access,
+				logger,
+				secrets,
+				notes,
+			});
 			worst = Math.max(worst, code);
 			if (code === EXIT.authOrCredits || code === EXIT.interrupted) break;
 		}
@@ -195,6 +224,7 @@ interface RunContext {
 	access: ScraperAccess | null;
 	logger: Logger;
 	secrets: string[];
+	notes: TerminalNotes;
 }
 
 async function runOne(
@@ -243,8 +273,10 @@ async function runOne(
 	const survey = await surveyTargets(job, counts);
 	const interactive = ctx.stderr.isTTY === true && !flags.quiet;
 	let display: ProgressDisplay | undefined;
-	if (interactive) display = createProgressBar(ctx, job.name, survey.total);
-	else if (!flags.quiet) {
+	if (interactive) {
+		display = createProgressBar(ctx, job.name, survey.total);
+		run.notes.display = display;
+	} else if (!flags.quiet) {
 		display = createProgressLog((snapshot: ProgressSnapshot) =>
 			run.logger.info({ job: job.name, ...snapshot }, "progress"),
 		);
@@ -286,6 +318,8 @@ async function runOne(
 		});
 	} finally {
 		display?.stop();
+		run.notes.display = undefined;
+		for (const text of run.notes.pending.splice(0)) writeLine(ctx.stderr, `scrapejob: ${text}`);
 	}
 
 	const { summary } = result;
