@@ -1,10 +1,10 @@
 export { type CreditBudget, createCreditBudget } from "./credit-budget.js";
 export { type FetchResult, fetchTarget } from "./fetch-target.js";
 export { listRuns, type RunInfo } from "./find-runs.js";
+export { ResumeError } from "./open-run.js";
 export { fullJitterDelayMs } from "./retry-timing.js";
 export {
 	type ProgressSnapshot,
-	ResumeError,
 	type RunJobOptions,
 	type RunJobResult,
 	runJob,

@@ -11,7 +11,8 @@ export interface PriorProgress {
 	readonly creditsByMode: Record<string, number>;
 	readonly errorsByKind: Record<string, number>;
 	readonly retries: number;
-	readonly tasks: number;
+	/** Records that came from a task, by outcome. */
+	readonly tasks: { readonly completed: number; readonly failed: number };
 	readonly lastRecord: ResultRecord | null;
 	/** Bytes cut from the end of results.jsonl because the last line was torn by a crash. */
 	readonly tornBytes: number;
@@ -91,7 +92,7 @@ export async function readPriorProgress(jsonlPath: string): Promise<PriorProgres
 	const errorsByKind: Record<string, number> = {};
 	let creditsUsed = 0;
 	let retries = 0;
-	let tasks = 0;
+	const tasks = { completed: 0, failed: 0 };
 	let lastRecord: ResultRecord | null = null;
 	try {
 		const lines = createInterface({ input: createReadStream(jsonlPath), crlfDelay: Number.POSITIVE_INFINITY });
@@ -106,7 +107,10 @@ export async function readPriorProgress(jsonlPath: string): Promise<PriorProgres
 			}
 			if (record.error) errorsByKind[record.error] = (errorsByKind[record.error] ?? 0) + 1;
 			retries += Math.max(0, record.attempts - 1);
-			if (record.task_id) tasks += 1;
+			if (record.task_id) {
+				if (record.status === "ok") tasks.completed += 1;
+				else tasks.failed += 1;
+			}
 			lastRecord = record;
 		}
 	} catch (error) {

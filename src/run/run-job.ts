@@ -1,5 +1,4 @@
 import { setMaxListeners } from "node:events";
-import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import PQueue from "p-queue";
 import type { Logger } from "pino";
@@ -9,12 +8,7 @@ import {
 	createCsvSink,
 	createJsonlSink,
 	createPageStore,
-	createRunDir,
 	createRunLog,
-	extensionFor,
-	jobOutputDir,
-	newRunId,
-	openAppendFile,
 	type RecordSink,
 	type ResultRecord,
 	RUN_FILES,
@@ -26,28 +20,22 @@ import {
 	creditCostRange,
 	errorMessage,
 	sleep as realSleep,
-	ScrapejobError,
 	type Sleep,
 	systemClock,
 } from "../shared/index.js";
 import { createCreditBudget } from "./credit-budget.js";
 import { type FetchResult, type FetchTargetDeps, fetchTarget } from "./fetch-target.js";
-import { openJournal, readJournalTasks } from "./journal.js";
-import { csvCatchUp, type PriorProgress, readPriorProgress } from "./resume-state.js";
-import { acquireRunLock } from "./run-lock.js";
-import { createRunStatistics } from "./run-statistics.js";
+import { openJournal } from "./journal.js";
+import { openRun } from "./open-run.js";
+import { budgetSkippedRecord, fetchedRecord } from "./result-record.js";
+import type { PriorProgress } from "./resume-state.js";
+import { buildSummary, createRunStatistics } from "./run-statistics.js";
 import { createSendGate } from "./send-gate.js";
 import type { TargetSurvey } from "./survey-targets.js";
 import { DEFAULT_TASK_POLL, type TaskPollOptions } from "./task-poller.js";
 
 /** Why a run stopped before every target had a record. */
 export type StopReason = "interrupted" | "unauthorized" | "insufficient_credits" | "forbidden";
-
-export class ResumeError extends ScrapejobError {
-	constructor(message: string) {
-		super("SCRAPEJOB_USAGE", message);
-	}
-}
 
 export interface ProgressSnapshot {
 	readonly done: number;
@@ -100,44 +88,6 @@ export interface RunJobResult {
 	readonly stopReason: StopReason | null;
 }
 
-interface RunMeta {
-	run_id: string;
-	job_name: string;
-	job_file: string;
-	job_fingerprint: string;
-	targets_digest: string;
-	total: number;
-	created_at: string;
-}
-
-function budgetSkippedRecord(target: Target, at: string, remaining: number | null): ResultRecord {
-	return {
-		id: target.id,
-		url: target.url,
-		status: "skipped",
-		http_status: null,
-		error: "budget_exhausted",
-		message: "not fetched: its worst-case cost would exceed max_credits",
-		mode_requested: target.params.mode ?? "auto",
-		mode_used: null,
-		credits_used: 0,
-		credits_remaining: remaining,
-		attempts: 0,
-		task_id: null,
-		started_at: at,
-		finished_at: at,
-		duration_ms: 0,
-		bytes: 0,
-		content_path: null,
-	};
-}
-
-const BINARY_TYPES = /png|jpe?g|pdf|octet-stream|image\//i;
-
-function oneLine(text: string): string {
-	return text.replace(/[\r\n]+/g, " ").slice(0, 2000);
-}
-
 /**
  * Run one job to the end, or until stopped. Records are written as targets finish, each exactly once;
  * the journal makes the run resumable at any byte. Throws only for set-up problems (lock, resume).
@@ -148,69 +98,26 @@ export async function runJob(options: RunJobOptions): Promise<RunJobResult> {
 	const sleep = options.sleep ?? realSleep;
 	const random = options.random ?? Math.random;
 	const startedAt = clock();
-	const jobDir = jobOutputDir(options.outRoot, job.name);
-
-	// --- run folder, lock, and what earlier sessions did -------------------------------------------
-	let runId: string;
-	let runDir: string;
-	let prior: PriorProgress | null = null;
-	const resumeTasks = new Map<string, string>();
-	if (options.resumeDir) {
-		runDir = options.resumeDir;
-		const meta = JSON.parse(readFileSync(join(runDir, RUN_FILES.meta), "utf8")) as RunMeta;
-		runId = meta.run_id;
-		if (meta.targets_digest !== survey.digest && !options.force) {
-			throw new ResumeError(
-				`the job's targets changed since run ${runId} started (${meta.total} then, ${survey.total} now); resume with --force to run changed targets as new, or start a new run without --resume`,
-			);
-		}
-	} else {
-		runId = newRunId(new Date(startedAt));
-		runDir = "";
-	}
-	const lock = acquireRunLock(ensureDir(jobDir), runId);
-	if (lock.tookOver) {
-		options.logger?.warn(
-			{ lock: lock.path, previous: lock.tookOver },
-			`took over the lock of a run that is no longer running (pid ${lock.tookOver.pid}, run ${lock.tookOver.run_id})`,
-		);
-	}
+	const opened = await openRun({
+		job,
+		survey,
+		outRoot: options.outRoot,
+		resumeDir: options.resumeDir,
+		force: options.force === true,
+		startedAt,
+		logger: options.logger,
+	});
 	try {
-		if (options.resumeDir) {
-			prior = await readPriorProgress(join(runDir, RUN_FILES.jsonl));
-			const journalled = await readJournalTasks(join(runDir, RUN_FILES.journal));
-			for (const [id, taskId] of journalled.tasks) if (!prior.done.has(id)) resumeTasks.set(id, taskId);
-			if (job.output.formats.includes("csv")) {
-				const missing = csvCatchUp(join(runDir, RUN_FILES.csv), prior.lastRecord);
-				if (missing) {
-					const csv = openAppendFile(join(runDir, RUN_FILES.csv));
-					csv.append(missing);
-					csv.close();
-				}
-			}
-		} else {
-			runDir = createRunDir(options.outRoot, job.name, runId);
-			const meta: RunMeta = {
-				run_id: runId,
-				job_name: job.name,
-				job_file: job.file,
-				job_fingerprint: job.fingerprint,
-				targets_digest: survey.digest,
-				total: survey.total,
-				created_at: new Date(startedAt).toISOString(),
-			};
-			writeFileSync(join(runDir, RUN_FILES.meta), `${JSON.stringify(meta, null, 2)}\n`);
-		}
-		return await execute(runId, runDir, prior, resumeTasks);
+		return await execute(opened.runId, opened.runDir, opened.prior, opened.resumeTasks);
 	} finally {
-		lock.release();
+		opened.lock.release();
 	}
 
 	async function execute(
 		runId: string,
 		runDir: string,
 		prior: PriorProgress | null,
-		resumeTasks: Map<string, string>,
+		resumeTasks: ReadonlyMap<string, string>,
 	): Promise<RunJobResult> {
 		const runLog = createRunLog(join(runDir, RUN_FILES.log), options.secrets);
 		const log = runLog.log;
@@ -311,48 +218,7 @@ export async function runJob(options: RunJobOptions): Promise<RunJobResult> {
 			}
 		};
 
-		const toRecord = (
-			target: Target,
-			result: Extract<FetchResult, { kind: "ok" | "failed" }>,
-			started: number,
-		): ResultRecord => {
-			const finished = clock();
-			const record: ResultRecord = {
-				id: target.id,
-				url: target.url,
-				status: result.kind,
-				http_status: result.httpStatus,
-				error: result.kind === "failed" ? result.error : null,
-				message: result.kind === "failed" ? oneLine(result.message) : null,
-				mode_requested: target.params.mode ?? "auto",
-				mode_used: result.modeUsed,
-				credits_used: result.creditsUsed,
-				credits_remaining: result.creditsRemaining,
-				attempts: result.attempts,
-				task_id: result.taskId,
-				started_at: new Date(started).toISOString(),
-				finished_at: new Date(finished).toISOString(),
-				duration_ms: finished - started,
-				bytes: result.kind === "ok" ? result.body.length : 0,
-				content_path: null,
-			};
-			if (result.kind === "ok" && job.output.content !== "none") {
-				if (pages) {
-					record.content_path = pages.save(
-						target.id,
-						result.body,
-						extensionFor(result.contentType, target.params.content),
-					);
-				} else {
-					const binary =
-						BINARY_TYPES.test(result.contentType ?? "") ||
-						target.params.content === "screenshot" ||
-						target.params.content === "pdf";
-					record.content = binary ? result.body.toString("base64") : result.body.toString("utf8");
-				}
-			}
-			return record;
-		};
+		const content = { mode: job.output.content, pages };
 
 		// One set of dependencies for every fetch: nothing per target but the target itself.
 		const fetchDeps: FetchTargetDeps = {
@@ -383,7 +249,7 @@ export async function runJob(options: RunJobOptions): Promise<RunJobResult> {
 			const worstCase = creditCostRange(target.params).max;
 			if (!(await reserve(worstCase))) {
 				if (stopReason) return;
-				write(budgetSkippedRecord(target, new Date(clock()).toISOString(), stats.creditsRemaining));
+				write(budgetSkippedRecord(target, clock(), stats.creditsRemaining));
 				return;
 			}
 			const started = clock();
@@ -400,7 +266,7 @@ export async function runJob(options: RunJobOptions): Promise<RunJobResult> {
 				case "failed": {
 					budget.commit(worstCase, result.creditsUsed);
 					settleBudget();
-					const record = toRecord(target, result, started);
+					const record = fetchedRecord(target, result, { startedMs: started, finishedMs: clock() }, content);
 					write(record);
 					if (record.status === "failed") {
 						log.info(
@@ -424,6 +290,7 @@ export async function runJob(options: RunJobOptions): Promise<RunJobResult> {
 				case "abandoned":
 					budget.release(worstCase);
 					settleBudget();
+					if (result.taskId) stats.tasks.leftPending += 1;
 					return;
 				default: {
 					const unreachable: never = result;
@@ -451,60 +318,31 @@ export async function runJob(options: RunJobOptions): Promise<RunJobResult> {
 
 		for (const sink of sinks) await sink.close();
 		journal.close();
-		const finishedAt = clock();
-		const done = stats.done;
-		const complete = stopReason === null && done >= survey.total && failures.length === 0;
-		const wallMs = finishedAt - startedAt;
-		const summary: RunSummary = {
+		const internalError = failures.length ? `internal error: ${errorMessage(failures[0])}` : null;
+		const summary = buildSummary(stats, {
 			job: job.name,
-			run_id: runId,
-			complete,
-			stopped_reason: stopReason ?? (failures.length ? `internal error: ${errorMessage(failures[0])}` : null),
-			targets: {
-				total: survey.total,
-				done,
-				remaining: Math.max(0, survey.total - done),
-				by_status: { ...stats.byStatus },
-				duplicates: survey.duplicates,
-				skipped_rows: survey.skippedRows,
-			},
-			credits: {
-				used: stats.creditsUsed,
-				by_mode: { ...stats.creditsByMode },
-				remaining: stats.creditsRemaining,
-				max_credits: options.maxCredits,
-			},
-			retries: stats.retries,
-			rate_limit_pauses: gate.pauses,
-			tasks: {
-				created: stats.tasks.created,
-				completed: stats.tasks.completed,
-				failed: stats.tasks.failed,
-				left_pending: Math.max(
-					0,
-					stats.tasks.created - stats.tasks.completed - stats.tasks.failed - (prior?.tasks ?? 0),
-				),
-			},
-			errors_by_kind: { ...stats.errorsByKind },
-			started_at: new Date(startedAt).toISOString(),
-			finished_at: new Date(finishedAt).toISOString(),
-			wall_ms: wallMs,
-			throughput_per_s: wallMs > 0 ? (stats.sessionDone * 1000) / wallMs : 0,
-			latency_ms: { p50: stats.latency.quantile(0.5), p95: stats.latency.quantile(0.95) },
+			runId,
+			resumed: prior !== null,
+			stopReason: stopReason ?? internalError,
+			survey,
+			maxCredits: options.maxCredits,
+			rateLimitPauses: gate.pauses,
 			concurrency: options.concurrency,
-			resumed_from: prior ? runId : null,
-		};
+			startedMs: startedAt,
+			finishedMs: clock(),
+		});
 		writeSummary(join(runDir, RUN_FILES.summary), summary);
 		log.info(
-			{ event: "run_end", complete, stopped_reason: summary.stopped_reason, done, credits_used: summary.credits.used },
+			{
+				event: "run_end",
+				complete: summary.complete,
+				stopped_reason: summary.stopped_reason,
+				done: summary.targets.done,
+				credits_used: summary.credits.used,
+			},
 			"run ended",
 		);
 		runLog.close();
 		return { summary, runDir, stopReason };
 	}
-}
-
-function ensureDir(dir: string): string {
-	mkdirSync(dir, { recursive: true });
-	return dir;
 }

@@ -1,4 +1,4 @@
-import type { RecordStatus, ResultRecord } from "../output/index.js";
+import type { RecordStatus, ResultRecord, RunSummary } from "../output/index.js";
 import { createLatencyHistogram } from "./latency-histogram.js";
 import type { PriorProgress } from "./resume-state.js";
 
@@ -12,7 +12,13 @@ export function createRunStatistics(prior: PriorProgress | null) {
 	let retries = prior?.retries ?? 0;
 	let creditsRemaining: number | null = null;
 	let sessionDone = 0;
-	const tasks = { created: prior?.tasks ?? 0, completed: 0, failed: 0 };
+	const tasks = {
+		created: (prior?.tasks.completed ?? 0) + (prior?.tasks.failed ?? 0),
+		completed: prior?.tasks.completed ?? 0,
+		failed: prior?.tasks.failed ?? 0,
+		/** Tasks whose targets were abandoned by a stop: journalled, left for `--resume` to poll. */
+		leftPending: 0,
+	};
 
 	return {
 		recordFinished(record: ResultRecord) {
@@ -63,3 +69,59 @@ export function createRunStatistics(prior: PriorProgress | null) {
 	};
 }
 export type RunStatistics = ReturnType<typeof createRunStatistics>;
+
+/** `summary.json` from the statistics and what only the runner knows (why it stopped, the gate's pauses). */
+export function buildSummary(
+	stats: RunStatistics,
+	run: {
+		job: string;
+		runId: string;
+		resumed: boolean;
+		stopReason: string | null;
+		survey: { total: number; duplicates: number; skippedRows: number };
+		maxCredits: number | null;
+		rateLimitPauses: number;
+		concurrency: number;
+		startedMs: number;
+		finishedMs: number;
+	},
+): RunSummary {
+	const done = stats.done;
+	const wallMs = run.finishedMs - run.startedMs;
+	return {
+		job: run.job,
+		run_id: run.runId,
+		complete: run.stopReason === null && done >= run.survey.total,
+		stopped_reason: run.stopReason,
+		targets: {
+			total: run.survey.total,
+			done,
+			remaining: Math.max(0, run.survey.total - done),
+			by_status: { ...stats.byStatus },
+			duplicates: run.survey.duplicates,
+			skipped_rows: run.survey.skippedRows,
+		},
+		credits: {
+			used: stats.creditsUsed,
+			by_mode: { ...stats.creditsByMode },
+			remaining: stats.creditsRemaining,
+			max_credits: run.maxCredits,
+		},
+		retries: stats.retries,
+		rate_limit_pauses: run.rateLimitPauses,
+		tasks: {
+			created: stats.tasks.created,
+			completed: stats.tasks.completed,
+			failed: stats.tasks.failed,
+			left_pending: stats.tasks.leftPending,
+		},
+		errors_by_kind: { ...stats.errorsByKind },
+		started_at: new Date(run.startedMs).toISOString(),
+		finished_at: new Date(run.finishedMs).toISOString(),
+		wall_ms: wallMs,
+		throughput_per_s: wallMs > 0 ? (stats.sessionDone * 1000) / wallMs : 0,
+		latency_ms: { p50: stats.latency.quantile(0.5), p95: stats.latency.quantile(0.95) },
+		concurrency: run.concurrency,
+		resumed_from: run.resumed ? run.runId : null,
+	};
+}

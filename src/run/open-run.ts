@@ -1,0 +1,113 @@
+import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import type { Logger } from "pino";
+import type { Job } from "../job/index.js";
+import { createRunDir, jobOutputDir, newRunId, openAppendFile, RUN_FILES } from "../output/index.js";
+import { ScrapejobError } from "../shared/index.js";
+import { readJournalTasks } from "./journal.js";
+import { csvCatchUp, type PriorProgress, readPriorProgress } from "./resume-state.js";
+import { acquireRunLock, type RunLock } from "./run-lock.js";
+import type { TargetSurvey } from "./survey-targets.js";
+
+/** `--resume` cannot go on: the job's targets changed (without `--force`), or the run folder is unusable. */
+export class ResumeError extends ScrapejobError {
+	constructor(message: string, options?: { cause?: unknown }) {
+		super("SCRAPEJOB_USAGE", message, options);
+	}
+}
+
+/** `run.json`: what a resumed session checks the job against. */
+interface RunMeta {
+	run_id: string;
+	job_name: string;
+	job_file: string;
+	job_fingerprint: string;
+	targets_digest: string;
+	total: number;
+	created_at: string;
+}
+
+export interface OpenedRun {
+	readonly runId: string;
+	readonly runDir: string;
+	/** What earlier sessions of this run did; null for a new run. */
+	readonly prior: PriorProgress | null;
+	/** Task ids journalled for targets that have no record yet: polled, not paid for again. */
+	readonly resumeTasks: ReadonlyMap<string, string>;
+	readonly lock: RunLock;
+}
+
+function readMeta(runDir: string): RunMeta {
+	try {
+		return JSON.parse(readFileSync(join(runDir, RUN_FILES.meta), "utf8")) as RunMeta;
+	} catch (error) {
+		const message = `cannot resume ${runDir}: its ${RUN_FILES.meta} is missing or unreadable`;
+		throw new ResumeError(message, { cause: error });
+	}
+}
+
+/**
+ * Take the job's lock, then create a new run folder, or reopen one to resume: check the targets did
+ * not change, cut torn lines, bring the CSV level with the JSONL, and read what is done and which
+ * tasks are pending. Throws `LockHeldError` or `ResumeError` before anything is sent.
+ */
+export async function openRun(options: {
+	job: Job;
+	survey: TargetSurvey;
+	outRoot: string;
+	resumeDir: string | undefined;
+	force: boolean;
+	startedAt: number;
+	logger: Logger | undefined;
+}): Promise<OpenedRun> {
+	const { job, survey } = options;
+	const meta = options.resumeDir ? readMeta(options.resumeDir) : null;
+	if (meta && meta.targets_digest !== survey.digest && !options.force) {
+		throw new ResumeError(
+			`the job's targets changed since run ${meta.run_id} started (${meta.total} then, ${survey.total} now); resume with --force to run changed targets as new, or start a new run without --resume`,
+		);
+	}
+	const runId = meta?.run_id ?? newRunId(new Date(options.startedAt));
+	const jobDir = jobOutputDir(options.outRoot, job.name);
+	mkdirSync(jobDir, { recursive: true });
+	const lock = acquireRunLock(jobDir, runId);
+	if (lock.tookOver) {
+		options.logger?.warn(
+			{ lock: lock.path, previous: lock.tookOver },
+			`took over the lock of a run that is no longer running (pid ${lock.tookOver.pid}, run ${lock.tookOver.run_id})`,
+		);
+	}
+	try {
+		if (options.resumeDir) {
+			const runDir = options.resumeDir;
+			const prior = await readPriorProgress(join(runDir, RUN_FILES.jsonl));
+			const journalled = await readJournalTasks(join(runDir, RUN_FILES.journal));
+			const resumeTasks = new Map<string, string>();
+			for (const [id, taskId] of journalled.tasks) if (!prior.done.has(id)) resumeTasks.set(id, taskId);
+			if (job.output.formats.includes("csv")) {
+				const missing = csvCatchUp(join(runDir, RUN_FILES.csv), prior.lastRecord);
+				if (missing) {
+					const csv = openAppendFile(join(runDir, RUN_FILES.csv));
+					csv.append(missing);
+					csv.close();
+				}
+			}
+			return { runId, runDir, prior, resumeTasks, lock };
+		}
+		const runDir = createRunDir(options.outRoot, job.name, runId);
+		const created: RunMeta = {
+			run_id: runId,
+			job_name: job.name,
+			job_file: job.file,
+			job_fingerprint: job.fingerprint,
+			targets_digest: survey.digest,
+			total: survey.total,
+			created_at: new Date(options.startedAt).toISOString(),
+		};
+		writeFileSync(join(runDir, RUN_FILES.meta), `${JSON.stringify(created, null, 2)}\n`);
+		return { runId, runDir, prior: null, resumeTasks: new Map(), lock };
+	} catch (error) {
+		lock.release();
+		throw error;
+	}
+}

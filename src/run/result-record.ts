@@ -1,0 +1,75 @@
+import type { Target } from "../job/index.js";
+import { extensionFor, type PageStore, type ResultRecord } from "../output/index.js";
+import type { FetchResult } from "./fetch-target.js";
+
+const BINARY_TYPES = /png|jpe?g|pdf|octet-stream|image\//i;
+
+/** Messages are one CSV cell and one log field: one line, bounded. */
+function oneLine(text: string): string {
+	return text.replace(/[\r\n]+/g, " ").slice(0, 2000);
+}
+
+/**
+ * The record of a target that was fetched (or failed), with its content placed per `output.content`:
+ * a file under `pages/` (`pages` given), inline in the JSONL (`inline`), or nowhere.
+ */
+export function fetchedRecord(
+	target: Target,
+	result: Extract<FetchResult, { kind: "ok" | "failed" }>,
+	timing: { startedMs: number; finishedMs: number },
+	content: { mode: "inline" | "files" | "none"; pages: PageStore | null },
+): ResultRecord {
+	const record: ResultRecord = {
+		id: target.id,
+		url: target.url,
+		status: result.kind,
+		http_status: result.httpStatus,
+		error: result.kind === "failed" ? result.error : null,
+		message: result.kind === "failed" ? oneLine(result.message) : null,
+		mode_requested: target.params.mode ?? "auto",
+		mode_used: result.modeUsed,
+		credits_used: result.creditsUsed,
+		credits_remaining: result.creditsRemaining,
+		attempts: result.attempts,
+		task_id: result.taskId,
+		started_at: new Date(timing.startedMs).toISOString(),
+		finished_at: new Date(timing.finishedMs).toISOString(),
+		duration_ms: timing.finishedMs - timing.startedMs,
+		bytes: result.kind === "ok" ? result.body.length : 0,
+		content_path: null,
+	};
+	if (result.kind !== "ok" || content.mode === "none") return record;
+	if (content.pages) {
+		const extension = extensionFor(result.contentType, target.params.content);
+		record.content_path = content.pages.save(target.id, result.body, extension);
+	} else {
+		const format = target.params.content;
+		const binary = BINARY_TYPES.test(result.contentType ?? "") || format === "screenshot" || format === "pdf";
+		record.content = binary ? result.body.toString("base64") : result.body.toString("utf8");
+	}
+	return record;
+}
+
+/** A target not fetched because its worst-case cost would not fit in `max_credits`. */
+export function budgetSkippedRecord(target: Target, atMs: number, creditsRemaining: number | null): ResultRecord {
+	const at = new Date(atMs).toISOString();
+	return {
+		id: target.id,
+		url: target.url,
+		status: "skipped",
+		http_status: null,
+		error: "budget_exhausted",
+		message: "not fetched: its worst-case cost would exceed max_credits",
+		mode_requested: target.params.mode ?? "auto",
+		mode_used: null,
+		credits_used: 0,
+		credits_remaining: creditsRemaining,
+		attempts: 0,
+		task_id: null,
+		started_at: at,
+		finished_at: at,
+		duration_ms: 0,
+		bytes: 0,
+		content_path: null,
+	};
+}
