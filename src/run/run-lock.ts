@@ -52,18 +52,18 @@ export function acquireRunLock(jobDir: string, runId: string): RunLock {
 	for (let tries = 0; tries < 3; tries += 1) {
 		try {
 			writeFileSync(path, `${JSON.stringify(info)}\n`, { flag: "wx" });
-			return {
-				path,
-				tookOver,
-				release() {
-					try {
-						const current = JSON.parse(readFileSync(path, "utf8")) as LockInfo;
-						if (current.pid === info.pid && current.run_id === info.run_id) unlinkSync(path);
-					} catch {
-						// Already gone: nothing to release.
-					}
-				},
+			const release = () => {
+				process.removeListener("exit", release);
+				try {
+					const current = JSON.parse(readFileSync(path, "utf8")) as LockInfo;
+					if (current.pid === info.pid && current.run_id === info.run_id) unlinkSync(path);
+				} catch {
+					// Already gone: nothing to release.
+				}
 			};
+			// A second Ctrl-C exits at once; the lock goes with the process rather than waiting to be taken over.
+			process.once("exit", release);
+			return { path, tookOver, release };
 		} catch (error) {
 			if ((error as NodeJS.ErrnoException).code !== "EEXIST") throw error;
 		}

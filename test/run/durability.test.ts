@@ -169,6 +169,34 @@ describe("durability of unattended runs", () => {
 		expect(again.stdout).toContain("already complete");
 	}, 30_000);
 
+	it("exits at once on a second SIGINT, leaving files that --resume completes", async () => {
+		service = await startTestService({ concurrency: 3, latency_ms: 200 });
+		const dir = tempDir();
+		const out = join(dir, "out");
+		const total = 30;
+		const job = writeJob(dir, "shop", shopJob(service.site.url, total, 1000));
+		const args = ["run", job, "--out", out, "--quiet", "--grace-period", "20000"];
+		const first = spawnCli(args, service.env);
+		await waitForRecords(join(out, "shop"), 3);
+		first.child.kill("SIGINT");
+		await waitMs(50);
+		first.child.kill("SIGINT");
+		const started = Date.now();
+		const ended = await first.done;
+		expect(ended.code).toBe(130);
+		expect(Date.now() - started).toBeLessThan(2000);
+		const runDir = runDirOf(out, "shop");
+		const before = readRecords(runDir);
+		expect(before.length).toBeLessThan(total);
+		expect(readCsv(runDir)).toHaveLength(before.length);
+		expect(existsSync(join(out, "shop", ".lock"))).toBe(false);
+
+		const resumed = await spawnCli([...args, "--resume"], service.env).done;
+		expect(resumed.code).toBe(0);
+		expect(readRecords(runDir)).toHaveLength(total);
+		expect(new Set(readRecords(runDir).map((record) => record.id)).size).toBe(total);
+	}, 30_000);
+
 	it("lets only one of two overlapping runs of a job write; the other exits 4 having sent nothing", async () => {
 		service = await startTestService({ concurrency: 2, latency_ms: 100 });
 		const dir = tempDir();
