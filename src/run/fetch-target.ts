@@ -207,8 +207,26 @@ export async function fetchTarget(
 		}
 	};
 
+	// Most fetches succeed at once: try once before setting p-retry up, and hand a first failure to
+	// p-retry as its first attempt, so its counting and every rule below see it exactly as usual.
+	let firstFailure: { error: unknown } | null = null;
 	try {
-		return await pRetry(attempt, {
+		return await attempt();
+	} catch (error) {
+		if (error instanceof FinalOutcome) return error.result;
+		firstFailure = { error };
+	}
+	const replayFirstThenAttempt = async (): Promise<FetchResult> => {
+		if (firstFailure) {
+			const { error } = firstFailure;
+			firstFailure = null;
+			throw error;
+		}
+		return attempt();
+	};
+
+	try {
+		return await pRetry(replayFirstThenAttempt, {
 			retries: Math.max(0, deps.retry.attempts - 1),
 			// Waits are ours (full jitter, and the shared 429 gate); p-retry only counts.
 			minTimeout: 0,
