@@ -2,7 +2,7 @@ import { setMaxListeners } from "node:events";
 import { join } from "node:path";
 import PQueue from "p-queue";
 import type { Logger } from "pino";
-import type { ScraperClient, ScraperHeaders } from "../api/index.js";
+import { classifyFailure, type ScraperClient, type ScraperHeaders } from "../api/index.js";
 import { type Job, streamTargets, type Target } from "../job/index.js";
 import {
 	createCsvSink,
@@ -167,6 +167,19 @@ export async function runJob(options: RunJobOptions): Promise<RunJobResult> {
 		const onSignal = () => stop("interrupted", "stop requested: no new fetches; in-flight ones may finish");
 		if (options.signal.aborted) onSignal();
 		else options.signal.addEventListener("abort", onSignal, { once: true });
+
+		// The service's own advice: read X-RateLimit-Remaining before a batch. The health check is free,
+		// and a refused key stops the run here, before any fetch is paid for.
+		if (!stopReason) {
+			try {
+				const health = await options.client.health(inflight.signal);
+				gate.observe(health.headers.rateLimitRemaining);
+			} catch (error) {
+				const decision = classifyFailure(error);
+				if (decision.action === "abort") stop(decision.kind, `stopping: ${errorMessage(error)}`);
+				else log.warn({ event: "health_failed", error: errorMessage(error) }, "health check failed; starting anyway");
+			}
+		}
 
 		const syncTimer = setInterval(() => {
 			for (const sink of sinks) sink.sync();

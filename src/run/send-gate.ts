@@ -16,6 +16,8 @@ export interface SendGate {
 	acquire(signal?: AbortSignal): Promise<void>;
 	/** A fetch of ours finished; `remaining` is its `X-RateLimit-Remaining` (undefined when absent). */
 	release(remaining: number | undefined): void;
+	/** Free slots reported by a call that held no slot of ours (the health check before a run). */
+	observe(remaining: number | undefined): void;
 	/** Resolves when the gate is not paused (for free calls such as task polls). */
 	unpaused(signal?: AbortSignal): Promise<void>;
 	/** Close the gate for `ms` (a 429's reset). Overlapping pauses merge into one window. */
@@ -91,6 +93,11 @@ export function createSendGate(clock: Clock, sleep: Sleep, options: SendGateOpti
 			inFlight = Math.max(0, inFlight - 1);
 			// Without the header, assume the slot this fetch held is free again.
 			permits = remaining === undefined ? permits + 1 : Math.max(0, remaining);
+			wakeAll();
+		},
+		observe(remaining) {
+			if (remaining === undefined) return;
+			permits = Math.max(0, remaining);
 			wakeAll();
 		},
 		unpaused,

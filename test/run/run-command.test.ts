@@ -1,6 +1,7 @@
 import { existsSync, readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
+import { createScraperClient } from "../../src/api/index.js";
 import { readCsv, readRecords, readSummary, tempDir, writeJob } from "../helpers/job-files.js";
 import { runCli } from "../helpers/run-cli.js";
 import { startTestService, type TestService } from "../helpers/service.js";
@@ -178,6 +179,29 @@ describe("scrapejob run against the emulator", () => {
 		const summary = readSummary(onlyRun(out));
 		expect(summary.rate_limit_pauses).toBeGreaterThanOrEqual(1);
 		expect(summary.rate_limit_pauses).toBeLessThanOrEqual(ledger.rateLimits.length);
+	});
+
+	it("shares the key politely: with another client holding slots, X-RateLimit-Remaining holds new sends (no 429)", async () => {
+		service = await startTestService({ concurrency: 3, latency_ms: 20, reset_seconds: 1 });
+		const other = createScraperClient({
+			scraperKey: service.emulator.scraperKey,
+			baseUrl: service.emulator.scraperUrl,
+		});
+		// Another program using the same key holds two of its three slots for a while.
+		const busy = [1, 2].map(() => other.realtime({ url: `${service!.site.url}/slow?ms=700`, mode: "request" }));
+		await new Promise((resolve) => setTimeout(resolve, 100));
+		const dir = tempDir();
+		const out = join(dir, "out");
+		const paths = Array.from({ length: 12 }, (_, index) => `/product/${index + 1}`);
+		const job = writeJob(dir, "shop", jobYaml(service.site.url, paths, "defaults:\n  mode: request"));
+		const result = await runCli(["run", job, "--out", out, "--quiet"], { env: service.env });
+		await Promise.all(busy);
+		expect(result.code).toBe(0);
+		expect(readRecords(onlyRun(out))).toHaveLength(12);
+		const ledger = service.emulator.ledger;
+		expect(ledger.statusCounts()[429]).toBeUndefined();
+		expect(ledger.maxInFlight(service.emulator.scraperKey)).toBeLessThanOrEqual(3);
+		expect(ledger.byEndpoint("health")).toHaveLength(1);
 	});
 
 	it("follows fetches that outlive the timeout, and async ones, as tasks", async () => {
