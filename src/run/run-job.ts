@@ -317,7 +317,9 @@ export async function runJob(options: RunJobOptions): Promise<RunJobResult> {
 		for await (const target of streamTargets(job)) {
 			if (stopReason) break;
 			if (prior?.done.has(target.id)) continue;
-			if (queue.size >= options.concurrency * 2) await queue.onSizeLessThan(options.concurrency * 2);
+			// Refill in batches: wait only when twice the concurrency is queued, then until half of it has
+			// started, so the wait (a promise and a listener) is paid once per batch, not once per target.
+			if (queue.size >= options.concurrency * 2) await queue.onSizeLessThan(options.concurrency);
 			if (stopReason) break;
 			queue.add(() => runTarget(target)).catch((error: unknown) => failures.push(error));
 		}
