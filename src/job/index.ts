@@ -24,5 +24,11 @@ export {
 	type OutputFormat,
 	type ScrapeOptions,
 } from "./schema.js";
-export { countTargets, createEmptyCounts, type StreamTargetsOptions, streamTargets } from "./stream-targets.js";
+export {
+	countTargets,
+	createEmptyCounts,
+	type StreamTargetsOptions,
+	streamTargetBatches,
+	streamTargets,
+} from "./stream-targets.js";
 export type { CsvSourceSpec, Job, SourceSpec, Target, TargetCounts, TargetOrigin, TextSourceSpec } from "./types.js";

@@ -82,7 +82,7 @@ function createFileReporter(report: (p: JobProblem) => void, limit: number) {
  * in order, lazily; duplicates (same URL and effective options) dropped with a warning; bad rows
  * per `job.onBadRow`.
  */
-async function* scanTargets(job: Job, options: ScanOptions): AsyncGenerator<Target> {
+async function* scanTargets(job: Job, options: ScanOptions): AsyncGenerator<Target[]> {
 	const { counts } = options;
 	const seen = createTargetKeySet();
 	/** First inline occurrence per key, so a duplicate can point at it (inline targets are few). */
@@ -94,6 +94,7 @@ async function* scanTargets(job: Job, options: ScanOptions): AsyncGenerator<Targ
 	};
 
 	const inline = createFileReporter(options.report, options.problemsPerFile);
+	const inlineTargets: Target[] = [];
 	for (const target of job.targets) {
 		const key = createTargetKey(target.url, identityOptionsJson(target.params));
 		if (!seen.add(key.high, key.low)) {
@@ -103,18 +104,27 @@ async function* scanTargets(job: Job, options: ScanOptions): AsyncGenerator<Targ
 		}
 		inlineFirst.set(key.id, target);
 		countTarget(counts, target.params, creditCostRange(target.params));
-		yield target;
+		inlineTargets.push(target);
 	}
 	inline.finish();
+	if (inlineTargets.length > 0) yield inlineTargets;
 
-	// One async generator for everything: each extra layer of delegation costs a promise per target.
+	// Batches, not single targets: every async hop costs a promise, and there are a million rows.
 	for (const source of job.sources) {
 		const scanner = createSourceScanner(job, source, options, seen, duplicateMessage);
-		for await (const batch of readSourceRows(source)) {
-			for (const row of batch) {
-				const target = scanner.take(row);
-				if (target) yield target;
+		for await (const rows of readSourceRows(source)) {
+			const targets: Target[] = [];
+			try {
+				for (const row of rows) {
+					const target = scanner.take(row);
+					if (target) targets.push(target);
+				}
+			} catch (error) {
+				// The rows before the bad one are still handed over, in order, before the error.
+				if (targets.length > 0) yield targets;
+				throw error;
 			}
+			if (targets.length > 0) yield targets;
 		}
 		scanner.finish();
 	}
@@ -198,7 +208,15 @@ function createSourceScanner(
  * or a bad row under `on_bad_row: fail` (the file changed since it was validated), throws
  * `JobValidationError`.
  */
-export function streamTargets(job: Job, options: StreamTargetsOptions = {}): AsyncIterable<Target> {
+export async function* streamTargets(job: Job, options: StreamTargetsOptions = {}): AsyncGenerator<Target> {
+	for await (const batch of streamTargetBatches(job, options)) yield* batch;
+}
+
+/**
+ * `streamTargets` a batch at a time (a read chunk's worth of rows, in order): the runner's feed loop
+ * uses it so that a million targets cost a few thousand async steps, not a million.
+ */
+export function streamTargetBatches(job: Job, options: StreamTargetsOptions = {}): AsyncIterable<Target[]> {
 	return scanTargets(job, {
 		report: options.onProblem ?? (() => undefined),
 		stopOnError: true,
@@ -220,7 +238,7 @@ export async function scanJob(
 		problemsPerFile: options.problemsPerFile ?? DEFAULT_PROBLEMS_PER_FILE,
 		counts,
 	});
-	for await (const _target of targets) {
+	for await (const _batch of targets) {
 		// Counting happens inside the scan; the targets themselves are not kept.
 	}
 	return { counts, problems };

@@ -3,7 +3,7 @@ import { join } from "node:path";
 import PQueue from "p-queue";
 import type { Logger } from "pino";
 import { classifyFailure, type ScraperClient, type ScraperHeaders } from "../api/index.js";
-import { type Job, streamTargets, type Target } from "../job/index.js";
+import { type Job, streamTargetBatches, type Target } from "../job/index.js";
 import {
 	createCsvSink,
 	createJsonlSink,
@@ -35,7 +35,7 @@ import type { TargetSurvey } from "./survey-targets.js";
 import { DEFAULT_TASK_POLL, type TaskPollOptions } from "./task-poller.js";
 
 /** Why a run stopped before every target had a record. */
-export type StopReason = "interrupted" | "unauthorized" | "insufficient_credits" | "forbidden";
+export type StopReason = "interrupted" | "unauthorized" | "insufficient_credits" | "forbidden" | "invalid_source";
 
 export interface ProgressSnapshot {
 	readonly done: number;
@@ -314,16 +314,28 @@ export async function runJob(options: RunJobOptions): Promise<RunJobResult> {
 
 		// --- feed the queue with back-pressure: never more than a few targets per slot waiting -------------
 		const failures: unknown[] = [];
-		for await (const target of streamTargets(job)) {
-			if (stopReason) break;
-			if (prior?.done.has(target.id)) continue;
-			// Refill in batches: wait only when twice the concurrency is queued, then until half of it has
-			// started, so the wait (a promise and a listener) is paid once per batch, not once per target.
-			if (queue.size >= options.concurrency * 2) await queue.onSizeLessThan(options.concurrency);
-			if (stopReason) break;
-			queue.add(() => runTarget(target)).catch((error: unknown) => failures.push(error));
+		let feedError: string | null = null;
+		try {
+			feed: for await (const batch of streamTargetBatches(job)) {
+				for (const target of batch) {
+					if (stopReason) break feed;
+					if (prior?.done.has(target.id)) continue;
+					// Refill in batches: wait only when twice the concurrency is queued, then until half of it
+					// has started, so the wait (a promise and a listener) is paid once per batch, not per target.
+					if (queue.size >= options.concurrency * 2) await queue.onSizeLessThan(options.concurrency);
+					if (stopReason) break feed;
+					queue.add(() => runTarget(target)).catch((error: unknown) => failures.push(error));
+				}
+			}
+		} catch (error) {
+			// A source changed under the run (unreadable, or a bad row): stop feeding; the targets read
+			// before the bad row were valid, so they still run.
+			feedError = errorMessage(error);
+			log.warn({ event: "invalid_source" }, feedError);
+			options.logger?.warn({ reason: "invalid_source" }, `no more targets: ${feedError}`);
 		}
 		await queue.onIdle();
+		if (feedError !== null && stopReason === null) stopReason = "invalid_source";
 		clearTimeout(graceTimer);
 		clearInterval(syncTimer);
 		options.signal.removeEventListener("abort", onSignal);

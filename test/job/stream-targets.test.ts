@@ -108,7 +108,7 @@ describe("streamTargets", () => {
 		expect(first.value?.url).toBe(`${U}/p/0`);
 		// One read chunk (64 KiB) holds about 2,500 of these lines: far fewer than the file's 200,000.
 		expect(counts.targets).toBeLessThan(5000);
-		await iterator.return?.();
+		await iterator.return?.(undefined);
 	});
 
 	it("fills in counts as it goes when given them", async () => {

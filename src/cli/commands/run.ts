@@ -335,6 +335,8 @@ async function runOne(
 		case "insufficient_credits":
 		case "forbidden":
 			return EXIT.authOrCredits;
+		case "invalid_source":
+			return EXIT.invalidInput;
 		case null:
 			break;
 		default: {

@@ -1,0 +1,44 @@
+import { appendFileSync, readdirSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { afterEach, describe, expect, it } from "vitest";
+import { createScraperClient } from "../../src/api/index.js";
+import { loadJob } from "../../src/job/index.js";
+import { runJob, surveyTargets } from "../../src/run/index.js";
+import { readRecords, readSummary, tempDir, writeJob } from "../helpers/job-files.js";
+import { startTestService, type TestService } from "../helpers/service.js";
+
+let service: TestService | undefined;
+afterEach(async () => {
+	await service?.close();
+	service = undefined;
+});
+
+describe("a source that changes under a run", () => {
+	it("stops feeding at the bad row, finishes what runs, and says why in the summary", async () => {
+		service = await startTestService({ concurrency: 2 });
+		const dir = tempDir();
+		const urls = Array.from({ length: 5 }, (_, index) => `${service!.site.url}/product/${index + 1}`);
+		writeFileSync(join(dir, "urls.txt"), `${urls.join("\n")}\n`);
+		const path = writeJob(dir, "shop", "name: shop\ndefaults:\n  mode: request\nsources:\n  - urls.txt\n");
+		const { job, counts } = await loadJob(path, { env: {}, cwd: dir });
+		const survey = await surveyTargets(job, counts);
+		// Validated, then edited before the run reads it again.
+		appendFileSync(join(dir, "urls.txt"), "not a url\n");
+
+		const out = join(dir, "out");
+		const result = await runJob({
+			job,
+			survey,
+			client: createScraperClient({ scraperKey: service.emulator.scraperKey, baseUrl: service.emulator.scraperUrl }),
+			concurrency: 2,
+			outRoot: out,
+			maxCredits: null,
+			signal: new AbortController().signal,
+			secrets: [],
+		});
+		expect(result.stopReason).toBe("invalid_source");
+		const runDir = join(out, "shop", readdirSync(join(out, "shop")).filter((name) => !name.startsWith("."))[0]!);
+		expect(readRecords(runDir)).toHaveLength(5);
+		expect(readSummary(runDir)).toMatchObject({ complete: false, stopped_reason: "invalid_source" });
+	});
+});
