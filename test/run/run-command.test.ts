@@ -391,6 +391,33 @@ describe("scrapejob run against the emulator", () => {
 		expect(existsSync(join(out, "shop"))).toBe(false);
 	});
 
+	it("--json prints one summary line per job, and runs several jobs in turn", async () => {
+		service = await startTestService({ concurrency: 2 });
+		const dir = tempDir();
+		const out = join(dir, "out");
+		const first = writeJob(
+			dir,
+			"shop",
+			jobYaml(service.site.url, ["/product/1", "/product/2"], "defaults:\n  mode: request"),
+		);
+		const second = writeJob(
+			dir,
+			"blog",
+			jobYaml(service.site.url, ["/page/1"], "defaults:\n  mode: request").replace("name: shop", "name: blog"),
+		);
+		const result = await runCli(["run", first, second, "--out", out, "--quiet", "--json"], { env: service.env });
+		expect(result.code).toBe(0);
+		const summaries = result.stdout
+			.trim()
+			.split("\n")
+			.map((line) => JSON.parse(line) as { job: string; complete: boolean; run_dir: string });
+		expect(summaries.map((summary) => [summary.job, summary.complete])).toEqual([
+			["shop", true],
+			["blog", true],
+		]);
+		expect(readRecords(summaries[1]!.run_dir)).toHaveLength(1);
+	});
+
 	it("--dry-run estimates the cost and sends nothing", async () => {
 		service = await startTestService();
 		const dir = tempDir();

@@ -74,7 +74,7 @@ export function registerRunCommand(program: Command, ctx: CliContext): void {
 		)
 		.option("--task-poll-ms <ms>", "first wait between task status polls (grows to 10x)", positiveInt("--task-poll-ms"))
 		.option("-q, --quiet", "no progress bar and no log lines on stderr; only the final summary")
-		.option("--json", "print the final summary as JSON");
+		.option("--json", "print each job's final summary as one JSON line (with run_dir)");
 	addServiceOptions(command);
 	command.addHelpText(
 		"after",
@@ -323,7 +323,7 @@ async function runOne(
 	}
 
 	const { summary } = result;
-	if (flags.json) writeLine(ctx.stdout, JSON.stringify({ ...summary, run_dir: result.runDir }, null, 2));
+	if (flags.json) writeLine(ctx.stdout, JSON.stringify({ ...summary, run_dir: result.runDir }));
 	else ctx.stdout.write(formatSummary(summary, result.runDir));
 	if (!interactive)
 		run.logger.info({ job: job.name, complete: summary.complete, run_dir: result.runDir }, "run finished");
