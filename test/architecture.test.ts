@@ -1,0 +1,60 @@
+import { readdir, readFile } from "node:fs/promises";
+import { join } from "node:path";
+import { expect, it } from "vitest";
+
+const src = join(import.meta.dirname, "..", "src");
+
+/**
+ * The architecture reads from the tree (shared/design.md, "Layout"): data flows
+ * config → job → api → run → output, `cli` on top and `emulator` beside. Each folder may use
+ * only the folders listed here, and only through their `index.ts`.
+ */
+const ALLOWED: Readonly<Record<string, readonly string[]>> = {
+	shared: [],
+	config: ["shared"],
+	job: ["shared"],
+	api: ["shared"],
+	output: ["shared"],
+	run: ["shared", "job", "api", "output"],
+	emulator: ["shared"],
+	cli: ["shared", "config", "job", "api", "output", "run", "emulator"],
+};
+
+async function sourceFiles(dir: string): Promise<string[]> {
+	const entries = await readdir(dir, { withFileTypes: true });
+	const nested = await Promise.all(
+		entries.map((entry) =>
+			entry.isDirectory() ? sourceFiles(join(dir, entry.name)) : Promise.resolve([join(dir, entry.name)]),
+		),
+	);
+	return nested.flat().filter((file) => file.endsWith(".ts"));
+}
+
+it("imports flow one way, and across folders only through index.ts", async () => {
+	const offending: string[] = [];
+	for (const file of await sourceFiles(src)) {
+		const relative = file.slice(src.length + 1);
+		// The package entry point re-exports the public surface of every folder.
+		if (relative === "index.ts") continue;
+		const folder = relative.split("/")[0]!;
+		const text = await readFile(file, "utf8");
+		for (const match of text.matchAll(/(?:from|import\()\s*"(\.[^"]+)"/g)) {
+			const target = join(file, "..", match[1]!).slice(src.length + 1);
+			const targetFolder = target.split("/")[0]!;
+			if (targetFolder === folder) continue;
+			if (!(ALLOWED[folder] ?? []).includes(targetFolder)) offending.push(`${relative} → ${target} (not allowed)`);
+			else if (target !== `${targetFolder}/index.js`) offending.push(`${relative} → ${target} (not via index.ts)`);
+		}
+	}
+	expect(offending).toEqual([]);
+});
+
+it("the package entry point loads, and every folder has an index.ts", async () => {
+	const entry = await import("../src/index.js");
+	expect(typeof entry.startEmulator).toBe("function");
+	expect(typeof entry.runJob).toBe("function");
+	for (const folder of Object.keys(ALLOWED)) {
+		const names = await readdir(join(src, folder));
+		expect(names, folder).toContain("index.ts");
+	}
+});
