@@ -48,7 +48,7 @@ function pad(label: string, width: number): string {
 }
 
 /** A compact, human-readable summary for the end of a run (stdout). */
-export function formatSummary(summary: RunSummary, runDir: string): string {
+export function formatSummary(summary: RunSummary, runDir: string, jobFile = "<job>"): string {
 	const s = summary.targets.by_status;
 	const rows: Array<[string, string]> = [
 		["run", `${summary.job} ${summary.run_id}${summary.complete ? "" : " (INCOMPLETE)"}`],
@@ -73,7 +73,7 @@ export function formatSummary(summary: RunSummary, runDir: string): string {
 	if (errors.length > 0) rows.push(["errors", errors.map(([kind, count]) => `${kind} ${count}`).join(", ")]);
 	if (summary.stopped_reason) rows.push(["stopped", summary.stopped_reason]);
 	if (!summary.complete && summary.targets.remaining !== null) {
-		rows.push(["remaining", `${summary.targets.remaining} targets: finish with \`scrapejob run <job> --resume\``]);
+		rows.push(["remaining", `${summary.targets.remaining} targets: finish with \`scrapejob run ${jobFile} --resume\``]);
 	}
 	rows.push(["output", runDir]);
 	return `${rows.map(([label, value]) => `${pad(label, 10)} ${value}`).join("\n")}\n`;

@@ -1,4 +1,4 @@
-import { resolve } from "node:path";
+import { relative, resolve } from "node:path";
 import { type Command, InvalidArgumentError } from "commander";
 import pino, { type Logger } from "pino";
 import type { ScraperAccess } from "../../api/index.js";
@@ -324,7 +324,7 @@ async function runOne(
 
 	const { summary } = result;
 	if (flags.json) writeLine(ctx.stdout, JSON.stringify({ ...summary, run_dir: result.runDir }));
-	else ctx.stdout.write(formatSummary(summary, result.runDir));
+	else ctx.stdout.write(formatSummary(summary, result.runDir, relative(ctx.cwd, job.file) || job.file));
 	if (!interactive)
 		run.logger.info({ job: job.name, complete: summary.complete, run_dir: result.runDir }, "run finished");
 
