@@ -433,6 +433,12 @@ describe("scrapejob run against the emulator", () => {
 		const result = await runCli(["run", job, "--dry-run", "--out", join(dir, "out")], { env: service.env });
 		expect(result.code).toBe(0);
 		expect(result.stdout).toContain("3 targets");
+		const listed = result.stdout.split("\n").filter((line) => line.includes("\t"));
+		expect(listed.map((line) => line.split("\t").slice(1))).toEqual([
+			["auto", `${service.site.url}/product/1`],
+			["auto", `${service.site.url}/product/2`],
+			["browser", `${service.site.url}/product/3`],
+		]);
 		expect(result.stdout).toContain("9–17 credits");
 		expect(service.emulator.ledger.requestCount).toBe(0);
 	});

@@ -2,7 +2,14 @@ import { relative, resolve } from "node:path";
 import { type Command, InvalidArgumentError } from "commander";
 import pino, { type Logger } from "pino";
 import type { ScraperAccess } from "../../api/index.js";
-import { formatProblem, type Job, JobValidationError, loadJob, type TargetCounts } from "../../job/index.js";
+import {
+	formatProblem,
+	type Job,
+	JobValidationError,
+	loadJob,
+	streamTargetBatches,
+	type TargetCounts,
+} from "../../job/index.js";
 import { formatSummary } from "../../output/index.js";
 import { listRuns, type ProgressSnapshot, type RunJobResult, runJob, surveyTargets } from "../../run/index.js";
 import { redactSecrets, UsageError } from "../../shared/index.js";
@@ -59,7 +66,7 @@ export function registerRunCommand(program: Command, ctx: CliContext): void {
 		.option("--out <dir>", "root folder of results: <dir>/<job>/<run-id>/", "output")
 		.option("--resume [run-id]", "continue the latest incomplete run of each job (or the given run id)")
 		.option("--force", "with --resume: accept a job whose targets changed (changed targets run as new)")
-		.option("--dry-run", "validate, list the targets and the estimated credit range; send nothing")
+		.option("--dry-run", "validate, list the targets (id, mode, url) and the estimated credit range; send nothing")
 		.option("--concurrency <n>", "in-flight fetches (never above the account's limit)", positiveInt("--concurrency"))
 		.option(
 			"--max-credits <n>",
@@ -194,17 +201,25 @@ async function runCommand(ctx: CliContext, paths: string[], flags: RunFlags): Pr
 	}
 }
 
+/**
+ * `--dry-run`: the targets a run would fetch (id, mode, URL — streamed, so a million-line job prints
+ * without being held), then the count and the credit range per job. Nothing is sent.
+ */
 async function dryRun(ctx: CliContext, jobs: LoadedRunJob[], flags: RunFlags): Promise<number> {
 	const reports = [];
 	for (const { job, counts } of jobs) {
 		const survey = await surveyTargets(job, counts);
 		reports.push({ job: job.name, file: job.file, ...survey });
-		if (!flags.json) {
-			writeLine(
-				ctx.stdout,
-				`${job.name}: ${survey.total} targets (request ${survey.byMode.request}, browser ${survey.byMode.browser}, auto ${survey.byMode.auto}), ${survey.duplicates} duplicates; estimated ${survey.creditRange.min}–${survey.creditRange.max} credits if every target succeeds once. Nothing was sent (--dry-run).`,
+		if (flags.json) continue;
+		for await (const batch of streamTargetBatches(job)) {
+			ctx.stdout.write(
+				batch.map((target) => `${target.id}\t${target.params.mode ?? "auto"}\t${target.url}\n`).join(""),
 			);
 		}
+		writeLine(
+			ctx.stdout,
+			`${job.name}: ${survey.total} targets (request ${survey.byMode.request}, browser ${survey.byMode.browser}, auto ${survey.byMode.auto}), ${survey.duplicates} duplicates; estimated ${survey.creditRange.min}–${survey.creditRange.max} credits if every target succeeds once. Nothing was sent (--dry-run).`,
+		);
 	}
 	if (flags.json)
 		writeLine(
