@@ -64,7 +64,7 @@ export async function connectService(ctx: CliContext, flags: ServiceFlags): Prom
 		// A fixed port when free, so the demo's URLs (and so its target ids) stay the same from one
 		// sandbox run to the next and `--resume` works there too.
 		const demoSite = await startDemoSite({ port: SANDBOX_DEMO_SITE_PORT }).catch(() => startDemoSite({}));
-		const emulator = await startEmulator({ port: 0, scenario: SANDBOX_SCENARIO });
+		const emulator = await startEmulator({ port: 0, scenario: SANDBOX_SCENARIO, ledger: false });
 		const config: ResolvedConfig = {
 			accountKey: emulator.accountKey,
 			scraperKey: undefined,
