@@ -33,7 +33,7 @@ function parsePort(value: string): number {
 export function registerEmulatorCommand(program: Command, ctx: CliContext): void {
 	program
 		.command("emulator")
-		.description("Run the local emulator of the service (account + scraper endpoints, fault injection)")
+		.description("run the local emulator of the service (account + scraper endpoints, fault injection)")
 		.option("--port <n>", `port to listen on; 0 picks a free one (default ${DEFAULT_EMULATOR_PORT})`, parsePort)
 		.option("--host <address>", "address to bind", DEFAULT_HOST)
 		.option("--scenario <file>", "scenario file (YAML or JSON): keys, credits, concurrency, timings, faults")

@@ -60,7 +60,7 @@ export function registerRunCommand(program: Command, ctx: CliContext): void {
 	const command = program
 		.command("run")
 		.description(
-			"Run jobs: validate, learn the account's concurrency and credits, fetch every target once, write results",
+			"run jobs: validate, learn the account's concurrency and credits, fetch every target once, write results",
 		)
 		.argument("<jobs...>", "job files (YAML)")
 		.option("--out <dir>", "root folder of results: <dir>/<job>/<run-id>/", "output")
