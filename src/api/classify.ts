@@ -44,6 +44,10 @@ export function classifyFailure(error: unknown): FailureAction {
 			if (NOT_RETRIED_MESSAGES.some((pattern) => pattern.test(text))) {
 				return { action: "fail", kind: /dns|name/i.test(text) ? "dns_failed" : "navigation_error" };
 			}
+			// A scraping error names what went wrong at the target ("Page crashed"): a more useful kind than the status.
+			if (/scraping/i.test(error.errorType) && error.detail && error.detail !== error.errorType) {
+				return { action: "retry", kind: snake(error.detail) || `http_${status}` };
+			}
 			return { action: "retry", kind: status === 408 ? "timeout" : `http_${status}` };
 		}
 		if (status === 422) return { action: "fail", kind: "invalid_parameters" };

@@ -368,7 +368,7 @@ describe("every scraper status of spec 7.1 as a typed error", () => {
 		expect(error).toMatchObject({ status: 500, errorType: "Scraping error", detail: message, url, creditsUsed: 0 });
 		expect(classifyFailure(error)).toEqual(
 			retried.has(message)
-				? { action: "retry", kind: "http_500" }
+				? { action: "retry", kind: message.toLowerCase().replace(/ /g, "_") }
 				: { action: "fail", kind: message.startsWith("DNS") ? "dns_failed" : "navigation_error" },
 		);
 		expect(emulator.credits()).toBe(10_000);
