@@ -145,9 +145,10 @@ export async function fetchTarget(
 			body: finished.body,
 			contentType: undefined,
 			httpStatus: finished.targetStatus ?? 200,
-			creditsUsed: finished.creditsUsed ?? finished.headers.creditsUsed ?? 0,
-			creditsRemaining: finished.creditsRemaining ?? finished.headers.creditsRemaining ?? null,
-			modeUsed: finished.modeUsed ?? finished.headers.modeUsed ?? null,
+			// The client already fell back from the body's figures to the headers'.
+			creditsUsed: finished.creditsUsed ?? 0,
+			creditsRemaining: finished.creditsRemaining ?? null,
+			modeUsed: finished.modeUsed ?? null,
 			attempts: Math.max(attempts, 1),
 			taskId: id,
 		};
@@ -159,7 +160,7 @@ export async function fetchTarget(
 			pendingTaskId = null;
 			return finishTask(id);
 		}
-		await deps.gate.acquire(deps.signal);
+		if (!deps.gate.tryAcquire()) await deps.gate.acquire(deps.signal);
 		attempts += 1;
 		let outcome: Awaited<ReturnType<ScraperClient["realtime"]>>;
 		try {

@@ -24,7 +24,7 @@ import {
 	systemClock,
 } from "../shared/index.js";
 import { createCreditBudget } from "./credit-budget.js";
-import { type FetchResult, type FetchTargetDeps, fetchTarget } from "./fetch-target.js";
+import { type FetchTargetDeps, fetchTarget } from "./fetch-target.js";
 import { openJournal } from "./journal.js";
 import { openRun } from "./open-run.js";
 import { budgetSkippedRecord, fetchedRecord } from "./result-record.js";
@@ -136,7 +136,6 @@ export async function runJob(options: RunJobOptions): Promise<RunJobResult> {
 		setMaxListeners(0, inflight.signal);
 		const taskPoll: TaskPollOptions = { ...DEFAULT_TASK_POLL, deadlineMs: job.taskTimeoutMs, ...options.taskPoll };
 		let stopReason: StopReason | null = null;
-		let inFlight = 0;
 		let graceTimer: NodeJS.Timeout | undefined;
 		let budgetWaiters: Array<() => void> = [];
 
@@ -196,7 +195,7 @@ export async function runJob(options: RunJobOptions): Promise<RunJobResult> {
 				skipped: stats.byStatus.skipped,
 				creditsUsed: stats.creditsUsed,
 				retries: stats.retries,
-				inFlight,
+				inFlight: queue.pending,
 			});
 		};
 
@@ -222,12 +221,15 @@ export async function runJob(options: RunJobOptions): Promise<RunJobResult> {
 			for (const wake of waiters) wake();
 		};
 
-		/** Book the worst case; while other fetches hold reservations, wait for them to settle and retry. */
-		const reserve = async (worstCase: number): Promise<boolean> => {
+		/**
+		 * The worst case did not fit: while other fetches hold reservations, wait for them to settle (they
+		 * often cost less than booked) and try again. False when it can no longer fit.
+		 */
+		const waitForBudget = async (worstCase: number): Promise<boolean> => {
 			for (;;) {
-				if (budget.tryReserve(worstCase)) return true;
 				if (budget.reserved === 0 || stopReason) return false;
 				await new Promise<void>((resolve) => budgetWaiters.push(resolve));
+				if (budget.tryReserve(worstCase)) return true;
 			}
 		};
 
@@ -260,20 +262,14 @@ export async function runJob(options: RunJobOptions): Promise<RunJobResult> {
 		const runTarget = async (target: Target) => {
 			if (stopReason) return;
 			const worstCase = creditCostRange(target.params).max;
-			if (!(await reserve(worstCase))) {
+			if (!budget.tryReserve(worstCase) && !(await waitForBudget(worstCase))) {
 				if (stopReason) return;
 				write(budgetSkippedRecord(target, clock(), stats.creditsRemaining));
 				return;
 			}
 			const started = clock();
-			inFlight += 1;
 			journal.started(target.id);
-			let result: FetchResult;
-			try {
-				result = await fetchTarget(target.id, target.params, fetchDeps, resumeTasks.get(target.id) ?? null);
-			} finally {
-				inFlight -= 1;
-			}
+			const result = await fetchTarget(target.id, target.params, fetchDeps, resumeTasks.get(target.id) ?? null);
 			switch (result.kind) {
 				case "ok":
 				case "failed": {

@@ -12,6 +12,8 @@ import type { Clock, Sleep } from "../shared/index.js";
  * it matters when something else is using the same key.
  */
 export interface SendGate {
+	/** Take a send at once when the gate is open and a slot is free (the usual case, with no promise). */
+	tryAcquire(): boolean;
 	/** Resolves when a fetch may be sent now, and counts it in flight. */
 	acquire(signal?: AbortSignal): Promise<void>;
 	/** A fetch of ours finished; `remaining` is its `X-RateLimit-Remaining` (undefined when absent). */
@@ -73,6 +75,12 @@ export function createSendGate(clock: Clock, sleep: Sleep, options: SendGateOpti
 	}
 
 	return {
+		tryAcquire() {
+			if (permits <= 0 || pausedUntil > clock()) return false;
+			permits -= 1;
+			inFlight += 1;
+			return true;
+		},
 		async acquire(signal) {
 			for (;;) {
 				await unpaused(signal);

@@ -76,6 +76,20 @@ describe("send gate", () => {
 		expect(time.sleeps).toEqual([250]);
 	});
 
+	it("takes a send without waiting only while open and with a slot free", () => {
+		const time = virtualTime();
+		const gate = createSendGate(time.clock, time.sleep);
+		expect(gate.tryAcquire()).toBe(true);
+		gate.release(0);
+		expect(gate.tryAcquire()).toBe(false);
+		gate.release(3);
+		gate.pause(500);
+		expect(gate.tryAcquire()).toBe(false);
+		time.advance(500);
+		expect(gate.tryAcquire()).toBe(true);
+		expect(gate.inFlight).toBe(1);
+	});
+
 	it("lets an abort end a wait", async () => {
 		const time = virtualTime();
 		const gate = createSendGate(time.clock, time.sleep);
