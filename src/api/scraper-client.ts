@@ -131,12 +131,15 @@ export function createScraperClient(options: ScraperClientOptions): ScraperClien
 	const postHeaders = { "x-api-key": options.scraperKey, "content-type": "application/json" };
 	const getHeaders = { "x-api-key": options.scraperKey };
 
-	function readTaskRecord(response: HttpResponse, body: Record<string, unknown>, endpoint: string): TaskOutcome {
+	function readTaskRecord(
+		status: number,
+		headers: ScraperHeaders,
+		body: Record<string, unknown>,
+		endpoint: string,
+	): TaskOutcome {
 		const parsed = taskRecordSchema.safeParse(body);
-		if (!parsed.success) {
-			throw new UnexpectedResponseError(endpoint, response.status, "task record without a task_id");
-		}
-		return { kind: "task", status: response.status, headers: readScraperHeaders(response.headers), task: parsed.data };
+		if (!parsed.success) throw new UnexpectedResponseError(endpoint, status, "task record without a task_id");
+		return { kind: "task", status, headers, task: parsed.data };
 	}
 
 	function interpretRealtime(response: HttpResponse, endpoint: string, params: ScrapeParams): RealtimeOutcome {
@@ -144,7 +147,7 @@ export function createScraperClient(options: ScraperClientOptions): ScraperClien
 		const headers = readScraperHeaders(response.headers);
 		if (status === 202 || status === 408) {
 			const body = jsonObject(response);
-			if (body && typeof body.task_id === "string") return readTaskRecord(response, body, endpoint);
+			if (body && typeof body.task_id === "string") return readTaskRecord(status, headers, body, endpoint);
 			if (status === 202) throw new UnexpectedResponseError(endpoint, status, "202 without a task_id");
 			throw toServiceError(status, response.body, endpoint, secrets);
 		}
@@ -153,7 +156,7 @@ export function createScraperClient(options: ScraperClientOptions): ScraperClien
 			const body = jsonObject(response);
 			if (body) {
 				if (typeof body.task_id === "string" && taskStatusKind(body.status) !== "done") {
-					return readTaskRecord(response, body, endpoint);
+					return readTaskRecord(status, headers, body, endpoint);
 				}
 				if (body.success === false) throw toServiceError(status, response.body, endpoint, secrets);
 				if (params.delivery === "json") {
@@ -162,15 +165,8 @@ export function createScraperClient(options: ScraperClientOptions): ScraperClien
 					return {
 						kind: "content",
 						status,
-						headers: {
-							...headers,
-							...(headers.creditsUsed === undefined && numberField(body, "credits_used") !== undefined
-								? { creditsUsed: numberField(body, "credits_used") }
-								: {}),
-							...(headers.modeUsed === undefined && textField(body, "mode_used") !== undefined
-								? { modeUsed: textField(body, "mode_used") }
-								: {}),
-						},
+						// The same body-then-header reading as a finished task's.
+						headers: { ...headers, ...creditFields(headers, body) },
 						body: contentBytes(content),
 						contentType: "application/json",
 						json: body,
