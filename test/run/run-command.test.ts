@@ -418,6 +418,19 @@ describe("scrapejob run against the emulator", () => {
 		expect(readRecords(summaries[1]!.run_dir)).toHaveLength(1);
 	});
 
+	it("interrupted before the first fetch, it exits 130 leaving no run folder and sending nothing", async () => {
+		service = await startTestService();
+		const dir = tempDir();
+		const out = join(dir, "out");
+		const job = writeJob(dir, "shop", jobYaml(service.site.url, ["/product/1"]));
+		const controller = new AbortController();
+		controller.abort(new Error("received SIGINT"));
+		const result = await runCli(["run", job, "--out", out, "--quiet"], { env: service.env, signal: controller.signal });
+		expect(result.code).toBe(130);
+		expect(existsSync(join(out, "shop"))).toBe(false);
+		expect(service.emulator.ledger.byEndpoint("realtime")).toHaveLength(0);
+	});
+
 	it("--dry-run estimates the cost and sends nothing", async () => {
 		service = await startTestService();
 		const dir = tempDir();

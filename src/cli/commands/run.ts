@@ -286,6 +286,8 @@ async function runOne(
 	}
 
 	const survey = await surveyTargets(job, counts);
+	// Ctrl-C while validating or counting: nothing was sent, so leave no empty run folder behind.
+	if (ctx.signal.aborted) return EXIT.interrupted;
 	const interactive = ctx.stderr.isTTY === true && !flags.quiet;
 	let display: ProgressDisplay | undefined;
 	if (interactive) {
