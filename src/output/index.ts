@@ -2,7 +2,14 @@ export { type AppendFile, openAppendFile } from "./append-file.js";
 export { createCsvSink, csvLines, csvRow, neutraliseFormula } from "./csv-sink.js";
 export { createJsonlSink } from "./jsonl-sink.js";
 export { createPageStore, extensionFor, type PageStore } from "./page-store.js";
-export { RECORD_COLUMNS, RECORD_STATUSES, type RecordStatus, type ResultRecord } from "./record.js";
+export {
+	RECORD_CHANGES,
+	RECORD_COLUMNS,
+	RECORD_STATUSES,
+	type RecordChange,
+	type RecordStatus,
+	type ResultRecord,
+} from "./record.js";
 export type { RecordSink } from "./record-sink.js";
 export { createRunDir, jobOutputDir, newRunId, RUN_FILES } from "./run-folder.js";
 export { createRunLog } from "./run-log.js";

@@ -31,8 +31,21 @@ export interface ResultRecord {
 	bytes: number;
 	/** Path of the content file relative to the run folder (`output.content: files`). */
 	content_path: string | null;
+	/** Hash of the extracted data (with `extract:`) or of the content; ok records only (incremental runs). */
+	content_hash: string | null;
+	/** Against the target's previous ok record in this job: `new` | `changed` | `unchanged`. */
+	change: RecordChange | null;
+	/** Crawl depth (seeds are 0); null outside a crawl. */
+	depth: number | null;
+	/** Id of the page that linked this one (crawl); null for seeds and outside a crawl. */
+	parent: string | null;
+	/** Extracted fields (`extract:`, service-side extraction); a CSV column each, between `content_path` and `content_hash`. */
+	data?: Record<string, unknown>;
 	content?: string;
 }
+
+export const RECORD_CHANGES = ["new", "changed", "unchanged"] as const;
+export type RecordChange = (typeof RECORD_CHANGES)[number];
 
 /** CSV columns, declared once from the record type — never taken from whichever record comes first. */
 export const RECORD_COLUMNS = [
@@ -53,4 +66,8 @@ export const RECORD_COLUMNS = [
 	"duration_ms",
 	"bytes",
 	"content_path",
-] as const satisfies ReadonlyArray<Exclude<keyof ResultRecord, "content">>;
+	"content_hash",
+	"change",
+	"depth",
+	"parent",
+] as const satisfies ReadonlyArray<Exclude<keyof ResultRecord, "content" | "data">>;

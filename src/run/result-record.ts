@@ -37,6 +37,10 @@ export function fetchedRecord(
 		duration_ms: timing.finishedMs - timing.startedMs,
 		bytes: result.kind === "ok" ? result.body.length : 0,
 		content_path: null,
+		content_hash: null,
+		change: null,
+		depth: null,
+		parent: null,
 	};
 	if (result.kind !== "ok" || content.mode === "none") return record;
 	if (content.pages) {
@@ -71,5 +75,9 @@ export function budgetSkippedRecord(target: Target, atMs: number, creditsRemaini
 		duration_ms: 0,
 		bytes: 0,
 		content_path: null,
+		content_hash: null,
+		change: null,
+		depth: null,
+		parent: null,
 	};
 }

@@ -20,6 +20,10 @@ export function record(id: string, overrides: Partial<ResultRecord> = {}): Resul
 		duration_ms: 1000,
 		bytes: 10,
 		content_path: null,
+		content_hash: null,
+		change: null,
+		depth: null,
+		parent: null,
 		...overrides,
 	};
 }
