@@ -18,6 +18,7 @@ import { fileURLToPath } from "node:url";
 import { jsonText } from "./json-text.js";
 import { summarizeProfile } from "./profile-top.js";
 import type { ClientConfig, ClientReport, ServeCommand, ServeConfig, ServeMessage } from "./protocol.js";
+import { benchReport, formatReportRow } from "./report-bench.js";
 
 interface Scenario {
 	/** Row name for `--only`. */
@@ -79,13 +80,19 @@ function parseArgs(argv: readonly string[]): Options {
 			if (!Number.isInteger(repeat) || repeat < 1) throw new Error(`--repeat must be a positive integer, got ${arg}`);
 		} else if (arg.startsWith("--only=")) {
 			const value = arg.slice("--only=".length);
+			if (value === REPORT_ROW) {
+				only = REPORT_ROW;
+				continue;
+			}
 			const byIndex = SCENARIOS[Number(value) - 1];
 			const scenario = byIndex ?? SCENARIOS.find((s) => s.name === value);
-			if (!scenario) throw new Error(`--only: no row ${value}; rows: ${SCENARIOS.map((s) => s.name).join(", ")}`);
+			if (!scenario) {
+				throw new Error(`--only: no row ${value}; rows: ${[...SCENARIOS.map((s) => s.name), REPORT_ROW].join(", ")}`);
+			}
 			only = scenario.name;
 		} else if (arg === "--help" || arg === "-h") {
 			process.stdout.write(
-				"usage: npm run bench -- [--quick] [--only=latency|cpu|memory|1|2|3] [--repeat=K] [--profile] [--keep]\n" +
+				"usage: npm run bench -- [--quick] [--only=latency|cpu|memory|report|1|2|3] [--repeat=K] [--profile] [--keep]\n" +
 					"  --quick    N/10 targets per row\n" +
 					`  --repeat   runs of each client per row, in ABBA order; the fastest is shown (default ${DEFAULT_REPEAT})\n` +
 					"  --profile  run each client's first run under --cpu-prof; print the top functions\n" +
@@ -549,10 +556,21 @@ function formatVerdict(verdict: Verdict): string {
 
 // --- main ----------------------------------------------------------------------------------------------
 
+/** The report row (bench/report-bench.ts): a 1M-record run's report.html, its size and opening time. */
+const REPORT_ROW = "report";
+const REPORT_RECORDS = 1_000_000;
+
 async function run(): Promise<number> {
 	const options = parseArgs(process.argv.slice(2));
 	const root = packageRoot();
 	const started = performance.now();
+	if (options.only === REPORT_ROW) {
+		const row = await benchReport(options.quick ? REPORT_RECORDS / 10 : REPORT_RECORDS, (line) =>
+			process.stdout.write(`${line}\n`),
+		);
+		process.stdout.write(`\n${formatReportRow(row)}\n`);
+		return row.verdicts.every((verdict) => verdict.met) ? 0 : 1;
+	}
 	const rows: Row[] = [];
 	for (const scenario of SCENARIOS) {
 		if (options.only !== null && scenario.name !== options.only) continue;

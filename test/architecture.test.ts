@@ -15,9 +15,10 @@ const ALLOWED: Readonly<Record<string, readonly string[]>> = {
 	job: ["shared"],
 	api: ["shared"],
 	output: ["shared"],
-	run: ["shared", "job", "api", "output"],
+	report: ["shared", "output"],
+	run: ["shared", "job", "api", "output", "report"],
 	emulator: ["shared"],
-	cli: ["shared", "config", "job", "api", "output", "run", "emulator"],
+	cli: ["shared", "config", "job", "api", "output", "run", "report", "emulator"],
 };
 
 async function sourceFiles(dir: string): Promise<string[]> {

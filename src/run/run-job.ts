@@ -15,6 +15,7 @@ import {
 	type RunSummary,
 	writeSummary,
 } from "../output/index.js";
+import { createReportCollector, rebuildReport } from "../report/index.js";
 import {
 	type Clock,
 	creditCostRange,
@@ -86,6 +87,8 @@ export interface RunJobResult {
 	readonly summary: RunSummary;
 	readonly runDir: string;
 	readonly stopReason: StopReason | null;
+	/** `report.html` in the run folder; null when it could not be written (the run's outcome stands). */
+	readonly reportPath: string | null;
 }
 
 /**
@@ -128,6 +131,8 @@ export async function runJob(options: RunJobOptions): Promise<RunJobResult> {
 		if (job.output.formats.includes("csv")) sinks.push(createCsvSink(join(runDir, RUN_FILES.csv)));
 		const pages = job.output.content === "files" ? createPageStore(runDir) : null;
 		const stats = createRunStatistics(prior);
+		// A resumed run's earlier records are on disk only: its report is rebuilt from the folder instead.
+		const report = prior === null ? createReportCollector(startedAt) : null;
 		const budget = createCreditBudget(options.maxCredits, prior?.creditsUsed ?? 0);
 		const gate = createSendGate(clock, sleep);
 		const queue = new PQueue({ concurrency: options.adaptiveConcurrency ? 1 : options.concurrency });
@@ -202,6 +207,7 @@ export async function runJob(options: RunJobOptions): Promise<RunJobResult> {
 		const write = (record: ResultRecord) => {
 			for (const sink of sinks) sink.write(record);
 			stats.recordFinished(record);
+			report?.add(record);
 			progress();
 		};
 
@@ -366,6 +372,12 @@ export async function runJob(options: RunJobOptions): Promise<RunJobResult> {
 			"run ended",
 		);
 		runLog.close();
-		return { summary, runDir, stopReason };
+		let reportPath: string | null = null;
+		try {
+			reportPath = report ? await report.write(runDir, summary) : await rebuildReport(runDir);
+		} catch (error) {
+			options.logger?.warn({ error: errorMessage(error) }, "could not write report.html");
+		}
+		return { summary, runDir, stopReason, reportPath };
 	}
 }

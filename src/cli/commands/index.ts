@@ -4,6 +4,7 @@ import { registerAccountCommand } from "./account.js";
 import { registerEmulatorCommand } from "./emulator.js";
 import { registerHealthCommand } from "./health.js";
 import { registerProxiesCommand } from "./proxies.js";
+import { registerReportCommand } from "./report.js";
 import { registerRunCommand } from "./run.js";
 import { registerSchemaCommand } from "./schema.js";
 import { registerTargetingCommand } from "./targeting.js";
@@ -16,6 +17,7 @@ import { registerValidateCommand } from "./validate.js";
  */
 export function registerCommands(program: Command, ctx: CliContext): void {
 	registerRunCommand(program, ctx);
+	registerReportCommand(program, ctx);
 	registerValidateCommand(program, ctx);
 	registerAccountCommand(program, ctx);
 	registerUsageCommand(program, ctx);

@@ -340,8 +340,12 @@ async function runOne(
 	}
 
 	const { summary } = result;
-	if (flags.json) writeLine(ctx.stdout, JSON.stringify({ ...summary, run_dir: result.runDir }));
-	else ctx.stdout.write(formatSummary(summary, result.runDir, relative(ctx.cwd, job.file) || job.file));
+	if (flags.json)
+		writeLine(ctx.stdout, JSON.stringify({ ...summary, run_dir: result.runDir, report: result.reportPath }));
+	else {
+		ctx.stdout.write(formatSummary(summary, result.runDir, relative(ctx.cwd, job.file) || job.file));
+		if (result.reportPath) writeLine(ctx.stdout, `report     ${result.reportPath}`);
+	}
 	if (!interactive)
 		run.logger.info({ job: job.name, complete: summary.complete, run_dir: result.runDir }, "run finished");
 

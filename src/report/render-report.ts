@@ -1,0 +1,155 @@
+import { readFileSync } from "node:fs";
+import { createRequire } from "node:module";
+import { renderReportPage } from "./page-script.js";
+import type { ReportData } from "./report-data.js";
+
+let uPlotAssets: { script: string; style: string } | undefined;
+
+/** uPlot's own files, read once from the installed package and inlined: the page makes no request. */
+function charting(): { script: string; style: string } {
+	if (!uPlotAssets) {
+		const require = createRequire(import.meta.url);
+		uPlotAssets = {
+			script: readFileSync(require.resolve("uplot/dist/uPlot.iife.min.js"), "utf8"),
+			style: readFileSync(require.resolve("uplot/dist/uPlot.min.css"), "utf8"),
+		};
+	}
+	return uPlotAssets;
+}
+
+/** Text for HTML content and attribute values. Scraped URLs and service messages are untrusted. */
+function escapeHtml(text: string): string {
+	return text.replace(/[&<>"']/g, (char) => `&#${char.charCodeAt(0)};`);
+}
+
+/** JSON that cannot end the `<script>` element it sits in, whatever strings it holds. */
+function scriptJson(value: unknown): string {
+	return JSON.stringify(value)
+		.replace(/</g, "\\u003c")
+		.replace(/\u2028/g, "\\u2028")
+		.replace(/\u2029/g, "\\u2029");
+}
+
+/** A script's text with any `</script` neutralised (uPlot's code has none; the guard is for the future). */
+function scriptText(code: string): string {
+	return code.replace(/<\/script/gi, "<\\/script");
+}
+
+function number(value: number): string {
+	return Number.isInteger(value)
+		? value.toLocaleString("en-US")
+		: value.toLocaleString("en-US", { maximumFractionDigits: 2 });
+}
+
+function milliseconds(value: number | null): string {
+	if (value === null) return "–";
+	return value >= 1000 ? `${(value / 1000).toFixed(2)} s` : `${Math.round(value)} ms`;
+}
+
+function tile(label: string, value: string, tone = ""): string {
+	if (value.length > 14) tone += " wide";
+	return `<div class="tile ${tone}"><div class="label">${escapeHtml(label)}</div><div class="value">${escapeHtml(value)}</div></div>`;
+}
+
+function chart(name: string, title: string, note = ""): string {
+	const caption = note ? `<p class="note">${escapeHtml(note)}</p>` : "";
+	return `<section class="card" data-chart="${name}" hidden><h2>${escapeHtml(title)}</h2>${caption}</section>`;
+}
+
+function table(title: string, head: [string, string], rows: Array<[string, string]>): string {
+	if (rows.length === 0) return "";
+	const body = rows.map(([a, b]) => `<tr><td>${escapeHtml(a)}</td><td class="num">${escapeHtml(b)}</td></tr>`).join("");
+	return `<section class="card"><h2>${escapeHtml(title)}</h2><table class="data"><thead><tr><th>${escapeHtml(head[0])}</th><th class="num">${escapeHtml(head[1])}</th></tr></thead><tbody>${body}</tbody></table></section>`;
+}
+
+const STYLE = `
+:root{--bg:#f6f7f9;--card:#fff;--ink:#1f2933;--muted:#616e7c;--grid:#e4e7eb;--c1:#2563eb;--c2:#f59e0b;--c3:#16a34a;--c4:#dc2626;--c5:#9333ea;--pause:rgba(245,158,11,.18);--outage:rgba(220,38,38,.16)}
+*{box-sizing:border-box}body{margin:0;font:14px/1.45 system-ui,-apple-system,"Segoe UI",sans-serif;background:var(--bg);color:var(--ink)}
+header{padding:20px 28px 8px}h1{margin:0;font-size:20px}h1 small{color:var(--muted);font-weight:400;margin-left:8px}
+.badge{display:inline-block;padding:2px 10px;border-radius:12px;font-size:12px;font-weight:600;margin-left:8px;vertical-align:middle}
+.badge.ok{background:#dcfce7;color:#166534}.badge.warn{background:#fef3c7;color:#92400e}.badge.bad{background:#fee2e2;color:#991b1b}
+.tiles{display:grid;grid-template-columns:repeat(auto-fill,minmax(150px,1fr));gap:10px;padding:8px 28px}
+.tile.wide{grid-column:span 2}.tile{background:var(--card);border-radius:8px;padding:10px 14px;box-shadow:0 1px 2px rgba(0,0,0,.06)}
+.tile .label{color:var(--muted);font-size:12px}.tile .value{font-size:20px;font-weight:600}.tile.bad .value{color:var(--c4)}
+main{display:grid;grid-template-columns:repeat(auto-fill,minmax(460px,1fr));gap:14px;padding:10px 28px 28px}
+.card{background:var(--card);border-radius:8px;padding:12px 14px;box-shadow:0 1px 2px rgba(0,0,0,.06);min-width:0}
+.card.wide{grid-column:1/-1}h2{font-size:14px;margin:0 0 6px}.note{margin:0 0 6px;color:var(--muted);font-size:12px}
+table{border-collapse:collapse;width:100%}td,th{padding:4px 6px;border-bottom:1px solid var(--grid);text-align:left;overflow-wrap:anywhere}.num{text-align:right;white-space:nowrap}
+footer{color:var(--muted);font-size:12px;padding:0 28px 20px}
+`;
+
+/**
+ * `report.html`: one self-contained page (uPlot, styles, data and script inline; a Content-Security-Policy
+ * that forbids every request), so it opens offline and from an e-mail attachment alike.
+ */
+export function renderReportHtml(data: ReportData): string {
+	const { summary } = data;
+	const assets = charting();
+	const byStatus = summary.targets.by_status;
+	const state = summary.complete
+		? byStatus.failed > 0
+			? `<span class="badge warn">complete, ${number(byStatus.failed)} failed</span>`
+			: `<span class="badge ok">complete</span>`
+		: `<span class="badge bad">incomplete${summary.stopped_reason ? `: ${escapeHtml(summary.stopped_reason)}` : ""}</span>`;
+	const pauses = data.pauses.length;
+	const tiles = [
+		tile(
+			"targets done",
+			`${number(summary.targets.done)}${summary.targets.total !== null ? ` of ${number(summary.targets.total)}` : ""}`,
+		),
+		tile("ok", number(byStatus.ok)),
+		tile("failed", number(byStatus.failed), byStatus.failed > 0 ? "bad" : ""),
+		tile("credits used", number(summary.credits.used)),
+		tile("wall time", milliseconds(summary.wall_ms)),
+		tile("throughput", `${summary.throughput_per_s.toFixed(1)}/s`),
+		tile(
+			"latency p50 / p95 / p99",
+			`${milliseconds(data.latency.p50)} / ${milliseconds(data.latency.p95)} / ${milliseconds(data.latency.p99)}`,
+		),
+		tile("service pauses", number(pauses)),
+	].join("");
+	const charts = [
+		`<section class="card wide" data-chart="activity" hidden><h2>Throughput and in-flight fetches</h2><p class="note">Per ${escapeHtml(milliseconds(data.timeline.bucket_ms))} bucket; dashed: the concurrency limit (${number(summary.concurrency)}); shaded: 429 pauses (amber) and outages (red).</p></section>`,
+		chart("latency", "Latency distribution", "Fetch duration, retries and task polling included."),
+		chart("credits-time", "Credits over time", "Cumulative, by finish time."),
+		chart("credits-mode", "Credits by mode"),
+		chart("status", "Targets by status"),
+		chart("errors", "Errors by kind"),
+		chart("fill", "Extracted fields: fill rate", "Share of ok records in which each field found something."),
+		chart("changes", "Changes since the previous run"),
+	].join("");
+	const tables = [
+		table(
+			"Top failing hosts",
+			["host", "failed"],
+			data.top_failing_hosts.map((host) => [host.host, number(host.failed)]),
+		),
+		table(
+			"Errors by kind",
+			["kind", "records"],
+			Object.entries(summary.errors_by_kind)
+				.sort((a, b) => b[1] - a[1])
+				.map(([kind, count]) => [kind, number(count)]),
+		),
+	].join("");
+	return `<!doctype html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<meta http-equiv="Content-Security-Policy" content="default-src 'none'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; img-src data:">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<title>${escapeHtml(`${summary.job} ${summary.run_id} — scrapejob report`)}</title>
+<style>${assets.style}${STYLE}</style>
+</head>
+<body>
+<header><h1>${escapeHtml(summary.job)}<small>run ${escapeHtml(summary.run_id)}</small>${state}</h1></header>
+<div class="tiles">${tiles}</div>
+<main>${charts}${tables}</main>
+<footer>Generated ${escapeHtml(data.generated_at)} by scrapejob from this run folder's files. Started ${escapeHtml(summary.started_at)}, finished ${escapeHtml(summary.finished_at)}.</footer>
+<script>${scriptText(assets.script)}</script>
+<script id="report-data" type="application/json">${scriptJson(data)}</script>
+<script>(${scriptText(renderReportPage.toString())})(uPlot, JSON.parse(document.getElementById("report-data").textContent));</script>
+</body>
+</html>
+`;
+}

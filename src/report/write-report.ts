@@ -1,0 +1,112 @@
+import { createReadStream, readFileSync, renameSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { createInterface } from "node:readline";
+import { type ResultRecord, RUN_FILES, type RunSummary } from "../output/index.js";
+import { UsageError } from "../shared/index.js";
+import { createRecordAggregates, type RecordAggregates } from "./record-aggregates.js";
+import { renderReportHtml } from "./render-report.js";
+import type { ReportData } from "./report-data.js";
+import { readPauseWindows } from "./run-log-events.js";
+
+export const REPORT_FILE = "report.html";
+
+/**
+ * Gathers what the report needs while a run writes its records (constant memory, a few array
+ * increments per record), so the report costs no second pass over a million records at the end.
+ */
+export interface ReportCollector {
+	add(record: ResultRecord): void;
+	/** Write `report.html` into `runDir`; returns its path. */
+	write(runDir: string, summary: RunSummary): Promise<string>;
+}
+
+export function createReportCollector(originMs: number): ReportCollector {
+	const aggregates = createRecordAggregates(originMs);
+	return {
+		add: (record) => aggregates.add(record),
+		write: async (runDir, summary) => writeReport(runDir, summary, aggregates),
+	};
+}
+
+/**
+ * Rebuild `report.html` from a run folder's own files (`scrapejob report RUN_DIR`): old runs, resumed
+ * runs (whose earlier sessions' records are only on disk) and merged shard folders.
+ */
+export async function rebuildReport(runDir: string): Promise<string> {
+	const summary = readSummary(runDir);
+	const aggregates = createRecordAggregates(runOrigin(runDir, summary));
+	const lines = createInterface({
+		input: createReadStream(join(runDir, RUN_FILES.jsonl), { encoding: "utf8" }),
+		crlfDelay: Number.POSITIVE_INFINITY,
+	});
+	try {
+		for await (const line of lines) {
+			const record = parseRecord(line);
+			if (record) aggregates.add(record);
+		}
+	} catch (error) {
+		if ((error as NodeJS.ErrnoException).code !== "ENOENT") throw error;
+	}
+	return writeReport(runDir, summary, aggregates);
+}
+
+async function writeReport(runDir: string, summary: RunSummary, aggregates: RecordAggregates): Promise<string> {
+	const data: ReportData = {
+		version: 1,
+		generated_at: new Date().toISOString(),
+		summary,
+		timeline: aggregates.timeline(),
+		pauses: await readPauseWindows(join(runDir, RUN_FILES.log)),
+		latency: aggregates.latency(),
+		fields: aggregates.fields(),
+		changes: aggregates.changes(),
+		top_failing_hosts: aggregates.topFailingHosts(),
+	};
+	const path = join(runDir, REPORT_FILE);
+	const temporary = `${path}.tmp`;
+	writeFileSync(temporary, renderReportHtml(data));
+	renameSync(temporary, path);
+	return path;
+}
+
+function readSummary(runDir: string): RunSummary {
+	const path = join(runDir, RUN_FILES.summary);
+	let text: string;
+	try {
+		text = readFileSync(path, "utf8");
+	} catch (error) {
+		throw new UsageError(`${runDir} is not a run folder: cannot read ${RUN_FILES.summary}`, { cause: error });
+	}
+	try {
+		const summary = JSON.parse(text) as RunSummary;
+		if (typeof summary?.targets?.by_status !== "object" || typeof summary.credits !== "object")
+			throw new Error("shape");
+		return summary;
+	} catch (error) {
+		throw new UsageError(`${path} is not a scrapejob summary`, { cause: error });
+	}
+}
+
+/** The folder's first session start: every record of every session finishes after it. */
+function runOrigin(runDir: string, summary: RunSummary): number {
+	try {
+		const meta = JSON.parse(readFileSync(join(runDir, RUN_FILES.meta), "utf8")) as { created_at?: unknown };
+		const created = typeof meta.created_at === "string" ? Date.parse(meta.created_at) : Number.NaN;
+		if (Number.isFinite(created)) return created;
+	} catch {
+		// A merged folder has no run.json: the summary's start is the next best origin.
+	}
+	const started = Date.parse(summary.started_at);
+	return Number.isFinite(started) ? started : 0;
+}
+
+/** A results.jsonl line as a record, or null for a torn or foreign line (the report skips it). */
+function parseRecord(line: string): ResultRecord | null {
+	if (line.length === 0) return null;
+	try {
+		const record = JSON.parse(line) as ResultRecord;
+		return typeof record.finished_at === "string" && typeof record.duration_ms === "number" ? record : null;
+	} catch {
+		return null;
+	}
+}
