@@ -124,13 +124,6 @@ export function renderReportHtml(data: ReportData): string {
 			["host", "failed"],
 			data.top_failing_hosts.map((host) => [host.host, number(host.failed)]),
 		),
-		table(
-			"Errors by kind",
-			["kind", "records"],
-			Object.entries(summary.errors_by_kind)
-				.sort((a, b) => b[1] - a[1])
-				.map(([kind, count]) => [kind, number(count)]),
-		),
 	].join("");
 	return `<!doctype html>
 <html lang="en">

@@ -6,7 +6,7 @@
 export interface Timeline {
 	/** Count `amount` into `series` at `atMs`. */
 	add(series: TimelineSeries, atMs: number, amount: number): void;
-	/** A fetch in flight from `startMs` to `finishMs` (counted at each bucket start it spans). */
+	/** A fetch in flight from `startMs` until `finishMs` (counted at each bucket start in [start, finish)). */
 	span(startMs: number, finishMs: number): void;
 	snapshot(): TimelineSnapshot;
 }
@@ -72,15 +72,18 @@ export function createTimeline(originMs: number, maxBuckets = 600): Timeline {
 			counts[series][bucketOf(atMs)]! += amount;
 		},
 		span(startMs, finishMs) {
-			const last = bucketOf(finishMs);
+			bucketOf(finishMs); // grows the buckets first when the span ends beyond them
 			const offset = Math.max(0, startMs - originMs);
-			// First bucket whose start lies inside the span; none when the span fits between two starts.
+			// Half-open [start, finish): one fetch ending as the next begins is one slot, not two.
 			const first = Math.ceil(offset / bucketMs);
+			const last = Math.ceil(Math.max(0, finishMs - originMs) / bucketMs) - 1;
 			if (first > last) return;
 			inFlightDelta[first]! += 1;
 			inFlightDelta[last + 1]! -= 1;
 		},
 		snapshot() {
+			// A line needs two points: even a run shorter than one bucket spans [start, end of bucket].
+			if (used < 2) used = 2;
 			const series = (array: Float64Array) => Array.from(array.subarray(0, used), (value) => round(value));
 			const inFlight: number[] = [];
 			let level = 0;

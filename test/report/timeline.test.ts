@@ -31,7 +31,7 @@ describe("report timeline", () => {
 		expect(snapshot.finished.reduce((a, b) => a + b, 0)).toBe(3000);
 		snapshot.in_flight.forEach((level, index) => {
 			const at = index * snapshot.bucket_ms;
-			const expected = spans.filter(([start, finish]) => start <= at && at <= finish).length;
+			const expected = spans.filter(([start, finish]) => start <= at && at < finish).length;
 			expect(level, `bucket ${index}`).toBe(expected);
 		});
 	});
