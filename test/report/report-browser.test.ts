@@ -84,7 +84,7 @@ describe("report.html in a real browser", () => {
 				"  mode: request",
 				"targets:",
 				...targets,
-				"  - url: " + `${service.site.url}/missing-page`,
+				`  - url: ${service.site.url}/missing-page`,
 				"",
 			].join("\n"),
 		);
@@ -108,7 +108,7 @@ describe("report.html in a real browser", () => {
 		const tiles = await first.page.locator(".tile").allInnerTexts();
 		const summary = readSummary(runDir);
 		expect(tiles.join(" ")).toContain(`${summary.targets.by_status.failed}`);
-		expect(await first.page.locator("table.data").first().innerText()).toContain(new URL(service.site.url).host);
+		expect(await first.page.locator("table.data").first().textContent()).toContain(new URL(service.site.url).host);
 		await screenshot(first.page, "report-run.png");
 		// README's picture: SCRAPEJOB_UPDATE_SCREENSHOT=1 npx vitest run test/report/report-browser.test.ts
 		if (process.env.SCRAPEJOB_UPDATE_SCREENSHOT === "1") {
@@ -199,7 +199,7 @@ describe("report.html in a real browser", () => {
 		expect(readFileSync(path, "utf8")).not.toContain("<script>window.__owned");
 		const { page, watch, charts } = await openReport(path);
 		expect(await page.evaluate(() => (window as unknown as { __owned?: number }).__owned)).toBeUndefined();
-		expect(await page.locator("h1").innerText()).toContain("window.__owned = 1");
+		expect(await page.locator("h1").textContent()).toContain("window.__owned = 1");
 		expect(watch.consoleErrors).toEqual([]);
 		expect(watch.requests).toHaveLength(1);
 		// With extracted fields and change tracking, their charts draw too.
