@@ -16,9 +16,10 @@ const ALLOWED: Readonly<Record<string, readonly string[]>> = {
 	api: ["shared"],
 	output: ["shared"],
 	report: ["shared", "output"],
-	run: ["shared", "job", "api", "output", "report"],
+	browser: ["shared"],
+	run: ["shared", "job", "api", "output", "report", "browser"],
 	emulator: ["shared"],
-	cli: ["shared", "config", "job", "api", "output", "run", "report", "emulator"],
+	cli: ["shared", "config", "job", "api", "output", "run", "report", "browser", "emulator"],
 };
 
 async function sourceFiles(dir: string): Promise<string[]> {

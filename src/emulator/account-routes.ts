@@ -197,9 +197,9 @@ function browserAccess(ctx: EmulatorContext) {
 	return {
 		success: true,
 		has_access: true,
-		credits: ctx.config.browserCredits,
+		credits: Math.max(0, ctx.config.browserCredits - ctx.browser.stats().creditsUsed),
 		concurrency: ctx.config.browserConcurrency,
-		api_key: ctx.config.browserKey,
+		api_key: ctx.config.browserReportedKey,
 		max_session_length_seconds: ctx.config.maxSessionLengthSeconds,
 		endpoint_url: endpointUrl,
 	};

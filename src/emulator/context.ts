@@ -1,6 +1,7 @@
 /** Everything a request handler needs, built once per emulator by `startEmulator`. */
 import type { Clock } from "../shared/index.js";
 import type { AccountData } from "./account-data.js";
+import type { BrowserEndpoint } from "./browser-endpoint.js";
 import type { Catalogue } from "./catalogue.js";
 import type { SlotTracker } from "./concurrency.js";
 import type { CreditAccount } from "./credits.js";
@@ -29,4 +30,6 @@ export interface EmulatorContext {
 	readonly scraperKeys: ReadonlySet<string>;
 	/** Base addresses, known once the server listens. */
 	readonly urls: { apiUrl: string; scraperUrl: string; browserUrl: string };
+	/** The remote browser service (its credits show in GET /public/browser). */
+	readonly browser: BrowserEndpoint;
 }

@@ -4,11 +4,13 @@
  *
  * Paths: `/` (index), `/product/1…/product/<pages>`, `/page/<n>` (any n ≥ 1), `/app` (script-rendered),
  * `/slow?ms=N` (answers after N ms, at most 60 s), `/status/<code>` (answers that status),
- * `/redirect` (302 to `/product/1`); anything else is a 404 page.
+ * `/redirect` (302 to `/product/1`), `/search` (a form; results rendered by script), `/load-more`
+ * (a list that grows on clicks); anything else is a 404 page.
  */
 import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
 import { DEFAULT_HOST } from "./defaults.js";
+import { loadMorePage, searchPage } from "./demo-interactive-pages.js";
 
 export interface DemoSiteOptions {
 	/** Port to listen on; 0 picks a free one. @default 0 */
@@ -112,6 +114,10 @@ function pageFor(target: string, pages: number): Reply {
 	if (section === "product" && isId && id <= pages) return { status: 200, html: productPage(id) };
 	if (section === "page" && isId) return { status: 200, html: genericPage(id) };
 	if (path === "/app") return { status: 200, html: SCRIPT_RENDERED_PAGE };
+	if (path === "/search") {
+		return { status: 200, html: searchPage(new URLSearchParams(target.slice(queryStart + 1)).get("q"), pages) };
+	}
+	if (path === "/load-more") return { status: 200, html: loadMorePage() };
 	if (path === "/redirect") return { redirect: "/product/1" };
 	if (section === "status" && isId && id >= 200 && id <= 599) {
 		return { status: id, html: page(`Status ${id}`, `<h1>Status ${id}</h1><p>The demo site answered ${id}.</p>`) };

@@ -11,6 +11,7 @@ export {
 	DEFAULT_SCRAPER_KEY,
 	SCRAPER_BASE_PATH,
 } from "./defaults.js";
+export { demoSearchResults } from "./demo-interactive-pages.js";
 export { type DemoSite, type DemoSiteOptions, demoProductPrice, startDemoSite } from "./demo-site.js";
 export type { KeyPlace, Ledger, LedgerEndpoint, LedgerEntry, LedgerOptions, RateLimitWindow } from "./ledger.js";
 export {

@@ -133,6 +133,10 @@ export const scenarioSchema = z
 		browser_credits: count.default(1000),
 		browser_concurrency: count.default(3),
 		max_session_length_seconds: count.default(60),
+		browser_cut_sessions: count.default(0),
+		/** The key GET /public/browser reports; another value than keys.browser makes every session 401 (a revoked key). */
+		browser_reported_key: z.string().min(1).optional(),
+		browser_cut_after_ms: positiveInt.default(1000),
 		email_verified: z.boolean().default(true),
 		balances_mb: balancesSchema.prefault({}),
 		static_residential_ips: z.number().int().min(0).max(100).default(3),
@@ -202,6 +206,11 @@ export interface EmulatorConfig {
 	readonly browserCredits: number;
 	readonly browserConcurrency: number;
 	readonly maxSessionLengthSeconds: number;
+	/** The first this-many browser sessions end after `browserCutAfterMs` (a session the service cut short). */
+	readonly browserCutSessions: number;
+	/** What GET /public/browser reports as `api_key` (the real browser key unless a scenario says otherwise). */
+	readonly browserReportedKey: string;
+	readonly browserCutAfterMs: number;
 	readonly emailVerified: boolean;
 	readonly balancesMb: { readonly rp: number; readonly rpc: number; readonly mp: number; readonly dcp: number };
 	readonly staticResidentialIps: number;
@@ -297,6 +306,9 @@ export function toConfig(scenario: Scenario): EmulatorConfig {
 		browserCredits: scenario.browser_credits,
 		browserConcurrency: scenario.browser_concurrency,
 		maxSessionLengthSeconds: scenario.max_session_length_seconds,
+		browserCutSessions: scenario.browser_cut_sessions,
+		browserReportedKey: scenario.browser_reported_key ?? scenario.keys.browser,
+		browserCutAfterMs: scenario.browser_cut_after_ms,
 		emailVerified: scenario.email_verified,
 		balancesMb: { ...scenario.balances_mb },
 		staticResidentialIps: scenario.static_residential_ips,

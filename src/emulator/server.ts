@@ -8,6 +8,7 @@ import type { AddressInfo } from "node:net";
 import { type Clock, errorMessage, systemClock } from "../shared/index.js";
 import { createAccountData } from "./account-data.js";
 import { handleAccountRequest } from "./account-routes.js";
+import { type BrowserSessionStats, createBrowserEndpoint } from "./browser-endpoint.js";
 import { createCatalogue } from "./catalogue.js";
 import { SlotTracker } from "./concurrency.js";
 import type { EmulatorContext } from "./context.js";
@@ -33,6 +34,8 @@ export interface StartEmulatorOptions {
 	readonly ledger?: false | LedgerOptions;
 	/** Clock for the usage endpoint's bucket labels, ms since the epoch. @default Date.now */
 	readonly clock?: Clock;
+	/** The Chromium each browser session runs in. @default $SCRAPEJOB_CHROMIUM or /usr/bin/chromium */
+	readonly chromiumPath?: string;
 }
 
 export interface Emulator {
@@ -46,6 +49,12 @@ export interface Emulator {
 	readonly scraperKey: string;
 	/** Every scraper key of the scenario. */
 	readonly scraperKeys: readonly string[];
+	/** WebSocket address of the browser service (what GET /public/browser reports as `endpoint_url`). */
+	readonly browserUrl: string;
+	/** The browser key (`?key=` on the browser address). */
+	readonly browserKey: string;
+	/** Browser sessions so far: started, refused, open now and at most, cut, credits. */
+	browserSessions(): BrowserSessionStats;
 	readonly host: string;
 	readonly port: number;
 	readonly ledger: Ledger;
@@ -81,6 +90,15 @@ export async function startEmulator(options: StartEmulatorOptions = {}): Promise
 		signal: abort.signal,
 		scraperKeys: new Set(config.scraperKeys),
 		urls,
+		browser: createBrowserEndpoint({
+			key: config.browserKey,
+			hasAccess: config.hasBrowserAccess,
+			concurrency: config.browserConcurrency,
+			maxSessionSeconds: config.maxSessionLengthSeconds,
+			cutSessions: config.browserCutSessions,
+			cutAfterMs: config.browserCutAfterMs,
+			chromiumPath: options.chromiumPath ?? process.env.SCRAPEJOB_CHROMIUM ?? "/usr/bin/chromium",
+		}),
 	};
 
 	const server = createServer({ keepAlive: true, noDelay: true }, (req, res) => {
@@ -94,6 +112,10 @@ export async function startEmulator(options: StartEmulatorOptions = {}): Promise
 				});
 			}
 		});
+	});
+	server.on("upgrade", (req, socket, head) => {
+		if ((req.url ?? "").split("?")[0] === "/browser") ctx.browser.handleUpgrade(req, socket, head);
+		else socket.end("HTTP/1.1 404 Not Found\r\nConnection: close\r\n\r\n");
 	});
 	const host = options.host ?? DEFAULT_HOST;
 	const port = await listen(server, options.port ?? 0, host);
@@ -109,6 +131,9 @@ export async function startEmulator(options: StartEmulatorOptions = {}): Promise
 		accountKey: config.accountKey,
 		scraperKey: config.scraperKeys[0] as string,
 		scraperKeys: config.scraperKeys,
+		browserUrl: urls.browserUrl,
+		browserKey: config.browserKey,
+		browserSessions: () => ctx.browser.stats(),
 		host,
 		port,
 		ledger,
@@ -122,6 +147,7 @@ export async function startEmulator(options: StartEmulatorOptions = {}): Promise
 			closing ??= (async () => {
 				abort.abort();
 				ctx.tasks.close();
+				await ctx.browser.close();
 				const closed = new Promise<void>((resolve) => server.close(() => resolve()));
 				server.closeAllConnections();
 				await ctx.fetcher.close();

@@ -8,6 +8,14 @@
  * (inline + sources, dedupe, bad rows) over sources (CSV/text, streamed) and url-check;
  * positions, target-id, dedupe, did-you-mean and problems are helpers; json-schema publishes it.
  */
+export {
+	BROWSER_OS,
+	BROWSER_STEP_KINDS,
+	type BrowserSession,
+	type BrowserStep,
+	type BrowserStepKind,
+	jobUsesBrowser,
+} from "./browser-session.js";
 export { createTargetKeySet, type TargetKeySet } from "./dedupe.js";
 export { JOB_SCHEMA_FILE, jobJsonSchema, jobJsonSchemaText } from "./json-schema.js";
 export { type LoadedJob, type LoadJobOptions, loadJob } from "./load-job.js";

@@ -1,6 +1,7 @@
 import { createHash } from "node:crypto";
 import { basename, extname, isAbsolute, relative, resolve } from "node:path";
 import type { ScrapeParams } from "../shared/index.js";
+import { type BrowserSession, browserSessionSchema, mergeBrowserSessions } from "./browser-session.js";
 import type { DataPath, Position } from "./positions.js";
 import type { JobFileOutput, ScrapeOptions, SourceFormat } from "./schema.js";
 import { scrapeOptionsSchema, sourceSchema, targetSchema } from "./schema.js";
@@ -53,16 +54,41 @@ function optionsOf(value: Record<string, unknown>, exclude: readonly string[]): 
 export type TargetEntry = JobFileOutput extends { targets?: Array<infer T> } ? T : never;
 export type SourceEntry = JobFileOutput extends { sources?: Array<infer S> } ? S : never;
 
-/** An inline target: its params are `defaults` overridden by its own options; its id is given or derived. */
-export function normalizeTarget(entry: TargetEntry, defaults: ScrapeOptions, origin: Target["origin"]): Target {
-	const own = typeof entry === "string" ? {} : optionsOf(entry, ["url", "id"]);
+/**
+ * An inline target: its params are `defaults` overridden by its own options; its id is given or derived.
+ * A `browser_session` (the job's, overridden field by field by the target's) is part of its identity.
+ */
+export function normalizeTarget(
+	entry: TargetEntry,
+	defaults: ScrapeOptions,
+	origin: Target["origin"],
+	jobSession: BrowserSession | null = null,
+): Target {
+	const own = typeof entry === "string" ? {} : optionsOf(entry, ["url", "id", "browser_session"]);
 	const url = typeof entry === "string" ? entry : entry.url;
 	const params: ScrapeParams = { ...defaults, ...own, url };
+	const session = mergeBrowserSessions(jobSession, typeof entry === "string" ? null : entry.browser_session);
 	const id =
 		typeof entry === "string" || entry.id === undefined
-			? createTargetKey(url, identityOptionsJson(params)).id
+			? createTargetKey(url, identityOptionsJson(withSession(params, session))).id
 			: entry.id;
-	return { id, url, params, origin };
+	return session ? { id, url, params, origin, browserSession: session } : { id, url, params, origin };
+}
+
+/** Options as identified: the browser session, when there is one, is part of what a target is. */
+export function withSession<T extends object>(options: T, session: BrowserSession | null): T {
+	return session ? { ...options, browser_session: session } : options;
+}
+
+/** `defaults` split into the scrape options and the `browser_session` that rides along with them. */
+function splitDefaults(raw: unknown): { defaults: ScrapeOptions; session: BrowserSession | null } {
+	if (typeof raw !== "object" || raw === null) return { defaults: {}, session: null };
+	const { browser_session: session, ...options } = raw as Record<string, unknown>;
+	const parsedSession = browserSessionSchema.safeParse(session);
+	return {
+		defaults: options as ScrapeOptions,
+		session: session !== undefined && parsedSession.success ? parsedSession.data : null,
+	};
 }
 
 export function normalizeSource(entry: SourceEntry, index: number, dir: string, ctx: NormalizeContext): SourceSpec {
@@ -92,7 +118,8 @@ export function jobFingerprint(job: Omit<Job, "fingerprint">): string {
 	const identity = {
 		v: 1,
 		defaults: job.defaults,
-		targets: job.targets.map((target) => [target.id, target.params]),
+		targets: job.targets.map((target) => [target.id, target.params, target.browserSession ?? null]),
+		browserSession: job.browserSession ?? undefined,
 		sources: job.sources.map((source) => ({
 			kind: source.kind,
 			path: relative(job.dir, source.path).split("\\").join("/"),
@@ -107,10 +134,12 @@ export function jobFingerprint(job: Omit<Job, "fingerprint">): string {
 /** Step 2 of habit 2: the schema's output made into the `Job` the runner gets. */
 export function normalizeJob(parsed: JobFileOutput, ctx: NormalizeContext): Job {
 	const dir = resolve(ctx.file, "..");
-	const defaults: ScrapeOptions = parsed.defaults ?? {};
+	const split = splitDefaults(parsed.defaults);
+	const defaults = split.defaults;
+	const browserSession = mergeBrowserSessions(parsed.browser_session, split.session);
 	const targets = (parsed.targets ?? []).map((entry, index) => {
 		const at = ctx.locate(["targets", index]);
-		return normalizeTarget(entry, defaults, { file: ctx.displayFile, line: at.line, col: at.col });
+		return normalizeTarget(entry, defaults, { file: ctx.displayFile, line: at.line, col: at.col }, browserSession);
 	});
 	const sources = (parsed.sources ?? []).map((entry, index) => normalizeSource(entry, index, dir, ctx));
 	const job: Omit<Job, "fingerprint"> = {
@@ -121,6 +150,7 @@ export function normalizeJob(parsed: JobFileOutput, ctx: NormalizeContext): Job 
 		concurrency: parsed.concurrency,
 		maxCredits: parsed.max_credits ?? null,
 		defaults,
+		browserSession,
 		targets,
 		sources,
 		output: { formats: [...new Set(parsed.output.formats)], content: parsed.output.content },
@@ -141,14 +171,19 @@ export function normalizeJob(parsed: JobFileOutput, ctx: NormalizeContext): Job 
  */
 export function normalizePartialJob(data: Record<string, unknown>, ctx: NormalizeContext): Job {
 	const dir = resolve(ctx.file, "..");
-	const parsedDefaults = scrapeOptionsSchema.safeParse(data.defaults ?? {});
+	const split = splitDefaults(data.defaults);
+	const parsedDefaults = scrapeOptionsSchema.safeParse(split.defaults);
 	const defaults: ScrapeOptions = parsedDefaults.success ? parsedDefaults.data : {};
+	const parsedSession = browserSessionSchema.safeParse(data.browser_session);
+	const browserSession = mergeBrowserSessions(parsedSession.success ? parsedSession.data : null, split.session);
 	const targets: Target[] = [];
 	(Array.isArray(data.targets) ? data.targets : []).forEach((raw: unknown, index) => {
 		const parsed = targetSchema.safeParse(raw);
 		if (!parsed.success) return;
 		const at = ctx.locate(["targets", index]);
-		targets.push(normalizeTarget(parsed.data, defaults, { file: ctx.displayFile, line: at.line, col: at.col }));
+		targets.push(
+			normalizeTarget(parsed.data, defaults, { file: ctx.displayFile, line: at.line, col: at.col }, browserSession),
+		);
 	});
 	const sources: SourceSpec[] = [];
 	(Array.isArray(data.sources) ? data.sources : []).forEach((raw: unknown, index) => {
@@ -163,6 +198,7 @@ export function normalizePartialJob(data: Record<string, unknown>, ctx: Normaliz
 		concurrency: "auto",
 		maxCredits: null,
 		defaults,
+		browserSession,
 		targets,
 		sources,
 		output: { formats: ["jsonl", "csv"], content: "files" },

@@ -11,6 +11,7 @@ import {
 	type ScrapeParams,
 	WAIT_UNTIL,
 } from "../shared/index.js";
+import { browserSessionSchema } from "./browser-session.js";
 import { describeValue } from "./problems.js";
 
 /**
@@ -114,6 +115,11 @@ export const scrapeOptionsSchema = z
 	.partial()
 	.describe("Scrape options, named as the service's realtime parameters");
 
+/** `defaults`: scrape options for every target, and a `browser_session` for every target. */
+export const defaultsSchema = scrapeOptionsSchema
+	.extend({ browser_session: browserSessionSchema.optional() })
+	.describe("Scrape options (and a browser_session) for every target; a target's own win");
+
 const urlSchema = z
 	.string({ error: (issue) => (issue.input === undefined ? PROBLEMS.urlRequired : PROBLEMS.urlFormat) })
 	// biome-ignore lint/suspicious/noTemplateCurlyInString: `${VAR}` is the job format's own syntax
@@ -127,6 +133,7 @@ export const targetObjectSchema = z
 			.regex(TARGET_ID_PATTERN, { error: (issue) => `${TARGET_ID_RULE} (got ${describeValue(issue.input)})` })
 			.optional()
 			.describe("Stable id (default: derived from the URL and options); names the page file"),
+		browser_session: browserSessionSchema.optional(),
 		...scrapeOptionsSchema.shape,
 	})
 	.describe("A target with its own id and scrape options (they override defaults)");
@@ -195,7 +202,8 @@ export const jobFileSchema = z
 			.default("auto")
 			.describe("auto = the account's concurrency; or a number not above it"),
 		max_credits: z.int().positive().optional().describe("Budget: no fetch starts that could exceed it"),
-		defaults: scrapeOptionsSchema.optional(),
+		browser_session: browserSessionSchema.optional(),
+		defaults: defaultsSchema.optional(),
 		targets: z.array(targetSchema).optional().describe("Inline targets"),
 		sources: z.array(sourceSchema).optional().describe("Files of URLs, streamed (never loaded whole)"),
 		output: outputSchema.prefault({}),

@@ -96,7 +96,10 @@ async function* scanTargets(job: Job, options: ScanOptions): AsyncGenerator<Targ
 	const inline = createFileReporter(options.report, options.problemsPerFile);
 	const inlineTargets: Target[] = [];
 	for (const target of job.targets) {
-		const key = createTargetKey(target.url, identityOptionsJson(target.params));
+		const identity = target.browserSession
+			? { ...target.params, browser_session: target.browserSession }
+			: target.params;
+		const key = createTargetKey(target.url, identityOptionsJson(identity));
 		if (!seen.add(key.high, key.low)) {
 			counts.duplicates++;
 			inline.add({ ...target.origin, severity: "warning", message: duplicateMessage(target.url, key.id) });
@@ -143,7 +146,8 @@ function createSourceScanner(
 ) {
 	const { counts } = options;
 	const base: Omit<ScrapeParams, "url"> = { ...job.defaults, ...source.options };
-	const optionsJson = identityOptionsJson(base);
+	const session = job.browserSession ?? undefined;
+	const optionsJson = identityOptionsJson(session ? { ...base, browser_session: session } : base);
 	const cost = creditCostRange(base);
 	const reporter = createFileReporter(options.report, options.problemsPerFile);
 	const file = source.displayPath;
@@ -185,7 +189,9 @@ function createSourceScanner(
 			}
 			const params: ScrapeParams = { ...base, url: row.url };
 			countTarget(counts, params, cost);
-			return { id: key.id, url: row.url, params, origin };
+			return session
+				? { id: key.id, url: row.url, params, origin, browserSession: session }
+				: { id: key.id, url: row.url, params, origin };
 		},
 		finish() {
 			if (ended) return;

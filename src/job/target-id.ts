@@ -20,7 +20,9 @@ export function canonicalJson(value: unknown): string {
  * target's own) without `url`, with `mode` spelled out — `mode: auto` written or left to the
  * service's default is the same fetch. Computed once per source, not per row.
  */
-export function identityOptionsJson(params: Omit<ScrapeParams, "url"> & { url?: string }): string {
+export function identityOptionsJson(
+	params: Omit<ScrapeParams, "url"> & { url?: string; browser_session?: unknown },
+): string {
 	const { url: _url, ...options } = params;
 	return canonicalJson({ ...options, mode: options.mode ?? "auto" });
 }

@@ -1,4 +1,5 @@
 import type { Mode, ScrapeParams } from "../shared/index.js";
+import type { BrowserSession } from "./browser-session.js";
 import type { BadRowPolicy, ContentMode, OutputFormat, ScrapeOptions } from "./schema.js";
 
 /** Where a target was written: the job file or a source file, 1-based. */
@@ -17,6 +18,8 @@ export interface Target {
 	/** Defaults merged with the source's and the target's own options; `url` included. */
 	params: ScrapeParams;
 	origin: TargetOrigin;
+	/** Fetched in the remote browser with these settings and steps instead of the scraper (`browser_session:`). */
+	browserSession?: BrowserSession;
 }
 
 interface SourceSpecBase {
@@ -57,6 +60,8 @@ export interface Job {
 	concurrency: "auto" | number;
 	maxCredits: number | null;
 	defaults: ScrapeOptions;
+	/** The job's (and `defaults`') `browser_session`: every target without its own uses it. */
+	browserSession: BrowserSession | null;
 	/** Inline targets in file order, duplicates included (`streamTargets` drops them). */
 	targets: Target[];
 	sources: SourceSpec[];

@@ -34,6 +34,8 @@ export interface RunSummary {
 	latency_ms: { p50: number | null; p95: number | null };
 	concurrency: number;
 	resumed_from: string | null;
+	/** Browser credits the run's `browser_session:` targets used (the account's balance before and after); absent without them. */
+	browser_credits_used?: number | null;
 }
 
 /** Write atomically (temp file + rename): a crash mid-write leaves the previous summary, never half of one. */

@@ -3,6 +3,7 @@ import { join } from "node:path";
 import PQueue from "p-queue";
 import type { Logger } from "pino";
 import { classifyFailure, type ScraperClient, type ScraperHeaders } from "../api/index.js";
+import type { BrowserServiceAccess } from "../browser/index.js";
 import { type Job, streamTargetBatches, type Target } from "../job/index.js";
 import {
 	createCsvSink,
@@ -24,6 +25,7 @@ import {
 	type Sleep,
 	systemClock,
 } from "../shared/index.js";
+import { createSessionLimiter, fetchBrowserTarget } from "./browser-target.js";
 import { createCreditBudget } from "./credit-budget.js";
 import { type FetchTargetDeps, fetchTarget } from "./fetch-target.js";
 import { openJournal } from "./journal.js";
@@ -81,6 +83,14 @@ export interface RunJobOptions {
 	/** fdatasync interval for results and journal, milliseconds. @default 1000 */
 	readonly syncIntervalMs?: number;
 	readonly method?: "GET" | "POST";
+	/**
+	 * The remote browser service, for `browser_session:` targets (GET /public/browser, read by the caller).
+	 * `readCredits` reads the browser credits again at the end: the summary reports what the run used.
+	 */
+	readonly browser?: BrowserServiceAccess & {
+		readonly creditsBefore: number | null;
+		readCredits(): Promise<number | null>;
+	};
 }
 
 export interface RunJobResult {
@@ -240,6 +250,8 @@ export async function runJob(options: RunJobOptions): Promise<RunJobResult> {
 		};
 
 		const content = { mode: job.output.content, pages };
+		const browser = options.browser;
+		const sessions = browser ? createSessionLimiter(browser) : null;
 
 		// One set of dependencies for every fetch: nothing per target but the target itself.
 		const fetchDeps: FetchTargetDeps = {
@@ -265,8 +277,36 @@ export async function runJob(options: RunJobOptions): Promise<RunJobResult> {
 			},
 		};
 
+		/** A `browser_session:` target: a fresh remote-browser session (browser credits: not in the budget). */
+		const runBrowserTarget = async (target: Target & { browserSession: NonNullable<Target["browserSession"]> }) => {
+			const started = clock();
+			journal.started(target.id);
+			if (!browser || !sessions) throw new Error("a browser_session target needs the browser service's access");
+			const { result, evaluated } = await fetchBrowserTarget(target, {
+				access: browser,
+				sessions,
+				retry: job.retry,
+				clock,
+				sleep,
+				random,
+				signal: inflight.signal,
+				isStopping: () => stopReason !== null,
+				onRetry: fetchDeps.onRetry,
+			});
+			if (result.kind === "aborted") {
+				stop(result.reason, `stopping: ${result.message}`);
+				return;
+			}
+			if (result.kind === "abandoned") return;
+			const record = fetchedRecord(target, result, { startedMs: started, finishedMs: clock() }, content);
+			if (evaluated.length > 0)
+				record.data = { ...record.data, evaluate: evaluated.length === 1 ? evaluated[0] : evaluated };
+			write(record);
+		};
+
 		const runTarget = async (target: Target) => {
 			if (stopReason) return;
+			if (target.browserSession) return runBrowserTarget(target as Parameters<typeof runBrowserTarget>[0]);
 			const worstCase = creditCostRange(target.params).max;
 			if (!budget.tryReserve(worstCase) && !(await waitForBudget(worstCase))) {
 				if (stopReason) return;
@@ -360,6 +400,11 @@ export async function runJob(options: RunJobOptions): Promise<RunJobResult> {
 			startedMs: startedAt,
 			finishedMs: clock(),
 		});
+		if (browser) {
+			const after = await browser.readCredits().catch(() => null);
+			summary.browser_credits_used =
+				browser.creditsBefore !== null && after !== null ? Math.max(0, browser.creditsBefore - after) : null;
+		}
 		writeSummary(join(runDir, RUN_FILES.summary), summary);
 		log.info(
 			{

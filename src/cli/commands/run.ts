@@ -6,6 +6,7 @@ import {
 	formatProblem,
 	type Job,
 	JobValidationError,
+	jobUsesBrowser,
 	loadJob,
 	streamTargetBatches,
 	type TargetCounts,
@@ -13,6 +14,7 @@ import {
 import { formatSummary } from "../../output/index.js";
 import { listRuns, type ProgressSnapshot, type RunJobResult, runJob, surveyTargets } from "../../run/index.js";
 import { redactSecrets, UsageError } from "../../shared/index.js";
+import { connectBrowser, type RunBrowserAccess } from "../browser-access.js";
 import { type CliContext, writeLine } from "../context.js";
 import { EXIT } from "../exit-codes.js";
 import { createProgressBar, createProgressLog, type ProgressDisplay } from "../progress-display.js";
@@ -175,6 +177,9 @@ async function runCommand(ctx: CliContext, paths: string[], flags: RunFlags): Pr
 		if (scraper.access && scraper.access.concurrency < 1) {
 			throw new NoScraperAccessError("the account's scraper concurrency is 0; nothing was sent");
 		}
+		// Jobs with browser_session: targets need the browser service: no access stops here, before any fetch.
+		const browser = jobs.some(({ job }) => jobUsesBrowser(job)) ? await connectBrowser(ctx, connection) : undefined;
+		if (browser) secrets.push(browser.key);
 		const client = scraper.client;
 		const accountConcurrency = scraper.access?.concurrency ?? null;
 		const access = scraper.access;
@@ -191,6 +196,7 @@ async function runCommand(ctx: CliContext, paths: string[], flags: RunFlags): Pr
 				logger,
 				secrets,
 				notes,
+				browser,
 			});
 			worst = Math.max(worst, code);
 			if (code === EXIT.authOrCredits || code === EXIT.interrupted) break;
@@ -240,6 +246,7 @@ interface RunContext {
 	logger: Logger;
 	secrets: string[];
 	notes: TerminalNotes;
+	browser: RunBrowserAccess | undefined;
 }
 
 async function runOne(
@@ -330,6 +337,7 @@ async function runOne(
 				? { taskPoll: { initialIntervalMs: flags.taskPollMs, maxIntervalMs: flags.taskPollMs * 10 } }
 				: {}),
 			secrets: run.secrets,
+			...(run.browser && jobUsesBrowser(job) ? { browser: run.browser } : {}),
 			logger: run.logger,
 			...(display ? { onProgress: (snapshot: ProgressSnapshot) => display?.update(snapshot) } : {}),
 		});
