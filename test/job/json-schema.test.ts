@@ -42,9 +42,14 @@ describe("job JSON Schema", () => {
 				targets: { items: { anyOf: Array<{ properties?: Record<string, unknown> }> } };
 			};
 		};
-		expect(Object.keys(schema.properties.defaults.properties).sort()).toEqual([...SCRAPE_OPTION_NAMES].sort());
+		// Beside the service's parameters, defaults and targets may carry a browser_session (issue #17).
+		expect(Object.keys(schema.properties.defaults.properties).sort()).toEqual(
+			["browser_session", ...SCRAPE_OPTION_NAMES].sort(),
+		);
 		const targetObject = schema.properties.targets.items.anyOf.find((option) => option.properties);
-		expect(Object.keys(targetObject?.properties ?? {}).sort()).toEqual(["id", "url", ...SCRAPE_OPTION_NAMES].sort());
+		expect(Object.keys(targetObject?.properties ?? {}).sort()).toEqual(
+			["browser_session", "id", "url", ...SCRAPE_OPTION_NAMES].sort(),
+		);
 	});
 });
 

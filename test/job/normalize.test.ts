@@ -21,6 +21,7 @@ describe("the normalized Job", () => {
 			concurrency: "auto",
 			maxCredits: null,
 			defaults: {},
+			browserSession: null,
 			sources: [],
 			output: { formats: ["jsonl", "csv"], content: "files" },
 			retry: { attempts: 5, backoffMs: 1000, maxBackoffMs: 60_000 },
