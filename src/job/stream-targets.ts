@@ -42,6 +42,8 @@ interface ScanOptions {
 	counts: TargetCounts;
 }
 
+const NO_COST = { min: 0, max: 0 } as const;
+
 function countTarget(counts: TargetCounts, params: ScrapeParams, cost: { min: number; max: number }): void {
 	const mode = params.mode ?? "auto";
 	counts.targets++;
@@ -106,7 +108,8 @@ async function* scanTargets(job: Job, options: ScanOptions): AsyncGenerator<Targ
 			continue;
 		}
 		inlineFirst.set(key.id, target);
-		countTarget(counts, target.params, creditCostRange(target.params));
+		// A browser session is paid from the browser credits, not the scraper's: no scraper estimate.
+		countTarget(counts, target.params, target.browserSession ? NO_COST : creditCostRange(target.params));
 		inlineTargets.push(target);
 	}
 	inline.finish();
@@ -148,7 +151,7 @@ function createSourceScanner(
 	const base: Omit<ScrapeParams, "url"> = { ...job.defaults, ...source.options };
 	const session = job.browserSession ?? undefined;
 	const optionsJson = identityOptionsJson(session ? { ...base, browser_session: session } : base);
-	const cost = creditCostRange(base);
+	const cost = session ? NO_COST : creditCostRange(base);
 	const reporter = createFileReporter(options.report, options.problemsPerFile);
 	const file = source.displayPath;
 	let rows = 0;

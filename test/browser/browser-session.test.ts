@@ -202,6 +202,28 @@ describe("browser_session: targets in the service's remote browser (real Chromiu
 		).toHaveLength(0);
 	});
 
+	it("--dry-run leaves browser sessions out of the scraper credit estimate (they are paid in browser credits)", async () => {
+		const dir = tempDir();
+		const job = writeJob(
+			dir,
+			"mixed",
+			[
+				"targets:",
+				"  - url: https://example.com/a",
+				"    browser_session: {os: unix}",
+				"  - url: https://example.com/b",
+				"    browser_session: {}",
+				"  - url: https://example.com/c",
+				"    mode: request",
+				"",
+			].join("\n"),
+		);
+		const result = await runCli(["run", job, "--dry-run", "--json"]);
+		expect(result.code).toBe(0);
+		const [report] = JSON.parse(result.stdout) as Array<{ total: number; creditRange: { min: number; max: number } }>;
+		expect(report).toMatchObject({ total: 3, creditRange: { min: 2, max: 2 } });
+	});
+
 	it("validate reports bad steps at file:line:col", async () => {
 		const dir = tempDir();
 		const job = writeJob(
