@@ -37,7 +37,7 @@ export interface ContentOutcome {
 	readonly kind: "content";
 	readonly status: number;
 	readonly headers: ScraperHeaders;
-	/** The content as bytes: the page itself, or the JSON delivery's `content` when present. */
+	/** The content as bytes: the page itself, or with `delivery: json` the JSON body as the service sent it, whole. */
 	readonly body: Buffer;
 	readonly contentType: string | undefined;
 	/** The JSON delivery object, when `delivery: json` was asked for. */
@@ -74,6 +74,10 @@ export type TaskState =
 			readonly creditsRemaining?: number;
 			readonly modeUsed?: string;
 			readonly targetStatus?: number;
+			/** The finished task's JSON body, when it was JSON (kept whole for `delivery: json`). */
+			readonly json?: Record<string, unknown>;
+			/** That body's bytes as the service sent them. */
+			readonly raw?: Buffer;
 	  }
 	| {
 			readonly state: "failed";
@@ -160,14 +164,14 @@ export function createScraperClient(options: ScraperClientOptions): ScraperClien
 				}
 				if (body.success === false) throw toServiceError(status, response.body, endpoint, secrets);
 				if (params.delivery === "json") {
-					const content = contentOf(body);
 					const targetStatus = numberField(body, "status_code");
 					return {
 						kind: "content",
 						status,
 						// The same body-then-header reading as a finished task's.
 						headers: { ...headers, ...creditFields(headers, body) },
-						body: contentBytes(content),
+						// What the user paid for is the whole object (title, status_code, content, ai_data, …).
+						body: response.body,
 						contentType: "application/json",
 						json: body,
 						...(targetStatus !== undefined ? { targetStatus } : {}),
@@ -248,6 +252,8 @@ export function createScraperClient(options: ScraperClientOptions): ScraperClien
 				headers,
 				...creditFields(headers, body),
 				...(targetStatus !== undefined ? { targetStatus } : {}),
+				json: body,
+				raw: response.body,
 			};
 		},
 

@@ -364,15 +364,18 @@ function startTask(ex: Exchange, job: Promise<ScrapeOutcome>, url: string, mode:
 
 function toTaskResult(ctx: EmulatorContext, outcome: ScrapeOutcome, render: RenderOptions): TaskResult {
 	switch (outcome.kind) {
-		case "ok":
+		case "ok": {
+			const rendered = renderContent(outcome.body, outcome.contentType, render);
 			return {
 				status: "completed",
 				statusCode: outcome.statusCode,
 				modeUsed: outcome.modeUsed,
 				creditsUsed: outcome.creditsUsed,
 				creditsRemaining: ctx.credits.balance,
-				content: renderContent(outcome.body, outcome.contentType, render).text,
+				content: rendered.text,
+				...(render.delivery === "json" ? { title: rendered.title } : {}),
 			};
+		}
 		case "target-status":
 			return {
 				status: "failed",
@@ -433,6 +436,7 @@ function answerTask(ex: Exchange, taskId: string): void {
 				task_id: task.id,
 				status: "completed",
 				url: task.url,
+				...(result.title !== undefined ? { title: result.title } : {}),
 				status_code: result.statusCode,
 				mode_used: result.modeUsed,
 				credits_used: result.creditsUsed,

@@ -14,6 +14,8 @@ export interface CompletedTaskResult {
 	readonly creditsUsed: number;
 	readonly creditsRemaining: number;
 	readonly content: string;
+	/** The page title, answered with `delivery: json` as a realtime JSON delivery has it. */
+	readonly title?: string;
 }
 
 export interface FailedTaskResult {

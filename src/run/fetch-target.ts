@@ -23,6 +23,8 @@ export type FetchResult =
 			readonly modeUsed: string | null;
 			readonly attempts: number;
 			readonly taskId: string | null;
+			/** The page title the service reported (`delivery: json`). */
+			readonly title?: string;
 	  }
 	| {
 			readonly kind: "failed";
@@ -140,10 +142,13 @@ export async function fetchTarget(
 			);
 		}
 		if (finished.state === "failed") throw failedTaskError(finished);
+		// `delivery: json`: the task's JSON body is what was paid for; keep it whole, as for a realtime answer.
+		const wholeJson = params.delivery === "json" && finished.raw !== undefined;
 		return {
 			kind: "ok",
-			body: finished.body,
-			contentType: undefined,
+			body: wholeJson && finished.raw ? finished.raw : finished.body,
+			contentType: wholeJson ? "application/json" : undefined,
+			...titleOf(wholeJson ? finished.json : undefined),
 			httpStatus: finished.targetStatus ?? 200,
 			// The client already fell back from the body's figures to the headers'.
 			creditsUsed: finished.creditsUsed ?? 0,
@@ -178,6 +183,7 @@ export async function fetchTarget(
 					kind: "ok",
 					body: outcome.body,
 					contentType: outcome.contentType,
+					...titleOf(outcome.json),
 					httpStatus: outcome.targetStatus ?? outcome.status,
 					creditsUsed: outcome.headers.creditsUsed ?? 0,
 					creditsRemaining: outcome.headers.creditsRemaining ?? null,
@@ -295,4 +301,10 @@ function failure(
 		attempts,
 		taskId,
 	};
+}
+
+/** `title` of a JSON delivery body, when it holds one. */
+function titleOf(json: Record<string, unknown> | undefined): { title?: string } {
+	const title = json?.title;
+	return typeof title === "string" ? { title } : {};
 }

@@ -42,13 +42,18 @@ export function fetchedRecord(
 		depth: null,
 		parent: null,
 	};
+	if (result.kind === "ok" && result.title !== undefined) record.data = { ...record.data, title: result.title };
 	if (result.kind !== "ok" || content.mode === "none") return record;
 	if (content.pages) {
-		const extension = extensionFor(result.contentType, target.params.content);
+		// A JSON delivery is saved as the JSON it is, whatever `content` format it wraps.
+		const jsonDelivery = target.params.delivery === "json";
+		const extension = jsonDelivery ? "json" : extensionFor(result.contentType, target.params.content);
 		record.content_path = content.pages.save(target.id, result.body, extension);
 	} else {
 		const format = target.params.content;
-		const binary = BINARY_TYPES.test(result.contentType ?? "") || format === "screenshot" || format === "pdf";
+		const binary =
+			target.params.delivery !== "json" &&
+			(BINARY_TYPES.test(result.contentType ?? "") || format === "screenshot" || format === "pdf");
 		record.content = binary ? result.body.toString("base64") : result.body.toString("utf8");
 	}
 	return record;

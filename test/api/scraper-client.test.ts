@@ -97,7 +97,7 @@ describe("realtime: content, headers, key placement", () => {
 		expect(JSON.parse(raw.requests[0]?.body ?? "")).toEqual(params);
 	});
 
-	test("delivery json with include_content: the object, its content as the body, the target status", async () => {
+	test("delivery json with include_content: the whole object as the body, the target status", async () => {
 		const site = await useDemoSite();
 		const emulator = await useEmulator();
 		const outcome = await scraperClientFor(emulator).realtime({
@@ -110,16 +110,18 @@ describe("realtime: content, headers, key placement", () => {
 		expect(content.contentType).toBe("application/json");
 		expect(content.targetStatus).toBe(200);
 		expect(content.json).toMatchObject({ success: true, title: "Product 2", status_code: 200, mode_used: "browser" });
-		expect(content.body.toString("utf8")).toContain("<h1>Product 2</h1>");
+		// The body is the JSON object the service sent, whole: its content and every other field.
+		expect(JSON.parse(content.body.toString("utf8"))).toEqual(content.json);
+		expect(String(content.json?.content)).toContain("<h1>Product 2</h1>");
 		expect(content.headers).toMatchObject({ creditsUsed: 5, modeUsed: "browser" });
 	});
 
-	test("delivery json without include_content has an empty body; markdown content converts the page", async () => {
+	test("delivery json without include_content is still the whole object; markdown content converts the page", async () => {
 		const site = await useDemoSite();
 		const emulator = await useEmulator();
 		const client = scraperClientFor(emulator);
 		const bare = expectOutcome(await client.realtime({ url: `${site.url}/product/3`, delivery: "json" }), "content");
-		expect(bare.body.length).toBe(0);
+		expect(JSON.parse(bare.body.toString("utf8"))).toMatchObject({ title: "Product 3", status_code: 200 });
 		expect(bare.json).toMatchObject({ title: "Product 3", credits_used: 2, mode_used: "auto (request)" });
 
 		const raw = expectOutcome(
@@ -139,7 +141,8 @@ describe("realtime: content, headers, key placement", () => {
 			}),
 			"content",
 		);
-		expect(wrapped.body.toString("utf8")).toContain("# Product 3");
+		expect(String(wrapped.json?.content)).toContain("# Product 3");
+		expect(wrapped.body.toString("utf8")).toContain('"title":"Product 3"');
 	});
 
 	test("auto mode reports the upgrade in X-Mode-Used and charges 6", async () => {

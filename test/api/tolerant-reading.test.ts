@@ -109,7 +109,7 @@ describe("scraper error bodies", () => {
 });
 
 describe("JSON delivery without the X- headers", () => {
-	test("credits and mode are taken from the body; content from data.content", async () => {
+	test("credits and mode are taken from the body; the body is kept whole", async () => {
 		const { client } = await rawScraper((_req, res) =>
 			sendJson(res, 200, {
 				title: "T",
@@ -121,7 +121,7 @@ describe("JSON delivery without the X- headers", () => {
 		);
 		const content = expectOutcome(await client.realtime({ url: "https://a.example/", delivery: "json" }), "content");
 		expect(content).toMatchObject({ targetStatus: 200, headers: { creditsUsed: 2.5, modeUsed: "auto (request)" } });
-		expect(content.body.toString()).toBe("<p>x</p>");
+		expect(JSON.parse(content.body.toString())).toMatchObject({ title: "T", data: { content: "<p>x</p>" } });
 	});
 });
 
