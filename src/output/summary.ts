@@ -49,8 +49,15 @@ function pad(label: string, width: number): string {
 	return label.length >= width ? label : label + " ".repeat(width - label.length);
 }
 
-/** A compact, human-readable summary for the end of a run (stdout). */
-export function formatSummary(summary: RunSummary, runDir: string, jobFile = "<job>"): string {
+/**
+ * A compact, human-readable summary for the end of a run (stdout). `resumeCommand` is the command
+ * that continues this very run (the CLI builds it with `--out` and the run id as needed).
+ */
+export function formatSummary(
+	summary: RunSummary,
+	runDir: string,
+	resumeCommand = "scrapejob run <job> --resume",
+): string {
 	const s = summary.targets.by_status;
 	const rows: Array<[string, string]> = [
 		["run", `${summary.job} ${summary.run_id}${summary.complete ? "" : " (INCOMPLETE)"}`],
@@ -64,7 +71,7 @@ export function formatSummary(summary: RunSummary, runDir: string, jobFile = "<j
 		],
 		[
 			"retries",
-			`${summary.retries} retries, ${summary.rate_limit_pauses} rate-limit pauses, ${summary.tasks.created} tasks`,
+			`${plural(summary.retries, "retry", "retries")}, ${plural(summary.rate_limit_pauses, "rate-limit pause")}, ${plural(summary.tasks.created, "task")}`,
 		],
 		[
 			"time",
@@ -75,10 +82,15 @@ export function formatSummary(summary: RunSummary, runDir: string, jobFile = "<j
 	if (errors.length > 0) rows.push(["errors", errors.map(([kind, count]) => `${kind} ${count}`).join(", ")]);
 	if (summary.stopped_reason) rows.push(["stopped", summary.stopped_reason]);
 	if (!summary.complete && summary.targets.remaining !== null) {
-		rows.push(["remaining", `${summary.targets.remaining} targets: finish with \`scrapejob run ${jobFile} --resume\``]);
+		rows.push(["remaining", `${plural(summary.targets.remaining, "target")}: finish with \`${resumeCommand}\``]);
 	}
 	rows.push(["output", runDir]);
 	return `${rows.map(([label, value]) => `${pad(label, 10)} ${value}`).join("\n")}\n`;
+}
+
+/** "1 retry", "2 retries". */
+export function plural(count: number, one: string, many = `${one}s`): string {
+	return `${count} ${count === 1 ? one : many}`;
 }
 
 function formatByMode(byMode: Record<string, number>): string {

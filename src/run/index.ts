@@ -1,6 +1,7 @@
 export { type CreditBudget, createCreditBudget } from "./credit-budget.js";
 export { type FetchResult, fetchTarget } from "./fetch-target.js";
 export { listRuns, type RunInfo } from "./find-runs.js";
+export { lockJobOutput, tookOverMessage } from "./job-lock.js";
 export { ResumeError } from "./open-run.js";
 export { fullJitterDelayMs } from "./retry-timing.js";
 export {
@@ -10,7 +11,7 @@ export {
 	runJob,
 	type StopReason,
 } from "./run-job.js";
-export { LockHeldError } from "./run-lock.js";
+export { LockHeldError, type RunLock } from "./run-lock.js";
 export { createSendGate, type SendGate } from "./send-gate.js";
 export { surveyTargets, type TargetSurvey } from "./survey-targets.js";
 export { DEFAULT_TASK_POLL, pollTask, TaskDeadlineError, type TaskPollOptions } from "./task-poller.js";

@@ -4,6 +4,7 @@ import type { Logger } from "pino";
 import type { Job } from "../job/index.js";
 import { createRunDir, jobOutputDir, newRunId, openAppendFile, RUN_FILES } from "../output/index.js";
 import { ScrapejobError } from "../shared/index.js";
+import { warnIfTookOver } from "./job-lock.js";
 import { readJournalTasks } from "./journal.js";
 import { csvCatchUp, type PriorProgress, readPriorProgress } from "./resume-state.js";
 import { acquireRunLock, type RunLock } from "./run-lock.js";
@@ -59,6 +60,10 @@ export async function openRun(options: {
 	force: boolean;
 	startedAt: number;
 	logger: Logger | undefined;
+	/** The job's lock, when the caller took it before sending anything; else it is taken here. */
+	lock?: RunLock;
+	/** The new run's id, when the caller chose it (with the lock); else one from `startedAt`. */
+	runId?: string;
 }): Promise<OpenedRun> {
 	const { job, survey } = options;
 	const meta = options.resumeDir ? readMeta(options.resumeDir) : null;
@@ -67,16 +72,11 @@ export async function openRun(options: {
 			`the job's targets changed since run ${meta.run_id} started (${meta.total} then, ${survey.total} now); resume with --force to run changed targets as new, or start a new run without --resume`,
 		);
 	}
-	const runId = meta?.run_id ?? newRunId(new Date(options.startedAt));
+	const runId = meta?.run_id ?? options.runId ?? newRunId(new Date(options.startedAt));
 	const jobDir = jobOutputDir(options.outRoot, job.name);
 	mkdirSync(jobDir, { recursive: true });
-	const lock = acquireRunLock(jobDir, runId);
-	if (lock.tookOver) {
-		options.logger?.warn(
-			{ lock: lock.path, previous: lock.tookOver },
-			`took over the lock of a run that is no longer running (pid ${lock.tookOver.pid}, run ${lock.tookOver.run_id})`,
-		);
-	}
+	const lock = options.lock ?? acquireRunLock(jobDir, runId);
+	if (!options.lock) warnIfTookOver(lock, options.logger);
 	try {
 		if (options.resumeDir) {
 			const runDir = options.resumeDir;

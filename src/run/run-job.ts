@@ -1,8 +1,8 @@
 import { setMaxListeners } from "node:events";
-import { join } from "node:path";
+import { basename, join } from "node:path";
 import PQueue from "p-queue";
 import type { Logger } from "pino";
-import { classifyFailure, type ScraperClient, type ScraperHeaders } from "../api/index.js";
+import type { ScraperClient, ScraperHeaders } from "../api/index.js";
 import type { BrowserServiceAccess } from "../browser/index.js";
 import { type Job, streamTargetBatches, type Target } from "../job/index.js";
 import {
@@ -10,6 +10,7 @@ import {
 	createJsonlSink,
 	createPageStore,
 	createRunLog,
+	newRunId,
 	type RecordSink,
 	type ResultRecord,
 	RUN_FILES,
@@ -28,11 +29,14 @@ import {
 import { createSessionLimiter, fetchBrowserTarget } from "./browser-target.js";
 import { createCreditBudget } from "./credit-budget.js";
 import { type FetchTargetDeps, fetchTarget } from "./fetch-target.js";
+import { lockJobOutput, warnIfTookOver } from "./job-lock.js";
 import { openJournal } from "./journal.js";
 import { openRun } from "./open-run.js";
 import { budgetSkippedRecord, fetchedRecord } from "./result-record.js";
 import type { PriorProgress } from "./resume-state.js";
+import type { RunLock } from "./run-lock.js";
 import { buildSummary, createRunStatistics } from "./run-statistics.js";
+import { checkScraperHealth, type HealthReading } from "./scraper-health.js";
 import { createSendGate } from "./send-gate.js";
 import type { TargetSurvey } from "./survey-targets.js";
 import { DEFAULT_TASK_POLL, type TaskPollOptions } from "./task-poller.js";
@@ -91,6 +95,10 @@ export interface RunJobOptions {
 		readonly creditsBefore: number | null;
 		readCredits(): Promise<number | null>;
 	};
+	/** The job's lock, taken by the caller before any request (the CLI does); else runJob takes it first. */
+	readonly lock?: RunLock;
+	/** Id of a new run (the one named in `lock`); default: from the start time. */
+	readonly runId?: string;
 }
 
 export interface RunJobResult {
@@ -111,19 +119,28 @@ export async function runJob(options: RunJobOptions): Promise<RunJobResult> {
 	const sleep = options.sleep ?? realSleep;
 	const random = options.random ?? Math.random;
 	const startedAt = clock();
-	const opened = await openRun({
-		job,
-		survey,
-		outRoot: options.outRoot,
-		resumeDir: options.resumeDir,
-		force: options.force === true,
-		startedAt,
-		logger: options.logger,
-	});
+	// Lock, then the free health check, then the run folder: a run that loses the lock or whose key is
+	// refused has sent nothing (or only the health check) and leaves no folder behind.
+	const newId = options.runId ?? newRunId(new Date(startedAt));
+	const lock =
+		options.lock ?? lockJobOutput(options.outRoot, job.name, options.resumeDir ? basename(options.resumeDir) : newId);
+	if (!options.lock) warnIfTookOver(lock, options.logger);
 	try {
-		return await execute(opened.runId, opened.runDir, opened.prior, opened.resumeTasks);
+		const health = await checkScraperHealth(options.client, options.signal);
+		const opened = await openRun({
+			job,
+			survey,
+			outRoot: options.outRoot,
+			resumeDir: options.resumeDir,
+			force: options.force === true,
+			startedAt,
+			logger: options.logger,
+			lock,
+			runId: newId,
+		});
+		return await execute(opened.runId, opened.runDir, opened.prior, opened.resumeTasks, health);
 	} finally {
-		opened.lock.release();
+		if (!options.lock) lock.release();
 	}
 
 	async function execute(
@@ -131,6 +148,7 @@ export async function runJob(options: RunJobOptions): Promise<RunJobResult> {
 		runDir: string,
 		prior: PriorProgress | null,
 		resumeTasks: ReadonlyMap<string, string>,
+		health: HealthReading,
 	): Promise<RunJobResult> {
 		const runLog = createRunLog(join(runDir, RUN_FILES.log), options.secrets);
 		const log = runLog.log;
@@ -182,17 +200,9 @@ export async function runJob(options: RunJobOptions): Promise<RunJobResult> {
 		if (options.signal.aborted) onSignal();
 		else options.signal.addEventListener("abort", onSignal, { once: true });
 
-		// The service's own advice: read X-RateLimit-Remaining before a batch. The health check is free,
-		// and a refused key stops the run here, before any fetch is paid for.
-		if (!stopReason) {
-			try {
-				const health = await options.client.health(inflight.signal);
-				gate.observe(health.headers.rateLimitRemaining);
-			} catch (error) {
-				const decision = classifyFailure(error);
-				if (decision.action === "abort") stop(decision.kind, `stopping: ${errorMessage(error)}`);
-				else log.warn({ event: "health_failed", error: errorMessage(error) }, "health check failed; starting anyway");
-			}
+		gate.observe(health.rateLimitRemaining);
+		if (health.failure !== null) {
+			log.warn({ event: "health_failed", error: health.failure }, "health check failed; starting anyway");
 		}
 
 		const syncTimer = setInterval(() => {

@@ -1,4 +1,4 @@
-import { relative, resolve } from "node:path";
+import { resolve } from "node:path";
 import { type Command, InvalidArgumentError } from "commander";
 import pino, { type Logger } from "pino";
 import type { ScraperAccess } from "../../api/index.js";
@@ -12,12 +12,15 @@ import {
 	type TargetCounts,
 } from "../../job/index.js";
 import { formatSummary } from "../../output/index.js";
-import { listRuns, type ProgressSnapshot, type RunJobResult, runJob, surveyTargets } from "../../run/index.js";
-import { redactSecrets, UsageError } from "../../shared/index.js";
+import { type ProgressSnapshot, type RunJobResult, runJob, surveyTargets } from "../../run/index.js";
+import { redactSecrets } from "../../shared/index.js";
 import { connectBrowser, type RunBrowserAccess } from "../browser-access.js";
 import { type CliContext, writeLine } from "../context.js";
 import { EXIT } from "../exit-codes.js";
+import { printJsonError } from "../json-error.js";
 import { createProgressBar, createProgressLog, type ProgressDisplay } from "../progress-display.js";
+import { resumeCommand } from "../resume-hint.js";
+import { lockPlannedRuns, type PlannedRun, planRuns, releasePlannedRuns } from "../run-plan.js";
 import { connectScraper, NoScraperAccessError } from "../scraper-access.js";
 import {
 	addServiceOptions,
@@ -159,6 +162,7 @@ function stderrLogger(ctx: CliContext, quiet: boolean, secrets: string[], notes:
 
 async function runCommand(ctx: CliContext, paths: string[], flags: RunFlags): Promise<number> {
 	let connection: ServiceConnection | undefined;
+	let planned: PlannedRun[] = [];
 	try {
 		// The sandbox starts first so that jobs can name its demo site; it costs nothing.
 		if (flags.sandbox) connection = await connectService(ctx, flags);
@@ -166,6 +170,12 @@ async function runCommand(ctx: CliContext, paths: string[], flags: RunFlags): Pr
 		const jobs = await loadJobs(ctx, paths, env);
 		if (!jobs) return EXIT.invalidInput;
 		if (flags.dryRun) return await dryRun(ctx, jobs, flags);
+
+		// Which runs to start or continue, and their locks, before the first request (nothing sent on a refusal).
+		const outRoot = resolve(ctx.cwd, flags.out);
+		planned = planRuns(ctx, jobs, outRoot, flags.resume);
+		if (planned.length === 0) return EXIT.ok;
+		lockPlannedRuns(ctx, planned, outRoot, flags.quiet === true);
 
 		connection ??= await connectService(ctx, flags);
 		const { config } = connection;
@@ -187,9 +197,9 @@ async function runCommand(ctx: CliContext, paths: string[], flags: RunFlags): Pr
 		const logger = stderrLogger(ctx, flags.quiet === true, secrets, notes);
 
 		let worst: number = EXIT.ok;
-		for (const { job, counts } of jobs) {
+		for (const plan of planned) {
 			if (ctx.signal.aborted) break;
-			const code = await runOne(ctx, job, counts, flags, {
+			const code = await runOne(ctx, plan, flags, {
 				client,
 				accountConcurrency,
 				access,
@@ -202,7 +212,11 @@ async function runCommand(ctx: CliContext, paths: string[], flags: RunFlags): Pr
 			if (code === EXIT.authOrCredits || code === EXIT.interrupted) break;
 		}
 		return worst;
+	} catch (error) {
+		if (flags.json) printJsonError(ctx, error);
+		throw error;
 	} finally {
+		releasePlannedRuns(planned);
 		await connection?.close();
 	}
 }
@@ -249,13 +263,8 @@ interface RunContext {
 	browser: RunBrowserAccess | undefined;
 }
 
-async function runOne(
-	ctx: CliContext,
-	job: Job,
-	counts: TargetCounts | null,
-	flags: RunFlags,
-	run: RunContext,
-): Promise<number> {
+async function runOne(ctx: CliContext, plan: PlannedRun, flags: RunFlags, run: RunContext): Promise<number> {
+	const { job, counts, resumeDir } = plan;
 	const outRoot = resolve(ctx.cwd, flags.out);
 	const wanted = flags.concurrency ?? (job.concurrency === "auto" ? null : job.concurrency);
 	let concurrency: number;
@@ -272,24 +281,6 @@ async function runOne(
 	} else {
 		// Scraper key only: grow from 1 to what X-RateLimit-Limit reports, capped by the job's number if any.
 		concurrency = wanted ?? 1000;
-	}
-
-	let resumeDir: string | undefined;
-	if (flags.resume !== undefined && flags.resume !== false) {
-		const runs = listRuns(resolve(outRoot, job.name));
-		const chosen = typeof flags.resume === "string" ? runs.find((info) => info.runId === flags.resume) : runs[0];
-		if (!chosen) {
-			throw new UsageError(
-				typeof flags.resume === "string"
-					? `no run ${flags.resume} of job ${job.name} under ${outRoot}`
-					: `no earlier run of job ${job.name} under ${outRoot} to resume`,
-			);
-		}
-		if (chosen.complete) {
-			writeLine(ctx.stdout, `${job.name}: run ${chosen.runId} is already complete; nothing to resume.`);
-			return EXIT.ok;
-		}
-		resumeDir = chosen.dir;
 	}
 
 	const survey = await surveyTargets(job, counts);
@@ -329,7 +320,8 @@ async function runOne(
 			adaptiveConcurrency: adaptive,
 			outRoot,
 			maxCredits: flags.maxCredits ?? job.maxCredits,
-			...(resumeDir ? { resumeDir } : {}),
+			...(resumeDir ? { resumeDir } : { runId: plan.runId }),
+			...(plan.lock ? { lock: plan.lock } : {}),
 			force: flags.force === true,
 			signal: ctx.signal,
 			...(flags.gracePeriod !== undefined ? { gracePeriodMs: flags.gracePeriod } : {}),
@@ -351,7 +343,7 @@ async function runOne(
 	if (flags.json)
 		writeLine(ctx.stdout, JSON.stringify({ ...summary, run_dir: result.runDir, report: result.reportPath }));
 	else {
-		ctx.stdout.write(formatSummary(summary, result.runDir, relative(ctx.cwd, job.file) || job.file));
+		ctx.stdout.write(formatSummary(summary, result.runDir, resumeCommand(ctx, job, flags, result.runDir)));
 		if (result.reportPath) writeLine(ctx.stdout, `report     ${result.reportPath}`);
 	}
 	if (!interactive)

@@ -1,0 +1,50 @@
+import { mkdirSync, rmdirSync } from "node:fs";
+import type { Logger } from "pino";
+import { jobOutputDir } from "../output/index.js";
+import { acquireRunLock, type RunLock } from "./run-lock.js";
+
+/**
+ * Take one job's lock before anything is sent, so a run that loses it (cron overlap) has made no
+ * request and written nothing. The job's output folder is created to hold the lock; if it is still
+ * empty when the lock is released (the run stopped before creating a run folder), it goes too.
+ */
+export function lockJobOutput(outRoot: string, jobName: string, runId: string): RunLock {
+	const jobDir = jobOutputDir(outRoot, jobName);
+	const created = mkdirSync(jobDir, { recursive: true }) !== undefined;
+	let lock: RunLock;
+	try {
+		lock = acquireRunLock(jobDir, runId);
+	} catch (error) {
+		if (created) removeIfEmpty(jobDir);
+		throw error;
+	}
+	return {
+		path: lock.path,
+		tookOver: lock.tookOver,
+		release() {
+			lock.release();
+			if (created) removeIfEmpty(jobDir);
+		},
+	};
+}
+
+function removeIfEmpty(dir: string): void {
+	try {
+		rmdirSync(dir);
+	} catch {
+		// Not empty (a run folder was made) or already gone: keep it.
+	}
+}
+
+/** A stale lock of a dead process was taken over: say so, naming the run that died. */
+export function warnIfTookOver(lock: RunLock, logger: Logger | undefined): void {
+	if (!lock.tookOver) return;
+	logger?.warn({ lock: lock.path, previous: lock.tookOver }, tookOverMessage(lock));
+}
+
+export function tookOverMessage(lock: RunLock): string {
+	const previous = lock.tookOver;
+	return previous
+		? `took over the lock of a run that is no longer running (pid ${previous.pid}, run ${previous.run_id})`
+		: "";
+}

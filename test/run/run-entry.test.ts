@@ -1,0 +1,120 @@
+import { existsSync, mkdirSync, readdirSync, writeFileSync } from "node:fs";
+import { hostname } from "node:os";
+import { join } from "node:path";
+import { afterEach, beforeAll, describe, expect, it } from "vitest";
+import { resumeCommand } from "../../src/cli/resume-hint.js";
+import type { Job } from "../../src/job/index.js";
+import { readRecords, readSummary, tempDir, writeJob } from "../helpers/job-files.js";
+import { runCli } from "../helpers/run-cli.js";
+import { startTestService, type TestService } from "../helpers/service.js";
+import { assertBuilt, spawnCli } from "../helpers/spawn-cli.js";
+
+let service: TestService | undefined;
+beforeAll(() => assertBuilt());
+afterEach(async () => {
+	await service?.close();
+	service = undefined;
+});
+
+function shopJob(site: string, count: number): string {
+	const lines = ["name: shop", "defaults:", "  mode: request", "targets:"];
+	for (let index = 1; index <= count; index += 1) lines.push(`  - ${site}/product/${index}`);
+	return `${lines.join("\n")}\n`;
+}
+
+/** A lock held by this (live) test process, as an overlapping cron run would hold it. */
+function holdLock(out: string, job: string): void {
+	mkdirSync(join(out, job), { recursive: true });
+	const info = { pid: process.pid, host: hostname(), started_at: new Date().toISOString(), run_id: "other-run" };
+	writeFileSync(join(out, job, ".lock"), `${JSON.stringify(info)}\n`);
+}
+
+describe("how a run starts: lock first, nothing sent on a refusal", () => {
+	it("a run that loses the lock sends nothing (not even the account look-up), logs no start, exits 4", async () => {
+		service = await startTestService();
+		const dir = tempDir();
+		const out = join(dir, "out");
+		const job = writeJob(dir, "shop", shopJob(service.site.url, 2));
+		holdLock(out, "shop");
+
+		const plain = await runCli(["run", job, "--out", out], { env: service.env });
+		expect(plain.code).toBe(4);
+		expect(plain.stderr).toContain("another run of this job is in progress");
+		expect(plain.stderr).not.toContain("run starting");
+
+		const json = await runCli(["run", job, "--out", out, "--json"], { env: service.env });
+		expect(json.code).toBe(4);
+		const printed = JSON.parse(json.stdout) as { error: { code: string; message: string } };
+		expect(printed.error.code).toBe("SCRAPEJOB_LOCK_HELD");
+		expect(printed.error.message).toContain("other-run");
+
+		expect(service.emulator.ledger.entries).toHaveLength(0);
+		expect(readdirSync(join(out, "shop"))).toEqual([".lock"]);
+	});
+
+	it("a wrong scraper key (health 401 before any fetch) leaves no run folder and no resume hint; exit 3", async () => {
+		service = await startTestService();
+		const dir = tempDir();
+		const out = join(dir, "out");
+		const job = writeJob(dir, "shop", shopJob(service.site.url, 2));
+		const env = { SCRAPEJOB_SCRAPER_KEY: "wrong-scraper-key-1", SCRAPEJOB_SCRAPER_URL: service.emulator.scraperUrl };
+		const result = await runCli(["run", job, "--out", out], { env });
+		expect(result.code).toBe(3);
+		expect(result.stderr).toMatch(/401/);
+		expect(result.stderr).not.toContain("wrong-scraper-key-1");
+		expect(result.stdout + result.stderr).not.toContain("--resume");
+		expect(existsSync(join(out, "shop"))).toBe(false);
+		expect(service.emulator.ledger.byEndpoint("health")).toHaveLength(1);
+		expect(service.emulator.ledger.byEndpoint("realtime")).toHaveLength(0);
+	});
+});
+
+describe("the resume hint resumes this run", () => {
+	it("Ctrl-C of a run with --out prints a command that, run as printed, completes that run", async () => {
+		service = await startTestService({ concurrency: 2, latency_ms: 60 });
+		const dir = tempDir();
+		const total = 20;
+		const job = writeJob(dir, "shop", shopJob(service.site.url, total));
+		// Relative paths, as a user types them, from the job's folder.
+		const first = spawnCli(["run", "shop.yaml", "--out", "out2", "--grace-period", "5000"], service.env, dir);
+		const runParent = join(dir, "out2", "shop");
+		const deadline = Date.now() + 10_000;
+		while (Date.now() < deadline) {
+			const runs = existsSync(runParent) ? readdirSync(runParent).filter((name) => !name.startsWith(".")) : [];
+			const results = runs.length > 0 ? join(runParent, runs[0]!, "results.jsonl") : "";
+			if (results && existsSync(results) && readRecords(join(runParent, runs[0]!)).length >= 3) break;
+			await new Promise((resolve) => setTimeout(resolve, 10));
+		}
+		first.child.kill("SIGINT");
+		const interrupted = await first.done;
+		expect(interrupted.code).toBe(130);
+		const hint = /finish with `([^`]+)`/.exec(interrupted.stdout)?.[1];
+		expect(hint).toBe("scrapejob run shop.yaml --out out2 --resume");
+
+		const [command, ...args] = (hint ?? "").split(" ");
+		expect(command).toBe("scrapejob");
+		const resumed = await spawnCli(args, service.env, dir).done;
+		expect(resumed.code).toBe(0);
+		const runDir = join(runParent, readdirSync(runParent).filter((name) => !name.startsWith("."))[0]!);
+		expect(readSummary(runDir).complete).toBe(true);
+		expect(readRecords(runDir)).toHaveLength(total);
+	}, 30_000);
+
+	it("names the run id when a newer run of the job exists, and the flags that chose the service", () => {
+		const dir = tempDir();
+		const jobDir = join(dir, "out", "shop");
+		for (const runId of ["20260101T000000Z-aaaaaa", "20260102T000000Z-bbbbbb"]) {
+			mkdirSync(join(jobDir, runId), { recursive: true });
+			writeFileSync(join(jobDir, runId, "run.json"), "{}");
+		}
+		const job = { file: join(dir, "jobs", "my shop.yaml") } as Job;
+		const older = join(jobDir, "20260101T000000Z-aaaaaa");
+		const newer = join(jobDir, "20260102T000000Z-bbbbbb");
+		expect(resumeCommand({ cwd: dir }, job, { out: "out", sandbox: true }, older)).toBe(
+			"scrapejob run 'jobs/my shop.yaml' --out out --sandbox --resume 20260101T000000Z-aaaaaa",
+		);
+		expect(resumeCommand({ cwd: dir }, job, { out: "output" }, newer)).toBe(
+			"scrapejob run 'jobs/my shop.yaml' --resume",
+		);
+	});
+});
