@@ -74,7 +74,7 @@ describe("the resume hint resumes this run", () => {
 		service = await startTestService({ concurrency: 2, latency_ms: 60 });
 		const dir = tempDir();
 		const total = 20;
-		const job = writeJob(dir, "shop", shopJob(service.site.url, total));
+		writeJob(dir, "shop", shopJob(service.site.url, total));
 		// Relative paths, as a user types them, from the job's folder.
 		const first = spawnCli(["run", "shop.yaml", "--out", "out2", "--grace-period", "5000"], service.env, dir);
 		const runParent = join(dir, "out2", "shop");
