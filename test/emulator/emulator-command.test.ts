@@ -1,12 +1,13 @@
-import { mkdtemp, rm, writeFile } from "node:fs/promises";
+import { mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { PassThrough } from "node:stream";
 import { Command } from "commander";
 import { describe, expect, test } from "vitest";
-import { registerEmulatorCommand } from "../../src/cli/commands/emulator.js";
+import { DEFAULT_EMULATOR_PORT, demoSitePort, registerEmulatorCommand } from "../../src/cli/commands/emulator.js";
 import type { CliContext } from "../../src/cli/context.js";
 import { UsageError } from "../../src/shared/index.js";
+import { runCli } from "../helpers/run-cli.js";
 import { call, waitFor } from "./helpers.js";
 
 function fakeContext(cwd = process.cwd()) {
@@ -109,5 +110,31 @@ describe("scrapejob emulator", () => {
 		await expect(program(third.ctx).parseAsync(["emulator", "--port", "99999"], { from: "user" })).rejects.toThrow(
 			/0 to 65535/,
 		);
+	});
+});
+
+describe("the demo instructions name the demo site's port", () => {
+	test("`emulator --port N --demo-site` serves the site on N+1; demo.yaml and `validate --help` name the default", async () => {
+		const { createServer } = await import("node:net");
+		const free = await new Promise<number>((resolve) => {
+			const server = createServer().listen(0, "127.0.0.1", () => {
+				const { port } = server.address() as { port: number };
+				server.close(() => resolve(port));
+			});
+		});
+		const { ctx, controller, output } = fakeContext();
+		const running = program(ctx).parseAsync(["emulator", "--port", String(free), "--demo-site"], { from: "user" });
+		const info = JSON.parse(await waitFor(() => (output().includes("\n") ? output() : null))) as Record<string, string>;
+		expect(info.apiUrl).toBe(`http://127.0.0.1:${free}`);
+		expect(info.demoSiteUrl).toBe(`http://127.0.0.1:${demoSitePort(free)}`);
+		controller.abort();
+		await running;
+
+		const site = `SCRAPEJOB_DEMO_SITE=http://127.0.0.1:${demoSitePort(DEFAULT_EMULATOR_PORT)} `;
+		const demoJob = await readFile(join(import.meta.dirname, "..", "..", "jobs", "demo.yaml"), "utf8");
+		expect(demoJob).toContain(site);
+		const help = await runCli(["validate", "--help"]);
+		expect(help.stdout).toContain(site);
+		expect(`${demoJob}${help.stdout}`).not.toMatch(/DEMO_SITE=http:\/\/127\.0\.0\.1:(?!8701)/);
 	});
 });

@@ -10,6 +10,11 @@ const DEFAULT_HOST = "127.0.0.1";
 /** Port the emulator listens on unless `--port` says otherwise; fixed, so integrations can be configured once. */
 export const DEFAULT_EMULATOR_PORT = 8700;
 
+/** The demo site (`--demo-site`) listens on the next port: 8701 by default, the same as the sandbox's. */
+export function demoSitePort(emulatorPort: number): number {
+	return emulatorPort === 0 ? 0 : emulatorPort + 1;
+}
+
 interface EmulatorCommandOptions {
 	readonly port: number;
 	readonly host: string;
@@ -37,7 +42,10 @@ export function registerEmulatorCommand(program: Command, ctx: CliContext): void
 		.option("--port <n>", `port to listen on; 0 picks a free one (default ${DEFAULT_EMULATOR_PORT})`, parsePort)
 		.option("--host <address>", "address to bind", DEFAULT_HOST)
 		.option("--scenario <file>", "scenario file (YAML or JSON): keys, credits, concurrency, timings, faults")
-		.option("--demo-site", "also serve the local demo website to scrape")
+		.option(
+			"--demo-site",
+			`also serve the local demo website to scrape, on the next port (default ${demoSitePort(DEFAULT_EMULATOR_PORT)}; a free one with --port 0)`,
+		)
 		.action(async (options: EmulatorCommandOptions) => {
 			await runEmulatorCommand(ctx, options);
 		});
@@ -58,14 +66,16 @@ async function runEmulatorCommand(ctx: CliContext, options: EmulatorCommandOptio
 	let demoSite: DemoSite | undefined;
 	let emulator: Emulator;
 	try {
-		if (options.demoSite) demoSite = await startDemoSite({ host });
+		if (options.demoSite) demoSite = await startDemoSite({ host, port: demoSitePort(port) });
 		// Nobody reads the ledger of a long-running CLI emulator; keep totals only.
 		emulator = await startEmulator({ ...(scenario ? { scenario } : {}), port, host, ledger: false });
 	} catch (error) {
 		await demoSite?.close();
 		const code = (error as { code?: unknown }).code;
 		if (code === "EADDRINUSE") {
-			throw new UsageError(`port ${port} on ${host} is in use; pass --port 0 to pick a free port`, { cause: error });
+			const ports =
+				options.demoSite && port !== 0 ? `port ${port} or ${demoSitePort(port)} (demo site)` : `port ${port}`;
+			throw new UsageError(`${ports} on ${host} is in use; pass --port 0 to pick free ports`, { cause: error });
 		}
 		if (code === "EADDRNOTAVAIL" || code === "EACCES") {
 			throw new UsageError(`cannot listen on ${host}:${port}: ${errorMessage(error)}`, { cause: error });
