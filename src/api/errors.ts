@@ -42,10 +42,9 @@ export class ServiceError extends ScrapejobError implements ServiceErrorFields {
 
 	constructor(fields: ServiceErrorFields) {
 		const details = fields.validationErrors?.length ? ` (${fields.validationErrors.join("; ")})` : "";
-		const detail = fields.detail && fields.detail !== fields.errorType ? `: ${fields.detail}` : "";
 		super(
 			"SCRAPEJOB_SERVICE_ERROR",
-			`${fields.endpoint} answered ${fields.status} ${fields.errorType}${detail}${details}`,
+			`${fields.endpoint} answered ${fields.status} ${typeAndDetail(fields.errorType, fields.detail)}${details}`,
 		);
 		this.status = fields.status;
 		this.errorType = fields.errorType;
@@ -104,4 +103,14 @@ export class RequestAbortedError extends ScrapejobError {
 	constructor(endpoint: string, options?: { cause?: unknown }) {
 		super("SCRAPEJOB_ABORTED", `${endpoint} was aborted`, options);
 	}
+}
+
+/**
+ * "Insufficient credits: required 2, available 0" — the service's `message` often starts with its
+ * `error` already (e.g. 402), so the type is said once, not "Insufficient credits: Insufficient credits: …".
+ */
+export function typeAndDetail(errorType: string, detail: string): string {
+	if (!detail || detail === errorType) return errorType;
+	if (detail.toLowerCase().startsWith(errorType.toLowerCase())) return detail;
+	return `${errorType}: ${detail}`;
 }

@@ -1,4 +1,7 @@
 import { z } from "zod";
+import { readPlaces } from "./targeting-places.js";
+
+export type { TargetingPlace } from "./targeting-places.js";
 
 /*
  * Zod schemas of every response record of spec section 2. Objects are loose: the service may add
@@ -54,20 +57,14 @@ export const browserAccessSchema = z.looseObject({
 });
 export type BrowserAccess = z.infer<typeof browserAccessSchema>;
 
-/** City and region items: layout not fixed by the spec, so only what the emulator documents is named. */
-const placeItem = z.looseObject({
-	id: z.string().optional(),
-	name: z.string().optional(),
-	country_code: z.string().optional(),
-	region_id: z.string().optional(),
-});
-export type TargetingPlace = z.infer<typeof placeItem>;
+/** City and region lists: layout not fixed by the spec; both known layouts are read as flat places. */
+const placeList = z.looseObject({ data: z.unknown() }).transform((list) => ({ ...list, data: readPlaces(list.data) }));
 
 /** One product's targeting catalogue (spec 2.5). */
 export const targetingCatalogueSchema = z.looseObject({
 	countries: z.record(z.string(), z.string()),
-	cities: z.looseObject({ data: z.array(placeItem) }).optional(),
-	regions: z.looseObject({ data: z.array(placeItem) }).optional(),
+	cities: placeList.optional(),
+	regions: placeList.optional(),
 	// The docs and the service's own MCP fixture disagree on ISP items (service-facts §6.3); accept both.
 	isp: z
 		.record(

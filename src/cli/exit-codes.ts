@@ -2,6 +2,8 @@
 export const EXIT = {
 	ok: 0,
 	someTargetsFailed: 1,
+	/** A look-up (`targeting --search`) found nothing: the same 1, named for what it means there. */
+	noMatch: 1,
 	invalidInput: 2,
 	authOrCredits: 3,
 	lockHeld: 4,

@@ -75,3 +75,12 @@ export function createProgressLog(
 		},
 	};
 }
+
+/** A progress snapshot as log fields: snake_case keys (`credits_used`, `in_flight`), like every other log line. */
+export function progressLogFields(snapshot: ProgressSnapshot): Record<string, unknown> {
+	const fields: Record<string, unknown> = {};
+	for (const [key, value] of Object.entries(snapshot)) {
+		fields[key.replace(/[A-Z]/g, (letter) => `_${letter.toLowerCase()}`)] = value;
+	}
+	return fields;
+}

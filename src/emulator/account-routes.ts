@@ -3,7 +3,7 @@
  * from the `x-apikey` header or the `apikey` query parameter; scraper and browser keys are refused.
  */
 import type { IncomingMessage, ServerResponse } from "node:http";
-import type { Catalogue } from "./catalogue.js";
+import { type Catalogue, type CatalogueLayout, groupedCatalogue } from "./catalogue.js";
 import type { EmulatorContext } from "./context.js";
 import { dropConnection, pause, sendBody, sendJson } from "./http-io.js";
 import type { KeyPlace, LedgerEndpoint, LedgerEntry } from "./ledger.js";
@@ -94,7 +94,7 @@ export async function handleAccountRequest(
 			return;
 		case "account/settings":
 			ctx.ledger.finish(entry, 200);
-			sendBody(res, 200, settingsJson(ctx.catalogue), "application/json; charset=utf-8");
+			sendBody(res, 200, settingsJson(ctx.catalogue, ctx.config.catalogueLayout), "application/json; charset=utf-8");
 			return;
 		case "account/usage": {
 			// Email verification concerns personal keys only (spec 4.5).
@@ -205,14 +205,17 @@ function browserAccess(ctx: EmulatorContext) {
 	};
 }
 
-const settingsCache = new WeakMap<Catalogue, string>();
+const settingsCache = new WeakMap<Catalogue, Map<CatalogueLayout, string>>();
 
-/** The catalogue never changes during a run, so it is serialized once. */
-function settingsJson(catalogue: Catalogue): string {
-	let json = settingsCache.get(catalogue);
+/** The catalogue never changes during a run, so it is serialized once per layout. */
+function settingsJson(catalogue: Catalogue, layout: CatalogueLayout): string {
+	const cached = settingsCache.get(catalogue) ?? new Map<CatalogueLayout, string>();
+	settingsCache.set(catalogue, cached);
+	let json = cached.get(layout);
 	if (json === undefined) {
-		json = JSON.stringify({ success: true, data: catalogue });
-		settingsCache.set(catalogue, json);
+		const data = layout === "grouped" ? groupedCatalogue(catalogue) : catalogue;
+		json = JSON.stringify({ success: true, data });
+		cached.set(layout, json);
 	}
 	return json;
 }

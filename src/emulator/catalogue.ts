@@ -243,3 +243,42 @@ export function createCatalogue(): Catalogue {
 	};
 	return { rp: build("rp"), rpc: build("rpc"), mp: build("mp"), dcp: build("dcp") };
 }
+
+/**
+ * How `/public/settings` lays out cities and regions. The spec shows neither ("nested city entries
+ * carrying city names and regional codes"): `flat` is the service's own client's reading (items
+ * `{id, name, country_code, region_id}`); `grouped` is one entry per country holding its list, so
+ * clients can be tested against both.
+ */
+export const CATALOGUE_LAYOUTS = ["flat", "grouped"] as const;
+export type CatalogueLayout = (typeof CATALOGUE_LAYOUTS)[number];
+
+/** The catalogue with cities and regions grouped per country: `{country_code, country, cities: [{id, name, region_id}]}`. */
+export function groupedCatalogue(catalogue: Catalogue): Record<string, unknown> {
+	const group = <T extends { country_code: string }>(
+		items: readonly T[],
+		countries: Readonly<Record<string, string>>,
+		key: string,
+	) => {
+		const byCountry = new Map<string, Array<Omit<T, "country_code">>>();
+		for (const { country_code, ...rest } of items) {
+			const list = byCountry.get(country_code) ?? [];
+			list.push(rest);
+			byCountry.set(country_code, list);
+		}
+		return [...byCountry].map(([code, list]) => ({
+			country_code: code,
+			country: countries[code] ?? code,
+			[key]: list,
+		}));
+	};
+	const result: Record<string, unknown> = {};
+	for (const [product, entry] of Object.entries(catalogue)) {
+		result[product] = {
+			...entry,
+			cities: { data: group(entry.cities.data, entry.countries, "cities") },
+			regions: { data: group(entry.regions.data, entry.countries, "regions") },
+		};
+	}
+	return result;
+}

@@ -6,6 +6,7 @@
  */
 import { z } from "zod";
 import { CREDIT_COSTS, didYouMean, UsageError } from "../shared/index.js";
+import { CATALOGUE_LAYOUTS, type CatalogueLayout } from "./catalogue.js";
 import { DEFAULT_ACCOUNT_KEY, DEFAULT_BROWSER_KEY, DEFAULT_SCRAPER_KEY } from "./defaults.js";
 import { compilePattern, type UrlPattern } from "./url-pattern.js";
 
@@ -140,6 +141,8 @@ export const scenarioSchema = z
 		email_verified: z.boolean().default(true),
 		balances_mb: balancesSchema.prefault({}),
 		static_residential_ips: z.number().int().min(0).max(100).default(3),
+		/** How `/public/settings` lays out cities and regions: flat items, or grouped per country. @default "flat" */
+		catalogue_layout: z.enum(CATALOGUE_LAYOUTS).default("flat"),
 		faults: z.array(faultSchema).default([]),
 	})
 	.superRefine((scenario, ctx) => {
@@ -214,6 +217,7 @@ export interface EmulatorConfig {
 	readonly emailVerified: boolean;
 	readonly balancesMb: { readonly rp: number; readonly rpc: number; readonly mp: number; readonly dcp: number };
 	readonly staticResidentialIps: number;
+	readonly catalogueLayout: CatalogueLayout;
 	readonly faults: readonly FaultRule[];
 }
 
@@ -312,6 +316,7 @@ export function toConfig(scenario: Scenario): EmulatorConfig {
 		emailVerified: scenario.email_verified,
 		balancesMb: { ...scenario.balances_mb },
 		staticResidentialIps: scenario.static_residential_ips,
+		catalogueLayout: scenario.catalogue_layout,
 		faults: scenario.faults.map((fault, index) => ({
 			index,
 			kind: fault.kind,

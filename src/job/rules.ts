@@ -1,5 +1,6 @@
 import { checkScrapeParams, type ParamProblem } from "../shared/index.js";
 import { inferSourceFormat } from "./normalize.js";
+import { paramHint } from "./param-hints.js";
 import { type DataPath, formatPath } from "./positions.js";
 import { DEFAULT_BACKOFF_MS, DEFAULT_MAX_BACKOFF_MS } from "./schema.js";
 import { checkTargetUrl } from "./url-check.js";
@@ -48,7 +49,8 @@ function checkMergedOptions(
 ): PathProblem[] {
 	const { id: _id, url: _url, file: _file, format: _format, column: _column, delimiter: _delimiter, ...options } = own;
 	const problems: PathProblem[] = [];
-	for (const problem of checkScrapeParams({ ...inherited, ...options, url })) {
+	const merged = { ...inherited, ...options, url };
+	for (const problem of checkScrapeParams(merged)) {
 		if (problem.param === "url") continue;
 		const setHere = Object.hasOwn(options, problem.param);
 		const related = RELATED_PARAM[problem.param];
@@ -60,7 +62,7 @@ function checkMergedOptions(
 			path: [...objectPath, problem.param],
 			at: setHere ? [...objectPath, problem.param] : relatedHere ? [...objectPath, related] : objectPath,
 			atKey: !setHere && relatedHere,
-			message: `${problem.problem}${fromDefaults}`,
+			message: `${problem.problem}${paramHint(problem, merged)}${fromDefaults}`,
 		});
 	}
 	return problems;

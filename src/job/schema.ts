@@ -12,6 +12,7 @@ import {
 	WAIT_UNTIL,
 } from "../shared/index.js";
 import { browserSessionSchema } from "./browser-session.js";
+import { modeProblem } from "./param-hints.js";
 import { describeValue } from "./problems.js";
 
 /**
@@ -59,7 +60,7 @@ const stringOrList = (description: string) => z.union([z.string(), z.array(z.str
  */
 const scrapeOptionShape = {
 	mode: z
-		.enum(MODES, { error: PROBLEMS.mode })
+		.enum(MODES, { error: (issue) => modeProblem(issue.input) })
 		.describe("request (plain HTTP, 1–2 credits), browser (full browser, 5), auto (default: 2, or 6 if upgraded)"),
 	delivery: z.enum(DELIVERIES).describe("raw (the content itself, default) or json (wrapped with metadata)"),
 	async: flag("Return a task id at once and poll it (the runner follows tasks)"),

@@ -1,4 +1,5 @@
 import { renameSync, writeFileSync } from "node:fs";
+import { plural } from "../shared/index.js";
 import type { RecordStatus } from "./record.js";
 
 /** `summary.json` (shared/design.md, "Output"). Durations in milliseconds, throughput in targets per second. */
@@ -86,11 +87,6 @@ export function formatSummary(
 	}
 	rows.push(["output", runDir]);
 	return `${rows.map(([label, value]) => `${pad(label, 10)} ${value}`).join("\n")}\n`;
-}
-
-/** "1 retry", "2 retries". */
-export function plural(count: number, one: string, many = `${one}s`): string {
-	return `${count} ${count === 1 ? one : many}`;
 }
 
 function formatByMode(byMode: Record<string, number>): string {

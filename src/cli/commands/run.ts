@@ -13,12 +13,12 @@ import {
 } from "../../job/index.js";
 import { formatSummary } from "../../output/index.js";
 import { type ProgressSnapshot, type RunJobResult, runJob, surveyTargets } from "../../run/index.js";
-import { redactSecrets } from "../../shared/index.js";
+import { plural, redactSecrets } from "../../shared/index.js";
 import { connectBrowser, type RunBrowserAccess } from "../browser-access.js";
 import { type CliContext, writeLine } from "../context.js";
 import { EXIT } from "../exit-codes.js";
 import { printJsonError } from "../json-error.js";
-import { createProgressBar, createProgressLog, type ProgressDisplay } from "../progress-display.js";
+import { createProgressBar, createProgressLog, type ProgressDisplay, progressLogFields } from "../progress-display.js";
 import { resumeCommand } from "../resume-hint.js";
 import { lockPlannedRuns, type PlannedRun, planRuns, releasePlannedRuns } from "../run-plan.js";
 import { connectScraper, NoScraperAccessError } from "../scraper-access.js";
@@ -238,7 +238,7 @@ async function dryRun(ctx: CliContext, jobs: LoadedRunJob[], flags: RunFlags): P
 		}
 		writeLine(
 			ctx.stdout,
-			`${job.name}: ${survey.total} targets (request ${survey.byMode.request}, browser ${survey.byMode.browser}, auto ${survey.byMode.auto}), ${survey.duplicates} duplicates; estimated ${survey.creditRange.min}–${survey.creditRange.max} credits if every target succeeds once. Nothing was sent (--dry-run).`,
+			`${job.name}: ${plural(survey.total, "target")} (request ${survey.byMode.request}, browser ${survey.byMode.browser}, auto ${survey.byMode.auto}), ${plural(survey.duplicates, "duplicate")}; estimated ${survey.creditRange.min}–${survey.creditRange.max} credits if every target succeeds once. Nothing was sent (--dry-run).`,
 		);
 	}
 	if (flags.json)
@@ -293,7 +293,7 @@ async function runOne(ctx: CliContext, plan: PlannedRun, flags: RunFlags, run: R
 		run.notes.display = display;
 	} else if (!flags.quiet) {
 		display = createProgressLog((snapshot: ProgressSnapshot) =>
-			run.logger.info({ job: job.name, ...snapshot }, "progress"),
+			run.logger.info({ job: job.name, ...progressLogFields(snapshot) }, "progress"),
 		);
 	}
 	if (!interactive) {

@@ -1,7 +1,8 @@
 import type { Command } from "commander";
 import type { TargetingCatalogue, TargetingPlace, TargetingSettings } from "../../api/index.js";
-import { UsageError } from "../../shared/index.js";
+import { plural, UsageError } from "../../shared/index.js";
 import { type CliContext, useColor, writeJson, writeLine } from "../context.js";
+import { EXIT } from "../exit-codes.js";
 import { closestMatches, createStyle, formatTable, productName, type Style } from "../format/index.js";
 import { addServiceOptions, connectService, requireAccount, type ServiceFlags } from "../service-connection.js";
 
@@ -58,11 +59,16 @@ export async function runTargeting(ctx: CliContext, flags: TargetingFlags): Prom
 			const countries = Object.entries(catalogue.countries)
 				.filter(([cc, name]) => matches(cc, name))
 				.sort(([a], [b]) => a.localeCompare(b));
+			if (countries.length === 0 && needle !== "") nothingMatches(ctx, flags, code);
 			if (flags.json) {
 				writeJson(ctx.stdout, { product: code, countries: Object.fromEntries(countries) });
 				return;
 			}
-			writeLine(ctx.stdout, style.bold(`${productName(code)} (${code}): ${countries.length} countries`));
+			if (countries.length === 0 && needle !== "") return;
+			writeLine(
+				ctx.stdout,
+				style.bold(`${productName(code)} (${code}): ${plural(countries.length, "country", "countries")}`),
+			);
 			for (const line of formatTable([{ header: "code" }, { header: "country" }], countries, {
 				style,
 				indent: "  ",
@@ -81,6 +87,8 @@ export async function runTargeting(ctx: CliContext, flags: TargetingFlags): Prom
 				(entry.countries.length === 0 || entry.countries.includes(country.code)) && matches(entry.name, entry.networkId)
 			);
 		});
+		const nothing = needle !== "" && regions.length + cities.length + isps.length === 0;
+		if (nothing) nothingMatches(ctx, flags, code, country.code);
 		if (flags.json) {
 			writeJson(ctx.stdout, {
 				product: code,
@@ -91,6 +99,7 @@ export async function runTargeting(ctx: CliContext, flags: TargetingFlags): Prom
 			});
 			return;
 		}
+		if (nothing) return;
 		for (const line of describeCountry(
 			code,
 			country,
@@ -104,6 +113,16 @@ export async function runTargeting(ctx: CliContext, flags: TargetingFlags): Prom
 	} finally {
 		await connection.close();
 	}
+}
+
+/** `--search` found nothing: say so on stderr (not an empty table) and exit 1. */
+function nothingMatches(ctx: CliContext, flags: TargetingFlags, product: string, country?: string): void {
+	const where = country ? `${country}'s regions, cities and ISPs` : "countries";
+	writeLine(
+		ctx.stderr,
+		`scrapejob: nothing matches ${JSON.stringify(flags.search)} in the ${product} catalogue's ${where}`,
+	);
+	ctx.exitCode = EXIT.noMatch;
 }
 
 function describeCountry(

@@ -7,7 +7,7 @@ import {
 	MAX_JOB_FILE_BYTES,
 	type TargetCounts,
 } from "../../job/index.js";
-import { MODES } from "../../shared/index.js";
+import { MODES, plural } from "../../shared/index.js";
 import { type CliContext, writeJson, writeLine } from "../context.js";
 import { EXIT } from "../exit-codes.js";
 
@@ -68,10 +68,6 @@ Examples:
 		.action(async (jobs: string[], flags: ValidateFlags) => {
 			await runValidate(ctx, jobs, flags);
 		});
-}
-
-function plural(count: number, one: string, many = `${one}s`): string {
-	return `${count} ${count === 1 ? one : many}`;
 }
 
 /** The one-line summary of a valid job. */

@@ -1,0 +1,110 @@
+import { join } from "node:path";
+import { afterEach, describe, expect, it } from "vitest";
+import { ServiceError } from "../../src/api/index.js";
+import { progressLogFields } from "../../src/cli/progress-display.js";
+import { formatSummary, type RunSummary } from "../../src/output/index.js";
+import { tempDir, writeJob } from "../helpers/job-files.js";
+import { runCli } from "../helpers/run-cli.js";
+import { startTestService, type TestService } from "../helpers/service.js";
+
+let service: TestService | undefined;
+afterEach(async () => {
+	await service?.close();
+	service = undefined;
+});
+
+describe("small things a new user noticed", () => {
+	it("a 402 says 'Insufficient credits' once", async () => {
+		const error = new ServiceError({
+			status: 402,
+			errorType: "Insufficient credits",
+			detail: "Insufficient credits: required 2, available 0",
+			endpoint: "POST /scraper/realtime",
+		});
+		expect(error.message).toBe("POST /scraper/realtime answered 402 Insufficient credits: required 2, available 0");
+		expect(
+			new ServiceError({ status: 503, errorType: "Unavailable", detail: "try later", endpoint: "x" }).message,
+		).toBe("x answered 503 Unavailable: try later");
+
+		service = await startTestService({ credits: 0 });
+		const dir = tempDir();
+		const job = writeJob(dir, "shop", `name: shop\ntargets:\n  - ${service.site.url}/product/1\n`);
+		const run = await runCli(["run", job, "--out", join(dir, "out")], { env: service.env });
+		expect(run.code).toBe(3);
+		expect(run.stderr).toContain("402 Insufficient credits: required");
+		expect(run.stderr).not.toContain("Insufficient credits: Insufficient credits");
+	});
+
+	it("counts read in the right number: 1 retry, 1 task, 1 target, 1 country", async () => {
+		const summary = {
+			job: "shop",
+			run_id: "r",
+			complete: false,
+			stopped_reason: "interrupted",
+			targets: {
+				total: 2,
+				done: 1,
+				remaining: 1,
+				by_status: { ok: 1, failed: 0, skipped: 0 },
+				duplicates: 0,
+				skipped_rows: 0,
+			},
+			credits: { used: 2, by_mode: {}, remaining: null, max_credits: null },
+			retries: 1,
+			rate_limit_pauses: 1,
+			tasks: { created: 1, completed: 1, failed: 0, left_pending: 0 },
+			errors_by_kind: {},
+			started_at: "",
+			finished_at: "",
+			wall_ms: 1000,
+			throughput_per_s: 1,
+			latency_ms: { p50: 1, p95: 1 },
+			concurrency: 1,
+			resumed_from: null,
+		} satisfies RunSummary;
+		const text = formatSummary(summary, "/out/shop/r", "scrapejob run shop.yaml --resume");
+		expect(text).toContain("1 retry, 1 rate-limit pause, 1 task");
+		expect(text).toContain("1 target: finish with `scrapejob run shop.yaml --resume`");
+		expect(formatSummary({ ...summary, retries: 2, tasks: { ...summary.tasks, created: 0 } }, "/o")).toContain(
+			"2 retries, 1 rate-limit pause, 0 tasks",
+		);
+
+		service = await startTestService();
+		const one = await runCli(["targeting", "--product", "rp", "--search", "germany"], { env: service.env });
+		expect(one.stdout).toContain("1 country");
+		expect(one.stdout).not.toContain("1 countries");
+	});
+
+	it("an invalid mode gives the service's words first, then the allowed values", async () => {
+		const dir = tempDir();
+		const job = writeJob(dir, "bad", "name: bad\ndefaults:\n  mode: browsr\ntargets:\n  - https://a.example/\n");
+		const run = await runCli(["validate", job]);
+		expect(run.code).toBe(2);
+		expect(run.stderr).toContain(
+			'bad.yaml:3:9 defaults.mode: invalid mode value (allowed: request, browser, auto; got "browsr"; did you mean "browser"?)',
+		);
+	});
+
+	it("progress log lines use snake_case keys, like every other log line", () => {
+		const fields = progressLogFields({
+			done: 1,
+			total: 2,
+			ok: 1,
+			failed: 0,
+			skipped: 0,
+			creditsUsed: 2,
+			retries: 0,
+			inFlight: 1,
+		});
+		expect(fields).toEqual({
+			done: 1,
+			total: 2,
+			ok: 1,
+			failed: 0,
+			skipped: 0,
+			credits_used: 2,
+			retries: 0,
+			in_flight: 1,
+		});
+	});
+});
