@@ -1,7 +1,12 @@
 /**
  * scrapejob as a library: the same pieces the CLI is made of. Most users want the CLI; these are for
  * running jobs from code and for testing an integration against the emulator.
+ *
+ * One call runs a job file: `await runJobFile("jobs/x.yaml", { sandbox, out, signal, onProgress })`.
+ * The lower-level pieces below (`loadJob`, `surveyTargets`, `createScraperClient`, `runJob`, …) are
+ * what it is made of, for those who need a different assembly.
  */
+
 export {
 	type AccountClient,
 	classifyFailure,
@@ -23,6 +28,26 @@ export {
 	startEmulator,
 } from "./emulator/index.js";
 export { countTargets, type Job, JobValidationError, loadJob, streamTargets, type Target } from "./job/index.js";
-export type { ResultRecord, RunSummary } from "./output/index.js";
-export { type RunJobOptions, type RunJobResult, runJob, surveyTargets } from "./run/index.js";
+export {
+	NoScraperAccessError,
+	type RunJobFileOptions,
+	type RunJobFileResult,
+	runJobFile,
+} from "./library/index.js";
+export { formatSummary, type ResultRecord, type RunSummary } from "./output/index.js";
+export {
+	LockHeldError,
+	listRuns,
+	lockJobOutput,
+	type ProgressSnapshot,
+	ResumeError,
+	type RunInfo,
+	type RunJobOptions,
+	type RunJobResult,
+	type RunLock,
+	runJob,
+	type StopReason,
+	surveyTargets,
+	type TargetSurvey,
+} from "./run/index.js";
 export { ScrapejobError, UsageError } from "./shared/index.js";

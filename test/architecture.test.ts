@@ -19,6 +19,8 @@ const ALLOWED: Readonly<Record<string, readonly string[]>> = {
 	browser: ["shared"],
 	run: ["shared", "job", "api", "output", "report", "browser"],
 	emulator: ["shared"],
+	/** The one-call library entry (`runJobFile`): what the CLI's `run` assembles, for code. */
+	library: ["shared", "config", "job", "api", "output", "run", "emulator"],
 	cli: ["shared", "config", "job", "api", "output", "run", "report", "browser", "emulator"],
 };
 

@@ -153,7 +153,11 @@ export function normalizeJob(parsed: JobFileOutput, ctx: NormalizeContext): Job 
 		browserSession,
 		targets,
 		sources,
-		output: { formats: [...new Set(parsed.output.formats)], content: parsed.output.content },
+		output: {
+			formats: [...new Set(parsed.output.formats)],
+			content: parsed.output.content,
+			...(parsed.output.csv_bom ? { csvBom: true } : {}),
+		},
 		retry: {
 			attempts: parsed.retry.attempts,
 			backoffMs: parsed.retry.backoff_ms,

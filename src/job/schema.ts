@@ -169,6 +169,10 @@ export const outputSchema = z
 			.enum(CONTENT_MODES)
 			.default(DEFAULT_CONTENT_MODE)
 			.describe("Page content: inline (in results.jsonl), files (under pages/), none"),
+		csv_bom: z
+			.boolean()
+			.default(false)
+			.describe("Start results.csv with a UTF-8 byte order mark, so Excel shows non-ASCII text correctly"),
 	})
 	.describe("What the run writes");
 

@@ -65,7 +65,8 @@ export interface Job {
 	/** Inline targets in file order, duplicates included (`streamTargets` drops them). */
 	targets: Target[];
 	sources: SourceSpec[];
-	output: { formats: OutputFormat[]; content: ContentMode };
+	/** `csvBom`: results.csv starts with a UTF-8 BOM (`output.csv_bom`). */
+	output: { formats: OutputFormat[]; content: ContentMode; csvBom?: boolean };
 	retry: { attempts: number; backoffMs: number; maxBackoffMs: number };
 	onBadRow: BadRowPolicy;
 	taskTimeoutMs: number;

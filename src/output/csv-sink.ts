@@ -25,11 +25,19 @@ export function csvLines(rows: ReadonlyArray<ReadonlyArray<string | number>>): s
 	return stringify(rows as Array<Array<string | number>>, { record_delimiter: "windows", quoted_match: /^\s|\s$/ });
 }
 
+/** The UTF-8 byte order mark: Excel reads a CSV as UTF-8 only when it starts with one. */
+export const UTF8_BOM = "\uFEFF";
+
+export interface CsvSinkOptions {
+	/** Start a new file with a UTF-8 BOM (`output.csv_bom`). @default false */
+	readonly bom?: boolean;
+}
+
 /**
  * `results.csv`: the header once (only when the file is new or empty, so a resumed run appends
- * rows under the header it already has), then one row per record.
+ * rows under the header it already has — and never a second BOM), then one row per record.
  */
-export function createCsvSink(path: string): RecordSink {
+export function createCsvSink(path: string, options: CsvSinkOptions = {}): RecordSink {
 	let size = 0;
 	try {
 		size = statSync(path).size;
@@ -37,7 +45,7 @@ export function createCsvSink(path: string): RecordSink {
 		size = 0;
 	}
 	const file = openAppendFile(path);
-	if (size === 0) file.append(csvLines([[...RECORD_COLUMNS]]));
+	if (size === 0) file.append(`${options.bom ? UTF8_BOM : ""}${csvLines([[...RECORD_COLUMNS]])}`);
 	return {
 		write(record) {
 			file.append(csvLines([row(record)]));

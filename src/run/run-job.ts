@@ -156,7 +156,8 @@ export async function runJob(options: RunJobOptions): Promise<RunJobResult> {
 		journal.session(runId, prior !== null);
 		// results.jsonl is always written: it is the record of truth `--resume` reads.
 		const sinks: RecordSink[] = [createJsonlSink(join(runDir, RUN_FILES.jsonl))];
-		if (job.output.formats.includes("csv")) sinks.push(createCsvSink(join(runDir, RUN_FILES.csv)));
+		if (job.output.formats.includes("csv"))
+			sinks.push(createCsvSink(join(runDir, RUN_FILES.csv), { bom: job.output.csvBom === true }));
 		const pages = job.output.content === "files" ? createPageStore(runDir) : null;
 		const stats = createRunStatistics(prior);
 		// A resumed run's earlier records are on disk only: its report is rebuilt from the folder instead.

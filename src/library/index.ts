@@ -1,0 +1,1 @@
+export { NoScraperAccessError, type RunJobFileOptions, type RunJobFileResult, runJobFile } from "./run-job-file.js";

@@ -1,0 +1,146 @@
+import { resolve } from "node:path";
+import { createAccountClient, createScraperClient, type ScraperClient } from "../api/index.js";
+import { resolveConfig } from "../config/index.js";
+import { startDemoSite, startEmulator } from "../emulator/index.js";
+import { loadJob } from "../job/index.js";
+import type { RunSummary } from "../output/index.js";
+import { newRunId } from "../output/index.js";
+import { lockJobOutput, type ProgressSnapshot, runJob, surveyTargets } from "../run/index.js";
+import { ScrapejobError, UsageError } from "../shared/index.js";
+
+export interface RunJobFileOptions {
+	/**
+	 * Run against an in-process emulator and demo site instead of the service (the job may name the
+	 * site as `${SCRAPEJOB_DEMO_SITE}`). @default false
+	 */
+	readonly sandbox?: boolean;
+	/** Root folder of results: `<out>/<job>/<run-id>/`, relative to `cwd`. @default "output" */
+	readonly out?: string;
+	/** Abort to stop: no new fetches, in-flight ones finish; the summary says `complete: false`. */
+	readonly signal?: AbortSignal;
+	/** Called as each target finishes. */
+	readonly onProgress?: (snapshot: ProgressSnapshot) => void;
+	/** Where keys and addresses come from (`SCRAPEJOB_ACCOUNT_KEY`, …). @default process.env */
+	readonly env?: NodeJS.ProcessEnv;
+	/** A `KEY=VALUE` file of those variables, as `--config`. */
+	readonly config?: string;
+	/** Base of relative paths (the job file, `out`, `config`). @default process.cwd() */
+	readonly cwd?: string;
+}
+
+/** The run's summary (as `summary.json`), with where its files are. */
+export interface RunJobFileResult extends RunSummary {
+	readonly run_dir: string;
+	/** `report.html`, or null when it could not be written. */
+	readonly report: string | null;
+}
+
+/** The account has no scraper access (`has_access: false`). */
+export class NoScraperAccessError extends ScrapejobError {
+	constructor(message: string) {
+		super("SCRAPEJOB_NO_ACCESS", message);
+	}
+}
+
+interface Scraper {
+	readonly client: ScraperClient;
+	/** The account's concurrency, or null when only a scraper key is known (learned from the service). */
+	readonly concurrency: number | null;
+	readonly secrets: string[];
+	close(): Promise<void>;
+}
+
+/** A scraper client from the configuration (or the sandbox), the way `scrapejob run` makes one. */
+async function connect(options: RunJobFileOptions, cwd: string, env: NodeJS.ProcessEnv): Promise<Scraper> {
+	const config = await resolveConfig({
+		flags: options.config !== undefined ? { config: options.config } : {},
+		env,
+		cwd,
+	});
+	if (config.scraperKey) {
+		return {
+			client: createScraperClient({
+				scraperKey: config.scraperKey,
+				...(config.scraperUrl ? { baseUrl: config.scraperUrl } : {}),
+			}),
+			concurrency: null,
+			secrets: [config.scraperKey],
+			close: async () => {},
+		};
+	}
+	if (!config.accountKey) {
+		throw new UsageError("no key: set SCRAPEJOB_ACCOUNT_KEY (or SCRAPEJOB_SCRAPER_KEY), or pass { sandbox: true }");
+	}
+	const account = createAccountClient({
+		accountKey: config.accountKey,
+		...(config.apiUrl ? { baseUrl: config.apiUrl } : {}),
+	});
+	const access = await account.scraperAccess(options.signal);
+	if (!access.has_access || !access.api_key || access.concurrency < 1) {
+		throw new NoScraperAccessError("the account has no scraper access (GET /public/scraper); nothing was sent");
+	}
+	return {
+		client: createScraperClient({ scraperKey: access.api_key, baseUrl: config.scraperUrl ?? access.endpoint_url }),
+		concurrency: access.concurrency,
+		secrets: [config.accountKey, access.api_key],
+		close: async () => {},
+	};
+}
+
+/**
+ * Run one job file to the end (or until `signal` aborts) and return its summary: validate, take the
+ * job's lock, connect, fetch every target once, write the run folder. The same steps as
+ * `scrapejob run FILE`; throws `JobValidationError` (bad job), `LockHeldError` (another run holds
+ * the lock) or a service error (refused key) before anything is paid for.
+ */
+export async function runJobFile(path: string, options: RunJobFileOptions = {}): Promise<RunJobFileResult> {
+	const cwd = options.cwd ?? process.cwd();
+	let env = options.env ?? process.env;
+	const signal = options.signal ?? new AbortController().signal;
+	const closers: Array<() => Promise<void>> = [];
+	try {
+		if (options.sandbox) {
+			const site = await startDemoSite({});
+			closers.push(() => site.close());
+			const emulator = await startEmulator({ port: 0, ledger: false });
+			closers.push(() => emulator.close());
+			env = {
+				SCRAPEJOB_ACCOUNT_KEY: emulator.accountKey,
+				SCRAPEJOB_API_URL: emulator.apiUrl,
+				SCRAPEJOB_DEMO_SITE: site.url,
+			};
+		}
+		const { job, counts } = await loadJob(resolve(cwd, path), { env, cwd });
+		const outRoot = resolve(cwd, options.out ?? "output");
+		const runId = newRunId();
+		// The lock before the first request: a run that loses it has sent nothing.
+		const lock = lockJobOutput(outRoot, job.name, runId);
+		try {
+			const scraper = await connect(options, cwd, env);
+			closers.push(() => scraper.close());
+			const wanted = job.concurrency === "auto" ? null : job.concurrency;
+			const concurrency =
+				scraper.concurrency === null ? (wanted ?? 1000) : Math.min(wanted ?? scraper.concurrency, scraper.concurrency);
+			const survey = await surveyTargets(job, counts);
+			const result = await runJob({
+				job,
+				survey,
+				client: scraper.client,
+				concurrency,
+				adaptiveConcurrency: scraper.concurrency === null,
+				outRoot,
+				maxCredits: job.maxCredits,
+				signal,
+				secrets: scraper.secrets,
+				lock,
+				runId,
+				...(options.onProgress ? { onProgress: options.onProgress } : {}),
+			});
+			return { ...result.summary, run_dir: result.runDir, report: result.reportPath };
+		} finally {
+			lock.release();
+		}
+	} finally {
+		for (const close of closers.reverse()) await close();
+	}
+}
