@@ -41,7 +41,10 @@ export function registerEmulatorCommand(program: Command, ctx: CliContext): void
 		.description("run the local emulator of the service (account + scraper endpoints, fault injection)")
 		.option("--port <n>", `port to listen on; 0 picks a free one (default ${DEFAULT_EMULATOR_PORT})`, parsePort)
 		.option("--host <address>", "address to bind", DEFAULT_HOST)
-		.option("--scenario <file>", "scenario file (YAML or JSON): keys, credits, concurrency, timings, faults")
+		.option(
+			"--scenario <file>",
+			"scenario file (YAML or JSON): keys, credits, concurrency, timings, faults; every key with its default and a comment: jobs/examples/emulator-scenario.yaml (README: The emulator)",
+		)
 		.option(
 			"--demo-site",
 			`also serve the local demo website to scrape, on the next port (default ${demoSitePort(DEFAULT_EMULATOR_PORT)}; a free one with --port 0)`,

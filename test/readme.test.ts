@@ -1,0 +1,193 @@
+/**
+ * The README is the user's manual: every example in it is run here, so it cannot drift from the code.
+ *
+ * Fenced blocks and what happens to them:
+ * - ```yaml — a job file: written to a temporary folder (with placeholder files for its `sources`) and
+ *   loaded with the job loader; it must validate. A block whose first line is `# readme-test: scenario`
+ *   is an emulator scenario instead and is loaded with the scenario parser. A block whose first line
+ *   is `# readme-test: fragment` is a piece of a job file: it must only be valid YAML.
+ * - ```cron — the schedule line is run as written (with `cd /srv/scrape` pointing at a temporary
+ *   folder and `npx scrapejob` at the built CLI) with a `KEY=VALUE` env file, against the emulator.
+ * - ```ts with first line `// readme-test: library` — compiled with `tsc` against the built package
+ *   (imported as "scrapejob", as a user would) and run.
+ */
+import { execFile } from "node:child_process";
+import { mkdirSync, readdirSync, readFileSync, symlinkSync, writeFileSync } from "node:fs";
+import { dirname, join } from "node:path";
+import { promisify } from "node:util";
+import { afterEach, beforeAll, describe, expect, it } from "vitest";
+import { parse as parseYaml } from "yaml";
+import { parseScenarioText } from "../src/emulator/scenario-file.js";
+import { JobValidationError, loadJob } from "../src/job/index.js";
+import { readRecords, tempDir } from "./helpers/job-files.js";
+import { startTestService, type TestService } from "./helpers/service.js";
+import { assertBuilt, BIN } from "./helpers/spawn-cli.js";
+
+const run = promisify(execFile);
+const ROOT = join(import.meta.dirname, "..");
+const README = readFileSync(join(ROOT, "README.md"), "utf8");
+
+interface Block {
+	readonly lang: string;
+	readonly text: string;
+	/** 1-based line of the opening fence, for messages. */
+	readonly line: number;
+}
+
+function fencedBlocks(markdown: string): Block[] {
+	const blocks: Block[] = [];
+	const fence = /^```(\w*)\n([\s\S]*?)^```$/gm;
+	for (const match of markdown.matchAll(fence)) {
+		const line = markdown.slice(0, match.index).split("\n").length;
+		blocks.push({ lang: match[1] ?? "", text: match[2] ?? "", line });
+	}
+	return blocks;
+}
+
+function marker(block: Block): string | null {
+	const first = block.text.split("\n")[0] ?? "";
+	return /^(?:#|\/\/)\s*readme-test:\s*(\S+)/.exec(first)?.[1] ?? null;
+}
+
+const blocks = fencedBlocks(README);
+const yamlBlocks = blocks.filter((block) => block.lang === "yaml");
+const jobBlocks = yamlBlocks.filter((block) => marker(block) === null);
+
+/** Placeholder files for a job's `sources`, so the loader can read and count them. */
+function writeSources(dir: string, job: unknown): void {
+	const sources = (job as { sources?: unknown[] }).sources ?? [];
+	for (const source of sources) {
+		const spec = typeof source === "string" ? { file: source } : (source as { file?: string; column?: string });
+		if (!spec.file) continue;
+		const path = join(dir, spec.file);
+		mkdirSync(dirname(path), { recursive: true });
+		const column = spec.column ?? "url";
+		writeFileSync(
+			path,
+			/\.[ct]sv$/.test(spec.file)
+				? `${column}\nhttps://shop.example/from-csv\n`
+				: "# a comment\nhttps://shop.example/from-text\n",
+		);
+	}
+}
+
+describe("README examples", () => {
+	it("has the examples this test knows how to run", () => {
+		expect(jobBlocks.length).toBeGreaterThanOrEqual(1);
+		expect(yamlBlocks.some((block) => marker(block) === "scenario")).toBe(true);
+		expect(blocks.some((block) => block.lang === "cron")).toBe(true);
+		expect(blocks.some((block) => block.lang === "ts" && marker(block) === "library")).toBe(true);
+		const known = new Set([null, "scenario", "fragment", "library"]);
+		expect(blocks.map(marker).filter((kind) => !known.has(kind))).toEqual([]);
+	});
+
+	it.each(jobBlocks.map((block) => [block.line, block] as const))(
+		"the yaml job at README.md:%i validates with the job loader",
+		async (_line, block) => {
+			const dir = tempDir("scrapejob-readme-");
+			writeSources(dir, parseYaml(block.text));
+			const path = join(dir, "job.yaml");
+			writeFileSync(path, block.text);
+			try {
+				const { job } = await loadJob(path, { env: { SCRAPEJOB_DEMO_SITE: "https://demo.example" }, cwd: dir });
+				expect(job.name).not.toBe("");
+			} catch (error) {
+				if (error instanceof JobValidationError) {
+					throw new Error(`README.md:${block.line}: ${error.problems.map((p) => p.message).join("; ")}`);
+				}
+				throw error;
+			}
+		},
+	);
+
+	it("every yaml scenario block loads with the scenario parser, every fragment is valid YAML", () => {
+		for (const block of yamlBlocks) {
+			if (marker(block) === "scenario") expect(parseScenarioText(block.text, `README.md:${block.line}`)).toBeTruthy();
+			if (marker(block) === "fragment") expect(() => parseYaml(block.text)).not.toThrow();
+		}
+	});
+
+	it("the example scenario file in jobs/examples loads", async () => {
+		const { loadScenarioFile, startEmulator } = await import("../src/emulator/index.js");
+		const scenario = await loadScenarioFile(join(ROOT, "jobs", "examples", "emulator-scenario.yaml"));
+		expect(scenario.faults.length).toBeGreaterThan(0);
+		const emulator = await startEmulator({ scenario });
+		await emulator.close();
+	});
+});
+
+describe("README commands, run as documented", () => {
+	let service: TestService | undefined;
+	beforeAll(() => assertBuilt());
+	afterEach(async () => {
+		await service?.close();
+		service = undefined;
+	});
+
+	it("the cron line, with a KEY=VALUE env file, runs the job with the keys it sets", async () => {
+		const cron = blocks.find((block) => block.lang === "cron");
+		const schedule = cron?.text.split("\n").find((line) => /^[\d*]/.test(line)) ?? "";
+		const command = schedule.split(/\s+/).slice(5).join(" ");
+		expect(command).toContain("cd /srv/scrape");
+		expect(command).toContain("npx scrapejob run jobs/shop.yaml");
+
+		service = await startTestService();
+		const dir = tempDir("scrapejob-cron-");
+		mkdirSync(join(dir, "jobs"));
+		mkdirSync(join(dir, "logs"));
+		const targets = [1, 2, 3].map((id) => `  - ${service?.site.url}/product/${id}`).join("\n");
+		writeFileSync(join(dir, "jobs", "shop.yaml"), `name: shop\ndefaults:\n  mode: request\ntargets:\n${targets}\n`);
+		// The documented shape: KEY=VALUE lines, no `export`.
+		writeFileSync(
+			join(dir, "scrapejob.env"),
+			`SCRAPEJOB_ACCOUNT_KEY=${service.emulator.accountKey}\nSCRAPEJOB_API_URL=${service.emulator.apiUrl}\n`,
+		);
+		const line = command
+			.replace("cd /srv/scrape", `cd '${dir}'`)
+			.replace("npx scrapejob", `'${process.execPath}' '${BIN}'`);
+		// cron runs the line with /bin/sh and an environment without the keys.
+		await run("/bin/sh", ["-c", line], { env: { PATH: process.env.PATH ?? "/usr/bin:/bin" } });
+		const log = readFileSync(join(dir, "logs", "shop.log"), "utf8");
+		expect(log).toContain("3 of 3 done: 3 ok");
+		const runs = readdirSync(join(dir, "output", "shop")).filter((name) => !name.startsWith("."));
+		expect(readRecords(join(dir, "output", "shop", runs[0] ?? ""))).toHaveLength(3);
+	}, 30_000);
+
+	it("the library example compiles with tsc against the built package and runs", async () => {
+		const example = blocks.find((block) => block.lang === "ts" && marker(block) === "library");
+		const dir = tempDir("scrapejob-library-");
+		// A user's project: scrapejob installed (the built package), @types/node, ESM.
+		mkdirSync(join(dir, "node_modules", "@types"), { recursive: true });
+		symlinkSync(ROOT, join(dir, "node_modules", "scrapejob"), "dir");
+		symlinkSync(join(ROOT, "node_modules", "@types", "node"), join(dir, "node_modules", "@types", "node"), "dir");
+		mkdirSync(join(dir, "jobs"));
+		writeFileSync(join(dir, "jobs", "demo.yaml"), readFileSync(join(ROOT, "jobs", "demo.yaml")));
+		writeFileSync(join(dir, "package.json"), JSON.stringify({ type: "module", private: true }));
+		writeFileSync(
+			join(dir, "tsconfig.json"),
+			JSON.stringify({
+				compilerOptions: {
+					target: "ES2022",
+					module: "NodeNext",
+					moduleResolution: "NodeNext",
+					strict: true,
+					outDir: "build",
+					types: ["node"],
+					skipLibCheck: true,
+				},
+				include: ["example.ts"],
+			}),
+		);
+		writeFileSync(join(dir, "example.ts"), example?.text ?? "");
+		const tsc = join(ROOT, "node_modules", "typescript", "bin", "tsc");
+		await run(process.execPath, [tsc, "-p", dir]).catch((error: { stdout?: string }) => {
+			throw new Error(`the README's library example does not compile:\n${error.stdout ?? String(error)}`);
+		});
+		const result = await run(process.execPath, [join(dir, "build", "example.js")], {
+			cwd: dir,
+			env: { PATH: process.env.PATH ?? "" },
+		});
+		expect(result.stdout).toMatch(/^\d+ ok, \d+ credits, results in .*output\/demo\/\S+\n$/);
+		expect(result.stderr).toMatch(/\d+ targets done/);
+	}, 60_000);
+});
