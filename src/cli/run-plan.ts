@@ -56,8 +56,16 @@ export function planRuns(
  */
 export function lockPlannedRuns(ctx: CliContext, planned: PlannedRun[], outRoot: string, quiet: boolean): void {
 	try {
+		const byJobName = new Map<string, RunLock>();
 		for (const run of planned) {
+			// Two job files of one name share an output folder, and so one lock, held by this process.
+			const shared = byJobName.get(run.job.name);
+			if (shared) {
+				run.lock = shared;
+				continue;
+			}
 			run.lock = lockJobOutput(outRoot, run.job.name, run.runId);
+			byJobName.set(run.job.name, run.lock);
 			if (run.lock.tookOver && !quiet) writeLine(ctx.stderr, `scrapejob: ${tookOverMessage(run.lock)}`);
 		}
 	} catch (error) {

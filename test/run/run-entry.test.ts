@@ -52,6 +52,19 @@ describe("how a run starts: lock first, nothing sent on a refusal", () => {
 		expect(readdirSync(join(out, "shop"))).toEqual([".lock"]);
 	});
 
+	it("two job files of one name in one command share the lock and both run", async () => {
+		service = await startTestService();
+		const dir = tempDir();
+		const out = join(dir, "out");
+		const first = writeJob(dir, "a", shopJob(service.site.url, 1));
+		const second = writeJob(dir, "b", shopJob(service.site.url, 2));
+		const result = await runCli(["run", first, second, "--out", out, "--quiet", "--json"], { env: service.env });
+		expect(result.code).toBe(0);
+		const lines = result.stdout.trim().split("\n");
+		expect(lines.map((line) => (JSON.parse(line) as { complete: boolean }).complete)).toEqual([true, true]);
+		expect(existsSync(join(out, "shop", ".lock"))).toBe(false);
+	});
+
 	it("a wrong scraper key (health 401 before any fetch) leaves no run folder and no resume hint; exit 3", async () => {
 		service = await startTestService();
 		const dir = tempDir();
