@@ -11,14 +11,16 @@ export interface HealthReading {
 /**
  * The service's own advice: read X-RateLimit-Remaining before a batch. The health check is free, so
  * it runs before the run folder exists: a refused key (401/402/403) throws here, leaving nothing
- * behind to resume. Any other failure is reported and the run starts anyway.
+ * behind to resume (so does a stop request during the check). Any other failure is reported and the
+ * run starts anyway.
  */
 export async function checkScraperHealth(client: ScraperClient, signal: AbortSignal): Promise<HealthReading> {
 	try {
 		const health = await client.health(signal);
 		return { rateLimitRemaining: health.headers.rateLimitRemaining, failure: null };
 	} catch (error) {
-		if (classifyFailure(error).action === "abort") throw error;
+		// A refused key, or Ctrl-C while checking: nothing was started, so nothing is left behind.
+		if (classifyFailure(error).action === "abort" || signal.aborted) throw error;
 		return { rateLimitRemaining: undefined, failure: errorMessage(error) };
 	}
 }
