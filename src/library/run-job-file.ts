@@ -1,11 +1,11 @@
 import { resolve } from "node:path";
-import { createAccountClient, createScraperClient, type ScraperClient } from "../api/index.js";
+import { type AccountClient, createAccountClient, createScraperClient, type ScraperClient } from "../api/index.js";
 import { resolveConfig } from "../config/index.js";
 import { startDemoSite, startEmulator } from "../emulator/index.js";
-import { loadJob } from "../job/index.js";
+import { jobUsesBrowser, loadJob } from "../job/index.js";
 import type { RunSummary } from "../output/index.js";
 import { newRunId } from "../output/index.js";
-import { lockJobOutput, type ProgressSnapshot, runJob, surveyTargets } from "../run/index.js";
+import { lockJobOutput, type ProgressSnapshot, type RunJobOptions, runJob, surveyTargets } from "../run/index.js";
 import { ScrapejobError, UsageError } from "../shared/index.js";
 
 export interface RunJobFileOptions {
@@ -35,7 +35,7 @@ export interface RunJobFileResult extends RunSummary {
 	readonly report: string | null;
 }
 
-/** The account has no scraper access (`has_access: false`). */
+/** The account has no scraper access (`has_access: false`), or no browser access for `browser_session:` targets. */
 export class NoScraperAccessError extends ScrapejobError {
 	constructor(message: string) {
 		super("SCRAPEJOB_NO_ACCESS", message);
@@ -44,6 +44,8 @@ export class NoScraperAccessError extends ScrapejobError {
 
 interface Scraper {
 	readonly client: ScraperClient;
+	/** The account client, when an account key is known (browser access is read with it). */
+	readonly account: AccountClient | null;
 	/** The account's concurrency, or null when only a scraper key is known (learned from the service). */
 	readonly concurrency: number | null;
 	readonly secrets: string[];
@@ -64,6 +66,7 @@ async function connect(options: RunJobFileOptions, cwd: string, env: NodeJS.Proc
 				...(config.scraperUrl ? { baseUrl: config.scraperUrl } : {}),
 			}),
 			concurrency: null,
+			account: null,
 			secrets: [config.scraperKey],
 			close: async () => {},
 		};
@@ -82,8 +85,32 @@ async function connect(options: RunJobFileOptions, cwd: string, env: NodeJS.Proc
 	return {
 		client: createScraperClient({ scraperKey: access.api_key, baseUrl: config.scraperUrl ?? access.endpoint_url }),
 		concurrency: access.concurrency,
+		account,
 		secrets: [config.accountKey, access.api_key],
 		close: async () => {},
+	};
+}
+
+/** The browser service for `browser_session:` targets, read from GET /public/browser as `scrapejob run` does. */
+async function browserFor(scraper: Scraper, signal: AbortSignal): Promise<NonNullable<RunJobOptions["browser"]>> {
+	const account = scraper.account;
+	if (!account) {
+		throw new NoScraperAccessError(
+			"browser_session targets need SCRAPEJOB_ACCOUNT_KEY (the browser key is read with it)",
+		);
+	}
+	const access = await account.browserAccess(signal);
+	if (!access.has_access || !access.api_key || access.concurrency < 1) {
+		throw new NoScraperAccessError("the account has no browser access (GET /public/browser); nothing was sent");
+	}
+	scraper.secrets.push(access.api_key);
+	return {
+		endpointUrl: access.endpoint_url,
+		key: access.api_key,
+		concurrency: access.concurrency,
+		maxSessionSeconds: access.max_session_length_seconds > 0 ? access.max_session_length_seconds : 60,
+		creditsBefore: access.credits,
+		readCredits: async () => (await account.browserAccess()).credits,
 	};
 }
 
@@ -121,6 +148,7 @@ export async function runJobFile(path: string, options: RunJobFileOptions = {}):
 			const wanted = job.concurrency === "auto" ? null : job.concurrency;
 			const concurrency =
 				scraper.concurrency === null ? (wanted ?? 1000) : Math.min(wanted ?? scraper.concurrency, scraper.concurrency);
+			const browser = jobUsesBrowser(job) ? await browserFor(scraper, signal) : undefined;
 			const survey = await surveyTargets(job, counts);
 			const result = await runJob({
 				job,
@@ -134,6 +162,7 @@ export async function runJobFile(path: string, options: RunJobFileOptions = {}):
 				secrets: scraper.secrets,
 				lock,
 				runId,
+				...(browser ? { browser } : {}),
 				...(options.onProgress ? { onProgress: options.onProgress } : {}),
 			});
 			return { ...result.summary, run_dir: result.runDir, report: result.reportPath };
