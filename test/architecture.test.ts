@@ -12,12 +12,13 @@ const src = join(import.meta.dirname, "..", "src");
 const ALLOWED: Readonly<Record<string, readonly string[]>> = {
 	shared: [],
 	config: ["shared"],
-	job: ["shared"],
+	extract: ["shared"],
+	job: ["shared", "extract"],
 	api: ["shared"],
 	output: ["shared"],
 	report: ["shared", "output"],
 	browser: ["shared"],
-	run: ["shared", "job", "api", "output", "report", "browser"],
+	run: ["shared", "job", "api", "output", "report", "browser", "extract"],
 	emulator: ["shared"],
 	/** The one-call library entry (`runJobFile`): what the CLI's `run` assembles, for code. */
 	library: ["shared", "config", "job", "api", "output", "run", "emulator"],

@@ -3,7 +3,8 @@
  * content on, a slow path and error paths. Used by the offline demo, `--sandbox` and the tests.
  *
  * Paths: `/` (index), `/product/1…/product/<pages>`, `/page/<n>` (any n ≥ 1), `/app` (script-rendered),
- * `/slow?ms=N` (answers after N ms, at most 60 s), `/status/<code>` (answers that status),
+ * `/large/<n>?kb=K` (product page n padded to about K kilobytes, at most 2048: realistic page sizes for
+ * extraction benchmarks), `/slow?ms=N` (answers after N ms, at most 60 s), `/status/<code>` (answers that status),
  * `/redirect` (302 to `/product/1`), `/search` (a form; results rendered by script), `/load-more`
  * (a list that grows on clicks); anything else is a 404 page.
  */
@@ -113,6 +114,11 @@ function pageFor(target: string, pages: number): Reply {
 	if (path === "/") return { status: 200, html: indexPage(pages) };
 	if (section === "product" && isId && id <= pages) return { status: 200, html: productPage(id) };
 	if (section === "page" && isId) return { status: 200, html: genericPage(id) };
+	if (section === "large" && isId) {
+		const query = new URLSearchParams(queryStart < 0 ? "" : target.slice(queryStart + 1));
+		const kb = Math.min(Math.max(Number(query.get("kb") ?? 100) || 100, 1), 2048);
+		return { status: 200, html: largeProductPage(id, kb) };
+	}
 	if (path === "/app") return { status: 200, html: SCRIPT_RENDERED_PAGE };
 	if (path === "/search") {
 		return { status: 200, html: searchPage(new URLSearchParams(target.slice(queryStart + 1)).get("q"), pages) };
@@ -135,10 +141,11 @@ function send(res: ServerResponse, status: number, html: string): void {
 	res.end(html);
 }
 
-function page(title: string, body: string): string {
+function page(title: string, body: string, description?: string): string {
+	const meta = description === undefined ? "" : `<meta name="description" content="${escapeHtml(description)}">`;
 	return `<!doctype html>
 <html lang="en">
-<head><meta charset="utf-8"><title>${title}</title></head>
+<head><meta charset="utf-8"><title>${title}</title>${meta}</head>
 <body>
 <header><nav><a href="/">Demo shop</a></nav></header>
 <main>
@@ -155,15 +162,69 @@ export function demoProductPrice(id: number): string {
 	return (((id * 7919) % 10_000) / 100 + 1).toFixed(2);
 }
 
-function productPage(id: number): string {
-	return page(
-		`Product ${id}`,
-		`<article class="product" data-id="${id}">
+const BRANDS = ["Acme", "Globex", "Initech", "Umbrella", "Hooli"] as const;
+const TAGS = ["new", "sale", "eco", "bestseller", "gift", "limited"] as const;
+
+/** Deterministic brand and tags of product `id` (JSON-LD and `.tag` elements), for extraction tests. */
+export function demoProductBrand(id: number): string {
+	return BRANDS[id % BRANDS.length]!;
+}
+export function demoProductTags(id: number): string[] {
+	return TAGS.filter((_, index) => (id + index) % 3 === 0);
+}
+
+function productArticle(id: number): string {
+	const sku = `DEMO-${String(id).padStart(5, "0")}`;
+	const tags = demoProductTags(id)
+		.map((tag) => `<span class="tag">${tag}</span>`)
+		.join(" ");
+	const jsonLd = JSON.stringify({
+		"@context": "https://schema.org",
+		"@type": "Product",
+		name: `Product ${id}`,
+		sku,
+		brand: { "@type": "Brand", name: demoProductBrand(id) },
+		offers: { "@type": "Offer", price: demoProductPrice(id), priceCurrency: "USD" },
+	});
+	return `<script type="application/ld+json">${jsonLd}</script>
+<article class="product" data-id="${id}">
 <h1>Product ${id}</h1>
+<img class="main" src="/images/product-${id}.jpg" alt="Product ${id}">
 <p class="price">$${demoProductPrice(id)}</p>
 <p class="description">Product ${id} is a sturdy, well-made item from the demo catalogue, shipped within ${(id % 5) + 1} days.</p>
-<ul class="specs"><li>SKU: DEMO-${String(id).padStart(5, "0")}</li><li>Stock: ${(id * 13) % 50}</li></ul>
-</article>`,
+<p class="tags">${tags}</p>
+<ul class="specs"><li>SKU: ${sku}</li><li>Stock: ${(id * 13) % 50}</li></ul>
+</article>`;
+}
+
+function productPage(id: number): string {
+	return page(`Product ${id}`, productArticle(id), `Product ${id} from the demo shop, by ${demoProductBrand(id)}.`);
+}
+
+/**
+ * A product page padded to about `kb` kilobytes with what real shop pages carry around the product
+ * (navigation, related products, reviews, inline scripts), for extraction benchmarks.
+ */
+function largeProductPage(id: number, kb: number): string {
+	const parts: string[] = [];
+	let size = 0;
+	for (let n = 0; size < kb * 1024; n++) {
+		const related = (id + n) % 997;
+		const part =
+			n % 4 === 3
+				? `<script>window.__state_${n} = ${JSON.stringify({ id: related, views: n * 31, flags: ["a", "b"] })};</script>\n`
+				: `<div class="card related" data-id="${related}"><a href="/product/${related + 1}"><img src="/images/product-${related}.jpg" alt=""></a>
+<h3 class="card-title"><a href="/product/${related + 1}">Product ${related + 1}</a></h3>
+<p class="card-price">$${demoProductPrice(related + 1)}</p>
+<div class="review"><span class="stars">${(n % 5) + 1}/5</span> <p>Review ${n}: works as described, would buy again. Delivery took ${(n % 7) + 1} days.</p></div></div>\n`;
+		parts.push(part);
+		size += part.length;
+	}
+	const nav = Array.from({ length: 40 }, (_, n) => `<li><a href="/page/${n + 1}">Category ${n + 1}</a></li>`).join("");
+	return page(
+		`Product ${id}`,
+		`<nav class="categories"><ul>${nav}</ul></nav>\n${productArticle(id)}\n<section class="related">${parts.join("")}</section>`,
+		`Product ${id} from the demo shop, by ${demoProductBrand(id)}.`,
 	);
 }
 

@@ -12,7 +12,14 @@ export {
 	SCRAPER_BASE_PATH,
 } from "./defaults.js";
 export { demoSearchResults } from "./demo-interactive-pages.js";
-export { type DemoSite, type DemoSiteOptions, demoProductPrice, startDemoSite } from "./demo-site.js";
+export {
+	type DemoSite,
+	type DemoSiteOptions,
+	demoProductBrand,
+	demoProductPrice,
+	demoProductTags,
+	startDemoSite,
+} from "./demo-site.js";
 export type { KeyPlace, Ledger, LedgerEndpoint, LedgerEntry, LedgerOptions, RateLimitWindow } from "./ledger.js";
 export {
 	FAULT_KINDS,

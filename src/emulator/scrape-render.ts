@@ -4,11 +4,14 @@
  * no browser, so pdf and screenshot answers are tiny valid placeholder files.
  */
 import { extractTitle, isTextContentType, toMarkdown } from "./page-analysis.js";
+import type { ServiceExtractionOptions } from "./scheme-extract.js";
 
 export interface RenderOptions {
 	readonly delivery: "raw" | "json";
 	readonly content: "html" | "markdown" | "pdf" | "screenshot";
 	readonly includeContent: boolean;
+	/** Service-side extraction asked for (`extract_scheme`, `ai_enhance`), answered in JSON delivery. */
+	readonly extraction: ServiceExtractionOptions | null;
 }
 
 export interface RenderedContent {
@@ -45,6 +48,18 @@ export function readRenderOptions(params: Readonly<Record<string, unknown>>, isT
 						? "markdown"
 						: "html",
 		includeContent: isTruthy(params.include_content),
+		extraction:
+			params.extract_scheme !== undefined || isTruthy(params.ai_enhance)
+				? {
+						scheme: params.extract_scheme,
+						ai: isTruthy(params.ai_enhance)
+							? {
+									prompt: typeof params.ai_prompt === "string" ? params.ai_prompt : null,
+									source: typeof params.ai_source === "string" ? params.ai_source : null,
+								}
+							: null,
+					}
+				: null,
 	};
 	return options;
 }

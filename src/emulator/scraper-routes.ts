@@ -9,6 +9,7 @@ import type { EmulatorContext } from "./context.js";
 import { dropConnection, isTruthy, queryToObject, readBody, sendBody, sendJson, timestamp } from "./http-io.js";
 import type { KeyPlace, LedgerEndpoint, LedgerEntry } from "./ledger.js";
 import type { FaultRule } from "./scenario.js";
+import { serviceExtraction } from "./scheme-extract.js";
 import { type RenderOptions, readRenderOptions, renderContent } from "./scrape-render.js";
 import { runScrape, type ScrapeOutcome, worstCaseCost } from "./scrape-run.js";
 import type { Task, TaskResult } from "./tasks.js";
@@ -301,6 +302,7 @@ function answerOutcome(ex: Exchange, outcome: ScrapeOutcome, url: string, render
 					mode_used: outcome.modeUsed,
 				};
 				if (render.includeContent) body.content = rendered.text;
+				if (render.extraction) Object.assign(body, serviceExtraction(rendered.text, rendered.title, render.extraction));
 				ctx.ledger.finish(entry, 200);
 				sendJson(ex.res, 200, body, headers);
 				return;

@@ -2,6 +2,7 @@ import { createHash } from "node:crypto";
 import { basename, extname, isAbsolute, relative, resolve } from "node:path";
 import type { ScrapeParams } from "../shared/index.js";
 import { type BrowserSession, browserSessionSchema, mergeBrowserSessions } from "./browser-session.js";
+import { createExtractionBuilder, type ExtractionBuilder } from "./extract-normalize.js";
 import type { DataPath, Position } from "./positions.js";
 import type { JobFileOutput, ScrapeOptions, SourceFormat } from "./schema.js";
 import { scrapeOptionsSchema, sourceSchema, targetSchema } from "./schema.js";
@@ -64,7 +65,7 @@ export function normalizeTarget(
 	origin: Target["origin"],
 	jobSession: BrowserSession | null = null,
 ): Target {
-	const own = typeof entry === "string" ? {} : optionsOf(entry, ["url", "id", "browser_session"]);
+	const own = typeof entry === "string" ? {} : optionsOf(entry, ["url", "id", "browser_session", "extract"]);
 	const url = typeof entry === "string" ? entry : entry.url;
 	const params: ScrapeParams = { ...defaults, ...own, url };
 	const session = mergeBrowserSessions(jobSession, typeof entry === "string" ? null : entry.browser_session);
@@ -83,7 +84,7 @@ export function withSession<T extends object>(options: T, session: BrowserSessio
 /** `defaults` split into the scrape options and the `browser_session` that rides along with them. */
 function splitDefaults(raw: unknown): { defaults: ScrapeOptions; session: BrowserSession | null } {
 	if (typeof raw !== "object" || raw === null) return { defaults: {}, session: null };
-	const { browser_session: session, ...options } = raw as Record<string, unknown>;
+	const { browser_session: session, extract: _extract, ...options } = raw as Record<string, unknown>;
 	const parsedSession = browserSessionSchema.safeParse(session);
 	return {
 		defaults: options as ScrapeOptions,
@@ -91,15 +92,25 @@ function splitDefaults(raw: unknown): { defaults: ScrapeOptions; session: Browse
 	};
 }
 
-export function normalizeSource(entry: SourceEntry, index: number, dir: string, ctx: NormalizeContext): SourceSpec {
+export function normalizeSource(
+	entry: SourceEntry,
+	index: number,
+	dir: string,
+	ctx: NormalizeContext,
+	extraction?: ExtractionBuilder,
+): SourceSpec {
 	const spec = typeof entry === "string" ? { file: entry } : entry;
 	const path = resolve(dir, spec.file);
 	const at = ctx.locate(typeof entry === "string" ? ["sources", index] : ["sources", index, "file"]);
 	const base = {
 		path,
 		displayPath: displayPathFor(path, ctx.cwd),
-		options: typeof entry === "string" ? {} : optionsOf(entry, ["file", "format", "column", "delimiter"]),
+		options:
+			typeof entry === "string"
+				? {}
+				: optionsOf(entry, ["file", "format", "column", "delimiter", "id_column", "extract"]),
 		origin: { file: ctx.displayFile, line: at.line, col: at.col },
+		...(extraction ? { extract: extraction.planFor(typeof entry === "string" ? undefined : entry.extract) } : {}),
 	};
 	const format = inferSourceFormat(
 		spec.file,
@@ -110,7 +121,9 @@ export function normalizeSource(entry: SourceEntry, index: number, dir: string, 
 	const column = "column" in spec && spec.column !== undefined ? spec.column : "url";
 	const delimiter =
 		"delimiter" in spec && spec.delimiter !== undefined ? spec.delimiter : /\.tsv$/i.test(spec.file) ? "\t" : ",";
-	return { kind: "csv", column, delimiter, ...base };
+	const idColumn = "id_column" in spec ? spec.id_column : undefined;
+	const carry = extraction && extraction.carry.length > 0 ? { carry: extraction.carry } : {};
+	return { kind: "csv", column, delimiter, ...base, ...(idColumn !== undefined ? { idColumn } : {}), ...carry };
 }
 
 /** SHA-256 of what decides the fetches (see `Job.fingerprint`). */
@@ -137,11 +150,30 @@ export function normalizeJob(parsed: JobFileOutput, ctx: NormalizeContext): Job 
 	const split = splitDefaults(parsed.defaults);
 	const defaults = split.defaults;
 	const browserSession = mergeBrowserSessions(parsed.browser_session, split.session);
+	const extraction = createExtractionBuilder({
+		extract: parsed.extract,
+		defaultsExtract: parsed.defaults?.extract,
+		minFill: parsed.extract_checks?.min_fill,
+		carry: parsed.carry,
+	});
+	extraction.noteServiceOptions(defaults);
 	const targets = (parsed.targets ?? []).map((entry, index) => {
 		const at = ctx.locate(["targets", index]);
-		return normalizeTarget(entry, defaults, { file: ctx.displayFile, line: at.line, col: at.col }, browserSession);
+		const target = normalizeTarget(
+			entry,
+			defaults,
+			{ file: ctx.displayFile, line: at.line, col: at.col },
+			browserSession,
+		);
+		extraction.noteServiceOptions(target.params);
+		const plan = extraction.planFor(typeof entry === "string" ? undefined : entry.extract);
+		return plan ? { ...target, extract: plan } : target;
 	});
-	const sources = (parsed.sources ?? []).map((entry, index) => normalizeSource(entry, index, dir, ctx));
+	const sources = (parsed.sources ?? []).map((entry, index) => {
+		const source = normalizeSource(entry, index, dir, ctx, extraction);
+		extraction.noteServiceOptions(source.options);
+		return source;
+	});
 	const job: Omit<Job, "fingerprint"> = {
 		file: ctx.file,
 		displayFile: ctx.displayFile,
@@ -165,6 +197,7 @@ export function normalizeJob(parsed: JobFileOutput, ctx: NormalizeContext): Job 
 		},
 		onBadRow: parsed.on_bad_row,
 		taskTimeoutMs: parsed.task_timeout_ms,
+		extraction: extraction.finish(),
 	};
 	return { ...job, fingerprint: jobFingerprint(job) };
 }

@@ -1,4 +1,5 @@
 import { checkScrapeParams, type ParamProblem } from "../shared/index.js";
+import { checkExtractRules } from "./extract-rules.js";
 import { inferSourceFormat } from "./normalize.js";
 import { paramHint } from "./param-hints.js";
 import { type DataPath, formatPath } from "./positions.js";
@@ -132,6 +133,8 @@ export function checkJobRules(data: Plain): PathProblem[] {
 		const where = listed("targets") ? "targets" : "sources";
 		problems.push({ path: [where], message: "the job has no targets: `targets` and `sources` are empty" });
 	}
+
+	problems.push(...checkExtractRules(data));
 
 	const retry = isPlainObject(data.retry) ? data.retry : {};
 	const backoffMs = typeof retry.backoff_ms === "number" ? retry.backoff_ms : DEFAULT_BACKOFF_MS;

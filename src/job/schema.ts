@@ -13,6 +13,7 @@ import {
 } from "../shared/index.js";
 import { browserSessionSchema } from "./browser-session.js";
 import { modeProblem } from "./param-hints.js";
+import { carrySchema, extractChecksSchema, extractSchema, idColumnSchema } from "./extract-schema.js";
 import { describeValue } from "./problems.js";
 
 /**
@@ -135,6 +136,7 @@ export const targetObjectSchema = z
 			.optional()
 			.describe("Stable id (default: derived from the URL and options); names the page file"),
 		browser_session: browserSessionSchema.optional(),
+		extract: extractSchema.optional(),
 		...scrapeOptionsSchema.shape,
 	})
 	.describe("A target with its own id and scrape options (they override defaults)");
@@ -150,6 +152,8 @@ export const sourceObjectSchema = z
 			.describe("csv or text (default: csv when `column` is set or the file ends in .csv, else text)"),
 		column: z.string().min(1).optional().describe("CSV header naming the URL column"),
 		delimiter: z.string().length(1).optional().describe('CSV field delimiter (default ",")'),
+		id_column: idColumnSchema.optional(),
+		extract: extractSchema.optional(),
 		...scrapeOptionsSchema.shape,
 	})
 	.describe("A list of URLs streamed from a file; scrape options here apply to its rows");
@@ -208,9 +212,12 @@ export const jobFileSchema = z
 			.describe("auto = the account's concurrency; or a number not above it"),
 		max_credits: z.int().positive().optional().describe("Budget: no fetch starts that could exceed it"),
 		browser_session: browserSessionSchema.optional(),
-		defaults: defaultsSchema.optional(),
+		defaults: defaultsSchema.extend({ extract: extractSchema.optional() }).optional(),
 		targets: z.array(targetSchema).optional().describe("Inline targets"),
 		sources: z.array(sourceSchema).optional().describe("Files of URLs, streamed (never loaded whole)"),
+		extract: extractSchema.optional(),
+		extract_checks: extractChecksSchema.optional(),
+		carry: carrySchema.optional(),
 		output: outputSchema.prefault({}),
 		retry: retrySchema.prefault({}),
 		on_bad_row: z

@@ -5,6 +5,7 @@ import { type CsvError, parse } from "csv-parse";
 import { didYouMean } from "../shared/index.js";
 import { describeFsError } from "./parse-yaml.js";
 import { quoteValue } from "./problems.js";
+import { TARGET_ID_PATTERN } from "./schema.js";
 import type { CsvSourceSpec, SourceSpec, TargetOrigin, TextSourceSpec } from "./types.js";
 import { checkTargetUrl } from "./url-check.js";
 
@@ -18,7 +19,16 @@ const READ_CHUNK_BYTES = 64 * 1024;
 
 /** What reading a source yields, one per line that holds data, in file order. */
 export type SourceRow =
-	| { kind: "row"; url: string; line: number; col: number }
+	| {
+			kind: "row";
+			url: string;
+			line: number;
+			col: number;
+			/** From the source's `id_column`. */
+			id?: string;
+			/** The job's `carry:` columns of this row. */
+			carried?: Record<string, string | null>;
+	  }
 	/** A row that cannot be a target; the job's `on_bad_row` decides whether it fails validation. */
 	| { kind: "bad"; line: number; col: number; message: string }
 	/** The source cannot be read any further (missing file, binary, CSV syntax, no such column): always an error. */
@@ -213,6 +223,7 @@ async function* readCsvRows(spec: CsvSourceSpec): AsyncGenerator<SourceRow[]> {
 
 	let columnIndex = -1;
 	let headerLength = 0;
+	let extraColumns: ExtraColumns = { id: -1, carry: [] };
 	/** The next record's first line. */
 	let line = 1;
 	let recordCount = 0;
@@ -251,6 +262,12 @@ async function* readCsvRows(spec: CsvSourceSpec): AsyncGenerator<SourceRow[]> {
 				}
 				columnIndex = header.indexOf(spec.column);
 				headerLength = header.length;
+				const extra = locateExtraColumns(spec, header);
+				if (typeof extra === "string") {
+					batch.push({ kind: "fatal", at: { file, line: recordLine, col: 1 }, message: extra });
+					break;
+				}
+				extraColumns = extra;
 				if (columnIndex === -1) {
 					const suggestion = didYouMean(spec.column, header);
 					const hint = suggestion ? `; did you mean ${JSON.stringify(suggestion)}?` : "";
@@ -263,7 +280,14 @@ async function* readCsvRows(spec: CsvSourceSpec): AsyncGenerator<SourceRow[]> {
 				}
 				continue;
 			}
-			batch.push(classifyCsvRecord(record, recordLine, spec.column, columnIndex, headerLength, file));
+			batch.push(
+				withExtraColumns(
+					classifyCsvRecord(record, recordLine, spec.column, columnIndex, headerLength, file),
+					record,
+					spec,
+					extraColumns,
+				),
+			);
 			if (batch.at(-1)?.kind === "fatal") break;
 			if (batch.length >= ROWS_PER_BATCH) {
 				yield batch;
@@ -308,4 +332,62 @@ function classifyCsvRecord(
 	const url = cell.trim();
 	const problem = checkTargetUrl(url);
 	return problem ? { kind: "bad", line, col: 1, message: `${column}: ${problem}` } : { kind: "row", url, line, col: 1 };
+}
+
+/** Where `id_column` and the `carry:` columns sit in a CSV header (-1: not asked for). */
+interface ExtraColumns {
+	id: number;
+	carry: ReadonlyArray<{ name: string; index: number }>;
+}
+
+function missingColumn(what: string, name: string, header: readonly string[]): string {
+	const suggestion = didYouMean(name, header);
+	const hint = suggestion ? `; did you mean ${JSON.stringify(suggestion)}?` : "";
+	return `${what} ${JSON.stringify(name)} not found in the header (${describeHeader(header)})${hint}`;
+}
+
+/** The indices of `id_column` and the carried columns, or why they cannot be read (a missing header). */
+function locateExtraColumns(spec: CsvSourceSpec, header: readonly string[]): ExtraColumns | string {
+	let id = -1;
+	if (spec.idColumn !== undefined) {
+		id = header.indexOf(spec.idColumn);
+		if (id === -1) return missingColumn("id_column", spec.idColumn, header);
+	}
+	const carry: Array<{ name: string; index: number }> = [];
+	for (const name of spec.carry ?? []) {
+		const index = header.indexOf(name);
+		if (index === -1) return missingColumn("carried column", name, header);
+		carry.push({ name, index });
+	}
+	return { id, carry };
+}
+
+const TARGET_ID_RULE_TEXT = "1–128 letters, digits, '.', '_' or '-' (it names files under pages/)";
+
+/** A good row gets its id and carried values; a bad id makes it a bad row. */
+function withExtraColumns(
+	row: SourceRow,
+	record: readonly string[],
+	spec: CsvSourceSpec,
+	extra: ExtraColumns,
+): SourceRow {
+	if (row.kind !== "row") return row;
+	if (extra.id !== -1) {
+		const id = (record[extra.id] ?? "").trim();
+		if (!TARGET_ID_PATTERN.test(id)) {
+			return {
+				kind: "bad",
+				line: row.line,
+				col: 1,
+				message: `${spec.idColumn}: ${quoteValue(id, 40)} is not a usable id: ${TARGET_ID_RULE_TEXT}`,
+			};
+		}
+		row.id = id;
+	}
+	if (extra.carry.length > 0) {
+		const carried: Record<string, string | null> = {};
+		for (const { name, index } of extra.carry) carried[name] = record[index] ?? null;
+		row.carried = carried;
+	}
+	return row;
 }

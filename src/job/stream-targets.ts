@@ -1,5 +1,6 @@
 import { creditCostRange, MODES, type Mode, type ScrapeParams } from "../shared/index.js";
 import { createTargetKeySet, type TargetKeySet } from "./dedupe.js";
+import { createIdSet } from "./id-set.js";
 import { type JobProblem, JobValidationError } from "./problems.js";
 import { readSourceRows, type SourceRow } from "./sources.js";
 import { createTargetKey, identityOptionsJson } from "./target-id.js";
@@ -113,11 +114,14 @@ async function* scanTargets(job: Job, options: ScanOptions): AsyncGenerator<Targ
 		inlineTargets.push(target);
 	}
 	inline.finish();
+	// Ids from a source's `id_column` must not repeat each other or an inline target's.
+	const ids = createIdSet();
+	for (const target of inlineTargets) ids.add(target.id);
 	if (inlineTargets.length > 0) yield inlineTargets;
 
 	// Batches, not single targets: every async hop costs a promise, and there are a million rows.
 	for (const source of job.sources) {
-		const scanner = createSourceScanner(job, source, options, seen, duplicateMessage);
+		const scanner = createSourceScanner(job, source, options, seen, duplicateMessage, ids);
 		for await (const rows of readSourceRows(source)) {
 			const targets: Target[] = [];
 			try {
@@ -146,6 +150,7 @@ function createSourceScanner(
 	options: ScanOptions,
 	seen: TargetKeySet,
 	duplicateMessage: (url: string, firstId: string) => string,
+	ids: ReturnType<typeof createIdSet>,
 ) {
 	const { counts } = options;
 	const base: Omit<ScrapeParams, "url"> = { ...job.defaults, ...source.options };
@@ -190,11 +195,26 @@ function createSourceScanner(
 				reporter.add({ ...origin, severity: "warning", message: duplicateMessage(row.url, key.id) });
 				return undefined;
 			}
+			if (row.id !== undefined && !ids.add(row.id)) {
+				const problem = {
+					file,
+					line: row.line,
+					col: row.col,
+					message: `duplicate id ${JSON.stringify(row.id)} (ids are unique, ignoring case, since they name files)`,
+				};
+				if (job.onBadRow === "skip") {
+					counts.skippedRows++;
+					reporter.add({ ...problem, severity: "warning", message: `skipped: ${problem.message}` });
+				} else fail({ ...problem, severity: "error" }, false);
+				return undefined;
+			}
 			const params: ScrapeParams = { ...base, url: row.url };
 			countTarget(counts, params, cost);
-			return session
-				? { id: key.id, url: row.url, params, origin, browserSession: session }
-				: { id: key.id, url: row.url, params, origin };
+			const target: Target = { id: row.id ?? key.id, url: row.url, params, origin };
+			if (session) target.browserSession = session;
+			if (source.extract) target.extract = source.extract;
+			if (row.carried) target.carried = row.carried;
+			return target;
 		},
 		finish() {
 			if (ended) return;

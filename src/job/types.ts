@@ -1,5 +1,7 @@
+import type { ExtractPlan } from "../extract/index.js";
 import type { Mode, ScrapeParams } from "../shared/index.js";
 import type { BrowserSession } from "./browser-session.js";
+import type { JobExtraction } from "./extract-normalize.js";
 import type { BadRowPolicy, ContentMode, OutputFormat, ScrapeOptions } from "./schema.js";
 
 /** Where a target was written: the job file or a source file, 1-based. */
@@ -20,6 +22,10 @@ export interface Target {
 	origin: TargetOrigin;
 	/** Fetched in the remote browser with these settings and steps instead of the scraper (`browser_session:`). */
 	browserSession?: BrowserSession;
+	/** Fields extracted from its page (`extract:`), shared by every target with the same fields. */
+	extract?: ExtractPlan | null;
+	/** Values of the job's `carry:` columns from its CSV row (null where the source has none). */
+	carried?: Readonly<Record<string, string | null>>;
 }
 
 interface SourceSpecBase {
@@ -31,6 +37,8 @@ interface SourceSpecBase {
 	options: ScrapeOptions;
 	/** Where the source is declared in the job file. */
 	origin: TargetOrigin;
+	/** Fields extracted from its rows' pages: the job's, overridden by the source's own. */
+	extract?: ExtractPlan | null;
 }
 
 export interface CsvSourceSpec extends SourceSpecBase {
@@ -39,6 +47,10 @@ export interface CsvSourceSpec extends SourceSpecBase {
 	column: string;
 	/** @default "," */
 	delimiter: string;
+	/** Header of the column whose value is the target id (`id_column`). */
+	idColumn?: string;
+	/** The job's `carry:` columns, read from each row. */
+	carry?: readonly string[];
 }
 
 export interface TextSourceSpec extends SourceSpecBase {
@@ -70,6 +82,8 @@ export interface Job {
 	retry: { attempts: number; backoffMs: number; maxBackoffMs: number };
 	onBadRow: BadRowPolicy;
 	taskTimeoutMs: number;
+	/** `extract:` / `carry:` / service-side extraction as a whole: CSV columns and fill checks; absent with none. */
+	extraction?: JobExtraction | null;
 	/**
 	 * SHA-256 (hex) of what decides the fetches: defaults, inline targets, and the sources'
 	 * paths (relative to the job file), columns and options — not the sources' contents (a changed

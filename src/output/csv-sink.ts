@@ -1,6 +1,8 @@
-import { statSync } from "node:fs";
+import { closeSync, openSync, readSync, statSync } from "node:fs";
+import { parse } from "csv-parse/sync";
 import { stringify } from "csv-stringify/sync";
 import { openAppendFile } from "./append-file.js";
+import { columnValue } from "./csv-columns.js";
 import { RECORD_COLUMNS, type ResultRecord } from "./record.js";
 import type { RecordSink } from "./record-sink.js";
 
@@ -12,12 +14,35 @@ export function neutraliseFormula(value: string): string {
 	return /^[=+\-@\t\r]/.test(value) ? `'${value}` : value;
 }
 
-function row(record: ResultRecord): Array<string | number> {
-	return RECORD_COLUMNS.map((column) => {
-		const value = record[column];
-		if (value === null || value === undefined) return "";
+function row(record: ResultRecord, columns: readonly string[]): Array<string | number> {
+	return columns.map((column) => {
+		const value = columnValue(record, column);
+		if (value === null) return "";
 		return typeof value === "string" ? neutraliseFormula(value) : value;
 	});
+}
+
+/** The header row of an existing CSV file (its first record), or null when there is none to read. */
+export function readCsvHeader(path: string): string[] | null {
+	let fd: number;
+	try {
+		fd = openSync(path, "r");
+	} catch {
+		return null;
+	}
+	try {
+		const buffer = Buffer.alloc(64 * 1024);
+		const length = readSync(fd, buffer, 0, buffer.length, 0);
+		const text = buffer.subarray(0, length).toString("utf8");
+		const end = text.indexOf("\n");
+		if (end === -1) return null;
+		const records = parse(text.slice(0, end + 1), { bom: true, relax_column_count: true }) as string[][];
+		return records[0] ?? null;
+	} catch {
+		return null;
+	} finally {
+		closeSync(fd);
+	}
 }
 
 /** Render records as RFC 4180 CSV lines (CRLF, quoted where needed). */
@@ -31,30 +56,36 @@ export const UTF8_BOM = "\uFEFF";
 export interface CsvSinkOptions {
 	/** Start a new file with a UTF-8 BOM (`output.csv_bom`). @default false */
 	readonly bom?: boolean;
+	/** The header: `csvColumnsFor(job)` (the record's columns, the job's extract and carry columns). @default RECORD_COLUMNS */
+	readonly columns?: readonly string[];
 }
 
 /**
  * `results.csv`: the header once (only when the file is new or empty, so a resumed run appends
  * rows under the header it already has — and never a second BOM), then one row per record.
+ * `options.columns` is the run's header (`csvColumnsFor(job)`); a resumed run whose file has another
+ * header keeps writing in the file's columns, so every row stays under its header.
  */
 export function createCsvSink(path: string, options: CsvSinkOptions = {}): RecordSink {
+	const columns = options.columns ?? RECORD_COLUMNS;
 	let size = 0;
 	try {
 		size = statSync(path).size;
 	} catch {
 		size = 0;
 	}
+	const header = size === 0 ? [...columns] : (readCsvHeader(path) ?? [...columns]);
 	const file = openAppendFile(path);
-	if (size === 0) file.append(`${options.bom ? UTF8_BOM : ""}${csvLines([[...RECORD_COLUMNS]])}`);
+	if (size === 0) file.append(`${options.bom ? UTF8_BOM : ""}${csvLines([header])}`);
 	return {
 		write(record) {
-			file.append(csvLines([row(record)]));
+			file.append(csvLines([row(record, header)]));
 		},
 		sync: () => file.sync(),
 		close: async () => file.close(),
 	};
 }
 
-export function csvRow(record: ResultRecord): Array<string | number> {
-	return row(record);
+export function csvRow(record: ResultRecord, columns: readonly string[] = RECORD_COLUMNS): Array<string | number> {
+	return row(record, columns);
 }

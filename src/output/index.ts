@@ -1,5 +1,6 @@
 export { type AppendFile, openAppendFile } from "./append-file.js";
-export { createCsvSink, csvLines, csvRow, neutraliseFormula } from "./csv-sink.js";
+export { columnValue, csvColumnsFor } from "./csv-columns.js";
+export { createCsvSink, csvLines, csvRow, neutraliseFormula, readCsvHeader } from "./csv-sink.js";
 export { createJsonlSink } from "./jsonl-sink.js";
 export { createPageStore, extensionFor, type PageStore } from "./page-store.js";
 export {

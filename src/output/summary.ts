@@ -37,6 +37,13 @@ export interface RunSummary {
 	resumed_from: string | null;
 	/** Browser credits the run's `browser_session:` targets used (the account's balance before and after); absent without them. */
 	browser_credits_used?: number | null;
+	/** With `extract:`: each field's fill rate over ok records, and the required fields below `min_fill`. */
+	extract?: {
+		records: number;
+		fields: Record<string, { filled: number; fill_rate: number | null; required: boolean }>;
+		min_fill: number | null;
+		below_min_fill: string[];
+	};
 }
 
 /** Write atomically (temp file + rename): a crash mid-write leaves the previous summary, never half of one. */
@@ -81,6 +88,7 @@ export function formatSummary(
 	];
 	const errors = Object.entries(summary.errors_by_kind);
 	if (errors.length > 0) rows.push(["errors", errors.map(([kind, count]) => `${kind} ${count}`).join(", ")]);
+	if (summary.extract) rows.push(...extractRows(summary.extract));
 	if (summary.stopped_reason) rows.push(["stopped", summary.stopped_reason]);
 	if (!summary.complete && summary.targets.remaining !== null) {
 		rows.push(["remaining", `${plural(summary.targets.remaining, "target")}: finish with \`${resumeCommand}\``]);
@@ -100,4 +108,20 @@ function round(value: number): string {
 
 function fmtMs(value: number | null): string {
 	return value === null ? "-" : `${Math.round(value)} ms`;
+}
+
+/** Fill rates, one line; then the required fields below `min_fill`, named, when there are any. */
+function extractRows(extract: NonNullable<RunSummary["extract"]>): Array<[string, string]> {
+	const percent = (rate: number | null) => (rate === null ? "-" : `${Math.round(rate * 1000) / 10}%`);
+	const fields = Object.entries(extract.fields).map(
+		([name, fill]) => `${name} ${percent(fill.fill_rate)}${fill.required ? " (required)" : ""}`,
+	);
+	const rows: Array<[string, string]> = [["fields", `${fields.join(", ")} of ${extract.records} ok`]];
+	if (extract.below_min_fill.length > 0) {
+		rows.push([
+			"checks",
+			`FAILED: ${extract.below_min_fill.join(", ")} filled below min_fill ${percent(extract.min_fill)}`,
+		]);
+	}
+	return rows;
 }

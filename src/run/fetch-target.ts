@@ -25,6 +25,8 @@ export type FetchResult =
 			readonly taskId: string | null;
 			/** The page title the service reported (`delivery: json`). */
 			readonly title?: string;
+			/** The JSON delivery object (`delivery: json`): service-side extraction and AI output are read from it. */
+			readonly json?: Record<string, unknown>;
 	  }
 	| {
 			readonly kind: "failed";
@@ -190,6 +192,7 @@ export async function fetchTarget(
 					modeUsed: outcome.headers.modeUsed ?? null,
 					attempts,
 					taskId,
+					...(outcome.json ? { json: outcome.json } : {}),
 				};
 			case "target_error":
 				// The service already retried inside; the target's own answer is final (service-facts §12).

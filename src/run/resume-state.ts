@@ -1,6 +1,6 @@
 import { closeSync, createReadStream, fstatSync, ftruncateSync, openSync, readSync } from "node:fs";
 import { createInterface } from "node:readline";
-import { csvLines, csvRow, type RecordStatus, type ResultRecord } from "../output/index.js";
+import { csvLines, csvRow, type RecordStatus, type ResultRecord, readCsvHeader } from "../output/index.js";
 import { createIdSet, type IdSet } from "./compact-id-set.js";
 
 /** What earlier sessions of a run already did, read from its files without keeping records in memory. */
@@ -127,6 +127,8 @@ export async function readPriorProgress(jsonlPath: string): Promise<PriorProgres
 export function csvCatchUp(csvPath: string, lastRecord: ResultRecord | null): string {
 	truncateTornTail(csvPath);
 	if (!lastRecord) return "";
-	const expected = csvLines([csvRow(lastRecord)]).replace(/\r?\n$/, "");
-	return lastLine(csvPath) === expected ? "" : csvLines([csvRow(lastRecord)]);
+	// The row in the file's own columns (a job with `extract:` has more than the record's).
+	const columns = readCsvHeader(csvPath) ?? undefined;
+	const expected = csvLines([csvRow(lastRecord, columns)]).replace(/\r?\n$/, "");
+	return lastLine(csvPath) === expected ? "" : csvLines([csvRow(lastRecord, columns)]);
 }

@@ -11,6 +11,7 @@ import {
 	createPageStore,
 	createRunLog,
 	newRunId,
+	csvColumnsFor,
 	type RecordSink,
 	type ResultRecord,
 	RUN_FILES,
@@ -28,6 +29,7 @@ import {
 } from "../shared/index.js";
 import { createSessionLimiter, fetchBrowserTarget } from "./browser-target.js";
 import { createCreditBudget } from "./credit-budget.js";
+import { addExtraction, createRunFillStats } from "./extract-record.js";
 import { type FetchTargetDeps, fetchTarget } from "./fetch-target.js";
 import { lockJobOutput, warnIfTookOver } from "./job-lock.js";
 import { openJournal } from "./journal.js";
@@ -156,8 +158,11 @@ export async function runJob(options: RunJobOptions): Promise<RunJobResult> {
 		journal.session(runId, prior !== null);
 		// results.jsonl is always written: it is the record of truth `--resume` reads.
 		const sinks: RecordSink[] = [createJsonlSink(join(runDir, RUN_FILES.jsonl))];
-		if (job.output.formats.includes("csv"))
-			sinks.push(createCsvSink(join(runDir, RUN_FILES.csv), { bom: job.output.csvBom === true }));
+		if (job.output.formats.includes("csv")) {
+			const columns = csvColumnsFor({ data: job.extraction?.dataColumns, carry: job.extraction?.carry });
+			sinks.push(createCsvSink(join(runDir, RUN_FILES.csv), { bom: job.output.csvBom === true, columns }));
+		}
+		const fill = await createRunFillStats(job, prior ? join(runDir, RUN_FILES.jsonl) : null);
 		const pages = job.output.content === "files" ? createPageStore(runDir) : null;
 		const stats = createRunStatistics(prior);
 		// A resumed run's earlier records are on disk only: its report is rebuilt from the folder instead.
@@ -226,6 +231,7 @@ export async function runJob(options: RunJobOptions): Promise<RunJobResult> {
 		};
 
 		const write = (record: ResultRecord) => {
+			if (record.status === "ok") fill?.add(record.data);
 			for (const sink of sinks) sink.write(record);
 			stats.recordFinished(record);
 			report?.add(record);
@@ -332,7 +338,12 @@ export async function runJob(options: RunJobOptions): Promise<RunJobResult> {
 				case "failed": {
 					budget.commit(worstCase, result.creditsUsed);
 					settleBudget();
-					const record = fetchedRecord(target, result, { startedMs: started, finishedMs: clock() }, content);
+					const record = addExtraction(
+						fetchedRecord(target, result, { startedMs: started, finishedMs: clock() }, content),
+						target,
+						result,
+						job,
+					);
 					write(record);
 					if (record.status === "failed") {
 						log.info(
@@ -416,6 +427,7 @@ export async function runJob(options: RunJobOptions): Promise<RunJobResult> {
 			summary.browser_credits_used =
 				browser.creditsBefore !== null && after !== null ? Math.max(0, browser.creditsBefore - after) : null;
 		}
+		if (fill) summary.extract = fill.summary();
 		writeSummary(join(runDir, RUN_FILES.summary), summary);
 		log.info(
 			{

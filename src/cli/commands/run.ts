@@ -366,5 +366,7 @@ async function runOne(ctx: CliContext, plan: PlannedRun, flags: RunFlags, run: R
 		}
 	}
 	if (!summary.complete) return EXIT.someTargetsFailed;
+	// A required extract field filled below `extract_checks.min_fill`: the data is not what was asked for.
+	if ((summary.extract?.below_min_fill.length ?? 0) > 0) return EXIT.someTargetsFailed;
 	return summary.targets.by_status.failed + summary.targets.by_status.skipped > 0 ? EXIT.someTargetsFailed : EXIT.ok;
 }

@@ -1,0 +1,120 @@
+import { selectAll, selectOne } from "css-select";
+import type { AnyNode, Element } from "domhandler";
+import { getOuterHTML } from "domutils";
+import type { CompiledField, ExtractPlan } from "./compile-fields.js";
+import type { FieldValue } from "./field-spec.js";
+import { findJsonLd, jsonLdOf } from "./json-ld.js";
+import { collapseWhitespace, elementText, type ParsedPage, resolveUrl } from "./parse-html.js";
+import { parseNumber } from "./parse-number.js";
+
+/** Extracted data of one page: every field of the plan, in declared order; not found = null. */
+export type ExtractedData = Record<string, FieldValue>;
+
+/** A raw string converted per the field's type; null when it cannot be (a price with no digits). */
+function convert(raw: string, field: CompiledField, page: ParsedPage): string | number | null {
+	switch (field.type) {
+		case "text":
+		case "html":
+			return raw;
+		case "number":
+			return parseNumber(raw);
+		case "integer": {
+			const value = parseNumber(raw);
+			return value === null ? null : Math.trunc(value);
+		}
+		case "url":
+			return resolveUrl(raw, page.url);
+		default: {
+			const unreachable: never = field.type;
+			throw new Error(`unknown type ${String(unreachable)}`);
+		}
+	}
+}
+
+function elementValue(element: Element, field: Extract<CompiledField, { locator: "css" }>): string | null {
+	if (field.attr !== null) {
+		const value = element.attribs[field.attr];
+		return value === undefined ? null : value;
+	}
+	// html: the element's outer HTML (the element itself with its markup), as it was parsed.
+	return field.type === "html" ? getOuterHTML(element, { decodeEntities: false }) : elementText(element);
+}
+
+function cssValue(field: Extract<CompiledField, { locator: "css" }>, page: ParsedPage): FieldValue {
+	if (!field.all) {
+		const element = selectOne<AnyNode, Element>(field.selector as never, page.document);
+		if (!element) return null;
+		const raw = elementValue(element, field);
+		return raw === null ? null : convert(raw, field, page);
+	}
+	const values: Array<string | number> = [];
+	for (const element of selectAll<AnyNode, Element>(field.selector as never, page.document)) {
+		const raw = elementValue(element, field);
+		if (raw === null) continue;
+		const value = convert(raw, field, page);
+		if (value !== null && value !== "") values.push(value);
+	}
+	return values.length > 0 ? values : null;
+}
+
+function regexValue(field: Extract<CompiledField, { locator: "regex" }>, page: ParsedPage): FieldValue {
+	// The first capture group, or the whole match when the pattern has none.
+	if (!field.all) {
+		const match = field.regex.exec(page.html);
+		const raw = match ? (match[1] ?? match[0]) : undefined;
+		return raw === undefined ? null : convert(raw, field, page);
+	}
+	const values: Array<string | number> = [];
+	for (const match of page.html.matchAll(field.regex)) {
+		const value = convert(match[1] ?? match[0], field, page);
+		if (value !== null && value !== "") values.push(value);
+	}
+	return values.length > 0 ? values : null;
+}
+
+function jsonLdValue(field: Extract<CompiledField, { locator: "jsonld" }>, page: ParsedPage): FieldValue {
+	const found = findJsonLd(jsonLdOf(page), field.path);
+	if (found === undefined || found === null) return null;
+	if (typeof found === "number")
+		return field.type === "integer" ? Math.trunc(found) : field.type === "text" ? String(found) : found;
+	if (typeof found === "string") return convert(found, field, page);
+	if (typeof found === "boolean") return convert(String(found), field, page);
+	// An object or a list where a value was expected: its JSON, so nothing is lost.
+	return field.type === "text" ? JSON.stringify(found) : null;
+}
+
+function metaValue(field: Extract<CompiledField, { locator: "meta" }>, page: ParsedPage): FieldValue {
+	const element = selectOne<AnyNode, Element>(field.selector as never, page.document);
+	const content = element?.attribs.content;
+	return content === undefined ? null : convert(collapseWhitespace(content), field, page);
+}
+
+function fieldValue(field: CompiledField, page: ParsedPage): FieldValue {
+	switch (field.locator) {
+		case "css":
+			return cssValue(field, page);
+		case "regex":
+			return regexValue(field, page);
+		case "jsonld":
+			return jsonLdValue(field, page);
+		case "meta":
+			return metaValue(field, page);
+		default: {
+			const unreachable: never = field;
+			throw new Error(`unknown locator ${JSON.stringify(unreachable)}`);
+		}
+	}
+}
+
+/**
+ * Every field of `plan` read from one parsed page. A field that finds nothing (or an empty
+ * string, or a number with no digits) is null. Regex fields run over the raw HTML.
+ */
+export function extractFields(page: ParsedPage, plan: ExtractPlan): ExtractedData {
+	const data: ExtractedData = {};
+	for (const field of plan.fields) {
+		const value = fieldValue(field, page);
+		data[field.name] = value === "" ? null : value;
+	}
+	return data;
+}

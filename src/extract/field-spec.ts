@@ -1,0 +1,36 @@
+/**
+ * Extraction fields as the job file writes them (shared/design.md, "Data, not pages: `extract:`"),
+ * and the names that hold them. One field = one locator (`css`, `regex`, `jsonld` or `meta`) and a `type`.
+ */
+
+export const FIELD_TYPES = ["text", "number", "integer", "url", "html"] as const;
+export type FieldType = (typeof FIELD_TYPES)[number];
+
+export const LOCATORS = ["css", "regex", "jsonld", "meta"] as const;
+export type Locator = (typeof LOCATORS)[number];
+
+/** One field as written: a string is shorthand for `{css: ...}`. */
+export type FieldInput =
+	| string
+	| {
+			css?: string;
+			/** With `css`: read this attribute instead of the text. */
+			attr?: string;
+			/** Every match (a list) instead of the first. */
+			all?: boolean;
+			regex?: string;
+			jsonld?: string;
+			meta?: string;
+			/** @default "text" */
+			type?: FieldType;
+			/** Counts for `extract_checks.min_fill`. */
+			required?: boolean;
+	  };
+
+/** Field names: a CSV header and a JSON key each, so plain words only. */
+export const FIELD_NAME_PATTERN = /^[A-Za-z_][A-Za-z0-9_.-]{0,63}$/;
+export const FIELD_NAME_RULE =
+	"field names are 1–64 letters, digits, '_', '.' or '-', starting with a letter or '_' (each is a CSV column)";
+
+/** What a field found: one value, a list (`all: true`), or nothing. */
+export type FieldValue = string | number | null | Array<string | number>;

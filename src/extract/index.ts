@@ -1,0 +1,33 @@
+/**
+ * Local extraction (`extract:`): fields compiled once per job, read from each page parsed once.
+ *
+ * Map: field-spec (the job file's shape and names) → compile-fields (selectors and regexes compiled,
+ * problems per key) → parse-html (one htmlparser2 tree per page, `extractLinks` from the same tree)
+ * → extract-fields (css/regex/jsonld/meta, types) with parse-number and json-ld → extract-page (parse
+ * + extract + drop); service-data reads service-side results; fill-stats counts fill rates.
+ */
+export {
+	type CompiledField,
+	type CompiledSelector,
+	compileField,
+	compileFields,
+	type ExtractPlan,
+	type FieldProblem,
+	planOf,
+} from "./compile-fields.js";
+export { type ExtractedData, extractFields } from "./extract-fields.js";
+export { extractPage } from "./extract-page.js";
+export {
+	FIELD_NAME_PATTERN,
+	FIELD_NAME_RULE,
+	FIELD_TYPES,
+	type FieldInput,
+	type FieldType,
+	type FieldValue,
+	LOCATORS,
+	type Locator,
+} from "./field-spec.js";
+export { createFillStats, type ExtractSummary, type FieldFill, type FillField, type FillStats } from "./fill-stats.js";
+export { collapseWhitespace, elementText, extractLinks, type ParsedPage, parseHtml, resolveUrl } from "./parse-html.js";
+export { parseNumber } from "./parse-number.js";
+export { AI_DATA_KEY, serviceColumns, serviceData } from "./service-data.js";

@@ -1,0 +1,63 @@
+import { selectAll } from "css-select";
+import type { AnyNode, Document, Element } from "domhandler";
+import { getAttributeValue, textContent } from "domutils";
+import { parseDocument } from "htmlparser2";
+
+/**
+ * One parsed page. Parse once, then read fields (`extractFields`) and links (`extractLinks`) from
+ * the same tree: the parse is most of the cost, so a page is never parsed twice.
+ */
+export interface ParsedPage {
+	readonly document: Document;
+	/** The raw HTML, for `regex` fields. */
+	readonly html: string;
+	/** Absolute page URL: `url` fields and links are resolved against it (or a `<base href>`). */
+	readonly url: string;
+	/** JSON-LD blocks, parsed on first use only. */
+	jsonLd?: unknown[];
+}
+
+/**
+ * Parse an HTML page with htmlparser2 (forgiving, like browsers are with broken markup). Entities
+ * are decoded; tag and attribute names lower-cased.
+ */
+export function parseHtml(html: string, url: string): ParsedPage {
+	return { document: parseDocument(html, { decodeEntities: true }), html, url };
+}
+
+/** An element's text: every descendant text node, whitespace runs collapsed to one space, trimmed. */
+export function elementText(node: AnyNode): string {
+	return collapseWhitespace(textContent(node));
+}
+
+export function collapseWhitespace(text: string): string {
+	return text.replace(/\s+/g, " ").trim();
+}
+
+const anchors = (element: Element) => element.name === "a" && element.attribs.href !== undefined;
+
+/**
+ * Every `<a href>` of the page, resolved against the page URL, fragment dropped, in document
+ * order (duplicates kept: the caller normalizes and dedupes). Links that are not http(s) are dropped.
+ */
+export function extractLinks(page: ParsedPage): string[] {
+	const links: string[] = [];
+	for (const element of selectAll<AnyNode, Element>(anchors as never, page.document)) {
+		const href = getAttributeValue(element, "href");
+		if (href === undefined) continue;
+		const resolved = resolveUrl(href, page.url);
+		if (resolved !== null && /^https?:$/.test(new URL(resolved).protocol)) links.push(resolved.replace(/#.*$/, ""));
+	}
+	return links;
+}
+
+/** `value` resolved against `base`; null when it is not a URL. */
+export function resolveUrl(value: string, base: string): string | null {
+	const trimmed = value.trim();
+	if (trimmed === "") return null;
+	try {
+		return new URL(trimmed, base).href;
+	} catch {
+		return null;
+	}
+}

@@ -1,0 +1,99 @@
+import { createReadStream } from "node:fs";
+import { createInterface } from "node:readline";
+import { createFillStats, type ExtractSummary, extractPage, type FillStats, serviceData } from "../extract/index.js";
+import type { Job, Target } from "../job/index.js";
+import type { ResultRecord } from "../output/index.js";
+import { errorMessage } from "../shared/index.js";
+import type { FetchResult } from "./fetch-target.js";
+
+type OkResult = Extract<FetchResult, { kind: "ok" }>;
+
+const NOT_HTML_TYPES = /image\/|pdf|octet-stream|markdown|text\/plain/i;
+
+/**
+ * Extraction reads html only: the service's default `content`, not markdown, pdf or screenshot.
+ * A JSON delivery carries the page in its `content`, so the body's own type is not the page's.
+ */
+function isHtml(target: Target, result: OkResult): boolean {
+	const format = target.params.content;
+	if (format !== undefined && format !== "html") return false;
+	if (target.params.screenshot === true || target.params.pdf === true) return false;
+	if (target.params.delivery !== "json" && NOT_HTML_TYPES.test(result.contentType ?? "")) return false;
+	// Sniff: markup starts with "<" after any whitespace or BOM.
+	for (let index = 0; index < Math.min(result.body.length, 1024); index++) {
+		const byte = result.body[index]!;
+		if (byte === 0x3c) return true;
+		if (
+			byte !== 0x20 &&
+			byte !== 0x0a &&
+			byte !== 0x0d &&
+			byte !== 0x09 &&
+			byte !== 0xef &&
+			byte !== 0xbb &&
+			byte !== 0xbf
+		) {
+			return false;
+		}
+	}
+	return false;
+}
+
+/**
+ * Fill a fetched record's `data` (the target's `extract:` fields from its html, then what the
+ * service returned for `extract_scheme` / `ai_enhance`) and its carried source columns. Runs whatever
+ * `output.content` says: the page is parsed in memory here and dropped when this returns.
+ * With a job that extracts, every ok record has `data` (fields that found nothing are null).
+ */
+export function addExtraction(record: ResultRecord, target: Target, result: FetchResult, job: Job): ResultRecord {
+	const extraction = job.extraction;
+	if (!extraction) return record;
+	if (result.kind === "ok") {
+		let data: Record<string, unknown> | undefined;
+		const plan = target.extract;
+		if (plan && plan.fields.length > 0) {
+			data = {};
+			if (isHtml(target, result)) {
+				try {
+					data = extractPage(result.body.toString("utf8"), target.url, plan);
+				} catch (error) {
+					// A page the parser chokes on must not cost the record: its fields are null, and the log says why.
+					record.message = `extraction failed: ${errorMessage(error)}`.slice(0, 2000);
+				}
+			}
+			for (const field of plan.fields) if (!(field.name in data)) data[field.name] = null;
+		}
+		const fromService = result.json ? serviceData(result.json) : null;
+		if (fromService) data = { ...data, ...fromService };
+		if (data) record.data = data;
+	}
+	if (extraction.carry.length > 0) {
+		const carried = record as unknown as Record<string, unknown>;
+		for (const name of extraction.carry) carried[name] = target.carried?.[name] ?? null;
+	}
+	return record;
+}
+
+/** Fill rates over ok records; with a resumed run, the earlier records of the folder are counted first. */
+export async function createRunFillStats(job: Job, priorJsonl: string | null): Promise<FillStats | null> {
+	const extraction = job.extraction;
+	if (!extraction || extraction.fields.length === 0) return null;
+	const stats = createFillStats(extraction.fields, extraction.minFill);
+	if (priorJsonl === null) return stats;
+	try {
+		const lines = createInterface({ input: createReadStream(priorJsonl), crlfDelay: Number.POSITIVE_INFINITY });
+		for await (const line of lines) {
+			if (!line.includes('"status":"ok"')) continue;
+			try {
+				const record = JSON.parse(line) as ResultRecord;
+				if (record.status === "ok") stats.add(record.data);
+			} catch {
+				// A torn last line was cut by the resume already; anything else unreadable is not a record.
+			}
+		}
+	} catch (error) {
+		if ((error as NodeJS.ErrnoException).code !== "ENOENT") throw error;
+	}
+	return stats;
+}
+
+export type { ExtractSummary };
