@@ -42,13 +42,13 @@ describe("job JSON Schema", () => {
 				targets: { items: { anyOf: Array<{ properties?: Record<string, unknown> }> } };
 			};
 		};
-		// Beside the service's parameters, defaults and targets may carry a browser_session (issue #17).
+		// Beside the service's parameters, defaults and targets may carry a browser_session (issue #17) and extract (#11).
 		expect(Object.keys(schema.properties.defaults.properties).sort()).toEqual(
-			["browser_session", ...SCRAPE_OPTION_NAMES].sort(),
+			["browser_session", "extract", ...SCRAPE_OPTION_NAMES].sort(),
 		);
 		const targetObject = schema.properties.targets.items.anyOf.find((option) => option.properties);
 		expect(Object.keys(targetObject?.properties ?? {}).sort()).toEqual(
-			["browser_session", "id", "url", ...SCRAPE_OPTION_NAMES].sort(),
+			["browser_session", "extract", "id", "url", ...SCRAPE_OPTION_NAMES].sort(),
 		);
 	});
 });

@@ -3,7 +3,13 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { parse } from "csv-parse/sync";
 import { describe, expect, it } from "vitest";
-import { createCsvSink, createJsonlSink, neutraliseFormula, RECORD_COLUMNS } from "../../src/output/index.js";
+import {
+	createCsvSink,
+	createJsonlSink,
+	csvColumnsFor,
+	neutraliseFormula,
+	RECORD_COLUMNS,
+} from "../../src/output/index.js";
 import { csvCatchUp, readPriorProgress, truncateTornTail } from "../../src/run/resume-state.js";
 import { record } from "../helpers/records.js";
 
@@ -76,5 +82,49 @@ describe("resume state", () => {
 		expect(prior.done.has("x")).toBe(true);
 		expect(prior.lastRecord?.content).toBeUndefined();
 		expect(truncateTornTail(jsonl)).toBe(0);
+	});
+});
+
+describe("results.csv with the job's columns", () => {
+	it("extract fields and carried columns sit between content_path and content_hash; a resumed run keeps the file's header", async () => {
+		const path = join(tempDir(), "results.csv");
+		const record = {
+			id: "a",
+			url: "https://x.example/",
+			status: "ok",
+			http_status: 200,
+			error: null,
+			message: null,
+			mode_requested: "request",
+			mode_used: "request",
+			credits_used: 2,
+			credits_remaining: null,
+			attempts: 1,
+			task_id: null,
+			started_at: "t0",
+			finished_at: "t1",
+			duration_ms: 1,
+			bytes: 10,
+			content_path: null,
+			content_hash: null,
+			change: null,
+			depth: null,
+			parent: null,
+			data: { price: 12.5, tags: ["a", "b"], name: null, nested: { k: 1 } },
+			sku: "=SKU-1",
+		} as const;
+		const first = createCsvSink(path, csvColumnsFor({ data: ["price", "tags", "name", "nested"], carry: ["sku"] }));
+		first.write(record as never);
+		await first.close();
+		// The resumed run declares other columns (the job changed): rows still follow the file's header.
+		const again = createCsvSink(path, csvColumnsFor({ data: ["tags"] }));
+		again.write({ ...record, id: "b" } as never);
+		await again.close();
+		const lines = readFileSync(path, "utf8").split("\r\n");
+		expect(lines[0]).toContain("bytes,content_path,price,tags,name,nested,sku,content_hash,change,depth,parent");
+		expect(lines[1]).toContain(`10,,12.5,a | b,,"{""k"":1}",'=SKU-1,,,,`);
+		expect(lines[2]).toMatch(/^b,/);
+		expect(lines[2]).toContain(`10,,12.5,a | b,,"{""k"":1}",'=SKU-1,,,,`);
+		expect(lines).toHaveLength(4);
 	});
 });

@@ -11,7 +11,7 @@ import {
 	streamTargetBatches,
 	type TargetCounts,
 } from "../../job/index.js";
-import { formatSummary } from "../../output/index.js";
+import { csvColumnsFor, formatSummary } from "../../output/index.js";
 import { type ProgressSnapshot, type RunJobResult, runJob, surveyTargets } from "../../run/index.js";
 import { plural, redactSecrets } from "../../shared/index.js";
 import { connectBrowser, type RunBrowserAccess } from "../browser-access.js";
@@ -229,7 +229,10 @@ async function dryRun(ctx: CliContext, jobs: LoadedRunJob[], flags: RunFlags): P
 	const reports = [];
 	for (const { job, counts } of jobs) {
 		const survey = await surveyTargets(job, counts);
-		reports.push({ job: job.name, file: job.file, ...survey });
+		const csvColumns = job.output.formats.includes("csv")
+			? csvColumnsFor({ data: job.extraction?.dataColumns, carry: job.extraction?.carry })
+			: null;
+		reports.push({ job: job.name, file: job.file, ...survey, csv_columns: csvColumns });
 		if (flags.json) continue;
 		for await (const batch of streamTargetBatches(job)) {
 			ctx.stdout.write(
@@ -240,6 +243,7 @@ async function dryRun(ctx: CliContext, jobs: LoadedRunJob[], flags: RunFlags): P
 			ctx.stdout,
 			`${job.name}: ${plural(survey.total, "target")} (request ${survey.byMode.request}, browser ${survey.byMode.browser}, auto ${survey.byMode.auto}), ${plural(survey.duplicates, "duplicate")}; estimated ${survey.creditRange.min}–${survey.creditRange.max} credits if every target succeeds once. Nothing was sent (--dry-run).`,
 		);
+		if (csvColumns) writeLine(ctx.stdout, `${job.name}: results.csv columns: ${csvColumns.join(", ")}`);
 	}
 	if (flags.json)
 		writeLine(

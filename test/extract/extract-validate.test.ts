@@ -1,0 +1,114 @@
+import { describe, expect, it } from "vitest";
+import { main } from "../../src/cli/main.js";
+import { RESERVED_COLUMN_NAMES } from "../../src/job/extract-rules.js";
+import { RECORD_COLUMNS } from "../../src/output/index.js";
+import { createTestContext, makeTempDir, writeFiles } from "../job/helpers.js";
+
+const U = "https://shop.example";
+
+async function cli(files: Record<string, string>, argv: string[]) {
+	const dir = await makeTempDir();
+	await writeFiles(dir, files);
+	const { ctx, stdout, stderr } = createTestContext(dir, {});
+	const code = await main(argv, ctx);
+	return { code, stdout: stdout.text, stderr: stderr.text };
+}
+
+describe("validate: extract, extract_checks, carry, id_column", () => {
+	it("compiles every selector and regex and reports a bad one at its file:line:col", async () => {
+		const job = [
+			`targets: [${U}/a]`,
+			"extract:",
+			"  ok: h1",
+			"  broken: 'div[class='",
+			"  price: {css: 'p:no-such-pseudo', type: number}",
+			'  sku: {regex: "SKU-(\\\\d+"}',
+			"  two: {css: h1, meta: description}",
+			"  none: {type: number}",
+			"  word: {css: p, type: words}",
+			"  url: h1",
+			"  bad name: h1",
+			"defaults:",
+			"  extract:",
+			"    nested: {jsonld: 'brand..name'}",
+			"    tagged: {meta: description, all: true}",
+		].join("\n");
+		const result = await cli({ "job.yaml": job }, ["validate", "job.yaml"]);
+		expect(result.code).toBe(2);
+		const lines = result.stderr.trim().split("\n");
+		expect(lines).toEqual([
+			'job.yaml:4:11 extract.broken: CSS selector "div[class=" does not compile: Attribute selector didn\'t terminate',
+			expect.stringMatching(/^job\.yaml:5:16 extract\.price\.css: CSS selector "p:no-such-pseudo" does not compile: /),
+			'job.yaml:6:16 extract.sku.regex: regex "SKU-(\\\\d+" does not compile: Invalid regular expression: /SKU-(\\d+/: Unterminated group',
+			"job.yaml:7:24 extract.two.meta: has css and meta: a field reads one locator (make two fields)",
+			"job.yaml:8:9 extract.none: needs one of css, regex, jsonld, meta",
+			'job.yaml:9:24 extract.word.type: must be one of "text", "number", "integer", "url", "html" (got "words")',
+			'job.yaml:10:3 extract.url: "url" is a record field already (a CSV column of its own): choose another name',
+			expect.stringMatching(/^job\.yaml:11:3 extract\.bad name: "bad name": field names are /),
+			'job.yaml:14:22 defaults.extract.nested.jsonld: JSON-LD path "brand..name" has an empty segment (write it like brand.name)',
+			"job.yaml:15:38 defaults.extract.tagged.all: `all` applies to css and regex fields (not meta)",
+			"job.yaml: invalid, 10 problems",
+		]);
+	});
+
+	it("carry and id_column: checked against the job and against each CSV source's header", async () => {
+		const noCsv = await cli({ "job.yaml": `targets: [${U}/a]\ncarry: [sku, id]\n` }, ["validate", "job.yaml"]);
+		expect(noCsv.code).toBe(2);
+		expect(noCsv.stderr).toContain('job.yaml:2:14 carry[1]: "id" is a record field already');
+		expect(noCsv.stderr).toContain("job.yaml:2:8 carry: `carry` copies columns of CSV sources, and this job has none");
+
+		const files = {
+			"job.yaml": [
+				"sources:",
+				"  - {file: a.csv, column: url, id_column: sku}",
+				"  - {file: b.txt, id_column: sku}",
+				"carry: [categry]",
+			].join("\n"),
+			"a.csv": `url,sku,category\n${U}/1,A-1,x\n${U}/2,bad id!,y\n${U}/3,a-1,z\n`,
+			"b.txt": `${U}/4\n`,
+		};
+		const result = await cli(files, ["validate", "job.yaml"]);
+		expect(result.code).toBe(2);
+		expect(result.stderr).toContain("job.yaml:3:30 sources[1].id_column: `id_column` applies to CSV sources only");
+
+		files["job.yaml"] = ["sources:", "  - {file: a.csv, column: url, id_column: sku}", "carry: [categry]"].join("\n");
+		const missing = await cli(files, ["validate", "job.yaml"]);
+		expect(missing.code).toBe(2);
+		expect(missing.stderr).toContain('a.csv:1:1 carried column "categry" not found in the header');
+		expect(missing.stderr).toContain('did you mean "category"?');
+
+		files["job.yaml"] = ["sources:", "  - {file: a.csv, column: url, id_column: sku}", "carry: [category]"].join("\n");
+		const rows = await cli(files, ["validate", "job.yaml"]);
+		expect(rows.code).toBe(2);
+		expect(rows.stderr).toContain('a.csv:3:1 sku: "bad id!" is not a usable id');
+		expect(rows.stderr).toContain('a.csv:4:1 duplicate id "a-1"');
+	});
+
+	it("run --dry-run shows the columns results.csv will have", async () => {
+		const files = {
+			"job.yaml": [
+				"name: cols",
+				"sources:",
+				"  - {file: a.csv, column: url, id_column: sku}",
+				"carry: [category]",
+				"extract:",
+				"  name: h1",
+				"  price: {css: .price, type: number}",
+				"defaults:",
+				"  delivery: json",
+				"  extract_scheme: [{label: title, type: content, selector: title}]",
+			].join("\n"),
+			"a.csv": `url,sku,category\n${U}/1,A-1,x\n`,
+		};
+		const result = await cli(files, ["run", "job.yaml", "--dry-run"]);
+		expect(result.code).toBe(0);
+		expect(result.stdout).toContain(
+			"cols: results.csv columns: id, url, status, http_status, error, message, mode_requested, mode_used, credits_used, credits_remaining, attempts, task_id, started_at, finished_at, duration_ms, bytes, content_path, name, price, title, category, content_hash, change, depth, parent",
+		);
+		expect(result.stdout).toMatch(/^A-1\t/m);
+	});
+
+	it("field names may not take a record column's name (the two lists agree)", () => {
+		expect([...RESERVED_COLUMN_NAMES].sort()).toEqual([...RECORD_COLUMNS, "data", "content"].sort());
+	});
+});
