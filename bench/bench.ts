@@ -15,6 +15,7 @@ import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { createInterface } from "node:readline";
 import { fileURLToPath } from "node:url";
+import { benchExtract, formatExtractRow } from "./extract-bench.js";
 import { jsonText } from "./json-text.js";
 import { summarizeProfile } from "./profile-top.js";
 import type { ClientConfig, ClientReport, ServeCommand, ServeConfig, ServeMessage } from "./protocol.js";
@@ -80,19 +81,21 @@ function parseArgs(argv: readonly string[]): Options {
 			if (!Number.isInteger(repeat) || repeat < 1) throw new Error(`--repeat must be a positive integer, got ${arg}`);
 		} else if (arg.startsWith("--only=")) {
 			const value = arg.slice("--only=".length);
-			if (value === REPORT_ROW) {
-				only = REPORT_ROW;
+			if (value === REPORT_ROW || value === EXTRACT_ROW) {
+				only = value;
 				continue;
 			}
 			const byIndex = SCENARIOS[Number(value) - 1];
 			const scenario = byIndex ?? SCENARIOS.find((s) => s.name === value);
 			if (!scenario) {
-				throw new Error(`--only: no row ${value}; rows: ${[...SCENARIOS.map((s) => s.name), REPORT_ROW].join(", ")}`);
+				throw new Error(
+					`--only: no row ${value}; rows: ${[...SCENARIOS.map((s) => s.name), REPORT_ROW, EXTRACT_ROW].join(", ")}`,
+				);
 			}
 			only = scenario.name;
 		} else if (arg === "--help" || arg === "-h") {
 			process.stdout.write(
-				"usage: npm run bench -- [--quick] [--only=latency|cpu|memory|report|1|2|3] [--repeat=K] [--profile] [--keep]\n" +
+				"usage: npm run bench -- [--quick] [--only=latency|cpu|memory|report|extract|1|2|3] [--repeat=K] [--profile] [--keep]\n" +
 					"  --quick    N/10 targets per row\n" +
 					`  --repeat   runs of each client per row, in ABBA order; the fastest is shown (default ${DEFAULT_REPEAT})\n` +
 					"  --profile  run each client's first run under --cpu-prof; print the top functions\n" +
@@ -559,6 +562,8 @@ function formatVerdict(verdict: Verdict): string {
 /** The report row (bench/report-bench.ts): a 1M-record run's report.html, its size and opening time. */
 const REPORT_ROW = "report";
 const REPORT_RECORDS = 1_000_000;
+/** The extraction row (bench/extract-bench.ts): CPU per page for four fields, against parsel. */
+const EXTRACT_ROW = "extract";
 
 async function run(): Promise<number> {
 	const options = parseArgs(process.argv.slice(2));
@@ -570,6 +575,11 @@ async function run(): Promise<number> {
 		);
 		process.stdout.write(`\n${formatReportRow(row)}\n`);
 		return row.verdicts.every((verdict) => verdict.met) ? 0 : 1;
+	}
+	if (options.only === EXTRACT_ROW) {
+		const row = await benchExtract(options.quick, (line) => process.stdout.write(`${line}\n`));
+		process.stdout.write(`\n${formatExtractRow(row)}\n`);
+		return 0;
 	}
 	const rows: Row[] = [];
 	for (const scenario of SCENARIOS) {
@@ -596,6 +606,11 @@ async function run(): Promise<number> {
 				.map((row) => `${row.scenario}/${row.client}`)
 				.join(", ")}; wall times are disturbed.\n`,
 		);
+	}
+	if (options.only === null) {
+		// Cheap (seconds): the full bench ends with the extraction row.
+		const row = await benchExtract(options.quick, (line) => process.stdout.write(`${line}\n`));
+		process.stdout.write(`\n${formatExtractRow(row)}\n\n`);
 	}
 	process.stdout.write(`Bench took ${seconds.toFixed(0)} s${options.quick ? " (--quick)" : ""}.\n`);
 

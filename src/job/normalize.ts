@@ -102,7 +102,7 @@ export function normalizeSource(
 	const spec = typeof entry === "string" ? { file: entry } : entry;
 	const path = resolve(dir, spec.file);
 	const at = ctx.locate(typeof entry === "string" ? ["sources", index] : ["sources", index, "file"]);
-	const base = {
+	const base: Omit<SourceSpec, "kind"> = {
 		path,
 		displayPath: displayPathFor(path, ctx.cwd),
 		options:
@@ -110,8 +110,9 @@ export function normalizeSource(
 				? {}
 				: optionsOf(entry, ["file", "format", "column", "delimiter", "id_column", "extract"]),
 		origin: { file: ctx.displayFile, line: at.line, col: at.col },
-		...(extraction ? { extract: extraction.planFor(typeof entry === "string" ? undefined : entry.extract) } : {}),
 	};
+	const plan = extraction?.planFor(typeof entry === "string" ? undefined : entry.extract);
+	if (plan) base.extract = plan;
 	const format = inferSourceFormat(
 		spec.file,
 		"format" in spec ? spec.format : undefined,
@@ -197,8 +198,9 @@ export function normalizeJob(parsed: JobFileOutput, ctx: NormalizeContext): Job 
 		},
 		onBadRow: parsed.on_bad_row,
 		taskTimeoutMs: parsed.task_timeout_ms,
-		extraction: extraction.finish(),
 	};
+	const extractionSummary = extraction.finish();
+	if (extractionSummary) job.extraction = extractionSummary;
 	return { ...job, fingerprint: jobFingerprint(job) };
 }
 

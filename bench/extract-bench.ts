@@ -1,0 +1,176 @@
+/**
+ * The extraction row of `npm run bench` (`--only=extract`): CPU per page for four fields (a css text,
+ * a css number, a css attribute as url, a meta) over realistic product pages of 30, 100 and 300 KB
+ * from the demo site (issue #11), against Scrapy's parsel (lxml, a C parser) on the same pages and
+ * fields when Debian's python3-parsel is installed (`apt-get install -y python3-parsel`).
+ *
+ * CPU time (user + system of this process, or Python's `time.process_time()`), not wall time: the
+ * machine is shared, and CPU is what a page costs the runner however busy the machine is.
+ */
+import { execFileSync } from "node:child_process";
+import { existsSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { startDemoSite } from "../src/emulator/index.js";
+import { compileFields, extractFields, parseHtml } from "../src/extract/index.js";
+
+const SIZES_KB = [30, 100, 300] as const;
+const PAGES_PER_SIZE = 10;
+const PYTHON = "/usr/bin/python3";
+
+const FIELDS = {
+	name: "h1",
+	price: { css: ".price", type: "number" },
+	image: { css: "img.main", attr: "src", type: "url" },
+	description: { meta: "description" },
+} as const;
+
+export interface ExtractBenchCell {
+	readonly kb: number;
+	readonly bytes: number;
+	readonly scrapejobMs: number;
+	readonly scrapejobParseMs: number;
+	readonly parselMs: number | null;
+}
+
+export interface ExtractBenchRow {
+	readonly cells: ExtractBenchCell[];
+	readonly parselNote: string | null;
+}
+
+function cpuMs(): number {
+	const usage = process.cpuUsage();
+	return (usage.user + usage.system) / 1000;
+}
+
+/** CPU ms per page of `work` over `pages`, repeated until at least `minCpuMs` was spent (after a warm-up). */
+function measure(pages: readonly string[], work: (html: string) => void, minCpuMs: number): number {
+	for (const html of pages) work(html);
+	let rounds = 0;
+	const start = cpuMs();
+	do {
+		for (const html of pages) work(html);
+		rounds++;
+	} while (cpuMs() - start < minCpuMs);
+	return (cpuMs() - start) / (rounds * pages.length);
+}
+
+const PARSEL_SCRIPT = `
+import json, re, sys, time
+from urllib.parse import urljoin
+from parsel import Selector
+pages_by_kb = json.load(open(sys.argv[1]))
+min_cpu = float(sys.argv[2])
+NUM = re.compile(r"\\d(?:[\\d.,' ]*\\d)?")
+def number(text):
+    if text is None: return None
+    m = NUM.search(text)
+    return float(m.group(0).replace(",", "")) if m else None
+def extract(html, url):
+    sel = Selector(text=html)
+    name = " ".join(" ".join(sel.css("h1")[0].css("::text").getall()).split()) if sel.css("h1") else None
+    price = number(" ".join(sel.css(".price ::text").getall()[:1]))
+    src = sel.css("img.main::attr(src)").get()
+    image = urljoin(url, src) if src else None
+    description = sel.xpath('//meta[@name="description" or @property="description"]/@content').get()
+    return (name, price, image, description)
+out = {}
+for kb, pages in pages_by_kb.items():
+    for html in pages: extract(html, "http://127.0.0.1/")
+    rounds = 0
+    start = time.process_time()
+    while True:
+        for html in pages: extract(html, "http://127.0.0.1/")
+        rounds += 1
+        if (time.process_time() - start) * 1000 >= min_cpu: break
+    out[kb] = (time.process_time() - start) * 1000 / (rounds * len(pages))
+print(json.dumps(out))
+`;
+
+function parselPerPage(
+	pagesByKb: Record<number, string[]>,
+	minCpuMs: number,
+): { ms: Record<string, number> | null; note: string | null } {
+	if (!existsSync(PYTHON)) return { ms: null, note: `parsel column skipped: no ${PYTHON}` };
+	try {
+		execFileSync(PYTHON, ["-c", "import parsel"], { stdio: "ignore" });
+	} catch {
+		return { ms: null, note: "parsel column skipped: install it with `apt-get install -y python3-parsel`" };
+	}
+	const dir = mkdtempSync(join(tmpdir(), "scrapejob-extract-bench-"));
+	try {
+		writeFileSync(join(dir, "pages.json"), JSON.stringify(pagesByKb));
+		writeFileSync(join(dir, "bench.py"), PARSEL_SCRIPT);
+		const output = execFileSync(PYTHON, [join(dir, "bench.py"), join(dir, "pages.json"), String(minCpuMs)], {
+			encoding: "utf8",
+			maxBuffer: 1024 * 1024,
+		});
+		return { ms: JSON.parse(output) as Record<string, number>, note: null };
+	} finally {
+		rmSync(dir, { recursive: true, force: true });
+	}
+}
+
+export async function benchExtract(quick: boolean, log: (line: string) => void): Promise<ExtractBenchRow> {
+	const compiled = compileFields(FIELDS);
+	if (!compiled.ok) throw new Error("bench fields do not compile");
+	const plan = compiled.plan;
+	const site = await startDemoSite();
+	const pagesByKb: Record<number, string[]> = {};
+	try {
+		for (const kb of SIZES_KB) {
+			const pages: string[] = [];
+			for (let n = 1; n <= PAGES_PER_SIZE; n++) {
+				const response = await fetch(`${site.url}/large/${n}?kb=${kb}`);
+				pages.push(await response.text());
+			}
+			pagesByKb[kb] = pages;
+		}
+	} finally {
+		await site.close();
+	}
+	const minCpuMs = quick ? 300 : 2000;
+	const pageUrl = "http://127.0.0.1/";
+	// The fields must really be found, or the bench measures misses.
+	const sample = extractFields(parseHtml(pagesByKb[30]![0]!, pageUrl), plan);
+	if (Object.values(sample).some((value) => value === null))
+		throw new Error(`bench page lacks a field: ${JSON.stringify(sample)}`);
+
+	log(`extract: measuring scrapejob (htmlparser2 + css-select) over ${SIZES_KB.join(", ")} KB pages…`);
+	const cells: Array<Omit<ExtractBenchCell, "parselMs">> = SIZES_KB.map((kb) => {
+		const pages = pagesByKb[kb]!;
+		const bytes = Math.round(pages.reduce((sum, html) => sum + Buffer.byteLength(html), 0) / pages.length);
+		const scrapejobMs = measure(pages, (html) => extractFields(parseHtml(html, pageUrl), plan), minCpuMs);
+		const scrapejobParseMs = measure(pages, (html) => parseHtml(html, pageUrl), minCpuMs);
+		return { kb, bytes, scrapejobMs, scrapejobParseMs };
+	});
+	log("extract: measuring parsel (lxml) on the same pages…");
+	const parsel = parselPerPage(pagesByKb, minCpuMs);
+	return {
+		cells: cells.map((cell) => ({ ...cell, parselMs: parsel.ms?.[String(cell.kb)] ?? null })),
+		parselNote: parsel.note,
+	};
+}
+
+export function formatExtractRow(row: ExtractBenchRow): string {
+	const lines = [
+		"extraction: CPU per page, 4 fields (css text, css number, css attr url, meta), one parse per page",
+		"page             | scrapejob ms/page | pages/s/core | of which parse | parsel (lxml) ms/page | pages/s/core | scrapejob / parsel",
+	];
+	for (const cell of row.cells) {
+		const parsel = cell.parselMs;
+		lines.push(
+			[
+				`${String(cell.kb).padStart(3)} KB (${(cell.bytes / 1024).toFixed(0)} KiB)`.padEnd(16),
+				cell.scrapejobMs.toFixed(2).padStart(17),
+				(1000 / cell.scrapejobMs).toFixed(0).padStart(12),
+				`${((cell.scrapejobParseMs / cell.scrapejobMs) * 100).toFixed(0)}%`.padStart(14),
+				(parsel === null ? "-" : parsel.toFixed(2)).padStart(21),
+				(parsel === null ? "-" : (1000 / parsel).toFixed(0)).padStart(12),
+				(parsel === null ? "-" : `${(cell.scrapejobMs / parsel).toFixed(2)}×`).padStart(18),
+			].join(" | "),
+		);
+	}
+	if (row.parselNote) lines.push(row.parselNote);
+	return lines.join("\n");
+}
