@@ -1,0 +1,58 @@
+import { readdirSync, readFileSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { afterEach, expect, it } from "vitest";
+import { demoProductBrand, demoProductPrice, demoProductTags } from "../../src/emulator/index.js";
+import { readCsv, readRecords, readSummary, tempDir, writeJob } from "../helpers/job-files.js";
+import { runCli } from "../helpers/run-cli.js";
+import { startTestService, type TestService } from "../helpers/service.js";
+
+let service: TestService | undefined;
+afterEach(async () => {
+	await service?.close();
+	service = undefined;
+});
+
+/** The README's `extract` example, as printed there (the block after the `extract-example` marker). */
+function readmeExample(): string {
+	const readme = readFileSync(join(import.meta.dirname, "..", "..", "README.md"), "utf8");
+	const marker = readme.indexOf("<!-- extract-example");
+	const start = readme.indexOf("```yaml\n", marker) + "```yaml\n".length;
+	return readme.slice(start, readme.indexOf("```", start));
+}
+
+it("the README's extract example runs as printed: ids from sku, carried category, typed fields, the fill check", async () => {
+	service = await startTestService();
+	const site = service.site.url;
+	const dir = tempDir();
+	const out = join(dir, "out");
+	writeFileSync(
+		join(dir, "products.csv"),
+		["sku,url,category", ...[1, 2, 3].map((n) => `P-${n},${site}/product/${n},cat-${n}`), `P-4,${site}/page/1,misc`].join(
+			"\n",
+		),
+	);
+	const job = writeJob(dir, "shop-data", readmeExample());
+	const result = await runCli(["run", job, "--out", out], { env: service.env });
+	const runs = readdirSync(join(out, "shop-data")).filter((name) => !name.startsWith("."));
+	const runDir = join(out, "shop-data", runs[0]!);
+	const records = readRecords(runDir) as unknown as Array<Record<string, unknown>>;
+	expect(records.map((record) => record.id).sort()).toEqual(["P-1", "P-2", "P-3", "P-4"]);
+	expect(records.find((record) => record.id === "P-2")).toMatchObject({
+		category: "cat-2",
+		content_path: null,
+		data: {
+			name: "Product 2",
+			price: Number(demoProductPrice(2)),
+			image: `${site}/images/product-2.jpg`,
+			tags: demoProductTags(2).length > 0 ? demoProductTags(2) : null,
+			sku_number: 2,
+			brand: demoProductBrand(2),
+			description: `Product 2 from the demo shop, by ${demoProductBrand(2)}.`,
+		},
+	});
+	expect(readCsv(runDir).find((row) => row.id === "P-1")?.category).toBe("cat-1");
+	// /page/1 has no price: 3 of 4 is below 0.95, so the run exits 1 and says which field.
+	expect(readSummary(runDir).extract?.below_min_fill).toEqual(["price"]);
+	expect(result.stdout).toContain("checks     FAILED: price filled below min_fill 95%");
+	expect(result.code).toBe(1);
+});
