@@ -27,9 +27,11 @@ it("the README's extract example runs as printed: ids from sku, carried category
 	const out = join(dir, "out");
 	writeFileSync(
 		join(dir, "products.csv"),
-		["sku,url,category", ...[1, 2, 3].map((n) => `P-${n},${site}/product/${n},cat-${n}`), `P-4,${site}/page/1,misc`].join(
-			"\n",
-		),
+		[
+			"sku,url,category",
+			...[1, 2, 3].map((n) => `P-${n},${site}/product/${n},cat-${n}`),
+			`P-4,${site}/page/1,misc`,
+		].join("\n"),
 	);
 	const job = writeJob(dir, "shop-data", readmeExample());
 	const result = await runCli(["run", job, "--out", out], { env: service.env });
