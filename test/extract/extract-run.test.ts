@@ -306,4 +306,49 @@ targets:
 		expect(sent?.params).toMatchObject({ delivery: "json" });
 		expect(sent?.params).not.toHaveProperty("extract");
 	});
+
+	it("--resume appends under the same CSV header, and fill rates count the records of both sessions", async () => {
+		service = await startTestService({ concurrency: 1, credits: 5 });
+		const site = service.site.url;
+		const dir = tempDir();
+		const out = join(dir, "out");
+		const job = writeJob(
+			dir,
+			"resume",
+			`name: resume
+${FAST_RETRY}defaults:
+  mode: request
+targets:
+  - ${site}/product/1
+  - ${site}/product/2
+  - ${site}/page/1
+  - ${site}/product/3
+extract:
+  price: {css: .price, type: number, required: true}
+extract_checks:
+  min_fill: 0.7
+`,
+		);
+		// 5 credits pay for two fetches (2 each): the third is refused with 402 and the run stops.
+		expect((await run(job, out)).code).toBe(3);
+		const runDir = onlyRun(out, "resume");
+		expect(readRecords(runDir)).toHaveLength(2);
+		service.emulator.setCredits(100);
+		const resumed = await run(job, out, ["--resume"]);
+		expect(resumed.stderr).toBe("");
+		// 3 of 4 filled: 0.75 passes 0.7 only if the first session's two filled records are counted.
+		expect(resumed.code).toBe(0);
+		const lines = readFileSync(join(runDir, "results.csv"), "utf8").trimEnd().split("\r\n");
+		expect(lines.filter((line) => line.startsWith("id,"))).toHaveLength(1);
+		expect(lines[0]).toContain("content_path,price,content_hash");
+		expect(lines).toHaveLength(5);
+		expect(readCsv(runDir).map((row) => row.price)).toEqual(
+			expect.arrayContaining([String(Number(demoProductPrice(1))), String(Number(demoProductPrice(3))), ""]),
+		);
+		expect(readSummary(runDir).extract).toMatchObject({
+			records: 4,
+			fields: { price: { filled: 3 } },
+			below_min_fill: [],
+		});
+	});
 });
