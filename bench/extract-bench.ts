@@ -6,6 +6,11 @@
  *
  * CPU time (user + system of this process, or Python's `time.process_time()`), not wall time: the
  * machine is shared, and CPU is what a page costs the runner however busy the machine is.
+ *
+ * Why htmlparser2 + css-select and not cheerio (measured once, same 100 KB pages, same four lookups,
+ * CPU ms per page): htmlparser2 + css-select with compiled selectors 1.56; cheerio 1.2 `load` (parse5,
+ * its default) 14.75; cheerio with the htmlparser2 parser 5.27 (string selectors compiled per call,
+ * wrapper objects per query).
  */
 import { execFileSync } from "node:child_process";
 import { existsSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
