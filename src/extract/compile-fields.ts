@@ -1,10 +1,6 @@
-import { compile as compileSelector } from "css-select";
-import type { AnyNode, Element } from "domhandler";
 import { errorMessage } from "../shared/index.js";
 import { type FieldInput, type FieldType, LOCATORS, type Locator } from "./field-spec.js";
-
-/** A compiled CSS selector: what css-select runs against a parsed page. */
-export type CompiledSelector = (element: Element) => boolean;
+import { type CompiledSelector, compileCss } from "./select.js";
 
 /** One field ready to run: its selector or regex compiled once per job, never per page. */
 export type CompiledField = {
@@ -34,12 +30,6 @@ export interface FieldProblem {
 	/** The key inside the field's mapping, or null for the field itself (a shorthand string). */
 	readonly key: string | null;
 	readonly message: string;
-}
-
-const selectorOptions = { xmlMode: false, lowerCaseTags: true } as const;
-
-function compileCss(selector: string): CompiledSelector {
-	return compileSelector<AnyNode, Element>(selector, selectorOptions) as unknown as CompiledSelector;
 }
 
 /** A CSS string literal for an attribute value (quotes and backslashes escaped). */

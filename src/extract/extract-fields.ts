@@ -1,11 +1,11 @@
-import { selectAll, selectOne } from "css-select";
-import type { AnyNode, Element } from "domhandler";
+import type { Element } from "domhandler";
 import { getOuterHTML } from "domutils";
 import type { CompiledField, ExtractPlan } from "./compile-fields.js";
 import type { FieldValue } from "./field-spec.js";
 import { findJsonLd, jsonLdOf } from "./json-ld.js";
 import { collapseWhitespace, elementText, type ParsedPage, resolveUrl } from "./parse-html.js";
 import { parseNumber } from "./parse-number.js";
+import { selectEvery, selectFirst } from "./select.js";
 
 /** Extracted data of one page: every field of the plan, in declared order; not found = null. */
 export type ExtractedData = Record<string, FieldValue>;
@@ -42,13 +42,13 @@ function elementValue(element: Element, field: Extract<CompiledField, { locator:
 
 function cssValue(field: Extract<CompiledField, { locator: "css" }>, page: ParsedPage): FieldValue {
 	if (!field.all) {
-		const element = selectOne<AnyNode, Element>(field.selector as never, page.document);
+		const element = selectFirst(field.selector, page.document);
 		if (!element) return null;
 		const raw = elementValue(element, field);
 		return raw === null ? null : convert(raw, field, page);
 	}
 	const values: Array<string | number> = [];
-	for (const element of selectAll<AnyNode, Element>(field.selector as never, page.document)) {
+	for (const element of selectEvery(field.selector, page.document)) {
 		const raw = elementValue(element, field);
 		if (raw === null) continue;
 		const value = convert(raw, field, page);
@@ -84,7 +84,7 @@ function jsonLdValue(field: Extract<CompiledField, { locator: "jsonld" }>, page:
 }
 
 function metaValue(field: Extract<CompiledField, { locator: "meta" }>, page: ParsedPage): FieldValue {
-	const element = selectOne<AnyNode, Element>(field.selector as never, page.document);
+	const element = selectFirst(field.selector, page.document);
 	const content = element?.attribs.content;
 	return content === undefined ? null : convert(collapseWhitespace(content), field, page);
 }

@@ -8,7 +8,6 @@
  */
 export {
 	type CompiledField,
-	type CompiledSelector,
 	compileField,
 	compileFields,
 	type ExtractPlan,
@@ -30,4 +29,5 @@ export {
 export { createFillStats, type ExtractSummary, type FieldFill, type FillField, type FillStats } from "./fill-stats.js";
 export { collapseWhitespace, elementText, extractLinks, type ParsedPage, parseHtml, resolveUrl } from "./parse-html.js";
 export { parseNumber } from "./parse-number.js";
+export { type CompiledSelector, compileCss, selectEvery, selectFirst } from "./select.js";
 export { AI_DATA_KEY, serviceColumns, serviceData } from "./service-data.js";

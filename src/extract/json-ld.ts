@@ -1,16 +1,14 @@
-import { selectAll } from "css-select";
-import type { AnyNode, Element } from "domhandler";
 import { textContent } from "domutils";
 import type { ParsedPage } from "./parse-html.js";
+import { compileCss, selectEvery } from "./select.js";
 
-const isJsonLdScript = (element: Element) =>
-	element.name === "script" && (element.attribs.type ?? "").trim().toLowerCase() === "application/ld+json";
+const JSON_LD_SCRIPTS = compileCss('script[type="application/ld+json" i]');
 
 /** The page's JSON-LD blocks, parsed once per page on first use; a block that is not JSON is ignored. */
 export function jsonLdOf(page: ParsedPage): unknown[] {
 	if (page.jsonLd) return page.jsonLd;
 	const blocks: unknown[] = [];
-	for (const script of selectAll<AnyNode, Element>(isJsonLdScript as never, page.document)) {
+	for (const script of selectEvery(JSON_LD_SCRIPTS, page.document)) {
 		try {
 			blocks.push(JSON.parse(textContent(script)));
 		} catch {

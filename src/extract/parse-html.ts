@@ -1,7 +1,7 @@
-import { selectAll } from "css-select";
-import type { AnyNode, Document, Element } from "domhandler";
+import type { AnyNode, Document } from "domhandler";
 import { getAttributeValue, textContent } from "domutils";
 import { parseDocument } from "htmlparser2";
+import { compileCss, selectEvery } from "./select.js";
 
 /**
  * One parsed page. Parse once, then read fields (`extractFields`) and links (`extractLinks`) from
@@ -34,7 +34,7 @@ export function collapseWhitespace(text: string): string {
 	return text.replace(/\s+/g, " ").trim();
 }
 
-const anchors = (element: Element) => element.name === "a" && element.attribs.href !== undefined;
+const ANCHORS = compileCss("a[href]");
 
 /**
  * Every `<a href>` of the page, resolved against the page URL, fragment dropped, in document
@@ -42,7 +42,7 @@ const anchors = (element: Element) => element.name === "a" && element.attribs.hr
  */
 export function extractLinks(page: ParsedPage): string[] {
 	const links: string[] = [];
-	for (const element of selectAll<AnyNode, Element>(anchors as never, page.document)) {
+	for (const element of selectEvery(ANCHORS, page.document)) {
 		const href = getAttributeValue(element, "href");
 		if (href === undefined) continue;
 		const resolved = resolveUrl(href, page.url);
