@@ -315,7 +315,9 @@ export async function runJob(options: RunJobOptions): Promise<RunJobResult> {
 				return;
 			}
 			if (result.kind === "abandoned") return;
-			const record = fetchedRecord(target, result, { startedMs: started, finishedMs: clock() }, content);
+			// `extract:` reads the final page's HTML, as for a scraper fetch (shared/design.md, browser jobs).
+			const timing = { startedMs: started, finishedMs: clock() };
+			const record = addExtraction(fetchedRecord(target, result, timing, content), target, result, job);
 			if (evaluated.length > 0)
 				record.data = { ...record.data, evaluate: evaluated.length === 1 ? evaluated[0] : evaluated };
 			write(record);
