@@ -1,6 +1,14 @@
 import { createReadStream } from "node:fs";
 import { createInterface } from "node:readline";
-import { createFillStats, type ExtractSummary, extractPage, type FillStats, serviceData } from "../extract/index.js";
+import {
+	createFillStats,
+	type ExtractSummary,
+	extractFields,
+	extractPage,
+	type FillStats,
+	type ParsedPage,
+	serviceData,
+} from "../extract/index.js";
 import type { Job, Target } from "../job/index.js";
 import type { ResultRecord } from "../output/index.js";
 import { errorMessage } from "../shared/index.js";
@@ -38,13 +46,25 @@ function isHtml(target: Target, result: OkResult): boolean {
 	return false;
 }
 
+/** Whether extraction (or a crawler) may read this fetch as an HTML page. */
+export function isHtmlResult(target: Target, result: FetchResult): boolean {
+	return result.kind === "ok" && isHtml(target, result);
+}
+
 /**
  * Fill a fetched record's `data` (the target's `extract:` fields from its html, then what the
  * service returned for `extract_scheme` / `ai_enhance`) and its carried source columns. Runs whatever
  * `output.content` says: the page is parsed in memory here and dropped when this returns.
  * With a job that extracts, every ok record has `data` (fields that found nothing are null).
  */
-export function addExtraction(record: ResultRecord, target: Target, result: FetchResult, job: Job): ResultRecord {
+export function addExtraction(
+	record: ResultRecord,
+	target: Target,
+	result: FetchResult,
+	job: Job,
+	/** The page already parsed by another reader of it (the crawler's links): not parsed again. */
+	parsed?: ParsedPage,
+): ResultRecord {
 	const extraction = job.extraction;
 	if (!extraction) return record;
 	if (result.kind === "ok") {
@@ -54,7 +74,7 @@ export function addExtraction(record: ResultRecord, target: Target, result: Fetc
 			data = {};
 			if (isHtml(target, result)) {
 				try {
-					data = extractPage(result.body.toString("utf8"), target.url, plan);
+					data = parsed ? extractFields(parsed, plan) : extractPage(result.body.toString("utf8"), target.url, plan);
 				} catch (error) {
 					// A page the parser chokes on must not cost the record: its fields are null, and the log says why.
 					record.message = `extraction failed: ${errorMessage(error)}`.slice(0, 2000);
