@@ -2,7 +2,8 @@
  * Service-side extraction as the emulator performs it (service-facts §2.5): `extract_scheme` rules
  * with `label`, `type` content | attribute | exists | count | nest, one locator of `selector` (CSS)
  * or `regex` (over the raw HTML; `xpath` is not emulated and yields null), `attribute` for
- * attribute rules and `fields` for nest (one object per container match). And `ai_enhance`: a
+ * attribute rules and `fields` for nest (one object per container match; inside it, a rule with no
+ * locator reads the container itself). And `ai_enhance`: a
  * deterministic placeholder object, so the wiring can be tested offline without a model.
  */
 import { selectAll, selectOne } from "css-select";
@@ -52,7 +53,15 @@ function applyRule(rule: Rule, scope: AnyNode, html: string): unknown {
 	const type = typeof rule.type === "string" ? rule.type : "content";
 	const selector = typeof rule.selector === "string" ? rule.selector : null;
 	const regex = typeof rule.regex === "string" ? rule.regex : null;
-	if (selector === null && regex === null) return null;
+	// Inside a nest, a rule without a locator reads the container element itself.
+	if (selector === null && regex === null) {
+		if (scope.type !== "tag") return null;
+		const container = scope as Element;
+		if (type === "content") return text(container);
+		if (type === "attribute")
+			return typeof rule.attribute === "string" ? (container.attribs[rule.attribute] ?? null) : null;
+		return type === "exists" ? true : type === "count" ? 1 : null;
+	}
 	switch (type) {
 		case "content": {
 			if (selector !== null) {

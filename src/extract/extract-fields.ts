@@ -37,7 +37,7 @@ function elementValue(element: Element, field: Extract<CompiledField, { locator:
 		return value === undefined ? null : value;
 	}
 	// html: the element's outer HTML (the element itself with its markup), as it was parsed.
-	return field.type === "html" ? getOuterHTML(element, { decodeEntities: false }) : elementText(element);
+	return field.type === "html" ? getOuterHTML(element, { encodeEntities: "utf8" }) : elementText(element);
 }
 
 function cssValue(field: Extract<CompiledField, { locator: "css" }>, page: ParsedPage): FieldValue {

@@ -274,7 +274,7 @@ ${FAST_RETRY}defaults:
       type: nest
       selector: ul.specs li
       fields:
-        - {label: text, type: content, selector: "*"}
+        - {label: text, type: content}
 extract:
   price: {css: .price, type: number}
 targets:
@@ -295,7 +295,7 @@ targets:
 			sku: "DEMO-00003",
 			ai_data: { placeholder: true, prompt: "Extract the product name and price", source: "markdown" },
 		});
-		expect(Array.isArray(record!.data!.specs)).toBe(true);
+		expect(record!.data!.specs).toEqual([{ text: "SKU: DEMO-00003" }, { text: `Stock: ${(3 * 13) % 50}` }]);
 		const header = readFileSync(join(runDir, "results.csv"), "utf8").split("\r\n")[0]!;
 		expect(header).toContain("content_path,price,title,image,on_sale,tag_count,sku,specs,ai_data,content_hash");
 		const row = readCsv(runDir)[0]!;

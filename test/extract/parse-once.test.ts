@@ -55,4 +55,11 @@ describe("one parse serves fields and links", () => {
 			currency: "EUR",
 		});
 	});
+
+	it("type html is the element's outer HTML, entities kept valid (only markup characters escaped)", () => {
+		const page = parseHtml('<div class="x"><p>Fish &amp; chips &lt;3 — café</p></div>', "https://shop.example/");
+		expect(extractFields(page, plan({ block: { css: ".x", type: "html" } }))).toEqual({
+			block: '<div class="x"><p>Fish &amp; chips &lt;3 — café</p></div>',
+		});
+	});
 });

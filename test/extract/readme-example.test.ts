@@ -12,10 +12,11 @@ afterEach(async () => {
 	service = undefined;
 });
 
-/** The README's `extract` example, as printed there (the block after the `extract-example` marker). */
-function readmeExample(): string {
+/** A README example as printed there: the yaml block after its marker comment. */
+function readmeExample(name = "extract-example"): string {
 	const readme = readFileSync(join(import.meta.dirname, "..", "..", "README.md"), "utf8");
-	const marker = readme.indexOf("<!-- extract-example");
+	const marker = readme.indexOf(`<!-- ${name}`);
+	expect(marker).toBeGreaterThan(-1);
 	const start = readme.indexOf("```yaml\n", marker) + "```yaml\n".length;
 	return readme.slice(start, readme.indexOf("```", start));
 }
@@ -57,4 +58,25 @@ it("the README's extract example runs as printed: ids from sku, carried category
 	expect(readSummary(runDir).extract?.below_min_fill).toEqual(["price"]);
 	expect(result.stdout).toContain("checks     FAILED: price filled below min_fill 95%");
 	expect(result.code).toBe(1);
+});
+
+it("the README's service-side example runs as printed (its URL pointed at the demo site)", async () => {
+	service = await startTestService();
+	const dir = tempDir();
+	const out = join(dir, "out");
+	const yaml = readmeExample("extract-service-example").replaceAll("https://shop.example", service.site.url);
+	const result = await runCli(["run", writeJob(dir, "service-side", yaml), "--out", out, "--quiet"], {
+		env: service.env,
+	});
+	expect(result.stderr).toBe("");
+	expect(result.code).toBe(0);
+	const runs = readdirSync(join(out, "service-side")).filter((name) => !name.startsWith("."));
+	const [record] = readRecords(join(out, "service-side", runs[0]!));
+	expect(record!.data).toMatchObject({
+		title: "Product 1",
+		image: "/images/product-1.jpg",
+		in_stock: false,
+		specs: [{ text: expect.stringMatching(/^SKU: DEMO-00001$/) }, { text: expect.stringMatching(/^Stock: /) }],
+		ai_data: { placeholder: true, source: "markdown" },
+	});
 });
