@@ -97,6 +97,23 @@ export function checkExtractRules(data: Plain): PathProblem[] {
 		}
 	});
 
+	const places = [
+		data.extract,
+		isPlainObject(data.defaults) ? data.defaults.extract : undefined,
+		...targets.map((target: unknown) => (isPlainObject(target) ? target.extract : undefined)),
+		...sources.map((source: unknown) => (isPlainObject(source) ? source.extract : undefined)),
+	];
+	const anyRequired = places.some(
+		(extract) =>
+			isPlainObject(extract) && Object.values(extract).some((field) => isPlainObject(field) && field.required === true),
+	);
+	if (isPlainObject(data.extract_checks) && data.extract_checks.min_fill !== undefined && !anyRequired) {
+		problems.push({
+			path: ["extract_checks", "min_fill"],
+			message: "min_fill checks the fields marked `required: true`, and no extract field is",
+		});
+	}
+
 	const fieldNames = new Set<string>();
 	for (const extract of [data.extract, isPlainObject(data.defaults) ? data.defaults.extract : undefined]) {
 		if (isPlainObject(extract)) for (const name of Object.keys(extract)) fieldNames.add(name);

@@ -84,6 +84,17 @@ describe("validate: extract, extract_checks, carry, id_column", () => {
 		expect(rows.stderr).toContain('a.csv:4:1 duplicate id "a-1"');
 	});
 
+	it("extract_checks.min_fill needs a required field to check", async () => {
+		const job = `targets: [${U}/a]\nextract:\n  name: h1\nextract_checks:\n  min_fill: 0.9\n`;
+		const result = await cli({ "job.yaml": job }, ["validate", "job.yaml"]);
+		expect(result.code).toBe(2);
+		expect(result.stderr).toContain(
+			"job.yaml:5:13 extract_checks.min_fill: min_fill checks the fields marked `required: true`, and no extract field is",
+		);
+		const fixed = job.replace("name: h1", "name: {css: h1, required: true}");
+		expect((await cli({ "job.yaml": fixed }, ["validate", "job.yaml"])).code).toBe(0);
+	});
+
 	it("run --dry-run shows the columns results.csv will have", async () => {
 		const files = {
 			"job.yaml": [
