@@ -43,5 +43,5 @@ export {
 	type TaskOutcome,
 	type TaskState,
 } from "./scraper-client.js";
-export { type ScraperHeaders, taskStatusKind } from "./scraper-response.js";
+export { contentOf, type ScraperHeaders, taskStatusKind } from "./scraper-response.js";
 export { createDispatcher } from "./transport.js";

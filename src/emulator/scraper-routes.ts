@@ -376,6 +376,9 @@ function toTaskResult(ctx: EmulatorContext, outcome: ScrapeOutcome, render: Rend
 				creditsRemaining: ctx.credits.balance,
 				content: rendered.text,
 				...(render.delivery === "json" ? { title: rendered.title } : {}),
+				...(render.delivery === "json" && render.extraction
+					? { extraction: serviceExtraction(rendered.text, rendered.title, render.extraction) }
+					: {}),
 			};
 		}
 		case "target-status":
@@ -444,6 +447,7 @@ function answerTask(ex: Exchange, taskId: string): void {
 				credits_used: result.creditsUsed,
 				credits_remaining: result.creditsRemaining,
 				content: result.content,
+				...result.extraction,
 				timestamp: timestamp(),
 			},
 			result.modeUsed,

@@ -4,6 +4,7 @@
  * `taskTtlMs` after that and then forgotten (404). A task is visible only to the key that started it.
  */
 import { randomBytes } from "node:crypto";
+import type { ServiceExtraction } from "./scheme-extract.js";
 
 export type TaskStatus = "processing" | "completed" | "failed";
 
@@ -16,6 +17,8 @@ export interface CompletedTaskResult {
 	readonly content: string;
 	/** The page title, answered with `delivery: json` as a realtime JSON delivery has it. */
 	readonly title?: string;
+	/** Service-side extraction results (`extract_scheme`, `ai_enhance`), answered with `delivery: json`. */
+	readonly extraction?: ServiceExtraction;
 }
 
 export interface FailedTaskResult {

@@ -12,8 +12,8 @@ import {
 	WAIT_UNTIL,
 } from "../shared/index.js";
 import { browserSessionSchema } from "./browser-session.js";
-import { modeProblem } from "./param-hints.js";
 import { carrySchema, extractChecksSchema, extractSchema, idColumnSchema } from "./extract-schema.js";
+import { modeProblem } from "./param-hints.js";
 import { describeValue } from "./problems.js";
 
 /**

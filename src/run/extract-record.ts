@@ -1,5 +1,6 @@
 import { createReadStream } from "node:fs";
 import { createInterface } from "node:readline";
+import { contentOf } from "../api/index.js";
 import {
 	createFillStats,
 	type ExtractSummary,
@@ -27,6 +28,7 @@ function isHtml(target: Target, result: OkResult): boolean {
 	if (format !== undefined && format !== "html") return false;
 	if (target.params.screenshot === true || target.params.pdf === true) return false;
 	if (target.params.delivery !== "json" && NOT_HTML_TYPES.test(result.contentType ?? "")) return false;
+	if (result.json) return typeof contentOf(result.json) === "string";
 	// Sniff: markup starts with "<" after any whitespace or BOM.
 	for (let index = 0; index < Math.min(result.body.length, 1024); index++) {
 		const byte = result.body[index]!;
@@ -44,6 +46,16 @@ function isHtml(target: Target, result: OkResult): boolean {
 		}
 	}
 	return false;
+}
+
+/**
+ * The page's HTML: the body itself, or with `delivery: json` (whose body is the service's whole JSON
+ * object) the page inside it, `content` (with `include_content: true`); "" when the service sent none.
+ */
+export function pageHtml(result: OkResult): string {
+	if (!result.json) return result.body.toString("utf8");
+	const content = contentOf(result.json);
+	return typeof content === "string" ? content : "";
 }
 
 /** Whether extraction (or a crawler) may read this fetch as an HTML page. */
@@ -74,7 +86,7 @@ export function addExtraction(
 			data = {};
 			if (isHtml(target, result)) {
 				try {
-					data = parsed ? extractFields(parsed, plan) : extractPage(result.body.toString("utf8"), target.url, plan);
+					data = parsed ? extractFields(parsed, plan) : extractPage(pageHtml(result), target.url, plan);
 				} catch (error) {
 					// A page the parser chokes on must not cost the record: its fields are null, and the log says why.
 					record.message = `extraction failed: ${errorMessage(error)}`.slice(0, 2000);

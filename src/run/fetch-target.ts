@@ -151,6 +151,7 @@ export async function fetchTarget(
 			body: wholeJson && finished.raw ? finished.raw : finished.body,
 			contentType: wholeJson ? "application/json" : undefined,
 			...titleOf(wholeJson ? finished.json : undefined),
+			...(wholeJson && finished.json ? { json: finished.json } : {}),
 			httpStatus: finished.targetStatus ?? 200,
 			// The client already fell back from the body's figures to the headers'.
 			creditsUsed: finished.creditsUsed ?? 0,

@@ -307,6 +307,36 @@ targets:
 		expect(sent?.params).not.toHaveProperty("extract");
 	});
 
+	it("service-side results of an async (task) fetch land in data too", async () => {
+		service = await startTestService();
+		const site = service.site.url;
+		const dir = tempDir();
+		const out = join(dir, "out");
+		const job = writeJob(
+			dir,
+			"task",
+			`name: task
+${FAST_RETRY}task_timeout_ms: 60000
+defaults:
+  mode: request
+  async: true
+  delivery: json
+  include_content: true
+  extract_scheme: [{label: heading, type: content, selector: h1}]
+extract:
+  price: {css: .price, type: number}
+targets:
+  - ${site}/product/7
+`,
+		);
+		const result = await runCli(["run", job, "--out", out, "--quiet", "--task-poll-ms", "5"], { env: service.env });
+		expect(result.stderr).toBe("");
+		expect(result.code).toBe(0);
+		const [record] = readRecords(onlyRun(out, "task"));
+		expect(record!.task_id).not.toBeNull();
+		expect(record!.data).toMatchObject({ heading: "Product 7", price: Number(demoProductPrice(7)) });
+	});
+
 	it("--resume appends under the same CSV header, and fill rates count the records of both sessions", async () => {
 		service = await startTestService({ concurrency: 1, credits: 5 });
 		const site = service.site.url;

@@ -113,11 +113,13 @@ describe("results.csv with the job's columns", () => {
 			data: { price: 12.5, tags: ["a", "b"], name: null, nested: { k: 1 } },
 			sku: "=SKU-1",
 		} as const;
-		const first = createCsvSink(path, csvColumnsFor({ data: ["price", "tags", "name", "nested"], carry: ["sku"] }));
+		const first = createCsvSink(path, {
+			columns: csvColumnsFor({ data: ["price", "tags", "name", "nested"], carry: ["sku"] }),
+		});
 		first.write(record as never);
 		await first.close();
 		// The resumed run declares other columns (the job changed): rows still follow the file's header.
-		const again = createCsvSink(path, csvColumnsFor({ data: ["tags"] }));
+		const again = createCsvSink(path, { columns: csvColumnsFor({ data: ["tags"] }) });
 		again.write({ ...record, id: "b" } as never);
 		await again.close();
 		const lines = readFileSync(path, "utf8").split("\r\n");
