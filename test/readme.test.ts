@@ -56,16 +56,26 @@ const jobBlocks = yamlBlocks.filter((block) => marker(block) === null);
 /** Placeholder files for a job's `sources`, so the loader can read and count them. */
 function writeSources(dir: string, job: unknown): void {
 	const sources = (job as { sources?: unknown[] }).sources ?? [];
+	// A CSV source also gets the job's `carry` columns and its own `id_column`, with placeholder values.
+	const carry = (job as { carry?: string[] }).carry ?? [];
 	for (const source of sources) {
-		const spec = typeof source === "string" ? { file: source } : (source as { file?: string; column?: string });
+		const spec =
+			typeof source === "string"
+				? { file: source }
+				: (source as { file?: string; column?: string; id_column?: string });
 		if (!spec.file) continue;
 		const path = join(dir, spec.file);
 		mkdirSync(dirname(path), { recursive: true });
-		const column = spec.column ?? "url";
+		const columns = [
+			spec.column ?? "url",
+			...("id_column" in spec && spec.id_column ? [spec.id_column] : []),
+			...carry,
+		];
+		const values = ["https://shop.example/from-csv", ...columns.slice(1).map((_, index) => `value-${index + 1}`)];
 		writeFileSync(
 			path,
 			/\.[ct]sv$/.test(spec.file)
-				? `${column}\nhttps://shop.example/from-csv\n`
+				? `${columns.join(",")}\n${values.join(",")}\n`
 				: "# a comment\nhttps://shop.example/from-text\n",
 		);
 	}
