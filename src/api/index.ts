@@ -7,7 +7,14 @@ export {
 	USAGE_PERIODS,
 	type UsagePeriod,
 } from "./account-client.js";
-export { classifyFailure, DEFAULT_RESET_SECONDS, errorKind, type FailureAction } from "./classify.js";
+export {
+	classifyFailure,
+	classifyScrapingError,
+	DEFAULT_RESET_SECONDS,
+	errorKind,
+	type FailureAction,
+	MAX_RESET_SECONDS,
+} from "./classify.js";
 export {
 	NETWORK_FAILURES,
 	NetworkError,

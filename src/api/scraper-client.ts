@@ -97,6 +97,8 @@ export interface RealtimeCallOptions {
 	/** @default "POST" (parameters in a JSON body; GET puts them in the query string) */
 	readonly method?: "GET" | "POST";
 	readonly signal?: AbortSignal;
+	/** The status line's code, before the body is read (see `SendOptions.onStatus`). */
+	readonly onStatus?: (status: number) => void;
 }
 
 export interface ScraperClient {
@@ -210,6 +212,7 @@ export function createScraperClient(options: ScraperClientOptions): ScraperClien
 				timeoutMs: realtimeTimeoutMs,
 				endpoint,
 				...(callOptions.signal ? { signal: callOptions.signal } : {}),
+				...(callOptions.onStatus ? { onStatus: callOptions.onStatus } : {}),
 			});
 			return interpretRealtime(response, endpoint, params);
 		},

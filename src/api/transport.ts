@@ -18,6 +18,11 @@ export interface SendOptions {
 	readonly signal?: AbortSignal;
 	/** Names the call in errors, e.g. "GET /public/scraper". Never contains a key. */
 	readonly endpoint: string;
+	/**
+	 * Called with the status as soon as the status line arrives, before the body is read: a 429 can
+	 * close the send gate at once, so no other fetch starts while its body is still on the wire.
+	 */
+	readonly onStatus?: (status: number) => void;
 }
 
 /**
@@ -58,6 +63,7 @@ export async function send(dispatcher: Dispatcher, options: SendOptions): Promis
 			headersTimeout: options.timeoutMs,
 			bodyTimeout: options.timeoutMs,
 		});
+		options.onStatus?.(response.statusCode);
 		const body = Buffer.from(await response.body.arrayBuffer());
 		return { status: response.statusCode, headers: response.headers, body };
 	} catch (error) {

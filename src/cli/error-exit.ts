@@ -17,9 +17,12 @@ export function exitCodeForError(error: unknown): number {
 	if (code === "SCRAPEJOB_AUTH" || code === "SCRAPEJOB_CREDITS" || code === "SCRAPEJOB_NO_ACCESS") {
 		return EXIT.authOrCredits;
 	}
+	// The service unreachable while setting up (the account look-up): the same class as an outage, exit 3.
+	if (code === "SCRAPEJOB_NETWORK") return EXIT.authOrCredits;
 	if (code === "SCRAPEJOB_SERVICE_ERROR") {
 		const status = (error as ScrapejobError & { status?: number }).status;
 		if (status === 401 || status === 402 || status === 403) return EXIT.authOrCredits;
+		if (status !== undefined && status >= 500) return EXIT.authOrCredits;
 		if (status === 400 || status === 422) return EXIT.invalidInput;
 	}
 	return EXIT.someTargetsFailed;

@@ -1,6 +1,6 @@
 import { createHash } from "node:crypto";
 import { basename, extname, isAbsolute, relative, resolve } from "node:path";
-import type { ScrapeParams } from "../shared/index.js";
+import { parseDuration, type ScrapeParams } from "../shared/index.js";
 import { type BrowserSession, browserSessionSchema, mergeBrowserSessions } from "./browser-session.js";
 import { createExtractionBuilder, type ExtractionBuilder } from "./extract-normalize.js";
 import type { DataPath, Position } from "./positions.js";
@@ -198,6 +198,7 @@ export function normalizeJob(parsed: JobFileOutput, ctx: NormalizeContext): Job 
 		},
 		onBadRow: parsed.on_bad_row,
 		taskTimeoutMs: parsed.task_timeout_ms,
+		outageTimeoutMs: parseDuration(parsed.outage_timeout) ?? 600_000,
 	};
 	const extractionSummary = extraction.finish();
 	if (extractionSummary) job.extraction = extractionSummary;
@@ -244,6 +245,7 @@ export function normalizePartialJob(data: Record<string, unknown>, ctx: Normaliz
 		retry: { attempts: 1, backoffMs: 1, maxBackoffMs: 1 },
 		onBadRow: data.on_bad_row === "skip" ? "skip" : "fail",
 		taskTimeoutMs: 1,
+		outageTimeoutMs: 600_000,
 	};
 	return { ...job, fingerprint: "" };
 }

@@ -4,9 +4,11 @@ import {
 	CONTENT_FORMATS,
 	DELIVERIES,
 	DEVICES,
+	DURATION_HINT,
 	MODES,
 	PROBLEMS,
 	PROXY_TYPES,
+	parseDuration,
 	type SCRAPE_PARAM_NAMES,
 	type ScrapeParams,
 	WAIT_UNTIL,
@@ -41,6 +43,8 @@ export const DEFAULT_BACKOFF_MS = 1000;
 export const DEFAULT_MAX_BACKOFF_MS = 60_000;
 /** How long a task (202/408 or `async: true`) is polled before the target fails: 10 minutes. */
 export const DEFAULT_TASK_TIMEOUT_MS = 600_000;
+/** How long an outage may last before the run stops (`service_unavailable`). */
+export const DEFAULT_OUTAGE_TIMEOUT = "10m";
 export const DEFAULT_OUTPUT_FORMATS: OutputFormat[] = ["jsonl", "csv"];
 export const DEFAULT_CONTENT_MODE: ContentMode = "files";
 
@@ -51,6 +55,13 @@ export const TARGET_ID_PATTERN = /^(?!\.{1,2}$)[A-Za-z0-9._-]{1,128}$/;
 
 const JOB_NAME_RULE = `must be a safe folder name: 1–100 letters, digits, ".", "_" or "-", not starting with "."`;
 const TARGET_ID_RULE = `must be 1–128 letters, digits, ".", "_" or "-" (not "." or ".."): it names files under pages/`;
+
+/** `500ms`, `3s`, `10m`, `24h`, `7d`, or 0; kept as written here (normalize turns it into ms). */
+export const durationSchema = z
+	.union([z.literal(0), z.string()], { error: `must be ${DURATION_HINT}` })
+	.refine((value) => parseDuration(value) !== null, {
+		error: (issue) => `must be ${DURATION_HINT} (got ${describeValue(issue.input)})`,
+	});
 
 const flag = (description: string) => z.boolean().describe(description);
 const stringOrList = (description: string) => z.union([z.string(), z.array(z.string())]).describe(description);
@@ -210,7 +221,13 @@ export const jobFileSchema = z
 			})
 			.default("auto")
 			.describe("auto = the account's concurrency; or a number not above it"),
-		max_credits: z.int().positive().optional().describe("Budget: no fetch starts that could exceed it"),
+		max_credits: z
+			.int()
+			.min(0)
+			.optional()
+			.describe(
+				"Budget for the whole run, resumed sessions included: no fetch starts whose worst case could exceed it; reached, the run stops (0: nothing may be spent)",
+			),
 		browser_session: browserSessionSchema.optional(),
 		defaults: defaultsSchema.extend({ extract: extractSchema.optional() }).optional(),
 		targets: z.array(targetSchema).optional().describe("Inline targets"),
@@ -229,6 +246,11 @@ export const jobFileSchema = z
 			.positive()
 			.default(DEFAULT_TASK_TIMEOUT_MS)
 			.describe("How long a task is polled before its target fails, in milliseconds (default 10 minutes)"),
+		outage_timeout: durationSchema
+			.default(DEFAULT_OUTAGE_TIMEOUT)
+			.describe(
+				"How long the service may be unreachable (or 5xx to every fetch) before the run stops with service_unavailable, exit 3 (default 10m)",
+			),
 	})
 	.meta({
 		title: "scrapejob job file",

@@ -82,6 +82,8 @@ export interface Job {
 	retry: { attempts: number; backoffMs: number; maxBackoffMs: number };
 	onBadRow: BadRowPolicy;
 	taskTimeoutMs: number;
+	/** `outage_timeout` in ms: how long an outage may last before the run stops. */
+	outageTimeoutMs: number;
 	/** `extract:` / `carry:` / service-side extraction as a whole: CSV columns and fill checks; absent with none. */
 	extraction?: JobExtraction | null;
 	/**

@@ -1,15 +1,15 @@
-import pRetry from "p-retry";
 import {
 	classifyFailure,
+	classifyScrapingError,
 	type FailureAction,
 	type ScraperClient,
 	type ScraperHeaders,
-	ServiceError,
 } from "../api/index.js";
 import { type Clock, errorMessage, type ScrapeParams, type Sleep } from "../shared/index.js";
+import type { OutageMonitor } from "./outage-monitor.js";
 import { fullJitterDelayMs } from "./retry-timing.js";
 import type { SendGate } from "./send-gate.js";
-import { type FinishedTask, pollTask, TaskDeadlineError, type TaskPollOptions } from "./task-poller.js";
+import { type FinishedTask, pollTask, type TaskPollOptions } from "./task-poller.js";
 
 /** What one target's fetch came to. Only `ok` and `failed` become records. */
 export type FetchResult =
@@ -18,7 +18,8 @@ export type FetchResult =
 			readonly body: Buffer;
 			readonly contentType: string | undefined;
 			readonly httpStatus: number;
-			readonly creditsUsed: number;
+			/** As the service reported it; null when it did not, or reported nonsense (the budget then books the worst case). */
+			readonly creditsUsed: number | null;
 			readonly creditsRemaining: number | null;
 			readonly modeUsed: string | null;
 			readonly attempts: number;
@@ -33,7 +34,7 @@ export type FetchResult =
 			readonly error: string;
 			readonly message: string;
 			readonly httpStatus: number | null;
-			readonly creditsUsed: number;
+			readonly creditsUsed: number | null;
 			readonly creditsRemaining: number | null;
 			readonly modeUsed: string | null;
 			readonly attempts: number;
@@ -45,12 +46,13 @@ export type FetchResult =
 			readonly reason: "unauthorized" | "insufficient_credits" | "forbidden";
 			readonly message: string;
 	  }
-	/** The run stopped (signal, abort) before this target finished: no record, left for `--resume`. */
+	/** The run stopped (signal, outage, abort) before this target finished: no record, left for `--resume`. */
 	| { readonly kind: "abandoned"; readonly taskId: string | null; readonly attempts: number };
 
 export interface FetchTargetDeps {
 	readonly client: ScraperClient;
 	readonly gate: SendGate;
+	readonly outage: OutageMonitor;
 	readonly clock: Clock;
 	readonly sleep: Sleep;
 	readonly random: () => number;
@@ -68,31 +70,28 @@ export interface FetchTargetDeps {
 	/** Called (and must have journalled the id) before the task is polled. */
 	onTaskId(targetId: string, taskId: string): void;
 	onRetry(targetId: string, kind: string): void;
+	/** A 429 asked for more than the cap: said once per run by the caller. */
+	onResetCapped(): void;
 }
 
-/** Thrown inside an attempt to end retrying with a record built from it. */
-class FinalOutcome extends Error {
-	readonly result: FetchResult;
-	constructor(result: FetchResult) {
-		super(result.kind);
-		this.result = result;
-	}
-}
+/** `wait_seconds` a navigation-timeout retry asks for: the service's advice, within its 0–60 range. */
+const NAVIGATION_RETRY_WAIT_SECONDS = [5, 10, 20, 30, 45, 60] as const;
 
-function failedTaskError(task: Extract<FinishedTask, { state: "failed" }>): ServiceError {
-	// A failed task is the service's own scraping error: its message decides retrying, as for a 500.
-	return new ServiceError({
-		status: 500,
-		errorType: task.errorType,
-		detail: task.message,
-		endpoint: "GET /scraper/tasks/:id",
-		...(task.creditsUsed !== undefined ? { creditsUsed: task.creditsUsed } : {}),
-	});
+/** What one attempt came to: a result, or a failure for the classifier. */
+type AttemptOutcome =
+	| { readonly result: FetchResult }
+	| { readonly failure: unknown; readonly decision?: FailureAction };
+
+/** A credit figure as the budget may trust it: a finite, non-negative number, else null (unknown). */
+export function trustedCredits(value: number | undefined): number | null {
+	return value !== undefined && Number.isFinite(value) && value >= 0 ? value : null;
 }
 
 /**
- * Fetch one target: send, follow a task hand-off, retry per spec 7.3 (the decision is
- * `classifyFailure`'s; p-retry counts attempts; 429 waits do not use an attempt). Never throws.
+ * Fetch one target: send, follow a task hand-off, and retry per spec 7.3 in one explicit loop (in the
+ * style of ky's `_retry`): each failure is classified once, then a `switch` decides — wait out a 429
+ * without spending an attempt, wait out an outage the same way, retry after a full-jitter backoff, fail
+ * the target, or stop the run. Never throws.
  *
  * @param resumeTaskId a task id journalled by an earlier run: poll it instead of paying again.
  */
@@ -102,115 +101,150 @@ export async function fetchTarget(
 	deps: FetchTargetDeps,
 	resumeTaskId: string | null = null,
 ): Promise<FetchResult> {
+	/** Requests that reached the service, 429s not included: what the record reports. */
 	let attempts = 0;
+	/** Attempts that count against `retry.attempts`: failures during a (possible) outage do not. */
+	let spent = 0;
 	let taskId: string | null = resumeTaskId;
 	let pendingTaskId: string | null = resumeTaskId;
 	let lastHeaders: ScraperHeaders = {};
 	let rateLimitWaits = 0;
-	let lastDecision: FailureAction | undefined;
+	let navigationRetries = 0;
+	let request = params;
 	const maxWaits = deps.maxRateLimitWaits ?? 20;
+	const abandoned = (): FetchResult => ({ kind: "abandoned", taskId, attempts });
+	const failed = (error: string, message: string, httpStatus: number | null, headers = lastHeaders): FetchResult => ({
+		kind: "failed",
+		error,
+		message,
+		httpStatus,
+		creditsUsed: trustedCredits(headers.creditsUsed) ?? 0,
+		creditsRemaining: headers.creditsRemaining ?? null,
+		modeUsed: headers.modeUsed ?? null,
+		attempts: Math.max(attempts, 1),
+		taskId,
+	});
 
-	const finishTask = async (id: string): Promise<FetchResult> => {
-		let finished: FinishedTask;
-		try {
-			finished = await pollTask(deps.client, id, {
-				...deps.taskPoll,
-				gate: deps.gate,
-				clock: deps.clock,
-				sleep: deps.sleep,
-				signal: deps.signal,
-			});
-		} catch (error) {
-			if (error instanceof TaskDeadlineError) {
-				throw new FinalOutcome(failure("task_timeout", error.message, null, lastHeaders, attempts, id));
+	/** A task to its end: finished, failed at the target, or a failure for the classifier. */
+	const followTask = async (id: string): Promise<AttemptOutcome> => {
+		const outcome = await pollTask(deps.client, id, {
+			...deps.taskPoll,
+			gate: deps.gate,
+			clock: deps.clock,
+			sleep: deps.sleep,
+			signal: deps.signal,
+		});
+		switch (outcome.kind) {
+			case "deadline":
+				return {
+					result: failed(
+						"task_timeout",
+						`task ${id} still ${outcome.lastStatus} after ${Math.round(outcome.deadlineMs / 1000)} s`,
+						null,
+					),
+				};
+			case "expired":
+				return { result: failed("task_expired", `task ${id} is unknown or its result expired`, 404) };
+			case "error":
+				return { failure: outcome.error };
+			case "finished":
+				return finishedTask(id, outcome.task);
+			default: {
+				const unreachable: never = outcome;
+				throw new Error(`unhandled poll outcome ${JSON.stringify(unreachable)}`);
 			}
-			if (error instanceof ServiceError && error.status === 404) {
-				throw new FinalOutcome(failure("task_expired", error.message, 404, lastHeaders, attempts, id));
-			}
-			throw error;
 		}
-		deps.onHeaders(finished.headers);
-		if (finished.state === "failed" && finished.targetStatus !== undefined) {
+	};
+
+	const finishedTask = (id: string, task: FinishedTask): AttemptOutcome => {
+		deps.onHeaders(task.headers);
+		if (task.state === "failed") {
 			// The target's own answer, as for a realtime passthrough: final, not retried.
-			throw new FinalOutcome(
-				failure(
-					`target_http_${finished.targetStatus}`,
-					finished.message,
-					finished.targetStatus,
-					finished.headers,
-					attempts,
-					id,
-				),
-			);
+			if (task.targetStatus !== undefined) {
+				return { result: failed(`target_http_${task.targetStatus}`, task.message, task.targetStatus, task.headers) };
+			}
+			// The service's scraping error: its message decides retrying, as for a realtime 500.
+			return {
+				failure: new Error(task.message),
+				decision: classifyScrapingError(500, "Scraping failed", task.message),
+			};
 		}
-		if (finished.state === "failed") throw failedTaskError(finished);
 		// `delivery: json`: the task's JSON body is what was paid for; keep it whole, as for a realtime answer.
-		const wholeJson = params.delivery === "json" && finished.raw !== undefined;
+		const wholeJson = params.delivery === "json" && task.raw !== undefined;
 		return {
-			kind: "ok",
-			body: wholeJson && finished.raw ? finished.raw : finished.body,
-			contentType: wholeJson ? "application/json" : undefined,
-			...titleOf(wholeJson ? finished.json : undefined),
-			...(wholeJson && finished.json ? { json: finished.json } : {}),
-			httpStatus: finished.targetStatus ?? 200,
-			// The client already fell back from the body's figures to the headers'.
-			creditsUsed: finished.creditsUsed ?? 0,
-			creditsRemaining: finished.creditsRemaining ?? null,
-			modeUsed: finished.modeUsed ?? null,
-			attempts: Math.max(attempts, 1),
-			taskId: id,
+			result: {
+				kind: "ok",
+				body: wholeJson && task.raw ? task.raw : task.body,
+				contentType: wholeJson ? "application/json" : undefined,
+				...titleOf(wholeJson ? task.json : undefined),
+				...(wholeJson && task.json ? { json: task.json } : {}),
+				httpStatus: task.targetStatus ?? 200,
+				creditsUsed: trustedCredits(task.creditsUsed),
+				creditsRemaining: task.creditsRemaining ?? null,
+				modeUsed: task.modeUsed ?? null,
+				attempts: Math.max(attempts, 1),
+				taskId: id,
+			},
 		};
 	};
 
-	const attempt = async (): Promise<FetchResult> => {
-		if (pendingTaskId) {
-			const id = pendingTaskId;
-			pendingTaskId = null;
-			return finishTask(id);
-		}
+	const sendOnce = async (): Promise<AttemptOutcome> => {
 		if (!deps.gate.tryAcquire()) await deps.gate.acquire(deps.signal);
 		attempts += 1;
+		spent += 1;
+		let releaseHold: (() => void) | undefined;
 		let outcome: Awaited<ReturnType<ScraperClient["realtime"]>>;
 		try {
-			outcome = await deps.client.realtime(params, { signal: deps.signal, method: deps.method ?? "POST" });
+			outcome = await deps.client.realtime(request, {
+				signal: deps.signal,
+				method: deps.method ?? "POST",
+				// A 429 holds every other send from its status line on, not from when its body has been read.
+				onStatus: (status) => {
+					if (status === 429) releaseHold = deps.gate.hold("rate_limited");
+				},
+			});
 		} catch (error) {
 			deps.gate.release(undefined);
-			throw error;
+			const decision = classifyFailure(error);
+			if (decision.action === "wait") deps.gate.pause(decision.resetMs);
+			releaseHold?.();
+			return { failure: error, decision };
 		}
+		releaseHold?.();
 		deps.gate.release(outcome.headers.rateLimitRemaining);
 		lastHeaders = outcome.headers;
 		deps.onHeaders(outcome.headers);
+		deps.outage.answered();
 		switch (outcome.kind) {
 			case "content":
 				return {
-					kind: "ok",
-					body: outcome.body,
-					contentType: outcome.contentType,
-					...titleOf(outcome.json),
-					httpStatus: outcome.targetStatus ?? outcome.status,
-					creditsUsed: outcome.headers.creditsUsed ?? 0,
-					creditsRemaining: outcome.headers.creditsRemaining ?? null,
-					modeUsed: outcome.headers.modeUsed ?? null,
-					attempts,
-					taskId,
-					...(outcome.json ? { json: outcome.json } : {}),
+					result: {
+						kind: "ok",
+						body: outcome.body,
+						contentType: outcome.contentType,
+						...titleOf(outcome.json),
+						httpStatus: outcome.targetStatus ?? outcome.status,
+						creditsUsed: trustedCredits(outcome.headers.creditsUsed),
+						creditsRemaining: outcome.headers.creditsRemaining ?? null,
+						modeUsed: outcome.headers.modeUsed ?? null,
+						attempts,
+						taskId,
+						...(outcome.json ? { json: outcome.json } : {}),
+					},
 				};
 			case "target_error":
 				// The service already retried inside; the target's own answer is final (service-facts §12).
-				throw new FinalOutcome(
-					failure(
+				return {
+					result: failed(
 						`target_http_${outcome.targetStatus}`,
 						`the target answered ${outcome.targetStatus}`,
 						outcome.targetStatus,
-						outcome.headers,
-						attempts,
-						taskId,
 					),
-				);
+				};
 			case "task":
 				taskId = outcome.task.task_id;
 				deps.onTaskId(targetId, taskId);
-				return finishTask(taskId);
+				return followTask(taskId);
 			default: {
 				const unreachable: never = outcome;
 				throw new Error(`unhandled outcome ${JSON.stringify(unreachable)}`);
@@ -218,93 +252,90 @@ export async function fetchTarget(
 		}
 	};
 
-	// Most fetches succeed at once: try once before setting p-retry up, and hand a first failure to
-	// p-retry as its first attempt, so its counting and every rule below see it exactly as usual.
-	let firstFailure: { error: unknown } | null = null;
-	try {
-		return await attempt();
-	} catch (error) {
-		if (error instanceof FinalOutcome) return error.result;
-		firstFailure = { error };
-	}
-	const replayFirstThenAttempt = async (): Promise<FetchResult> => {
-		if (firstFailure) {
-			const { error } = firstFailure;
-			firstFailure = null;
-			throw error;
+	for (;;) {
+		let outcome: AttemptOutcome;
+		try {
+			if (pendingTaskId) {
+				const id = pendingTaskId;
+				pendingTaskId = null;
+				outcome = await followTask(id);
+			} else {
+				outcome = await sendOnce();
+			}
+		} catch (error) {
+			// Only an abort gets here (a stop past its grace period): the target is left for --resume.
+			if (deps.signal.aborted) return abandoned();
+			outcome = { failure: error };
 		}
-		return attempt();
-	};
+		if ("result" in outcome) return outcome.result;
+		if (deps.signal.aborted) return abandoned();
 
-	try {
-		return await pRetry(replayFirstThenAttempt, {
-			retries: Math.max(0, deps.retry.attempts - 1),
-			// Waits are ours (full jitter, and the shared 429 gate); p-retry only counts.
-			minTimeout: 0,
-			maxTimeout: 0,
-			factor: 1,
-			randomize: false,
-			onFailedAttempt: async ({ error, retriesLeft, retriesConsumed }) => {
-				if (error instanceof FinalOutcome) return;
-				lastDecision = classifyFailure(error);
-				if (lastDecision.action === "wait") {
-					// A 429 is the queue being full, not an attempt at the target.
-					attempts -= 1;
-					rateLimitWaits += 1;
-					deps.gate.pause(lastDecision.resetMs);
-					return;
+		const { failure } = outcome;
+		const decision = outcome.decision ?? classifyFailure(failure);
+		switch (decision.action) {
+			case "wait": {
+				// A 429 is the queue being full, not an attempt at the target.
+				attempts -= 1;
+				spent -= 1;
+				rateLimitWaits += 1;
+				if (decision.capped) deps.onResetCapped();
+				if (deps.isStopping()) return abandoned();
+				if (rateLimitWaits > maxWaits) return failed("rate_limited", errorMessage(failure), 429);
+				continue;
+			}
+			case "retry": {
+				const sign = decision.serviceDown ? deps.outage.failed() : "count";
+				if (sign === "outage") {
+					// An outage: the failed attempt does not count, and the target waits with the whole queue.
+					spent -= 1;
+					try {
+						await deps.gate.unpaused(deps.signal);
+					} catch {
+						return abandoned();
+					}
+					if (deps.isStopping()) return abandoned();
+					continue;
 				}
-				if (lastDecision.action === "retry" && retriesLeft > 0 && !deps.isStopping()) {
-					deps.onRetry(targetId, lastDecision.kind);
-					const delay = fullJitterDelayMs(retriesConsumed + 1, deps.retry, deps.random);
-					if (delay > 0) await deps.sleep(delay, deps.signal);
+				// The service failed the fetch before this one too: maybe an outage, so this one is free.
+				if (sign === "free") spent -= 1;
+				if (!decision.serviceDown) deps.outage.answered();
+				if (spent >= deps.retry.attempts) return failed(decision.kind, errorMessage(failure), statusOf(failure));
+				if (deps.isStopping()) return abandoned();
+				deps.onRetry(targetId, decision.kind);
+				if (decision.raiseWaitSeconds) {
+					request = {
+						...request,
+						wait_seconds: Math.max(request.wait_seconds ?? 0, waitSecondsFor(navigationRetries)),
+					};
+					navigationRetries += 1;
 				}
-			},
-			shouldConsumeRetry: ({ error }) => !(error instanceof FinalOutcome) && classifyFailure(error).action !== "wait",
-			shouldRetry: ({ error }) => {
-				if (error instanceof FinalOutcome || deps.isStopping() || deps.signal.aborted) return false;
-				const decision = classifyFailure(error);
-				if (decision.action === "wait") return rateLimitWaits < maxWaits;
-				return decision.action === "retry";
-			},
-		});
-	} catch (error) {
-		if (error instanceof FinalOutcome) return error.result;
-		if (deps.signal.aborted) return { kind: "abandoned", taskId, attempts };
-		const decision = lastDecision ?? classifyFailure(error);
-		if (decision.action === "abort") return { kind: "aborted", reason: decision.kind, message: errorMessage(error) };
-		if ((decision.action === "retry" || decision.action === "wait") && deps.isStopping()) {
-			return { kind: "abandoned", taskId, attempts };
+				try {
+					await deps.sleep(fullJitterDelayMs(Math.max(1, spent), deps.retry, deps.random), deps.signal);
+				} catch {
+					return abandoned();
+				}
+				continue;
+			}
+			case "fail":
+				if (!(decision.kind === "dns_failed" || decision.kind === "navigation_error")) deps.outage.answered();
+				return failed(decision.kind, errorMessage(failure), statusOf(failure));
+			case "abort":
+				return { kind: "aborted", reason: decision.kind, message: errorMessage(failure) };
+			default: {
+				const unreachable: never = decision;
+				throw new Error(`unhandled decision ${JSON.stringify(unreachable)}`);
+			}
 		}
-		const status = error instanceof ServiceError ? error.status : null;
-		const kind = decision.action === "wait" ? "rate_limited" : decision.kind;
-		const credits = error instanceof ServiceError ? (error.creditsUsed ?? 0) : 0;
-		return {
-			...failure(kind, errorMessage(error), status, lastHeaders, attempts, taskId),
-			creditsUsed: credits,
-		};
 	}
 }
 
-function failure(
-	error: string,
-	message: string,
-	httpStatus: number | null,
-	headers: ScraperHeaders,
-	attempts: number,
-	taskId: string | null,
-): Extract<FetchResult, { kind: "failed" }> {
-	return {
-		kind: "failed",
-		error,
-		message,
-		httpStatus,
-		creditsUsed: headers.creditsUsed ?? 0,
-		creditsRemaining: headers.creditsRemaining ?? null,
-		modeUsed: headers.modeUsed ?? null,
-		attempts,
-		taskId,
-	};
+function waitSecondsFor(retry: number): number {
+	return NAVIGATION_RETRY_WAIT_SECONDS[Math.min(retry, NAVIGATION_RETRY_WAIT_SECONDS.length - 1)]!;
+}
+
+function statusOf(error: unknown): number | null {
+	const status = (error as { status?: unknown } | null)?.status;
+	return typeof status === "number" ? status : null;
 }
 
 /** `title` of a JSON delivery body, when it holds one. */

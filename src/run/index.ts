@@ -14,4 +14,4 @@ export {
 export { LockHeldError, type RunLock } from "./run-lock.js";
 export { createSendGate, type SendGate } from "./send-gate.js";
 export { surveyTargets, type TargetSurvey } from "./survey-targets.js";
-export { DEFAULT_TASK_POLL, pollTask, TaskDeadlineError, type TaskPollOptions } from "./task-poller.js";
+export { DEFAULT_TASK_POLL, type PollOutcome, pollTask, type TaskPollOptions } from "./task-poller.js";

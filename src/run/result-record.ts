@@ -15,7 +15,7 @@ function oneLine(text: string): string {
  */
 export function fetchedRecord(
 	target: Target,
-	result: Extract<FetchResult, { kind: "ok" | "failed" }>,
+	result: Extract<FetchResult, { kind: "ok" | "failed" }> & { readonly creditsUsed: number },
 	timing: { startedMs: number; finishedMs: number },
 	content: { mode: "inline" | "files" | "none"; pages: PageStore | null },
 ): ResultRecord {
@@ -57,32 +57,4 @@ export function fetchedRecord(
 		record.content = binary ? result.body.toString("base64") : result.body.toString("utf8");
 	}
 	return record;
-}
-
-/** A target not fetched because its worst-case cost would not fit in `max_credits`. */
-export function budgetSkippedRecord(target: Target, atMs: number, creditsRemaining: number | null): ResultRecord {
-	const at = new Date(atMs).toISOString();
-	return {
-		id: target.id,
-		url: target.url,
-		status: "skipped",
-		http_status: null,
-		error: "budget_exhausted",
-		message: "not fetched: its worst-case cost would exceed max_credits",
-		mode_requested: target.params.mode ?? "auto",
-		mode_used: null,
-		credits_used: 0,
-		credits_remaining: creditsRemaining,
-		attempts: 0,
-		task_id: null,
-		started_at: at,
-		finished_at: at,
-		duration_ms: 0,
-		bytes: 0,
-		content_path: null,
-		content_hash: null,
-		change: null,
-		depth: null,
-		parent: null,
-	};
 }

@@ -2,7 +2,7 @@ import { setMaxListeners } from "node:events";
 import { basename, join } from "node:path";
 import PQueue from "p-queue";
 import type { Logger } from "pino";
-import type { ScraperClient, ScraperHeaders } from "../api/index.js";
+import { MAX_RESET_SECONDS, type ScraperClient, type ScraperHeaders } from "../api/index.js";
 import type { BrowserServiceAccess } from "../browser/index.js";
 import { type Job, streamTargetBatches, type Target } from "../job/index.js";
 import {
@@ -23,6 +23,7 @@ import {
 	type Clock,
 	creditCostRange,
 	errorMessage,
+	formatDuration,
 	sleep as realSleep,
 	type Sleep,
 	systemClock,
@@ -34,7 +35,8 @@ import { type FetchTargetDeps, fetchTarget } from "./fetch-target.js";
 import { lockJobOutput, warnIfTookOver } from "./job-lock.js";
 import { openJournal } from "./journal.js";
 import { openRun } from "./open-run.js";
-import { budgetSkippedRecord, fetchedRecord } from "./result-record.js";
+import { createOutageMonitor } from "./outage-monitor.js";
+import { fetchedRecord } from "./result-record.js";
 import type { PriorProgress } from "./resume-state.js";
 import type { RunLock } from "./run-lock.js";
 import { buildSummary, createRunStatistics } from "./run-statistics.js";
@@ -44,7 +46,16 @@ import type { TargetSurvey } from "./survey-targets.js";
 import { DEFAULT_TASK_POLL, type TaskPollOptions } from "./task-poller.js";
 
 /** Why a run stopped before every target had a record. */
-export type StopReason = "interrupted" | "unauthorized" | "insufficient_credits" | "forbidden" | "invalid_source";
+export type StopReason =
+	| "interrupted"
+	| "unauthorized"
+	| "insufficient_credits"
+	| "forbidden"
+	| "invalid_source"
+	/** The service stayed unreachable (or 5xx to everything) longer than `outage_timeout`. */
+	| "service_unavailable"
+	/** `max_credits` reached: the next target's worst case no longer fits. */
+	| "budget_exhausted";
 
 export interface ProgressSnapshot {
 	readonly done: number;
@@ -83,6 +94,8 @@ export interface RunJobOptions {
 	/** Events for the terminal (stderr); `run.log` gets its own logger. */
 	readonly logger?: Logger;
 	readonly onProgress?: (snapshot: ProgressSnapshot) => void;
+	/** How long an outage may last before the run stops (`service_unavailable`), ms. @default 600000 */
+	readonly outageTimeoutMs?: number;
 	readonly clock?: Clock;
 	readonly sleep?: Sleep;
 	readonly random?: () => number;
@@ -168,7 +181,11 @@ export async function runJob(options: RunJobOptions): Promise<RunJobResult> {
 		// A resumed run's earlier records are on disk only: its report is rebuilt from the folder instead.
 		const report = prior === null ? createReportCollector(startedAt) : null;
 		const budget = createCreditBudget(options.maxCredits, prior?.creditsUsed ?? 0);
-		const gate = createSendGate(clock, sleep);
+		const gate = createSendGate(clock, sleep, {
+			// Each 429 window in run.log, with its length: the report marks them on its timeline.
+			onPause: (pauseMs) =>
+				log.warn({ event: "pause", reason: "rate_limited", pause_ms: pauseMs }, "paused by the service (429)"),
+		});
 		const queue = new PQueue({ concurrency: options.adaptiveConcurrency ? 1 : options.concurrency });
 		const inflight = new AbortController();
 		// Every in-flight request listens on this one signal; that is by design, not a leak.
@@ -270,10 +287,55 @@ export async function runJob(options: RunJobOptions): Promise<RunJobResult> {
 		const browser = options.browser;
 		const sessions = browser ? createSessionLimiter(browser) : null;
 
+		const outageTimeoutMs = options.outageTimeoutMs ?? job.outageTimeoutMs;
+		const outage = createOutageMonitor({
+			gate,
+			probe: (signal) => options.client.health(AbortSignal.any([signal, inflight.signal])),
+			clock,
+			sleep,
+			timeoutMs: outageTimeoutMs,
+			onOutage: () => {
+				log.warn(
+					{ event: "pause", reason: "service_unavailable", outage: true },
+					"the service looks down: every send paused while /scraper/health is probed",
+				);
+				options.logger?.warn(
+					{ reason: "service_unavailable" },
+					"the service looks down: all fetches paused, probing /scraper/health",
+				);
+			},
+			onRecovered: (outageMs) => {
+				log.warn(
+					{ event: "pause", reason: "service_unavailable", pause_ms: outageMs, recovered: true },
+					"the service answers again: sends resumed",
+				);
+				options.logger?.warn(
+					{ outage_ms: outageMs },
+					`the service answers again after ${formatDuration(outageMs)}: fetches resumed`,
+				);
+			},
+			onTimeout: (outageMs) => {
+				log.warn({ event: "pause", reason: "service_unavailable", pause_ms: outageMs }, "outage_timeout passed");
+				stop(
+					"service_unavailable",
+					`stopping: the service has been unreachable for ${formatDuration(outageMs)} (outage_timeout ${formatDuration(outageTimeoutMs)}); the targets it failed have no record: finish with --resume`,
+				);
+			},
+		});
+		let resetCapWarned = false;
+
 		// One set of dependencies for every fetch: nothing per target but the target itself.
 		const fetchDeps: FetchTargetDeps = {
 			client: options.client,
 			gate,
+			outage,
+			onResetCapped: () => {
+				if (resetCapWarned) return;
+				resetCapWarned = true;
+				const message = `a 429 asked to wait more than ${MAX_RESET_SECONDS} s; waiting ${MAX_RESET_SECONDS} s (the cap) instead`;
+				log.warn({ event: "reset_capped", cap_s: MAX_RESET_SECONDS }, message);
+				options.logger?.warn({ cap_s: MAX_RESET_SECONDS }, message);
+			},
 			clock,
 			sleep,
 			random,
@@ -317,7 +379,8 @@ export async function runJob(options: RunJobOptions): Promise<RunJobResult> {
 			if (result.kind === "abandoned") return;
 			// `extract:` reads the final page's HTML, as for a scraper fetch (shared/design.md, browser jobs).
 			const timing = { startedMs: started, finishedMs: clock() };
-			const record = addExtraction(fetchedRecord(target, result, timing, content), target, result, job);
+			const charged = { ...result, creditsUsed: result.creditsUsed ?? 0 };
+			const record = addExtraction(fetchedRecord(target, charged, timing, content), target, result, job);
 			if (evaluated.length > 0)
 				record.data = { ...record.data, evaluate: evaluated.length === 1 ? evaluated[0] : evaluated };
 			write(record);
@@ -328,8 +391,11 @@ export async function runJob(options: RunJobOptions): Promise<RunJobResult> {
 			if (target.browserSession) return runBrowserTarget(target as Parameters<typeof runBrowserTarget>[0]);
 			const worstCase = creditCostRange(target.params).max;
 			if (!budget.tryReserve(worstCase) && !(await waitForBudget(worstCase))) {
-				if (stopReason) return;
-				write(budgetSkippedRecord(target, clock(), stats.creditsRemaining));
+				// No record: the target is left for `--resume --max-credits <larger>`.
+				stop(
+					"budget_exhausted",
+					`stopping: max_credits ${budget.limit} reached (${budget.spent} spent; the next target may cost ${worstCase}); continue with --resume --max-credits <larger>`,
+				);
 				return;
 			}
 			const started = clock();
@@ -338,10 +404,17 @@ export async function runJob(options: RunJobOptions): Promise<RunJobResult> {
 			switch (result.kind) {
 				case "ok":
 				case "failed": {
-					budget.commit(worstCase, result.creditsUsed);
+					// An ok fetch whose cost went unreported (or came back negative or garbled) is booked at its worst case.
+					const charged = result.creditsUsed ?? (result.kind === "ok" ? worstCase : 0);
+					budget.commit(worstCase, charged);
 					settleBudget();
 					const record = addExtraction(
-						fetchedRecord(target, result, { startedMs: started, finishedMs: clock() }, content),
+						fetchedRecord(
+							target,
+							{ ...result, creditsUsed: charged },
+							{ startedMs: started, finishedMs: clock() },
+							content,
+						),
 						target,
 						result,
 						job,
@@ -401,6 +474,7 @@ export async function runJob(options: RunJobOptions): Promise<RunJobResult> {
 			options.logger?.warn({ reason: "invalid_source" }, `no more targets: ${feedError}`);
 		}
 		await queue.onIdle();
+		outage.close();
 		if (feedError !== null && stopReason === null) stopReason = "invalid_source";
 		clearTimeout(graceTimer);
 		clearInterval(syncTimer);

@@ -24,15 +24,32 @@ export interface SendGate {
 	unpaused(signal?: AbortSignal): Promise<void>;
 	/** Close the gate for `ms` (a 429's reset). Overlapping pauses merge into one window. */
 	pause(ms: number): void;
-	/** Distinct pause windows so far. */
+	/**
+	 * Close the gate until the returned function is called: for a 429 whose body (with its reset) is
+	 * still being read, and for an outage while `/scraper/health` is probed. Holds and pauses combine.
+	 */
+	hold(reason: PauseReason): () => void;
+	/** Distinct pause windows so far (429 resets; holds are not counted). */
 	readonly pauses: number;
 	/** End of the current pause window (epoch ms), or 0. */
 	readonly pausedUntil: number;
+	/** Why sends are held now (a hold's reason, else `rate_limited` inside a pause window), or null. */
+	pauseReason(): PauseReason | null;
 	/** Fetches sent and not yet finished. */
 	readonly inFlight: number;
 }
 
+export type PauseReason = "rate_limited" | "service_unavailable";
+
+/**
+ * Longest single timer, ms: Node's timers overflow above 2^31-1 ms (and warn); a longer wait is slept
+ * in pieces. Pauses themselves are capped far below (a 429's reset at 3600 s).
+ */
+const MAX_TIMER_MS = 2_147_000_000;
+
 export interface SendGateOptions {
+	/** A new 429 window opened (not one merged into the current window), `ms` long. */
+	readonly onPause?: (ms: number) => void;
 	/**
 	 * With no free slot reported and nothing of ours in flight, no answer will come to say a slot is
 	 * free: try one send after this long. Milliseconds. @default 1000
@@ -47,9 +64,34 @@ export function createSendGate(clock: Clock, sleep: Sleep, options: SendGateOpti
 	let permits = Number.POSITIVE_INFINITY;
 	let inFlight = 0;
 	let waiters: Array<() => void> = [];
+	const holds = new Map<symbol, PauseReason>();
+	let holdWaiters: Array<() => void> = [];
+
+	function waitForHolds(signal?: AbortSignal) {
+		return new Promise<void>((resolve, reject) => {
+			if (signal?.aborted) {
+				reject(signal.reason);
+				return;
+			}
+			const onAbort = () => reject(signal?.reason);
+			signal?.addEventListener("abort", onAbort, { once: true });
+			holdWaiters.push(() => {
+				signal?.removeEventListener("abort", onAbort);
+				resolve();
+			});
+		});
+	}
 
 	async function unpaused(signal?: AbortSignal) {
-		for (let wait = pausedUntil - clock(); wait > 0; wait = pausedUntil - clock()) await sleep(wait, signal);
+		for (;;) {
+			if (holds.size > 0) {
+				await waitForHolds(signal);
+				continue;
+			}
+			const wait = pausedUntil - clock();
+			if (wait <= 0) return;
+			await sleep(Math.min(wait, MAX_TIMER_MS), signal);
+		}
 	}
 
 	function waitForRelease(signal?: AbortSignal) {
@@ -76,7 +118,7 @@ export function createSendGate(clock: Clock, sleep: Sleep, options: SendGateOpti
 
 	return {
 		tryAcquire() {
-			if (permits <= 0 || pausedUntil > clock()) return false;
+			if (permits <= 0 || holds.size > 0 || pausedUntil > clock()) return false;
 			permits -= 1;
 			inFlight += 1;
 			return true;
@@ -113,8 +155,27 @@ export function createSendGate(clock: Clock, sleep: Sleep, options: SendGateOpti
 			const now = clock();
 			const until = now + ms;
 			if (until <= pausedUntil) return;
-			if (pausedUntil <= now) pauses += 1;
+			const opens = pausedUntil <= now;
 			pausedUntil = until;
+			if (opens) {
+				pauses += 1;
+				options.onPause?.(ms);
+			}
+		},
+		hold(reason) {
+			const key = Symbol(reason);
+			holds.set(key, reason);
+			return () => {
+				if (!holds.delete(key) || holds.size > 0) return;
+				const wake = holdWaiters;
+				holdWaiters = [];
+				for (const resolve of wake) resolve();
+			};
+		},
+		pauseReason() {
+			for (const reason of holds.values()) if (reason === "service_unavailable") return reason;
+			if (holds.size > 0) return "rate_limited";
+			return pausedUntil > clock() ? "rate_limited" : null;
 		},
 		get pauses() {
 			return pauses;

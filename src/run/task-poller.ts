@@ -1,5 +1,5 @@
-import { classifyFailure, NetworkError, type ScraperClient, ServiceError, type TaskState } from "../api/index.js";
-import { type Clock, ScrapejobError, type Sleep } from "../shared/index.js";
+import { classifyFailure, type ScraperClient, type TaskState } from "../api/index.js";
+import type { Clock, Sleep } from "../shared/index.js";
 import type { SendGate } from "./send-gate.js";
 
 export interface TaskPollOptions {
@@ -17,71 +17,82 @@ export const DEFAULT_TASK_POLL: TaskPollOptions = {
 	maxIntervalMs: 10_000,
 };
 
-/** The task did not finish before the deadline. Its id is in the record, so it can still be looked up. */
-export class TaskDeadlineError extends ScrapejobError {
-	readonly taskId: string;
-	constructor(taskId: string, lastStatus: string, deadlineMs: number) {
-		super("SCRAPEJOB_TASK_DEADLINE", `task ${taskId} still ${lastStatus} after ${Math.round(deadlineMs / 1000)} s`);
-		this.taskId = taskId;
-	}
-}
-
 export type FinishedTask = Extract<TaskState, { state: "completed" | "failed" }>;
 
+/** How polling one task ended; the caller turns it into a record (or a stop). */
+export type PollOutcome =
+	| { readonly kind: "finished"; readonly task: FinishedTask }
+	/** Still not done when the deadline passed (`task_timeout`); its id is in the record for a later look. */
+	| { readonly kind: "deadline"; readonly lastStatus: string; readonly deadlineMs: number }
+	/** The service no longer knows the task (404 three times in a row): `task_expired`. */
+	| { readonly kind: "expired" }
+	/** A poll failed in a way the classifier says not to poll through (401/402 stop the run; 4xx fail it). */
+	| { readonly kind: "error"; readonly error: unknown };
+
+/** Three 404s in a row: right after a hand-off a task may not be visible yet, so one miss is not enough. */
+const NOT_FOUND_LIMIT = 3;
+
 /**
- * Poll one task until it reaches a terminal state (completed or failed), the deadline passes, or the
- * signal aborts. Polls are free, so a network error or 5xx while polling just means "poll again";
- * a 429 closes the shared gate like any other; 401/402 are thrown for the runner to stop on.
+ * Poll one task until it reaches a terminal state, the deadline passes, or the signal aborts (then it
+ * throws the signal's reason). Polls are free, so whatever `classifyFailure` would retry is simply polled
+ * again; a 429 closes the shared gate like any other. Each poll is cut at the deadline, so a poll whose
+ * answer trickles in cannot hold a task past `deadlineMs`.
  */
 export async function pollTask(
 	client: ScraperClient,
 	taskId: string,
 	options: TaskPollOptions & { gate: SendGate; clock: Clock; sleep: Sleep; signal?: AbortSignal },
-): Promise<FinishedTask> {
+): Promise<PollOutcome> {
 	const started = options.clock();
+	const deadline = started + options.deadlineMs;
 	let interval = options.initialIntervalMs;
 	let lastStatus = "processing";
 	let notFoundStreak = 0;
 	for (;;) {
-		const remaining = started + options.deadlineMs - options.clock();
-		if (remaining <= 0) throw new TaskDeadlineError(taskId, lastStatus, options.deadlineMs);
+		const remaining = deadline - options.clock();
+		if (remaining <= 0) return { kind: "deadline", lastStatus, deadlineMs: options.deadlineMs };
 		await options.sleep(Math.min(interval, remaining), options.signal);
 		interval = Math.min(options.maxIntervalMs, Math.ceil(interval * 1.5));
 		await options.gate.unpaused(options.signal);
+		const left = deadline - options.clock();
+		if (left <= 0) return { kind: "deadline", lastStatus, deadlineMs: options.deadlineMs };
+		const pollSignal = options.signal
+			? AbortSignal.any([options.signal, AbortSignal.timeout(left)])
+			: AbortSignal.timeout(left);
 		let state: TaskState;
 		try {
-			state = await client.task(taskId, options.signal);
+			state = await client.task(taskId, pollSignal);
 		} catch (error) {
-			if (options.signal?.aborted) throw error;
+			if (options.signal?.aborted) throw options.signal.reason;
+			if (pollSignal.aborted) return { kind: "deadline", lastStatus, deadlineMs: options.deadlineMs };
 			const decision = classifyFailure(error);
-			if (decision.action === "wait") {
-				options.gate.pause(decision.resetMs);
-				continue;
+			switch (decision.action) {
+				case "wait":
+					options.gate.pause(decision.resetMs);
+					continue;
+				case "retry":
+					continue;
+				case "fail":
+				case "abort":
+					return { kind: "error", error };
+				default: {
+					const unreachable: never = decision;
+					throw new Error(`unhandled decision ${JSON.stringify(unreachable)}`);
+				}
 			}
-			if (decision.action === "abort") throw error;
-			if (error instanceof NetworkError || (error instanceof ServiceError && error.status >= 500)) continue;
-			throw error;
 		}
 		switch (state.state) {
 			case "completed":
 			case "failed":
-				return state;
+				return { kind: "finished", task: state };
 			case "pending":
 			case "unknown":
 				lastStatus = state.status;
 				notFoundStreak = 0;
 				break;
 			case "not_found":
-				// Right after a hand-off the task may not be visible yet; three misses in a row mean it is gone.
 				notFoundStreak += 1;
-				if (notFoundStreak >= 3) {
-					throw new ServiceError({
-						status: 404,
-						errorType: "Task not found",
-						detail: `task ${taskId} is unknown or its result expired`,
-						endpoint: "GET /scraper/tasks/:id",
-					});
-				}
+				if (notFoundStreak >= NOT_FOUND_LIMIT) return { kind: "expired" };
 				break;
 			default: {
 				const unreachable: never = state;

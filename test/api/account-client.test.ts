@@ -339,7 +339,7 @@ describe("account client: error statuses become ServiceError with the service's 
 		});
 		const error = await rejectionOf(call(accountClientFor(emulator)), ServiceError);
 		expect(error).toMatchObject({ status: 500, errorType: "Failed to load account data", endpoint });
-		expect(classifyFailure(error)).toEqual({ action: "retry", kind: "http_500" });
+		expect(classifyFailure(error)).toEqual({ action: "retry", kind: "http_500", serviceDown: true });
 	});
 
 	test("502 and 503 account faults are ServiceErrors too, matched by path", async () => {

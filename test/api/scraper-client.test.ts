@@ -370,9 +370,12 @@ describe("every scraper status of spec 7.1 as a typed error", () => {
 		const error = await rejectionOf(scraperClientFor(emulator).realtime({ url, mode: "request" }), ServiceError);
 		expect(error).toMatchObject({ status: 500, errorType: "Scraping error", detail: message, url, creditsUsed: 0 });
 		expect(classifyFailure(error)).toEqual(
-			retried.has(message)
-				? { action: "retry", kind: message.toLowerCase().replace(/ /g, "_") }
-				: { action: "fail", kind: message.startsWith("DNS") ? "dns_failed" : "navigation_error" },
+			message === "Navigation timeout"
+				? // The service's advice after a navigation timeout: retry with a longer wait_seconds.
+					{ action: "retry", kind: "navigation_timeout", raiseWaitSeconds: true }
+				: retried.has(message)
+					? { action: "retry", kind: message.toLowerCase().replace(/ /g, "_") }
+					: { action: "fail", kind: message.startsWith("DNS") ? "dns_failed" : "navigation_error" },
 		);
 		expect(emulator.credits()).toBe(10_000);
 	});
@@ -399,7 +402,7 @@ describe("every scraper status of spec 7.1 as a typed error", () => {
 		const client = scraperClientFor(emulator);
 		const error = await rejectionOf(client.realtime({ url: `${site.url}/page/1` }), ServiceError);
 		expect(error).toMatchObject({ status, errorType });
-		expect(classifyFailure(error)).toEqual({ action: "retry", kind: `http_${status}` });
+		expect(classifyFailure(error)).toEqual({ action: "retry", kind: `http_${status}`, serviceDown: true });
 		expectOutcome(await client.realtime({ url: `${site.url}/page/1` }), "content");
 	});
 
@@ -434,7 +437,7 @@ describe("every scraper status of spec 7.1 as a typed error", () => {
 		const error = await rejectionOf(client.realtime({ url: `${site.url}/page/1` }), NetworkError);
 		expect(error.failure).toBe("reset");
 		expect(error.endpoint).toBe("POST /scraper/realtime");
-		expect(classifyFailure(error)).toEqual({ action: "retry", kind: "network_reset" });
+		expect(classifyFailure(error)).toEqual({ action: "retry", kind: "network_reset", serviceDown: true });
 		expect(emulator.ledger.statusCounts()).toEqual({ 0: 1 });
 		expectOutcome(await client.realtime({ url: `${site.url}/page/1` }), "content");
 	});
@@ -447,7 +450,7 @@ describe("every scraper status of spec 7.1 as a typed error", () => {
 		expect(error.message).toBe(
 			`GET /scraper/health at http://127.0.0.1:${port} failed: connection refused (ECONNREFUSED)`,
 		);
-		expect(classifyFailure(error)).toEqual({ action: "retry", kind: "network_refused" });
+		expect(classifyFailure(error)).toEqual({ action: "retry", kind: "network_refused", serviceDown: true });
 	});
 
 	test("a 202 without a task_id is an UnexpectedResponseError, never retried", async () => {
@@ -498,7 +501,7 @@ describe("cancelling a realtime call", () => {
 		);
 		expect(error.failure).toBe("timeout");
 		expect(Date.now() - started).toBeLessThan(4000);
-		expect(classifyFailure(error)).toEqual({ action: "retry", kind: "network_timeout" });
+		expect(classifyFailure(error)).toEqual({ action: "retry", kind: "network_timeout", serviceDown: true });
 	});
 
 	// undici checks header timeouts on a ~0.5 s tick, so a 40 ms limit fires within about a second.

@@ -89,7 +89,7 @@ describe("scraper error bodies", () => {
 		const error = await rejectionOf(client.realtime({ url: "https://a.example/" }), ServiceError);
 		expect(error).toMatchObject({ status: 502, errorType: "HTTP 502" });
 		expect(error.detail).toBe("<html><body><h1>502 Bad Gateway</h1> <p>nginx</p></body></html>");
-		expect(classifyFailure(error)).toEqual({ action: "retry", kind: "http_502" });
+		expect(classifyFailure(error)).toEqual({ action: "retry", kind: "http_502", serviceDown: true });
 	});
 
 	test("a non-2xx page without X-Target-Status and without an error record is the target's answer", async () => {
@@ -382,7 +382,7 @@ describe("an error body echoing the key never puts the key in an error", () => {
 });
 
 describe("a name that does not resolve", () => {
-	test("NetworkError dns: failed, not retried", async () => {
+	test("NetworkError dns: the service's own host not resolving is an outage sign, retried", async () => {
 		// The resolver is the edge injected here: no real DNS query leaves the machine.
 		const lookup: LookupFunction = (hostname, _options, callback) =>
 			callback(Object.assign(new Error(`getaddrinfo ENOTFOUND ${hostname}`), { code: "ENOTFOUND" }), "", 0);
@@ -397,7 +397,8 @@ describe("a name that does not resolve", () => {
 			expect(error.message).toBe(
 				"GET /public at https://api.scrapejob-test.invalid failed: the host name did not resolve (ENOTFOUND)",
 			);
-			expect(classifyFailure(error)).toEqual({ action: "fail", kind: "dns_failed" });
+			// Not the target's DNS (that comes back as a 500 scraping error, never retried) but ours: an outage sign.
+			expect(classifyFailure(error)).toEqual({ action: "retry", kind: "network_dns", serviceDown: true });
 		} finally {
 			await agent.destroy();
 		}

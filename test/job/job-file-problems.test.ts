@@ -92,7 +92,7 @@ const schemaCases: Case[] = [
 			"  max_backoff_ms: -1",
 		].join("\n"),
 		errors: [
-			"job.yaml:2:14 max_credits: must be greater than 0 (got -10)",
+			"job.yaml:2:14 max_credits: must be at least 0 (got -10)",
 			"job.yaml:3:18 task_timeout_ms: must be greater than 0 (got 0)",
 			"job.yaml:6:13 retry.attempts: must be at least 1 (got 0)",
 			'job.yaml:7:15 retry.backoff_ms: expected a number, got "ten"',

@@ -27,6 +27,7 @@ describe("the normalized Job", () => {
 			retry: { attempts: 5, backoffMs: 1000, maxBackoffMs: 60_000 },
 			onBadRow: "fail",
 			taskTimeoutMs: 600_000,
+			outageTimeoutMs: 600_000,
 		});
 		expect(fingerprint).toMatch(/^[0-9a-f]{64}$/);
 		expect(targets).toEqual([

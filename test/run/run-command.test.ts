@@ -130,8 +130,17 @@ describe("scrapejob run against the emulator", () => {
 			attempts: 1,
 			http_status: 500,
 		});
-		expect(byPath.get("/product/5")).toMatchObject({ status: "failed", error: "navigation_error", attempts: 1 });
-		expect(byPath.get("/product/6")).toMatchObject({ status: "failed", error: "http_502", attempts: 4 });
+		// A navigation timeout is retried with backoff, each retry asking for a longer wait_seconds (the service's advice).
+		expect(byPath.get("/product/5")).toMatchObject({ status: "failed", error: "navigation_timeout", attempts: 4 });
+		const navigationWaits = service.emulator.ledger
+			.byEndpoint("realtime")
+			.filter((entry) => String(entry.params?.url).endsWith("/product/5"))
+			.map((entry) => entry.params?.wait_seconds);
+		expect(navigationWaits).toEqual([undefined, 5, 10, 20]);
+		// A 502 is a service-down sign: one following another service-down failure is free (maybe an outage), so
+		// /product/6 may be sent more than 4 times; it fails once 4 attempts counted.
+		expect(byPath.get("/product/6")).toMatchObject({ status: "failed", error: "http_502" });
+		expect(byPath.get("/product/6")!.attempts).toBeGreaterThanOrEqual(4);
 		expect(byPath.get("/missing-page")).toMatchObject({
 			status: "failed",
 			error: "target_http_404",
@@ -147,8 +156,8 @@ describe("scrapejob run against the emulator", () => {
 		}
 		expect(records.reduce((sum, record) => sum + record.credits_used, 0)).toBe(service.emulator.ledger.totalCharged());
 		const summary = readSummary(onlyRun(out));
-		expect(summary.retries).toBe(2 + 1 + 1 + 3);
-		expect(summary.errors_by_kind).toEqual({ dns_failed: 1, navigation_error: 1, http_502: 1, target_http_404: 1 });
+		expect(summary.retries).toBe(records.reduce((sum, record) => sum + record.attempts - 1, 0));
+		expect(summary.errors_by_kind).toEqual({ dns_failed: 1, navigation_timeout: 1, http_502: 1, target_http_404: 1 });
 	});
 
 	it("pauses the whole queue for a 429's reset and sends nothing inside the window", async () => {
@@ -312,7 +321,7 @@ describe("scrapejob run against the emulator", () => {
 		]);
 	});
 
-	it("keeps to max_credits: no fetch starts whose worst case would not fit", async () => {
+	it("stops at max_credits with no record for the rest; --resume --max-credits <larger> finishes the run", async () => {
 		service = await startTestService({ concurrency: 2 });
 		const dir = tempDir();
 		const out = join(dir, "out");
@@ -320,13 +329,47 @@ describe("scrapejob run against the emulator", () => {
 		const job = writeJob(dir, "shop", jobYaml(service.site.url, paths, "max_credits: 7\ndefaults:\n  mode: request"));
 		const result = await runCli(["run", job, "--out", out, "--quiet"], { env: service.env });
 		expect(result.code).toBe(1);
-		const records = readRecords(onlyRun(out));
-		expect(records.filter((record) => record.status === "ok")).toHaveLength(3);
-		expect(records.filter((record) => record.status === "skipped" && record.error === "budget_exhausted")).toHaveLength(
-			3,
-		);
+		const runDir = onlyRun(out);
+		// Three fit in 7 credits; no fetch started whose worst case (2) would not; the rest have no record.
+		expect(readRecords(runDir).map((record) => record.status)).toEqual(["ok", "ok", "ok"]);
+		expect(readSummary(runDir)).toMatchObject({ complete: false, stopped_reason: "budget_exhausted" });
+		expect(result.stdout).toContain("--resume");
 		expect(service.emulator.ledger.totalCharged()).toBe(6);
 		expect(service.emulator.ledger.byEndpoint("realtime")).toHaveLength(3);
+
+		// The budget is the run's total: a larger one lets the resumed run finish, paying only for the rest.
+		const resumed = await runCli(["run", job, "--out", out, "--quiet", "--resume", "--max-credits", "12"], {
+			env: service.env,
+		});
+		expect(resumed.code).toBe(0);
+		expect(readRecords(runDir).filter((record) => record.status === "ok")).toHaveLength(6);
+		expect(readSummary(runDir)).toMatchObject({ complete: true, stopped_reason: null, credits: { used: 12 } });
+		expect(service.emulator.ledger.byEndpoint("realtime")).toHaveLength(6);
+	});
+
+	it("--max-credits 0 and max_credits: 0 are one rule: nothing may be spent, nothing is sent", async () => {
+		service = await startTestService({ concurrency: 2 });
+		const dir = tempDir();
+		const paths = ["/product/1", "/product/2"];
+		const flagJob = writeJob(dir, "flag", jobYaml(service.site.url, paths).replace("name: shop", "name: flag"));
+		const keyJob = writeJob(
+			dir,
+			"key",
+			jobYaml(service.site.url, paths, "max_credits: 0").replace("name: shop", "name: key"),
+		);
+		for (const [job, extra] of [
+			[flagJob, ["--max-credits", "0"]],
+			[keyJob, []],
+		] as const) {
+			const out = join(dir, `out-${extra.length}`);
+			const result = await runCli(["run", job, "--out", out, "--quiet", ...extra], { env: service.env });
+			expect(result.code).toBe(1);
+			const name = extra.length ? "flag" : "key";
+			const runDir = onlyRun(out, name);
+			expect(readRecords(runDir)).toEqual([]);
+			expect(readSummary(runDir).stopped_reason).toBe("budget_exhausted");
+		}
+		expect(service.emulator.ledger.byEndpoint("realtime")).toHaveLength(0);
 	});
 
 	it("clamps a job's concurrency to the account's limit with a warning", async () => {

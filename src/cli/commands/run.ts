@@ -13,7 +13,7 @@ import {
 } from "../../job/index.js";
 import { csvColumnsFor, formatSummary } from "../../output/index.js";
 import { type ProgressSnapshot, type RunJobResult, runJob, surveyTargets } from "../../run/index.js";
-import { plural, redactSecrets } from "../../shared/index.js";
+import { DURATION_HINT, parseDuration, plural, redactSecrets } from "../../shared/index.js";
 import { connectBrowser, type RunBrowserAccess } from "../browser-access.js";
 import { type CliContext, writeLine } from "../context.js";
 import { EXIT } from "../exit-codes.js";
@@ -41,6 +41,7 @@ interface RunFlags extends ServiceFlags {
 	json?: boolean;
 	gracePeriod?: number;
 	taskPollMs?: number;
+	outageTimeout?: number;
 }
 
 function positiveInt(name: string) {
@@ -48,6 +49,15 @@ function positiveInt(name: string) {
 		const parsed = Number(value);
 		if (!Number.isInteger(parsed) || parsed < 1)
 			throw new InvalidArgumentError(`${name} must be a positive integer, got ${JSON.stringify(value)}`);
+		return parsed;
+	};
+}
+
+function duration(name: string) {
+	return (value: string) => {
+		const parsed = parseDuration(value);
+		if (parsed === null)
+			throw new InvalidArgumentError(`${name} must be ${DURATION_HINT}, got ${JSON.stringify(value)}`);
 		return parsed;
 	};
 }
@@ -75,7 +85,7 @@ export function registerRunCommand(program: Command, ctx: CliContext): void {
 		.option("--concurrency <n>", "in-flight fetches (never above the account's limit)", positiveInt("--concurrency"))
 		.option(
 			"--max-credits <n>",
-			"credit budget: no fetch starts whose worst case would exceed it",
+			"credit budget of the whole run (resumed sessions included): reached, the run stops; resume with a larger one",
 			nonNegativeNumber("--max-credits"),
 		)
 		.option(
@@ -83,6 +93,11 @@ export function registerRunCommand(program: Command, ctx: CliContext): void {
 			"after Ctrl-C/SIGTERM, how long in-flight fetches may finish",
 			positiveInt("--grace-period"),
 			30_000,
+		)
+		.option(
+			"--outage-timeout <duration>",
+			"how long the service may be down (unreachable, or 5xx to everything) before the run stops, exit 3 (job key outage_timeout; default 10m)",
+			duration("--outage-timeout"),
 		)
 		.option("--task-poll-ms <ms>", "first wait between task status polls (grows to 10x)", positiveInt("--task-poll-ms"))
 		.option("-q, --quiet", "no progress bar and no log lines on stderr; only the final summary")
@@ -96,7 +111,8 @@ Keys (flags > environment > --config file):
   SCRAPEJOB_SCRAPER_KEY   scraper key only: no look-up; concurrency is learned from X-RateLimit-Limit
   SCRAPEJOB_API_URL, SCRAPEJOB_SCRAPER_URL   base addresses (https; http only on loopback)
 
-Exit codes: 0 all ok · 1 some targets failed · 2 invalid job/usage (nothing sent) · 3 auth or credits
+Exit codes: 0 all ok · 1 some targets failed, or max_credits reached · 2 invalid job/usage (nothing sent)
+            · 3 auth, credits, no access, or the service down past outage_timeout
             · 4 another run of the job holds its lock · 130 interrupted (finish with --resume)
 
 Examples:
@@ -333,6 +349,7 @@ async function runOne(ctx: CliContext, plan: PlannedRun, flags: RunFlags, run: R
 				? { taskPoll: { initialIntervalMs: flags.taskPollMs, maxIntervalMs: flags.taskPollMs * 10 } }
 				: {}),
 			secrets: run.secrets,
+			...(flags.outageTimeout !== undefined ? { outageTimeoutMs: flags.outageTimeout } : {}),
 			...(run.browser && jobUsesBrowser(job) ? { browser: run.browser } : {}),
 			logger: run.logger,
 			...(display ? { onProgress: (snapshot: ProgressSnapshot) => display?.update(snapshot) } : {}),
@@ -359,7 +376,10 @@ async function runOne(ctx: CliContext, plan: PlannedRun, flags: RunFlags, run: R
 		case "unauthorized":
 		case "insufficient_credits":
 		case "forbidden":
+		case "service_unavailable":
 			return EXIT.authOrCredits;
+		case "budget_exhausted":
+			return EXIT.someTargetsFailed;
 		case "invalid_source":
 			return EXIT.invalidInput;
 		case null:

@@ -1,0 +1,140 @@
+import type { Clock, Sleep } from "../shared/index.js";
+import type { SendGate } from "./send-gate.js";
+
+/**
+ * Tells an outage from bad luck. One fetch failing with the service unreachable (or a gateway's 5xx)
+ * is retried like any failure; `threshold` such failures in a row — across targets, with no answer from
+ * the service in between — is the service being down. From the second failure in a row on, no attempt is
+ * spent (the target cannot tell yet, so it must not be failed by what may be an outage). Then the whole queue is held at the send gate,
+ * `/scraper/health` is probed with backoff, and the failing fetches wait instead of spending attempts:
+ * an outage must not burn the list. Sends resume when a probe answers; the outage ends when a fetch
+ * does. Past `timeoutMs` from the outage's first failure the run is stopped (`service_unavailable`).
+ */
+export interface OutageMonitor {
+	/**
+	 * A fetch failed with a service-down sign. `count`: the first in a row, retry it as usual; `free`: the
+	 * service failed the fetch before this one too, so this may be an outage — retry without spending an
+	 * attempt; `outage`: the run is in one — wait at the gate with the whole queue.
+	 */
+	failed(): "count" | "free" | "outage";
+	/** The service answered a fetch (anything but a service-down failure). */
+	answered(): void;
+	readonly active: boolean;
+	/** Outages so far. */
+	readonly count: number;
+	/** Time spent in outages so far, ms (a running one included). */
+	totalMs(): number;
+	/** The run is ending: stop probing, let every waiter go. */
+	close(): void;
+}
+
+export interface OutageMonitorOptions {
+	readonly gate: SendGate;
+	/** One free health check; resolves when the service answers it. */
+	probe(signal: AbortSignal): Promise<unknown>;
+	readonly clock: Clock;
+	readonly sleep: Sleep;
+	/** How long an outage may last before the run stops, ms. */
+	readonly timeoutMs: number;
+	/** Service-down failures in a row that make an outage. @default 5 */
+	readonly threshold?: number;
+	/** First wait between probes, ms; doubles up to `maxProbeIntervalMs`. @default 500 */
+	readonly probeIntervalMs?: number;
+	/** @default 30000 */
+	readonly maxProbeIntervalMs?: number;
+	onOutage(): void;
+	onRecovered(outageMs: number): void;
+	onTimeout(outageMs: number): void;
+}
+
+export function createOutageMonitor(options: OutageMonitorOptions): OutageMonitor {
+	const threshold = options.threshold ?? 5;
+	const firstInterval = options.probeIntervalMs ?? 500;
+	const maxInterval = options.maxProbeIntervalMs ?? 30_000;
+	const probing = new AbortController();
+	let streak = 0;
+	let streakStartedAt = 0;
+	let active = false;
+	let startedAt = 0;
+	let count = 0;
+	let pastMs = 0;
+	let releaseHold: (() => void) | null = null;
+	let interval = firstInterval;
+	let closed = false;
+
+	function hold() {
+		if (releaseHold || closed) return;
+		releaseHold = options.gate.hold("service_unavailable");
+		void probeUntilAnswered();
+	}
+
+	function open() {
+		releaseHold?.();
+		releaseHold = null;
+	}
+
+	async function probeUntilAnswered() {
+		while (releaseHold && !closed) {
+			const elapsed = options.clock() - startedAt;
+			if (elapsed >= options.timeoutMs) {
+				options.onTimeout(elapsed);
+				open();
+				return;
+			}
+			try {
+				await options.sleep(Math.min(interval, options.timeoutMs - elapsed), probing.signal);
+			} catch {
+				return; // closed
+			}
+			interval = Math.min(maxInterval, interval * 2);
+			if (options.clock() - startedAt >= options.timeoutMs) continue;
+			try {
+				await options.probe(probing.signal);
+				// The service answers again: let fetches try. The outage ends when one of them gets through.
+				open();
+				return;
+			} catch {
+				// Still down: probe again after a longer wait.
+			}
+		}
+	}
+
+	return {
+		failed() {
+			if (streak === 0) streakStartedAt = options.clock();
+			streak += 1;
+			if (!active && streak < threshold) return streak === 1 ? "count" : "free";
+			if (!active) {
+				active = true;
+				count += 1;
+				// The outage began with the first failure of the streak, not when it was recognised.
+				startedAt = streakStartedAt;
+				interval = firstInterval;
+				options.onOutage();
+			}
+			hold();
+			return "outage";
+		},
+		answered() {
+			streak = 0;
+			if (!active) return;
+			active = false;
+			const outageMs = options.clock() - startedAt;
+			pastMs += outageMs;
+			open();
+			options.onRecovered(outageMs);
+		},
+		get active() {
+			return active;
+		},
+		get count() {
+			return count;
+		},
+		totalMs: () => pastMs + (active ? options.clock() - startedAt : 0),
+		close() {
+			closed = true;
+			probing.abort();
+			open();
+		},
+	};
+}

@@ -1,0 +1,133 @@
+import { existsSync, readdirSync, readFileSync } from "node:fs";
+import { join } from "node:path";
+import { afterEach, describe, expect, it } from "vitest";
+import { type DemoSite, type Emulator, startDemoSite, startEmulator } from "../../src/emulator/index.js";
+import { readRecords, readSummary, tempDir, writeJob } from "../helpers/job-files.js";
+import { runCli } from "../helpers/run-cli.js";
+import { assertBuilt, spawnCli } from "../helpers/spawn-cli.js";
+
+let closers: Array<() => Promise<void>> = [];
+afterEach(async () => {
+	for (const close of closers.reverse()) await close();
+	closers = [];
+});
+
+async function site(latencyMs = 0): Promise<DemoSite> {
+	const started = await startDemoSite({ latencyMs });
+	closers.push(() => started.close());
+	return started;
+}
+
+async function emulator(scenario: Parameters<typeof startEmulator>[0] = {}): Promise<Emulator> {
+	const started = await startEmulator(scenario);
+	closers.push(() => started.close());
+	return started;
+}
+
+const envOf = (service: Emulator) => ({ SCRAPEJOB_ACCOUNT_KEY: service.accountKey, SCRAPEJOB_API_URL: service.apiUrl });
+
+function jobText(siteUrl: string, count: number, extra = ""): string {
+	return [
+		"name: shop",
+		"defaults:",
+		"  mode: request",
+		"retry:",
+		"  attempts: 2",
+		"  backoff_ms: 5",
+		"  max_backoff_ms: 20",
+		extra,
+		"targets:",
+		...Array.from({ length: count }, (_, index) => `  - ${siteUrl}/product/${index + 1}`),
+		"",
+	].join("\n");
+}
+
+const waitMs = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+/** Resolves once the run folder's results.jsonl holds `atLeast` lines (polled: the writer is another process). */
+async function waitForRecords(jobDir: string, atLeast: number, timeoutMs = 20_000): Promise<string> {
+	const deadline = Date.now() + timeoutMs;
+	while (Date.now() < deadline) {
+		for (const name of existsSync(jobDir) ? readdirSync(jobDir).filter((entry) => !entry.startsWith(".")) : []) {
+			const file = join(jobDir, name, "results.jsonl");
+			if (existsSync(file) && readFileSync(file, "utf8").split("\n").length - 1 >= atLeast) return join(jobDir, name);
+		}
+		await waitMs(10);
+	}
+	throw new Error(`no ${atLeast} records within ${timeoutMs} ms`);
+}
+
+describe("outages: the service down for a while pauses the whole queue instead of failing the list", () => {
+	it("a burst of 503s to everything, longer than the attempt limit, ends with every target ok", async () => {
+		const demo = await site();
+		// The first 7 fetches, whatever their target, answer 503: with 2 attempts a target, a plain retry
+		// loop would fail several of them; an outage costs no attempts.
+		const service = await emulator({
+			scenario: { concurrency: 2, faults: [{ kind: "unavailable", match: "/./", times: 7 }] },
+		});
+		const dir = tempDir();
+		const out = join(dir, "out");
+		const job = writeJob(dir, "shop", jobText(demo.url, 8));
+		const result = await runCli(["run", job, "--out", out, "--quiet"], { env: envOf(service) });
+		expect(result.code).toBe(0);
+		const runDir = join(out, "shop", readdirSync(join(out, "shop")).find((name) => !name.startsWith("."))!);
+		const records = readRecords(runDir);
+		expect(records).toHaveLength(8);
+		expect(records.every((record) => record.status === "ok")).toBe(true);
+		// The outage was noticed and logged as a pause of every send, then its end.
+		const log = readFileSync(join(runDir, "run.log"), "utf8");
+		expect(log).toMatch(/"event":"pause","reason":"service_unavailable"/);
+		expect(log).toMatch(/"recovered":true/);
+		// While it lasted, the queue was held: health probes went out, not a stream of fetches.
+		expect(service.ledger.byEndpoint("health").length).toBeGreaterThan(1);
+		expect(service.ledger.byEndpoint("realtime").length).toBeLessThan(7 + 8 + 2 * 2);
+	});
+
+	it("the service killed mid-run: past outage_timeout the run stops (exit 3) leaving the rest to --resume", async () => {
+		assertBuilt();
+		const demo = await site(40);
+		const first = await startEmulator({ scenario: { concurrency: 3 } });
+		let firstClosed = false;
+		closers.push(async () => {
+			if (!firstClosed) await first.close();
+		});
+		const dir = tempDir();
+		const out = join(dir, "out");
+		const job = writeJob(dir, "shop", jobText(demo.url, 30));
+		const run = spawnCli(["run", job, "--out", out, "--outage-timeout", "2s"], envOf(first));
+		const runDir = await waitForRecords(join(out, "shop"), 4);
+		firstClosed = true;
+		await first.close();
+		const ended = await run.done;
+		expect(ended.code).toBe(3);
+		expect(ended.stderr).toMatch(/the service looks down/);
+		const summary = readSummary(runDir);
+		expect(summary).toMatchObject({ complete: false, stopped_reason: "service_unavailable" });
+		// Targets the outage failed have no record: only fetches that got through are in the file.
+		const records = readRecords(runDir);
+		expect(records.length).toBeGreaterThanOrEqual(4);
+		expect(records.length).toBeLessThan(30);
+		expect(records.every((record) => record.status === "ok")).toBe(true);
+		expect(ended.stdout).toContain("--resume");
+
+		// The service is back (a new emulator, same demo site): --resume fetches exactly the rest.
+		const second = await emulator({ scenario: { concurrency: 3 } });
+		const resumed = await runCli(["run", job, "--out", out, "--quiet", "--resume"], { env: envOf(second) });
+		expect(resumed.code).toBe(0);
+		const all = readRecords(runDir);
+		expect(all).toHaveLength(30);
+		expect(new Set(all.map((record) => record.id)).size).toBe(30);
+		expect(second.ledger.byEndpoint("realtime")).toHaveLength(30 - records.length);
+	});
+
+	it("the account endpoint unreachable at start-up exits 3", async () => {
+		const gone = await startEmulator();
+		const env = envOf(gone);
+		await gone.close();
+		const dir = tempDir();
+		const job = writeJob(dir, "shop", jobText("https://example.com", 1));
+		const result = await runCli(["run", job, "--out", join(dir, "out")], { env });
+		expect(result.code).toBe(3);
+		expect(result.stderr).toMatch(/failed/);
+	});
+});
