@@ -1,17 +1,25 @@
-import { readFileSync, unlinkSync, writeFileSync } from "node:fs";
+import { readFileSync, renameSync, statSync, unlinkSync, writeFileSync } from "node:fs";
 import { hostname } from "node:os";
 import { join } from "node:path";
 import { ScrapejobError } from "../shared/index.js";
+import { ownStartTicks, processState } from "./process-state.js";
 
 /** Another live run of the same job holds the lock (cron overlap). Nothing was sent. */
 export class LockHeldError extends ScrapejobError {
 	readonly holder: LockInfo;
-	constructor(path: string, holder: LockInfo) {
+	constructor(path: string, holder: LockInfo, why: string) {
 		super(
 			"SCRAPEJOB_LOCK_HELD",
-			`another run of this job is in progress (pid ${holder.pid} on ${holder.host}, run ${holder.run_id}, since ${holder.started_at}); lock file ${path}. If that process is gone, delete the lock file.`,
+			`another run of this job is in progress (pid ${holder.pid} on ${holder.host}, run ${holder.run_id}, since ${holder.started_at}; ${why}); lock file ${path}`,
 		);
 		this.holder = holder;
+	}
+}
+
+/** The lock path is not a lock file (a directory, say): nothing can hold or take it until it is removed. */
+export class LockPathError extends ScrapejobError {
+	constructor(path: string, what: string) {
+		super("SCRAPEJOB_USAGE", `the lock path ${path} is ${what}, not a lock file: remove it and run again`);
 	}
 }
 
@@ -20,67 +28,162 @@ export interface LockInfo {
 	host: string;
 	started_at: string;
 	run_id: string;
-}
-
-function isAlive(pid: number): boolean {
-	if (!Number.isInteger(pid) || pid <= 0) return false;
-	try {
-		process.kill(pid, 0);
-		return true;
-	} catch (error) {
-		// EPERM: it exists but belongs to someone else — alive.
-		return (error as NodeJS.ErrnoException).code === "EPERM";
-	}
+	/** The holder's process start time (/proc/<pid>/stat), so a reused pid is not mistaken for it. */
+	pid_start?: string | null;
+	/** Renewed every few seconds while the holder runs; older than `lease_ms`, the lock is free. */
+	heartbeat_at?: string;
+	lease_ms?: number;
 }
 
 export interface RunLock {
 	readonly path: string;
-	/** Set when a stale lock of a dead process was taken over. */
+	/** Set when a stale lock (dead, zombie, reused pid, or expired lease) was taken over. */
 	readonly tookOver: LockInfo | null;
 	release(): void;
 }
 
+export interface LockOptions {
+	/**
+	 * How long a holder on another host is trusted without a heartbeat, ms. @default 30000, or
+	 * SCRAPEJOB_LOCK_LEASE_MS. The one assumption: the hosts' clocks agree to well within the lease.
+	 */
+	readonly leaseMs?: number;
+	/** The name written as the holder's host. @default SCRAPEJOB_HOSTNAME, else os.hostname() */
+	readonly host?: string;
+	readonly now?: () => number;
+}
+
+const DEFAULT_LEASE_MS = 30_000;
+
+function defaultLeaseMs(): number {
+	const configured = Number(process.env.SCRAPEJOB_LOCK_LEASE_MS);
+	return Number.isFinite(configured) && configured > 0 ? configured : DEFAULT_LEASE_MS;
+}
+
+/** Why a holder no longer holds the lock, or null when it still does. */
+function staleness(
+	holder: LockInfo,
+	self: { host: string },
+	leaseMs: number,
+	now: number,
+	mtimeMs: number,
+): string | null {
+	if (holder.host === self.host) {
+		// This host's processes can be asked directly: no need to wait for a lease to run out.
+		const state = processState(holder.pid);
+		if (state.state === "gone") return "its process is gone";
+		if (state.state === "zombie") return "its process has exited (a zombie)";
+		if (holder.pid_start && state.startTicks && holder.pid_start !== state.startTicks) {
+			return "its pid now belongs to another process";
+		}
+		return null;
+	}
+	const heartbeat = holder.heartbeat_at ? Date.parse(holder.heartbeat_at) : mtimeMs;
+	const lease = holder.lease_ms && holder.lease_ms > 0 ? Math.max(holder.lease_ms, leaseMs) : leaseMs;
+	const age = now - (Number.isFinite(heartbeat) ? heartbeat : mtimeMs);
+	return age > lease ? `its heartbeat is ${Math.round(age / 1000)} s old (lease ${Math.round(lease / 1000)} s)` : null;
+}
+
 /**
- * Take the lock of one job's output folder: a file created exclusively (`wx`), holding pid, host and
- * start time. A lock left by a dead process on this host is taken over (with a warning); one held
- * by a live process, or by another host (whose processes cannot be checked), is refused.
+ * Take the lock of one job's output folder: a lease. The file is created exclusively (`wx`) and holds
+ * pid, host, process start time and a heartbeat renewed every few seconds while the run lasts. It is
+ * taken over when its holder is dead, a zombie or a reused pid on this host — at once — or, whatever
+ * host wrote it, when its heartbeat is older than the lease: a pod rescheduled on another node with
+ * the same volume resumes without anyone deleting a file.
  */
-export function acquireRunLock(jobDir: string, runId: string): RunLock {
+export function acquireRunLock(jobDir: string, runId: string, options: LockOptions = {}): RunLock {
 	const path = join(jobDir, ".lock");
-	const info: LockInfo = { pid: process.pid, host: hostname(), started_at: new Date().toISOString(), run_id: runId };
+	const now = options.now ?? Date.now;
+	const leaseMs = options.leaseMs ?? defaultLeaseMs();
+	const host = options.host ?? (process.env.SCRAPEJOB_HOSTNAME || hostname());
+	const info: LockInfo = {
+		pid: process.pid,
+		host,
+		started_at: new Date(now()).toISOString(),
+		run_id: runId,
+		pid_start: ownStartTicks(),
+		heartbeat_at: new Date(now()).toISOString(),
+		lease_ms: leaseMs,
+	};
 	let tookOver: LockInfo | null = null;
 	for (let tries = 0; tries < 3; tries += 1) {
 		try {
 			writeFileSync(path, `${JSON.stringify(info)}\n`, { flag: "wx" });
-			const release = () => {
-				process.removeListener("exit", release);
-				try {
-					const current = JSON.parse(readFileSync(path, "utf8")) as LockInfo;
-					if (current.pid === info.pid && current.run_id === info.run_id) unlinkSync(path);
-				} catch {
-					// Already gone: nothing to release.
-				}
-			};
-			// A second Ctrl-C exits at once; the lock goes with the process rather than waiting to be taken over.
-			process.once("exit", release);
-			return { path, tookOver, release };
+			return holdLock(path, info, tookOver, leaseMs, now);
 		} catch (error) {
-			if ((error as NodeJS.ErrnoException).code !== "EEXIST") throw error;
+			const code = (error as NodeJS.ErrnoException).code;
+			if (code === "EISDIR") throw new LockPathError(path, "a directory");
+			if (code !== "EEXIST") throw error;
 		}
+		let stat: ReturnType<typeof statSync>;
+		try {
+			stat = statSync(path);
+		} catch {
+			continue; // released meanwhile: try again
+		}
+		if (!stat.isFile()) throw new LockPathError(path, stat.isDirectory() ? "a directory" : "not a regular file");
 		let holder: LockInfo;
 		try {
 			holder = JSON.parse(readFileSync(path, "utf8")) as LockInfo;
+			if (typeof holder.pid !== "number" || typeof holder.host !== "string") throw new Error("not a lock");
 		} catch {
 			// A lock torn by a crash mid-write holds no owner: stale.
-			holder = { pid: -1, host: info.host, started_at: "unknown", run_id: "unknown" };
+			holder = { pid: -1, host, started_at: "unknown", run_id: "unknown" };
 		}
-		if (holder.host !== info.host || isAlive(holder.pid)) throw new LockHeldError(path, holder);
+		const why = staleness(holder, { host }, leaseMs, now(), stat.mtimeMs);
+		if (why === null) {
+			throw new LockHeldError(
+				path,
+				holder,
+				holder.host === host
+					? "its process is running"
+					: `its lease is renewed; it expires ${Math.round(leaseMs / 1000)} s after the last heartbeat`,
+			);
+		}
 		tookOver = holder;
 		try {
+			// A narrow race: two takers may both judge it stale; the exclusive create below decides who wins.
 			unlinkSync(path);
 		} catch {
-			// Someone else removed it first; the exclusive create decides who wins.
+			// Someone else removed it first.
 		}
 	}
-	throw new LockHeldError(path, { pid: -1, host: "unknown", started_at: "unknown", run_id: "unknown" });
+	throw new LockHeldError(path, { pid: -1, host: "unknown", started_at: "unknown", run_id: "unknown" }, "contended");
+}
+
+/** Renew the heartbeat every few seconds (replacing the file atomically), and release it on exit. */
+function holdLock(
+	path: string,
+	info: LockInfo,
+	tookOver: LockInfo | null,
+	leaseMs: number,
+	now: () => number,
+): RunLock {
+	const mine = (current: LockInfo) =>
+		current.pid === info.pid && current.run_id === info.run_id && current.host === info.host;
+	const renew = () => {
+		try {
+			const current = JSON.parse(readFileSync(path, "utf8")) as LockInfo;
+			if (!mine(current)) return; // taken over (our lease ran out): not ours to renew
+			const temporary = `${path}.${info.pid}.tmp`;
+			writeFileSync(temporary, `${JSON.stringify({ ...info, heartbeat_at: new Date(now()).toISOString() })}\n`);
+			renameSync(temporary, path);
+		} catch {
+			// A missed beat is survivable: the lease allows several.
+		}
+	};
+	const heartbeat = setInterval(renew, Math.max(100, Math.min(5000, Math.floor(leaseMs / 3))));
+	heartbeat.unref();
+	const release = () => {
+		clearInterval(heartbeat);
+		process.removeListener("exit", release);
+		try {
+			if (mine(JSON.parse(readFileSync(path, "utf8")) as LockInfo)) unlinkSync(path);
+		} catch {
+			// Already gone: nothing to release.
+		}
+	};
+	// A second Ctrl-C exits at once; the lock goes with the process rather than waiting to be taken over.
+	process.once("exit", release);
+	return { path, tookOver, release };
 }
