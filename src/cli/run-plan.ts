@@ -1,5 +1,5 @@
 import { basename, resolve } from "node:path";
-import type { Job, TargetCounts } from "../job/index.js";
+import { type Job, SHARD_SUFFIX_PATTERN, shardSuffix, type TargetCounts } from "../job/index.js";
 import { newRunId } from "../output/index.js";
 import { listRuns, lockJobOutput, type RunLock, tookOverMessage } from "../run/index.js";
 import { UsageError } from "../shared/index.js";
@@ -28,11 +28,15 @@ export function planRuns(
 ): PlannedRun[] {
 	const planned: PlannedRun[] = [];
 	for (const { job, counts } of jobs) {
+		// A shard's run folders end in -shard-I-of-N: it resumes its own, an unsharded run none of them.
+		const suffix = job.shard ? shardSuffix(job.shard) : null;
 		if (resume === undefined || resume === false) {
-			planned.push({ job, counts, resumeDir: undefined, runId: newRunId() });
+			planned.push({ job, counts, resumeDir: undefined, runId: `${newRunId()}${suffix ?? ""}` });
 			continue;
 		}
-		const runs = listRuns(resolve(outRoot, job.name));
+		const runs = listRuns(resolve(outRoot, job.name)).filter((info) =>
+			suffix ? info.runId.endsWith(suffix) : !SHARD_SUFFIX_PATTERN.test(info.runId),
+		);
 		const chosen = typeof resume === "string" ? runs.find((info) => info.runId === resume) : runs[0];
 		if (!chosen) {
 			throw new UsageError(
@@ -59,13 +63,20 @@ export function lockPlannedRuns(ctx: CliContext, planned: PlannedRun[], outRoot:
 		const byJobName = new Map<string, RunLock>();
 		for (const run of planned) {
 			// Two job files of one name share an output folder, and so one lock, held by this process.
-			const shared = byJobName.get(run.job.name);
+			const lockKey = `${run.job.name}${run.job.shard ? shardSuffix(run.job.shard) : ""}`;
+			const shared = byJobName.get(lockKey);
 			if (shared) {
 				run.lock = shared;
 				continue;
 			}
-			run.lock = lockJobOutput(outRoot, run.job.name, run.runId);
-			byJobName.set(run.job.name, run.lock);
+			// Shards of one job run side by side: each holds its own lease (.lock-shard-I-of-N).
+			run.lock = lockJobOutput(
+				outRoot,
+				run.job.name,
+				run.runId,
+				run.job.shard ? `.lock${shardSuffix(run.job.shard)}` : ".lock",
+			);
+			byJobName.set(lockKey, run.lock);
 			if (run.lock.tookOver && !quiet) writeLine(ctx.stderr, `scrapejob: ${tookOverMessage(run.lock)}`);
 		}
 	} catch (error) {

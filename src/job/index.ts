@@ -32,6 +32,7 @@ export {
 	type OutputFormat,
 	type ScrapeOptions,
 } from "./schema.js";
+export { parseShard, SHARD_SUFFIX_PATTERN, type ShardSpec, shardOf, shardSuffix } from "./shard.js";
 export {
 	countTargets,
 	createEmptyCounts,

@@ -2,6 +2,7 @@ import { creditCostRange, MODES, type Mode, type ScrapeParams } from "../shared/
 import { createTargetKeySet, type TargetKeySet } from "./dedupe.js";
 import { createIdSet } from "./id-set.js";
 import { type JobProblem, JobValidationError } from "./problems.js";
+import { shardOf } from "./shard.js";
 import { readSourceRows, type SourceRow } from "./sources.js";
 import { createTargetKey, identityOptionsJson } from "./target-id.js";
 import type { Job, SourceSpec, Target, TargetCounts, TargetOrigin } from "./types.js";
@@ -109,6 +110,8 @@ async function* scanTargets(job: Job, options: ScanOptions): AsyncGenerator<Targ
 			continue;
 		}
 		inlineFirst.set(key.id, target);
+		// Another shard's target: seen (so duplicates are still found) but neither counted nor run here.
+		if (job.shard && shardOf(target.url, job.shard.count) !== job.shard.index) continue;
 		// A browser session is paid from the browser credits, not the scraper's: no scraper estimate.
 		countTarget(counts, target.params, target.browserSession ? NO_COST : creditCostRange(target.params));
 		inlineTargets.push(target);
@@ -208,6 +211,7 @@ function createSourceScanner(
 				} else fail({ ...problem, severity: "error" }, false);
 				return undefined;
 			}
+			if (job.shard && shardOf(row.url, job.shard.count) !== job.shard.index) return undefined;
 			const params: ScrapeParams = { ...base, url: row.url };
 			countTarget(counts, params, cost);
 			const target: Target = { id: row.id ?? key.id, url: row.url, params, origin };

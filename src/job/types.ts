@@ -3,6 +3,7 @@ import type { Mode, ScrapeParams } from "../shared/index.js";
 import type { BrowserSession } from "./browser-session.js";
 import type { JobExtraction } from "./extract-normalize.js";
 import type { BadRowPolicy, ContentMode, OutputFormat, ScrapeOptions } from "./schema.js";
+import type { ShardSpec } from "./shard.js";
 
 /** Where a target was written: the job file or a source file, 1-based. */
 export interface TargetOrigin {
@@ -82,6 +83,8 @@ export interface Job {
 	retry: { attempts: number; backoffMs: number; maxBackoffMs: number };
 	onBadRow: BadRowPolicy;
 	taskTimeoutMs: number;
+	/** Set by `run --shard I/N`: only targets whose URL host hashes to shard `index` are counted and run. */
+	shard?: ShardSpec;
 	/** `outage_timeout` in ms: how long an outage may last before the run stops. */
 	outageTimeoutMs: number;
 	/** `extract:` / `carry:` / service-side extraction as a whole: CSV columns and fill checks; absent with none. */

@@ -284,7 +284,7 @@ export async function fetchTarget(
 				continue;
 			}
 			case "retry": {
-				const sign = decision.serviceDown ? deps.outage.failed() : "count";
+				const sign = decision.serviceDown ? deps.outage.failed(targetId) : "count";
 				if (sign === "outage") {
 					// An outage: the failed attempt does not count, and the target waits with the whole queue.
 					spent -= 1;

@@ -2,6 +2,7 @@ export { type CreditBudget, createCreditBudget } from "./credit-budget.js";
 export { type FetchResult, fetchTarget } from "./fetch-target.js";
 export { listRuns, type RunInfo } from "./find-runs.js";
 export { lockJobOutput, tookOverMessage } from "./job-lock.js";
+export { MERGE_FILE, type MergeResult, mergeShardRuns } from "./merge-runs.js";
 export { ResumeError } from "./open-run.js";
 export { fullJitterDelayMs } from "./retry-timing.js";
 export {

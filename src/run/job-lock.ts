@@ -8,12 +8,12 @@ import { acquireRunLock, type RunLock } from "./run-lock.js";
  * request and written nothing. The job's output folder is created to hold the lock; if it is still
  * empty when the lock is released (the run stopped before creating a run folder), it goes too.
  */
-export function lockJobOutput(outRoot: string, jobName: string, runId: string): RunLock {
+export function lockJobOutput(outRoot: string, jobName: string, runId: string, lockName = ".lock"): RunLock {
 	const jobDir = jobOutputDir(outRoot, jobName);
 	const created = mkdirSync(jobDir, { recursive: true }) !== undefined;
 	let lock: RunLock;
 	try {
-		lock = acquireRunLock(jobDir, runId);
+		lock = acquireRunLock(jobDir, runId, { name: lockName });
 	} catch (error) {
 		if (created) removeIfEmpty(jobDir);
 		throw error;

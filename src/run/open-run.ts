@@ -26,6 +26,8 @@ interface RunMeta {
 	targets_digest: string;
 	total: number;
 	created_at: string;
+	/** `run --shard I/N`: this folder holds shard `index` of `count` (merge checks them). */
+	shard?: { index: number; count: number };
 }
 
 export interface OpenedRun {
@@ -103,6 +105,7 @@ export async function openRun(options: {
 			targets_digest: survey.digest,
 			total: survey.total,
 			created_at: new Date(options.startedAt).toISOString(),
+			...(job.shard ? { shard: { index: job.shard.index, count: job.shard.count } } : {}),
 		};
 		writeFileSync(join(runDir, RUN_FILES.meta), `${JSON.stringify(created, null, 2)}\n`);
 		return { runId, runDir, prior: null, resumeTasks: new Map(), lock };

@@ -3,9 +3,10 @@ import type { SendGate } from "./send-gate.js";
 
 /**
  * Tells an outage from bad luck. One fetch failing with the service unreachable (or a gateway's 5xx)
- * is retried like any failure; `threshold` such failures in a row — across targets, with no answer from
- * the service in between — is the service being down. From the second failure in a row on, no attempt is
- * spent (the target cannot tell yet, so it must not be failed by what may be an outage). Then the whole queue is held at the send gate,
+ * is retried like any failure; `threshold` such failures in a row — of at least two targets, with no
+ * answer from the service in between — is the service being down. Once two targets have failed in a row,
+ * no attempt is spent (a target cannot tell yet, so it must not be failed by what may be an outage). One
+ * target failing again and again while nothing else is in flight is that target's trouble, not an outage. Then the whole queue is held at the send gate,
  * `/scraper/health` is probed with backoff, and the failing fetches wait instead of spending attempts:
  * an outage must not burn the list. Sends resume when a probe answers; the outage ends when a fetch
  * does. Past `timeoutMs` from the outage's first failure the run is stopped (`service_unavailable`).
@@ -16,7 +17,7 @@ export interface OutageMonitor {
 	 * service failed the fetch before this one too, so this may be an outage — retry without spending an
 	 * attempt; `outage`: the run is in one — wait at the gate with the whole queue.
 	 */
-	failed(): "count" | "free" | "outage";
+	failed(targetId: string): "count" | "free" | "outage";
 	/** The service answered a fetch (anything but a service-down failure). */
 	answered(): void;
 	readonly active: boolean;
@@ -54,6 +55,8 @@ export function createOutageMonitor(options: OutageMonitorOptions): OutageMonito
 	const probing = new AbortController();
 	let streak = 0;
 	let streakStartedAt = 0;
+	let streakFirstTarget = "";
+	let streakTargets = 0;
 	let active = false;
 	let startedAt = 0;
 	let count = 0;
@@ -100,10 +103,15 @@ export function createOutageMonitor(options: OutageMonitorOptions): OutageMonito
 	}
 
 	return {
-		failed() {
-			if (streak === 0) streakStartedAt = options.clock();
+		failed(targetId) {
+			if (streak === 0) {
+				streakStartedAt = options.clock();
+				streakFirstTarget = targetId;
+				streakTargets = 1;
+			} else if (streakTargets === 1 && targetId !== streakFirstTarget) streakTargets = 2;
 			streak += 1;
-			if (!active && streak < threshold) return streak === 1 ? "count" : "free";
+			if (!active && streakTargets < 2) return "count";
+			if (!active && streak < threshold) return "free";
 			if (!active) {
 				active = true;
 				count += 1;

@@ -42,6 +42,7 @@ import type { RunLock } from "./run-lock.js";
 import { buildSummary, createRunStatistics } from "./run-statistics.js";
 import { checkScraperHealth, type HealthReading } from "./scraper-health.js";
 import { createSendGate } from "./send-gate.js";
+import { fairShare, nextSharedConcurrency } from "./shared-key-concurrency.js";
 import type { TargetSurvey } from "./survey-targets.js";
 import { DEFAULT_TASK_POLL, type TaskPollOptions } from "./task-poller.js";
 
@@ -186,7 +187,15 @@ export async function runJob(options: RunJobOptions): Promise<RunJobResult> {
 			onPause: (pauseMs) =>
 				log.warn({ event: "pause", reason: "rate_limited", pause_ms: pauseMs }, "paused by the service (429)"),
 		});
-		const queue = new PQueue({ concurrency: options.adaptiveConcurrency ? 1 : options.concurrency });
+		// Shards sharing a key start at their fair share of it (shared-key-concurrency.ts).
+		const shards = job.shard?.count ?? 1;
+		const queue = new PQueue({
+			concurrency: options.adaptiveConcurrency
+				? 1
+				: shards > 1
+					? fairShare(options.concurrency, shards)
+					: options.concurrency,
+		});
 		const inflight = new AbortController();
 		// Every in-flight request listens on this one signal; that is by design, not a leak.
 		setMaxListeners(0, inflight.signal);
@@ -262,6 +271,12 @@ export async function runJob(options: RunJobOptions): Promise<RunJobResult> {
 				const ceiling = Math.min(options.concurrency, headers.rateLimitLimit);
 				if (queue.concurrency < ceiling) queue.concurrency += 1;
 				else if (queue.concurrency > ceiling) queue.concurrency = Math.max(1, ceiling);
+			} else if (shards > 1) {
+				queue.concurrency = nextSharedConcurrency(queue.concurrency, {
+					limit: options.concurrency,
+					shards,
+					remaining: headers.rateLimitRemaining,
+				});
 			}
 		};
 

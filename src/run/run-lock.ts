@@ -51,6 +51,8 @@ export interface LockOptions {
 	/** The name written as the holder's host. @default SCRAPEJOB_HOSTNAME, else os.hostname() */
 	readonly host?: string;
 	readonly now?: () => number;
+	/** The lock file's name in the job folder. @default ".lock" (shards: ".lock-shard-I-of-N") */
+	readonly name?: string;
 }
 
 const DEFAULT_LEASE_MS = 30_000;
@@ -92,7 +94,7 @@ function staleness(
  * the same volume resumes without anyone deleting a file.
  */
 export function acquireRunLock(jobDir: string, runId: string, options: LockOptions = {}): RunLock {
-	const path = join(jobDir, ".lock");
+	const path = join(jobDir, options.name ?? ".lock");
 	const now = options.now ?? Date.now;
 	const leaseMs = options.leaseMs ?? defaultLeaseMs();
 	const host = options.host ?? (process.env.SCRAPEJOB_HOSTNAME || hostname());

@@ -116,15 +116,33 @@ describe("scrapejob emulator", () => {
 describe("the demo instructions name the demo site's port", () => {
 	test("`emulator --port N --demo-site` serves the site on N+1; demo.yaml and `validate --help` name the default", async () => {
 		const { createServer } = await import("node:net");
-		const free = await new Promise<number>((resolve) => {
-			const server = createServer().listen(0, "127.0.0.1", () => {
-				const { port } = server.address() as { port: number };
-				server.close(() => resolve(port));
+		const listenOn = (port: number) =>
+			new Promise<import("node:net").Server | null>((resolve) => {
+				const server = createServer();
+				server.once("error", () => resolve(null));
+				server.listen(port, "127.0.0.1", () => resolve(server));
 			});
-		});
+		const close = (server: import("node:net").Server) => new Promise<void>((resolve) => server.close(() => resolve()));
+		// A port N whose neighbour N+1 (the demo site's) is free too, so the test does not race other servers.
+		let free = 0;
+		for (let tries = 0; tries < 20 && free === 0; tries += 1) {
+			const first = await listenOn(0);
+			if (!first) continue;
+			const port = (first.address() as { port: number }).port;
+			const second = await listenOn(port + 1);
+			await close(first);
+			if (second) {
+				await close(second);
+				free = port;
+			}
+		}
+		expect(free).toBeGreaterThan(0);
 		const { ctx, controller, output } = fakeContext();
 		const running = program(ctx).parseAsync(["emulator", "--port", String(free), "--demo-site"], { from: "user" });
-		const info = JSON.parse(await waitFor(() => (output().includes("\n") ? output() : null))) as Record<string, string>;
+		const info = JSON.parse(await waitFor(() => (output().includes("\n") ? output() : null), 10_000)) as Record<
+			string,
+			string
+		>;
 		expect(info.apiUrl).toBe(`http://127.0.0.1:${free}`);
 		expect(info.demoSiteUrl).toBe(`http://127.0.0.1:${demoSitePort(free)}`);
 		controller.abort();

@@ -2,6 +2,8 @@ import { existsSync, readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { type DemoSite, type Emulator, startDemoSite, startEmulator } from "../../src/emulator/index.js";
+import { createOutageMonitor } from "../../src/run/outage-monitor.js";
+import { createSendGate } from "../../src/run/send-gate.js";
 import { readRecords, readSummary, tempDir, writeJob } from "../helpers/job-files.js";
 import { runCli } from "../helpers/run-cli.js";
 import { assertBuilt, spawnCli } from "../helpers/spawn-cli.js";
@@ -56,6 +58,50 @@ async function waitForRecords(jobDir: string, atLeast: number, timeoutMs = 20_00
 	}
 	throw new Error(`no ${atLeast} records within ${timeoutMs} ms`);
 }
+
+describe("the outage monitor", () => {
+	function monitor() {
+		const gate = createSendGate(Date.now, async () => undefined);
+		const events: string[] = [];
+		const outage = createOutageMonitor({
+			gate,
+			probe: () => new Promise(() => undefined), // never answers: the hold stays
+			clock: Date.now,
+			sleep: () => new Promise(() => undefined),
+			timeoutMs: 600_000,
+			threshold: 5,
+			onOutage: () => events.push("outage"),
+			onRecovered: () => events.push("recovered"),
+			onTimeout: () => events.push("timeout"),
+		});
+		closers.push(async () => outage.close());
+		return { outage, gate, events };
+	}
+
+	it("one target failing again and again is that target's trouble: every failure counts, no outage", () => {
+		const { outage, events } = monitor();
+		expect(Array.from({ length: 8 }, () => outage.failed("a"))).toEqual(Array(8).fill("count"));
+		expect(events).toEqual([]);
+	});
+
+	it("failures of two targets in a row are free; at the threshold the whole queue is held until a fetch gets through", () => {
+		const { outage, gate, events } = monitor();
+		expect(["a", "b", "a", "b", "c"].map((id) => outage.failed(id))).toEqual([
+			"count",
+			"free",
+			"free",
+			"free",
+			"outage",
+		]);
+		expect(events).toEqual(["outage"]);
+		expect(gate.tryAcquire()).toBe(false);
+		expect(gate.pauseReason()).toBe("service_unavailable");
+		outage.answered();
+		expect(events).toEqual(["outage", "recovered"]);
+		expect(gate.tryAcquire()).toBe(true);
+		expect(outage.failed("a")).toBe("count");
+	});
+});
 
 describe("outages: the service down for a while pauses the whole queue instead of failing the list", () => {
 	it("a burst of 503s to everything, longer than the attempt limit, ends with every target ok", async () => {

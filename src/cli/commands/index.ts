@@ -3,6 +3,7 @@ import type { CliContext } from "../context.js";
 import { registerAccountCommand } from "./account.js";
 import { registerEmulatorCommand } from "./emulator.js";
 import { registerHealthCommand } from "./health.js";
+import { registerMergeCommand } from "./merge.js";
 import { registerProxiesCommand } from "./proxies.js";
 import { registerReportCommand } from "./report.js";
 import { registerRunCommand } from "./run.js";
@@ -18,6 +19,7 @@ import { registerValidateCommand } from "./validate.js";
 export function registerCommands(program: Command, ctx: CliContext): void {
 	registerRunCommand(program, ctx);
 	registerReportCommand(program, ctx);
+	registerMergeCommand(program, ctx);
 	registerValidateCommand(program, ctx);
 	registerAccountCommand(program, ctx);
 	registerUsageCommand(program, ctx);

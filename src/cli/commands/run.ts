@@ -8,12 +8,13 @@ import {
 	JobValidationError,
 	jobUsesBrowser,
 	loadJob,
+	parseShard,
 	streamTargetBatches,
 	type TargetCounts,
 } from "../../job/index.js";
 import { csvColumnsFor, formatSummary } from "../../output/index.js";
 import { type ProgressSnapshot, type RunJobResult, runJob, surveyTargets } from "../../run/index.js";
-import { DURATION_HINT, parseDuration, plural, redactSecrets } from "../../shared/index.js";
+import { DURATION_HINT, parseDuration, plural, redactSecrets, UsageError } from "../../shared/index.js";
 import { connectBrowser, type RunBrowserAccess } from "../browser-access.js";
 import { type CliContext, writeLine } from "../context.js";
 import { EXIT } from "../exit-codes.js";
@@ -42,6 +43,7 @@ interface RunFlags extends ServiceFlags {
 	gracePeriod?: number;
 	taskPollMs?: number;
 	outageTimeout?: number;
+	shard?: string;
 }
 
 function positiveInt(name: string) {
@@ -99,6 +101,10 @@ export function registerRunCommand(program: Command, ctx: CliContext): void {
 			"how long the service may be down (unreachable, or 5xx to everything) before the run stops, exit 3 (job key outage_timeout; default 10m)",
 			duration("--outage-timeout"),
 		)
+		.option(
+			"--shard <I/N>",
+			"run only shard I of N (1-based; auto/N reads JOB_COMPLETION_INDEX or AWS_BATCH_JOB_ARRAY_INDEX, 0-based): the targets whose URL host hashes to it; run folder <run-id>-shard-I-of-N",
+		)
 		.option("--task-poll-ms <ms>", "first wait between task status polls (grows to 10x)", positiveInt("--task-poll-ms"))
 		.option("-q, --quiet", "no progress bar and no log lines on stderr; only the final summary")
 		.option("--json", "print each job's final summary as one JSON line (with run_dir)");
@@ -123,6 +129,13 @@ Examples:
 	command.action(async (paths: string[], flags: RunFlags) => {
 		ctx.exitCode = await runCommand(ctx, paths, flags);
 	});
+}
+
+/** `--shard`: each job narrowed to its shard; the loader's counts were for all targets, so they are dropped. */
+function withShard(jobs: LoadedRunJob[], text: string, env: NodeJS.ProcessEnv): LoadedRunJob[] {
+	const shard = parseShard(text, env);
+	if (typeof shard === "string") throw new UsageError(shard);
+	return jobs.map(({ job }) => ({ job: { ...job, shard }, counts: null }));
 }
 
 interface LoadedRunJob {
@@ -183,8 +196,9 @@ async function runCommand(ctx: CliContext, paths: string[], flags: RunFlags): Pr
 		// The sandbox starts first so that jobs can name its demo site; it costs nothing.
 		if (flags.sandbox) connection = await connectService(ctx, flags);
 		const env = connection?.demoSiteUrl ? { ...ctx.env, SCRAPEJOB_DEMO_SITE: connection.demoSiteUrl } : ctx.env;
-		const jobs = await loadJobs(ctx, paths, env);
-		if (!jobs) return EXIT.invalidInput;
+		const loaded = await loadJobs(ctx, paths, env);
+		if (!loaded) return EXIT.invalidInput;
+		const jobs = flags.shard === undefined ? loaded : withShard(loaded, flags.shard, ctx.env);
 		if (flags.dryRun) return await dryRun(ctx, jobs, flags);
 
 		// Which runs to start or continue, and their locks, before the first request (nothing sent on a refusal).

@@ -1,0 +1,51 @@
+import { resolve } from "node:path";
+import type { Command } from "commander";
+import { formatSummary } from "../../output/index.js";
+import { rebuildReport } from "../../report/index.js";
+import { mergeShardRuns } from "../../run/index.js";
+import { type CliContext, writeLine } from "../context.js";
+import { EXIT } from "../exit-codes.js";
+
+export function registerMergeCommand(program: Command, ctx: CliContext): void {
+	program
+		.command("merge")
+		.description("merge the run folders of a sharded job's shards into one results.jsonl, results.csv and summary")
+		.argument("<run-dirs...>", "shard run folders (output/<job>/<run-id>-shard-I-of-N/)")
+		.requiredOption("--out <dir>", "folder to write the merged results into (new or empty)")
+		.option("--json", "print the merged summary as JSON (with out_dir and report)")
+		.addHelpText(
+			"after",
+			`
+Each shard of \`run --shard I/N\` writes its own run folder. merge checks that the folders are shards
+of one job (same name, same targets, same N) with no shard twice, then writes every target's record
+exactly once (a target with records in two shards is refused), credits summed, and report.html.
+Missing or unfinished shards are allowed: the summary says incomplete and names them (exit 1).
+
+Exit codes: 0 complete, every target ok · 1 incomplete, or some targets failed · 2 refused (nothing written)
+
+Examples:
+  scrapejob merge output/shop/*-shard-*-of-4 --out merged/shop-2026-11-22`,
+		)
+		.action(async (dirs: string[], flags: { out: string; json?: boolean }) => {
+			const outDir = resolve(ctx.cwd, flags.out);
+			const { summary } = await mergeShardRuns(
+				dirs.map((dir) => resolve(ctx.cwd, dir)),
+				outDir,
+			);
+			const report = await rebuildReport(outDir).catch(() => null);
+			if (flags.json) writeLine(ctx.stdout, JSON.stringify({ ...summary, out_dir: outDir, report }));
+			else {
+				const { shards } = summary;
+				const rerun = [...shards.missing, ...shards.incomplete].sort((a, b) => a - b);
+				const hint = `scrapejob run <job.yaml> --shard I/${shards.count} --resume, for shards ${rerun.join(", ")}; then merge again`;
+				ctx.stdout.write(formatSummary(summary, outDir, hint));
+				writeLine(
+					ctx.stdout,
+					`shards     ${shards.merged.length} of ${shards.count} merged${shards.missing.length ? `; missing ${shards.missing.join(", ")}` : ""}${shards.incomplete.length ? `; incomplete ${shards.incomplete.join(", ")}` : ""}`,
+				);
+				if (report) writeLine(ctx.stdout, `report     ${report}`);
+			}
+			const failed = summary.targets.by_status.failed + summary.targets.by_status.skipped;
+			ctx.exitCode = summary.complete && failed === 0 ? EXIT.ok : EXIT.someTargetsFailed;
+		});
+}

@@ -1,0 +1,56 @@
+import { hash } from "node:crypto";
+
+/** This process's part of a sharded job: shard `index` (1-based) of `count`. */
+export interface ShardSpec {
+	readonly index: number;
+	readonly count: number;
+}
+
+/**
+ * The shard (1-based) a URL belongs to among `count`: a stable hash of its host (`new URL(u).host`,
+ * port included), so every URL of one host lands in one shard — one host's politeness stays with one
+ * worker, and a crawler can tell that a discovered URL is another shard's. Stable across processes,
+ * machines and versions: the first 32 bits of SHA-256 of the host, modulo `count`.
+ */
+export function shardOf(url: string, count: number): number {
+	if (count <= 1) return 1;
+	let host: string;
+	try {
+		host = new URL(url).host;
+	} catch {
+		host = url;
+	}
+	return (Number.parseInt(hash("sha256", host, "hex").slice(0, 8), 16) % count) + 1;
+}
+
+/** `I/N` (1-based) or `auto/N` (the index from the scheduler's environment, 0-based there), or an error text. */
+export function parseShard(text: string, env: NodeJS.ProcessEnv): ShardSpec | string {
+	const match = /^(auto|\d+)\/(\d+)$/.exec(text.trim());
+	if (!match) return `--shard must be I/N (1-based, e.g. 2/8) or auto/N, got ${JSON.stringify(text)}`;
+	const count = Number(match[2]);
+	if (!Number.isSafeInteger(count) || count < 1 || count > 10_000)
+		return `--shard: N must be 1 to 10000, got ${match[2]}`;
+	if (match[1] !== "auto") {
+		const index = Number(match[1]);
+		if (index < 1 || index > count) return `--shard: I must be 1 to ${count}, got ${match[1]}`;
+		return { index, count };
+	}
+	// Kubernetes Indexed Jobs set JOB_COMPLETION_INDEX, AWS Batch array jobs AWS_BATCH_JOB_ARRAY_INDEX: both 0-based.
+	for (const name of ["JOB_COMPLETION_INDEX", "AWS_BATCH_JOB_ARRAY_INDEX"]) {
+		const value = env[name];
+		if (value === undefined || value === "") continue;
+		const zeroBased = Number(value);
+		if (!Number.isInteger(zeroBased) || zeroBased < 0 || zeroBased >= count) {
+			return `--shard auto/${count}: ${name}=${JSON.stringify(value)} is not an index from 0 to ${count - 1}`;
+		}
+		return { index: zeroBased + 1, count };
+	}
+	return `--shard auto/${count}: neither JOB_COMPLETION_INDEX (Kubernetes Indexed Job) nor AWS_BATCH_JOB_ARRAY_INDEX is set`;
+}
+
+/** The run folder suffix of a shard: `-shard-I-of-N`. */
+export function shardSuffix(shard: ShardSpec): string {
+	return `-shard-${shard.index}-of-${shard.count}`;
+}
+
+export const SHARD_SUFFIX_PATTERN = /-shard-(\d+)-of-(\d+)$/;

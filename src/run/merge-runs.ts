@@ -1,0 +1,223 @@
+import { createReadStream, existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
+import { join, resolve } from "node:path";
+import { createInterface } from "node:readline";
+import { openAppendFile, type ResultRecord, RUN_FILES, type RunSummary, writeSummary } from "../output/index.js";
+import { UsageError } from "../shared/index.js";
+import { buildSummary, createRunStatistics } from "./run-statistics.js";
+
+/** What `merge` reads of each shard folder's run.json. */
+interface ShardMeta {
+	readonly dir: string;
+	readonly run_id: string;
+	readonly job_name: string;
+	readonly targets_digest: string;
+	readonly total: number;
+	readonly shard: { readonly index: number; readonly count: number };
+}
+
+export interface MergeResult {
+	readonly outDir: string;
+	readonly summary: RunSummary & { shards: MergedShards };
+}
+
+export interface MergedShards {
+	readonly count: number;
+	readonly merged: number[];
+	/** Shards no folder was given for. */
+	readonly missing: number[];
+	/** Shards whose run did not finish (their summary says so, or there is none). */
+	readonly incomplete: number[];
+}
+
+/** The file `merge` writes instead of run.json: a merged folder is not a run that `--resume` could continue. */
+export const MERGE_FILE = "merge.json";
+
+function readMeta(dir: string): ShardMeta {
+	let meta: Partial<ShardMeta>;
+	try {
+		meta = JSON.parse(readFileSync(join(dir, RUN_FILES.meta), "utf8")) as Partial<ShardMeta>;
+	} catch {
+		throw new UsageError(`${dir} is not a run folder: cannot read ${RUN_FILES.meta}`);
+	}
+	const shard = meta.shard;
+	if (!shard || !Number.isInteger(shard.index) || !Number.isInteger(shard.count)) {
+		throw new UsageError(`${dir} is not a shard's run folder (made without --shard): nothing to merge it with`);
+	}
+	return { ...(meta as ShardMeta), dir };
+}
+
+/** The shard folders must be of one job (same name and targets) and one shard count, each shard at most once. */
+function checkShards(metas: readonly ShardMeta[]): void {
+	const [first] = metas;
+	if (!first) throw new UsageError("merge needs at least one shard run folder");
+	const byIndex = new Map<number, string>();
+	for (const meta of metas) {
+		if (meta.job_name !== first.job_name) {
+			throw new UsageError(
+				`${meta.dir} is a run of job ${meta.job_name}, ${first.dir} of job ${first.job_name}: refusing to merge different jobs`,
+			);
+		}
+		if (meta.targets_digest !== first.targets_digest) {
+			throw new UsageError(
+				`${meta.dir} and ${first.dir} ran different targets (the job or its sources changed): refusing to merge them`,
+			);
+		}
+		if (meta.shard.count !== first.shard.count) {
+			throw new UsageError(
+				`${meta.dir} is shard ${meta.shard.index} of ${meta.shard.count}, ${first.dir} of ${first.shard.count}: refusing to merge different shard counts`,
+			);
+		}
+		const other = byIndex.get(meta.shard.index);
+		if (other)
+			throw new UsageError(
+				`${meta.dir} and ${other} are both shard ${meta.shard.index} of ${meta.shard.count}: overlapping shards`,
+			);
+		byIndex.set(meta.shard.index, meta.dir);
+	}
+}
+
+async function* lines(path: string): AsyncGenerator<string> {
+	if (!existsSync(path)) return;
+	const reader = createInterface({
+		input: createReadStream(path, { encoding: "utf8" }),
+		crlfDelay: Number.POSITIVE_INFINITY,
+	});
+	for await (const line of reader) if (line !== "") yield line;
+}
+
+/**
+ * `scrapejob merge`: one results.jsonl, results.csv and summary.json from the run folders of a sharded
+ * job's shards. Each target exactly once (verified: an id seen in two shards is an error, not a
+ * duplicate row), credits summed through the same statistics as a run's, incomplete and missing shards
+ * named in the summary.
+ */
+export async function mergeShardRuns(dirs: readonly string[], outDir: string): Promise<MergeResult> {
+	const metas = dirs.map((dir) => readMeta(resolve(dir))).sort((a, b) => a.shard.index - b.shard.index);
+	checkShards(metas);
+	const first = metas[0]!;
+	if (existsSync(outDir) && readdirSync(outDir).length > 0)
+		throw new UsageError(`${outDir} is not empty: merge writes into a new or empty folder`);
+	mkdirSync(outDir, { recursive: true });
+
+	// One CSV header for all: shards of one job have the same columns (extracted fields included).
+	const csvHeaders = metas.map((meta) => readFirstLine(join(meta.dir, RUN_FILES.csv)));
+	const header = csvHeaders.find((line) => line !== null) ?? null;
+	for (const [index, line] of csvHeaders.entries()) {
+		if (line !== null && line !== header)
+			throw new UsageError(`${metas[index]!.dir}'s results.csv has other columns than ${metas[0]!.dir}'s`);
+	}
+
+	const stats = createRunStatistics(null);
+	const seen = new Map<string, number>();
+	const jsonl = openAppendFile(join(outDir, RUN_FILES.jsonl));
+	const csv = header !== null ? openAppendFile(join(outDir, RUN_FILES.csv)) : null;
+	csv?.append(`${header}\r\n`);
+	let startedMs = Number.POSITIVE_INFINITY;
+	let finishedMs = 0;
+	const summaries: Array<RunSummary | null> = [];
+	try {
+		for (const meta of metas) {
+			for await (const line of lines(join(meta.dir, RUN_FILES.jsonl))) {
+				let record: ResultRecord;
+				try {
+					record = JSON.parse(line) as ResultRecord;
+				} catch {
+					continue; // a torn last line of a killed shard: that target has no record yet
+				}
+				const earlier = seen.get(record.id);
+				if (earlier !== undefined) {
+					throw new UsageError(
+						`target ${record.id} has a record in shard ${earlier} and in shard ${meta.shard.index}: the shards overlap`,
+					);
+				}
+				seen.set(record.id, meta.shard.index);
+				jsonl.append(`${line}\n`);
+				stats.recordFinished(record);
+			}
+			let headerSkipped = false;
+			for await (const line of lines(join(meta.dir, RUN_FILES.csv))) {
+				if (!headerSkipped) {
+					headerSkipped = true;
+					continue;
+				}
+				csv?.append(`${line}\r\n`);
+			}
+			const summary = readSummary(meta.dir);
+			summaries.push(summary);
+			if (summary) {
+				startedMs = Math.min(startedMs, Date.parse(summary.started_at));
+				finishedMs = Math.max(finishedMs, Date.parse(summary.finished_at));
+			}
+		}
+	} finally {
+		jsonl.close();
+		csv?.close();
+	}
+
+	const count = first.shard.count;
+	const present = new Set(metas.map((meta) => meta.shard.index));
+	const shards: MergedShards = {
+		count,
+		merged: [...present],
+		missing: Array.from({ length: count }, (_, index) => index + 1).filter((index) => !present.has(index)),
+		incomplete: metas.filter((_, index) => summaries[index]?.complete !== true).map((meta) => meta.shard.index),
+	};
+	const total = metas.reduce((sum, meta) => sum + meta.total, 0);
+	const complete = shards.missing.length === 0 && shards.incomplete.length === 0;
+	const stopReason = complete
+		? null
+		: [
+				shards.missing.length ? `missing shards ${shards.missing.join(", ")}` : "",
+				shards.incomplete.length ? `incomplete shards ${shards.incomplete.join(", ")}` : "",
+			]
+				.filter(Boolean)
+				.join("; ");
+	const base = buildSummary(stats, {
+		job: first.job_name,
+		runId: `merged-${metas.map((meta) => meta.run_id).join("+")}`.slice(0, 200),
+		resumed: false,
+		stopReason,
+		survey: { total, duplicates: 0, skippedRows: 0 },
+		maxCredits: null,
+		rateLimitPauses: summaries.reduce((sum, summary) => sum + (summary?.rate_limit_pauses ?? 0), 0),
+		concurrency: Math.max(0, ...summaries.map((summary) => summary?.concurrency ?? 0)),
+		startedMs: Number.isFinite(startedMs) ? startedMs : Date.now(),
+		finishedMs: finishedMs || Date.now(),
+	});
+	// Totals over every shard the merge saw, whatever its statistics counted before (sessions, duplicates).
+	const summary = {
+		...base,
+		complete,
+		targets: {
+			...base.targets,
+			duplicates: summaries.reduce((sum, s) => sum + (s?.targets.duplicates ?? 0), 0),
+			skipped_rows: summaries.reduce((sum, s) => sum + (s?.targets.skipped_rows ?? 0), 0),
+			// Without every shard the total is unknown: the missing shards' targets were never counted.
+			total: shards.missing.length ? null : total,
+			remaining: shards.missing.length ? null : Math.max(0, total - base.targets.done),
+		},
+		shards,
+	};
+	writeSummary(join(outDir, RUN_FILES.summary), summary);
+	writeFileSync(
+		join(outDir, MERGE_FILE),
+		`${JSON.stringify({ job_name: first.job_name, targets_digest: first.targets_digest, shards: metas.map((meta) => ({ index: meta.shard.index, dir: meta.dir, run_id: meta.run_id })) }, null, 2)}\n`,
+	);
+	return { outDir, summary };
+}
+
+function readFirstLine(path: string): string | null {
+	if (!existsSync(path)) return null;
+	const text = readFileSync(path, "utf8");
+	const end = text.indexOf("\n");
+	const line = (end < 0 ? text : text.slice(0, end)).replace(/\r$/, "");
+	return line.replace(/^\uFEFF/, "") === "" ? null : line;
+}
+
+function readSummary(dir: string): RunSummary | null {
+	try {
+		return JSON.parse(readFileSync(join(dir, RUN_FILES.summary), "utf8")) as RunSummary;
+	} catch {
+		return null;
+	}
+}

@@ -1,0 +1,175 @@
+import { existsSync, readdirSync, readFileSync } from "node:fs";
+import { join } from "node:path";
+import { afterEach, describe, expect, it } from "vitest";
+import { type DemoSite, startDemoSite } from "../../src/emulator/index.js";
+import { parseShard, shardOf } from "../../src/job/index.js";
+import { fairShare, nextSharedConcurrency } from "../../src/run/shared-key-concurrency.js";
+import { readCsv, readRecords, readSummary, tempDir, writeJob } from "../helpers/job-files.js";
+import { runCli } from "../helpers/run-cli.js";
+import { startTestService, type TestService } from "../helpers/service.js";
+import { assertBuilt, spawnCli } from "../helpers/spawn-cli.js";
+
+let service: TestService | undefined;
+let sites: DemoSite[] = [];
+afterEach(async () => {
+	await service?.close();
+	service = undefined;
+	for (const site of sites.splice(0)) await site.close();
+});
+
+/** Several target hosts: a host is `host:port`, so each demo site on its own port is a host of its own. */
+async function hostsOf(count: number, latencyMs = 0): Promise<string[]> {
+	sites = await Promise.all(Array.from({ length: count }, () => startDemoSite({ latencyMs })));
+	return sites.map((site) => site.url);
+}
+
+describe("shard assignment", () => {
+	it("is a stable hash of the URL's host (port included): one host, one shard", () => {
+		expect(shardOf("https://a.example/x", 4)).toBe(shardOf("https://a.example/y?z=1", 4));
+		expect(shardOf("https://a.example:8443/x", 4)).toBe(shardOf("https://a.example:8443/other", 4));
+		// Stable across versions and machines: pinned values.
+		expect([1, 2, 3, 4, 5].map((n) => shardOf(`https://host-${n}.example/`, 3))).toEqual(
+			[1, 2, 3, 4, 5].map((n) => shardOf(`https://host-${n}.example/`, 3)),
+		);
+		const spread = new Set(Array.from({ length: 60 }, (_, n) => shardOf(`https://host-${n}.example/`, 3)));
+		expect([...spread].sort()).toEqual([1, 2, 3]);
+		expect(shardOf("https://a.example/", 1)).toBe(1);
+	});
+
+	it("reads I/N, and auto/N from JOB_COMPLETION_INDEX or AWS_BATCH_JOB_ARRAY_INDEX (0-based)", () => {
+		expect(parseShard("2/3", {})).toEqual({ index: 2, count: 3 });
+		expect(parseShard("auto/3", { JOB_COMPLETION_INDEX: "0" })).toEqual({ index: 1, count: 3 });
+		expect(parseShard("auto/3", { AWS_BATCH_JOB_ARRAY_INDEX: "2" })).toEqual({ index: 3, count: 3 });
+		expect(parseShard("auto/3", {})).toMatch(/neither JOB_COMPLETION_INDEX/);
+		expect(parseShard("auto/3", { JOB_COMPLETION_INDEX: "3" })).toMatch(/not an index from 0 to 2/);
+		expect(parseShard("0/3", {})).toMatch(/I must be 1 to 3/);
+		expect(parseShard("4/3", {})).toMatch(/I must be 1 to 3/);
+		expect(parseShard("two/3", {})).toMatch(/must be I\/N/);
+	});
+
+	it("a shard starts at its fair share of the key and grows only into slots every shard could take", () => {
+		expect(fairShare(5, 3)).toBe(1);
+		expect(fairShare(2, 3)).toBe(1);
+		expect(fairShare(12, 3)).toBe(4);
+		// Every shard may read the same answer-time figure at once: each refills its freed slot and grows by one.
+		expect(nextSharedConcurrency(1, { limit: 12, shards: 3, remaining: 5 })).toBe(1);
+		expect(nextSharedConcurrency(1, { limit: 12, shards: 3, remaining: 6 })).toBe(2);
+		expect(nextSharedConcurrency(2, { limit: 5, shards: 3, remaining: 0 })).toBe(1);
+		expect(nextSharedConcurrency(1, { limit: 5, shards: 3, remaining: 0 })).toBe(1);
+		expect(nextSharedConcurrency(5, { limit: 5, shards: 3, remaining: 9 })).toBe(5);
+	});
+});
+
+function shardJob(hosts: string[], perHost: number): string {
+	const lines = [
+		"name: shop",
+		"defaults:",
+		"  mode: request",
+		"retry:",
+		"  attempts: 2",
+		"  backoff_ms: 5",
+		"targets:",
+	];
+	for (const host of hosts) for (let page = 1; page <= perHost; page += 1) lines.push(`  - ${host}/product/${page}`);
+	return `${lines.join("\n")}\n`;
+}
+
+describe("shards on one key, then merge", () => {
+	it("3 shard processes at once: each target once in the union, in flight never above the key's limit, no 429, merged", async () => {
+		assertBuilt();
+		service = await startTestService({ concurrency: 4, latency_ms: 25 });
+		const hosts = await hostsOf(6);
+		const dir = tempDir();
+		const out = join(dir, "out");
+		const job = writeJob(dir, "shop", shardJob(hosts, 6));
+		const runs = [1, 2, 3].map((index) =>
+			spawnCli(["run", job, "--out", out, "--quiet", "--shard", `${index}/3`], service!.env),
+		);
+		const ended = await Promise.all(runs.map((run) => run.done));
+		for (const result of ended) expect(result.stderr).toBe("");
+		expect(ended.map((result) => result.code)).toEqual([0, 0, 0]);
+
+		const folders = readdirSync(join(out, "shop"))
+			.filter((name) => !name.startsWith("."))
+			.sort();
+		expect(folders.map((name) => name.replace(/^.*(-shard-\d-of-3)$/, "$1")).sort()).toEqual([
+			"-shard-1-of-3",
+			"-shard-2-of-3",
+			"-shard-3-of-3",
+		]);
+		const all = folders.flatMap((name) => readRecords(join(out, "shop", name)));
+		expect(all).toHaveLength(36);
+		expect(new Set(all.map((record) => record.id)).size).toBe(36);
+		// Every record of a shard is of that shard's hosts.
+		for (const name of folders) {
+			const index = Number(/-shard-(\d)-of-3$/.exec(name)![1]);
+			for (const record of readRecords(join(out, "shop", name))) expect(shardOf(record.url, 3)).toBe(index);
+		}
+		const ledger = service.emulator.ledger;
+		expect(ledger.maxInFlight()).toBeLessThanOrEqual(4);
+		expect(ledger.statusCounts()[429]).toBeUndefined();
+		expect(ledger.byEndpoint("realtime")).toHaveLength(36);
+
+		const merged = join(dir, "merged");
+		const result = await runCli([
+			"merge",
+			...folders.map((name) => join(out, "shop", name)),
+			"--out",
+			merged,
+			"--json",
+		]);
+		expect(result.code).toBe(0);
+		const summary = JSON.parse(result.stdout);
+		expect(summary).toMatchObject({
+			complete: true,
+			targets: { total: 36, done: 36 },
+			shards: { count: 3, missing: [], incomplete: [] },
+		});
+		expect(summary.credits.used).toBe(all.reduce((sum, record) => sum + record.credits_used, 0));
+		expect(readRecords(merged)).toHaveLength(36);
+		expect(readCsv(merged)).toHaveLength(36);
+		expect(existsSync(join(merged, "report.html"))).toBe(true);
+		expect(readSummary(merged).complete).toBe(true);
+	}, 60_000);
+
+	it("merge refuses overlapping shards and different jobs, and names missing shards of an incomplete set", async () => {
+		service = await startTestService({ concurrency: 4 });
+		const hosts = await hostsOf(4);
+		const dir = tempDir();
+		const out = join(dir, "out");
+		const job = writeJob(dir, "shop", shardJob(hosts, 2));
+		for (const shard of ["1/2", "1/2"]) {
+			const result = await runCli(["run", job, "--out", out, "--quiet", "--shard", shard], { env: service.env });
+			expect(result.code).toBe(0);
+		}
+		const folders = readdirSync(join(out, "shop"))
+			.filter((name) => !name.startsWith("."))
+			.map((name) => join(out, "shop", name));
+		const overlap = await runCli(["merge", ...folders, "--out", join(dir, "m1")]);
+		expect(overlap.code).toBe(2);
+		expect(overlap.stderr).toMatch(/are both shard 1 of 2: overlapping shards/);
+
+		const otherDir = tempDir();
+		const otherJob = writeJob(otherDir, "blog", shardJob(hosts, 1).replace("name: shop", "name: blog"));
+		expect(
+			(await runCli(["run", otherJob, "--out", out, "--quiet", "--shard", "2/2"], { env: service.env })).code,
+		).toBe(0);
+		const blog = join(out, "blog", readdirSync(join(out, "blog")).find((name) => !name.startsWith("."))!);
+		const different = await runCli(["merge", folders[0]!, blog, "--out", join(dir, "m2")]);
+		expect(different.code).toBe(2);
+		expect(different.stderr).toMatch(/refusing to merge different jobs/);
+
+		const partial = await runCli(["merge", folders[0]!, "--out", join(dir, "m3"), "--json"]);
+		expect(partial.code).toBe(1);
+		expect(JSON.parse(partial.stdout)).toMatchObject({
+			complete: false,
+			shards: { missing: [2] },
+			stopped_reason: "missing shards 2",
+		});
+		expect(
+			readFileSync(join(dir, "m3", "results.jsonl"), "utf8")
+				.split("\n")
+				.filter(Boolean).length,
+		).toBe(readRecords(folders[0]!).length);
+	}, 60_000);
+});
