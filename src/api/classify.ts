@@ -1,4 +1,10 @@
-import { NetworkError, RequestAbortedError, ServiceError, UnexpectedResponseError } from "./errors.js";
+import {
+	BodyTooLargeError,
+	NetworkError,
+	RequestAbortedError,
+	ServiceError,
+	UnexpectedResponseError,
+} from "./errors.js";
 
 /**
  * What the runner should do about one failed attempt (spec 7.3):
@@ -72,6 +78,7 @@ export function classifyFailure(error: unknown): FailureAction {
 		return { action: "retry", kind: `network_${error.failure}`, serviceDown: true };
 	}
 	if (error instanceof UnexpectedResponseError) return { action: "fail", kind: "unexpected_response" };
+	if (error instanceof BodyTooLargeError) return { action: "fail", kind: "body_too_large" };
 	if (error instanceof RequestAbortedError) return { action: "fail", kind: "aborted" };
 	return { action: "fail", kind: error instanceof Error ? snake(error.name) || "error" : "error" };
 }

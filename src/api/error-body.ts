@@ -50,8 +50,9 @@ export function toServiceError(
 	const parsed = parseJson(body);
 	const clean = (text: string) => redactSecrets(text, secrets);
 	if (!isObject(parsed)) {
-		const snippet = body.toString("utf8").replace(/\s+/g, " ").trim().slice(0, 200);
-		return new ServiceError({ status, errorType: `HTTP ${status}`, detail: clean(snippet), endpoint });
+		// Redacted before it is cut: a key cut in half by the 200-character limit would no longer match.
+		const snippet = clean(body.toString("utf8").replace(/\s+/g, " ").trim()).slice(0, 200);
+		return new ServiceError({ status, errorType: `HTTP ${status}`, detail: snippet, endpoint });
 	}
 	const errorType = asText(parsed.error) ?? asText(parsed.message) ?? `HTTP ${status}`;
 	const nestedMessage = isObject(parsed.error) ? asText(parsed.error.message) : undefined;

@@ -114,3 +114,24 @@ export function typeAndDetail(errorType: string, detail: string): string {
 	if (detail.toLowerCase().startsWith(errorType.toLowerCase())) return detail;
 	return `${errorType}: ${detail}`;
 }
+
+/**
+ * The answer's body was larger than the caller's cap (`max_body_mb`): reading stopped there, so memory
+ * stays bounded whatever the service sends. The fetch was made (and may have been charged): the
+ * target fails with `body_too_large`, not retried.
+ */
+export class BodyTooLargeError extends ScrapejobError {
+	readonly endpoint: string;
+	readonly maxBytes: number;
+	/** `X-Credits-Used` of the answer, when it said. */
+	readonly creditsUsed?: number;
+	constructor(endpoint: string, maxBytes: number, creditsUsed?: number) {
+		super(
+			"SCRAPEJOB_BODY_TOO_LARGE",
+			`${endpoint} answered with a body over ${Math.round(maxBytes / 1024 / 1024)} MB (max_body_mb); reading stopped there`,
+		);
+		this.endpoint = endpoint;
+		this.maxBytes = maxBytes;
+		if (creditsUsed !== undefined) this.creditsUsed = creditsUsed;
+	}
+}

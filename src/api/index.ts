@@ -16,6 +16,7 @@ export {
 	MAX_RESET_SECONDS,
 } from "./classify.js";
 export {
+	BodyTooLargeError,
 	NETWORK_FAILURES,
 	NetworkError,
 	type NetworkFailure,

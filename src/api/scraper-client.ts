@@ -99,6 +99,8 @@ export interface RealtimeCallOptions {
 	readonly signal?: AbortSignal;
 	/** The status line's code, before the body is read (see `SendOptions.onStatus`). */
 	readonly onStatus?: (status: number) => void;
+	/** Body cap (`max_body_mb`), bytes. @default 50 MiB */
+	readonly maxBodyBytes?: number;
 }
 
 export interface ScraperClient {
@@ -189,6 +191,11 @@ export function createScraperClient(options: ScraperClientOptions): ScraperClien
 				contentType: Array.isArray(contentType) ? contentType[0] : contentType,
 			};
 		}
+		// A redirect from the service itself (not a target's, which would carry X-Target-Status) is no answer
+		// the interface promises: never recorded as the target's own 302.
+		if (status >= 300 && status < 400 && headers.targetStatus === undefined) {
+			throw new UnexpectedResponseError(endpoint, status, "a redirect from the service itself");
+		}
 		// Non-2xx: the service marks a target's own answer with X-Target-Status; an error record is the
 		// service's error. A bare 5xx/429/401 is also the service's (e.g. a gateway page in front of it).
 		if (headers.targetStatus === undefined) {
@@ -213,6 +220,7 @@ export function createScraperClient(options: ScraperClientOptions): ScraperClien
 				endpoint,
 				...(callOptions.signal ? { signal: callOptions.signal } : {}),
 				...(callOptions.onStatus ? { onStatus: callOptions.onStatus } : {}),
+				...(callOptions.maxBodyBytes ? { maxBodyBytes: callOptions.maxBodyBytes } : {}),
 			});
 			return interpretRealtime(response, endpoint, params);
 		},

@@ -1,5 +1,5 @@
 import { Agent, type Dispatcher } from "undici";
-import { RequestAbortedError } from "./errors.js";
+import { BodyTooLargeError, RequestAbortedError } from "./errors.js";
 import { toNetworkError } from "./network-failure.js";
 
 export interface HttpResponse {
@@ -23,7 +23,12 @@ export interface SendOptions {
 	 * close the send gate at once, so no other fetch starts while its body is still on the wire.
 	 */
 	readonly onStatus?: (status: number) => void;
+	/** Stop reading (and fail with `BodyTooLargeError`) past this many body bytes. @default 50 MiB */
+	readonly maxBodyBytes?: number;
 }
+
+/** The default body cap: 50 MiB (`max_body_mb: 50`). */
+export const DEFAULT_MAX_BODY_BYTES = 50 * 1024 * 1024;
 
 /**
  * A keep-alive connection pool for the service. One per process is enough: undici keeps a pool per
@@ -64,9 +69,27 @@ export async function send(dispatcher: Dispatcher, options: SendOptions): Promis
 			bodyTimeout: options.timeoutMs,
 		});
 		options.onStatus?.(response.statusCode);
-		const body = Buffer.from(await response.body.arrayBuffer());
+		const maxBytes = options.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES;
+		const declared = Number(headerValue(response.headers, "content-length"));
+		const credits = numberHeader(response.headers, "x-credits-used");
+		if (Number.isFinite(declared) && declared > maxBytes) {
+			response.body.destroy();
+			throw new BodyTooLargeError(options.endpoint, maxBytes, credits);
+		}
+		const chunks: Buffer[] = [];
+		let length = 0;
+		for await (const chunk of response.body) {
+			length += (chunk as Buffer).length;
+			if (length > maxBytes) {
+				response.body.destroy();
+				throw new BodyTooLargeError(options.endpoint, maxBytes, credits);
+			}
+			chunks.push(chunk as Buffer);
+		}
+		const body = chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, length);
 		return { status: response.statusCode, headers: response.headers, body };
 	} catch (error) {
+		if (error instanceof BodyTooLargeError) throw error;
 		if (options.signal?.aborted) throw new RequestAbortedError(options.endpoint, { cause: error });
 		// Name the host: "cannot reach api.example.com" is what a user can act on. URLs never hold keys.
 		const host = pathStart < 0 ? url : url.slice(0, pathStart);

@@ -12,6 +12,7 @@ export function exitCodeForError(error: unknown): number {
 		return EXIT.invalidInput;
 	}
 	if (code === "SCRAPEJOB_LOCK_HELD") return EXIT.lockHeld;
+	if (code === "SCRAPEJOB_OUTPUT") return EXIT.outputFailed;
 	// A request cut short by Ctrl-C (the CLI aborts its signal on SIGINT/SIGTERM).
 	if (code === "SCRAPEJOB_INTERRUPTED" || code === "SCRAPEJOB_ABORTED") return EXIT.interrupted;
 	if (code === "SCRAPEJOB_AUTH" || code === "SCRAPEJOB_CREDITS" || code === "SCRAPEJOB_NO_ACCESS") {

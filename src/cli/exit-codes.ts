@@ -7,6 +7,8 @@ export const EXIT = {
 	invalidInput: 2,
 	authOrCredits: 3,
 	lockHeld: 4,
+	/** The output could not be written (full disk, read-only folder): nothing more was sent. */
+	outputFailed: 5,
 	interrupted: 130,
 } as const;
 

@@ -1,5 +1,5 @@
 import { resolve } from "node:path";
-import { errorMessage } from "../shared/index.js";
+import { errorMessage, redactSecrets } from "../shared/index.js";
 import { expandEnvInDocument } from "./expand-env.js";
 import { displayPathFor, type NormalizeContext, normalizeJob, normalizePartialJob } from "./normalize.js";
 import { MAX_JOB_FILE_BYTES, parseJobYaml, readJobText } from "./parse-yaml.js";
@@ -44,6 +44,25 @@ function sortByPosition(problems: JobProblem[]): JobProblem[] {
  * carrying every problem, each with `file:line:col`; never sends anything anywhere.
  */
 export async function loadJob(path: string, options: LoadJobOptions = {}): Promise<LoadedJob> {
+	// A `${SCRAPEJOB_ACCOUNT_KEY}` in a bad URL, or a source pointed at the env file, must not print a key.
+	const env = options.env ?? process.env;
+	const keys = Object.entries(env)
+		.filter(([name, value]) => /^SCRAPEJOB_.*KEY$/.test(name) && typeof value === "string" && value.length >= 4)
+		.map(([, value]) => value as string);
+	const scrub = (problem: JobProblem): JobProblem =>
+		keys.some((key) => problem.message.includes(key))
+			? { ...problem, message: redactSecrets(problem.message, keys) }
+			: problem;
+	try {
+		const loaded = await loadJobUnredacted(path, options);
+		return { ...loaded, warnings: loaded.warnings.map(scrub) };
+	} catch (error) {
+		if (error instanceof JobValidationError) throw new JobValidationError(error.problems.map(scrub));
+		throw error;
+	}
+}
+
+async function loadJobUnredacted(path: string, options: LoadJobOptions): Promise<LoadedJob> {
 	const cwd = options.cwd ?? process.cwd();
 	const env = options.env ?? process.env;
 	const file = resolve(cwd, path);

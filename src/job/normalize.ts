@@ -5,7 +5,7 @@ import { type BrowserSession, browserSessionSchema, mergeBrowserSessions } from 
 import { createExtractionBuilder, type ExtractionBuilder } from "./extract-normalize.js";
 import type { DataPath, Position } from "./positions.js";
 import type { JobFileOutput, ScrapeOptions, SourceFormat } from "./schema.js";
-import { scrapeOptionsSchema, sourceSchema, targetSchema } from "./schema.js";
+import { JOB_NAME_PATTERN, scrapeOptionsSchema, sourceSchema, targetSchema } from "./schema.js";
 import { canonicalJson, createTargetKey, identityOptionsJson } from "./target-id.js";
 import type { Job, SourceSpec, Target } from "./types.js";
 
@@ -33,7 +33,9 @@ export function defaultJobName(file: string): string {
 		.replace(/[^A-Za-z0-9._-]+/g, "-")
 		.replace(/^[.-]+/, "")
 		.slice(0, 100);
-	return stem === "" ? "job" : stem;
+	if (stem === "") return "job";
+	// `con.yaml` must not name a folder Windows cannot hold.
+	return JOB_NAME_PATTERN.test(stem) ? stem : `${stem}-job`.slice(0, 100);
 }
 
 /** `format` as written, else csv when a column is named or the file is .csv/.tsv, else text. */
@@ -199,6 +201,7 @@ export function normalizeJob(parsed: JobFileOutput, ctx: NormalizeContext): Job 
 		onBadRow: parsed.on_bad_row,
 		taskTimeoutMs: parsed.task_timeout_ms,
 		outageTimeoutMs: parseDuration(parsed.outage_timeout) ?? 600_000,
+		maxBodyBytes: Math.round(parsed.max_body_mb * 1024 * 1024),
 	};
 	const extractionSummary = extraction.finish();
 	if (extractionSummary) job.extraction = extractionSummary;
@@ -246,6 +249,7 @@ export function normalizePartialJob(data: Record<string, unknown>, ctx: Normaliz
 		onBadRow: data.on_bad_row === "skip" ? "skip" : "fail",
 		taskTimeoutMs: 1,
 		outageTimeoutMs: 600_000,
+		maxBodyBytes: 50 * 1024 * 1024,
 	};
 	return { ...job, fingerprint: "" };
 }

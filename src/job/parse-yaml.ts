@@ -1,6 +1,6 @@
 import type { FileHandle } from "node:fs/promises";
-import { open } from "node:fs/promises";
-import { type Document, isMap, isScalar, isSeq, LineCounter, parseDocument } from "yaml";
+import { open, stat } from "node:fs/promises";
+import { type Document, isAlias, isMap, isScalar, isSeq, LineCounter, parseDocument } from "yaml";
 import { errorMessage } from "../shared/index.js";
 import type { Position } from "./positions.js";
 
@@ -89,6 +89,15 @@ export function decodeJobText(bytes: Buffer): ReadResult {
 
 /** Read a job file as text, refusing directories, devices, oversized and binary files before parsing. */
 export async function readJobText(absolutePath: string, maxBytes = MAX_JOB_FILE_BYTES): Promise<ReadResult> {
+	// Checked before opening: opening a FIFO (or a device) for reading blocks until a writer appears.
+	try {
+		const kind = await stat(absolutePath);
+		if (!kind.isFile() && !kind.isDirectory()) {
+			return { ok: false, problem: { line: 1, col: 1, message: "is not a regular file (a pipe, socket or device)" } };
+		}
+	} catch (error) {
+		return { ok: false, problem: { line: 1, col: 1, message: `cannot read the job file: ${describeFsError(error)}` } };
+	}
 	let handle: FileHandle;
 	try {
 		handle = await open(absolutePath, "r");
@@ -140,6 +149,18 @@ export interface ParsedYaml {
  */
 export function parseJobYaml(text: string): ParsedYaml {
 	const lineCounter = new LineCounter();
+	// Refused before the parser sees it: 8 MB of "[" would take the parser minutes and gigabytes.
+	const deep = flowNestingBeyond(text, MAX_NESTING);
+	if (deep !== null) {
+		const at = positionInText(text, deep);
+		const doc = parseDocument("{}");
+		return {
+			doc,
+			lineCounter,
+			errors: [{ ...at, message: `the job file nests deeper than ${MAX_NESTING} levels` }],
+			warnings: [],
+		};
+	}
 	const doc = parseDocument(text, { lineCounter, prettyErrors: false, uniqueKeys: true });
 	const at = (offset: number | undefined) => (offset === undefined ? { line: 1, col: 1 } : lineCounter.linePos(offset));
 	const errors: TextProblem[] = [];
@@ -172,5 +193,82 @@ export function parseJobYaml(text: string): ParsedYaml {
 			errors.push({ ...at(contents.range?.[0]), message: `the job file is ${what}; ${expected}` });
 		}
 	}
+	if (errors.length === 0) {
+		const limit = sizeBeyondLimits(doc);
+		if (limit) errors.push({ ...at(limit.offset), message: limit.message });
+	}
 	return { doc, lineCounter, errors, warnings };
+}
+
+/** Deepest nesting of a job file (flow brackets or block indentation): real jobs use a handful of levels. */
+export const MAX_NESTING = 64;
+/** Most YAML nodes (scalars, maps, lists) in a job file, aliases expanded. Long URL lists belong in sources. */
+export const MAX_NODES = 500_000;
+
+/** The offset where `[`/`{` nesting first goes past `limit`, outside quoted strings and comments; else null. */
+function flowNestingBeyond(text: string, limit: number): number | null {
+	let depth = 0;
+	let quote: string | null = null;
+	let comment = false;
+	for (let i = 0; i < text.length; i += 1) {
+		const char = text[i];
+		if (comment) {
+			if (char === "\n") comment = false;
+			continue;
+		}
+		if (quote) {
+			if (char === quote && text[i - 1] !== "\\") quote = null;
+			continue;
+		}
+		if (char === '"' || char === "'") quote = char;
+		else if (char === "#" && (i === 0 || /\s/.test(text[i - 1] ?? ""))) comment = true;
+		else if (char === "[" || char === "{") {
+			depth += 1;
+			if (depth > limit) return i;
+		} else if ((char === "]" || char === "}") && depth > 0) depth -= 1;
+	}
+	return null;
+}
+
+/**
+ * Nodes the document becomes once its aliases are expanded, and its nesting depth, counted without
+ * expanding anything (an anchor's size is counted once and reused): 98 aliases to a 200,000-item list
+ * are refused here in milliseconds instead of building 20 million values.
+ */
+function sizeBeyondLimits(doc: Document): { offset: number | undefined; message: string } | null {
+	const sizes = new Map<unknown, number>();
+	let tooDeep: { offset: number | undefined } | null = null;
+	const sizeOf = (node: unknown, depth: number): number => {
+		if (depth > MAX_NESTING) {
+			tooDeep ??= { offset: (node as { range?: [number] } | null)?.range?.[0] };
+			return 1;
+		}
+		if (isAlias(node)) {
+			const target = node.resolve(doc);
+			if (!target) return 1;
+			const known = sizes.get(target);
+			if (known !== undefined) return known;
+			return sizeOf(target, depth);
+		}
+		const known = sizes.get(node);
+		if (known !== undefined) return known;
+		let size = 1;
+		if (isMap(node)) for (const pair of node.items) size += sizeOf(pair.key, depth + 1) + sizeOf(pair.value, depth + 1);
+		else if (isSeq(node)) for (const item of node.items) size += sizeOf(item, depth + 1);
+		sizes.set(node, size);
+		return size;
+	};
+	const total = sizeOf(doc.contents, 0);
+	if (tooDeep)
+		return {
+			...(tooDeep as { offset: number | undefined }),
+			message: `the job file nests deeper than ${MAX_NESTING} levels`,
+		};
+	if (total > MAX_NODES) {
+		return {
+			offset: undefined,
+			message: `the job file expands to ${total} values (aliases included); the limit is ${MAX_NODES}: put long URL lists in a source file (sources:)`,
+		};
+	}
+	return null;
 }

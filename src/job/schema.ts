@@ -48,13 +48,25 @@ export const DEFAULT_OUTAGE_TIMEOUT = "10m";
 export const DEFAULT_OUTPUT_FORMATS: OutputFormat[] = ["jsonl", "csv"];
 export const DEFAULT_CONTENT_MODE: ContentMode = "files";
 
-/** Folder names under `output/`: no separators, no `..`, nothing hidden. */
-export const JOB_NAME_PATTERN = /^(?!\.)[A-Za-z0-9._-]{1,100}$/;
-/** Target ids name files under `pages/`, so they must be safe file names on every platform we run on. */
-export const TARGET_ID_PATTERN = /^(?!\.{1,2}$)[A-Za-z0-9._-]{1,128}$/;
+/**
+ * Names Windows keeps for devices, in any case and with any extension (`nul.html` is the device too):
+ * results copied to such a machine must not lose files. Spelled without the `i` flag so the JSON
+ * Schema's copy of the pattern means the same.
+ */
+const WINDOWS_DEVICE =
+	"(?:[cC][oO][nN]|[pP][rR][nN]|[aA][uU][xX]|[nN][uU][lL]|[cC][oO][mM][0-9]|[lL][pP][tT][0-9])(?:\\.|$)";
+/** Folder names under `output/`: no separators, no `..`, nothing hidden, no Windows device names. */
+export const JOB_NAME_PATTERN = new RegExp(`^(?!\\.)(?!${WINDOWS_DEVICE})[A-Za-z0-9._-]{1,100}$`);
+/**
+ * Target ids name files under `pages/`, so they must be safe file names on every platform we run on;
+ * and an id of 16 hex digits could be another target's derived id, so it is kept for those.
+ */
+export const TARGET_ID_PATTERN = new RegExp(
+	`^(?!\\.{1,2}$)(?!${WINDOWS_DEVICE})(?![0-9a-fA-F]{16}$)[A-Za-z0-9._-]{1,128}$`,
+);
 
-const JOB_NAME_RULE = `must be a safe folder name: 1–100 letters, digits, ".", "_" or "-", not starting with "."`;
-const TARGET_ID_RULE = `must be 1–128 letters, digits, ".", "_" or "-" (not "." or ".."): it names files under pages/`;
+const JOB_NAME_RULE = `must be a safe folder name: 1–100 letters, digits, ".", "_" or "-", not starting with ".", not a Windows device name (CON, NUL, LPT1, …)`;
+const TARGET_ID_RULE = `must be 1–128 letters, digits, ".", "_" or "-" (not "." or "..", not a Windows device name such as CON or NUL, not 16 hex digits, which are kept for derived ids): it names files under pages/`;
 
 /** `500ms`, `3s`, `10m`, `24h`, `7d`, or 0; kept as written here (normalize turns it into ms). */
 export const durationSchema = z
@@ -246,6 +258,14 @@ export const jobFileSchema = z
 			.positive()
 			.default(DEFAULT_TASK_TIMEOUT_MS)
 			.describe("How long a task is polled before its target fails, in milliseconds (default 10 minutes)"),
+		max_body_mb: z
+			.number()
+			.positive()
+			.max(2048)
+			.default(50)
+			.describe(
+				"Largest answer body read, in MB: a larger one fails its target with body_too_large after reading no more (default 50)",
+			),
 		outage_timeout: durationSchema
 			.default(DEFAULT_OUTAGE_TIMEOUT)
 			.describe(

@@ -1,5 +1,5 @@
 import type { FileHandle } from "node:fs/promises";
-import { open } from "node:fs/promises";
+import { open, stat } from "node:fs/promises";
 import type { Readable } from "node:stream";
 import { type CsvError, parse } from "csv-parse";
 import { didYouMean } from "../shared/index.js";
@@ -47,6 +47,13 @@ async function openSource(spec: SourceSpec): Promise<OpenResult> {
 			message: `cannot read source ${JSON.stringify(spec.displayPath)}${where}: ${why}`,
 		},
 	});
+	// Checked before opening: opening a FIFO (or a device) for reading blocks until a writer appears.
+	try {
+		const kind = await stat(spec.path);
+		if (!kind.isFile() && !kind.isDirectory()) return fail("is not a regular file (a pipe, socket or device)");
+	} catch (error) {
+		return fail(describeFsError(error));
+	}
 	let handle: FileHandle;
 	try {
 		handle = await open(spec.path, "r");
@@ -362,7 +369,8 @@ function locateExtraColumns(spec: CsvSourceSpec, header: readonly string[]): Ext
 	return { id, carry };
 }
 
-const TARGET_ID_RULE_TEXT = "1–128 letters, digits, '.', '_' or '-' (it names files under pages/)";
+const TARGET_ID_RULE_TEXT =
+	"1–128 letters, digits, '.', '_' or '-', not a Windows device name (CON, NUL, …), not 16 hex digits (kept for derived ids); it names files under pages/";
 
 /** A good row gets its id and carried values; a bad id makes it a bad row. */
 function withExtraColumns(

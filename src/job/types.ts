@@ -85,6 +85,8 @@ export interface Job {
 	taskTimeoutMs: number;
 	/** Set by `run --shard I/N`: only targets whose URL host hashes to shard `index` are counted and run. */
 	shard?: ShardSpec;
+	/** `max_body_mb` in bytes: an answer body above it fails its target (`body_too_large`). */
+	maxBodyBytes: number;
 	/** `outage_timeout` in ms: how long an outage may last before the run stops. */
 	outageTimeoutMs: number;
 	/** `extract:` / `carry:` / service-side extraction as a whole: CSV columns and fill checks; absent with none. */

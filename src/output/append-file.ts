@@ -1,9 +1,12 @@
-import { closeSync, fdatasyncSync, openSync, writeSync } from "node:fs";
+import { closeSync, fdatasyncSync, fstatSync, ftruncateSync, openSync, writeSync } from "node:fs";
+import { OutputError } from "./output-error.js";
 
 /**
  * An append-only file written with synchronous writes. A record handed to `append` is in the kernel's
  * page cache when the call returns, so a killed process (SIGKILL, OOM) loses nothing it had finished;
- * `sync` adds fdatasync for power loss, called on a timer rather than per record.
+ * `sync` adds fdatasync for power loss, called on a timer rather than per record. A write that fails
+ * part-way (a full disk) is cut back to the line before it: the file only ever holds whole lines.
+ * Failures are `OutputError`s.
  */
 export interface AppendFile {
 	append(text: string): void;
@@ -13,21 +16,49 @@ export interface AppendFile {
 }
 
 export function openAppendFile(path: string): AppendFile {
-	const fd = openSync(path, "a");
+	let fd: number;
+	let size: number;
+	try {
+		fd = openSync(path, "a");
+		size = fstatSync(fd).size;
+	} catch (error) {
+		throw new OutputError(path, error);
+	}
 	let closed = false;
 	let dirty = false;
 	return {
 		path,
 		append(text) {
-			// Strings go straight to the kernel; only a short write (rare on regular files) needs the bytes.
-			const written = writeSync(fd, text);
-			const buffer = written < Buffer.byteLength(text) ? Buffer.from(text, "utf8") : null;
-			if (buffer) for (let offset = written; offset < buffer.length; ) offset += writeSync(fd, buffer, offset);
+			let written = 0;
+			try {
+				// Strings go straight to the kernel; only a short write (rare on regular files) needs the bytes.
+				written = writeSync(fd, text);
+				const length = Buffer.byteLength(text);
+				if (written < length) {
+					const buffer = Buffer.from(text, "utf8");
+					while (written < length) written += writeSync(fd, buffer, written);
+				}
+			} catch (error) {
+				// Cut a half-written line back off, so a resume never meets a torn line in the middle.
+				if (written > 0) {
+					try {
+						ftruncateSync(fd, size);
+					} catch {
+						// The truncate failed too: the resume's torn-tail cut is the last guard.
+					}
+				}
+				throw new OutputError(path, error);
+			}
+			size += written;
 			dirty = true;
 		},
 		sync() {
 			if (!closed && dirty) {
-				fdatasyncSync(fd);
+				try {
+					fdatasyncSync(fd);
+				} catch (error) {
+					throw new OutputError(path, error);
+				}
 				dirty = false;
 			}
 		},

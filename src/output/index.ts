@@ -2,6 +2,7 @@ export { type AppendFile, openAppendFile } from "./append-file.js";
 export { columnValue, csvColumnsFor } from "./csv-columns.js";
 export { createCsvSink, csvLines, csvRow, neutraliseFormula, readCsvHeader } from "./csv-sink.js";
 export { createJsonlSink } from "./jsonl-sink.js";
+export { OutputError } from "./output-error.js";
 export { createPageStore, extensionFor, type PageStore } from "./page-store.js";
 export {
 	RECORD_CHANGES,
@@ -14,4 +15,5 @@ export {
 export type { RecordSink } from "./record-sink.js";
 export { createRunDir, jobOutputDir, newRunId, RUN_FILES } from "./run-folder.js";
 export { createRunLog } from "./run-log.js";
+export { createRecordScrubber } from "./scrub-record.js";
 export { formatSummary, type RunSummary, writeSummary } from "./summary.js";

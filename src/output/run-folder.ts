@@ -1,6 +1,7 @@
 import { randomBytes } from "node:crypto";
 import { mkdirSync } from "node:fs";
 import { join } from "node:path";
+import { OutputError } from "./output-error.js";
 
 /** Files of one run folder (shared/design.md, "Output"). */
 export const RUN_FILES = {
@@ -31,7 +32,11 @@ export function jobOutputDir(outRoot: string, jobName: string): string {
 /** Create `<out>/<job>/<run-id>/` and return its path. Fails if it exists: two runs never share a folder. */
 export function createRunDir(outRoot: string, jobName: string, runId: string): string {
 	const dir = join(outRoot, jobName, runId);
-	mkdirSync(join(outRoot, jobName), { recursive: true });
-	mkdirSync(dir);
+	try {
+		mkdirSync(join(outRoot, jobName), { recursive: true });
+		mkdirSync(dir);
+	} catch (error) {
+		throw new OutputError(dir, error);
+	}
 	return dir;
 }

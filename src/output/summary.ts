@@ -28,6 +28,8 @@ export interface RunSummary {
 	rate_limit_pauses: number;
 	tasks: { created: number; completed: number; failed: number; left_pending: number };
 	errors_by_kind: Record<string, number>;
+	/** Fetches sent and then given up when this session stopped (grace period over, output failed): no record, the service may still charge them. */
+	abandoned?: number;
 	started_at: string;
 	finished_at: string;
 	wall_ms: number;
@@ -88,6 +90,12 @@ export function formatSummary(
 	];
 	const errors = Object.entries(summary.errors_by_kind);
 	if (errors.length > 0) rows.push(["errors", errors.map(([kind, count]) => `${kind} ${count}`).join(", ")]);
+	if (summary.abandoned) {
+		rows.push([
+			"abandoned",
+			`${summary.abandoned === 1 ? "1 fetch" : `${summary.abandoned} fetches`} abandoned when the run stopped; the service may still charge them`,
+		]);
+	}
 	if (summary.extract) rows.push(...extractRows(summary.extract));
 	if (summary.stopped_reason) rows.push(["stopped", summary.stopped_reason]);
 	if (!summary.complete && summary.targets.remaining !== null) {

@@ -61,6 +61,8 @@ export interface FetchTargetDeps {
 	/** 429s in a row for one target before it is failed as `rate_limited`. @default 20 */
 	readonly maxRateLimitWaits?: number;
 	readonly method?: "GET" | "POST";
+	/** Body cap per answer (`max_body_mb`), bytes. */
+	readonly maxBodyBytes?: number;
 	/** Aborts in-flight requests and polls (after the grace period of a stop). */
 	readonly signal: AbortSignal;
 	/** True once the run is stopping: no further retries start. */
@@ -113,12 +115,21 @@ export async function fetchTarget(
 	let request = params;
 	const maxWaits = deps.maxRateLimitWaits ?? 20;
 	const abandoned = (): FetchResult => ({ kind: "abandoned", taskId, attempts });
-	const failed = (error: string, message: string, httpStatus: number | null, headers = lastHeaders): FetchResult => ({
+	const failed = (
+		error: string,
+		message: string,
+		httpStatus: number | null,
+		headers = lastHeaders,
+		reported?: number,
+	): FetchResult => ({
 		kind: "failed",
 		error,
 		message,
 		httpStatus,
-		creditsUsed: trustedCredits(headers.creditsUsed) ?? 0,
+		// A scraping error's body (or a cut-off answer's header) may say what the failed fetch cost.
+		// A body cut off at max_body_mb was paid for whatever it cost: unknown, the caller books the worst case.
+		creditsUsed:
+			trustedCredits(reported) ?? trustedCredits(headers.creditsUsed) ?? (error === "body_too_large" ? null : 0),
 		creditsRemaining: headers.creditsRemaining ?? null,
 		modeUsed: headers.modeUsed ?? null,
 		attempts: Math.max(attempts, 1),
@@ -198,6 +209,7 @@ export async function fetchTarget(
 			outcome = await deps.client.realtime(request, {
 				signal: deps.signal,
 				method: deps.method ?? "POST",
+				...(deps.maxBodyBytes ? { maxBodyBytes: deps.maxBodyBytes } : {}),
 				// A 429 holds every other send from its status line on, not from when its body has been read.
 				onStatus: (status) => {
 					if (status === 429) releaseHold = deps.gate.hold("rate_limited");
@@ -299,7 +311,9 @@ export async function fetchTarget(
 				// The service failed the fetch before this one too: maybe an outage, so this one is free.
 				if (sign === "free") spent -= 1;
 				if (!decision.serviceDown) deps.outage.answered();
-				if (spent >= deps.retry.attempts) return failed(decision.kind, errorMessage(failure), statusOf(failure));
+				if (spent >= deps.retry.attempts) {
+					return failed(decision.kind, errorMessage(failure), statusOf(failure), lastHeaders, creditsOf(failure));
+				}
 				if (deps.isStopping()) return abandoned();
 				deps.onRetry(targetId, decision.kind);
 				if (decision.raiseWaitSeconds) {
@@ -318,7 +332,7 @@ export async function fetchTarget(
 			}
 			case "fail":
 				if (!(decision.kind === "dns_failed" || decision.kind === "navigation_error")) deps.outage.answered();
-				return failed(decision.kind, errorMessage(failure), statusOf(failure));
+				return failed(decision.kind, errorMessage(failure), statusOf(failure), lastHeaders, creditsOf(failure));
 			case "abort":
 				return { kind: "aborted", reason: decision.kind, message: errorMessage(failure) };
 			default: {
@@ -331,6 +345,11 @@ export async function fetchTarget(
 
 function waitSecondsFor(retry: number): number {
 	return NAVIGATION_RETRY_WAIT_SECONDS[Math.min(retry, NAVIGATION_RETRY_WAIT_SECONDS.length - 1)]!;
+}
+
+function creditsOf(error: unknown): number | undefined {
+	const credits = (error as { creditsUsed?: unknown } | null)?.creditsUsed;
+	return typeof credits === "number" ? credits : undefined;
 }
 
 function statusOf(error: unknown): number | null {

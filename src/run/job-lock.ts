@@ -1,6 +1,6 @@
 import { mkdirSync, rmdirSync } from "node:fs";
 import type { Logger } from "pino";
-import { jobOutputDir } from "../output/index.js";
+import { jobOutputDir, OutputError } from "../output/index.js";
 import { acquireRunLock, type RunLock } from "./run-lock.js";
 
 /**
@@ -10,7 +10,12 @@ import { acquireRunLock, type RunLock } from "./run-lock.js";
  */
 export function lockJobOutput(outRoot: string, jobName: string, runId: string, lockName = ".lock"): RunLock {
 	const jobDir = jobOutputDir(outRoot, jobName);
-	const created = mkdirSync(jobDir, { recursive: true }) !== undefined;
+	let created: boolean;
+	try {
+		created = mkdirSync(jobDir, { recursive: true }) !== undefined;
+	} catch (error) {
+		throw new OutputError(jobDir, error);
+	}
 	let lock: RunLock;
 	try {
 		lock = acquireRunLock(jobDir, runId, { name: lockName });

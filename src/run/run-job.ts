@@ -9,9 +9,11 @@ import {
 	createCsvSink,
 	createJsonlSink,
 	createPageStore,
+	createRecordScrubber,
 	createRunLog,
 	csvColumnsFor,
 	newRunId,
+	OutputError,
 	type RecordSink,
 	type ResultRecord,
 	RUN_FILES,
@@ -25,6 +27,7 @@ import {
 	errorMessage,
 	formatDuration,
 	sleep as realSleep,
+	redactSecrets,
 	type Sleep,
 	systemClock,
 } from "../shared/index.js";
@@ -56,7 +59,9 @@ export type StopReason =
 	/** The service stayed unreachable (or 5xx to everything) longer than `outage_timeout`. */
 	| "service_unavailable"
 	/** `max_credits` reached: the next target's worst case no longer fits. */
-	| "budget_exhausted";
+	| "budget_exhausted"
+	/** The output could not be written (disk full, read-only): nothing more is sent. */
+	| "output_failed";
 
 export interface ProgressSnapshot {
 	readonly done: number;
@@ -121,6 +126,8 @@ export interface RunJobResult {
 	readonly summary: RunSummary;
 	readonly runDir: string;
 	readonly stopReason: StopReason | null;
+	/** Why it stopped, in words (for the terminal even with --quiet when the output failed). */
+	readonly stopMessage: string | null;
 	/** `report.html` in the run folder; null when it could not be written (the run's outcome stands). */
 	readonly reportPath: string | null;
 }
@@ -201,6 +208,7 @@ export async function runJob(options: RunJobOptions): Promise<RunJobResult> {
 		setMaxListeners(0, inflight.signal);
 		const taskPoll: TaskPollOptions = { ...DEFAULT_TASK_POLL, deadlineMs: job.taskTimeoutMs, ...options.taskPoll };
 		let stopReason: StopReason | null = null;
+		let stopMessage: string | null = null;
 		let graceTimer: NodeJS.Timeout | undefined;
 		let budgetWaiters: Array<() => void> = [];
 
@@ -221,6 +229,7 @@ export async function runJob(options: RunJobOptions): Promise<RunJobResult> {
 		const stop = (reason: StopReason, message: string) => {
 			if (stopReason) return;
 			stopReason = reason;
+			stopMessage = message;
 			queue.clear();
 			log.warn({ event: "run_stopping", reason }, message);
 			options.logger?.warn({ reason }, message);
@@ -237,9 +246,29 @@ export async function runJob(options: RunJobOptions): Promise<RunJobResult> {
 			log.warn({ event: "health_failed", error: health.failure }, "health check failed; starting anyway");
 		}
 
+		/**
+		 * A write error on the output (full disk, read-only folder) stops the run at once: every further
+		 * fetch would be paid for and lost. In-flight fetches finish and are counted as abandoned.
+		 */
+		let outputFailure: OutputError | null = null;
+		const guardOutput = <T>(work: () => T): T | undefined => {
+			if (outputFailure) return undefined;
+			try {
+				return work();
+			} catch (error) {
+				if (!(error instanceof OutputError)) throw error;
+				outputFailure = error;
+				log.error({ event: "output_failed", path: error.path }, error.message);
+				stop("output_failed", error.message);
+				return undefined;
+			}
+		};
+
 		const syncTimer = setInterval(() => {
-			for (const sink of sinks) sink.sync();
-			journal.sync();
+			guardOutput(() => {
+				for (const sink of sinks) sink.sync();
+				journal.sync();
+			});
 		}, options.syncIntervalMs ?? 1000);
 		syncTimer.unref();
 
@@ -256,7 +285,9 @@ export async function runJob(options: RunJobOptions): Promise<RunJobResult> {
 			});
 		};
 
-		const write = (record: ResultRecord) => {
+		const scrub = createRecordScrubber(options.secrets);
+		const write = (unsafe: ResultRecord) => {
+			const record = scrub(unsafe);
 			if (record.status === "ok") fill?.add(record.data);
 			for (const sink of sinks) sink.write(record);
 			stats.recordFinished(record);
@@ -344,6 +375,7 @@ export async function runJob(options: RunJobOptions): Promise<RunJobResult> {
 			client: options.client,
 			gate,
 			outage,
+			maxBodyBytes: job.maxBodyBytes,
 			onResetCapped: () => {
 				if (resetCapWarned) return;
 				resetCapWarned = true;
@@ -361,7 +393,8 @@ export async function runJob(options: RunJobOptions): Promise<RunJobResult> {
 			isStopping: () => stopReason !== null,
 			onHeaders,
 			onTaskId: (targetId, taskId) => {
-				journal.task(targetId, taskId);
+				// A task id echoing a key is written redacted (the resume then fetches again rather than leak it).
+				journal.task(targetId, redactSecrets(taskId, options.secrets));
 				stats.taskCreated();
 				log.info({ event: "task", id: targetId, task_id: taskId }, "fetch continues as a task");
 			},
@@ -374,7 +407,7 @@ export async function runJob(options: RunJobOptions): Promise<RunJobResult> {
 		/** A `browser_session:` target: a fresh remote-browser session (browser credits: not in the budget). */
 		const runBrowserTarget = async (target: Target & { browserSession: NonNullable<Target["browserSession"]> }) => {
 			const started = clock();
-			journal.started(target.id);
+			if (guardOutput(() => journal.started(target.id)) === undefined && outputFailure) return;
 			if (!browser || !sessions) throw new Error("a browser_session target needs the browser service's access");
 			const { result, evaluated } = await fetchBrowserTarget(target, {
 				access: browser,
@@ -414,27 +447,38 @@ export async function runJob(options: RunJobOptions): Promise<RunJobResult> {
 				return;
 			}
 			const started = clock();
-			journal.started(target.id);
+			if (guardOutput(() => journal.started(target.id)) === undefined && outputFailure) {
+				budget.release(worstCase);
+				settleBudget();
+				return;
+			}
 			const result = await fetchTarget(target.id, target.params, fetchDeps, resumeTasks.get(target.id) ?? null);
 			switch (result.kind) {
 				case "ok":
 				case "failed": {
 					// An ok fetch whose cost went unreported (or came back negative or garbled) is booked at its worst case.
-					const charged = result.creditsUsed ?? (result.kind === "ok" ? worstCase : 0);
+					const charged = result.creditsUsed ?? worstCase;
 					budget.commit(worstCase, charged);
 					settleBudget();
-					const record = addExtraction(
-						fetchedRecord(
+					const record = guardOutput(() => {
+						const built = addExtraction(
+							fetchedRecord(
+								target,
+								{ ...result, creditsUsed: charged },
+								{ startedMs: started, finishedMs: clock() },
+								content,
+							),
 							target,
-							{ ...result, creditsUsed: charged },
-							{ startedMs: started, finishedMs: clock() },
-							content,
-						),
-						target,
-						result,
-						job,
-					);
-					write(record);
+							result,
+							job,
+						);
+						write(built);
+						return built;
+					});
+					if (!record) {
+						stats.abandoned += 1;
+						return;
+					}
 					if (record.status === "failed") {
 						log.info(
 							{
@@ -458,6 +502,8 @@ export async function runJob(options: RunJobOptions): Promise<RunJobResult> {
 					budget.release(worstCase);
 					settleBudget();
 					if (result.taskId) stats.tasks.leftPending += 1;
+					// Sent but given up (a stop past its grace period): the service may still charge it.
+					if (result.attempts > 0) stats.abandoned += 1;
 					return;
 				default: {
 					const unreachable: never = result;
@@ -519,7 +565,12 @@ export async function runJob(options: RunJobOptions): Promise<RunJobResult> {
 				browser.creditsBefore !== null && after !== null ? Math.max(0, browser.creditsBefore - after) : null;
 		}
 		if (fill) summary.extract = fill.summary();
-		writeSummary(join(runDir, RUN_FILES.summary), summary);
+		try {
+			writeSummary(join(runDir, RUN_FILES.summary), summary);
+		} catch (error) {
+			outputFailure ??= new OutputError(join(runDir, RUN_FILES.summary), error);
+			stopReason ??= "output_failed";
+		}
 		log.info(
 			{
 				event: "run_end",
@@ -537,6 +588,6 @@ export async function runJob(options: RunJobOptions): Promise<RunJobResult> {
 		} catch (error) {
 			options.logger?.warn({ error: errorMessage(error) }, "could not write report.html");
 		}
-		return { summary, runDir, stopReason, reportPath };
+		return { summary, runDir, stopReason, stopMessage, reportPath };
 	}
 }

@@ -21,6 +21,8 @@ export function createRunStatistics(prior: PriorProgress | null) {
 	};
 
 	return {
+		/** Fetches sent and then given up when the run stopped (this session): the service may charge them. */
+		abandoned: 0,
 		recordFinished(record: ResultRecord) {
 			byStatus[record.status] += 1;
 			sessionDone += 1;
@@ -116,6 +118,7 @@ export function buildSummary(
 			left_pending: stats.tasks.leftPending,
 		},
 		errors_by_kind: { ...stats.errorsByKind },
+		abandoned: stats.abandoned,
 		started_at: new Date(run.startedMs).toISOString(),
 		finished_at: new Date(run.finishedMs).toISOString(),
 		wall_ms: wallMs,

@@ -21,5 +21,5 @@ export {
 	type ScrapeParams,
 	WAIT_UNTIL,
 } from "./scrape-params.js";
-export { maskSecret, redactSecrets } from "./secrets.js";
+export { maskSecret, maskUrlCredentials, redactSecrets } from "./secrets.js";
 export { type Clock, type Sleep, sleep, systemClock } from "./sleep.js";

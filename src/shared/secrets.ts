@@ -9,6 +9,22 @@ export function maskSecret(secret: string | null | undefined): string {
 }
 
 /**
+ * A URL as outputs may show it: credentials in its authority (`user:pass@`) replaced by `***@`. The
+ * fetch keeps the real URL; records, CSV, `--dry-run` and logs get this one. Cheap when there are none.
+ */
+export function maskUrlCredentials(url: string): string {
+	const at = url.indexOf("@");
+	if (at < 0) return url;
+	const start = url.indexOf("//");
+	if (start < 0 || at < start) return url;
+	const pathStart = url.slice(start + 2).search(/[/?#]/);
+	const authorityEnd = pathStart < 0 ? url.length : start + 2 + pathStart;
+	if (at > authorityEnd) return url;
+	const lastAt = url.lastIndexOf("@", authorityEnd);
+	return `${url.slice(0, start + 2)}***${url.slice(lastAt)}`;
+}
+
+/**
  * Replace every occurrence of the given secrets in a text. Used on anything that might echo a
  * request back (error bodies, URLs) before it reaches a log, an output file or a message.
  */

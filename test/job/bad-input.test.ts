@@ -103,7 +103,9 @@ describe("job file paths that cannot be read", () => {
 			"missing.yaml:1:1 cannot read the job file: no such file",
 		]);
 		expect((await loadIn(dir, "folder.yaml")).errors).toEqual(["folder.yaml:1:1 is a directory, not a job file"]);
-		expect((await loadIn(dir, "/dev/null")).errors).toEqual(["/dev/null:1:1 is not a regular file"]);
+		expect((await loadIn(dir, "/dev/null")).errors).toEqual([
+			"/dev/null:1:1 is not a regular file (a pipe, socket or device)",
+		]);
 	});
 
 	it("shows the path relative to the working directory when below it, absolute otherwise", async () => {

@@ -160,37 +160,37 @@ const schemaCases: Case[] = [
 		name: "names that would escape the output folder",
 		yaml: `name: ../x\ntargets: [${OK}]\n`,
 		errors: [
-			'job.yaml:1:7 name: must be a safe folder name: 1–100 letters, digits, ".", "_" or "-", not starting with "." (got "../x")',
+			'job.yaml:1:7 name: must be a safe folder name: 1–100 letters, digits, ".", "_" or "-", not starting with ".", not a Windows device name (CON, NUL, LPT1, …) (got "../x")',
 		],
 	},
 	{
 		name: "absolute name",
 		yaml: `name: /etc\ntargets: [${OK}]\n`,
 		errors: [
-			'job.yaml:1:7 name: must be a safe folder name: 1–100 letters, digits, ".", "_" or "-", not starting with "." (got "/etc")',
+			'job.yaml:1:7 name: must be a safe folder name: 1–100 letters, digits, ".", "_" or "-", not starting with ".", not a Windows device name (CON, NUL, LPT1, …) (got "/etc")',
 		],
 	},
 	{
 		name: "name with a slash",
 		yaml: `name: a/b\ntargets: [${OK}]\n`,
 		errors: [
-			'job.yaml:1:7 name: must be a safe folder name: 1–100 letters, digits, ".", "_" or "-", not starting with "." (got "a/b")',
+			'job.yaml:1:7 name: must be a safe folder name: 1–100 letters, digits, ".", "_" or "-", not starting with ".", not a Windows device name (CON, NUL, LPT1, …) (got "a/b")',
 		],
 	},
 	{
 		name: "empty name",
 		yaml: `name: ""\ntargets: [${OK}]\n`,
 		errors: [
-			'job.yaml:1:7 name: must be a safe folder name: 1–100 letters, digits, ".", "_" or "-", not starting with "." (got "")',
+			'job.yaml:1:7 name: must be a safe folder name: 1–100 letters, digits, ".", "_" or "-", not starting with ".", not a Windows device name (CON, NUL, LPT1, …) (got "")',
 		],
 	},
 	{
 		name: "ids that are not safe file names",
 		yaml: `name: t\ntargets:\n  - url: ${OK}\n    id: a/b\n  - url: ${OK}/2\n    id: ".."\n  - url: ${OK}/3\n    id: ""\n`,
 		errors: [
-			'job.yaml:4:9 targets[0].id: must be 1–128 letters, digits, ".", "_" or "-" (not "." or ".."): it names files under pages/ (got "a/b")',
-			'job.yaml:6:9 targets[1].id: must be 1–128 letters, digits, ".", "_" or "-" (not "." or ".."): it names files under pages/ (got "..")',
-			'job.yaml:8:9 targets[2].id: must be 1–128 letters, digits, ".", "_" or "-" (not "." or ".."): it names files under pages/ (got "")',
+			'job.yaml:4:9 targets[0].id: must be 1–128 letters, digits, ".", "_" or "-" (not "." or "..", not a Windows device name such as CON or NUL, not 16 hex digits, which are kept for derived ids): it names files under pages/ (got "a/b")',
+			'job.yaml:6:9 targets[1].id: must be 1–128 letters, digits, ".", "_" or "-" (not "." or "..", not a Windows device name such as CON or NUL, not 16 hex digits, which are kept for derived ids): it names files under pages/ (got "..")',
+			'job.yaml:8:9 targets[2].id: must be 1–128 letters, digits, ".", "_" or "-" (not "." or "..", not a Windows device name such as CON or NUL, not 16 hex digits, which are kept for derived ids): it names files under pages/ (got "")',
 		],
 	},
 	{

@@ -28,6 +28,7 @@ describe("the normalized Job", () => {
 			onBadRow: "fail",
 			taskTimeoutMs: 600_000,
 			outageTimeoutMs: 600_000,
+			maxBodyBytes: 50 * 1024 * 1024,
 		});
 		expect(fingerprint).toMatch(/^[0-9a-f]{64}$/);
 		expect(targets).toEqual([

@@ -14,7 +14,14 @@ import {
 } from "../../job/index.js";
 import { csvColumnsFor, formatSummary } from "../../output/index.js";
 import { type ProgressSnapshot, type RunJobResult, runJob, surveyTargets } from "../../run/index.js";
-import { DURATION_HINT, parseDuration, plural, redactSecrets, UsageError } from "../../shared/index.js";
+import {
+	DURATION_HINT,
+	maskUrlCredentials,
+	parseDuration,
+	plural,
+	redactSecrets,
+	UsageError,
+} from "../../shared/index.js";
 import { connectBrowser, type RunBrowserAccess } from "../browser-access.js";
 import { type CliContext, writeLine } from "../context.js";
 import { EXIT } from "../exit-codes.js";
@@ -266,7 +273,9 @@ async function dryRun(ctx: CliContext, jobs: LoadedRunJob[], flags: RunFlags): P
 		if (flags.json) continue;
 		for await (const batch of streamTargetBatches(job)) {
 			ctx.stdout.write(
-				batch.map((target) => `${target.id}\t${target.params.mode ?? "auto"}\t${target.url}\n`).join(""),
+				batch
+					.map((target) => `${target.id}\t${target.params.mode ?? "auto"}\t${maskUrlCredentials(target.url)}\n`)
+					.join(""),
 			);
 		}
 		writeLine(
@@ -394,6 +403,10 @@ async function runOne(ctx: CliContext, plan: PlannedRun, flags: RunFlags, run: R
 			return EXIT.authOrCredits;
 		case "budget_exhausted":
 			return EXIT.someTargetsFailed;
+		case "output_failed":
+			// Said even with --quiet: a full disk is what the person reading the cron mail must learn.
+			writeLine(ctx.stderr, `scrapejob: ${result.stopMessage ?? "output failed: nothing more was sent"}`);
+			return EXIT.outputFailed;
 		case "invalid_source":
 			return EXIT.invalidInput;
 		case null:

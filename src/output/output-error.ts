@@ -1,0 +1,43 @@
+import { ScrapejobError } from "../shared/index.js";
+
+/**
+ * The output could not be written (disk full, read-only folder, permission denied): the run stops
+ * sending at once — every further fetch would be paid for and lost — and exits 5.
+ */
+export class OutputError extends ScrapejobError {
+	readonly path: string;
+	constructor(path: string, cause: unknown) {
+		super(
+			"SCRAPEJOB_OUTPUT",
+			`output failed: cannot write ${path}: ${describeWriteError(cause)}; nothing more was sent`,
+			{
+				cause,
+			},
+		);
+		this.path = path;
+	}
+}
+
+function describeWriteError(error: unknown): string {
+	const code = (error as NodeJS.ErrnoException | undefined)?.code;
+	switch (code) {
+		case "ENOSPC":
+			return "no space left on the device (ENOSPC)";
+		case "EDQUOT":
+			return "disk quota exceeded (EDQUOT)";
+		case "EROFS":
+			return "the file system is read-only (EROFS)";
+		case "EACCES":
+		case "EPERM":
+			return `permission denied (${code})`;
+		case "EEXIST":
+		case "ENOTDIR":
+			return `a file is in the way where a folder should be (${code})`;
+		case "EFBIG":
+			return "the file is larger than this process may write (EFBIG)";
+		case "EIO":
+			return "an I/O error (EIO)";
+		default:
+			return error instanceof Error ? error.message : String(error);
+	}
+}

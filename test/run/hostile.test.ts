@@ -1,0 +1,287 @@
+import { execFileSync, spawn } from "node:child_process";
+import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
+import { createServer, type Server } from "node:http";
+import type { AddressInfo } from "node:net";
+import { join } from "node:path";
+import { afterEach, describe, expect, it } from "vitest";
+import { toServiceError } from "../../src/api/error-body.js";
+import { readRecords, readSummary, tempDir, writeJob } from "../helpers/job-files.js";
+import { runCli } from "../helpers/run-cli.js";
+import { startTestService, type TestService } from "../helpers/service.js";
+import { assertBuilt, BIN } from "../helpers/spawn-cli.js";
+
+let service: TestService | undefined;
+const servers: Server[] = [];
+afterEach(async () => {
+	await service?.close();
+	service = undefined;
+	for (const server of servers.splice(0)) {
+		server.closeAllConnections();
+		await new Promise((resolve) => server.close(resolve));
+	}
+});
+
+/** A scraper that answers every realtime call with `answer` (and health checks with 200): a hostile service. */
+async function hostileScraper(
+	answer: (res: import("node:http").ServerResponse) => void,
+): Promise<{ env: NodeJS.ProcessEnv; requests: () => number }> {
+	let requests = 0;
+	const server = createServer((req, res) => {
+		if (req.url?.includes("/scraper/health")) {
+			res.writeHead(200, {
+				"content-type": "application/json",
+				"x-ratelimit-limit": "4",
+				"x-ratelimit-remaining": "4",
+			});
+			res.end('{"success":true}');
+			return;
+		}
+		requests += 1;
+		answer(res);
+	});
+	servers.push(server);
+	await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", () => resolve()));
+	const base = `http://127.0.0.1:${(server.address() as AddressInfo).port}/api/v1`;
+	return {
+		env: { SCRAPEJOB_SCRAPER_KEY: "hostile-test-key-0123456789", SCRAPEJOB_SCRAPER_URL: base },
+		requests: () => requests,
+	};
+}
+
+function onlyRun(out: string, job: string): string {
+	const runs = readdirSync(join(out, job)).filter((name) => !name.startsWith("."));
+	expect(runs).toHaveLength(1);
+	return join(out, job, runs[0]!);
+}
+
+function targetsYaml(name: string, urls: string[], extra = ""): string {
+	return [
+		`name: ${name}`,
+		"defaults:",
+		"  mode: request",
+		"retry:",
+		"  attempts: 2",
+		"  backoff_ms: 5",
+		extra,
+		"targets:",
+		...urls.map((url) => `  - ${url}`),
+		"",
+	].join("\n");
+}
+
+describe("hostile input: job files", () => {
+	it("a FIFO as the job file or as a source is refused at once, not read forever", async () => {
+		const dir = tempDir();
+		execFileSync("mkfifo", [join(dir, "job.yaml")]);
+		const asJob = await runCli(["validate", join(dir, "job.yaml")]);
+		expect(asJob.code).toBe(2);
+		expect(asJob.stderr).toMatch(/is not a regular file \(a pipe, socket or device\)/);
+		execFileSync("mkfifo", [join(dir, "urls.txt")]);
+		const job = writeJob(dir, "src", "sources:\n  - urls.txt\n");
+		const asSource = await runCli(["validate", job]);
+		expect(asSource.code).toBe(2);
+		expect(asSource.stderr).toMatch(/urls\.txt.*is not a regular file/);
+	});
+
+	it("pathological nesting and alias expansion are refused in seconds with exit 2", async () => {
+		const dir = tempDir();
+		writeFileSync(join(dir, "deep.yaml"), "[".repeat(2_000_000));
+		const list = Array.from({ length: 20_000 }, (_, index) => `  - x${index}`).join("\n");
+		const aliases = Array.from({ length: 98 }, (_, index) => `a${index}: *big`).join("\n");
+		writeFileSync(join(dir, "bomb.yaml"), `big_holder: &big\n${list}\n${aliases}\n`);
+		const started = Date.now();
+		const deep = await runCli(["validate", join(dir, "deep.yaml")]);
+		expect(deep.code).toBe(2);
+		expect(deep.stderr).toMatch(/deep\.yaml:1:65 the job file nests deeper than 64 levels/);
+		const bomb = await runCli(["validate", join(dir, "bomb.yaml")]);
+		expect(bomb.code).toBe(2);
+		expect(bomb.stderr).toMatch(/expands to \d+ values \(aliases included\); the limit is 500000/);
+		expect(Date.now() - started).toBeLessThan(10_000);
+	});
+
+	it("ids that would collide or not be portable are refused: Windows device names, derived-id look-alikes", async () => {
+		const dir = tempDir();
+		const job = writeJob(
+			dir,
+			"ids",
+			[
+				"name: NUL",
+				"targets:",
+				"  - url: https://example.com/a",
+				"    id: CON",
+				"  - url: https://example.com/b",
+				"    id: lpt1.html",
+				"  - url: https://example.com/c",
+				"    id: 0123456789abcdef",
+				"",
+			].join("\n"),
+		);
+		const result = await runCli(["validate", job]);
+		expect(result.code).toBe(2);
+		expect(result.stderr).toMatch(/ids\.yaml:1:7 name: must be a safe folder name.*not a Windows device name/);
+		expect(result.stderr).toMatch(/ids\.yaml:4:9 targets\[0\]\.id: must be 1–128/);
+		expect(result.stderr).toMatch(/ids\.yaml:6:9 targets\[1\]\.id:/);
+		expect(result.stderr).toMatch(/ids\.yaml:8:9 targets\[2\]\.id: .*not 16 hex digits/);
+		// A file named after a device gets a usable default job name.
+		const con = writeJob(dir, "con", "targets: [https://example.com/]\n");
+		expect((await runCli(["validate", con, "--json"])).stdout).toMatch(/"name": ?"con-job"/);
+	});
+
+	it("a key expanded into a bad URL never shows in the validation error", async () => {
+		const dir = tempDir();
+		const key = "account-key-SECRET-0123456789abcdef";
+		const job = writeJob(dir, "leak", 'targets:\n  - "ftp://example.com/?k=${SCRAPEJOB_ACCOUNT_KEY}"\n');
+		const result = await runCli(["validate", job], { env: { SCRAPEJOB_ACCOUNT_KEY: key } });
+		expect(result.code).toBe(2);
+		expect(result.stderr).not.toContain(key);
+		expect(result.stderr).toContain("[redacted]");
+	});
+});
+
+describe("hostile input: the service and the target URLs", () => {
+	it("URL credentials and keys in target URLs never reach records, CSV or --dry-run; the fetch keeps them", async () => {
+		service = await startTestService();
+		const dir = tempDir();
+		const out = join(dir, "out");
+		const site = new URL(service.site.url);
+		const withCredentials = `http://user:pa55word@${site.host}/product/1`;
+		const withKey = `${service.site.url}/product/2?k=${service.emulator.accountKey}`;
+		const job = writeJob(dir, "creds", targetsYaml("creds", [withCredentials, withKey]));
+		const dry = await runCli(["run", job, "--dry-run"], { env: service.env });
+		expect(dry.stdout).not.toContain("pa55word");
+		expect(dry.stdout).toContain(`http://***@${site.host}/product/1`);
+		const result = await runCli(["run", job, "--out", out, "--quiet"], { env: service.env });
+		expect(result.code).toBe(0);
+		const runDir = onlyRun(out, "creds");
+		for (const file of ["results.jsonl", "results.csv", "run.log"]) {
+			const text = readFileSync(join(runDir, file), "utf8");
+			expect(text, file).not.toContain("pa55word");
+			expect(text, file).not.toContain(service.emulator.accountKey);
+		}
+		// The service was asked for the real URLs.
+		const asked = service.emulator.ledger.byEndpoint("realtime").map((entry) => String(entry.params?.url));
+		expect(asked).toContain(withCredentials);
+	});
+
+	it("an error body is redacted before it is cut to 200 characters (no key prefix leaks)", () => {
+		const key = "k".repeat(20) + "SECRETKEY0123456789";
+		const body = Buffer.from(`${"x".repeat(190)}${key} and more`);
+		const error = toServiceError(502, body, "POST /scraper/realtime", [key]);
+		expect(error.detail).not.toContain("kkkkkkkkkk");
+		expect(error.detail).toContain("[redacted]");
+	});
+
+	it("a redirect from the service itself is an unexpected answer, not the target's 302", async () => {
+		const hostile = await hostileScraper((res) => {
+			res.writeHead(302, { location: "https://elsewhere.example/" });
+			res.end();
+		});
+		const dir = tempDir();
+		const out = join(dir, "out");
+		const job = writeJob(dir, "redir", targetsYaml("redir", ["https://example.com/a"]));
+		const result = await runCli(["run", job, "--out", out, "--quiet"], { env: hostile.env });
+		expect(result.code).toBe(1);
+		expect(readRecords(onlyRun(out, "redir"))[0]).toMatchObject({ status: "failed", error: "unexpected_response" });
+	});
+
+	it("a body over max_body_mb fails its target with body_too_large after reading no more, booked at the worst case", async () => {
+		const hostile = await hostileScraper((res) => {
+			res.writeHead(200, { "content-type": "text/html" });
+			const chunk = Buffer.alloc(64 * 1024, "a");
+			let sent = 0;
+			const pump = () => {
+				while (sent < 400 && res.write(chunk)) sent += 1;
+				if (sent >= 400) res.end();
+				else res.once("drain", pump);
+			};
+			pump();
+		});
+		const dir = tempDir();
+		const out = join(dir, "out");
+		const job = writeJob(
+			dir,
+			"big",
+			targetsYaml("big", ["https://example.com/a"], "max_body_mb: 1\noutput:\n  content: inline"),
+		);
+		const result = await runCli(["run", job, "--out", out, "--quiet"], { env: hostile.env });
+		expect(result.code).toBe(1);
+		const [record] = readRecords(onlyRun(out, "big"));
+		expect(record).toMatchObject({ status: "failed", error: "body_too_large", credits_used: 2 });
+		expect(record!.content).toBeUndefined();
+	});
+
+	it("unreported, negative or garbled credits count as the worst case: --max-credits 10 buys at most 5 request fetches", async () => {
+		let answer = 0;
+		const hostile = await hostileScraper((res) => {
+			const credits = ["-1000000", "abc", undefined][answer++ % 3];
+			res.writeHead(200, {
+				"content-type": "text/html",
+				...(credits !== undefined ? { "x-credits-used": credits } : {}),
+			});
+			res.end("<html><body>ok</body></html>");
+		});
+		const dir = tempDir();
+		const out = join(dir, "out");
+		const urls = Array.from({ length: 20 }, (_, index) => `https://example.com/p${index}`);
+		const job = writeJob(dir, "bypass", targetsYaml("bypass", urls, "concurrency: 1"));
+		const result = await runCli(["run", job, "--out", out, "--quiet", "--max-credits", "10"], { env: hostile.env });
+		expect(result.code).toBe(1);
+		expect(hostile.requests()).toBe(5);
+		const summary = readSummary(onlyRun(out, "bypass"));
+		expect(summary).toMatchObject({ stopped_reason: "budget_exhausted", credits: { used: 10 } });
+	});
+});
+
+describe("hostile input: the disk", () => {
+	it("a write error mid-run stops sending at once (exit 5), leaves only whole lines, and --resume finishes", async () => {
+		assertBuilt();
+		service = await startTestService({ concurrency: 2 });
+		const dir = tempDir();
+		const out = join(dir, "out");
+		const urls = Array.from({ length: 120 }, (_, index) => `${service!.site.url}/page/${index + 1}`);
+		const job = writeJob(dir, "disk", targetsYaml("disk", urls, "output:\n  content: none"));
+		// The kernel refuses writes past 48 KiB for this process (EFBIG): a disk filling up mid-run.
+		const child = spawn(
+			"sh",
+			["-c", `trap "" XFSZ; ulimit -f 96; exec "${process.execPath}" "${BIN}" run "${job}" --out "${out}" --quiet`],
+			{
+				env: { PATH: process.env.PATH, ...service.env },
+				stdio: ["ignore", "pipe", "pipe"],
+			},
+		);
+		let stderr = "";
+		child.stderr.on("data", (chunk: Buffer) => {
+			stderr += chunk.toString();
+		});
+		const code = await new Promise<number>((resolve) => child.on("close", (exit) => resolve(exit ?? -1)));
+		expect(code).toBe(5);
+		expect(stderr).toMatch(/output failed: cannot write .*results\.(jsonl|csv).*nothing more was sent/);
+		const runDir = onlyRun(out, "disk");
+		const lines = readFileSync(join(runDir, "results.jsonl"), "utf8").split("\n");
+		expect(lines.at(-1)).toBe("");
+		for (const line of lines.slice(0, -1)) expect(() => JSON.parse(line)).not.toThrow();
+		const written = lines.length - 1;
+		expect(written).toBeLessThan(120);
+		// No new fetch after the failure: at most the ones in flight then.
+		expect(service.emulator.ledger.byEndpoint("realtime").length).toBeLessThanOrEqual(written + 2 + 2);
+
+		const resumed = await runCli(["run", job, "--out", out, "--quiet", "--resume"], { env: service.env });
+		expect(resumed.code).toBe(0);
+		const records = readRecords(runDir);
+		expect(new Set(records.map((record) => record.id)).size).toBe(120);
+		expect(records).toHaveLength(120);
+	}, 60_000);
+
+	it("a read-only output folder gets a message that says so, exit 5", async () => {
+		service = await startTestService();
+		const dir = tempDir();
+		mkdirSync(join(dir, "out"));
+		writeFileSync(join(dir, "out", "ro"), "a file where the job folder should be");
+		const job = writeJob(dir, "ro", targetsYaml("ro", [`${service.site.url}/page/1`]));
+		const result = await runCli(["run", job, "--out", join(dir, "out")], { env: service.env });
+		expect(existsSync(join(dir, "out", "ro"))).toBe(true);
+		expect(result.code).toBe(5);
+		expect(result.stderr).toMatch(/output failed: cannot write .*a file is in the way where a folder should be/);
+		expect(result.stderr).not.toMatch(/ENOENT/);
+	});
+});
