@@ -31,15 +31,26 @@ export function createProgressBar(ctx: CliContext, jobName: string, total: numbe
 	);
 	const started = Date.now();
 	bar.start(total, 0, { rate: "0.0", credits: 0, retries: 0, failed: 0, note: "" });
+	let based = false;
+	let pauseShown = false;
 	return {
 		update(snapshot) {
+			// A resumed run starts where its earlier sessions left off: rate and ETA count this session only.
+			if (!based) {
+				based = true;
+				const before = snapshot.done - snapshot.sessionDone;
+				if (before > 0) bar.start(total, before, { rate: "0.0", credits: 0, retries: 0, failed: 0, note: "" });
+			}
 			const seconds = (Date.now() - started) / 1000;
+			const pause = pauseNote(snapshot.paused);
 			bar.update(snapshot.done, {
-				rate: seconds > 0 ? (snapshot.done / seconds).toFixed(1) : "0.0",
+				rate: seconds > 0 ? (snapshot.sessionDone / seconds).toFixed(1) : "0.0",
 				credits: Math.round(snapshot.creditsUsed * 100) / 100,
 				retries: snapshot.retries,
 				failed: snapshot.failed,
+				...(pause !== null ? { note: ` | ${pause}` } : pauseShown ? { note: "" } : {}),
 			});
+			pauseShown = pause !== null;
 		},
 		note(text) {
 			bar.update({ note: ` | ${text.length > 40 ? `${text.slice(0, 39)}…` : text}` });
@@ -48,6 +59,15 @@ export function createProgressBar(ctx: CliContext, jobName: string, total: numbe
 			bar.stop();
 		},
 	};
+}
+
+/** The pause on the bar, e.g. "paused by the service: 43 s left"; null when sends flow. */
+export function pauseNote(paused: ProgressSnapshot["paused"]): string | null {
+	if (!paused) return null;
+	if (paused.reason === "service_unavailable") return "service unreachable: paused, probing /scraper/health";
+	return paused.leftMs !== null
+		? `paused by the service: ${Math.ceil(paused.leftMs / 1000)} s left`
+		: "paused by the service";
 }
 
 /** Non-TTY runs (cron): a progress log line every `intervalMs` instead of a bar. */
@@ -80,7 +100,12 @@ export function createProgressLog(
 export function progressLogFields(snapshot: ProgressSnapshot): Record<string, unknown> {
 	const fields: Record<string, unknown> = {};
 	for (const [key, value] of Object.entries(snapshot)) {
+		if (key === "paused") continue;
 		fields[key.replace(/[A-Z]/g, (letter) => `_${letter.toLowerCase()}`)] = value;
+	}
+	if (snapshot.paused) {
+		fields.paused = snapshot.paused.reason;
+		if (snapshot.paused.leftMs !== null) fields.paused_left_ms = Math.round(snapshot.paused.leftMs);
 	}
 	return fields;
 }

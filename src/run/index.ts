@@ -4,6 +4,7 @@ export { listRuns, type RunInfo } from "./find-runs.js";
 export { lockJobOutput, tookOverMessage } from "./job-lock.js";
 export { MERGE_FILE, type MergeResult, mergeShardRuns } from "./merge-runs.js";
 export { ResumeError } from "./open-run.js";
+export { type ConcurrencyPlan, MAX_LOCAL_CONCURRENCY, resolveConcurrency } from "./resolve-concurrency.js";
 export { fullJitterDelayMs } from "./retry-timing.js";
 export {
 	type ProgressSnapshot,

@@ -72,6 +72,10 @@ export interface ProgressSnapshot {
 	readonly creditsUsed: number;
 	readonly retries: number;
 	readonly inFlight: number;
+	/** Records written in this session (a resumed run's `done` includes the earlier sessions'): for rates. */
+	readonly sessionDone: number;
+	/** While the service holds every send: why, and for how long still (null: until probes get an answer). */
+	readonly paused: { readonly reason: "rate_limited" | "service_unavailable"; readonly leftMs: number | null } | null;
 }
 
 export interface RunJobOptions {
@@ -282,8 +286,21 @@ export async function runJob(options: RunJobOptions): Promise<RunJobResult> {
 				creditsUsed: stats.creditsUsed,
 				retries: stats.retries,
 				inFlight: queue.pending,
+				sessionDone: stats.sessionDone,
+				paused: pauseState(),
 			});
 		};
+		const pauseState = (): ProgressSnapshot["paused"] => {
+			const reason = gate.pauseReason();
+			if (reason === null) return null;
+			const left = gate.pausedUntil - clock();
+			return { reason, leftMs: reason === "rate_limited" && left > 0 ? left : null };
+		};
+		// Nothing is written while the service holds every send: the display is told once a second instead.
+		const pauseTicker = setInterval(() => {
+			if (gate.pauseReason() !== null) progress();
+		}, 1000);
+		pauseTicker.unref();
 
 		const scrub = createRecordScrubber(options.secrets);
 		const write = (unsafe: ResultRecord) => {
@@ -295,8 +312,11 @@ export async function runJob(options: RunJobOptions): Promise<RunJobResult> {
 			progress();
 		};
 
+		/** The limit the service reports (`X-RateLimit-Limit`): what a learned run's summary gives as its concurrency. */
+		let learnedLimit: number | null = null;
 		const onHeaders = (headers: ScraperHeaders) => {
 			stats.creditsSeen(headers.creditsRemaining);
+			if (headers.rateLimitLimit !== undefined) learnedLimit = headers.rateLimitLimit;
 			// Learned concurrency (scraper key only): one more slot per answer, up to the service's limit.
 			if (options.adaptiveConcurrency && headers.rateLimitLimit !== undefined) {
 				const ceiling = Math.min(options.concurrency, headers.rateLimitLimit);
@@ -539,6 +559,7 @@ export async function runJob(options: RunJobOptions): Promise<RunJobResult> {
 		if (feedError !== null && stopReason === null) stopReason = "invalid_source";
 		clearTimeout(graceTimer);
 		clearInterval(syncTimer);
+		clearInterval(pauseTicker);
 		options.signal.removeEventListener("abort", onSignal);
 		if (failures.length > 0) {
 			log.error({ event: "internal_error", error: errorMessage(failures[0]) }, "internal error while running targets");
@@ -555,7 +576,9 @@ export async function runJob(options: RunJobOptions): Promise<RunJobResult> {
 			survey,
 			maxCredits: options.maxCredits,
 			rateLimitPauses: gate.pauses,
-			concurrency: options.concurrency,
+			concurrency: options.adaptiveConcurrency
+				? Math.min(options.concurrency, learnedLimit ?? queue.concurrency)
+				: options.concurrency,
 			startedMs: startedAt,
 			finishedMs: clock(),
 		});

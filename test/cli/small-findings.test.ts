@@ -1,7 +1,7 @@
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { ServiceError } from "../../src/api/index.js";
-import { progressLogFields } from "../../src/cli/progress-display.js";
+import { pauseNote, progressLogFields } from "../../src/cli/progress-display.js";
 import { formatSummary, type RunSummary } from "../../src/output/index.js";
 import { tempDir, writeJob } from "../helpers/job-files.js";
 import { runCli } from "../helpers/run-cli.js";
@@ -95,6 +95,8 @@ describe("small things a new user noticed", () => {
 			creditsUsed: 2,
 			retries: 0,
 			inFlight: 1,
+			sessionDone: 1,
+			paused: { reason: "rate_limited", leftMs: 4000 },
 		});
 		expect(fields).toEqual({
 			done: 1,
@@ -105,6 +107,17 @@ describe("small things a new user noticed", () => {
 			credits_used: 2,
 			retries: 0,
 			in_flight: 1,
+			session_done: 1,
+			paused: "rate_limited",
+			paused_left_ms: 4000,
 		});
+	});
+
+	it("a pause shows on the bar with its reason and what is left of it", () => {
+		expect(pauseNote({ reason: "rate_limited", leftMs: 42_100 })).toBe("paused by the service: 43 s left");
+		expect(pauseNote({ reason: "service_unavailable", leftMs: null })).toBe(
+			"service unreachable: paused, probing /scraper/health",
+		);
+		expect(pauseNote(null)).toBeNull();
 	});
 });

@@ -166,6 +166,23 @@ describe("outages: the service down for a while pauses the whole queue instead o
 		expect(second.ledger.byEndpoint("realtime")).toHaveLength(30 - records.length);
 	});
 
+	it("a 429 pause shows on the progress bar with what is left of it, and is logged with its length", async () => {
+		const demo = await site();
+		const service = await emulator({
+			scenario: { concurrency: 2, reset_seconds: 2, faults: [{ kind: "rate_limit", times: 1, count: 1 }] },
+		});
+		const dir = tempDir();
+		const out = join(dir, "out");
+		const job = writeJob(dir, "shop", jobText(demo.url, 3));
+		const result = await runCli(["run", job, "--out", out], { env: envOf(service), tty: true });
+		expect(result.code).toBe(0);
+		expect(result.stderr).toMatch(/paused by the service: [12] s left/);
+		const runDir = join(out, "shop", readdirSync(join(out, "shop")).find((name) => !name.startsWith("."))!);
+		expect(readFileSync(join(runDir, "run.log"), "utf8")).toMatch(
+			/"event":"pause","reason":"rate_limited","pause_ms":2000/,
+		);
+	});
+
 	it("the account endpoint unreachable at start-up exits 3", async () => {
 		const gone = await startEmulator();
 		const env = envOf(gone);

@@ -13,7 +13,13 @@ import {
 	type TargetCounts,
 } from "../../job/index.js";
 import { csvColumnsFor, formatSummary } from "../../output/index.js";
-import { type ProgressSnapshot, type RunJobResult, runJob, surveyTargets } from "../../run/index.js";
+import {
+	type ProgressSnapshot,
+	type RunJobResult,
+	resolveConcurrency,
+	runJob,
+	surveyTargets,
+} from "../../run/index.js";
 import {
 	DURATION_HINT,
 	maskUrlCredentials,
@@ -310,21 +316,10 @@ async function runOne(ctx: CliContext, plan: PlannedRun, flags: RunFlags, run: R
 	const { job, counts, resumeDir } = plan;
 	const outRoot = resolve(ctx.cwd, flags.out);
 	const wanted = flags.concurrency ?? (job.concurrency === "auto" ? null : job.concurrency);
-	let concurrency: number;
-	const adaptive = run.accountConcurrency === null;
-	if (run.accountConcurrency !== null) {
-		concurrency = wanted ?? run.accountConcurrency;
-		if (concurrency > run.accountConcurrency) {
-			run.logger.warn(
-				{ job: job.name, asked: concurrency, limit: run.accountConcurrency },
-				`concurrency ${concurrency} is above the account's limit; using ${run.accountConcurrency}`,
-			);
-			concurrency = run.accountConcurrency;
-		}
-	} else {
-		// Scraper key only: grow from 1 to what X-RateLimit-Limit reports, capped by the job's number if any.
-		concurrency = wanted ?? 1000;
-	}
+	const limits = resolveConcurrency({ accountLimit: run.accountConcurrency, wanted });
+	for (const warning of limits.warnings) run.logger.warn({ job: job.name, limit: limits.ceiling }, warning);
+	const concurrency = limits.ceiling;
+	const adaptive = limits.adaptive;
 
 	const survey = await surveyTargets(job, counts);
 	// Ctrl-C while validating or counting: nothing was sent, so leave no empty run folder behind.
