@@ -17,12 +17,13 @@ const ALLOWED: Readonly<Record<string, readonly string[]>> = {
 	api: ["shared"],
 	output: ["shared"],
 	report: ["shared", "output"],
+	history: ["shared", "output"],
 	browser: ["shared"],
-	run: ["shared", "job", "api", "output", "report", "browser", "extract"],
+	run: ["shared", "job", "api", "output", "report", "browser", "history", "extract"],
 	emulator: ["shared"],
 	/** The one-call library entry (`runJobFile`): what the CLI's `run` assembles, for code. */
 	library: ["shared", "config", "job", "api", "output", "run", "emulator"],
-	cli: ["shared", "config", "job", "api", "output", "run", "report", "browser", "emulator"],
+	cli: ["shared", "config", "job", "api", "output", "run", "report", "browser", "history", "emulator"],
 };
 
 async function sourceFiles(dir: string): Promise<string[]> {

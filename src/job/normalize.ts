@@ -202,6 +202,7 @@ export function normalizeJob(parsed: JobFileOutput, ctx: NormalizeContext): Job 
 		taskTimeoutMs: parsed.task_timeout_ms,
 		outageTimeoutMs: parseDuration(parsed.outage_timeout) ?? 600_000,
 		maxBodyBytes: Math.round(parsed.max_body_mb * 1024 * 1024),
+		freshnessMs: parseDuration(parsed.freshness) ?? 0,
 	};
 	const extractionSummary = extraction.finish();
 	if (extractionSummary) job.extraction = extractionSummary;
@@ -250,6 +251,7 @@ export function normalizePartialJob(data: Record<string, unknown>, ctx: Normaliz
 		taskTimeoutMs: 1,
 		outageTimeoutMs: 600_000,
 		maxBodyBytes: 50 * 1024 * 1024,
+		freshnessMs: 0,
 	};
 	return { ...job, fingerprint: "" };
 }

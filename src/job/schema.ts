@@ -266,6 +266,11 @@ export const jobFileSchema = z
 			.describe(
 				"Largest answer body read, in MB: a larger one fails its target with body_too_large after reading no more (default 50)",
 			),
+		freshness: durationSchema
+			.default(0)
+			.describe(
+				"Skip a target whose latest ok record in this job's earlier runs is younger than this (e.g. 24h); 0 fetches all. --freshness wins",
+			),
 		outage_timeout: durationSchema
 			.default(DEFAULT_OUTAGE_TIMEOUT)
 			.describe(

@@ -27,6 +27,7 @@ export function createEmptyCounts(): TargetCounts {
 		targets: 0,
 		duplicates: 0,
 		skippedRows: 0,
+		deselected: 0,
 		creditRange: { min: 0, max: 0 },
 		byMode: Object.fromEntries(MODES.map((mode) => [mode, 0])) as Record<Mode, number>,
 		creditRangeByMode: Object.fromEntries(MODES.map((mode) => [mode, { min: 0, max: 0 }])) as Record<
@@ -112,6 +113,10 @@ async function* scanTargets(job: Job, options: ScanOptions): AsyncGenerator<Targ
 		inlineFirst.set(key.id, target);
 		// Another shard's target: seen (so duplicates are still found) but neither counted nor run here.
 		if (job.shard && shardOf(target.url, job.shard.count) !== job.shard.index) continue;
+		if (job.select && !job.select(target)) {
+			counts.deselected++;
+			continue;
+		}
 		// A browser session is paid from the browser credits, not the scraper's: no scraper estimate.
 		countTarget(counts, target.params, target.browserSession ? NO_COST : creditCostRange(target.params));
 		inlineTargets.push(target);
@@ -213,11 +218,15 @@ function createSourceScanner(
 			}
 			if (job.shard && shardOf(row.url, job.shard.count) !== job.shard.index) return undefined;
 			const params: ScrapeParams = { ...base, url: row.url };
-			countTarget(counts, params, cost);
 			const target: Target = { id: row.id ?? key.id, url: row.url, params, origin };
 			if (session) target.browserSession = session;
 			if (source.extract) target.extract = source.extract;
 			if (row.carried) target.carried = row.carried;
+			if (job.select && !job.select(target)) {
+				counts.deselected++;
+				return undefined;
+			}
+			countTarget(counts, params, cost);
 			return target;
 		},
 		finish() {

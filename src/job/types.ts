@@ -83,6 +83,13 @@ export interface Job {
 	retry: { attempts: number; backoffMs: number; maxBackoffMs: number };
 	onBadRow: BadRowPolicy;
 	taskTimeoutMs: number;
+	/**
+	 * Set by the runner for incremental runs: a target it returns false for is neither counted nor run
+	 * (fresh with `freshness:`, or not failed with `--retry-failed`).
+	 */
+	select?: (target: Target) => boolean;
+	/** `freshness` in ms (0: fetch all). */
+	freshnessMs: number;
 	/** Set by `run --shard I/N`: only targets whose URL host hashes to shard `index` are counted and run. */
 	shard?: ShardSpec;
 	/** `max_body_mb` in bytes: an answer body above it fails its target (`body_too_large`). */
@@ -106,6 +113,8 @@ export interface TargetCounts {
 	duplicates: number;
 	/** Bad source rows skipped with `on_bad_row: skip`. */
 	skippedRows: number;
+	/** Targets the run's selection left out (fresh ones with `freshness:`, not-failed ones with `--retry-failed`). */
+	deselected: number;
 	/** Credits if every target succeeds once, cheapest and dearest path (service-facts §2.2). */
 	creditRange: { min: number; max: number };
 	/** Distinct targets per effective mode (`auto` when not set). */

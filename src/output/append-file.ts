@@ -13,6 +13,8 @@ export interface AppendFile {
 	sync(): void;
 	close(): void;
 	readonly path: string;
+	/** Bytes in the file: where the next append lands. */
+	readonly size: number;
 }
 
 export function openAppendFile(path: string): AppendFile {
@@ -28,6 +30,9 @@ export function openAppendFile(path: string): AppendFile {
 	let dirty = false;
 	return {
 		path,
+		get size() {
+			return size;
+		},
 		append(text) {
 			let written = 0;
 			try {

@@ -17,6 +17,8 @@ export interface RunSummary {
 		by_status: Record<RecordStatus, number>;
 		duplicates: number;
 		skipped_rows: number;
+		/** With `freshness:`: targets not fetched because their latest ok record is younger (no record in this run). */
+		fresh?: number;
 	};
 	credits: {
 		used: number;
@@ -28,6 +30,8 @@ export interface RunSummary {
 	rate_limit_pauses: number;
 	tasks: { created: number; completed: number; failed: number; left_pending: number };
 	errors_by_kind: Record<string, number>;
+	/** Change tracking against the job's earlier runs: ok records by `change`. */
+	changes?: { new: number; changed: number; unchanged: number };
 	/** Fetches sent and then given up when this session stopped (grace period over, output failed): no record, the service may still charge them. */
 	abandoned?: number;
 	started_at: string;

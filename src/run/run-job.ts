@@ -4,6 +4,7 @@ import PQueue from "p-queue";
 import type { Logger } from "pino";
 import { MAX_RESET_SECONDS, type ScraperClient, type ScraperHeaders } from "../api/index.js";
 import type { BrowserServiceAccess } from "../browser/index.js";
+import { createChangeTracker, type JobHistory } from "../history/index.js";
 import { type Job, streamTargetBatches, type Target } from "../job/index.js";
 import {
 	createCsvSink,
@@ -104,6 +105,8 @@ export interface RunJobOptions {
 	/** Events for the terminal (stderr); `run.log` gets its own logger. */
 	readonly logger?: Logger;
 	readonly onProgress?: (snapshot: ProgressSnapshot) => void;
+	/** The job's history (incremental runs): records are stamped with `content_hash` and `change` against it. */
+	readonly history?: JobHistory;
 	/** How long an outage may last before the run stops (`service_unavailable`), ms. @default 600000 */
 	readonly outageTimeoutMs?: number;
 	readonly clock?: Clock;
@@ -182,7 +185,12 @@ export async function runJob(options: RunJobOptions): Promise<RunJobResult> {
 		const journal = openJournal(join(runDir, RUN_FILES.journal));
 		journal.session(runId, prior !== null);
 		// results.jsonl is always written: it is the record of truth `--resume` reads.
-		const sinks: RecordSink[] = [createJsonlSink(join(runDir, RUN_FILES.jsonl))];
+		const jsonl = createJsonlSink(join(runDir, RUN_FILES.jsonl));
+		const sinks: RecordSink[] = [jsonl];
+		// Incremental runs: each ok record is compared with the target's previous one (history).
+		const history = options.history ?? null;
+		const historyRun = history ? history.runIndex(basename(runDir)) : 0;
+		const changes = history ? createChangeTracker(history, runDir, Boolean(job.extraction)) : null;
 		if (job.output.formats.includes("csv")) {
 			const columns = csvColumnsFor({ data: job.extraction?.dataColumns, carry: job.extraction?.carry });
 			sinks.push(createCsvSink(join(runDir, RUN_FILES.csv), { bom: job.output.csvBom === true, columns }));
@@ -306,7 +314,9 @@ export async function runJob(options: RunJobOptions): Promise<RunJobResult> {
 		const write = (unsafe: ResultRecord) => {
 			const record = scrub(unsafe);
 			if (record.status === "ok") fill?.add(record.data);
+			const offset = jsonl.size;
 			for (const sink of sinks) sink.write(record);
+			history?.record(record, historyRun, offset, jsonl.size);
 			stats.recordFinished(record);
 			report?.add(record);
 			progress();
@@ -451,7 +461,10 @@ export async function runJob(options: RunJobOptions): Promise<RunJobResult> {
 			const record = addExtraction(fetchedRecord(target, charged, timing, content), target, result, job);
 			if (evaluated.length > 0)
 				record.data = { ...record.data, evaluate: evaluated.length === 1 ? evaluated[0] : evaluated };
-			write(record);
+			guardOutput(() => {
+				changes?.stamp(record, result.kind === "ok" ? result.body : null);
+				write(record);
+			});
 		};
 
 		const runTarget = async (target: Target) => {
@@ -492,6 +505,7 @@ export async function runJob(options: RunJobOptions): Promise<RunJobResult> {
 							result,
 							job,
 						);
+						changes?.stamp(built, result.kind === "ok" ? result.body : null);
 						write(built);
 						return built;
 					});
@@ -588,6 +602,20 @@ export async function runJob(options: RunJobOptions): Promise<RunJobResult> {
 				browser.creditsBefore !== null && after !== null ? Math.max(0, browser.creditsBefore - after) : null;
 		}
 		if (fill) summary.extract = fill.summary();
+		if (changes) {
+			summary.changes = { ...changes.counts };
+			guardOutput(() => changes.close());
+			try {
+				history?.save();
+			} catch (error) {
+				// The history is rebuilt from the run folders next time: nothing is lost.
+				options.logger?.warn(
+					{ error: errorMessage(error) },
+					"could not save the job's history; it is rebuilt next run",
+				);
+			}
+		}
+		if (job.freshnessMs > 0) summary.targets.fresh = survey.deselected;
 		try {
 			writeSummary(join(runDir, RUN_FILES.summary), summary);
 		} catch (error) {

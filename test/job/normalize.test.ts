@@ -29,6 +29,7 @@ describe("the normalized Job", () => {
 			taskTimeoutMs: 600_000,
 			outageTimeoutMs: 600_000,
 			maxBodyBytes: 50 * 1024 * 1024,
+			freshnessMs: 0,
 		});
 		expect(fingerprint).toMatch(/^[0-9a-f]{64}$/);
 		expect(targets).toEqual([

@@ -119,6 +119,7 @@ describe("streamTargets", () => {
 			targets: 2,
 			duplicates: 1,
 			skippedRows: 0,
+			deselected: 0,
 			creditRange: { min: 7, max: 11 },
 			byMode: { request: 0, browser: 1, auto: 1 },
 			creditRangeByMode: { request: { min: 0, max: 0 }, browser: { min: 5, max: 5 }, auto: { min: 2, max: 6 } },
@@ -171,6 +172,7 @@ describe("countTargets", () => {
 			targets: 5,
 			duplicates: 1,
 			skippedRows: 1,
+			deselected: 0,
 			// request 2 + datacenter 1 + browser 5 + auto 2×(2…6)
 			creditRange: { min: 12, max: 20 },
 			byMode: { request: 2, browser: 1, auto: 2 },

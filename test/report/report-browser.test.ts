@@ -98,7 +98,16 @@ describe("report.html in a real browser", () => {
 		const first = await openReport(reportPath);
 		expect(first.watch.consoleErrors).toEqual([]);
 		expect(first.watch.requests).toEqual([pathToFileURL(reportPath).href]);
-		expect(visible(first.charts)).toEqual(["activity", "latency", "credits-time", "credits-mode", "status", "errors"]);
+		// Every run tracks changes (all new on a first run): that chart draws too.
+		expect(visible(first.charts)).toEqual([
+			"activity",
+			"latency",
+			"credits-time",
+			"credits-mode",
+			"status",
+			"errors",
+			"changes",
+		]);
 		for (const chart of first.charts.filter((state) => !state.hidden)) {
 			// `drawn` is the number of x values plotted: a line over time needs two, a bar chart one.
 			const lines = chart.name === "activity" || chart.name === "credits-time";

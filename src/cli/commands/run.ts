@@ -1,7 +1,9 @@
-import { resolve } from "node:path";
+import { existsSync, readFileSync } from "node:fs";
+import { join, resolve } from "node:path";
 import { type Command, InvalidArgumentError } from "commander";
 import pino, { type Logger } from "pino";
 import type { ScraperAccess } from "../../api/index.js";
+import { type JobHistory, openJobHistory } from "../../history/index.js";
 import {
 	formatProblem,
 	type Job,
@@ -12,7 +14,7 @@ import {
 	streamTargetBatches,
 	type TargetCounts,
 } from "../../job/index.js";
-import { csvColumnsFor, formatSummary } from "../../output/index.js";
+import { csvColumnsFor, formatSummary, jobOutputDir } from "../../output/index.js";
 import {
 	type ProgressSnapshot,
 	type RunJobResult,
@@ -56,6 +58,8 @@ interface RunFlags extends ServiceFlags {
 	gracePeriod?: number;
 	taskPollMs?: number;
 	outageTimeout?: number;
+	freshness?: number;
+	retryFailed?: boolean | string;
 	shard?: string;
 }
 
@@ -115,6 +119,15 @@ export function registerRunCommand(program: Command, ctx: CliContext): void {
 			duration("--outage-timeout"),
 		)
 		.option(
+			"--freshness <duration>",
+			"skip targets whose latest ok record in this job's earlier runs is younger (e.g. 24h; 0 fetches all; job key freshness)",
+			duration("--freshness"),
+		)
+		.option(
+			"--retry-failed [run-id]",
+			"a new run of only the targets whose latest record is failed (across the job's runs, or in the given run)",
+		)
+		.option(
 			"--shard <I/N>",
 			"run only shard I of N (1-based; auto/N reads JOB_COMPLETION_INDEX or AWS_BATCH_JOB_ARRAY_INDEX, 0-based): the targets whose URL host hashes to it; run folder <run-id>-shard-I-of-N",
 		)
@@ -142,6 +155,51 @@ Examples:
 	command.action(async (paths: string[], flags: RunFlags) => {
 		ctx.exitCode = await runCommand(ctx, paths, flags);
 	});
+}
+
+/**
+ * Freshness (`--freshness` / `freshness:`) and `--retry-failed` as a selection on the job's targets, so
+ * counting, the summary's totals and the run itself all see the same targets.
+ */
+function selectTargets(
+	plan: PlannedRun,
+	history: JobHistory,
+	flags: RunFlags,
+	outRoot: string,
+): { job: Job; counts: TargetCounts | null } {
+	const freshnessMs = flags.freshness ?? plan.job.freshnessMs;
+	const retry = flags.retryFailed;
+	if (freshnessMs <= 0 && (retry === undefined || retry === false)) return { job: plan.job, counts: plan.counts };
+	const now = Date.now();
+	let failedInRun: Set<string> | null = null;
+	if (typeof retry === "string") {
+		const runDir = join(jobOutputDir(outRoot, plan.job.name), retry);
+		if (!existsSync(join(runDir, "results.jsonl")))
+			throw new UsageError(`--retry-failed: no run ${retry} of job ${plan.job.name} under ${outRoot}`);
+		failedInRun = failedIds(join(runDir, "results.jsonl"));
+	}
+	const select = (target: { id: string }) => {
+		const entry = history.get(target.id);
+		if (retry !== undefined && retry !== false) {
+			if (failedInRun ? !failedInRun.has(target.id) : entry?.latest !== "failed") return false;
+		}
+		return !(freshnessMs > 0 && entry?.okAt != null && now - entry.okAt < freshnessMs);
+	};
+	return { job: { ...plan.job, freshnessMs, select }, counts: null };
+}
+
+function failedIds(path: string): Set<string> {
+	const ids = new Set<string>();
+	for (const line of readFileSync(path, "utf8").split("\n")) {
+		if (!line.includes('"status":"failed"')) continue;
+		try {
+			const record = JSON.parse(line) as { id?: unknown; status?: unknown };
+			if (record.status === "failed" && typeof record.id === "string") ids.add(record.id);
+		} catch {
+			// a torn line
+		}
+	}
+	return ids;
 }
 
 /** `--shard`: each job narrowed to its shard; the loader's counts were for all targets, so they are dropped. */
@@ -313,8 +371,11 @@ interface RunContext {
 }
 
 async function runOne(ctx: CliContext, plan: PlannedRun, flags: RunFlags, run: RunContext): Promise<number> {
-	const { job, counts, resumeDir } = plan;
 	const outRoot = resolve(ctx.cwd, flags.out);
+	const { resumeDir } = plan;
+	// Incremental runs: the job's history decides what is fresh and what failed last time.
+	const history = openJobHistory(jobOutputDir(outRoot, plan.job.name));
+	const { job, counts } = selectTargets(plan, history, flags, outRoot);
 	const wanted = flags.concurrency ?? (job.concurrency === "auto" ? null : job.concurrency);
 	const limits = resolveConcurrency({ accountLimit: run.accountConcurrency, wanted });
 	for (const warning of limits.warnings) run.logger.warn({ job: job.name, limit: limits.ceiling }, warning);
@@ -367,6 +428,7 @@ async function runOne(ctx: CliContext, plan: PlannedRun, flags: RunFlags, run: R
 				? { taskPoll: { initialIntervalMs: flags.taskPollMs, maxIntervalMs: flags.taskPollMs * 10 } }
 				: {}),
 			secrets: run.secrets,
+			history,
 			...(flags.outageTimeout !== undefined ? { outageTimeoutMs: flags.outageTimeout } : {}),
 			...(run.browser && jobUsesBrowser(job) ? { browser: run.browser } : {}),
 			logger: run.logger,

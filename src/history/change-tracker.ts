@@ -1,0 +1,72 @@
+import { hash } from "node:crypto";
+import { join } from "node:path";
+import { type AppendFile, openAppendFile, type ResultRecord } from "../output/index.js";
+import type { JobHistory } from "./job-history.js";
+
+export const CHANGES_FILE = "changes.jsonl";
+
+export interface ChangeCounts {
+	new: number;
+	changed: number;
+	unchanged: number;
+}
+
+/** JSON with object keys sorted at every depth: the same data hashes the same however it was built. */
+function canonical(value: unknown): string {
+	if (value === null || typeof value !== "object") return JSON.stringify(value) ?? "null";
+	if (Array.isArray(value)) return `[${value.map(canonical).join(",")}]`;
+	const entries = Object.entries(value as Record<string, unknown>).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
+	return `{${entries.map(([key, member]) => `${JSON.stringify(key)}:${canonical(member)}`).join(",")}}`;
+}
+
+/**
+ * Change tracking: every ok record gets `content_hash` (64 bits of SHA-1 — of the extracted data when
+ * the job extracts, so a rotating ad is not a change; else of the content) and `change` against the
+ * target's previous ok record in this job. A changed target gets a line in `changes.jsonl` with each
+ * field's old and new value (the old record is read back from its run's results.jsonl).
+ */
+export function createChangeTracker(history: JobHistory, runDir: string, extracts: boolean) {
+	const counts: ChangeCounts = { new: 0, changed: 0, unchanged: 0 };
+	let changes: AppendFile | null = null;
+	return {
+		counts,
+		/** Stamp an ok record before it is written; `body` is the content the service returned. */
+		stamp(record: ResultRecord, body: Buffer | null): void {
+			if (record.status !== "ok") return;
+			const data = extracts && record.data ? canonical(record.data) : null;
+			if (data === null && body === null) return;
+			const contentHash = hash("sha1", data ?? body!, "hex").slice(0, 16);
+			record.content_hash = contentHash;
+			const previous = history.get(record.id);
+			if (!previous?.okHash || previous.okAt === null) {
+				record.change = "new";
+				counts.new += 1;
+				return;
+			}
+			if (previous.okHash === contentHash) {
+				record.change = "unchanged";
+				counts.unchanged += 1;
+				return;
+			}
+			record.change = "changed";
+			counts.changed += 1;
+			const old = history.readOkRecord(previous);
+			const fields: Record<string, { old: unknown; new: unknown }> = {};
+			if (extracts && record.data) {
+				const oldData = (old?.data ?? {}) as Record<string, unknown>;
+				for (const [name, value] of Object.entries(record.data)) {
+					if (canonical(oldData[name] ?? null) !== canonical(value ?? null))
+						fields[name] = { old: oldData[name] ?? null, new: value ?? null };
+				}
+			} else fields.content_hash = { old: previous.okHash, new: contentHash };
+			changes ??= openAppendFile(join(runDir, CHANGES_FILE));
+			changes.append(
+				`${JSON.stringify({ id: record.id, url: record.url, finished_at: record.finished_at, previous_finished_at: new Date(previous.okAt).toISOString(), fields })}\n`,
+			);
+		},
+		close(): void {
+			changes?.close();
+		},
+	};
+}
+export type ChangeTracker = ReturnType<typeof createChangeTracker>;

@@ -1,0 +1,8 @@
+/**
+ * Incremental runs (shared/design.md): the job's history across runs, change tracking, and what
+ * freshness and --retry-failed select from it.
+ */
+
+export { CHANGES_FILE, type ChangeCounts, type ChangeTracker, createChangeTracker } from "./change-tracker.js";
+export type { TargetHistory } from "./history-index.js";
+export { HISTORY_FILE, type JobHistory, openJobHistory } from "./job-history.js";

@@ -1,0 +1,205 @@
+import {
+	closeSync,
+	existsSync,
+	mkdirSync,
+	openSync,
+	readdirSync,
+	readFileSync,
+	readSync,
+	renameSync,
+	statSync,
+	writeFileSync,
+} from "node:fs";
+import { join } from "node:path";
+import type { ResultRecord } from "../output/index.js";
+import { HistoryIndex, type TargetHistory } from "./history-index.js";
+
+/** The per-job history file: `output/<job>/.history` (one file, replaced atomically). */
+export const HISTORY_FILE = ".history";
+const MAGIC = "SJH1";
+
+interface FoldedRun {
+	/** Run folder name. */
+	readonly id: string;
+	/** Bytes of its results.jsonl folded into the index so far. */
+	bytes: number;
+}
+
+/**
+ * The job's history across its runs (incremental runs: freshness, change tracking, --retry-failed):
+ * for each target its latest status and its latest ok record's time, content hash and place.
+ *
+ * Kept by scrapejob in one file replaced atomically (temp + rename) at the end of each run, so an
+ * interrupted run never corrupts it. It remembers how many bytes of each run's results.jsonl it has
+ * folded in; whatever was appended since (a run killed before it saved, a resumed session) is folded
+ * in when the history is next opened, and a deleted or damaged file is rebuilt from the run folders.
+ */
+export interface JobHistory {
+	get(id: string): TargetHistory | null;
+	/** The index of a run folder among the folded runs (added when new). */
+	runIndex(runId: string): number;
+	/** Note a record just appended to a run's results.jsonl at `offset`. */
+	record(record: ResultRecord, runIndex: number, offset: number, endOffset: number): void;
+	/** The ok record a history entry points at, read back from its run's results.jsonl; null when gone. */
+	readOkRecord(entry: TargetHistory): ResultRecord | null;
+	/** Write the history file (atomically). */
+	save(): void;
+	readonly size: number;
+}
+
+export function openJobHistory(jobDir: string): JobHistory {
+	let index = new HistoryIndex();
+	let runs: FoldedRun[] = [];
+	const path = join(jobDir, HISTORY_FILE);
+	try {
+		const loaded = readHistoryFile(path);
+		index = loaded.index;
+		runs = loaded.runs;
+	} catch {
+		// Missing or damaged: rebuilt below from the run folders themselves.
+		index = new HistoryIndex();
+		runs = [];
+	}
+	const byId = new Map(runs.map((run, position) => [run.id, position]));
+	const runIndex = (runId: string) => {
+		let position = byId.get(runId);
+		if (position === undefined) {
+			position = runs.length;
+			runs.push({ id: runId, bytes: 0 });
+			byId.set(runId, position);
+		}
+		return position;
+	};
+	// Fold what the file does not know yet, oldest run first (run ids sort by time).
+	for (const name of runFolders(jobDir)) {
+		const position = runIndex(name);
+		const run = runs[position]!;
+		run.bytes = foldResults(index, join(jobDir, name, "results.jsonl"), position, run.bytes);
+	}
+	return {
+		get: (id) => index.get(id),
+		runIndex,
+		record(record, position, offset, endOffset) {
+			index.record(record.id, record.status, Date.parse(record.finished_at), record.content_hash, position, offset);
+			const run = runs[position];
+			if (run && endOffset > run.bytes) run.bytes = endOffset;
+		},
+		readOkRecord(entry) {
+			const run = runs[entry.okRun];
+			if (!run || entry.okOffset < 0) return null;
+			return readLineAt(join(jobDir, run.id, "results.jsonl"), entry.okOffset);
+		},
+		save() {
+			mkdirSync(jobDir, { recursive: true });
+			const header = Buffer.from(JSON.stringify({ runs }), "utf8");
+			const length = Buffer.alloc(4);
+			length.writeUInt32LE(header.length, 0);
+			const temporary = `${path}.${process.pid}.tmp`;
+			writeFileSync(temporary, Buffer.concat([Buffer.from(MAGIC), length, header, index.toBuffer()]));
+			renameSync(temporary, path);
+		},
+		get size() {
+			return index.size;
+		},
+	};
+}
+
+function readHistoryFile(path: string): { index: HistoryIndex; runs: FoldedRun[] } {
+	const bytes = readFileSync(path);
+	if (bytes.subarray(0, 4).toString() !== MAGIC) throw new Error("not a history file");
+	const headerLength = bytes.readUInt32LE(4);
+	const header = JSON.parse(bytes.subarray(8, 8 + headerLength).toString("utf8")) as { runs: FoldedRun[] };
+	return { index: HistoryIndex.fromBuffer(bytes.subarray(8 + headerLength)), runs: header.runs };
+}
+
+/** Run folders of the job (those with results), oldest first. */
+function runFolders(jobDir: string): string[] {
+	if (!existsSync(jobDir)) return [];
+	return readdirSync(jobDir, { withFileTypes: true })
+		.filter((entry) => entry.isDirectory() && existsSync(join(jobDir, entry.name, "results.jsonl")))
+		.map((entry) => entry.name)
+		.sort();
+}
+
+/** Fold the records of a results.jsonl from byte `from` on; returns the bytes folded (whole lines only). */
+function foldResults(index: HistoryIndex, path: string, position: number, from: number): number {
+	let size: number;
+	try {
+		size = statSync(path).size;
+	} catch {
+		return from;
+	}
+	if (size <= from) return size < from ? 0 : from;
+	const fd = openSync(path, "r");
+	try {
+		const chunk = Buffer.alloc(1 << 20);
+		let offset = from;
+		let carry = Buffer.alloc(0);
+		let carryStart = from;
+		for (;;) {
+			const read = readSync(fd, chunk, 0, chunk.length, offset);
+			if (read === 0) break;
+			offset += read;
+			const data = carry.length ? Buffer.concat([carry, chunk.subarray(0, read)]) : chunk.subarray(0, read);
+			let lineStart = 0;
+			for (let newline = data.indexOf(10); newline >= 0; newline = data.indexOf(10, lineStart)) {
+				foldLine(index, data.subarray(lineStart, newline), position, carryStart + lineStart);
+				lineStart = newline + 1;
+			}
+			carry = Buffer.from(data.subarray(lineStart));
+			carryStart += lineStart;
+		}
+		// A torn last line is not folded: the next open tries it again once it is whole.
+		return carryStart;
+	} finally {
+		closeSync(fd);
+	}
+}
+
+function foldLine(index: HistoryIndex, line: Buffer, position: number, offset: number): void {
+	if (line.length === 0) return;
+	try {
+		const record = JSON.parse(line.toString("utf8")) as ResultRecord;
+		if (typeof record.id !== "string" || typeof record.finished_at !== "string") return;
+		index.record(
+			record.id,
+			record.status,
+			Date.parse(record.finished_at),
+			record.content_hash ?? null,
+			position,
+			offset,
+		);
+	} catch {
+		// A line that is not a record: not history.
+	}
+}
+
+function readLineAt(path: string, offset: number): ResultRecord | null {
+	let fd: number;
+	try {
+		fd = openSync(path, "r");
+	} catch {
+		return null;
+	}
+	try {
+		const chunks: Buffer[] = [];
+		let at = offset;
+		for (;;) {
+			const buffer = Buffer.alloc(64 * 1024);
+			const read = readSync(fd, buffer, 0, buffer.length, at);
+			if (read === 0) break;
+			const newline = buffer.subarray(0, read).indexOf(10);
+			if (newline >= 0) {
+				chunks.push(buffer.subarray(0, newline));
+				break;
+			}
+			chunks.push(buffer.subarray(0, read));
+			at += read;
+		}
+		return JSON.parse(Buffer.concat(chunks).toString("utf8")) as ResultRecord;
+	} catch {
+		return null;
+	} finally {
+		closeSync(fd);
+	}
+}

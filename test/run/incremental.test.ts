@@ -1,0 +1,185 @@
+import { existsSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { createServer, type Server } from "node:http";
+import type { AddressInfo } from "node:net";
+import { join } from "node:path";
+import { afterEach, describe, expect, it } from "vitest";
+import { type Emulator, startEmulator } from "../../src/emulator/index.js";
+import { readRecords, readSummary, tempDir, writeJob } from "../helpers/job-files.js";
+import { runCli } from "../helpers/run-cli.js";
+
+let closers: Array<() => Promise<void>> = [];
+afterEach(async () => {
+	for (const close of closers.reverse()) await close();
+	closers = [];
+});
+
+/** A shop whose pages the test edits between runs (status and price per page). */
+async function editableShop(): Promise<{
+	url: string;
+	pages: Map<string, { status: number; price: string; ad: number }>;
+}> {
+	const pages = new Map<string, { status: number; price: string; ad: number }>();
+	const server: Server = createServer((req, res) => {
+		const page = pages.get(req.url ?? "");
+		if (!page) {
+			res.writeHead(404, { "content-type": "text/html" });
+			res.end("<html><body>gone</body></html>");
+			return;
+		}
+		// The rotating ad changes every fetch: with extract:, it is no change.
+		page.ad += 1;
+		res.writeHead(page.status, { "content-type": "text/html" });
+		res.end(
+			`<html><body><h1>${req.url}</h1><p class="price">$${page.price}</p><div class="ad">ad ${page.ad}</div></body></html>`,
+		);
+	});
+	await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", () => resolve()));
+	closers.push(async () => {
+		server.closeAllConnections();
+		await new Promise((resolve) => server.close(resolve));
+	});
+	return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, pages };
+}
+
+async function emulator(): Promise<Emulator> {
+	const started = await startEmulator({ scenario: { concurrency: 2 } });
+	closers.push(() => started.close());
+	return started;
+}
+
+const envOf = (service: Emulator) => ({ SCRAPEJOB_ACCOUNT_KEY: service.accountKey, SCRAPEJOB_API_URL: service.apiUrl });
+
+function runs(out: string): string[] {
+	return readdirSync(join(out, "shop"))
+		.filter((name) => !name.startsWith("."))
+		.sort()
+		.map((name) => join(out, "shop", name));
+}
+
+function job(dir: string, shop: string, extra = ""): string {
+	const paths = ["/p/1", "/p/2", "/p/3"];
+	return writeJob(
+		dir,
+		"shop",
+		[
+			"name: shop",
+			"defaults:",
+			"  mode: request",
+			extra,
+			"targets:",
+			...paths.map((path) => `  - ${shop}${path}`),
+			"",
+		].join("\n"),
+	);
+}
+
+describe("incremental runs", () => {
+	it("marks each ok record new, changed or unchanged against the last run, and lists what changed", async () => {
+		const shop = await editableShop();
+		for (const path of ["/p/1", "/p/2", "/p/3"]) shop.pages.set(path, { status: 200, price: "10.00", ad: 0 });
+		const service = await emulator();
+		const dir = tempDir();
+		const out = join(dir, "out");
+		const file = job(dir, shop.url, "extract:\n  price: {css: .price, type: number}");
+		expect((await runCli(["run", file, "--out", out, "--quiet"], { env: envOf(service) })).code).toBe(0);
+		const [first] = runs(out);
+		expect(readRecords(first!).map((record) => record.change)).toEqual(["new", "new", "new"]);
+		expect(readRecords(first!).every((record) => /^[0-9a-f]{16}$/.test(record.content_hash ?? ""))).toBe(true);
+
+		shop.pages.get("/p/2")!.price = "12.50";
+		expect((await runCli(["run", file, "--out", out, "--quiet"], { env: envOf(service) })).code).toBe(0);
+		const second = runs(out)[1]!;
+		const byPath = new Map(readRecords(second).map((record) => [new URL(record.url).pathname, record]));
+		// Only the edited page changed; the rotating ad is not a change because the hash is over the extracted data.
+		expect([...byPath].map(([path, record]) => [path, record.change]).sort()).toEqual([
+			["/p/1", "unchanged"],
+			["/p/2", "changed"],
+			["/p/3", "unchanged"],
+		]);
+		const changes = readFileSync(join(second, "changes.jsonl"), "utf8")
+			.trim()
+			.split("\n")
+			.map((line) => JSON.parse(line));
+		expect(changes).toHaveLength(1);
+		expect(changes[0]).toMatchObject({ id: byPath.get("/p/2")!.id, fields: { price: { old: 10, new: 12.5 } } });
+		expect(readSummary(second).changes).toEqual({ new: 0, changed: 1, unchanged: 2 });
+	});
+
+	it("freshness: targets fetched ok within the window are not fetched again (nothing sent), counted fresh", async () => {
+		const shop = await editableShop();
+		for (const path of ["/p/1", "/p/2", "/p/3"]) shop.pages.set(path, { status: 200, price: "1.00", ad: 0 });
+		shop.pages.get("/p/3")!.status = 404;
+		const service = await emulator();
+		const dir = tempDir();
+		const out = join(dir, "out");
+		const file = job(dir, shop.url, "freshness: 1h");
+		expect((await runCli(["run", file, "--out", out, "--quiet"], { env: envOf(service) })).code).toBe(1);
+		const sent = service.ledger.byEndpoint("realtime").length;
+		expect(sent).toBe(3);
+
+		// /p/1 and /p/2 are fresh; /p/3 failed, so it is fetched again.
+		const again = await runCli(["run", file, "--out", out, "--quiet", "--json"], { env: envOf(service) });
+		expect(again.code).toBe(1);
+		expect(service.ledger.byEndpoint("realtime").length).toBe(sent + 1);
+		const summary = JSON.parse(again.stdout);
+		expect(summary.targets).toMatchObject({ total: 1, done: 1, fresh: 2 });
+		// --freshness 0 fetches all again.
+		const all = await runCli(["run", file, "--out", out, "--quiet", "--freshness", "0"], { env: envOf(service) });
+		expect(all.code).toBe(1);
+		expect(service.ledger.byEndpoint("realtime").length).toBe(sent + 1 + 3);
+	});
+
+	it("--retry-failed runs only the targets whose latest record failed, across runs or of one run", async () => {
+		const shop = await editableShop();
+		for (const path of ["/p/1", "/p/2", "/p/3"]) shop.pages.set(path, { status: 200, price: "1.00", ad: 0 });
+		shop.pages.get("/p/2")!.status = 404;
+		const service = await emulator();
+		const dir = tempDir();
+		const out = join(dir, "out");
+		const file = job(dir, shop.url);
+		expect((await runCli(["run", file, "--out", out, "--quiet"], { env: envOf(service) })).code).toBe(1);
+		const firstRun = runs(out)[0]!;
+		/** The run folder a command made (run ids made within one second do not sort by time). */
+		const newRun = async (args: string[]) => {
+			const before = new Set(runs(out));
+			const result = await runCli(["run", file, "--out", out, "--quiet", "--json", ...args], { env: envOf(service) });
+			return { result, dir: runs(out).find((dir) => !before.has(dir))! };
+		};
+		shop.pages.get("/p/2")!.status = 200;
+		const retried = await newRun(["--retry-failed"]);
+		expect(retried.result.code).toBe(0);
+		expect(readRecords(retried.dir).map((record) => new URL(record.url).pathname)).toEqual(["/p/2"]);
+		expect(service.ledger.byEndpoint("realtime")).toHaveLength(4);
+		// Nothing failed last time any more: a retry-failed run has nothing to do.
+		const none = await newRun(["--retry-failed"]);
+		expect(none.result.code).toBe(0);
+		expect(JSON.parse(none.result.stdout).targets.total).toBe(0);
+		expect(service.ledger.byEndpoint("realtime")).toHaveLength(4);
+		// With a run id: that run's failures, whatever happened since.
+		const byRun = await newRun(["--retry-failed", firstRun.split("/").at(-1)!]);
+		expect(byRun.result.code).toBe(0);
+		expect(readRecords(byRun.dir).map((record) => new URL(record.url).pathname)).toEqual(["/p/2"]);
+	});
+
+	it("a deleted or damaged history is rebuilt from the run folders", async () => {
+		const shop = await editableShop();
+		for (const path of ["/p/1", "/p/2", "/p/3"]) shop.pages.set(path, { status: 200, price: "1.00", ad: 0 });
+		const service = await emulator();
+		const dir = tempDir();
+		const out = join(dir, "out");
+		const file = job(dir, shop.url);
+		expect((await runCli(["run", file, "--out", out, "--quiet"], { env: envOf(service) })).code).toBe(0);
+		const history = join(out, "shop", ".history");
+		expect(existsSync(history)).toBe(true);
+		writeFileSync(history, "torn");
+		expect(
+			(await runCli(["run", file, "--out", out, "--quiet", "--freshness", "1h"], { env: envOf(service) })).code,
+		).toBe(0);
+		rmSync(history);
+		const third = await runCli(["run", file, "--out", out, "--quiet", "--freshness", "1h", "--json"], {
+			env: envOf(service),
+		});
+		expect(JSON.parse(third.stdout).targets.fresh).toBe(3);
+		expect(service.ledger.byEndpoint("realtime")).toHaveLength(3);
+	});
+});
