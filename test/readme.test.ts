@@ -99,7 +99,9 @@ describe("README examples", () => {
 			const path = join(dir, "job.yaml");
 			writeFileSync(path, block.text);
 			try {
-				const { job } = await loadJob(path, { env: { SCRAPEJOB_DEMO_SITE: "https://demo.example" }, cwd: dir });
+				// Variables the README examples name (a demo site, a webhook secret), set as a user would.
+				const env = { SCRAPEJOB_DEMO_SITE: "https://demo.example", HOOK_SECRET: "readme-hook-secret" };
+				const { job } = await loadJob(path, { env, cwd: dir });
 				expect(job.name).not.toBe("");
 			} catch (error) {
 				if (error instanceof JobValidationError) {

@@ -203,6 +203,7 @@ export function normalizeJob(parsed: JobFileOutput, ctx: NormalizeContext): Job 
 		outageTimeoutMs: parseDuration(parsed.outage_timeout) ?? 600_000,
 		maxBodyBytes: Math.round(parsed.max_body_mb * 1024 * 1024),
 		freshnessMs: parseDuration(parsed.freshness) ?? 0,
+		notify: parsed.notify ?? null,
 	};
 	const extractionSummary = extraction.finish();
 	if (extractionSummary) job.extraction = extractionSummary;
@@ -252,6 +253,7 @@ export function normalizePartialJob(data: Record<string, unknown>, ctx: Normaliz
 		outageTimeoutMs: 600_000,
 		maxBodyBytes: 50 * 1024 * 1024,
 		freshnessMs: 0,
+		notify: null,
 	};
 	return { ...job, fingerprint: "" };
 }

@@ -266,6 +266,31 @@ export const jobFileSchema = z
 			.describe(
 				"Largest answer body read, in MB: a larger one fails its target with body_too_large after reading no more (default 50)",
 			),
+		notify: z
+			.strictObject({
+				url: z
+					.string()
+					.regex(/^https?:\/\/\S+$/, { error: "must be an http:// or https:// address" })
+					.describe("Where the summary is POSTed when a run ends"),
+				secret: z
+					.string()
+					.min(8, { error: "must be at least 8 characters" })
+					.optional()
+					.describe("Signs the body: X-Scrapejob-Signature: sha256=<hex HMAC-SHA256>; use ${ENV_VAR}"),
+				on: z
+					.array(z.enum(["completed", "failed", "stopped"]))
+					.min(1)
+					.optional()
+					.describe(
+						"Which endings are sent (default all): completed (all ok), failed (some failed), stopped (incomplete)",
+					),
+				format: z
+					.enum(["json", "slack"])
+					.optional()
+					.describe("json (the summary) or slack (an incoming webhook's text); default: slack for hooks.slack.com"),
+			})
+			.optional()
+			.describe("A signed POST of the summary when a run ends; a failed notification never changes the exit code"),
 		freshness: durationSchema
 			.default(0)
 			.describe(

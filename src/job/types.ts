@@ -88,6 +88,13 @@ export interface Job {
 	 * (fresh with `freshness:`, or not failed with `--retry-failed`).
 	 */
 	select?: (target: Target) => boolean;
+	/** `notify:`: where the summary is POSTed when a run ends. */
+	notify: {
+		url: string;
+		secret?: string;
+		on?: Array<"completed" | "failed" | "stopped">;
+		format?: "json" | "slack";
+	} | null;
 	/** `freshness` in ms (0: fetch all). */
 	freshnessMs: number;
 	/** Set by `run --shard I/N`: only targets whose URL host hashes to shard `index` are counted and run. */

@@ -3,6 +3,7 @@ export { type FetchResult, fetchTarget } from "./fetch-target.js";
 export { listRuns, type RunInfo } from "./find-runs.js";
 export { lockJobOutput, tookOverMessage } from "./job-lock.js";
 export { MERGE_FILE, type MergeResult, mergeShardRuns } from "./merge-runs.js";
+export { NOTIFY_EVENTS, type NotifyEvent, type NotifySpec, notifyRunEnd, runEvent, signature } from "./notify.js";
 export { ResumeError } from "./open-run.js";
 export { type ConcurrencyPlan, MAX_LOCAL_CONCURRENCY, resolveConcurrency } from "./resolve-concurrency.js";
 export { fullJitterDelayMs } from "./retry-timing.js";

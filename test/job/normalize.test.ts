@@ -30,6 +30,7 @@ describe("the normalized Job", () => {
 			outageTimeoutMs: 600_000,
 			maxBodyBytes: 50 * 1024 * 1024,
 			freshnessMs: 0,
+			notify: null,
 		});
 		expect(fingerprint).toMatch(/^[0-9a-f]{64}$/);
 		expect(targets).toEqual([

@@ -16,6 +16,7 @@ import {
 } from "../../job/index.js";
 import { csvColumnsFor, formatSummary, jobOutputDir } from "../../output/index.js";
 import {
+	notifyRunEnd,
 	type ProgressSnapshot,
 	type RunJobResult,
 	resolveConcurrency,
@@ -59,6 +60,7 @@ interface RunFlags extends ServiceFlags {
 	taskPollMs?: number;
 	outageTimeout?: number;
 	freshness?: number;
+	notify?: string;
 	retryFailed?: boolean | string;
 	shard?: string;
 }
@@ -117,6 +119,10 @@ export function registerRunCommand(program: Command, ctx: CliContext): void {
 			"--outage-timeout <duration>",
 			"how long the service may be down (unreachable, or 5xx to everything) before the run stops, exit 3 (job key outage_timeout; default 10m)",
 			duration("--outage-timeout"),
+		)
+		.option(
+			"--notify <url>",
+			"POST the summary there when the run ends (signed with the job's notify.secret, if any); never changes the exit code",
 		)
 		.option(
 			"--freshness <duration>",
@@ -449,6 +455,14 @@ async function runOne(ctx: CliContext, plan: PlannedRun, flags: RunFlags, run: R
 	}
 	if (!interactive)
 		run.logger.info({ job: job.name, complete: summary.complete, run_dir: result.runDir }, "run finished");
+	const notify = flags.notify ? { ...job.notify, url: flags.notify } : job.notify;
+	if (notify) {
+		await notifyRunEnd(notify, summary, result.runDir, {
+			warn: (message) => {
+				if (!flags.quiet) writeLine(ctx.stderr, `scrapejob: ${message}`);
+			},
+		});
+	}
 
 	switch (result.stopReason) {
 		case "interrupted":

@@ -1,0 +1,160 @@
+import { createServer, type IncomingHttpHeaders, type Server } from "node:http";
+import type { AddressInfo } from "node:net";
+import { join } from "node:path";
+import { afterEach, describe, expect, it } from "vitest";
+import { notifyRunEnd, signature } from "../../src/run/index.js";
+import { tempDir, writeJob } from "../helpers/job-files.js";
+import { record } from "../helpers/records.js";
+import { runCli } from "../helpers/run-cli.js";
+import { startTestService, type TestService } from "../helpers/service.js";
+
+let service: TestService | undefined;
+const servers: Server[] = [];
+afterEach(async () => {
+	await service?.close();
+	service = undefined;
+	for (const server of servers.splice(0)) {
+		server.closeAllConnections();
+		await new Promise((resolve) => server.close(resolve));
+	}
+});
+
+interface Received {
+	headers: IncomingHttpHeaders;
+	body: string;
+}
+
+async function receiver(status = 200): Promise<{ url: string; received: Received[] }> {
+	const received: Received[] = [];
+	const server = createServer((req, res) => {
+		let body = "";
+		req.on("data", (chunk: Buffer) => {
+			body += chunk.toString();
+		});
+		req.on("end", () => {
+			received.push({ headers: req.headers, body });
+			res.writeHead(status);
+			res.end();
+		});
+	});
+	servers.push(server);
+	await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", () => resolve()));
+	return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/hook`, received };
+}
+
+describe("notifications when a run ends", () => {
+	it("POSTs the summary signed with HMAC-SHA256 of the body; the receiver can verify it", async () => {
+		service = await startTestService();
+		const hook = await receiver();
+		const dir = tempDir();
+		const secret = "notify-secret-0123456789";
+		const job = writeJob(
+			dir,
+			"shop",
+			[
+				"name: shop",
+				"defaults:",
+				"  mode: request",
+				"notify:",
+				`  url: ${hook.url}`,
+				"  secret: ${HOOK_SECRET}",
+				"targets:",
+				`  - ${service.site.url}/product/1`,
+				`  - ${service.site.url}/missing`,
+				"",
+			].join("\n"),
+		);
+		const result = await runCli(["run", job, "--out", join(dir, "out"), "--quiet"], {
+			env: { ...service.env, HOOK_SECRET: secret },
+		});
+		expect(result.code).toBe(1);
+		expect(hook.received).toHaveLength(1);
+		const [post] = hook.received;
+		expect(post!.headers["x-scrapejob-signature"]).toBe(signature(post!.body, secret));
+		expect(post!.headers["x-scrapejob-signature"]).not.toBe(signature(post!.body, "another-secret"));
+		expect(JSON.parse(post!.body)).toMatchObject({
+			event: "failed",
+			job: "shop",
+			targets: { by_status: { ok: 1, failed: 1 } },
+		});
+		expect(post!.body).not.toContain(secret);
+	});
+
+	it("a notification that fails never changes the exit code; `on` filters the endings", async () => {
+		service = await startTestService();
+		const broken = await receiver(404);
+		const dir = tempDir();
+		const job = writeJob(
+			dir,
+			"shop",
+			["name: shop", "defaults:", "  mode: request", "targets:", `  - ${service.site.url}/product/1`, ""].join("\n"),
+		);
+		const result = await runCli(["run", job, "--out", join(dir, "out"), "--notify", broken.url], { env: service.env });
+		expect(result.code).toBe(0);
+		expect(result.stderr).toMatch(
+			/notification to http:\/\/127\.0\.0\.1:\d+ failed \(answered 404\); the run's outcome is unchanged/,
+		);
+
+		const hook = await receiver();
+		const filtered = writeJob(
+			dir,
+			"only",
+			[
+				"name: only",
+				"defaults:",
+				"  mode: request",
+				"notify:",
+				`  url: ${hook.url}`,
+				"  on: [failed, stopped]",
+				"targets:",
+				`  - ${service.site.url}/product/1`,
+				"",
+			].join("\n"),
+		);
+		expect((await runCli(["run", filtered, "--out", join(dir, "out"), "--quiet"], { env: service.env })).code).toBe(0);
+		expect(hook.received).toHaveLength(0);
+	});
+
+	it("retries a receiver that answers 5xx, with backoff, a bounded number of times", async () => {
+		const hook = await receiver(503);
+		const waits: number[] = [];
+		const warnings: string[] = [];
+		const summary = {
+			job: "j",
+			run_id: "r",
+			complete: true,
+			stopped_reason: null,
+			targets: {
+				total: 1,
+				done: 1,
+				remaining: 0,
+				by_status: { ok: 1, failed: 0, skipped: 0 },
+				duplicates: 0,
+				skipped_rows: 0,
+			},
+			credits: { used: 2, by_mode: {}, remaining: null, max_credits: null },
+			retries: 0,
+			rate_limit_pauses: 0,
+			tasks: { created: 0, completed: 0, failed: 0, left_pending: 0 },
+			errors_by_kind: {},
+			started_at: record("x").started_at,
+			finished_at: record("x").finished_at,
+			wall_ms: 1,
+			throughput_per_s: 1,
+			latency_ms: { p50: null, p95: null },
+			concurrency: 1,
+			resumed_from: null,
+		};
+		const sent = await notifyRunEnd({ url: hook.url, format: "slack" }, summary, "/out/j/r", {
+			warn: (message) => warnings.push(message),
+			sleep: async (ms) => {
+				waits.push(ms);
+			},
+		});
+		expect(sent).toBe(false);
+		expect(hook.received).toHaveLength(3);
+		expect(waits).toEqual([1000, 2000]);
+		expect(JSON.parse(hook.received[0]!.body).text).toMatch(/scrapejob j r: 1 ok, 0 failed of 1/);
+		expect(warnings).toHaveLength(1);
+	});
+});
