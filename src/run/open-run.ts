@@ -6,7 +6,7 @@ import { createRunDir, jobOutputDir, newRunId, openAppendFile, RUN_FILES } from 
 import { ScrapejobError } from "../shared/index.js";
 import { warnIfTookOver } from "./job-lock.js";
 import { readJournalTasks } from "./journal.js";
-import { csvCatchUp, type PriorProgress, readPriorProgress } from "./resume-state.js";
+import { CORRUPT_FILE, csvCatchUp, type PriorProgress, readPriorProgress, repairResults } from "./resume-state.js";
 import { acquireRunLock, type RunLock } from "./run-lock.js";
 import type { TargetSurvey } from "./survey-targets.js";
 
@@ -66,6 +66,8 @@ export async function openRun(options: {
 	lock?: RunLock;
 	/** The new run's id, when the caller chose it (with the lock); else one from `startedAt`. */
 	runId?: string;
+	/** `--repair`: move lines of results.jsonl that are not records aside before resuming. */
+	repair?: boolean;
 }): Promise<OpenedRun> {
 	const { job, survey } = options;
 	const meta = options.resumeDir ? readMeta(options.resumeDir) : null;
@@ -82,6 +84,14 @@ export async function openRun(options: {
 	try {
 		if (options.resumeDir) {
 			const runDir = options.resumeDir;
+			if (options.repair) {
+				const moved = await repairResults(join(runDir, RUN_FILES.jsonl), join(runDir, RUN_FILES.csv));
+				if (moved > 0)
+					options.logger?.warn(
+						{ moved },
+						`--repair: moved ${moved} line(s) that were not records to ${CORRUPT_FILE}; their targets run again`,
+					);
+			}
 			const prior = await readPriorProgress(join(runDir, RUN_FILES.jsonl));
 			const journalled = await readJournalTasks(join(runDir, RUN_FILES.journal));
 			const resumeTasks = new Map<string, string>();

@@ -1,6 +1,25 @@
-import { closeSync, createReadStream, fstatSync, ftruncateSync, openSync, readSync } from "node:fs";
+import {
+	appendFileSync,
+	closeSync,
+	createReadStream,
+	fstatSync,
+	ftruncateSync,
+	openSync,
+	readSync,
+	renameSync,
+	writeFileSync,
+} from "node:fs";
+import { dirname, join } from "node:path";
 import { createInterface } from "node:readline";
-import { csvLines, csvRow, type RecordStatus, type ResultRecord, readCsvHeader } from "../output/index.js";
+import {
+	csvLines,
+	csvRow,
+	RECORD_STATUSES,
+	type RecordStatus,
+	type ResultRecord,
+	readCsvHeader,
+} from "../output/index.js";
+import { ScrapejobError } from "../shared/index.js";
 import { createIdSet, type IdSet } from "./compact-id-set.js";
 
 /** What earlier sessions of a run already did, read from its files without keeping records in memory. */
@@ -83,9 +102,72 @@ function parseRecordLine(line: string): ResultRecord | null {
 	}
 }
 
+/** A line read back that is not a record scrapejob wrote (hand-edited, a torn middle, another program's). */
+function isRecord(record: ResultRecord | null): record is ResultRecord {
+	return (
+		record !== null &&
+		typeof record === "object" &&
+		typeof record.id === "string" &&
+		record.id !== "" &&
+		(RECORD_STATUSES as readonly string[]).includes(record.status) &&
+		typeof record.credits_used === "number" &&
+		Number.isFinite(record.credits_used) &&
+		record.credits_used >= 0 &&
+		Number.isInteger(record.attempts) &&
+		record.attempts >= 0
+	);
+}
+
+/** results.jsonl holds lines that are not records: resuming on it would count wrong or never finish. */
+export class CorruptResultsError extends ScrapejobError {
+	readonly lines: readonly number[];
+	constructor(path: string, lines: readonly number[], count: number) {
+		const shown = lines.slice(0, 10).join(", ");
+		super(
+			"SCRAPEJOB_USAGE",
+			`${path} has ${count} line${count === 1 ? "" : "s"} that ${count === 1 ? "is" : "are"} not a valid record (line ${shown}${count > lines.length ? ", …" : ""}); nothing was sent. Resume with --repair to move them aside (to ${CORRUPT_FILE}) and fetch their targets again`,
+		);
+		this.lines = lines;
+	}
+}
+
+/** Where `--repair` puts the lines it takes out of results.jsonl. */
+export const CORRUPT_FILE = "results.corrupt.jsonl";
+
+/**
+ * `--repair`: rewrite results.jsonl (and results.csv) without the lines that are not records, which go
+ * to results.corrupt.jsonl; their targets have no record any more, so the resumed run fetches them.
+ */
+export async function repairResults(jsonlPath: string, csvPath: string): Promise<number> {
+	const dir = dirname(jsonlPath);
+	const kept: string[] = [];
+	const dropped: string[] = [];
+	const lines = createInterface({ input: createReadStream(jsonlPath), crlfDelay: Number.POSITIVE_INFINITY });
+	for await (const line of lines) {
+		if (line === "") continue;
+		(isRecord(parseRecordLine(line)) ? kept : dropped).push(line);
+	}
+	if (dropped.length === 0) return 0;
+	appendFileSync(join(dir, CORRUPT_FILE), `${dropped.join("\n")}\n`);
+	const temporary = `${jsonlPath}.repair.tmp`;
+	writeFileSync(temporary, kept.length ? `${kept.join("\n")}\n` : "");
+	renameSync(temporary, jsonlPath);
+	// The CSV is derived from the records: written again in its own columns, from the repaired file.
+	const columns = readCsvHeader(csvPath);
+	if (columns) {
+		const rows = kept.map((line) => csvRow(JSON.parse(line) as ResultRecord, columns));
+		writeFileSync(`${csvPath}.repair.tmp`, csvLines([columns, ...rows]));
+		renameSync(`${csvPath}.repair.tmp`, csvPath);
+	}
+	return dropped.length;
+}
+
 /** Read `results.jsonl` of an earlier session: which targets are done, and the totals so far. */
 export async function readPriorProgress(jsonlPath: string): Promise<PriorProgress> {
 	const tornBytes = truncateTornTail(jsonlPath);
+	const corrupt: number[] = [];
+	let corruptCount = 0;
+	let lineNumber = 0;
 	const done = createIdSet();
 	const byStatus: Record<RecordStatus, number> = { ok: 0, failed: 0, skipped: 0 };
 	const creditsByMode: Record<string, number> = {};
@@ -97,8 +179,14 @@ export async function readPriorProgress(jsonlPath: string): Promise<PriorProgres
 	try {
 		const lines = createInterface({ input: createReadStream(jsonlPath), crlfDelay: Number.POSITIVE_INFINITY });
 		for await (const line of lines) {
+			lineNumber += 1;
+			if (line === "") continue;
 			const record = parseRecordLine(line);
-			if (!record || typeof record.id !== "string") continue;
+			if (!isRecord(record)) {
+				corruptCount += 1;
+				if (corrupt.length < 20) corrupt.push(lineNumber);
+				continue;
+			}
 			done.add(record.id);
 			byStatus[record.status] = (byStatus[record.status] ?? 0) + 1;
 			creditsUsed += record.credits_used;
@@ -116,6 +204,7 @@ export async function readPriorProgress(jsonlPath: string): Promise<PriorProgres
 	} catch (error) {
 		if ((error as NodeJS.ErrnoException).code !== "ENOENT") throw error;
 	}
+	if (corruptCount > 0) throw new CorruptResultsError(jsonlPath, corrupt, corruptCount);
 	return { done, byStatus, creditsUsed, creditsByMode, errorsByKind, retries, tasks, lastRecord, tornBytes };
 }
 

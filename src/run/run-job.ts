@@ -95,6 +95,8 @@ export interface RunJobOptions {
 	readonly resumeDir?: string;
 	/** With `resumeDir`: accept a job whose targets changed (changed targets run as new). */
 	readonly force?: boolean;
+	/** With `resumeDir`: move lines of results.jsonl that are not records aside (their targets run again). */
+	readonly repair?: boolean;
 	/** Stop request (SIGINT/SIGTERM): nothing new starts; in-flight work gets `gracePeriodMs`. */
 	readonly signal: AbortSignal;
 	/** How long in-flight fetches may finish after a stop, milliseconds. @default 30000 */
@@ -163,6 +165,7 @@ export async function runJob(options: RunJobOptions): Promise<RunJobResult> {
 			outRoot: options.outRoot,
 			resumeDir: options.resumeDir,
 			force: options.force === true,
+			repair: options.repair === true,
 			startedAt,
 			logger: options.logger,
 			lock,

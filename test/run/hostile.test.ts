@@ -285,3 +285,42 @@ describe("hostile input: the disk", () => {
 		expect(result.stderr).not.toMatch(/ENOENT/);
 	});
 });
+
+describe("hostile input: a damaged results.jsonl before --resume", () => {
+	it("is refused naming the lines that are not records; --repair moves them aside and their targets run again", async () => {
+		service = await startTestService({ concurrency: 1 });
+		const dir = tempDir();
+		const out = join(dir, "out");
+		const urls = Array.from({ length: 6 }, (_, index) => `${service!.site.url}/page/${index + 1}`);
+		const job = writeJob(dir, "dmg", targetsYaml("dmg", urls, "max_credits: 8"));
+		expect((await runCli(["run", job, "--out", out, "--quiet"], { env: service.env })).code).toBe(1);
+		const runDir = onlyRun(out, "dmg");
+		const path = join(runDir, "results.jsonl");
+		const lines = readFileSync(path, "utf8").trim().split("\n");
+		expect(lines).toHaveLength(4);
+		const second = JSON.parse(lines[1]!);
+		lines[1] = "this is not a record";
+		lines[2] = JSON.stringify({ ...JSON.parse(lines[2]!), credits_used: "2" });
+		writeFileSync(path, `${lines.join("\n")}\n`);
+		const sentBefore = service.emulator.ledger.byEndpoint("realtime").length;
+
+		const refused = await runCli(["run", job, "--out", out, "--quiet", "--resume", "--max-credits", "100"], {
+			env: service.env,
+		});
+		expect(refused.code).toBe(2);
+		expect(refused.stderr).toMatch(/has 2 lines that are not a valid record \(line 2, 3\); nothing was sent/);
+		expect(service.emulator.ledger.byEndpoint("realtime")).toHaveLength(sentBefore);
+
+		const repaired = await runCli(
+			["run", job, "--out", out, "--quiet", "--resume", "--repair", "--max-credits", "100"],
+			{ env: service.env },
+		);
+		expect(repaired.code).toBe(0);
+		const records = readRecords(runDir);
+		expect(records).toHaveLength(6);
+		expect(new Set(records.map((record) => record.id)).size).toBe(6);
+		expect(records.map((record) => record.id)).toContain(second.id);
+		expect(readFileSync(join(runDir, "results.corrupt.jsonl"), "utf8").trim().split("\n")).toHaveLength(2);
+		expect(readSummary(runDir).complete).toBe(true);
+	});
+});

@@ -61,6 +61,7 @@ interface RunFlags extends ServiceFlags {
 	outageTimeout?: number;
 	freshness?: number;
 	notify?: string;
+	repair?: boolean;
 	retryFailed?: boolean | string;
 	shard?: string;
 }
@@ -102,6 +103,10 @@ export function registerRunCommand(program: Command, ctx: CliContext): void {
 		.option("--out <dir>", "root folder of results: <dir>/<job>/<run-id>/", "output")
 		.option("--resume [run-id]", "continue the latest incomplete run of each job (or the given run id)")
 		.option("--force", "with --resume: accept a job whose targets changed (changed targets run as new)")
+		.option(
+			"--repair",
+			"with --resume: move lines of results.jsonl that are not records to results.corrupt.jsonl; their targets run again",
+		)
 		.option("--dry-run", "validate, list the targets (id, mode, url) and the estimated credit range; send nothing")
 		.option("--concurrency <n>", "in-flight fetches (never above the account's limit)", positiveInt("--concurrency"))
 		.option(
@@ -428,6 +433,7 @@ async function runOne(ctx: CliContext, plan: PlannedRun, flags: RunFlags, run: R
 			...(resumeDir ? { resumeDir } : { runId: plan.runId }),
 			...(plan.lock ? { lock: plan.lock } : {}),
 			force: flags.force === true,
+			repair: flags.repair === true,
 			signal: ctx.signal,
 			...(flags.gracePeriod !== undefined ? { gracePeriodMs: flags.gracePeriod } : {}),
 			...(flags.taskPollMs !== undefined
