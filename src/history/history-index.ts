@@ -142,6 +142,14 @@ export class HistoryIndex {
 		this.#okOffset[slot] = offset;
 	}
 
+	/** Where every target's latest ok record is: (run, offset) pairs, in no particular order. */
+	*okPlaces(): Generator<{ run: number; offset: number }> {
+		for (let slot = 0; slot < this.#capacity; slot += 1) {
+			if (this.#hi[slot] === EMPTY || Number.isNaN(this.#okAt[slot]!) || this.#okOffset[slot]! < 0) continue;
+			yield { run: this.#okRun[slot]!, offset: this.#okOffset[slot]! };
+		}
+	}
+
 	/** The table as bytes (capacity, size, then each column), for the index file. */
 	toBuffer(): Buffer {
 		const head = Buffer.alloc(8);

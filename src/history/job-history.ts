@@ -44,6 +44,8 @@ export interface JobHistory {
 	readOkRecord(entry: TargetHistory): ResultRecord | null;
 	/** Write the history file (atomically). */
 	save(): void;
+	/** Every target's newest ok record across the runs, read back from the run folders (grouped by run, in file order). */
+	latestOkRecords(): Generator<ResultRecord>;
 	readonly size: number;
 }
 
@@ -100,6 +102,15 @@ export function openJobHistory(jobDir: string): JobHistory {
 		},
 		get size() {
 			return index.size;
+		},
+		*latestOkRecords() {
+			const places = [...index.okPlaces()].sort((a, b) => a.run - b.run || a.offset - b.offset);
+			for (const place of places) {
+				const run = runs[place.run];
+				if (!run) continue;
+				const record = readLineAt(join(jobDir, run.id, "results.jsonl"), place.offset);
+				if (record) yield record;
+			}
 		},
 	};
 }

@@ -185,3 +185,60 @@ describe("incremental runs", () => {
 		expect(service.ledger.byEndpoint("realtime")).toHaveLength(3);
 	});
 });
+
+describe("export --latest", () => {
+	it("writes the newest ok record of each target across runs as csv, jsonl, parquet and sqlite, read back by their own readers", async () => {
+		const shop = await editableShop();
+		for (const path of ["/p/1", "/p/2", "/p/3"]) shop.pages.set(path, { status: 200, price: "10.00", ad: 0 });
+		const service = await emulator();
+		const dir = tempDir();
+		const out = join(dir, "out");
+		const file = job(dir, shop.url, "extract:\n  price: {css: .price, type: number}");
+		expect((await runCli(["run", file, "--out", out, "--quiet"], { env: envOf(service) })).code).toBe(0);
+		// Second run: /p/2's price moved, /p/3 fails (its newest ok record stays the first run's).
+		shop.pages.get("/p/2")!.price = "12.50";
+		shop.pages.get("/p/3")!.status = 500;
+		expect((await runCli(["run", file, "--out", out, "--quiet"], { env: envOf(service) })).code).toBe(1);
+		const prices = (rows: Array<{ url: string; price: unknown }>) =>
+			Object.fromEntries(rows.map((row) => [new URL(String(row.url)).pathname, Number(row.price)]));
+		const expected = { "/p/1": 10, "/p/2": 12.5, "/p/3": 10 };
+
+		const exported = async (format: string) => {
+			const target = join(dir, `latest.${format}`);
+			const result = await runCli([
+				"export",
+				file,
+				"--latest",
+				"--format",
+				format,
+				"--out",
+				target,
+				"--from",
+				out,
+				"--json",
+			]);
+			expect(result.code, result.stderr).toBe(0);
+			expect(JSON.parse(result.stdout).records).toBe(3);
+			return target;
+		};
+		const jsonl = readFileSync(await exported("jsonl"), "utf8")
+			.trim()
+			.split("\n")
+			.map((line) => JSON.parse(line));
+		expect(prices(jsonl.map((record) => ({ url: record.url, price: record.data.price })))).toEqual(expected);
+		const { parse } = await import("csv-parse/sync");
+		expect(prices(parse(readFileSync(await exported("csv")), { columns: true }))).toEqual(expected);
+		const { parquetReadObjects } = await import("hyparquet");
+		const parquet = readFileSync(await exported("parquet"));
+		const rows = await parquetReadObjects({
+			file: parquet.buffer.slice(parquet.byteOffset, parquet.byteOffset + parquet.byteLength),
+		});
+		expect(prices(rows as Array<{ url: string; price: unknown }>)).toEqual(expected);
+		const initSqlJs = (await import("sql.js")).default;
+		const SQL = await initSqlJs();
+		const db = new SQL.Database(readFileSync(await exported("sqlite")));
+		const [table] = db.exec("SELECT url, price FROM latest ORDER BY url");
+		expect(prices(table!.values.map(([url, price]) => ({ url: String(url), price })))).toEqual(expected);
+		db.close();
+	});
+});

@@ -2,6 +2,7 @@ import type { Command } from "commander";
 import type { CliContext } from "../context.js";
 import { registerAccountCommand } from "./account.js";
 import { registerEmulatorCommand } from "./emulator.js";
+import { registerExportCommand } from "./export.js";
 import { registerHealthCommand } from "./health.js";
 import { registerMergeCommand } from "./merge.js";
 import { registerProxiesCommand } from "./proxies.js";
@@ -20,6 +21,7 @@ export function registerCommands(program: Command, ctx: CliContext): void {
 	registerRunCommand(program, ctx);
 	registerReportCommand(program, ctx);
 	registerMergeCommand(program, ctx);
+	registerExportCommand(program, ctx);
 	registerValidateCommand(program, ctx);
 	registerAccountCommand(program, ctx);
 	registerUsageCommand(program, ctx);
