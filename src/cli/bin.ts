@@ -10,6 +10,11 @@ const onSignal = (signal: NodeJS.Signals) => {
 		return;
 	}
 	// A second signal means "now": files are written record by record, so what is on disk stays valid.
+	// A new line first, so neither this message nor the shell's prompt lands on a progress bar's line;
+	// the run writes its summary on the way out (an "exit" listener: synchronous, a few ms).
+	process.stderr.write(
+		`\nscrapejob: stopped at once (${signal} again); records written so far are kept — finish with --resume\n`,
+	);
 	process.exit(130);
 };
 process.on("SIGINT", onSignal);

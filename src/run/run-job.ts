@@ -279,6 +279,33 @@ export async function runJob(options: RunJobOptions): Promise<RunJobResult> {
 			}
 		};
 
+		/**
+		 * A second Ctrl-C exits at once (process.exit): "exit" listeners still run, synchronously, so the
+		 * summary is written there — incomplete, interrupted — rather than left out.
+		 */
+		const summaryOnExit = () => {
+			try {
+				writeSummary(
+					join(runDir, RUN_FILES.summary),
+					buildSummary(stats, {
+						job: job.name,
+						runId,
+						resumed: prior !== null,
+						stopReason: "interrupted",
+						survey,
+						maxCredits: options.maxCredits,
+						rateLimitPauses: gate.pauses,
+						concurrency: options.concurrency,
+						startedMs: startedAt,
+						finishedMs: clock(),
+					}),
+				);
+			} catch {
+				// Exiting anyway: the records are on disk, and --resume rebuilds the counts from them.
+			}
+		};
+		process.once("exit", summaryOnExit);
+
 		const syncTimer = setInterval(() => {
 			guardOutput(() => {
 				for (const sink of sinks) sink.sync();
@@ -577,6 +604,7 @@ export async function runJob(options: RunJobOptions): Promise<RunJobResult> {
 		clearTimeout(graceTimer);
 		clearInterval(syncTimer);
 		clearInterval(pauseTicker);
+		process.removeListener("exit", summaryOnExit);
 		options.signal.removeEventListener("abort", onSignal);
 		if (failures.length > 0) {
 			log.error({ event: "internal_error", error: errorMessage(failures[0]) }, "internal error while running targets");

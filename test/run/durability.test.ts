@@ -185,7 +185,10 @@ describe("durability of unattended runs", () => {
 		const ended = await first.done;
 		expect(ended.code).toBe(130);
 		expect(Date.now() - started).toBeLessThan(2000);
+		// One line, starting on a line of its own; and a summary that says the run is incomplete.
+		expect(ended.stderr).toMatch(/^\nscrapejob: stopped at once \(SIGINT again\); records written so far are kept/m);
 		const runDir = runDirOf(out, "shop");
+		expect(readSummary(runDir)).toMatchObject({ complete: false, stopped_reason: "interrupted" });
 		const before = readRecords(runDir);
 		expect(before.length).toBeLessThan(total);
 		expect(readCsv(runDir)).toHaveLength(before.length);
