@@ -1,5 +1,5 @@
 import { Agent, type Dispatcher } from "undici";
-import { BodyTooLargeError, RequestAbortedError } from "./errors.js";
+import { BodyTooLargeError, NetworkError, RequestAbortedError } from "./errors.js";
 import { toNetworkError } from "./network-failure.js";
 
 export interface HttpResponse {
@@ -13,7 +13,7 @@ export interface SendOptions {
 	readonly url: string;
 	readonly headers: Record<string, string>;
 	readonly body?: string;
-	/** Limit for the headers and for each gap in the body, milliseconds. */
+	/** Limit for the headers, for each gap in the body, and for the whole answer, milliseconds. */
 	readonly timeoutMs: number;
 	readonly signal?: AbortSignal;
 	/** Names the call in errors, e.g. "GET /public/scraper". Never contains a key. */
@@ -57,6 +57,7 @@ export async function send(dispatcher: Dispatcher, options: SendOptions): Promis
 	// addresses were checked once, when the client was made.
 	const { url } = options;
 	const pathStart = url.indexOf("/", url.indexOf("//") + 2);
+	const started = Date.now();
 	try {
 		const response = await dispatcher.request({
 			origin: pathStart < 0 ? url : url.slice(0, pathStart),
@@ -79,6 +80,16 @@ export async function send(dispatcher: Dispatcher, options: SendOptions): Promis
 		const chunks: Buffer[] = [];
 		let length = 0;
 		for await (const chunk of response.body) {
+			// A total deadline, not only one per gap: a body trickling in a byte a second must end too.
+			if (Date.now() - started > options.timeoutMs) {
+				response.body.destroy();
+				throw new NetworkError(
+					"timeout",
+					options.endpoint,
+					`the answer did not finish within ${Math.round(options.timeoutMs / 1000)} s`,
+					{ host: pathStart < 0 ? url : url.slice(0, pathStart) },
+				);
+			}
 			length += (chunk as Buffer).length;
 			if (length > maxBytes) {
 				response.body.destroy();
@@ -89,7 +100,7 @@ export async function send(dispatcher: Dispatcher, options: SendOptions): Promis
 		const body = chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, length);
 		return { status: response.statusCode, headers: response.headers, body };
 	} catch (error) {
-		if (error instanceof BodyTooLargeError) throw error;
+		if (error instanceof BodyTooLargeError || error instanceof NetworkError) throw error;
 		if (options.signal?.aborted) throw new RequestAbortedError(options.endpoint, { cause: error });
 		// Name the host: "cannot reach api.example.com" is what a user can act on. URLs never hold keys.
 		const host = pathStart < 0 ? url : url.slice(0, pathStart);

@@ -324,3 +324,24 @@ describe("hostile input: a damaged results.jsonl before --resume", () => {
 		expect(readSummary(runDir).complete).toBe(true);
 	});
 });
+
+describe("hostile input: a trickling answer", () => {
+	it("a realtime answer trickling one byte a second is cut at the request's total deadline", async () => {
+		const { createScraperClient, NetworkError } = await import("../../src/api/index.js");
+		const hostile = await hostileScraper((res) => {
+			res.writeHead(200, { "content-type": "text/html" });
+			const timer = setInterval(() => res.write("x"), 200);
+			res.on("close", () => clearInterval(timer));
+		});
+		const client = createScraperClient({
+			scraperKey: "hostile-test-key-0123456789",
+			baseUrl: hostile.env.SCRAPEJOB_SCRAPER_URL!,
+			realtimeTimeoutMs: 700,
+		});
+		const started = Date.now();
+		const error = await client.realtime({ url: "https://example.com/" }).catch((caught: unknown) => caught);
+		expect(error).toBeInstanceOf(NetworkError);
+		expect((error as InstanceType<typeof NetworkError>).failure).toBe("timeout");
+		expect(Date.now() - started).toBeLessThan(3000);
+	});
+});

@@ -242,3 +242,53 @@ describe("export --latest", () => {
 		db.close();
 	});
 });
+
+describe("the history after a crash", () => {
+	it("a run killed mid-way (SIGKILL) leaves the history usable: what it wrote counts for freshness next time", async () => {
+		const { assertBuilt, spawnCli } = await import("../helpers/spawn-cli.js");
+		assertBuilt();
+		const shop = await editableShop();
+		const paths = Array.from({ length: 40 }, (_, index) => `/q/${index + 1}`);
+		for (const path of paths) shop.pages.set(path, { status: 200, price: "1.00", ad: 0 });
+		const service = await startEmulator({ scenario: { concurrency: 2, latency_ms: 20 } });
+		closers.push(() => service.close());
+		const dir = tempDir();
+		const out = join(dir, "out");
+		const file = writeJob(
+			dir,
+			"shop",
+			[
+				"name: shop",
+				"defaults:",
+				"  mode: request",
+				"targets:",
+				...paths.map((path) => `  - ${shop.url}${path}`),
+				"",
+			].join("\n"),
+		);
+		const first = spawnCli(["run", file, "--out", out, "--quiet"], envOf(service));
+		for (let tries = 0; tries < 2000; tries += 1) {
+			const dirs = existsSync(join(out, "shop")) ? runs(out) : [];
+			if (
+				dirs[0] &&
+				existsSync(join(dirs[0], "results.jsonl")) &&
+				readFileSync(join(dirs[0], "results.jsonl"), "utf8").split("\n").length > 6
+			)
+				break;
+			await new Promise((resolve) => setTimeout(resolve, 10));
+		}
+		first.child.kill("SIGKILL");
+		await first.done;
+		const killed = readRecords(runs(out)[0]!);
+		expect(killed.length).toBeGreaterThan(4);
+		expect(killed.length).toBeLessThan(40);
+		// The killed run saved no history: the next one folds what it wrote from its results.jsonl.
+		const sent = service.ledger.byEndpoint("realtime").length;
+		const next = await runCli(["run", file, "--out", out, "--quiet", "--freshness", "1h", "--json"], {
+			env: envOf(service),
+		});
+		expect(next.code).toBe(0);
+		expect(JSON.parse(next.stdout).targets).toMatchObject({ fresh: killed.length, total: 40 - killed.length });
+		expect(service.ledger.byEndpoint("realtime").length).toBe(sent + 40 - killed.length);
+	}, 30_000);
+});
