@@ -30,6 +30,18 @@ export interface RunSummary {
 	rate_limit_pauses: number;
 	tasks: { created: number; completed: number; failed: number; left_pending: number };
 	errors_by_kind: Record<string, number>;
+	/**
+	 * This session's own figures. The top level covers the whole run — for a resumed run every session:
+	 * targets, credits, retries, pauses, and wall time and throughput from the first session's start.
+	 */
+	session?: {
+		started_at: string;
+		wall_ms: number;
+		done: number;
+		throughput_per_s: number;
+		credits_used: number;
+		rate_limit_pauses: number;
+	};
 	/** Change tracking against the job's earlier runs: ok records by `change`. */
 	changes?: { new: number; changed: number; unchanged: number };
 	/** Fetches sent and then given up when this session stopped (grace period over, output failed): no record, the service may still charge them. */

@@ -1,4 +1,5 @@
 import { setMaxListeners } from "node:events";
+import { readFileSync } from "node:fs";
 import { basename, join } from "node:path";
 import PQueue from "p-queue";
 import type { Logger } from "pino";
@@ -188,6 +189,8 @@ export async function runJob(options: RunJobOptions): Promise<RunJobResult> {
 		const journal = openJournal(join(runDir, RUN_FILES.journal));
 		journal.session(runId, prior !== null);
 		// results.jsonl is always written: it is the record of truth `--resume` reads.
+		// A resumed run's summary covers every session: the earlier ones' figures come from their summary.
+		const earlierSessions = prior ? readEarlierSummary(join(runDir, RUN_FILES.summary)) : null;
 		const jsonl = createJsonlSink(join(runDir, RUN_FILES.jsonl));
 		const sinks: RecordSink[] = [jsonl];
 		// Incremental runs: each ok record is compared with the target's previous one (history).
@@ -627,6 +630,7 @@ export async function runJob(options: RunJobOptions): Promise<RunJobResult> {
 			startedMs: startedAt,
 			finishedMs: clock(),
 		});
+		spanSessions(summary, earlierSessions, stats.sessionDone, stats.creditsUsed - (prior?.creditsUsed ?? 0));
 		if (browser) {
 			const after = await browser.readCredits().catch(() => null);
 			summary.browser_credits_used =
@@ -672,4 +676,38 @@ export async function runJob(options: RunJobOptions): Promise<RunJobResult> {
 		}
 		return { summary, runDir, stopReason, stopMessage, reportPath };
 	}
+}
+
+function readEarlierSummary(path: string): RunSummary | null {
+	try {
+		return JSON.parse(readFileSync(path, "utf8")) as RunSummary;
+	} catch {
+		return null;
+	}
+}
+
+/**
+ * One rule for a resumed run's figures: the top level covers the whole run (every session: targets,
+ * credits, retries, pauses, wall time from the first session's start, throughput over it); `session`
+ * holds this session's own.
+ */
+function spanSessions(
+	summary: RunSummary,
+	earlier: RunSummary | null,
+	sessionDone: number,
+	sessionCredits: number,
+): void {
+	summary.session = {
+		started_at: summary.started_at,
+		wall_ms: summary.wall_ms,
+		done: sessionDone,
+		throughput_per_s: summary.throughput_per_s,
+		credits_used: sessionCredits,
+		rate_limit_pauses: summary.rate_limit_pauses,
+	};
+	if (!earlier) return;
+	summary.started_at = earlier.started_at;
+	summary.rate_limit_pauses += earlier.rate_limit_pauses ?? 0;
+	summary.wall_ms += earlier.wall_ms ?? 0;
+	summary.throughput_per_s = summary.wall_ms > 0 ? (summary.targets.done * 1000) / summary.wall_ms : 0;
 }

@@ -343,7 +343,13 @@ describe("scrapejob run against the emulator", () => {
 		});
 		expect(resumed.code).toBe(0);
 		expect(readRecords(runDir).filter((record) => record.status === "ok")).toHaveLength(6);
-		expect(readSummary(runDir)).toMatchObject({ complete: true, stopped_reason: null, credits: { used: 12 } });
+		const summary = readSummary(runDir);
+		expect(summary).toMatchObject({ complete: true, stopped_reason: null, credits: { used: 12 } });
+		// Whole-run figures at the top level; this session's under `session` (issue 10.7).
+		expect(summary.session).toMatchObject({ done: 3, credits_used: 6 });
+		expect(summary.targets.done).toBe(6);
+		expect(summary.wall_ms).toBeGreaterThanOrEqual(summary.session!.wall_ms);
+		expect(Date.parse(summary.started_at)).toBeLessThan(Date.parse(summary.session!.started_at));
 		expect(service.emulator.ledger.byEndpoint("realtime")).toHaveLength(6);
 	});
 
