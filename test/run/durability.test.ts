@@ -201,21 +201,24 @@ describe("durability of unattended runs", () => {
 	}, 30_000);
 
 	it("lets only one of two overlapping runs of a job write; the other exits 4 having sent nothing", async () => {
-		service = await startTestService({ concurrency: 2, latency_ms: 100 });
+		// Long enough (60 × 150 ms / 2 ≈ 4.5 s) that the first run is still going however slowly the
+		// second process starts on a loaded machine.
+		service = await startTestService({ concurrency: 2, latency_ms: 150 });
 		const dir = tempDir();
 		const out = join(dir, "out");
-		const job = writeJob(dir, "shop", shopJob(service.site.url, 30, 1000));
+		const job = writeJob(dir, "shop", shopJob(service.site.url, 60, 1000));
 		const args = ["run", job, "--out", out, "--quiet"];
 		const first = spawnCli(args, service.env);
 		await waitForRecords(join(out, "shop"), 1);
 		const second = await spawnCli(args, service.env).done;
+		expect(first.child.exitCode).toBeNull();
 		expect(second.code).toBe(4);
 		expect(second.stderr).toContain("another run of this job is in progress");
 		const done = await first.done;
 		expect(done.code).toBe(0);
-		expect(readRecords(runDirOf(out, "shop"))).toHaveLength(30);
+		expect(readRecords(runDirOf(out, "shop"))).toHaveLength(60);
 		expect(existsSync(join(out, "shop", ".lock"))).toBe(false);
-		expect(service.emulator.ledger.byEndpoint("realtime")).toHaveLength(30);
+		expect(service.emulator.ledger.byEndpoint("realtime")).toHaveLength(60);
 	}, 30_000);
 
 	it("takes over the lock of a process that died", async () => {
