@@ -71,38 +71,28 @@ export class HistoryIndex {
 		}
 	}
 
+	/** Twice the slots: every entry is moved into a new table (a load factor of at most one half). */
 	#grow(): void {
-		const old = {
-			hi: this.#hi,
-			lo: this.#lo,
-			status: this.#status,
-			okAt: this.#okAt,
-			okHashHi: this.#okHashHi,
-			okHashLo: this.#okHashLo,
-			okRun: this.#okRun,
-			okOffset: this.#okOffset,
-		};
-		const capacity = this.#capacity * 2;
-		this.#capacity = capacity;
-		this.#size = 0;
-		this.#hi = new Uint32Array(capacity);
-		this.#lo = new Uint32Array(capacity);
-		this.#status = new Uint8Array(capacity);
-		this.#okAt = new Float64Array(capacity).fill(Number.NaN);
-		this.#okHashHi = new Uint32Array(capacity);
-		this.#okHashLo = new Uint32Array(capacity);
-		this.#okRun = new Uint16Array(capacity);
-		this.#okOffset = new Float64Array(capacity).fill(-1);
-		for (let i = 0; i < old.hi.length; i += 1) {
-			if (old.hi[i] === EMPTY) continue;
-			const slot = this.#slot(old.hi[i]!, old.lo[i]!, true);
-			this.#status[slot] = old.status[i]!;
-			this.#okAt[slot] = old.okAt[i]!;
-			this.#okHashHi[slot] = old.okHashHi[i]!;
-			this.#okHashLo[slot] = old.okHashLo[i]!;
-			this.#okRun[slot] = old.okRun[i]!;
-			this.#okOffset[slot] = old.okOffset[i]!;
+		const bigger = new HistoryIndex(this.#capacity * 2);
+		for (let i = 0; i < this.#capacity; i += 1) {
+			if (this.#hi[i] === EMPTY) continue;
+			const slot = bigger.#slot(this.#hi[i]!, this.#lo[i]!, true);
+			bigger.#status[slot] = this.#status[i]!;
+			bigger.#okAt[slot] = this.#okAt[i]!;
+			bigger.#okHashHi[slot] = this.#okHashHi[i]!;
+			bigger.#okHashLo[slot] = this.#okHashLo[i]!;
+			bigger.#okRun[slot] = this.#okRun[i]!;
+			bigger.#okOffset[slot] = this.#okOffset[i]!;
 		}
+		this.#capacity = bigger.#capacity;
+		this.#hi = bigger.#hi;
+		this.#lo = bigger.#lo;
+		this.#status = bigger.#status;
+		this.#okAt = bigger.#okAt;
+		this.#okHashHi = bigger.#okHashHi;
+		this.#okHashLo = bigger.#okHashLo;
+		this.#okRun = bigger.#okRun;
+		this.#okOffset = bigger.#okOffset;
 	}
 
 	get(id: string): TargetHistory | null {

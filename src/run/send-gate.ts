@@ -67,7 +67,8 @@ export function createSendGate(clock: Clock, sleep: Sleep, options: SendGateOpti
 	const holds = new Map<symbol, PauseReason>();
 	let holdWaiters: Array<() => void> = [];
 
-	function waitForHolds(signal?: AbortSignal) {
+	/** Resolve when the next wake-up of `list` comes, or reject when the signal aborts first. */
+	function nextWake(list: Array<() => void>, signal?: AbortSignal) {
 		return new Promise<void>((resolve, reject) => {
 			if (signal?.aborted) {
 				reject(signal.reason);
@@ -75,7 +76,7 @@ export function createSendGate(clock: Clock, sleep: Sleep, options: SendGateOpti
 			}
 			const onAbort = () => reject(signal?.reason);
 			signal?.addEventListener("abort", onAbort, { once: true });
-			holdWaiters.push(() => {
+			list.push(() => {
 				signal?.removeEventListener("abort", onAbort);
 				resolve();
 			});
@@ -85,28 +86,13 @@ export function createSendGate(clock: Clock, sleep: Sleep, options: SendGateOpti
 	async function unpaused(signal?: AbortSignal) {
 		for (;;) {
 			if (holds.size > 0) {
-				await waitForHolds(signal);
+				await nextWake(holdWaiters, signal);
 				continue;
 			}
 			const wait = pausedUntil - clock();
 			if (wait <= 0) return;
 			await sleep(Math.min(wait, MAX_TIMER_MS), signal);
 		}
-	}
-
-	function waitForRelease(signal?: AbortSignal) {
-		return new Promise<void>((resolve, reject) => {
-			if (signal?.aborted) {
-				reject(signal.reason);
-				return;
-			}
-			const onAbort = () => reject(signal?.reason);
-			signal?.addEventListener("abort", onAbort, { once: true });
-			waiters.push(() => {
-				signal?.removeEventListener("abort", onAbort);
-				resolve();
-			});
-		});
 	}
 
 	function wakeAll() {
@@ -136,7 +122,7 @@ export function createSendGate(clock: Clock, sleep: Sleep, options: SendGateOpti
 					permits = Math.max(permits, 1);
 					continue;
 				}
-				await waitForRelease(signal);
+				await nextWake(waiters, signal);
 			}
 		},
 		release(remaining) {
