@@ -50,8 +50,14 @@ describe("per-key concurrency (spec 8, service-facts §5)", () => {
 		const refused = await scrapeGet(emulator, { url: `${site.url}/product/1` });
 		expect(Date.now() - first.at).toBeLessThan(250);
 		expect(refused.status).toBe(429);
-		await delay(Math.max(0, first.at + 270 - Date.now()));
-		expect((await scrapeGet(emulator, { url: `${site.url}/product/1` })).status).toBe(200);
+		// Ask again until the slot is free: it must be, once its expiry has passed, while the fetch still runs.
+		let again = refused;
+		while (again.status === 429 && Date.now() - first.at < 5000) {
+			await delay(10);
+			again = await scrapeGet(emulator, { url: `${site.url}/product/1` });
+		}
+		expect(again.status).toBe(200);
+		expect(Date.now() - first.at).toBeGreaterThanOrEqual(250);
 		expect(first.finishedAt).toBeNull();
 		expect((await stuck).status).toBe(200);
 	});

@@ -198,7 +198,10 @@ describe("scrapejob run against the emulator", () => {
 		});
 		// Another program using the same key holds two of its three slots for a while.
 		const busy = [1, 2].map(() => other.realtime({ url: `${service!.site.url}/slow?ms=700`, mode: "request" }));
-		await new Promise((resolve) => setTimeout(resolve, 100));
+		// Wait until the service holds both (an event on its ledger, not a guessed delay).
+		const holding = () =>
+			service!.emulator.ledger.byEndpoint("realtime").filter((entry) => entry.finishedAt === null).length;
+		while (holding() < 2) await new Promise((resolve) => setTimeout(resolve, 5));
 		const dir = tempDir();
 		const out = join(dir, "out");
 		const paths = Array.from({ length: 12 }, (_, index) => `/product/${index + 1}`);
