@@ -15,9 +15,13 @@ export type BrowserFailureKind = (typeof BROWSER_FAILURE_KINDS)[number];
 export class BrowserSessionError extends ScrapejobError {
 	readonly kind: BrowserFailureKind;
 	constructor(kind: BrowserFailureKind, message: string, options?: { cause?: unknown }) {
-		super(`SCRAPEJOB_BROWSER_${kind.toUpperCase()}`, message, options);
+		super(`SCRAPEJOB_BROWSER_${uppercase(kind)}`, message, options);
 		this.kind = kind;
 	}
+}
+
+function uppercase<Kind extends BrowserFailureKind>(kind: Kind): Uppercase<Kind> {
+	return kind.toUpperCase() as Uppercase<Kind>;
 }
 
 /** A Playwright error's message, first line only, with the browser key (and any `key=` query) removed. */

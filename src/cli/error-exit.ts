@@ -3,21 +3,18 @@ import { EXIT } from "./exit-codes.js";
 
 /**
  * Map an error's stable code to an exit code. Layers below know nothing of exit codes; they only
- * throw errors with codes. Prefix rules keep this table short as layers add codes.
+ * throw errors with codes. Codes are a closed union (ERROR_CODES): a
+ * mapping for a code nothing throws does not compile.
  */
 export function exitCodeForError(error: unknown): number {
 	if (!(error instanceof ScrapejobError)) return EXIT.someTargetsFailed;
 	const code = error.code;
-	if (code === "SCRAPEJOB_USAGE" || code.startsWith("SCRAPEJOB_JOB_") || code === "SCRAPEJOB_INSECURE_URL") {
-		return EXIT.invalidInput;
-	}
+	if (code === "SCRAPEJOB_USAGE" || code === "SCRAPEJOB_JOB_INVALID") return EXIT.invalidInput;
 	if (code === "SCRAPEJOB_LOCK_HELD") return EXIT.lockHeld;
 	if (code === "SCRAPEJOB_OUTPUT") return EXIT.outputFailed;
 	// A request cut short by Ctrl-C (the CLI aborts its signal on SIGINT/SIGTERM).
-	if (code === "SCRAPEJOB_INTERRUPTED" || code === "SCRAPEJOB_ABORTED") return EXIT.interrupted;
-	if (code === "SCRAPEJOB_AUTH" || code === "SCRAPEJOB_CREDITS" || code === "SCRAPEJOB_NO_ACCESS") {
-		return EXIT.authOrCredits;
-	}
+	if (code === "SCRAPEJOB_ABORTED") return EXIT.interrupted;
+	if (code === "SCRAPEJOB_NO_ACCESS") return EXIT.authOrCredits;
 	// The service unreachable while setting up (the account look-up): the same class as an outage, exit 3.
 	if (code === "SCRAPEJOB_NETWORK") return EXIT.authOrCredits;
 	if (code === "SCRAPEJOB_SERVICE_ERROR") {

@@ -29,7 +29,7 @@ const MESSAGE_PROBLEM_LIMIT = 20;
 
 /**
  * A job that must not run: every problem found, in one throw, so a user fixes them in one round.
- * Its code starts with `SCRAPEJOB_JOB_`, which the CLI maps to exit code 2.
+ * Its code is `SCRAPEJOB_JOB_INVALID`, which the CLI maps to exit code 2.
  */
 export class JobValidationError extends ScrapejobError {
 	readonly problems: JobProblem[];

@@ -1,12 +1,36 @@
 /**
+ * Every code a ScrapejobError can carry: the CLI maps them to exit codes, `--json` errors print them.
+ * A code not listed here cannot be thrown, so no mapping can wait for a code that never comes.
+ */
+export const ERROR_CODES = [
+	"SCRAPEJOB_USAGE",
+	"SCRAPEJOB_JOB_INVALID",
+	"SCRAPEJOB_LOCK_HELD",
+	"SCRAPEJOB_OUTPUT",
+	"SCRAPEJOB_NO_ACCESS",
+	"SCRAPEJOB_SERVICE_ERROR",
+	"SCRAPEJOB_NETWORK",
+	"SCRAPEJOB_UNEXPECTED_RESPONSE",
+	"SCRAPEJOB_ABORTED",
+	"SCRAPEJOB_BODY_TOO_LARGE",
+	"SCRAPEJOB_BROWSER_REFUSED",
+	"SCRAPEJOB_BROWSER_BUSY",
+	"SCRAPEJOB_BROWSER_LOST",
+	"SCRAPEJOB_BROWSER_NAVIGATION",
+	"SCRAPEJOB_BROWSER_STEP",
+	"SCRAPEJOB_BROWSER_SESSION_LENGTH",
+] as const;
+export type ErrorCode = (typeof ERROR_CODES)[number];
+
+/**
  * Base of every error scrapejob throws on purpose. Each layer derives its own errors from it
  * with a stable `code` users and the CLI can match on (the way undici's `UND_ERR_*` codes work),
  * so no caller ever has to parse a message.
  */
 export class ScrapejobError extends Error {
-	readonly code: string;
+	readonly code: ErrorCode;
 
-	constructor(code: string, message: string, options?: { cause?: unknown }) {
+	constructor(code: ErrorCode, message: string, options?: { cause?: unknown }) {
 		super(message, options);
 		this.name = new.target.name;
 		this.code = code;

@@ -1,7 +1,7 @@
 export { isLoopbackHost, joinUrl, parseBaseUrl } from "./base-url.js";
 export { didYouMean, editDistance } from "./did-you-mean.js";
 export { DURATION_HINT, DURATION_UNITS, formatDuration, parseDuration } from "./duration.js";
-export { errorMessage, ScrapejobError, UsageError } from "./errors.js";
+export { ERROR_CODES, type ErrorCode, errorMessage, ScrapejobError, UsageError } from "./errors.js";
 export { plural } from "./plural.js";
 export {
 	AI_SOURCES,
