@@ -1,7 +1,7 @@
 import { writeFileSync } from "node:fs";
 import { parquetWriteBuffer } from "hyparquet-writer";
 import initSqlJs from "sql.js";
-import { csvLines, csvRow, RECORD_COLUMNS, type ResultRecord } from "../output/index.js";
+import { csvLines, csvRow, type ResultRecord } from "../output/index.js";
 import type { JobHistory } from "./job-history.js";
 
 export const EXPORT_FORMATS = ["csv", "jsonl", "parquet", "sqlite"] as const;

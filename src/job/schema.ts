@@ -276,6 +276,7 @@ export const jobFileSchema = z
 					.string()
 					.min(8, { error: "must be at least 8 characters" })
 					.optional()
+					// biome-ignore lint/suspicious/noTemplateCurlyInString: `${VAR}` is the job format's own syntax
 					.describe("Signs the body: X-Scrapejob-Signature: sha256=<hex HMAC-SHA256>; use ${ENV_VAR}"),
 				on: z
 					.array(z.enum(["completed", "failed", "stopped"]))

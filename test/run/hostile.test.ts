@@ -130,6 +130,7 @@ describe("hostile input: job files", () => {
 	it("a key expanded into a bad URL never shows in the validation error", async () => {
 		const dir = tempDir();
 		const key = "account-key-SECRET-0123456789abcdef";
+		// biome-ignore lint/suspicious/noTemplateCurlyInString: `${VAR}` is the job format's own syntax
 		const job = writeJob(dir, "leak", 'targets:\n  - "ftp://example.com/?k=${SCRAPEJOB_ACCOUNT_KEY}"\n');
 		const result = await runCli(["validate", job], { env: { SCRAPEJOB_ACCOUNT_KEY: key } });
 		expect(result.code).toBe(2);
@@ -164,7 +165,7 @@ describe("hostile input: the service and the target URLs", () => {
 	});
 
 	it("an error body is redacted before it is cut to 200 characters (no key prefix leaks)", () => {
-		const key = "k".repeat(20) + "SECRETKEY0123456789";
+		const key = `${"k".repeat(20)}SECRETKEY0123456789`;
 		const body = Buffer.from(`${"x".repeat(190)}${key} and more`);
 		const error = toServiceError(502, body, "POST /scraper/realtime", [key]);
 		expect(error.detail).not.toContain("kkkkkkkkkk");

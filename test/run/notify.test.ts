@@ -57,6 +57,7 @@ describe("notifications when a run ends", () => {
 				"  mode: request",
 				"notify:",
 				`  url: ${hook.url}`,
+				// biome-ignore lint/suspicious/noTemplateCurlyInString: `${VAR}` is the job format's own syntax
 				"  secret: ${HOOK_SECRET}",
 				"targets:",
 				`  - ${service.site.url}/product/1`,
