@@ -19,7 +19,9 @@ const ALLOWED: Readonly<Record<string, readonly string[]>> = {
 	report: ["shared", "output"],
 	history: ["shared", "output"],
 	browser: ["shared"],
-	run: ["shared", "job", "api", "output", "report", "browser", "history", "extract"],
+	/** Link following: seeds and discovered pages are the job's targets; the frontier is an output file. */
+	crawl: ["shared", "extract", "job", "output"],
+	run: ["shared", "job", "api", "output", "report", "browser", "history", "extract", "crawl"],
 	emulator: ["shared"],
 	/** The one-call library entry (`runJobFile`): what the CLI's `run` assembles, for code. */
 	library: ["shared", "config", "job", "api", "output", "run", "emulator"],

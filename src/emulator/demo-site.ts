@@ -6,12 +6,14 @@
  * `/large/<n>?kb=K` (product page n padded to about K kilobytes, at most 2048: realistic page sizes for
  * extraction benchmarks), `/slow?ms=N` (answers after N ms, at most 60 s), `/status/<code>` (answers that status),
  * `/redirect` (302 to `/product/1`), `/search` (a form; results rendered by script), `/load-more`
- * (a list that grows on clicks); anything else is a 404 page.
+ * (a list that grows on clicks), `/graph/1…/graph/<pages>`, `/graph-redirect/<n>` and `/calendar/<k>` (a link graph to
+ * crawl: link-graph.ts); anything else is a 404 page.
  */
 import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
 import { DEFAULT_HOST } from "./defaults.js";
 import { loadMorePage, searchPage } from "./demo-interactive-pages.js";
+import { calendarPage, graphPage } from "./link-graph.js";
 
 export interface DemoSiteOptions {
 	/** Port to listen on; 0 picks a free one. @default 0 */
@@ -125,6 +127,9 @@ function pageFor(target: string, pages: number): Reply {
 	}
 	if (path === "/load-more") return { status: 200, html: loadMorePage() };
 	if (path === "/redirect") return { redirect: "/product/1" };
+	if (section === "graph" && isId && id <= pages) return { status: 200, html: graphPage(id, pages) };
+	if (section === "graph-redirect" && isId) return { redirect: `/graph/${id}` };
+	if (section === "calendar" && isId) return { status: 200, html: calendarPage(id) };
 	if (section === "status" && isId && id >= 200 && id <= 599) {
 		return { status: id, html: page(`Status ${id}`, `<h1>Status ${id}</h1><p>The demo site answered ${id}.</p>`) };
 	}

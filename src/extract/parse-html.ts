@@ -1,7 +1,7 @@
 import type { AnyNode, Document } from "domhandler";
 import { getAttributeValue, textContent } from "domutils";
 import { parseDocument } from "htmlparser2";
-import { compileCss, selectEvery } from "./select.js";
+import { type CompiledSelector, compileCss, selectEvery, selectFirst } from "./select.js";
 
 /**
  * One parsed page. Parse once, then read fields (`extractFields`) and links (`extractLinks`) from
@@ -34,21 +34,33 @@ export function collapseWhitespace(text: string): string {
 	return text.replace(/\s+/g, " ").trim();
 }
 
-const ANCHORS = compileCss("a[href]");
+const LINKS = compileCss('a[href], link[rel~="next" i][href]');
+const BASE = compileCss("base[href]");
 
 /**
- * Every `<a href>` of the page, resolved against the page URL, fragment dropped, in document
- * order (duplicates kept: the caller normalizes and dedupes). Links that are not http(s) are dropped.
+ * Every `<a href>` and `<link rel=next href>` of the page, resolved against the page URL (or its
+ * `<base href>`), fragment dropped, in document order (duplicates kept: the caller normalizes and
+ * dedupes). Links that are not http(s) are dropped.
  */
 export function extractLinks(page: ParsedPage): string[] {
 	const links: string[] = [];
-	for (const element of selectEvery(ANCHORS, page.document)) {
+	const baseHref = selectFirstOf(BASE, page);
+	const base = (baseHref !== undefined ? resolveUrl(baseHref, page.url) : null) ?? page.url;
+	for (const element of selectEvery(LINKS, page.document)) {
 		const href = getAttributeValue(element, "href");
 		if (href === undefined) continue;
-		const resolved = resolveUrl(href, page.url);
-		if (resolved !== null && /^https?:$/.test(new URL(resolved).protocol)) links.push(resolved.replace(/#.*$/, ""));
+		const resolved = resolveUrl(href, base);
+		if (resolved !== null && (resolved.startsWith("http:") || resolved.startsWith("https:"))) {
+			const hash = resolved.indexOf("#");
+			links.push(hash < 0 ? resolved : resolved.slice(0, hash));
+		}
 	}
 	return links;
+}
+
+function selectFirstOf(selector: CompiledSelector, page: ParsedPage): string | undefined {
+	const element = selectFirst(selector, page.document);
+	return element ? getAttributeValue(element, "href") : undefined;
 }
 
 /** `value` resolved against `base`; null when it is not a URL. */

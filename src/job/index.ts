@@ -16,6 +16,7 @@ export {
 	type BrowserStepKind,
 	jobUsesBrowser,
 } from "./browser-session.js";
+export { CRAWL_SCOPES, type CrawlScope, type CrawlSpec } from "./crawl-spec.js";
 export { createTargetKeySet, type TargetKeySet } from "./dedupe.js";
 export { JOB_SCHEMA_FILE, jobJsonSchema, jobJsonSchemaText } from "./json-schema.js";
 export { type LoadedJob, type LoadJobOptions, loadJob } from "./load-job.js";
@@ -40,4 +41,14 @@ export {
 	streamTargetBatches,
 	streamTargets,
 } from "./stream-targets.js";
-export type { CsvSourceSpec, Job, SourceSpec, Target, TargetCounts, TargetOrigin, TextSourceSpec } from "./types.js";
+export { createTargetKey, identityOptionsJson } from "./target-id.js";
+export type {
+	CsvSourceSpec,
+	Job,
+	SourceSpec,
+	Target,
+	TargetCounts,
+	TargetCrawl,
+	TargetOrigin,
+	TextSourceSpec,
+} from "./types.js";

@@ -2,6 +2,7 @@ import { createHash } from "node:crypto";
 import { basename, extname, isAbsolute, relative, resolve } from "node:path";
 import { parseDuration, type ScrapeParams } from "../shared/index.js";
 import { type BrowserSession, browserSessionSchema, mergeBrowserSessions } from "./browser-session.js";
+import { normalizeCrawl } from "./crawl-spec.js";
 import { createExtractionBuilder, type ExtractionBuilder } from "./extract-normalize.js";
 import type { DataPath, Position } from "./positions.js";
 import type { JobFileOutput, ScrapeOptions, SourceFormat } from "./schema.js";
@@ -130,6 +131,15 @@ export function normalizeSource(
 }
 
 /** SHA-256 of what decides the fetches (see `Job.fingerprint`). */
+/** `crawl:` and `per_host_concurrency`, present only when the job sets them. */
+function crawlOptions(parsed: JobFileOutput): Pick<Job, "crawl" | "perHostConcurrency"> {
+	const crawl = normalizeCrawl(parsed.crawl);
+	return {
+		...(crawl ? { crawl } : {}),
+		...(parsed.per_host_concurrency ? { perHostConcurrency: parsed.per_host_concurrency } : {}),
+	};
+}
+
 export function jobFingerprint(job: Omit<Job, "fingerprint">): string {
 	const identity = {
 		v: 1,
@@ -204,6 +214,7 @@ export function normalizeJob(parsed: JobFileOutput, ctx: NormalizeContext): Job 
 		maxBodyBytes: Math.round(parsed.max_body_mb * 1024 * 1024),
 		freshnessMs: parseDuration(parsed.freshness) ?? 0,
 		notify: parsed.notify ?? null,
+		...crawlOptions(parsed),
 	};
 	const extractionSummary = extraction.finish();
 	if (extractionSummary) job.extraction = extractionSummary;

@@ -14,6 +14,7 @@ import {
 	WAIT_UNTIL,
 } from "../shared/index.js";
 import { browserSessionSchema } from "./browser-session.js";
+import { crawlSchema } from "./crawl-spec.js";
 import { carrySchema, extractChecksSchema, extractSchema, idColumnSchema } from "./extract-schema.js";
 import { modeProblem } from "./param-hints.js";
 import { describeValue } from "./problems.js";
@@ -297,6 +298,12 @@ export const jobFileSchema = z
 			.describe(
 				"Skip a target whose latest ok record in this job's earlier runs is younger than this (e.g. 24h); 0 fetches all. --freshness wins",
 			),
+		crawl: crawlSchema.optional(),
+		per_host_concurrency: z
+			.int()
+			.positive()
+			.optional()
+			.describe("Fetches in flight per target host at most (politeness), under the account's concurrency"),
 		outage_timeout: durationSchema
 			.default(DEFAULT_OUTAGE_TIMEOUT)
 			.describe(

@@ -1,6 +1,7 @@
 import type { ExtractPlan } from "../extract/index.js";
 import type { Mode, ScrapeParams } from "../shared/index.js";
 import type { BrowserSession } from "./browser-session.js";
+import type { CrawlSpec } from "./crawl-spec.js";
 import type { JobExtraction } from "./extract-normalize.js";
 import type { BadRowPolicy, ContentMode, OutputFormat, ScrapeOptions } from "./schema.js";
 import type { ShardSpec } from "./shard.js";
@@ -25,6 +26,8 @@ export interface Target {
 	browserSession?: BrowserSession;
 	/** Fields extracted from its page (`extract:`), shared by every target with the same fields. */
 	extract?: ExtractPlan | null;
+	/** Set for a crawl's pages (seeds included): where the crawl found it. */
+	crawl?: TargetCrawl;
 	/** Values of the job's `carry:` columns from its CSV row (null where the source has none). */
 	carried?: Readonly<Record<string, string | null>>;
 }
@@ -95,6 +98,10 @@ export interface Job {
 		on?: Array<"completed" | "failed" | "stopped">;
 		format?: "json" | "slack";
 	} | null;
+	/** `crawl:`: follow links from the seeds (absent: fetch the targets only). */
+	crawl?: CrawlSpec;
+	/** `per_host_concurrency`: fetches in flight per target host at most. */
+	perHostConcurrency?: number;
 	/** `freshness` in ms (0: fetch all). */
 	freshnessMs: number;
 	/** Set by `run --shard I/N`: only targets whose URL host hashes to shard `index` are counted and run. */
@@ -128,4 +135,14 @@ export interface TargetCounts {
 	byMode: Record<Mode, number>;
 	/** `creditRange` split by mode. */
 	creditRangeByMode: Record<Mode, { min: number; max: number }>;
+}
+
+/** A crawled page's place in the crawl. */
+export interface TargetCrawl {
+	/** Links from a seed (0). */
+	depth: number;
+	/** Id of the page that linked it; null for a seed. */
+	parent: string | null;
+	/** Which seed options it was fetched with (see src/crawl: profiles). */
+	profile: string;
 }

@@ -42,6 +42,14 @@ export interface RunSummary {
 		credits_used: number;
 		rate_limit_pauses: number;
 	};
+	/** With `crawl:`: pages fetched, URLs discovered, the bounds, and whether `max_pages` cut it short. */
+	crawl?: {
+		pages: number;
+		discovered: number;
+		max_depth: number;
+		max_pages: number;
+		stopped_by: "max_pages" | null;
+	};
 	/** Change tracking against the job's earlier runs: ok records by `change`. */
 	changes?: { new: number; changed: number; unchanged: number };
 	/** Fetches sent and then given up when this session stopped (grace period over, output failed): no record, the service may still charge them. */

@@ -39,8 +39,8 @@ export function fetchedRecord(
 		content_path: null,
 		content_hash: null,
 		change: null,
-		depth: null,
-		parent: null,
+		depth: target.crawl?.depth ?? null,
+		parent: target.crawl?.parent ?? null,
 	};
 	if (result.kind === "ok" && result.title !== undefined) record.data = { ...record.data, title: result.title };
 	if (result.kind !== "ok" || content.mode === "none") return record;

@@ -34,6 +34,7 @@ import {
 	systemClock,
 } from "../shared/index.js";
 import { createSessionLimiter, fetchBrowserTarget } from "./browser-target.js";
+import { addCrawlSummary, crawlerFor, crawlPage } from "./crawl-hook.js";
 import { createCreditBudget } from "./credit-budget.js";
 import { addExtraction, createRunFillStats } from "./extract-record.js";
 import { type FetchTargetDeps, fetchTarget } from "./fetch-target.js";
@@ -221,6 +222,7 @@ export async function runJob(options: RunJobOptions): Promise<RunJobResult> {
 					? fairShare(options.concurrency, shards)
 					: options.concurrency,
 		});
+		const crawler = crawlerFor(job, runDir, prior?.done ?? null, queue, () => stopReason !== null);
 		const inflight = new AbortController();
 		// Every in-flight request listens on this one signal; that is by design, not a leak.
 		setMaxListeners(0, inflight.signal);
@@ -313,6 +315,7 @@ export async function runJob(options: RunJobOptions): Promise<RunJobResult> {
 			guardOutput(() => {
 				for (const sink of sinks) sink.sync();
 				journal.sync();
+				crawler?.sync();
 			});
 		}, options.syncIntervalMs ?? 1000);
 		syncTimer.unref();
@@ -527,6 +530,7 @@ export async function runJob(options: RunJobOptions): Promise<RunJobResult> {
 					budget.commit(worstCase, charged);
 					settleBudget();
 					const record = guardOutput(() => {
+						const parsed = crawlPage(crawler, target, result);
 						const built = addExtraction(
 							fetchedRecord(
 								target,
@@ -537,6 +541,7 @@ export async function runJob(options: RunJobOptions): Promise<RunJobResult> {
 							target,
 							result,
 							job,
+							parsed,
 						);
 						changes?.stamp(built, result.kind === "ok" ? result.body : null);
 						write(built);
@@ -583,7 +588,8 @@ export async function runJob(options: RunJobOptions): Promise<RunJobResult> {
 		const failures: unknown[] = [];
 		let feedError: string | null = null;
 		try {
-			feed: for await (const batch of streamTargetBatches(job)) {
+			const targets = streamTargetBatches(job);
+			feed: for await (const batch of crawler ? crawler.targets(targets) : targets) {
 				for (const target of batch) {
 					if (stopReason) break feed;
 					if (prior?.done.has(target.id)) continue;
@@ -615,6 +621,7 @@ export async function runJob(options: RunJobOptions): Promise<RunJobResult> {
 
 		for (const sink of sinks) await sink.close();
 		journal.close();
+		crawler?.close();
 		const internalError = failures.length ? `internal error: ${errorMessage(failures[0])}` : null;
 		const summary = buildSummary(stats, {
 			job: job.name,
@@ -636,6 +643,7 @@ export async function runJob(options: RunJobOptions): Promise<RunJobResult> {
 			summary.browser_credits_used =
 				browser.creditsBefore !== null && after !== null ? Math.max(0, browser.creditsBefore - after) : null;
 		}
+		addCrawlSummary(summary, crawler);
 		if (fill) summary.extract = fill.summary();
 		if (changes) {
 			summary.changes = { ...changes.counts };

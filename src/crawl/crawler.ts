@@ -1,0 +1,231 @@
+import { hash } from "node:crypto";
+import { join } from "node:path";
+import { extractLinks, type ParsedPage, parseHtml } from "../extract/index.js";
+import {
+	type CrawlSpec,
+	createTargetKey,
+	createTargetKeySet,
+	identityOptionsJson,
+	type Job,
+	type Target,
+	type TargetKeySet,
+} from "../job/index.js";
+import { FRONTIER_FILE, type FrontierEntry, type FrontierFile, openFrontierFile } from "./frontier-file.js";
+import { createLinkScope } from "./link-scope.js";
+import { normalizeUrl } from "./normalize-url.js";
+
+/** What a crawl adds to summary.json. */
+export interface CrawlSummary {
+	/** Pages fetched (records), seeds included, earlier sessions included. */
+	pages: number;
+	/** Distinct URLs known to the crawl: seeds and discovered links in scope. */
+	discovered: number;
+	max_depth: number;
+	max_pages: number;
+	/** `max_pages` when the crawl stopped there with discovered pages left (--resume with a larger one goes on). */
+	stopped_by: "max_pages" | null;
+}
+
+export interface CrawlerOptions {
+	readonly job: Job;
+	readonly spec: CrawlSpec;
+	readonly runDir: string;
+	/** Ids with a record from earlier sessions of this run (a resume); null for a new run. */
+	readonly done: { has(id: string): boolean; readonly size: number } | null;
+	/** Resolves when no fetch is queued or in flight: the crawl goes a level deeper only then. */
+	readonly idle: () => Promise<void>;
+	readonly isStopping: () => boolean;
+}
+
+export interface Crawler {
+	/** The seeds (the job's targets and sources), then every page discovered from them, level by level. */
+	targets(seeds: AsyncIterable<Target[]>): AsyncIterable<Target[]>;
+	/**
+	 * A page was fetched: its links (in scope, not seen before, above `max_depth`) are journalled. Call
+	 * before the page's record is written. Returns the parsed page for extraction to reuse.
+	 */
+	pageFetched(target: Target, html: string): ParsedPage;
+	summary(): CrawlSummary;
+	sync(): void;
+	close(): void;
+}
+
+/** Seed options every page found from that seed inherits: one per distinct option set, held in memory. */
+interface Profile {
+	readonly optionsJson: string;
+	readonly seed: Target;
+}
+
+const BATCH = 256;
+
+/**
+ * Breadth-first crawl over a journalled frontier. Two sets of 64-bit URL keys: `seen` (discovered or
+ * seeded: a link is journalled once) and `claimed` (handed out for fetching: a URL is fetched once,
+ * even when a seed and a link name it). Level by level: depth d+1 starts when depth d has finished,
+ * so every page gets its shortest depth and `max_depth` cuts exactly where a BFS would.
+ */
+export function createCrawler(options: CrawlerOptions): Crawler {
+	const { spec, done } = options;
+	const frontier: FrontierFile = openFrontierFile(join(options.runDir, FRONTIER_FILE));
+	const seen: TargetKeySet = createTargetKeySet();
+	const claimed: TargetKeySet = createTargetKeySet();
+	const scope = createLinkScope(spec.scope);
+	const profiles = new Map<string, Profile>();
+	let handedOut = 0;
+	let stoppedBy: CrawlSummary["stopped_by"] = null;
+	const pagesBefore = done?.size ?? 0;
+
+	const urlKey = (url: string) => createTargetKey(url, "");
+	const pagesLeft = () => spec.maxPages - pagesBefore - handedOut;
+
+	const profileOf = (seed: Target): string => {
+		const identity = seed.browserSession ? { ...seed.params, browser_session: seed.browserSession } : seed.params;
+		const optionsJson = identityOptionsJson(identity);
+		const key = hash("sha256", optionsJson, "hex").slice(0, 12);
+		if (!profiles.has(key)) profiles.set(key, { optionsJson, seed });
+		return key;
+	};
+
+	const discoveredTarget = (entry: FrontierEntry, profile: Profile): Target => {
+		const { seed } = profile;
+		const target: Target = {
+			id: createTargetKey(entry.u, profile.optionsJson).id,
+			url: entry.u,
+			params: { ...seed.params, url: entry.u },
+			origin: seed.origin,
+			crawl: { depth: entry.d, parent: entry.p, profile: entry.k },
+		};
+		if (seed.browserSession) target.browserSession = seed.browserSession;
+		if (seed.extract !== undefined) target.extract = seed.extract;
+		return target;
+	};
+
+	const follows = (href: string): string | null => {
+		const url = normalizeUrl(href);
+		if (url === null) return null;
+		if (!scope.allows(new URL(url))) return null;
+		if (spec.include.length > 0 && !spec.include.some((pattern) => pattern.test(url))) return null;
+		if (spec.exclude.some((pattern) => pattern.test(url))) return null;
+		return url;
+	};
+
+	/** A resumed run knows every link journalled before: they are not journalled again. */
+	const rememberJournalled = () => {
+		const reader = openFrontierFile(join(options.runDir, FRONTIER_FILE));
+		try {
+			for (let entry = reader.next(); entry !== null; entry = reader.next()) {
+				const key = urlKey(entry.u);
+				seen.add(key.high, key.low);
+			}
+		} finally {
+			reader.close();
+		}
+	};
+	if (done !== null) rememberJournalled();
+
+	async function* targets(seeds: AsyncIterable<Target[]>): AsyncIterable<Target[]> {
+		for await (const batch of seeds) {
+			const out: Target[] = [];
+			for (const seed of batch) {
+				const url = normalizeUrl(seed.url);
+				const k = profileOf(seed);
+				seed.crawl = { depth: 0, parent: null, profile: k };
+				if (url !== null) {
+					const parsed = new URL(url);
+					scope.addSeed(parsed);
+					const key = urlKey(url);
+					seen.add(key.high, key.low);
+					claimed.add(key.high, key.low);
+				}
+				if (done?.has(seed.id)) continue;
+				if (pagesLeft() <= 0) {
+					stoppedBy = "max_pages";
+					continue;
+				}
+				handedOut += 1;
+				out.push(seed);
+			}
+			if (out.length > 0) yield out;
+		}
+		if (stoppedBy) return;
+		// Depth 1 and below, from the journal, in the order found; a level starts when the one before finished.
+		let level = 0;
+		let out: Target[] = [];
+		for (;;) {
+			if (options.isStopping()) return;
+			const entry = frontier.next();
+			if (entry === null || entry.d > level) {
+				if (out.length > 0) yield out;
+				out = [];
+				// Wait for every fetch handed out so far: their links may still be journalled.
+				await options.idle();
+				if (options.isStopping()) return;
+				if (entry === null) {
+					const more = frontier.next();
+					if (more === null) return;
+					level = more.d;
+					take(more);
+				} else {
+					level = entry.d;
+					take(entry);
+				}
+			} else take(entry);
+			if (stoppedBy) {
+				if (out.length > 0) yield out;
+				return;
+			}
+			if (out.length >= BATCH) {
+				yield out;
+				out = [];
+			}
+		}
+
+		function take(entry: FrontierEntry): void {
+			const key = urlKey(entry.u);
+			if (claimed.has(key.high, key.low)) return;
+			const profile = profiles.get(entry.k);
+			// The seed whose options it carried is no longer in the job (a resume with --force): not fetched.
+			if (!profile) return;
+			const target = discoveredTarget(entry, profile);
+			if (done?.has(target.id)) {
+				claimed.add(key.high, key.low);
+				return;
+			}
+			if (pagesLeft() <= 0) {
+				stoppedBy = "max_pages";
+				return;
+			}
+			claimed.add(key.high, key.low);
+			handedOut += 1;
+			out.push(target);
+		}
+	}
+
+	return {
+		targets,
+		pageFetched(target, html) {
+			const page = parseHtml(html, target.url);
+			const crawl = target.crawl;
+			if (!crawl || crawl.depth >= spec.maxDepth) return page;
+			const found: FrontierEntry[] = [];
+			for (const href of extractLinks(page)) {
+				const url = follows(href);
+				if (url === null) continue;
+				const key = urlKey(url);
+				if (!seen.add(key.high, key.low)) continue;
+				found.push({ u: url, d: crawl.depth + 1, p: target.id, k: crawl.profile });
+			}
+			frontier.append(found);
+			return page;
+		},
+		summary: () => ({
+			pages: pagesBefore + handedOut,
+			discovered: seen.size,
+			max_depth: spec.maxDepth,
+			max_pages: spec.maxPages,
+			stopped_by: stoppedBy,
+		}),
+		sync: () => frontier.sync(),
+		close: () => frontier.close(),
+	};
+}

@@ -1,0 +1,11 @@
+/**
+ * Crawling (`crawl:`): the job's targets are seeds; links of fetched html pages are normalized,
+ * scoped, journalled to `frontier.jsonl` and fed back as targets, each URL fetched at most once.
+ *
+ * Map: normalize-url (one spelling per page) → link-scope (host | domain | any) → frontier-file
+ * (the journalled frontier, read through a cursor) → crawler (seeds, then levels; dedupe sets).
+ */
+export { type Crawler, type CrawlerOptions, type CrawlSummary, createCrawler } from "./crawler.js";
+export { FRONTIER_FILE } from "./frontier-file.js";
+export { createLinkScope, type LinkScope } from "./link-scope.js";
+export { normalizeUrl } from "./normalize-url.js";

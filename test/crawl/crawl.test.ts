@@ -1,0 +1,128 @@
+import { readdirSync, readFileSync } from "node:fs";
+import { join } from "node:path";
+import { afterEach, describe, expect, it } from "vitest";
+import type { ResultRecord } from "../../src/output/index.js";
+import { readRecords, readSummary, tempDir, writeJob } from "../helpers/job-files.js";
+import { runCli } from "../helpers/run-cli.js";
+import { startTestService, type TestService } from "../helpers/service.js";
+import { siteBfs } from "./site-bfs.js";
+
+let service: TestService | undefined;
+afterEach(async () => {
+	await service?.close();
+	service = undefined;
+});
+
+function onlyRunDir(out: string, job: string): string {
+	const runs = readdirSync(join(out, job)).filter((name) => !name.startsWith("."));
+	expect(runs).toHaveLength(1);
+	return join(out, job, runs[0]!);
+}
+
+/** Fetches the emulator was asked for, per target URL (a dead link's 404 is not charged, but still asked). */
+function requestedFetches(svc: TestService): Map<string, number> {
+	const counts = new Map<string, number>();
+	for (const entry of svc.emulator.ledger.entries) {
+		if (entry.endpoint === "realtime" && entry.url) {
+			counts.set(entry.url, (counts.get(entry.url) ?? 0) + 1);
+		}
+	}
+	return counts;
+}
+
+function crawlJob(seeds: string[], crawl: string[], extra: string[] = []): string {
+	return [
+		"name: crawl",
+		"defaults:",
+		"  mode: request",
+		"output:",
+		"  content: none",
+		...extra,
+		"crawl:",
+		...crawl.map((line) => `  ${line}`),
+		"targets:",
+		...seeds.map((seed) => `  - ${seed}`),
+		"",
+	].join("\n");
+}
+
+async function crawl(yaml: string): Promise<{ records: ResultRecord[]; runDir: string; code: number; stderr: string }> {
+	const dir = tempDir();
+	const out = join(dir, "out");
+	const job = writeJob(dir, "crawl", yaml);
+	const result = await runCli(["run", job, "--out", out, "--quiet"], { env: service!.env });
+	const runDir = onlyRunDir(out, "crawl");
+	return { records: readRecords(runDir), runDir, code: result.code, stderr: result.stderr };
+}
+
+function depthByUrl(records: readonly ResultRecord[]): Map<string, number> {
+	return new Map(records.map((record) => [record.url, record.depth ?? -1]));
+}
+
+describe("crawl: link following", () => {
+	it("finds exactly the pages a BFS reaches in scope, each fetched (and paid) once, with depth and parent", async () => {
+		service = await startTestService({ concurrency: 8 });
+		const site = service.site.url;
+		const host = new URL(site).host;
+		const seed = `${site}/graph/1`;
+		const expected = await siteBfs({ seeds: [seed], maxDepth: 6, follows: (url) => url.host === host });
+		const { records, runDir, code } = await crawl(crawlJob([seed], ["max_depth: 6", "max_pages: 100000"]));
+
+		expect(depthByUrl(records)).toEqual(expected);
+		// One record per URL; the service was asked once per URL.
+		expect(records).toHaveLength(expected.size);
+		const requested = requestedFetches(service);
+		expect([...requested.values()].every((count) => count === 1)).toBe(true);
+		expect(new Set(requested.keys())).toEqual(new Set(expected.keys()));
+		// The graph has the traps: the calendar is cut at max_depth, off-site links are never fetched.
+		expect(records.some((record) => record.url.includes("/calendar/"))).toBe(true);
+		expect(records.some((record) => record.url.includes("offsite"))).toBe(false);
+		// Parents: a seed has none; every other page names a page one level up that links to it.
+		const byId = new Map(records.map((record) => [record.id, record]));
+		for (const record of records) {
+			if (record.depth === 0) expect(record.parent).toBeNull();
+			else expect(byId.get(record.parent!)?.depth).toBe(record.depth! - 1);
+		}
+		// The frontier journal holds each discovered URL once (the seed is not in it).
+		const journalled = readFileSync(join(runDir, "frontier.jsonl"), "utf8").trim().split("\n");
+		expect(new Set(journalled.map((line) => JSON.parse(line).u)).size).toBe(journalled.length);
+		expect(journalled).toHaveLength(expected.size - 1);
+		const summary = readSummary(runDir);
+		expect(code).toBe(records.some((record) => record.status !== "ok") ? 1 : 0);
+		expect(summary.crawl).toMatchObject({ pages: expected.size, max_depth: 6, stopped_by: null });
+	});
+
+	it("include, exclude and max_depth cut where the BFS says", async () => {
+		service = await startTestService({ concurrency: 8 });
+		const site = service.site.url;
+		const host = new URL(site).host;
+		const seed = `${site}/graph/2`;
+		const follows = (url: URL) => url.host === host && /\/graph\//.test(url.href) && !/[05]$/.test(url.href);
+		const expected = await siteBfs({ seeds: [seed], maxDepth: 3, follows });
+		const { records } = await crawl(
+			crawlJob([seed], ["max_depth: 3", 'include: ["/graph/"]', 'exclude: ["[05]$", "\\\\?never"]']),
+		);
+		expect(depthByUrl(records)).toEqual(expected);
+	});
+
+	it("max_pages bounds the pages fetched, seeds included; --resume with a larger max_pages goes on without refetching", async () => {
+		service = await startTestService({ concurrency: 4 });
+		const site = service.site.url;
+		const dir = tempDir();
+		const out = join(dir, "out");
+		const seeds = [`${site}/graph/1`, `${site}/graph/50`];
+		const job = writeJob(dir, "crawl", crawlJob(seeds, ["max_depth: 20", "max_pages: 15"]));
+		const first = await runCli(["run", job, "--out", out, "--quiet"], { env: service.env });
+		const runDir = onlyRunDir(out, "crawl");
+		expect(readRecords(runDir)).toHaveLength(15);
+		expect(readSummary(runDir)).toMatchObject({ complete: false, crawl: { pages: 15, stopped_by: "max_pages" } });
+		expect(first.code).toBe(1);
+
+		writeJob(dir, "crawl", crawlJob(seeds, ["max_depth: 20", "max_pages: 40"]));
+		await runCli(["run", job, "--out", out, "--quiet", "--resume"], { env: service.env });
+		const records = readRecords(runDir);
+		expect(records).toHaveLength(40);
+		expect(new Set(records.map((record) => record.url)).size).toBe(40);
+		expect([...requestedFetches(service).values()].every((count) => count === 1)).toBe(true);
+	});
+});
