@@ -1,0 +1,76 @@
+import { existsSync, readdirSync, readFileSync } from "node:fs";
+import { join } from "node:path";
+import { afterEach, beforeAll, describe, expect, it } from "vitest";
+import { readRecords, readSummary, tempDir, writeJob } from "../helpers/job-files.js";
+import { startTestService, type TestService } from "../helpers/service.js";
+import { assertBuilt, spawnCli } from "../helpers/spawn-cli.js";
+import { siteBfs } from "./site-bfs.js";
+
+let service: TestService | undefined;
+beforeAll(() => assertBuilt());
+afterEach(async () => {
+	await service?.close();
+	service = undefined;
+});
+
+/** Lines in the run's results.jsonl, read as it grows (a event to wait on, not a fixed sleep). */
+async function waitForRecords(jobDir: string, atLeast: number, timeoutMs = 20_000): Promise<void> {
+	const deadline = Date.now() + timeoutMs;
+	while (Date.now() < deadline) {
+		if (existsSync(jobDir)) {
+			for (const name of readdirSync(jobDir)) {
+				const file = join(jobDir, name, "results.jsonl");
+				if (existsSync(file) && readFileSync(file, "utf8").split("\n").length - 1 >= atLeast) return;
+			}
+		}
+		await new Promise((resolve) => setTimeout(resolve, 10));
+	}
+	throw new Error(`no ${atLeast} records within ${timeoutMs} ms`);
+}
+
+describe("crawl: exactly once across crashes", () => {
+	it("SIGKILL mid-crawl, then --resume: every reachable page once, none asked for again after its record", async () => {
+		service = await startTestService({ concurrency: 4, latency_ms: 15 });
+		const site = service.site.url;
+		const host = new URL(site).host;
+		const seed = `${site}/graph/3`;
+		const expected = await siteBfs({ seeds: [seed], maxDepth: 5, follows: (url) => url.host === host });
+		const dir = tempDir();
+		const out = join(dir, "out");
+		const job = writeJob(
+			dir,
+			"crawl",
+			[
+				"name: crawl",
+				"defaults: {mode: request}",
+				"output: {content: none}",
+				"crawl: {max_depth: 5}",
+				`targets: [${seed}]`,
+				"",
+			].join("\n"),
+		);
+		const first = spawnCli(["run", job, "--out", out, "--quiet"], service.env);
+		await waitForRecords(join(out, "crawl"), 40);
+		first.child.kill("SIGKILL");
+		await first.done;
+		const runDir = join(out, "crawl", readdirSync(join(out, "crawl")).find((name) => !name.startsWith("."))!);
+		const before = readRecords(runDir);
+		expect(before.length).toBeGreaterThanOrEqual(40);
+		expect(before.length).toBeLessThan(expected.size);
+		const askedBefore = service.emulator.ledger.requestCount;
+
+		const second = spawnCli(["run", job, "--out", out, "--quiet", "--resume"], service.env);
+		const ended = await second.done;
+		expect(ended.stderr).not.toMatch(/internal error/);
+		const records = readRecords(runDir);
+		expect(new Map(records.map((record) => [record.url, record.depth]))).toEqual(expected);
+		expect(records).toHaveLength(expected.size);
+		// Nothing with a record from the killed session was asked for again.
+		const answered = new Set(before.map((record) => record.url));
+		const askedAgain = service.emulator.ledger.entries
+			.filter((entry) => entry.seq > askedBefore && entry.endpoint === "realtime" && answered.has(entry.url ?? ""))
+			.map((entry) => entry.url);
+		expect(askedAgain).toEqual([]);
+		expect(readSummary(runDir)).toMatchObject({ crawl: { pages: expected.size, stopped_by: null } });
+	});
+});
