@@ -1,0 +1,51 @@
+import { describe, expect, it } from "vitest";
+import { createLinkScope, normalizeUrl } from "../../src/crawl/index.js";
+import { extractLinks, parseHtml } from "../../src/extract/index.js";
+
+describe("normalizeUrl", () => {
+	it("gives one spelling per page: scheme and host case, default port, fragment, query order", () => {
+		expect(normalizeUrl("HTTP://Example.COM:80/a/b?z=1&a=2&a=1#frag")).toBe("http://example.com/a/b?a=2&a=1&z=1");
+		expect(normalizeUrl("https://example.com:443")).toBe("https://example.com/");
+		expect(normalizeUrl("https://example.com:8443/x/../y/./z")).toBe("https://example.com:8443/y/z");
+		expect(normalizeUrl("https://example.com/p?")).toBe("https://example.com/p");
+	});
+
+	it("keeps the trailing slash as written (the documented rule) and refuses what is not http(s)", () => {
+		expect(normalizeUrl("https://example.com/docs")).not.toBe(normalizeUrl("https://example.com/docs/"));
+		expect(normalizeUrl("mailto:someone@example.com")).toBeNull();
+		expect(normalizeUrl("not a url")).toBeNull();
+	});
+});
+
+describe("link scope", () => {
+	it("host: the seed's host with its port; domain: the registrable domain (public suffix list); any", () => {
+		const host = createLinkScope("host");
+		host.addSeed(new URL("https://shop.example.co.uk/"));
+		expect(host.allows(new URL("https://shop.example.co.uk/x"))).toBe(true);
+		expect(host.allows(new URL("https://shop.example.co.uk:8443/x"))).toBe(false);
+		expect(host.allows(new URL("https://www.example.co.uk/x"))).toBe(false);
+
+		const domain = createLinkScope("domain");
+		domain.addSeed(new URL("https://shop.example.co.uk/"));
+		expect(domain.allows(new URL("https://www.example.co.uk/x"))).toBe(true);
+		// co.uk is a public suffix: another registrant's site is another domain.
+		expect(domain.allows(new URL("https://other.co.uk/x"))).toBe(false);
+
+		expect(createLinkScope("any").allows(new URL("https://anything.example/"))).toBe(true);
+	});
+});
+
+describe("extractLinks", () => {
+	it("reads <a href> and <link rel=next>, resolved against <base href>, fragments dropped, http(s) only", () => {
+		const page = parseHtml(
+			`<html><head><base href="/docs/"><link rel="Next" href="page-2"><link rel="stylesheet" href="x.css"></head>
+			<body><a href="intro#top">i</a><a href="/abs">a</a><a href="mailto:x@y.z">m</a><a href="javascript:void(0)">j</a></body></html>`,
+			"https://example.com/start/here",
+		);
+		expect(extractLinks(page)).toEqual([
+			"https://example.com/docs/page-2",
+			"https://example.com/docs/intro",
+			"https://example.com/abs",
+		]);
+	});
+});
