@@ -43,6 +43,8 @@ export {
 	type ContentOutcome,
 	createScraperClient,
 	DEFAULT_SCRAPER_URL,
+	type DiscoveryAnswer,
+	type DiscoveryEndpoint,
 	type RealtimeCallOptions,
 	type RealtimeOutcome,
 	type ScraperClient,

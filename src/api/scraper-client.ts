@@ -107,6 +107,17 @@ export interface ScraperClient {
 	realtime(params: ScrapeParams, options?: RealtimeCallOptions): Promise<RealtimeOutcome>;
 	task(taskId: string, signal?: AbortSignal): Promise<TaskState>;
 	health(signal?: AbortSignal): Promise<{ ok: true; headers: ScraperHeaders }>;
+	/** `POST /scraper/map` or `/scraper/search` (service-facts §3): the URLs found and what they cost. */
+	discover(endpoint: DiscoveryEndpoint, body: Record<string, unknown>, signal?: AbortSignal): Promise<DiscoveryAnswer>;
+}
+
+export type DiscoveryEndpoint = "map" | "search";
+
+export interface DiscoveryAnswer {
+	/** The results' URLs, in the service's order (entries without an http(s) `url` left out). */
+	readonly urls: string[];
+	/** `credits_used` of the body; null when missing or not a number. */
+	readonly creditsUsed: number | null;
 }
 
 function toQuery(params: ScrapeParams): string {
@@ -266,6 +277,31 @@ export function createScraperClient(options: ScraperClientOptions): ScraperClien
 				json: body,
 				raw: response.body,
 			};
+		},
+
+		async discover(name, body, signal) {
+			const endpoint = `POST /scraper/${name}`;
+			const response = await send(dispatcher, {
+				method: "POST",
+				url: joinUrl(base, `/scraper/${name}`),
+				headers: postHeaders,
+				body: JSON.stringify(body),
+				timeoutMs: realtimeTimeoutMs,
+				endpoint,
+				...(signal ? { signal } : {}),
+			});
+			const answer = jsonObject(response);
+			if (response.status !== 200 || !answer || answer.success === false) {
+				throw toServiceError(response.status === 200 ? 502 : response.status, response.body, endpoint, secrets);
+			}
+			const results = Array.isArray(answer.results) ? answer.results : [];
+			const urls: string[] = [];
+			for (const item of results) {
+				const url = item !== null && typeof item === "object" ? (item as Record<string, unknown>).url : undefined;
+				if (typeof url === "string" && /^https?:\/\//i.test(url)) urls.push(url);
+			}
+			const credits = numberField(answer, "credits_used");
+			return { urls, creditsUsed: credits !== undefined && credits >= 0 ? credits : null };
 		},
 
 		async health(signal) {

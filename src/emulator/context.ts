@@ -30,6 +30,8 @@ export interface EmulatorContext {
 	readonly scraperKeys: ReadonlySet<string>;
 	/** Base addresses, known once the server listens. */
 	readonly urls: { apiUrl: string; scraperUrl: string; browserUrl: string };
+	/** Base address whose pages `/scraper/search` returns (the demo site in tests). */
+	readonly searchSite: string;
 	/** The remote browser service (its credits show in GET /public/browser). */
 	readonly browser: BrowserEndpoint;
 }

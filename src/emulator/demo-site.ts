@@ -7,13 +7,14 @@
  * extraction benchmarks), `/slow?ms=N` (answers after N ms, at most 60 s), `/status/<code>` (answers that status),
  * `/redirect` (302 to `/product/1`), `/search` (a form; results rendered by script), `/load-more`
  * (a list that grows on clicks), `/graph/1…/graph/<pages>`, `/graph-redirect/<n>` and `/calendar/<k>` (a link graph to
- * crawl: link-graph.ts); anything else is a 404 page.
+ * crawl: link-graph.ts), `/robots.txt` and `/sitemap.xml` (an index of the graph's and the products' sitemaps);
+ * anything else is a 404 page.
  */
 import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
 import { DEFAULT_HOST } from "./defaults.js";
 import { loadMorePage, searchPage } from "./demo-interactive-pages.js";
-import { calendarPage, graphPage } from "./link-graph.js";
+import { calendarPage, graphPage, robotsTxt, sitemapXml } from "./link-graph.js";
 
 export interface DemoSiteOptions {
 	/** Port to listen on; 0 picks a free one. @default 0 */
@@ -93,6 +94,15 @@ function answer(
 	pages: number,
 	later: (ms: number, fn: () => void) => void,
 ): void {
+	const base = `http://${req.headers.host ?? "localhost"}`;
+	const path = (req.url ?? "/").split("?")[0] ?? "/";
+	const text = path === "/robots.txt" ? robotsTxt(base) : sitemapXml(base, path, pages);
+	if (text !== null) {
+		const type = path === "/robots.txt" ? "text/plain" : "application/xml";
+		res.writeHead(200, { "content-type": `${type}; charset=utf-8`, "content-length": Buffer.byteLength(text) });
+		res.end(text);
+		return;
+	}
 	const reply = pageFor(req.url ?? "/", pages);
 	if ("redirect" in reply) {
 		res.writeHead(302, { location: reply.redirect, "content-length": 0 });

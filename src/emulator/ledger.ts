@@ -9,6 +9,8 @@ export type LedgerEndpoint =
 	| "realtime"
 	| "task"
 	| "health"
+	| "map"
+	| "search"
 	| "account/proxy-data"
 	| "account/scraper"
 	| "account/browser"

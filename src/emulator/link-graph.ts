@@ -41,3 +41,24 @@ export function graphPage(n: number, pages: number): string {
 export function calendarPage(k: number): string {
 	return body(`Calendar ${k}`, `<h1>Month ${k}</h1><a href="/calendar/${k + 1}">next month</a>`);
 }
+
+/** `/robots.txt`: names the sitemap index, as sites do. */
+export function robotsTxt(base: string): string {
+	return `User-agent: *\nAllow: /\nSitemap: ${base}/sitemap.xml\n`;
+}
+
+/** `/sitemap.xml`: an index of two sitemaps, `/sitemap-graph.xml` (every graph page) and `/sitemap-products.xml`. */
+export function sitemapXml(base: string, path: string, pages: number): string | null {
+	const urlset = (urls: string[]) =>
+		`<?xml version="1.0" encoding="UTF-8"?>\n<urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9">\n${urls.map((url) => `<url><loc>${url}</loc></url>`).join("\n")}\n</urlset>\n`;
+	if (path === "/sitemap.xml") {
+		const maps = ["/sitemap-graph.xml", "/sitemap-products.xml"].map(
+			(name) => `<sitemap><loc>${base}${name}</loc></sitemap>`,
+		);
+		return `<?xml version="1.0" encoding="UTF-8"?>\n<sitemapindex xmlns="http://www.sitemaps.org/schemas/sitemap/0.9">\n${maps.join("\n")}\n</sitemapindex>\n`;
+	}
+	const numbers = Array.from({ length: pages }, (_, index) => index + 1);
+	if (path === "/sitemap-graph.xml") return urlset(numbers.map((n) => `${base}/graph/${n}`));
+	if (path === "/sitemap-products.xml") return urlset(numbers.map((n) => `${base}/product/${n}`));
+	return null;
+}

@@ -6,6 +6,7 @@
 import type { IncomingMessage, OutgoingHttpHeaders, ServerResponse } from "node:http";
 import { checkScrapeParams, errorMessage, type Mode } from "../shared/index.js";
 import type { EmulatorContext } from "./context.js";
+import { answerMap, answerSearch } from "./discovery.js";
 import { dropConnection, isTruthy, queryToObject, readBody, sendBody, sendJson, timestamp } from "./http-io.js";
 import type { KeyPlace, LedgerEndpoint, LedgerEntry } from "./ledger.js";
 import type { FaultRule } from "./scenario.js";
@@ -67,6 +68,21 @@ export async function handleScraperRequest(
 		case "health":
 			answer(ex, 200, { success: true });
 			return;
+		case "map":
+		case "search": {
+			const params = withoutKey(body ?? {});
+			const balance = ex.ctx.credits.available;
+			const outcome =
+				route.endpoint === "map"
+					? await answerMap(params, ex.ctx.signal, balance)
+					: answerSearch(params, ex.ctx.searchSite, balance);
+			if (outcome.credits > 0) {
+				ex.ctx.credits.settle(0, outcome.credits);
+				ex.ctx.ledger.charge(ex.entry, outcome.credits);
+			}
+			answer(ex, outcome.status, outcome.body, undefined, outcome.credits);
+			return;
+		}
 		default:
 			answerError(ex, 404, "Not found", `No endpoint ${method} /api/v1${path}`);
 	}
@@ -83,6 +99,8 @@ const TASK_PREFIX = "/scraper/tasks/";
 function matchRoute(path: string): Route | null {
 	if (path === "/scraper/realtime") return { endpoint: "realtime", methods: ["GET", "POST"] };
 	if (path === "/scraper/health") return { endpoint: "health", methods: ["GET", "POST"] };
+	if (path === "/scraper/map") return { endpoint: "map", methods: ["POST"] };
+	if (path === "/scraper/search") return { endpoint: "search", methods: ["POST"] };
 	if (path.startsWith(TASK_PREFIX) && path.length > TASK_PREFIX.length && !path.includes("/", TASK_PREFIX.length)) {
 		return { endpoint: "task", methods: ["GET"], taskId: decodeURIComponent(path.slice(TASK_PREFIX.length)) };
 	}

@@ -36,6 +36,8 @@ export interface StartEmulatorOptions {
 	readonly clock?: Clock;
 	/** The Chromium each browser session runs in. @default $SCRAPEJOB_CHROMIUM or /usr/bin/chromium */
 	readonly chromiumPath?: string;
+	/** Base address of the site `/scraper/search` finds pages on (e.g. the demo site). @default "https://search.invalid" */
+	readonly searchSite?: string;
 }
 
 export interface Emulator {
@@ -76,6 +78,7 @@ export async function startEmulator(options: StartEmulatorOptions = {}): Promise
 	setMaxListeners(0, abort.signal);
 	const urls = { apiUrl: "", scraperUrl: "", browserUrl: "" };
 	const ctx: EmulatorContext = {
+		searchSite: (options.searchSite ?? "https://search.invalid").replace(/\/+$/, ""),
 		config,
 		ledger,
 		credits: new CreditAccount(config.credits),

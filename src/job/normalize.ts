@@ -1,12 +1,21 @@
 import { createHash } from "node:crypto";
 import { basename, extname, isAbsolute, relative, resolve } from "node:path";
+import type { z } from "zod";
 import { parseDuration, type ScrapeParams } from "../shared/index.js";
 import { type BrowserSession, browserSessionSchema, mergeBrowserSessions } from "./browser-session.js";
 import { normalizeCrawl } from "./crawl-spec.js";
+import type { DiscoverySpec } from "./discovery-spec.js";
 import { createExtractionBuilder, type ExtractionBuilder } from "./extract-normalize.js";
 import type { DataPath, Position } from "./positions.js";
 import type { JobFileOutput, ScrapeOptions, SourceFormat } from "./schema.js";
-import { JOB_NAME_PATTERN, scrapeOptionsSchema, sourceSchema, targetSchema } from "./schema.js";
+import {
+	JOB_NAME_PATTERN,
+	type mapSourceSchema,
+	scrapeOptionsSchema,
+	type searchSourceSchema,
+	sourceSchema,
+	targetSchema,
+} from "./schema.js";
 import { canonicalJson, createTargetKey, identityOptionsJson } from "./target-id.js";
 import type { Job, SourceSpec, Target } from "./types.js";
 
@@ -56,7 +65,25 @@ function optionsOf(value: Record<string, unknown>, exclude: readonly string[]): 
 }
 
 export type TargetEntry = JobFileOutput extends { targets?: Array<infer T> } ? T : never;
-export type SourceEntry = JobFileOutput extends { sources?: Array<infer S> } ? S : never;
+type AnySourceEntry = JobFileOutput extends { sources?: Array<infer S> } ? S : never;
+/** A file source (`map:` and `search:` sources are the service's: see discovery-spec.ts). */
+type DiscoveryEntry = z.output<typeof mapSourceSchema> | z.output<typeof searchSourceSchema>;
+export type SourceEntry = Exclude<AnySourceEntry, DiscoveryEntry>;
+
+function isDiscoveryEntry(entry: AnySourceEntry): entry is DiscoveryEntry {
+	return typeof entry === "object" && ("map" in entry || "search" in entry);
+}
+
+function normalizeDiscovery(entry: DiscoveryEntry, index: number, ctx: NormalizeContext): DiscoverySpec {
+	const kind = "map" in entry ? "map" : "search";
+	const at = ctx.locate(["sources", index, kind]);
+	return {
+		kind,
+		request: "map" in entry ? { ...entry.map } : { ...entry.search },
+		options: optionsOf(entry, [kind]),
+		origin: { file: ctx.displayFile, line: at.line, col: at.col },
+	};
+}
 
 /**
  * An inline target: its params are `defaults` overridden by its own options; its id is given or derived.
@@ -182,10 +209,16 @@ export function normalizeJob(parsed: JobFileOutput, ctx: NormalizeContext): Job 
 		const plan = extraction.planFor(typeof entry === "string" ? undefined : entry.extract);
 		return plan ? { ...target, extract: plan } : target;
 	});
-	const sources = (parsed.sources ?? []).map((entry, index) => {
+	const sources: SourceSpec[] = [];
+	const discovery: DiscoverySpec[] = [];
+	(parsed.sources ?? []).forEach((entry, index) => {
+		if (isDiscoveryEntry(entry)) {
+			discovery.push(normalizeDiscovery(entry, index, ctx));
+			return;
+		}
 		const source = normalizeSource(entry, index, dir, ctx, extraction);
 		extraction.noteServiceOptions(source.options);
-		return source;
+		sources.push(source);
 	});
 	const job: Omit<Job, "fingerprint"> = {
 		file: ctx.file,
@@ -215,6 +248,7 @@ export function normalizeJob(parsed: JobFileOutput, ctx: NormalizeContext): Job 
 		freshnessMs: parseDuration(parsed.freshness) ?? 0,
 		notify: parsed.notify ?? null,
 		...crawlOptions(parsed),
+		...(discovery.length > 0 ? { discovery } : {}),
 	};
 	const extractionSummary = extraction.finish();
 	if (extractionSummary) job.extraction = extractionSummary;
@@ -244,7 +278,7 @@ export function normalizePartialJob(data: Record<string, unknown>, ctx: Normaliz
 	const sources: SourceSpec[] = [];
 	(Array.isArray(data.sources) ? data.sources : []).forEach((raw: unknown, index) => {
 		const parsed = sourceSchema.safeParse(raw);
-		if (parsed.success) sources.push(normalizeSource(parsed.data, index, dir, ctx));
+		if (parsed.success && !isDiscoveryEntry(parsed.data)) sources.push(normalizeSource(parsed.data, index, dir, ctx));
 	});
 	const job: Omit<Job, "fingerprint"> = {
 		file: ctx.file,

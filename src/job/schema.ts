@@ -15,6 +15,7 @@ import {
 } from "../shared/index.js";
 import { browserSessionSchema } from "./browser-session.js";
 import { crawlSchema } from "./crawl-spec.js";
+import { mapRequestSchema, searchRequestSchema } from "./discovery-spec.js";
 import { carrySchema, extractChecksSchema, extractSchema, idColumnSchema } from "./extract-schema.js";
 import { modeProblem } from "./param-hints.js";
 import { describeValue } from "./problems.js";
@@ -182,9 +183,16 @@ export const sourceObjectSchema = z
 	})
 	.describe("A list of URLs streamed from a file; scrape options here apply to its rows");
 
+export const mapSourceSchema = z
+	.strictObject({ map: mapRequestSchema, ...scrapeOptionsSchema.shape })
+	.describe("URLs of a domain from the service's map endpoint (paid once per run); scrape options apply to them");
+export const searchSourceSchema = z
+	.strictObject({ search: searchRequestSchema, ...scrapeOptionsSchema.shape })
+	.describe("Result URLs of web searches from the service's search endpoint (paid once per run)");
+
 export const sourceSchema = z
-	.union([z.string().min(1), sourceObjectSchema])
-	.describe("A text file (one URL a line), or a source with options");
+	.union([z.string().min(1), sourceObjectSchema, mapSourceSchema, searchSourceSchema])
+	.describe("A text file (one URL a line), a source with options, or the service's map or search");
 
 export const outputSchema = z
 	.strictObject({

@@ -2,6 +2,7 @@ import type { ExtractPlan } from "../extract/index.js";
 import type { Mode, ScrapeParams } from "../shared/index.js";
 import type { BrowserSession } from "./browser-session.js";
 import type { CrawlSpec } from "./crawl-spec.js";
+import type { DiscoverySpec } from "./discovery-spec.js";
 import type { JobExtraction } from "./extract-normalize.js";
 import type { BadRowPolicy, ContentMode, OutputFormat, ScrapeOptions } from "./schema.js";
 import type { ShardSpec } from "./shard.js";
@@ -100,6 +101,8 @@ export interface Job {
 	} | null;
 	/** `crawl:`: follow links from the seeds (absent: fetch the targets only). */
 	crawl?: CrawlSpec;
+	/** `sources:` entries `map:` / `search:`: URLs the service discovers, fetched after the other targets. */
+	discovery?: DiscoverySpec[];
 	/** `per_host_concurrency`: fetches in flight per target host at most. */
 	perHostConcurrency?: number;
 	/** `freshness` in ms (0: fetch all). */

@@ -169,8 +169,11 @@ export function issuesToProblems(
 			const meant = issue.errors.filter(
 				(branch) => !branch.every((inner) => inner.code === "invalid_type" && inner.path.length === 0),
 			);
-			if (meant.length === 1) {
-				problems.push(...issuesToProblems(meant[0]!, schema, data, path));
+			// Several mappings (sources: a file, map:, search:): the one it fits best, when one fits best.
+			const fewest = Math.min(...meant.map((branch) => branch.length));
+			const closest = meant.filter((branch) => branch.length === fewest);
+			if (closest.length === 1) {
+				problems.push(...issuesToProblems(closest[0]!, schema, data, path));
 				continue;
 			}
 			const expected = issue.errors

@@ -50,6 +50,8 @@ export interface RunSummary {
 		max_pages: number;
 		stopped_by: "max_pages" | null;
 	};
+	/** `map:` / `search:` sources: URLs each found and the credits its call cost (included in `credits.used`). */
+	discovery?: Array<{ kind: "map" | "search"; urls: number; credits_used: number; error?: string }>;
 	/** Change tracking against the job's earlier runs: ok records by `change`. */
 	changes?: { new: number; changed: number; unchanged: number };
 	/** Fetches sent and then given up when this session stopped (grace period over, output failed): no record, the service may still charge them. */

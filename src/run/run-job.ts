@@ -36,6 +36,7 @@ import {
 import { createSessionLimiter, fetchBrowserTarget } from "./browser-target.js";
 import { addCrawlSummary, crawlerFor, crawlPage } from "./crawl-hook.js";
 import { createCreditBudget } from "./credit-budget.js";
+import { addDiscoverySummary, type DiscoveredTargets, discoverTargets, withDiscovered } from "./discovery-sources.js";
 import { addExtraction, createRunFillStats } from "./extract-record.js";
 import { type FetchTargetDeps, fetchTarget } from "./fetch-target.js";
 import { lockJobOutput, warnIfTookOver } from "./job-lock.js";
@@ -586,9 +587,13 @@ export async function runJob(options: RunJobOptions): Promise<RunJobResult> {
 
 		// --- feed the queue with back-pressure: never more than a few targets per slot waiting -------------
 		const failures: unknown[] = [];
+		let discovered: DiscoveredTargets | null = null;
 		let feedError: string | null = null;
 		try {
-			const targets = streamTargetBatches(job);
+			// map: / search: sources are asked once per run (kept in the run folder); their credits count in the budget.
+			discovered = await discoverTargets(job, options.client, runDir, inflight.signal);
+			if (discovered) budget.commit(0, discovered.credits);
+			const targets = withDiscovered(streamTargetBatches(job), discovered);
 			feed: for await (const batch of crawler ? crawler.targets(targets) : targets) {
 				for (const target of batch) {
 					if (stopReason) break feed;
@@ -644,6 +649,7 @@ export async function runJob(options: RunJobOptions): Promise<RunJobResult> {
 				browser.creditsBefore !== null && after !== null ? Math.max(0, browser.creditsBefore - after) : null;
 		}
 		addCrawlSummary(summary, crawler);
+		addDiscoverySummary(summary, discovered);
 		if (fill) summary.extract = fill.summary();
 		if (changes) {
 			summary.changes = { ...changes.counts };
