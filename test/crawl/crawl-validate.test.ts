@@ -46,4 +46,32 @@ describe("validate: crawl and discovery sources", () => {
 		expect(result.stderr).toBe("");
 		expect(result.code).toBe(0);
 	});
+
+	it("--dry-run with crawl: says the page count cannot be known, lists the seeds and the credit bound; sends nothing", async () => {
+		const dir = tempDir();
+		const job = writeJob(
+			dir,
+			"job",
+			[
+				"name: c",
+				"max_credits: 500",
+				"defaults: {mode: browser}",
+				"targets: [https://example.com/a, https://example.com/b]",
+				"crawl: {max_pages: 40, max_depth: 2}",
+				"sources:",
+				"  - search: {query: laptops}",
+				"",
+			].join("\n"),
+		);
+		// No service in the environment: a dry run must not need one.
+		const result = await runCli(["run", job, "--dry-run"], { cwd: dir });
+		expect(result.code).toBe(0);
+		expect(result.stdout).toContain("https://example.com/a");
+		expect(result.stdout).toContain("https://example.com/b");
+		expect(result.stdout).toMatch(/crawl: how many pages it finds cannot be known before it runs/);
+		expect(result.stdout).toMatch(/The 2 targets above are its seeds; it fetches at most 40 pages/);
+		// browser mode: 5 credits a page at worst (creditCostRange, service-facts §2.2).
+		expect(result.stdout).toMatch(/at most 240 credits \(40 × 6 per page worst case; max_credits 500/);
+		expect(result.stdout).toMatch(/1 map\/search source \(search\)/);
+	});
 });

@@ -33,6 +33,7 @@ import {
 } from "../../shared/index.js";
 import { connectBrowser, type RunBrowserAccess } from "../browser-access.js";
 import { type CliContext, writeLine } from "../context.js";
+import { crawlDryRunLines } from "../crawl-dry-run.js";
 import { EXIT } from "../exit-codes.js";
 import { printJsonError } from "../json-error.js";
 import { createProgressBar, createProgressLog, type ProgressDisplay, progressLogFields } from "../progress-display.js";
@@ -357,6 +358,7 @@ async function dryRun(ctx: CliContext, jobs: LoadedRunJob[], flags: RunFlags): P
 			ctx.stdout,
 			`${job.name}: ${plural(survey.total, "target")} (request ${survey.byMode.request}, browser ${survey.byMode.browser}, auto ${survey.byMode.auto}), ${plural(survey.duplicates, "duplicate")}; estimated ${survey.creditRange.min}–${survey.creditRange.max} credits if every target succeeds once. Nothing was sent (--dry-run).`,
 		);
+		for (const line of crawlDryRunLines(job, survey)) writeLine(ctx.stdout, line);
 		if (csvColumns) writeLine(ctx.stdout, `${job.name}: results.csv columns: ${csvColumns.join(", ")}`);
 	}
 	if (flags.json)

@@ -1,0 +1,33 @@
+import type { Job, TargetCounts } from "../job/index.js";
+import { MODES } from "../shared/index.js";
+
+/**
+ * What `--dry-run` can say about a crawl or map/search sources: the page count is not known before
+ * the run, so it names the seeds (listed above it) and the bound: `max_pages` pages at the dearest
+ * seed's worst case, against `max_credits`. Empty for other jobs.
+ */
+export function crawlDryRunLines(job: Job, counts: TargetCounts): string[] {
+	const lines: string[] = [];
+	const calls = job.discovery ?? [];
+	if (calls.length > 0) {
+		const kinds = calls.map((call) => call.kind).join(", ");
+		lines.push(
+			`${job.name}: ${calls.length} map/search ${calls.length === 1 ? "source" : "sources"} (${kinds}): the URLs they find are known only when the run asks the service (each call is paid then, once per run).`,
+		);
+	}
+	const crawl = job.crawl;
+	if (!crawl) return lines;
+	// The dearest page a seed's options can cost: every page found from it has the same options.
+	let worstPerPage = 0;
+	for (const mode of MODES) {
+		const count = counts.byMode[mode];
+		if (count > 0) worstPerPage = Math.max(worstPerPage, counts.creditRangeByMode[mode].max / count);
+	}
+	const bound = Math.ceil(crawl.maxPages * worstPerPage);
+	const budget =
+		job.maxCredits === null ? "no max_credits set" : `max_credits ${job.maxCredits} stops it sooner if reached`;
+	lines.push(
+		`${job.name}: crawl: how many pages it finds cannot be known before it runs. The ${counts.targets === 1 ? "target above is its seed" : `${counts.targets} targets above are its seeds`}; it fetches at most ${crawl.maxPages} pages (max_pages, seeds included), ${crawl.maxDepth} links deep, scope ${crawl.scope}: at most ${bound} credits (${crawl.maxPages} × ${worstPerPage} per page worst case; ${budget}).`,
+	);
+	return lines;
+}
