@@ -125,4 +125,21 @@ describe("crawl: link following", () => {
 		expect(new Set(records.map((record) => record.url)).size).toBe(40);
 		expect([...requestedFetches(service).values()].every((count) => count === 1)).toBe(true);
 	});
+
+	it("the example job jobs/crawl-demo.yaml crawls the demo site within its bounds", async () => {
+		service = await startTestService({ concurrency: 8 });
+		const site = service.site.url;
+		const host = new URL(site).host;
+		const follows = (url: URL) => url.host === host && !/\/calendar\//.test(url.href);
+		const expected = await siteBfs({ seeds: [`${site}/graph/1`], maxDepth: 3, follows });
+		const dir = tempDir();
+		const out = join(dir, "out");
+		const job = join(import.meta.dirname, "..", "..", "jobs", "crawl-demo.yaml");
+		await runCli(["run", job, "--out", out, "--quiet"], { env: { ...service.env, SCRAPEJOB_DEMO_SITE: site } });
+		const records = readRecords(onlyRunDir(out, "crawl-demo"));
+		// The whole 3-deep crawl (67 pages on the default 100-page graph) fits in max_pages: 150.
+		expect(expected.size).toBeLessThan(150);
+		expect(depthByUrl(records)).toEqual(expected);
+		expect(records.some((record) => record.url.includes("/calendar/"))).toBe(false);
+	});
 });
