@@ -39,6 +39,7 @@ import { createCreditBudget } from "./credit-budget.js";
 import { addDiscoverySummary, type DiscoveredTargets, discoverTargets, withDiscovered } from "./discovery-sources.js";
 import { addExtraction, createRunFillStats } from "./extract-record.js";
 import { type FetchTargetDeps, fetchTarget } from "./fetch-target.js";
+import { createHostLimiter } from "./host-limiter.js";
 import { lockJobOutput, warnIfTookOver } from "./job-lock.js";
 import { openJournal } from "./journal.js";
 import { openRun } from "./open-run.js";
@@ -587,6 +588,7 @@ export async function runJob(options: RunJobOptions): Promise<RunJobResult> {
 
 		// --- feed the queue with back-pressure: never more than a few targets per slot waiting -------------
 		const failures: unknown[] = [];
+		const hosts = job.perHostConcurrency ? createHostLimiter(job.perHostConcurrency) : null;
 		let discovered: DiscoveredTargets | null = null;
 		let feedError: string | null = null;
 		try {
@@ -602,7 +604,9 @@ export async function runJob(options: RunJobOptions): Promise<RunJobResult> {
 					// has started, so the wait (a promise and a listener) is paid once per batch, not per target.
 					if (queue.size >= options.concurrency * 2) await queue.onSizeLessThan(options.concurrency);
 					if (stopReason) break feed;
-					queue.add(() => runTarget(target)).catch((error: unknown) => failures.push(error));
+					queue
+						.add(() => (hosts ? hosts.run(target.url, () => runTarget(target)) : runTarget(target)))
+						.catch((error: unknown) => failures.push(error));
 				}
 			}
 		} catch (error) {

@@ -1,0 +1,63 @@
+import { join } from "node:path";
+import { afterEach, describe, expect, it } from "vitest";
+import type { LedgerEntry } from "../../src/emulator/index.js";
+import { tempDir, writeJob } from "../helpers/job-files.js";
+import { runCli } from "../helpers/run-cli.js";
+import { startTestService, type TestService } from "../helpers/service.js";
+
+let service: TestService | undefined;
+afterEach(async () => {
+	await service?.close();
+	service = undefined;
+});
+
+/** Most realtime fetches the emulator had in progress at once. */
+function peakInFlight(entries: readonly LedgerEntry[]): number {
+	const events: Array<[number, number]> = [];
+	for (const entry of entries) {
+		if (entry.endpoint !== "realtime") continue;
+		events.push([entry.at, 1], [entry.finishedAt ?? entry.at, -1]);
+	}
+	// Ends before starts at the same millisecond: touching is not overlapping.
+	events.sort((a, b) => a[0] - b[0] || a[1] - b[1]);
+	let now = 0;
+	let peak = 0;
+	for (const [, delta] of events) {
+		now += delta;
+		peak = Math.max(peak, now);
+	}
+	return peak;
+}
+
+function job(site: string, perHost: string[]): string {
+	const targets = Array.from({ length: 16 }, (_, index) => `  - ${site}/product/${index + 1}`);
+	return [
+		"name: polite",
+		"concurrency: 8",
+		"defaults: {mode: request}",
+		"output: {content: none}",
+		...perHost,
+		"targets:",
+		...targets,
+		"",
+	].join("\n");
+}
+
+describe("per_host_concurrency", () => {
+	it("keeps at most N fetches in flight per host, under the account's concurrency", async () => {
+		service = await startTestService({ concurrency: 8 }, 40);
+		const dir = tempDir();
+		const path = writeJob(dir, "polite", job(service.site.url, ["per_host_concurrency: 2"]));
+		const result = await runCli(["run", path, "--out", join(dir, "out"), "--quiet"], { env: service.env });
+		expect(result.code).toBe(0);
+		expect(peakInFlight(service.emulator.ledger.entries)).toBe(2);
+	});
+
+	it("without it, the same job uses the account's concurrency on one host (the limit above is what held it)", async () => {
+		service = await startTestService({ concurrency: 8 }, 40);
+		const dir = tempDir();
+		const path = writeJob(dir, "polite", job(service.site.url, []));
+		await runCli(["run", path, "--out", join(dir, "out"), "--quiet"], { env: service.env });
+		expect(peakInFlight(service.emulator.ledger.entries)).toBeGreaterThan(2);
+	});
+});
