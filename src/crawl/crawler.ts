@@ -13,6 +13,7 @@ import {
 import { FRONTIER_FILE, type FrontierEntry, type FrontierFile, openFrontierFile } from "./frontier-file.js";
 import { createLinkScope } from "./link-scope.js";
 import { normalizeUrl } from "./normalize-url.js";
+import { sitemapPages } from "./sitemaps.js";
 
 /** What a crawl adds to summary.json. */
 export interface CrawlSummary {
@@ -22,6 +23,8 @@ export interface CrawlSummary {
 	discovered: number;
 	max_depth: number;
 	max_pages: number;
+	/** Credits the robots.txt and sitemap fetches cost (`sitemaps: true`), every session included. */
+	sitemap_credits: number;
 	/** `max_pages` when the crawl stopped there with discovered pages left (--resume with a larger one goes on). */
 	stopped_by: "max_pages" | null;
 }
@@ -35,6 +38,11 @@ export interface CrawlerOptions {
 	/** Resolves when no fetch is queued or in flight: the crawl goes a level deeper only then. */
 	readonly idle: () => Promise<void>;
 	readonly isStopping: () => boolean;
+	/**
+	 * Fetch a robots.txt or sitemap through the service with a seed's options (`crawl.sitemaps`):
+	 * its text, or null. Returns the credits it cost alongside.
+	 */
+	readonly fetchText?: (url: string, seed: Target) => Promise<{ text: string | null; credits: number }>;
 }
 
 export interface Crawler {
@@ -72,6 +80,11 @@ export function createCrawler(options: CrawlerOptions): Crawler {
 	const scope = createLinkScope(spec.scope);
 	const profiles = new Map<string, Profile>();
 	let handedOut = 0;
+	let sitemapCredits = 0;
+	/** Seed origins whose sitemaps were read (journalled as d: -1 entries, so a resume does not pay again). */
+	const sitemapsRead = new Set<string>();
+	/** Seed origins with the first seed of each: sitemaps are fetched with that seed's options. */
+	const seedOrigins = new Map<string, Target>();
 	let stoppedBy: CrawlSummary["stopped_by"] = null;
 	const pagesBefore = done?.size ?? 0;
 
@@ -114,6 +127,11 @@ export function createCrawler(options: CrawlerOptions): Crawler {
 		const reader = openFrontierFile(join(options.runDir, FRONTIER_FILE));
 		try {
 			for (let entry = reader.next(); entry !== null; entry = reader.next()) {
+				if (entry.d < 0) {
+					sitemapsRead.add(entry.u);
+					sitemapCredits += entry.c ?? 0;
+					continue;
+				}
 				const key = urlKey(entry.u);
 				seen.add(key.high, key.low);
 			}
@@ -133,6 +151,7 @@ export function createCrawler(options: CrawlerOptions): Crawler {
 				if (url !== null) {
 					const parsed = new URL(url);
 					scope.addSeed(parsed);
+					if (spec.sitemaps && !seedOrigins.has(parsed.origin)) seedOrigins.set(parsed.origin, seed);
 					const key = urlKey(url);
 					seen.add(key.high, key.low);
 					claimed.add(key.high, key.low);
@@ -148,6 +167,7 @@ export function createCrawler(options: CrawlerOptions): Crawler {
 			if (out.length > 0) yield out;
 		}
 		if (stoppedBy) return;
+		await readSitemaps();
 		// Depth 1 and below, from the journal, in the order found; a level starts when the one before finished.
 		let level = 0;
 		let out: Target[] = [];
@@ -181,6 +201,7 @@ export function createCrawler(options: CrawlerOptions): Crawler {
 		}
 
 		function take(entry: FrontierEntry): void {
+			if (entry.d < 0) return;
 			const key = urlKey(entry.u);
 			if (claimed.has(key.high, key.low)) return;
 			const profile = profiles.get(entry.k);
@@ -198,6 +219,36 @@ export function createCrawler(options: CrawlerOptions): Crawler {
 			claimed.add(key.high, key.low);
 			handedOut += 1;
 			out.push(target);
+		}
+	}
+
+	/**
+	 * `sitemaps: true`: each seed origin's sitemap pages join the frontier as seeds (depth 0, no parent),
+	 * after the job's own seeds; an origin's marker line (d: -1, with the credits) says it was read.
+	 */
+	async function readSitemaps(): Promise<void> {
+		const fetchText = options.fetchText;
+		if (!spec.sitemaps || !fetchText) return;
+		for (const [origin, seed] of seedOrigins) {
+			if (sitemapsRead.has(origin) || options.isStopping()) continue;
+			let credits = 0;
+			const pages = await sitemapPages(origin, async (url) => {
+				const fetched = await fetchText(url, seed);
+				credits += fetched.credits;
+				return fetched.text;
+			});
+			const k = seed.crawl?.profile ?? profileOf(seed);
+			const found: FrontierEntry[] = [];
+			for (const href of pages) {
+				const url = follows(href);
+				if (url === null) continue;
+				const key = urlKey(url);
+				if (seen.add(key.high, key.low)) found.push({ u: url, d: 0, p: null, k });
+			}
+			found.push({ u: origin, d: -1, p: null, k, c: credits });
+			frontier.append(found);
+			sitemapsRead.add(origin);
+			sitemapCredits += credits;
 		}
 	}
 
@@ -223,6 +274,7 @@ export function createCrawler(options: CrawlerOptions): Crawler {
 			discovered: seen.size,
 			max_depth: spec.maxDepth,
 			max_pages: spec.maxPages,
+			sitemap_credits: sitemapCredits,
 			stopped_by: stoppedBy,
 		}),
 		sync: () => frontier.sync(),

@@ -4,12 +4,16 @@ import { type AppendFile, openAppendFile } from "../output/index.js";
 /** `frontier.jsonl` in the run folder: every URL the crawl discovered, in discovery order. */
 export const FRONTIER_FILE = "frontier.jsonl";
 
-/** One discovered link: URL (normalized), depth, the linking page's id, and its seed's options profile. */
+/**
+ * One discovered link: URL (normalized), depth, the linking page's id, and its seed's options profile.
+ * `d: -1` marks a seed origin whose sitemaps were read (`u` the origin, `c` the credits they cost).
+ */
 export interface FrontierEntry {
 	readonly u: string;
 	readonly d: number;
 	readonly p: string | null;
 	readonly k: string;
+	readonly c?: number;
 }
 
 /**

@@ -9,3 +9,4 @@ export { type Crawler, type CrawlerOptions, type CrawlSummary, createCrawler } f
 export { FRONTIER_FILE } from "./frontier-file.js";
 export { createLinkScope, type LinkScope } from "./link-scope.js";
 export { normalizeUrl } from "./normalize-url.js";
+export { MAX_SITEMAP_FILES, sitemapLinesOf, sitemapPages } from "./sitemaps.js";

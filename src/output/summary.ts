@@ -48,6 +48,8 @@ export interface RunSummary {
 		discovered: number;
 		max_depth: number;
 		max_pages: number;
+		/** Credits the robots.txt and sitemap fetches cost (`sitemaps: true`); included in `credits.used`. */
+		sitemap_credits: number;
 		stopped_by: "max_pages" | null;
 	};
 	/** `map:` / `search:` sources: URLs each found and the credits its call cost (included in `credits.used`). */

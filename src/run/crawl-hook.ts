@@ -1,8 +1,10 @@
-import { type Crawler, createCrawler } from "../crawl/index.js";
+import { type Crawler, type CrawlerOptions, createCrawler } from "../crawl/index.js";
 import type { ParsedPage } from "../extract/index.js";
-import type { Job, Target } from "../job/index.js";
+import { createTargetKey, type Job, type Target } from "../job/index.js";
 import type { RunSummary } from "../output/index.js";
+import { creditCostRange, type ScrapeParams } from "../shared/index.js";
 import type { IdSet } from "./compact-id-set.js";
+import type { CreditBudget } from "./credit-budget.js";
 import { isHtmlResult, pageHtml } from "./extract-record.js";
 import type { FetchResult } from "./fetch-target.js";
 
@@ -13,9 +15,34 @@ export function crawlerFor(
 	done: IdSet | null,
 	queue: { onIdle(): Promise<void> },
 	isStopping: () => boolean,
+	fetchText: CrawlerOptions["fetchText"],
 ): Crawler | null {
 	if (!job.crawl) return null;
-	return createCrawler({ job, spec: job.crawl, runDir, done, idle: () => queue.onIdle(), isStopping });
+	return createCrawler({ job, spec: job.crawl, runDir, done, idle: () => queue.onIdle(), isStopping, fetchText });
+}
+
+/**
+ * robots.txt and sitemaps fetched through the service with a seed's options (`crawl.sitemaps`):
+ * inside the budget like any fetch, but not records. A failed or non-2xx fetch reads as nothing.
+ */
+export function serviceTextFetch(
+	fetch: (id: string, params: ScrapeParams) => Promise<FetchResult>,
+	budget: CreditBudget,
+): NonNullable<CrawlerOptions["fetchText"]> {
+	return async (url, seed) => {
+		const params: ScrapeParams = { ...seed.params, url };
+		const worstCase = creditCostRange(params).max;
+		if (!budget.tryReserve(worstCase)) return { text: null, credits: 0 };
+		const result = await fetch(`sitemap-${createTargetKey(url, "").id}`, params);
+		if (result.kind !== "ok" && result.kind !== "failed") {
+			budget.release(worstCase);
+			return { text: null, credits: 0 };
+		}
+		const charged = result.creditsUsed ?? (result.kind === "ok" ? worstCase : 0);
+		budget.commit(worstCase, charged);
+		const text = result.kind === "ok" && result.httpStatus < 400 ? pageHtml(result) : null;
+		return { text, credits: charged };
+	};
 }
 
 /**
@@ -36,6 +63,7 @@ export function addCrawlSummary(summary: RunSummary, crawler: Crawler | null): v
 	if (!crawler) return;
 	const crawl = crawler.summary();
 	summary.crawl = crawl;
+	summary.credits.used += crawl.sitemap_credits;
 	summary.targets.total = null;
 	summary.targets.remaining = null;
 	if (summary.stopped_reason === null) summary.complete = crawl.stopped_by === null;

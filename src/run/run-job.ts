@@ -34,7 +34,7 @@ import {
 	systemClock,
 } from "../shared/index.js";
 import { createSessionLimiter, fetchBrowserTarget } from "./browser-target.js";
-import { addCrawlSummary, crawlerFor, crawlPage } from "./crawl-hook.js";
+import { addCrawlSummary, crawlerFor, crawlPage, serviceTextFetch } from "./crawl-hook.js";
 import { createCreditBudget } from "./credit-budget.js";
 import { addDiscoverySummary, type DiscoveredTargets, discoverTargets, withDiscovered } from "./discovery-sources.js";
 import { addExtraction, createRunFillStats } from "./extract-record.js";
@@ -224,7 +224,14 @@ export async function runJob(options: RunJobOptions): Promise<RunJobResult> {
 					? fairShare(options.concurrency, shards)
 					: options.concurrency,
 		});
-		const crawler = crawlerFor(job, runDir, prior?.done ?? null, queue, () => stopReason !== null);
+		const crawler = crawlerFor(
+			job,
+			runDir,
+			prior?.done ?? null,
+			queue,
+			() => stopReason !== null,
+			serviceTextFetch((id, params) => fetchTarget(id, params, fetchDeps), budget),
+		);
 		const inflight = new AbortController();
 		// Every in-flight request listens on this one signal; that is by design, not a leak.
 		setMaxListeners(0, inflight.signal);

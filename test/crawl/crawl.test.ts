@@ -142,4 +142,31 @@ describe("crawl: link following", () => {
 		expect(depthByUrl(records)).toEqual(expected);
 		expect(records.some((record) => record.url.includes("/calendar/"))).toBe(false);
 	});
+
+	it("sitemaps: true seeds from robots.txt and the sitemap index, fetched through the service and counted", async () => {
+		service = await startTestService({ concurrency: 8 });
+		const site = service.site.url;
+		const { records, runDir } = await crawl(
+			crawlJob([`${site}/graph/1`], ["max_depth: 0", "sitemaps: true", 'include: ["/product/"]']),
+		);
+		// robots.txt names /sitemap.xml, an index of the graph's and the products' sitemaps; include keeps the products.
+		const products = Array.from({ length: 100 }, (_, index) => `${site}/product/${index + 1}`);
+		expect(records.map((record) => record.url).sort()).toEqual([`${site}/graph/1`, ...products].sort());
+		expect(records.every((record) => record.depth === 0 && record.parent === null)).toBe(true);
+		const sitemapFetches = service.emulator.ledger.entries.filter(
+			(entry) => entry.endpoint === "realtime" && /robots\.txt|sitemap/.test(entry.url ?? ""),
+		);
+		expect(sitemapFetches.map((entry) => new URL(entry.url!).pathname).sort()).toEqual([
+			"/robots.txt",
+			"/sitemap-graph.xml",
+			"/sitemap-products.xml",
+			"/sitemap.xml",
+		]);
+		const sitemapCredits = sitemapFetches.reduce((sum, entry) => sum + entry.creditsCharged, 0);
+		expect(sitemapCredits).toBeGreaterThan(0);
+		const summary = readSummary(runDir);
+		expect(summary.crawl?.sitemap_credits).toBe(sitemapCredits);
+		const recordCredits = records.reduce((sum, record) => sum + record.credits_used, 0);
+		expect(summary.credits.used).toBe(recordCredits + sitemapCredits);
+	});
 });
