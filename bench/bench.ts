@@ -15,6 +15,7 @@ import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { createInterface } from "node:readline";
 import { fileURLToPath } from "node:url";
+import { benchCrawl, formatCrawlRow } from "./crawl-bench.js";
 import { benchExtract, formatExtractRow } from "./extract-bench.js";
 import { jsonText } from "./json-text.js";
 import { summarizeProfile } from "./profile-top.js";
@@ -81,7 +82,7 @@ function parseArgs(argv: readonly string[]): Options {
 			if (!Number.isInteger(repeat) || repeat < 1) throw new Error(`--repeat must be a positive integer, got ${arg}`);
 		} else if (arg.startsWith("--only=")) {
 			const value = arg.slice("--only=".length);
-			if (value === REPORT_ROW || value === EXTRACT_ROW) {
+			if (value === REPORT_ROW || value === EXTRACT_ROW || value === CRAWL_ROW) {
 				only = value;
 				continue;
 			}
@@ -89,7 +90,7 @@ function parseArgs(argv: readonly string[]): Options {
 			const scenario = byIndex ?? SCENARIOS.find((s) => s.name === value);
 			if (!scenario) {
 				throw new Error(
-					`--only: no row ${value}; rows: ${[...SCENARIOS.map((s) => s.name), REPORT_ROW, EXTRACT_ROW].join(", ")}`,
+					`--only: no row ${value}; rows: ${[...SCENARIOS.map((s) => s.name), REPORT_ROW, EXTRACT_ROW, CRAWL_ROW].join(", ")}`,
 				);
 			}
 			only = scenario.name;
@@ -564,6 +565,8 @@ const REPORT_ROW = "report";
 const REPORT_RECORDS = 1_000_000;
 /** The extraction row (bench/extract-bench.ts): CPU per page for four fields, against parsel. */
 const EXTRACT_ROW = "extract";
+/** The crawl row (bench/crawl-bench.ts): client CPU per page and peak RSS crawling a generated 100k-page site. */
+const CRAWL_ROW = "crawl";
 
 async function run(): Promise<number> {
 	const options = parseArgs(process.argv.slice(2));
@@ -574,6 +577,11 @@ async function run(): Promise<number> {
 			process.stdout.write(`${line}\n`),
 		);
 		process.stdout.write(`\n${formatReportRow(row)}\n`);
+		return row.verdicts.every((verdict) => verdict.met) ? 0 : 1;
+	}
+	if (options.only === CRAWL_ROW) {
+		const row = await benchCrawl(options.quick, (line) => process.stdout.write(`${line}\n`));
+		process.stdout.write(`\n${formatCrawlRow(row)}\n`);
 		return row.verdicts.every((verdict) => verdict.met) ? 0 : 1;
 	}
 	if (options.only === EXTRACT_ROW) {

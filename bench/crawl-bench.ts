@@ -1,0 +1,136 @@
+/**
+ * The crawl row of `npm run bench` (`--only=crawl`, issue #13): the client's cost of crawling a
+ * generated site of 100,000 pages (`--quick`: 10,000) at zero latency — no network, so what is
+ * measured is scrapejob's own work per page: parse, links (`<a>`, `<link rel=next>`, `<base>`),
+ * normalization, scope and filters, the seen/claimed sets and the journalled frontier.
+ *
+ * The pages are the demo site's link graph (src/emulator/link-graph.ts: cycles, query-order variants,
+ * a calendar trap excluded by the job, redirects, dead and off-site links). Figures: CPU (user +
+ * system) per page fetched and per URL discovered, link extraction alone per page, peak RSS.
+ * Judged against the list runner's figure (bench row cpu: ≤ 0.5 ms per target) and the runner's
+ * memory goal (512 MB).
+ */
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { createCrawler } from "../src/crawl/index.js";
+import { graphPage } from "../src/emulator/link-graph.js";
+import { extractLinks, parseHtml } from "../src/extract/index.js";
+import type { CrawlSpec, Job, Target } from "../src/job/index.js";
+
+const SITE = "http://bench.example";
+const MEMORY_GOAL_MB = 512;
+const CPU_GOAL_MS_PER_PAGE = 0.5;
+
+export interface CrawlBenchRow {
+	readonly pages: number;
+	readonly fetched: number;
+	readonly discovered: number;
+	readonly cpuMsPerPage: number;
+	readonly cpuUsPerDiscovered: number;
+	readonly linksMsPerPage: number;
+	readonly peakRssMb: number;
+	readonly verdicts: Array<{ target: string; measured: string; met: boolean }>;
+}
+
+function cpuMs(): number {
+	const usage = process.cpuUsage();
+	return (usage.user + usage.system) / 1000;
+}
+
+function htmlFor(url: string, pages: number): string | null {
+	const match = /\/graph\/(\d+)$/.exec(new URL(url).pathname);
+	const n = match ? Number(match[1]) : 0;
+	return n >= 1 && n <= pages ? graphPage(n, pages) : null;
+}
+
+export async function benchCrawl(quick: boolean, log: (line: string) => void): Promise<CrawlBenchRow> {
+	const pages = quick ? 10_000 : 100_000;
+	const runDir = mkdtempSync(join(tmpdir(), "scrapejob-crawl-bench-"));
+	try {
+		// Link extraction alone, on a sample of pages (parse + links, no crawl bookkeeping).
+		const sample = Array.from({ length: 2000 }, (_, index) => graphPage(((index * 37) % pages) + 1, pages));
+		const linksStart = cpuMs();
+		for (const [index, html] of sample.entries()) extractLinks(parseHtml(html, `${SITE}/graph/${index + 1}`));
+		const linksMsPerPage = (cpuMs() - linksStart) / sample.length;
+
+		const spec: CrawlSpec = {
+			maxDepth: 1_000_000,
+			maxPages: pages * 10,
+			scope: "host",
+			include: [],
+			exclude: [/\/calendar\//],
+			sitemaps: false,
+		};
+		const job = { crawl: spec } as unknown as Job;
+		const crawler = createCrawler({
+			job,
+			spec,
+			runDir,
+			done: null,
+			idle: () => Promise.resolve(),
+			isStopping: () => false,
+		});
+		const seed: Target = {
+			id: "seed",
+			url: `${SITE}/graph/1`,
+			params: { url: `${SITE}/graph/1`, mode: "request" },
+			origin: { file: "bench", line: 1, col: 1 },
+		};
+		async function* seeds(): AsyncIterable<Target[]> {
+			yield [seed];
+		}
+		log(`crawl: ${pages} pages…`);
+		let fetched = 0;
+		const started = cpuMs();
+		for await (const batch of crawler.targets(seeds())) {
+			for (const target of batch) {
+				fetched += 1;
+				const html = htmlFor(target.url, pages);
+				if (html !== null) crawler.pageFetched(target, html);
+			}
+		}
+		const cpu = cpuMs() - started;
+		const summary = crawler.summary();
+		crawler.close();
+		const peakRssMb = process.resourceUsage().maxRSS / 1024;
+		const cpuMsPerPage = cpu / fetched;
+		return {
+			pages,
+			fetched,
+			discovered: summary.discovered,
+			cpuMsPerPage,
+			cpuUsPerDiscovered: (cpu * 1000) / summary.discovered,
+			linksMsPerPage,
+			peakRssMb,
+			verdicts: [
+				{
+					target: `CPU ≤ ${CPU_GOAL_MS_PER_PAGE} ms per page (the list runner's cpu row)`,
+					measured: `${cpuMsPerPage.toFixed(3)} ms`,
+					met: cpuMsPerPage <= CPU_GOAL_MS_PER_PAGE,
+				},
+				{
+					target: "link extraction well under 1 ms per page",
+					measured: `${linksMsPerPage.toFixed(3)} ms`,
+					met: linksMsPerPage < 1,
+				},
+				{
+					target: `peak RSS ≤ ${MEMORY_GOAL_MB} MB`,
+					measured: `${peakRssMb.toFixed(0)} MB`,
+					met: peakRssMb <= MEMORY_GOAL_MB,
+				},
+			],
+		};
+	} finally {
+		rmSync(runDir, { recursive: true, force: true });
+	}
+}
+
+export function formatCrawlRow(row: CrawlBenchRow): string {
+	const lines = [
+		`crawl row: ${row.pages} generated pages, ${row.fetched} fetched (dead links included), ${row.discovered} URLs discovered`,
+		`  client CPU ${row.cpuMsPerPage.toFixed(3)} ms per page fetched, ${row.cpuUsPerDiscovered.toFixed(1)} µs per URL discovered; links alone ${row.linksMsPerPage.toFixed(3)} ms per page; peak RSS ${row.peakRssMb.toFixed(0)} MB`,
+		...row.verdicts.map((verdict) => `  ${verdict.met ? "ok  " : "MISS"} ${verdict.target}: ${verdict.measured}`),
+	];
+	return lines.join("\n");
+}
