@@ -7,6 +7,7 @@ import {
 	createTargetKeySet,
 	identityOptionsJson,
 	type Job,
+	shardOf,
 	type Target,
 	type TargetKeySet,
 } from "../job/index.js";
@@ -117,6 +118,9 @@ export function createCrawler(options: CrawlerOptions): Crawler {
 		const url = normalizeUrl(href);
 		if (url === null) return null;
 		if (!scope.allows(new URL(url))) return null;
+		// A sharded crawl: a URL of another shard's host is that shard's to fetch (its seeds lead there too).
+		const shard = options.job.shard;
+		if (shard && shardOf(url, shard.count) !== shard.index) return null;
 		if (spec.include.length > 0 && !spec.include.some((pattern) => pattern.test(url))) return null;
 		if (spec.exclude.some((pattern) => pattern.test(url))) return null;
 		return url;
