@@ -65,6 +65,21 @@ export interface RunSummary {
 	latency_ms: { p50: number | null; p95: number | null };
 	concurrency: number;
 	resumed_from: string | null;
+	/**
+	 * This session's share (a resumed run has several sessions; the figures above are the run's, every
+	 * session included). Absent in summaries of older versions and in merged folders.
+	 */
+	session?: {
+		started_at: string;
+		wall_ms: number;
+		targets_done: number;
+		credits_used: number;
+		retries: number;
+		rate_limit_pauses: number;
+		tasks_created: number;
+		abandoned: number;
+		throughput_per_s: number;
+	};
 	/** Browser credits the run's `browser_session:` targets used (the account's balance before and after); absent without them. */
 	browser_credits_used?: number | null;
 	/** With `extract:`: each field's fill rate over ok records, and the required fields below `min_fill`. */

@@ -107,7 +107,7 @@ export async function mergeShardRuns(dirs: readonly string[], outDir: string): P
 			throw new UsageError(`${metas[index]!.dir}'s results.csv has other columns than ${metas[0]!.dir}'s`);
 	}
 
-	const stats = createRunStatistics(null);
+	const stats = createRunStatistics();
 	const seen = new Map<string, number>();
 	const jsonl = openAppendFile(join(outDir, RUN_FILES.jsonl));
 	const csv = header !== null ? openAppendFile(join(outDir, RUN_FILES.csv)) : null;

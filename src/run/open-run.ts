@@ -8,6 +8,7 @@ import { warnIfTookOver } from "./job-lock.js";
 import { readJournalTasks } from "./journal.js";
 import { CORRUPT_FILE, csvCatchUp, type PriorProgress, readPriorProgress, repairResults } from "./resume-state.js";
 import { acquireRunLock, type RunLock } from "./run-lock.js";
+import { type CarriedFigures, carriedFrom } from "./run-statistics.js";
 import type { TargetSurvey } from "./survey-targets.js";
 
 /** `--resume` cannot go on: the job's targets changed (without `--force`), or the run folder is unusable. */
@@ -38,6 +39,20 @@ export interface OpenedRun {
 	/** Task ids journalled for targets that have no record yet: polled, not paid for again. */
 	readonly resumeTasks: ReadonlyMap<string, string>;
 	readonly lock: RunLock;
+	/** What earlier sessions measured that no record holds (their last summary.json); null for a new run. */
+	readonly carried: CarriedFigures | null;
+}
+
+/** The last summary.json of a run folder (unreadable or missing after a killed session: nothing is carried). */
+function readCarried(runDir: string, meta: RunMeta): CarriedFigures {
+	let previous: unknown = null;
+	try {
+		previous = JSON.parse(readFileSync(join(runDir, RUN_FILES.summary), "utf8"));
+	} catch {
+		// A session killed before its end wrote no summary: its wall time and pauses are not known.
+	}
+	const created = Date.parse(meta.created_at);
+	return carriedFrom(previous, Number.isFinite(created) ? created : null);
 }
 
 function readMeta(runDir: string): RunMeta {
@@ -104,7 +119,7 @@ export async function openRun(options: {
 					csv.close();
 				}
 			}
-			return { runId, runDir, prior, resumeTasks, lock };
+			return { runId, runDir, prior, resumeTasks, lock, carried: meta ? readCarried(runDir, meta) : null };
 		}
 		const runDir = createRunDir(options.outRoot, job.name, runId);
 		const created: RunMeta = {
@@ -118,7 +133,7 @@ export async function openRun(options: {
 			...(job.shard ? { shard: { index: job.shard.index, count: job.shard.count } } : {}),
 		};
 		writeFileSync(join(runDir, RUN_FILES.meta), `${JSON.stringify(created, null, 2)}\n`);
-		return { runId, runDir, prior: null, resumeTasks: new Map(), lock };
+		return { runId, runDir, prior: null, resumeTasks: new Map(), lock, carried: null };
 	} catch (error) {
 		lock.release();
 		throw error;

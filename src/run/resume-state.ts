@@ -11,27 +11,16 @@ import {
 } from "node:fs";
 import { dirname, join } from "node:path";
 import { createInterface } from "node:readline";
-import {
-	csvLines,
-	csvRow,
-	RECORD_STATUSES,
-	type RecordStatus,
-	type ResultRecord,
-	readCsvHeader,
-} from "../output/index.js";
+import { csvLines, csvRow, RECORD_STATUSES, type ResultRecord, readCsvHeader } from "../output/index.js";
 import { ScrapejobError } from "../shared/index.js";
 import { createIdSet, type IdSet } from "./compact-id-set.js";
+import { createRunStatistics, type RunStatistics } from "./run-statistics.js";
 
 /** What earlier sessions of a run already did, read from its files without keeping records in memory. */
 export interface PriorProgress {
 	readonly done: IdSet;
-	readonly byStatus: Record<RecordStatus, number>;
-	readonly creditsUsed: number;
-	readonly creditsByMode: Record<string, number>;
-	readonly errorsByKind: Record<string, number>;
-	readonly retries: number;
-	/** Records that came from a task, by outcome. */
-	readonly tasks: { readonly completed: number; readonly failed: number };
+	/** The run's statistics with every earlier record replayed into them (the same counting as a live record). */
+	readonly statistics: RunStatistics;
 	readonly lastRecord: ResultRecord | null;
 	/** Bytes cut from the end of results.jsonl because the last line was torn by a crash. */
 	readonly tornBytes: number;
@@ -162,19 +151,19 @@ export async function repairResults(jsonlPath: string, csvPath: string): Promise
 	return dropped.length;
 }
 
-/** Read `results.jsonl` of an earlier session: which targets are done, and the totals so far. */
-export async function readPriorProgress(jsonlPath: string): Promise<PriorProgress> {
+/**
+ * Read `results.jsonl` of an earlier session: which targets are done, and every record replayed into
+ * `statistics` (a fresh one by default), so totals are counted by the one code that counts live records.
+ */
+export async function readPriorProgress(
+	jsonlPath: string,
+	statistics: RunStatistics = createRunStatistics(),
+): Promise<PriorProgress> {
 	const tornBytes = truncateTornTail(jsonlPath);
 	const corrupt: number[] = [];
 	let corruptCount = 0;
 	let lineNumber = 0;
 	const done = createIdSet();
-	const byStatus: Record<RecordStatus, number> = { ok: 0, failed: 0, skipped: 0 };
-	const creditsByMode: Record<string, number> = {};
-	const errorsByKind: Record<string, number> = {};
-	let creditsUsed = 0;
-	let retries = 0;
-	const tasks = { completed: 0, failed: 0 };
 	let lastRecord: ResultRecord | null = null;
 	try {
 		const lines = createInterface({ input: createReadStream(jsonlPath), crlfDelay: Number.POSITIVE_INFINITY });
@@ -188,24 +177,14 @@ export async function readPriorProgress(jsonlPath: string): Promise<PriorProgres
 				continue;
 			}
 			done.add(record.id);
-			byStatus[record.status] = (byStatus[record.status] ?? 0) + 1;
-			creditsUsed += record.credits_used;
-			if (record.credits_used) {
-				creditsByMode[record.mode_requested] = (creditsByMode[record.mode_requested] ?? 0) + record.credits_used;
-			}
-			if (record.error) errorsByKind[record.error] = (errorsByKind[record.error] ?? 0) + 1;
-			retries += Math.max(0, record.attempts - 1);
-			if (record.task_id) {
-				if (record.status === "ok") tasks.completed += 1;
-				else tasks.failed += 1;
-			}
+			statistics.replay(record);
 			lastRecord = record;
 		}
 	} catch (error) {
 		if ((error as NodeJS.ErrnoException).code !== "ENOENT") throw error;
 	}
 	if (corruptCount > 0) throw new CorruptResultsError(jsonlPath, corrupt, corruptCount);
-	return { done, byStatus, creditsUsed, creditsByMode, errorsByKind, retries, tasks, lastRecord, tornBytes };
+	return { done, statistics, lastRecord, tornBytes };
 }
 
 /**

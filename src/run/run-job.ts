@@ -47,7 +47,7 @@ import { createOutageMonitor } from "./outage-monitor.js";
 import { fetchedRecord } from "./result-record.js";
 import type { PriorProgress } from "./resume-state.js";
 import type { RunLock } from "./run-lock.js";
-import { buildSummary, createRunStatistics } from "./run-statistics.js";
+import { buildSummary, type CarriedFigures, createRunStatistics } from "./run-statistics.js";
 import { checkScraperHealth, type HealthReading } from "./scraper-health.js";
 import { createSendGate } from "./send-gate.js";
 import { fairShare, nextSharedConcurrency } from "./shared-key-concurrency.js";
@@ -175,7 +175,7 @@ export async function runJob(options: RunJobOptions): Promise<RunJobResult> {
 			lock,
 			runId: newId,
 		});
-		return await execute(opened.runId, opened.runDir, opened.prior, opened.resumeTasks, health);
+		return await execute(opened.runId, opened.runDir, opened.prior, opened.resumeTasks, health, opened.carried);
 	} finally {
 		if (!options.lock) lock.release();
 	}
@@ -186,6 +186,7 @@ export async function runJob(options: RunJobOptions): Promise<RunJobResult> {
 		prior: PriorProgress | null,
 		resumeTasks: ReadonlyMap<string, string>,
 		health: HealthReading,
+		carried: CarriedFigures | null,
 	): Promise<RunJobResult> {
 		const runLog = createRunLog(join(runDir, RUN_FILES.log), options.secrets);
 		const log = runLog.log;
@@ -206,10 +207,10 @@ export async function runJob(options: RunJobOptions): Promise<RunJobResult> {
 		}
 		const fill = await createRunFillStats(job, prior ? join(runDir, RUN_FILES.jsonl) : null);
 		const pages = job.output.content === "files" ? createPageStore(runDir) : null;
-		const stats = createRunStatistics(prior);
+		const stats = prior?.statistics ?? createRunStatistics();
 		// A resumed run's earlier records are on disk only: its report is rebuilt from the folder instead.
 		const report = prior === null ? createReportCollector(startedAt) : null;
-		const budget = createCreditBudget(options.maxCredits, prior?.creditsUsed ?? 0);
+		const budget = createCreditBudget(options.maxCredits, stats.creditsUsed);
 		const gate = createSendGate(clock, sleep, {
 			// Each 429 window in run.log, with its length: the report marks them on its timeline.
 			onPause: (pauseMs) =>
@@ -474,7 +475,6 @@ export async function runJob(options: RunJobOptions): Promise<RunJobResult> {
 				log.info({ event: "task", id: targetId, task_id: taskId }, "fetch continues as a task");
 			},
 			onRetry: (targetId, kind) => {
-				stats.retried();
 				log.info({ event: "retry", id: targetId, kind }, "retrying");
 			},
 		};
@@ -652,6 +652,7 @@ export async function runJob(options: RunJobOptions): Promise<RunJobResult> {
 				: options.concurrency,
 			startedMs: startedAt,
 			finishedMs: clock(),
+			...(carried ? { carried } : {}),
 		});
 		spanSessions(summary, earlierSessions, stats.sessionDone, stats.creditsUsed - (prior?.creditsUsed ?? 0));
 		if (browser) {

@@ -63,9 +63,9 @@ describe("resume state", () => {
 		expect(prior.done.has("a")).toBe(true);
 		expect(prior.done.has("b")).toBe(true);
 		expect(prior.done.has("c")).toBe(false);
-		expect(prior.byStatus).toEqual({ ok: 1, failed: 1, skipped: 0 });
-		expect(prior.creditsUsed).toBe(2);
-		expect(prior.errorsByKind).toEqual({ dns_failed: 1 });
+		expect(prior.statistics.byStatus).toEqual({ ok: 1, failed: 1, skipped: 0 });
+		expect(prior.statistics.creditsUsed).toBe(2);
+		expect(prior.statistics.errorsByKind).toEqual({ dns_failed: 1 });
 
 		const missing = csvCatchUp(csv, prior.lastRecord);
 		appendFileSync(csv, missing);

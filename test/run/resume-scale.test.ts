@@ -36,7 +36,7 @@ describe("resume at scale", () => {
 		expect(prior.done.size).toBe(done);
 		expect(prior.done.has(targetIdForTest(123_456))).toBe(true);
 		expect(prior.done.has(targetIdForTest(done + 1))).toBe(false);
-		expect(prior.creditsUsed).toBe(done * 2);
+		expect(prior.statistics.creditsUsed).toBe(done * 2);
 		expect(retainedMb).toBeLessThan(60);
 	}, 60_000);
 });
