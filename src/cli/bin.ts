@@ -1,7 +1,9 @@
 #!/usr/bin/env node
+import { createLastWords } from "../shared/index.js";
 import { main } from "./main.js";
 
 const controller = new AbortController();
+const lastWords = createLastWords();
 let signals = 0;
 const onSignal = (signal: NodeJS.Signals) => {
 	signals += 1;
@@ -9,11 +11,13 @@ const onSignal = (signal: NodeJS.Signals) => {
 		controller.abort(new Error(`received ${signal}`));
 		return;
 	}
-	// A second signal means "now": files are written record by record, so what is on disk stays valid.
-	// A new line first, so neither this message nor the shell's prompt lands on a progress bar's line;
-	// the run writes its summary on the way out (an "exit" listener: synchronous, a few ms).
+	// A second signal means "now". Records are already on disk line by line; what is left is
+	// synchronous and quick: the summary as it stands, the progress bar ended on its own line (so
+	// neither this line nor the shell's prompt lands on it), one line saying so (stderr writes to a
+	// terminal, file or pipe are synchronous on Linux).
+	const phrases = lastWords.say();
 	process.stderr.write(
-		`\nscrapejob: stopped at once (${signal} again); records written so far are kept — finish with --resume\n`,
+		`scrapejob: stopped at once (${signal} again); records written so far are kept${phrases.map((phrase) => `; ${phrase}`).join("")}\n`,
 	);
 	process.exit(130);
 };
@@ -34,6 +38,7 @@ const code = await main(process.argv.slice(2), {
 	cwd: process.cwd(),
 	exitCode: 0,
 	signal: controller.signal,
+	lastWords,
 });
 process.exitCode = code;
 // Keep-alive sockets and timers must not hold a finished CLI open.

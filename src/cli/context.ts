@@ -1,4 +1,5 @@
 import type { Writable } from "node:stream";
+import type { LastWords } from "../shared/index.js";
 
 /**
  * Everything a command touches outside its arguments. `main` builds it from the process; tests
@@ -13,6 +14,8 @@ export interface CliContext {
 	exitCode: number;
 	/** Aborted on SIGINT/SIGTERM; long-running commands stop starting work when it fires. */
 	readonly signal: AbortSignal;
+	/** What must still happen if a second signal ends the process at once (bin.ts says them); absent in tests that do not need it. */
+	readonly lastWords?: LastWords;
 }
 
 /** True unless `NO_COLOR` is set (https://no-color.org) or the stream is not a terminal. */

@@ -30,18 +30,6 @@ export interface RunSummary {
 	rate_limit_pauses: number;
 	tasks: { created: number; completed: number; failed: number; left_pending: number };
 	errors_by_kind: Record<string, number>;
-	/**
-	 * This session's own figures. The top level covers the whole run — for a resumed run every session:
-	 * targets, credits, retries, pauses, and wall time and throughput from the first session's start.
-	 */
-	session?: {
-		started_at: string;
-		wall_ms: number;
-		done: number;
-		throughput_per_s: number;
-		credits_used: number;
-		rate_limit_pauses: number;
-	};
 	/** With `crawl:`: pages fetched, URLs discovered, the bounds, and whether `max_pages` cut it short. */
 	crawl?: {
 		pages: number;
@@ -72,7 +60,8 @@ export interface RunSummary {
 	session?: {
 		started_at: string;
 		wall_ms: number;
-		targets_done: number;
+		/** Records this session wrote. */
+		done: number;
 		credits_used: number;
 		retries: number;
 		rate_limit_pauses: number;
@@ -128,15 +117,17 @@ export function formatSummary(
 		],
 		[
 			"time",
-			`${(summary.wall_ms / 1000).toFixed(1)} s, ${summary.throughput_per_s.toFixed(1)}/s, p50 ${fmtMs(summary.latency_ms.p50)}, p95 ${fmtMs(summary.latency_ms.p95)}`,
+			`${(summary.wall_ms / 1000).toFixed(1)} s, ${summary.throughput_per_s.toFixed(1)}/s, p50 ${fmtMs(summary.latency_ms.p50)}, p95 ${fmtMs(summary.latency_ms.p95)}${sessionNote(summary)}`,
 		],
 	];
 	const errors = Object.entries(summary.errors_by_kind);
 	if (errors.length > 0) rows.push(["errors", errors.map(([kind, count]) => `${kind} ${count}`).join(", ")]);
-	if (summary.abandoned) {
+	// This session's: earlier sessions' abandoned fetches were said when they ended (summary.json keeps the total).
+	const abandoned = summary.session?.abandoned ?? summary.abandoned;
+	if (abandoned) {
 		rows.push([
 			"abandoned",
-			`${summary.abandoned === 1 ? "1 fetch" : `${summary.abandoned} fetches`} abandoned when the run stopped; the service may still charge them`,
+			`${abandoned === 1 ? "1 fetch" : `${abandoned} fetches`} abandoned when the run stopped; the service may still charge them`,
 		]);
 	}
 	if (summary.extract) rows.push(...extractRows(summary.extract));
@@ -146,6 +137,13 @@ export function formatSummary(
 	}
 	rows.push(["output", runDir]);
 	return `${rows.map(([label, value]) => `${pad(label, 10)} ${value}`).join("\n")}\n`;
+}
+
+/** A resumed run's figures are the run's: the last session's share is named next to them. */
+function sessionNote(summary: RunSummary): string {
+	const session = summary.session;
+	if (!summary.resumed_from || !session) return "";
+	return ` (this session: ${session.done} in ${(session.wall_ms / 1000).toFixed(1)} s, ${round(session.credits_used)} credits)`;
 }
 
 function formatByMode(byMode: Record<string, number>): string {

@@ -1,5 +1,4 @@
 import { setMaxListeners } from "node:events";
-import { readFileSync } from "node:fs";
 import { basename, join } from "node:path";
 import PQueue from "p-queue";
 import type { Logger } from "pino";
@@ -28,6 +27,7 @@ import {
 	creditCostRange,
 	errorMessage,
 	formatDuration,
+	type LastWords,
 	sleep as realSleep,
 	redactSecrets,
 	type Sleep,
@@ -133,6 +133,8 @@ export interface RunJobOptions {
 	readonly lock?: RunLock;
 	/** Id of a new run (the one named in `lock`); default: from the start time. */
 	readonly runId?: string;
+	/** A second signal ends the process at once: the runner's last word writes summary.json as it stands. */
+	readonly lastWords?: LastWords;
 }
 
 export interface RunJobResult {
@@ -193,8 +195,6 @@ export async function runJob(options: RunJobOptions): Promise<RunJobResult> {
 		const journal = openJournal(join(runDir, RUN_FILES.journal));
 		journal.session(runId, prior !== null);
 		// results.jsonl is always written: it is the record of truth `--resume` reads.
-		// A resumed run's summary covers every session: the earlier ones' figures come from their summary.
-		const earlierSessions = prior ? readEarlierSummary(join(runDir, RUN_FILES.summary)) : null;
 		const jsonl = createJsonlSink(join(runDir, RUN_FILES.jsonl));
 		const sinks: RecordSink[] = [jsonl];
 		// Incremental runs: each ok record is compared with the target's previous one (history).
@@ -293,33 +293,6 @@ export async function runJob(options: RunJobOptions): Promise<RunJobResult> {
 				return undefined;
 			}
 		};
-
-		/**
-		 * A second Ctrl-C exits at once (process.exit): "exit" listeners still run, synchronously, so the
-		 * summary is written there — incomplete, interrupted — rather than left out.
-		 */
-		const summaryOnExit = () => {
-			try {
-				writeSummary(
-					join(runDir, RUN_FILES.summary),
-					buildSummary(stats, {
-						job: job.name,
-						runId,
-						resumed: prior !== null,
-						stopReason: "interrupted",
-						survey,
-						maxCredits: options.maxCredits,
-						rateLimitPauses: gate.pauses,
-						concurrency: options.concurrency,
-						startedMs: startedAt,
-						finishedMs: clock(),
-					}),
-				);
-			} catch {
-				// Exiting anyway: the records are on disk, and --resume rebuilds the counts from them.
-			}
-		};
-		process.once("exit", summaryOnExit);
 
 		const syncTimer = setInterval(() => {
 			guardOutput(() => {
@@ -593,6 +566,44 @@ export async function runJob(options: RunJobOptions): Promise<RunJobResult> {
 			}
 		};
 
+		const summarize = (reason: string | null) =>
+			buildSummary(stats, {
+				job: job.name,
+				runId,
+				resumed: prior !== null,
+				stopReason: reason,
+				survey,
+				maxCredits: options.maxCredits,
+				rateLimitPauses: gate.pauses,
+				concurrency: options.adaptiveConcurrency
+					? Math.min(options.concurrency, learnedLimit ?? queue.concurrency)
+					: options.concurrency,
+				startedMs: startedAt,
+				finishedMs: clock(),
+				...(carried ? { carried } : {}),
+			});
+		// A second signal: the process ends now. Records are on disk already; the summary is written as it
+		// stands (synchronous, about a millisecond), counting every fetch in flight as abandoned.
+		const lastWord = () => {
+			const inFlight = queue.pending;
+			stats.abandoned += inFlight;
+			const summary = summarize(stopReason ?? "interrupted");
+			if (fill) summary.extract = fill.summary();
+			writeSummary(join(runDir, RUN_FILES.summary), summary);
+			return `summary.json written in ${runDir}${inFlight > 0 ? `; ${inFlight === 1 ? "1 fetch" : `${inFlight} fetches`} in flight abandoned (the service may still charge them)` : ""}`;
+		};
+		// Without the CLI's last words (a library caller), the same word runs on process.exit: "exit"
+		// listeners still run, synchronously.
+		const onExit = () => {
+			try {
+				lastWord();
+			} catch {
+				// Exiting anyway: the records are on disk, and --resume rebuilds the counts from them.
+			}
+		};
+		if (!options.lastWords) process.once("exit", onExit);
+		const removeLastWord = options.lastWords?.add(lastWord) ?? (() => process.removeListener("exit", onExit));
+
 		// --- feed the queue with back-pressure: never more than a few targets per slot waiting -------------
 		const failures: unknown[] = [];
 		const hosts = job.perHostConcurrency ? createHostLimiter(job.perHostConcurrency) : null;
@@ -629,7 +640,6 @@ export async function runJob(options: RunJobOptions): Promise<RunJobResult> {
 		clearTimeout(graceTimer);
 		clearInterval(syncTimer);
 		clearInterval(pauseTicker);
-		process.removeListener("exit", summaryOnExit);
 		options.signal.removeEventListener("abort", onSignal);
 		if (failures.length > 0) {
 			log.error({ event: "internal_error", error: errorMessage(failures[0]) }, "internal error while running targets");
@@ -638,23 +648,9 @@ export async function runJob(options: RunJobOptions): Promise<RunJobResult> {
 		for (const sink of sinks) await sink.close();
 		journal.close();
 		crawler?.close();
+		removeLastWord();
 		const internalError = failures.length ? `internal error: ${errorMessage(failures[0])}` : null;
-		const summary = buildSummary(stats, {
-			job: job.name,
-			runId,
-			resumed: prior !== null,
-			stopReason: stopReason ?? internalError,
-			survey,
-			maxCredits: options.maxCredits,
-			rateLimitPauses: gate.pauses,
-			concurrency: options.adaptiveConcurrency
-				? Math.min(options.concurrency, learnedLimit ?? queue.concurrency)
-				: options.concurrency,
-			startedMs: startedAt,
-			finishedMs: clock(),
-			...(carried ? { carried } : {}),
-		});
-		spanSessions(summary, earlierSessions, stats.sessionDone, stats.creditsUsed - (prior?.creditsUsed ?? 0));
+		const summary = summarize(stopReason ?? internalError);
 		if (browser) {
 			const after = await browser.readCredits().catch(() => null);
 			summary.browser_credits_used =
@@ -702,38 +698,4 @@ export async function runJob(options: RunJobOptions): Promise<RunJobResult> {
 		}
 		return { summary, runDir, stopReason, stopMessage, reportPath };
 	}
-}
-
-function readEarlierSummary(path: string): RunSummary | null {
-	try {
-		return JSON.parse(readFileSync(path, "utf8")) as RunSummary;
-	} catch {
-		return null;
-	}
-}
-
-/**
- * One rule for a resumed run's figures: the top level covers the whole run (every session: targets,
- * credits, retries, pauses, wall time from the first session's start, throughput over it); `session`
- * holds this session's own.
- */
-function spanSessions(
-	summary: RunSummary,
-	earlier: RunSummary | null,
-	sessionDone: number,
-	sessionCredits: number,
-): void {
-	summary.session = {
-		started_at: summary.started_at,
-		wall_ms: summary.wall_ms,
-		done: sessionDone,
-		throughput_per_s: summary.throughput_per_s,
-		credits_used: sessionCredits,
-		rate_limit_pauses: summary.rate_limit_pauses,
-	};
-	if (!earlier) return;
-	summary.started_at = earlier.started_at;
-	summary.rate_limit_pauses += earlier.rate_limit_pauses ?? 0;
-	summary.wall_ms += earlier.wall_ms ?? 0;
-	summary.throughput_per_s = summary.wall_ms > 0 ? (summary.targets.done * 1000) / summary.wall_ms : 0;
 }

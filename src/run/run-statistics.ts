@@ -188,7 +188,7 @@ export function buildSummary(
 		session: {
 			started_at: new Date(run.startedMs).toISOString(),
 			wall_ms: sessionWallMs,
-			targets_done: stats.session.done,
+			done: stats.session.done,
 			credits_used: stats.session.creditsUsed,
 			retries: stats.session.retries,
 			rate_limit_pauses: run.rateLimitPauses,

@@ -2,6 +2,7 @@ export { isLoopbackHost, joinUrl, parseBaseUrl } from "./base-url.js";
 export { didYouMean, editDistance } from "./did-you-mean.js";
 export { DURATION_HINT, DURATION_UNITS, formatDuration, parseDuration } from "./duration.js";
 export { ERROR_CODES, type ErrorCode, errorMessage, ScrapejobError, UsageError } from "./errors.js";
+export { createLastWords, type LastWord, type LastWords } from "./last-words.js";
 export { plural } from "./plural.js";
 export {
 	AI_SOURCES,

@@ -186,7 +186,9 @@ describe("durability of unattended runs", () => {
 		expect(ended.code).toBe(130);
 		expect(Date.now() - started).toBeLessThan(2000);
 		// One line, starting on a line of its own; and a summary that says the run is incomplete.
-		expect(ended.stderr).toMatch(/^\nscrapejob: stopped at once \(SIGINT again\); records written so far are kept/m);
+		expect(ended.stderr).toMatch(
+			/^scrapejob: stopped at once \(SIGINT again\); records written so far are kept; summary\.json written/m,
+		);
 		const runDir = runDirOf(out, "shop");
 		expect(readSummary(runDir)).toMatchObject({ complete: false, stopped_reason: "interrupted" });
 		const before = readRecords(runDir);

@@ -49,7 +49,7 @@ describe("one statistics path: a resumed run counts its earlier records as a fre
 		expect(replayed.retries).toBe(2 + 3);
 		expect(replayed.latency_ms.p95).toBeGreaterThan(2000);
 		// None of it is this session's.
-		expect(session).toMatchObject({ targets_done: 0, credits_used: 0, retries: 0 });
+		expect(session).toMatchObject({ done: 0, credits_used: 0, retries: 0 });
 	});
 });
 
@@ -97,7 +97,7 @@ describe("a resumed run's summary: the run's figures at the top, this session's 
 			credits: { used: 6 },
 			retries: 1,
 			rate_limit_pauses: 1,
-			session: { targets_done: 3, credits_used: 6, retries: 1, rate_limit_pauses: 1 },
+			session: { done: 3, credits_used: 6, retries: 1, rate_limit_pauses: 1 },
 		});
 		expect(one.wall_ms).toBe(one.session?.wall_ms);
 
@@ -114,7 +114,7 @@ describe("a resumed run's summary: the run's figures at the top, this session's 
 			retries: 1,
 			rate_limit_pauses: 2,
 			started_at: one.started_at,
-			session: { targets_done: 3, credits_used: 6, retries: 0, rate_limit_pauses: 1 },
+			session: { done: 3, credits_used: 6, retries: 0, rate_limit_pauses: 1 },
 		});
 		expect(two.session?.started_at).not.toBe(one.started_at);
 		expect(two.wall_ms).toBe(one.wall_ms + two.session!.wall_ms);

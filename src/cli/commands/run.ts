@@ -422,9 +422,17 @@ async function runOne(ctx: CliContext, plan: PlannedRun, flags: RunFlags, run: R
 		);
 	}
 
+	// A second Ctrl-C ends the process at once (bin.ts): the bar gets its own line back, and the line
+	// printed says how to finish the run, when its folder exists.
+	const runDir = resumeDir ?? join(jobOutputDir(outRoot, job.name), plan.runId);
+	const removeLastWord = ctx.lastWords?.add(() => {
+		display?.stop();
+		return existsSync(runDir) ? `finish with \`${resumeCommand(ctx, job, flags, runDir)}\`` : undefined;
+	});
 	let result: RunJobResult;
 	try {
 		result = await runJob({
+			lastWords: ctx.lastWords,
 			job,
 			survey,
 			client: run.client,
@@ -449,6 +457,7 @@ async function runOne(ctx: CliContext, plan: PlannedRun, flags: RunFlags, run: R
 			...(display ? { onProgress: (snapshot: ProgressSnapshot) => display?.update(snapshot) } : {}),
 		});
 	} finally {
+		removeLastWord?.();
 		display?.stop();
 		run.notes.display = undefined;
 		for (const text of run.notes.pending.splice(0)) writeLine(ctx.stderr, `scrapejob: ${text}`);
