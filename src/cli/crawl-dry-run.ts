@@ -17,17 +17,27 @@ export function crawlDryRunLines(job: Job, counts: TargetCounts): string[] {
 	}
 	const crawl = job.crawl;
 	if (!crawl) return lines;
-	// The dearest page a seed's options can cost: every page found from it has the same options.
-	let worstPerPage = 0;
-	for (const mode of MODES) {
-		const count = counts.byMode[mode];
-		if (count > 0) worstPerPage = Math.max(worstPerPage, counts.creditRangeByMode[mode].max / count);
-	}
-	const bound = Math.ceil(crawl.maxPages * worstPerPage);
+	const worstPerPage = worstPerPageOf(counts);
+	const bound = crawlCreditBound(job, counts) ?? 0;
 	const budget =
 		job.maxCredits === null ? "no max_credits set" : `max_credits ${job.maxCredits} stops it sooner if reached`;
 	lines.push(
 		`${job.name}: crawl: how many pages it finds cannot be known before it runs. The ${counts.targets === 1 ? "target above is its seed" : `${counts.targets} targets above are its seeds`}; it fetches at most ${crawl.maxPages} pages (max_pages, seeds included), ${crawl.maxDepth} links deep, scope ${crawl.scope}: at most ${bound} credits (${crawl.maxPages} × ${worstPerPage} per page worst case; ${budget}).`,
 	);
 	return lines;
+}
+
+/** The dearest page a seed's options can cost: every page found from it has the same options. */
+function worstPerPageOf(counts: TargetCounts): number {
+	let worstPerPage = 0;
+	for (const mode of MODES) {
+		const count = counts.byMode[mode];
+		if (count > 0) worstPerPage = Math.max(worstPerPage, counts.creditRangeByMode[mode].max / count);
+	}
+	return worstPerPage;
+}
+
+/** A crawl's worst case: max_pages at the dearest seed's price (the dry run's cost check uses it); null without crawl. */
+export function crawlCreditBound(job: Job, counts: TargetCounts): number | null {
+	return job.crawl ? Math.ceil(job.crawl.maxPages * worstPerPageOf(counts)) : null;
 }

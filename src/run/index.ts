@@ -1,3 +1,4 @@
+export { type CostCheck, checkCost } from "./cost-check.js";
 export { type CreditBudget, createCreditBudget } from "./credit-budget.js";
 export { type FetchResult, fetchTarget } from "./fetch-target.js";
 export { listRuns, type RunInfo } from "./find-runs.js";

@@ -483,7 +483,7 @@ describe("scrapejob run against the emulator", () => {
 		expect(service.emulator.ledger.byEndpoint("realtime")).toHaveLength(0);
 	});
 
-	it("--dry-run estimates the cost and sends nothing", async () => {
+	it("--dry-run estimates the cost and fetches nothing", async () => {
 		service = await startTestService();
 		const dir = tempDir();
 		const job = writeJob(
@@ -505,6 +505,8 @@ describe("scrapejob run against the emulator", () => {
 			["browser", `${service.site.url}/product/3`],
 		]);
 		expect(result.stdout).toContain("9–17 credits");
-		expect(service.emulator.ledger.requestCount).toBe(0);
+		// One free look-up of the balance; nothing fetched.
+		expect(service.emulator.ledger.requestCount).toBe(1);
+		expect(service.emulator.ledger.byEndpoint("account/scraper")).toHaveLength(1);
 	});
 });

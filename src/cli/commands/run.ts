@@ -16,6 +16,7 @@ import {
 } from "../../job/index.js";
 import { csvColumnsFor, formatSummary, jobOutputDir } from "../../output/index.js";
 import {
+	checkCost,
 	notifyRunEnd,
 	type ProgressSnapshot,
 	type RunJobResult,
@@ -25,6 +26,7 @@ import {
 } from "../../run/index.js";
 import {
 	DURATION_HINT,
+	errorMessage,
 	maskUrlCredentials,
 	parseDuration,
 	plural,
@@ -33,7 +35,7 @@ import {
 } from "../../shared/index.js";
 import { connectBrowser, type RunBrowserAccess } from "../browser-access.js";
 import { type CliContext, writeLine } from "../context.js";
-import { crawlDryRunLines } from "../crawl-dry-run.js";
+import { crawlCreditBound, crawlDryRunLines } from "../crawl-dry-run.js";
 import { EXIT } from "../exit-codes.js";
 import { printJsonError } from "../json-error.js";
 import { createProgressBar, createProgressLog, type ProgressDisplay, progressLogFields } from "../progress-display.js";
@@ -108,7 +110,10 @@ export function registerRunCommand(program: Command, ctx: CliContext): void {
 			"--repair",
 			"with --resume: move lines of results.jsonl that are not records to results.corrupt.jsonl; their targets run again",
 		)
-		.option("--dry-run", "validate, list the targets (id, mode, url) and the estimated credit range; send nothing")
+		.option(
+			"--dry-run",
+			"validate, list the targets (id, mode, url) and the estimated credit range, held against the budget and the account's balance (one free look-up); fetch nothing",
+		)
 		.option("--concurrency <n>", "in-flight fetches (never above the account's limit)", positiveInt("--concurrency"))
 		.option(
 			"--max-credits <n>",
@@ -282,7 +287,7 @@ async function runCommand(ctx: CliContext, paths: string[], flags: RunFlags): Pr
 		const loaded = await loadJobs(ctx, paths, env);
 		if (!loaded) return EXIT.invalidInput;
 		const jobs = flags.shard === undefined ? loaded : withShard(loaded, flags.shard, ctx.env);
-		if (flags.dryRun) return await dryRun(ctx, jobs, flags);
+		if (flags.dryRun) return await dryRun(ctx, jobs, flags, connection);
 
 		// Which runs to start or continue, and their locks, before the first request (nothing sent on a refusal).
 		const outRoot = resolve(ctx.cwd, flags.out);
@@ -338,14 +343,32 @@ async function runCommand(ctx: CliContext, paths: string[], flags: RunFlags): Pr
  * `--dry-run`: the targets a run would fetch (id, mode, URL — streamed, so a million-line job prints
  * without being held), then the count and the credit range per job. Nothing is sent.
  */
-async function dryRun(ctx: CliContext, jobs: LoadedRunJob[], flags: RunFlags): Promise<number> {
+async function dryRun(
+	ctx: CliContext,
+	jobs: LoadedRunJob[],
+	flags: RunFlags,
+	sandbox: ServiceConnection | undefined,
+): Promise<number> {
 	const reports = [];
+	const balance = await readBalance(ctx, flags, sandbox);
 	for (const { job, counts } of jobs) {
 		const survey = await surveyTargets(job, counts);
+		// A crawl's pages are not known before it runs: its worst case is max_pages at the dearest seed's price.
+		const crawlBound = crawlCreditBound(job, survey);
+		const estimate = { min: survey.creditRange.min, max: Math.max(survey.creditRange.max, crawlBound ?? 0) };
+		const cost = checkCost(estimate, flags.maxCredits ?? job.maxCredits, balance);
 		const csvColumns = job.output.formats.includes("csv")
 			? csvColumnsFor({ data: job.extraction?.dataColumns, carry: job.extraction?.carry })
 			: null;
-		reports.push({ job: job.name, file: job.file, ...survey, csv_columns: csvColumns });
+		reports.push({
+			job: job.name,
+			file: job.file,
+			...survey,
+			csv_columns: csvColumns,
+			budget: cost.budget,
+			balance: cost.balance,
+			cost_check: cost.sentences,
+		});
 		if (flags.json) continue;
 		for await (const batch of streamTargetBatches(job)) {
 			ctx.stdout.write(
@@ -356,9 +379,10 @@ async function dryRun(ctx: CliContext, jobs: LoadedRunJob[], flags: RunFlags): P
 		}
 		writeLine(
 			ctx.stdout,
-			`${job.name}: ${plural(survey.total, "target")} (request ${survey.byMode.request}, browser ${survey.byMode.browser}, auto ${survey.byMode.auto}), ${plural(survey.duplicates, "duplicate")}; estimated ${survey.creditRange.min}–${survey.creditRange.max} credits if every target succeeds once. Nothing was sent (--dry-run).`,
+			`${job.name}: ${plural(survey.total, "target")} (request ${survey.byMode.request}, browser ${survey.byMode.browser}, auto ${survey.byMode.auto}), ${plural(survey.duplicates, "duplicate")}; estimated ${survey.creditRange.min}–${survey.creditRange.max} credits if every target succeeds once. Nothing was fetched (--dry-run).`,
 		);
 		for (const line of crawlDryRunLines(job, survey)) writeLine(ctx.stdout, line);
+		for (const sentence of cost.sentences) writeLine(ctx.stdout, `${job.name}: ${sentence}`);
 		if (csvColumns) writeLine(ctx.stdout, `${job.name}: results.csv columns: ${csvColumns.join(", ")}`);
 	}
 	if (flags.json)
@@ -371,6 +395,39 @@ async function dryRun(ctx: CliContext, jobs: LoadedRunJob[], flags: RunFlags): P
 			),
 		);
 	return EXIT.ok;
+}
+
+/**
+ * The account's scraper credits for `--dry-run`'s comparison: one free look-up (GET /public/scraper)
+ * when an account key is set; otherwise, or when it fails, why the balance is unknown (never an error:
+ * a dry run still lists and estimates).
+ */
+async function readBalance(
+	ctx: CliContext,
+	flags: RunFlags,
+	sandbox: ServiceConnection | undefined,
+): Promise<Parameters<typeof checkCost>[2]> {
+	let connection = sandbox;
+	try {
+		connection ??= await connectService(ctx, flags);
+		if (!connection.account) {
+			return {
+				credits: null,
+				unknownBecause: connection.config.scraperKey
+					? "only a scraper key is set, and the balance is read with the account key (SCRAPEJOB_ACCOUNT_KEY)"
+					: "no account key (SCRAPEJOB_ACCOUNT_KEY) to read it with",
+			};
+		}
+		const access = await connection.account.scraperAccess(ctx.signal);
+		return { credits: access.credits };
+	} catch (error) {
+		const secrets = [connection?.config.accountKey, connection?.config.scraperKey].filter((key): key is string =>
+			Boolean(key),
+		);
+		return { credits: null, unknownBecause: `the look-up failed (${redactSecrets(errorMessage(error), secrets)})` };
+	} finally {
+		if (connection !== sandbox) await connection?.close();
+	}
 }
 
 interface RunContext {

@@ -1,0 +1,73 @@
+import { join } from "node:path";
+import { afterEach, describe, expect, it } from "vitest";
+import { checkCost } from "../../src/run/index.js";
+import { tempDir, writeJob } from "../helpers/job-files.js";
+import { runCli } from "../helpers/run-cli.js";
+import { startTestService, type TestService } from "../helpers/service.js";
+
+let service: TestService | undefined;
+afterEach(async () => {
+	await service?.close();
+	service = undefined;
+});
+
+describe("the dry run's cost check", () => {
+	const estimate = { min: 100, max: 400 };
+	it("holds the estimate against the budget: covers, may stop, stops, or none", () => {
+		const known = { credits: 10_000 };
+		expect(checkCost(estimate, null, known).budget.verdict).toBe("no_budget");
+		expect(checkCost(estimate, 400, known).budget.verdict).toBe("covers");
+		expect(checkCost(estimate, 100, known).budget.verdict).toBe("may_stop");
+		expect(checkCost(estimate, 99, known).budget.verdict).toBe("stops");
+		expect(checkCost(estimate, 0, known).budget.verdict).toBe("stops");
+		expect(checkCost(estimate, 250, known).sentences[0]).toBe(
+			"The budget, max_credits 250, lies inside the estimate (100–400): the run may stop at it (budget_exhausted, exit 1) before the end; continue with --resume --max-credits <larger>.",
+		);
+	});
+
+	it("holds it against the balance, or says why the balance is unknown", () => {
+		expect(checkCost(estimate, null, { credits: 400 }).balance.verdict).toBe("covers");
+		expect(checkCost(estimate, null, { credits: 399 }).balance.verdict).toBe("may_run_out");
+		const short = checkCost(estimate, null, { credits: 50 });
+		expect(short.balance.verdict).toBe("runs_out");
+		expect(short.sentences[1]).toBe(
+			"The account has 50 credits, below the lowest estimate (100–400): the run will stop with insufficient_credits (exit 3) before the end.",
+		);
+		const unknown = checkCost(estimate, null, { credits: null, unknownBecause: "no account key" });
+		expect(unknown.balance).toEqual({ credits: null, verdict: "unknown", unknown_because: "no account key" });
+	});
+
+	it("run --dry-run says it in words and in --json, reading the balance with one free look-up", async () => {
+		service = await startTestService({ credits: 5 });
+		const dir = tempDir();
+		const targets = [1, 2, 3, 4].map((index) => `  - ${service?.site.url}/product/${index}`);
+		const job = writeJob(
+			dir,
+			"shop",
+			["name: shop", "defaults:", "  mode: request", "targets:", ...targets, ""].join("\n"),
+		);
+		const words = await runCli(["run", job, "--dry-run", "--max-credits", "6"], { env: service.env });
+		expect(words.code).toBe(0);
+		expect(words.stdout).toContain("estimated 8–8 credits");
+		expect(words.stdout).toContain(
+			"shop: The budget, max_credits 6, is below the lowest estimate (8): the run will stop at it",
+		);
+		expect(words.stdout).toContain("shop: The account has 5 credits, below the lowest estimate (8)");
+
+		const json = await runCli(["run", job, "--dry-run", "--json"], { env: service.env });
+		const [report] = JSON.parse(json.stdout) as Array<Record<string, unknown>>;
+		expect(report).toMatchObject({
+			budget: { max_credits: null, verdict: "no_budget" },
+			balance: { credits: 5, verdict: "runs_out", unknown_because: null },
+		});
+		expect(service.emulator.ledger.byEndpoint("account/scraper")).toHaveLength(2);
+		expect(service.emulator.ledger.byEndpoint("realtime")).toHaveLength(0);
+
+		// Without an account key the balance is unknown, and the dry run still succeeds.
+		const scraperOnly = await runCli(["run", job, "--dry-run", "--out", join(dir, "out")], {
+			env: { SCRAPEJOB_SCRAPER_KEY: service.emulator.scraperKey },
+		});
+		expect(scraperOnly.code).toBe(0);
+		expect(scraperOnly.stdout).toContain("The account's balance is unknown: only a scraper key is set");
+	});
+});
