@@ -5,7 +5,14 @@ import { startDemoSite, startEmulator } from "../emulator/index.js";
 import { jobUsesBrowser, loadJob } from "../job/index.js";
 import type { RunSummary } from "../output/index.js";
 import { newRunId } from "../output/index.js";
-import { lockJobOutput, type ProgressSnapshot, type RunJobOptions, runJob, surveyTargets } from "../run/index.js";
+import {
+	lockJobOutput,
+	type ProgressSnapshot,
+	type RunJobOptions,
+	resolveConcurrency,
+	runJob,
+	surveyTargets,
+} from "../run/index.js";
 import { ScrapejobError, UsageError } from "../shared/index.js";
 
 export interface RunJobFileOptions {
@@ -146,16 +153,16 @@ export async function runJobFile(path: string, options: RunJobFileOptions = {}):
 			const scraper = await connect(options, cwd, env);
 			closers.push(() => scraper.close());
 			const wanted = job.concurrency === "auto" ? null : job.concurrency;
-			const concurrency =
-				scraper.concurrency === null ? (wanted ?? 1000) : Math.min(wanted ?? scraper.concurrency, scraper.concurrency);
+			// The one concurrency policy (the CLI's too): the account's limit, a lower job number, the local cap.
+			const plan = resolveConcurrency({ accountLimit: scraper.concurrency, wanted });
 			const browser = jobUsesBrowser(job) ? await browserFor(scraper, signal) : undefined;
 			const survey = await surveyTargets(job, counts);
 			const result = await runJob({
 				job,
 				survey,
 				client: scraper.client,
-				concurrency,
-				adaptiveConcurrency: scraper.concurrency === null,
+				concurrency: plan.ceiling,
+				adaptiveConcurrency: plan.adaptive,
 				outRoot,
 				maxCredits: job.maxCredits,
 				signal,

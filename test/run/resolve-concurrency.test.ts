@@ -1,4 +1,5 @@
 import { describe, expect, it } from "vitest";
+import { runJobFile } from "../../src/library/index.js";
 import { MAX_LOCAL_CONCURRENCY, resolveConcurrency } from "../../src/run/index.js";
 import { readSummary, tempDir, writeJob } from "../helpers/job-files.js";
 import { runCli } from "../helpers/run-cli.js";
@@ -56,4 +57,43 @@ describe("the concurrency policy", () => {
 			await service.close();
 		}
 	});
+});
+
+describe("learned concurrency follows the service's limit down", () => {
+	it("X-RateLimit-Limit going from 6 to 2 mid-run: the runner shrinks to 2 in flight and reports 2", async () => {
+		const service = await startTestService({ concurrency: 6, latency_ms: 25, reset_seconds: 1 });
+		try {
+			const dir = tempDir();
+			const targets = Array.from({ length: 60 }, (_, index) => `  - ${service.site.url}/product/${index + 1}`);
+			const job = writeJob(
+				dir,
+				"learn",
+				["name: learn", "defaults:", "  mode: request", "targets:", ...targets, ""].join("\n"),
+			);
+			let grownTo = 0;
+			let shrunkAt: number | null = null;
+			let afterShrink = 0;
+			const summary = await runJobFile(job, {
+				out: `${dir}/out`,
+				env: { SCRAPEJOB_SCRAPER_KEY: service.emulator.scraperKey, SCRAPEJOB_SCRAPER_URL: service.emulator.scraperUrl },
+				onProgress: (snapshot) => {
+					if (shrunkAt === null) {
+						grownTo = Math.max(grownTo, snapshot.inFlight);
+						if (snapshot.done >= 20) {
+							service.emulator.setConcurrency(2);
+							shrunkAt = snapshot.done;
+						}
+						// Fetches already on the wire finish; from the answers after them on, at most 2 are in flight.
+					} else if (snapshot.done >= shrunkAt + 10) afterShrink = Math.max(afterShrink, snapshot.inFlight);
+				},
+			});
+			expect(summary.complete).toBe(true);
+			expect(grownTo).toBe(6);
+			expect(afterShrink).toBeGreaterThan(0);
+			expect(afterShrink).toBeLessThanOrEqual(2);
+			expect(summary.concurrency).toBe(2);
+		} finally {
+			await service.close();
+		}
+	}, 30_000);
 });
