@@ -1,3 +1,4 @@
+import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { checkCost } from "../../src/run/index.js";
@@ -53,6 +54,11 @@ describe("the dry run's cost check", () => {
 			"shop: The budget, max_credits 6, is below the lowest estimate (8): the run will stop at it",
 		);
 		expect(words.stdout).toContain("shop: The account has 5 credits, below the lowest estimate (8)");
+		// README's example of this output (Using it against the service), line by line.
+		const readme = readFileSync(join(import.meta.dirname, "..", "..", "README.md"), "utf8");
+		const example = /```text\n(shop: 4 targets[^`]*)```/.exec(readme)?.[1];
+		expect(example).toBeDefined();
+		for (const line of example!.trim().split("\n")) expect(words.stdout).toContain(line);
 
 		const json = await runCli(["run", job, "--dry-run", "--json"], { env: service.env });
 		const [report] = JSON.parse(json.stdout) as Array<Record<string, unknown>>;
