@@ -1,4 +1,4 @@
-import { type Browser, chromium, type Page } from "playwright-core";
+import type { Browser, Page } from "playwright-core";
 import type { Clock } from "../shared/index.js";
 import { BrowserSessionError, connectFailureKind, isSessionLost, sessionMessage } from "./session-errors.js";
 
@@ -85,6 +85,9 @@ export async function runBrowserSession(options: RunSessionOptions): Promise<Ses
 	};
 	if (options.signal.aborted) throw new BrowserSessionError("lost", "stopped before the session started");
 
+	// Loaded on the first session only: playwright-core is ~14 MB of source held in memory, which a
+	// run without browser_session: targets should not carry.
+	const { chromium } = await import("playwright-core");
 	let browser: Browser;
 	try {
 		browser = await chromium.connectOverCDP(sessionAddress(access, session), { timeout: left("connecting") });
