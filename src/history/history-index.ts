@@ -15,16 +15,43 @@ export interface TargetHistory {
 
 const HEX16 = /^[0-9a-f]{16}$/;
 const EMPTY = 0;
+/** hi, lo, status, latestAt, okAt, okHashHi, okHashLo, okRun, okOffset. */
+const BYTES_PER_SLOT = 4 + 4 + 1 + 8 + 8 + 4 + 4 + 4 + 8;
 
-/** A target id's 64-bit key: a derived id is one already; a chosen id is hashed. */
-export function idKey(id: string): [number, number] {
-	const hex = HEX16.test(id) ? id : hash("sha256", id, "hex").slice(0, 16);
-	return [Number.parseInt(hex.slice(0, 8), 16) >>> 0 || 1, Number.parseInt(hex.slice(8, 16), 16) >>> 0];
+/** 8 lowercase hex digits of `text` from `start` as a uint32, or -1 when they are not. */
+function hexWord(text: string, start: number): number {
+	let value = 0;
+	for (let at = start; at < start + 8; at += 1) {
+		const code = text.charCodeAt(at);
+		const digit = code >= 48 && code <= 57 ? code - 48 : code >= 97 && code <= 102 ? code - 87 : -1;
+		if (digit < 0) return -1;
+		value = value * 16 + digit;
+	}
+	return value;
 }
 
 /**
- * The per-job history as an open-addressing table on typed arrays: about 40 bytes a target, no
- * object per entry, so a million targets load in milliseconds and hold ~60 MB at most.
+ * A target id's 64-bit key: a derived id (16 hex digits) is one already; a chosen id is hashed. Parsed
+ * by hand: this runs once per target per run (freshness, --retry-failed, change tracking), and a regex
+ * plus two parseInt calls cost several times as much at a million targets (bench/history-bench.ts).
+ */
+export function idKey(id: string): [number, number] {
+	let hi = id.length === 16 ? hexWord(id, 0) : -1;
+	let lo = hi >= 0 ? hexWord(id, 8) : -1;
+	if (lo < 0) {
+		const hex = hash("sha256", id, "hex");
+		hi = hexWord(hex, 0);
+		lo = hexWord(hex, 8);
+	}
+	// 0 marks an empty slot in the table: a key whose high word is 0 is stored as 1.
+	return [hi || 1, lo];
+}
+
+/**
+ * The per-job history as an open-addressing table on typed arrays (45 bytes a slot, at most half the
+ * slots used): no object per entry, and the file is the table itself, so opening it is one read and a
+ * copy per column — ~80 ms for a million targets, where re-inserting them would cost seconds
+ * (measured: bench/history-bench.ts, `npm run bench -- --only=history`).
  */
 export class HistoryIndex {
 	#capacity: number;
@@ -32,10 +59,11 @@ export class HistoryIndex {
 	#hi: Uint32Array;
 	#lo: Uint32Array;
 	#status: Uint8Array; // 0 none, 1 ok, 2 failed (latest)
+	#latestAt: Float64Array; // the latest record's finish time (epoch ms), NaN before any
 	#okAt: Float64Array;
 	#okHashHi: Uint32Array;
 	#okHashLo: Uint32Array;
-	#okRun: Uint16Array;
+	#okRun: Uint32Array;
 	#okOffset: Float64Array;
 
 	constructor(capacity = 1 << 12) {
@@ -43,10 +71,11 @@ export class HistoryIndex {
 		this.#hi = new Uint32Array(capacity);
 		this.#lo = new Uint32Array(capacity);
 		this.#status = new Uint8Array(capacity);
+		this.#latestAt = new Float64Array(capacity).fill(Number.NaN);
 		this.#okAt = new Float64Array(capacity).fill(Number.NaN);
 		this.#okHashHi = new Uint32Array(capacity);
 		this.#okHashLo = new Uint32Array(capacity);
-		this.#okRun = new Uint16Array(capacity);
+		this.#okRun = new Uint32Array(capacity);
 		this.#okOffset = new Float64Array(capacity).fill(-1);
 	}
 
@@ -78,6 +107,7 @@ export class HistoryIndex {
 			if (this.#hi[i] === EMPTY) continue;
 			const slot = bigger.#slot(this.#hi[i]!, this.#lo[i]!, true);
 			bigger.#status[slot] = this.#status[i]!;
+			bigger.#latestAt[slot] = this.#latestAt[i]!;
 			bigger.#okAt[slot] = this.#okAt[i]!;
 			bigger.#okHashHi[slot] = this.#okHashHi[i]!;
 			bigger.#okHashLo[slot] = this.#okHashLo[i]!;
@@ -88,6 +118,7 @@ export class HistoryIndex {
 		this.#hi = bigger.#hi;
 		this.#lo = bigger.#lo;
 		this.#status = bigger.#status;
+		this.#latestAt = bigger.#latestAt;
 		this.#okAt = bigger.#okAt;
 		this.#okHashHi = bigger.#okHashHi;
 		this.#okHashLo = bigger.#okHashLo;
@@ -101,16 +132,25 @@ export class HistoryIndex {
 		if (slot < 0) return null;
 		const okAt = this.#okAt[slot]!;
 		const status = this.#status[slot];
+		const hashHi = this.#okHashHi[slot]!;
+		const hashLo = this.#okHashLo[slot]!;
 		return {
 			latest: status === 1 ? "ok" : status === 2 ? "failed" : null,
 			okAt: Number.isNaN(okAt) ? null : okAt,
-			okHash: Number.isNaN(okAt) ? null : hex8(this.#okHashHi[slot]!) + hex8(this.#okHashLo[slot]!),
+			// Spelled out only when asked (change tracking): freshness looks up every target and needs no string.
+			get okHash() {
+				return Number.isNaN(okAt) ? null : hex8(hashHi) + hex8(hashLo);
+			},
 			okRun: this.#okRun[slot]!,
 			okOffset: this.#okOffset[slot]!,
 		};
 	}
 
-	/** A record of run `runIndex` at byte `offset` of its results.jsonl (later records win). */
+	/**
+	 * A record of run `runIndex` at byte `offset` of its results.jsonl. The later `finishedAt` wins, not
+	 * the later call: run folders are folded in name order, and run ids made in the same second do not
+	 * sort by time (nor does a resumed session's folder); on a tie the later call wins.
+	 */
 	record(
 		id: string,
 		status: string,
@@ -122,9 +162,13 @@ export class HistoryIndex {
 		if (status !== "ok" && status !== "failed") return;
 		const [hi, lo] = idKey(id);
 		const slot = this.#slot(hi, lo, true);
-		this.#status[slot] = status === "ok" ? 1 : 2;
-		if (status !== "ok") return;
-		this.#okAt[slot] = finishedAt;
+		const at = Number.isFinite(finishedAt) ? finishedAt : 0;
+		if (!(at < this.#latestAt[slot]!)) {
+			this.#status[slot] = status === "ok" ? 1 : 2;
+			this.#latestAt[slot] = at;
+		}
+		if (status !== "ok" || at < this.#okAt[slot]!) return;
+		this.#okAt[slot] = at;
 		const hash = contentHash && HEX16.test(contentHash) ? contentHash : "0000000000000000";
 		this.#okHashHi[slot] = Number.parseInt(hash.slice(0, 8), 16) >>> 0;
 		this.#okHashLo[slot] = Number.parseInt(hash.slice(8, 16), 16) >>> 0;
@@ -151,6 +195,7 @@ export class HistoryIndex {
 				this.#hi,
 				this.#lo,
 				this.#status,
+				this.#latestAt,
 				this.#okAt,
 				this.#okHashHi,
 				this.#okHashLo,
@@ -162,29 +207,28 @@ export class HistoryIndex {
 
 	static fromBuffer(bytes: Buffer): HistoryIndex {
 		const capacity = bytes.readUInt32LE(0);
-		if (capacity === 0 || (capacity & (capacity - 1)) !== 0 || bytes.length !== 8 + capacity * 35) {
+		if (capacity === 0 || (capacity & (capacity - 1)) !== 0 || bytes.length !== 8 + capacity * BYTES_PER_SLOT) {
 			throw new Error("not a history index");
 		}
 		const index = new HistoryIndex(capacity);
 		let at = 8;
-		const take = <T extends { set(source: ArrayLike<number>): void }>(
-			column: T,
-			width: number,
-			make: (b: ArrayBuffer) => ArrayLike<number>,
-		) => {
-			const slice = bytes.subarray(at, at + capacity * width);
-			// A copy into a fresh, aligned buffer (the file's bytes may start at any offset).
-			column.set(make(new Uint8Array(slice).buffer));
-			at += capacity * width;
+		// One byte copy straight into each (aligned) column: the file's bytes may start at any offset,
+		// and an intermediate copy would double the peak memory of a start-up at a million targets.
+		const take = (column: Uint8Array | Uint32Array | Float64Array) => {
+			new Uint8Array(column.buffer, column.byteOffset, column.byteLength).set(
+				bytes.subarray(at, at + column.byteLength),
+			);
+			at += column.byteLength;
 		};
-		take(index.#hi, 4, (b) => new Uint32Array(b));
-		take(index.#lo, 4, (b) => new Uint32Array(b));
-		take(index.#status, 1, (b) => new Uint8Array(b));
-		take(index.#okAt, 8, (b) => new Float64Array(b));
-		take(index.#okHashHi, 4, (b) => new Uint32Array(b));
-		take(index.#okHashLo, 4, (b) => new Uint32Array(b));
-		take(index.#okRun, 2, (b) => new Uint16Array(b));
-		take(index.#okOffset, 8, (b) => new Float64Array(b));
+		take(index.#hi);
+		take(index.#lo);
+		take(index.#status);
+		take(index.#latestAt);
+		take(index.#okAt);
+		take(index.#okHashHi);
+		take(index.#okHashLo);
+		take(index.#okRun);
+		take(index.#okOffset);
 		index.#size = bytes.readUInt32LE(4);
 		return index;
 	}

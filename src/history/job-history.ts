@@ -16,7 +16,8 @@ import { HistoryIndex, type TargetHistory } from "./history-index.js";
 
 /** The per-job history file: `output/<job>/.history` (one file, replaced atomically). */
 export const HISTORY_FILE = ".history";
-const MAGIC = "SJH1";
+/** Bumped whenever the layout changes: an older file is then rebuilt from the run folders. */
+const MAGIC = "SJH2";
 
 interface FoldedRun {
 	/** Run folder name. */
@@ -59,6 +60,12 @@ export function openJobHistory(jobDir: string): JobHistory {
 		runs = loaded.runs;
 	} catch {
 		// Missing or damaged: rebuilt below from the run folders themselves.
+		index = new HistoryIndex();
+		runs = [];
+	}
+	// A run folder deleted (old runs pruned) or a results.jsonl that shrank (`--resume --repair` rewrites
+	// it) leaves entries pointing at records that are gone: start again from the run folders as they are.
+	if (runs.some((run) => resultsSize(jobDir, run.id) < run.bytes)) {
 		index = new HistoryIndex();
 		runs = [];
 	}
@@ -121,6 +128,15 @@ function readHistoryFile(path: string): { index: HistoryIndex; runs: FoldedRun[]
 	const headerLength = bytes.readUInt32LE(4);
 	const header = JSON.parse(bytes.subarray(8, 8 + headerLength).toString("utf8")) as { runs: FoldedRun[] };
 	return { index: HistoryIndex.fromBuffer(bytes.subarray(8 + headerLength)), runs: header.runs };
+}
+
+/** The size of a run's results.jsonl, -1 when it is gone. */
+function resultsSize(jobDir: string, runId: string): number {
+	try {
+		return statSync(join(jobDir, runId, "results.jsonl")).size;
+	} catch {
+		return -1;
+	}
 }
 
 /** Run folders of the job (those with results), oldest first. */

@@ -1,0 +1,88 @@
+import { appendFileSync, existsSync, mkdirSync, readdirSync, rmSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { describe, expect, it } from "vitest";
+import { HISTORY_FILE, openJobHistory } from "../../src/history/index.js";
+import type { ResultRecord } from "../../src/output/index.js";
+import { tempDir } from "../helpers/job-files.js";
+import { record } from "../helpers/records.js";
+
+const A = "00000000000000a1";
+const B = "00000000000000b2";
+
+/** A run folder holding these records in its results.jsonl, as the runner writes them. */
+function writeRun(jobDir: string, runId: string, records: ResultRecord[]): string {
+	mkdirSync(join(jobDir, runId), { recursive: true });
+	const path = join(jobDir, runId, "results.jsonl");
+	writeFileSync(path, records.map((line) => `${JSON.stringify(line)}\n`).join(""));
+	return path;
+}
+
+const at = (iso: string) => ({ started_at: iso, finished_at: iso });
+
+describe("the job's history (.history)", () => {
+	it("the latest record is the one that finished last, whatever order the run folders sort in", () => {
+		const jobDir = tempDir();
+		// Same second, random suffixes: "…-ffffff" sorts after "…-000000" but ran first.
+		writeRun(jobDir, "20261121T000000Z-ffffff", [
+			record(A, { ...at("2026-11-21T00:00:01.000Z"), content_hash: "1111111111111111" }),
+			record(B, { ...at("2026-11-21T00:00:01.000Z"), status: "failed", content_hash: null }),
+		]);
+		writeRun(jobDir, "20261121T000000Z-000000", [
+			record(A, { ...at("2026-11-21T00:00:05.000Z"), status: "failed", content_hash: null }),
+			record(B, { ...at("2026-11-21T00:00:05.000Z"), content_hash: "2222222222222222" }),
+		]);
+		const history = openJobHistory(jobDir);
+		const a = history.get(A)!;
+		// A failed last, but its latest ok record (the earlier run's) is still known, for freshness and change.
+		expect(a).toMatchObject({ latest: "failed", okAt: Date.parse("2026-11-21T00:00:01.000Z") });
+		expect(a.okHash).toBe("1111111111111111");
+		expect(history.get(B)).toMatchObject({ latest: "ok", okHash: "2222222222222222" });
+		expect(history.readOkRecord(history.get(B)!)?.finished_at).toBe("2026-11-21T00:00:05.000Z");
+	});
+
+	it("records appended after the last save (a killed run) are folded in when it is next opened; a torn line waits until it is whole", () => {
+		const jobDir = tempDir();
+		const results = writeRun(jobDir, "run-1", [record(A, { content_hash: "1111111111111111" })]);
+		openJobHistory(jobDir).save();
+		const line = JSON.stringify(record(B, { content_hash: "2222222222222222" }));
+		appendFileSync(results, line.slice(0, 20));
+		expect(openJobHistory(jobDir).get(B)).toBeNull();
+		appendFileSync(results, `${line.slice(20)}\n`);
+		const history = openJobHistory(jobDir);
+		expect(history.get(B)?.okHash).toBe("2222222222222222");
+		expect(history.readOkRecord(history.get(B)!)?.id).toBe(B);
+	});
+
+	it("a run folder deleted, or a results.jsonl that shrank (--resume --repair), rebuilds the history from what is there", () => {
+		const jobDir = tempDir();
+		writeRun(jobDir, "run-1", [record(A, { content_hash: "1111111111111111" })]);
+		const second = writeRun(jobDir, "run-2", [
+			record(B, { ...at("2026-11-21T00:00:02.000Z"), content_hash: "2222222222222222" }),
+			record(A, { ...at("2026-11-21T00:00:02.000Z"), content_hash: "3333333333333333" }),
+		]);
+		openJobHistory(jobDir).save();
+		// run-2 rewritten shorter: A's entry pointed past its end.
+		writeFileSync(
+			second,
+			`${JSON.stringify(record(A, { ...at("2026-11-21T00:00:02.000Z"), content_hash: "4444444444444444" }))}\n`,
+		);
+		let history = openJobHistory(jobDir);
+		expect(history.get(B)).toBeNull();
+		expect(history.readOkRecord(history.get(A)!)?.content_hash).toBe("4444444444444444");
+		history.save();
+		rmSync(join(jobDir, "run-2"), { recursive: true });
+		history = openJobHistory(jobDir);
+		expect(history.get(A)?.okHash).toBe("1111111111111111");
+		expect(history.readOkRecord(history.get(A)!)?.id).toBe(A);
+	});
+
+	it("saves atomically: no temporary file is left, and a file of an older layout is rebuilt, not misread", () => {
+		const jobDir = tempDir();
+		writeRun(jobDir, "run-1", [record(A, { content_hash: "1111111111111111" })]);
+		openJobHistory(jobDir).save();
+		expect(readdirSync(jobDir).sort()).toEqual([HISTORY_FILE, "run-1"]);
+		writeFileSync(join(jobDir, HISTORY_FILE), Buffer.concat([Buffer.from("SJH1"), Buffer.alloc(64)]));
+		expect(openJobHistory(jobDir).get(A)?.okHash).toBe("1111111111111111");
+		expect(existsSync(join(jobDir, HISTORY_FILE))).toBe(true);
+	});
+});
