@@ -17,6 +17,7 @@ import { createInterface } from "node:readline";
 import { fileURLToPath } from "node:url";
 import { benchCrawl, formatCrawlRow } from "./crawl-bench.js";
 import { benchExtract, formatExtractRow } from "./extract-bench.js";
+import { benchHistory, formatHistoryRow } from "./history-bench.js";
 import { jsonText } from "./json-text.js";
 import { summarizeProfile } from "./profile-top.js";
 import type { ClientConfig, ClientReport, ServeCommand, ServeConfig, ServeMessage } from "./protocol.js";
@@ -97,7 +98,7 @@ function parseArgs(argv: readonly string[]): Options {
 			if (!Number.isInteger(repeat) || repeat < 1) throw new Error(`--repeat must be a positive integer, got ${arg}`);
 		} else if (arg.startsWith("--only=")) {
 			const value = arg.slice("--only=".length);
-			if (value === REPORT_ROW || value === EXTRACT_ROW || value === CRAWL_ROW) {
+			if (value === REPORT_ROW || value === EXTRACT_ROW || value === CRAWL_ROW || value === HISTORY_ROW) {
 				only = value;
 				continue;
 			}
@@ -105,13 +106,13 @@ function parseArgs(argv: readonly string[]): Options {
 			const scenario = byIndex ?? SCENARIOS.find((s) => s.name === value);
 			if (!scenario) {
 				throw new Error(
-					`--only: no row ${value}; rows: ${[...SCENARIOS.map((s) => s.name), REPORT_ROW, EXTRACT_ROW, CRAWL_ROW].join(", ")}`,
+					`--only: no row ${value}; rows: ${[...SCENARIOS.map((s) => s.name), REPORT_ROW, EXTRACT_ROW, CRAWL_ROW, HISTORY_ROW].join(", ")}`,
 				);
 			}
 			only = scenario.name;
 		} else if (arg === "--help" || arg === "-h") {
 			process.stdout.write(
-				"usage: npm run bench -- [--quick] [--only=latency|cpu|memory|scale|report|extract|1|2|3|4] [--repeat=K] [--profile] [--keep]\n" +
+				"usage: npm run bench -- [--quick] [--only=latency|cpu|memory|scale|report|extract|crawl|history|1|2|3|4] [--repeat=K] [--profile] [--keep]\n" +
 					"  --quick    N/10 targets per row\n" +
 					`  --repeat   runs of each client per row, in ABBA order; the fastest is shown (default ${DEFAULT_REPEAT}; the scale row 1)\n` +
 					"  --profile  run each client's first run under --cpu-prof; print the top functions\n" +
@@ -584,6 +585,8 @@ const REPORT_RECORDS = 1_000_000;
 const EXTRACT_ROW = "extract";
 /** The crawl row (bench/crawl-bench.ts): client CPU per page and peak RSS crawling a generated 100k-page site. */
 const CRAWL_ROW = "crawl";
+/** The history row (bench/history-bench.ts): the per-job history at 1M targets (rebuild, start-up, RSS). */
+const HISTORY_ROW = "history";
 
 async function run(): Promise<number> {
 	const options = parseArgs(process.argv.slice(2));
@@ -600,6 +603,10 @@ async function run(): Promise<number> {
 		const row = await benchCrawl(options.quick, (line) => process.stdout.write(`${line}\n`));
 		process.stdout.write(`\n${formatCrawlRow(row)}\n`);
 		return row.verdicts.every((verdict) => verdict.met) ? 0 : 1;
+	}
+	if (options.only === HISTORY_ROW) {
+		process.stdout.write(`${formatHistoryRow(benchHistory(options.quick))}\n`);
+		return 0;
 	}
 	if (options.only === EXTRACT_ROW) {
 		const row = await benchExtract(options.quick, (line) => process.stdout.write(`${line}\n`));
