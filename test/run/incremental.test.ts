@@ -125,10 +125,15 @@ describe("incremental runs", () => {
 		expect(service.ledger.byEndpoint("realtime").length).toBe(sent + 1);
 		const summary = JSON.parse(again.stdout);
 		expect(summary.targets).toMatchObject({ total: 1, done: 1, fresh: 2 });
+		// A terminal's progress bar says how many were left out as fresh (they are not in its total).
+		const bar = await runCli(["run", file, "--out", out], { env: envOf(service), tty: true });
+		expect(bar.code).toBe(1);
+		expect(bar.stderr).toContain("shop (2 fresh)");
+		expect(service.ledger.byEndpoint("realtime").length).toBe(sent + 2);
 		// --freshness 0 fetches all again.
 		const all = await runCli(["run", file, "--out", out, "--quiet", "--freshness", "0"], { env: envOf(service) });
 		expect(all.code).toBe(1);
-		expect(service.ledger.byEndpoint("realtime").length).toBe(sent + 1 + 3);
+		expect(service.ledger.byEndpoint("realtime").length).toBe(sent + 2 + 3);
 	});
 
 	it("--retry-failed runs only the targets whose latest record failed, across runs or of one run", async () => {
@@ -161,6 +166,36 @@ describe("incremental runs", () => {
 		const byRun = await newRun(["--retry-failed", firstRun.split("/").at(-1)!]);
 		expect(byRun.result.code).toBe(0);
 		expect(readRecords(byRun.dir).map((record) => new URL(record.url).pathname)).toEqual(["/p/2"]);
+	});
+
+	it("--retry-failed retries a failure however recent the target's last ok record (freshness does not apply); a run id is a folder name", async () => {
+		const shop = await editableShop();
+		for (const path of ["/p/1", "/p/2", "/p/3"]) shop.pages.set(path, { status: 200, price: "1.00", ad: 0 });
+		const service = await emulator();
+		const dir = tempDir();
+		const out = join(dir, "out");
+		const file = job(dir, shop.url, "freshness: 1h");
+		expect((await runCli(["run", file, "--out", out, "--quiet"], { env: envOf(service) })).code).toBe(0);
+		shop.pages.get("/p/2")!.status = 404;
+		expect(
+			(await runCli(["run", file, "--out", out, "--quiet", "--freshness", "0"], { env: envOf(service) })).code,
+		).toBe(1);
+		shop.pages.get("/p/2")!.status = 200;
+		const retried = await runCli(["run", file, "--out", out, "--quiet", "--json", "--retry-failed"], {
+			env: envOf(service),
+		});
+		expect(retried.code).toBe(0);
+		const summary = JSON.parse(retried.stdout);
+		expect(summary.targets).toMatchObject({ total: 1, done: 1 });
+		expect(summary.targets.fresh).toBeUndefined();
+		expect(service.ledger.byEndpoint("realtime")).toHaveLength(7);
+
+		const outside = await runCli(["run", file, "--out", out, "--quiet", "--retry-failed", "../elsewhere"], {
+			env: envOf(service),
+		});
+		expect(outside.code).toBe(2);
+		expect(outside.stderr).toContain('"../elsewhere" is not a run id');
+		expect(service.ledger.byEndpoint("realtime")).toHaveLength(7);
 	});
 
 	it("a deleted or damaged history is rebuilt from the run folders", async () => {

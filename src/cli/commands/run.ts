@@ -1,5 +1,6 @@
-import { existsSync, readFileSync } from "node:fs";
+import { createReadStream, existsSync } from "node:fs";
 import { join, resolve } from "node:path";
+import { createInterface } from "node:readline";
 import { type Command, InvalidArgumentError } from "commander";
 import pino, { type Logger } from "pino";
 import type { ScraperAccess } from "../../api/index.js";
@@ -142,7 +143,7 @@ export function registerRunCommand(program: Command, ctx: CliContext): void {
 		)
 		.option(
 			"--retry-failed [run-id]",
-			"a new run of only the targets whose latest record is failed (across the job's runs, or in the given run)",
+			"a new run of only the targets whose latest record is failed (across the job's runs, or in the given run); freshness does not apply",
 		)
 		.option(
 			"--shard <I/N>",
@@ -178,22 +179,29 @@ Examples:
  * Freshness (`--freshness` / `freshness:`) and `--retry-failed` as a selection on the job's targets, so
  * counting, the summary's totals and the run itself all see the same targets.
  */
-function selectTargets(
+async function selectTargets(
 	plan: PlannedRun,
 	history: JobHistory,
 	flags: RunFlags,
 	outRoot: string,
-): { job: Job; counts: TargetCounts | null } {
-	const freshnessMs = flags.freshness ?? plan.job.freshnessMs;
+): Promise<{ job: Job; counts: TargetCounts | null }> {
 	const retry = flags.retryFailed;
+	// Retrying failures is explicit: every target whose latest record failed runs, however recent its
+	// last ok record (and the run's deselected targets are then the not-failed ones, none of them "fresh").
+	const freshnessMs = retry !== undefined && retry !== false ? 0 : (flags.freshness ?? plan.job.freshnessMs);
 	if (freshnessMs <= 0 && (retry === undefined || retry === false)) return { job: plan.job, counts: plan.counts };
 	const now = Date.now();
 	let failedInRun: Set<string> | null = null;
 	if (typeof retry === "string") {
+		// A run id names a folder of this job, nothing else: no path may lead out of output/<job>/.
+		if (!/^[\w.-]+$/.test(retry) || retry.startsWith("."))
+			throw new UsageError(
+				`--retry-failed: ${JSON.stringify(retry)} is not a run id (a folder name under output/<job>/)`,
+			);
 		const runDir = join(jobOutputDir(outRoot, plan.job.name), retry);
 		if (!existsSync(join(runDir, "results.jsonl")))
 			throw new UsageError(`--retry-failed: no run ${retry} of job ${plan.job.name} under ${outRoot}`);
-		failedInRun = failedIds(join(runDir, "results.jsonl"));
+		failedInRun = await failedIds(join(runDir, "results.jsonl"));
 	}
 	const select = (target: { id: string }) => {
 		const entry = history.get(target.id);
@@ -205,9 +213,16 @@ function selectTargets(
 	return { job: { ...plan.job, freshnessMs, select }, counts: null };
 }
 
-function failedIds(path: string): Set<string> {
+/** The progress bar's label: the job's name, and how many targets freshness left out (they are not in its total). */
+function withFresh(job: Job, deselected: number): string {
+	return job.freshnessMs > 0 && deselected > 0 ? `${job.name} (${deselected} fresh)` : job.name;
+}
+
+/** The ids of a run's failed records, read line by line (a results.jsonl can be larger than a string may be). */
+async function failedIds(path: string): Promise<Set<string>> {
 	const ids = new Set<string>();
-	for (const line of readFileSync(path, "utf8").split("\n")) {
+	const lines = createInterface({ input: createReadStream(path), crlfDelay: Number.POSITIVE_INFINITY });
+	for await (const line of lines) {
 		if (!line.includes('"status":"failed"')) continue;
 		try {
 			const record = JSON.parse(line) as { id?: unknown; status?: unknown };
@@ -445,7 +460,7 @@ async function runOne(ctx: CliContext, plan: PlannedRun, flags: RunFlags, run: R
 	const { resumeDir } = plan;
 	// Incremental runs: the job's history decides what is fresh and what failed last time.
 	const history = openJobHistory(jobOutputDir(outRoot, plan.job.name));
-	const { job, counts } = selectTargets(plan, history, flags, outRoot);
+	const { job, counts } = await selectTargets(plan, history, flags, outRoot);
 	const wanted = flags.concurrency ?? (job.concurrency === "auto" ? null : job.concurrency);
 	const limits = resolveConcurrency({ accountLimit: run.accountConcurrency, wanted });
 	for (const warning of limits.warnings) run.logger.warn({ job: job.name, limit: limits.ceiling }, warning);
@@ -458,7 +473,7 @@ async function runOne(ctx: CliContext, plan: PlannedRun, flags: RunFlags, run: R
 	const interactive = ctx.stderr.isTTY === true && !flags.quiet;
 	let display: ProgressDisplay | undefined;
 	if (interactive) {
-		display = createProgressBar(ctx, job.name, survey.total);
+		display = createProgressBar(ctx, withFresh(job, survey.deselected), survey.total);
 		run.notes.display = display;
 	} else if (!flags.quiet) {
 		display = createProgressLog((snapshot: ProgressSnapshot) =>
@@ -474,6 +489,7 @@ async function runOne(ctx: CliContext, plan: PlannedRun, flags: RunFlags, run: R
 				adaptive,
 				credits: run.access?.credits ?? null,
 				resume: resumeDir ?? null,
+				...(job.freshnessMs > 0 ? { fresh: survey.deselected } : {}),
 			},
 			"run starting",
 		);
