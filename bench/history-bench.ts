@@ -15,7 +15,8 @@ import { closeSync, mkdirSync, mkdtempSync, openSync, rmSync, statSync, writeSyn
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
-import { HISTORY_FILE, openJobHistory } from "../src/history/index.js";
+import { exportLatest, HISTORY_FILE, openJobHistory } from "../src/history/index.js";
+import { csvColumnsFor } from "../src/output/index.js";
 
 export interface HistoryPhase {
 	readonly wallMs: number;
@@ -23,6 +24,8 @@ export interface HistoryPhase {
 	readonly maxRssMb: number;
 	readonly size?: number;
 	readonly fresh?: number;
+	/** export: the file's size. */
+	readonly bytes?: number;
 	/** start-up: wall time of opening the history alone. */
 	readonly openMs?: number;
 }
@@ -34,6 +37,8 @@ export interface HistoryBench {
 	readonly baseline: HistoryPhase;
 	readonly rebuild: HistoryPhase;
 	readonly startup: HistoryPhase;
+	readonly exportParquet: HistoryPhase;
+	readonly exportCsv: HistoryPhase;
 }
 
 /** 32 well-mixed bits of `value` (murmur3's finalizer). */
@@ -116,7 +121,31 @@ function measure(work: () => Partial<HistoryPhase>): HistoryPhase {
 }
 
 /** One phase, in this (child) process. */
-function runPhase(phase: string, jobDir: string, targets: number): HistoryPhase {
+async function runPhase(phase: string, jobDir: string, targets: number): Promise<HistoryPhase> {
+	if (phase === "export-parquet" || phase === "export-csv") {
+		// The latest export of the same history (a price and a title per record), written and removed.
+		const format = phase === "export-csv" ? "csv" : "parquet";
+		const out = join(jobDir, `latest.${format}`);
+		const cpu = process.cpuUsage();
+		const started = performance.now();
+		const records = await exportLatest(
+			openJobHistory(jobDir),
+			format,
+			out,
+			csvColumnsFor({ data: ["price", "title"] }),
+		);
+		const wallMs = performance.now() - started;
+		const used = process.cpuUsage(cpu);
+		const bytes = statSync(out).size;
+		rmSync(out);
+		return {
+			wallMs,
+			cpuMs: (used.user + used.system) / 1000,
+			maxRssMb: process.resourceUsage().maxRSS / 1024,
+			size: records,
+			bytes,
+		};
+	}
 	switch (phase) {
 		case "baseline":
 			return measure(() => ({}));
@@ -162,7 +191,12 @@ export function benchHistory(quick: boolean): HistoryBench {
 		const rebuild = inChild("rebuild", jobDir, targets);
 		const fileBytes = statSync(join(jobDir, HISTORY_FILE)).size;
 		const startup = inChild("startup", jobDir, targets);
-		if (rebuild.size !== targets || startup.size !== targets || startup.fresh !== targets) {
+		const exportParquet = inChild("export-parquet", jobDir, targets);
+		const exportCsv = inChild("export-csv", jobDir, targets);
+		if (
+			[rebuild, startup, exportParquet, exportCsv].some((phase) => phase.size !== targets) ||
+			startup.fresh !== targets
+		) {
 			throw new Error(`history bench: expected ${targets} targets, got ${JSON.stringify({ rebuild, startup })}`);
 		}
 		return {
@@ -172,6 +206,8 @@ export function benchHistory(quick: boolean): HistoryBench {
 			baseline,
 			rebuild,
 			startup,
+			exportParquet,
+			exportCsv,
 		};
 	} finally {
 		if (process.env.HISTORY_BENCH_KEEP) console.error(jobDir);
@@ -187,13 +223,15 @@ export function formatHistoryRow(result: HistoryBench): string {
 		row("baseline (module loaded)", result.baseline),
 		row("rebuild from results.jsonl + save", result.rebuild),
 		`${row("start-up: open + a lookup a target", result.startup)} (open alone ${result.startup.openMs?.toFixed(0)} ms)`,
+		`${row("export --latest --format parquet", result.exportParquet)} (${((result.exportParquet.bytes ?? 0) / 2 ** 20).toFixed(0)} MB)`,
+		`${row("export --latest --format csv", result.exportCsv)} (${((result.exportCsv.bytes ?? 0) / 2 ** 20).toFixed(0)} MB)`,
 	].join("\n");
 }
 
 const phaseArg = process.argv.find((arg) => arg.startsWith("--phase="));
 if (phaseArg) {
 	const [jobDir, targets] = process.argv.slice(3);
-	process.stdout.write(JSON.stringify(runPhase(phaseArg.slice("--phase=".length), jobDir!, Number(targets))));
+	process.stdout.write(JSON.stringify(await runPhase(phaseArg.slice("--phase=".length), jobDir!, Number(targets))));
 } else if (process.argv[1] === fileURLToPath(import.meta.url)) {
 	console.log(formatHistoryRow(benchHistory(process.argv.includes("--quick"))));
 }

@@ -111,12 +111,21 @@ export function openJobHistory(jobDir: string): JobHistory {
 			return index.size;
 		},
 		*latestOkRecords() {
-			const places = [...index.okPlaces()].sort((a, b) => a.run - b.run || a.offset - b.offset);
-			for (const place of places) {
-				const run = runs[place.run];
-				if (!run) continue;
-				const record = readLineAt(join(jobDir, run.id, "results.jsonl"), place.offset);
-				if (record) yield record;
+			// Places as one sortable 64-bit key each (run in the high 24 bits, offset in the low 40), so a
+			// million of them sort natively, then each run's results.jsonl is read once, front to back.
+			const keys = new BigUint64Array(index.size);
+			let count = 0;
+			for (const place of index.okPlaces()) keys[count++] = (BigInt(place.run) << 40n) | BigInt(place.offset);
+			const sorted = keys.subarray(0, count).sort();
+			let at = 0;
+			while (at < sorted.length) {
+				const run = Number(sorted[at]! >> 40n);
+				const offsets: number[] = [];
+				for (; at < sorted.length && Number(sorted[at]! >> 40n) === run; at += 1) {
+					offsets.push(Number(sorted[at]! & 0xff_ffff_ffffn));
+				}
+				const folder = runs[run];
+				if (folder) yield* readLinesAt(join(jobDir, folder.id, "results.jsonl"), offsets);
 			}
 		},
 	};
@@ -198,6 +207,47 @@ function foldLine(index: HistoryIndex, line: Buffer, position: number, offset: n
 		);
 	} catch {
 		// A line that is not a record: not history.
+	}
+}
+
+/** The records starting at these byte offsets (ascending) of a results.jsonl, in one forward read. */
+function* readLinesAt(path: string, offsets: readonly number[]): Generator<ResultRecord> {
+	let fd: number;
+	try {
+		fd = openSync(path, "r");
+	} catch {
+		return;
+	}
+	try {
+		let buffer = Buffer.alloc(0);
+		let bufferStart = 0;
+		let fileAt = 0;
+		const chunk = Buffer.alloc(1 << 20);
+		for (const offset of offsets) {
+			if (offset < bufferStart || offset > bufferStart + buffer.length) {
+				buffer = Buffer.alloc(0);
+				bufferStart = offset;
+				fileAt = offset;
+			}
+			let newline = buffer.indexOf(10, offset - bufferStart);
+			while (newline < 0) {
+				const read = readSync(fd, chunk, 0, chunk.length, fileAt);
+				if (read === 0) break;
+				fileAt += read;
+				// Keep only from this record on: memory stays at about a chunk whatever the file's size.
+				buffer = Buffer.concat([buffer.subarray(offset - bufferStart), chunk.subarray(0, read)]);
+				bufferStart = offset;
+				newline = buffer.indexOf(10);
+			}
+			if (newline < 0) return;
+			try {
+				yield JSON.parse(buffer.toString("utf8", offset - bufferStart, newline)) as ResultRecord;
+			} catch {
+				// Not a record any more (the file was rewritten): skipped; the next open rebuilds the history.
+			}
+		}
+	} finally {
+		closeSync(fd);
 	}
 }
 

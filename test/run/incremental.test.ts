@@ -269,11 +269,19 @@ describe("export --latest", () => {
 			file: parquet.buffer.slice(parquet.byteOffset, parquet.byteOffset + parquet.byteLength),
 		});
 		expect(prices(rows as Array<{ url: string; price: unknown }>)).toEqual(expected);
+		// Typed columns: every price found was a number, so the column is one (DOUBLE); http_status an INT32.
+		expect(rows.map((row) => [typeof row.price, typeof row.http_status, typeof row.url])).toEqual(
+			Array(3).fill(["number", "number", "string"]),
+		);
 		const initSqlJs = (await import("sql.js")).default;
 		const SQL = await initSqlJs();
 		const db = new SQL.Database(readFileSync(await exported("sqlite")));
 		const [table] = db.exec("SELECT url, price FROM latest ORDER BY url");
 		expect(prices(table!.values.map(([url, price]) => ({ url: String(url), price })))).toEqual(expected);
+		const [sum] = db.exec("SELECT sum(price), typeof(price), typeof(http_status) FROM latest");
+		expect(sum!.values).toEqual([[32.5, "real", "integer"]]);
+		// Written through a temporary file renamed at the end: nothing else is left beside the exports.
+		expect(readdirSync(dir).filter((name) => name.includes(".tmp"))).toEqual([]);
 		db.close();
 	});
 });
