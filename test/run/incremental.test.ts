@@ -26,12 +26,11 @@ async function editableShop(): Promise<{
 			res.end("<html><body>gone</body></html>");
 			return;
 		}
-		// The rotating ad changes every fetch: with extract:, it is no change.
-		page.ad += 1;
+		// The rotating ad changes every fetch: with extract:, it is no change. A page with `ad: -1` has none.
+		if (page.ad >= 0) page.ad += 1;
 		res.writeHead(page.status, { "content-type": "text/html" });
-		res.end(
-			`<html><body><h1>${req.url}</h1><p class="price">$${page.price}</p><div class="ad">ad ${page.ad}</div></body></html>`,
-		);
+		const ad = page.ad >= 0 ? `<div class="ad">ad ${page.ad}</div>` : "";
+		res.end(`<html><body><h1>${req.url}</h1><p class="price">$${page.price}</p>${ad}</body></html>`);
 	});
 	await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", () => resolve()));
 	closers.push(async () => {
@@ -104,6 +103,34 @@ describe("incremental runs", () => {
 			.map((line) => JSON.parse(line));
 		expect(changes).toHaveLength(1);
 		expect(changes[0]).toMatchObject({ id: byPath.get("/p/2")!.id, fields: { price: { old: 10, new: 12.5 } } });
+		expect(readSummary(second).changes).toEqual({ new: 0, changed: 1, unchanged: 2 });
+	});
+
+	it("without extract:, the hash is over the content: a page whose bytes moved (a rotating ad) is changed, a static one unchanged", async () => {
+		const shop = await editableShop();
+		shop.pages.set("/p/1", { status: 200, price: "10.00", ad: -1 });
+		shop.pages.set("/p/2", { status: 200, price: "10.00", ad: 0 });
+		shop.pages.set("/p/3", { status: 200, price: "10.00", ad: -1 });
+		const service = await emulator();
+		const dir = tempDir();
+		const out = join(dir, "out");
+		const file = job(dir, shop.url);
+		expect((await runCli(["run", file, "--out", out, "--quiet"], { env: envOf(service) })).code).toBe(0);
+		const before = new Set(runs(out));
+		expect((await runCli(["run", file, "--out", out, "--quiet"], { env: envOf(service) })).code).toBe(0);
+		const second = runs(out).find((dir) => !before.has(dir))!;
+		const byPath = new Map(readRecords(second).map((record) => [new URL(record.url).pathname, record]));
+		expect([...byPath].map(([path, record]) => [path, record.change]).sort()).toEqual([
+			["/p/1", "unchanged"],
+			["/p/2", "changed"],
+			["/p/3", "unchanged"],
+		]);
+		const [line, ...rest] = readFileSync(join(second, "changes.jsonl"), "utf8").trim().split("\n");
+		expect(rest).toEqual([]);
+		const change = JSON.parse(line!);
+		expect(change.id).toBe(byPath.get("/p/2")!.id);
+		expect(change.fields.content_hash.new).toBe(byPath.get("/p/2")!.content_hash);
+		expect(change.fields.content_hash.old).not.toBe(change.fields.content_hash.new);
 		expect(readSummary(second).changes).toEqual({ new: 0, changed: 1, unchanged: 2 });
 	});
 
