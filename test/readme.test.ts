@@ -165,6 +165,54 @@ describe("README commands, run as documented", () => {
 		expect(readRecords(join(dir, "output", "shop", runs[0] ?? ""))).toHaveLength(3);
 	}, 30_000);
 
+	it("the price-monitoring cron recipe: the night's run (run again: nothing sent, all fresh), the retry run, the export", async () => {
+		const recipe = blocks.find((block) => block.lang === "cron" && block.text.includes("jobs/prices.yaml"));
+		const lines = (recipe?.text.split("\n") ?? []).filter((line) => /^[\d*]/.test(line));
+		expect(lines).toHaveLength(2);
+		service = await startTestService();
+		const dir = tempDir("scrapejob-prices-");
+		mkdirSync(join(dir, "jobs"));
+		mkdirSync(join(dir, "logs"));
+		const targets = [1, 2, 3].map((id) => `  - ${service?.site.url}/product/${id}`).join("\n");
+		writeFileSync(
+			join(dir, "jobs", "prices.yaml"),
+			`name: prices\nfreshness: 20h\ndefaults:\n  mode: request\nextract:\n  price: {css: .price, type: number}\ntargets:\n${targets}\n`,
+		);
+		writeFileSync(
+			join(dir, "scrapejob.env"),
+			`SCRAPEJOB_ACCOUNT_KEY=${service.emulator.accountKey}\nSCRAPEJOB_API_URL=${service.emulator.apiUrl}\n`,
+		);
+		const shell = (line: string) =>
+			run(
+				"/bin/sh",
+				[
+					"-c",
+					line
+						.split(/\s+/)
+						.slice(5)
+						.join(" ")
+						.replace("cd /srv/scrape", `cd '${dir}'`)
+						.replaceAll("npx scrapejob", `'${process.execPath}' '${BIN}'`),
+				],
+				{ env: { PATH: process.env.PATH ?? "/usr/bin:/bin" } },
+			);
+		await shell(lines[0]!);
+		const sent = service.emulator.ledger.byEndpoint("realtime").length;
+		expect(sent).toBe(3);
+		// A second run the same night: every product is fresh, nothing is sent.
+		await shell(lines[0]!);
+		expect(service.emulator.ledger.byEndpoint("realtime")).toHaveLength(sent);
+		await shell(lines[1]!);
+		// Nothing failed: the retry run sent nothing; the export has every price.
+		expect(service.emulator.ledger.byEndpoint("realtime")).toHaveLength(sent);
+		const exported = readFileSync(join(dir, "prices-latest.csv"), "utf8").trim().split(/\r?\n/);
+		expect(exported).toHaveLength(4);
+		expect(exported[0]).toContain("price");
+		const log = readFileSync(join(dir, "logs", "prices.log"), "utf8");
+		expect(log).toContain("3 of 3 done: 3 ok");
+		expect(log).toContain("0 of 0 done");
+	}, 30_000);
+
 	it("the library example compiles with tsc against the built package and runs", async () => {
 		const example = blocks.find((block) => block.lang === "ts" && marker(block) === "library");
 		const dir = tempDir("scrapejob-library-");
