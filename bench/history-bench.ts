@@ -39,6 +39,7 @@ export interface HistoryBench {
 	readonly startup: HistoryPhase;
 	readonly exportParquet: HistoryPhase;
 	readonly exportCsv: HistoryPhase;
+	readonly exportSqlite: HistoryPhase;
 }
 
 /** 32 well-mixed bits of `value` (murmur3's finalizer). */
@@ -122,9 +123,9 @@ function measure(work: () => Partial<HistoryPhase>): HistoryPhase {
 
 /** One phase, in this (child) process. */
 async function runPhase(phase: string, jobDir: string, targets: number): Promise<HistoryPhase> {
-	if (phase === "export-parquet" || phase === "export-csv") {
+	if (phase.startsWith("export-")) {
 		// The latest export of the same history (a price and a title per record), written and removed.
-		const format = phase === "export-csv" ? "csv" : "parquet";
+		const format = phase.slice("export-".length) as "csv" | "parquet" | "sqlite";
 		const out = join(jobDir, `latest.${format}`);
 		const cpu = process.cpuUsage();
 		const started = performance.now();
@@ -193,8 +194,9 @@ export function benchHistory(quick: boolean): HistoryBench {
 		const startup = inChild("startup", jobDir, targets);
 		const exportParquet = inChild("export-parquet", jobDir, targets);
 		const exportCsv = inChild("export-csv", jobDir, targets);
+		const exportSqlite = inChild("export-sqlite", jobDir, targets);
 		if (
-			[rebuild, startup, exportParquet, exportCsv].some((phase) => phase.size !== targets) ||
+			[rebuild, startup, exportParquet, exportCsv, exportSqlite].some((phase) => phase.size !== targets) ||
 			startup.fresh !== targets
 		) {
 			throw new Error(`history bench: expected ${targets} targets, got ${JSON.stringify({ rebuild, startup })}`);
@@ -208,6 +210,7 @@ export function benchHistory(quick: boolean): HistoryBench {
 			startup,
 			exportParquet,
 			exportCsv,
+			exportSqlite,
 		};
 	} finally {
 		if (process.env.HISTORY_BENCH_KEEP) console.error(jobDir);
@@ -225,6 +228,7 @@ export function formatHistoryRow(result: HistoryBench): string {
 		`${row("start-up: open + a lookup a target", result.startup)} (open alone ${result.startup.openMs?.toFixed(0)} ms)`,
 		`${row("export --latest --format parquet", result.exportParquet)} (${((result.exportParquet.bytes ?? 0) / 2 ** 20).toFixed(0)} MB)`,
 		`${row("export --latest --format csv", result.exportCsv)} (${((result.exportCsv.bytes ?? 0) / 2 ** 20).toFixed(0)} MB)`,
+		`${row("export --latest --format sqlite", result.exportSqlite)} (${((result.exportSqlite.bytes ?? 0) / 2 ** 20).toFixed(0)} MB)`,
 	].join("\n");
 }
 

@@ -10,7 +10,7 @@ export type ExportFormat = (typeof EXPORT_FORMATS)[number];
 /** Columns of the typed exports (Parquet, SQLite) before the job's extracted and carried ones. */
 const BASE_COLUMNS = ["id", "url", "http_status", "finished_at", "content_hash", "credits_used"] as const;
 /** Rows per Parquet row group and per write: what the export holds in memory at once. */
-const BATCH_ROWS = 50_000;
+const BATCH_ROWS = 20_000;
 /** Text buffered before a write to the file (csv, jsonl). */
 const FLUSH_CHARS = 1 << 20;
 
@@ -95,18 +95,6 @@ function* exportedRecords(history: JobHistory, count: { records: number }): Gene
 	}
 }
 
-function* batches(records: Iterable<ResultRecord>): Generator<ResultRecord[]> {
-	let batch: ResultRecord[] = [];
-	for (const record of records) {
-		batch.push(record);
-		if (batch.length >= BATCH_ROWS) {
-			yield batch;
-			batch = [];
-		}
-	}
-	if (batch.length) yield batch;
-}
-
 async function writeParquet(
 	path: string,
 	history: JobHistory,
@@ -118,17 +106,25 @@ async function writeParquet(
 		columnData: columns.map((column) => ({ name: column.name, data: [], type: type(column.kind) })),
 	});
 	const writer = new ParquetWriter({ writer: fileWriter(path), schema });
-	for (const batch of batches(exportedRecords(history, count))) {
-		// A file writer flushes synchronously; awaited in case a writer's flush is a promise.
+	// Column values only, a row group at a time: the records themselves are dropped as they are read.
+	let values = columns.map((): Array<string | number | null> => []);
+	const flush = async () => {
 		await writer.write({
-			columnData: columns.map((column) => ({
+			columnData: columns.map((column, index) => ({
 				name: column.name,
-				data: batch.map((record) => column.value(record)),
+				data: values[index]!,
 				type: type(column.kind),
 			})),
 			rowGroupSize: BATCH_ROWS,
 		});
+		values = columns.map(() => []);
+	};
+	for (const record of exportedRecords(history, count)) {
+		for (let index = 0; index < columns.length; index += 1) values[index]!.push(columns[index]!.value(record));
+		// A file writer flushes synchronously; awaited in case a writer's flush is a promise.
+		if (values[0]!.length >= BATCH_ROWS) await flush();
 	}
+	if (values[0]!.length > 0) await flush();
 	await writer.finish();
 }
 
@@ -145,7 +141,7 @@ async function writeSqlite(
 			kind === "integer" ? "INTEGER" : kind === "number" ? "REAL" : "TEXT";
 		const quoted = columns.map((column) => `"${column.name.replace(/"/g, '""')}"`);
 		db.run(
-			`CREATE TABLE latest (${columns.map((column, index) => `${quoted[index]} ${sqlType(column.kind)}${column.name === "id" ? " PRIMARY KEY" : ""}`).join(", ")})`,
+			`CREATE TABLE latest (${columns.map((column, index) => `${quoted[index]} ${sqlType(column.kind)}`).join(", ")})`,
 		);
 		const insert = db.prepare(`INSERT INTO latest VALUES (${columns.map(() => "?").join(", ")})`);
 		db.run("BEGIN");
@@ -166,7 +162,7 @@ async function writeSqlite(
 /**
  * `scrapejob export JOB --latest`: the newest ok record of every target across the job's runs, from the
  * history (each record read back from its run's results.jsonl), streamed: csv in the runs' columns,
- * jsonl as written, Parquet (hyparquet-writer, a row group per 50,000 rows) and SQLite (sql.js, a table
+ * jsonl as written, Parquet (hyparquet-writer, a row group per 20,000 rows) and SQLite (sql.js, a table
  * `latest`) with a typed column per extracted and carried field. Written to a temporary file renamed
  * over `outFile` at the end, so a failed export never leaves half a file. Returns the records written.
  */
