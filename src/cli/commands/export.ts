@@ -32,7 +32,10 @@ export function registerExportCommand(program: Command, ctx: CliContext): void {
 Reads the job's history (output/<job>/.history, rebuilt from the run folders when missing) and each
 target's newest ok record from its run's results.jsonl. csv has the runs' columns (extracted fields
 included); jsonl the records as written (without inline content); parquet and sqlite (table latest)
-have id, url, http_status, finished_at, content_hash, credits_used and a column per extracted field.
+have id, url, http_status, finished_at, content_hash, credits_used and a column per extracted (and
+carried) field: a number column when every value is a number, text otherwise. The file is written
+under a temporary name and renamed when complete. sqlite builds the database in memory (about 600 MB
+at a million records): export very large jobs as parquet or csv.
 
 Examples:
   scrapejob export jobs/shop.yaml --latest --format parquet --out shop-latest.parquet
