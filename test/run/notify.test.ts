@@ -90,11 +90,23 @@ describe("notifications when a run ends", () => {
 			"shop",
 			["name: shop", "defaults:", "  mode: request", "targets:", `  - ${service.site.url}/product/1`, ""].join("\n"),
 		);
-		const result = await runCli(["run", job, "--out", join(dir, "out"), "--notify", broken.url], { env: service.env });
+		// --quiet (a cron run) still says that the hook was not reached.
+		const result = await runCli(["run", job, "--out", join(dir, "out"), "--quiet", "--notify", broken.url], {
+			env: service.env,
+		});
 		expect(result.code).toBe(0);
 		expect(result.stderr).toMatch(
 			/notification to http:\/\/127\.0\.0\.1:\d+ failed \(answered 404\); the run's outcome is unchanged/,
 		);
+
+		// A --notify that is not a web address is refused before anything is sent.
+		const before = service.emulator.ledger.byEndpoint("realtime").length;
+		const bad = await runCli(["run", job, "--out", join(dir, "out"), "--notify", "file:///etc/passwd"], {
+			env: service.env,
+		});
+		expect(bad.code).toBe(2);
+		expect(bad.stderr).toContain("--notify must be an http:// or https:// address");
+		expect(service.emulator.ledger.byEndpoint("realtime")).toHaveLength(before);
 
 		const hook = await receiver();
 		const filtered = writeJob(

@@ -79,6 +79,19 @@ function positiveInt(name: string) {
 	};
 }
 
+/** `--notify`: an http(s) address, checked before anything is sent (the job key's own rule). */
+function webhookUrl(value: string): string {
+	let parsed: URL | null = null;
+	try {
+		parsed = new URL(value);
+	} catch {
+		// reported below
+	}
+	if (!parsed || (parsed.protocol !== "https:" && parsed.protocol !== "http:"))
+		throw new InvalidArgumentError("--notify must be an http:// or https:// address");
+	return value;
+}
+
 function duration(name: string) {
 	return (value: string) => {
 		const parsed = parseDuration(value);
@@ -135,6 +148,7 @@ export function registerRunCommand(program: Command, ctx: CliContext): void {
 		.option(
 			"--notify <url>",
 			"POST the summary there when the run ends (signed with the job's notify.secret, if any); never changes the exit code",
+			webhookUrl,
 		)
 		.option(
 			"--freshness <duration>",
@@ -548,9 +562,8 @@ async function runOne(ctx: CliContext, plan: PlannedRun, flags: RunFlags, run: R
 	const notify = flags.notify ? { ...job.notify, url: flags.notify } : job.notify;
 	if (notify) {
 		await notifyRunEnd(notify, summary, result.runDir, {
-			warn: (message) => {
-				if (!flags.quiet) writeLine(ctx.stderr, `scrapejob: ${message}`);
-			},
+			// Said even with --quiet: a cron run is quiet, and a hook that never hears must not go unnoticed.
+			warn: (message) => writeLine(ctx.stderr, `scrapejob: ${message}`),
 		});
 	}
 
