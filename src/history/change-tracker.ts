@@ -1,5 +1,7 @@
 import { hash } from "node:crypto";
+import { closeSync, openSync, readSync } from "node:fs";
 import { join } from "node:path";
+import { StringDecoder } from "node:string_decoder";
 import { type AppendFile, openAppendFile, type ResultRecord } from "../output/index.js";
 import type { JobHistory } from "./job-history.js";
 
@@ -26,7 +28,8 @@ function canonical(value: unknown): string {
  * field's old and new value (the old record is read back from its run's results.jsonl).
  */
 export function createChangeTracker(history: JobHistory, runDir: string, extracts: boolean) {
-	const counts: ChangeCounts = { new: 0, changed: 0, unchanged: 0 };
+	// A resumed run's summary counts every session: what earlier ones wrote is counted from their records.
+	const counts: ChangeCounts = countWrittenChanges(join(runDir, "results.jsonl"));
 	let changes: AppendFile | null = null;
 	return {
 		counts,
@@ -70,3 +73,41 @@ export function createChangeTracker(history: JobHistory, runDir: string, extract
 	};
 }
 export type ChangeTracker = ReturnType<typeof createChangeTracker>;
+
+/**
+ * The `change` of the records already in a run's results.jsonl (a resumed run's earlier sessions;
+ * none for a new run). The record's own `change` key comes before `data` and carried columns, and
+ * quotes inside string values are escaped, so the first `"change":"` of a line is the record's.
+ */
+function countWrittenChanges(path: string): ChangeCounts {
+	const counts: ChangeCounts = { new: 0, changed: 0, unchanged: 0 };
+	let fd: number;
+	try {
+		fd = openSync(path, "r");
+	} catch {
+		return counts;
+	}
+	try {
+		const chunk = Buffer.alloc(1 << 20);
+		// A character cut by a chunk's edge is completed by the next chunk, not mangled.
+		const decoder = new StringDecoder("utf8");
+		let carry = "";
+		let at = 0;
+		for (
+			let read = readSync(fd, chunk, 0, chunk.length, at);
+			read > 0;
+			read = readSync(fd, chunk, 0, chunk.length, at)
+		) {
+			at += read;
+			const lines = (carry + decoder.write(chunk.subarray(0, read))).split("\n");
+			carry = lines.pop() ?? "";
+			for (const line of lines) {
+				const match = /"change":"(new|changed|unchanged)"/.exec(line);
+				if (match) counts[match[1] as keyof ChangeCounts] += 1;
+			}
+		}
+	} finally {
+		closeSync(fd);
+	}
+	return counts;
+}

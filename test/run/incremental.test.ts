@@ -225,6 +225,45 @@ describe("incremental runs", () => {
 		expect(service.ledger.byEndpoint("realtime")).toHaveLength(7);
 	});
 
+	it("a resumed run's summary counts the changes of every session", async () => {
+		const shop = await editableShop();
+		const paths = Array.from({ length: 12 }, (_, index) => `/r/${index + 1}`);
+		for (const path of paths) shop.pages.set(path, { status: 200, price: "1.00", ad: -1 });
+		const service = await startEmulator({ scenario: { concurrency: 1, latency_ms: 30 } });
+		closers.push(() => service.close());
+		const dir = tempDir();
+		const out = join(dir, "out");
+		const file = writeJob(
+			dir,
+			"shop",
+			[
+				"name: shop",
+				"defaults:",
+				"  mode: request",
+				"targets:",
+				...paths.map((path) => `  - ${shop.url}${path}`),
+				"",
+			].join("\n"),
+		);
+		const stop = new AbortController();
+		const first = runCli(["run", file, "--out", out, "--quiet"], { env: envOf(service), signal: stop.signal });
+		// Interrupted once a few records are written (an event on the disk, not a fixed sleep).
+		for (let tries = 0; tries < 3000; tries += 1) {
+			const [run] = existsSync(join(out, "shop")) ? runs(out) : [];
+			if (run && existsSync(join(run, "results.jsonl")) && readRecords(run).length >= 3) break;
+			await new Promise((resolve) => setTimeout(resolve, 10));
+		}
+		stop.abort();
+		expect((await first).code).toBe(130);
+		const [run] = runs(out);
+		const before = readRecords(run!).length;
+		expect(before).toBeLessThan(12);
+		const resumed = await runCli(["run", file, "--out", out, "--quiet", "--resume"], { env: envOf(service) });
+		expect(resumed.code).toBe(0);
+		expect(readRecords(run!)).toHaveLength(12);
+		expect(readSummary(run!).changes).toEqual({ new: 12, changed: 0, unchanged: 0 });
+	}, 30_000);
+
 	it("a deleted or damaged history is rebuilt from the run folders", async () => {
 		const shop = await editableShop();
 		for (const path of ["/p/1", "/p/2", "/p/3"]) shop.pages.set(path, { status: 200, price: "1.00", ad: 0 });
