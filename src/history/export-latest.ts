@@ -1,7 +1,7 @@
 import { closeSync, openSync, renameSync, rmSync, writeSync } from "node:fs";
 import { fileWriter, ParquetWriter, schemaFromColumnData } from "hyparquet-writer";
 import initSqlJs from "sql.js";
-import { csvLines, csvRow, type ResultRecord } from "../output/index.js";
+import { csvLines, csvRow, RECORD_COLUMNS, type ResultRecord } from "../output/index.js";
 import type { JobHistory } from "./job-history.js";
 
 export const EXPORT_FORMATS = ["csv", "jsonl", "parquet", "sqlite"] as const;
