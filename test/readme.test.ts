@@ -6,8 +6,9 @@
  *   loaded with the job loader; it must validate. A block whose first line is `# readme-test: scenario`
  *   is an emulator scenario instead and is loaded with the scenario parser. A block whose first line
  *   is `# readme-test: fragment` is a piece of a job file: it must only be valid YAML.
- * - ```cron — the schedule line is run as written (with `cd /srv/scrape` pointing at a temporary
- *   folder and `npx scrapejob` at the built CLI) with a `KEY=VALUE` env file, against the emulator.
+ * - ```cron — each schedule line is run as written (with `cd /srv/scrape` pointing at a temporary
+ *   folder and `npx scrapejob` at the built CLI) with a `KEY=VALUE` env file, against the emulator:
+ *   the Cron section's line, and the price-monitoring recipe's two lines.
  * - ```ts with first line `// readme-test: library` — compiled with `tsc` against the built package
  *   (imported as "scrapejob", as a user would) and run.
  */
@@ -137,7 +138,7 @@ describe("README commands, run as documented", () => {
 	});
 
 	it("the cron line, with a KEY=VALUE env file, runs the job with the keys it sets", async () => {
-		const cron = blocks.find((block) => block.lang === "cron");
+		const cron = blocks.find((block) => block.lang === "cron" && block.text.includes("jobs/shop.yaml"));
 		const schedule = cron?.text.split("\n").find((line) => /^[\d*]/.test(line)) ?? "";
 		const command = schedule.split(/\s+/).slice(5).join(" ");
 		expect(command).toContain("cd /srv/scrape");

@@ -1,3 +1,4 @@
+import { randomBytes } from "node:crypto";
 import {
 	closeSync,
 	existsSync,
@@ -103,7 +104,8 @@ export function openJobHistory(jobDir: string): JobHistory {
 			const header = Buffer.from(JSON.stringify({ runs }), "utf8");
 			const length = Buffer.alloc(4);
 			length.writeUInt32LE(header.length, 0);
-			const temporary = `${path}.${process.pid}.tmp`;
+			// pid and random: shards on other hosts may save the same job's history at the same moment.
+			const temporary = `${path}.${process.pid}-${randomBytes(4).toString("hex")}.tmp`;
 			writeFileSync(temporary, Buffer.concat([Buffer.from(MAGIC), length, header, index.toBuffer()]));
 			renameSync(temporary, path);
 		},
