@@ -11,7 +11,15 @@ export interface ScraperHeaders {
 	readonly rateLimitRemaining?: number;
 	/** The target's own status when the service passed a non-2xx target answer through. */
 	readonly targetStatus?: number;
+	/**
+	 * `X-Final-Url`: where the target's redirects ended, when the service names it (the emulator does;
+	 * the public service documents no such header). Only an absolute http(s) address is taken.
+	 */
+	readonly finalUrl?: string;
 }
+
+/** Longer than any address a browser keeps: a longer header is nonsense, not an address. */
+const MAX_FINAL_URL_LENGTH = 8192;
 
 export function readScraperHeaders(headers: HttpResponse["headers"]): ScraperHeaders {
 	const result: { -readonly [K in keyof ScraperHeaders]: ScraperHeaders[K] } = {};
@@ -27,6 +35,10 @@ export function readScraperHeaders(headers: HttpResponse["headers"]): ScraperHea
 	if (remaining !== undefined) result.rateLimitRemaining = remaining;
 	const targetStatus = numberHeader(headers, "x-target-status");
 	if (targetStatus !== undefined) result.targetStatus = targetStatus;
+	const finalUrl = headerValue(headers, "x-final-url");
+	if (finalUrl !== undefined && finalUrl.length <= MAX_FINAL_URL_LENGTH && /^https?:\/\/[^\s]+$/i.test(finalUrl)) {
+		result.finalUrl = finalUrl;
+	}
 	return result;
 }
 

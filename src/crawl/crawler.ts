@@ -52,8 +52,10 @@ export interface Crawler {
 	/**
 	 * A page was fetched: its links (in scope, not seen before, above `max_depth`) are journalled. Call
 	 * before the page's record is written. Returns the parsed page for extraction to reuse.
+	 * `finalUrl`: where the target's redirects ended (when the service said): that address counts as
+	 * fetched, and the page's links resolve against it, as a browser's would.
 	 */
-	pageFetched(target: Target, html: string): ParsedPage;
+	pageFetched(target: Target, html: string, finalUrl?: string): ParsedPage;
 	summary(): CrawlSummary;
 	sync(): void;
 	close(): void;
@@ -138,6 +140,7 @@ export function createCrawler(options: CrawlerOptions): Crawler {
 				}
 				const key = urlKey(entry.u);
 				seen.add(key.high, key.low);
+				if (entry.r === 1) claimed.add(key.high, key.low);
 			}
 		} finally {
 			reader.close();
@@ -258,11 +261,22 @@ export function createCrawler(options: CrawlerOptions): Crawler {
 
 	return {
 		targets,
-		pageFetched(target, html) {
-			const page = parseHtml(html, target.url);
+		pageFetched(target, html, finalUrl) {
 			const crawl = target.crawl;
-			if (!crawl || crawl.depth >= spec.maxDepth) return page;
 			const found: FrontierEntry[] = [];
+			const landed = finalUrl === undefined ? null : normalizeUrl(finalUrl);
+			if (crawl && landed !== null && landed !== normalizeUrl(target.url)) {
+				// Fetched (and paid) as this page: never fetched again under its own address, even after a resume.
+				const key = urlKey(landed);
+				seen.add(key.high, key.low);
+				if (claimed.add(key.high, key.low))
+					found.push({ u: landed, d: crawl.depth, p: target.id, k: crawl.profile, r: 1 });
+			}
+			const page = parseHtml(html, landed ?? target.url);
+			if (!crawl || crawl.depth >= spec.maxDepth) {
+				frontier.append(found);
+				return page;
+			}
 			for (const href of extractLinks(page)) {
 				const url = follows(href);
 				if (url === null) continue;

@@ -7,6 +7,7 @@ export const FRONTIER_FILE = "frontier.jsonl";
 /**
  * One discovered link: URL (normalized), depth, the linking page's id, and its seed's options profile.
  * `d: -1` marks a seed origin whose sitemaps were read (`u` the origin, `c` the credits they cost).
+ * `r: 1` marks where page `p`'s redirects ended: that address was fetched (and paid) as `p`.
  */
 export interface FrontierEntry {
 	readonly u: string;
@@ -14,6 +15,20 @@ export interface FrontierEntry {
 	readonly p: string | null;
 	readonly k: string;
 	readonly c?: number;
+	readonly r?: 1;
+}
+
+/** The disk is read as hostile: a line that is not an entry's shape is passed over, not trusted. */
+function isFrontierEntry(value: unknown): value is FrontierEntry {
+	if (typeof value !== "object" || value === null) return false;
+	const entry = value as Record<string, unknown>;
+	return (
+		typeof entry.u === "string" &&
+		Number.isInteger(entry.d) &&
+		(entry.p === null || typeof entry.p === "string") &&
+		typeof entry.k === "string" &&
+		(entry.c === undefined || (typeof entry.c === "number" && Number.isFinite(entry.c) && entry.c >= 0))
+	);
 }
 
 /**
@@ -74,11 +89,14 @@ export function openFrontierFile(path: string): FrontierFile {
 				while (lineIndex < lines.length) {
 					const line = lines[lineIndex++]!;
 					if (line === "") continue;
+					let parsed: unknown;
 					try {
-						return JSON.parse(line) as FrontierEntry;
+						parsed = JSON.parse(line);
 					} catch {
 						// Not ours to guess at: a line that is not an entry is passed over.
+						continue;
 					}
+					if (isFrontierEntry(parsed)) return parsed;
 				}
 				if (!refill()) return null;
 			}

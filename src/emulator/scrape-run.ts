@@ -19,6 +19,9 @@ export type ScrapeOutcome =
 			readonly contentType: string;
 			readonly modeUsed: string;
 			readonly creditsUsed: number;
+			/** Where the target's redirects ended; `requestedUrl` when there were none. */
+			readonly finalUrl: string;
+			readonly requestedUrl: string;
 	  }
 	| {
 			/** The target answered non-2xx: passed through, 0 credits (service-facts §12). */
@@ -97,7 +100,7 @@ async function fetchAndDecide(ctx: EmulatorContext, scrape: ScrapeRequest): Prom
 		return { kind: "target-status", ...pick(fetched), modeUsed: scrape.mode };
 	}
 	const { modeUsed, creditsUsed } = decideModeAndCost(ctx, scrape, fetched.body);
-	return { kind: "ok", ...pick(fetched), modeUsed, creditsUsed };
+	return { kind: "ok", ...pick(fetched), modeUsed, creditsUsed, finalUrl: fetched.finalUrl, requestedUrl: scrape.url };
 }
 
 function pick(fetched: { statusCode: number; body: Buffer; contentType: string }) {

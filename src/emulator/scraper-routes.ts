@@ -310,6 +310,7 @@ function answerOutcome(ex: Exchange, outcome: ScrapeOutcome, url: string, render
 		case "ok": {
 			const rendered = renderContent(outcome.body, outcome.contentType, render);
 			const headers = scraperHeaders(ex, outcome.creditsUsed, outcome.modeUsed);
+			if (outcome.finalUrl !== outcome.requestedUrl) headers[FINAL_URL_HEADER] = outcome.finalUrl;
 			if (render.delivery === "json") {
 				const body: Record<string, unknown> = {
 					success: true,
@@ -393,6 +394,7 @@ function toTaskResult(ctx: EmulatorContext, outcome: ScrapeOutcome, render: Rend
 				creditsUsed: outcome.creditsUsed,
 				creditsRemaining: ctx.credits.balance,
 				content: rendered.text,
+				...(outcome.finalUrl !== outcome.requestedUrl ? { finalUrl: outcome.finalUrl } : {}),
 				...(render.delivery === "json" ? { title: rendered.title } : {}),
 				...(render.delivery === "json" && render.extraction
 					? { extraction: serviceExtraction(rendered.text, rendered.title, render.extraction) }
@@ -470,6 +472,7 @@ function answerTask(ex: Exchange, taskId: string): void {
 			},
 			result.modeUsed,
 			result.creditsUsed,
+			result.finalUrl !== undefined ? { [FINAL_URL_HEADER]: result.finalUrl } : undefined,
 		);
 		return;
 	}
@@ -490,6 +493,13 @@ function answerTask(ex: Exchange, taskId: string): void {
 	}
 	answer(ex, 200, body, result.modeUsed, 0, extra);
 }
+
+/**
+ * Names the page's address after the target's redirects, when they moved it: a crawl then counts that
+ * address as fetched. An emulator extension — the public service documents no such header, so the
+ * client treats it as optional.
+ */
+const FINAL_URL_HEADER = "x-final-url";
 
 /** The headers of every scraper answer (spec 4.7, service-facts §5). */
 function scraperHeaders(ex: Exchange, creditsUsed: number, modeUsed?: string): OutgoingHttpHeaders {

@@ -1,13 +1,20 @@
 /**
  * Really fetches target pages, over one keep-alive undici Agent (so a benchmark against a local site
- * reuses sockets), following redirects like a browser would. Failures are mapped onto the scraping
+ * reuses sockets), following redirects like a browser would (hop by hop, to know the final address). Failures are mapped onto the scraping
  * failure messages of spec 7.2.
  */
-import { Agent, type Dispatcher, interceptors, request } from "undici";
+import { Agent, request } from "undici";
 import type { ScrapingErrorMessage } from "./scenario.js";
 
 export type FetchOutcome =
-	| { readonly kind: "fetched"; readonly statusCode: number; readonly body: Buffer; readonly contentType: string }
+	| {
+			readonly kind: "fetched";
+			readonly statusCode: number;
+			readonly body: Buffer;
+			readonly contentType: string;
+			/** The address the page came from after redirects; the requested one when there were none. */
+			readonly finalUrl: string;
+	  }
 	| { readonly kind: "failed"; readonly message: ScrapingErrorMessage };
 
 const USER_AGENT = "Mozilla/5.0 (compatible; scrapejob-emulator/0.1)";
@@ -21,7 +28,7 @@ export interface TargetFetcherOptions {
 
 export class TargetFetcher {
 	readonly #agent: Agent;
-	readonly #dispatcher: Dispatcher;
+	readonly #maxRedirections: number;
 
 	constructor(options: TargetFetcherOptions = {}) {
 		this.#agent = new Agent({
@@ -30,25 +37,39 @@ export class TargetFetcher {
 			headersTimeout: 300_000,
 			bodyTimeout: 300_000,
 		});
-		this.#dispatcher = this.#agent.compose(interceptors.redirect({ maxRedirections: options.maxRedirections ?? 5 }));
+		this.#maxRedirections = options.maxRedirections ?? 5;
 	}
 
-	/** Fetch `url`. In-flight fetches end when `close()` destroys the agent, so no per-request signal is needed. */
+	/**
+	 * Fetch `url`, following redirects hop by hop (so the final address is known: the scraper answer
+	 * names it in `X-Final-Url`). In-flight fetches end when `close()` destroys the agent, so no
+	 * per-request signal is needed.
+	 */
 	async fetch(url: string, extraHeaders: Record<string, string> | null): Promise<FetchOutcome> {
 		try {
-			const response = await request(url, {
-				method: "GET",
-				dispatcher: this.#dispatcher,
-				headers: { "user-agent": USER_AGENT, accept: "text/html,*/*;q=0.8", ...extraHeaders },
-			});
-			const body = Buffer.from(await response.body.arrayBuffer());
-			const contentType = response.headers["content-type"];
-			return {
-				kind: "fetched",
-				statusCode: response.statusCode,
-				body,
-				contentType: (Array.isArray(contentType) ? contentType[0] : contentType) ?? "text/html; charset=utf-8",
-			};
+			let current = url;
+			for (let hop = 0; ; hop++) {
+				const response = await request(current, {
+					method: "GET",
+					dispatcher: this.#agent,
+					headers: { "user-agent": USER_AGENT, accept: "text/html,*/*;q=0.8", ...extraHeaders },
+				});
+				const location = firstHeader(response.headers.location);
+				if (REDIRECT_STATUSES.has(response.statusCode) && location !== undefined) {
+					await response.body.dump();
+					if (hop >= this.#maxRedirections) return { kind: "failed", message: "Navigation timeout" };
+					current = new URL(location, current).href;
+					continue;
+				}
+				const body = Buffer.from(await response.body.arrayBuffer());
+				return {
+					kind: "fetched",
+					statusCode: response.statusCode,
+					body,
+					contentType: firstHeader(response.headers["content-type"]) ?? "text/html; charset=utf-8",
+					finalUrl: current,
+				};
+			}
 		} catch (error) {
 			return { kind: "failed", message: classifyFetchError(error) };
 		}
@@ -60,13 +81,18 @@ export class TargetFetcher {
 	}
 }
 
+const REDIRECT_STATUSES = new Set([301, 302, 303, 307, 308]);
+
+function firstHeader(value: string | string[] | undefined): string | undefined {
+	return Array.isArray(value) ? value[0] : value;
+}
+
 const DNS_CODES = new Set(["ENOTFOUND", "EAI_AGAIN", "EAI_NONAME", "EAI_FAIL", "EAI_NODATA"]);
 const TIMEOUT_CODES = new Set([
 	"ETIMEDOUT",
 	"UND_ERR_CONNECT_TIMEOUT",
 	"UND_ERR_HEADERS_TIMEOUT",
 	"UND_ERR_BODY_TIMEOUT",
-	"UND_ERR_MAX_REDIRECTIONS",
 ]);
 const TLS_CODES = new Set([
 	"CERT_HAS_EXPIRED",

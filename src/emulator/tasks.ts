@@ -15,6 +15,8 @@ export interface CompletedTaskResult {
 	readonly creditsUsed: number;
 	readonly creditsRemaining: number;
 	readonly content: string;
+	/** Where the target's redirects ended, when that is not the task's URL. */
+	readonly finalUrl?: string;
 	/** The page title, answered with `delivery: json` as a realtime JSON delivery has it. */
 	readonly title?: string;
 	/** Service-side extraction results (`extract_scheme`, `ai_enhance`), answered with `delivery: json`. */

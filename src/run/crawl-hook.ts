@@ -51,7 +51,7 @@ export function serviceTextFetch(
  */
 export function crawlPage(crawler: Crawler | null, target: Target, result: FetchResult): ParsedPage | undefined {
 	if (!crawler || result.kind !== "ok" || !isHtmlResult(target, result)) return undefined;
-	return crawler.pageFetched(target, pageHtml(result));
+	return crawler.pageFetched(target, pageHtml(result), result.finalUrl);
 }
 
 /**

@@ -28,6 +28,8 @@ export type FetchResult =
 			readonly title?: string;
 			/** The JSON delivery object (`delivery: json`): service-side extraction and AI output are read from it. */
 			readonly json?: Record<string, unknown>;
+			/** Where the target's redirects ended, when the service named it (`X-Final-Url`). */
+			readonly finalUrl?: string;
 	  }
 	| {
 			readonly kind: "failed";
@@ -195,6 +197,7 @@ export async function fetchTarget(
 				modeUsed: task.modeUsed ?? null,
 				attempts: Math.max(attempts, 1),
 				taskId: id,
+				...(task.headers.finalUrl !== undefined ? { finalUrl: task.headers.finalUrl } : {}),
 			},
 		};
 	};
@@ -242,6 +245,7 @@ export async function fetchTarget(
 						attempts,
 						taskId,
 						...(outcome.json ? { json: outcome.json } : {}),
+						...(outcome.headers.finalUrl !== undefined ? { finalUrl: outcome.headers.finalUrl } : {}),
 					},
 				};
 			case "target_error":

@@ -33,24 +33,63 @@ function linksOf(html: string, pageUrl: string): string[] {
 		.filter(Boolean);
 }
 
-/** Every URL the crawl should fetch, with its shortest depth. */
-export async function siteBfs(options: BfsOptions): Promise<Map<string, number>> {
+/**
+ * What the crawl should fetch. `pages`: URL → shortest depth. A redirect's final address counts as
+ * fetched by the page that redirected: it is not fetched again unless it was already due (a lower
+ * level). `optional`: final addresses on the same level as their redirect — the crawl may already
+ * have handed them out when the redirect's answer came back, so either way is right.
+ */
+export interface BfsResult {
+	readonly pages: Map<string, number>;
+	readonly optional: ReadonlySet<string>;
+	/** Final addresses of redirects that the crawl must not fetch on their own. */
+	readonly landed: ReadonlySet<string>;
+}
+
+export async function siteBfs(options: BfsOptions): Promise<BfsResult> {
 	const depth = new Map<string, number>();
+	/** Final addresses of redirects, fetched only as the page that redirected there. */
+	const landed = new Set<string>();
+	const optional = new Set<string>();
 	let level = options.seeds.map((seed) => normalized(seed, seed)!.href);
 	for (const seed of level) depth.set(seed, 0);
-	for (let d = 0; level.length > 0 && d < options.maxDepth; d++) {
+	for (let d = 0; level.length > 0; d++) {
 		const next: string[] = [];
 		for (const url of level) {
 			const response = await fetch(url);
 			const html = await response.text();
-			if (!response.ok) continue;
-			for (const link of linksOf(html, url)) {
+			const final = normalized(response.url, response.url)!.href;
+			if (final !== url) {
+				const known = depth.get(final);
+				if (known === undefined || known === d + 1) {
+					depth.set(final, d);
+					landed.add(final);
+				} else if (known === d) optional.add(final);
+			}
+			if (!response.ok || d >= options.maxDepth) continue;
+			for (const link of linksOf(html, final)) {
 				if (depth.has(link) || !options.follows(new URL(link))) continue;
 				depth.set(link, d + 1);
 				next.push(link);
 			}
 		}
-		level = next;
+		level = next.filter((url) => !landed.has(url));
 	}
-	return depth;
+	for (const url of landed) depth.delete(url);
+	return { pages: depth, optional, landed };
+}
+
+/** The crawl's records fetched what the BFS says: each page once, at its shortest depth. */
+export function expectBfsPages(
+	records: ReadonlyArray<{ url: string; depth?: number | null }>,
+	bfs: BfsResult,
+	expect: (value: unknown) => { toEqual(expected: unknown): void },
+): void {
+	const crawled = new Map(records.map((record) => [record.url, record.depth ?? -1]));
+	expect(crawled.size).toEqual(records.length);
+	const sure = (pages: Map<string, number>) => new Map([...pages].filter(([url]) => !bfs.optional.has(url)));
+	expect(sure(crawled)).toEqual(sure(bfs.pages));
+	for (const url of bfs.optional) {
+		if (crawled.has(url)) expect(crawled.get(url)).toEqual(bfs.pages.get(url));
+	}
 }
