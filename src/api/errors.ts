@@ -116,6 +116,18 @@ export function typeAndDetail(errorType: string, detail: string): string {
 }
 
 /**
+ * A page body spilling to disk (`content: files`) could not be written: the disk is full or the
+ * folder read-only. The runner stops as for any output failure.
+ */
+export class BodyFileError extends ScrapejobError {
+	readonly path: string;
+	constructor(path: string, cause: unknown) {
+		super("SCRAPEJOB_OUTPUT", `cannot write ${path}`, { cause });
+		this.path = path;
+	}
+}
+
+/**
  * The answer's body was larger than the caller's cap (`max_body_mb`): reading stopped there, so memory
  * stays bounded whatever the service sends. The fetch was made (and may have been charged): the
  * target fails with `body_too_large`, not retried.

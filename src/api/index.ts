@@ -16,6 +16,7 @@ export {
 	MAX_RESET_SECONDS,
 } from "./classify.js";
 export {
+	BodyFileError,
 	BodyTooLargeError,
 	NETWORK_FAILURES,
 	NetworkError,
@@ -54,4 +55,4 @@ export {
 	type TaskState,
 } from "./scraper-client.js";
 export { contentOf, type ScraperHeaders, taskStatusKind } from "./scraper-response.js";
-export { createDispatcher } from "./transport.js";
+export { type BodySpill, createDispatcher, PARTIAL_FILE_PREFIX, type SpilledBody } from "./transport.js";

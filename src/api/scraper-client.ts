@@ -12,7 +12,7 @@ import {
 	taskStatusKind,
 	textField,
 } from "./scraper-response.js";
-import { defaultDispatcher, type HttpResponse, send } from "./transport.js";
+import { type BodySpill, defaultDispatcher, type HttpResponse, type SpilledBody, send } from "./transport.js";
 
 /** The service's public scraper base address (service-facts §1); already ends in the version segment. */
 export const DEFAULT_SCRAPER_URL = "https://scrape.evomi.com/api/v1";
@@ -44,6 +44,8 @@ export interface ContentOutcome {
 	readonly json?: Record<string, unknown>;
 	/** The target's status code when the service reported it (JSON delivery `status_code`). */
 	readonly targetStatus?: number;
+	/** The page left memory on its way in (`RealtimeCallOptions.spill`); `body` is then empty. */
+	readonly spilled?: SpilledBody;
 }
 
 /** The fetch continues in the background as a task (202/408 on timeout, or `async: true`). */
@@ -101,6 +103,8 @@ export interface RealtimeCallOptions {
 	readonly onStatus?: (status: number) => void;
 	/** Body cap (`max_body_mb`), bytes. @default 50 MiB */
 	readonly maxBodyBytes?: number;
+	/** A large page body goes to a file (or is only counted and hashed) instead of memory. */
+	readonly spill?: BodySpill;
 }
 
 export interface ScraperClient {
@@ -200,6 +204,7 @@ export function createScraperClient(options: ScraperClientOptions): ScraperClien
 				headers,
 				body: response.body,
 				contentType: Array.isArray(contentType) ? contentType[0] : contentType,
+				...(response.spilled ? { spilled: response.spilled } : {}),
 			};
 		}
 		// A redirect from the service itself (not a target's, which would carry X-Target-Status) is no answer
@@ -232,6 +237,7 @@ export function createScraperClient(options: ScraperClientOptions): ScraperClien
 				...(callOptions.signal ? { signal: callOptions.signal } : {}),
 				...(callOptions.onStatus ? { onStatus: callOptions.onStatus } : {}),
 				...(callOptions.maxBodyBytes ? { maxBodyBytes: callOptions.maxBodyBytes } : {}),
+				...(callOptions.spill ? { spill: callOptions.spill } : {}),
 			});
 			return interpretRealtime(response, endpoint, params);
 		},

@@ -1,12 +1,43 @@
+import { createHash, randomUUID } from "node:crypto";
+import { mkdirSync } from "node:fs";
+import { type FileHandle, open, unlink } from "node:fs/promises";
+import { join } from "node:path";
 import { Agent, type Dispatcher } from "undici";
-import { BodyTooLargeError, NetworkError, RequestAbortedError } from "./errors.js";
+import { BodyFileError, BodyTooLargeError, NetworkError, RequestAbortedError } from "./errors.js";
 import { toNetworkError } from "./network-failure.js";
 
 export interface HttpResponse {
 	readonly status: number;
 	readonly headers: Readonly<Record<string, string | string[] | undefined>>;
+	/** The body; empty when it was spilled (see `spilled`). */
 	readonly body: Buffer;
+	/** Set when the body left memory on its way in (`SendOptions.spill`). */
+	readonly spilled?: SpilledBody;
 }
+
+/**
+ * Where a large page body goes instead of memory, when the caller needs only the bytes on disk
+ * (`content: files`) or only their size and hash (`content: none`). Only a 2xx page that is the
+ * content itself is spilled (not JSON, not a target's own error passed through): anything the client
+ * must read stays in memory, within `maxBodyBytes`.
+ */
+export interface BodySpill {
+	/** Bodies past this many bytes leave memory. */
+	readonly afterBytes: number;
+	/** The folder the body's file is written in (a hidden `.partial-*` name), or null to count, hash and drop it. */
+	readonly dir: string | null;
+}
+
+export interface SpilledBody {
+	/** The file holding the body (the caller renames it into place), or null when dropped. */
+	readonly path: string | null;
+	readonly bytes: number;
+	/** SHA-1 of the body, hex: what change tracking would have computed from it. */
+	readonly sha1: string;
+}
+
+/** The prefix of a spilled body's file until the caller renames it: a resume removes leftovers. */
+export const PARTIAL_FILE_PREFIX = ".partial-";
 
 export interface SendOptions {
 	readonly method: "GET" | "POST";
@@ -25,6 +56,7 @@ export interface SendOptions {
 	readonly onStatus?: (status: number) => void;
 	/** Stop reading (and fail with `BodyTooLargeError`) past this many body bytes. @default 50 MiB */
 	readonly maxBodyBytes?: number;
+	readonly spill?: BodySpill;
 }
 
 /** The default body cap: 50 MiB (`max_body_mb: 50`). */
@@ -77,35 +109,117 @@ export async function send(dispatcher: Dispatcher, options: SendOptions): Promis
 			response.body.destroy();
 			throw new BodyTooLargeError(options.endpoint, maxBytes, credits);
 		}
-		const chunks: Buffer[] = [];
+		const spill = options.spill && spillable(response.statusCode, response.headers) ? options.spill : undefined;
+		let chunks: Buffer[] = [];
 		let length = 0;
-		for await (const chunk of response.body) {
-			// A total deadline, not only one per gap: a body trickling in a byte a second must end too.
-			if (Date.now() - started > options.timeoutMs) {
-				response.body.destroy();
-				throw new NetworkError(
-					"timeout",
-					options.endpoint,
-					`the answer did not finish within ${Math.round(options.timeoutMs / 1000)} s`,
-					{ host: pathStart < 0 ? url : url.slice(0, pathStart) },
-				);
+		let spilling: Spilling | null = null;
+		try {
+			for await (const chunk of response.body) {
+				// A total deadline, not only one per gap: a body trickling in a byte a second must end too.
+				if (Date.now() - started > options.timeoutMs) {
+					response.body.destroy();
+					throw new NetworkError(
+						"timeout",
+						options.endpoint,
+						`the answer did not finish within ${Math.round(options.timeoutMs / 1000)} s`,
+						{ host: pathStart < 0 ? url : url.slice(0, pathStart) },
+					);
+				}
+				length += (chunk as Buffer).length;
+				if (length > maxBytes) {
+					response.body.destroy();
+					throw new BodyTooLargeError(options.endpoint, maxBytes, credits);
+				}
+				chunks.push(chunk as Buffer);
+				if (spilling === null && spill !== undefined && length > spill.afterBytes) spilling = await startSpill(spill);
+				if (spilling !== null) {
+					await spilling.write(chunks, response);
+					chunks = [];
+				}
 			}
-			length += (chunk as Buffer).length;
-			if (length > maxBytes) {
-				response.body.destroy();
-				throw new BodyTooLargeError(options.endpoint, maxBytes, credits);
+			if (spilling !== null) {
+				const spilled = await spilling.finish(length);
+				spilling = null;
+				return { status: response.statusCode, headers: response.headers, body: EMPTY, spilled };
 			}
-			chunks.push(chunk as Buffer);
+		} finally {
+			await spilling?.discard();
 		}
 		const body = chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, length);
 		return { status: response.statusCode, headers: response.headers, body };
 	} catch (error) {
-		if (error instanceof BodyTooLargeError || error instanceof NetworkError) throw error;
+		if (error instanceof BodyTooLargeError || error instanceof NetworkError || error instanceof BodyFileError)
+			throw error;
 		if (options.signal?.aborted) throw new RequestAbortedError(options.endpoint, { cause: error });
 		// Name the host: "cannot reach api.example.com" is what a user can act on. URLs never hold keys.
 		const host = pathStart < 0 ? url : url.slice(0, pathStart);
 		throw toNetworkError(error, options.endpoint, host);
 	}
+}
+
+const EMPTY = Buffer.alloc(0);
+
+/** A 2xx that is the page itself: neither JSON for the client to read nor a target's error passed through. */
+function spillable(status: number, headers: HttpResponse["headers"]): boolean {
+	if (status < 200 || status > 299 || headers["x-target-status"] !== undefined) return false;
+	const type = headerValue(headers, "content-type");
+	return type !== undefined && type !== "" && !type.includes("json");
+}
+
+interface Spilling {
+	/** Hash (and write) these chunks; a write error ends the answer as `BodyFileError`. */
+	write(chunks: readonly Buffer[], response: { body: { destroy(): void } }): Promise<void>;
+	finish(bytes: number): Promise<SpilledBody>;
+	/** Close and remove the file of a body that did not finish. */
+	discard(): Promise<void>;
+}
+
+async function startSpill(spill: BodySpill): Promise<Spilling> {
+	const hash = createHash("sha1");
+	let file: FileHandle | null = null;
+	let path: string | null = null;
+	if (spill.dir !== null) {
+		path = join(spill.dir, `${PARTIAL_FILE_PREFIX}${randomUUID()}`);
+		try {
+			mkdirSync(spill.dir, { recursive: true });
+			file = await open(path, "wx");
+		} catch (error) {
+			throw new BodyFileError(path, error);
+		}
+	}
+	const closeFile = async () => {
+		const open = file;
+		file = null;
+		await open?.close().catch(() => undefined);
+	};
+	return {
+		async write(chunks, response) {
+			for (const chunk of chunks) {
+				hash.update(chunk);
+				if (file === null) continue;
+				try {
+					await file.write(chunk);
+				} catch (error) {
+					response.body.destroy();
+					throw new BodyFileError(path!, error);
+				}
+			}
+		},
+		async finish(bytes) {
+			try {
+				await file?.close();
+			} catch (error) {
+				throw new BodyFileError(path!, error);
+			} finally {
+				file = null;
+			}
+			return { path, bytes, sha1: hash.digest("hex") };
+		},
+		async discard() {
+			await closeFile();
+			if (path !== null) await unlink(path).catch(() => undefined);
+		},
+	};
 }
 
 export function headerValue(headers: HttpResponse["headers"], name: string): string | undefined {

@@ -34,11 +34,14 @@ export function createChangeTracker(history: JobHistory, runDir: string, extract
 	return {
 		counts,
 		/** Stamp an ok record before it is written; `body` is the content the service returned. */
-		stamp(record: ResultRecord, body: Buffer | null): void {
+		stamp(record: ResultRecord, body: Buffer | { readonly sha1: string } | null): void {
 			if (record.status !== "ok") return;
 			const data = extracts && record.data ? canonical(record.data) : null;
 			if (data === null && body === null) return;
-			const contentHash = hash("sha1", data ?? body!, "hex").slice(0, 16);
+			// A body that left memory on its way in was hashed as it streamed: the same SHA-1.
+			const contentHash = (
+				data === null && !Buffer.isBuffer(body) ? body!.sha1 : hash("sha1", data ?? (body as Buffer), "hex")
+			).slice(0, 16);
 			record.content_hash = contentHash;
 			const previous = history.get(record.id);
 			if (!previous?.okHash || previous.okAt === null) {

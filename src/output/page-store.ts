@@ -1,5 +1,6 @@
-import { mkdirSync, writeFileSync } from "node:fs";
+import { mkdirSync, readdirSync, renameSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
+import { OutputError } from "./output-error.js";
 
 const EXTENSIONS: ReadonlyArray<[RegExp, string]> = [
 	[/html/i, "html"],
@@ -21,23 +22,69 @@ export function extensionFor(contentType: string | undefined, requestedFormat: s
 	return contentType ? "bin" : "html";
 }
 
+/** Names in `pages/` that are not pages yet: a spilled body (`.partial-*`) or a save under way (`.tmp-*`). */
+const UNFINISHED = /^\.(partial|tmp)-/;
+
 /**
  * `pages/<id>.<ext>` under the run folder. Target ids are validated as file-name-safe by the job
- * loader, so an id can never climb out of `pages/`.
+ * loader, so an id can never climb out of `pages/`. A page appears whole or not at all: it is
+ * written under a hidden name and renamed into place, so a crash never leaves a torn page behind
+ * a record.
  */
 export function createPageStore(runDir: string) {
 	const dir = join(runDir, "pages");
 	let created = false;
+	let saves = 0;
+	const ensureDir = () => {
+		if (created) return;
+		try {
+			mkdirSync(dir, { recursive: true });
+		} catch (error) {
+			throw new OutputError(dir, error);
+		}
+		created = true;
+	};
+	const place = (from: string, name: string) => {
+		try {
+			renameSync(from, join(dir, name));
+		} catch (error) {
+			rmSync(from, { force: true });
+			throw new OutputError(join(dir, name), error);
+		}
+	};
 	return {
+		/** Where spilled bodies are written before `adopt` names them. */
+		dir,
 		/** Write one page and return its path relative to the run folder. */
 		save(id: string, body: Buffer, extension: string): string {
-			if (!created) {
-				mkdirSync(dir, { recursive: true });
-				created = true;
-			}
+			ensureDir();
 			const name = `${id}.${extension}`;
-			writeFileSync(join(dir, name), body);
+			const temporary = join(dir, `.tmp-${process.pid}-${saves++}`);
+			try {
+				writeFileSync(temporary, body);
+			} catch (error) {
+				rmSync(temporary, { force: true });
+				throw new OutputError(join(dir, name), error);
+			}
+			place(temporary, name);
 			return `pages/${name}`;
+		},
+		/** Name a body already written to a file in `dir` (spilled on its way in) as this target's page. */
+		adopt(id: string, file: string, extension: string): string {
+			ensureDir();
+			const name = `${id}.${extension}`;
+			place(file, name);
+			return `pages/${name}`;
+		},
+		/** Remove what a killed run left unfinished (no record names it): called before a run writes pages. */
+		removeUnfinished(): void {
+			let names: string[];
+			try {
+				names = readdirSync(dir);
+			} catch {
+				return;
+			}
+			for (const name of names) if (UNFINISHED.test(name)) rmSync(join(dir, name), { force: true });
 		},
 	};
 }

@@ -3,6 +3,10 @@ import { type BrowserServiceAccess, BrowserSessionError, runBrowserSession } fro
 import type { Target } from "../job/index.js";
 import type { Clock, Sleep } from "../shared/index.js";
 import type { FetchResult } from "./fetch-target.js";
+
+/** A session's outcome: a fetch's, but it writes no page file of its own, so it cannot fail the output. */
+export type SessionResult = Exclude<FetchResult, { kind: "output_failed" }>;
+
 import { fullJitterDelayMs } from "./retry-timing.js";
 
 export interface BrowserTargetDeps {
@@ -36,7 +40,7 @@ export function createSessionLimiter(access: BrowserServiceAccess): PQueue {
 export async function fetchBrowserTarget(
 	target: Target & { browserSession: NonNullable<Target["browserSession"]> },
 	deps: BrowserTargetDeps,
-): Promise<{ result: FetchResult; evaluated: unknown[] }> {
+): Promise<{ result: SessionResult; evaluated: unknown[] }> {
 	let attempts = 0;
 	let busyWaits = 0;
 	for (;;) {
@@ -103,7 +107,7 @@ export async function fetchBrowserTarget(
 	}
 }
 
-function failed(error: string, message: string, attempts: number): FetchResult {
+function failed(error: string, message: string, attempts: number): SessionResult {
 	return {
 		kind: "failed",
 		error,

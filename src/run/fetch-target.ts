@@ -1,9 +1,12 @@
 import {
+	BodyFileError,
+	type BodySpill,
 	classifyFailure,
 	classifyScrapingError,
 	type FailureAction,
 	type ScraperClient,
 	type ScraperHeaders,
+	type SpilledBody,
 } from "../api/index.js";
 import { type Clock, errorMessage, type ScrapeParams, type Sleep } from "../shared/index.js";
 import type { OutageMonitor } from "./outage-monitor.js";
@@ -30,6 +33,8 @@ export type FetchResult =
 			readonly json?: Record<string, unknown>;
 			/** Where the target's redirects ended, when the service named it (`X-Final-Url`). */
 			readonly finalUrl?: string;
+			/** The page went to a file (or was only counted and hashed) on its way in; `body` is empty. */
+			readonly spilled?: SpilledBody;
 	  }
 	| {
 			readonly kind: "failed";
@@ -49,7 +54,9 @@ export type FetchResult =
 			readonly message: string;
 	  }
 	/** The run stopped (signal, outage, abort) before this target finished: no record, left for `--resume`. */
-	| { readonly kind: "abandoned"; readonly taskId: string | null; readonly attempts: number };
+	| { readonly kind: "abandoned"; readonly taskId: string | null; readonly attempts: number }
+	/** The page could not be written to its file (disk full, read-only): the run stops as for any output failure. */
+	| { readonly kind: "output_failed"; readonly path: string; readonly cause: unknown };
 
 export interface FetchTargetDeps {
 	readonly client: ScraperClient;
@@ -104,6 +111,7 @@ export async function fetchTarget(
 	params: ScrapeParams,
 	deps: FetchTargetDeps,
 	resumeTaskId: string | null = null,
+	spill?: BodySpill,
 ): Promise<FetchResult> {
 	/** Requests that reached the service, 429s not included: what the record reports. */
 	let attempts = 0;
@@ -213,6 +221,7 @@ export async function fetchTarget(
 				signal: deps.signal,
 				method: deps.method ?? "POST",
 				...(deps.maxBodyBytes ? { maxBodyBytes: deps.maxBodyBytes } : {}),
+				...(spill ? { spill } : {}),
 				// A 429 holds every other send from its status line on, not from when its body has been read.
 				onStatus: (status) => {
 					if (status === 429) releaseHold = deps.gate.hold("rate_limited");
@@ -220,6 +229,10 @@ export async function fetchTarget(
 			});
 		} catch (error) {
 			deps.gate.release(undefined);
+			if (error instanceof BodyFileError) {
+				releaseHold?.();
+				return { result: { kind: "output_failed", path: error.path, cause: error.cause } };
+			}
 			const decision = classifyFailure(error);
 			if (decision.action === "wait") deps.gate.pause(decision.resetMs);
 			releaseHold?.();
@@ -246,6 +259,7 @@ export async function fetchTarget(
 						taskId,
 						...(outcome.json ? { json: outcome.json } : {}),
 						...(outcome.headers.finalUrl !== undefined ? { finalUrl: outcome.headers.finalUrl } : {}),
+						...(outcome.spilled ? { spilled: outcome.spilled } : {}),
 					},
 				};
 			case "target_error":

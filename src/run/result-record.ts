@@ -35,7 +35,7 @@ export function fetchedRecord(
 		started_at: new Date(timing.startedMs).toISOString(),
 		finished_at: new Date(timing.finishedMs).toISOString(),
 		duration_ms: timing.finishedMs - timing.startedMs,
-		bytes: result.kind === "ok" ? result.body.length : 0,
+		bytes: result.kind === "ok" ? (result.spilled?.bytes ?? result.body.length) : 0,
 		content_path: null,
 		content_hash: null,
 		change: null,
@@ -48,7 +48,10 @@ export function fetchedRecord(
 		// A JSON delivery is saved as the JSON it is, whatever `content` format it wraps.
 		const jsonDelivery = target.params.delivery === "json";
 		const extension = jsonDelivery ? "json" : extensionFor(result.contentType, target.params.content);
-		record.content_path = content.pages.save(target.id, result.body, extension);
+		const spilledFile = result.spilled?.path;
+		record.content_path = spilledFile
+			? content.pages.adopt(target.id, spilledFile, extension)
+			: content.pages.save(target.id, result.body, extension);
 	} else {
 		const format = target.params.content;
 		const binary =

@@ -2,7 +2,7 @@ import { setMaxListeners } from "node:events";
 import { basename, join } from "node:path";
 import PQueue from "p-queue";
 import type { Logger } from "pino";
-import { MAX_RESET_SECONDS, type ScraperClient, type ScraperHeaders } from "../api/index.js";
+import { type BodySpill, MAX_RESET_SECONDS, type ScraperClient, type ScraperHeaders } from "../api/index.js";
 import type { BrowserServiceAccess } from "../browser/index.js";
 import { createChangeTracker, type JobHistory } from "../history/index.js";
 import { type Job, streamTargetBatches, type Target } from "../job/index.js";
@@ -52,6 +52,13 @@ import { checkScraperHealth, type HealthReading } from "./scraper-health.js";
 import { createSendGate } from "./send-gate.js";
 import { fairShare, nextSharedConcurrency } from "./shared-key-concurrency.js";
 import type { TargetSurvey } from "./survey-targets.js";
+
+/**
+ * Page bodies past this size leave memory on their way in when nothing reads them (see `bodySpill`):
+ * a fetch then holds at most about this much, whatever `max_body_mb` allows.
+ */
+const SPILL_AFTER_BYTES = 1024 * 1024;
+
 import { DEFAULT_TASK_POLL, type TaskPollOptions } from "./task-poller.js";
 
 /** Why a run stopped before every target had a record. */
@@ -207,6 +214,7 @@ export async function runJob(options: RunJobOptions): Promise<RunJobResult> {
 		}
 		const fill = await createRunFillStats(job, prior ? join(runDir, RUN_FILES.jsonl) : null);
 		const pages = job.output.content === "files" ? createPageStore(runDir) : null;
+		pages?.removeUnfinished();
 		const stats = prior?.statistics ?? createRunStatistics();
 		// A resumed run's earlier records are on disk only: its report is rebuilt from the folder instead.
 		const report = prior === null ? createReportCollector(startedAt) : null;
@@ -485,6 +493,19 @@ export async function runJob(options: RunJobOptions): Promise<RunJobResult> {
 			});
 		};
 
+		/**
+		 * Where a large page goes instead of memory: to its file (`content: files`) or nowhere but its size
+		 * and hash (`content: none`) — unless extraction or the crawler must read it.
+		 */
+		const bodySpill: BodySpill | null =
+			job.extraction || crawler
+				? null
+				: pages
+					? { afterBytes: SPILL_AFTER_BYTES, dir: pages.dir }
+					: job.output.content === "none"
+						? { afterBytes: SPILL_AFTER_BYTES, dir: null }
+						: null;
+
 		const runTarget = async (target: Target) => {
 			if (stopReason) return;
 			if (target.browserSession) return runBrowserTarget(target as Parameters<typeof runBrowserTarget>[0]);
@@ -503,7 +524,13 @@ export async function runJob(options: RunJobOptions): Promise<RunJobResult> {
 				settleBudget();
 				return;
 			}
-			const result = await fetchTarget(target.id, target.params, fetchDeps, resumeTasks.get(target.id) ?? null);
+			const result = await fetchTarget(
+				target.id,
+				target.params,
+				fetchDeps,
+				resumeTasks.get(target.id) ?? null,
+				bodySpill ?? undefined,
+			);
 			switch (result.kind) {
 				case "ok":
 				case "failed": {
@@ -525,7 +552,7 @@ export async function runJob(options: RunJobOptions): Promise<RunJobResult> {
 							job,
 							parsed,
 						);
-						changes?.stamp(built, result.kind === "ok" ? result.body : null);
+						changes?.stamp(built, result.kind === "ok" ? (result.spilled ?? result.body) : null);
 						write(built);
 						return built;
 					});
@@ -551,6 +578,15 @@ export async function runJob(options: RunJobOptions): Promise<RunJobResult> {
 					budget.release(worstCase);
 					settleBudget();
 					stop(result.reason, `stopping: ${result.message}`);
+					return;
+				case "output_failed":
+					// The answer came (and was paid) but its page could not be written: no record, the run stops.
+					budget.commit(worstCase, worstCase);
+					settleBudget();
+					stats.abandoned += 1;
+					guardOutput(() => {
+						throw new OutputError(result.path, result.cause);
+					});
 					return;
 				case "abandoned":
 					budget.release(worstCase);

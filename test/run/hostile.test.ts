@@ -1,5 +1,6 @@
 import { execFileSync, spawn } from "node:child_process";
-import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
+import { createHash } from "node:crypto";
+import { existsSync, mkdirSync, readdirSync, readFileSync, statSync, writeFileSync } from "node:fs";
 import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { join } from "node:path";
@@ -344,5 +345,110 @@ describe("hostile input: a trickling answer", () => {
 		expect(error).toBeInstanceOf(NetworkError);
 		expect((error as InstanceType<typeof NetworkError>).failure).toBe("timeout");
 		expect(Date.now() - started).toBeLessThan(3000);
+	});
+});
+
+describe("hostile input: huge pages stream to disk", () => {
+	/** Files under `pages/` of every run of `job` in `out` (hidden ones included). */
+	function pageFiles(out: string, job: string): Array<{ name: string; size: number }> {
+		const jobDir = join(out, job);
+		if (!existsSync(jobDir)) return [];
+		const files: Array<{ name: string; size: number }> = [];
+		for (const run of readdirSync(jobDir)) {
+			const pagesDir = join(jobDir, run, "pages");
+			if (!existsSync(pagesDir)) continue;
+			for (const name of readdirSync(pagesDir)) files.push({ name, size: statSync(join(pagesDir, name)).size });
+		}
+		return files;
+	}
+
+	it("content: files writes a large page to its file as it arrives (not after), whole, with its size and hash", async () => {
+		const dir = tempDir();
+		const out = join(dir, "out");
+		const half = Buffer.alloc(1536 * 1024, "x");
+		half.write("<html><body>", 0);
+		let sawPartial = false;
+		const hostile = await hostileScraper((res) => {
+			res.writeHead(200, { "content-type": "text/html", "x-credits-used": "1" });
+			res.write(half);
+			// The second half is sent only once the first is on disk: a runner that holds the body in
+			// memory until the end never lets this answer finish.
+			const waitForSpill = setInterval(() => {
+				const partial = pageFiles(out, "big").find((file) => file.name.startsWith(".partial-"));
+				if (!partial || partial.size < 1024 * 1024) return;
+				clearInterval(waitForSpill);
+				sawPartial = true;
+				res.end(half);
+			}, 10);
+			// Not forever: a runner that never spills gets the rest after 5 s (and fails the assertion below).
+			const giveUp = setTimeout(() => {
+				clearInterval(waitForSpill);
+				res.end(half);
+			}, 5000);
+			res.on("close", () => {
+				clearInterval(waitForSpill);
+				clearTimeout(giveUp);
+			});
+		});
+		const job = writeJob(
+			dir,
+			"big",
+			targetsYaml("big", ["https://example.com/a"], "max_body_mb: 8\noutput:\n  content: files"),
+		);
+		const result = await runCli(["run", job, "--out", out, "--quiet"], { env: hostile.env });
+		expect(result.code).toBe(0);
+		expect(sawPartial).toBe(true);
+		const runDir = onlyRun(out, "big");
+		const [record] = readRecords(runDir);
+		expect(record).toMatchObject({ status: "ok", bytes: half.length * 2, content_path: `pages/${record!.id}.html` });
+		const page = Buffer.concat([half, half]);
+		expect(readFileSync(join(runDir, record!.content_path!)).equals(page)).toBe(true);
+		// Hashed as it streamed: the same content hash change tracking computes from a page in memory.
+		expect(record!.content_hash).toBe(createHash("sha1").update(page).digest("hex").slice(0, 16));
+		expect(pageFiles(out, "big").map((file) => file.name)).toEqual([`${record!.id}.html`]);
+	});
+
+	it("a page file that cannot be written stops the run like any output failure (exit 5), leaving no partial file", async () => {
+		assertBuilt();
+		const hostile = await hostileScraper((res) => {
+			res.writeHead(200, { "content-type": "text/html", "x-credits-used": "1" });
+			res.end(Buffer.alloc(3 * 1024 * 1024, "y"));
+		});
+		const dir = tempDir();
+		const out = join(dir, "out");
+		const urls = Array.from({ length: 6 }, (_, index) => `https://example.com/p${index}`);
+		const job = writeJob(dir, "full", targetsYaml("full", urls, "concurrency: 1\noutput:\n  content: files"));
+		// Files past 1 MiB are refused to this process (EFBIG): the page file fills the disk, not results.jsonl.
+		const child = spawn(
+			"sh",
+			["-c", `trap "" XFSZ; ulimit -f 2048; exec "${process.execPath}" "${BIN}" run "${job}" --out "${out}" --quiet`],
+			{ env: { PATH: process.env.PATH, ...hostile.env }, stdio: ["ignore", "pipe", "pipe"] },
+		);
+		let stderr = "";
+		child.stderr.on("data", (chunk: Buffer) => {
+			stderr += chunk.toString();
+		});
+		const code = await new Promise<number>((resolve) => child.on("close", (exit) => resolve(exit ?? -1)));
+		expect(code).toBe(5);
+		expect(stderr).toMatch(/output failed: cannot write .*pages.*nothing more was sent/);
+		expect(hostile.requests()).toBe(1);
+		expect(readRecords(onlyRun(out, "full"))).toHaveLength(0);
+		expect(pageFiles(out, "full")).toEqual([]);
+	});
+
+	it("content: none counts and hashes a large page without keeping it", async () => {
+		const page = Buffer.alloc(3 * 1024 * 1024 + 17, "z");
+		const hostile = await hostileScraper((res) => {
+			res.writeHead(200, { "content-type": "text/html", "x-credits-used": "1" });
+			res.end(page);
+		});
+		const dir = tempDir();
+		const out = join(dir, "out");
+		const job = writeJob(dir, "none", targetsYaml("none", ["https://example.com/a"], "output:\n  content: none"));
+		expect((await runCli(["run", job, "--out", out, "--quiet"], { env: hostile.env })).code).toBe(0);
+		const [record] = readRecords(onlyRun(out, "none"));
+		expect(record).toMatchObject({ status: "ok", bytes: page.length, content_path: null });
+		expect(record!.content_hash).toBe(createHash("sha1").update(page).digest("hex").slice(0, 16));
+		expect(pageFiles(out, "none")).toEqual([]);
 	});
 });
