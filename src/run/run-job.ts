@@ -39,7 +39,7 @@ import { createCreditBudget } from "./credit-budget.js";
 import { addDiscoverySummary, type DiscoveredTargets, discoverTargets, withDiscovered } from "./discovery-sources.js";
 import { addExtraction, createRunFillStats } from "./extract-record.js";
 import { type FetchTargetDeps, fetchTarget } from "./fetch-target.js";
-import { createHostLimiter } from "./host-limiter.js";
+import { createHostGate } from "./host-gate.js";
 import { lockJobOutput, warnIfTookOver } from "./job-lock.js";
 import { openJournal } from "./journal.js";
 import { openRun } from "./open-run.js";
@@ -642,7 +642,12 @@ export async function runJob(options: RunJobOptions): Promise<RunJobResult> {
 
 		// --- feed the queue with back-pressure: never more than a few targets per slot waiting -------------
 		const failures: unknown[] = [];
-		const hosts = job.perHostConcurrency ? createHostLimiter(job.perHostConcurrency) : null;
+		const enqueue = (work: () => Promise<void>) => {
+			queue.add(work).catch((error: unknown) => failures.push(error));
+		};
+		const hosts = job.perHostConcurrency ? createHostGate(job.perHostConcurrency, enqueue) : null;
+		/** Targets parked for a busy host at most (then the feeder waits): memory stays bounded on a one-host crawl. */
+		const parkLimit = Math.max(1024, options.concurrency * 8);
 		let discovered: DiscoveredTargets | null = null;
 		let feedError: string | null = null;
 		try {
@@ -657,10 +662,10 @@ export async function runJob(options: RunJobOptions): Promise<RunJobResult> {
 					// Refill in batches: wait only when twice the concurrency is queued, then until half of it
 					// has started, so the wait (a promise and a listener) is paid once per batch, not per target.
 					if (queue.size >= options.concurrency * 2) await queue.onSizeLessThan(options.concurrency);
+					if (hosts && hosts.parked >= parkLimit) await hosts.parkedBelow(parkLimit / 2);
 					if (stopReason) break feed;
-					queue
-						.add(() => (hosts ? hosts.run(target.url, () => runTarget(target)) : runTarget(target)))
-						.catch((error: unknown) => failures.push(error));
+					if (hosts) hosts.submit(target.url, () => runTarget(target));
+					else enqueue(() => runTarget(target));
 				}
 			}
 		} catch (error) {
