@@ -124,7 +124,8 @@ describe("browser_session: targets in the service's remote browser (real Chromiu
 			browser_concurrency: 2,
 			browser_cut_sessions: 1,
 			browser_cut_after_ms: 400,
-			max_session_length_seconds: 4,
+			// Long enough for a slow machine to start Chromium and connect (2–3 s here) and still wait 1.2 s.
+			max_session_length_seconds: 10,
 		});
 		const site = service.site.url;
 		const dir = tempDir();
@@ -144,7 +145,7 @@ describe("browser_session: targets in the service's remote browser (real Chromiu
 				`  - url: ${site}/product/2`,
 				"    browser_session:",
 				"      steps:",
-				"        - wait: 10000",
+				"        - wait: 30000",
 				"",
 			].join("\n"),
 		);
@@ -153,7 +154,7 @@ describe("browser_session: targets in the service's remote browser (real Chromiu
 		const records = new Map(readRecords(onlyRun(out, "cut")).map((record) => [new URL(record.url).pathname, record]));
 		// The first session was cut by the service mid-wait: the target is retried in a fresh session.
 		expect(records.get("/product/1")).toMatchObject({ status: "ok", attempts: 2 });
-		// A 10 s wait in a 4 s session: refused by the runner before the service would cut it, not retried.
+		// A 30 s wait in a 10 s session: refused by the runner before the service would cut it, not retried.
 		expect(records.get("/product/2")).toMatchObject({ status: "failed", error: "browser_session_length", attempts: 1 });
 		expect(service.emulator.browserSessions().cut).toBe(1);
 	});
