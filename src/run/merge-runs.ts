@@ -1,8 +1,27 @@
-import { createReadStream, existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
+import {
+	closeSync,
+	createReadStream,
+	existsSync,
+	mkdirSync,
+	openSync,
+	readdirSync,
+	readFileSync,
+	readSync,
+	writeFileSync,
+} from "node:fs";
 import { join, resolve } from "node:path";
 import { createInterface } from "node:readline";
-import { openAppendFile, type ResultRecord, RUN_FILES, type RunSummary, writeSummary } from "../output/index.js";
+import {
+	createCsvSink,
+	openAppendFile,
+	type ResultRecord,
+	RUN_FILES,
+	type RunSummary,
+	readCsvHeader,
+	writeSummary,
+} from "../output/index.js";
 import { UsageError } from "../shared/index.js";
+import { isRecord } from "./resume-state.js";
 import { buildSummary, createRunStatistics } from "./run-statistics.js";
 
 /** What `merge` reads of each shard folder's run.json. */
@@ -100,29 +119,47 @@ export async function mergeShardRuns(dirs: readonly string[], outDir: string): P
 	mkdirSync(outDir, { recursive: true });
 
 	// One CSV header for all: shards of one job have the same columns (extracted fields included).
-	const csvHeaders = metas.map((meta) => readFirstLine(join(meta.dir, RUN_FILES.csv)));
-	const header = csvHeaders.find((line) => line !== null) ?? null;
-	for (const [index, line] of csvHeaders.entries()) {
-		if (line !== null && line !== header)
+	const csvPaths = metas.map((meta) => join(meta.dir, RUN_FILES.csv));
+	const csvHeaders = csvPaths.map((path) => (existsSync(path) ? readCsvHeader(path) : null));
+	const header = csvHeaders.find((columns) => columns !== null) ?? null;
+	for (const [index, columns] of csvHeaders.entries()) {
+		if (columns !== null && JSON.stringify(columns) !== JSON.stringify(header))
 			throw new UsageError(`${metas[index]!.dir}'s results.csv has other columns than ${metas[0]!.dir}'s`);
 	}
 
 	const stats = createRunStatistics();
 	const seen = new Map<string, number>();
 	const jsonl = openAppendFile(join(outDir, RUN_FILES.jsonl));
-	const csv = header !== null ? openAppendFile(join(outDir, RUN_FILES.csv)) : null;
-	csv?.append(`${header}\r\n`);
+	// The CSV is written from the records, as a run writes it (not copied line by line: a quoted cell
+	// may hold line breaks, and a killed shard's CSV may be a row ahead of or behind its JSONL).
+	const csv =
+		header !== null
+			? createCsvSink(join(outDir, RUN_FILES.csv), {
+					columns: header,
+					bom: csvPaths.some((path, index) => csvHeaders[index] !== null && startsWithBom(path)),
+				})
+			: null;
 	let startedMs = Number.POSITIVE_INFINITY;
 	let finishedMs = 0;
 	const summaries: Array<RunSummary | null> = [];
 	try {
 		for (const meta of metas) {
-			for await (const line of lines(join(meta.dir, RUN_FILES.jsonl))) {
-				let record: ResultRecord;
+			const path = join(meta.dir, RUN_FILES.jsonl);
+			/** A line that is not a record: allowed only as the last line (a killed shard's torn write). */
+			let bad: number | null = null;
+			let lineNumber = 0;
+			for await (const line of lines(path)) {
+				lineNumber += 1;
+				if (bad !== null) break;
+				let record: ResultRecord | null = null;
 				try {
 					record = JSON.parse(line) as ResultRecord;
 				} catch {
-					continue; // a torn last line of a killed shard: that target has no record yet
+					record = null;
+				}
+				if (!isRecord(record)) {
+					bad = lineNumber;
+					continue;
 				}
 				const earlier = seen.get(record.id);
 				if (earlier !== undefined) {
@@ -132,15 +169,13 @@ export async function mergeShardRuns(dirs: readonly string[], outDir: string): P
 				}
 				seen.set(record.id, meta.shard.index);
 				jsonl.append(`${line}\n`);
+				csv?.write(record);
 				stats.recordFinished(record);
 			}
-			let headerSkipped = false;
-			for await (const line of lines(join(meta.dir, RUN_FILES.csv))) {
-				if (!headerSkipped) {
-					headerSkipped = true;
-					continue;
-				}
-				csv?.append(`${line}\r\n`);
+			if (bad !== null && bad !== lineNumber) {
+				throw new UsageError(
+					`${path} line ${bad} is not a record (and more lines follow it): repair the shard first with scrapejob run <job> --shard ${meta.shard.index}/${meta.shard.count} --resume --repair`,
+				);
 			}
 			const summary = readSummary(meta.dir);
 			summaries.push(summary);
@@ -151,7 +186,7 @@ export async function mergeShardRuns(dirs: readonly string[], outDir: string): P
 		}
 	} finally {
 		jsonl.close();
-		csv?.close();
+		await csv?.close();
 	}
 
 	const count = first.shard.count;
@@ -206,12 +241,14 @@ export async function mergeShardRuns(dirs: readonly string[], outDir: string): P
 	return { outDir, summary };
 }
 
-function readFirstLine(path: string): string | null {
-	if (!existsSync(path)) return null;
-	const text = readFileSync(path, "utf8");
-	const end = text.indexOf("\n");
-	const line = (end < 0 ? text : text.slice(0, end)).replace(/\r$/, "");
-	return line.replace(/^\uFEFF/, "") === "" ? null : line;
+function startsWithBom(path: string): boolean {
+	const fd = openSync(path, "r");
+	try {
+		const head = Buffer.alloc(3);
+		return readSync(fd, head, 0, 3, 0) === 3 && head.equals(Buffer.from([0xef, 0xbb, 0xbf]));
+	} finally {
+		closeSync(fd);
+	}
 }
 
 function readSummary(dir: string): RunSummary | null {

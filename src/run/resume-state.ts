@@ -92,7 +92,7 @@ function parseRecordLine(line: string): ResultRecord | null {
 }
 
 /** A line read back that is not a record scrapejob wrote (hand-edited, a torn middle, another program's). */
-function isRecord(record: ResultRecord | null): record is ResultRecord {
+export function isRecord(record: ResultRecord | null): record is ResultRecord {
 	return (
 		record !== null &&
 		typeof record === "object" &&

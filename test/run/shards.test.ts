@@ -1,5 +1,6 @@
-import { existsSync, readdirSync, readFileSync } from "node:fs";
+import { existsSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
+import { parse } from "csv-parse/sync";
 import { afterEach, describe, expect, it } from "vitest";
 import { type DemoSite, startDemoSite } from "../../src/emulator/index.js";
 import { parseShard, shardOf } from "../../src/job/index.js";
@@ -171,5 +172,58 @@ describe("shards on one key, then merge", () => {
 				.split("\n")
 				.filter(Boolean).length,
 		).toBe(readRecords(folders[0]!).length);
+	}, 60_000);
+
+	it("merge writes results.csv from the records (cells with line breaks kept) and refuses a damaged middle line", async () => {
+		service = await startTestService({ concurrency: 4 });
+		const hosts = await hostsOf(4);
+		const dir = tempDir();
+		const out = join(dir, "out");
+		// Notes with line breaks, a blank line inside one: copying CSV lines one by one would break them.
+		const notes = hosts.map((_, index) => `note ${index}\nsecond line\n\nafter a blank line`);
+		const rows = hosts.map((host, index) => `${host}/product/1,"${notes[index]}"`);
+		writeFileSync(join(dir, "pages.csv"), `url,note\n${rows.join("\n")}\n`);
+		const job = writeJob(
+			dir,
+			"notes",
+			[
+				"name: notes",
+				"defaults: {mode: request}",
+				"sources:",
+				"  - file: pages.csv",
+				"    column: url",
+				"carry: [note]",
+				"output: {formats: [jsonl, csv], content: none}",
+				"",
+			].join("\n"),
+		);
+		for (const shard of ["1/2", "2/2"]) {
+			const result = await runCli(["run", job, "--out", out, "--quiet", "--shard", shard], { env: service.env });
+			expect(result.code).toBe(0);
+		}
+		const folders = readdirSync(join(out, "notes"))
+			.filter((name) => !name.startsWith("."))
+			.map((name) => join(out, "notes", name));
+		const merged = join(dir, "merged");
+		const mergedRun = await runCli(["merge", ...folders, "--out", merged]);
+		expect(mergedRun.stderr).toBe("");
+		expect(mergedRun.code).toBe(0);
+		const csv = parse(readFileSync(join(merged, "results.csv")), { columns: true }) as Array<Record<string, string>>;
+		expect(csv.map((row) => row.note).sort()).toEqual([...notes].sort());
+		expect(csv.map((row) => row.id).sort()).toEqual(
+			readRecords(merged)
+				.map((record) => record.id)
+				.sort(),
+		);
+
+		// A line in the middle of a shard's results.jsonl that is not a record: refused, naming it.
+		const damaged = folders.find((folder) => readRecords(folder).length >= 2)!;
+		const path = join(damaged, "results.jsonl");
+		const lines = readFileSync(path, "utf8").split("\n");
+		lines[0] = lines[0]!.slice(0, 40);
+		writeFileSync(path, lines.join("\n"));
+		const refused = await runCli(["merge", ...folders, "--out", join(dir, "m2")]);
+		expect(refused.code).toBe(2);
+		expect(refused.stderr).toMatch(/results\.jsonl line 1 is not a record .*--resume --repair/);
 	}, 60_000);
 });
