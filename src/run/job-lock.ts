@@ -26,6 +26,7 @@ export function lockJobOutput(outRoot: string, jobName: string, runId: string, l
 	return {
 		path: lock.path,
 		tookOver: lock.tookOver,
+		onLost: (listener) => lock.onLost?.(listener),
 		release() {
 			lock.release();
 			if (created) removeIfEmpty(jobDir);

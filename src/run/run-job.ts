@@ -52,14 +52,13 @@ import { checkScraperHealth, type HealthReading } from "./scraper-health.js";
 import { createSendGate } from "./send-gate.js";
 import { fairShare, nextSharedConcurrency } from "./shared-key-concurrency.js";
 import type { TargetSurvey } from "./survey-targets.js";
+import { DEFAULT_TASK_POLL, type TaskPollOptions } from "./task-poller.js";
 
 /**
  * Page bodies past this size leave memory on their way in when nothing reads them (see `bodySpill`):
  * a fetch then holds at most about this much, whatever `max_body_mb` allows.
  */
 const SPILL_AFTER_BYTES = 1024 * 1024;
-
-import { DEFAULT_TASK_POLL, type TaskPollOptions } from "./task-poller.js";
 
 /** Why a run stopped before every target had a record. */
 export type StopReason =
@@ -73,7 +72,9 @@ export type StopReason =
 	/** `max_credits` reached: the next target's worst case no longer fits. */
 	| "budget_exhausted"
 	/** The output could not be written (disk full, read-only): nothing more is sent. */
-	| "output_failed";
+	| "output_failed"
+	/** Another process took the job's lock over (this one's lease ran out): nothing more is sent or written. */
+	| "lease_lost";
 
 export interface ProgressSnapshot {
 	readonly done: number;
@@ -289,8 +290,17 @@ export async function runJob(options: RunJobOptions): Promise<RunJobResult> {
 		 * fetch would be paid for and lost. In-flight fetches finish and are counted as abandoned.
 		 */
 		let outputFailure: OutputError | null = null;
+		/** The lock was taken over: the folder is another process's now, not one more byte is written to it. */
+		let leaseLost = false;
+		lock.onLost?.((holder) => {
+			leaseLost = true;
+			stop(
+				"lease_lost",
+				`lease lost: pid ${holder.pid} on ${holder.host} took the job's lock over (this run's heartbeat was older than the lease); nothing more is sent or written here`,
+			);
+		});
 		const guardOutput = <T>(work: () => T): T | undefined => {
-			if (outputFailure) return undefined;
+			if (outputFailure || leaseLost) return undefined;
 			try {
 				return work();
 			} catch (error) {
@@ -621,6 +631,7 @@ export async function runJob(options: RunJobOptions): Promise<RunJobResult> {
 		// A second signal: the process ends now. Records are on disk already; the summary is written as it
 		// stands (synchronous, about a millisecond), counting every fetch in flight as abandoned.
 		const lastWord = () => {
+			if (leaseLost) return "the job's lock was taken over: this run's folder is another process's now";
 			const inFlight = queue.pending;
 			stats.abandoned += inFlight;
 			const summary = summarize(stopReason ?? "interrupted");
@@ -690,6 +701,11 @@ export async function runJob(options: RunJobOptions): Promise<RunJobResult> {
 		journal.close();
 		crawler?.close();
 		removeLastWord();
+		if (leaseLost) {
+			// Summary, history and report belong to the process that holds the folder now.
+			runLog.close();
+			return { summary: summarize(stopReason), runDir, stopReason, stopMessage, reportPath: null };
+		}
 		const internalError = failures.length ? `internal error: ${errorMessage(failures[0])}` : null;
 		const summary = summarize(stopReason ?? internalError);
 		if (browser) {

@@ -40,6 +40,12 @@ export interface RunLock {
 	/** Set when a stale lock (dead, zombie, reused pid, or expired lease) was taken over. */
 	readonly tookOver: LockInfo | null;
 	release(): void;
+	/**
+	 * Called once if another process takes the lock over while this one holds it (this process's lease
+	 * ran out: it was paused or cut off from the shared volume longer than the lease). From then on the
+	 * folder is the other process's: the holder must stop writing to it.
+	 */
+	onLost?(listener: (holder: LockInfo) => void): void;
 }
 
 export interface LockOptions {
@@ -163,10 +169,16 @@ function holdLock(
 ): RunLock {
 	const mine = (current: LockInfo) =>
 		current.pid === info.pid && current.run_id === info.run_id && current.host === info.host;
+	const lostListeners: Array<(holder: LockInfo) => void> = [];
 	const renew = () => {
 		try {
 			const current = JSON.parse(readFileSync(path, "utf8")) as LockInfo;
-			if (!mine(current)) return; // taken over (our lease ran out): not ours to renew
+			if (!mine(current)) {
+				// Taken over (our lease ran out): not ours to renew, nor ours to write under any more.
+				clearInterval(heartbeat);
+				for (const listener of lostListeners.splice(0)) listener(current);
+				return;
+			}
 			const temporary = `${path}.${info.pid}.tmp`;
 			writeFileSync(temporary, `${JSON.stringify({ ...info, heartbeat_at: new Date(now()).toISOString() })}\n`);
 			renameSync(temporary, path);
@@ -187,5 +199,5 @@ function holdLock(
 	};
 	// A second Ctrl-C exits at once; the lock goes with the process rather than waiting to be taken over.
 	process.once("exit", release);
-	return { path, tookOver, release };
+	return { path, tookOver, release, onLost: (listener) => lostListeners.push(listener) };
 }

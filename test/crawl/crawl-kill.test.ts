@@ -1,7 +1,7 @@
-import { existsSync, readdirSync, readFileSync } from "node:fs";
+import { readdirSync } from "node:fs";
 import { join } from "node:path";
 import { afterEach, beforeAll, describe, expect, it } from "vitest";
-import { readRecords, readSummary, tempDir, writeJob } from "../helpers/job-files.js";
+import { readRecords, readSummary, tempDir, waitForRecords, writeJob } from "../helpers/job-files.js";
 import { startTestService, type TestService } from "../helpers/service.js";
 import { assertBuilt, spawnCli } from "../helpers/spawn-cli.js";
 import { expectBfsPages, siteBfs } from "./site-bfs.js";
@@ -12,21 +12,6 @@ afterEach(async () => {
 	await service?.close();
 	service = undefined;
 });
-
-/** Lines in the run's results.jsonl, read as it grows (a event to wait on, not a fixed sleep). */
-async function waitForRecords(jobDir: string, atLeast: number, timeoutMs = 20_000): Promise<void> {
-	const deadline = Date.now() + timeoutMs;
-	while (Date.now() < deadline) {
-		if (existsSync(jobDir)) {
-			for (const name of readdirSync(jobDir)) {
-				const file = join(jobDir, name, "results.jsonl");
-				if (existsSync(file) && readFileSync(file, "utf8").split("\n").length - 1 >= atLeast) return;
-			}
-		}
-		await new Promise((resolve) => setTimeout(resolve, 10));
-	}
-	throw new Error(`no ${atLeast} records within ${timeoutMs} ms`);
-}
 
 describe("crawl: exactly once across crashes", () => {
 	it("SIGKILL mid-crawl, then --resume: every reachable page once, none asked for again after its record", async () => {

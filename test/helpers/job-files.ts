@@ -1,4 +1,4 @@
-import { mkdtempSync, readFileSync, writeFileSync } from "node:fs";
+import { existsSync, mkdtempSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { parse } from "csv-parse/sync";
@@ -29,4 +29,20 @@ export function readCsv(runDir: string): Record<string, string>[] {
 
 export function readSummary(runDir: string): RunSummary {
 	return JSON.parse(readFileSync(join(runDir, "summary.json"), "utf8")) as RunSummary;
+}
+
+/**
+ * Resolves with the run folder once its results.jsonl holds `atLeast` lines: polled, since the writer
+ * is another process (an event on the disk to wait on, not a fixed sleep).
+ */
+export async function waitForRecords(jobDir: string, atLeast: number, timeoutMs = 20_000): Promise<string> {
+	const deadline = Date.now() + timeoutMs;
+	while (Date.now() < deadline) {
+		for (const name of existsSync(jobDir) ? readdirSync(jobDir).filter((entry) => !entry.startsWith(".")) : []) {
+			const file = join(jobDir, name, "results.jsonl");
+			if (existsSync(file) && readFileSync(file, "utf8").split("\n").length - 1 >= atLeast) return join(jobDir, name);
+		}
+		await new Promise((resolve) => setTimeout(resolve, 10));
+	}
+	throw new Error(`no ${atLeast} records within ${timeoutMs} ms`);
 }

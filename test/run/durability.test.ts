@@ -3,7 +3,7 @@ import { join } from "node:path";
 import { afterEach, beforeAll, describe, expect, it } from "vitest";
 import type { LedgerEntry } from "../../src/emulator/index.js";
 import { createRandom } from "../../src/emulator/random.js";
-import { readCsv, readRecords, readSummary, tempDir, writeJob } from "../helpers/job-files.js";
+import { readCsv, readRecords, readSummary, tempDir, waitForRecords, writeJob } from "../helpers/job-files.js";
 import { startTestService, type TestService } from "../helpers/service.js";
 import { assertBuilt, spawnCli } from "../helpers/spawn-cli.js";
 
@@ -21,20 +21,6 @@ function runDirOf(out: string, job: string): string {
 }
 
 const waitMs = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
-
-async function waitForRecords(runParent: string, atLeast: number, timeoutMs = 10_000): Promise<void> {
-	const deadline = Date.now() + timeoutMs;
-	while (Date.now() < deadline) {
-		if (existsSync(runParent)) {
-			for (const name of readdirSync(runParent)) {
-				const file = join(runParent, name, "results.jsonl");
-				if (existsSync(file) && readFileSync(file, "utf8").split("\n").length - 1 >= atLeast) return;
-			}
-		}
-		await waitMs(10);
-	}
-	throw new Error(`no ${atLeast} records within ${timeoutMs} ms`);
-}
 
 /** Credits charged per target URL, one entry per charged fetch. */
 function chargedFetches(entries: readonly LedgerEntry[]): Map<string, number> {

@@ -1,11 +1,11 @@
 import { spawn } from "node:child_process";
-import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, readdirSync, readFileSync, renameSync, writeFileSync } from "node:fs";
 import { hostname } from "node:os";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { processState } from "../../src/run/process-state.js";
 import { acquireRunLock, LockHeldError } from "../../src/run/run-lock.js";
-import { readRecords, tempDir, writeJob } from "../helpers/job-files.js";
+import { readRecords, tempDir, waitForRecords, writeJob } from "../helpers/job-files.js";
 import { startTestService, type TestService } from "../helpers/service.js";
 import { assertBuilt, spawnCli } from "../helpers/spawn-cli.js";
 
@@ -148,5 +148,33 @@ describe("the job lock is a lease", () => {
 			),
 		);
 		expect(new Set(runs.map((record) => record.id)).size).toBe(12);
+	}, 30_000);
+
+	it("a run whose lock is taken over stops at once: exit 4, lease_lost, nothing more written to the folder", async () => {
+		assertBuilt();
+		service = await startTestService({ concurrency: 1, latency_ms: 40 });
+		const dir = tempDir();
+		const out = join(dir, "out");
+		const urls = Array.from({ length: 40 }, (_, index) => `  - ${service!.site.url}/product/${index + 1}`);
+		const job = writeJob(dir, "shop", ["name: shop", "defaults: {mode: request}", "targets:", ...urls, ""].join("\n"));
+		const run = spawnCli(["run", job, "--out", out], { ...service.env, SCRAPEJOB_LOCK_LEASE_MS: "600" });
+		const runDir = await waitForRecords(join(out, "shop"), 3);
+		// Another node decided this run's lease had run out (it was paused, or cut off from the volume).
+		const lockPath = join(out, "shop", ".lock");
+		const theirs = { pid: 4242, host: "node-b", run_id: "their-run", started_at: new Date().toISOString() };
+		writeFileSync(`${lockPath}.theirs`, `${JSON.stringify({ ...theirs, heartbeat_at: new Date().toISOString() })}\n`);
+		renameSync(`${lockPath}.theirs`, lockPath);
+		const takenAt = readRecords(runDir).length;
+		const ended = await run.done;
+		expect(ended.code).toBe(4);
+		expect(ended.stderr).toMatch(/lease lost: pid 4242 on node-b took the job's lock over/);
+		// At most the fetch in flight when the heartbeat noticed (every 200 ms here) was written after.
+		const records = readRecords(runDir);
+		expect(records.length).toBeLessThan(40);
+		expect(records.length).toBeLessThanOrEqual(takenAt + 6);
+		// The folder is theirs now: no summary, no report, and their lock stays.
+		expect(existsSync(join(runDir, "summary.json"))).toBe(false);
+		expect(existsSync(join(runDir, "report.html"))).toBe(false);
+		expect(JSON.parse(readFileSync(lockPath, "utf8"))).toMatchObject(theirs);
 	}, 30_000);
 });

@@ -1,10 +1,10 @@
-import { existsSync, readdirSync, readFileSync } from "node:fs";
+import { readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { type DemoSite, type Emulator, startDemoSite, startEmulator } from "../../src/emulator/index.js";
 import { createOutageMonitor } from "../../src/run/outage-monitor.js";
 import { createSendGate } from "../../src/run/send-gate.js";
-import { readRecords, readSummary, tempDir, writeJob } from "../helpers/job-files.js";
+import { readRecords, readSummary, tempDir, waitForRecords, writeJob } from "../helpers/job-files.js";
 import { runCli } from "../helpers/run-cli.js";
 import { assertBuilt, spawnCli } from "../helpers/spawn-cli.js";
 
@@ -44,20 +44,7 @@ function jobText(siteUrl: string, count: number, extra = ""): string {
 	].join("\n");
 }
 
-const waitMs = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
-
-/** Resolves once the run folder's results.jsonl holds `atLeast` lines (polled: the writer is another process). */
-async function waitForRecords(jobDir: string, atLeast: number, timeoutMs = 20_000): Promise<string> {
-	const deadline = Date.now() + timeoutMs;
-	while (Date.now() < deadline) {
-		for (const name of existsSync(jobDir) ? readdirSync(jobDir).filter((entry) => !entry.startsWith(".")) : []) {
-			const file = join(jobDir, name, "results.jsonl");
-			if (existsSync(file) && readFileSync(file, "utf8").split("\n").length - 1 >= atLeast) return join(jobDir, name);
-		}
-		await waitMs(10);
-	}
-	throw new Error(`no ${atLeast} records within ${timeoutMs} ms`);
-}
+const _waitMs = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 describe("the outage monitor", () => {
 	function monitor() {
