@@ -584,7 +584,10 @@ async function runOne(ctx: CliContext, plan: PlannedRun, flags: RunFlags, run: R
 		case "invalid_source":
 			return EXIT.invalidInput;
 		case "lease_lost":
-			writeLine(ctx.stderr, `scrapejob: ${result.stopMessage ?? "lease lost: another process took the job's lock over"}`);
+			writeLine(
+				ctx.stderr,
+				`scrapejob: ${result.stopMessage ?? "lease lost: another process took the job's lock over"}`,
+			);
 			return EXIT.lockHeld;
 		case null:
 			break;
