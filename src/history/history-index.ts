@@ -1,4 +1,5 @@
 import { hash } from "node:crypto";
+import { readSync, writeSync } from "node:fs";
 
 /** What the history keeps per target: its latest outcome and its latest ok record's time, hash and place. */
 export interface TargetHistory {
@@ -184,54 +185,79 @@ export class HistoryIndex {
 		}
 	}
 
-	/** The table as bytes (capacity, size, then each column), for the index file. */
-	toBuffer(): Buffer {
+	/** Room for `count` entries in all without growing (grown once now): a run that knows its target count. */
+	reserve(count: number): void {
+		while (count * 2 > this.#capacity) this.#grow();
+	}
+
+	#columns(): Array<Uint8Array | Uint32Array | Float64Array> {
+		return [
+			this.#hi,
+			this.#lo,
+			this.#status,
+			this.#latestAt,
+			this.#okAt,
+			this.#okHashHi,
+			this.#okHashLo,
+			this.#okRun,
+			this.#okOffset,
+		];
+	}
+
+	/** Bytes `writeTo` writes: capacity and size, then each column. */
+	get byteLength(): number {
+		return 8 + this.#capacity * BYTES_PER_SLOT;
+	}
+
+	/**
+	 * Write the table (capacity, size, then each column) at the file's position: each column straight
+	 * from its own memory, so saving a million entries needs no second copy of them.
+	 */
+	writeTo(fd: number): void {
 		const head = Buffer.alloc(8);
 		head.writeUInt32LE(this.#capacity, 0);
 		head.writeUInt32LE(this.#size, 4);
-		return Buffer.concat([
-			head,
-			...[
-				this.#hi,
-				this.#lo,
-				this.#status,
-				this.#latestAt,
-				this.#okAt,
-				this.#okHashHi,
-				this.#okHashLo,
-				this.#okRun,
-				this.#okOffset,
-			].map((column) => Buffer.from(column.buffer, column.byteOffset, column.byteLength)),
-		]);
+		writeAll(fd, head);
+		for (const column of this.#columns())
+			writeAll(fd, new Uint8Array(column.buffer, column.byteOffset, column.byteLength));
 	}
 
-	static fromBuffer(bytes: Buffer): HistoryIndex {
-		const capacity = bytes.readUInt32LE(0);
-		if (capacity === 0 || (capacity & (capacity - 1)) !== 0 || bytes.length !== 8 + capacity * BYTES_PER_SLOT) {
+	/**
+	 * Read a table written by `writeTo`, `length` bytes from `position` of the file: each column is read
+	 * straight into its own memory (no copy of the whole file first).
+	 */
+	static readFrom(fd: number, position: number, length: number): HistoryIndex {
+		const head = Buffer.alloc(8);
+		if (readAll(fd, head, position) !== 8) throw new Error("not a history index");
+		const capacity = head.readUInt32LE(0);
+		if (capacity === 0 || (capacity & (capacity - 1)) !== 0 || length !== 8 + capacity * BYTES_PER_SLOT) {
 			throw new Error("not a history index");
 		}
 		const index = new HistoryIndex(capacity);
-		let at = 8;
-		// One byte copy straight into each (aligned) column: the file's bytes may start at any offset,
-		// and an intermediate copy would double the peak memory of a start-up at a million targets.
-		const take = (column: Uint8Array | Uint32Array | Float64Array) => {
-			new Uint8Array(column.buffer, column.byteOffset, column.byteLength).set(
-				bytes.subarray(at, at + column.byteLength),
-			);
-			at += column.byteLength;
-		};
-		take(index.#hi);
-		take(index.#lo);
-		take(index.#status);
-		take(index.#latestAt);
-		take(index.#okAt);
-		take(index.#okHashHi);
-		take(index.#okHashLo);
-		take(index.#okRun);
-		take(index.#okOffset);
-		index.#size = bytes.readUInt32LE(4);
+		let at = position + 8;
+		for (const column of index.#columns()) {
+			const bytes = new Uint8Array(column.buffer, column.byteOffset, column.byteLength);
+			if (readAll(fd, bytes, at) !== bytes.length) throw new Error("not a history index");
+			at += bytes.length;
+		}
+		index.#size = head.readUInt32LE(4);
 		return index;
 	}
+}
+
+function writeAll(fd: number, bytes: Uint8Array): void {
+	for (let written = 0; written < bytes.length; ) written += writeSync(fd, bytes, written);
+}
+
+/** Fill `bytes` from `position`; returns how many bytes there were. */
+function readAll(fd: number, bytes: Uint8Array, position: number): number {
+	let read = 0;
+	while (read < bytes.length) {
+		const got = readSync(fd, bytes, read, bytes.length - read, position + read);
+		if (got === 0) break;
+		read += got;
+	}
+	return read;
 }
 
 function hex8(value: number): string {

@@ -2,14 +2,15 @@ import { randomBytes } from "node:crypto";
 import {
 	closeSync,
 	existsSync,
+	fstatSync,
 	mkdirSync,
 	openSync,
 	readdirSync,
-	readFileSync,
 	readSync,
 	renameSync,
+	rmSync,
 	statSync,
-	writeFileSync,
+	writeSync,
 } from "node:fs";
 import { join } from "node:path";
 import type { ResultRecord } from "../output/index.js";
@@ -19,6 +20,7 @@ import { HistoryIndex, type TargetHistory } from "./history-index.js";
 export const HISTORY_FILE = ".history";
 /** Bumped whenever the layout changes: an older file is then rebuilt from the run folders. */
 const MAGIC = "SJH2";
+const TEMPORARY_SUFFIX = ".tmp";
 
 interface FoldedRun {
 	/** Run folder name. */
@@ -46,12 +48,18 @@ export interface JobHistory {
 	readOkRecord(entry: TargetHistory): ResultRecord | null;
 	/** Write the history file (atomically). */
 	save(): void;
+	/**
+	 * Make room for `count` targets in all at once (a run that knows its count; most of an incremental
+	 * run's targets are in the history already): no growing step by step while the run goes.
+	 */
+	reserve(count: number): void;
 	/** Every target's newest ok record across the runs, read back from the run folders (grouped by run, in file order). */
 	latestOkRecords(): Generator<ResultRecord>;
 	readonly size: number;
 }
 
 export function openJobHistory(jobDir: string): JobHistory {
+	removeStaleTemporaries(jobDir);
 	let index = new HistoryIndex();
 	let runs: FoldedRun[] = [];
 	const path = join(jobDir, HISTORY_FILE);
@@ -102,12 +110,27 @@ export function openJobHistory(jobDir: string): JobHistory {
 		save() {
 			mkdirSync(jobDir, { recursive: true });
 			const header = Buffer.from(JSON.stringify({ runs }), "utf8");
-			const length = Buffer.alloc(4);
-			length.writeUInt32LE(header.length, 0);
+			const head = Buffer.alloc(8);
+			head.write(MAGIC, 0, "latin1");
+			head.writeUInt32LE(header.length, 4);
 			// pid and random: shards on other hosts may save the same job's history at the same moment.
-			const temporary = `${path}.${process.pid}-${randomBytes(4).toString("hex")}.tmp`;
-			writeFileSync(temporary, Buffer.concat([Buffer.from(MAGIC), length, header, index.toBuffer()]));
+			const temporary = `${path}.${process.pid}-${randomBytes(4).toString("hex")}${TEMPORARY_SUFFIX}`;
+			const fd = openSync(temporary, "wx");
+			try {
+				writeSync(fd, head);
+				writeSync(fd, header);
+				// Column by column from memory: the table is never copied whole to be saved.
+				index.writeTo(fd);
+				closeSync(fd);
+			} catch (error) {
+				closeSync(fd);
+				rmSync(temporary, { force: true });
+				throw error;
+			}
 			renameSync(temporary, path);
+		},
+		reserve(count) {
+			index.reserve(count);
 		},
 		get size() {
 			return index.size;
@@ -134,11 +157,46 @@ export function openJobHistory(jobDir: string): JobHistory {
 }
 
 function readHistoryFile(path: string): { index: HistoryIndex; runs: FoldedRun[] } {
-	const bytes = readFileSync(path);
-	if (bytes.subarray(0, 4).toString() !== MAGIC) throw new Error("not a history file");
-	const headerLength = bytes.readUInt32LE(4);
-	const header = JSON.parse(bytes.subarray(8, 8 + headerLength).toString("utf8")) as { runs: FoldedRun[] };
-	return { index: HistoryIndex.fromBuffer(bytes.subarray(8 + headerLength)), runs: header.runs };
+	const fd = openSync(path, "r");
+	try {
+		const size = fstatSync(fd).size;
+		const head = Buffer.alloc(8);
+		if (readSync(fd, head, 0, 8, 0) !== 8 || head.subarray(0, 4).toString("latin1") !== MAGIC) {
+			throw new Error("not a history file");
+		}
+		const headerLength = head.readUInt32LE(4);
+		if (8 + headerLength > size) throw new Error("not a history file");
+		const headerBytes = Buffer.alloc(headerLength);
+		if (readSync(fd, headerBytes, 0, headerLength, 8) !== headerLength) throw new Error("not a history file");
+		const header = JSON.parse(headerBytes.toString("utf8")) as { runs: FoldedRun[] };
+		if (!Array.isArray(header.runs)) throw new Error("not a history file");
+		const at = 8 + headerLength;
+		return { index: HistoryIndex.readFrom(fd, at, size - at), runs: header.runs };
+	} finally {
+		closeSync(fd);
+	}
+}
+
+/**
+ * A save's temporary file left by a killed process: removed at open once it is an hour old (younger
+ * ones may be another host's save in progress, shards sharing the volume).
+ */
+function removeStaleTemporaries(jobDir: string): void {
+	let names: string[];
+	try {
+		names = readdirSync(jobDir);
+	} catch {
+		return;
+	}
+	const hourAgo = Date.now() - 3_600_000;
+	for (const name of names) {
+		if (!name.startsWith(`${HISTORY_FILE}.`) || !name.endsWith(TEMPORARY_SUFFIX)) continue;
+		try {
+			if (statSync(join(jobDir, name)).mtimeMs < hourAgo) rmSync(join(jobDir, name), { force: true });
+		} catch {
+			// Gone already, or not ours to remove.
+		}
+	}
 }
 
 /** The size of a run's results.jsonl, -1 when it is gone. */

@@ -1,4 +1,4 @@
-import { appendFileSync, existsSync, mkdirSync, readdirSync, rmSync, writeFileSync } from "node:fs";
+import { appendFileSync, existsSync, mkdirSync, readdirSync, rmSync, utimesSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { HISTORY_FILE, openJobHistory } from "../../src/history/index.js";
@@ -84,5 +84,35 @@ describe("the job's history (.history)", () => {
 		writeFileSync(join(jobDir, HISTORY_FILE), Buffer.concat([Buffer.from("SJH1"), Buffer.alloc(64)]));
 		expect(openJobHistory(jobDir).get(A)?.okHash).toBe("1111111111111111");
 		expect(existsSync(join(jobDir, HISTORY_FILE))).toBe(true);
+	});
+
+	it("is read back from its file (not rebuilt), after growing once for a run's targets, and a dead save's temporary file goes", () => {
+		const jobDir = tempDir();
+		const ids = Array.from({ length: 3000 }, (_, n) => n.toString(16).padStart(16, "0"));
+		writeRun(
+			jobDir,
+			"run-1",
+			ids.map((id, n) => record(id, { content_hash: (n + 1).toString(16).padStart(16, "0") })),
+		);
+		const history = openJobHistory(jobDir);
+		history.reserve(10_000);
+		history.save();
+		// The run folder goes: a history rebuilt from the folders would know nothing; one read from the file knows all.
+		rmSync(join(jobDir, "run-1", "results.jsonl"));
+		mkdirSync(join(jobDir, "run-1"), { recursive: true });
+		writeFileSync(join(jobDir, "run-1", "results.jsonl"), "x".repeat(10_000_000));
+		const reopened = openJobHistory(jobDir);
+		expect(reopened.size).toBe(3000);
+		expect(ids.every((id, n) => reopened.get(id)?.okHash === (n + 1).toString(16).padStart(16, "0"))).toBe(true);
+
+		const stale = join(jobDir, `${HISTORY_FILE}.4242-deadbeef.tmp`);
+		const fresh = join(jobDir, `${HISTORY_FILE}.4343-cafebabe.tmp`);
+		writeFileSync(stale, "left by a killed save");
+		writeFileSync(fresh, "another host saving right now");
+		const old = new Date(Date.now() - 2 * 3_600_000);
+		utimesSync(stale, old, old);
+		openJobHistory(jobDir);
+		expect(existsSync(stale)).toBe(false);
+		expect(existsSync(fresh)).toBe(true);
 	});
 });
