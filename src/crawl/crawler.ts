@@ -1,20 +1,12 @@
 import { hash } from "node:crypto";
 import { join } from "node:path";
 import { extractLinks, type ParsedPage, parseHtml } from "../extract/index.js";
-import {
-	type CrawlSpec,
-	createTargetKey,
-	createTargetKeySet,
-	identityOptionsJson,
-	type Job,
-	shardOf,
-	type Target,
-	type TargetKeySet,
-} from "../job/index.js";
+import { type CrawlSpec, createTargetKey, identityOptionsJson, type Job, shardOf, type Target } from "../job/index.js";
 import { FRONTIER_FILE, type FrontierEntry, type FrontierFile, openFrontierFile } from "./frontier-file.js";
 import { createLinkScope } from "./link-scope.js";
 import { normalizeUrl } from "./normalize-url.js";
 import { sitemapPages } from "./sitemaps.js";
+import { createUrlKeys, type UrlKeys } from "./url-keys.js";
 
 /** What a crawl adds to summary.json. */
 export interface CrawlSummary {
@@ -70,16 +62,15 @@ interface Profile {
 const BATCH = 256;
 
 /**
- * Breadth-first crawl over a journalled frontier. Two sets of 64-bit URL keys: `seen` (discovered or
- * seeded: a link is journalled once) and `claimed` (handed out for fetching: a URL is fetched once,
- * even when a seed and a link name it). Level by level: depth d+1 starts when depth d has finished,
+ * Breadth-first crawl over a journalled frontier. One table of 64-bit URL keys (url-keys.ts): seen
+ * (discovered or seeded: a link is journalled once) and, of those, claimed (handed out for fetching:
+ * a URL is fetched once, even when a seed and a link name it). Level by level: depth d+1 starts when depth d has finished,
  * so every page gets its shortest depth and `max_depth` cuts exactly where a BFS would.
  */
 export function createCrawler(options: CrawlerOptions): Crawler {
 	const { spec, done } = options;
 	const frontier: FrontierFile = openFrontierFile(join(options.runDir, FRONTIER_FILE));
-	const seen: TargetKeySet = createTargetKeySet();
-	const claimed: TargetKeySet = createTargetKeySet();
+	const urls: UrlKeys = createUrlKeys();
 	const scope = createLinkScope(spec.scope);
 	const profiles = new Map<string, Profile>();
 	let handedOut = 0;
@@ -139,8 +130,8 @@ export function createCrawler(options: CrawlerOptions): Crawler {
 					continue;
 				}
 				const key = urlKey(entry.u);
-				seen.add(key.high, key.low);
-				if (entry.r === 1) claimed.add(key.high, key.low);
+				if (entry.r === 1) urls.claim(key.high, key.low);
+				else urls.see(key.high, key.low);
 			}
 		} finally {
 			reader.close();
@@ -160,8 +151,7 @@ export function createCrawler(options: CrawlerOptions): Crawler {
 					scope.addSeed(parsed);
 					if (spec.sitemaps && !seedOrigins.has(parsed.origin)) seedOrigins.set(parsed.origin, seed);
 					const key = urlKey(url);
-					seen.add(key.high, key.low);
-					claimed.add(key.high, key.low);
+					urls.claim(key.high, key.low);
 				}
 				if (done?.has(seed.id)) continue;
 				if (pagesLeft() <= 0) {
@@ -210,20 +200,20 @@ export function createCrawler(options: CrawlerOptions): Crawler {
 		function take(entry: FrontierEntry): void {
 			if (entry.d < 0) return;
 			const key = urlKey(entry.u);
-			if (claimed.has(key.high, key.low)) return;
+			if (urls.isClaimed(key.high, key.low)) return;
 			const profile = profiles.get(entry.k);
 			// The seed whose options it carried is no longer in the job (a resume with --force): not fetched.
 			if (!profile) return;
 			const target = discoveredTarget(entry, profile);
 			if (done?.has(target.id)) {
-				claimed.add(key.high, key.low);
+				urls.claim(key.high, key.low);
 				return;
 			}
 			if (pagesLeft() <= 0) {
 				stoppedBy = "max_pages";
 				return;
 			}
-			claimed.add(key.high, key.low);
+			urls.claim(key.high, key.low);
 			handedOut += 1;
 			out.push(target);
 		}
@@ -250,7 +240,7 @@ export function createCrawler(options: CrawlerOptions): Crawler {
 				const url = follows(href);
 				if (url === null) continue;
 				const key = urlKey(url);
-				if (seen.add(key.high, key.low)) found.push({ u: url, d: 0, p: null, k });
+				if (urls.see(key.high, key.low)) found.push({ u: url, d: 0, p: null, k });
 			}
 			found.push({ u: origin, d: -1, p: null, k, c: credits });
 			frontier.append(found);
@@ -268,8 +258,7 @@ export function createCrawler(options: CrawlerOptions): Crawler {
 			if (crawl && landed !== null && landed !== normalizeUrl(target.url)) {
 				// Fetched (and paid) as this page: never fetched again under its own address, even after a resume.
 				const key = urlKey(landed);
-				seen.add(key.high, key.low);
-				if (claimed.add(key.high, key.low))
+				if (urls.claim(key.high, key.low))
 					found.push({ u: landed, d: crawl.depth, p: target.id, k: crawl.profile, r: 1 });
 			}
 			const page = parseHtml(html, landed ?? target.url);
@@ -281,7 +270,7 @@ export function createCrawler(options: CrawlerOptions): Crawler {
 				const url = follows(href);
 				if (url === null) continue;
 				const key = urlKey(url);
-				if (!seen.add(key.high, key.low)) continue;
+				if (!urls.see(key.high, key.low)) continue;
 				found.push({ u: url, d: crawl.depth + 1, p: target.id, k: crawl.profile });
 			}
 			frontier.append(found);
@@ -289,7 +278,7 @@ export function createCrawler(options: CrawlerOptions): Crawler {
 		},
 		summary: () => ({
 			pages: pagesBefore + handedOut,
-			discovered: seen.size,
+			discovered: urls.size,
 			max_depth: spec.maxDepth,
 			max_pages: spec.maxPages,
 			sitemap_credits: sitemapCredits,
