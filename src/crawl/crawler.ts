@@ -36,7 +36,12 @@ export interface CrawlerOptions {
 	 * its text, or null. Returns the credits it cost alongside.
 	 */
 	readonly fetchText?: (url: string, seed: Target) => Promise<{ text: string | null; credits: number }>;
+	/** URL keys held in memory before older ones spill to disk (url-keys.ts). @default 1,000,000 */
+	readonly keysInMemory?: number;
 }
+
+/** The run folder's spilled URL keys while a crawl runs (removed at its end; rebuilt from the frontier on resume). */
+export const CRAWL_KEYS_DIR = "crawl-keys";
 
 export interface Crawler {
 	/** The seeds (the job's targets and sources), then every page discovered from them, level by level. */
@@ -70,7 +75,10 @@ const BATCH = 256;
 export function createCrawler(options: CrawlerOptions): Crawler {
 	const { spec, done } = options;
 	const frontier: FrontierFile = openFrontierFile(join(options.runDir, FRONTIER_FILE));
-	const urls: UrlKeys = createUrlKeys();
+	const urls: UrlKeys = createUrlKeys({
+		dir: join(options.runDir, CRAWL_KEYS_DIR),
+		...(options.keysInMemory !== undefined ? { inMemory: options.keysInMemory } : {}),
+	});
 	const scope = createLinkScope(spec.scope);
 	const profiles = new Map<string, Profile>();
 	let handedOut = 0;
@@ -285,6 +293,9 @@ export function createCrawler(options: CrawlerOptions): Crawler {
 			stopped_by: stoppedBy,
 		}),
 		sync: () => frontier.sync(),
-		close: () => frontier.close(),
+		close: () => {
+			frontier.close();
+			urls.close();
+		},
 	};
 }

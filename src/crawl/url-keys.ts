@@ -1,9 +1,17 @@
+import { closeSync, mkdirSync, openSync, readSync, rmSync, writeSync } from "node:fs";
+import { join } from "node:path";
+
 /**
  * The crawl's URL keys: every URL seen (seeded or discovered: journalled once) and, of those, the ones
  * claimed (handed out for fetching, or fetched as a redirect's final address: fetched once). A claimed
- * URL is always a seen one, so one table holds both: 64-bit keys (SHA-256 bits of the normalized URL)
- * with open addressing and linear probing, and a claimed bit per slot — 8 bytes and a bit per slot,
- * outside the JS heap, where two sets of keys took twice that (16 MiB per million URLs at most).
+ * URL is always a seen one, so one structure holds both.
+ *
+ * Recent keys live in an open-addressing table of 64-bit keys (SHA-256 bits of the normalized URL)
+ * with a claimed bit per slot, outside the JS heap. When it holds `inMemory` keys they are sorted and
+ * spilled to a file (a "run"), and the table starts again empty. A run keeps in memory only what
+ * finds a key without reading the disk for most misses: a Bloom filter (10 bits a key, ~1 % false
+ * positives), the first key of each 256-key block, and the claimed bits — about 1.5 bytes a URL
+ * where the table takes 12–23. A lookup the filter lets through reads one 2 KiB block.
  */
 export interface UrlKeys {
 	/** Note the URL as seen; `true` when it was not seen before. */
@@ -13,93 +21,282 @@ export interface UrlKeys {
 	isClaimed(high: number, low: number): boolean;
 	/** URLs seen. */
 	readonly size: number;
-	/** Bytes held. */
+	/** Bytes held in memory. */
 	readonly bytes: number;
+	/** Remove the spilled runs' files. */
+	close(): void;
+}
+
+export interface UrlKeysOptions {
+	/** Where spilled runs are written (created when the first run is); null keeps everything in memory. */
+	readonly dir: string | null;
+	/** Keys held in the in-memory table before it is spilled. @default 1,000,000 */
+	readonly inMemory?: number;
 }
 
 const INITIAL_SLOTS = 1024;
 const MAX_LOAD = 0.7;
+/** Keys per block of a spilled run: the unit one lookup reads (2 KiB). */
+const BLOCK = 256;
+const BLOOM_BITS_PER_KEY = 10;
+const BLOOM_HASHES = 7;
 
-export function createUrlKeys(): UrlKeys {
-	let slots = INITIAL_SLOTS;
-	// Two uint32 per slot, high then low; (0, 0) is an empty slot, so a real (0, 0) key is stored as (0, 1).
-	let keys = new Uint32Array(slots * 2);
-	let claimed = new Uint32Array(slots / 32);
-	let size = 0;
+/** (0, 0) marks an empty slot: a real (0, 0) key is kept as (0, 1). */
+function normalizedLow(high: number, low: number): number {
+	return high === 0 && low === 0 ? 1 : low;
+}
 
-	/** The key's slot in `table`: where it is, or the empty slot where it would go. */
-	const find = (table: Uint32Array, mask: number, high: number, low: number): number => {
-		// The keys are SHA-256 bits already: the low word is a uniform hash as it is.
-		let slot = low & mask;
-		for (;;) {
-			const h = table[slot * 2]!;
-			const l = table[slot * 2 + 1]!;
-			if ((h === 0 && l === 0) || (h === high && l === low)) return slot;
-			slot = (slot + 1) & mask;
+/** The in-memory tier: open addressing, linear probing, a claimed bit per slot. */
+class KeyTable {
+	slots = INITIAL_SLOTS;
+	keys = new Uint32Array(INITIAL_SLOTS * 2);
+	claimed = new Uint32Array(INITIAL_SLOTS / 32);
+	size = 0;
+
+	/** The key's slot: where it is, or the empty slot where it would go. */
+	find(high: number, low: number): number {
+		return findSlot(this.keys, this.slots - 1, high, low);
+	}
+
+	isEmpty(slot: number): boolean {
+		return this.keys[slot * 2] === 0 && this.keys[slot * 2 + 1] === 0;
+	}
+
+	isClaimedAt(slot: number): boolean {
+		return ((this.claimed[slot >>> 5]! >>> (slot & 31)) & 1) === 1;
+	}
+
+	setClaimed(slot: number): void {
+		this.claimed[slot >>> 5]! |= 1 << (slot & 31);
+	}
+
+	/** Put a key in its empty slot; returns the key's slot afterwards (the table may have grown). */
+	insert(slot: number, high: number, low: number): number {
+		this.keys[slot * 2] = high;
+		this.keys[slot * 2 + 1] = low;
+		this.size++;
+		if (this.size <= this.slots * MAX_LOAD) return slot;
+		this.grow();
+		return this.find(high, low);
+	}
+
+	grow(): void {
+		const slots = this.slots * 2;
+		const keys = new Uint32Array(slots * 2);
+		const claimed = new Uint32Array(slots / 32);
+		for (let slot = 0; slot < this.slots; slot++) {
+			if (this.isEmpty(slot)) continue;
+			const h = this.keys[slot * 2]!;
+			const l = this.keys[slot * 2 + 1]!;
+			const to = findSlot(keys, slots - 1, h, l);
+			keys[to * 2] = h;
+			keys[to * 2 + 1] = l;
+			if (this.isClaimedAt(slot)) claimed[to >>> 5]! |= 1 << (to & 31);
 		}
-	};
+		this.slots = slots;
+		this.keys = keys;
+		this.claimed = claimed;
+	}
 
-	const grow = () => {
-		const nextSlots = slots * 2;
-		const nextKeys = new Uint32Array(nextSlots * 2);
-		const nextClaimed = new Uint32Array(nextSlots / 32);
-		for (let slot = 0; slot < slots; slot++) {
-			const h = keys[slot * 2]!;
-			const l = keys[slot * 2 + 1]!;
-			if (h === 0 && l === 0) continue;
-			const to = find(nextKeys, nextSlots - 1, h, l);
-			nextKeys[to * 2] = h;
-			nextKeys[to * 2 + 1] = l;
-			if ((claimed[slot >>> 5]! >>> (slot & 31)) & 1) nextClaimed[to >>> 5]! |= 1 << (to & 31);
+	get bytes(): number {
+		return this.keys.byteLength + this.claimed.byteLength;
+	}
+}
+
+function findSlot(table: Uint32Array, mask: number, high: number, low: number): number {
+	// The keys are SHA-256 bits already: the low word is a uniform hash as it is.
+	let slot = low & mask;
+	for (;;) {
+		const h = table[slot * 2]!;
+		const l = table[slot * 2 + 1]!;
+		if ((h === 0 && l === 0) || (h === high && l === low)) return slot;
+		slot = (slot + 1) & mask;
+	}
+}
+
+/** A spilled, sorted run of keys on disk, with what finds a key in it kept in memory. */
+class SpilledRun {
+	readonly #fd: number;
+	readonly #count: number;
+	readonly #bloom: Uint32Array;
+	readonly #bloomBits: number;
+	/** The first key of each block. */
+	readonly #firsts: BigUint64Array;
+	readonly #claimed: Uint32Array;
+	readonly #block = new BigUint64Array(BLOCK);
+
+	constructor(path: string, sorted: BigUint64Array, claimed: Uint32Array) {
+		this.#count = sorted.length;
+		this.#claimed = claimed;
+		this.#bloomBits = Math.max(64, sorted.length * BLOOM_BITS_PER_KEY);
+		this.#bloom = new Uint32Array(Math.ceil(this.#bloomBits / 32));
+		this.#firsts = new BigUint64Array(Math.ceil(sorted.length / BLOCK));
+		for (let at = 0; at < sorted.length; at++) {
+			const key = sorted[at]!;
+			this.#bloomAdd(Number(key >> 32n), Number(key & 0xffffffffn));
+			if (at % BLOCK === 0) this.#firsts[at / BLOCK] = key;
 		}
-		keys = nextKeys;
-		claimed = nextClaimed;
-		slots = nextSlots;
-	};
+		this.#fd = openSync(path, "w+");
+		const bytes = new Uint8Array(sorted.buffer, sorted.byteOffset, sorted.byteLength);
+		for (let written = 0; written < bytes.length; ) written += writeSync(this.#fd, bytes, written);
+	}
 
-	/** The URL's slot, added as seen when it was not there; `added` says which. */
-	let added = false;
-	const slotOf = (high: number, low: number): number => {
-		const h = high >>> 0;
-		const l = h === 0 && low >>> 0 === 0 ? 1 : low >>> 0;
-		let slot = find(keys, slots - 1, h, l);
-		added = keys[slot * 2] === 0 && keys[slot * 2 + 1] === 0;
-		if (added) {
-			keys[slot * 2] = h;
-			keys[slot * 2 + 1] = l;
-			size++;
-			if (size > slots * MAX_LOAD) {
-				grow();
-				slot = find(keys, slots - 1, h, l);
+	/** Two independent hashes of the key, combined for each probe (Kirsch–Mitzenmacher). */
+	#probes(high: number, low: number, visit: (bit: number) => boolean): boolean {
+		const a = Math.imul(low ^ (high >>> 7), 0x9e3779b1) >>> 0;
+		const b = (Math.imul(high ^ (low >>> 11), 0x85ebca6b) | 1) >>> 0;
+		for (let probe = 0; probe < BLOOM_HASHES; probe++) {
+			if (!visit((a + probe * b) % this.#bloomBits)) return false;
+		}
+		return true;
+	}
+
+	#bloomAdd(high: number, low: number): void {
+		this.#probes(high, low, (bit) => {
+			this.#bloom[bit >>> 5]! |= 1 << (bit & 31);
+			return true;
+		});
+	}
+
+	/** The key's position in the run, or -1. */
+	find(high: number, low: number): number {
+		if (!this.#probes(high, low, (bit) => ((this.#bloom[bit >>> 5]! >>> (bit & 31)) & 1) === 1)) return -1;
+		const key = (BigInt(high) << 32n) | BigInt(low);
+		// The last block whose first key is not above the key.
+		let lo = 0;
+		let hi = this.#firsts.length - 1;
+		while (lo < hi) {
+			const mid = (lo + hi + 1) >>> 1;
+			if (this.#firsts[mid]! <= key) lo = mid;
+			else hi = mid - 1;
+		}
+		if (this.#firsts[lo]! > key) return -1;
+		const start = lo * BLOCK;
+		const length = Math.min(BLOCK, this.#count - start);
+		const bytes = new Uint8Array(this.#block.buffer, 0, length * 8);
+		for (let read = 0; read < bytes.length; ) {
+			const got = readSync(this.#fd, bytes, read, bytes.length - read, start * 8 + read);
+			if (got === 0) throw new Error("a spilled run of the crawl's URL keys is shorter than written");
+			read += got;
+		}
+		let first = 0;
+		let last = length - 1;
+		while (first <= last) {
+			const mid = (first + last) >>> 1;
+			const at = this.#block[mid]!;
+			if (at === key) return start + mid;
+			if (at < key) first = mid + 1;
+			else last = mid - 1;
+		}
+		return -1;
+	}
+
+	isClaimedAt(position: number): boolean {
+		return ((this.#claimed[position >>> 5]! >>> (position & 31)) & 1) === 1;
+	}
+
+	setClaimed(position: number): void {
+		this.#claimed[position >>> 5]! |= 1 << (position & 31);
+	}
+
+	get bytes(): number {
+		return this.#bloom.byteLength + this.#firsts.byteLength + this.#claimed.byteLength;
+	}
+
+	close(): void {
+		closeSync(this.#fd);
+	}
+}
+
+export function createUrlKeys(options: UrlKeysOptions = { dir: null }): UrlKeys {
+	const inMemory = options.inMemory ?? 1_000_000;
+	// Runs left by a killed process are stale: the keys are rebuilt from the frontier journal.
+	if (options.dir !== null) rmSync(options.dir, { recursive: true, force: true });
+	let table = new KeyTable();
+	const runs: SpilledRun[] = [];
+	let spilledKeys = 0;
+
+	/** Sort the table's keys into a run on disk, with their claimed bits, and start an empty table. */
+	const spill = () => {
+		const dir = options.dir!;
+		const sorted = new BigUint64Array(table.size);
+		let count = 0;
+		for (let slot = 0; slot < table.slots; slot++) {
+			if (table.isEmpty(slot)) continue;
+			sorted[count++] = (BigInt(table.keys[slot * 2]!) << 32n) | BigInt(table.keys[slot * 2 + 1]!);
+		}
+		sorted.sort();
+		const claimed = new Uint32Array(Math.ceil(sorted.length / 32));
+		for (let at = 0; at < sorted.length; at++) {
+			const key = sorted[at]!;
+			if (table.isClaimedAt(table.find(Number(key >> 32n), Number(key & 0xffffffffn)))) {
+				claimed[at >>> 5]! |= 1 << (at & 31);
 			}
 		}
-		return slot;
+		mkdirSync(dir, { recursive: true });
+		runs.push(new SpilledRun(join(dir, `keys-${runs.length + 1}.bin`), sorted, claimed));
+		spilledKeys += sorted.length;
+		table = new KeyTable();
+	};
+
+	/** Where the key is: in the table (slot), in a run (run and position), or nowhere (the table's empty slot). */
+	const locate = (high: number, low: number): { run: SpilledRun | null; at: number; found: boolean } => {
+		const slot = table.find(high, low);
+		if (!table.isEmpty(slot)) return { run: null, at: slot, found: true };
+		for (let index = runs.length - 1; index >= 0; index--) {
+			const position = runs[index]!.find(high, low);
+			if (position >= 0) return { run: runs[index]!, at: position, found: true };
+		}
+		return { run: null, at: slot, found: false };
+	};
+
+	const afterAdd = () => {
+		if (options.dir !== null && table.size >= inMemory) spill();
 	};
 
 	return {
 		see(high, low) {
-			slotOf(high, low);
-			return added;
+			const h = high >>> 0;
+			const l = normalizedLow(h, low >>> 0);
+			const where = locate(h, l);
+			if (where.found) return false;
+			table.insert(where.at, h, l);
+			afterAdd();
+			return true;
 		},
 		claim(high, low) {
-			const slot = slotOf(high, low);
-			const bit = 1 << (slot & 31);
-			if (claimed[slot >>> 5]! & bit) return false;
-			claimed[slot >>> 5]! |= bit;
+			const h = high >>> 0;
+			const l = normalizedLow(h, low >>> 0);
+			const where = locate(h, l);
+			if (where.found && where.run) {
+				if (where.run.isClaimedAt(where.at)) return false;
+				where.run.setClaimed(where.at);
+				return true;
+			}
+			if (where.found) {
+				if (table.isClaimedAt(where.at)) return false;
+				table.setClaimed(where.at);
+				return true;
+			}
+			table.setClaimed(table.insert(where.at, h, l));
+			afterAdd();
 			return true;
 		},
 		isClaimed(high, low) {
 			const h = high >>> 0;
-			const l = h === 0 && low >>> 0 === 0 ? 1 : low >>> 0;
-			const slot = find(keys, slots - 1, h, l);
-			if (keys[slot * 2] === 0 && keys[slot * 2 + 1] === 0) return false;
-			return ((claimed[slot >>> 5]! >>> (slot & 31)) & 1) === 1;
+			const where = locate(h, normalizedLow(h, low >>> 0));
+			if (!where.found) return false;
+			return where.run ? where.run.isClaimedAt(where.at) : table.isClaimedAt(where.at);
 		},
 		get size() {
-			return size;
+			return spilledKeys + table.size;
 		},
 		get bytes() {
-			return keys.byteLength + claimed.byteLength;
+			return table.bytes + runs.reduce((sum, run) => sum + run.bytes, 0);
+		},
+		close() {
+			for (const run of runs.splice(0)) run.close();
+			if (options.dir !== null) rmSync(options.dir, { recursive: true, force: true });
 		},
 	};
 }

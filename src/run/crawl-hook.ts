@@ -16,9 +16,19 @@ export function crawlerFor(
 	queue: { onIdle(): Promise<void> },
 	isStopping: () => boolean,
 	fetchText: CrawlerOptions["fetchText"],
+	keysInMemory: number | undefined,
 ): Crawler | null {
 	if (!job.crawl) return null;
-	return createCrawler({ job, spec: job.crawl, runDir, done, idle: () => queue.onIdle(), isStopping, fetchText });
+	return createCrawler({
+		job,
+		spec: job.crawl,
+		runDir,
+		done,
+		idle: () => queue.onIdle(),
+		isStopping,
+		fetchText,
+		...(keysInMemory !== undefined ? { keysInMemory } : {}),
+	});
 }
 
 /**

@@ -109,6 +109,8 @@ export interface RunJobOptions {
 	readonly force?: boolean;
 	/** With `resumeDir`: move lines of results.jsonl that are not records aside (their targets run again). */
 	readonly repair?: boolean;
+	/** A crawl's URL keys held in memory before older ones spill to disk. @default 1,000,000 */
+	readonly crawlKeysInMemory?: number;
 	/** Stop request (SIGINT/SIGTERM): nothing new starts; in-flight work gets `gracePeriodMs`. */
 	readonly signal: AbortSignal;
 	/** How long in-flight fetches may finish after a stop, milliseconds. @default 30000 */
@@ -243,6 +245,7 @@ export async function runJob(options: RunJobOptions): Promise<RunJobResult> {
 			queue,
 			() => stopReason !== null,
 			serviceTextFetch((id, params) => fetchTarget(id, params, fetchDeps), budget),
+			options.crawlKeysInMemory,
 		);
 		const inflight = new AbortController();
 		// Every in-flight request listens on this one signal; that is by design, not a leak.

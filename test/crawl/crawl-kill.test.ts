@@ -34,7 +34,9 @@ describe("crawl: exactly once across crashes", () => {
 				"",
 			].join("\n"),
 		);
-		const first = spawnCli(["run", job, "--out", out, "--quiet"], service.env);
+		// Few URL keys in memory: most are spilled to disk, and rebuilt from the frontier by the resume.
+		const env = { ...service.env, SCRAPEJOB_CRAWL_KEYS_IN_MEMORY: "16" };
+		const first = spawnCli(["run", job, "--out", out, "--quiet"], env);
 		await waitForRecords(join(out, "crawl"), 40);
 		first.child.kill("SIGKILL");
 		await first.done;
@@ -44,7 +46,7 @@ describe("crawl: exactly once across crashes", () => {
 		expect(before.length).toBeLessThan(expected.pages.size - expected.optional.size);
 		const askedBefore = service.emulator.ledger.requestCount;
 
-		const second = spawnCli(["run", job, "--out", out, "--quiet", "--resume"], service.env);
+		const second = spawnCli(["run", job, "--out", out, "--quiet", "--resume"], env);
 		const ended = await second.done;
 		expect(ended.stderr).not.toMatch(/internal error/);
 		const records = readRecords(runDir);

@@ -1,4 +1,4 @@
-import { readdirSync, readFileSync } from "node:fs";
+import { existsSync, readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import type { ResultRecord } from "../../src/output/index.js";
@@ -46,11 +46,14 @@ function crawlJob(seeds: string[], crawl: string[], extra: string[] = []): strin
 	].join("\n");
 }
 
-async function crawl(yaml: string): Promise<{ records: ResultRecord[]; runDir: string; code: number; stderr: string }> {
+async function crawl(
+	yaml: string,
+	env: NodeJS.ProcessEnv = {},
+): Promise<{ records: ResultRecord[]; runDir: string; code: number; stderr: string }> {
 	const dir = tempDir();
 	const out = join(dir, "out");
 	const job = writeJob(dir, "crawl", yaml);
-	const result = await runCli(["run", job, "--out", out, "--quiet"], { env: service!.env });
+	const result = await runCli(["run", job, "--out", out, "--quiet"], { env: { ...service!.env, ...env } });
 	const runDir = onlyRunDir(out, "crawl");
 	return { records: readRecords(runDir), runDir, code: result.code, stderr: result.stderr };
 }
@@ -93,6 +96,20 @@ describe("crawl: link following", () => {
 		const summary = readSummary(runDir);
 		expect(code).toBe(records.some((record) => record.status !== "ok") ? 1 : 0);
 		expect(summary.crawl).toMatchObject({ pages: records.length, max_depth: 6, stopped_by: null });
+	});
+
+	it("finds the same pages when most URL keys are spilled to disk, and removes the spilled runs at the end", async () => {
+		service = await startTestService({ concurrency: 8 });
+		const site = service.site.url;
+		const host = new URL(site).host;
+		const seed = `${site}/graph/1`;
+		const expected = await siteBfs({ seeds: [seed], maxDepth: 6, follows: (url) => url.host === host });
+		const { records, runDir } = await crawl(crawlJob([seed], ["max_depth: 6", "max_pages: 100000"]), {
+			SCRAPEJOB_CRAWL_KEYS_IN_MEMORY: "8",
+		});
+		expectBfsPages(records, expected, expect);
+		expect([...requestedFetches(service).values()].every((count) => count === 1)).toBe(true);
+		expect(existsSync(join(runDir, "crawl-keys"))).toBe(false);
 	});
 
 	it("include, exclude and max_depth cut where the BFS says", async () => {

@@ -1,5 +1,8 @@
+import { existsSync, readdirSync } from "node:fs";
+import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { createUrlKeys } from "../../src/crawl/url-keys.js";
+import { tempDir } from "../helpers/job-files.js";
 
 describe("the crawl's URL keys", () => {
 	it("sees each key once, claims each once, and keeps both through growth", () => {
@@ -26,5 +29,38 @@ describe("the crawl's URL keys", () => {
 		expect(urls.isClaimed(0, 0)).toBe(true);
 		// 8 bytes a slot and a bit, at most 70 % full.
 		expect(urls.bytes).toBeLessThanOrEqual((urls.size / 0.7) * 2 * (8 + 1 / 8));
+	});
+});
+
+describe("the crawl's URL keys, spilled to disk", () => {
+	it("answer as a set in memory would while most keys are in sorted runs on disk, and leave no file behind", () => {
+		const dir = join(tempDir(), "crawl-keys");
+		const urls = createUrlKeys({ dir, inMemory: 1000 });
+		const reference = new Map<string, boolean>();
+		let seed = 12345;
+		const random = () => {
+			seed = (Math.imul(seed, 1103515245) + 12345) >>> 0;
+			return seed;
+		};
+		// 40,000 operations over 15,000 keys: every key is met again long after it was spilled.
+		const keys = Array.from({ length: 15_000 }, () => [random(), random()] as [number, number]);
+		for (let step = 0; step < 40_000; step++) {
+			const key = keys[random() % keys.length]!;
+			const name = `${key[0]}:${key[1]}`;
+			const op = random() % 3;
+			if (op === 0) {
+				expect(urls.see(...key)).toBe(!reference.has(name));
+				if (!reference.has(name)) reference.set(name, false);
+			} else if (op === 1) {
+				expect(urls.claim(...key)).toBe(reference.get(name) !== true);
+				reference.set(name, true);
+			} else expect(urls.isClaimed(...key)).toBe(reference.get(name) === true);
+		}
+		expect(urls.size).toBe(reference.size);
+		expect(readdirSync(dir).length).toBeGreaterThan(5);
+		// Spilled keys cost their filter, block index and claimed bit: far less than the table's 12–23 bytes.
+		expect(urls.bytes).toBeLessThan(reference.size * 4 + 64 * 1024);
+		urls.close();
+		expect(existsSync(dir)).toBe(false);
 	});
 });

@@ -540,6 +540,7 @@ async function runOne(ctx: CliContext, plan: PlannedRun, flags: RunFlags, run: R
 			history,
 			...(flags.outageTimeout !== undefined ? { outageTimeoutMs: flags.outageTimeout } : {}),
 			...(run.browser && jobUsesBrowser(job) ? { browser: run.browser } : {}),
+			...crawlKeysInMemory(ctx.env),
 			logger: run.logger,
 			...(display ? { onProgress: (snapshot: ProgressSnapshot) => display?.update(snapshot) } : {}),
 		});
@@ -600,4 +601,10 @@ async function runOne(ctx: CliContext, plan: PlannedRun, flags: RunFlags, run: R
 	// A required extract field filled below `extract_checks.min_fill`: the data is not what was asked for.
 	if ((summary.extract?.below_min_fill.length ?? 0) > 0) return EXIT.someTargetsFailed;
 	return summary.targets.by_status.failed + summary.targets.by_status.skipped > 0 ? EXIT.someTargetsFailed : EXIT.ok;
+}
+
+/** SCRAPEJOB_CRAWL_KEYS_IN_MEMORY: a crawl's URL keys held in memory before older ones spill to disk. */
+function crawlKeysInMemory(env: NodeJS.ProcessEnv): { crawlKeysInMemory?: number } {
+	const value = Number(env.SCRAPEJOB_CRAWL_KEYS_IN_MEMORY);
+	return Number.isInteger(value) && value > 0 ? { crawlKeysInMemory: value } : {};
 }
