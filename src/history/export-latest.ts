@@ -1,6 +1,4 @@
 import { closeSync, openSync, renameSync, rmSync, writeSync } from "node:fs";
-import { fileWriter, ParquetWriter, schemaFromColumnData } from "hyparquet-writer";
-import initSqlJs from "sql.js";
 import { csvLines, csvRow, RECORD_COLUMNS, type ResultRecord } from "../output/index.js";
 import type { JobHistory } from "./job-history.js";
 
@@ -102,6 +100,8 @@ async function writeParquet(
 	count: { records: number },
 ): Promise<void> {
 	const type = (kind: TypedColumn["kind"]) => (kind === "integer" ? "INT32" : kind === "number" ? "DOUBLE" : "STRING");
+	// Loaded when an export asks for it: every `run` loads the history module, and these two weigh ~4 MB.
+	const { fileWriter, ParquetWriter, schemaFromColumnData } = await import("hyparquet-writer");
 	const schema = schemaFromColumnData({
 		columnData: columns.map((column) => ({ name: column.name, data: [], type: type(column.kind) })),
 	});
@@ -134,6 +134,7 @@ async function writeSqlite(
 	columns: TypedColumn[],
 	count: { records: number },
 ): Promise<void> {
+	const { default: initSqlJs } = await import("sql.js");
 	const SQL = await initSqlJs();
 	const db = new SQL.Database();
 	try {
