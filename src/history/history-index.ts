@@ -15,9 +15,8 @@ export interface TargetHistory {
 }
 
 const HEX16 = /^[0-9a-f]{16}$/;
-const EMPTY = 0;
-/** hi, lo, status, latestAt, okAt, okHashHi, okHashLo, okRun, okOffset. */
-const BYTES_PER_SLOT = 4 + 4 + 1 + 8 + 8 + 4 + 4 + 4 + 8;
+/** Bytes an entry takes in the entry columns: hi, lo, status, latestAt, okAt, okHashHi, okHashLo, okRun, okOffset. */
+const BYTES_PER_ENTRY = 4 + 4 + 1 + 8 + 8 + 4 + 4 + 4 + 8;
 
 /** 8 lowercase hex digits of `text` from `start` as a uint32, or -1 when they are not. */
 function hexWord(text: string, start: number): number {
@@ -49,14 +48,18 @@ export function idKey(id: string): [number, number] {
 }
 
 /**
- * The per-job history as an open-addressing table on typed arrays (45 bytes a slot, at most half the
- * slots used): no object per entry, and the file is the table itself, so opening it is one read and a
- * copy per column — ~80 ms for a million targets, where re-inserting them would cost seconds
+ * The per-job history on typed arrays, no object per entry: entries are dense columns (45 bytes an
+ * entry), found through an open-addressing table of entry numbers (4 bytes a slot, at most half the
+ * slots used) — about 55 bytes a target where a table of whole entries took 90–180. The file holds the
+ * slot table and the columns as they are, so opening it is a read per column, not a re-insertion
  * (measured: bench/history-bench.ts, `npm run bench -- --only=history`).
  */
 export class HistoryIndex {
-	#capacity: number;
+	/** Entry number + 1 per slot; 0 is an empty slot. */
+	#slots: Uint32Array;
 	#size = 0;
+	/** Entries the columns have room for. */
+	#room: number;
 	#hi: Uint32Array;
 	#lo: Uint32Array;
 	#status: Uint8Array; // 0 none, 1 ok, 2 failed (latest)
@@ -67,74 +70,87 @@ export class HistoryIndex {
 	#okRun: Uint32Array;
 	#okOffset: Float64Array;
 
-	constructor(capacity = 1 << 12) {
-		this.#capacity = capacity;
-		this.#hi = new Uint32Array(capacity);
-		this.#lo = new Uint32Array(capacity);
-		this.#status = new Uint8Array(capacity);
-		this.#latestAt = new Float64Array(capacity).fill(Number.NaN);
-		this.#okAt = new Float64Array(capacity).fill(Number.NaN);
-		this.#okHashHi = new Uint32Array(capacity);
-		this.#okHashLo = new Uint32Array(capacity);
-		this.#okRun = new Uint32Array(capacity);
-		this.#okOffset = new Float64Array(capacity).fill(-1);
+	constructor(slots = 1 << 12, room = slots >>> 1) {
+		this.#slots = new Uint32Array(slots);
+		this.#room = room;
+		this.#hi = new Uint32Array(room);
+		this.#lo = new Uint32Array(room);
+		this.#status = new Uint8Array(room);
+		this.#latestAt = new Float64Array(room).fill(Number.NaN);
+		this.#okAt = new Float64Array(room).fill(Number.NaN);
+		this.#okHashHi = new Uint32Array(room);
+		this.#okHashLo = new Uint32Array(room);
+		this.#okRun = new Uint32Array(room);
+		this.#okOffset = new Float64Array(room).fill(-1);
 	}
 
 	get size(): number {
 		return this.#size;
 	}
 
-	#slot(hi: number, lo: number, insert: boolean): number {
-		if (insert && (this.#size + 1) * 2 > this.#capacity) this.#grow();
-		let slot = (Math.imul(hi ^ lo, 0x9e3779b1) >>> 0) & (this.#capacity - 1);
+	/** The entry of key (hi, lo), or -1; `insert` adds it when missing. */
+	#entry(hi: number, lo: number, insert: boolean): number {
+		if (insert && (this.#size + 1) * 2 > this.#slots.length) this.#growSlots(this.#slots.length * 2);
+		const mask = this.#slots.length - 1;
+		let slot = (Math.imul(hi ^ lo, 0x9e3779b1) >>> 0) & mask;
 		for (;;) {
-			const atHi = this.#hi[slot]!;
-			if (atHi === EMPTY) {
+			const held = this.#slots[slot]!;
+			if (held === 0) {
 				if (!insert) return -1;
-				this.#hi[slot] = hi;
-				this.#lo[slot] = lo;
+				if (this.#size === this.#room) this.#growRoom(Math.max(16, Math.ceil(this.#room * 1.5)));
+				const entry = this.#size;
+				this.#hi[entry] = hi;
+				this.#lo[entry] = lo;
+				this.#slots[slot] = entry + 1;
 				this.#size += 1;
-				return slot;
+				return entry;
 			}
-			if (atHi === hi && this.#lo[slot] === lo) return slot;
-			slot = (slot + 1) & (this.#capacity - 1);
+			const entry = held - 1;
+			if (this.#hi[entry] === hi && this.#lo[entry] === lo) return entry;
+			slot = (slot + 1) & mask;
 		}
 	}
 
-	/** Twice the slots: every entry is moved into a new table (a load factor of at most one half). */
-	#grow(): void {
-		const bigger = new HistoryIndex(this.#capacity * 2);
-		for (let i = 0; i < this.#capacity; i += 1) {
-			if (this.#hi[i] === EMPTY) continue;
-			const slot = bigger.#slot(this.#hi[i]!, this.#lo[i]!, true);
-			bigger.#status[slot] = this.#status[i]!;
-			bigger.#latestAt[slot] = this.#latestAt[i]!;
-			bigger.#okAt[slot] = this.#okAt[i]!;
-			bigger.#okHashHi[slot] = this.#okHashHi[i]!;
-			bigger.#okHashLo[slot] = this.#okHashLo[i]!;
-			bigger.#okRun[slot] = this.#okRun[i]!;
-			bigger.#okOffset[slot] = this.#okOffset[i]!;
+	/** A bigger slot table: only the entry numbers move (4 bytes each). */
+	#growSlots(count: number): void {
+		const slots = new Uint32Array(count);
+		const mask = count - 1;
+		for (let entry = 0; entry < this.#size; entry += 1) {
+			let slot = (Math.imul(this.#hi[entry]! ^ this.#lo[entry]!, 0x9e3779b1) >>> 0) & mask;
+			while (slots[slot] !== 0) slot = (slot + 1) & mask;
+			slots[slot] = entry + 1;
 		}
-		this.#capacity = bigger.#capacity;
-		this.#hi = bigger.#hi;
-		this.#lo = bigger.#lo;
-		this.#status = bigger.#status;
-		this.#latestAt = bigger.#latestAt;
-		this.#okAt = bigger.#okAt;
-		this.#okHashHi = bigger.#okHashHi;
-		this.#okHashLo = bigger.#okHashLo;
-		this.#okRun = bigger.#okRun;
-		this.#okOffset = bigger.#okOffset;
+		this.#slots = slots;
+	}
+
+	/** Room for `room` entries in the columns (the entries kept as they are). */
+	#growRoom(room: number): void {
+		const grow = <T extends Uint8Array | Uint32Array | Float64Array>(column: T, fill?: number): T => {
+			const bigger = new (column.constructor as new (length: number) => T)(room);
+			if (fill !== undefined) bigger.fill(fill, column.length);
+			bigger.set(column);
+			return bigger;
+		};
+		this.#hi = grow(this.#hi);
+		this.#lo = grow(this.#lo);
+		this.#status = grow(this.#status);
+		this.#latestAt = grow(this.#latestAt, Number.NaN);
+		this.#okAt = grow(this.#okAt, Number.NaN);
+		this.#okHashHi = grow(this.#okHashHi);
+		this.#okHashLo = grow(this.#okHashLo);
+		this.#okRun = grow(this.#okRun);
+		this.#okOffset = grow(this.#okOffset, -1);
+		this.#room = room;
 	}
 
 	get(id: string): TargetHistory | null {
 		const [hi, lo] = idKey(id);
-		const slot = this.#slot(hi, lo, false);
-		if (slot < 0) return null;
-		const okAt = this.#okAt[slot]!;
-		const status = this.#status[slot];
-		const hashHi = this.#okHashHi[slot]!;
-		const hashLo = this.#okHashLo[slot]!;
+		const entry = this.#entry(hi, lo, false);
+		if (entry < 0) return null;
+		const okAt = this.#okAt[entry]!;
+		const status = this.#status[entry];
+		const hashHi = this.#okHashHi[entry]!;
+		const hashLo = this.#okHashLo[entry]!;
 		return {
 			latest: status === 1 ? "ok" : status === 2 ? "failed" : null,
 			okAt: Number.isNaN(okAt) ? null : okAt,
@@ -142,8 +158,8 @@ export class HistoryIndex {
 			get okHash() {
 				return Number.isNaN(okAt) ? null : hex8(hashHi) + hex8(hashLo);
 			},
-			okRun: this.#okRun[slot]!,
-			okOffset: this.#okOffset[slot]!,
+			okRun: this.#okRun[entry]!,
+			okOffset: this.#okOffset[entry]!,
 		};
 	}
 
@@ -162,32 +178,35 @@ export class HistoryIndex {
 	): void {
 		if (status !== "ok" && status !== "failed") return;
 		const [hi, lo] = idKey(id);
-		const slot = this.#slot(hi, lo, true);
+		const entry = this.#entry(hi, lo, true);
 		const at = Number.isFinite(finishedAt) ? finishedAt : 0;
-		if (!(at < this.#latestAt[slot]!)) {
-			this.#status[slot] = status === "ok" ? 1 : 2;
-			this.#latestAt[slot] = at;
+		if (!(at < this.#latestAt[entry]!)) {
+			this.#status[entry] = status === "ok" ? 1 : 2;
+			this.#latestAt[entry] = at;
 		}
-		if (status !== "ok" || at < this.#okAt[slot]!) return;
-		this.#okAt[slot] = at;
+		if (status !== "ok" || at < this.#okAt[entry]!) return;
+		this.#okAt[entry] = at;
 		const hash = contentHash && HEX16.test(contentHash) ? contentHash : "0000000000000000";
-		this.#okHashHi[slot] = Number.parseInt(hash.slice(0, 8), 16) >>> 0;
-		this.#okHashLo[slot] = Number.parseInt(hash.slice(8, 16), 16) >>> 0;
-		this.#okRun[slot] = runIndex;
-		this.#okOffset[slot] = offset;
+		this.#okHashHi[entry] = Number.parseInt(hash.slice(0, 8), 16) >>> 0;
+		this.#okHashLo[entry] = Number.parseInt(hash.slice(8, 16), 16) >>> 0;
+		this.#okRun[entry] = runIndex;
+		this.#okOffset[entry] = offset;
 	}
 
 	/** Where every target's latest ok record is: (run, offset) pairs, in no particular order. */
 	*okPlaces(): Generator<{ run: number; offset: number }> {
-		for (let slot = 0; slot < this.#capacity; slot += 1) {
-			if (this.#hi[slot] === EMPTY || Number.isNaN(this.#okAt[slot]!) || this.#okOffset[slot]! < 0) continue;
-			yield { run: this.#okRun[slot]!, offset: this.#okOffset[slot]! };
+		for (let entry = 0; entry < this.#size; entry += 1) {
+			if (Number.isNaN(this.#okAt[entry]!) || this.#okOffset[entry]! < 0) continue;
+			yield { run: this.#okRun[entry]!, offset: this.#okOffset[entry]! };
 		}
 	}
 
 	/** Room for `count` entries in all without growing (grown once now): a run that knows its target count. */
 	reserve(count: number): void {
-		while (count * 2 > this.#capacity) this.#grow();
+		let slots = this.#slots.length;
+		while (count * 2 > slots) slots *= 2;
+		if (slots > this.#slots.length) this.#growSlots(slots);
+		if (count > this.#room) this.#growRoom(count);
 	}
 
 	#columns(): Array<Uint8Array | Uint32Array | Float64Array> {
@@ -204,43 +223,47 @@ export class HistoryIndex {
 		];
 	}
 
-	/** Bytes `writeTo` writes: capacity and size, then each column. */
-	get byteLength(): number {
-		return 8 + this.#capacity * BYTES_PER_SLOT;
-	}
-
 	/**
-	 * Write the table (capacity, size, then each column) at the file's position: each column straight
-	 * from its own memory, so saving a million entries needs no second copy of them.
+	 * Write the index (slot count, size, the slot table, then each column's `size` entries) at the
+	 * file's position: each part straight from its own memory, so saving a million entries needs no
+	 * second copy of them.
 	 */
 	writeTo(fd: number): void {
 		const head = Buffer.alloc(8);
-		head.writeUInt32LE(this.#capacity, 0);
+		head.writeUInt32LE(this.#slots.length, 0);
 		head.writeUInt32LE(this.#size, 4);
 		writeAll(fd, head);
-		for (const column of this.#columns())
-			writeAll(fd, new Uint8Array(column.buffer, column.byteOffset, column.byteLength));
+		writeAll(fd, new Uint8Array(this.#slots.buffer, this.#slots.byteOffset, this.#slots.byteLength));
+		for (const column of this.#columns()) {
+			writeAll(fd, new Uint8Array(column.buffer, column.byteOffset, this.#size * column.BYTES_PER_ELEMENT));
+		}
 	}
 
 	/**
-	 * Read a table written by `writeTo`, `length` bytes from `position` of the file: each column is read
+	 * Read an index written by `writeTo`, `length` bytes from `position` of the file: each part is read
 	 * straight into its own memory (no copy of the whole file first).
 	 */
 	static readFrom(fd: number, position: number, length: number): HistoryIndex {
 		const head = Buffer.alloc(8);
 		if (readAll(fd, head, position) !== 8) throw new Error("not a history index");
-		const capacity = head.readUInt32LE(0);
-		if (capacity === 0 || (capacity & (capacity - 1)) !== 0 || length !== 8 + capacity * BYTES_PER_SLOT) {
-			throw new Error("not a history index");
-		}
-		const index = new HistoryIndex(capacity);
+		const slots = head.readUInt32LE(0);
+		const size = head.readUInt32LE(4);
+		const valid =
+			slots !== 0 &&
+			(slots & (slots - 1)) === 0 &&
+			size * 2 <= slots &&
+			length === 8 + slots * 4 + size * BYTES_PER_ENTRY;
+		if (!valid) throw new Error("not a history index");
+		const index = new HistoryIndex(slots, size);
 		let at = position + 8;
-		for (const column of index.#columns()) {
-			const bytes = new Uint8Array(column.buffer, column.byteOffset, column.byteLength);
+		for (const part of [index.#slots, ...index.#columns()]) {
+			const bytes = new Uint8Array(part.buffer, part.byteOffset, part.byteLength);
 			if (readAll(fd, bytes, at) !== bytes.length) throw new Error("not a history index");
 			at += bytes.length;
 		}
-		index.#size = head.readUInt32LE(4);
+		index.#size = size;
+		// A slot naming an entry that is not there would read past the columns: the file is not ours.
+		for (const held of index.#slots) if (held > size) throw new Error("not a history index");
 		return index;
 	}
 }

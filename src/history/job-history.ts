@@ -19,7 +19,7 @@ import { HistoryIndex, type TargetHistory } from "./history-index.js";
 /** The per-job history file: `output/<job>/.history` (one file, replaced atomically). */
 export const HISTORY_FILE = ".history";
 /** Bumped whenever the layout changes: an older file is then rebuilt from the run folders. */
-const MAGIC = "SJH2";
+const MAGIC = "SJH3";
 const TEMPORARY_SUFFIX = ".tmp";
 
 interface FoldedRun {
