@@ -79,6 +79,8 @@ interface Options {
 	readonly keep: boolean;
 	/** `--repeat` was given: it wins over a row's own number of runs. */
 	readonly repeatGiven: boolean;
+	/** `--crawl-pages=N`: the crawl row's generated site size (default 100,000; `--quick` 10,000). */
+	readonly crawlPages: number | null;
 }
 
 function parseArgs(argv: readonly string[]): Options {
@@ -88,11 +90,16 @@ function parseArgs(argv: readonly string[]): Options {
 	let keep = false;
 	let repeat = DEFAULT_REPEAT;
 	let repeatGiven = false;
+	let crawlPages: number | null = null;
 	for (const arg of argv) {
 		if (arg === "--quick") quick = true;
 		else if (arg === "--profile") profile = true;
 		else if (arg === "--keep") keep = true;
-		else if (arg.startsWith("--repeat=")) {
+		else if (arg.startsWith("--crawl-pages=")) {
+			crawlPages = Number(arg.slice("--crawl-pages=".length));
+			if (!Number.isInteger(crawlPages) || crawlPages < 1)
+				throw new Error(`--crawl-pages must be a positive integer, got ${arg}`);
+		} else if (arg.startsWith("--repeat=")) {
 			repeat = Number(arg.slice("--repeat=".length));
 			repeatGiven = true;
 			if (!Number.isInteger(repeat) || repeat < 1) throw new Error(`--repeat must be a positive integer, got ${arg}`);
@@ -112,16 +119,17 @@ function parseArgs(argv: readonly string[]): Options {
 			only = scenario.name;
 		} else if (arg === "--help" || arg === "-h") {
 			process.stdout.write(
-				"usage: npm run bench -- [--quick] [--only=latency|cpu|memory|scale|report|extract|crawl|history|1|2|3|4] [--repeat=K] [--profile] [--keep]\n" +
+				"usage: npm run bench -- [--quick] [--only=latency|cpu|memory|scale|report|extract|crawl|history|1|2|3|4] [--repeat=K] [--profile] [--keep] [--crawl-pages=N]\n" +
 					"  --quick    N/10 targets per row\n" +
 					`  --repeat   runs of each client per row, in ABBA order; the fastest is shown (default ${DEFAULT_REPEAT}; the scale row 1)\n` +
 					"  --profile  run each client's first run under --cpu-prof; print the top functions\n" +
-					"  --keep     keep the temporary folders (job, URLs, outputs)\n",
+					"  --keep     keep the temporary folders (job, URLs, outputs)\n" +
+					"  --crawl-pages  the crawl row's generated site size (default 100000; 1000000 discovers ~2.2M URLs)\n",
 			);
 			process.exit(0);
 		} else throw new Error(`unknown argument ${arg} (try --help)`);
 	}
-	return { quick, repeat, only, profile, keep, repeatGiven };
+	return { quick, repeat, only, profile, keep, repeatGiven, crawlPages };
 }
 
 /** The package's root: the first folder above this file that has a package.json (works from the build folder). */
@@ -600,7 +608,7 @@ async function run(): Promise<number> {
 		return row.verdicts.every((verdict) => verdict.met) ? 0 : 1;
 	}
 	if (options.only === CRAWL_ROW) {
-		const row = await benchCrawl(options.quick, (line) => process.stdout.write(`${line}\n`));
+		const row = await benchCrawl(options.quick, (line) => process.stdout.write(`${line}\n`), options.crawlPages);
 		process.stdout.write(`\n${formatCrawlRow(row)}\n`);
 		return row.verdicts.every((verdict) => verdict.met) ? 0 : 1;
 	}

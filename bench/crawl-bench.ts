@@ -44,8 +44,12 @@ function htmlFor(url: string, pages: number): string | null {
 	return n >= 1 && n <= pages ? graphPage(n, pages) : null;
 }
 
-export async function benchCrawl(quick: boolean, log: (line: string) => void): Promise<CrawlBenchRow> {
-	const pages = quick ? 10_000 : 100_000;
+export async function benchCrawl(
+	quick: boolean,
+	log: (line: string) => void,
+	pagesWanted: number | null = null,
+): Promise<CrawlBenchRow> {
+	const pages = pagesWanted ?? (quick ? 10_000 : 100_000);
 	const runDir = mkdtempSync(join(tmpdir(), "scrapejob-crawl-bench-"));
 	try {
 		// Link extraction alone, on a sample of pages (parse + links, no crawl bookkeeping).
