@@ -55,4 +55,4 @@ export {
 	type TaskState,
 } from "./scraper-client.js";
 export { contentOf, type ScraperHeaders, taskStatusKind } from "./scraper-response.js";
-export { type BodySpill, createDispatcher, PARTIAL_FILE_PREFIX, type SpilledBody } from "./transport.js";
+export { type BodySpill, createDispatcher, type SpilledBody } from "./transport.js";

@@ -3,6 +3,7 @@ import { closeSync, mkdirSync, openSync, rmSync, writeSync } from "node:fs";
 import { join } from "node:path";
 import type { Readable } from "node:stream";
 import { Agent, type Dispatcher } from "undici";
+import { PARTIAL_PAGE_PREFIX } from "../shared/index.js";
 import { BodyFileError, BodyTooLargeError, NetworkError, RequestAbortedError } from "./errors.js";
 import { toNetworkError } from "./network-failure.js";
 
@@ -35,9 +36,6 @@ export interface SpilledBody {
 	/** SHA-1 of the body, hex: what change tracking would have computed from it. */
 	readonly sha1: string;
 }
-
-/** The prefix of a spilled body's file until the caller renames it: a resume removes leftovers. */
-export const PARTIAL_FILE_PREFIX = ".partial-";
 
 export interface SendOptions {
 	readonly method: "GET" | "POST";
@@ -203,7 +201,7 @@ function startSpill(spill: BodySpill): Spilling {
 	let fd: number | null = null;
 	let path: string | null = null;
 	if (spill.dir !== null) {
-		path = join(spill.dir, `${PARTIAL_FILE_PREFIX}${randomUUID()}`);
+		path = join(spill.dir, `${PARTIAL_PAGE_PREFIX}${randomUUID()}`);
 		try {
 			mkdirSync(spill.dir, { recursive: true });
 			fd = openSync(path, "wx");

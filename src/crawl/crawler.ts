@@ -41,7 +41,7 @@ export interface CrawlerOptions {
 }
 
 /** The run folder's spilled URL keys while a crawl runs (removed at its end; rebuilt from the frontier on resume). */
-export const CRAWL_KEYS_DIR = "crawl-keys";
+const CRAWL_KEYS_DIR = "crawl-keys";
 
 export interface Crawler {
 	/** The seeds (the job's targets and sources), then every page discovered from them, level by level. */
@@ -67,10 +67,11 @@ interface Profile {
 const BATCH = 256;
 
 /**
- * Breadth-first crawl over a journalled frontier. One table of 64-bit URL keys (url-keys.ts): seen
+ * Breadth-first crawl over a journalled frontier. One set of 64-bit URL keys (url-keys.ts): seen
  * (discovered or seeded: a link is journalled once) and, of those, claimed (handed out for fetching:
- * a URL is fetched once, even when a seed and a link name it). Level by level: depth d+1 starts when depth d has finished,
- * so every page gets its shortest depth and `max_depth` cuts exactly where a BFS would.
+ * a URL is fetched once, even when a seed and a link name it). Level by level: depth d+1 starts when
+ * depth d has finished, so every page gets its shortest depth and `max_depth` cuts exactly where a
+ * BFS would.
  */
 export function createCrawler(options: CrawlerOptions): Crawler {
 	const { spec, done } = options;

@@ -133,7 +133,7 @@ class SpilledRun {
 		this.#firsts = new BigUint64Array(Math.ceil(sorted.length / BLOCK));
 		for (let at = 0; at < sorted.length; at++) {
 			const key = sorted[at]!;
-			this.#bloomAdd(Number(key >> 32n), Number(key & 0xffffffffn));
+			this.#filter(Number(key >> 32n), Number(key & 0xffffffffn), true);
 			if (at % BLOCK === 0) this.#firsts[at / BLOCK] = key;
 		}
 		this.#fd = openSync(path, "w+");
@@ -141,26 +141,24 @@ class SpilledRun {
 		for (let written = 0; written < bytes.length; ) written += writeSync(this.#fd, bytes, written);
 	}
 
-	/** Two independent hashes of the key, combined for each probe (Kirsch–Mitzenmacher). */
-	#probes(high: number, low: number, visit: (bit: number) => boolean): boolean {
+	/**
+	 * The key's filter bits: two independent hashes combined for each probe (Kirsch–Mitzenmacher).
+	 * `set` sets them; otherwise returns whether all are set (no closure: this runs per link).
+	 */
+	#filter(high: number, low: number, set: boolean): boolean {
 		const a = Math.imul(low ^ (high >>> 7), 0x9e3779b1) >>> 0;
 		const b = (Math.imul(high ^ (low >>> 11), 0x85ebca6b) | 1) >>> 0;
 		for (let probe = 0; probe < BLOOM_HASHES; probe++) {
-			if (!visit((a + probe * b) % this.#bloomBits)) return false;
+			const bit = (a + probe * b) % this.#bloomBits;
+			if (set) this.#bloom[bit >>> 5]! |= 1 << (bit & 31);
+			else if (((this.#bloom[bit >>> 5]! >>> (bit & 31)) & 1) === 0) return false;
 		}
 		return true;
 	}
 
-	#bloomAdd(high: number, low: number): void {
-		this.#probes(high, low, (bit) => {
-			this.#bloom[bit >>> 5]! |= 1 << (bit & 31);
-			return true;
-		});
-	}
-
 	/** The key's position in the run, or -1. */
 	find(high: number, low: number): number {
-		if (!this.#probes(high, low, (bit) => ((this.#bloom[bit >>> 5]! >>> (bit & 31)) & 1) === 1)) return -1;
+		if (!this.#filter(high, low, false)) return -1;
 		const key = (BigInt(high) << 32n) | BigInt(low);
 		// The last block whose first key is not above the key.
 		let lo = 0;
@@ -239,15 +237,24 @@ export function createUrlKeys(options: UrlKeysOptions = { dir: null }): UrlKeys 
 		table = new KeyTable();
 	};
 
-	/** Where the key is: in the table (slot), in a run (run and position), or nowhere (the table's empty slot). */
-	const locate = (high: number, low: number): { run: SpilledRun | null; at: number; found: boolean } => {
-		const slot = table.find(high, low);
-		if (!table.isEmpty(slot)) return { run: null, at: slot, found: true };
+	// Where `locate` found the key (no object per lookup: this runs for every link of every page):
+	// a run and the key's position in it, or no run and its slot in the table (the empty slot where
+	// it would go, when not found).
+	let foundRun: SpilledRun | null = null;
+	let foundAt = 0;
+	const locate = (high: number, low: number): boolean => {
+		foundRun = null;
+		foundAt = table.find(high, low);
+		if (!table.isEmpty(foundAt)) return true;
 		for (let index = runs.length - 1; index >= 0; index--) {
 			const position = runs[index]!.find(high, low);
-			if (position >= 0) return { run: runs[index]!, at: position, found: true };
+			if (position >= 0) {
+				foundRun = runs[index]!;
+				foundAt = position;
+				return true;
+			}
 		}
-		return { run: null, at: slot, found: false };
+		return false;
 	};
 
 	const afterAdd = () => {
@@ -258,35 +265,30 @@ export function createUrlKeys(options: UrlKeysOptions = { dir: null }): UrlKeys 
 		see(high, low) {
 			const h = high >>> 0;
 			const l = normalizedLow(h, low >>> 0);
-			const where = locate(h, l);
-			if (where.found) return false;
-			table.insert(where.at, h, l);
+			if (locate(h, l)) return false;
+			table.insert(foundAt, h, l);
 			afterAdd();
 			return true;
 		},
 		claim(high, low) {
 			const h = high >>> 0;
 			const l = normalizedLow(h, low >>> 0);
-			const where = locate(h, l);
-			if (where.found && where.run) {
-				if (where.run.isClaimedAt(where.at)) return false;
-				where.run.setClaimed(where.at);
+			if (!locate(h, l)) {
+				table.setClaimed(table.insert(foundAt, h, l));
+				afterAdd();
 				return true;
 			}
-			if (where.found) {
-				if (table.isClaimedAt(where.at)) return false;
-				table.setClaimed(where.at);
-				return true;
-			}
-			table.setClaimed(table.insert(where.at, h, l));
-			afterAdd();
+			const run = foundRun as SpilledRun | null;
+			if (run ? run.isClaimedAt(foundAt) : table.isClaimedAt(foundAt)) return false;
+			if (run) run.setClaimed(foundAt);
+			else table.setClaimed(foundAt);
 			return true;
 		},
 		isClaimed(high, low) {
 			const h = high >>> 0;
-			const where = locate(h, normalizedLow(h, low >>> 0));
-			if (!where.found) return false;
-			return where.run ? where.run.isClaimedAt(where.at) : table.isClaimedAt(where.at);
+			if (!locate(h, normalizedLow(h, low >>> 0))) return false;
+			const run = foundRun as SpilledRun | null;
+			return run ? run.isClaimedAt(foundAt) : table.isClaimedAt(foundAt);
 		},
 		get size() {
 			return spilledKeys + table.size;

@@ -39,9 +39,9 @@ export function createChangeTracker(history: JobHistory, runDir: string, extract
 			const data = extracts && record.data ? canonical(record.data) : null;
 			if (data === null && body === null) return;
 			// A body that left memory on its way in was hashed as it streamed: the same SHA-1.
-			const contentHash = (
-				data === null && !Buffer.isBuffer(body) ? body!.sha1 : hash("sha1", data ?? (body as Buffer), "hex")
-			).slice(0, 16);
+			const sha1 =
+				data !== null ? hash("sha1", data, "hex") : Buffer.isBuffer(body) ? hash("sha1", body, "hex") : body!.sha1;
+			const contentHash = sha1.slice(0, 16);
 			record.content_hash = contentHash;
 			const previous = history.get(record.id);
 			if (!previous?.okHash || previous.okAt === null) {

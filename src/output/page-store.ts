@@ -1,5 +1,6 @@
 import { mkdirSync, readdirSync, renameSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
+import { PARTIAL_PAGE_PREFIX } from "../shared/index.js";
 import { OutputError } from "./output-error.js";
 
 const EXTENSIONS: ReadonlyArray<[RegExp, string]> = [
@@ -22,8 +23,13 @@ export function extensionFor(contentType: string | undefined, requestedFormat: s
 	return contentType ? "bin" : "html";
 }
 
-/** Names in `pages/` that are not pages yet: a spilled body (`.partial-*`) or a save under way (`.tmp-*`). */
-const UNFINISHED = /^\.(partial|tmp)-/;
+/** The name prefix of a page being saved, until it is renamed into place. */
+const SAVING_PREFIX = ".tmp-";
+
+/** Names in `pages/` that are not pages yet: a body streamed in (`.partial-*`) or a save under way. */
+function isUnfinished(name: string): boolean {
+	return name.startsWith(PARTIAL_PAGE_PREFIX) || name.startsWith(SAVING_PREFIX);
+}
 
 /**
  * `pages/<id>.<ext>` under the run folder. Target ids are validated as file-name-safe by the job
@@ -59,7 +65,7 @@ export function createPageStore(runDir: string) {
 		save(id: string, body: Buffer, extension: string): string {
 			ensureDir();
 			const name = `${id}.${extension}`;
-			const temporary = join(dir, `.tmp-${process.pid}-${saves++}`);
+			const temporary = join(dir, `${SAVING_PREFIX}${process.pid}-${saves++}`);
 			try {
 				writeFileSync(temporary, body);
 			} catch (error) {
@@ -84,7 +90,7 @@ export function createPageStore(runDir: string) {
 			} catch {
 				return;
 			}
-			for (const name of names) if (UNFINISHED.test(name)) rmSync(join(dir, name), { force: true });
+			for (const name of names) if (isUnfinished(name)) rmSync(join(dir, name), { force: true });
 		},
 	};
 }

@@ -3,11 +3,10 @@ import { type BrowserServiceAccess, BrowserSessionError, runBrowserSession } fro
 import type { Target } from "../job/index.js";
 import type { Clock, Sleep } from "../shared/index.js";
 import type { FetchResult } from "./fetch-target.js";
+import { fullJitterDelayMs } from "./retry-timing.js";
 
 /** A session's outcome: a fetch's, but it writes no page file of its own, so it cannot fail the output. */
 export type SessionResult = Exclude<FetchResult, { kind: "output_failed" }>;
-
-import { fullJitterDelayMs } from "./retry-timing.js";
 
 export interface BrowserTargetDeps {
 	readonly access: BrowserServiceAccess;

@@ -18,6 +18,7 @@ import {
 	RUN_FILES,
 	type RunSummary,
 	readCsvHeader,
+	UTF8_BOM,
 	writeSummary,
 } from "../output/index.js";
 import { UsageError } from "../shared/index.js";
@@ -101,7 +102,7 @@ async function* lines(path: string): AsyncGenerator<string> {
 		input: createReadStream(path, { encoding: "utf8" }),
 		crlfDelay: Number.POSITIVE_INFINITY,
 	});
-	for await (const line of reader) if (line !== "") yield line;
+	for await (const line of reader) yield line;
 }
 
 /**
@@ -148,9 +149,14 @@ export async function mergeShardRuns(dirs: readonly string[], outDir: string): P
 			/** A line that is not a record: allowed only as the last line (a killed shard's torn write). */
 			let bad: number | null = null;
 			let lineNumber = 0;
+			let followed = false;
 			for await (const line of lines(path)) {
 				lineNumber += 1;
-				if (bad !== null) break;
+				if (line === "") continue;
+				if (bad !== null) {
+					followed = true;
+					break;
+				}
 				let record: ResultRecord | null = null;
 				try {
 					record = JSON.parse(line) as ResultRecord;
@@ -172,7 +178,7 @@ export async function mergeShardRuns(dirs: readonly string[], outDir: string): P
 				csv?.write(record);
 				stats.recordFinished(record);
 			}
-			if (bad !== null && bad !== lineNumber) {
+			if (bad !== null && followed) {
 				throw new UsageError(
 					`${path} line ${bad} is not a record (and more lines follow it): repair the shard first with scrapejob run <job> --shard ${meta.shard.index}/${meta.shard.count} --resume --repair`,
 				);
@@ -245,7 +251,7 @@ function startsWithBom(path: string): boolean {
 	const fd = openSync(path, "r");
 	try {
 		const head = Buffer.alloc(3);
-		return readSync(fd, head, 0, 3, 0) === 3 && head.equals(Buffer.from([0xef, 0xbb, 0xbf]));
+		return readSync(fd, head, 0, 3, 0) === 3 && head.toString("utf8") === UTF8_BOM;
 	} finally {
 		closeSync(fd);
 	}

@@ -512,14 +512,10 @@ export async function runJob(options: RunJobOptions): Promise<RunJobResult> {
 		 * Where a large page goes instead of memory: to its file (`content: files`) or nowhere but its size
 		 * and hash (`content: none`) — unless extraction or the crawler must read it.
 		 */
-		const bodySpill: BodySpill | null =
-			job.extraction || crawler
-				? null
-				: pages
-					? { afterBytes: SPILL_AFTER_BYTES, dir: pages.dir }
-					: job.output.content === "none"
-						? { afterBytes: SPILL_AFTER_BYTES, dir: null }
-						: null;
+		const pagesNobodyReads = !job.extraction && !crawler && job.output.content !== "inline";
+		const bodySpill: BodySpill | undefined = pagesNobodyReads
+			? { afterBytes: SPILL_AFTER_BYTES, dir: pages?.dir ?? null }
+			: undefined;
 
 		const runTarget = async (target: Target) => {
 			if (stopReason) return;
@@ -544,7 +540,7 @@ export async function runJob(options: RunJobOptions): Promise<RunJobResult> {
 				target.params,
 				fetchDeps,
 				resumeTasks.get(target.id) ?? null,
-				bodySpill ?? undefined,
+				bodySpill,
 			);
 			switch (result.kind) {
 				case "ok":

@@ -436,6 +436,30 @@ describe("hostile input: huge pages stream to disk", () => {
 		expect(pageFiles(out, "full")).toEqual([]);
 	});
 
+	it("a page a killed run left unfinished is removed when the run resumes; finished pages stay", async () => {
+		service = await startTestService({ concurrency: 1 });
+		const dir = tempDir();
+		const out = join(dir, "out");
+		const urls = Array.from({ length: 4 }, (_, index) => `${service!.site.url}/page/${index + 1}`);
+		const job = writeJob(dir, "left", targetsYaml("left", urls, "max_credits: 4\noutput:\n  content: files"));
+		expect((await runCli(["run", job, "--out", out, "--quiet"], { env: service.env })).code).toBe(1);
+		const runDir = onlyRun(out, "left");
+		const pagesDir = join(runDir, "pages");
+		const kept = readdirSync(pagesDir);
+		expect(kept).toHaveLength(2);
+		// What a process killed mid-page leaves: a body streamed in, a save not yet renamed.
+		writeFileSync(join(pagesDir, ".partial-0b7c"), "half a page");
+		writeFileSync(join(pagesDir, ".tmp-4242-0"), "half a page");
+		const resumed = await runCli(["run", job, "--out", out, "--quiet", "--resume", "--max-credits", "100"], {
+			env: service.env,
+		});
+		expect(resumed.code).toBe(0);
+		const after = readdirSync(pagesDir).sort();
+		expect(after).toHaveLength(4);
+		expect(after.filter((name) => name.startsWith("."))).toEqual([]);
+		for (const name of kept) expect(after).toContain(name);
+	});
+
 	it("content: none counts and hashes a large page without keeping it", async () => {
 		const page = Buffer.alloc(3 * 1024 * 1024 + 17, "z");
 		const hostile = await hostileScraper((res) => {
