@@ -9,7 +9,8 @@ import { OutputError } from "./output-error.js";
  * Failures are `OutputError`s.
  */
 export interface AppendFile {
-	append(text: string): void;
+	/** Append text (UTF-8) or bytes. */
+	append(data: string | Uint8Array): void;
 	sync(): void;
 	close(): void;
 	readonly path: string;
@@ -33,15 +34,19 @@ export function openAppendFile(path: string): AppendFile {
 		get size() {
 			return size;
 		},
-		append(text) {
+		append(data) {
 			let written = 0;
 			try {
 				// Strings go straight to the kernel; only a short write (rare on regular files) needs the bytes.
-				written = writeSync(fd, text);
-				const length = Buffer.byteLength(text);
-				if (written < length) {
-					const buffer = Buffer.from(text, "utf8");
-					while (written < length) written += writeSync(fd, buffer, written);
+				if (typeof data === "string") {
+					written = writeSync(fd, data);
+					const length = Buffer.byteLength(data);
+					if (written < length) {
+						const buffer = Buffer.from(data, "utf8");
+						while (written < length) written += writeSync(fd, buffer, written);
+					}
+				} else {
+					while (written < data.length) written += writeSync(fd, data, written);
 				}
 			} catch (error) {
 				// Cut a half-written line back off, so a resume never meets a torn line in the middle.

@@ -21,26 +21,54 @@ export interface Journal {
 	close(): void;
 }
 
+/** Bytes of "start" lines gathered before they are written. */
+const START_BUFFER_BYTES = 64 * 1024;
+const START_PREFIX = '{"e":"start","id":';
+/** Ids written as they are between quotes: nothing JSON would escape, one byte a character. */
+const PLAIN_ID = /^[0-9A-Za-z._~-]*$/;
+const QUOTE = 0x22;
+const CLOSE_BRACE = 0x7d;
+const NEWLINE = 0x0a;
+
 export function openJournal(path: string): Journal {
 	const file: AppendFile = openAppendFile(path);
-	// "start" lines only explain a crash afterwards; resume does not need them. They are gathered
-	// and written with the next line that matters (a task id) or by the periodic sync, saving a
-	// system call per target.
-	let pendingStarts = "";
-	const write = (event: JournalEvent) => {
-		file.append(`${pendingStarts}${JSON.stringify(event)}\n`);
-		pendingStarts = "";
-	};
+	// "start" lines only explain a crash afterwards; resume does not need them. They are gathered in a
+	// fixed buffer and written with the next line that matters (a task id), by the periodic sync, or
+	// when the buffer is full: a system call saved per target, and no string per target left waiting
+	// (a second's worth of them outlived young collections and reached the old space).
+	const starts = Buffer.allocUnsafe(START_BUFFER_BYTES);
+	let used = 0;
 	const flush = () => {
-		if (pendingStarts === "") return;
-		file.append(pendingStarts);
-		pendingStarts = "";
+		if (used === 0) return;
+		const bytes = starts.subarray(0, used);
+		used = 0;
+		file.append(bytes);
+	};
+	const write = (event: JournalEvent) => {
+		flush();
+		file.append(`${JSON.stringify(event)}\n`);
 	};
 	return {
 		session: (runId, resumed) => write({ e: "session", run_id: runId, at: new Date().toISOString(), resumed }),
 		started: (id) => {
-			pendingStarts += `{"e":"start","id":${JSON.stringify(id)}}\n`;
-			if (pendingStarts.length > 64 * 1024) flush();
+			// A derived id (16 hex digits) needs no escaping; a source's own id may need JSON's.
+			const quoted = PLAIN_ID.test(id) ? null : JSON.stringify(id);
+			const longest = START_PREFIX.length + 4 + (quoted === null ? id.length + 2 : Buffer.byteLength(quoted));
+			if (used + longest > starts.length) flush();
+			if (longest > starts.length) {
+				file.append(`${START_PREFIX}${quoted ?? JSON.stringify(id)}}\n`);
+				return;
+			}
+			used += starts.write(START_PREFIX, used, "latin1");
+			if (quoted === null) {
+				starts[used++] = QUOTE;
+				used += starts.write(id, used, "latin1");
+				starts[used++] = QUOTE;
+			} else {
+				used += starts.write(quoted, used, "utf8");
+			}
+			starts[used++] = CLOSE_BRACE;
+			starts[used++] = NEWLINE;
 		},
 		task: (id, taskId) => write({ e: "task", id, task_id: taskId }),
 		sync: () => {
