@@ -43,11 +43,13 @@ interface ScanOptions {
 	stopOnError: boolean;
 	problemsPerFile: number;
 	counts: TargetCounts;
+	/** False when only the counts are wanted: rows are checked and counted, but no target is built. */
+	materialize: boolean;
 }
 
 const NO_COST = { min: 0, max: 0 } as const;
 
-function countTarget(counts: TargetCounts, params: ScrapeParams, cost: { min: number; max: number }): void {
+function countTarget(counts: TargetCounts, params: Pick<ScrapeParams, "mode">, cost: { min: number; max: number }): void {
 	const mode = params.mode ?? "auto";
 	counts.targets++;
 	counts.byMode[mode]++;
@@ -217,6 +219,11 @@ function createSourceScanner(
 				return undefined;
 			}
 			if (job.shard && shardOf(row.url, job.shard.count) !== job.shard.index) return undefined;
+			// Counting a million rows need not build a million targets (a selection must see them).
+			if (!options.materialize && !job.select) {
+				countTarget(counts, base, cost);
+				return undefined;
+			}
 			const params: ScrapeParams = { ...base, url: row.url };
 			const target: Target = { id: row.id ?? key.id, url: row.url, params, origin };
 			if (session) target.browserSession = session;
@@ -264,6 +271,7 @@ export function streamTargetBatches(job: Job, options: StreamTargetsOptions = {}
 		stopOnError: true,
 		problemsPerFile: options.problemsPerFile ?? DEFAULT_PROBLEMS_PER_FILE,
 		counts: options.counts ?? createEmptyCounts(),
+		materialize: true,
 	});
 }
 
@@ -279,6 +287,7 @@ export async function scanJob(
 		stopOnError: false,
 		problemsPerFile: options.problemsPerFile ?? DEFAULT_PROBLEMS_PER_FILE,
 		counts,
+		materialize: false,
 	});
 	for await (const _batch of targets) {
 		// Counting happens inside the scan; the targets themselves are not kept.
