@@ -1,5 +1,8 @@
-import { getDomain } from "tldts";
 import type { CrawlScope } from "../job/index.js";
+import { lazyModule } from "../shared/index.js";
+
+/** Public-suffix domains, loaded by the first crawl that asks (see `lazyModule`). */
+const tldts = lazyModule<typeof import("tldts")>("tldts");
 
 /**
  * Which links a crawl follows: `host` (a seed's host, port included), `domain` (a seed's registrable
@@ -14,7 +17,7 @@ export interface LinkScope {
 
 export function createLinkScope(scope: CrawlScope): LinkScope {
 	const allowed = new Set<string>();
-	const keyOf = (url: URL): string => (scope === "host" ? url.host : (getDomain(url.hostname) ?? url.hostname));
+	const keyOf = (url: URL): string => (scope === "host" ? url.host : (tldts().getDomain(url.hostname) ?? url.hostname));
 	return {
 		addSeed(url) {
 			if (scope !== "any") allowed.add(keyOf(url));

@@ -1,7 +1,7 @@
 import type { Element } from "domhandler";
-import { getOuterHTML } from "domutils";
 import type { CompiledField, ExtractPlan } from "./compile-fields.js";
 import type { FieldValue } from "./field-spec.js";
+import { domutils } from "./html-libraries.js";
 import { findJsonLd, jsonLdOf } from "./json-ld.js";
 import { collapseWhitespace, elementText, type ParsedPage, resolveUrl } from "./parse-html.js";
 import { parseNumber } from "./parse-number.js";
@@ -37,7 +37,7 @@ function elementValue(element: Element, field: Extract<CompiledField, { locator:
 		return value === undefined ? null : value;
 	}
 	// html: the element's outer HTML (the element itself with its markup), as it was parsed.
-	return field.type === "html" ? getOuterHTML(element, { encodeEntities: "utf8" }) : elementText(element);
+	return field.type === "html" ? domutils().getOuterHTML(element, { encodeEntities: "utf8" }) : elementText(element);
 }
 
 function cssValue(field: Extract<CompiledField, { locator: "css" }>, page: ParsedPage): FieldValue {

@@ -8,8 +8,13 @@ import { type ParsedPage, parseHtml } from "./parse-html.js";
  * Use `parseHtml` + `extractFields` (+ `extractLinks`) directly to share one parse between fields and links.
  */
 export function extractPage(html: string, url: string, plan: ExtractPlan): ExtractedData {
-	const page: ParsedPage = plan.needsDocument ? parseHtml(html, url) : { document: EMPTY_DOCUMENT, html, url };
+	const page: ParsedPage = plan.needsDocument ? parseHtml(html, url) : { document: emptyDocument(), html, url };
 	return extractFields(page, plan);
 }
 
-const EMPTY_DOCUMENT = parseHtml("", "about:blank").document;
+let empty: ParsedPage["document"] | undefined;
+/** The document of regex-only plans, parsed once, on first use (parsing loads htmlparser2). */
+function emptyDocument(): ParsedPage["document"] {
+	empty ??= parseHtml("", "about:blank").document;
+	return empty;
+}

@@ -1,16 +1,16 @@
-import { textContent } from "domutils";
+import { domutils } from "./html-libraries.js";
 import type { ParsedPage } from "./parse-html.js";
-import { compileCss, selectEvery } from "./select.js";
+import { lazyCss, selectEvery } from "./select.js";
 
-const JSON_LD_SCRIPTS = compileCss('script[type="application/ld+json" i]');
+const JSON_LD_SCRIPTS = lazyCss('script[type="application/ld+json" i]');
 
 /** The page's JSON-LD blocks, parsed once per page on first use; a block that is not JSON is ignored. */
 export function jsonLdOf(page: ParsedPage): unknown[] {
 	if (page.jsonLd) return page.jsonLd;
 	const blocks: unknown[] = [];
-	for (const script of selectEvery(JSON_LD_SCRIPTS, page.document)) {
+	for (const script of selectEvery(JSON_LD_SCRIPTS(), page.document)) {
 		try {
-			blocks.push(JSON.parse(textContent(script)));
+			blocks.push(JSON.parse(domutils().textContent(script)));
 		} catch {
 			// Broken JSON-LD is common in the wild; the field is then simply not found.
 		}

@@ -1,7 +1,6 @@
 import type { AnyNode, Document } from "domhandler";
-import { getAttributeValue, textContent } from "domutils";
-import { parseDocument } from "htmlparser2";
-import { type CompiledSelector, compileCss, selectEvery, selectFirst } from "./select.js";
+import { domutils, htmlparser2 } from "./html-libraries.js";
+import { type CompiledSelector, lazyCss, selectEvery, selectFirst } from "./select.js";
 
 /**
  * One parsed page. Parse once, then read fields (`extractFields`) and links (`extractLinks`) from
@@ -22,20 +21,20 @@ export interface ParsedPage {
  * are decoded; tag and attribute names lower-cased.
  */
 export function parseHtml(html: string, url: string): ParsedPage {
-	return { document: parseDocument(html, { decodeEntities: true }), html, url };
+	return { document: htmlparser2().parseDocument(html, { decodeEntities: true }), html, url };
 }
 
 /** An element's text: every descendant text node, whitespace runs collapsed to one space, trimmed. */
 export function elementText(node: AnyNode): string {
-	return collapseWhitespace(textContent(node));
+	return collapseWhitespace(domutils().textContent(node));
 }
 
 export function collapseWhitespace(text: string): string {
 	return text.replace(/\s+/g, " ").trim();
 }
 
-const LINKS = compileCss('a[href], link[rel~="next" i][href]');
-const BASE = compileCss("base[href]");
+const LINKS = lazyCss('a[href], link[rel~="next" i][href]');
+const BASE = lazyCss("base[href]");
 
 /**
  * Every `<a href>` and `<link rel=next href>` of the page, resolved against the page URL (or its
@@ -44,10 +43,10 @@ const BASE = compileCss("base[href]");
  */
 export function extractLinks(page: ParsedPage): string[] {
 	const links: string[] = [];
-	const baseHref = selectFirstOf(BASE, page);
+	const baseHref = selectFirstOf(BASE(), page);
 	const base = (baseHref !== undefined ? resolveUrl(baseHref, page.url) : null) ?? page.url;
-	for (const element of selectEvery(LINKS, page.document)) {
-		const href = getAttributeValue(element, "href");
+	for (const element of selectEvery(LINKS(), page.document)) {
+		const href = domutils().getAttributeValue(element, "href");
 		if (href === undefined) continue;
 		const resolved = resolveUrl(href, base);
 		if (resolved !== null && (resolved.startsWith("http:") || resolved.startsWith("https:"))) {
@@ -60,7 +59,7 @@ export function extractLinks(page: ParsedPage): string[] {
 
 function selectFirstOf(selector: CompiledSelector, page: ParsedPage): string | undefined {
 	const element = selectFirst(selector, page.document);
-	return element ? getAttributeValue(element, "href") : undefined;
+	return element ? domutils().getAttributeValue(element, "href") : undefined;
 }
 
 /** `value` resolved against `base`; null when it is not a URL. */

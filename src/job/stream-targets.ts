@@ -49,7 +49,11 @@ interface ScanOptions {
 
 const NO_COST = { min: 0, max: 0 } as const;
 
-function countTarget(counts: TargetCounts, params: Pick<ScrapeParams, "mode">, cost: { min: number; max: number }): void {
+function countTarget(
+	counts: TargetCounts,
+	params: Pick<ScrapeParams, "mode">,
+	cost: { min: number; max: number },
+): void {
 	const mode = params.mode ?? "auto";
 	counts.targets++;
 	counts.byMode[mode]++;

@@ -13,8 +13,8 @@ beforeAll(async () => {
 	assertBuilt();
 	service = await startTestService();
 	const dir = tempDir();
-	// Enough rows that counting them allocates past V8's first limit: a full collection happens
-	// after the command started, and V8 then prints the factor it grew the limit by.
+	// Counting the rows allocates enough for a few collections once the command has started; with
+	// `--gc-global` each is a full one, after which V8 prints the factor it grew the limit by.
 	const urls = Array.from({ length: 30_000 }, (_, index) => `${service.site.url}/page/${index + 1}`);
 	writeFileSync(join(dir, "urls.txt"), `${urls.join("\n")}\n`);
 	job = writeJob(dir, "heap", "name: heap\ndefaults:\n  mode: request\nsources:\n  - file: urls.txt\n");
@@ -23,10 +23,14 @@ afterAll(async () => service?.close());
 
 /** The factors V8 grew the old space's limit by, as `--trace-gc-verbose` prints them, e.g. ["4.0", "1.5"]. */
 async function growingFactors(nodeFlags: string[]): Promise<string[]> {
-	const child = spawn(process.execPath, ["--trace-gc-verbose", ...nodeFlags, BIN, "run", job, "--dry-run"], {
-		env: { PATH: process.env.PATH, ...service.env },
-		stdio: ["ignore", "pipe", "pipe"],
-	});
+	const child = spawn(
+		process.execPath,
+		["--gc-global", "--trace-gc-verbose", ...nodeFlags, BIN, "run", job, "--dry-run"],
+		{
+			env: { PATH: process.env.PATH, ...service.env },
+			stdio: ["ignore", "pipe", "pipe"],
+		},
+	);
 	let stdout = "";
 	child.stdout.on("data", (chunk: Buffer) => {
 		stdout += chunk.toString();
