@@ -480,6 +480,28 @@ describe("cancelling a realtime call", () => {
 		expect(classifyFailure(error)).toEqual({ action: "fail", kind: "aborted" });
 	});
 
+	test("one signal shared by many calls: the finished ones keep their answers, every one in flight is cancelled", async () => {
+		const site = await useDemoSite();
+		const emulator = await useEmulator();
+		const client = scraperClientFor(emulator);
+		const controller = new AbortController();
+		const call = (path: string) =>
+			client.realtime({ url: `${site.url}${path}`, mode: "request" }, { signal: controller.signal });
+		const fast = await Promise.all([call("/product/1"), call("/product/2")]);
+		expect(fast.map((outcome) => outcome.kind)).toEqual(["content", "content"]);
+		const slow = [1, 2, 3].map(() => call("/slow?ms=10000"));
+		// All three are at the site (waiting on its answer) before the signal fires.
+		while (site.requestCount() < 5) await delay(5);
+		const started = Date.now();
+		controller.abort();
+		const errors = await Promise.all(slow.map((pending) => rejectionOf(pending, RequestAbortedError)));
+		expect(errors).toHaveLength(3);
+		expect(Date.now() - started).toBeLessThan(2000);
+		// A call sent after the abort is refused at once, as with a fresh AbortSignal.
+		await rejectionOf(call("/product/3"), RequestAbortedError);
+		expect(site.requestCount()).toBe(5);
+	});
+
 	test("an already aborted signal sends nothing", async () => {
 		const emulator = await useEmulator();
 		const error = await rejectionOf(
