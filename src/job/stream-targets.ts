@@ -1,5 +1,5 @@
 import { creditCostRange, MODES, type Mode, type ScrapeParams } from "../shared/index.js";
-import { createTargetKeySet, type TargetKeySet } from "./dedupe.js";
+import { createTargetKeySet, MAX_LOAD, type TargetKeySet } from "./dedupe.js";
 import { createIdSet } from "./id-set.js";
 import { type JobProblem, JobValidationError } from "./problems.js";
 import { shardOf } from "./shard.js";
@@ -17,6 +17,11 @@ export interface StreamTargetsOptions {
 	problemsPerFile?: number;
 	/** Filled in while streaming (distinct targets, duplicates, skipped rows, modes, credit range). */
 	counts?: TargetCounts;
+	/**
+	 * Rows the caller expects (from an earlier count): the duplicate set is sized for them at once,
+	 * instead of doubling its way there (at a million rows the last doubling held 24 MB at once).
+	 */
+	expectedRows?: number;
 }
 
 /** @default 100 problems shown per file; a million bad rows must not become a million lines. */
@@ -45,6 +50,7 @@ interface ScanOptions {
 	counts: TargetCounts;
 	/** False when only the counts are wanted: rows are checked and counted, but no target is built. */
 	materialize: boolean;
+	expectedRows?: number;
 }
 
 const NO_COST = { min: 0, max: 0 } as const;
@@ -95,7 +101,7 @@ function createFileReporter(report: (p: JobProblem) => void, limit: number) {
  */
 async function* scanTargets(job: Job, options: ScanOptions): AsyncGenerator<Target[]> {
 	const { counts } = options;
-	const seen = createTargetKeySet();
+	const seen = createTargetKeySet(options.expectedRows === undefined ? undefined : options.expectedRows / MAX_LOAD);
 	/** First inline occurrence per key, so a duplicate can point at it (inline targets are few). */
 	const inlineFirst = new Map<string, Target>();
 	const duplicateMessage = (url: string, firstId: string) => {
@@ -276,6 +282,7 @@ export function streamTargetBatches(job: Job, options: StreamTargetsOptions = {}
 		problemsPerFile: options.problemsPerFile ?? DEFAULT_PROBLEMS_PER_FILE,
 		counts: options.counts ?? createEmptyCounts(),
 		materialize: true,
+		...(options.expectedRows === undefined ? {} : { expectedRows: options.expectedRows }),
 	});
 }
 

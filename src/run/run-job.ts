@@ -666,7 +666,10 @@ export async function runJob(options: RunJobOptions): Promise<RunJobResult> {
 			// map: / search: sources are asked once per run (kept in the run folder); their credits count in the budget.
 			discovered = await discoverTargets(job, options.client, runDir, inflight.signal);
 			if (discovered) budget.commit(0, discovered.credits);
-			const targets = withDiscovered(streamTargetBatches(job), discovered);
+			const targets = withDiscovered(
+				streamTargetBatches(job, { expectedRows: survey.total + survey.deselected }),
+				discovered,
+			);
 			feed: for await (const batch of crawler ? crawler.targets(targets) : targets) {
 				for (const target of batch) {
 					if (stopReason) break feed;
