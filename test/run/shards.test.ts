@@ -1,4 +1,4 @@
-import { existsSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
+import { appendFileSync, existsSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { parse } from "csv-parse/sync";
 import { afterEach, describe, expect, it } from "vitest";
@@ -131,6 +131,30 @@ describe("shards on one key, then merge", () => {
 		expect(readCsv(merged)).toHaveLength(36);
 		expect(existsSync(join(merged, "report.html"))).toBe(true);
 		expect(readSummary(merged).complete).toBe(true);
+	}, 60_000);
+
+	it("merge refuses a target recorded by two shards, naming both", async () => {
+		service = await startTestService({ concurrency: 4 });
+		const hosts = await hostsOf(4);
+		const dir = tempDir();
+		const out = join(dir, "out");
+		const job = writeJob(dir, "shop", shardJob(hosts, 2));
+		for (const shard of ["1/2", "2/2"]) {
+			const result = await runCli(["run", job, "--out", out, "--quiet", "--shard", shard], { env: service.env });
+			expect(result.code).toBe(0);
+		}
+		const folders = readdirSync(join(out, "shop"))
+			.filter((name) => !name.startsWith("."))
+			.map((name) => join(out, "shop", name));
+		const shardIndex = (folder: string) =>
+			(JSON.parse(readFileSync(join(folder, "run.json"), "utf8")) as { shard: { index: number } }).shard.index;
+		const [first, second] = [...folders].sort((a, b) => shardIndex(a) - shardIndex(b));
+		const copied = readRecords(first!)[0]!;
+		appendFileSync(join(second!, "results.jsonl"), `${JSON.stringify(copied)}\n`);
+
+		const merged = await runCli(["merge", first!, second!, "--out", join(dir, "m")]);
+		expect(merged.code).toBe(2);
+		expect(merged.stderr).toContain(`target ${copied.id} has a record in shard 1 and in shard 2: the shards overlap`);
 	}, 60_000);
 
 	it("merge refuses overlapping shards and different jobs, and names missing shards of an incomplete set", async () => {
