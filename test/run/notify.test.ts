@@ -81,6 +81,44 @@ describe("notifications when a run ends", () => {
 		expect(post!.body).not.toContain(secret);
 	});
 
+	it("a run stopped early (max_credits reached) sends `stopped` with its reason", async () => {
+		service = await startTestService();
+		const hook = await receiver();
+		const dir = tempDir();
+		const targets = [1, 2, 3].map((n) => `  - ${service!.site.url}/product/${n}`);
+		const job = writeJob(
+			dir,
+			"shop",
+			["name: shop", "defaults:", "  mode: request", "targets:", ...targets, ""].join("\n"),
+		);
+		// A request-mode fetch may cost 2 credits: the second cannot fit in 3.
+		const result = await runCli(
+			[
+				"run",
+				job,
+				"--out",
+				join(dir, "out"),
+				"--quiet",
+				"--max-credits",
+				"3",
+				"--concurrency",
+				"1",
+				"--notify",
+				hook.url,
+			],
+			{ env: service.env },
+		);
+		expect(result.code).toBe(1);
+		expect(hook.received).toHaveLength(1);
+		expect(hook.received[0]!.headers["x-scrapejob-event"]).toBe("stopped");
+		expect(JSON.parse(hook.received[0]!.body)).toMatchObject({
+			event: "stopped",
+			complete: false,
+			stopped_reason: "budget_exhausted",
+			targets: { by_status: { ok: 1 } },
+		});
+	});
+
 	it("a notification that fails never changes the exit code; `on` filters the endings", async () => {
 		service = await startTestService();
 		const broken = await receiver(404);
