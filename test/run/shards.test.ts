@@ -133,19 +133,26 @@ describe("shards on one key, then merge", () => {
 		expect(readSummary(merged).complete).toBe(true);
 	}, 60_000);
 
-	it("merge refuses a target recorded by two shards, naming both", async () => {
-		service = await startTestService({ concurrency: 4 });
+	/** The 2-shard "shop" job run once per `--shard` given (each must exit 0); its run folders. */
+	async function runShardsOfShop(shards: string[]) {
+		const started = await startTestService({ concurrency: 4 });
+		service = started;
 		const hosts = await hostsOf(4);
 		const dir = tempDir();
 		const out = join(dir, "out");
 		const job = writeJob(dir, "shop", shardJob(hosts, 2));
-		for (const shard of ["1/2", "2/2"]) {
-			const result = await runCli(["run", job, "--out", out, "--quiet", "--shard", shard], { env: service.env });
+		for (const shard of shards) {
+			const result = await runCli(["run", job, "--out", out, "--quiet", "--shard", shard], { env: started.env });
 			expect(result.code).toBe(0);
 		}
 		const folders = readdirSync(join(out, "shop"))
 			.filter((name) => !name.startsWith("."))
 			.map((name) => join(out, "shop", name));
+		return { dir, out, hosts, folders, env: started.env };
+	}
+
+	it("merge refuses a target recorded by two shards, naming both", async () => {
+		const { dir, folders } = await runShardsOfShop(["1/2", "2/2"]);
 		const shardIndex = (folder: string) =>
 			(JSON.parse(readFileSync(join(folder, "run.json"), "utf8")) as { shard: { index: number } }).shard.index;
 		const [first, second] = [...folders].sort((a, b) => shardIndex(a) - shardIndex(b));
@@ -158,27 +165,14 @@ describe("shards on one key, then merge", () => {
 	}, 60_000);
 
 	it("merge refuses overlapping shards and different jobs, and names missing shards of an incomplete set", async () => {
-		service = await startTestService({ concurrency: 4 });
-		const hosts = await hostsOf(4);
-		const dir = tempDir();
-		const out = join(dir, "out");
-		const job = writeJob(dir, "shop", shardJob(hosts, 2));
-		for (const shard of ["1/2", "1/2"]) {
-			const result = await runCli(["run", job, "--out", out, "--quiet", "--shard", shard], { env: service.env });
-			expect(result.code).toBe(0);
-		}
-		const folders = readdirSync(join(out, "shop"))
-			.filter((name) => !name.startsWith("."))
-			.map((name) => join(out, "shop", name));
+		const { dir, out, hosts, folders, env } = await runShardsOfShop(["1/2", "1/2"]);
 		const overlap = await runCli(["merge", ...folders, "--out", join(dir, "m1")]);
 		expect(overlap.code).toBe(2);
 		expect(overlap.stderr).toMatch(/are both shard 1 of 2: overlapping shards/);
 
 		const otherDir = tempDir();
 		const otherJob = writeJob(otherDir, "blog", shardJob(hosts, 1).replace("name: shop", "name: blog"));
-		expect(
-			(await runCli(["run", otherJob, "--out", out, "--quiet", "--shard", "2/2"], { env: service.env })).code,
-		).toBe(0);
+		expect((await runCli(["run", otherJob, "--out", out, "--quiet", "--shard", "2/2"], { env })).code).toBe(0);
 		const blog = join(out, "blog", readdirSync(join(out, "blog")).find((name) => !name.startsWith("."))!);
 		const different = await runCli(["merge", folders[0]!, blog, "--out", join(dir, "m2")]);
 		expect(different.code).toBe(2);
