@@ -10,3 +10,4 @@ export { FRONTIER_FILE } from "./frontier-file.js";
 export { createLinkScope, type LinkScope } from "./link-scope.js";
 export { normalizeUrl } from "./normalize-url.js";
 export { MAX_SITEMAP_FILES, sitemapLinesOf, sitemapPages } from "./sitemaps.js";
+export { createUrlKeys, type UrlKeys } from "./url-keys.js";

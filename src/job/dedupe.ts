@@ -15,8 +15,7 @@ export interface TargetKeySet {
 }
 
 const INITIAL_SLOTS = 1024;
-/** Keys per slot at most, before the table doubles. */
-export const MAX_LOAD = 0.7;
+const MAX_LOAD = 0.7;
 
 export function createTargetKeySet(initialSlots = INITIAL_SLOTS): TargetKeySet {
 	let slots = 2 ** Math.ceil(Math.log2(Math.max(16, initialSlots)));

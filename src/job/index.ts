@@ -38,6 +38,7 @@ export { parseShard, SHARD_SUFFIX_PATTERN, type ShardSpec, shardOf, shardSuffix 
 export {
 	countTargets,
 	createEmptyCounts,
+	type SeenKeys,
 	type StreamTargetsOptions,
 	streamTargetBatches,
 	streamTargets,

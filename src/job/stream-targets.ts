@@ -1,5 +1,5 @@
 import { creditCostRange, MODES, type Mode, type ScrapeParams } from "../shared/index.js";
-import { createTargetKeySet, MAX_LOAD, type TargetKeySet } from "./dedupe.js";
+import { createTargetKeySet } from "./dedupe.js";
 import { createIdSet } from "./id-set.js";
 import { type JobProblem, JobValidationError } from "./problems.js";
 import { shardOf } from "./shard.js";
@@ -18,10 +18,16 @@ export interface StreamTargetsOptions {
 	/** Filled in while streaming (distinct targets, duplicates, skipped rows, modes, credit range). */
 	counts?: TargetCounts;
 	/**
-	 * Rows the caller expects (from an earlier count): the duplicate set is sized for them at once,
-	 * instead of doubling its way there (at a million rows the last doubling held 24 MB at once).
+	 * Where the keys of the rows seen so far are kept, to drop duplicates: by default a typed-array set
+	 * in memory (16 bytes a row at a million); a run passes one that spills to its folder.
 	 */
-	expectedRows?: number;
+	seenKeys?: SeenKeys;
+}
+
+/** The duplicate check's set of 64-bit target keys. */
+export interface SeenKeys {
+	/** Adds the key; `false` when it was there already. */
+	add(high: number, low: number): boolean;
 }
 
 /** @default 100 problems shown per file; a million bad rows must not become a million lines. */
@@ -50,7 +56,7 @@ interface ScanOptions {
 	counts: TargetCounts;
 	/** False when only the counts are wanted: rows are checked and counted, but no target is built. */
 	materialize: boolean;
-	expectedRows?: number;
+	seenKeys?: SeenKeys;
 }
 
 const NO_COST = { min: 0, max: 0 } as const;
@@ -101,7 +107,7 @@ function createFileReporter(report: (p: JobProblem) => void, limit: number) {
  */
 async function* scanTargets(job: Job, options: ScanOptions): AsyncGenerator<Target[]> {
 	const { counts } = options;
-	const seen = createTargetKeySet(options.expectedRows === undefined ? undefined : options.expectedRows / MAX_LOAD);
+	const seen: SeenKeys = options.seenKeys ?? createTargetKeySet();
 	/** First inline occurrence per key, so a duplicate can point at it (inline targets are few). */
 	const inlineFirst = new Map<string, Target>();
 	const duplicateMessage = (url: string, firstId: string) => {
@@ -168,7 +174,7 @@ function createSourceScanner(
 	job: Job,
 	source: SourceSpec,
 	options: ScanOptions,
-	seen: TargetKeySet,
+	seen: SeenKeys,
 	duplicateMessage: (url: string, firstId: string) => string,
 	ids: ReturnType<typeof createIdSet>,
 ) {
@@ -282,7 +288,7 @@ export function streamTargetBatches(job: Job, options: StreamTargetsOptions = {}
 		problemsPerFile: options.problemsPerFile ?? DEFAULT_PROBLEMS_PER_FILE,
 		counts: options.counts ?? createEmptyCounts(),
 		materialize: true,
-		...(options.expectedRows === undefined ? {} : { expectedRows: options.expectedRows }),
+		...(options.seenKeys === undefined ? {} : { seenKeys: options.seenKeys }),
 	});
 }
 

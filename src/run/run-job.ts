@@ -4,6 +4,7 @@ import PQueue from "p-queue";
 import type { Logger } from "pino";
 import { type BodySpill, MAX_RESET_SECONDS, type ScraperClient, type ScraperHeaders } from "../api/index.js";
 import type { BrowserServiceAccess } from "../browser/index.js";
+import { createUrlKeys } from "../crawl/index.js";
 import { createChangeTracker, type JobHistory } from "../history/index.js";
 import { type Job, streamTargetBatches, type Target } from "../job/index.js";
 import {
@@ -59,6 +60,10 @@ import { DEFAULT_TASK_POLL, type TaskPollOptions } from "./task-poller.js";
  * a fetch then holds at most about this much, whatever `max_body_mb` allows.
  */
 const SPILL_AFTER_BYTES = 1024 * 1024;
+/** The run folder's directory of spilled row keys (removed when the feed ends; stale ones at the next start). */
+const FEED_KEYS_DIR = "target-keys";
+/** Row keys the duplicate check holds in memory: ~4 MB; a million rows spill three times. */
+const FEED_KEYS_IN_MEMORY = 262_144;
 
 /** Why a run stopped before every target had a record. */
 export type StopReason =
@@ -111,6 +116,8 @@ export interface RunJobOptions {
 	readonly repair?: boolean;
 	/** A crawl's URL keys held in memory before older ones spill to disk. @default 1,000,000 */
 	readonly crawlKeysInMemory?: number;
+	/** Keys of the source rows read (the duplicate check) held in memory before older ones spill. @default 262,144 */
+	readonly feedKeysInMemory?: number;
 	/** Stop request (SIGINT/SIGTERM): nothing new starts; in-flight work gets `gracePeriodMs`. */
 	readonly signal: AbortSignal;
 	/** How long in-flight fetches may finish after a stop, milliseconds. @default 30000 */
@@ -247,6 +254,12 @@ export async function runJob(options: RunJobOptions): Promise<RunJobResult> {
 			serviceTextFetch((id, params) => fetchTarget(id, params, fetchDeps), budget),
 			options.crawlKeysInMemory,
 		);
+		// The duplicate check of the rows read: past `feedKeysInMemory` keys, older ones go to sorted files
+		// in the run folder with ~1.5 bytes a row left in memory (at a million rows: ~5 MB, not 16).
+		const feedKeys = createUrlKeys({
+			dir: join(runDir, FEED_KEYS_DIR),
+			inMemory: options.feedKeysInMemory ?? FEED_KEYS_IN_MEMORY,
+		});
 		const inflight = new AbortController();
 		// Every in-flight request listens on this one signal; that is by design, not a leak.
 		setMaxListeners(0, inflight.signal);
@@ -667,7 +680,7 @@ export async function runJob(options: RunJobOptions): Promise<RunJobResult> {
 			discovered = await discoverTargets(job, options.client, runDir, inflight.signal);
 			if (discovered) budget.commit(0, discovered.credits);
 			const targets = withDiscovered(
-				streamTargetBatches(job, { expectedRows: survey.total + survey.deselected }),
+				streamTargetBatches(job, { seenKeys: { add: (high, low) => feedKeys.see(high, low) } }),
 				discovered,
 			);
 			feed: for await (const batch of crawler ? crawler.targets(targets) : targets) {
@@ -689,6 +702,8 @@ export async function runJob(options: RunJobOptions): Promise<RunJobResult> {
 			feedError = errorMessage(error);
 			log.warn({ event: "invalid_source" }, feedError);
 			options.logger?.warn({ reason: "invalid_source" }, `no more targets: ${feedError}`);
+		} finally {
+			feedKeys.close();
 		}
 		await queue.onIdle();
 		outage.close();
