@@ -138,6 +138,12 @@ describe("shards on one key, then merge", () => {
 		const started = await startTestService({ concurrency: 4 });
 		service = started;
 		const hosts = await hostsOf(4);
+		// Hosts on random ports: make sure each of the 2 shards has one (all 4 in one shard is 1 in 8).
+		while (new Set(hosts.map((host) => shardOf(host, 2))).size < 2) {
+			const extra = await startDemoSite();
+			sites.push(extra);
+			hosts.push(extra.url);
+		}
 		const dir = tempDir();
 		const out = join(dir, "out");
 		const job = writeJob(dir, "shop", shardJob(hosts, 2));
