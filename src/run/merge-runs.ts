@@ -172,10 +172,13 @@ export async function mergeShardRuns(dirs: readonly string[], outDir: string): P
 				}
 				const [high, low] = idKey(record.id);
 				if (!seen.add(high, low)) {
-					const earlier = await shardWithRecord(metas, record.id);
-					throw new UsageError(
-						`target ${record.id} has a record in shard ${earlier} and in shard ${meta.shard.index}: the shards overlap`,
-					);
+					// The key was seen: the id itself most likely (or another id with the same 64 bits: read back to tell).
+					const earlier = await shardWithRecordBefore(metas, meta, lineNumber, record.id);
+					if (earlier !== null) {
+						throw new UsageError(
+							`target ${record.id} has a record in shard ${earlier} and in shard ${meta.shard.index}: the shards overlap`,
+						);
+					}
 				}
 				jsonl.append(`${line}\n`);
 				csv?.write(record);
@@ -268,11 +271,22 @@ function readSummary(dir: string): RunSummary | null {
 	}
 }
 
-/** The first shard (in merge order) whose results.jsonl has a record of `id`: read again only to name it in an error. */
-async function shardWithRecord(metas: readonly ShardMeta[], id: string): Promise<number | string> {
+/**
+ * The shard of the first record of `id` before line `beforeLine` of `current`'s results.jsonl, in merge
+ * order; null when there is none (two ids sharing 64 bits). Read again only when the key set says seen.
+ */
+async function shardWithRecordBefore(
+	metas: readonly ShardMeta[],
+	current: ShardMeta,
+	beforeLine: number,
+	id: string,
+): Promise<number | null> {
 	const needle = `"id":${JSON.stringify(id)}`;
 	for (const meta of metas) {
+		let lineNumber = 0;
 		for await (const line of lines(join(meta.dir, RUN_FILES.jsonl))) {
+			lineNumber += 1;
+			if (meta === current && lineNumber >= beforeLine) return null;
 			if (!line.includes(needle)) continue;
 			try {
 				if ((JSON.parse(line) as { id?: unknown }).id === id) return meta.shard.index;
@@ -280,6 +294,7 @@ async function shardWithRecord(metas: readonly ShardMeta[], id: string): Promise
 				// A torn line names no shard.
 			}
 		}
+		if (meta === current) return null;
 	}
-	return "?";
+	return null;
 }

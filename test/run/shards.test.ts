@@ -168,6 +168,21 @@ describe("shards on one key, then merge", () => {
 		const merged = await runCli(["merge", first!, second!, "--out", join(dir, "m")]);
 		expect(merged.code).toBe(2);
 		expect(merged.stderr).toContain(`target ${copied.id} has a record in shard 1 and in shard 2: the shards overlap`);
+
+		// Two different ids whose 64-bit keys are the same (a high word of 0 is kept as 1): not an overlap.
+		const rewrite = (folder: string, id: string, drop: number) => {
+			const records = readRecords(folder).slice(0, readRecords(folder).length - drop);
+			records[0] = { ...records[0]!, id };
+			writeFileSync(join(folder, "results.jsonl"), records.map((record) => `${JSON.stringify(record)}\n`).join(""));
+		};
+		rewrite(first!, "00000000000000a1", 0);
+		rewrite(second!, "00000001000000a1", 1);
+		const sharing = await runCli(["merge", first!, second!, "--out", join(dir, "m2")]);
+		expect(sharing.stderr).toBe("");
+		expect(sharing.code).toBe(0);
+		const ids = readRecords(join(dir, "m2")).map((record) => record.id);
+		expect(ids).toContain("00000000000000a1");
+		expect(ids).toContain("00000001000000a1");
 	}, 60_000);
 
 	it("merge refuses overlapping shards and different jobs, and names missing shards of an incomplete set", async () => {
