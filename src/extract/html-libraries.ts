@@ -1,5 +1,6 @@
 import { lazyModule } from "../shared/index.js";
 
-/** htmlparser2 and domutils, loaded on the first page parsed (see `lazyModule`). */
+/** The HTML libraries, loaded on the first page parsed or selector compiled (see `lazyModule`). */
+export const cssSelect = lazyModule<typeof import("css-select")>("css-select");
 export const htmlparser2 = lazyModule<typeof import("htmlparser2")>("htmlparser2");
 export const domutils = lazyModule<typeof import("domutils")>("domutils");

@@ -1,7 +1,5 @@
 import type { AnyNode, Element } from "domhandler";
-import { lazyModule } from "../shared/index.js";
-
-const cssSelect = lazyModule<typeof import("css-select")>("css-select");
+import { cssSelect } from "./html-libraries.js";
 
 /** A CSS selector compiled once (per job, or per module for fixed ones) and run on many pages. */
 export type CompiledSelector = ((element: Element) => boolean) & { readonly __compiled: unique symbol };
