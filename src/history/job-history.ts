@@ -10,22 +10,23 @@ import {
 	renameSync,
 	rmSync,
 	statSync,
-	writeSync,
 } from "node:fs";
 import { join } from "node:path";
 import type { ResultRecord } from "../output/index.js";
-import { HistoryIndex, type TargetHistory } from "./history-index.js";
+import { idKey, ROW_BYTES, type TargetHistory } from "./history-rows.js";
+import { PendingRows } from "./pending-rows.js";
+import { mergeRows, openScratchFile, RowWriter, SortedRowsFile, writeAll } from "./sorted-rows.js";
 
 /** The per-job history file: `output/<job>/.history` (one file, replaced atomically). */
 export const HISTORY_FILE = ".history";
 /** Bumped whenever the layout changes: an older file is then rebuilt from the run folders. */
-const MAGIC = "SJH3";
+const MAGIC = "SJH4";
 const TEMPORARY_SUFFIX = ".tmp";
 
 interface FoldedRun {
 	/** Run folder name. */
 	readonly id: string;
-	/** Bytes of its results.jsonl folded into the index so far. */
+	/** Bytes of its results.jsonl folded into the history so far. */
 	bytes: number;
 }
 
@@ -37,6 +38,11 @@ interface FoldedRun {
  * interrupted run never corrupts it. It remembers how many bytes of each run's results.jsonl it has
  * folded in; whatever was appended since (a run killed before it saved, a resumed session) is folded
  * in when the history is next opened, and a deleted or damaged file is rebuilt from the run folders.
+ *
+ * The file is rows sorted by target key, looked up one block at a time from disk; the records a run
+ * adds wait in bounded memory (`PendingRows`) and are merged in by `save`, so memory stays flat
+ * whatever the job's size (issue #9). Lookups see the history as opened (or last saved): a run looks
+ * up each target before it records it, and records each once.
  */
 export interface JobHistory {
 	get(id: string): TargetHistory | null;
@@ -46,36 +52,37 @@ export interface JobHistory {
 	record(record: ResultRecord, runIndex: number, offset: number, endOffset: number): void;
 	/** The ok record a history entry points at, read back from its run's results.jsonl; null when gone. */
 	readOkRecord(entry: TargetHistory): ResultRecord | null;
-	/** Write the history file (atomically). */
+	/** Write the history file (atomically), the records noted since it was opened merged in. */
 	save(): void;
-	/**
-	 * Make room for `count` targets in all at once (a run that knows its count; most of an incremental
-	 * run's targets are in the history already): no growing step by step while the run goes.
-	 */
-	reserve(count: number): void;
 	/** Every target's newest ok record across the runs, read back from the run folders (grouped by run, in file order). */
 	latestOkRecords(): Generator<ResultRecord>;
+	/** Targets in the history as opened or last saved. */
 	readonly size: number;
+	/** Close its files (records noted and not saved are dropped: the next open folds them in again). */
+	close(): void;
 }
 
-export function openJobHistory(jobDir: string): JobHistory {
+/** Options for tests: rows held in memory before they are sorted into a scratch file. */
+export interface JobHistoryOptions {
+	/** @default 65,536 */
+	readonly chunkRows?: number;
+}
+
+export function openJobHistory(jobDir: string, options: JobHistoryOptions = {}): JobHistory {
 	removeStaleTemporaries(jobDir);
-	let index = new HistoryIndex();
-	let runs: FoldedRun[] = [];
 	const path = join(jobDir, HISTORY_FILE);
+	let sorted: SortedRowsFile | null = null;
+	let runs: FoldedRun[] = [];
 	try {
-		const loaded = readHistoryFile(path);
-		index = loaded.index;
-		runs = loaded.runs;
+		({ sorted, runs } = readHistoryFile(path));
 	} catch {
 		// Missing or damaged: rebuilt below from the run folders themselves.
-		index = new HistoryIndex();
-		runs = [];
 	}
 	// A run folder deleted (old runs pruned) or a results.jsonl that shrank (`--resume --repair` rewrites
 	// it) leaves entries pointing at records that are gone: start again from the run folders as they are.
 	if (runs.some((run) => resultsSize(jobDir, run.id) < run.bytes)) {
-		index = new HistoryIndex();
+		sorted?.close();
+		sorted = null;
 		runs = [];
 	}
 	const byId = new Map(runs.map((run, position) => [run.id, position]));
@@ -88,17 +95,47 @@ export function openJobHistory(jobDir: string): JobHistory {
 		}
 		return position;
 	};
-	// Fold what the file does not know yet, oldest run first (run ids sort by time).
-	for (const name of runFolders(jobDir)) {
-		const position = runIndex(name);
-		const run = runs[position]!;
-		run.bytes = foldResults(index, join(jobDir, name, "results.jsonl"), position, run.bytes);
+	let pending = new PendingRows(jobDir, options.chunkRows);
+	try {
+		// Fold what the file does not know yet, oldest run first (run ids sort by time).
+		for (const name of runFolders(jobDir)) {
+			const position = runIndex(name);
+			const run = runs[position]!;
+			run.bytes = foldResults(pending, join(jobDir, name, "results.jsonl"), position, run.bytes);
+		}
+		// What was folded is merged in at once (into a scratch file; the saved file is replaced by `save`
+		// only): lookups then read one sorted file.
+		if (pending.size > 0) {
+			const fd = openScratchFile(jobDir);
+			const merged = new SortedRowsFile(fd, 0, merge(sorted, pending, new RowWriter(fd, 0)));
+			sorted?.close();
+			sorted = merged;
+		}
+	} catch (error) {
+		sorted?.close();
+		throw error;
+	} finally {
+		pending.close();
 	}
+	pending = new PendingRows(jobDir, options.chunkRows);
 	return {
-		get: (id) => index.get(id),
+		get(id) {
+			if (sorted === null) return null;
+			const [hi, lo] = idKey(id);
+			return sorted.get(hi, lo);
+		},
 		runIndex,
 		record(record, position, offset, endOffset) {
-			index.record(record.id, record.status, Date.parse(record.finished_at), record.content_hash, position, offset);
+			if (record.status === "ok" || record.status === "failed") {
+				pending.add(
+					record.id,
+					record.status,
+					Date.parse(record.finished_at),
+					record.content_hash ?? null,
+					position,
+					offset,
+				);
+			}
 			const run = runs[position];
 			if (run && endOffset > run.bytes) run.bytes = endOffset;
 		},
@@ -115,48 +152,65 @@ export function openJobHistory(jobDir: string): JobHistory {
 			head.writeUInt32LE(header.length, 4);
 			// pid and random: shards on other hosts may save the same job's history at the same moment.
 			const temporary = `${path}.${process.pid}-${randomBytes(4).toString("hex")}${TEMPORARY_SUFFIX}`;
-			const fd = openSync(temporary, "wx");
+			const fd = openSync(temporary, "wx+");
+			let saved: SortedRowsFile;
 			try {
-				writeSync(fd, head);
-				writeSync(fd, header);
-				// Column by column from memory: the table is never copied whole to be saved.
-				index.writeTo(fd);
-				closeSync(fd);
+				writeAll(fd, head, 0);
+				writeAll(fd, header, 8);
+				const start = 8 + header.length;
+				// One pass over the saved rows and this run's, front to back: nothing is held whole.
+				saved = new SortedRowsFile(fd, start, merge(sorted, pending, new RowWriter(fd, start)));
+				renameSync(temporary, path);
 			} catch (error) {
 				closeSync(fd);
 				rmSync(temporary, { force: true });
 				throw error;
 			}
-			renameSync(temporary, path);
-		},
-		reserve(count) {
-			index.reserve(count);
+			// Lookups now read the file just saved; the merged rows are no longer pending.
+			sorted?.close();
+			sorted = saved;
+			pending.close();
+			pending = new PendingRows(jobDir, options.chunkRows);
 		},
 		get size() {
-			return index.size;
+			return sorted?.count ?? 0;
 		},
 		*latestOkRecords() {
+			if (sorted === null) return;
 			// Places as one sortable 64-bit key each (run in the high 24 bits, offset in the low 40), so a
 			// million of them sort natively, then each run's results.jsonl is read once, front to back.
-			const keys = new BigUint64Array(index.size);
+			const keys = new BigUint64Array(sorted.count);
 			let count = 0;
-			for (const place of index.okPlaces()) keys[count++] = (BigInt(place.run) << 40n) | BigInt(place.offset);
-			const sorted = keys.subarray(0, count).sort();
+			for (const cursor = sorted.cursor(); !cursor.done; cursor.advance()) {
+				const place = cursor.rows.okPlace(cursor.row);
+				if (place) keys[count++] = (BigInt(place.run) << 40n) | BigInt(place.offset);
+			}
+			const places = keys.subarray(0, count).sort();
 			let at = 0;
-			while (at < sorted.length) {
-				const run = Number(sorted[at]! >> 40n);
+			while (at < places.length) {
+				const run = Number(places[at]! >> 40n);
 				const offsets: number[] = [];
-				for (; at < sorted.length && Number(sorted[at]! >> 40n) === run; at += 1) {
-					offsets.push(Number(sorted[at]! & 0xff_ffff_ffffn));
+				for (; at < places.length && Number(places[at]! >> 40n) === run; at += 1) {
+					offsets.push(Number(places[at]! & 0xff_ffff_ffffn));
 				}
 				const folder = runs[run];
 				if (folder) yield* readLinesAt(join(jobDir, folder.id, "results.jsonl"), offsets);
 			}
 		},
+		close() {
+			sorted?.close();
+			sorted = null;
+			pending.close();
+		},
 	};
 }
 
-function readHistoryFile(path: string): { index: HistoryIndex; runs: FoldedRun[] } {
+/** The sorted rows and the pending ones, merged through `writer` (the sorted file's rows are the older). */
+function merge(sorted: SortedRowsFile | null, pending: PendingRows, writer: RowWriter) {
+	return mergeRows(writer, sorted ? [sorted.cursor(), ...pending.cursors()] : pending.cursors());
+}
+
+function readHistoryFile(path: string): { sorted: SortedRowsFile; runs: FoldedRun[] } {
 	const fd = openSync(path, "r");
 	try {
 		const size = fstatSync(fd).size;
@@ -170,10 +224,13 @@ function readHistoryFile(path: string): { index: HistoryIndex; runs: FoldedRun[]
 		if (readSync(fd, headerBytes, 0, headerLength, 8) !== headerLength) throw new Error("not a history file");
 		const header = JSON.parse(headerBytes.toString("utf8")) as { runs: FoldedRun[] };
 		if (!Array.isArray(header.runs)) throw new Error("not a history file");
-		const at = 8 + headerLength;
-		return { index: HistoryIndex.readFrom(fd, at, size - at), runs: header.runs };
-	} finally {
+		const start = 8 + headerLength;
+		if ((size - start) % ROW_BYTES !== 0) throw new Error("not a history file");
+		// The file stays open for lookups (a save elsewhere replaces the name, never these bytes).
+		return { sorted: SortedRowsFile.scan(fd, start, (size - start) / ROW_BYTES), runs: header.runs };
+	} catch (error) {
 		closeSync(fd);
+		throw error;
 	}
 }
 
@@ -218,7 +275,7 @@ function runFolders(jobDir: string): string[] {
 }
 
 /** Fold the records of a results.jsonl from byte `from` on; returns the bytes folded (whole lines only). */
-function foldResults(index: HistoryIndex, path: string, position: number, from: number): number {
+function foldResults(pending: PendingRows, path: string, position: number, from: number): number {
 	let size: number;
 	try {
 		size = statSync(path).size;
@@ -239,7 +296,7 @@ function foldResults(index: HistoryIndex, path: string, position: number, from: 
 			const data = carry.length ? Buffer.concat([carry, chunk.subarray(0, read)]) : chunk.subarray(0, read);
 			let lineStart = 0;
 			for (let newline = data.indexOf(10); newline >= 0; newline = data.indexOf(10, lineStart)) {
-				foldLine(index, data.subarray(lineStart, newline), position, carryStart + lineStart);
+				foldLine(pending, data.subarray(lineStart, newline), position, carryStart + lineStart);
 				lineStart = newline + 1;
 			}
 			carry = Buffer.from(data.subarray(lineStart));
@@ -252,12 +309,13 @@ function foldResults(index: HistoryIndex, path: string, position: number, from: 
 	}
 }
 
-function foldLine(index: HistoryIndex, line: Buffer, position: number, offset: number): void {
+function foldLine(pending: PendingRows, line: Buffer, position: number, offset: number): void {
 	if (line.length === 0) return;
 	try {
 		const record = JSON.parse(line.toString("utf8")) as ResultRecord;
 		if (typeof record.id !== "string" || typeof record.finished_at !== "string") return;
-		index.record(
+		if (record.status !== "ok" && record.status !== "failed") return;
+		pending.add(
 			record.id,
 			record.status,
 			Date.parse(record.finished_at),

@@ -217,8 +217,6 @@ export async function runJob(options: RunJobOptions): Promise<RunJobResult> {
 		// Incremental runs: each ok record is compared with the target's previous one (history).
 		const history = options.history ?? null;
 		const historyRun = history ? history.runIndex(basename(runDir)) : 0;
-		// Grown once to fit every target of the run, not doubled step by step while it runs.
-		history?.reserve(survey.total);
 		const changes = history ? createChangeTracker(history, runDir, Boolean(job.extraction)) : null;
 		if (job.output.formats.includes("csv")) {
 			const columns = csvColumnsFor({ data: job.extraction?.dataColumns, carry: job.extraction?.carry });

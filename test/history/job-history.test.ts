@@ -1,4 +1,13 @@
-import { appendFileSync, existsSync, mkdirSync, readdirSync, rmSync, utimesSync, writeFileSync } from "node:fs";
+import {
+	appendFileSync,
+	existsSync,
+	mkdirSync,
+	readdirSync,
+	readFileSync,
+	rmSync,
+	utimesSync,
+	writeFileSync,
+} from "node:fs";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { HISTORY_FILE, openJobHistory } from "../../src/history/index.js";
@@ -86,7 +95,7 @@ describe("the job's history (.history)", () => {
 		expect(existsSync(join(jobDir, HISTORY_FILE))).toBe(true);
 	});
 
-	it("is read back from its file (not rebuilt), after growing once for a run's targets, and a dead save's temporary file goes", () => {
+	it("is read back from its file (not rebuilt), and a dead save's temporary file goes", () => {
 		const jobDir = tempDir();
 		const ids = Array.from({ length: 3000 }, (_, n) => n.toString(16).padStart(16, "0"));
 		writeRun(
@@ -94,9 +103,9 @@ describe("the job's history (.history)", () => {
 			"run-1",
 			ids.map((id, n) => record(id, { content_hash: (n + 1).toString(16).padStart(16, "0") })),
 		);
-		const history = openJobHistory(jobDir);
-		history.reserve(10_000);
+		const history = openJobHistory(jobDir, { chunkRows: 256 });
 		history.save();
+		history.close();
 		// The run folder goes: a history rebuilt from the folders would know nothing; one read from the file knows all.
 		rmSync(join(jobDir, "run-1", "results.jsonl"));
 		mkdirSync(join(jobDir, "run-1"), { recursive: true });
@@ -114,5 +123,85 @@ describe("the job's history (.history)", () => {
 		openJobHistory(jobDir);
 		expect(existsSync(stale)).toBe(false);
 		expect(existsSync(fresh)).toBe(true);
+	});
+
+	it("a run's records wait in bounded chunks and are merged in by save: the later finish wins, a tie goes to the later record", () => {
+		const jobDir = tempDir();
+		// 600 targets with chosen ids (hashed keys) and derived ones, in a saved history.
+		const ids = Array.from({ length: 600 }, (_, n) => (n % 2 ? `chosen-${n}` : n.toString(16).padStart(16, "0")));
+		const first = at("2026-11-21T00:00:01.000Z");
+		writeRun(
+			jobDir,
+			"run-1",
+			ids.map((id, n) => record(id, { ...first, content_hash: (n + 1).toString(16).padStart(16, "0") })),
+		);
+		openJobHistory(jobDir).save();
+		// A second run records each target two to three times, out of time order, in chunks of 7 rows: the
+		// rows of one target land in different chunks and must still fold by finish time.
+		const history = openJobHistory(jobDir, { chunkRows: 7 });
+		const run = history.runIndex("run-2");
+		const expected = new Map<string, { latest: string; okHash: string }>();
+		let offset = 0;
+		const note = (id: string, iso: string, status: "ok" | "failed", hash: string | null) => {
+			history.record(record(id, { ...at(iso), status, content_hash: hash }), run, offset, offset + 100);
+			offset += 100;
+		};
+		ids.forEach((id, n) => {
+			const hash = (n + 0x1000).toString(16).padStart(16, "0");
+			if (n % 3 === 0) {
+				// The newer ok first, then an older failure: the ok stays latest.
+				note(id, "2026-11-21T00:00:09.000Z", "ok", hash);
+				note(id, "2026-11-21T00:00:05.000Z", "failed", null);
+				expected.set(id, { latest: "ok", okHash: hash });
+			} else if (n % 3 === 1) {
+				// An ok, then a failure at the very same time: the later record wins the tie.
+				note(id, "2026-11-21T00:00:07.000Z", "ok", hash);
+				note(id, "2026-11-21T00:00:07.000Z", "failed", null);
+				expected.set(id, { latest: "failed", okHash: hash });
+			} else {
+				// Only a failure: the ok of run-1 is kept.
+				note(id, "2026-11-21T00:00:03.000Z", "failed", null);
+				expected.set(id, { latest: "failed", okHash: (n + 1).toString(16).padStart(16, "0") });
+			}
+		});
+		// Lookups see the history as opened until the save.
+		expect(history.get(ids[0]!)).toMatchObject({ latest: "ok", okHash: "0000000000000001" });
+		history.save();
+		// The run folder holds as many bytes as were noted (a shorter one would mean a rewritten run: rebuilt).
+		writeRun(jobDir, "run-2", []);
+		writeFileSync(join(jobDir, "run-2", "results.jsonl"), "x".repeat(offset));
+		for (const state of [history, openJobHistory(jobDir)]) {
+			expect(state.size).toBe(600);
+			for (const id of ids) expect(state.get(id)).toMatchObject(expected.get(id)!);
+			expect(state.get("never-recorded")).toBeNull();
+		}
+		history.close();
+		// The chunks went to scratch files removed as they were made: only the history and the run are left.
+		expect(readdirSync(jobDir).sort()).toEqual([HISTORY_FILE, "run-1", "run-2"]);
+	});
+
+	it("rebuilds a history file whose rows are not in key order (not ours, or from a machine of the other byte order)", () => {
+		const jobDir = tempDir();
+		const ids = Array.from({ length: 200 }, (_, n) => n.toString(16).padStart(16, "0"));
+		writeRun(
+			jobDir,
+			"run-1",
+			ids.map((id) => record(id, { content_hash: "1111111111111111" })),
+		);
+		openJobHistory(jobDir).save();
+		const path = join(jobDir, HISTORY_FILE);
+		const bytes = readFileSync(path);
+		// Swap the first two rows (48 bytes each) after the header.
+		const start = 8 + bytes.readUInt32LE(4);
+		const firstRow = Buffer.from(bytes.subarray(start, start + 48));
+		bytes.copy(bytes, start, start + 48, start + 96);
+		firstRow.copy(bytes, start + 48);
+		// And a run folder gone from disk, so a rebuild can be told from a misread: it knows run-1 only.
+		writeFileSync(path, bytes);
+		writeRun(jobDir, "run-1", [record(ids[5]!, { content_hash: "2222222222222222" })]);
+		const history = openJobHistory(jobDir);
+		expect(history.size).toBe(1);
+		expect(history.get(ids[5]!)?.okHash).toBe("2222222222222222");
+		history.close();
 	});
 });

@@ -473,9 +473,24 @@ interface RunContext {
 
 async function runOne(ctx: CliContext, plan: PlannedRun, flags: RunFlags, run: RunContext): Promise<number> {
 	const outRoot = resolve(ctx.cwd, flags.out);
-	const { resumeDir } = plan;
 	// Incremental runs: the job's history decides what is fresh and what failed last time.
 	const history = openJobHistory(jobOutputDir(outRoot, plan.job.name));
+	try {
+		return await runWithHistory(ctx, plan, flags, run, history, outRoot);
+	} finally {
+		history.close();
+	}
+}
+
+async function runWithHistory(
+	ctx: CliContext,
+	plan: PlannedRun,
+	flags: RunFlags,
+	run: RunContext,
+	history: JobHistory,
+	outRoot: string,
+): Promise<number> {
+	const { resumeDir } = plan;
 	const { job, counts } = await selectTargets(plan, history, flags, outRoot);
 	const wanted = flags.concurrency ?? (job.concurrency === "auto" ? null : job.concurrency);
 	const limits = resolveConcurrency({ accountLimit: run.accountConcurrency, wanted });

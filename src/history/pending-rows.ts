@@ -1,0 +1,76 @@
+import { closeSync } from "node:fs";
+import { HistoryRows, MAX_CHUNK_ROWS, sortedOrder } from "./history-rows.js";
+import { FileCursor, mergeRows, OrderCursor, openScratchFile, type RowCursor, RowWriter } from "./sorted-rows.js";
+
+/**
+ * Records not yet in the history's sorted file (this run's, or those folded in at open), kept in
+ * bounded memory: one chunk of rows (3 MiB at the default 65,536), sorted into a scratch file each
+ * time it fills. Saving merges the sorted file with every chunk in one pass, so a run's memory does
+ * not grow with its target count.
+ */
+export class PendingRows {
+	readonly #dir: string;
+	readonly #chunkRows: number;
+	#chunk: HistoryRows | null = null;
+	#filled = 0;
+	#spilled: Array<{ fd: number; count: number }> = [];
+	#size = 0;
+
+	/** @param chunkRows rows held in memory before they are spilled. @default 65,536 */
+	constructor(dir: string, chunkRows = MAX_CHUNK_ROWS) {
+		this.#dir = dir;
+		this.#chunkRows = Math.min(Math.max(1, chunkRows), MAX_CHUNK_ROWS);
+	}
+
+	/** Records added (a target recorded twice counts twice). */
+	get size(): number {
+		return this.#size;
+	}
+
+	add(
+		id: string,
+		status: "ok" | "failed",
+		finishedAt: number,
+		contentHash: string | null,
+		run: number,
+		offset: number,
+	): void {
+		// Allocated at the first record: opening a history to read it (export) never needs a chunk.
+		this.#chunk ??= new HistoryRows(this.#chunkRows);
+		if (this.#filled === this.#chunkRows) this.#spill();
+		this.#chunk.setRecord(this.#filled, id, status, finishedAt, contentHash, run, offset);
+		this.#filled += 1;
+		this.#size += 1;
+	}
+
+	/** The chunk sorted into a scratch file (rows of one key folded into one), and emptied. */
+	#spill(): void {
+		const fd = openScratchFile(this.#dir);
+		try {
+			const chunk = this.#chunk!;
+			const written = mergeRows(new RowWriter(fd, 0), [new OrderCursor(chunk, sortedOrder(chunk, this.#filled))]);
+			this.#spilled.push({ fd, count: written.count });
+		} catch (error) {
+			closeSync(fd);
+			throw error;
+		}
+		this.#filled = 0;
+	}
+
+	/** Every pending row, in key order per cursor, oldest cursor first (for `mergeRows`). */
+	cursors(): RowCursor[] {
+		const cursors: RowCursor[] = this.#spilled.map(({ fd, count }) => new FileCursor(fd, 0, count));
+		if (this.#chunk && this.#filled > 0) {
+			cursors.push(new OrderCursor(this.#chunk, sortedOrder(this.#chunk, this.#filled)));
+		}
+		return cursors;
+	}
+
+	/** Close the scratch files (removed from their folder when they were made) and forget every row. */
+	close(): void {
+		for (const { fd } of this.#spilled.splice(0)) closeSync(fd);
+		this.#chunk = null;
+		this.#filled = 0;
+		this.#size = 0;
+	}
+}
