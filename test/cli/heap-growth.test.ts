@@ -1,8 +1,9 @@
 import { spawn } from "node:child_process";
 import { writeFileSync } from "node:fs";
-import { join } from "node:path";
+import { dirname, join } from "node:path";
+import { pathToFileURL } from "node:url";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { RUN_HEAP_GROWING_PERCENT } from "../../src/cli/heap-growth.js";
+import { RUN_HEAP_GROWING_PERCENT, RUN_YOUNG_GENERATION_MB } from "../../src/cli/heap-growth.js";
 import { tempDir, writeJob } from "../helpers/job-files.js";
 import { startTestService, type TestService } from "../helpers/service.js";
 import { assertBuilt, BIN } from "../helpers/spawn-cli.js";
@@ -50,5 +51,61 @@ describe("scrapejob run keeps the old space close to its live size", () => {
 		const factors = await growingFactors(["--heap-growing-percent=80"]);
 		expect(factors.length).toBeGreaterThan(0);
 		expect(new Set(factors)).toEqual(new Set(["1.8"]));
+	});
+});
+
+/**
+ * The young generation's largest size, in bytes, while a child process allocates objects that survive
+ * a few young collections (as a run's answers in flight do), with the run's heap tuning or without.
+ */
+async function youngGenerationPeak(tune: boolean, nodeFlags: string[] = []): Promise<{ start: number; peak: number }> {
+	const script = join(tempDir(), "young.mjs");
+	const tuning = pathToFileURL(join(dirname(BIN), "..", "cli", "heap-growth.js")).href;
+	writeFileSync(
+		script,
+		`import { getHeapSpaceStatistics } from "node:v8";
+const { tuneHeapForRun } = await import(${JSON.stringify(tuning)});
+if (${tune}) tuneHeapForRun(process.execArgv);
+const size = () => getHeapSpaceStatistics().find((space) => space.space_name === "new_space").space_size;
+const start = size();
+let peak = start;
+const live = [];
+for (let i = 0; i < 3_000_000; i++) {
+	live.push({ i, text: "item " + i });
+	if (live.length > 20_000) live.length = 0;
+	// The event loop turns often, as in a run: V8 reports each collection between turns.
+	if (i % 2000 === 0) {
+		await new Promise((resolve) => setImmediate(resolve));
+		peak = Math.max(peak, size());
+	}
+}
+console.log(JSON.stringify({ start, peak }));
+`,
+	);
+	const child = spawn(process.execPath, [...nodeFlags, script], { stdio: ["ignore", "pipe", "inherit"] });
+	let stdout = "";
+	child.stdout.on("data", (chunk: Buffer) => {
+		stdout += chunk.toString();
+	});
+	const code = await new Promise<number | null>((resolve) => child.on("close", resolve));
+	expect(code).toBe(0);
+	return JSON.parse(stdout) as { start: number; peak: number };
+}
+
+describe("scrapejob run keeps the young generation at its start-up size", () => {
+	const cap = RUN_YOUNG_GENERATION_MB * 1024 * 1024;
+
+	it(`grows it from V8's first size up to ${RUN_YOUNG_GENERATION_MB} MiB, and no further (V8 alone doubles it to 32)`, async () => {
+		const untuned = await youngGenerationPeak(false);
+		expect(untuned.peak).toBeGreaterThan(cap);
+		const tuned = await youngGenerationPeak(true);
+		// Below the cap it may grow (after V8 halves it when allocation slows, it must grow back).
+		expect(tuned.start).toBeLessThan(cap);
+		expect(tuned.peak).toBe(cap);
+	});
+
+	it("leaves a size the user chose with `node --max-semi-space-size` alone", async () => {
+		const chosen = await youngGenerationPeak(true, ["--max-semi-space-size=32"]);
+		expect(chosen.peak).toBeGreaterThan(cap);
 	});
 });

@@ -38,7 +38,7 @@ import { connectBrowser, type RunBrowserAccess } from "../browser-access.js";
 import { type CliContext, writeLine } from "../context.js";
 import { crawlCreditBound, crawlDryRunLines } from "../crawl-dry-run.js";
 import { EXIT } from "../exit-codes.js";
-import { limitHeapGrowth } from "../heap-growth.js";
+import { tuneHeapForRun } from "../heap-growth.js";
 import { printJsonError } from "../json-error.js";
 import { createProgressBar, createProgressLog, type ProgressDisplay, progressLogFields } from "../progress-display.js";
 import { resumeCommand } from "../resume-hint.js";
@@ -186,8 +186,12 @@ Examples:
   scrapejob run jobs/shop.yaml --resume           finish an interrupted run without paying twice`,
 	);
 	command.action(async (paths: string[], flags: RunFlags) => {
-		limitHeapGrowth();
-		ctx.exitCode = await runCommand(ctx, paths, flags);
+		const restoreHeap = tuneHeapForRun();
+		try {
+			ctx.exitCode = await runCommand(ctx, paths, flags);
+		} finally {
+			restoreHeap();
+		}
 	});
 }
 
