@@ -11,8 +11,9 @@ import {
 	rmSync,
 	statSync,
 } from "node:fs";
+import { tmpdir } from "node:os";
 import { join } from "node:path";
-import type { ResultRecord } from "../output/index.js";
+import { OutputError, type ResultRecord } from "../output/index.js";
 import { idKey, ROW_BYTES, type TargetHistory } from "./history-rows.js";
 import { PendingRows } from "./pending-rows.js";
 import { mergeRows, openScratchFile, RowWriter, SortedRowsFile, writeAll } from "./sorted-rows.js";
@@ -62,15 +63,17 @@ export interface JobHistory {
 	close(): void;
 }
 
-/** Options for tests: rows held in memory before they are sorted into a scratch file. */
 export interface JobHistoryOptions {
-	/** @default 65,536 */
+	/** Rows held in memory before they are sorted into a scratch file. @default 65,536 */
 	readonly chunkRows?: number;
+	/** Where scratch files go: the first folder one can be made in. @default [the job's folder, the system's temporary folder] */
+	readonly scratchDirs?: readonly string[];
 }
 
 export function openJobHistory(jobDir: string, options: JobHistoryOptions = {}): JobHistory {
 	removeStaleTemporaries(jobDir);
 	const path = join(jobDir, HISTORY_FILE);
+	const scratchDirs = options.scratchDirs ?? [jobDir, tmpdir()];
 	let sorted: SortedRowsFile | null = null;
 	let runs: FoldedRun[] = [];
 	try {
@@ -95,7 +98,7 @@ export function openJobHistory(jobDir: string, options: JobHistoryOptions = {}):
 		}
 		return position;
 	};
-	let pending = new PendingRows(jobDir, options.chunkRows);
+	let pending = new PendingRows(scratchDirs, options.chunkRows);
 	try {
 		// Fold what the file does not know yet, oldest run first (run ids sort by time).
 		for (const name of runFolders(jobDir)) {
@@ -106,18 +109,22 @@ export function openJobHistory(jobDir: string, options: JobHistoryOptions = {}):
 		// What was folded is merged in at once (into a scratch file; the saved file is replaced by `save`
 		// only): lookups then read one sorted file.
 		if (pending.size > 0) {
-			const fd = openScratchFile(jobDir);
+			const fd = openScratchFile(scratchDirs);
 			const merged = new SortedRowsFile(fd, 0, merge(sorted, pending, new RowWriter(fd, 0)));
 			sorted?.close();
 			sorted = merged;
 		}
 	} catch (error) {
 		sorted?.close();
-		throw error;
+		// The disk full or unreadable: a run without its history would refetch what is fresh and call
+		// every page new, so it does not start (exit 5, like any output failure).
+		throw new OutputError(path, error);
 	} finally {
 		pending.close();
 	}
-	pending = new PendingRows(jobDir, options.chunkRows);
+	pending = new PendingRows(scratchDirs, options.chunkRows);
+	/** Why this run's records could not be kept for the history (a scratch file failed), if they could not. */
+	let lost: unknown = null;
 	return {
 		get(id) {
 			if (sorted === null) return null;
@@ -126,15 +133,24 @@ export function openJobHistory(jobDir: string, options: JobHistoryOptions = {}):
 		},
 		runIndex,
 		record(record, position, offset, endOffset) {
+			if (lost !== null) return;
 			if (record.status === "ok" || record.status === "failed") {
-				pending.add(
-					record.id,
-					record.status,
-					Date.parse(record.finished_at),
-					record.content_hash ?? null,
-					position,
-					offset,
-				);
+				try {
+					pending.add(
+						record.id,
+						record.status,
+						Date.parse(record.finished_at),
+						record.content_hash ?? null,
+						position,
+						offset,
+					);
+				} catch (error) {
+					// The record itself is safe in results.jsonl: the history goes unsaved and the next open
+					// folds this run in from there. The run goes on.
+					lost = error;
+					pending.close();
+					return;
+				}
 			}
 			const run = runs[position];
 			if (run && endOffset > run.bytes) run.bytes = endOffset;
@@ -145,6 +161,11 @@ export function openJobHistory(jobDir: string, options: JobHistoryOptions = {}):
 			return readLineAt(join(jobDir, run.id, "results.jsonl"), entry.okOffset);
 		},
 		save() {
+			if (lost !== null) {
+				throw new Error(
+					`this run's records could not be kept for it (${lost instanceof Error ? lost.message : String(lost)}); the next run folds them in from results.jsonl`,
+				);
+			}
 			mkdirSync(jobDir, { recursive: true });
 			const header = Buffer.from(JSON.stringify({ runs }), "utf8");
 			const head = Buffer.alloc(8);
@@ -170,7 +191,7 @@ export function openJobHistory(jobDir: string, options: JobHistoryOptions = {}):
 			sorted?.close();
 			sorted = saved;
 			pending.close();
-			pending = new PendingRows(jobDir, options.chunkRows);
+			pending = new PendingRows(scratchDirs, options.chunkRows);
 		},
 		get size() {
 			return sorted?.count ?? 0;

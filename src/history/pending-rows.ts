@@ -9,16 +9,19 @@ import { FileCursor, mergeRows, OrderCursor, openScratchFile, type RowCursor, Ro
  * not grow with its target count.
  */
 export class PendingRows {
-	readonly #dir: string;
+	readonly #scratchDirs: readonly string[];
 	readonly #chunkRows: number;
 	#chunk: HistoryRows | null = null;
 	#filled = 0;
 	#spilled: Array<{ fd: number; count: number }> = [];
 	#size = 0;
 
-	/** @param chunkRows rows held in memory before they are spilled. @default 65,536 */
-	constructor(dir: string, chunkRows = MAX_CHUNK_ROWS) {
-		this.#dir = dir;
+	/**
+	 * @param scratchDirs where a full chunk is spilled: the first folder a file can be made in.
+	 * @param chunkRows rows held in memory before they are spilled. @default 65,536
+	 */
+	constructor(scratchDirs: readonly string[], chunkRows = MAX_CHUNK_ROWS) {
+		this.#scratchDirs = scratchDirs;
 		this.#chunkRows = Math.min(Math.max(1, chunkRows), MAX_CHUNK_ROWS);
 	}
 
@@ -45,7 +48,7 @@ export class PendingRows {
 
 	/** The chunk sorted into a scratch file (rows of one key folded into one), and emptied. */
 	#spill(): void {
-		const fd = openScratchFile(this.#dir);
+		const fd = openScratchFile(this.#scratchDirs);
 		try {
 			const chunk = this.#chunk!;
 			const written = mergeRows(new RowWriter(fd, 0), [new OrderCursor(chunk, sortedOrder(chunk, this.#filled))]);

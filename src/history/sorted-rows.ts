@@ -1,5 +1,4 @@
 import { closeSync, openSync, readSync, unlinkSync, writeSync } from "node:fs";
-import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { HistoryRows, keyBefore, ROW_BYTES, type TargetHistory } from "./history-rows.js";
 
@@ -36,18 +35,19 @@ export function writeAll(fd: number, bytes: Uint8Array, position: number | null 
 
 /**
  * A file for rows nobody else needs to see (a spilled chunk, the history as opened), removed from
- * its folder at once so that a killed process leaves nothing behind: in `dir` (the job's folder, on
- * the volume the outputs are on), or the system's temporary folder when `dir` cannot be written.
+ * its folder at once so that a killed process leaves nothing behind: in the first of `dirs` where one
+ * can be made (the job's folder, on the volume the outputs are on, then the system's temporary folder).
  */
-export function openScratchFile(dir: string): number {
-	for (const folder of [dir, tmpdir()]) {
-		const path = join(folder, `.history.${process.pid}-${Math.random().toString(16).slice(2, 10)}.tmp`);
+export function openScratchFile(dirs: readonly string[]): number {
+	let failure: unknown = new Error("no folder for a scratch file");
+	for (const dir of dirs) {
+		const path = join(dir, `.history.${process.pid}-${Math.random().toString(16).slice(2, 10)}.tmp`);
 		let fd: number;
 		try {
 			fd = openSync(path, "wx+");
 		} catch (error) {
-			if (folder === dir) continue;
-			throw error;
+			failure = error;
+			continue;
 		}
 		try {
 			unlinkSync(path);
@@ -56,7 +56,7 @@ export function openScratchFile(dir: string): number {
 		}
 		return fd;
 	}
-	throw new Error("unreachable");
+	throw failure;
 }
 
 /** The rows `count` rows long from byte `start` of a file, streamed front to back. */

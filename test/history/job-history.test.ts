@@ -11,12 +11,13 @@ import {
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { HISTORY_FILE, openJobHistory } from "../../src/history/index.js";
-import type { ResultRecord } from "../../src/output/index.js";
+import { OutputError, type ResultRecord } from "../../src/output/index.js";
 import { tempDir } from "../helpers/job-files.js";
 import { record } from "../helpers/records.js";
 
 const A = "00000000000000a1";
 const B = "00000000000000b2";
+const C = "00000000000000c3";
 
 /** A run folder holding these records in its results.jsonl, as the runner writes them. */
 function writeRun(jobDir: string, runId: string, records: ResultRecord[]): string {
@@ -203,5 +204,40 @@ describe("the job's history (.history)", () => {
 		expect(history.size).toBe(1);
 		expect(history.get(ids[5]!)?.okHash).toBe("2222222222222222");
 		history.close();
+	});
+
+	it("a run's records that cannot be spilled leave the saved history as it was, and the next open folds them in from results.jsonl", () => {
+		const jobDir = tempDir();
+		writeRun(jobDir, "run-1", [record(A, { content_hash: "1111111111111111" })]);
+		openJobHistory(jobDir).save();
+		const nowhere = [join(jobDir, "no-such-folder")];
+		const history = openJobHistory(jobDir, { chunkRows: 2, scratchDirs: nowhere });
+		const run = history.runIndex("run-2");
+		const records = [
+			record(A, { ...at("2026-11-22T00:00:00.000Z"), content_hash: "2222222222222222" }),
+			record(B, { ...at("2026-11-22T00:00:00.000Z"), content_hash: "3333333333333333" }),
+			record(C, { ...at("2026-11-22T00:00:00.000Z"), content_hash: "4444444444444444" }),
+		];
+		const results = writeRun(jobDir, "run-2", records);
+		let offset = 0;
+		// The third record fills the chunk of two: its spill has nowhere to go. The run is not stopped.
+		for (const line of records) {
+			const end = offset + Buffer.byteLength(`${JSON.stringify(line)}\n`);
+			expect(() => history.record(line, run, offset, end)).not.toThrow();
+			offset = end;
+		}
+		expect(() => history.save()).toThrow(/could not be kept.*folds them in from results.jsonl/);
+		history.close();
+		expect(readFileSync(results, "utf8").split("\n")).toHaveLength(4);
+		const next = openJobHistory(jobDir);
+		expect(next.get(A)?.okHash).toBe("2222222222222222");
+		expect(next.get(C)?.okHash).toBe("4444444444444444");
+		next.close();
+	});
+
+	it("a history that cannot be opened for want of a scratch file is an output failure (the run would refetch what is fresh)", () => {
+		const jobDir = tempDir();
+		writeRun(jobDir, "run-1", [record(A, { content_hash: "1111111111111111" })]);
+		expect(() => openJobHistory(jobDir, { scratchDirs: [join(jobDir, "no-such-folder")] })).toThrow(OutputError);
 	});
 });
