@@ -4,6 +4,8 @@
  * (`serve.ts`: emulator + demo site) per scenario and one client process per measured run
  * (`client-bare.ts`, `client-runner.ts`), so that no process's CPU or memory counts against another's.
  */
+import { appendFileSync } from "node:fs";
+import { getHeapSpaceStatistics } from "node:v8";
 
 /** argv[2] of `serve.ts`, as JSON. */
 export interface ServeConfig {
@@ -94,6 +96,36 @@ const RSS_SAMPLE_MS = 50;
 /** Heap figures are sampled every this many RSS samples. */
 const HEAP_SAMPLE_EVERY = 5;
 
+/**
+ * `BENCH_MEMORY_TRACE=FILE npm run bench …`: every 2 s (`BENCH_MEMORY_TRACE_MS`) each measured client appends a JSON line of
+ * where its memory is (RSS, V8's spaces, external and array buffers, MiB) to FILE, to see what grows with N.
+ */
+function startMemoryTrace(file: string | undefined): NodeJS.Timeout | null {
+	if (!file) return null;
+	const started = performance.now();
+	const mib = (bytes: number) => Math.round((bytes / 1048576) * 10) / 10;
+	const timer = setInterval(() => {
+		const usage = process.memoryUsage();
+		const spaces = Object.fromEntries(
+			getHeapSpaceStatistics().map((space) => [space.space_name, mib(space.space_size)]),
+		);
+		const line = {
+			client: process.argv[1]?.split("/").pop(),
+			s: Math.round((performance.now() - started) / 1000),
+			rss: mib(usage.rss),
+			maxRss: mib(process.resourceUsage().maxRSS * 1024),
+			heapTotal: mib(usage.heapTotal),
+			heapUsed: mib(usage.heapUsed),
+			external: mib(usage.external),
+			arrayBuffers: mib(usage.arrayBuffers),
+			...spaces,
+		};
+		appendFileSync(file, `${JSON.stringify(line)}\n`);
+	}, Number(process.env.BENCH_MEMORY_TRACE_MS) || 2000);
+	timer.unref();
+	return timer;
+}
+
 /** Start measuring this process: wall time, CPU (user + system) and memory sampled every 50 ms. */
 export function startMeter(): Meter {
 	const baseRssBytes = process.memoryUsage.rss();
@@ -112,6 +144,7 @@ export function startMeter(): Meter {
 	sample();
 	const timer = setInterval(sample, RSS_SAMPLE_MS);
 	timer.unref();
+	const trace = startMemoryTrace(process.env.BENCH_MEMORY_TRACE);
 	const cpuBefore = process.cpuUsage();
 	const wallBefore = performance.now();
 	return {
@@ -120,6 +153,7 @@ export function startMeter(): Meter {
 			const total = process.cpuUsage();
 			const cpu = process.cpuUsage(cpuBefore);
 			clearInterval(timer);
+			if (trace) clearInterval(trace);
 			ticks = 0;
 			sample();
 			// maxRSS (KiB) is the kernel's high-water mark: it catches peaks between two samples.
