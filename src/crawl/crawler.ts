@@ -2,11 +2,11 @@ import { hash } from "node:crypto";
 import { join } from "node:path";
 import { extractLinks, type ParsedPage, parseHtml } from "../extract/index.js";
 import { type CrawlSpec, createTargetKey, identityOptionsJson, type Job, shardOf, type Target } from "../job/index.js";
+import { createUrlKeys, type UrlKeys } from "../shared/index.js";
 import { FRONTIER_FILE, type FrontierEntry, type FrontierFile, openFrontierFile } from "./frontier-file.js";
 import { createLinkScope } from "./link-scope.js";
 import { normalizeUrl } from "./normalize-url.js";
 import { sitemapPages } from "./sitemaps.js";
-import { createUrlKeys, type UrlKeys } from "./url-keys.js";
 
 /** What a crawl adds to summary.json. */
 export interface CrawlSummary {

@@ -5,9 +5,10 @@
  * Map: normalize-url (one spelling per page) → link-scope (host | domain | any) → frontier-file
  * (the journalled frontier, read through a cursor) → crawler (seeds, then levels; dedupe sets).
  */
+
+export { createUrlKeys, type UrlKeys } from "../shared/index.js";
 export { type Crawler, type CrawlerOptions, type CrawlSummary, createCrawler } from "./crawler.js";
 export { FRONTIER_FILE } from "./frontier-file.js";
 export { createLinkScope, type LinkScope } from "./link-scope.js";
 export { normalizeUrl } from "./normalize-url.js";
 export { MAX_SITEMAP_FILES, sitemapLinesOf, sitemapPages } from "./sitemaps.js";
-export { createUrlKeys, type UrlKeys } from "./url-keys.js";

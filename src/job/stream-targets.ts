@@ -1,11 +1,16 @@
-import { creditCostRange, MODES, type Mode, type ScrapeParams } from "../shared/index.js";
-import { createTargetKeySet } from "./dedupe.js";
+import { randomBytes } from "node:crypto";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { createUrlKeys, creditCostRange, MODES, type Mode, type ScrapeParams } from "../shared/index.js";
 import { createIdSet } from "./id-set.js";
 import { type JobProblem, JobValidationError } from "./problems.js";
 import { shardOf } from "./shard.js";
 import { readSourceRows, type SourceRow } from "./sources.js";
 import { createTargetKey, identityOptionsJson } from "./target-id.js";
 import type { Job, SourceSpec, Target, TargetCounts, TargetOrigin } from "./types.js";
+
+/** Row keys a scan's duplicate check holds in memory (~4 MB) before older ones spill to sorted files. */
+const SCAN_KEYS_IN_MEMORY = 262_144;
 
 export interface StreamTargetsOptions {
 	/**
@@ -18,8 +23,8 @@ export interface StreamTargetsOptions {
 	/** Filled in while streaming (distinct targets, duplicates, skipped rows, modes, credit range). */
 	counts?: TargetCounts;
 	/**
-	 * Where the keys of the rows seen so far are kept, to drop duplicates: by default a typed-array set
-	 * in memory (16 bytes a row at a million); a run passes one that spills to its folder.
+	 * Where the keys of the rows seen so far are kept, to drop duplicates: by default keys that spill
+	 * to a temporary folder past SCAN_KEYS_IN_MEMORY; a run's feed passes its own, spilling to its folder.
 	 */
 	seenKeys?: SeenKeys;
 }
@@ -107,7 +112,25 @@ function createFileReporter(report: (p: JobProblem) => void, limit: number) {
  */
 async function* scanTargets(job: Job, options: ScanOptions): AsyncGenerator<Target[]> {
 	const { counts } = options;
-	const seen: SeenKeys = options.seenKeys ?? createTargetKeySet();
+	// Bounded whatever the row count: past SCAN_KEYS_IN_MEMORY keys, older ones go to sorted files in a
+	// temporary folder (removed when the scan ends). A set in memory took 16 MB at a million rows, and
+	// its growth by doubling left the allocator holding large blocks for the rest of the run.
+	const ownKeys = options.seenKeys
+		? null
+		: createUrlKeys({
+				dir: join(tmpdir(), `scrapejob-keys-${process.pid}-${randomBytes(4).toString("hex")}`),
+				inMemory: SCAN_KEYS_IN_MEMORY,
+			});
+	const seen: SeenKeys = options.seenKeys ?? { add: (high, low) => ownKeys!.see(high, low) };
+	try {
+		yield* scanWith(job, options, seen);
+	} finally {
+		ownKeys?.close();
+	}
+}
+
+async function* scanWith(job: Job, options: ScanOptions, seen: SeenKeys): AsyncGenerator<Target[]> {
+	const { counts } = options;
 	/** First inline occurrence per key, so a duplicate can point at it (inline targets are few). */
 	const inlineFirst = new Map<string, Target>();
 	const duplicateMessage = (url: string, firstId: string) => {

@@ -26,3 +26,4 @@ export {
 } from "./scrape-params.js";
 export { maskSecret, maskUrlCredentials, redactSecrets } from "./secrets.js";
 export { type Clock, type Sleep, sleep, systemClock } from "./sleep.js";
+export { createUrlKeys, type UrlKeys, type UrlKeysOptions } from "./url-keys.js";

@@ -52,18 +52,17 @@ Examples:
 				return;
 			}
 			const jobDir = jobOutputDir(resolve(ctx.cwd, flags.from), job.name);
+			const out = resolve(ctx.cwd, flags.out);
 			const history = openJobHistory(jobDir);
 			let records: number;
 			try {
 				if (history.size === 0)
 					throw new UsageError(`no records of job ${job.name} under ${jobDir}: nothing to export`);
-				const out = resolve(ctx.cwd, flags.out);
 				const columns = csvColumnsFor({ data: job.extraction?.dataColumns, carry: job.extraction?.carry });
 				records = await exportLatest(history, flags.format, out, columns);
 			} finally {
 				history.close();
 			}
-			const out = resolve(ctx.cwd, flags.out);
 			if (flags.json) writeLine(ctx.stdout, JSON.stringify({ records, format: flags.format, out }));
 			else writeLine(ctx.stdout, `${records} records (the newest ok one of each target) → ${out}`);
 		});
