@@ -111,7 +111,6 @@ function createFileReporter(report: (p: JobProblem) => void, limit: number) {
  * per `job.onBadRow`.
  */
 async function* scanTargets(job: Job, options: ScanOptions): AsyncGenerator<Target[]> {
-	const { counts } = options;
 	// Bounded whatever the row count: past SCAN_KEYS_IN_MEMORY keys, older ones go to sorted files in a
 	// temporary folder (removed when the scan ends). A set in memory took 16 MB at a million rows, and
 	// its growth by doubling left the allocator holding large blocks for the rest of the run.
@@ -129,6 +128,7 @@ async function* scanTargets(job: Job, options: ScanOptions): AsyncGenerator<Targ
 	}
 }
 
+/** The scan itself, with its duplicate check. */
 async function* scanWith(job: Job, options: ScanOptions, seen: SeenKeys): AsyncGenerator<Target[]> {
 	const { counts } = options;
 	/** First inline occurrence per key, so a duplicate can point at it (inline targets are few). */
