@@ -109,3 +109,38 @@ describe("scrapejob run keeps the young generation at its start-up size", () => 
 		expect(chosen.peak).toBeGreaterThan(cap);
 	});
 });
+
+/** WebAssembly functions V8 compiled with TurboFan during a real run of the CLI (llhttp's, in undici). */
+async function turbofanWasmCompiles(nodeFlags: string[]): Promise<number> {
+	const child = spawn(
+		process.execPath,
+		["--trace-wasm-compilation-times", ...nodeFlags, BIN, "run", smallJob, "--out", tempDir(), "--quiet"],
+		{ env: { PATH: process.env.PATH, ...service.env }, stdio: ["ignore", "pipe", "pipe"] },
+	);
+	let printed = "";
+	child.stdout.on("data", (chunk: Buffer) => {
+		printed += chunk.toString();
+	});
+	child.stderr.on("data", (chunk: Buffer) => {
+		printed += chunk.toString();
+	});
+	const code = await new Promise<number | null>((resolve) => child.on("close", resolve));
+	expect(code).toBe(0);
+	return [...printed.matchAll(/using TurboFan/g)].length;
+}
+
+let smallJob: string;
+beforeAll(() => {
+	const dir = tempDir();
+	const urls = Array.from({ length: 400 }, (_, index) => `${service.site.url}/page/${index + 1}`);
+	writeFileSync(join(dir, "urls.txt"), `${urls.join("\n")}\n`);
+	smallJob = writeJob(dir, "wasm", "name: wasm\ndefaults:\n  mode: request\nsources:\n  - file: urls.txt\n");
+});
+
+describe("scrapejob run keeps undici's HTTP parser on V8's baseline WebAssembly code", () => {
+	it("never compiles it with TurboFan (a ~30 MB moment of memory), unless the user chose a WebAssembly tier", async () => {
+		expect(await turbofanWasmCompiles([])).toBe(0);
+		// A tier the user names wins: with V8's own setting named, the parser is tiered up as usual.
+		expect(await turbofanWasmCompiles(["--no-liftoff-only"])).toBeGreaterThan(0);
+	});
+});
