@@ -134,23 +134,14 @@ export function openJobHistory(jobDir: string, options: JobHistoryOptions = {}):
 		runIndex,
 		record(record, position, offset, endOffset) {
 			if (lost !== null) return;
-			if (record.status === "ok" || record.status === "failed") {
-				try {
-					pending.add(
-						record.id,
-						record.status,
-						Date.parse(record.finished_at),
-						record.content_hash ?? null,
-						position,
-						offset,
-					);
-				} catch (error) {
-					// The record itself is safe in results.jsonl: the history goes unsaved and the next open
-					// folds this run in from there. The run goes on.
-					lost = error;
-					pending.close();
-					return;
-				}
+			try {
+				pending.add(record, position, offset);
+			} catch (error) {
+				// The record itself is safe in results.jsonl: the history goes unsaved and the next open
+				// folds this run in from there. The run goes on.
+				lost = error;
+				pending.close();
+				return;
 			}
 			const run = runs[position];
 			if (run && endOffset > run.bytes) run.bytes = endOffset;
@@ -332,21 +323,15 @@ function foldResults(pending: PendingRows, path: string, position: number, from:
 
 function foldLine(pending: PendingRows, line: Buffer, position: number, offset: number): void {
 	if (line.length === 0) return;
+	let record: ResultRecord;
 	try {
-		const record = JSON.parse(line.toString("utf8")) as ResultRecord;
-		if (typeof record.id !== "string" || typeof record.finished_at !== "string") return;
-		if (record.status !== "ok" && record.status !== "failed") return;
-		pending.add(
-			record.id,
-			record.status,
-			Date.parse(record.finished_at),
-			record.content_hash ?? null,
-			position,
-			offset,
-		);
+		record = JSON.parse(line.toString("utf8")) as ResultRecord;
 	} catch {
-		// A line that is not a record: not history.
+		return; // A line that is not a record: not history.
 	}
+	if (typeof record?.id !== "string" || typeof record.finished_at !== "string") return;
+	// Outside the parse's catch: a scratch file that cannot be written is not a bad line.
+	pending.add(record, position, offset);
 }
 
 /** The records starting at these byte offsets (ascending) of a results.jsonl, in one forward read. */

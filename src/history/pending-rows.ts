@@ -1,4 +1,5 @@
 import { closeSync } from "node:fs";
+import type { ResultRecord } from "../output/index.js";
 import { HistoryRows, MAX_CHUNK_ROWS, sortedOrder } from "./history-rows.js";
 import { FileCursor, mergeRows, OrderCursor, openScratchFile, type RowCursor, RowWriter } from "./sorted-rows.js";
 
@@ -30,18 +31,14 @@ export class PendingRows {
 		return this.#size;
 	}
 
-	add(
-		id: string,
-		status: "ok" | "failed",
-		finishedAt: number,
-		contentHash: string | null,
-		run: number,
-		offset: number,
-	): void {
+	/** A record written at byte `offset` of run `run`'s results.jsonl; only ok and failed ones are history. */
+	add(record: ResultRecord, run: number, offset: number): void {
+		if (record.status !== "ok" && record.status !== "failed") return;
 		// Allocated at the first record: opening a history to read it (export) never needs a chunk.
 		this.#chunk ??= new HistoryRows(this.#chunkRows);
 		if (this.#filled === this.#chunkRows) this.#spill();
-		this.#chunk.setRecord(this.#filled, id, status, finishedAt, contentHash, run, offset);
+		const finishedAt = Date.parse(record.finished_at);
+		this.#chunk.setRecord(this.#filled, record.id, record.status, finishedAt, record.content_hash ?? null, run, offset);
 		this.#filled += 1;
 		this.#size += 1;
 	}

@@ -237,7 +237,11 @@ describe("the job's history (.history)", () => {
 
 	it("a history that cannot be opened for want of a scratch file is an output failure (the run would refetch what is fresh)", () => {
 		const jobDir = tempDir();
-		writeRun(jobDir, "run-1", [record(A, { content_hash: "1111111111111111" })]);
+		writeRun(
+			jobDir,
+			"run-1",
+			[A, B, C].map((id) => record(id, { content_hash: "1111111111111111" })),
+		);
 		expect(() => openJobHistory(jobDir, { scratchDirs: [join(jobDir, "no-such-folder")] })).toThrow(OutputError);
 	});
 });
