@@ -17,7 +17,7 @@ export interface RowCursor {
 }
 
 /** Fill `bytes` from `position`; returns how many bytes there were. */
-export function readAll(fd: number, bytes: Uint8Array, position: number): number {
+function readAll(fd: number, bytes: Uint8Array, position: number): number {
 	let read = 0;
 	while (read < bytes.length) {
 		const got = readSync(fd, bytes, read, bytes.length - read, position + read);
@@ -27,9 +27,10 @@ export function readAll(fd: number, bytes: Uint8Array, position: number): number
 	return read;
 }
 
-export function writeAll(fd: number, bytes: Uint8Array, position: number | null = null): void {
+/** Write all of `bytes` at `position` (a short write is continued, not taken for the whole). */
+export function writeAll(fd: number, bytes: Uint8Array, position: number): void {
 	for (let written = 0; written < bytes.length; ) {
-		written += writeSync(fd, bytes, written, bytes.length - written, position === null ? null : position + written);
+		written += writeSync(fd, bytes, written, bytes.length - written, position + written);
 	}
 }
 
@@ -52,7 +53,7 @@ export function openScratchFile(dirs: readonly string[]): number {
 		try {
 			unlinkSync(path);
 		} catch {
-			// A system that cannot remove an open file: the stale-temporary sweep at the next open does.
+			// A system that cannot remove an open file: in the job folder the next open sweeps it once stale.
 		}
 		return fd;
 	}
