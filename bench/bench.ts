@@ -61,6 +61,11 @@ const TARGETS = { wallRatio: 1.05, cpuMsPerTarget: 0.5, peakRssMb: 150, rssGrowt
 const WARM_UP_TARGETS = 1_000;
 /** Longest a measured client may take before the bench gives up on it, ms (the 1M row takes ~5 min on a busy 2-core machine). */
 const CLIENT_TIMEOUT_MS = 900_000;
+/**
+ * `BENCH_NODE_ARGS="--trace-gc …"`: Node options given to every measured client (both), to try a V8
+ * flag or trace one; a flag the runner would set itself then stays the user's (`src/cli/heap-growth.ts`).
+ */
+const CLIENT_NODE_ARGS = (process.env.BENCH_NODE_ARGS ?? "").split(/\s+/).filter((arg) => arg !== "");
 const SERVER_START_TIMEOUT_MS = 30_000;
 /** Runs of each client per row. */
 const DEFAULT_REPEAT = 2;
@@ -429,9 +434,12 @@ async function runScenario(scenario: Scenario, targets: number, options: Options
 			progress(`${scenario.name}: ${client} (run ${index + 1} of ${repeat * 2})`);
 			// Only the first run of each client is profiled: the profile file would be overwritten anyway.
 			const profiled = options.profile && !runs.some((run) => run.client === client);
-			const execArgv = profiled
-				? ["--cpu-prof", "--cpu-prof-dir", profileDir, "--cpu-prof-name", `${client}-${scenario.name}.cpuprofile`]
-				: [];
+			const execArgv = [
+				...CLIENT_NODE_ARGS,
+				...(profiled
+					? ["--cpu-prof", "--cpu-prof-dir", profileDir, "--cpu-prof-name", `${client}-${scenario.name}.cpuprofile`]
+					: []),
+			];
 			const out = join(dir, `${client}-${index}`);
 			const before = await serverStats(server);
 			const busyBefore = await machineBusyMs();

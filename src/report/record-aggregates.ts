@@ -98,7 +98,7 @@ export function createRecordAggregates(originMs: number): RecordAggregates {
 		changes: () => (anyChange ? { ...changes } : null),
 		topFailingHosts: () =>
 			[...failedHosts]
-				.sort((a, b) => b[1] - a[1] || a[0].localeCompare(b[0]))
+				.sort((a, b) => b[1] - a[1] || (a[0] < b[0] ? -1 : a[0] > b[0] ? 1 : 0))
 				.slice(0, TOP_HOSTS)
 				.map(([host, failed]) => ({ host, failed })),
 	};

@@ -1,5 +1,6 @@
 import { readFileSync } from "node:fs";
 import { createRequire } from "node:module";
+import { formatNumber } from "../shared/index.js";
 import { renderReportPage } from "./page-script.js";
 import type { ReportData } from "./report-data.js";
 
@@ -35,11 +36,7 @@ function scriptText(code: string): string {
 	return code.replace(/<\/script/gi, "<\\/script");
 }
 
-function number(value: number): string {
-	return Number.isInteger(value)
-		? value.toLocaleString("en-US")
-		: value.toLocaleString("en-US", { maximumFractionDigits: 2 });
-}
+const number = (value: number): string => formatNumber(value);
 
 function milliseconds(value: number | null): string {
 	if (value === null) return "–";

@@ -1,3 +1,5 @@
+import { formatNumber } from "../shared/index.js";
+
 /**
  * `run --dry-run`: the estimated cost held against the budget (`max_credits`) and the account's
  * balance, in words. Pure: the caller reads the balance (a free look-up) or says why it could not.
@@ -18,7 +20,7 @@ export interface CostCheck {
 	readonly sentences: readonly string[];
 }
 
-const number = (value: number) => value.toLocaleString("en-US", { maximumFractionDigits: 2 });
+const number = (value: number) => formatNumber(value);
 
 export function checkCost(
 	estimate: { readonly min: number; readonly max: number },

@@ -1,5 +1,6 @@
 export { isLoopbackHost, joinUrl, parseBaseUrl } from "./base-url.js";
 export { didYouMean, editDistance } from "./did-you-mean.js";
+export { formatNumber } from "./format-number.js";
 export { DURATION_HINT, DURATION_UNITS, formatDuration, parseDuration } from "./duration.js";
 export { ERROR_CODES, type ErrorCode, errorMessage, ScrapejobError, UsageError } from "./errors.js";
 export { createLastWords, type LastWord, type LastWords } from "./last-words.js";

@@ -1,7 +1,6 @@
-/** Numbers for people: grouped thousands, at most `maxDecimals` decimals, same output on every machine. */
-export function formatNumber(value: number, maxDecimals = 2): string {
-	return value.toLocaleString("en-US", { maximumFractionDigits: maxDecimals });
-}
+import { formatNumber } from "../../shared/index.js";
+
+export { formatNumber };
 
 /** The service counts 1 GB as 1,000 MB (spec 2.6: total_bandwidth_gb = mb / 1,000). */
 export const MB_PER_GB = 1_000;
