@@ -124,6 +124,10 @@ export interface DiscoveryAnswer {
 	readonly creditsUsed: number | null;
 }
 
+const NO_CALL_OPTIONS: RealtimeCallOptions = {};
+const REALTIME_POST = "POST /scraper/realtime";
+const REALTIME_GET = "GET /scraper/realtime";
+
 function toQuery(params: ScrapeParams): string {
 	const query = new URLSearchParams();
 	for (const [key, value] of Object.entries(params)) {
@@ -204,7 +208,7 @@ export function createScraperClient(options: ScraperClientOptions): ScraperClien
 				headers,
 				body: response.body,
 				contentType: Array.isArray(contentType) ? contentType[0] : contentType,
-				...(response.spilled ? { spilled: response.spilled } : {}),
+				spilled: response.spilled,
 			};
 		}
 		// A redirect from the service itself (not a target's, which would carry X-Target-Status) is no answer
@@ -224,20 +228,21 @@ export function createScraperClient(options: ScraperClientOptions): ScraperClien
 	}
 
 	return {
-		async realtime(params, callOptions = {}) {
-			const method = callOptions.method ?? "POST";
-			const endpoint = `${method} /scraper/realtime`;
+		async realtime(params, callOptions = NO_CALL_OPTIONS) {
+			const post = (callOptions.method ?? "POST") === "POST";
+			const endpoint = post ? REALTIME_POST : REALTIME_GET;
+			// One literal with every member (absent ones undefined): no spreads, no object per option, per fetch.
 			const response = await send(dispatcher, {
-				method,
-				url: method === "GET" ? `${realtimeUrl}?${toQuery(params)}` : realtimeUrl,
-				headers: method === "GET" ? getHeaders : postHeaders,
-				...(method === "POST" ? { body: JSON.stringify(params) } : {}),
+				method: post ? "POST" : "GET",
+				url: post ? realtimeUrl : `${realtimeUrl}?${toQuery(params)}`,
+				headers: post ? postHeaders : getHeaders,
+				body: post ? JSON.stringify(params) : undefined,
 				timeoutMs: realtimeTimeoutMs,
 				endpoint,
-				...(callOptions.signal ? { signal: callOptions.signal } : {}),
-				...(callOptions.onStatus ? { onStatus: callOptions.onStatus } : {}),
-				...(callOptions.maxBodyBytes ? { maxBodyBytes: callOptions.maxBodyBytes } : {}),
-				...(callOptions.spill ? { spill: callOptions.spill } : {}),
+				signal: callOptions.signal,
+				onStatus: callOptions.onStatus,
+				maxBodyBytes: callOptions.maxBodyBytes || undefined,
+				spill: callOptions.spill,
 			});
 			return interpretRealtime(response, endpoint, params);
 		},

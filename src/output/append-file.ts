@@ -11,12 +11,24 @@ import { OutputError } from "./output-error.js";
 export interface AppendFile {
 	/** Append text (UTF-8) or bytes. */
 	append(data: string | Uint8Array): void;
+	/** Append `text` and a newline (a JSONL line): the same write, without a string joined for it first. */
+	appendLine(text: string): void;
 	sync(): void;
 	close(): void;
 	readonly path: string;
 	/** Bytes in the file: where the next append lands. */
 	readonly size: number;
 }
+
+/**
+ * Where `appendLine` puts a line's bytes before its write: one buffer for the process, since every
+ * write is synchronous and so one at a time. Joining the line with its newline first would build a
+ * second copy of every record on the heap (a cons string flattened by the write), all garbage.
+ */
+const LINE_STAGE = Buffer.allocUnsafe(64 * 1024);
+/** Lines of at most this many UTF-16 code units fit the stage whatever they hold (≤ 3 bytes each). */
+const LINE_STAGE_UNITS = Math.floor((LINE_STAGE.length - 1) / 3);
+const NEWLINE = 0x0a;
 
 export function openAppendFile(path: string): AppendFile {
 	let fd: number;
@@ -29,38 +41,54 @@ export function openAppendFile(path: string): AppendFile {
 	}
 	let closed = false;
 	let dirty = false;
-	return {
+	/** Cut a half-written line back off, so a resume never meets a torn line in the middle. */
+	const failed = (written: number, error: unknown): OutputError => {
+		if (written > 0) {
+			try {
+				ftruncateSync(fd, size);
+			} catch {
+				// The truncate failed too: the resume's torn-tail cut is the last guard.
+			}
+		}
+		return new OutputError(path, error);
+	};
+	const appendBytes = (bytes: Uint8Array, length: number) => {
+		let written = 0;
+		try {
+			while (written < length) written += writeSync(fd, bytes, written, length - written);
+		} catch (error) {
+			throw failed(written, error);
+		}
+		size += written;
+		dirty = true;
+	};
+	const file: AppendFile = {
 		path,
 		get size() {
 			return size;
 		},
 		append(data) {
+			if (typeof data !== "string") return appendBytes(data, data.length);
 			let written = 0;
 			try {
 				// Strings go straight to the kernel; only a short write (rare on regular files) needs the bytes.
-				if (typeof data === "string") {
-					written = writeSync(fd, data);
-					const length = Buffer.byteLength(data);
-					if (written < length) {
-						const buffer = Buffer.from(data, "utf8");
-						while (written < length) written += writeSync(fd, buffer, written);
-					}
-				} else {
-					while (written < data.length) written += writeSync(fd, data, written);
+				written = writeSync(fd, data);
+				const length = Buffer.byteLength(data);
+				if (written < length) {
+					const buffer = Buffer.from(data, "utf8");
+					while (written < length) written += writeSync(fd, buffer, written);
 				}
 			} catch (error) {
-				// Cut a half-written line back off, so a resume never meets a torn line in the middle.
-				if (written > 0) {
-					try {
-						ftruncateSync(fd, size);
-					} catch {
-						// The truncate failed too: the resume's torn-tail cut is the last guard.
-					}
-				}
-				throw new OutputError(path, error);
+				throw failed(written, error);
 			}
 			size += written;
 			dirty = true;
+		},
+		appendLine(text) {
+			if (text.length > LINE_STAGE_UNITS) return file.append(`${text}\n`);
+			const length = LINE_STAGE.write(text, 0, "utf8");
+			LINE_STAGE[length] = NEWLINE;
+			appendBytes(LINE_STAGE, length + 1);
 		},
 		sync() {
 			if (!closed && dirty) {
@@ -74,9 +102,10 @@ export function openAppendFile(path: string): AppendFile {
 		},
 		close() {
 			if (closed) return;
-			this.sync();
+			file.sync();
 			closed = true;
 			closeSync(fd);
 		},
 	};
+	return file;
 }

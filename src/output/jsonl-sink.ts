@@ -10,7 +10,7 @@ export function createJsonlSink(path: string): RecordSink & { readonly size: num
 			return file.size;
 		},
 		write(record) {
-			file.append(`${JSON.stringify(record)}\n`);
+			file.appendLine(JSON.stringify(record));
 		},
 		sync: () => file.sync(),
 		close: async () => file.close(),

@@ -11,7 +11,11 @@ export function createRecordScrubber(
 	secrets: ReadonlyArray<string | null | undefined>,
 ): (record: ResultRecord) => ResultRecord {
 	const known = secrets.filter((secret): secret is string => typeof secret === "string" && secret.length >= 4);
-	const dirty = (text: string | null) => text !== null && known.some((secret) => text.includes(secret));
+	const dirty = (text: string | null) => {
+		if (text === null) return false;
+		for (const secret of known) if (text.includes(secret)) return true;
+		return false;
+	};
 	const scrub = (text: string) => redactSecrets(text, known);
 	return (record) => {
 		if (record.url.includes("@")) record.url = maskUrlCredentials(record.url);

@@ -82,7 +82,7 @@ export async function discoverTargets(
 				} catch (error) {
 					answer = { i: index, kind: spec.kind, urls: [], credits_used: 0, error: errorMessage(error) };
 				}
-				file.append(`${JSON.stringify(answer)}\n`);
+				file.appendLine(JSON.stringify(answer));
 			}
 			credits += answer.credits_used;
 			report.push({

@@ -197,15 +197,16 @@ export async function fetchTarget(
 				kind: "ok",
 				body: wholeJson && task.raw ? task.raw : task.body,
 				contentType: wholeJson ? "application/json" : undefined,
-				...titleOf(wholeJson ? task.json : undefined),
-				...(wholeJson && task.json ? { json: task.json } : {}),
+				title: titleOf(wholeJson ? task.json : undefined),
 				httpStatus: task.targetStatus ?? 200,
 				creditsUsed: trustedCredits(task.creditsUsed),
 				creditsRemaining: task.creditsRemaining ?? null,
 				modeUsed: task.modeUsed ?? null,
 				attempts: Math.max(attempts, 1),
 				taskId: id,
-				...(task.headers.finalUrl !== undefined ? { finalUrl: task.headers.finalUrl } : {}),
+				json: wholeJson ? task.json : undefined,
+				finalUrl: task.headers.finalUrl,
+				spilled: undefined,
 			},
 		};
 	};
@@ -220,8 +221,8 @@ export async function fetchTarget(
 			outcome = await deps.client.realtime(request, {
 				signal: deps.signal,
 				method: deps.method ?? "POST",
-				...(deps.maxBodyBytes ? { maxBodyBytes: deps.maxBodyBytes } : {}),
-				...(spill ? { spill } : {}),
+				maxBodyBytes: deps.maxBodyBytes,
+				spill,
 				// A 429 holds every other send from its status line on, not from when its body has been read.
 				onStatus: (status) => {
 					if (status === 429) releaseHold = deps.gate.hold("rate_limited");
@@ -245,21 +246,22 @@ export async function fetchTarget(
 		deps.outage.answered();
 		switch (outcome.kind) {
 			case "content":
+				// Every member written, absent ones as undefined: one object shape for every page, no spreads.
 				return {
 					result: {
 						kind: "ok",
 						body: outcome.body,
 						contentType: outcome.contentType,
-						...titleOf(outcome.json),
+						title: titleOf(outcome.json),
 						httpStatus: outcome.targetStatus ?? outcome.status,
 						creditsUsed: trustedCredits(outcome.headers.creditsUsed),
 						creditsRemaining: outcome.headers.creditsRemaining ?? null,
 						modeUsed: outcome.headers.modeUsed ?? null,
 						attempts,
 						taskId,
-						...(outcome.json ? { json: outcome.json } : {}),
-						...(outcome.headers.finalUrl !== undefined ? { finalUrl: outcome.headers.finalUrl } : {}),
-						...(outcome.spilled ? { spilled: outcome.spilled } : {}),
+						json: outcome.json,
+						finalUrl: outcome.headers.finalUrl,
+						spilled: outcome.spilled,
 					},
 				};
 			case "target_error":
@@ -376,7 +378,7 @@ function statusOf(error: unknown): number | null {
 }
 
 /** `title` of a JSON delivery body, when it holds one. */
-function titleOf(json: Record<string, unknown> | undefined): { title?: string } {
+function titleOf(json: Record<string, unknown> | undefined): string | undefined {
 	const title = json?.title;
-	return typeof title === "string" ? { title } : {};
+	return typeof title === "string" ? title : undefined;
 }

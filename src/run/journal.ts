@@ -46,7 +46,7 @@ export function openJournal(path: string): Journal {
 	};
 	const write = (event: JournalEvent) => {
 		flush();
-		file.append(`${JSON.stringify(event)}\n`);
+		file.appendLine(JSON.stringify(event));
 	};
 	return {
 		session: (runId, resumed) => write({ e: "session", run_id: runId, at: new Date().toISOString(), resumed }),

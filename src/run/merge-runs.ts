@@ -180,7 +180,7 @@ export async function mergeShardRuns(dirs: readonly string[], outDir: string): P
 						);
 					}
 				}
-				jsonl.append(`${line}\n`);
+				jsonl.appendLine(line);
 				csv?.write(record);
 				stats.recordFinished(record);
 			}

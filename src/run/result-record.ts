@@ -12,11 +12,15 @@ function oneLine(text: string): string {
 /**
  * The record of a target that was fetched (or failed), with its content placed per `output.content`:
  * a file under `pages/` (`pages` given), inline in the JSONL (`inline`), or nowhere.
+ *
+ * @param creditsUsed what the fetch is booked at (the service's figure, or the worst case when it gave none)
  */
 export function fetchedRecord(
 	target: Target,
-	result: Extract<FetchResult, { kind: "ok" | "failed" }> & { readonly creditsUsed: number },
-	timing: { startedMs: number; finishedMs: number },
+	result: Extract<FetchResult, { kind: "ok" | "failed" }>,
+	creditsUsed: number,
+	startedMs: number,
+	finishedMs: number,
 	content: { mode: "inline" | "files" | "none"; pages: PageStore | null },
 ): ResultRecord {
 	const record: ResultRecord = {
@@ -28,13 +32,13 @@ export function fetchedRecord(
 		message: result.kind === "failed" ? oneLine(result.message) : null,
 		mode_requested: target.params.mode ?? "auto",
 		mode_used: result.modeUsed,
-		credits_used: result.creditsUsed,
+		credits_used: creditsUsed,
 		credits_remaining: result.creditsRemaining,
 		attempts: result.attempts,
 		task_id: result.taskId,
-		started_at: new Date(timing.startedMs).toISOString(),
-		finished_at: new Date(timing.finishedMs).toISOString(),
-		duration_ms: timing.finishedMs - timing.startedMs,
+		started_at: new Date(startedMs).toISOString(),
+		finished_at: new Date(finishedMs).toISOString(),
+		duration_ms: finishedMs - startedMs,
 		bytes: result.kind === "ok" ? (result.spilled?.bytes ?? result.body.length) : 0,
 		content_path: null,
 		content_hash: null,

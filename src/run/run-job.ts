@@ -39,7 +39,7 @@ import { addCrawlSummary, crawlerFor, crawlPage, serviceTextFetch } from "./craw
 import { createCreditBudget } from "./credit-budget.js";
 import { addDiscoverySummary, type DiscoveredTargets, discoverTargets, withDiscovered } from "./discovery-sources.js";
 import { addExtraction, createRunFillStats } from "./extract-record.js";
-import { type FetchTargetDeps, fetchTarget } from "./fetch-target.js";
+import { type FetchResult, type FetchTargetDeps, fetchTarget } from "./fetch-target.js";
 import { createHostGate } from "./host-gate.js";
 import { lockJobOutput, warnIfTookOver } from "./job-lock.js";
 import { openJournal } from "./journal.js";
@@ -315,15 +315,19 @@ export async function runJob(options: RunJobOptions): Promise<RunJobResult> {
 				`lease lost: pid ${holder.pid} on ${holder.host} took the job's lock over (this run's heartbeat was older than the lease); nothing more is sent or written here`,
 			);
 		});
+		/** An output failure stops the run; anything else is a bug, thrown on. */
+		const outputFailed = (error: unknown) => {
+			if (!(error instanceof OutputError)) throw error;
+			outputFailure = error;
+			log.error({ event: "output_failed", path: error.path }, error.message);
+			stop("output_failed", error.message);
+		};
 		const guardOutput = <T>(work: () => T): T | undefined => {
 			if (outputFailure || leaseLost) return undefined;
 			try {
 				return work();
 			} catch (error) {
-				if (!(error instanceof OutputError)) throw error;
-				outputFailure = error;
-				log.error({ event: "output_failed", path: error.path }, error.message);
-				stop("output_failed", error.message);
+				outputFailed(error);
 				return undefined;
 			}
 		};
@@ -373,6 +377,35 @@ export async function runJob(options: RunJobOptions): Promise<RunJobResult> {
 			stats.recordFinished(record);
 			report?.add(record);
 			progress();
+		};
+
+		/**
+		 * The record of a fetched target, built and written; undefined when the output has failed. Not
+		 * through `guardOutput`: a closure per target, at a million targets, is garbage for nothing.
+		 */
+		const writeFetched = (
+			target: Target,
+			result: Extract<FetchResult, { kind: "ok" | "failed" }>,
+			charged: number,
+			started: number,
+		): ResultRecord | undefined => {
+			if (outputFailure || leaseLost) return undefined;
+			try {
+				const parsed = crawlPage(crawler, target, result);
+				const record = addExtraction(
+					fetchedRecord(target, result, charged, started, clock(), content),
+					target,
+					result,
+					job,
+					parsed,
+				);
+				changes?.stamp(record, result.kind === "ok" ? (result.spilled ?? result.body) : null);
+				write(record);
+				return record;
+			} catch (error) {
+				outputFailed(error);
+				return undefined;
+			}
 		};
 
 		/** The limit the service reports (`X-RateLimit-Limit`): what a learned run's summary gives as its concurrency. */
@@ -508,9 +541,12 @@ export async function runJob(options: RunJobOptions): Promise<RunJobResult> {
 			}
 			if (result.kind === "abandoned") return;
 			// `extract:` reads the final page's HTML, as for a scraper fetch (shared/design.md, browser jobs).
-			const timing = { startedMs: started, finishedMs: clock() };
-			const charged = { ...result, creditsUsed: result.creditsUsed ?? 0 };
-			const record = addExtraction(fetchedRecord(target, charged, timing, content), target, result, job);
+			const record = addExtraction(
+				fetchedRecord(target, result, result.creditsUsed ?? 0, started, clock(), content),
+				target,
+				result,
+				job,
+			);
 			if (evaluated.length > 0)
 				record.data = { ...record.data, evaluate: evaluated.length === 1 ? evaluated[0] : evaluated };
 			guardOutput(() => {
@@ -560,24 +596,7 @@ export async function runJob(options: RunJobOptions): Promise<RunJobResult> {
 					const charged = result.creditsUsed ?? worstCase;
 					budget.commit(worstCase, charged);
 					settleBudget();
-					const record = guardOutput(() => {
-						const parsed = crawlPage(crawler, target, result);
-						const built = addExtraction(
-							fetchedRecord(
-								target,
-								{ ...result, creditsUsed: charged },
-								{ startedMs: started, finishedMs: clock() },
-								content,
-							),
-							target,
-							result,
-							job,
-							parsed,
-						);
-						changes?.stamp(built, result.kind === "ok" ? (result.spilled ?? result.body) : null);
-						write(built);
-						return built;
-					});
+					const record = writeFetched(target, result, charged, started);
 					if (!record) {
 						stats.abandoned += 1;
 						return;
@@ -665,8 +684,11 @@ export async function runJob(options: RunJobOptions): Promise<RunJobResult> {
 
 		// --- feed the queue with back-pressure: never more than a few targets per slot waiting -------------
 		const failures: unknown[] = [];
+		const failed = (error: unknown) => {
+			failures.push(error);
+		};
 		const enqueue = (work: () => Promise<void>) => {
-			queue.add(work).catch((error: unknown) => failures.push(error));
+			queue.add(work).catch(failed);
 		};
 		const hosts = job.perHostConcurrency ? createHostGate(job.perHostConcurrency, enqueue) : null;
 		/** Targets parked for a busy host at most (then the feeder waits): memory stays bounded on a one-host crawl. */
