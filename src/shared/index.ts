@@ -1,8 +1,8 @@
 export { isLoopbackHost, joinUrl, parseBaseUrl } from "./base-url.js";
 export { didYouMean, editDistance } from "./did-you-mean.js";
-export { formatNumber } from "./format-number.js";
 export { DURATION_HINT, DURATION_UNITS, formatDuration, parseDuration } from "./duration.js";
 export { ERROR_CODES, type ErrorCode, errorMessage, ScrapejobError, UsageError } from "./errors.js";
+export { formatNumber } from "./format-number.js";
 export { createLastWords, type LastWord, type LastWords } from "./last-words.js";
 export { lazyModule } from "./lazy-module.js";
 export { PARTIAL_PAGE_PREFIX } from "./page-files.js";
