@@ -1,4 +1,4 @@
-import { checkScrapeParams, PROBLEMS } from "../shared/index.js";
+import { checkScrapeUrl, PROBLEMS } from "../shared/index.js";
 import { quoteValue } from "./problems.js";
 
 /**
@@ -8,10 +8,10 @@ import { quoteValue } from "./problems.js";
  * stray character, so it is refused before a credit is spent.
  */
 export function checkTargetUrl(url: unknown): string | undefined {
-	const problem = checkScrapeParams({ url }).find((p) => p.param === "url");
+	const problem = checkScrapeUrl(url);
 	if (problem) {
-		if (typeof url !== "string" || url === "") return problem.problem;
-		return `${problem.problem} (${urlHint(url)}; got ${quoteValue(url)})`;
+		if (typeof url !== "string" || url === "") return problem;
+		return `${problem} (${urlHint(url)}; got ${quoteValue(url)})`;
 	}
 	if (typeof url === "string" && /\s/.test(url)) {
 		const hint = /\s/.test(url.trim())

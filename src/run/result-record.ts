@@ -1,5 +1,6 @@
 import type { Target } from "../job/index.js";
 import { extensionFor, type PageStore, type ResultRecord } from "../output/index.js";
+import { isoTime } from "../shared/index.js";
 import type { FetchResult } from "./fetch-target.js";
 
 const BINARY_TYPES = /png|jpe?g|pdf|octet-stream|image\//i;
@@ -36,8 +37,8 @@ export function fetchedRecord(
 		credits_remaining: result.creditsRemaining,
 		attempts: result.attempts,
 		task_id: result.taskId,
-		started_at: new Date(startedMs).toISOString(),
-		finished_at: new Date(finishedMs).toISOString(),
+		started_at: isoTime(startedMs),
+		finished_at: isoTime(finishedMs),
 		duration_ms: finishedMs - startedMs,
 		bytes: result.kind === "ok" ? (result.spilled?.bytes ?? result.body.length) : 0,
 		content_path: null,

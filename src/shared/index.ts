@@ -3,6 +3,7 @@ export { didYouMean, editDistance } from "./did-you-mean.js";
 export { DURATION_HINT, DURATION_UNITS, formatDuration, parseDuration } from "./duration.js";
 export { ERROR_CODES, type ErrorCode, errorMessage, ScrapejobError, UsageError } from "./errors.js";
 export { formatNumber } from "./format-number.js";
+export { isoTime } from "./iso-time.js";
 export { createLastWords, type LastWord, type LastWords } from "./last-words.js";
 export { lazyModule } from "./lazy-module.js";
 export { PARTIAL_PAGE_PREFIX } from "./page-files.js";
@@ -12,6 +13,7 @@ export {
 	CONTENT_FORMATS,
 	CREDIT_COSTS,
 	checkScrapeParams,
+	checkScrapeUrl,
 	creditCostRange,
 	DELIVERIES,
 	DEVICES,

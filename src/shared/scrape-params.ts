@@ -116,17 +116,23 @@ function isTruthyFlag(value: unknown): boolean {
 }
 
 /**
+ * The service's rule for `url` alone (spec 7.2): its problem text, or undefined when the URL passes.
+ * A source's every row is checked with it (twice a run: validation, then the feed), so it stands apart.
+ */
+export function checkScrapeUrl(url: unknown): string | undefined {
+	if (url === undefined || url === null || url === "") return PROBLEMS.urlRequired;
+	if (typeof url !== "string" || !/^https?:\/\/[^\s/?#]+/i.test(url) || !URL.canParse(url)) return PROBLEMS.urlFormat;
+	return undefined;
+}
+
+/**
  * Apply the service's validation rules (spec 7.2) to one set of realtime parameters, as the
  * service would see them (values may be strings when sent by GET). Returns every problem, in a fixed order.
  */
 export function checkScrapeParams(params: Readonly<Record<string, unknown>>): ParamProblem[] {
 	const problems: ParamProblem[] = [];
-	const url = params.url;
-	if (url === undefined || url === null || url === "") {
-		problems.push({ param: "url", problem: PROBLEMS.urlRequired });
-	} else if (typeof url !== "string" || !/^https?:\/\/[^\s/?#]+/i.test(url) || !URL.canParse(url)) {
-		problems.push({ param: "url", problem: PROBLEMS.urlFormat });
-	}
+	const urlProblem = checkScrapeUrl(params.url);
+	if (urlProblem) problems.push({ param: "url", problem: urlProblem });
 	const mode = params.mode ?? "auto";
 	if (!MODES.includes(mode as Mode)) problems.push({ param: "mode", problem: PROBLEMS.mode });
 	const country = params.proxy_country;
