@@ -1,5 +1,5 @@
 import { createHash } from "node:crypto";
-import { createReadStream } from "node:fs";
+import { open } from "node:fs/promises";
 import { countTargets, type Job, type TargetCounts } from "../job/index.js";
 
 /** What a run will fetch, known before the first fetch: how many targets, what they may cost, and a digest. */
@@ -13,8 +13,25 @@ export interface TargetSurvey extends TargetCounts {
 	readonly digest: string;
 }
 
-async function hashFile(path: string, hash: ReturnType<typeof createHash>): Promise<void> {
-	for await (const chunk of createReadStream(path, { highWaterMark: 1 << 20 })) hash.update(chunk as Buffer);
+/** Bytes read from a source at a time while hashing it. */
+const HASH_READ_BYTES = 1 << 20;
+
+/**
+ * Hash a file's bytes through one buffer. A read stream hands over a new 1 MiB buffer per read, all
+ * garbage outside V8's heap that no young collection frees in time: hashing a 40 MB list of a million
+ * URLs held ~35 MB of them at once, the highest moment of a million-target run.
+ */
+async function hashFile(path: string, hash: ReturnType<typeof createHash>, buffer: Buffer): Promise<void> {
+	const handle = await open(path, "r");
+	try {
+		for (;;) {
+			const { bytesRead } = await handle.read(buffer, 0, buffer.length, null);
+			if (bytesRead === 0) return;
+			hash.update(buffer.subarray(0, bytesRead));
+		}
+	} finally {
+		await handle.close();
+	}
 }
 
 /**
@@ -24,9 +41,10 @@ async function hashFile(path: string, hash: ReturnType<typeof createHash>): Prom
 export async function surveyTargets(job: Job, counts?: TargetCounts | null): Promise<TargetSurvey> {
 	const known = counts ?? (await countTargets(job));
 	const hash = createHash("sha256").update(job.fingerprint);
+	const buffer = Buffer.allocUnsafe(HASH_READ_BYTES);
 	for (const source of job.sources) {
 		hash.update(`\n${source.path}\n`);
-		await hashFile(source.path, hash);
+		await hashFile(source.path, hash, buffer);
 	}
 	return { ...known, total: known.targets, digest: hash.digest("hex") };
 }
