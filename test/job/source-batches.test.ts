@@ -7,7 +7,8 @@ import { tempDir } from "../helpers/job-files.js";
 
 async function batchesOf(spec: SourceSpec): Promise<number[][]> {
 	const batches: number[][] = [];
-	for await (const rows of readSourceRows(spec)) batches.push(rows.map((row) => row.line));
+	for await (const rows of readSourceRows(spec))
+		batches.push(rows.map((row) => (row.kind === "fatal" ? -1 : row.line)));
 	return batches;
 }
 
