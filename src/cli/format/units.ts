@@ -1,5 +1,6 @@
 import { formatNumber } from "../../shared/index.js";
 
+/** Figures for people: the shared formatter (grouped thousands, `toLocaleString("en-US")`'s text, no Intl). */
 export { formatNumber };
 
 /** The service counts 1 GB as 1,000 MB (spec 2.6: total_bandwidth_gb = mb / 1,000). */
