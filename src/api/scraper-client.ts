@@ -12,7 +12,14 @@ import {
 	taskStatusKind,
 	textField,
 } from "./scraper-response.js";
-import { type BodySpill, defaultDispatcher, type HttpResponse, type SpilledBody, send } from "./transport.js";
+import {
+	type BodySpill,
+	defaultDispatcher,
+	type HttpResponse,
+	type SpilledBody,
+	send,
+	sizedDispatcher,
+} from "./transport.js";
 
 /** The service's public scraper base address (service-facts §1); already ends in the version segment. */
 export const DEFAULT_SCRAPER_URL = "https://scrape.evomi.com/api/v1";
@@ -23,6 +30,11 @@ export interface ScraperClientOptions {
 	/** Base address ending in `/api/v1`. @default "https://scrape.evomi.com/api/v1" */
 	readonly baseUrl?: string;
 	readonly dispatcher?: Dispatcher;
+	/**
+	 * Sockets to the service at most (without `dispatcher`): a runner passes its concurrency, so that
+	 * each fetch in flight has its socket and no more are opened (see `sizedDispatcher`). @default unlimited
+	 */
+	readonly connections?: number;
 	/**
 	 * Limit for one realtime call, milliseconds. The service answers within 30–45 s or hands the fetch
 	 * over to a task, so this only catches a hung connection. @default 120000
@@ -150,7 +162,9 @@ function contentBytes(value: unknown): Buffer {
 /** A typed client of the scraper endpoints (spec 4.7–4.9). It never retries: the runner owns retrying. */
 export function createScraperClient(options: ScraperClientOptions): ScraperClient {
 	const base = parseBaseUrl(options.baseUrl ?? DEFAULT_SCRAPER_URL, "scraper API address");
-	const dispatcher = options.dispatcher ?? defaultDispatcher();
+	const dispatcher =
+		options.dispatcher ??
+		(options.connections !== undefined ? sizedDispatcher(options.connections) : defaultDispatcher());
 	const realtimeTimeoutMs = options.realtimeTimeoutMs ?? 120_000;
 	const timeoutMs = options.timeoutMs ?? 30_000;
 	const secrets = [options.scraperKey];

@@ -13,6 +13,8 @@ export class NoScraperAccessError extends ScrapejobError {
 /** A scraper client and where its key and address came from (never the key itself). */
 export interface ScraperAccessPoint {
 	readonly client: ScraperClient;
+	/** The same key and address on at most `connections` sockets: what a run at that concurrency fetches with. */
+	clientFor(connections: number): ScraperClient;
 	readonly endpoint: string;
 	readonly keySource: "SCRAPEJOB_SCRAPER_KEY" | "account";
 	/** Masked (`ab…yz`), for display. */
@@ -33,6 +35,7 @@ export async function connectScraper(ctx: CliContext, connection: ServiceConnect
 		const endpoint = connection.config.scraperUrl ?? DEFAULT_SCRAPER_URL;
 		return {
 			client: connection.scraper(configured, endpoint),
+			clientFor: (connections) => connection.scraper(configured, endpoint, connections),
 			endpoint,
 			keySource: "SCRAPEJOB_SCRAPER_KEY",
 			maskedKey: maskSecret(configured),
@@ -47,10 +50,12 @@ export async function connectScraper(ctx: CliContext, connection: ServiceConnect
 			"the account has no scraper access (GET /public/scraper: has_access false); add scraper access to the account first",
 		);
 	}
+	const key = access.api_key;
 	// A configured address wins over the account's, as it does everywhere (flags > env > config).
 	const endpoint = connection.config.scraperUrl ?? access.endpoint_url;
 	return {
 		client: connection.scraper(access.api_key, endpoint),
+		clientFor: (connections) => connection.scraper(key, endpoint, connections),
 		endpoint,
 		keySource: "account",
 		maskedKey: maskSecret(access.api_key),

@@ -45,8 +45,11 @@ export interface ServiceConnection {
 	readonly account: AccountClient | undefined;
 	/** The demo site's base address when running in the sandbox (jobs refer to it as ${SCRAPEJOB_DEMO_SITE}). */
 	readonly demoSiteUrl: string | undefined;
-	/** Build a scraper client for a key and address learned from the account (or configured). */
-	scraper(key: string, baseUrl: string | undefined): ScraperClient;
+	/**
+	 * Build a scraper client for a key and address learned from the account (or configured); with
+	 * `connections`, on at most that many sockets (a run's concurrency).
+	 */
+	scraper(key: string, baseUrl: string | undefined, connections?: number): ScraperClient;
 	close(): Promise<void>;
 }
 
@@ -76,7 +79,12 @@ export async function connectService(ctx: CliContext, flags: ServiceFlags): Prom
 			config,
 			account: createAccountClient({ accountKey: emulator.accountKey, baseUrl: emulator.apiUrl }),
 			demoSiteUrl: demoSite.url,
-			scraper: (key, baseUrl) => createScraperClient({ scraperKey: key, baseUrl: baseUrl ?? emulator.scraperUrl }),
+			scraper: (key, baseUrl, connections) =>
+				createScraperClient({
+					scraperKey: key,
+					baseUrl: baseUrl ?? emulator.scraperUrl,
+					...(connections !== undefined ? { connections } : {}),
+				}),
 			close: async () => {
 				await emulator.close();
 				await demoSite.close();
@@ -102,10 +110,11 @@ export async function connectService(ctx: CliContext, flags: ServiceFlags): Prom
 		config,
 		account,
 		demoSiteUrl: undefined,
-		scraper: (key, baseUrl) =>
+		scraper: (key, baseUrl, connections) =>
 			createScraperClient({
 				scraperKey: key,
 				...((config.scraperUrl ?? baseUrl) ? { baseUrl: config.scraperUrl ?? baseUrl } : {}),
+				...(connections !== undefined ? { connections } : {}),
 			}),
 		close: async () => {},
 	};

@@ -65,6 +65,8 @@ export interface Emulator {
 	setCredits(credits: number): void;
 	/** Concurrency limit per scraper key now. */
 	concurrency(): number;
+	/** TCP connections accepted so far (every endpoint): how many sockets clients opened. */
+	connectionsAccepted(): number;
 	setConcurrency(limit: number): void;
 	/** Stop listening, drop every connection (keep-alive ones too) and end background fetches. */
 	close(): Promise<void>;
@@ -116,6 +118,10 @@ export async function startEmulator(options: StartEmulatorOptions = {}): Promise
 			}
 		});
 	});
+	let connectionsAccepted = 0;
+	server.on("connection", () => {
+		connectionsAccepted += 1;
+	});
 	server.on("upgrade", (req, socket, head) => {
 		if ((req.url ?? "").split("?")[0] === "/browser") ctx.browser.handleUpgrade(req, socket, head);
 		else socket.end("HTTP/1.1 404 Not Found\r\nConnection: close\r\n\r\n");
@@ -143,6 +149,7 @@ export async function startEmulator(options: StartEmulatorOptions = {}): Promise
 		credits: () => ctx.credits.balance,
 		setCredits: (credits) => ctx.credits.set(credits),
 		concurrency: () => ctx.slots.limit,
+		connectionsAccepted: () => connectionsAccepted,
 		setConcurrency: (limit) => {
 			ctx.slots.limit = limit;
 		},

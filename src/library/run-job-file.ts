@@ -50,7 +50,8 @@ export class NoScraperAccessError extends ScrapejobError {
 }
 
 interface Scraper {
-	readonly client: ScraperClient;
+	/** The scraper client a run fetches with, on at most its concurrency's sockets. */
+	clientFor(connections: number): ScraperClient;
 	/** The account client, when an account key is known (browser access is read with it). */
 	readonly account: AccountClient | null;
 	/** The account's concurrency, or null when only a scraper key is known (learned from the service). */
@@ -66,15 +67,18 @@ async function connect(options: RunJobFileOptions, cwd: string, env: NodeJS.Proc
 		env,
 		cwd,
 	});
-	if (config.scraperKey) {
+	const scraperKey = config.scraperKey;
+	if (scraperKey) {
 		return {
-			client: createScraperClient({
-				scraperKey: config.scraperKey,
-				...(config.scraperUrl ? { baseUrl: config.scraperUrl } : {}),
-			}),
+			clientFor: (connections) =>
+				createScraperClient({
+					scraperKey,
+					...(config.scraperUrl ? { baseUrl: config.scraperUrl } : {}),
+					connections,
+				}),
 			concurrency: null,
 			account: null,
-			secrets: [config.scraperKey],
+			secrets: [scraperKey],
 			close: async () => {},
 		};
 	}
@@ -89,8 +93,10 @@ async function connect(options: RunJobFileOptions, cwd: string, env: NodeJS.Proc
 	if (!access.has_access || !access.api_key || access.concurrency < 1) {
 		throw new NoScraperAccessError("the account has no scraper access (GET /public/scraper); nothing was sent");
 	}
+	const key = access.api_key;
 	return {
-		client: createScraperClient({ scraperKey: access.api_key, baseUrl: config.scraperUrl ?? access.endpoint_url }),
+		clientFor: (connections) =>
+			createScraperClient({ scraperKey: key, baseUrl: config.scraperUrl ?? access.endpoint_url, connections }),
 		concurrency: access.concurrency,
 		account,
 		secrets: [config.accountKey, access.api_key],
@@ -160,7 +166,7 @@ export async function runJobFile(path: string, options: RunJobFileOptions = {}):
 			const result = await runJob({
 				job,
 				survey,
-				client: scraper.client,
+				client: scraper.clientFor(plan.ceiling),
 				concurrency: plan.ceiling,
 				adaptiveConcurrency: plan.adaptive,
 				outRoot,

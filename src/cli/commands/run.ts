@@ -343,7 +343,6 @@ async function runCommand(ctx: CliContext, paths: string[], flags: RunFlags): Pr
 		// Jobs with browser_session: targets need the browser service: no access stops here, before any fetch.
 		const browser = jobs.some(({ job }) => jobUsesBrowser(job)) ? await connectBrowser(ctx, connection) : undefined;
 		if (browser) secrets.push(browser.key);
-		const client = scraper.client;
 		const accountConcurrency = scraper.access?.concurrency ?? null;
 		const access = scraper.access;
 		const notes: TerminalNotes = { display: undefined, pending: [] };
@@ -353,7 +352,7 @@ async function runCommand(ctx: CliContext, paths: string[], flags: RunFlags): Pr
 		for (const plan of planned) {
 			if (ctx.signal.aborted) break;
 			const code = await runOne(ctx, plan, flags, {
-				client,
+				clientFor: scraper.clientFor,
 				accountConcurrency,
 				access,
 				logger,
@@ -466,7 +465,8 @@ async function readBalance(
 }
 
 interface RunContext {
-	client: ReturnType<ServiceConnection["scraper"]>;
+	/** The scraper client a job fetches with, on at most its concurrency's sockets. */
+	clientFor(connections: number): ReturnType<ServiceConnection["scraper"]>;
 	accountConcurrency: number | null;
 	access: ScraperAccess | null;
 	logger: Logger;
@@ -543,7 +543,7 @@ async function runWithHistory(
 			lastWords: ctx.lastWords,
 			job,
 			survey,
-			client: run.client,
+			client: run.clientFor(concurrency),
 			concurrency,
 			adaptiveConcurrency: adaptive,
 			outRoot,
