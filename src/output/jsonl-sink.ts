@@ -1,4 +1,5 @@
 import { openAppendFile } from "./append-file.js";
+import { recordJson } from "./record-json.js";
 import type { RecordSink } from "./record-sink.js";
 
 /** `results.jsonl`: one JSON object per line, appended as each target finishes. */
@@ -10,7 +11,7 @@ export function createJsonlSink(path: string): RecordSink & { readonly size: num
 			return file.size;
 		},
 		write(record) {
-			file.appendLine(JSON.stringify(record));
+			file.appendLine(recordJson(record));
 		},
 		sync: () => file.sync(),
 		close: async () => file.close(),
