@@ -164,19 +164,30 @@ export const CREDIT_COSTS = {
 	autoUpgraded: 6,
 } as const;
 
+/** A credit range: what a fetch costs at least and at most. */
+export interface CreditRange {
+	readonly min: number;
+	readonly max: number;
+}
+
+/** One frozen range per case, shared: the runner asks for one per target, and a new object each time is garbage. */
+const COST_RANGES = {
+	requestResidential: Object.freeze({ min: CREDIT_COSTS.requestResidential, max: CREDIT_COSTS.requestResidential }),
+	requestDatacenter: Object.freeze({ min: CREDIT_COSTS.requestDatacenter, max: CREDIT_COSTS.requestDatacenter }),
+	browser: Object.freeze({ min: CREDIT_COSTS.browser, max: CREDIT_COSTS.browser }),
+	auto: Object.freeze({ min: CREDIT_COSTS.autoPlain, max: CREDIT_COSTS.autoUpgraded }),
+} as const;
+
 /** The least and most a successful fetch with these parameters can cost. */
-export function creditCostRange(params: Pick<ScrapeParams, "mode" | "proxy_type">): { min: number; max: number } {
+export function creditCostRange(params: Pick<ScrapeParams, "mode" | "proxy_type">): CreditRange {
 	const mode = params.mode ?? "auto";
 	switch (mode) {
-		case "request": {
-			const cost =
-				params.proxy_type === "datacenter" ? CREDIT_COSTS.requestDatacenter : CREDIT_COSTS.requestResidential;
-			return { min: cost, max: cost };
-		}
+		case "request":
+			return params.proxy_type === "datacenter" ? COST_RANGES.requestDatacenter : COST_RANGES.requestResidential;
 		case "browser":
-			return { min: CREDIT_COSTS.browser, max: CREDIT_COSTS.browser };
+			return COST_RANGES.browser;
 		case "auto":
-			return { min: CREDIT_COSTS.autoPlain, max: CREDIT_COSTS.autoUpgraded };
+			return COST_RANGES.auto;
 		default: {
 			const unreachable: never = mode;
 			throw new Error(`unknown mode ${String(unreachable)}`);
