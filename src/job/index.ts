@@ -22,7 +22,7 @@ export type { DiscoverySpec } from "./discovery-spec.js";
 export { JOB_SCHEMA_FILE, jobJsonSchema, jobJsonSchemaText } from "./json-schema.js";
 export { type LoadedJob, type LoadJobOptions, loadJob } from "./load-job.js";
 export { MAX_JOB_FILE_BYTES } from "./parse-yaml.js";
-export { formatProblem, type JobProblem, JobValidationError } from "./problems.js";
+export { formatProblem, type JobProblem, JobValidationError, SourceScanStoppedError } from "./problems.js";
 export {
 	BAD_ROW_POLICIES,
 	type BadRowPolicy,

@@ -22,6 +22,8 @@ export interface LoadJobOptions {
 	 * @default true
 	 */
 	checkSources?: boolean;
+	/** Stops reading the sources (`SourceScanStoppedError`): Ctrl-C during a long validation. */
+	signal?: AbortSignal;
 	/** Job files larger than this are refused unread. @default MAX_JOB_FILE_BYTES (10 MiB) */
 	maxFileBytes?: number;
 }
@@ -140,7 +142,7 @@ async function loadJobUnredacted(path: string, options: LoadJobOptions): Promise
 	const warnings = [...yamlWarnings];
 	let counts: TargetCounts | null = null;
 	if (options.checkSources ?? true) {
-		const scan = await scanJob(job);
+		const scan = await scanJob(job, options.signal ? { signal: options.signal } : {});
 		counts = scan.counts;
 		for (const problem of scan.problems) (problem.severity === "error" ? problems : warnings).push(problem);
 	}

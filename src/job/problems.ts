@@ -31,6 +31,19 @@ const MESSAGE_PROBLEM_LIMIT = 20;
  * A job that must not run: every problem found, in one throw, so a user fixes them in one round.
  * Its code is `SCRAPEJOB_JOB_INVALID`, which the CLI maps to exit code 2.
  */
+/**
+ * Reading the sources was stopped (Ctrl-C, SIGTERM) before it ended: nothing was sent and no run
+ * folder exists. Its code is `SCRAPEJOB_ABORTED`, which the CLI maps to exit code 130.
+ */
+export class SourceScanStoppedError extends ScrapejobError {
+	constructor(rowsRead: number) {
+		super(
+			"SCRAPEJOB_ABORTED",
+			`stopped while reading the job's sources (${rowsRead} ${rowsRead === 1 ? "row" : "rows"} read): nothing was sent`,
+		);
+	}
+}
+
 export class JobValidationError extends ScrapejobError {
 	readonly problems: JobProblem[];
 

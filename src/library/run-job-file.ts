@@ -150,7 +150,7 @@ export async function runJobFile(path: string, options: RunJobFileOptions = {}):
 				SCRAPEJOB_DEMO_SITE: site.url,
 			};
 		}
-		const { job, counts } = await loadJob(resolve(cwd, path), { env, cwd });
+		const { job, counts } = await loadJob(resolve(cwd, path), { env, cwd, signal });
 		const outRoot = resolve(cwd, options.out ?? "output");
 		const runId = newRunId();
 		// The lock before the first request: a run that loses it has sent nothing.
@@ -162,7 +162,7 @@ export async function runJobFile(path: string, options: RunJobFileOptions = {}):
 			// The one concurrency policy (the CLI's too): the account's limit, a lower job number, the local cap.
 			const plan = resolveConcurrency({ accountLimit: scraper.concurrency, wanted });
 			const browser = jobUsesBrowser(job) ? await browserFor(scraper, signal) : undefined;
-			const survey = await surveyTargets(job, counts);
+			const survey = await surveyTargets(job, counts, signal);
 			const result = await runJob({
 				job,
 				survey,

@@ -36,10 +36,14 @@ async function hashFile(path: string, hash: ReturnType<typeof createHash>, buffe
 
 /**
  * Build the survey from the counts the loader found while validating (so the sources are not parsed
- * again), or count now when the caller has none.
+ * again), or count now when the caller has none (`signal` stops that count: `SourceScanStoppedError`).
  */
-export async function surveyTargets(job: Job, counts?: TargetCounts | null): Promise<TargetSurvey> {
-	const known = counts ?? (await countTargets(job));
+export async function surveyTargets(
+	job: Job,
+	counts?: TargetCounts | null,
+	signal?: AbortSignal,
+): Promise<TargetSurvey> {
+	const known = counts ?? (await countTargets(job, signal));
 	const hash = createHash("sha256").update(job.fingerprint);
 	const buffer = Buffer.allocUnsafe(HASH_READ_BYTES);
 	for (const source of job.sources) {

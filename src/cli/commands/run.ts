@@ -272,7 +272,11 @@ async function loadJobs(ctx: CliContext, paths: string[], env: NodeJS.ProcessEnv
 	let invalid = false;
 	for (const path of paths) {
 		try {
-			const { job, warnings, counts } = await loadJob(resolve(ctx.cwd, path), { env, cwd: ctx.cwd });
+			const { job, warnings, counts } = await loadJob(resolve(ctx.cwd, path), {
+				env,
+				cwd: ctx.cwd,
+				signal: ctx.signal,
+			});
 			for (const warning of warnings) writeLine(ctx.stderr, formatProblem(warning));
 			jobs.push({ job, counts });
 		} catch (error) {
@@ -386,7 +390,7 @@ async function dryRun(
 	const reports = [];
 	const balance = await readBalance(ctx, flags, sandbox);
 	for (const { job, counts } of jobs) {
-		const survey = await surveyTargets(job, counts);
+		const survey = await surveyTargets(job, counts, ctx.signal);
 		// A crawl's pages are not known before it runs: its worst case is max_pages at the dearest seed's price.
 		const crawlBound = crawlCreditBound(job, survey);
 		const estimate = { min: survey.creditRange.min, max: Math.max(survey.creditRange.max, crawlBound ?? 0) };
@@ -502,7 +506,7 @@ async function runWithHistory(
 	const concurrency = limits.ceiling;
 	const adaptive = limits.adaptive;
 
-	const survey = await surveyTargets(job, counts);
+	const survey = await surveyTargets(job, counts, ctx.signal);
 	// Ctrl-C while validating or counting: nothing was sent, so leave no empty run folder behind.
 	if (ctx.signal.aborted) return EXIT.interrupted;
 	const interactive = ctx.stderr.isTTY === true && !flags.quiet;

@@ -95,7 +95,12 @@ export function describeValidJob(result: JobValidation): string {
 export async function validateJob(ctx: CliContext, path: string, flags: ValidateFlags): Promise<JobValidation> {
 	const checkSources = flags.sources !== false;
 	try {
-		const { job, warnings, counts } = await loadJob(path, { env: ctx.env, cwd: ctx.cwd, checkSources });
+		const { job, warnings, counts } = await loadJob(path, {
+			env: ctx.env,
+			cwd: ctx.cwd,
+			checkSources,
+			signal: ctx.signal,
+		});
 		return {
 			file: job.displayFile,
 			valid: true,
