@@ -14,11 +14,11 @@ import {
 } from "./scraper-response.js";
 import {
 	type BodySpill,
+	createDispatcher,
 	defaultDispatcher,
 	type HttpResponse,
 	type SpilledBody,
 	send,
-	sizedDispatcher,
 } from "./transport.js";
 
 /** The service's public scraper base address (service-facts §1); already ends in the version segment. */
@@ -31,8 +31,9 @@ export interface ScraperClientOptions {
 	readonly baseUrl?: string;
 	readonly dispatcher?: Dispatcher;
 	/**
-	 * Sockets to the service at most (without `dispatcher`): a runner passes its concurrency, so that
-	 * each fetch in flight has its socket and no more are opened (see `sizedDispatcher`). @default unlimited
+	 * Sockets to the service at most (without `dispatcher`), on a pool of this client's own: a run passes
+	 * its concurrency, so that each fetch in flight has its socket and no more are opened (see
+	 * `createDispatcher`); two runs in one process do not share it. @default unlimited, shared
 	 */
 	readonly connections?: number;
 	/**
@@ -164,7 +165,7 @@ export function createScraperClient(options: ScraperClientOptions): ScraperClien
 	const base = parseBaseUrl(options.baseUrl ?? DEFAULT_SCRAPER_URL, "scraper API address");
 	const dispatcher =
 		options.dispatcher ??
-		(options.connections !== undefined ? sizedDispatcher(options.connections) : defaultDispatcher());
+		(options.connections !== undefined ? createDispatcher({ connections: options.connections }) : defaultDispatcher());
 	const realtimeTimeoutMs = options.realtimeTimeoutMs ?? 120_000;
 	const timeoutMs = options.timeoutMs ?? 30_000;
 	const secrets = [options.scraperKey];

@@ -61,8 +61,12 @@ export interface SendOptions {
 export const DEFAULT_MAX_BODY_BYTES = 50 * 1024 * 1024;
 
 /**
- * A keep-alive connection pool for the service. One per process is enough: undici keeps a pool per
- * origin. `connections` caps sockets per origin; the runner sizes it to its concurrency.
+ * A keep-alive connection pool for the service (undici keeps a pool per origin). `connections` caps
+ * sockets per origin; a run's scraper client is given its concurrency. An unlimited pool opens a new
+ * socket whenever a request finds every socket busy — and a socket that has just answered counts as
+ * busy until a microtask later — so a run at concurrency 50, which starts its next fetch as soon as
+ * one ends, ended up on 100 sockets, each with its own parser and buffers. Idle sockets are
+ * unreferenced: none holds the process open.
  */
 export function createDispatcher(options: { connections?: number; keepAliveTimeoutMs?: number } = {}): Dispatcher {
 	return new Agent({
@@ -81,24 +85,6 @@ export function defaultDispatcher(): Dispatcher {
 	return sharedDispatcher;
 }
 
-const sizedDispatchers = new Map<number, Dispatcher>();
-/**
- * The process-wide pool that opens at most `connections` sockets per origin, created on first use. An
- * unlimited pool opens a new socket whenever a request finds every socket busy — and a socket that has
- * just answered still counts as busy until a microtask later — so a run at concurrency 50, which starts
- * its next fetch as soon as one ends, ended up on 100 sockets, each with its own parser and buffers
- * (20 % more CPU per fetch than on 50). Idle sockets are unreferenced: none holds the process open.
- */
-export function sizedDispatcher(connections: number): Dispatcher {
-	if (!Number.isSafeInteger(connections) || connections < 1)
-		throw new RangeError(`connections must be a positive integer, got ${connections}`);
-	let dispatcher = sizedDispatchers.get(connections);
-	if (!dispatcher) {
-		dispatcher = createDispatcher({ connections });
-		sizedDispatchers.set(connections, dispatcher);
-	}
-	return dispatcher;
-}
 
 /** Send one request and read the whole body. Network failures become `NetworkError`; aborts `RequestAbortedError`. */
 export async function send(dispatcher: Dispatcher, options: SendOptions): Promise<HttpResponse> {
