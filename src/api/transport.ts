@@ -85,7 +85,6 @@ export function defaultDispatcher(): Dispatcher {
 	return sharedDispatcher;
 }
 
-
 /** Send one request and read the whole body. Network failures become `NetworkError`; aborts `RequestAbortedError`. */
 export async function send(dispatcher: Dispatcher, options: SendOptions): Promise<HttpResponse> {
 	// The dispatcher's own `request` skips the URL parsing of undici's top-level helper: the
