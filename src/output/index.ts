@@ -12,7 +12,6 @@ export {
 	type RecordStatus,
 	type ResultRecord,
 } from "./record.js";
-export { recordJson } from "./record-json.js";
 export type { RecordSink } from "./record-sink.js";
 export { createRunDir, jobOutputDir, newRunId, RUN_FILES } from "./run-folder.js";
 export { createRunLog } from "./run-log.js";

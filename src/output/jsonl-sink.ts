@@ -1,5 +1,4 @@
 import { openAppendFile } from "./append-file.js";
-import { recordJson } from "./record-json.js";
 import type { RecordSink } from "./record-sink.js";
 
 /** `results.jsonl`: one JSON object per line, appended as each target finishes. */
@@ -11,7 +10,7 @@ export function createJsonlSink(path: string): RecordSink & { readonly size: num
 			return file.size;
 		},
 		write(record) {
-			file.appendLine(recordJson(record));
+			file.appendLine(JSON.stringify(record));
 		},
 		sync: () => file.sync(),
 		close: async () => file.close(),
