@@ -27,7 +27,15 @@ export {
 	startDemoSite,
 	startEmulator,
 } from "./emulator/index.js";
-export { countTargets, type Job, JobValidationError, loadJob, streamTargets, type Target } from "./job/index.js";
+export {
+	countTargets,
+	type Job,
+	JobValidationError,
+	loadJob,
+	SourceScanStoppedError,
+	streamTargets,
+	type Target,
+} from "./job/index.js";
 export {
 	NoScraperAccessError,
 	type RunJobFileOptions,

@@ -65,9 +65,9 @@ export interface Emulator {
 	setCredits(credits: number): void;
 	/** Concurrency limit per scraper key now. */
 	concurrency(): number;
+	setConcurrency(limit: number): void;
 	/** TCP connections accepted so far (every endpoint): how many sockets clients opened. */
 	connectionsAccepted(): number;
-	setConcurrency(limit: number): void;
 	/** Stop listening, drop every connection (keep-alive ones too) and end background fetches. */
 	close(): Promise<void>;
 }

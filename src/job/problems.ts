@@ -28,10 +28,6 @@ export function isError(p: JobProblem): boolean {
 const MESSAGE_PROBLEM_LIMIT = 20;
 
 /**
- * A job that must not run: every problem found, in one throw, so a user fixes them in one round.
- * Its code is `SCRAPEJOB_JOB_INVALID`, which the CLI maps to exit code 2.
- */
-/**
  * Reading the sources was stopped (Ctrl-C, SIGTERM) before it ended: nothing was sent and no run
  * folder exists. Its code is `SCRAPEJOB_ABORTED`, which the CLI maps to exit code 130.
  */
@@ -44,6 +40,10 @@ export class SourceScanStoppedError extends ScrapejobError {
 	}
 }
 
+/**
+ * A job that must not run: every problem found, in one throw, so a user fixes them in one round.
+ * Its code is `SCRAPEJOB_JOB_INVALID`, which the CLI maps to exit code 2.
+ */
 export class JobValidationError extends ScrapejobError {
 	readonly problems: JobProblem[];
 

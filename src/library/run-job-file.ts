@@ -23,7 +23,10 @@ export interface RunJobFileOptions {
 	readonly sandbox?: boolean;
 	/** Root folder of results: `<out>/<job>/<run-id>/`, relative to `cwd`. @default "output" */
 	readonly out?: string;
-	/** Abort to stop: no new fetches, in-flight ones finish; the summary says `complete: false`. */
+	/**
+	 * Abort to stop: no new fetches, in-flight ones finish; the summary says `complete: false`. Aborted
+	 * while the sources are still being read (before the first fetch), it throws `SourceScanStoppedError`.
+	 */
 	readonly signal?: AbortSignal;
 	/** Called as each target finishes. */
 	readonly onProgress?: (snapshot: ProgressSnapshot) => void;

@@ -2,6 +2,7 @@ import { existsSync, readdirSync, readFileSync, readlinkSync, writeFileSync } fr
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { beforeAll, describe, expect, it } from "vitest";
+import { runJobFile, SourceScanStoppedError } from "../../src/index.js";
 import { tempDir, writeJob } from "../helpers/job-files.js";
 import { assertBuilt, spawnCli } from "../helpers/spawn-cli.js";
 
@@ -58,6 +59,19 @@ describe.runIf(process.platform === "linux")("stopping while the sources are rea
 		for (let row = 1; row <= ROWS; row++) text += `https://shop.example/item/${row}\n`;
 		writeFileSync(urls, text);
 		job = writeJob(dir, "big", "name: big\nsources:\n  - file: urls.txt\n");
+	});
+
+	it("runJobFile: a signal aborted before the reading ends throws SourceScanStoppedError, nothing written", async () => {
+		const out = join(dir, "out-library");
+		const run = runJobFile(job, {
+			cwd: dir,
+			out,
+			env: { SCRAPEJOB_SCRAPER_KEY: "sk_test_never_used", SCRAPEJOB_SCRAPER_URL: "http://127.0.0.1:9/api/v1" },
+			signal: AbortSignal.abort(),
+		});
+		await expect(run).rejects.toBeInstanceOf(SourceScanStoppedError);
+		await expect(run).rejects.toMatchObject({ code: "SCRAPEJOB_ABORTED" });
+		expect(existsSync(out)).toBe(false);
 	});
 
 	for (const [command, signal] of [
