@@ -155,11 +155,13 @@ export async function startEmulator(options: StartEmulatorOptions = {}): Promise
 		},
 		close: () => {
 			closing ??= (async () => {
+				// Connections first, as a killed service drops them: a fetch cut short by the abort below
+				// must not be answered (with an error a client would take for the service's word) on its way out.
+				const closed = new Promise<void>((resolve) => server.close(() => resolve()));
+				server.closeAllConnections();
 				abort.abort();
 				ctx.tasks.close();
 				await ctx.browser.close();
-				const closed = new Promise<void>((resolve) => server.close(() => resolve()));
-				server.closeAllConnections();
 				await ctx.fetcher.close();
 				await closed;
 			})();
