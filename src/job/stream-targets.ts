@@ -1,7 +1,8 @@
 import { randomBytes } from "node:crypto";
+import { readdirSync, rmSync, statSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { createUrlKeys, creditCostRange, MODES, type Mode, type ScrapeParams } from "../shared/index.js";
+import { createUrlKeys, creditCostRange, MODES, type Mode, processState, type ScrapeParams } from "../shared/index.js";
 import { createIdSet } from "./id-set.js";
 import { type JobProblem, JobValidationError, SourceScanStoppedError } from "./problems.js";
 import { shardOf } from "./shard.js";
@@ -116,10 +117,11 @@ async function* scanTargets(job: Job, options: ScanOptions): AsyncGenerator<Targ
 	// Bounded whatever the row count: past SCAN_KEYS_IN_MEMORY keys, older ones go to sorted files in a
 	// temporary folder (removed when the scan ends). A set in memory took 16 MB at a million rows, and
 	// its growth by doubling left the allocator holding large blocks for the rest of the run.
+	if (!options.seenKeys) removeOrphanedKeyFolders(tmpdir());
 	const ownKeys = options.seenKeys
 		? null
 		: createUrlKeys({
-				dir: join(tmpdir(), `scrapejob-keys-${process.pid}-${randomBytes(4).toString("hex")}`),
+				dir: join(tmpdir(), `${KEY_FOLDER_PREFIX}${process.pid}-${randomBytes(4).toString("hex")}`),
 				inMemory: SCAN_KEYS_IN_MEMORY,
 			});
 	const seen: SeenKeys = options.seenKeys ?? { add: (high, low) => ownKeys!.see(high, low) };
@@ -127,6 +129,45 @@ async function* scanTargets(job: Job, options: ScanOptions): AsyncGenerator<Targ
 		yield* scanWith(job, options, seen);
 	} finally {
 		ownKeys?.close();
+	}
+}
+
+/** The scan's temporary key folders: `scrapejob-keys-<pid>-<random>` in the system's temporary folder. */
+const KEY_FOLDER_PREFIX = "scrapejob-keys-";
+/**
+ * A folder untouched this long whose pid is not running is an orphan. The age is the guard for a /tmp
+ * shared with processes this one cannot see (another container's pid namespace): a live scan writes
+ * its folder at every spill, every 262,144 rows.
+ */
+const ORPHAN_AFTER_MS = 60 * 60 * 1000;
+let orphansSwept = false;
+
+/**
+ * Remove the key folders of scans whose process died before its scan ended (SIGKILL, the OOM killer:
+ * ~8 bytes a spilled row, left in /tmp by every such death). Once per process; a folder whose pid is
+ * running, that changed within the last hour, or that belongs to another user is left alone.
+ */
+function removeOrphanedKeyFolders(dir: string): void {
+	if (orphansSwept) return;
+	orphansSwept = true;
+	let names: string[];
+	try {
+		names = readdirSync(dir);
+	} catch {
+		return;
+	}
+	for (const name of names) {
+		if (!name.startsWith(KEY_FOLDER_PREFIX)) continue;
+		const pid = Number(name.slice(KEY_FOLDER_PREFIX.length, name.indexOf("-", KEY_FOLDER_PREFIX.length)));
+		if (!Number.isInteger(pid) || pid <= 0 || pid === process.pid) continue;
+		if (processState(pid).state === "running") continue;
+		const folder = join(dir, name);
+		try {
+			if (Date.now() - statSync(folder).mtimeMs < ORPHAN_AFTER_MS) continue;
+			rmSync(folder, { recursive: true, force: true });
+		} catch {
+			// Someone else's, or already gone: not ours to insist on.
+		}
 	}
 }
 

@@ -1,8 +1,7 @@
 import { readFileSync, renameSync, statSync, unlinkSync, writeFileSync } from "node:fs";
 import { hostname } from "node:os";
 import { join } from "node:path";
-import { ScrapejobError } from "../shared/index.js";
-import { ownStartTicks, processState } from "./process-state.js";
+import { ownStartTicks, processState, ScrapejobError } from "../shared/index.js";
 
 /** Another live run of the same job holds the lock (cron overlap). Nothing was sent. */
 export class LockHeldError extends ScrapejobError {

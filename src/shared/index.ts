@@ -8,6 +8,7 @@ export { createLastWords, type LastWord, type LastWords } from "./last-words.js"
 export { lazyModule } from "./lazy-module.js";
 export { PARTIAL_PAGE_PREFIX } from "./page-files.js";
 export { plural } from "./plural.js";
+export { ownStartTicks, type ProcessState, processState } from "./process-state.js";
 export {
 	AI_SOURCES,
 	CONTENT_FORMATS,

@@ -1,4 +1,14 @@
-import { existsSync, readdirSync, readFileSync, readlinkSync, writeFileSync } from "node:fs";
+import { spawn } from "node:child_process";
+import {
+	existsSync,
+	mkdirSync,
+	readdirSync,
+	readFileSync,
+	readlinkSync,
+	rmSync,
+	utimesSync,
+	writeFileSync,
+} from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { beforeAll, describe, expect, it } from "vitest";
@@ -95,4 +105,32 @@ describe.runIf(process.platform === "linux")("stopping while the sources are rea
 			expect(existsSync(out)).toBe(false);
 		});
 	}
+
+	it("a key folder left an hour ago by a scan whose process died is removed by the next scan; others stay", async () => {
+		const died = spawn(process.execPath, ["-e", ""]);
+		await new Promise((resolve) => died.once("exit", resolve));
+		const alive = spawn(process.execPath, ["-e", "setTimeout(() => {}, 60000)"]);
+		const orphan = join(tmpdir(), `scrapejob-keys-${died.pid}-0rphan00`);
+		const kept = join(tmpdir(), `scrapejob-keys-${alive.pid}-a1ive000`);
+		// Dead too, but written a minute ago: maybe a live scan in a pid namespace this one cannot see.
+		const recent = join(tmpdir(), `scrapejob-keys-${died.pid}-recent00`);
+		const twoHoursAgo = new Date(Date.now() - 2 * 60 * 60 * 1000);
+		try {
+			for (const folder of [orphan, kept, recent]) {
+				mkdirSync(folder, { recursive: true });
+				writeFileSync(join(folder, "run-0.keys"), "12345678");
+			}
+			utimesSync(orphan, twoHoursAgo, twoHoursAgo);
+			utimesSync(kept, twoHoursAgo, twoHoursAgo);
+			const small = writeJob(dir, "small", "name: small\ntargets:\n  - https://shop.example/item/1\n");
+			const { code } = await spawnCli(["validate", small], {}, dir).done;
+			expect(code).toBe(0);
+			expect(existsSync(orphan)).toBe(false);
+			expect(existsSync(kept)).toBe(true);
+			expect(existsSync(recent)).toBe(true);
+		} finally {
+			alive.kill();
+			for (const folder of [orphan, kept, recent]) rmSync(folder, { recursive: true, force: true });
+		}
+	});
 });
