@@ -88,6 +88,18 @@ describe.runIf(process.platform === "linux")("stopping while the sources are rea
 		["validate", "SIGINT"],
 		["run", "SIGTERM"],
 	] as const) {
+		it(`${command} --json: ${signal} while reading answers on stdout in JSON, exit 130`, async () => {
+			const out = join(dir, `out-${command}-json`);
+			const env = { SCRAPEJOB_SCRAPER_KEY: "sk_test_never_used", SCRAPEJOB_SCRAPER_URL: "http://127.0.0.1:9/api/v1" };
+			const args = command === "run" ? ["run", job, "--out", out, "--json"] : ["validate", job, "--json"];
+			const { child, done } = spawnCli(args, env, dir);
+			await untilReading(child.pid!, urls);
+			child.kill(signal);
+			const { code, stdout } = await done;
+			expect(code).toBe(130);
+			expect(JSON.parse(stdout)).toMatchObject({ error: { code: "SCRAPEJOB_ABORTED" } });
+		});
+
 		it(`${command}: ${signal} stops the reading with exit 130 and leaves nothing behind`, async () => {
 			const out = join(dir, `out-${command}`);
 			// No service is reachable at this address: `run` would only fail after the reading.

@@ -10,6 +10,7 @@ import {
 import { MODES, plural } from "../../shared/index.js";
 import { type CliContext, writeJson, writeLine } from "../context.js";
 import { EXIT } from "../exit-codes.js";
+import { printJsonError } from "../json-error.js";
 
 export interface ValidateFlags {
 	json?: boolean;
@@ -138,7 +139,14 @@ export async function validateJob(ctx: CliContext, path: string, flags: Validate
 export async function runValidate(ctx: CliContext, paths: string[], flags: ValidateFlags): Promise<void> {
 	const results: JobValidation[] = [];
 	for (const path of paths) {
-		const result = await validateJob(ctx, path, flags);
+		let result: JobValidation;
+		try {
+			result = await validateJob(ctx, path, flags);
+		} catch (error) {
+			// Stopped (Ctrl-C) or failed outright: a script reading `--json` still learns why, as from `run`.
+			if (flags.json) printJsonError(ctx, error);
+			throw error;
+		}
 		results.push(result);
 		if (flags.json) continue;
 		for (const problem of [...result.errors, ...result.warnings]) writeLine(ctx.stderr, formatProblem(problem));
