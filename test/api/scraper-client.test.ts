@@ -2,6 +2,7 @@ import { describe, expect, test } from "vitest";
 import {
 	classifyFailure,
 	NetworkError,
+	type RealtimeOutcome,
 	RequestAbortedError,
 	type ScraperClient,
 	ServiceError,
@@ -482,24 +483,34 @@ describe("cancelling a realtime call", () => {
 
 	test("one signal shared by many calls: the finished ones keep their answers, every one in flight is cancelled", async () => {
 		const site = await useDemoSite();
-		const emulator = await useEmulator();
+		const emulator = await useEmulator({ concurrency: 10 });
 		const client = scraperClientFor(emulator);
 		const controller = new AbortController();
 		const call = (path: string) =>
 			client.realtime({ url: `${site.url}${path}`, mode: "request" }, { signal: controller.signal });
 		const fast = await Promise.all([call("/product/1"), call("/product/2")]);
 		expect(fast.map((outcome) => outcome.kind)).toEqual(["content", "content"]);
-		const slow = [1, 2, 3].map(() => call("/slow?ms=10000"));
-		// All three are at the site (waiting on its answer) before the signal fires.
-		while (site.requestCount() < 5) await delay(5);
+		// Calls that end while others are still in flight leave the signal's listeners from the middle.
+		const slow: Array<Promise<unknown>> = [];
+		const between: Array<Promise<RealtimeOutcome>> = [];
+		for (const ms of [60, 30, 90]) {
+			slow.push(call("/slow?ms=10000"));
+			between.push(call(`/slow?ms=${ms}`));
+		}
+		slow.push(call("/slow?ms=10000"));
+		// Handled here too, so a failed expectation below does not leave rejections unhandled.
+		for (const pending of slow) pending.catch(() => undefined);
+		expect((await Promise.all(between)).map((outcome) => outcome.kind)).toEqual(["content", "content", "content"]);
+		// All four slow ones are at the site (waiting on its answer) before the signal fires.
+		while (site.requestCount() < 9) await delay(5);
 		const started = Date.now();
 		controller.abort();
 		const errors = await Promise.all(slow.map((pending) => rejectionOf(pending, RequestAbortedError)));
-		expect(errors).toHaveLength(3);
+		expect(errors).toHaveLength(4);
 		expect(Date.now() - started).toBeLessThan(2000);
 		// A call sent after the abort is refused at once, as with a fresh AbortSignal.
 		await rejectionOf(call("/product/3"), RequestAbortedError);
-		expect(site.requestCount()).toBe(5);
+		expect(site.requestCount()).toBe(9);
 	});
 
 	test("an already aborted signal sends nothing", async () => {
