@@ -1,6 +1,5 @@
 import { setMaxListeners } from "node:events";
 import { basename, join } from "node:path";
-import PQueue from "p-queue";
 import type { Logger } from "pino";
 import { type BodySpill, MAX_RESET_SECONDS, type ScraperClient, type ScraperHeaders } from "../api/index.js";
 import type { BrowserServiceAccess } from "../browser/index.js";
@@ -39,6 +38,7 @@ import { addCrawlSummary, crawlerFor, crawlPage, serviceTextFetch } from "./craw
 import { createCreditBudget } from "./credit-budget.js";
 import { addDiscoverySummary, type DiscoveredTargets, discoverTargets, withDiscovered } from "./discovery-sources.js";
 import { addExtraction, createRunFillStats } from "./extract-record.js";
+import { createFetchQueue } from "./fetch-queue.js";
 import { type FetchResult, type FetchTargetDeps, fetchTarget } from "./fetch-target.js";
 import { createHostGate } from "./host-gate.js";
 import { lockJobOutput, warnIfTookOver } from "./job-lock.js";
@@ -236,12 +236,15 @@ export async function runJob(options: RunJobOptions): Promise<RunJobResult> {
 		});
 		// Shards sharing a key start at their fair share of it (shared-key-concurrency.ts).
 		const shards = job.shard?.count ?? 1;
-		const queue = new PQueue({
+		const failures: unknown[] = [];
+		const queue = createFetchQueue({
 			concurrency: options.adaptiveConcurrency
 				? 1
 				: shards > 1
 					? fairShare(options.concurrency, shards)
 					: options.concurrency,
+			// A task that throws is a bug: the run ends with it as an internal error.
+			onError: (error) => failures.push(error),
 		});
 		const crawler = crawlerFor(
 			job,
@@ -683,14 +686,7 @@ export async function runJob(options: RunJobOptions): Promise<RunJobResult> {
 		const removeLastWord = options.lastWords?.add(lastWord) ?? (() => process.removeListener("exit", onExit));
 
 		// --- feed the queue with back-pressure: never more than a few targets per slot waiting -------------
-		const failures: unknown[] = [];
-		const failed = (error: unknown) => {
-			failures.push(error);
-		};
-		const enqueue = (work: () => Promise<void>) => {
-			queue.add(work).catch(failed);
-		};
-		const hosts = job.perHostConcurrency ? createHostGate(job.perHostConcurrency, enqueue) : null;
+		const hosts = job.perHostConcurrency ? createHostGate(job.perHostConcurrency, queue.add) : null;
 		/** Targets parked for a busy host at most (then the feeder waits): memory stays bounded on a one-host crawl. */
 		const parkLimit = Math.max(1024, options.concurrency * 8);
 		let discovered: DiscoveredTargets | null = null;
@@ -713,7 +709,7 @@ export async function runJob(options: RunJobOptions): Promise<RunJobResult> {
 					if (hosts && hosts.parked >= parkLimit) await hosts.parkedBelow(parkLimit / 2);
 					if (stopReason) break feed;
 					if (hosts) hosts.submit(target.url, () => runTarget(target));
-					else enqueue(() => runTarget(target));
+					else queue.add(() => runTarget(target));
 				}
 			}
 		} catch (error) {

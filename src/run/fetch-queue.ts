@@ -1,0 +1,138 @@
+/**
+ * The run's queue of targets: at most `concurrency` running, the rest waiting in order.
+ *
+ * What p-queue does for the run, without what the run does not use: priorities, timeouts, events, and
+ * a promise per task for its result. Those cost ~10 % of a list run's allocations and ~6 % of its CPU
+ * per target (100,000 targets against a server that answers at once, the client pinned to one core:
+ * 360 → 325 young collections, 13.2 → 12.3 s of CPU, mean of four runs each). A task's failure goes
+ * to `onError` (the run reports it as an internal error); a task never settles anything else.
+ */
+export interface FetchQueue {
+	/** Start `task` now if a slot is free, else queue it behind the others. */
+	add(task: () => Promise<void>): void;
+	/** Tasks waiting for a slot. */
+	readonly size: number;
+	/** Tasks running. */
+	readonly pending: number;
+	/** Slots: raising it starts waiting tasks at once; lowering it lets running ones finish. */
+	concurrency: number;
+	/** Drop every waiting task (running ones finish). */
+	clear(): void;
+	/** Resolves once nothing waits and nothing runs (at once if so already). */
+	onIdle(): Promise<void>;
+	/** Resolves once fewer than `limit` tasks wait (at once if so already). */
+	onSizeLessThan(limit: number): Promise<void>;
+}
+
+/** Waiting tasks left at the front of the array before it is compacted. */
+const COMPACT_AFTER = 1024;
+
+export function createFetchQueue(options: {
+	readonly concurrency: number;
+	readonly onError: (error: unknown) => void;
+}): FetchQueue {
+	let concurrency = slotsOf(options.concurrency);
+	// A FIFO as an array and the index of its head: shift() would move every element per task.
+	let waiting: Array<(() => Promise<void>) | undefined> = [];
+	let head = 0;
+	let running = 0;
+	let sizeWaiters: Array<{ readonly limit: number; readonly resolve: () => void }> = [];
+	let idleWaiters: Array<() => void> = [];
+
+	const size = () => waiting.length - head;
+
+	const settled = () => {
+		running -= 1;
+		drain();
+	};
+	const failed = (error: unknown) => {
+		options.onError(error);
+		settled();
+	};
+
+	const start = (task: () => Promise<void>) => {
+		running += 1;
+		let promise: Promise<void>;
+		try {
+			promise = task();
+		} catch (error) {
+			promise = Promise.reject(error);
+		}
+		promise.then(settled, failed);
+	};
+
+	/** Start waiting tasks while slots are free; then tell whoever waits for a smaller queue or idleness. */
+	function drain(): void {
+		while (running < concurrency && head < waiting.length) {
+			const task = waiting[head] as () => Promise<void>;
+			waiting[head] = undefined;
+			head += 1;
+			if (head >= COMPACT_AFTER && head * 2 >= waiting.length) {
+				waiting = waiting.slice(head);
+				head = 0;
+			}
+			start(task);
+		}
+		if (sizeWaiters.length > 0) wakeSizeWaiters();
+		if (running === 0 && head === waiting.length && idleWaiters.length > 0) {
+			const wake = idleWaiters;
+			idleWaiters = [];
+			for (const resolve of wake) resolve();
+		}
+	}
+
+	function wakeSizeWaiters(): void {
+		const now = size();
+		// Usually one waiter (the feeder), checked per finished task: no array unless one wakes.
+		let woken = false;
+		for (const waiter of sizeWaiters) woken ||= now < waiter.limit;
+		if (!woken) return;
+		const all = sizeWaiters;
+		sizeWaiters = [];
+		for (const waiter of all) {
+			if (now < waiter.limit) waiter.resolve();
+			else sizeWaiters.push(waiter);
+		}
+	}
+
+	return {
+		add(task) {
+			if (running < concurrency && head === waiting.length) {
+				start(task);
+				return;
+			}
+			waiting.push(task);
+		},
+		get size() {
+			return size();
+		},
+		get pending() {
+			return running;
+		},
+		get concurrency() {
+			return concurrency;
+		},
+		set concurrency(value: number) {
+			concurrency = slotsOf(value);
+			drain();
+		},
+		clear() {
+			waiting = [];
+			head = 0;
+			drain();
+		},
+		onIdle() {
+			if (running === 0 && head === waiting.length) return Promise.resolve();
+			return new Promise((resolve) => idleWaiters.push(resolve));
+		},
+		onSizeLessThan(limit) {
+			if (size() < limit) return Promise.resolve();
+			return new Promise((resolve) => sizeWaiters.push({ limit, resolve }));
+		},
+	};
+}
+
+function slotsOf(value: number): number {
+	if (!(value >= 1)) throw new RangeError(`a queue needs at least one slot (got ${value})`);
+	return Math.floor(value);
+}
