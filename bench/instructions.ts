@@ -4,8 +4,9 @@
  * between minutes, so wall and CPU time resolve only large effects; an instruction count repeats to
  * ~0.1 %. Each client runs at N and 2N targets against a server that answers at once (a constant
  * realtime answer): the difference over N is the cost of a target, with start-up, module loading and
- * JIT warm-up taken out. The runner gets its concurrency from an emulator's account endpoint (C = 50,
- * as the bare pool's). Needs valgrind (`apt-get install -y valgrind`); takes a few minutes.
+ * JIT warm-up taken out (N = 20,000 by default: at 10,000 some of the runner's code is still warming
+ * up, ~20 % more a target). The runner gets its concurrency from an emulator's account endpoint
+ * (C = 50, as the bare pool's). Needs valgrind (`apt-get install -y valgrind`); takes ~10 minutes.
  */
 import { spawn, spawnSync } from "node:child_process";
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
@@ -18,7 +19,7 @@ import { startEmulator } from "../src/emulator/index.js";
 const CONCURRENCY = 50;
 const root = join(import.meta.dirname, "..", "..", "..", "..");
 const targetsArg = process.argv.find((arg) => arg.startsWith("--targets="));
-const N = targetsArg ? Number(targetsArg.slice("--targets=".length)) : 10_000;
+const N = targetsArg ? Number(targetsArg.slice("--targets=".length)) : 20_000;
 if (!Number.isInteger(N) || N < 1000) throw new Error("--targets must be a whole number ≥ 1000");
 
 if (spawnSync("valgrind", ["--version"]).status !== 0) {
