@@ -1,5 +1,6 @@
 import { closeSync } from "node:fs";
 import type { ResultRecord } from "../output/index.js";
+import { parseIsoTime } from "../shared/index.js";
 import { HistoryRows, MAX_CHUNK_ROWS, sortedOrder } from "./history-rows.js";
 import { FileCursor, mergeRows, OrderCursor, openScratchFile, type RowCursor, RowWriter } from "./sorted-rows.js";
 
@@ -37,7 +38,7 @@ export class PendingRows {
 		// Allocated at the first record: opening a history to read it (export) never needs a chunk.
 		this.#chunk ??= new HistoryRows(this.#chunkRows);
 		if (this.#filled === this.#chunkRows) this.#spill();
-		const finishedAt = Date.parse(record.finished_at);
+		const finishedAt = parseIsoTime(record.finished_at);
 		this.#chunk.setRecord(this.#filled, record.id, record.status, finishedAt, record.content_hash ?? null, run, offset);
 		this.#filled += 1;
 		this.#size += 1;

@@ -1,4 +1,5 @@
 import type { ResultRecord } from "../output/index.js";
+import { parseIsoTime } from "../shared/index.js";
 import type { FieldFill, LatencyDistribution } from "./report-data.js";
 import { createTimeline, type TimelineSnapshot } from "./timeline.js";
 
@@ -58,7 +59,7 @@ export function createRecordAggregates(originMs: number): RecordAggregates {
 
 	return {
 		add(record) {
-			const finishedMs = Date.parse(record.finished_at);
+			const finishedMs = parseIsoTime(record.finished_at);
 			timeline.add("finished", finishedMs, 1);
 			if (record.credits_used > 0) timeline.add("credits", finishedMs, record.credits_used);
 			if (record.status === "skipped") return;

@@ -25,3 +25,29 @@ export function isoTime(ms: number): string {
 	const milli = whole - second * 1000;
 	return `${cachedPrefix}${milli < 10 ? "00" : milli < 100 ? "0" : ""}${milli}Z`;
 }
+
+const ZERO = 48;
+
+/**
+ * `Date.parse(text)`, quick for what `isoTime` wrote in the same second: the history and the report
+ * read each record's `finished_at` back, and V8's date parser costs ~1,700 instructions a call. A text
+ * of the cached second is its prefix and three digits of milliseconds; anything else goes to
+ * `Date.parse`.
+ */
+export function parseIsoTime(text: string): number {
+	const prefixLength = cachedPrefix.length;
+	if (
+		text.length === prefixLength + 4 &&
+		prefixLength > 0 &&
+		text.charCodeAt(prefixLength + 3) === 90 /* Z */ &&
+		text.startsWith(cachedPrefix)
+	) {
+		const hundreds = text.charCodeAt(prefixLength) - ZERO;
+		const tens = text.charCodeAt(prefixLength + 1) - ZERO;
+		const units = text.charCodeAt(prefixLength + 2) - ZERO;
+		if (hundreds >= 0 && hundreds <= 9 && tens >= 0 && tens <= 9 && units >= 0 && units <= 9) {
+			return cachedSecond * 1000 + hundreds * 100 + tens * 10 + units;
+		}
+	}
+	return Date.parse(text);
+}
