@@ -92,7 +92,8 @@ try {
 			`name: bench\nconcurrency: ${CONCURRENCY}\ndefaults:\n  mode: request\nsources:\n  - file: urls-${count}.txt\noutput:\n  formats: [jsonl]\n  content: none\n`,
 		);
 	}
-	// The bench's bare pool (client-bare.ts) without its IPC: workers, Pool.request, body.text(), a JSON line.
+	// The bench's bare pool (client-bare.ts) without its IPC and its 50 ms memory samples (under valgrind
+	// those would add instructions with time, not with targets): workers, Pool.request, body.text(), a JSON line.
 	writeFileSync(
 		join(dir, "bare.mjs"),
 		`import { createReadStream, createWriteStream } from "node:fs";
