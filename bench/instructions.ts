@@ -20,7 +20,10 @@ const CONCURRENCY = 50;
 const root = join(import.meta.dirname, "..", "..", "..", "..");
 const targetsArg = process.argv.find((arg) => arg.startsWith("--targets="));
 const N = targetsArg ? Number(targetsArg.slice("--targets=".length)) : 20_000;
-if (!Number.isInteger(N) || N < 1000) throw new Error("--targets must be a whole number ≥ 1000");
+if (!Number.isInteger(N) || N < 1000) {
+	process.stderr.write(`bench:instructions: --targets must be a whole number of at least 1000 (got ${targetsArg})\n`);
+	process.exit(2);
+}
 
 if (spawnSync("valgrind", ["--version"]).status !== 0) {
 	process.stderr.write("bench:instructions needs valgrind: apt-get install -y valgrind\n");
