@@ -89,13 +89,12 @@ export function defaultDispatcher(): Dispatcher {
 export async function send(dispatcher: Dispatcher, options: SendOptions): Promise<HttpResponse> {
 	// The dispatcher's own `request` skips the URL parsing of undici's top-level helper: the
 	// addresses were checked once, when the client was made.
-	const { url } = options;
-	const pathStart = url.indexOf("/", url.indexOf("//") + 2);
+	const { origin, path } = splitUrl(options.url);
 	const started = Date.now();
 	try {
 		const response = await dispatcher.request({
-			origin: pathStart < 0 ? url : url.slice(0, pathStart),
-			path: pathStart < 0 ? "/" : url.slice(pathStart),
+			origin,
+			path,
 			method: options.method,
 			headers: options.headers,
 			body: options.body,
@@ -126,7 +125,7 @@ export async function send(dispatcher: Dispatcher, options: SendOptions): Promis
 						"timeout",
 						options.endpoint,
 						`the answer did not finish within ${Math.round(options.timeoutMs / 1000)} s`,
-						{ host: pathStart < 0 ? url : url.slice(0, pathStart) },
+						{ host: origin },
 					);
 				}
 				length += chunk.length;
@@ -153,12 +152,26 @@ export async function send(dispatcher: Dispatcher, options: SendOptions): Promis
 			throw error;
 		if (options.signal?.aborted) throw new RequestAbortedError(options.endpoint, { cause: error });
 		// Name the host: "cannot reach api.example.com" is what a user can act on. URLs never hold keys.
-		const host = pathStart < 0 ? url : url.slice(0, pathStart);
-		throw toNetworkError(error, options.endpoint, host);
+		throw toNetworkError(error, options.endpoint, origin);
 	}
 }
 
 const EMPTY = Buffer.alloc(0);
+
+/** The last address split, and its parts: a run POSTs every fetch to the same address. */
+let lastSplit = { url: "", origin: "", path: "/" };
+
+/** An absolute address's origin and path (with its query), as undici's dispatcher takes them. */
+function splitUrl(url: string): { readonly origin: string; readonly path: string } {
+	if (url === lastSplit.url) return lastSplit;
+	const pathStart = url.indexOf("/", url.indexOf("//") + 2);
+	lastSplit = {
+		url,
+		origin: pathStart < 0 ? url : url.slice(0, pathStart),
+		path: pathStart < 0 ? "/" : url.slice(pathStart),
+	};
+	return lastSplit;
+}
 
 /**
  * What undici needs of a request's signal when it is shaped as an EventEmitter (its other accepted
