@@ -17,6 +17,7 @@ import { pathToFileURL } from "node:url";
 import { startEmulator } from "../src/emulator/index.js";
 
 const CONCURRENCY = 50;
+// Compiled to node_modules/.cache/scrapejob-bench/bench/: the repository is four folders up.
 const root = join(import.meta.dirname, "..", "..", "..", "..");
 const targetsArg = process.argv.find((arg) => arg.startsWith("--targets="));
 const N = targetsArg ? Number(targetsArg.slice("--targets=".length)) : 20_000;
