@@ -1,4 +1,5 @@
 import { hash } from "node:crypto";
+import { hexWord } from "../shared/index.js";
 
 /** What the history keeps per target: its latest outcome and its latest ok record's time, hash and place. */
 export interface TargetHistory {
@@ -11,20 +12,6 @@ export interface TargetHistory {
 	/** Its run (index into `runs`) and byte offset in that run's results.jsonl, to read its data back. */
 	readonly okRun: number;
 	readonly okOffset: number;
-}
-
-const HEX16 = /^[0-9a-f]{16}$/;
-
-/** 8 lowercase hex digits of `text` from `start` as a uint32, or -1 when they are not. */
-function hexWord(text: string, start: number): number {
-	let value = 0;
-	for (let at = start; at < start + 8; at += 1) {
-		const code = text.charCodeAt(at);
-		const digit = code >= 48 && code <= 57 ? code - 48 : code >= 97 && code <= 102 ? code - 87 : -1;
-		if (digit < 0) return -1;
-		value = value * 16 + digit;
-	}
-	return value;
 }
 
 /**
@@ -99,11 +86,13 @@ export class HistoryRows {
 		doubles[d + 1] = at;
 		words[w + 11] = status === "ok" ? 1 : 2;
 		if (status === "ok") {
-			const hex = contentHash && HEX16.test(contentHash) ? contentHash : "0000000000000000";
+			// A hash that is not 16 hex digits is kept as zeros (as no hash).
+			const hashHi = contentHash !== null && contentHash.length === 16 ? hexWord(contentHash, 0) : -1;
+			const hashLo = hashHi >= 0 ? hexWord(contentHash!, 8) : -1;
 			doubles[d + 2] = at;
 			doubles[d + 3] = offset;
-			words[w + 8] = hexWord(hex, 0);
-			words[w + 9] = hexWord(hex, 8);
+			words[w + 8] = hashLo >= 0 ? hashHi : 0;
+			words[w + 9] = hashLo >= 0 ? hashLo : 0;
 			words[w + 10] = run;
 		} else {
 			doubles[d + 2] = Number.NaN;

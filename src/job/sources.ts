@@ -2,7 +2,7 @@ import type { FileHandle } from "node:fs/promises";
 import { open, stat } from "node:fs/promises";
 import type { Readable } from "node:stream";
 import { type CsvError, parse } from "csv-parse";
-import { didYouMean } from "../shared/index.js";
+import { checkScrapeUrl, didYouMean } from "../shared/index.js";
 import { describeFsError } from "./parse-yaml.js";
 import { quoteValue } from "./problems.js";
 import { TARGET_ID_PATTERN } from "./schema.js";
@@ -16,6 +16,15 @@ import { checkTargetUrl } from "./url-check.js";
 export const MAX_SOURCE_LINE_CHARS = 64 * 1024;
 /** Bytes read from a source file at a time. */
 const READ_CHUNK_BYTES = 64 * 1024;
+
+const CARRIAGE_RETURN = 0x0d;
+const HASH = 0x23;
+
+/**
+ * A non-empty line of printable ASCII only (`!` to `~`). A regex, not a `charCodeAt` loop: on the
+ * substrings a read chunk is cut into, the regex engine's compiled loop is ~3× faster.
+ */
+const PRINTABLE_ASCII = /^[!-~]+$/;
 
 /** What reading a source yields, one per line that holds data, in file order. */
 export type SourceRow =
@@ -110,8 +119,14 @@ async function* readTextRows(spec: TextSourceSpec): AsyncGenerator<SourceRow[]> 
 
 	const classify = (raw: string): SourceRow | undefined => {
 		line++;
-		let text = raw.endsWith("\r") ? raw.slice(0, -1) : raw;
+		let text = raw.charCodeAt(raw.length - 1) === CARRIAGE_RETURN ? raw.slice(0, -1) : raw;
 		if (line === 1 && text.startsWith("\uFEFF")) text = text.slice(1);
+		// Nearly every line is one URL in printable ASCII, where none of the searches below can find
+		// anything (no whitespace, NUL, U+FFFD): one pass over its characters instead of six.
+		if (text.charCodeAt(0) !== HASH && PRINTABLE_ASCII.test(text)) {
+			const problem = checkScrapeUrl(text) === undefined ? undefined : checkTargetUrl(text);
+			return problem ? { kind: "bad", line, col: 1, message: problem } : { kind: "row", url: text, line, col: 1 };
+		}
 		if (text.includes("\0")) {
 			return { kind: "fatal", at: { file, line, col: text.indexOf("\0") + 1 }, message: "not a text file (NUL bytes)" };
 		}

@@ -1,5 +1,5 @@
 import { hash } from "node:crypto";
-import type { ScrapeParams } from "../shared/index.js";
+import { hexWord, type ScrapeParams } from "../shared/index.js";
 
 /**
  * JSON with object keys sorted at every depth and `undefined` members dropped, so two option sets
@@ -43,9 +43,5 @@ export interface TargetKey {
 export function createTargetKey(url: string, optionsJson: string): TargetKey {
 	// One-shot `hash` is ~4× faster than createHash().update().digest(), which matters at a million rows.
 	const hex = hash("sha256", `${url}\n${optionsJson}`, "hex");
-	return {
-		id: hex.slice(0, 16),
-		high: Number.parseInt(hex.slice(0, 8), 16),
-		low: Number.parseInt(hex.slice(8, 16), 16),
-	};
+	return { id: hex.slice(0, 16), high: hexWord(hex, 0), low: hexWord(hex, 8) };
 }

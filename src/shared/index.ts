@@ -3,6 +3,7 @@ export { didYouMean, editDistance } from "./did-you-mean.js";
 export { DURATION_HINT, DURATION_UNITS, formatDuration, parseDuration } from "./duration.js";
 export { ERROR_CODES, type ErrorCode, errorMessage, ScrapejobError, UsageError } from "./errors.js";
 export { formatNumber } from "./format-number.js";
+export { hexWord } from "./hex-word.js";
 export { isoTime, parseIsoTime } from "./iso-time.js";
 export { createLastWords, type LastWord, type LastWords } from "./last-words.js";
 export { lazyModule } from "./lazy-module.js";
