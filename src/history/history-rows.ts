@@ -92,7 +92,7 @@ export class HistoryRows {
 			doubles[d + 2] = at;
 			doubles[d + 3] = offset;
 			words[w + 8] = hashLo >= 0 ? hashHi : 0;
-			words[w + 9] = hashLo >= 0 ? hashLo : 0;
+			words[w + 9] = Math.max(hashLo, 0);
 			words[w + 10] = run;
 		} else {
 			doubles[d + 2] = Number.NaN;
