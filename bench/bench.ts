@@ -597,6 +597,27 @@ function verdicts(rows: readonly Row[]): Verdict[] {
 	return [wall, cpu, rss, flat];
 }
 
+/**
+ * runner/bare wall of each pair of runs that ran next to each other (the i-th run of each client: ABBA
+ * order makes them neighbours), and their median. This machine's speed drifts by ±15 % between
+ * minutes; a pair shares the drift, the two fastest runs of a row need not.
+ */
+function pairedRatios(rows: readonly Row[]): string {
+	const lines: string[] = [];
+	for (const runner of rows.filter((row) => row.client === "runner")) {
+		const bare = rows.find((row) => row.client === "bare" && row.scenario === runner.scenario);
+		if (!bare || runner.wallsMs.length < 2) continue;
+		const ratios = runner.wallsMs.map((wall, i) => wall / (bare.wallsMs[i] ?? Number.NaN));
+		const sorted = [...ratios].sort((a, b) => a - b);
+		const middle = sorted.length / 2;
+		const median = sorted.length % 2 === 1 ? sorted[Math.floor(middle)]! : (sorted[middle - 1]! + sorted[middle]!) / 2;
+		lines.push(
+			`${runner.scenario} ${ratios.map((ratio) => ratio.toFixed(3)).join(" ")} (median ${median.toFixed(3)}×)`,
+		);
+	}
+	return lines.length === 0 ? "" : `runner/bare wall of each adjacent pair of runs: ${lines.join("; ")}.\n`;
+}
+
 function formatVerdict(verdict: Verdict): string {
 	const word = verdict.pass === null ? "N/A " : verdict.pass ? "PASS" : "FAIL";
 	return `${word}  ${verdict.target}: ${verdict.detail}`;
@@ -655,7 +676,8 @@ async function run(): Promise<number> {
 		`Each client ran ${options.repeat}× per row${options.repeatGiven ? "" : " (the cpu row 4×, the scale row once)"} (ABBA order); shown: its fastest run, the highest RSS of all runs.\n` +
 			`eff = (N·L/C) / wall. CPU: user + system of the client process, module loading excluded (runner: ${startup.join(", ")}).\n` +
 			`Runner wall includes its set-up before the first fetch (validation, account look-up, counting pass): ${setup.join(", ")}.\n` +
-			"other load: CPU cores used by other processes on the machine during the run shown.\n",
+			"other load: CPU cores used by other processes on the machine during the run shown.\n" +
+			pairedRatios(rows),
 	);
 	const disturbed = rows.filter((row) => (row.otherCores ?? 0) > BUSY_MACHINE_CORES);
 	if (disturbed.length > 0) {

@@ -128,8 +128,8 @@ export function openJobHistory(jobDir: string, options: JobHistoryOptions = {}):
 	return {
 		get(id) {
 			if (sorted === null) return null;
-			const [hi, lo] = idKey(id);
-			return sorted.get(hi, lo);
+			const key = idKey(id);
+			return sorted.get(key[0], key[1]);
 		},
 		runIndex,
 		record(record, position, offset, endOffset) {

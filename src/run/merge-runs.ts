@@ -170,8 +170,8 @@ export async function mergeShardRuns(dirs: readonly string[], outDir: string): P
 					bad = lineNumber;
 					continue;
 				}
-				const [high, low] = idKey(record.id);
-				if (!seen.add(high, low)) {
+				const key = idKey(record.id);
+				if (!seen.add(key[0], key[1])) {
 					// The key was seen: the id itself most likely (or another id with the same 64 bits: read back to tell).
 					const earlier = await shardWithRecordBefore(metas, meta, lineNumber, record.id);
 					if (earlier !== null) {
