@@ -8,6 +8,8 @@ export default defineConfig({
 		pool: "forks",
 		// Memory tests measure after a forced collection.
 		execArgv: ["--expose-gc"],
+		// One temporary folder for the whole run, removed at its end.
+		globalSetup: ["./test/helpers/temp-root.ts"],
 		// Vitest's own summary, then one plain `N passed, N failed` line for CI logs.
 		reporters: ["default", "./test/helpers/plain-summary-reporter.ts"],
 	},

@@ -18,7 +18,8 @@ export interface SpawnedCli {
 /** Start the built CLI as a real process, as cron would. */
 export function spawnCli(args: string[], env: NodeJS.ProcessEnv, cwd?: string): SpawnedCli {
 	const child = spawn(process.execPath, [BIN, ...args], {
-		env: { PATH: process.env.PATH, ...env },
+		// TMPDIR: the test run's own temporary folder (test/helpers/temp-root.ts).
+		env: { PATH: process.env.PATH, TMPDIR: process.env.TMPDIR, ...env },
 		cwd,
 		stdio: ["ignore", "pipe", "pipe"],
 	});
