@@ -1,7 +1,6 @@
 import { createHash, randomUUID } from "node:crypto";
 import { closeSync, mkdirSync, openSync, rmSync, writeSync } from "node:fs";
 import { join } from "node:path";
-import type { Readable } from "node:stream";
 import { Agent, type Dispatcher } from "undici";
 import { PARTIAL_PAGE_PREFIX } from "../shared/index.js";
 import { BodyFileError, BodyTooLargeError, NetworkError, RequestAbortedError } from "./errors.js";
@@ -85,78 +84,183 @@ export function defaultDispatcher(): Dispatcher {
 	return sharedDispatcher;
 }
 
-/** Send one request and read the whole body. Network failures become `NetworkError`; aborts `RequestAbortedError`. */
-export async function send(dispatcher: Dispatcher, options: SendOptions): Promise<HttpResponse> {
-	// The dispatcher's own `request` skips the URL parsing of undici's top-level helper: the
-	// addresses were checked once, when the client was made.
+/**
+ * Send one request and read the whole body. Network failures become `NetworkError`; aborts `RequestAbortedError`.
+ *
+ * Through undici's `dispatch` with a handler of its own, not `request()`: `request()` builds an
+ * AsyncResource, a Readable body stream with its events and a promise for every answer, which this
+ * reads whole anyway. Against a server that answers at once (callgrind, 20,000 requests, a client
+ * alone): ~130 k → ~114 k instructions a request, and nothing but the handler and the chunks per answer.
+ */
+export function send(dispatcher: Dispatcher, options: SendOptions): Promise<HttpResponse> {
+	// The dispatcher skips the URL parsing of undici's top-level helpers: the addresses were checked
+	// once, when the client was made.
 	const { origin, path } = splitUrl(options.url);
-	const started = Date.now();
-	try {
-		const response = await dispatcher.request({
-			origin,
-			path,
-			method: options.method,
-			headers: options.headers,
-			body: options.body,
-			signal: options.signal ? relayOf(options.signal) : undefined,
-			headersTimeout: options.timeoutMs,
-			bodyTimeout: options.timeoutMs,
-		});
-		options.onStatus?.(response.statusCode);
-		const maxBytes = options.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES;
-		const declared = Number(headerValue(response.headers, "content-length"));
-		const credits = numberHeader(response.headers, "x-credits-used");
-		if (Number.isFinite(declared) && declared > maxBytes) {
-			response.body.destroy();
-			throw new BodyTooLargeError(options.endpoint, maxBytes, credits);
-		}
-		const spill = options.spill && spillable(response.statusCode, response.headers) ? options.spill : undefined;
-		let chunks: Buffer[] = [];
-		let length = 0;
-		let spilling: Spilling | null = null;
-		try {
-			// Events, not `for await`: an async iterator per answer costs a dozen objects (end-of-stream
-			// watchers, promises) that live as long as the answer and so outlive young collections — at a
-			// million fetches they were most of the garbage the old space had to collect.
-			await consume(response.body, (chunk) => {
-				// A total deadline, not only one per gap: a body trickling in a byte a second must end too.
-				if (Date.now() - started > options.timeoutMs) {
-					throw new NetworkError(
-						"timeout",
-						options.endpoint,
-						`the answer did not finish within ${Math.round(options.timeoutMs / 1000)} s`,
-						{ host: origin },
-					);
-				}
-				length += chunk.length;
-				if (length > maxBytes) throw new BodyTooLargeError(options.endpoint, maxBytes, credits);
-				chunks.push(chunk);
-				if (spilling === null && spill !== undefined && length > spill.afterBytes) spilling = startSpill(spill);
-				if (spilling !== null) {
-					spilling.write(chunks);
-					chunks = [];
-				}
-			});
-			if (spilling !== null) {
-				const spilled = (spilling as Spilling).finish(length);
-				spilling = null;
-				return { status: response.statusCode, headers: response.headers, body: EMPTY, spilled };
+	return new Promise<HttpResponse>((resolve, reject) => {
+		const reader = new AnswerReader(options, origin, resolve, reject);
+		if (options.signal) {
+			if (options.signal.aborted) {
+				reject(new RequestAbortedError(options.endpoint, { cause: options.signal.reason }));
+				return;
 			}
-		} finally {
-			(spilling as Spilling | null)?.discard();
+			reader.watch = watchOf(options.signal);
+			reader.watch.add(reader);
 		}
-		const body = chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, length);
-		return { status: response.statusCode, headers: response.headers, body };
-	} catch (error) {
-		if (error instanceof BodyTooLargeError || error instanceof NetworkError || error instanceof BodyFileError)
-			throw error;
-		if (options.signal?.aborted) throw new RequestAbortedError(options.endpoint, { cause: error });
-		// Name the host: "cannot reach api.example.com" is what a user can act on. URLs never hold keys.
-		throw toNetworkError(error, options.endpoint, origin);
-	}
+		dispatcher.dispatch(
+			{
+				origin,
+				path,
+				method: options.method,
+				headers: options.headers,
+				body: options.body,
+				headersTimeout: options.timeoutMs,
+				bodyTimeout: options.timeoutMs,
+			},
+			reader,
+		);
+	});
 }
 
 const EMPTY = Buffer.alloc(0);
+/** Until the answer's own arrive (never mutated). */
+const NO_HEADERS: HttpResponse["headers"] = Object.freeze({});
+
+/**
+ * One answer read whole: undici calls its methods as the answer arrives. An exception thrown from
+ * `onResponseStart` or `onResponseData` makes undici abort the request (the socket is closed) and
+ * call `onResponseError` with it — how a body past its cap, past its deadline or unwritable ends.
+ */
+class AnswerReader implements Dispatcher.DispatchHandler {
+	/** The in-flight set of the request's stop signal, if it has one. */
+	watch: InFlight | null = null;
+	private controller: Dispatcher.DispatchController | null = null;
+	/** Set when the signal fired before undici started the request: it is aborted as it starts. */
+	private abortedEarly: Error | null = null;
+	private settled = false;
+	private status = 0;
+	private headers: HttpResponse["headers"] = NO_HEADERS;
+	private chunks: Buffer[] = [];
+	private length = 0;
+	private credits: number | undefined = undefined;
+	private spill: BodySpill | undefined = undefined;
+	private spilling: Spilling | null = null;
+	private readonly started = Date.now();
+	private readonly maxBytes: number;
+	private readonly options: SendOptions;
+	private readonly origin: string;
+	private readonly resolve: (response: HttpResponse) => void;
+	private readonly reject: (error: unknown) => void;
+
+	constructor(
+		options: SendOptions,
+		origin: string,
+		resolve: (response: HttpResponse) => void,
+		reject: (error: unknown) => void,
+	) {
+		this.options = options;
+		this.origin = origin;
+		this.resolve = resolve;
+		this.reject = reject;
+		this.maxBytes = options.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES;
+	}
+
+	onRequestStart(controller: Dispatcher.DispatchController): void {
+		this.controller = controller;
+		if (this.abortedEarly) controller.abort(this.abortedEarly);
+	}
+
+	onResponseStart(_controller: Dispatcher.DispatchController, status: number, headers: HttpResponse["headers"]): void {
+		// An informational answer (103 Early Hints): the real one follows on the same request.
+		if (status < 200) return;
+		this.status = status;
+		this.headers = headers;
+		this.options.onStatus?.(status);
+		const declared = Number(headerValue(headers, "content-length"));
+		this.credits = numberHeader(headers, "x-credits-used");
+		if (Number.isFinite(declared) && declared > this.maxBytes) {
+			throw new BodyTooLargeError(this.options.endpoint, this.maxBytes, this.credits);
+		}
+		if (this.options.spill && spillable(status, headers)) this.spill = this.options.spill;
+	}
+
+	onResponseData(_controller: Dispatcher.DispatchController, chunk: Buffer): void {
+		// A total deadline, not only one per gap: a body trickling in a byte a second must end too.
+		if (Date.now() - this.started > this.options.timeoutMs) {
+			throw new NetworkError(
+				"timeout",
+				this.options.endpoint,
+				`the answer did not finish within ${Math.round(this.options.timeoutMs / 1000)} s`,
+				{ host: this.origin },
+			);
+		}
+		this.length += chunk.length;
+		if (this.length > this.maxBytes) throw new BodyTooLargeError(this.options.endpoint, this.maxBytes, this.credits);
+		this.chunks.push(chunk);
+		if (this.spilling === null && this.spill !== undefined && this.length > this.spill.afterBytes)
+			this.spilling = startSpill(this.spill);
+		if (this.spilling !== null) {
+			this.spilling.write(this.chunks);
+			this.chunks = [];
+		}
+	}
+
+	onResponseEnd(): void {
+		if (this.settled) return;
+		let response: HttpResponse;
+		try {
+			if (this.spilling !== null) {
+				const spilled = this.spilling.finish(this.length);
+				this.spilling = null;
+				response = { status: this.status, headers: this.headers, body: EMPTY, spilled };
+			} else {
+				const { chunks } = this;
+				const body = chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, this.length);
+				response = { status: this.status, headers: this.headers, body };
+			}
+		} catch (error) {
+			this.fail(error);
+			return;
+		}
+		this.settled = true;
+		this.watch?.remove(this);
+		this.resolve(response);
+	}
+
+	onResponseError(_controller: Dispatcher.DispatchController, error: Error): void {
+		this.fail(error);
+	}
+
+	/** The stop signal fired: end at once, whether undici has started the request yet or not. */
+	abortBySignal(): void {
+		const error = new RequestAbortedError(this.options.endpoint, { cause: this.options.signal?.reason });
+		this.fail(error);
+		if (this.controller) this.controller.abort(error);
+		else this.abortedEarly = error;
+	}
+
+	private fail(error: unknown): void {
+		if (this.settled) return;
+		this.settled = true;
+		this.watch?.remove(this);
+		try {
+			this.spilling?.discard();
+		} finally {
+			this.spilling = null;
+			this.reject(this.explain(error));
+		}
+	}
+
+	private explain(error: unknown): unknown {
+		if (error instanceof BodyTooLargeError || error instanceof NetworkError || error instanceof BodyFileError)
+			return error;
+		if (error instanceof RequestAbortedError || this.options.signal?.aborted)
+			return error instanceof RequestAbortedError
+				? error
+				: new RequestAbortedError(this.options.endpoint, { cause: error });
+		// Name the host: "cannot reach api.example.com" is what a user can act on. URLs never hold keys.
+		return toNetworkError(error, this.options.endpoint, this.origin);
+	}
+}
 
 /** The last address split, and its parts: a run POSTs every fetch to the same address. */
 let lastSplit = { url: "", origin: "", path: "/" };
@@ -173,74 +277,55 @@ function splitUrl(url: string): { readonly origin: string; readonly path: string
 	return lastSplit;
 }
 
-/**
- * What undici needs of a request's signal when it is shaped as an EventEmitter (its other accepted
- * shape): the state, and one listener added for as long as the request lasts.
- */
-interface SignalRelay {
-	readonly aborted: boolean;
-	readonly reason: unknown;
-	on(event: "abort", listener: () => void): SignalRelay;
-	once(event: "abort", listener: () => void): SignalRelay;
-	removeListener(event: "abort", listener: () => void): SignalRelay;
+/** The requests in flight with one stop signal. */
+interface InFlight {
+	add(reader: AnswerReader): void;
+	remove(reader: AnswerReader): void;
 }
 
-const relays = new WeakMap<AbortSignal, SignalRelay>();
+const inFlightBySignal = new WeakMap<AbortSignal, InFlight>();
 
 /**
- * One relay per AbortSignal, shared by every request sent with it. undici adds an abort listener to a
- * request's signal and removes it at the end; on an AbortSignal (an EventTarget) that is a listener
- * record and a few microseconds each time — every fetch of a run shares one signal, and at a million
- * fetches that was ~2 % of the runner's CPU. Here a request's listener is an entry in an array; the
- * relay listens to the signal once, and calls them all when it aborts.
+ * One in-flight list per AbortSignal, shared by every request sent with it; the list listens to the
+ * signal once and aborts them all when it fires. Every fetch of a run shares one signal, and a
+ * listener record on an AbortSignal (an EventTarget) per fetch cost ~2 % of the runner's CPU at a
+ * million fetches.
  *
  * An array, not a Set: a Set that entries keep entering and leaving is rebuilt every few dozen
  * changes, and each table it leaves behind links to the next and keeps what it held. Once one of
- * them has outlived a young collection, that chain held every finished request's handler, body
- * stream and buffers through young collections until the next full one: 100,000 fetches promoted
- * ~220 MB into the old space this way against ~15 MB with the array (`--trace-gc-nvp`, a client
- * alone against a server that answers at once), and young collections took 3.5× as long.
- * `test/api/signal-relay.test.ts` holds the relay to that.
+ * them has outlived a young collection, that chain held every finished request's handler and
+ * buffers through young collections until the next full one: 100,000 fetches promoted ~220 MB into
+ * the old space this way against ~15 MB with the array (`--trace-gc-nvp`, a client alone against a
+ * server that answers at once), and young collections took 3.5× as long.
+ * `test/api/signal-relay.test.ts` holds the list to that.
  */
-function relayOf(signal: AbortSignal): SignalRelay {
-	const known = relays.get(signal);
+function watchOf(signal: AbortSignal): InFlight {
+	const known = inFlightBySignal.get(signal);
 	if (known) return known;
-	let listeners: Array<() => void> = [];
-	const relay: SignalRelay = {
-		get aborted() {
-			return signal.aborted;
+	let readers: AnswerReader[] = [];
+	const inFlight: InFlight = {
+		add(reader) {
+			readers.push(reader);
 		},
-		get reason() {
-			return signal.reason;
-		},
-		on(_event, listener) {
-			listeners.push(listener);
-			return relay;
-		},
-		once(_event, listener) {
-			listeners.push(listener);
-			return relay;
-		},
-		removeListener(_event, listener) {
+		remove(reader) {
 			// The newest are at the end, and a run has at most its concurrency in flight: a short scan.
-			const at = listeners.lastIndexOf(listener);
-			if (at < 0) return relay;
-			const last = listeners.pop() as () => void;
-			if (at < listeners.length) listeners[at] = last;
-			return relay;
+			const at = readers.lastIndexOf(reader);
+			if (at < 0) return;
+			const last = readers.pop() as AnswerReader;
+			if (at < readers.length) readers[at] = last;
 		},
 	};
 	signal.addEventListener(
 		"abort",
 		() => {
-			const called = listeners;
-			listeners = [];
-			for (const listener of called) listener();
+			const aborted = readers;
+			readers = [];
+			for (const reader of aborted) reader.abortBySignal();
 		},
 		{ once: true },
 	);
-	relays.set(signal, relay);
-	return relay;
+	inFlightBySignal.set(signal, inFlight);
+	return inFlight;
 }
 
 /** A 2xx that is the page itself: neither JSON for the client to read nor a target's error passed through. */
@@ -248,27 +333,6 @@ function spillable(status: number, headers: HttpResponse["headers"]): boolean {
 	if (status < 200 || status > 299 || headers["x-target-status"] !== undefined) return false;
 	const type = headerValue(headers, "content-type");
 	return type !== undefined && type !== "" && !type.includes("json");
-}
-
-/**
- * Read a body through its events, handing each chunk to `onChunk` (synchronous: an exception there
- * destroys the body and rejects). Resolves at its end; rejects with the stream's error.
- */
-function consume(body: Readable, onChunk: (chunk: Buffer) => void): Promise<void> {
-	return new Promise((resolve, reject) => {
-		const onData = (chunk: Buffer) => {
-			try {
-				onChunk(chunk);
-			} catch (error) {
-				body.off("data", onData);
-				body.destroy();
-				reject(error);
-			}
-		};
-		body.on("data", onData);
-		body.once("end", resolve);
-		body.once("error", reject);
-	});
 }
 
 interface Spilling {

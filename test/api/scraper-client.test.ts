@@ -1,6 +1,7 @@
-import { describe, expect, test } from "vitest";
+import { describe, expect, onTestFinished, test } from "vitest";
 import {
 	classifyFailure,
+	createDispatcher,
 	NetworkError,
 	type RealtimeOutcome,
 	RequestAbortedError,
@@ -511,6 +512,31 @@ describe("cancelling a realtime call", () => {
 		// A call sent after the abort is refused at once, as with a fresh AbortSignal.
 		await rejectionOf(call("/product/3"), RequestAbortedError);
 		expect(site.requestCount()).toBe(9);
+	});
+
+	test("a call still waiting for a free connection ends when its signal fires, and is never sent", async () => {
+		let release: (() => void) | undefined;
+		const raw = await useRawServer((_req, res, body) => {
+			if (body.includes("/held")) release = () => res.end("<p>held</p>");
+			else res.end("<p>ok</p>");
+		});
+		const dispatcher = createDispatcher({ connections: 1 });
+		onTestFinished(() => dispatcher.close());
+		const client = scraperClientFor({ scraperUrl: `${raw.url}/api/v1`, scraperKey: "k-queue-1" }, { dispatcher });
+		const held = client.realtime({ url: "https://a.example/held" });
+		while (release === undefined) await delay(5);
+		const controller = new AbortController();
+		const queued = client.realtime({ url: "https://a.example/queued" }, { signal: controller.signal });
+		controller.abort();
+		// Before the held call ends: the only connection is still busy with it.
+		await rejectionOf(queued, RequestAbortedError);
+		release();
+		expectOutcome(await held, "content");
+		expectOutcome(await client.realtime({ url: "https://a.example/after" }), "content");
+		expect(raw.requests.map((request) => JSON.parse(request.body).url)).toEqual([
+			"https://a.example/held",
+			"https://a.example/after",
+		]);
 	});
 
 	test("an already aborted signal sends nothing", async () => {
