@@ -332,6 +332,8 @@ interface Run {
 	readonly serverCpuMs: number;
 	/** CPU the rest of the machine used during the run (not this client, not the server), in cores. */
 	readonly otherCores: number | null;
+	/** Connections the emulator accepted during the run: a client's sockets (a steady run opens C, once). */
+	readonly connections: number;
 	/** Runner only: from `main()` to the start of the run proper (validation, account look-up, counting pass), ms. */
 	readonly setupMs: number | null;
 }
@@ -356,11 +358,16 @@ interface Row {
 	readonly peakExternalMb: number;
 	readonly serverCpuMsPerTarget: number;
 	readonly otherCores: number | null;
+	/** Connections the emulator accepted during the run shown. */
+	readonly connections: number;
 	readonly setupMs: number | null;
 	/** runner wall / bare wall, best runs (runner rows only). */
 	readonly wallRatio: number | null;
 	/** Every run's wall time, in the order they ran, ms. */
 	readonly wallsMs: readonly number[];
+	/** Every run's CPU per target and the server's for it, in the order they ran, ms: an outlier shows which side it was on. */
+	readonly cpuMsPerTargetByRun: readonly number[];
+	readonly serverCpuMsPerTargetByRun: readonly number[];
 }
 
 function jobYaml(concurrency: number): string {
@@ -474,7 +481,14 @@ async function runScenario(scenario: Scenario, targets: number, options: Options
 				busyBefore === null || busyAfter === null
 					? null
 					: Math.max(0, busyAfter - busyBefore - report.processCpuMs - serverCpuMs) / lifetimeMs;
-			runs.push({ client, report, serverCpuMs, otherCores, setupMs });
+			runs.push({
+				client,
+				report,
+				serverCpuMs,
+				otherCores,
+				setupMs,
+				connections: after.connections - before.connections,
+			});
 			if (profiled) {
 				process.stdout.write(
 					`\n${client} client, ${scenario.name} (${profileFile(client)}):\n${await summarizeProfile(profileFile(client), 15)}\n`,
@@ -504,9 +518,12 @@ async function runScenario(scenario: Scenario, targets: number, options: Options
 				peakExternalMb: peak((r) => r.peakExternalBytes),
 				serverCpuMsPerTarget: best.serverCpuMs / targets,
 				otherCores: best.otherCores,
+				connections: best.connections,
 				setupMs: best.setupMs,
 				wallRatio,
 				wallsMs: mine.map((run) => run.report.wallMs),
+				cpuMsPerTargetByRun: mine.map((run) => run.report.cpuMs / targets),
+				serverCpuMsPerTargetByRun: mine.map((run) => run.serverCpuMs / targets),
 			};
 		};
 		const bare = row("bare", null);
@@ -544,6 +561,7 @@ function table(rows: readonly Row[]): string {
 		["heap MB", (row) => row.peakHeapTotalMb.toFixed(1)],
 		["server CPU ms/target", (row) => row.serverCpuMsPerTarget.toFixed(3)],
 		["other load", (row) => (row.otherCores === null ? "?" : row.otherCores.toFixed(2))],
+		["sockets", (row) => String(row.connections)],
 		["runner/bare wall", (row) => (row.wallRatio === null ? "" : `${row.wallRatio.toFixed(3)}×`)],
 	];
 	const header = columns.map(([title]) => title);
@@ -618,6 +636,26 @@ function pairedRatios(rows: readonly Row[]): string {
 	return lines.length === 0 ? "" : `runner/bare wall of each adjacent pair of runs: ${lines.join("; ")}.\n`;
 }
 
+/**
+ * Each run's CPU per target, the client's and the server's for it, in each client's order of runs: when a pair
+ * is out of line, this says whether the client, the server or both spent more on each target.
+ */
+function cpuByRun(rows: readonly Row[]): string {
+	const scenarios = [...new Set(rows.map((row) => row.scenario))];
+	const lines = scenarios.map((scenario) => {
+		const clients = rows
+			.filter((row) => row.scenario === scenario)
+			.map((row) => {
+				const runs = row.cpuMsPerTargetByRun.map(
+					(cpu, i) => `${cpu.toFixed(3)}/${(row.serverCpuMsPerTargetByRun[i] ?? Number.NaN).toFixed(3)}`,
+				);
+				return `${row.client} ${runs.join(" ")}`;
+			});
+		return `${scenario}: ${clients.join(", ")}`;
+	});
+	return `CPU ms/target of each run in its client's order, client/server: ${lines.join("; ")}.\n`;
+}
+
 function formatVerdict(verdict: Verdict): string {
 	const word = verdict.pass === null ? "N/A " : verdict.pass ? "PASS" : "FAIL";
 	return `${word}  ${verdict.target}: ${verdict.detail}`;
@@ -676,8 +714,9 @@ async function run(): Promise<number> {
 		`Each client ran ${options.repeat}× per row${options.repeatGiven ? "" : " (the cpu row 4×, the scale row once)"} (ABBA order); shown: its fastest run, the highest RSS of all runs.\n` +
 			`eff = (N·L/C) / wall. CPU: user + system of the client process, module loading excluded (runner: ${startup.join(", ")}).\n` +
 			`Runner wall includes its set-up before the first fetch (validation, account look-up, counting pass): ${setup.join(", ")}.\n` +
-			"other load: CPU cores used by other processes on the machine during the run shown.\n" +
-			pairedRatios(rows),
+			"other load: CPU cores used by other processes on the machine during the run shown. sockets: connections the emulator accepted during it.\n" +
+			pairedRatios(rows) +
+			cpuByRun(rows),
 	);
 	const disturbed = rows.filter((row) => (row.otherCores ?? 0) > BUSY_MACHINE_CORES);
 	if (disturbed.length > 0) {

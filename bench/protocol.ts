@@ -25,7 +25,14 @@ export type ServeMessage =
 			readonly scraperKey: string;
 			readonly siteUrl: string;
 	  }
-	| { readonly type: "stats"; readonly cpuMs: number; readonly rssBytes: number; readonly siteRequests: number };
+	| {
+			readonly type: "stats";
+			readonly cpuMs: number;
+			readonly rssBytes: number;
+			readonly siteRequests: number;
+			/** TCP connections the emulator has accepted so far (clients' sockets; the demo site's are apart). */
+			readonly connections: number;
+	  };
 
 /** Messages to `serve.ts`. */
 export type ServeCommand = { readonly type: "stats" } | { readonly type: "close" };

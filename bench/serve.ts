@@ -31,6 +31,7 @@ process.on("message", (command: ServeCommand) => {
 				cpuMs: (cpu.user + cpu.system) / 1000,
 				rssBytes: process.memoryUsage.rss(),
 				siteRequests: site.requestCount(),
+				connections: emulator.connectionsAccepted(),
 			});
 			return;
 		}
