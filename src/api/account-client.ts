@@ -92,7 +92,8 @@ export function createAccountClient(options: AccountClientOptions): AccountClien
 		const { response, endpoint } = await get(path, query, signal, limitMs);
 		const parsed = parseJson(response.body);
 		if (parsed === undefined) throw new UnexpectedResponseError(endpoint, response.status, "not JSON");
-		// Each answer is parsed once in a process: zod's compiled parser would cost more than it saves.
+		// An answer of each kind is parsed once or twice in a process (a run, a command): zod's compiled
+		// parser, built on a schema's first parse, would cost more than it saves.
 		const result = schema.safeParse(parsed, { jitless: true });
 		if (!result.success) {
 			throw new UnexpectedResponseError(endpoint, response.status, describeIssues(result.error), {
