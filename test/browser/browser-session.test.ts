@@ -157,10 +157,7 @@ describe("browser_session: targets in the service's remote browser (real Chromiu
 		// A 30 s wait in a 10 s session: refused by the runner before the service would cut it, not retried.
 		expect(records.get("/product/2")).toMatchObject({ status: "failed", error: "browser_session_length", attempts: 1 });
 		expect(service.emulator.browserSessions().cut).toBe(1);
-		// Three attempts of a 10 s session can take 30 s before the run ends on its own: under a loaded
-		// machine (the whole suite on two cores) a slow Chromium start made this test hit the default 30 s
-		// once. Its bound is the sessions', not the default's.
-	}, 60_000);
+	});
 
 	it("a refused browser key stops the run with exit 3 and never prints the key", async () => {
 		service = await startTestService({ browser_reported_key: "revoked-browser-key-0123456789" });
