@@ -27,7 +27,8 @@ export interface StaticResidentialPackage {
 }
 
 export interface AccountData {
-	readonly products: Readonly<Record<ProxyProductCode, ProxyProduct>>;
+	/** Replaced (not mutated) when a balance changes: an ordered browser profile deducts data. */
+	readonly products: Record<ProxyProductCode, ProxyProduct>;
 	readonly staticResidential: {
 		readonly packages: readonly StaticResidentialPackage[];
 		readonly endpoint: string;

@@ -1,8 +1,10 @@
 /**
- * The account endpoints under `/public` (spec 4.1–4.6, 5.1, 7.4, service-facts §6). The key comes
- * from the `x-apikey` header or the `apikey` query parameter; scraper and browser keys are refused.
+ * The account endpoints under `/public` (spec 4.1–4.6, 5.1, 7.4, service-facts §6), browser profiles
+ * included. The key comes from the `x-apikey` header or the `apikey` query parameter; scraper and
+ * browser keys are refused.
  */
 import type { IncomingMessage, ServerResponse } from "node:http";
+import { listProfiles, orderProfile } from "./browser-profiles.js";
 import { type Catalogue, type CatalogueLayout, groupedCatalogue } from "./catalogue.js";
 import type { EmulatorContext } from "./context.js";
 import { dropConnection, pause, sendBody, sendJson } from "./http-io.js";
@@ -18,7 +20,14 @@ const ROUTES: Readonly<Record<string, LedgerEndpoint>> = {
 	"/public/usage": "account/usage",
 	"/public/generate": "account/generate",
 	"/public/rotate_session": "account/rotate-session",
+	"/public/profiles": "account/profiles",
+	"/public/order-profile": "account/order-profile",
 };
+
+/** Every account endpoint reads with GET except ordering a browser profile (the service's own client POSTs it). */
+function methodOf(endpoint: LedgerEndpoint): "GET" | "POST" {
+	return endpoint === "account/order-profile" ? "POST" : "GET";
+}
 
 /** `path` starts with `/public`. */
 export async function handleAccountRequest(
@@ -39,9 +48,10 @@ export async function handleAccountRequest(
 		reply(404, { error: `Not found: ${path}`, success: false });
 		return;
 	}
-	if (method !== "GET") {
+	const allowed = methodOf(endpoint);
+	if (method !== allowed) {
 		ctx.ledger.finish(entry, 405);
-		sendJson(res, 405, { error: `Method ${method} not allowed; use GET`, success: false }, { allow: "GET" });
+		sendJson(res, 405, { error: `Method ${method} not allowed; use ${allowed}`, success: false }, { allow: allowed });
 		return;
 	}
 	const keyKind = authenticate(ctx, req, query, entry);
@@ -124,6 +134,16 @@ export async function handleAccountRequest(
 		case "account/rotate-session": {
 			const rotated = rotateSession(query);
 			reply(rotated.status, rotated.body);
+			return;
+		}
+		case "account/profiles": {
+			const listed = listProfiles(ctx.saved);
+			reply(listed.status, listed.body);
+			return;
+		}
+		case "account/order-profile": {
+			const ordered = orderProfile(query, ctx.saved, ctx.account, ctx.clock());
+			reply(ordered.status, ordered.body);
 			return;
 		}
 		default:

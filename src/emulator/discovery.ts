@@ -28,15 +28,17 @@ function invalid(message: string): DiscoveryAnswer {
 	return { status: 422, body: { success: false, error: "Invalid parameters", message }, credits: 0 };
 }
 
-function intIn(value: unknown, min: number, max: number): number | null {
+export function intIn(value: unknown, min: number, max: number): number | null {
 	return typeof value === "number" && Number.isInteger(value) && value >= min && value <= max ? value : null;
 }
 
-function siteBase(domain: string): string {
+/** `http://<domain>` for a bare domain; a full address as given, without trailing slashes. */
+export function siteBase(domain: string): string {
 	return /^https?:\/\//.test(domain) ? domain.replace(/\/+$/, "") : `http://${domain}`;
 }
 
-async function fetchText(url: string, signal: AbortSignal): Promise<string | null> {
+/** A page's text, or null when it cannot be fetched or answers non-2xx (10 s at most). */
+export async function fetchText(url: string, signal: AbortSignal): Promise<string | null> {
 	try {
 		const response = await fetch(url, { signal: AbortSignal.any([signal, AbortSignal.timeout(10_000)]) });
 		return response.ok ? await response.text() : null;

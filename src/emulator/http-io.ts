@@ -85,3 +85,14 @@ export function pause(ms: number, signal: AbortSignal): Promise<void> {
 		signal.addEventListener("abort", done, { once: true });
 	});
 }
+
+/** The 422 record of spec 2.8 / 7.2: each problem as `<parameter>: <problem>` under `details.validation_errors`. */
+export function invalidParamsBody(validationErrors: readonly string[]): Record<string, unknown> {
+	return {
+		success: false,
+		error: "Invalid request parameters",
+		message: `${validationErrors.length} invalid parameter${validationErrors.length === 1 ? "" : "s"}: ${validationErrors.join("; ")}`,
+		details: { validation_errors: validationErrors },
+		timestamp: timestamp(),
+	};
+}

@@ -11,6 +11,15 @@ export type LedgerEndpoint =
 	| "health"
 	| "map"
 	| "search"
+	| "crawl"
+	| "crawl-task"
+	| "configs"
+	| "config-generate"
+	| "schemes"
+	| "storage"
+	| "schedule"
+	/** Not a request: one run of a saved schedule, which is charged like a realtime fetch. */
+	| "schedule-run"
 	| "account/proxy-data"
 	| "account/scraper"
 	| "account/browser"
@@ -18,6 +27,8 @@ export type LedgerEndpoint =
 	| "account/usage"
 	| "account/generate"
 	| "account/rotate-session"
+	| "account/profiles"
+	| "account/order-profile"
 	| "unknown";
 
 /** Where the key of a request was found (scraper: query `api_key`, header `x-api-key`, body `api_key`; account: query `apikey`, header `x-apikey`). */

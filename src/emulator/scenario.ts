@@ -126,6 +126,8 @@ export const scenarioSchema = z
 		timeout_ms: positiveInt.default(30_000),
 		timeout_status: z.union([z.literal(202), z.literal(408)]).default(202),
 		task_ttl_ms: positiveInt.default(600_000),
+		/** How long one minute of a saved schedule's `interval_minutes` lasts here, ms (tests shorten it). @default 60000 */
+		schedule_minute_ms: positiveInt.default(60_000),
 		slot_expiry_ms: positiveInt.default(60_000),
 		reset_seconds: positiveInt.default(60),
 		auto_upgrade: z.array(pattern).default([]),
@@ -201,6 +203,8 @@ export interface EmulatorConfig {
 	readonly timeoutMs: number;
 	readonly timeoutStatus: 202 | 408;
 	readonly taskTtlMs: number;
+	/** Real milliseconds per minute of a schedule's interval. */
+	readonly scheduleMinuteMs: number;
 	readonly slotExpiryMs: number;
 	readonly resetSeconds: number;
 	readonly autoUpgrade: readonly UrlPattern[];
@@ -302,6 +306,7 @@ export function toConfig(scenario: Scenario): EmulatorConfig {
 		timeoutMs: scenario.timeout_ms,
 		timeoutStatus: scenario.timeout_status,
 		taskTtlMs: scenario.task_ttl_ms,
+		scheduleMinuteMs: scenario.schedule_minute_ms,
 		slotExpiryMs: scenario.slot_expiry_ms,
 		resetSeconds: scenario.reset_seconds,
 		autoUpgrade: scenario.auto_upgrade.map(compilePattern),

@@ -6,14 +6,28 @@
 import type { IncomingMessage, OutgoingHttpHeaders, ServerResponse } from "node:http";
 import { checkScrapeParams, errorMessage, type Mode } from "../shared/index.js";
 import type { EmulatorContext } from "./context.js";
-import { answerMap, answerSearch } from "./discovery.js";
-import { dropConnection, isTruthy, queryToObject, readBody, sendBody, sendJson, timestamp } from "./http-io.js";
+import { checkCrawl, crawlRefusal, crawlTaskBody, runCrawl } from "./crawl.js";
+import { answerMap, answerSearch, siteBase } from "./discovery.js";
+import {
+	dropConnection,
+	invalidParamsBody,
+	isTruthy,
+	queryToObject,
+	readBody,
+	sendBody,
+	sendJson,
+	timestamp,
+} from "./http-io.js";
 import type { KeyPlace, LedgerEndpoint, LedgerEntry } from "./ledger.js";
+import { resolveSavedReferences } from "./saved-references.js";
+import { answerSaved, matchSavedRoute, type SavedRoute } from "./saved-routes.js";
 import type { FaultRule } from "./scenario.js";
 import { serviceExtraction } from "./scheme-extract.js";
 import { type RenderOptions, readRenderOptions, renderContent } from "./scrape-render.js";
-import { runScrape, type ScrapeOutcome, worstCaseCost } from "./scrape-run.js";
-import type { Task, TaskResult } from "./tasks.js";
+import type { ScrapeOutcome } from "./scrape-run.js";
+import { rateLimitedBody, tryStartScrape } from "./scrape-start.js";
+import { toTaskResult } from "./task-result.js";
+import type { Task } from "./tasks.js";
 
 /** Largest JSON body accepted, bytes. */
 const MAX_BODY_BYTES = 1024 * 1024;
@@ -52,7 +66,7 @@ export async function handleScraperRequest(
 		return;
 	}
 	let body: Params | null = null;
-	if (method === "POST") {
+	if (method === "POST" || method === "PUT") {
 		const parsed = await readJsonBody(ex);
 		if (parsed === undefined) return;
 		body = parsed;
@@ -68,6 +82,24 @@ export async function handleScraperRequest(
 		case "health":
 			answer(ex, 200, { success: true });
 			return;
+		case "crawl":
+			await handleCrawl(ex, withoutKey(body ?? {}));
+			return;
+		case "crawl-task": {
+			const job = ctx.crawls.get(ex.key as string, route.taskId ?? "");
+			ex.entry.taskId = route.taskId;
+			if (!job) {
+				answerError(
+					ex,
+					404,
+					"Task not found",
+					`No crawl task ${route.taskId ?? ""} for this key (unknown, another key's, or expired)`,
+				);
+				return;
+			}
+			answer(ex, 200, crawlTaskBody(job));
+			return;
+		}
 		case "map":
 		case "search": {
 			const params = withoutKey(body ?? {});
@@ -83,21 +115,97 @@ export async function handleScraperRequest(
 			answer(ex, outcome.status, outcome.body, undefined, outcome.credits);
 			return;
 		}
-		default:
-			answerError(ex, 404, "Not found", `No endpoint ${method} /api/v1${path}`);
+		default: {
+			if (!route.saved) {
+				answerError(ex, 404, "Not found", `No endpoint ${method} /api/v1${path}`);
+				return;
+			}
+			const saved = await answerSaved(route.saved, {
+				ctx,
+				method,
+				id: route.saved.id,
+				body: withoutKey(body ?? {}),
+				query,
+				key: ex.key as string,
+				entry,
+			});
+			answer(ex, saved.status, saved.body, saved.modeUsed, saved.creditsUsed ?? 0);
+		}
 	}
+}
+
+/** `POST /scraper/crawl`: 422 for bad parameters, 402 when not even one page can be paid, else the pages as tasks. */
+async function handleCrawl(ex: Exchange, params: Params): Promise<void> {
+	const { ctx, entry } = ex;
+	entry.params = params;
+	const checked = checkCrawl(params, ctx);
+	if ("problems" in checked) {
+		answer(ex, 422, invalidParamsBody(checked.problems));
+		return;
+	}
+	const { plan } = checked;
+	entry.url = siteBase(plan.domain);
+	entry.mode = plan.mode;
+	const refusal = crawlRefusal(ctx, plan);
+	if (refusal) {
+		answer(ex, 402, refusal);
+		return;
+	}
+	const key = ex.key as string;
+	if (!isTruthy(params.async)) {
+		answer(ex, 200, await runCrawl(ctx, key, plan, entry));
+		return;
+	}
+	const job = ctx.crawls.create(key, "crawl_");
+	entry.taskId = job.id;
+	entry.taskStatus = "processing";
+	void runCrawl(ctx, key, plan, entry).then(
+		(body) => {
+			ctx.crawls.finish(job, "completed", body);
+			entry.taskStatus = "completed";
+		},
+		(error: unknown) => {
+			ctx.crawls.finish(job, "failed", { success: false, error: "Crawl failed", message: errorMessage(error) });
+			entry.taskStatus = "failed";
+		},
+	);
+	answer(ex, 202, {
+		success: true,
+		task_id: job.id,
+		status: "processing",
+		message: "Crawl submitted. Use task_id to check status.",
+		check_url: `/api/v1/scraper/crawl/tasks/${job.id}`,
+		timestamp: timestamp(),
+	});
 }
 
 interface Route {
 	readonly endpoint: LedgerEndpoint;
 	readonly methods: readonly string[];
 	readonly taskId?: string;
+	/** An `/account/…` route. */
+	readonly saved?: SavedRoute;
 }
 
 const TASK_PREFIX = "/scraper/tasks/";
+const CRAWL_TASK_PREFIX = "/scraper/crawl/tasks/";
 
 function matchRoute(path: string): Route | null {
+	const saved = matchSavedRoute(path);
+	if (saved) return { endpoint: saved.endpoint, methods: saved.methods, saved };
 	if (path === "/scraper/realtime") return { endpoint: "realtime", methods: ["GET", "POST"] };
+	if (path === "/scraper/crawl") return { endpoint: "crawl", methods: ["POST"] };
+	if (
+		path.startsWith(CRAWL_TASK_PREFIX) &&
+		path.length > CRAWL_TASK_PREFIX.length &&
+		!path.includes("/", CRAWL_TASK_PREFIX.length)
+	) {
+		return {
+			endpoint: "crawl-task",
+			methods: ["GET"],
+			taskId: decodeURIComponent(path.slice(CRAWL_TASK_PREFIX.length)),
+		};
+	}
 	if (path === "/scraper/health") return { endpoint: "health", methods: ["GET", "POST"] };
 	if (path === "/scraper/map") return { endpoint: "map", methods: ["POST"] };
 	if (path === "/scraper/search") return { endpoint: "search", methods: ["POST"] };
@@ -170,21 +278,19 @@ function withoutKey(params: Params): Params {
 	return rest;
 }
 
-async function handleRealtime(ex: Exchange, params: Params): Promise<void> {
+async function handleRealtime(ex: Exchange, request: Params): Promise<void> {
 	const { ctx, entry } = ex;
-	entry.params = params;
+	entry.params = request;
+	const resolved = resolveSavedReferences(ctx.saved, request);
+	const params = resolved.params;
 	if (typeof params.url === "string") entry.url = params.url;
 	if (typeof params.mode === "string" || params.mode === undefined) entry.mode = (params.mode as string) ?? "auto";
-	const problems = checkScrapeParams(params);
+	const problems = [
+		...checkScrapeParams(params).map((problem) => `${problem.param}: ${problem.problem}`),
+		...resolved.problems,
+	];
 	if (problems.length > 0) {
-		const validationErrors = problems.map((problem) => `${problem.param}: ${problem.problem}`);
-		answer(ex, 422, {
-			success: false,
-			error: "Invalid request parameters",
-			message: `${validationErrors.length} invalid parameter${validationErrors.length === 1 ? "" : "s"}: ${validationErrors.join("; ")}`,
-			details: { validation_errors: validationErrors },
-			timestamp: timestamp(),
-		});
+		answer(ex, 422, invalidParamsBody(problems));
 		return;
 	}
 	const key = ex.key as string;
@@ -199,26 +305,19 @@ async function handleRealtime(ex: Exchange, params: Params): Promise<void> {
 	const fault = ctx.faults.pick("scraper", "answer", url);
 	if (fault && applyAnswerFault(ex, fault, key)) return;
 
-	const datacenter = params.proxy_type === "datacenter";
-	const reserved = worstCaseCost(ctx.config.costs, mode, datacenter);
-	if (!ctx.credits.tryReserve(reserved)) {
-		const available = ctx.credits.available;
-		answer(ex, 402, {
-			success: false,
-			error: "Insufficient credits",
-			message: `Insufficient credits: required ${reserved}, available ${available}`,
-			credits_remaining: ctx.credits.balance,
-			timestamp: timestamp(),
-		});
+	const started = tryStartScrape(ctx, {
+		key,
+		url,
+		mode,
+		datacenter: params.proxy_type === "datacenter",
+		extraHeaders: extraHeaders(params),
+		entry,
+	});
+	if (started.kind === "refused") {
+		answer(ex, started.status, started.body);
 		return;
 	}
-	const slot = ctx.slots.tryAcquire(key);
-	if (!slot) {
-		ctx.credits.settle(reserved, 0);
-		answerRateLimited(ex, key, "concurrency");
-		return;
-	}
-	const job = runScrape(ctx, { url, mode, datacenter, extraHeaders: extraHeaders(params), slot, reserved, entry });
+	const { job } = started;
 	const render = readRenderOptions(params, isTruthy);
 
 	if (isTruthy(params.async)) {
@@ -278,20 +377,7 @@ function applyAnswerFault(ex: Exchange, fault: FaultRule, key: string): boolean 
 }
 
 function answerRateLimited(ex: Exchange, key: string, cause: "concurrency" | "fault"): void {
-	const { ctx } = ex;
-	const limit = ctx.slots.limit;
-	const used = cause === "fault" ? limit : ctx.slots.inFlight(key);
-	const resetSeconds = ctx.config.resetSeconds;
-	const at = Date.now();
-	ctx.ledger.noteRateLimit({ at, key, resetSeconds, untilMs: at + resetSeconds * 1000, cause });
-	answer(ex, 429, {
-		success: false,
-		error: `Concurrency limit exceeded (${used}/${limit})`,
-		message: `This key may run ${limit} concurrent requests; wait ${resetSeconds} seconds before sending more`,
-		limit,
-		reset: resetSeconds,
-		timestamp: timestamp(),
-	});
+	answer(ex, 429, rateLimitedBody(ex.ctx, key, cause));
 }
 
 function extraHeaders(params: Params): Record<string, string> | null {
@@ -381,41 +467,6 @@ function startTask(ex: Exchange, job: Promise<ScrapeOutcome>, url: string, mode:
 			entry.taskStatus = "failed";
 		});
 	return task;
-}
-
-function toTaskResult(ctx: EmulatorContext, outcome: ScrapeOutcome, render: RenderOptions): TaskResult {
-	switch (outcome.kind) {
-		case "ok": {
-			const rendered = renderContent(outcome.body, outcome.contentType, render);
-			return {
-				status: "completed",
-				statusCode: outcome.statusCode,
-				modeUsed: outcome.modeUsed,
-				creditsUsed: outcome.creditsUsed,
-				creditsRemaining: ctx.credits.balance,
-				content: rendered.text,
-				...(outcome.finalUrl !== outcome.requestedUrl ? { finalUrl: outcome.finalUrl } : {}),
-				...(render.delivery === "json" ? { title: rendered.title } : {}),
-				...(render.delivery === "json" && render.extraction
-					? { extraction: serviceExtraction(rendered.text, rendered.title, render.extraction) }
-					: {}),
-			};
-		}
-		case "target-status":
-			return {
-				status: "failed",
-				error: "Target error",
-				message: `The target answered HTTP ${outcome.statusCode}`,
-				modeUsed: outcome.modeUsed,
-				statusCode: outcome.statusCode,
-			};
-		case "scraping-error":
-			return { status: "failed", error: "Scraping error", message: outcome.message, modeUsed: outcome.modeUsed };
-		default: {
-			const unreachable: never = outcome;
-			throw new Error(`unknown outcome ${String(unreachable)}`);
-		}
-	}
 }
 
 function answerTaskRecord(ex: Exchange, status: number, task: Task, message: string): void {

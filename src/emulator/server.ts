@@ -8,6 +8,7 @@ import type { AddressInfo } from "node:net";
 import { type Clock, errorMessage, systemClock } from "../shared/index.js";
 import { createAccountData } from "./account-data.js";
 import { handleAccountRequest } from "./account-routes.js";
+import { BackgroundJobStore } from "./background-jobs.js";
 import { type BrowserSessionStats, createBrowserEndpoint } from "./browser-endpoint.js";
 import { createCatalogue } from "./catalogue.js";
 import { SlotTracker } from "./concurrency.js";
@@ -18,7 +19,9 @@ import { FaultInjector } from "./faults.js";
 import { sendJson, timestamp } from "./http-io.js";
 import { Ledger, type LedgerOptions } from "./ledger.js";
 import { createRandom, deriveSeed } from "./random.js";
+import { createSavedItems } from "./saved-items.js";
 import { resolveScenario, type ScenarioInput } from "./scenario.js";
+import { ScheduleTimers } from "./schedule-runner.js";
 import { handleScraperRequest } from "./scraper-routes.js";
 import { TargetFetcher } from "./target-fetch.js";
 import { TaskStore } from "./tasks.js";
@@ -104,6 +107,10 @@ export async function startEmulator(options: StartEmulatorOptions = {}): Promise
 			cutAfterMs: config.browserCutAfterMs,
 			chromiumPath: options.chromiumPath ?? process.env.SCRAPEJOB_CHROMIUM ?? "/usr/bin/chromium",
 		}),
+		saved: createSavedItems(),
+		crawls: new BackgroundJobStore(config.taskTtlMs),
+		generations: new BackgroundJobStore(config.taskTtlMs),
+		scheduleTimers: new ScheduleTimers(),
 	};
 
 	const server = createServer({ keepAlive: true, noDelay: true }, (req, res) => {
@@ -161,6 +168,7 @@ export async function startEmulator(options: StartEmulatorOptions = {}): Promise
 				server.closeAllConnections();
 				abort.abort();
 				ctx.tasks.close();
+				ctx.scheduleTimers.close();
 				await ctx.browser.close();
 				await ctx.fetcher.close();
 				await closed;

@@ -99,3 +99,18 @@ export async function waitFor<T>(
 		await delay(intervalMs);
 	}
 }
+
+/** An `/api/v1/account/…` call with the scraper key in `x-api-key` and, for POST and PUT, a JSON body. */
+export function savedCall(
+	emulator: Emulator,
+	method: "GET" | "POST" | "PUT" | "DELETE",
+	path: string,
+	body?: Record<string, unknown>,
+	key: string | null = emulator.scraperKey,
+) {
+	return call(`${emulator.scraperUrl}/account${path}`, {
+		method,
+		headers: { "content-type": "application/json", ...(key === null ? {} : { "x-api-key": key }) },
+		...(body === undefined ? {} : { body: JSON.stringify(body) }),
+	});
+}

@@ -1,7 +1,7 @@
 import { describe, expect, test } from "vitest";
 import { DEFAULT_ACCOUNT_KEY, DEFAULT_SCRAPER_KEY } from "../../src/emulator/index.js";
 import { PROBLEMS } from "../../src/shared/index.js";
-import { call, scrapeGet, scrapePost, useDemoSite, useEmulator } from "./helpers.js";
+import { call, savedCall, scrapeGet, scrapePost, useDemoSite, useEmulator } from "./helpers.js";
 
 describe("scraper key places (spec 5.2)", () => {
 	test("the default keys are the documented constants", async () => {
@@ -156,6 +156,19 @@ describe("validation (spec 7.2): 422 with details.validation_errors", () => {
 	test("every documented parameter is accepted and recorded; unknown ones are not rejected", async () => {
 		const site = await useDemoSite();
 		const emulator = await useEmulator();
+		// The saved items the request names must exist on the account: an unknown id is a 422 (below).
+		const ids = await Promise.all([
+			savedCall(emulator, "POST", "/configs", { name: "c", config: { wait_until: "load" } }),
+			savedCall(emulator, "POST", "/schemes", {
+				name: "s",
+				config: { extract_scheme: [{ label: "h", selector: "h1" }] },
+			}),
+			savedCall(emulator, "POST", "/storage", {
+				name: "st",
+				storage_type: "gcs",
+				config: { bucket: "b" },
+			}),
+		]).then((answers) => answers.map((answer) => answer.json.id as string));
 		const params = {
 			url: `${site.url}/product/2`,
 			mode: "browser",
@@ -167,7 +180,7 @@ describe("validation (spec 7.2): 422 with details.validation_errors", () => {
 			excluded_tags: ["script"],
 			excluded_selectors: [".ad"],
 			extract_scheme: [{ label: "title", type: "content", selector: "h1" }],
-			scheme_id: "s1",
+			scheme_id: ids[1],
 			js_instructions: [{ wait: 10 }],
 			execute_js: "1+1",
 			networkCapture: [{ filterType: "resourceType", resourceType: "xhr" }],
@@ -186,15 +199,15 @@ describe("validation (spec 7.2): 422 with details.validation_errors", () => {
 			ai_source: "markdown",
 			ai_force_json: true,
 			additional_headers: { "x-demo": "1" },
-			config_id: "cfg_1",
-			storage_id: "st_1",
+			config_id: ids[0],
+			storage_id: ids[2],
 			use_default_storage: false,
 			webhook: { url: "http://127.0.0.1:9/hook", type: "custom", events: ["completed"] },
 			some_future_parameter: 1,
 		};
 		const answer = await scrapePost(emulator, params);
 		expect(answer.status).toBe(200);
-		expect(emulator.ledger.entries[0]?.params).toEqual(params);
+		expect(emulator.ledger.byEndpoint("realtime")[0]?.params).toEqual(params);
 	});
 });
 
