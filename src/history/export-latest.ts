@@ -1,19 +1,31 @@
-import { closeSync, openSync, renameSync, rmSync, writeSync } from "node:fs";
+import { fstatSync, lstatSync, writeSync } from "node:fs";
+import type BetterSqlite3 from "better-sqlite3";
 import { csvLines, csvRow, RECORD_COLUMNS, type ResultRecord } from "../output/index.js";
+import { lazyModule } from "../shared/index.js";
+import { createTemporaryFile, type TemporaryFile } from "./export-target.js";
 import type { JobHistory } from "./job-history.js";
 
 export const EXPORT_FORMATS = ["csv", "jsonl", "parquet", "sqlite"] as const;
 export type ExportFormat = (typeof EXPORT_FORMATS)[number];
 
+const sqlite = lazyModule<typeof BetterSqlite3>("better-sqlite3");
+
 /** Columns of the typed exports (Parquet, SQLite) before the job's extracted and carried ones. */
 const BASE_COLUMNS = ["id", "url", "http_status", "finished_at", "content_hash", "credits_used"] as const;
-/** Rows per Parquet row group and per write: what the export holds in memory at once. */
-const BATCH_ROWS = 20_000;
+/**
+ * Bytes of values (about: characters of text, 8 a number) in one Parquet row group: what the export holds
+ * in memory at once, whatever a record's size (rows of 2 MB each make small groups, rows of 100 bytes
+ * large ones).
+ */
+export const ROW_GROUP_BYTES = 16 << 20;
+/** Rows per SQLite transaction. */
+const SQLITE_BATCH_ROWS = 10_000;
 /** Text buffered before a write to the file (csv, jsonl). */
 const FLUSH_CHARS = 1 << 20;
 
 /** A typed column: numbers (a field whose every value is a number) or text (lists and objects as JSON). */
 interface TypedColumn {
+	/** Its name in the file: unique ignoring case (SQLite's names ignore case; so do many Parquet readers). */
 	readonly name: string;
 	readonly kind: "integer" | "number" | "text";
 	value(record: ResultRecord): string | number | null;
@@ -39,6 +51,21 @@ function baseColumn(name: (typeof BASE_COLUMNS)[number]): TypedColumn {
 }
 
 /**
+ * Names unique ignoring case: an extracted field `URL` beside the record's `url` is written `data_URL`
+ * (then `data_URL_2`, … should that be taken too).
+ */
+export function uniqueColumnNames(names: readonly string[]): string[] {
+	const taken = new Set<string>();
+	return names.map((name) => {
+		let unique = name;
+		if (taken.has(unique.toLowerCase())) unique = `data_${name}`;
+		for (let n = 2; taken.has(unique.toLowerCase()); n += 1) unique = `data_${name}_${n}`;
+		taken.add(unique.toLowerCase());
+		return unique;
+	});
+}
+
+/**
  * The typed columns: the base ones, then each extracted and carried column, typed from the values the
  * export holds (a first pass): a number column only when every value found is a number, so a reader
  * can sum prices without casting, and nothing is ever lost to a wrong guess.
@@ -54,34 +81,31 @@ function typedColumns(history: JobHistory, extra: readonly string[]): TypedColum
 			if (typeof value !== "number" || !Number.isFinite(value)) state.numbers = false;
 		}
 	}
+	const names = uniqueColumnNames([...BASE_COLUMNS, ...extra]);
 	return [
 		...BASE_COLUMNS.map(baseColumn),
-		...extra.map((name): TypedColumn => {
-			const state = numeric.get(name)!;
+		...extra.map((field, index): TypedColumn => {
+			const name = names[BASE_COLUMNS.length + index]!;
+			const state = numeric.get(field)!;
 			if (state.seen && state.numbers) {
-				return { name, kind: "number", value: (record) => extraValue(record, name) as number | null };
+				return { name, kind: "number", value: (record) => extraValue(record, field) as number | null };
 			}
-			return { name, kind: "text", value: (record) => text(extraValue(record, name)) };
+			return { name, kind: "text", value: (record) => text(extraValue(record, field)) };
 		}),
 	];
 }
 
 /** Text lines into a file, a megabyte at a time. */
-function writeLines(path: string, lines: Iterable<string>): void {
-	const fd = openSync(path, "w");
-	try {
-		let pending = "";
-		for (const line of lines) {
-			pending += line;
-			if (pending.length >= FLUSH_CHARS) {
-				writeSync(fd, pending);
-				pending = "";
-			}
+function writeLines(fd: number, lines: Iterable<string>): void {
+	let pending = "";
+	for (const line of lines) {
+		pending += line;
+		if (pending.length >= FLUSH_CHARS) {
+			writeSync(fd, pending);
+			pending = "";
 		}
-		if (pending) writeSync(fd, pending);
-	} finally {
-		closeSync(fd);
 	}
+	if (pending) writeSync(fd, pending);
 }
 
 /** The records as exported: without inline content (it belongs in the run folders, not in a table). */
@@ -93,21 +117,27 @@ function* exportedRecords(history: JobHistory, count: { records: number }): Gene
 	}
 }
 
+/** About the bytes a value takes in a row group. */
+function valueBytes(value: string | number | null): number {
+	return typeof value === "string" ? value.length + 4 : 8;
+}
+
 async function writeParquet(
-	path: string,
+	file: TemporaryFile,
 	history: JobHistory,
 	columns: TypedColumn[],
 	count: { records: number },
 ): Promise<void> {
 	const type = (kind: TypedColumn["kind"]) => (kind === "integer" ? "INT32" : kind === "number" ? "DOUBLE" : "STRING");
-	// Loaded when an export asks for it: every `run` loads the history module, and these two weigh ~4 MB.
-	const { fileWriter, ParquetWriter, schemaFromColumnData } = await import("hyparquet-writer");
+	// Loaded when an export asks for it: every `run` loads the history module, and these weigh ~4 MB.
+	const { ByteWriter, ParquetWriter, schemaFromColumnData } = await import("hyparquet-writer");
 	const schema = schemaFromColumnData({
 		columnData: columns.map((column) => ({ name: column.name, data: [], type: type(column.kind) })),
 	});
-	const writer = new ParquetWriter({ writer: fileWriter(path), schema });
+	const writer = new ParquetWriter({ writer: fdWriter(ByteWriter, file.fd), schema });
 	// Column values only, a row group at a time: the records themselves are dropped as they are read.
 	let values = columns.map((): Array<string | number | null> => []);
+	let bytes = 0;
 	const flush = async () => {
 		await writer.write({
 			columnData: columns.map((column, index) => ({
@@ -115,46 +145,84 @@ async function writeParquet(
 				data: values[index]!,
 				type: type(column.kind),
 			})),
-			rowGroupSize: BATCH_ROWS,
+			rowGroupSize: values[0]!.length,
 		});
 		values = columns.map(() => []);
+		bytes = 0;
 	};
 	for (const record of exportedRecords(history, count)) {
-		for (let index = 0; index < columns.length; index += 1) values[index]!.push(columns[index]!.value(record));
-		// A file writer flushes synchronously; awaited in case a writer's flush is a promise.
-		if (values[0]!.length >= BATCH_ROWS) await flush();
+		for (let index = 0; index < columns.length; index += 1) {
+			const value = columns[index]!.value(record);
+			values[index]!.push(value);
+			bytes += valueBytes(value);
+		}
+		if (bytes >= ROW_GROUP_BYTES) await flush();
 	}
 	if (values[0]!.length > 0) await flush();
 	await writer.finish();
 }
 
-async function writeSqlite(
-	path: string,
+/**
+ * hyparquet-writer's buffer, written to our descriptor a megabyte at a time (its own `fileWriter` opens
+ * the path with "w", following links).
+ */
+function fdWriter(
+	ByteWriter: typeof import("hyparquet-writer").ByteWriter,
+	fd: number,
+): InstanceType<typeof import("hyparquet-writer").ByteWriter> {
+	const writer = new ByteWriter();
+	const flush = () => {
+		let at = 0;
+		while (at < writer.index) at += writeSync(fd, new Uint8Array(writer.buffer, at, writer.index - at));
+		writer.index = 0;
+	};
+	const ensure = writer.ensure.bind(writer);
+	writer.ensure = (size: number) => {
+		if (writer.index > 1 << 20) flush();
+		ensure(size);
+	};
+	writer.finish = flush;
+	return writer;
+}
+
+function writeSqlite(
+	file: TemporaryFile,
 	history: JobHistory,
 	columns: TypedColumn[],
 	count: { records: number },
-): Promise<void> {
-	const { default: initSqlJs } = await import("sql.js");
-	const SQL = await initSqlJs();
-	const db = new SQL.Database();
+): void {
+	const Sqlite = sqlite();
+	// SQLite opens the temporary file this process made (empty: a valid empty database) by its name; the
+	// name still being that file is checked, so a link swapped in meanwhile is never written through.
+	const db = new Sqlite(file.path, { fileMustExist: true });
 	try {
+		const made = fstatSync(file.fd);
+		const named = lstatSync(file.path);
+		if (named.isSymbolicLink() || named.ino !== made.ino || named.dev !== made.dev) {
+			throw new Error(`${file.path} was replaced while the export wrote it`);
+		}
+		// A file renamed into place when complete needs no journal: no side file is made beside it.
+		db.pragma("journal_mode = OFF");
+		db.pragma("synchronous = OFF");
 		const sqlType = (kind: TypedColumn["kind"]) =>
 			kind === "integer" ? "INTEGER" : kind === "number" ? "REAL" : "TEXT";
 		const quoted = columns.map((column) => `"${column.name.replace(/"/g, '""')}"`);
-		db.run(
+		db.exec(
 			`CREATE TABLE latest (${columns.map((column, index) => `${quoted[index]} ${sqlType(column.kind)}`).join(", ")})`,
 		);
 		const insert = db.prepare(`INSERT INTO latest VALUES (${columns.map(() => "?").join(", ")})`);
-		db.run("BEGIN");
-		for (const record of exportedRecords(history, count)) insert.run(columns.map((column) => column.value(record)));
-		db.run("COMMIT");
-		insert.free();
-		const fd = openSync(path, "w");
-		try {
-			writeSync(fd, db.export());
-		} finally {
-			closeSync(fd);
+		const insertRows = db.transaction((rows: Array<Array<string | number | null>>) => {
+			for (const row of rows) insert.run(row);
+		});
+		let rows: Array<Array<string | number | null>> = [];
+		for (const record of exportedRecords(history, count)) {
+			rows.push(columns.map((column) => column.value(record)));
+			if (rows.length >= SQLITE_BATCH_ROWS) {
+				insertRows(rows);
+				rows = [];
+			}
 		}
+		insertRows(rows);
 	} finally {
 		db.close();
 	}
@@ -162,10 +230,12 @@ async function writeSqlite(
 
 /**
  * `scrapejob export JOB --latest`: the newest ok record of every target across the job's runs, from the
- * history (each record read back from its run's results.jsonl), streamed: csv in the runs' columns,
- * jsonl as written, Parquet (hyparquet-writer, a row group per 20,000 rows) and SQLite (sql.js, a table
- * `latest`) with a typed column per extracted and carried field. Written to a temporary file renamed
- * over `outFile` at the end, so a failed export never leaves half a file. Returns the records written.
+ * job's store (each record read back from its run's results.jsonl, run by run), streamed in bounded
+ * memory: csv in the runs' columns, jsonl as written, Parquet (row groups of about 16 MB of values) and
+ * SQLite (a table `latest`, written by SQLite into the file) with a typed column per extracted and
+ * carried field. Written to a new temporary file (created exclusively) renamed over `outFile` at the
+ * end, so a failed export never leaves half a file. Check the destination first (`checkExportTarget`).
+ * Returns the records written.
  */
 export async function exportLatest(
 	history: JobHistory,
@@ -174,13 +244,13 @@ export async function exportLatest(
 	csvColumns: readonly string[],
 ): Promise<number> {
 	const count = { records: 0 };
-	const temporary = `${outFile}.${process.pid}.tmp`;
 	const extra = csvColumns.filter((column) => !FIXED.has(column));
+	const file = createTemporaryFile(outFile);
 	try {
 		switch (format) {
 			case "jsonl":
 				writeLines(
-					temporary,
+					file.fd,
 					(function* () {
 						for (const record of exportedRecords(history, count)) yield `${JSON.stringify(record)}\n`;
 					})(),
@@ -188,7 +258,7 @@ export async function exportLatest(
 				break;
 			case "csv":
 				writeLines(
-					temporary,
+					file.fd,
 					(function* () {
 						yield csvLines([[...csvColumns]]);
 						for (const record of exportedRecords(history, count)) yield csvLines([csvRow(record, csvColumns)]);
@@ -196,19 +266,19 @@ export async function exportLatest(
 				);
 				break;
 			case "parquet":
-				await writeParquet(temporary, history, typedColumns(history, extra), count);
+				await writeParquet(file, history, typedColumns(history, extra), count);
 				break;
 			case "sqlite":
-				await writeSqlite(temporary, history, typedColumns(history, extra), count);
+				writeSqlite(file, history, typedColumns(history, extra), count);
 				break;
 			default: {
 				const unreachable: never = format;
 				throw new Error(`unknown format ${String(unreachable)}`);
 			}
 		}
-		renameSync(temporary, outFile);
+		file.commit();
 	} catch (error) {
-		rmSync(temporary, { force: true });
+		file.discard();
 		throw error;
 	}
 	return count.records;

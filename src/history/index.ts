@@ -1,9 +1,10 @@
 /**
- * Incremental runs (shared/design.md): the job's history across runs, change tracking, and what
- * freshness and --retry-failed select from it.
+ * Incremental runs (shared/design.md): the job's store across runs (`history.sqlite`), change tracking,
+ * what freshness and --retry-failed select from it, and `export --latest`.
  */
 
 export { CHANGES_FILE, type ChangeCounts, type ChangeTracker, createChangeTracker } from "./change-tracker.js";
 export { EXPORT_FORMATS, type ExportFormat, exportLatest } from "./export-latest.js";
-export { idKey, type TargetHistory } from "./history-rows.js";
-export { HISTORY_FILE, type JobHistory, openJobHistory } from "./job-history.js";
+export { checkExportTarget } from "./export-target.js";
+export { idKey } from "./id-key.js";
+export { HISTORY_FILE, type JobHistory, OLD_HISTORY_FILE, openJobHistory, type TargetHistory } from "./job-history.js";

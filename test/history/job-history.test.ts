@@ -1,16 +1,19 @@
+import { execFileSync } from "node:child_process";
 import {
 	appendFileSync,
+	chmodSync,
 	existsSync,
 	mkdirSync,
 	readdirSync,
 	readFileSync,
 	rmSync,
-	utimesSync,
+	statSync,
+	truncateSync,
 	writeFileSync,
 } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
-import { HISTORY_FILE, openJobHistory } from "../../src/history/index.js";
+import { HISTORY_FILE, OLD_HISTORY_FILE, openJobHistory } from "../../src/history/index.js";
 import { OutputError, type ResultRecord } from "../../src/output/index.js";
 import { tempDir } from "../helpers/job-files.js";
 import { record } from "../helpers/records.js";
@@ -28,220 +31,293 @@ function writeRun(jobDir: string, runId: string, records: ResultRecord[]): strin
 }
 
 const at = (iso: string) => ({ started_at: iso, finished_at: iso });
+const hex = (n: number) => n.toString(16).padStart(16, "0");
 
-describe("the job's history (.history)", () => {
+/** Run python3's own sqlite3 module on the store: what any SQLite client sees. */
+function python(dbPath: string, sql: string): unknown[][] {
+	const script = [
+		"import json, sqlite3, sys",
+		"db = sqlite3.connect(sys.argv[1])",
+		"print(json.dumps(db.execute(sys.argv[2]).fetchall()))",
+	].join("\n");
+	return JSON.parse(execFileSync("python3", ["-c", script, dbPath, sql], { encoding: "utf8" })) as unknown[][];
+}
+
+/** A job folder of two runs, its store made and closed: A ok then failed, B failed then ok, C ok twice. */
+function twoRuns(): string {
+	const jobDir = tempDir();
+	writeRun(jobDir, "20261121T000000Z-aaaaaa", [
+		record(A, { ...at("2026-11-21T00:00:01.000Z"), content_hash: hex(1), data: { price: 1 } }),
+		record(B, { ...at("2026-11-21T00:00:01.000Z"), status: "failed", credits_used: 1 }),
+		record(C, { ...at("2026-11-21T00:00:01.000Z"), content_hash: hex(3), data: { price: 3 } }),
+	]);
+	writeRun(jobDir, "20261122T000000Z-bbbbbb", [
+		record(A, { ...at("2026-11-22T00:00:01.000Z"), status: "failed", credits_used: 1 }),
+		record(B, { ...at("2026-11-22T00:00:01.000Z"), content_hash: hex(2), data: { price: 2 } }),
+		record(C, { ...at("2026-11-22T00:00:01.000Z"), content_hash: hex(3), data: { price: 3 } }),
+	]);
+	openJobHistory(jobDir).close();
+	return jobDir;
+}
+
+/** What the store says of the two runs (any open of them must say exactly this). */
+function expectTwoRuns(jobDir: string): void {
+	const history = openJobHistory(jobDir);
+	try {
+		expect(history.get(A)).toMatchObject({
+			latest: "failed",
+			okAt: Date.parse("2026-11-21T00:00:01.000Z"),
+			okHash: hex(1),
+		});
+		expect(history.get(B)).toMatchObject({ latest: "ok", okHash: hex(2), okRun: "20261122T000000Z-bbbbbb" });
+		expect(history.get(C)).toMatchObject({ latest: "ok", okHash: hex(3) });
+		expect(history.size).toBe(3);
+	} finally {
+		history.close();
+	}
+}
+
+describe("the job's store (history.sqlite)", () => {
 	it("the latest record is the one that finished last, whatever order the run folders sort in", () => {
 		const jobDir = tempDir();
 		// Same second, random suffixes: "…-ffffff" sorts after "…-000000" but ran first.
 		writeRun(jobDir, "20261121T000000Z-ffffff", [
-			record(A, { ...at("2026-11-21T00:00:01.000Z"), content_hash: "1111111111111111" }),
+			record(A, { ...at("2026-11-21T00:00:01.000Z"), content_hash: hex(0x1111) }),
 			record(B, { ...at("2026-11-21T00:00:01.000Z"), status: "failed", content_hash: null }),
 		]);
 		writeRun(jobDir, "20261121T000000Z-000000", [
 			record(A, { ...at("2026-11-21T00:00:05.000Z"), status: "failed", content_hash: null }),
-			record(B, { ...at("2026-11-21T00:00:05.000Z"), content_hash: "2222222222222222" }),
+			record(B, { ...at("2026-11-21T00:00:05.000Z"), content_hash: hex(0x2222) }),
 		]);
 		const history = openJobHistory(jobDir);
-		const a = history.get(A)!;
 		// A failed last, but its latest ok record (the earlier run's) is still known, for freshness and change.
-		expect(a).toMatchObject({ latest: "failed", okAt: Date.parse("2026-11-21T00:00:01.000Z") });
-		expect(a.okHash).toBe("1111111111111111");
-		expect(history.get(B)).toMatchObject({ latest: "ok", okHash: "2222222222222222" });
+		expect(history.get(A)).toMatchObject({
+			latest: "failed",
+			okAt: Date.parse("2026-11-21T00:00:01.000Z"),
+			okHash: hex(0x1111),
+		});
+		expect(history.get(B)).toMatchObject({ latest: "ok", okHash: hex(0x2222) });
 		expect(history.readOkRecord(history.get(B)!)?.finished_at).toBe("2026-11-21T00:00:05.000Z");
+		expect(history.get("never-recorded")).toBeNull();
+		// A first open of folders that had no store says so.
+		expect(history.warnings).toEqual([
+			expect.stringMatching(/history\.sqlite was missing; rebuilt from the run folders/),
+		]);
+		history.close();
+		expect(openJobHistory(jobDir).warnings).toEqual([]);
 	});
 
-	it("records appended after the last save (a killed run) are folded in when it is next opened; a torn line waits until it is whole", () => {
+	it("records appended after the last batch (a killed run) are folded in when it is next opened; a torn line waits until it is whole", () => {
 		const jobDir = tempDir();
-		const results = writeRun(jobDir, "run-1", [record(A, { content_hash: "1111111111111111" })]);
-		openJobHistory(jobDir).save();
-		const line = JSON.stringify(record(B, { content_hash: "2222222222222222" }));
+		const results = writeRun(jobDir, "run-1", [record(A, { content_hash: hex(1) })]);
+		openJobHistory(jobDir).close();
+		const line = JSON.stringify(record(B, { content_hash: hex(2) }));
 		appendFileSync(results, line.slice(0, 20));
 		expect(openJobHistory(jobDir).get(B)).toBeNull();
 		appendFileSync(results, `${line.slice(20)}\n`);
 		const history = openJobHistory(jobDir);
-		expect(history.get(B)?.okHash).toBe("2222222222222222");
+		expect(history.get(B)?.okHash).toBe(hex(2));
 		expect(history.readOkRecord(history.get(B)!)?.id).toBe(B);
+		// Each record counted once, however many opens saw the file.
+		expect(python(join(jobDir, HISTORY_FILE), "SELECT id, records, credits, results_bytes FROM runs")).toEqual([
+			["run-1", 2, 4, statSync(results).size],
+		]);
+		history.close();
 	});
 
-	it("a run folder deleted, or a results.jsonl that shrank (--resume --repair), rebuilds the history from what is there", () => {
+	it("a run folder deleted, or a results.jsonl that shrank (--resume --repair), rebuilds the store from what is there", () => {
 		const jobDir = tempDir();
-		writeRun(jobDir, "run-1", [record(A, { content_hash: "1111111111111111" })]);
+		writeRun(jobDir, "run-1", [record(A, { content_hash: hex(1) })]);
 		const second = writeRun(jobDir, "run-2", [
-			record(B, { ...at("2026-11-21T00:00:02.000Z"), content_hash: "2222222222222222" }),
-			record(A, { ...at("2026-11-21T00:00:02.000Z"), content_hash: "3333333333333333" }),
+			record(B, { ...at("2026-11-21T00:00:02.000Z"), content_hash: hex(2) }),
+			record(A, { ...at("2026-11-21T00:00:02.000Z"), content_hash: hex(3) }),
 		]);
-		openJobHistory(jobDir).save();
+		openJobHistory(jobDir).close();
 		// run-2 rewritten shorter: A's entry pointed past its end.
 		writeFileSync(
 			second,
-			`${JSON.stringify(record(A, { ...at("2026-11-21T00:00:02.000Z"), content_hash: "4444444444444444" }))}\n`,
+			`${JSON.stringify(record(A, { ...at("2026-11-21T00:00:02.000Z"), content_hash: hex(4) }))}\n`,
 		);
 		let history = openJobHistory(jobDir);
 		expect(history.get(B)).toBeNull();
-		expect(history.readOkRecord(history.get(A)!)?.content_hash).toBe("4444444444444444");
-		history.save();
+		expect(history.readOkRecord(history.get(A)!)?.content_hash).toBe(hex(4));
+		history.close();
 		rmSync(join(jobDir, "run-2"), { recursive: true });
 		history = openJobHistory(jobDir);
-		expect(history.get(A)?.okHash).toBe("1111111111111111");
+		expect(history.get(A)?.okHash).toBe(hex(1));
 		expect(history.readOkRecord(history.get(A)!)?.id).toBe(A);
-	});
-
-	it("saves atomically: no temporary file is left, and a file of an older layout is rebuilt, not misread", () => {
-		const jobDir = tempDir();
-		writeRun(jobDir, "run-1", [record(A, { content_hash: "1111111111111111" })]);
-		openJobHistory(jobDir).save();
-		expect(readdirSync(jobDir).sort()).toEqual([HISTORY_FILE, "run-1"]);
-		writeFileSync(join(jobDir, HISTORY_FILE), Buffer.concat([Buffer.from("SJH1"), Buffer.alloc(64)]));
-		expect(openJobHistory(jobDir).get(A)?.okHash).toBe("1111111111111111");
-		expect(existsSync(join(jobDir, HISTORY_FILE))).toBe(true);
-	});
-
-	it("is read back from its file (not rebuilt), and a dead save's temporary file goes", () => {
-		const jobDir = tempDir();
-		const ids = Array.from({ length: 3000 }, (_, n) => n.toString(16).padStart(16, "0"));
-		writeRun(
-			jobDir,
-			"run-1",
-			ids.map((id, n) => record(id, { content_hash: (n + 1).toString(16).padStart(16, "0") })),
-		);
-		const history = openJobHistory(jobDir, { chunkRows: 256 });
-		history.save();
 		history.close();
-		// The run folder goes: a history rebuilt from the folders would know nothing; one read from the file knows all.
-		rmSync(join(jobDir, "run-1", "results.jsonl"));
-		mkdirSync(join(jobDir, "run-1"), { recursive: true });
-		writeFileSync(join(jobDir, "run-1", "results.jsonl"), "x".repeat(10_000_000));
-		const reopened = openJobHistory(jobDir);
-		expect(reopened.size).toBe(3000);
-		expect(ids.every((id, n) => reopened.get(id)?.okHash === (n + 1).toString(16).padStart(16, "0"))).toBe(true);
-
-		const stale = join(jobDir, `${HISTORY_FILE}.4242-deadbeef.tmp`);
-		const fresh = join(jobDir, `${HISTORY_FILE}.4343-cafebabe.tmp`);
-		writeFileSync(stale, "left by a killed save");
-		writeFileSync(fresh, "another host saving right now");
-		const old = new Date(Date.now() - 2 * 3_600_000);
-		utimesSync(stale, old, old);
-		openJobHistory(jobDir);
-		expect(existsSync(stale)).toBe(false);
-		expect(existsSync(fresh)).toBe(true);
 	});
 
-	it("a run's records wait in bounded chunks and are merged in by save: the later finish wins, a tie goes to the later record", () => {
-		const jobDir = tempDir();
-		// 600 targets with chosen ids (hashed keys) and derived ones, in a saved history.
-		const ids = Array.from({ length: 600 }, (_, n) => (n % 2 ? `chosen-${n}` : n.toString(16).padStart(16, "0")));
-		const first = at("2026-11-21T00:00:01.000Z");
-		writeRun(
-			jobDir,
-			"run-1",
-			ids.map((id, n) => record(id, { ...first, content_hash: (n + 1).toString(16).padStart(16, "0") })),
-		);
-		openJobHistory(jobDir).save();
-		// A second run records each target two to three times, out of time order, in chunks of 7 rows: the
-		// rows of one target land in different chunks and must still fold by finish time.
-		const history = openJobHistory(jobDir, { chunkRows: 7 });
-		const run = history.runIndex("run-2");
-		const expected = new Map<string, { latest: string; okHash: string }>();
-		let offset = 0;
-		const note = (id: string, iso: string, status: "ok" | "failed", hash: string | null) => {
-			history.record(record(id, { ...at(iso), status, content_hash: hash }), run, offset, offset + 100);
-			offset += 100;
-		};
-		ids.forEach((id, n) => {
-			const hash = (n + 0x1000).toString(16).padStart(16, "0");
-			if (n % 3 === 0) {
-				// The newer ok first, then an older failure: the ok stays latest.
-				note(id, "2026-11-21T00:00:09.000Z", "ok", hash);
-				note(id, "2026-11-21T00:00:05.000Z", "failed", null);
-				expected.set(id, { latest: "ok", okHash: hash });
-			} else if (n % 3 === 1) {
-				// An ok, then a failure at the very same time: the later record wins the tie.
-				note(id, "2026-11-21T00:00:07.000Z", "ok", hash);
-				note(id, "2026-11-21T00:00:07.000Z", "failed", null);
-				expected.set(id, { latest: "failed", okHash: hash });
-			} else {
-				// Only a failure: the ok of run-1 is kept.
-				note(id, "2026-11-21T00:00:03.000Z", "failed", null);
-				expected.set(id, { latest: "failed", okHash: (n + 1).toString(16).padStart(16, "0") });
-			}
-		});
-		// Lookups see the history as opened until the save.
-		expect(history.get(ids[0]!)).toMatchObject({ latest: "ok", okHash: "0000000000000001" });
-		history.save();
-		// The run folder holds as many bytes as were noted (a shorter one would mean a rewritten run: rebuilt).
-		writeRun(jobDir, "run-2", []);
-		writeFileSync(join(jobDir, "run-2", "results.jsonl"), "x".repeat(offset));
-		for (const state of [history, openJobHistory(jobDir)]) {
-			expect(state.size).toBe(600);
-			for (const id of ids) expect(state.get(id)).toMatchObject(expected.get(id)!);
-			expect(state.get("never-recorded")).toBeNull();
-		}
-		history.close();
-		// The chunks went to scratch files removed as they were made: only the history and the run are left.
-		expect(readdirSync(jobDir).sort()).toEqual([HISTORY_FILE, "run-1", "run-2"]);
-	});
-
-	it("rebuilds a history file whose rows are not in key order (not ours, or from a machine of the other byte order)", () => {
-		const jobDir = tempDir();
-		const ids = Array.from({ length: 200 }, (_, n) => n.toString(16).padStart(16, "0"));
-		writeRun(
-			jobDir,
-			"run-1",
-			ids.map((id) => record(id, { content_hash: "1111111111111111" })),
-		);
-		openJobHistory(jobDir).save();
+	it("a truncated store is rebuilt from the run folders with a warning, nothing lost", () => {
+		const jobDir = twoRuns();
 		const path = join(jobDir, HISTORY_FILE);
-		const bytes = readFileSync(path);
-		// Swap the first two rows (48 bytes each) after the header.
-		const start = 8 + bytes.readUInt32LE(4);
-		const firstRow = Buffer.from(bytes.subarray(start, start + 48));
-		bytes.copy(bytes, start, start + 48, start + 96);
-		firstRow.copy(bytes, start + 48);
-		// And a run folder gone from disk, so a rebuild can be told from a misread: it knows run-1 only.
-		writeFileSync(path, bytes);
-		writeRun(jobDir, "run-1", [record(ids[5]!, { content_hash: "2222222222222222" })]);
+		// Cut the last page off: SQLite's own check finds it (the old index took such a file as valid).
+		truncateSync(path, statSync(path).size - 4096);
 		const history = openJobHistory(jobDir);
-		expect(history.size).toBe(1);
-		expect(history.get(ids[5]!)?.okHash).toBe("2222222222222222");
+		expect(history.warnings).toEqual([
+			expect.stringMatching(/history\.sqlite: it (is damaged|cannot be read).*rebuilt from the run folders/),
+		]);
 		history.close();
+		expectTwoRuns(jobDir);
+		expect(openJobHistory(jobDir).warnings).toEqual([]);
 	});
 
-	it("a run's records that cannot be spilled leave the saved history as it was, and the next open folds them in from results.jsonl", () => {
+	it("a store of garbage, or of another layout, is rebuilt with a warning", () => {
+		const jobDir = twoRuns();
+		const path = join(jobDir, HISTORY_FILE);
+		writeFileSync(path, Buffer.concat([Buffer.from("SQLite format 3\0"), Buffer.alloc(4000, 0x5a)]));
+		let history = openJobHistory(jobDir);
+		expect(history.warnings).toEqual([expect.stringMatching(/history\.sqlite: it (is damaged|cannot be read)/)]);
+		history.close();
+		expectTwoRuns(jobDir);
+		// A layout of another version: rebuilt, never misread.
+		execFileSync("python3", [
+			"-c",
+			"import sqlite3,sys; d=sqlite3.connect(sys.argv[1]); d.execute('PRAGMA user_version = 0'); d.commit()",
+			path,
+		]);
+		history = openJobHistory(jobDir);
+		expect(history.warnings).toEqual([expect.stringMatching(/older layout \(0, now 1\)/)]);
+		history.close();
+		expectTwoRuns(jobDir);
+		// Another program's SQLite file in its place.
+		rmSync(path);
+		execFileSync("python3", [
+			"-c",
+			"import sqlite3,sys; d=sqlite3.connect(sys.argv[1]); d.execute('CREATE TABLE targets (x)'); d.commit()",
+			path,
+		]);
+		history = openJobHistory(jobDir);
+		expect(history.warnings).toEqual([expect.stringMatching(/not a scrapejob store/)]);
+		history.close();
+		expectTwoRuns(jobDir);
+	});
+
+	it("the .history of earlier versions is replaced: rebuilt from the run folders with a warning, then removed", () => {
+		const jobDir = twoRuns();
+		rmSync(join(jobDir, HISTORY_FILE));
+		// The old layout's header and a row, as version 4 wrote them.
+		writeFileSync(
+			join(jobDir, OLD_HISTORY_FILE),
+			Buffer.concat([Buffer.from("SJH4"), Buffer.alloc(4), Buffer.alloc(48, 1)]),
+		);
+		const history = openJobHistory(jobDir);
+		expect(history.warnings).toEqual([
+			expect.stringMatching(/\.history \(the history of an earlier scrapejob\) is replaced by history\.sqlite/),
+		]);
+		history.close();
+		expect(existsSync(join(jobDir, OLD_HISTORY_FILE))).toBe(false);
+		expectTwoRuns(jobDir);
+	});
+
+	it("python3's sqlite3 reads the tables, and the README's example queries answer", () => {
+		const jobDir = twoRuns();
+		const path = join(jobDir, HISTORY_FILE);
+		expect(
+			python(
+				path,
+				"SELECT id, status, ok_run, content_hash, json_extract(data, '$.price'), credits FROM targets ORDER BY id",
+			),
+		).toEqual([
+			[A, "failed", "20261121T000000Z-aaaaaa", hex(1), 1, 3],
+			[B, "ok", "20261122T000000Z-bbbbbb", hex(2), 2, 3],
+			[C, "ok", "20261122T000000Z-bbbbbb", hex(3), 3, 4],
+		]);
+		expect(python(path, "SELECT id, records, ok, failed, credits, last_finished_at FROM runs ORDER BY id")).toEqual([
+			["20261121T000000Z-aaaaaa", 3, 2, 1, 5, "2026-11-21T00:00:01.000Z"],
+			["20261122T000000Z-bbbbbb", 3, 2, 1, 5, "2026-11-22T00:00:01.000Z"],
+		]);
+		// The README's two queries, as printed there.
+		const readme = readFileSync(new URL("../../README.md", import.meta.url), "utf8");
+		const queries = [...readme.matchAll(/sqlite3 output\/shop\/history\.sqlite "([^"]+)"/g)].map((match) => match[1]!);
+		expect(queries).toHaveLength(2);
+		// Latest prices: every target with an ok record.
+		expect(python(path, queries[0]!)).toEqual([
+			["https://example.test/00000000000000a1", 1, "2026-11-21T00:00:01.000Z"],
+			["https://example.test/00000000000000b2", 2, "2026-11-22T00:00:01.000Z"],
+			["https://example.test/00000000000000c3", 3, "2026-11-22T00:00:01.000Z"],
+		]);
+		// What changed on 2026-11-22: B's first ok (new). C's hash stayed: unchanged since its first ok.
+		expect(python(path, queries[1]!.replace("date('now', '-1 day')", "'2026-11-22'"))).toEqual([
+			["https://example.test/00000000000000b2", 2],
+		]);
+	});
+
+	it("a run's records go in by batches: what a run committed is not folded twice, what it did not is folded at the next open", () => {
 		const jobDir = tempDir();
-		writeRun(jobDir, "run-1", [record(A, { content_hash: "1111111111111111" })]);
-		openJobHistory(jobDir).save();
-		const nowhere = [join(jobDir, "no-such-folder")];
-		const history = openJobHistory(jobDir, { chunkRows: 2, scratchDirs: nowhere });
-		const run = history.runIndex("run-2");
-		const records = [
-			record(A, { ...at("2026-11-22T00:00:00.000Z"), content_hash: "2222222222222222" }),
-			record(B, { ...at("2026-11-22T00:00:00.000Z"), content_hash: "3333333333333333" }),
-			record(C, { ...at("2026-11-22T00:00:00.000Z"), content_hash: "4444444444444444" }),
-		];
-		const results = writeRun(jobDir, "run-2", records);
+		const ids = Array.from({ length: 5000 }, (_, n) => hex(n + 1));
+		const records = ids.map((id, n) => record(id, { ...at("2026-11-23T00:00:00.000Z"), content_hash: hex(n + 7) }));
+		const lines = records.map((line) => `${JSON.stringify(line)}\n`);
+		mkdirSync(join(jobDir, "run-1"), { recursive: true });
+		const results = join(jobDir, "run-1", "results.jsonl");
+		writeFileSync(results, "");
+		const history = openJobHistory(jobDir);
+		const run = history.runIndex("run-1");
 		let offset = 0;
-		// The third record fills the chunk of two: its spill has nowhere to go. The run is not stopped.
-		for (const line of records) {
-			const end = offset + Buffer.byteLength(`${JSON.stringify(line)}\n`);
-			expect(() => history.record(line, run, offset, end)).not.toThrow();
-			offset = end;
-		}
+		records.forEach((line, n) => {
+			appendFileSync(results, lines[n]!);
+			history.record(line, run, offset, offset + Buffer.byteLength(lines[n]!));
+			offset += Buffer.byteLength(lines[n]!);
+		});
+		// 5,000 records: two batches of 2,000 committed on the way; the last 1,000 wait for save.
+		const sql = "SELECT count(*), sum(credits) FROM targets";
+		expect(python(join(jobDir, HISTORY_FILE), sql)).toEqual([[4000, 8000]]);
+		// Another process opens meanwhile (a shard): it folds the uncommitted tail from results.jsonl.
+		const other = openJobHistory(jobDir);
+		expect(other.get(ids[4999]!)?.okHash).toBe(hex(5006));
+		other.close();
+		// Then this run's save writes its last batch: the records the other folded are not counted again.
+		history.save();
+		history.close();
+		expect(python(join(jobDir, HISTORY_FILE), sql)).toEqual([[5000, 10000]]);
+		expect(python(join(jobDir, HISTORY_FILE), "SELECT records, credits FROM runs")).toEqual([[5000, 10000]]);
+		// Closed without save: dropped, and folded in from results.jsonl at the next open.
+		const third = openJobHistory(jobDir);
+		const next = third.runIndex("run-2");
+		const late = writeRun(jobDir, "run-2", [record("late-one", { content_hash: hex(9) })]);
+		third.record(record("late-one", { content_hash: hex(9) }), next, 0, statSync(late).size);
+		third.close();
+		expect(python(join(jobDir, HISTORY_FILE), "SELECT count(*) FROM runs")).toEqual([[1]]);
+		const fourth = openJobHistory(jobDir);
+		expect(fourth.get("late-one")?.okHash).toBe(hex(9));
+		expect(fourth.size).toBe(5001);
+		fourth.close();
+	});
+
+	it("a store that fails while a run records never stops the run: save says so, and the next open folds the run in", () => {
+		const jobDir = tempDir();
+		writeRun(jobDir, "run-1", [record(A, { content_hash: hex(1) })]);
+		const history = openJobHistory(jobDir);
+		const run = history.runIndex("run-2");
+		const results = writeRun(jobDir, "run-2", [record(B, { content_hash: hex(2) })]);
+		// The database gone from under the run (as a disk error would leave it).
+		history.db.close();
+		expect(() => history.record(record(B, { content_hash: hex(2) }), run, 0, statSync(results).size)).not.toThrow();
 		expect(() => history.save()).toThrow(/could not be kept.*folds them in from results.jsonl/);
 		history.close();
-		expect(readFileSync(results, "utf8").split("\n")).toHaveLength(4);
 		const next = openJobHistory(jobDir);
-		expect(next.get(A)?.okHash).toBe("2222222222222222");
-		expect(next.get(C)?.okHash).toBe("4444444444444444");
+		expect(next.get(B)?.okHash).toBe(hex(2));
 		next.close();
 	});
 
-	it("a history that cannot be opened for want of a scratch file is an output failure (the run would refetch what is fresh)", () => {
+	it("a store that cannot be made is an output failure (the run would refetch what is fresh)", () => {
 		const jobDir = tempDir();
-		writeRun(
-			jobDir,
-			"run-1",
-			[A, B, C].map((id) => record(id, { content_hash: "1111111111111111" })),
-		);
-		expect(() => openJobHistory(jobDir, { scratchDirs: [join(jobDir, "no-such-folder")] })).toThrow(OutputError);
+		writeRun(jobDir, "run-1", [record(A, { content_hash: hex(1) }), record(B), record(C)]);
+		// The store's name taken by a folder: no file can be made there.
+		mkdirSync(join(jobDir, HISTORY_FILE));
+		writeFileSync(join(jobDir, HISTORY_FILE, "x"), "");
+		chmodSync(join(jobDir, HISTORY_FILE), 0o500);
+		expect(() => openJobHistory(jobDir)).toThrow(OutputError);
+	});
+
+	it("WAL: the store is in write-ahead-log mode, and a closed store leaves no side file", () => {
+		const jobDir = twoRuns();
+		expect(python(join(jobDir, HISTORY_FILE), "PRAGMA journal_mode")).toEqual([["wal"]]);
+		expect(
+			readdirSync(jobDir)
+				.filter((name) => !name.startsWith("2026"))
+				.sort(),
+		).toEqual([HISTORY_FILE]);
 	});
 });

@@ -1,0 +1,90 @@
+import { existsSync, mkdirSync, rmSync } from "node:fs";
+import { dirname } from "node:path";
+import type BetterSqlite3 from "better-sqlite3";
+import type { Database } from "better-sqlite3";
+import { errorMessage, lazyModule } from "../shared/index.js";
+import { STORE_APPLICATION_ID, STORE_LAYOUT, STORE_SCHEMA, STORE_TABLES } from "./store-schema.js";
+
+/** Loaded when a store is opened: `validate` and the other commands that import this folder need none. */
+const sqlite = lazyModule<typeof BetterSqlite3>("better-sqlite3");
+
+/** How long a write waits on another process's transaction (shards of one job share the store). */
+const BUSY_TIMEOUT_MS = 30_000;
+
+export interface OpenedStore {
+	readonly db: Database;
+	/** Why the file found could not be used (it was set aside and a new one made), or null. */
+	readonly unusable: string | null;
+	/** Whether the store was made anew (missing, or unusable): every run folder is to be folded in. */
+	readonly created: boolean;
+}
+
+/**
+ * Open the job's store at `path`: the integrity check (`PRAGMA quick_check`), then its layout (application
+ * id, version, tables). A file that fails either is removed (it is a cache of the run folders) and a new
+ * one made. Throws only when no store can be made at all (an unwritable folder, a full disk).
+ */
+export function openStore(path: string): OpenedStore {
+	let unusable: string | null = null;
+	if (existsSync(path)) {
+		let db: Database | null = null;
+		try {
+			db = connect(path, false);
+			unusable = layoutProblem(db);
+			if (unusable === null) return { db, unusable: null, created: false };
+		} catch (error) {
+			unusable = `it cannot be read (${errorMessage(error)})`;
+		}
+		try {
+			db?.close();
+		} catch {
+			// Closing a damaged file may fail too: it is removed below either way.
+		}
+		removeStore(path);
+	}
+	mkdirSync(dirname(path), { recursive: true });
+	const db = connect(path, true);
+	try {
+		db.exec(`BEGIN; ${STORE_SCHEMA} COMMIT;`);
+	} catch (error) {
+		db.close();
+		removeStore(path);
+		throw error;
+	}
+	return { db, unusable, created: true };
+}
+
+function connect(path: string, create: boolean): Database {
+	const Sqlite = sqlite();
+	const db = new Sqlite(path, { fileMustExist: !create, timeout: BUSY_TIMEOUT_MS });
+	try {
+		// WAL: a run's batches do not block readers (another shard's lookups, an export), and commit cheaply.
+		db.pragma("journal_mode = WAL");
+		// A cache of the run folders: a commit lost to a power cut is folded in again from them.
+		db.pragma("synchronous = NORMAL");
+		return db;
+	} catch (error) {
+		db.close();
+		throw error;
+	}
+}
+
+/** Why an opened file is not a store of the current layout, or null when it is one. */
+function layoutProblem(db: Database): string | null {
+	const check = db.pragma("quick_check", { simple: false }) as Array<Record<string, unknown>>;
+	const verdict = check.map((row) => String(Object.values(row)[0])).join("; ");
+	if (verdict !== "ok") return `it is damaged (${verdict.slice(0, 200)})`;
+	const application = db.pragma("application_id", { simple: true }) as number;
+	const layout = db.pragma("user_version", { simple: true }) as number;
+	if (application !== STORE_APPLICATION_ID) return "it is not a scrapejob store";
+	if (layout !== STORE_LAYOUT) return `it is of an older layout (${layout}, now ${STORE_LAYOUT})`;
+	const tables = db.prepare("SELECT name FROM sqlite_schema WHERE type = 'table'").pluck().all() as string[];
+	const missing = STORE_TABLES.filter((name) => !tables.includes(name));
+	if (missing.length) return `it lacks the table${missing.length > 1 ? "s" : ""} ${missing.join(", ")}`;
+	return null;
+}
+
+/** The store's file and SQLite's side files (a damaged write-ahead log goes with it). */
+export function removeStore(path: string): void {
+	for (const suffix of ["", "-wal", "-shm", "-journal"]) rmSync(`${path}${suffix}`, { force: true });
+}

@@ -1,0 +1,148 @@
+import type { Database, Statement, Transaction } from "better-sqlite3";
+import type { ResultRecord } from "../output/index.js";
+import { UPSERT_RUN, UPSERT_TARGET } from "./store-schema.js";
+
+/** Records a batch holds before it is written in one transaction. @default 2,000 */
+export const BATCH_RECORDS = 2_000;
+/** Bytes of extracted data a batch holds before it is written, whatever its count. */
+const BATCH_DATA_CHARS = 8 << 20;
+
+/** What the store keeps of one record (the record itself, with its content, is not held). */
+interface PendingRow {
+	readonly id: string;
+	readonly url: string;
+	readonly status: string;
+	readonly at: string;
+	readonly okAt: string | null;
+	readonly hash: string | null;
+	readonly data: string | null;
+	readonly credits: number;
+	readonly offset: number;
+	readonly end: number;
+}
+
+/** A finish time as the store writes it (ISO, milliseconds, UTC), so that text order is time order. */
+export function storeTime(text: string): string {
+	const at = Date.parse(text);
+	return new Date(Number.isFinite(at) ? at : 0).toISOString();
+}
+
+/**
+ * One run's records on their way into the store, written a batch at a time in one transaction each (so
+ * a record costs an upsert, not a transaction). A batch starts where the store's `runs.results_bytes`
+ * says it must: records another process folded meanwhile (a run folded by a shard's open while it
+ * runs) are not counted twice.
+ */
+export class StoreBatch {
+	readonly #runId: string;
+	readonly #write: Transaction<(rows: readonly PendingRow[]) => void>;
+	#rows: PendingRow[] = [];
+	#dataChars = 0;
+
+	constructor(db: Database, runId: string) {
+		this.#runId = runId;
+		const statements = storeStatements(db);
+		this.#write = db.transaction((rows: readonly PendingRow[]) => {
+			const folded = (statements.runBytes.get(runId) as number | undefined) ?? 0;
+			const run = { id: runId, bytes: folded, records: 0, ok: 0, failed: 0, credits: 0, first: null, last: null } as {
+				id: string;
+				bytes: number;
+				records: number;
+				ok: number;
+				failed: number;
+				credits: number;
+				first: string | null;
+				last: string | null;
+			};
+			for (const row of rows) {
+				if (row.offset < folded) continue;
+				statements.target.run({
+					id: row.id,
+					url: row.url,
+					status: row.status,
+					at: row.at,
+					okRun: row.okAt === null ? null : runId,
+					okOffset: row.okAt === null ? null : row.offset,
+					okAt: row.okAt,
+					hash: row.hash,
+					data: row.data,
+					credits: row.credits,
+				});
+				run.records += 1;
+				if (row.status === "ok") run.ok += 1;
+				else run.failed += 1;
+				run.credits += row.credits;
+				if (run.first === null || row.at < run.first) run.first = row.at;
+				if (run.last === null || row.at > run.last) run.last = row.at;
+				if (row.end > run.bytes) run.bytes = row.end;
+			}
+			statements.run.run(run);
+		});
+	}
+
+	get size(): number {
+		return this.#rows.length;
+	}
+
+	/** Note a record that ends at byte `end` of the run's results.jsonl; true when the batch is due. */
+	add(record: ResultRecord, offset: number, end: number): boolean {
+		const ok = record.status === "ok";
+		const data = ok && record.data != null ? JSON.stringify(record.data) : null;
+		const credits = Number(record.credits_used);
+		const at = storeTime(record.finished_at);
+		this.#rows.push({
+			id: record.id,
+			url: String(record.url),
+			status: String(record.status),
+			at,
+			okAt: ok ? at : null,
+			hash: ok && typeof record.content_hash === "string" ? record.content_hash : null,
+			data,
+			credits: Number.isFinite(credits) ? credits : 0,
+			offset,
+			end,
+		});
+		this.#dataChars += data?.length ?? 0;
+		return this.#rows.length >= BATCH_RECORDS || this.#dataChars >= BATCH_DATA_CHARS;
+	}
+
+	/** Write what is held in one transaction (busy-waiting on another process's, up to the store's timeout). */
+	flush(): void {
+		if (this.#rows.length === 0) return;
+		const rows = this.#rows;
+		this.#rows = [];
+		this.#dataChars = 0;
+		this.#write.immediate(rows);
+	}
+
+	/** Drop what is held (its records are folded in from results.jsonl at the next open). */
+	drop(): void {
+		this.#rows = [];
+		this.#dataChars = 0;
+	}
+
+	get runId(): string {
+		return this.#runId;
+	}
+}
+
+interface StoreStatements {
+	readonly target: Statement;
+	readonly run: Statement;
+	readonly runBytes: Statement;
+}
+
+const prepared = new WeakMap<Database, StoreStatements>();
+
+function storeStatements(db: Database): StoreStatements {
+	let statements = prepared.get(db);
+	if (!statements) {
+		statements = {
+			target: db.prepare(UPSERT_TARGET),
+			run: db.prepare(UPSERT_RUN),
+			runBytes: db.prepare("SELECT results_bytes FROM runs WHERE id = ?").pluck(),
+		};
+		prepared.set(db, statements);
+	}
+	return statements;
+}

@@ -1,0 +1,79 @@
+/**
+ * The layout of `history.sqlite` (README, "The job store"). Any change to a table bumps `STORE_LAYOUT`:
+ * a file of another layout is then rebuilt from the run folders, never misread.
+ */
+
+/** `PRAGMA user_version` of the current layout. */
+export const STORE_LAYOUT = 1;
+/** `PRAGMA application_id`: "SJob", so a file of another program is not taken for a store. */
+export const STORE_APPLICATION_ID = 0x534a6f62;
+
+export const STORE_TABLES = ["runs", "targets"] as const;
+
+export const STORE_SCHEMA = `
+CREATE TABLE runs (
+	id TEXT PRIMARY KEY,
+	results_bytes INTEGER NOT NULL,
+	records INTEGER NOT NULL,
+	ok INTEGER NOT NULL,
+	failed INTEGER NOT NULL,
+	credits REAL NOT NULL,
+	first_finished_at TEXT,
+	last_finished_at TEXT
+);
+CREATE TABLE targets (
+	id TEXT PRIMARY KEY,
+	url TEXT NOT NULL,
+	status TEXT NOT NULL,
+	status_at TEXT NOT NULL,
+	ok_run TEXT,
+	ok_offset INTEGER,
+	finished_at TEXT,
+	content_hash TEXT,
+	changed_at TEXT,
+	data TEXT,
+	credits REAL NOT NULL
+);
+PRAGMA application_id = ${STORE_APPLICATION_ID};
+PRAGMA user_version = ${STORE_LAYOUT};
+`;
+
+/**
+ * One record into `targets`. The later finish wins, not the later fold (run folders are folded in name
+ * order, and run ids made in the same second do not sort by time); on a tie the later fold wins. Every
+ * right-hand side reads the row as it was before this statement (SQLite's UPDATE semantics).
+ */
+export const UPSERT_TARGET = `
+INSERT INTO targets (id, url, status, status_at, ok_run, ok_offset, finished_at, content_hash, changed_at, data, credits)
+VALUES (@id, @url, @status, @at, @okRun, @okOffset, @okAt, @hash, @okAt, @data, @credits)
+ON CONFLICT (id) DO UPDATE SET
+	url = CASE WHEN excluded.status_at >= status_at THEN excluded.url ELSE url END,
+	status = CASE WHEN excluded.status_at >= status_at THEN excluded.status ELSE status END,
+	status_at = max(excluded.status_at, status_at),
+	changed_at = CASE
+		WHEN excluded.finished_at IS NULL OR excluded.finished_at < coalesce(finished_at, '') THEN changed_at
+		WHEN finished_at IS NOT NULL AND content_hash IS excluded.content_hash THEN changed_at
+		ELSE excluded.finished_at END,
+	ok_run = CASE WHEN excluded.finished_at >= coalesce(finished_at, '') THEN excluded.ok_run ELSE ok_run END,
+	ok_offset = CASE WHEN excluded.finished_at >= coalesce(finished_at, '') THEN excluded.ok_offset ELSE ok_offset END,
+	content_hash = CASE WHEN excluded.finished_at >= coalesce(finished_at, '') THEN excluded.content_hash ELSE content_hash END,
+	data = CASE WHEN excluded.finished_at >= coalesce(finished_at, '') THEN excluded.data ELSE data END,
+	finished_at = CASE WHEN excluded.finished_at >= coalesce(finished_at, '') THEN excluded.finished_at ELSE finished_at END,
+	credits = credits + excluded.credits
+`;
+
+/** A run's figures, added to by each batch of its records folded in. */
+export const UPSERT_RUN = `
+INSERT INTO runs (id, results_bytes, records, ok, failed, credits, first_finished_at, last_finished_at)
+VALUES (@id, @bytes, @records, @ok, @failed, @credits, @first, @last)
+ON CONFLICT (id) DO UPDATE SET
+	results_bytes = max(results_bytes, excluded.results_bytes),
+	records = records + excluded.records,
+	ok = ok + excluded.ok,
+	failed = failed + excluded.failed,
+	credits = credits + excluded.credits,
+	first_finished_at = CASE WHEN first_finished_at IS NULL OR excluded.first_finished_at < first_finished_at
+		THEN excluded.first_finished_at ELSE first_finished_at END,
+	last_finished_at = CASE WHEN last_finished_at IS NULL OR excluded.last_finished_at > last_finished_at
+		THEN excluded.last_finished_at ELSE last_finished_at END
+`;
