@@ -72,7 +72,10 @@ function connect(path: string, create: boolean): Database {
 /** Why an opened file is not a store of the current layout, or null when it is one. */
 function layoutProblem(db: Database): string | null {
 	const check = db.pragma("quick_check", { simple: false }) as Array<Record<string, unknown>>;
-	const verdict = check.map((row) => String(Object.values(row)[0])).join("; ");
+	const verdict = check
+		.map((row) => String(Object.values(row)[0]))
+		.join("; ")
+		.replace(/\s*\n\s*/g, "; ");
 	if (verdict !== "ok") return `it is damaged (${verdict.slice(0, 200)})`;
 	const application = db.pragma("application_id", { simple: true }) as number;
 	const layout = db.pragma("user_version", { simple: true }) as number;
