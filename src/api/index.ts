@@ -41,6 +41,12 @@ export type {
 	Usage,
 } from "./records.js";
 export {
+	createSavedItemsClient,
+	type SavedItemsClient,
+	type SavedItemsClientOptions,
+} from "./saved-items-client.js";
+export type { SavedConfig, SavedScheme, Schedule, StorageConfig } from "./saved-records.js";
+export {
 	type ContentOutcome,
 	createScraperClient,
 	DEFAULT_SCRAPER_URL,

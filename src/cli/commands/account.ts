@@ -1,21 +1,25 @@
 import type { Command } from "commander";
-import type { BrowserAccess, ProxyData, ScraperAccess } from "../../api/index.js";
+import { type BrowserAccess, createSavedItemsClient, type ProxyData, type ScraperAccess } from "../../api/index.js";
 import { type CliContext, useColor, writeJson, writeLine } from "../context.js";
 import {
 	createStyle,
+	describeSavedItems,
 	formatMegabytes,
 	formatNumber,
 	formatSeconds,
 	formatTable,
 	maskRecordSecrets,
 	productName,
+	type SavedItemsReport,
 	type Style,
 } from "../format/index.js";
+import { connectScraper } from "../scraper-access.js";
 import { addServiceOptions, connectService, requireAccount, type ServiceFlags } from "../service-connection.js";
 
 export interface AccountFlags extends ServiceFlags {
 	showSecrets?: boolean;
 	json?: boolean;
+	saved?: boolean;
 }
 
 /** What `account --json` prints: the three records as the service returned them. */
@@ -30,17 +34,25 @@ export function registerAccountCommand(program: Command, ctx: CliContext): void 
 		.command("account")
 		.description("show proxy products and balances, static residential packages, scraper and browser access")
 		.option("--show-secrets", "print proxy passwords and API keys in full (masked as ab…yz by default)")
-		.option("--json", "print the records as the service returned them: {proxy, scraper, browser}");
+		.option("--json", "print the records as the service returned them: {proxy, scraper, browser}")
+		.option(
+			"--saved",
+			"list the saved configs, schemes, storage configs and schedules instead (--json: {configs, schemes, storage, schedules})",
+		);
 	addServiceOptions(command);
 	command.addHelpText(
 		"after",
 		`
 Reads GET /public, /public/scraper and /public/browser with the account key (SCRAPEJOB_ACCOUNT_KEY).
 Balances are in MB (1 GB = 1,000 MB). Passwords and keys are masked unless --show-secrets is given.
+With --saved it reads GET /api/v1/account/configs, /schemes, /storage and /schedule with the scraper
+key (SCRAPEJOB_SCRAPER_KEY, else the one the account reports); storage credentials stay masked.
 
 Examples:
   scrapejob account
   scrapejob account --json | jq '.scraper.credits'
+  scrapejob account --saved
+  scrapejob account --saved --json | jq '.schedules[] | select(.is_active)'
   scrapejob account --sandbox`,
 	);
 	command.action(async (flags: AccountFlags) => {
@@ -49,6 +61,10 @@ Examples:
 }
 
 export async function runAccount(ctx: CliContext, flags: AccountFlags): Promise<void> {
+	if (flags.saved) {
+		await runSavedItems(ctx, flags);
+		return;
+	}
 	const connection = await connectService(ctx, flags);
 	try {
 		const account = requireAccount(connection);
@@ -65,6 +81,34 @@ export async function runAccount(ctx: CliContext, flags: AccountFlags): Promise<
 		}
 		const style = createStyle(useColor(ctx, ctx.stdout));
 		for (const line of describeAccount(report, style)) writeLine(ctx.stdout, line);
+	} finally {
+		await connection.close();
+	}
+}
+
+/**
+ * `account --saved`: what the account keeps on the scraper side, read with the scraper key (these
+ * endpoints authenticate like the scraper's, service-facts §3), the four lists at once.
+ */
+async function runSavedItems(ctx: CliContext, flags: AccountFlags): Promise<void> {
+	const connection = await connectService(ctx, flags);
+	try {
+		const scraper = await connectScraper(ctx, connection);
+		const client = createSavedItemsClient({ scraperKey: scraper.secret, baseUrl: scraper.endpoint });
+		const [configs, schemes, storage, schedules] = await Promise.all([
+			client.configs(ctx.signal),
+			client.schemes(ctx.signal),
+			client.storage(ctx.signal),
+			client.schedules(ctx.signal),
+		]);
+		const raw: SavedItemsReport = { configs, schemes, storage, schedules };
+		const report = flags.showSecrets ? raw : maskRecordSecrets(raw);
+		if (flags.json) {
+			writeJson(ctx.stdout, report);
+			return;
+		}
+		const style = createStyle(useColor(ctx, ctx.stdout));
+		for (const line of describeSavedItems(report, style)) writeLine(ctx.stdout, line);
 	} finally {
 		await connection.close();
 	}

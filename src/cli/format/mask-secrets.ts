@@ -2,9 +2,23 @@ import { maskSecret } from "../../shared/index.js";
 
 /**
  * Field names whose values are credentials in the account records: proxy passwords (spec 2.2, and
- * static residential IPs, service-facts §6.1) and the scraper/browser keys (spec 2.3, 2.4).
+ * static residential IPs, service-facts §6.1), the scraper/browser keys (spec 2.3, 2.4), cloud-storage
+ * credentials of storage configs and webhook secrets in saved configs (service-facts §3, §2.4).
  */
-export const SECRET_FIELDS: ReadonlySet<string> = new Set(["password", "api_key", "apikey", "apiKey"]);
+export const SECRET_FIELDS: ReadonlySet<string> = new Set([
+	"password",
+	"api_key",
+	"apikey",
+	"apiKey",
+	"access_key",
+	"secret_key",
+	"secret",
+	"credentials_json",
+	"connection_string",
+	"account_key",
+	"sas_token",
+	"private_key",
+]);
 
 /**
  * A deep copy of a record with every secret field masked (`ab…yz`). Walks the whole value by field
