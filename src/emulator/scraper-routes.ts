@@ -1,7 +1,9 @@
 /**
  * The scraper endpoints under `/api/v1` (spec 4.7–4.9, 5.2, 7): realtime fetches, task polling,
- * health, map, search and crawl, and the account's saved items under `/api/v1/account` (saved-routes.ts). Order of checks on realtime: body → key (401) → parameters (422) → injected answer faults
- * (503/502/500/drop/429 burst) → credits (402) → concurrency (429) → fetch, answered at once or as a task.
+ * health, map, search and crawl, and the account's saved items under `/api/v1/account` (saved-routes.ts).
+ * Order of checks on realtime: body → key (401) → parameters and saved ids (422) → injected answer
+ * faults (503/502/500/drop/429 burst) → credits (402) → concurrency (429) → fetch, answered at once or
+ * as a task.
  */
 import type { IncomingMessage, OutgoingHttpHeaders, ServerResponse } from "node:http";
 import { checkScrapeParams, errorMessage, type Mode } from "../shared/index.js";
