@@ -13,11 +13,10 @@ const sqlite = lazyModule<typeof BetterSqlite3>("better-sqlite3");
 /** Columns of the typed exports (Parquet, SQLite) before the job's extracted and carried ones. */
 const BASE_COLUMNS = ["id", "url", "http_status", "finished_at", "content_hash", "credits_used"] as const;
 /**
- * Bytes of values (about: characters of text, 8 a number) in one Parquet row group: what the export holds
- * in memory at once, whatever a record's size (rows of 2 MB each make small groups, rows of 100 bytes
- * large ones).
+ * Memory of values (as `valueBytes` counts it) in one Parquet row group: what the export holds at once,
+ * whatever a record's size (rows of 2 MB each make groups of two, rows of 300 bytes groups of ~28,000).
  */
-export const ROW_GROUP_BYTES = 16 << 20;
+export const ROW_GROUP_BYTES = 8 << 20;
 /** Rows per SQLite transaction. */
 const SQLITE_BATCH_ROWS = 10_000;
 /** Text buffered before a write to the file (csv, jsonl). */
@@ -117,9 +116,12 @@ function* exportedRecords(history: JobHistory, count: { records: number }): Gene
 	}
 }
 
-/** About the bytes a value takes in a row group. */
+/**
+ * About the memory a value takes while its row group is built and encoded (V8 keeps short strings as
+ * objects of their own: a header beside two bytes a character at worst).
+ */
 function valueBytes(value: string | number | null): number {
-	return typeof value === "string" ? value.length + 4 : 8;
+	return typeof value === "string" ? 2 * value.length + 32 : 16;
 }
 
 async function writeParquet(
@@ -231,7 +233,7 @@ function writeSqlite(
 /**
  * `scrapejob export JOB --latest`: the newest ok record of every target across the job's runs, from the
  * job's store (each record read back from its run's results.jsonl, run by run), streamed in bounded
- * memory: csv in the runs' columns, jsonl as written, Parquet (row groups of about 16 MB of values) and
+ * memory: csv in the runs' columns, jsonl as written, Parquet (row groups of about 8 MB of values) and
  * SQLite (a table `latest`, written by SQLite into the file) with a typed column per extracted and
  * carried field. Written to a new temporary file (created exclusively) renamed over `outFile` at the
  * end, so a failed export never leaves half a file. Check the destination first (`checkExportTarget`).

@@ -127,20 +127,22 @@ describe("export --latest from the store", () => {
 		history.close();
 		const { rows, metadata } = await readParquet(out);
 		expect(rows).toHaveLength(20);
-		// 2 MB a record and ~16 MB a group: eight records a group, not all twenty in one.
-		expect(metadata.row_groups.map((group) => Number(group.num_rows))).toEqual([8, 8, 4]);
+		// 2 MB a record (4 MB as JS strings) and 8 MB a group: two records a group, not all twenty in one.
+		expect(metadata.row_groups.map((group) => Number(group.num_rows))).toEqual(Array(10).fill(2));
 
 		const small = join(tempDir(), "small");
 		writeRun(
 			small,
 			"run-1",
-			Array.from({ length: 30_000 }, (_, n) => record(hex(n + 1), { data: { price: n, URL: "u", tags: null } })),
+			Array.from({ length: 25_000 }, (_, n) =>
+				record(hex(n + 1), { url: "u", data: { price: n, URL: "u", tags: null } }),
+			),
 		);
 		const smallHistory = openJobHistory(small);
 		const smallOut = join(small, "..", "small.parquet");
 		await exportLatest(smallHistory, "parquet", smallOut, COLUMNS);
 		smallHistory.close();
-		// Small rows: one group of all 30,000 (the old fixed 20,000 rows would have made two).
-		expect((await readParquet(smallOut)).metadata.row_groups.map((group) => Number(group.num_rows))).toEqual([30_000]);
+		// Small rows: one group of all 25,000 (the old fixed 20,000 rows would have made two).
+		expect((await readParquet(smallOut)).metadata.row_groups.map((group) => Number(group.num_rows))).toEqual([25_000]);
 	});
 });
