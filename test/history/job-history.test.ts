@@ -163,6 +163,30 @@ describe("the job's store (history.sqlite)", () => {
 		expect(openJobHistory(jobDir).warnings).toEqual([]);
 	});
 
+	it("a page damaged inside the targets table (header and schema intact) is found by the check at open and rebuilt", () => {
+		const jobDir = tempDir();
+		const ids = Array.from({ length: 3000 }, (_, n) => `chosen-target-${n}`);
+		writeRun(
+			jobDir,
+			"run-1",
+			ids.map((id, n) => record(id, { content_hash: hex(n + 1) })),
+		);
+		openJobHistory(jobDir).close();
+		const path = join(jobDir, HISTORY_FILE);
+		// Page 1 holds the header and the schema; the last pages belong to the targets table and its index.
+		const bytes = readFileSync(path);
+		const pages = bytes.length / 4096;
+		expect(pages).toBeGreaterThan(20);
+		bytes.fill(0xa5, (pages - 8) * 4096 + 16, (pages - 7) * 4096);
+		writeFileSync(path, bytes);
+		const history = openJobHistory(jobDir);
+		expect(history.warnings).toEqual([
+			expect.stringMatching(/history\.sqlite: it (is damaged|cannot be read).*rebuilt from the run folders/),
+		]);
+		expect(ids.every((id, n) => history.get(id)?.okHash === hex(n + 1))).toBe(true);
+		history.close();
+	});
+
 	it("a store of garbage, or of another layout, is rebuilt with a warning", () => {
 		const jobDir = twoRuns();
 		const path = join(jobDir, HISTORY_FILE);
