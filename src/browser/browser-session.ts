@@ -20,6 +20,8 @@ export interface SessionSpec {
 	readonly adblock?: boolean;
 	readonly solve_cloudflare?: boolean;
 	readonly steps?: ReadonlyArray<Readonly<Record<string, unknown>>>;
+	/** Bound of each step and CDP call, as written (`15s`). */
+	readonly step_timeout?: string;
 }
 
 export interface SessionPage {
@@ -38,6 +40,8 @@ export interface RunSessionOptions {
 	readonly url: string;
 	/** Closes the session at once (a stop past its grace period). */
 	readonly signal: AbortSignal;
+	/** Bound of each step and each CDP call (`browser_session.step_timeout`). @default 15,000 */
+	readonly stepTimeoutMs?: number;
 	readonly clock?: Clock;
 }
 
@@ -65,24 +69,39 @@ export function sessionMarginMs(maxSessionSeconds: number): number {
 	return Math.min(5000, Math.max(1000, maxSessionSeconds * 100));
 }
 
+/** Session lengths the service reports are clamped to this (a day): no timer may overflow. */
+export const MAX_SESSION_SECONDS = 86_400;
+/** `browser_session.step_timeout` when the job sets none. */
+export const DEFAULT_STEP_TIMEOUT_MS = 15_000;
+/** Largest `evaluate` value kept, as JSON text (shared/design.md, "Browser steps"). */
+export const MAX_EVALUATE_JSON_CHARS = 1_000_000;
+/** How long closing a session may take before it is left to the service. */
+const CLOSE_TIMEOUT_MS = 5_000;
+
 /**
  * One target in one fresh browser session: connect, load the page, run the steps, read the HTML,
- * close. Every operation is bounded by what is left of the session. Throws `BrowserSessionError`.
+ * close. Every await on the service is bounded: by `step_timeout` and by what is left of the session
+ * (a CDP endpoint that accepts and stays silent ends the session within its bound). Throws
+ * `BrowserSessionError`.
  */
 export async function runBrowserSession(options: RunSessionOptions): Promise<SessionPage> {
 	const { access, session } = options;
 	const clock = options.clock ?? Date.now;
-	const deadline = clock() + access.maxSessionSeconds * 1000 - sessionMarginMs(access.maxSessionSeconds);
+	const sessionSeconds = Math.min(Math.max(access.maxSessionSeconds, 0), MAX_SESSION_SECONDS);
+	const deadline = clock() + sessionSeconds * 1000 - sessionMarginMs(sessionSeconds);
+	const stepTimeoutMs = options.stepTimeoutMs ?? DEFAULT_STEP_TIMEOUT_MS;
 	const left = (what: string) => {
 		const ms = deadline - clock();
 		if (ms <= 0) {
 			throw new BrowserSessionError(
 				"session_length",
-				`${what}: the session's ${access.maxSessionSeconds} s (less a safety margin) ran out`,
+				`${what}: the session's ${sessionSeconds} s (less a safety margin) ran out`,
 			);
 		}
 		return ms;
 	};
+	/** The bound of one operation: the step timeout, within what is left of the session. */
+	const bound = (what: string) => Math.min(stepTimeoutMs, left(what));
 	if (options.signal.aborted) throw new BrowserSessionError("lost", "stopped before the session started");
 
 	// Loaded on the first session only: playwright-core is ~14 MB of source held in memory, which a
@@ -90,7 +109,14 @@ export async function runBrowserSession(options: RunSessionOptions): Promise<Ses
 	const { chromium } = await import("playwright-core");
 	let browser: Browser;
 	try {
-		browser = await chromium.connectOverCDP(sessionAddress(access, session), { timeout: left("connecting") });
+		// Connecting includes the service starting a browser: bounded by the session's length, not a step's.
+		const ms = left("connecting");
+		browser = await within(
+			chromium.connectOverCDP(sessionAddress(access, session), { timeout: ms }),
+			ms,
+			"connecting",
+			"lost",
+		);
 	} catch (error) {
 		if (error instanceof BrowserSessionError) throw error;
 		const message = sessionMessage(error, access.key);
@@ -99,11 +125,18 @@ export async function runBrowserSession(options: RunSessionOptions): Promise<Ses
 	const onAbort = () => void browser.close().catch(() => undefined);
 	options.signal.addEventListener("abort", onAbort, { once: true });
 	try {
-		const context = browser.contexts()[0] ?? (await browser.newContext());
-		const page = await context.newPage();
+		const call = <T>(promise: Promise<T>, what: string) => within(promise, bound(what), what, "lost");
+		const context = browser.contexts()[0] ?? (await call(browser.newContext(), "opening a browser context"));
+		const page = await call(context.newPage(), "opening a page");
 		let response: Awaited<ReturnType<Page["goto"]>>;
 		try {
-			response = await page.goto(options.url, { timeout: left("loading the page"), waitUntil: "load" });
+			const ms = left("loading the page");
+			response = await within(
+				page.goto(options.url, { timeout: ms, waitUntil: "load" }),
+				ms,
+				"loading the page",
+				"navigation",
+			);
 		} catch (error) {
 			throw classify(error, "loading the page", "navigation");
 		}
@@ -113,19 +146,20 @@ export async function runBrowserSession(options: RunSessionOptions): Promise<Ses
 			const step = steps[index]!;
 			const name = `step ${index + 1} (${Object.keys(step)[0]})`;
 			try {
-				const value = await runStep(page, step, left(name));
+				const value = await runStep(page, step, name, bound(name), left(name));
 				if (value !== NO_VALUE) evaluated.push(value);
 			} catch (error) {
 				throw classify(error, name, "step");
 			}
 		}
-		return { httpStatus: response?.status() ?? null, finalUrl: page.url(), html: await page.content(), evaluated };
+		const html = await call(page.content(), "reading the page");
+		return { httpStatus: response?.status() ?? null, finalUrl: page.url(), html, evaluated };
 	} catch (error) {
 		if (error instanceof BrowserSessionError) throw error;
 		throw classify(error, "in the session", "lost");
 	} finally {
 		options.signal.removeEventListener("abort", onAbort);
-		await browser.close().catch(() => undefined);
+		await within(browser.close(), CLOSE_TIMEOUT_MS, "closing the session", "lost").catch(() => undefined);
 	}
 
 	function classify(error: unknown, what: string, otherwise: "navigation" | "step" | "lost"): BrowserSessionError {
@@ -139,43 +173,110 @@ export async function runBrowserSession(options: RunSessionOptions): Promise<Ses
 	}
 }
 
+/**
+ * `promise`, or a `BrowserSessionError` of `kind` once `ms` have passed: Playwright's own timeouts
+ * do not cover every call (newContext, newPage, content, close, keyboard), and a CDP endpoint that
+ * accepts and stays silent would otherwise hold the session, and the run, forever.
+ */
+async function within<T>(
+	promise: Promise<T>,
+	ms: number,
+	what: string,
+	kind: "lost" | "step" | "navigation",
+): Promise<T> {
+	let timer: NodeJS.Timeout | undefined;
+	const expired = new Promise<never>((_, reject) => {
+		timer = setTimeout(() => reject(new BrowserSessionError(kind, `${what}: no answer within ${ms} ms`)), ms);
+	});
+	try {
+		return await Promise.race([promise, expired]);
+	} finally {
+		clearTimeout(timer);
+		// The loser may still settle (or reject) later: nobody waits for it any more.
+		promise.catch(() => undefined);
+	}
+}
+
 const NO_VALUE = Symbol("no value");
 
-/** One step; every wait bounded by `timeoutMs`. Returns the value of an `evaluate`, else `NO_VALUE`. */
-async function runStep(page: Page, step: Readonly<Record<string, unknown>>, timeoutMs: number): Promise<unknown> {
-	if (typeof step.click === "string") await page.click(step.click, { timeout: timeoutMs });
+/** What the page says of an `evaluate` value: its JSON text, or why there is none. */
+interface EvaluateAnswer {
+	json?: string;
+	tooLong?: number;
+	notJson?: string;
+}
+
+/**
+ * One step, bounded by `timeoutMs` (step_timeout within the session's remaining time); a `wait` is
+ * bounded by the session alone (`sessionLeftMs`): it is a wait the job asked for. Returns the value of
+ * an `evaluate`, else `NO_VALUE`.
+ */
+async function runStep(
+	page: Page,
+	step: Readonly<Record<string, unknown>>,
+	name: string,
+	timeoutMs: number,
+	sessionLeftMs: number,
+): Promise<unknown> {
+	const bounded = <T>(promise: Promise<T>) => within(promise, timeoutMs, name, "step");
+	if (typeof step.click === "string") await bounded(page.click(step.click, { timeout: timeoutMs }));
 	else if (Array.isArray(step.fill))
-		await page.fill(String(step.fill[0]), String(step.fill[1]), { timeout: timeoutMs });
-	else if (typeof step.press === "string") await page.keyboard.press(step.press);
+		await bounded(page.fill(String(step.fill[0]), String(step.fill[1]), { timeout: timeoutMs }));
+	else if (typeof step.press === "string") await bounded(page.keyboard.press(step.press));
 	else if (typeof step.wait_for === "string")
-		await page.waitForSelector(step.wait_for, { state: "visible", timeout: timeoutMs });
+		await bounded(page.waitForSelector(step.wait_for, { state: "visible", timeout: timeoutMs }));
 	else if (typeof step.wait === "number") {
-		if (step.wait > timeoutMs) {
+		if (step.wait > sessionLeftMs) {
 			throw new BrowserSessionError(
 				"session_length",
-				`wait ${step.wait} ms does not fit in the session's remaining ${timeoutMs} ms`,
+				`wait ${step.wait} ms does not fit in the session's remaining ${sessionLeftMs} ms`,
 			);
 		}
 		await page.waitForTimeout(step.wait);
 	} else if (step.scroll !== undefined) {
 		const to = step.scroll;
-		await page.evaluate(
-			(where) =>
-				where === "top"
-					? window.scrollTo(0, 0)
-					: where === "bottom"
-						? window.scrollTo(0, document.documentElement.scrollHeight)
-						: window.scrollBy(0, Number(where)),
-			to as string | number,
+		await bounded(
+			page.evaluate(
+				(where) =>
+					where === "top"
+						? window.scrollTo(0, 0)
+						: where === "bottom"
+							? window.scrollTo(0, document.documentElement.scrollHeight)
+							: window.scrollBy(0, Number(where)),
+				to as string | number,
+			),
 		);
 	} else if (typeof step.evaluate === "string") {
-		// Bounded like every other step: a page script that never settles must not hold the session.
-		return await Promise.race([
-			page.evaluate(step.evaluate),
-			new Promise((_, reject) =>
-				setTimeout(() => reject(new Error(`evaluate did not finish in ${timeoutMs} ms`)), timeoutMs).unref(),
-			),
-		]);
+		return await bounded(evaluateAsJson(page, step.evaluate, name));
 	}
 	return NO_VALUE;
+}
+
+/**
+ * An `evaluate` step's value as JSON: serialized in the page, so a cyclic value is an error there and
+ * a huge one never crosses the wire (at most `MAX_EVALUATE_JSON_CHARS` does). `undefined` is null.
+ */
+async function evaluateAsJson(page: Page, expression: string, name: string): Promise<unknown> {
+	const handle = await page.evaluateHandle(expression);
+	try {
+		const answer = await handle.evaluate((value, maxChars): EvaluateAnswer => {
+			try {
+				const json = JSON.stringify(value);
+				if (json === undefined) return { json: "null" };
+				return json.length > maxChars ? { tooLong: json.length } : { json };
+			} catch (error) {
+				return { notJson: error instanceof Error ? error.message : String(error) };
+			}
+		}, MAX_EVALUATE_JSON_CHARS);
+		if (answer.json !== undefined) return JSON.parse(answer.json) as unknown;
+		if (answer.tooLong !== undefined) {
+			throw new BrowserSessionError(
+				"step",
+				`${name}: its value is ${answer.tooLong} characters of JSON, above the ${MAX_EVALUATE_JSON_CHARS} kept`,
+			);
+		}
+		throw new BrowserSessionError("step", `${name}: its value is not JSON (${String(answer.notJson).slice(0, 200)})`);
+	} finally {
+		void handle.dispose().catch(() => undefined);
+	}
 }

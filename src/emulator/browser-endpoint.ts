@@ -128,7 +128,10 @@ export function createBrowserEndpoint(options: BrowserEndpointOptions): BrowserE
 					started += 1;
 					sessionOptions.push(settings);
 					const lengthMs =
-						index < options.cutSessions ? options.cutAfterMs : Math.max(1, options.maxSessionSeconds) * 1000;
+						index < options.cutSessions
+							? options.cutAfterMs
+							: // A scenario may report any length (1e8 s): a timer holds at most ~24.8 days.
+								Math.min(Math.max(1, options.maxSessionSeconds) * 1000, 2 ** 31 - 1);
 					// The session's clock started when it was accepted, not when Chromium was ready.
 					lengthTimer = setTimeout(
 						() => {

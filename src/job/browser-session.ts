@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { DURATION_HINT, parseDuration } from "../shared/index.js";
 
 /**
  * `browser_session:` — a target fetched in the service's remote browser (spec 5.3, facts §8) instead of
@@ -65,7 +66,14 @@ export const browserSessionSchema = z
 		steps: z
 			.array(browserStepSchema)
 			.max(200)
-			.describe("After the page's load, in order; each bounded by the session's remaining time"),
+			.describe("After the page's load, in order; each bounded by step_timeout and the session's remaining time"),
+		step_timeout: z
+			.string()
+			.refine((value) => (parseDuration(value) ?? 0) > 0, {
+				error: (issue) =>
+					`must be ${DURATION_HINT.replace(" (0 for none)", "")}, above 0 (got ${JSON.stringify(issue.input)})`,
+			})
+			.describe("Bound of each step and each call to the browser (context, page, content, close); default 15s"),
 	})
 	.partial()
 	.describe("Fetch in the service's remote browser (CDP) with these settings and steps, instead of the scraper");

@@ -1,7 +1,7 @@
 import PQueue from "p-queue";
 import { type BrowserServiceAccess, BrowserSessionError, runBrowserSession } from "../browser/index.js";
 import type { Target } from "../job/index.js";
-import type { Clock, Sleep } from "../shared/index.js";
+import { type Clock, parseDuration, type Sleep } from "../shared/index.js";
 import type { FetchResult } from "./fetch-target.js";
 import { fullJitterDelayMs } from "./retry-timing.js";
 
@@ -52,6 +52,7 @@ export async function fetchBrowserTarget(
 					session: target.browserSession,
 					url: target.url,
 					signal: deps.signal,
+					stepTimeoutMs: stepTimeoutMs(target.browserSession.step_timeout),
 					clock: deps.clock,
 				}),
 			);
@@ -104,6 +105,10 @@ export async function fetchBrowserTarget(
 			}
 		}
 	}
+}
+
+function stepTimeoutMs(written: string | undefined): number | undefined {
+	return written === undefined ? undefined : (parseDuration(written) ?? undefined);
 }
 
 function failed(error: string, message: string, attempts: number): SessionResult {
