@@ -1,5 +1,6 @@
 /**
- * scrapejob as a library: the same pieces the CLI is made of. Most users want the CLI; these are for
+ * scrapejob as a library: the same pieces the CLI is made of (the CLI itself is not loaded: importing
+ * the library brings no commander and no terminal code). Most users want the CLI; these are for
  * running jobs from code and for testing an integration against the emulator.
  *
  * One call runs a job file: `await runJobFile("jobs/x.yaml", { sandbox, out, signal, onProgress })`.
@@ -17,7 +18,6 @@ export {
 	ServiceError,
 	UnexpectedResponseError,
 } from "./api/index.js";
-export { type CliContext, EXIT, main } from "./cli/index.js";
 export { resolveConfig } from "./config/index.js";
 export {
 	type DemoSite,
@@ -37,6 +37,7 @@ export {
 	type Target,
 } from "./job/index.js";
 export {
+	NoBrowserAccessError,
 	NoScraperAccessError,
 	type RunJobFileOptions,
 	type RunJobFileResult,

@@ -24,8 +24,9 @@ const ALLOWED: Readonly<Record<string, readonly string[]>> = {
 	run: ["shared", "job", "api", "output", "report", "browser", "history", "extract", "crawl"],
 	emulator: ["shared"],
 	/** The one-call library entry (`runJobFile`): what the CLI's `run` assembles, for code. */
-	library: ["shared", "config", "job", "api", "output", "run", "emulator"],
-	cli: ["shared", "config", "job", "api", "output", "run", "report", "browser", "history", "emulator"],
+	library: ["shared", "config", "job", "api", "output", "run", "emulator", "history", "browser"],
+	/** The CLI parses flags, prints and maps exit codes; running a job is the library's (one product). */
+	cli: ["shared", "config", "job", "api", "output", "run", "report", "browser", "history", "emulator", "library"],
 };
 
 async function sourceFiles(dir: string): Promise<string[]> {

@@ -1,5 +1,6 @@
 import { basename, dirname, relative } from "node:path";
 import type { Job } from "../job/index.js";
+import type { RunSummary } from "../output/index.js";
 import { listRuns } from "../run/index.js";
 
 interface ResumeFlags {
@@ -8,23 +9,44 @@ interface ResumeFlags {
 	readonly config?: string;
 }
 
+/** How the README calls the CLI: `npx scrapejob` works after `npm ci`, a bare `scrapejob` only when installed globally. */
+export const CLI_NAME = "npx scrapejob";
+
 /** A word safe to paste into a POSIX shell: as is when plain, else single-quoted. */
-function shellWord(word: string): string {
+export function shellWord(word: string): string {
 	return /^[\w@%+=:,./-]+$/.test(word) ? word : `'${word.replace(/'/g, `'\\''`)}'`;
 }
 
 /**
- * The command that resumes THIS run: the same job file, `--out` when it was not the default, the
- * run id when a newer run of the job exists (plain `--resume` picks the newest), and the flags that
- * chose the service (`--sandbox`, `--config`), so pasting it continues where the run stopped.
+ * The command that resumes THIS run, as it must be pasted (shared/design.md, "Resume, budget, hints"):
+ * the same job file, `--out` when it was not the default, `--shard I/N` for a shard, the flags that
+ * chose the service (`--sandbox`, `--config`), the run id when a newer run of the job exists (plain
+ * `--resume` picks the newest), and after a budget stop a larger `--max-credits` (a plain `--resume`
+ * keeps the run's budget, so it would stop again at once).
  */
-export function resumeCommand(ctx: { cwd: string }, job: Job, flags: ResumeFlags, runDir: string): string {
-	const words = ["scrapejob", "run", relative(ctx.cwd, job.file) || job.file];
+export function resumeCommand(
+	ctx: { cwd: string },
+	job: Job,
+	flags: ResumeFlags,
+	runDir: string,
+	summary?: Pick<RunSummary, "stopped_reason" | "credits">,
+): string {
+	const words = [CLI_NAME, "run", relative(ctx.cwd, job.file) || job.file];
 	if (flags.out !== "output") words.push("--out", flags.out);
+	if (job.shard) words.push("--shard", `${job.shard.index}/${job.shard.count}`);
 	if (flags.sandbox) words.push("--sandbox");
 	if (flags.config) words.push("--config", flags.config);
 	words.push("--resume");
 	const runId = basename(runDir);
 	if (listRuns(dirname(runDir))[0]?.runId !== runId) words.push(runId);
-	return words.map(shellWord).join(" ");
+	if (summary?.stopped_reason === "budget_exhausted")
+		words.push("--max-credits", String(largerBudget(summary.credits)));
+	return `${CLI_NAME} ${words.slice(1).map(shellWord).join(" ")}`;
+}
+
+/** A budget that lets a stopped run go on: twice the old one, and always above what was spent. */
+function largerBudget(credits: Pick<RunSummary, "credits">["credits"]): number {
+	const spent = Math.ceil(credits.used);
+	const old = credits.max_credits ?? spent;
+	return Math.max(spent + 1, Math.ceil(old * 2));
 }

@@ -1,131 +1,19 @@
 import type { Command } from "commander";
-import { type AccountClient, createAccountClient, createScraperClient, type ScraperClient } from "../api/index.js";
-import { type ResolvedConfig, resolveConfig } from "../config/index.js";
-import { ScrapejobError, type UsageError } from "../shared/index.js";
-import type { CliContext } from "./context.js";
 
-/**
- * The sandbox behaves like a real account on a fair day: some latency, an occasional 503 (so retries
- * show), and a 1 s realtime timeout so slow pages turn into tasks quickly.
- */
-const SANDBOX_SCENARIO = {
-	concurrency: 5,
-	latency_ms: 120,
-	timeout_ms: 1000,
-	faults: [{ kind: "unavailable" as const, probability: 0.05 }],
-};
+export {
+	connectService,
+	MissingKeyError,
+	noKeyError,
+	requireAccount,
+	type ServiceConnection,
+	type ServiceFlags,
+} from "../library/index.js";
 
-const SANDBOX_DEMO_SITE_PORT = 8701;
-
-/** Flags every command that talks to the service accepts. */
-export interface ServiceFlags {
-	config?: string;
-	apiUrl?: string;
-	scraperUrl?: string;
-	sandbox?: boolean;
-}
-
+/** Flags every command that talks to the service accepts (`ServiceFlags`). */
 export function addServiceOptions(command: Command): Command {
 	return command
 		.option("--config <file>", "KEY=VALUE file setting SCRAPEJOB_* variables (flags and env win over it)")
 		.option("--api-url <url>", "account API base address (env SCRAPEJOB_API_URL)")
 		.option("--scraper-url <url>", "scraper API base address, ending in /api/v1 (env SCRAPEJOB_SCRAPER_URL)")
 		.option("--sandbox", "start the local emulator in-process (with a demo site) and use it instead of the service");
-}
-
-export class MissingKeyError extends ScrapejobError {
-	constructor(message: string) {
-		super("SCRAPEJOB_USAGE", message);
-	}
-}
-
-export interface ServiceConnection {
-	readonly config: ResolvedConfig;
-	/** Present when an account key is known. */
-	readonly account: AccountClient | undefined;
-	/** The demo site's base address when running in the sandbox (jobs refer to it as ${SCRAPEJOB_DEMO_SITE}). */
-	readonly demoSiteUrl: string | undefined;
-	/**
-	 * Build a scraper client for a key and address learned from the account (or configured); with
-	 * `connections`, on at most that many sockets (a run's concurrency).
-	 */
-	scraper(key: string, baseUrl: string | undefined, connections?: number): ScraperClient;
-	close(): Promise<void>;
-}
-
-const NO_KEY_HINT =
-	"set SCRAPEJOB_ACCOUNT_KEY (or SCRAPEJOB_SCRAPER_KEY for scraping only), or try it offline with --sandbox";
-
-/**
- * Resolve keys and addresses, or start the sandbox. Each command closes the connection when done, so
- * the emulator and keep-alive sockets never hold the process open.
- */
-export async function connectService(ctx: CliContext, flags: ServiceFlags): Promise<ServiceConnection> {
-	if (flags.sandbox) {
-		// Loaded only here: a real run should not pay the emulator's start-up time and memory.
-		const { startDemoSite, startEmulator } = await import("../emulator/index.js");
-		// A fixed port when free, so the demo's URLs (and so its target ids) stay the same from one
-		// sandbox run to the next and `--resume` works there too.
-		const demoSite = await startDemoSite({ port: SANDBOX_DEMO_SITE_PORT }).catch(() => startDemoSite({}));
-		const emulator = await startEmulator({ port: 0, scenario: SANDBOX_SCENARIO, ledger: false });
-		const config: ResolvedConfig = {
-			accountKey: emulator.accountKey,
-			scraperKey: undefined,
-			apiUrl: emulator.apiUrl,
-			scraperUrl: emulator.scraperUrl,
-			sources: {},
-		};
-		return {
-			config,
-			account: createAccountClient({ accountKey: emulator.accountKey, baseUrl: emulator.apiUrl }),
-			demoSiteUrl: demoSite.url,
-			scraper: (key, baseUrl, connections) =>
-				createScraperClient({
-					scraperKey: key,
-					baseUrl: baseUrl ?? emulator.scraperUrl,
-					...(connections !== undefined ? { connections } : {}),
-				}),
-			close: async () => {
-				await emulator.close();
-				await demoSite.close();
-			},
-		};
-	}
-	const config = await resolveConfig({
-		flags: {
-			...(flags.config !== undefined ? { config: flags.config } : {}),
-			...(flags.apiUrl !== undefined ? { apiUrl: flags.apiUrl } : {}),
-			...(flags.scraperUrl !== undefined ? { scraperUrl: flags.scraperUrl } : {}),
-		},
-		env: ctx.env,
-		cwd: ctx.cwd,
-	});
-	const account = config.accountKey
-		? createAccountClient({
-				accountKey: config.accountKey,
-				...(config.apiUrl !== undefined ? { baseUrl: config.apiUrl } : {}),
-			})
-		: undefined;
-	return {
-		config,
-		account,
-		demoSiteUrl: undefined,
-		scraper: (key, baseUrl, connections) =>
-			createScraperClient({
-				scraperKey: key,
-				...((config.scraperUrl ?? baseUrl) ? { baseUrl: config.scraperUrl ?? baseUrl } : {}),
-				...(connections !== undefined ? { connections } : {}),
-			}),
-		close: async () => {},
-	};
-}
-
-/** The account client, or a clear error saying how to provide a key. */
-export function requireAccount(connection: ServiceConnection): AccountClient {
-	if (!connection.account) throw new MissingKeyError(`no account key: ${NO_KEY_HINT}`);
-	return connection.account;
-}
-
-export function noKeyError(): UsageError {
-	return new MissingKeyError(`no key: ${NO_KEY_HINT}`);
 }

@@ -1,1 +1,25 @@
+/**
+ * The library entry: `runJobFile` runs a job file as `scrapejob run` does, through the same code
+ * (`runPlannedJob`); the CLI is a thin layer over these (flags in, words and exit codes out).
+ */
+export { connectBrowser, NoBrowserAccessError, type RunBrowserAccess } from "./browser-access.js";
 export { NoScraperAccessError, type RunJobFileOptions, type RunJobFileResult, runJobFile } from "./run-job-file.js";
+export { lockPlannedRuns, type PlannedRun, planRuns, type RunPlans, releasePlannedRuns } from "./run-plan.js";
+export {
+	type PlannedRunOutcome,
+	type RunChoices,
+	type RunServices,
+	type RunStart,
+	runPlannedJob,
+} from "./run-planned.js";
+export { connectScraper, type ScraperAccessPoint } from "./scraper-access.js";
+export {
+	type ConnectContext,
+	connectService,
+	MissingKeyError,
+	noKeyError,
+	requireAccount,
+	SANDBOX_SCENARIO,
+	type ServiceConnection,
+	type ServiceFlags,
+} from "./service-connection.js";

@@ -1,28 +1,43 @@
 import { resolve } from "node:path";
-import { type AccountClient, createAccountClient, createScraperClient, type ScraperClient } from "../api/index.js";
-import { resolveConfig } from "../config/index.js";
-import { startDemoSite, startEmulator } from "../emulator/index.js";
-import { jobUsesBrowser, loadJob } from "../job/index.js";
+import type { Logger } from "pino";
+import { jobUsesBrowser, loadJob, parseShard, SourceScanStoppedError } from "../job/index.js";
 import type { RunSummary } from "../output/index.js";
-import { newRunId } from "../output/index.js";
-import {
-	lockJobOutput,
-	type ProgressSnapshot,
-	type RunJobOptions,
-	resolveConcurrency,
-	runJob,
-	surveyTargets,
-} from "../run/index.js";
-import { ScrapejobError, UsageError } from "../shared/index.js";
+import { type ProgressSnapshot, ResumeError } from "../run/index.js";
+import { parseDuration, UsageError } from "../shared/index.js";
+import { connectBrowser } from "./browser-access.js";
+import { lockPlannedRuns, planRuns, releasePlannedRuns } from "./run-plan.js";
+import { type RunChoices, runPlannedJob } from "./run-planned.js";
+import { connectScraper, NoScraperAccessError } from "./scraper-access.js";
+import { connectService, noKeyError } from "./service-connection.js";
 
 export interface RunJobFileOptions {
 	/**
 	 * Run against an in-process emulator and demo site instead of the service (the job may name the
-	 * site as `${SCRAPEJOB_DEMO_SITE}`). @default false
+	 * site as `${SCRAPEJOB_DEMO_SITE}`), as `--sandbox`. @default false
 	 */
 	readonly sandbox?: boolean;
-	/** Root folder of results: `<out>/<job>/<run-id>/`, relative to `cwd`. @default "output" */
+	/** Root folder of results: `<out>/<job>/<run-id>/`, relative to `cwd`, as `--out`. @default "output" */
 	readonly out?: string;
+	/** Continue the job's latest incomplete run (`true`) or the given run id, as `--resume [RUN_ID]`. */
+	readonly resume?: boolean | string;
+	/** With `resume`: accept a job whose targets changed (changed targets run as new), as `--force`. */
+	readonly force?: boolean;
+	/** With `resume`: move lines of results.jsonl that are not records aside, as `--repair`. */
+	readonly repair?: boolean;
+	/** As `--max-credits`: a new run's budget, or a resumed run's new one (above what it spent). @default the job's `max_credits`; on a resume, the run's own */
+	readonly maxCredits?: number;
+	/** As `--concurrency`: in-flight fetches (never above the account's limit). */
+	readonly concurrency?: number;
+	/** As `--freshness`: a duration (`24h`; `0` fetches all). @default the job's `freshness` */
+	readonly freshness?: string;
+	/** As `--retry-failed [RUN_ID]`: only the targets whose latest record failed. */
+	readonly retryFailed?: boolean | string;
+	/** As `--shard I/N` (`auto/N` reads JOB_COMPLETION_INDEX or AWS_BATCH_JOB_ARRAY_INDEX). */
+	readonly shard?: string;
+	/** As `--notify URL`: POST the summary there at the end. */
+	readonly notify?: string;
+	/** As `--grace-period`: how long in-flight fetches may finish after `signal` aborts, ms. @default 30,000 */
+	readonly gracePeriodMs?: number;
 	/**
 	 * Abort to stop: no new fetches, in-flight ones finish; the summary says `complete: false`. Aborted
 	 * while the sources are still being read (before the first fetch), it throws `SourceScanStoppedError`.
@@ -30,6 +45,8 @@ export interface RunJobFileOptions {
 	readonly signal?: AbortSignal;
 	/** Called as each target finishes. */
 	readonly onProgress?: (snapshot: ProgressSnapshot) => void;
+	/** Where the run's warnings go (a pino logger). @default nowhere (run.log in the run folder has them all) */
+	readonly logger?: Logger;
 	/** Where keys and addresses come from (`SCRAPEJOB_ACCOUNT_KEY`, …). @default process.env */
 	readonly env?: NodeJS.ProcessEnv;
 	/** A `KEY=VALUE` file of those variables, as `--config`. */
@@ -43,149 +60,97 @@ export interface RunJobFileResult extends RunSummary {
 	readonly run_dir: string;
 	/** `report.html`, or null when it could not be written. */
 	readonly report: string | null;
+	/** Why it stopped early, in words (null when it ran to the end). */
+	readonly stop_message: string | null;
 }
 
-/** The account has no scraper access (`has_access: false`), or no browser access for `browser_session:` targets. */
-export class NoScraperAccessError extends ScrapejobError {
-	constructor(message: string) {
-		super("SCRAPEJOB_NO_ACCESS", message);
-	}
-}
-
-interface Scraper {
-	/** The scraper client a run fetches with, on at most its concurrency's sockets. */
-	clientFor(connections: number): ScraperClient;
-	/** The account client, when an account key is known (browser access is read with it). */
-	readonly account: AccountClient | null;
-	/** The account's concurrency, or null when only a scraper key is known (learned from the service). */
-	readonly concurrency: number | null;
-	readonly secrets: string[];
-	close(): Promise<void>;
-}
-
-/** A scraper client from the configuration (or the sandbox), the way `scrapejob run` makes one. */
-async function connect(options: RunJobFileOptions, cwd: string, env: NodeJS.ProcessEnv): Promise<Scraper> {
-	const config = await resolveConfig({
-		flags: options.config !== undefined ? { config: options.config } : {},
-		env,
-		cwd,
-	});
-	const scraperKey = config.scraperKey;
-	if (scraperKey) {
-		return {
-			clientFor: (connections) =>
-				createScraperClient({
-					scraperKey,
-					...(config.scraperUrl ? { baseUrl: config.scraperUrl } : {}),
-					connections,
-				}),
-			concurrency: null,
-			account: null,
-			secrets: [scraperKey],
-			close: async () => {},
-		};
-	}
-	if (!config.accountKey) {
-		throw new UsageError("no key: set SCRAPEJOB_ACCOUNT_KEY (or SCRAPEJOB_SCRAPER_KEY), or pass { sandbox: true }");
-	}
-	const account = createAccountClient({
-		accountKey: config.accountKey,
-		...(config.apiUrl ? { baseUrl: config.apiUrl } : {}),
-	});
-	const access = await account.scraperAccess(options.signal);
-	if (!access.has_access || !access.api_key || access.concurrency < 1) {
-		throw new NoScraperAccessError("the account has no scraper access (GET /public/scraper); nothing was sent");
-	}
-	const key = access.api_key;
-	return {
-		clientFor: (connections) =>
-			createScraperClient({ scraperKey: key, baseUrl: config.scraperUrl ?? access.endpoint_url, connections }),
-		concurrency: access.concurrency,
-		account,
-		secrets: [config.accountKey, access.api_key],
-		close: async () => {},
-	};
-}
-
-/** The browser service for `browser_session:` targets, read from GET /public/browser as `scrapejob run` does. */
-async function browserFor(scraper: Scraper, signal: AbortSignal): Promise<NonNullable<RunJobOptions["browser"]>> {
-	const account = scraper.account;
-	if (!account) {
-		throw new NoScraperAccessError(
-			"browser_session targets need SCRAPEJOB_ACCOUNT_KEY (the browser key is read with it)",
-		);
-	}
-	const access = await account.browserAccess(signal);
-	if (!access.has_access || !access.api_key || access.concurrency < 1) {
-		throw new NoScraperAccessError("the account has no browser access (GET /public/browser); nothing was sent");
-	}
-	scraper.secrets.push(access.api_key);
-	return {
-		endpointUrl: access.endpoint_url,
-		key: access.api_key,
-		concurrency: access.concurrency,
-		maxSessionSeconds: access.max_session_length_seconds > 0 ? access.max_session_length_seconds : 60,
-		creditsBefore: access.credits,
-		readCredits: async () => (await account.browserAccess()).credits,
-	};
-}
+export { NoScraperAccessError };
 
 /**
- * Run one job file to the end (or until `signal` aborts) and return its summary: validate, take the
- * job's lock, connect, fetch every target once, write the run folder. The same steps as
- * `scrapejob run FILE`; throws `JobValidationError` (bad job), `LockHeldError` (another run holds
- * the lock) or a service error (refused key) before anything is paid for.
+ * Run one job file to the end (or until `signal` aborts) and return its summary: `scrapejob run FILE`
+ * with the same options, through the same code (`runPlannedJob`): validate, take the job's lock,
+ * connect, select (freshness, retry-failed, shard), fetch, write the run folder and the history,
+ * notify. Throws `JobValidationError` (bad job), `LockHeldError` (another run holds the lock),
+ * `ResumeError`/`UsageError` (nothing to resume, a budget below what was spent) or a service error
+ * (refused key) before anything is paid for. A `resume` whose run is already complete throws
+ * `ResumeError` saying so (the CLI prints it and exits 0).
  */
 export async function runJobFile(path: string, options: RunJobFileOptions = {}): Promise<RunJobFileResult> {
 	const cwd = options.cwd ?? process.cwd();
-	let env = options.env ?? process.env;
 	const signal = options.signal ?? new AbortController().signal;
-	const closers: Array<() => Promise<void>> = [];
+	const freshnessMs = options.freshness === undefined ? undefined : parseDuration(options.freshness);
+	if (freshnessMs === null) throw new UsageError(`freshness: ${JSON.stringify(options.freshness)} is not a duration`);
+	const context = { env: options.env ?? process.env, cwd, signal };
+	// The sandbox starts first so that jobs can name its demo site; it costs nothing.
+	const connection = await connectService(context, {
+		...(options.sandbox ? { sandbox: true } : {}),
+		...(options.config !== undefined ? { config: options.config } : {}),
+	});
 	try {
-		if (options.sandbox) {
-			const site = await startDemoSite({});
-			closers.push(() => site.close());
-			const emulator = await startEmulator({ port: 0, ledger: false });
-			closers.push(() => emulator.close());
-			env = {
-				SCRAPEJOB_ACCOUNT_KEY: emulator.accountKey,
-				SCRAPEJOB_API_URL: emulator.apiUrl,
-				SCRAPEJOB_DEMO_SITE: site.url,
-			};
+		const env = connection.demoSiteUrl ? { ...context.env, SCRAPEJOB_DEMO_SITE: connection.demoSiteUrl } : context.env;
+		const loaded = await loadJob(resolve(cwd, path), { env, cwd, signal });
+		let job = loaded.job;
+		if (options.shard !== undefined) {
+			const shard = parseShard(options.shard, context.env);
+			if (typeof shard === "string") throw new UsageError(shard);
+			job = { ...job, shard };
 		}
-		const { job, counts } = await loadJob(resolve(cwd, path), { env, cwd, signal });
 		const outRoot = resolve(cwd, options.out ?? "output");
-		const runId = newRunId();
+		const { planned, notes } = planRuns(
+			[{ job, counts: options.shard === undefined ? loaded.counts : null }],
+			outRoot,
+			options.resume,
+		);
+		const plan = planned[0];
+		if (!plan) throw new ResumeError(notes.join(" "));
 		// The lock before the first request: a run that loses it has sent nothing.
-		const lock = lockJobOutput(outRoot, job.name, runId);
+		lockPlannedRuns(planned, outRoot);
 		try {
-			const scraper = await connect(options, cwd, env);
-			closers.push(() => scraper.close());
-			const wanted = job.concurrency === "auto" ? null : job.concurrency;
-			// The one concurrency policy (the CLI's too): the account's limit, a lower job number, the local cap.
-			const plan = resolveConcurrency({ accountLimit: scraper.concurrency, wanted });
-			const browser = jobUsesBrowser(job) ? await browserFor(scraper, signal) : undefined;
-			const survey = await surveyTargets(job, counts, signal);
-			const result = await runJob({
-				job,
-				survey,
-				client: scraper.clientFor(plan.ceiling),
-				concurrency: plan.ceiling,
-				adaptiveConcurrency: plan.adaptive,
+			if (!connection.config.accountKey && !connection.config.scraperKey) throw noKeyError();
+			const scraper = await connectScraper(context, connection);
+			if (scraper.access && scraper.access.concurrency < 1) {
+				throw new NoScraperAccessError("the account's scraper concurrency is 0; nothing was sent");
+			}
+			const browser = jobUsesBrowser(job) ? await connectBrowser(context, connection) : undefined;
+			const secrets = [connection.config.accountKey, connection.config.scraperKey, scraper.secret, browser?.key].filter(
+				(key): key is string => Boolean(key),
+			);
+			const choices: RunChoices = {
 				outRoot,
-				maxCredits: job.maxCredits,
 				signal,
-				secrets: scraper.secrets,
-				lock,
-				runId,
-				...(browser ? { browser } : {}),
-				...(options.onProgress ? { onProgress: options.onProgress } : {}),
-			});
-			return { ...result.summary, run_dir: result.runDir, report: result.reportPath };
+				...(options.concurrency !== undefined ? { concurrency: options.concurrency } : {}),
+				...(options.maxCredits !== undefined ? { maxCredits: options.maxCredits } : {}),
+				...(freshnessMs !== undefined ? { freshnessMs } : {}),
+				...(options.retryFailed !== undefined ? { retryFailed: options.retryFailed } : {}),
+				...(options.force ? { force: true } : {}),
+				...(options.repair ? { repair: true } : {}),
+				...(options.notify !== undefined ? { notifyUrl: options.notify } : {}),
+				...(options.gracePeriodMs !== undefined ? { gracePeriodMs: options.gracePeriodMs } : {}),
+				...(options.logger ? { logger: options.logger } : {}),
+				...(options.onProgress ? { onStart: () => options.onProgress } : {}),
+			};
+			const outcome = await runPlannedJob(
+				plan,
+				{
+					clientFor: scraper.clientFor,
+					accountConcurrency: scraper.access?.concurrency ?? null,
+					access: scraper.access,
+					secrets,
+					browser,
+				},
+				choices,
+			);
+			if (!outcome) throw new SourceScanStoppedError(0);
+			return {
+				...outcome.summary,
+				run_dir: outcome.runDir,
+				report: outcome.reportPath,
+				stop_message: outcome.stopMessage,
+			};
 		} finally {
-			lock.release();
+			releasePlannedRuns(planned);
 		}
 	} finally {
-		for (const close of closers.reverse()) await close();
+		await connection.close();
 	}
 }

@@ -87,6 +87,21 @@ export function writeSummary(path: string, summary: RunSummary): void {
 	renameSync(temporary, path);
 }
 
+/**
+ * What happened to the targets, every one accounted for: done of total, by status, and those the run
+ * left out on purpose (fresh ones, bad source rows skipped) — a run where everything was fresh says so.
+ */
+function targetsLine(summary: RunSummary): string {
+	const { targets } = summary;
+	const s = targets.by_status;
+	const extras: string[] = [];
+	if (targets.fresh) extras.push(`${targets.fresh} fresh (not fetched: freshness)`);
+	if (targets.skipped_rows) extras.push(`${plural(targets.skipped_rows, "bad source row")} skipped`);
+	if (targets.duplicates) extras.push(plural(targets.duplicates, "duplicate"));
+	const total = targets.total !== null ? ` of ${targets.total}` : "";
+	return `${targets.done}${total} done: ${s.ok} ok, ${s.failed} failed, ${s.skipped} skipped${extras.length ? `; ${extras.join(", ")}` : ""}`;
+}
+
 function pad(label: string, width: number): string {
 	return label.length >= width ? label : label + " ".repeat(width - label.length);
 }
@@ -98,15 +113,11 @@ function pad(label: string, width: number): string {
 export function formatSummary(
 	summary: RunSummary,
 	runDir: string,
-	resumeCommand = "scrapejob run <job> --resume",
+	resumeCommand = "npx scrapejob run <job> --resume",
 ): string {
-	const s = summary.targets.by_status;
 	const rows: Array<[string, string]> = [
 		["run", `${summary.job} ${summary.run_id}${summary.complete ? "" : " (INCOMPLETE)"}`],
-		[
-			"targets",
-			`${summary.targets.done}${summary.targets.total !== null ? ` of ${summary.targets.total}` : ""} done: ${s.ok} ok, ${s.failed} failed, ${s.skipped} skipped`,
-		],
+		["targets", targetsLine(summary)],
 		[
 			"credits",
 			`${round(summary.credits.used)} used${summary.credits.remaining !== null ? `, ${round(summary.credits.remaining)} remaining` : ""}${formatByMode(summary.credits.by_mode)}`,
@@ -128,6 +139,17 @@ export function formatSummary(
 		rows.push([
 			"abandoned",
 			`${abandoned === 1 ? "1 fetch" : `${abandoned} fetches`} abandoned when the run stopped; the service may still charge them`,
+		]);
+	}
+	if (summary.changes) {
+		const { new: added, changed, unchanged } = summary.changes;
+		rows.push(["changes", `${added} new, ${changed} changed, ${unchanged} unchanged`]);
+	}
+	if (summary.crawl) {
+		const crawl = summary.crawl;
+		rows.push([
+			"crawl",
+			`${plural(crawl.pages, "page")}, ${plural(crawl.discovered, "URL")} discovered (max_depth ${crawl.max_depth}, max_pages ${crawl.max_pages})`,
 		]);
 	}
 	if (summary.extract) rows.push(...extractRows(summary.extract));

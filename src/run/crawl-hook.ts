@@ -76,5 +76,9 @@ export function addCrawlSummary(summary: RunSummary, crawler: Crawler | null): v
 	summary.credits.used += crawl.sitemap_credits;
 	summary.targets.total = null;
 	summary.targets.remaining = null;
-	if (summary.stopped_reason === null) summary.complete = crawl.stopped_by === null;
+	if (summary.stopped_reason === null) {
+		summary.complete = crawl.stopped_by === null;
+		// An early end says why, on the terminal and in summary.json (shared/design.md, "Resume, budget, hints").
+		if (crawl.stopped_by !== null) summary.stopped_reason = crawl.stopped_by;
+	}
 }

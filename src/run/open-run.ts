@@ -29,6 +29,11 @@ interface RunMeta {
 	created_at: string;
 	/** `run --shard I/N`: this folder holds shard `index` of `count` (merge checks them). */
 	shard?: { index: number; count: number };
+	/**
+	 * The run's credit budget (job `max_credits` or `--max-credits`), kept so a plain `--resume` stays
+	 * within it; `--resume --max-credits N` replaces it. Absent in folders of older versions.
+	 */
+	max_credits?: number | null;
 }
 
 export interface OpenedRun {
@@ -41,6 +46,8 @@ export interface OpenedRun {
 	readonly lock: RunLock;
 	/** What earlier sessions measured that no record holds (their last summary.json); null for a new run. */
 	readonly carried: CarriedFigures | null;
+	/** The run's credit budget: this session's `--max-credits`, else the one kept in run.json, else the job's. */
+	readonly maxCredits: number | null;
 }
 
 /** The last summary.json of a run folder (unreadable or missing after a killed session: nothing is carried). */
@@ -53,6 +60,32 @@ function readCarried(runDir: string, meta: RunMeta): CarriedFigures {
 	}
 	const created = Date.parse(meta.created_at);
 	return carriedFrom(previous, Number.isFinite(created) ? created : null);
+}
+
+function writeMeta(runDir: string, meta: RunMeta): void {
+	writeFileSync(join(runDir, RUN_FILES.meta), `${JSON.stringify(meta, null, 2)}\n`);
+}
+
+/**
+ * A resumed run's budget (shared/design.md, "Resume, budget, hints"): the one kept in run.json stays in
+ * force; `--max-credits N` replaces it (and is kept in its place) only when N is above what the run has
+ * spent — at or below it, the session could send nothing, so it is refused (exit 2) naming the figure.
+ */
+function resumedBudget(
+	runDir: string,
+	meta: RunMeta | null,
+	flag: number | undefined,
+	spent: number,
+	jobBudget: number | null,
+): number | null {
+	if (flag === undefined) return meta && meta.max_credits !== undefined ? meta.max_credits : jobBudget;
+	if (flag <= spent) {
+		throw new ResumeError(
+			`--max-credits ${flag} is not above the ${spent} credits this run has already spent; resume with --max-credits larger than ${spent}`,
+		);
+	}
+	if (meta) writeMeta(runDir, { ...meta, max_credits: flag });
+	return flag;
 }
 
 function readMeta(runDir: string): RunMeta {
@@ -83,6 +116,8 @@ export async function openRun(options: {
 	runId?: string;
 	/** `--repair`: move lines of results.jsonl that are not records aside before resuming. */
 	repair?: boolean;
+	/** `--max-credits`: the budget of a new run, or the new budget of a resumed one (above what it spent). */
+	maxCredits?: number;
 }): Promise<OpenedRun> {
 	const { job, survey } = options;
 	const meta = options.resumeDir ? readMeta(options.resumeDir) : null;
@@ -119,7 +154,8 @@ export async function openRun(options: {
 					csv.close();
 				}
 			}
-			return { runId, runDir, prior, resumeTasks, lock, carried: meta ? readCarried(runDir, meta) : null };
+			const maxCredits = resumedBudget(runDir, meta, options.maxCredits, prior.statistics.creditsUsed, job.maxCredits);
+			return { runId, runDir, prior, resumeTasks, lock, carried: meta ? readCarried(runDir, meta) : null, maxCredits };
 		}
 		const runDir = createRunDir(options.outRoot, job.name, runId);
 		const created: RunMeta = {
@@ -131,9 +167,18 @@ export async function openRun(options: {
 			total: survey.total,
 			created_at: new Date(options.startedAt).toISOString(),
 			...(job.shard ? { shard: { index: job.shard.index, count: job.shard.count } } : {}),
+			max_credits: options.maxCredits ?? job.maxCredits,
 		};
-		writeFileSync(join(runDir, RUN_FILES.meta), `${JSON.stringify(created, null, 2)}\n`);
-		return { runId, runDir, prior: null, resumeTasks: new Map(), lock, carried: null };
+		writeMeta(runDir, created);
+		return {
+			runId,
+			runDir,
+			prior: null,
+			resumeTasks: new Map(),
+			lock,
+			carried: null,
+			maxCredits: created.max_credits ?? null,
+		};
 	} catch (error) {
 		lock.release();
 		throw error;

@@ -106,8 +106,12 @@ export interface RunJobOptions {
 	readonly adaptiveConcurrency?: boolean;
 	/** Root of output folders: `<outRoot>/<job>/<run-id>/`. */
 	readonly outRoot: string;
-	/** Hard budget; no fetch starts whose worst-case cost would not fit. */
-	readonly maxCredits: number | null;
+	/**
+	 * `--max-credits`: the credit budget of a new run, or the replacement budget of a resumed one (above
+	 * what it spent). Without it a new run takes the job's `max_credits` and a resumed one the budget kept
+	 * in its run.json. No fetch starts whose worst-case cost would not fit.
+	 */
+	readonly maxCredits?: number;
 	/** Continue this run folder instead of starting a new one. */
 	readonly resumeDir?: string;
 	/** With `resumeDir`: accept a job whose targets changed (changed targets run as new). */
@@ -193,8 +197,17 @@ export async function runJob(options: RunJobOptions): Promise<RunJobResult> {
 			logger: options.logger,
 			lock,
 			runId: newId,
+			...(options.maxCredits !== undefined ? { maxCredits: options.maxCredits } : {}),
 		});
-		return await execute(opened.runId, opened.runDir, opened.prior, opened.resumeTasks, health, opened.carried);
+		return await execute(
+			opened.runId,
+			opened.runDir,
+			opened.prior,
+			opened.resumeTasks,
+			health,
+			opened.carried,
+			opened.maxCredits,
+		);
 	} finally {
 		if (!options.lock) lock.release();
 	}
@@ -206,6 +219,7 @@ export async function runJob(options: RunJobOptions): Promise<RunJobResult> {
 		resumeTasks: ReadonlyMap<string, string>,
 		health: HealthReading,
 		carried: CarriedFigures | null,
+		maxCredits: number | null,
 	): Promise<RunJobResult> {
 		const runLog = createRunLog(join(runDir, RUN_FILES.log), options.secrets);
 		const log = runLog.log;
@@ -228,7 +242,7 @@ export async function runJob(options: RunJobOptions): Promise<RunJobResult> {
 		const stats = prior?.statistics ?? createRunStatistics();
 		// A resumed run's earlier records are on disk only: its report is rebuilt from the folder instead.
 		const report = prior === null ? createReportCollector(startedAt) : null;
-		const budget = createCreditBudget(options.maxCredits, stats.creditsUsed);
+		const budget = createCreditBudget(maxCredits, stats.creditsUsed);
 		const gate = createSendGate(clock, sleep, {
 			// Each 429 window in run.log, with its length: the report marks them on its timeline.
 			onPause: (pauseMs) =>
@@ -347,7 +361,8 @@ export async function runJob(options: RunJobOptions): Promise<RunJobResult> {
 		const progress = () => {
 			options.onProgress?.({
 				done: stats.done,
-				total: survey.total,
+				// A crawl's total grows as it discovers pages: never shown below what is done.
+				total: Math.max(survey.total, stats.done),
 				ok: stats.byStatus.ok,
 				failed: stats.byStatus.failed,
 				skipped: stats.byStatus.skipped,
@@ -371,8 +386,14 @@ export async function runJob(options: RunJobOptions): Promise<RunJobResult> {
 		pauseTicker.unref();
 
 		const scrub = createRecordScrubber(options.secrets);
-		const write = (unsafe: ResultRecord) => {
+		/**
+		 * The one record path: scrubbed first (keys, URL credentials), then stamped against the history
+		 * (`content_hash`, `change`, the changes.jsonl line), then fanned out to the sinks, the history,
+		 * the statistics and the report. No record or journal line reaches a file by another route.
+		 */
+		const write = (unsafe: ResultRecord, body: Parameters<NonNullable<typeof changes>["stamp"]>[1]) => {
 			const record = scrub(unsafe);
+			changes?.stamp(record, body);
 			if (record.status === "ok") fill?.add(record.data);
 			const offset = jsonl.size;
 			for (const sink of sinks) sink.write(record);
@@ -402,8 +423,7 @@ export async function runJob(options: RunJobOptions): Promise<RunJobResult> {
 					job,
 					parsed,
 				);
-				changes?.stamp(record, result.kind === "ok" ? (result.spilled ?? result.body) : null);
-				write(record);
+				write(record, result.kind === "ok" ? (result.spilled ?? result.body) : null);
 				return record;
 			} catch (error) {
 				outputFailed(error);
@@ -552,10 +572,7 @@ export async function runJob(options: RunJobOptions): Promise<RunJobResult> {
 			);
 			if (evaluated.length > 0)
 				record.data = { ...record.data, evaluate: evaluated.length === 1 ? evaluated[0] : evaluated };
-			guardOutput(() => {
-				changes?.stamp(record, result.kind === "ok" ? result.body : null);
-				write(record);
-			});
+			guardOutput(() => write(record, result.kind === "ok" ? result.body : null));
 		};
 
 		/**
@@ -653,7 +670,7 @@ export async function runJob(options: RunJobOptions): Promise<RunJobResult> {
 				resumed: prior !== null,
 				stopReason: reason,
 				survey,
-				maxCredits: options.maxCredits,
+				maxCredits,
 				rateLimitPauses: gate.pauses,
 				concurrency: options.adaptiveConcurrency
 					? Math.min(options.concurrency, learnedLimit ?? queue.concurrency)
@@ -673,17 +690,8 @@ export async function runJob(options: RunJobOptions): Promise<RunJobResult> {
 			writeSummary(join(runDir, RUN_FILES.summary), summary);
 			return `summary.json written in ${runDir}${inFlight > 0 ? `; ${inFlight === 1 ? "1 fetch" : `${inFlight} fetches`} in flight abandoned (the service may still charge them)` : ""}`;
 		};
-		// Without the CLI's last words (a library caller), the same word runs on process.exit: "exit"
-		// listeners still run, synchronously.
-		const onExit = () => {
-			try {
-				lastWord();
-			} catch {
-				// Exiting anyway: the records are on disk, and --resume rebuilds the counts from them.
-			}
-		};
-		if (!options.lastWords) process.once("exit", onExit);
-		const removeLastWord = options.lastWords?.add(lastWord) ?? (() => process.removeListener("exit", onExit));
+		// The process's own hooks are the CLI's (bin.ts): a library caller that wants the same word passes `lastWords`.
+		const removeLastWord = options.lastWords?.add(lastWord) ?? (() => undefined);
 
 		// --- feed the queue with back-pressure: never more than a few targets per slot waiting -------------
 		const hosts = job.perHostConcurrency ? createHostGate(job.perHostConcurrency, queue.add) : null;

@@ -1,5 +1,6 @@
 import { type ChildProcess, spawn } from "node:child_process";
-import { existsSync } from "node:fs";
+import { chmodSync, existsSync, mkdtempSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
 import { join } from "node:path";
 
 /** The built CLI; `npm test` builds before running the tests. */
@@ -20,6 +21,39 @@ export function spawnCli(args: string[], env: NodeJS.ProcessEnv, cwd?: string): 
 	const child = spawn(process.execPath, [BIN, ...args], {
 		// TMPDIR: the test run's own temporary folder (test/helpers/temp-root.ts).
 		env: { PATH: process.env.PATH, TMPDIR: process.env.TMPDIR, ...env },
+		cwd,
+		stdio: ["ignore", "pipe", "pipe"],
+	});
+	let stdout = "";
+	let stderr = "";
+	child.stdout?.on("data", (chunk: Buffer) => {
+		stdout += chunk.toString();
+	});
+	child.stderr?.on("data", (chunk: Buffer) => {
+		stderr += chunk.toString();
+	});
+	const done = new Promise<{ code: number; signal: NodeJS.Signals | null; stdout: string; stderr: string }>(
+		(resolve) => {
+			child.on("close", (code, signal) => resolve({ code: code ?? -1, signal, stdout, stderr }));
+		},
+	);
+	return { child, done };
+}
+
+/**
+ * Run a hint the CLI printed exactly as a user pastes it: through `sh -c`, where `npx scrapejob`
+ * (the README's form) is this checkout's built CLI. Quoting, flags and paths are the hint's own.
+ */
+export function runPrintedCommand(command: string, env: NodeJS.ProcessEnv, cwd: string): SpawnedCli {
+	const shims = mkdtempSync(join(tmpdir(), "npx-shim-"));
+	// `npx scrapejob …` → `node dist/cli/bin.js …`; any other npx use is a test error.
+	writeFileSync(
+		join(shims, "npx"),
+		`#!/bin/sh\n[ "$1" = scrapejob ] || { echo "npx shim: only scrapejob, got $1" >&2; exit 127; }\nshift\nexec "${process.execPath}" "${BIN}" "$@"\n`,
+	);
+	chmodSync(join(shims, "npx"), 0o755);
+	const child = spawn("/bin/sh", ["-c", command], {
+		env: { TMPDIR: process.env.TMPDIR, ...env, PATH: `${shims}:${process.env.PATH ?? ""}` },
 		cwd,
 		stdio: ["ignore", "pipe", "pipe"],
 	});

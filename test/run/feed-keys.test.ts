@@ -33,7 +33,6 @@ describe("the run's duplicate check spills to its folder", () => {
 			client: createScraperClient({ scraperKey: service.emulator.scraperKey, baseUrl: service.emulator.scraperUrl }),
 			concurrency: 4,
 			outRoot: out,
-			maxCredits: null,
 			signal: new AbortController().signal,
 			secrets: [],
 			feedKeysInMemory: 8,

@@ -7,7 +7,7 @@ import type { Job } from "../../src/job/index.js";
 import { readRecords, readSummary, tempDir, writeJob } from "../helpers/job-files.js";
 import { runCli } from "../helpers/run-cli.js";
 import { startTestService, type TestService } from "../helpers/service.js";
-import { assertBuilt, spawnCli } from "../helpers/spawn-cli.js";
+import { assertBuilt, runPrintedCommand, spawnCli } from "../helpers/spawn-cli.js";
 
 let service: TestService | undefined;
 beforeAll(() => assertBuilt());
@@ -102,11 +102,8 @@ describe("the resume hint resumes this run", () => {
 		const interrupted = await first.done;
 		expect(interrupted.code).toBe(130);
 		const hint = /finish with `([^`]+)`/.exec(interrupted.stdout)?.[1];
-		expect(hint).toBe("scrapejob run shop.yaml --out out2 --resume");
-
-		const [command, ...args] = (hint ?? "").split(" ");
-		expect(command).toBe("scrapejob");
-		const resumed = await spawnCli(args, service.env, dir).done;
+		expect(hint).toBe("npx scrapejob run shop.yaml --out out2 --resume");
+		const resumed = await runPrintedCommand(hint ?? "", service.env, dir).done;
 		expect(resumed.code).toBe(0);
 		const runDir = join(runParent, readdirSync(runParent).filter((name) => !name.startsWith("."))[0]!);
 		expect(readSummary(runDir).complete).toBe(true);
@@ -124,10 +121,10 @@ describe("the resume hint resumes this run", () => {
 		const older = join(jobDir, "20260101T000000Z-aaaaaa");
 		const newer = join(jobDir, "20260102T000000Z-bbbbbb");
 		expect(resumeCommand({ cwd: dir }, job, { out: "out", sandbox: true }, older)).toBe(
-			"scrapejob run 'jobs/my shop.yaml' --out out --sandbox --resume 20260101T000000Z-aaaaaa",
+			"npx scrapejob run 'jobs/my shop.yaml' --out out --sandbox --resume 20260101T000000Z-aaaaaa",
 		);
 		expect(resumeCommand({ cwd: dir }, job, { out: "output" }, newer)).toBe(
-			"scrapejob run 'jobs/my shop.yaml' --resume",
+			"npx scrapejob run 'jobs/my shop.yaml' --resume",
 		);
 	});
 });

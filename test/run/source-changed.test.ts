@@ -32,7 +32,6 @@ describe("a source that changes under a run", () => {
 			client: createScraperClient({ scraperKey: service.emulator.scraperKey, baseUrl: service.emulator.scraperUrl }),
 			concurrency: 2,
 			outRoot: out,
-			maxCredits: null,
 			signal: new AbortController().signal,
 			secrets: [],
 		});

@@ -123,7 +123,7 @@ describe("stops: what a user sees when in-flight fetches are given up", () => {
 			const runDir = runDirOf(out);
 			const last = screen.slice(screen.lastIndexOf("scrapejob: stopped at once"));
 			expect(last).toMatch(
-				/^scrapejob: stopped at once \(SIGINT again\); records written so far are kept; summary\.json written in .+; 3 fetches in flight abandoned \(the service may still charge them\); finish with `scrapejob run .+ --resume`\r?\n$/,
+				/^scrapejob: stopped at once \(SIGINT again\); records written so far are kept; summary\.json written in .+; 3 fetches in flight abandoned \(the service may still charge them\); finish with `npx scrapejob run .+ --resume`\r?\n$/,
 			);
 			// The bar's line was ended before that line: the shell prompt after it starts on a line of its own.
 			const before = screen.slice(0, screen.lastIndexOf("scrapejob: stopped at once"));

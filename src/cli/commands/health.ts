@@ -1,7 +1,7 @@
 import type { Command } from "commander";
+import { connectScraper } from "../../library/index.js";
 import { type CliContext, useColor, writeJson, writeLine } from "../context.js";
 import { createStyle } from "../format/index.js";
-import { connectScraper } from "../scraper-access.js";
 import { addServiceOptions, connectService, type ServiceFlags } from "../service-connection.js";
 
 export interface HealthFlags extends ServiceFlags {

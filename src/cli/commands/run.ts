@@ -1,10 +1,7 @@
-import { createReadStream, existsSync } from "node:fs";
-import { join, resolve } from "node:path";
-import { createInterface } from "node:readline";
+import { existsSync } from "node:fs";
+import { resolve } from "node:path";
 import { type Command, InvalidArgumentError } from "commander";
 import pino, { type Logger } from "pino";
-import type { ScraperAccess } from "../../api/index.js";
-import { type JobHistory, openJobHistory } from "../../history/index.js";
 import {
 	formatProblem,
 	type Job,
@@ -15,16 +12,20 @@ import {
 	streamTargetBatches,
 	type TargetCounts,
 } from "../../job/index.js";
-import { csvColumnsFor, formatSummary, jobOutputDir } from "../../output/index.js";
 import {
-	checkCost,
-	notifyRunEnd,
-	type ProgressSnapshot,
-	type RunJobResult,
-	resolveConcurrency,
-	runJob,
-	surveyTargets,
-} from "../../run/index.js";
+	connectBrowser,
+	connectScraper,
+	lockPlannedRuns,
+	NoScraperAccessError,
+	type PlannedRun,
+	type PlannedRunOutcome,
+	planRuns,
+	type RunServices,
+	releasePlannedRuns,
+	runPlannedJob,
+} from "../../library/index.js";
+import { csvColumnsFor, formatSummary } from "../../output/index.js";
+import { checkCost, type ProgressSnapshot, surveyTargets } from "../../run/index.js";
 import {
 	DURATION_HINT,
 	errorMessage,
@@ -34,7 +35,6 @@ import {
 	redactSecrets,
 	UsageError,
 } from "../../shared/index.js";
-import { connectBrowser, type RunBrowserAccess } from "../browser-access.js";
 import { type CliContext, writeLine } from "../context.js";
 import { crawlCreditBound, crawlDryRunLines } from "../crawl-dry-run.js";
 import { EXIT } from "../exit-codes.js";
@@ -42,8 +42,6 @@ import { tuneHeapForRun } from "../heap-growth.js";
 import { printJsonError } from "../json-error.js";
 import { createProgressBar, createProgressLog, type ProgressDisplay, progressLogFields } from "../progress-display.js";
 import { resumeCommand } from "../resume-hint.js";
-import { lockPlannedRuns, type PlannedRun, planRuns, releasePlannedRuns } from "../run-plan.js";
-import { connectScraper, NoScraperAccessError } from "../scraper-access.js";
 import {
 	addServiceOptions,
 	connectService,
@@ -195,63 +193,9 @@ Examples:
 	});
 }
 
-/**
- * Freshness (`--freshness` / `freshness:`) and `--retry-failed` as a selection on the job's targets, so
- * counting, the summary's totals and the run itself all see the same targets.
- */
-async function selectTargets(
-	plan: PlannedRun,
-	history: JobHistory,
-	flags: RunFlags,
-	outRoot: string,
-): Promise<{ job: Job; counts: TargetCounts | null }> {
-	const retry = flags.retryFailed;
-	// Retrying failures is explicit: every target whose latest record failed runs, however recent its
-	// last ok record (and the run's deselected targets are then the not-failed ones, none of them "fresh").
-	const freshnessMs = retry !== undefined && retry !== false ? 0 : (flags.freshness ?? plan.job.freshnessMs);
-	if (freshnessMs <= 0 && (retry === undefined || retry === false)) return { job: plan.job, counts: plan.counts };
-	const now = Date.now();
-	let failedInRun: Set<string> | null = null;
-	if (typeof retry === "string") {
-		// A run id names a folder of this job, nothing else: no path may lead out of output/<job>/.
-		if (!/^[\w.-]+$/.test(retry) || retry.startsWith("."))
-			throw new UsageError(
-				`--retry-failed: ${JSON.stringify(retry)} is not a run id (a folder name under output/<job>/)`,
-			);
-		const runDir = join(jobOutputDir(outRoot, plan.job.name), retry);
-		if (!existsSync(join(runDir, "results.jsonl")))
-			throw new UsageError(`--retry-failed: no run ${retry} of job ${plan.job.name} under ${outRoot}`);
-		failedInRun = await failedIds(join(runDir, "results.jsonl"));
-	}
-	const select = (target: { id: string }) => {
-		const entry = history.get(target.id);
-		if (retry !== undefined && retry !== false) {
-			if (failedInRun ? !failedInRun.has(target.id) : entry?.latest !== "failed") return false;
-		}
-		return !(freshnessMs > 0 && entry?.okAt != null && now - entry.okAt < freshnessMs);
-	};
-	return { job: { ...plan.job, freshnessMs, select }, counts: null };
-}
-
 /** The progress bar's label: the job's name, and how many targets freshness left out (they are not in its total). */
 function withFresh(job: Job, deselected: number): string {
 	return job.freshnessMs > 0 && deselected > 0 ? `${job.name} (${deselected} fresh)` : job.name;
-}
-
-/** The ids of a run's failed records, read line by line (a results.jsonl can be larger than a string may be). */
-async function failedIds(path: string): Promise<Set<string>> {
-	const ids = new Set<string>();
-	const lines = createInterface({ input: createReadStream(path), crlfDelay: Number.POSITIVE_INFINITY });
-	for await (const line of lines) {
-		if (!line.includes('"status":"failed"')) continue;
-		try {
-			const record = JSON.parse(line) as { id?: unknown; status?: unknown };
-			if (record.status === "failed" && typeof record.id === "string") ids.add(record.id);
-		} catch {
-			// a torn line
-		}
-	}
-	return ids;
 }
 
 /** `--shard`: each job narrowed to its shard; the loader's counts were for all targets, so they are dropped. */
@@ -330,9 +274,13 @@ async function runCommand(ctx: CliContext, paths: string[], flags: RunFlags): Pr
 
 		// Which runs to start or continue, and their locks, before the first request (nothing sent on a refusal).
 		const outRoot = resolve(ctx.cwd, flags.out);
-		planned = planRuns(ctx, jobs, outRoot, flags.resume);
+		const plans = planRuns(jobs, outRoot, flags.resume);
+		for (const note of plans.notes) writeLine(ctx.stdout, note);
+		planned = plans.planned;
 		if (planned.length === 0) return EXIT.ok;
-		lockPlannedRuns(ctx, planned, outRoot, flags.quiet === true);
+		for (const message of lockPlannedRuns(planned, outRoot)) {
+			if (!flags.quiet) writeLine(ctx.stderr, `scrapejob: ${message}`);
+		}
 
 		connection ??= await connectService(ctx, flags);
 		const { config } = connection;
@@ -347,23 +295,20 @@ async function runCommand(ctx: CliContext, paths: string[], flags: RunFlags): Pr
 		// Jobs with browser_session: targets need the browser service: no access stops here, before any fetch.
 		const browser = jobs.some(({ job }) => jobUsesBrowser(job)) ? await connectBrowser(ctx, connection) : undefined;
 		if (browser) secrets.push(browser.key);
-		const accountConcurrency = scraper.access?.concurrency ?? null;
-		const access = scraper.access;
 		const notes: TerminalNotes = { display: undefined, pending: [] };
 		const logger = stderrLogger(ctx, flags.quiet === true, secrets, notes);
+		const services: RunServices = {
+			clientFor: scraper.clientFor,
+			accountConcurrency: scraper.access?.concurrency ?? null,
+			access: scraper.access,
+			secrets,
+			browser,
+		};
 
 		let worst: number = EXIT.ok;
 		for (const plan of planned) {
 			if (ctx.signal.aborted) break;
-			const code = await runOne(ctx, plan, flags, {
-				clientFor: scraper.clientFor,
-				accountConcurrency,
-				access,
-				logger,
-				secrets,
-				notes,
-				browser,
-			});
+			const code = await runOne(ctx, plan, flags, services, logger, notes);
 			worst = Math.max(worst, code);
 			if (code === EXIT.authOrCredits || code === EXIT.interrupted) break;
 		}
@@ -468,132 +413,91 @@ async function readBalance(
 	}
 }
 
-interface RunContext {
-	/** The scraper client a job fetches with, on at most its concurrency's sockets. */
-	clientFor(connections: number): ReturnType<ServiceConnection["scraper"]>;
-	accountConcurrency: number | null;
-	access: ScraperAccess | null;
-	logger: Logger;
-	secrets: string[];
-	notes: TerminalNotes;
-	browser: RunBrowserAccess | undefined;
-}
-
-async function runOne(ctx: CliContext, plan: PlannedRun, flags: RunFlags, run: RunContext): Promise<number> {
-	const outRoot = resolve(ctx.cwd, flags.out);
-	// Incremental runs: the job's history decides what is fresh and what failed last time.
-	const history = openJobHistory(jobOutputDir(outRoot, plan.job.name));
-	try {
-		return await runWithHistory(ctx, plan, flags, run, history, outRoot);
-	} finally {
-		history.close();
-	}
-}
-
-async function runWithHistory(
+/**
+ * One planned job through the library's `runPlannedJob` (the one run path): this side only shows
+ * progress, prints the summary and maps the outcome to an exit code.
+ */
+async function runOne(
 	ctx: CliContext,
 	plan: PlannedRun,
 	flags: RunFlags,
-	run: RunContext,
-	history: JobHistory,
-	outRoot: string,
+	services: RunServices,
+	logger: Logger,
+	notes: TerminalNotes,
 ): Promise<number> {
-	const { resumeDir } = plan;
-	const { job, counts } = await selectTargets(plan, history, flags, outRoot);
-	const wanted = flags.concurrency ?? (job.concurrency === "auto" ? null : job.concurrency);
-	const limits = resolveConcurrency({ accountLimit: run.accountConcurrency, wanted });
-	for (const warning of limits.warnings) run.logger.warn({ job: job.name, limit: limits.ceiling }, warning);
-	const concurrency = limits.ceiling;
-	const adaptive = limits.adaptive;
-
-	const survey = await surveyTargets(job, counts, ctx.signal);
-	// Ctrl-C while validating or counting: nothing was sent, so leave no empty run folder behind.
-	if (ctx.signal.aborted) return EXIT.interrupted;
 	const interactive = ctx.stderr.isTTY === true && !flags.quiet;
 	let display: ProgressDisplay | undefined;
-	if (interactive) {
-		display = createProgressBar(ctx, withFresh(job, survey.deselected), survey.total);
-		run.notes.display = display;
-	} else if (!flags.quiet) {
-		display = createProgressLog((snapshot: ProgressSnapshot) =>
-			run.logger.info({ job: job.name, ...progressLogFields(snapshot) }, "progress"),
-		);
-	}
-	if (!interactive) {
-		run.logger.info(
-			{
-				job: job.name,
-				targets: survey.total,
-				concurrency,
-				adaptive,
-				credits: run.access?.credits ?? null,
-				resume: resumeDir ?? null,
-				...(job.freshnessMs > 0 ? { fresh: survey.deselected } : {}),
-			},
-			"run starting",
-		);
-	}
-
-	// A second Ctrl-C ends the process at once (bin.ts): the bar gets its own line back, and the line
-	// printed says how to finish the run, when its folder exists.
-	const runDir = resumeDir ?? join(jobOutputDir(outRoot, job.name), plan.runId);
-	const removeLastWord = ctx.lastWords?.add(() => {
-		display?.stop();
-		return existsSync(runDir) ? `finish with \`${resumeCommand(ctx, job, flags, runDir)}\`` : undefined;
-	});
-	let result: RunJobResult;
+	let removeLastWord: (() => void) | undefined;
+	let outcome: PlannedRunOutcome;
 	try {
-		result = await runJob({
-			lastWords: ctx.lastWords,
-			job,
-			survey,
-			client: run.clientFor(concurrency),
-			concurrency,
-			adaptiveConcurrency: adaptive,
-			outRoot,
-			maxCredits: flags.maxCredits ?? job.maxCredits,
-			...(resumeDir ? { resumeDir } : { runId: plan.runId }),
-			...(plan.lock ? { lock: plan.lock } : {}),
-			force: flags.force === true,
-			repair: flags.repair === true,
+		outcome = await runPlannedJob(plan, services, {
+			outRoot: resolve(ctx.cwd, flags.out),
 			signal: ctx.signal,
+			logger,
+			...(ctx.lastWords ? { lastWords: ctx.lastWords } : {}),
+			...(flags.concurrency !== undefined ? { concurrency: flags.concurrency } : {}),
+			...(flags.maxCredits !== undefined ? { maxCredits: flags.maxCredits } : {}),
+			...(flags.freshness !== undefined ? { freshnessMs: flags.freshness } : {}),
+			...(flags.retryFailed !== undefined ? { retryFailed: flags.retryFailed } : {}),
+			...(flags.force ? { force: true } : {}),
+			...(flags.repair ? { repair: true } : {}),
 			...(flags.gracePeriod !== undefined ? { gracePeriodMs: flags.gracePeriod } : {}),
-			...(flags.taskPollMs !== undefined
-				? { taskPoll: { initialIntervalMs: flags.taskPollMs, maxIntervalMs: flags.taskPollMs * 10 } }
-				: {}),
-			secrets: run.secrets,
-			history,
+			...(flags.taskPollMs !== undefined ? { taskPollMs: flags.taskPollMs } : {}),
 			...(flags.outageTimeout !== undefined ? { outageTimeoutMs: flags.outageTimeout } : {}),
-			...(run.browser && jobUsesBrowser(job) ? { browser: run.browser } : {}),
+			...(flags.notify !== undefined ? { notifyUrl: flags.notify } : {}),
 			...crawlKeysInMemory(ctx.env),
-			logger: run.logger,
-			...(display ? { onProgress: (snapshot: ProgressSnapshot) => display?.update(snapshot) } : {}),
+			// Said even with --quiet: a cron run is quiet, and a hook that never hears must not go unnoticed.
+			onNotifyWarning: (message) => writeLine(ctx.stderr, `scrapejob: ${message}`),
+			onStart: ({ job, survey, concurrency, adaptive, runDir }) => {
+				if (interactive) {
+					display = createProgressBar(ctx, withFresh(job, survey.deselected), survey.total);
+					notes.display = display;
+				} else if (!flags.quiet) {
+					display = createProgressLog((snapshot: ProgressSnapshot) =>
+						logger.info({ job: job.name, ...progressLogFields(snapshot) }, "progress"),
+					);
+				}
+				if (!interactive) {
+					logger.info(
+						{
+							job: job.name,
+							targets: survey.total,
+							concurrency,
+							adaptive,
+							credits: services.access?.credits ?? null,
+							resume: plan.resumeDir ?? null,
+							...(job.freshnessMs > 0 ? { fresh: survey.deselected } : {}),
+						},
+						"run starting",
+					);
+				}
+				// A second Ctrl-C ends the process at once (bin.ts): the bar gets its own line back, and the
+				// line printed says how to finish the run, when its folder exists.
+				removeLastWord = ctx.lastWords?.add(() => {
+					display?.stop();
+					return existsSync(runDir) ? `finish with \`${resumeCommand(ctx, job, flags, runDir)}\`` : undefined;
+				});
+				return display ? (snapshot: ProgressSnapshot) => display?.update(snapshot) : undefined;
+			},
 		});
 	} finally {
 		removeLastWord?.();
 		display?.stop();
-		run.notes.display = undefined;
-		for (const text of run.notes.pending.splice(0)) writeLine(ctx.stderr, `scrapejob: ${text}`);
+		notes.display = undefined;
+		for (const text of notes.pending.splice(0)) writeLine(ctx.stderr, `scrapejob: ${text}`);
 	}
-
-	const { summary } = result;
+	// Ctrl-C while validating or counting: nothing was sent.
+	if (!outcome) return EXIT.interrupted;
+	const { summary, job } = outcome;
 	if (flags.json)
-		writeLine(ctx.stdout, JSON.stringify({ ...summary, run_dir: result.runDir, report: result.reportPath }));
+		writeLine(ctx.stdout, JSON.stringify({ ...summary, run_dir: outcome.runDir, report: outcome.reportPath }));
 	else {
-		ctx.stdout.write(formatSummary(summary, result.runDir, resumeCommand(ctx, job, flags, result.runDir)));
-		if (result.reportPath) writeLine(ctx.stdout, `report     ${result.reportPath}`);
+		ctx.stdout.write(formatSummary(summary, outcome.runDir, resumeCommand(ctx, job, flags, outcome.runDir, summary)));
+		if (outcome.reportPath) writeLine(ctx.stdout, `report     ${outcome.reportPath}`);
 	}
-	if (!interactive)
-		run.logger.info({ job: job.name, complete: summary.complete, run_dir: result.runDir }, "run finished");
-	const notify = flags.notify ? { ...job.notify, url: flags.notify } : job.notify;
-	if (notify) {
-		await notifyRunEnd(notify, summary, result.runDir, {
-			// Said even with --quiet: a cron run is quiet, and a hook that never hears must not go unnoticed.
-			warn: (message) => writeLine(ctx.stderr, `scrapejob: ${message}`),
-		});
-	}
+	if (!interactive) logger.info({ job: job.name, complete: summary.complete, run_dir: outcome.runDir }, "run finished");
 
-	switch (result.stopReason) {
+	switch (outcome.stopReason) {
 		case "interrupted":
 			return EXIT.interrupted;
 		case "unauthorized":
@@ -605,20 +509,20 @@ async function runWithHistory(
 			return EXIT.someTargetsFailed;
 		case "output_failed":
 			// Said even with --quiet: a full disk is what the person reading the cron mail must learn.
-			writeLine(ctx.stderr, `scrapejob: ${result.stopMessage ?? "output failed: nothing more was sent"}`);
+			writeLine(ctx.stderr, `scrapejob: ${outcome.stopMessage ?? "output failed: nothing more was sent"}`);
 			return EXIT.outputFailed;
 		case "invalid_source":
 			return EXIT.invalidInput;
 		case "lease_lost":
 			writeLine(
 				ctx.stderr,
-				`scrapejob: ${result.stopMessage ?? "lease lost: another process took the job's lock over"}`,
+				`scrapejob: ${outcome.stopMessage ?? "lease lost: another process took the job's lock over"}`,
 			);
 			return EXIT.lockHeld;
 		case null:
 			break;
 		default: {
-			const unreachable: never = result.stopReason;
+			const unreachable: never = outcome.stopReason;
 			throw new Error(`unhandled stop reason ${String(unreachable)}`);
 		}
 	}

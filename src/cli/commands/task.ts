@@ -2,11 +2,11 @@ import { writeFile } from "node:fs/promises";
 import { resolve } from "node:path";
 import type { Command } from "commander";
 import type { TaskState } from "../../api/index.js";
+import { connectScraper } from "../../library/index.js";
 import { UsageError } from "../../shared/index.js";
 import { type CliContext, useColor, writeJson, writeLine } from "../context.js";
 import { EXIT } from "../exit-codes.js";
 import { createStyle, formatNumber, type Style } from "../format/index.js";
-import { connectScraper } from "../scraper-access.js";
 import { addServiceOptions, connectService, type ServiceFlags } from "../service-connection.js";
 
 export interface TaskFlags extends ServiceFlags {

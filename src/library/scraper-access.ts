@@ -1,7 +1,6 @@
 import { DEFAULT_SCRAPER_URL, type ScraperAccess, type ScraperClient } from "../api/index.js";
 import { maskSecret, ScrapejobError } from "../shared/index.js";
-import type { CliContext } from "./context.js";
-import { noKeyError, type ServiceConnection } from "./service-connection.js";
+import { type ConnectContext, noKeyError, type ServiceConnection } from "./service-connection.js";
 
 /** The account has no scraper access (`has_access: false`, `api_key: null`, spec 2.3). Exit 3, like a refused key. */
 export class NoScraperAccessError extends ScrapejobError {
@@ -29,7 +28,7 @@ export interface ScraperAccessPoint {
  * The scraper key from SCRAPEJOB_SCRAPER_KEY, else learned from the account's GET /public/scraper
  * (`api_key` and `endpoint_url`) — the same order `run` uses, so `health` checks what a run would use.
  */
-export async function connectScraper(ctx: CliContext, connection: ServiceConnection): Promise<ScraperAccessPoint> {
+export async function connectScraper(ctx: ConnectContext, connection: ServiceConnection): Promise<ScraperAccessPoint> {
 	const configured = connection.config.scraperKey;
 	if (configured) {
 		const endpoint = connection.config.scraperUrl ?? DEFAULT_SCRAPER_URL;

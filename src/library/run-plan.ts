@@ -3,7 +3,6 @@ import { type Job, SHARD_SUFFIX_PATTERN, shardSuffix, type TargetCounts } from "
 import { newRunId } from "../output/index.js";
 import { listRuns, lockJobOutput, type RunLock, tookOverMessage } from "../run/index.js";
 import { UsageError } from "../shared/index.js";
-import { type CliContext, writeLine } from "./context.js";
 
 /** One job of a `run` command, with the run it continues or starts and its lock. */
 export interface PlannedRun {
@@ -16,17 +15,24 @@ export interface PlannedRun {
 	lock?: RunLock;
 }
 
+/** What `planRuns` decided: the runs to start or continue, and sentences on the jobs left out. */
+export interface RunPlans {
+	readonly planned: PlannedRun[];
+	/** "job: run X is already complete; nothing to resume." — one per job left out. */
+	readonly notes: string[];
+}
+
 /**
  * Which run each job continues (`--resume [RUN_ID]`) or starts. Reads only the output folders: no
- * request is made. A job whose chosen run is already complete is reported and left out.
+ * request is made. A job whose chosen run is already complete is left out, with a note.
  */
 export function planRuns(
-	ctx: CliContext,
 	jobs: ReadonlyArray<{ job: Job; counts: TargetCounts | null }>,
 	outRoot: string,
 	resume: boolean | string | undefined,
-): PlannedRun[] {
+): RunPlans {
 	const planned: PlannedRun[] = [];
+	const notes: string[] = [];
 	for (const { job, counts } of jobs) {
 		// A shard's run folders end in -shard-I-of-N: it resumes its own, an unsharded run none of them.
 		const suffix = job.shard ? shardSuffix(job.shard) : null;
@@ -46,19 +52,21 @@ export function planRuns(
 			);
 		}
 		if (chosen.complete) {
-			writeLine(ctx.stdout, `${job.name}: run ${chosen.runId} is already complete; nothing to resume.`);
+			notes.push(`${job.name}: run ${chosen.runId} is already complete; nothing to resume.`);
 			continue;
 		}
 		planned.push({ job, counts, resumeDir: chosen.dir, runId: basename(chosen.dir) });
 	}
-	return planned;
+	return { planned, notes };
 }
 
 /**
  * Take every planned job's lock before the first request: a run that loses a lock (cron overlap)
- * exits having sent nothing. On a refusal the locks already taken are given back.
+ * exits having sent nothing. On a refusal the locks already taken are given back. Returns what a
+ * taken-over lock says (a run that crashed left it behind).
  */
-export function lockPlannedRuns(ctx: CliContext, planned: PlannedRun[], outRoot: string, quiet: boolean): void {
+export function lockPlannedRuns(planned: PlannedRun[], outRoot: string): string[] {
+	const tookOver: string[] = [];
 	try {
 		const byJobName = new Map<string, RunLock>();
 		for (const run of planned) {
@@ -77,12 +85,13 @@ export function lockPlannedRuns(ctx: CliContext, planned: PlannedRun[], outRoot:
 				run.job.shard ? `.lock${shardSuffix(run.job.shard)}` : ".lock",
 			);
 			byJobName.set(lockKey, run.lock);
-			if (run.lock.tookOver && !quiet) writeLine(ctx.stderr, `scrapejob: ${tookOverMessage(run.lock)}`);
+			if (run.lock.tookOver) tookOver.push(tookOverMessage(run.lock));
 		}
 	} catch (error) {
 		releasePlannedRuns(planned);
 		throw error;
 	}
+	return tookOver;
 }
 
 export function releasePlannedRuns(planned: readonly PlannedRun[]): void {

@@ -1,7 +1,6 @@
 import type { BrowserServiceAccess } from "../browser/index.js";
 import { ScrapejobError } from "../shared/index.js";
-import type { CliContext } from "./context.js";
-import type { ServiceConnection } from "./service-connection.js";
+import type { ConnectContext, ServiceConnection } from "./service-connection.js";
 
 /** The account has no browser access, or no way to ask (no account key). Exit 3 before anything starts. */
 export class NoBrowserAccessError extends ScrapejobError {
@@ -19,7 +18,7 @@ export type RunBrowserAccess = BrowserServiceAccess & {
  * The browser key, address and limits from GET /public/browser (spec 2.4), for jobs with
  * `browser_session:` targets. The key is only ever handed to the CDP client (and to log scrubbing).
  */
-export async function connectBrowser(ctx: CliContext, connection: ServiceConnection): Promise<RunBrowserAccess> {
+export async function connectBrowser(ctx: ConnectContext, connection: ServiceConnection): Promise<RunBrowserAccess> {
 	const account = connection.account;
 	if (!account) {
 		throw new NoBrowserAccessError(

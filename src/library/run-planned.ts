@@ -1,0 +1,217 @@
+import { createReadStream, existsSync } from "node:fs";
+import { join } from "node:path";
+import { createInterface } from "node:readline";
+import type { Logger } from "pino";
+import type { ScraperAccess, ScraperClient } from "../api/index.js";
+import { type JobHistory, openJobHistory } from "../history/index.js";
+import { type Job, jobUsesBrowser, type TargetCounts } from "../job/index.js";
+import { jobOutputDir } from "../output/index.js";
+import {
+	notifyRunEnd,
+	type ProgressSnapshot,
+	type RunJobResult,
+	resolveConcurrency,
+	runJob,
+	surveyTargets,
+	type TargetSurvey,
+} from "../run/index.js";
+import { type LastWords, UsageError } from "../shared/index.js";
+import type { RunBrowserAccess } from "./browser-access.js";
+import type { PlannedRun } from "./run-plan.js";
+
+/** What a run fetches with: learned once per command, shared by every job it runs. */
+export interface RunServices {
+	/** The scraper client a job fetches with, on at most its concurrency's sockets. */
+	clientFor(connections: number): ScraperClient;
+	/** The account's concurrency; null when only a scraper key is known (learned from the service). */
+	readonly accountConcurrency: number | null;
+	/** The account's scraper access record (credits), when it was read. */
+	readonly access: ScraperAccess | null;
+	/** Keys scrubbed from every file and message of the run. */
+	readonly secrets: readonly string[];
+	/** The browser service, when a job has `browser_session:` targets. */
+	readonly browser: RunBrowserAccess | undefined;
+}
+
+/**
+ * The choices of one `scrapejob run` (its flags) or one `runJobFile` call (its options): one plan,
+ * one code path (shared/design.md, "CLI and library are one product").
+ */
+export interface RunChoices {
+	/** Root folder of results: `<outRoot>/<job>/<run-id>/` (absolute). */
+	readonly outRoot: string;
+	/** In-flight fetches (never above the account's limit). @default the job's `concurrency` */
+	readonly concurrency?: number;
+	/** Credit budget: a new run's, or a resumed run's replacement (above what it spent). @default the job's, or the one the resumed run kept */
+	readonly maxCredits?: number;
+	/** Skip targets whose latest ok record is younger, ms (0 fetches all). @default the job's `freshness` */
+	readonly freshnessMs?: number;
+	/** Only the targets whose latest record failed: across the job's runs (`true`), or in this run id. */
+	readonly retryFailed?: boolean | string;
+	/** With a resume: accept changed targets (they run as new). */
+	readonly force?: boolean;
+	/** With a resume: move lines of results.jsonl that are not records aside. */
+	readonly repair?: boolean;
+	/** After a stop, how long in-flight fetches may finish, ms. @default 30,000 */
+	readonly gracePeriodMs?: number;
+	/** First wait between task polls, ms (grows to 10×). */
+	readonly taskPollMs?: number;
+	/** How long the service may be down before the run stops, ms. @default the job's `outage_timeout` */
+	readonly outageTimeoutMs?: number;
+	/** POST the summary there at the end (the job's `notify:` otherwise). */
+	readonly notifyUrl?: string;
+	/** A crawl's URL keys held in memory before older ones spill. */
+	readonly crawlKeysInMemory?: number;
+	readonly signal: AbortSignal;
+	/** Events (warnings, progress lines for cron). */
+	readonly logger?: Logger;
+	/** A second signal ends the process at once: the runner's last word writes summary.json as it stands. */
+	readonly lastWords?: LastWords;
+	/**
+	 * Called once the targets are counted, before the first fetch: the job as selected (freshness,
+	 * retry-failed), its survey and concurrency. Returns where progress snapshots go, if anywhere.
+	 */
+	onStart?(start: RunStart): ((snapshot: ProgressSnapshot) => void) | undefined;
+	/** A notify hook that did not hear: said even when quiet (a hook that never hears must not go unnoticed). */
+	onNotifyWarning?(message: string): void;
+}
+
+export interface RunStart {
+	readonly job: Job;
+	readonly survey: TargetSurvey;
+	readonly concurrency: number;
+	readonly adaptive: boolean;
+	/** The run folder (it exists once the run has started). */
+	readonly runDir: string;
+}
+
+/** The run's outcome; `null` when a stop came while the targets were still being counted (nothing was sent). */
+export type PlannedRunOutcome = (RunJobResult & { readonly job: Job }) | null;
+
+/**
+ * One planned job, run the one way: the job's history (freshness, `--retry-failed`, change tracking),
+ * the concurrency policy, the count, the run itself, and the notify hook. The lock is the caller's
+ * (taken before anything was sent); so is every word printed.
+ */
+export async function runPlannedJob(
+	plan: PlannedRun,
+	services: RunServices,
+	choices: RunChoices,
+): Promise<PlannedRunOutcome> {
+	// Incremental runs: the job's history decides what is fresh and what failed last time.
+	const history = openJobHistory(jobOutputDir(choices.outRoot, plan.job.name));
+	try {
+		return await runWithHistory(plan, services, choices, history);
+	} finally {
+		history.close();
+	}
+}
+
+async function runWithHistory(
+	plan: PlannedRun,
+	services: RunServices,
+	choices: RunChoices,
+	history: JobHistory,
+): Promise<PlannedRunOutcome> {
+	const { job, counts } = await selectTargets(plan, history, choices);
+	const wanted = choices.concurrency ?? (job.concurrency === "auto" ? null : job.concurrency);
+	const limits = resolveConcurrency({ accountLimit: services.accountConcurrency, wanted });
+	for (const warning of limits.warnings) choices.logger?.warn({ job: job.name, limit: limits.ceiling }, warning);
+	const concurrency = limits.ceiling;
+
+	const survey = await surveyTargets(job, counts, choices.signal);
+	// A stop while validating or counting: nothing was sent, so no empty run folder is left behind.
+	if (choices.signal.aborted) return null;
+	const runDir = plan.resumeDir ?? join(jobOutputDir(choices.outRoot, job.name), plan.runId);
+	const onProgress = choices.onStart?.({ job, survey, concurrency, adaptive: limits.adaptive, runDir });
+	const result = await runJob({
+		...(choices.lastWords ? { lastWords: choices.lastWords } : {}),
+		job,
+		survey,
+		client: services.clientFor(concurrency),
+		concurrency,
+		adaptiveConcurrency: limits.adaptive,
+		outRoot: choices.outRoot,
+		...(choices.maxCredits !== undefined ? { maxCredits: choices.maxCredits } : {}),
+		...(plan.resumeDir ? { resumeDir: plan.resumeDir } : { runId: plan.runId }),
+		...(plan.lock ? { lock: plan.lock } : {}),
+		force: choices.force === true,
+		repair: choices.repair === true,
+		signal: choices.signal,
+		...(choices.gracePeriodMs !== undefined ? { gracePeriodMs: choices.gracePeriodMs } : {}),
+		...(choices.taskPollMs !== undefined
+			? { taskPoll: { initialIntervalMs: choices.taskPollMs, maxIntervalMs: choices.taskPollMs * 10 } }
+			: {}),
+		secrets: services.secrets,
+		history,
+		...(choices.outageTimeoutMs !== undefined ? { outageTimeoutMs: choices.outageTimeoutMs } : {}),
+		...(services.browser && jobUsesBrowser(job) ? { browser: services.browser } : {}),
+		...(choices.crawlKeysInMemory !== undefined ? { crawlKeysInMemory: choices.crawlKeysInMemory } : {}),
+		...(choices.logger ? { logger: choices.logger } : {}),
+		...(onProgress ? { onProgress } : {}),
+	});
+	const notify = choices.notifyUrl ? { ...job.notify, url: choices.notifyUrl } : job.notify;
+	if (notify) {
+		await notifyRunEnd(notify, result.summary, result.runDir, {
+			warn: (message) => {
+				if (choices.onNotifyWarning) choices.onNotifyWarning(message);
+				else choices.logger?.warn(message);
+			},
+		});
+	}
+	return { ...result, job };
+}
+
+/**
+ * Freshness and `--retry-failed` as a selection on the job's targets, so counting, the summary's
+ * totals and the run itself all see the same targets.
+ */
+async function selectTargets(
+	plan: PlannedRun,
+	history: JobHistory,
+	choices: RunChoices,
+): Promise<{ job: Job; counts: TargetCounts | null }> {
+	const retry = choices.retryFailed;
+	const retrying = retry !== undefined && retry !== false;
+	// Retrying failures is explicit: every target whose latest record failed runs, however recent its
+	// last ok record (and the run's deselected targets are then the not-failed ones, none of them "fresh").
+	const freshnessMs = retrying ? 0 : (choices.freshnessMs ?? plan.job.freshnessMs);
+	if (freshnessMs <= 0 && !retrying) return { job: plan.job, counts: plan.counts };
+	const now = Date.now();
+	let failedInRun: Set<string> | null = null;
+	if (typeof retry === "string") {
+		// A run id names a folder of this job, nothing else: no path may lead out of output/<job>/.
+		if (!/^[\w.-]+$/.test(retry) || retry.startsWith("."))
+			throw new UsageError(
+				`--retry-failed: ${JSON.stringify(retry)} is not a run id (a folder name under output/<job>/)`,
+			);
+		const runDir = join(jobOutputDir(choices.outRoot, plan.job.name), retry);
+		if (!existsSync(join(runDir, "results.jsonl")))
+			throw new UsageError(`--retry-failed: no run ${retry} of job ${plan.job.name} under ${choices.outRoot}`);
+		failedInRun = await failedIds(join(runDir, "results.jsonl"));
+	}
+	const select = (target: { id: string }) => {
+		const entry = history.get(target.id);
+		if (retrying) {
+			if (failedInRun ? !failedInRun.has(target.id) : entry?.latest !== "failed") return false;
+		}
+		return !(freshnessMs > 0 && entry?.okAt != null && now - entry.okAt < freshnessMs);
+	};
+	return { job: { ...plan.job, freshnessMs, select }, counts: null };
+}
+
+/** The ids of a run's failed records, read line by line (a results.jsonl can be larger than a string may be). */
+async function failedIds(path: string): Promise<Set<string>> {
+	const ids = new Set<string>();
+	const lines = createInterface({ input: createReadStream(path), crlfDelay: Number.POSITIVE_INFINITY });
+	for await (const line of lines) {
+		if (!line.includes('"status":"failed"')) continue;
+		try {
+			const record = JSON.parse(line) as { id?: unknown; status?: unknown };
+			if (record.status === "failed" && typeof record.id === "string") ids.add(record.id);
+		} catch {
+			// a torn line
+		}
+	}
+	return ids;
+}
