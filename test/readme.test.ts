@@ -20,7 +20,7 @@ import { afterEach, beforeAll, describe, expect, it } from "vitest";
 import { parse as parseYaml } from "yaml";
 import { parseScenarioText } from "../src/emulator/scenario-file.js";
 import { JobValidationError, loadJob } from "../src/job/index.js";
-import { readRecords, tempDir } from "./helpers/job-files.js";
+import { isRunFolderName, readRecords, tempDir } from "./helpers/job-files.js";
 import { startTestService, type TestService } from "./helpers/service.js";
 import { assertBuilt, BIN } from "./helpers/spawn-cli.js";
 
@@ -162,7 +162,7 @@ describe("README commands, run as documented", () => {
 		await run("/bin/sh", ["-c", line], { env: { PATH: process.env.PATH ?? "/usr/bin:/bin" } });
 		const log = readFileSync(join(dir, "logs", "shop.log"), "utf8");
 		expect(log).toContain("3 of 3 done: 3 ok");
-		const runs = readdirSync(join(dir, "output", "shop")).filter((name) => !name.startsWith("."));
+		const runs = readdirSync(join(dir, "output", "shop")).filter(isRunFolderName);
 		expect(readRecords(join(dir, "output", "shop", runs[0] ?? ""))).toHaveLength(3);
 	}, 30_000);
 

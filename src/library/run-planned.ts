@@ -100,6 +100,8 @@ export async function runPlannedJob(
 ): Promise<PlannedRunOutcome> {
 	// Incremental runs: the job's history decides what is fresh and what failed last time.
 	const history = openJobHistory(jobOutputDir(choices.outRoot, plan.job.name));
+	// A store rebuilt from the run folders (missing, damaged, older layout) says so: nothing is lost.
+	for (const warning of history.warnings) choices.logger?.warn({ job: plan.job.name }, warning);
 	try {
 		return await runWithHistory(plan, services, choices, history);
 	} finally {

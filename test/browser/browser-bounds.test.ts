@@ -4,7 +4,7 @@ import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { BrowserSessionError, runBrowserSession } from "../../src/browser/index.js";
 import { type HostileCdp, startDroppingCdp, startSilentCdp } from "../helpers/hostile-cdp.js";
-import { readRecords, tempDir, writeJob } from "../helpers/job-files.js";
+import { isRunFolderName, readRecords, tempDir, writeJob } from "../helpers/job-files.js";
 import { runCli } from "../helpers/run-cli.js";
 import { startTestService, type TestService } from "../helpers/service.js";
 
@@ -114,7 +114,7 @@ describe("browser steps fail their target, never the run", () => {
 		const result = await runCli(["run", job, "--out", out, "--quiet"], { env: service.env });
 		expect(result.stderr).toBe("");
 		expect(result.code).toBe(1);
-		const runs = readdirSync(join(out, "hostile")).filter((name) => !name.startsWith("."));
+		const runs = readdirSync(join(out, "hostile")).filter(isRunFolderName);
 		const records = new Map(readRecords(join(out, "hostile", runs[0]!)).map((record) => [record.id, record]));
 		expect(records.size).toBe(5);
 		expect(records.get("fine")).toMatchObject({ status: "ok", data: { evaluate: 7 } });

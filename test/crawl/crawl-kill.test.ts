@@ -1,7 +1,7 @@
 import { readdirSync } from "node:fs";
 import { join } from "node:path";
 import { afterEach, beforeAll, describe, expect, it } from "vitest";
-import { readRecords, readSummary, tempDir, waitForRecords, writeJob } from "../helpers/job-files.js";
+import { isRunFolderName, readRecords, readSummary, tempDir, waitForRecords, writeJob } from "../helpers/job-files.js";
 import { startTestService, type TestService } from "../helpers/service.js";
 import { assertBuilt, spawnCli } from "../helpers/spawn-cli.js";
 import { expectBfsPages, siteBfs } from "./site-bfs.js";
@@ -40,7 +40,7 @@ describe("crawl: exactly once across crashes", () => {
 		await waitForRecords(join(out, "crawl"), 40);
 		first.child.kill("SIGKILL");
 		await first.done;
-		const runDir = join(out, "crawl", readdirSync(join(out, "crawl")).find((name) => !name.startsWith("."))!);
+		const runDir = join(out, "crawl", readdirSync(join(out, "crawl")).find(isRunFolderName)!);
 		const before = readRecords(runDir);
 		expect(before.length).toBeGreaterThanOrEqual(40);
 		expect(before.length).toBeLessThan(expected.pages.size - expected.optional.size);

@@ -2,7 +2,7 @@ import { readdirSync } from "node:fs";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { type DemoSite, type Emulator, startDemoSite, startEmulator } from "../../src/emulator/index.js";
-import { readRecords, readSummary, tempDir, writeJob } from "../helpers/job-files.js";
+import { isRunFolderName, readRecords, readSummary, tempDir, writeJob } from "../helpers/job-files.js";
 import { runCli } from "../helpers/run-cli.js";
 
 let site: DemoSite | undefined;
@@ -25,7 +25,7 @@ async function start(credits = 10_000): Promise<{ env: NodeJS.ProcessEnv; site: 
 }
 
 function runDirOf(out: string, job: string): string {
-	const runs = readdirSync(join(out, job)).filter((name) => !name.startsWith("."));
+	const runs = readdirSync(join(out, job)).filter(isRunFolderName);
 	expect(runs).toHaveLength(1);
 	return join(out, job, runs[0]!);
 }

@@ -3,7 +3,7 @@ import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import type { LedgerEntry } from "../../src/emulator/index.js";
 import { type DemoSite, startDemoSite } from "../../src/emulator/index.js";
-import { readRecords, tempDir, writeJob } from "../helpers/job-files.js";
+import { isRunFolderName, readRecords, tempDir, writeJob } from "../helpers/job-files.js";
 import { runCli } from "../helpers/run-cli.js";
 import { startTestService, type TestService } from "../helpers/service.js";
 
@@ -85,7 +85,7 @@ describe("per_host_concurrency", () => {
 		const out = join(dir, "out");
 		const result = await runCli(["run", writeJob(dir, "hosts", yaml), "--out", out, "--quiet"], { env: service.env });
 		expect(result.code).toBe(0);
-		const runs = readdirSync(join(out, "hosts")).filter((name) => !name.startsWith("."));
+		const runs = readdirSync(join(out, "hosts")).filter(isRunFolderName);
 		const records = readRecords(join(out, "hosts", runs[0]!));
 		const times = (origin: string, key: "started_at" | "finished_at") =>
 			records.filter((record) => record.url.startsWith(origin)).map((record) => Date.parse(record[key]));

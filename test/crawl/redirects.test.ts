@@ -4,7 +4,7 @@ import type { AddressInfo } from "node:net";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { readScraperHeaders } from "../../src/api/scraper-response.js";
-import { readRecords, readSummary, tempDir, writeJob } from "../helpers/job-files.js";
+import { isRunFolderName, readRecords, readSummary, tempDir, writeJob } from "../helpers/job-files.js";
 import { runCli } from "../helpers/run-cli.js";
 import { startTestService, type TestService } from "../helpers/service.js";
 
@@ -47,7 +47,7 @@ async function startRedirectSite(): Promise<string> {
 }
 
 function runDirOf(out: string): string {
-	const runs = readdirSync(join(out, "redirects")).filter((name) => !name.startsWith("."));
+	const runs = readdirSync(join(out, "redirects")).filter(isRunFolderName);
 	expect(runs).toHaveLength(1);
 	return join(out, "redirects", runs[0]!);
 }

@@ -2,7 +2,7 @@ import { readdirSync } from "node:fs";
 import { join } from "node:path";
 import { afterEach, expect, it } from "vitest";
 import { demoSearchResults } from "../../src/emulator/index.js";
-import { readCsv, readRecords, tempDir, writeJob } from "../helpers/job-files.js";
+import { isRunFolderName, readCsv, readRecords, tempDir, writeJob } from "../helpers/job-files.js";
 import { runCli } from "../helpers/run-cli.js";
 import { startTestService, type TestService } from "../helpers/service.js";
 
@@ -39,7 +39,7 @@ it("extract reads a browser_session target's final page (after its steps), besid
 	const result = await runCli(["run", job, "--out", out, "--quiet"], { env: service.env });
 	expect(result.stderr).toBe("");
 	expect(result.code).toBe(0);
-	const runs = readdirSync(join(out, "browser")).filter((name) => !name.startsWith("."));
+	const runs = readdirSync(join(out, "browser")).filter(isRunFolderName);
 	const runDir = join(out, "browser", runs[0]!);
 	const expected = demoSearchResults("laptop", 100);
 	// The results exist only after the script ran in the browser: the fields read the final HTML.

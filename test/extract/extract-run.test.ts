@@ -2,7 +2,7 @@ import { readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { demoProductBrand, demoProductPrice, demoProductTags } from "../../src/emulator/index.js";
-import { readCsv, readRecords, readSummary, tempDir, writeJob } from "../helpers/job-files.js";
+import { isRunFolderName, readCsv, readRecords, readSummary, tempDir, writeJob } from "../helpers/job-files.js";
 import { runCli } from "../helpers/run-cli.js";
 import { startTestService, type TestService } from "../helpers/service.js";
 
@@ -13,7 +13,7 @@ afterEach(async () => {
 });
 
 function onlyRun(out: string, job: string): string {
-	const runs = readdirSync(join(out, job)).filter((name) => !name.startsWith("."));
+	const runs = readdirSync(join(out, job)).filter(isRunFolderName);
 	expect(runs).toHaveLength(1);
 	return join(out, job, runs[0]!);
 }

@@ -2,7 +2,7 @@ import { readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterEach, expect, it } from "vitest";
 import { demoProductBrand, demoProductPrice, demoProductTags } from "../../src/emulator/index.js";
-import { readCsv, readRecords, readSummary, tempDir, writeJob } from "../helpers/job-files.js";
+import { isRunFolderName, readCsv, readRecords, readSummary, tempDir, writeJob } from "../helpers/job-files.js";
 import { runCli } from "../helpers/run-cli.js";
 import { startTestService, type TestService } from "../helpers/service.js";
 
@@ -36,7 +36,7 @@ it("the README's extract example runs as printed: ids from sku, carried category
 	);
 	const job = writeJob(dir, "shop-data", readmeExample());
 	const result = await runCli(["run", job, "--out", out], { env: service.env });
-	const runs = readdirSync(join(out, "shop-data")).filter((name) => !name.startsWith("."));
+	const runs = readdirSync(join(out, "shop-data")).filter(isRunFolderName);
 	const runDir = join(out, "shop-data", runs[0]!);
 	const records = readRecords(runDir) as unknown as Array<Record<string, unknown>>;
 	expect(records.map((record) => record.id).sort()).toEqual(["P-1", "P-2", "P-3", "P-4"]);
@@ -70,7 +70,7 @@ it("the README's service-side example runs as printed (its URL pointed at the de
 	});
 	expect(result.stderr).toBe("");
 	expect(result.code).toBe(0);
-	const runs = readdirSync(join(out, "service-side")).filter((name) => !name.startsWith("."));
+	const runs = readdirSync(join(out, "service-side")).filter(isRunFolderName);
 	const [record] = readRecords(join(out, "service-side", runs[0]!));
 	expect(record!.data).toMatchObject({
 		title: "Product 1",

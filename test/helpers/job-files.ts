@@ -4,6 +4,14 @@ import { join } from "node:path";
 import { parse } from "csv-parse/sync";
 import type { ResultRecord, RunSummary } from "../../src/output/index.js";
 
+/**
+ * Whether an entry of `output/<job>/` is a run folder's name: not the lock or other hidden files, not
+ * the job store (`history.sqlite` and its WAL files) nor the shards' inboxes beside the runs.
+ */
+export function isRunFolderName(name: string): boolean {
+	return !name.startsWith(".") && !name.startsWith("history.sqlite") && !name.endsWith(".jsonl");
+}
+
 export function tempDir(prefix = "scrapejob-test-"): string {
 	return mkdtempSync(join(tmpdir(), prefix));
 }
@@ -38,7 +46,7 @@ export function readSummary(runDir: string): RunSummary {
 export async function waitForRecords(jobDir: string, atLeast: number, timeoutMs = 20_000): Promise<string> {
 	const deadline = Date.now() + timeoutMs;
 	while (Date.now() < deadline) {
-		for (const name of existsSync(jobDir) ? readdirSync(jobDir).filter((entry) => !entry.startsWith(".")) : []) {
+		for (const name of existsSync(jobDir) ? readdirSync(jobDir).filter(isRunFolderName) : []) {
 			const file = join(jobDir, name, "results.jsonl");
 			if (existsSync(file) && readFileSync(file, "utf8").split("\n").length - 1 >= atLeast) return join(jobDir, name);
 		}

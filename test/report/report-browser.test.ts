@@ -6,7 +6,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import type { ReportData } from "../../src/report/index.js";
 import { renderReportHtml } from "../../src/report/index.js";
 import { launchChromium, type PageWatch, screenshot, watchPage } from "../helpers/browser.js";
-import { readSummary, tempDir, writeJob } from "../helpers/job-files.js";
+import { isRunFolderName, readSummary, tempDir, writeJob } from "../helpers/job-files.js";
 import { runCli } from "../helpers/run-cli.js";
 import { startTestService, type TestService } from "../helpers/service.js";
 
@@ -90,7 +90,7 @@ describe("report.html in a real browser", () => {
 		);
 		const run = await runCli(["run", job, "--out", out], { env: service.env });
 		expect(run.code).toBe(1);
-		const runDir = join(out, "shop", readdirSync(join(out, "shop")).find((name) => !name.startsWith("."))!);
+		const runDir = join(out, "shop", readdirSync(join(out, "shop")).find(isRunFolderName)!);
 		const reportPath = join(runDir, "report.html");
 		// The terminal summary ends with the report's path.
 		expect(run.stdout.trimEnd().split("\n").at(-1)).toBe(`report     ${reportPath}`);

@@ -1,7 +1,7 @@
 import { readdirSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
-import { readCsv, readRecords, readSummary, tempDir } from "../helpers/job-files.js";
+import { isRunFolderName, readCsv, readRecords, readSummary, tempDir } from "../helpers/job-files.js";
 import { runCli } from "../helpers/run-cli.js";
 
 const root = join(import.meta.dirname, "..", "..");
@@ -11,7 +11,7 @@ describe("the offline demo (npm run demo)", () => {
 		const out = join(tempDir(), "out");
 		const result = await runCli(["run", join(root, "jobs", "demo.yaml"), "--sandbox", "--out", out], { cwd: root });
 		expect(result.code).toBe(0);
-		const [runId] = readdirSync(join(out, "demo")).filter((name) => !name.startsWith("."));
+		const [runId] = readdirSync(join(out, "demo")).filter(isRunFolderName);
 		const runDir = join(out, "demo", runId!);
 		const records = readRecords(runDir);
 		expect(records).toHaveLength(39);

@@ -3,7 +3,15 @@ import { join } from "node:path";
 import { afterEach, beforeAll, describe, expect, it } from "vitest";
 import type { LedgerEntry } from "../../src/emulator/index.js";
 import { createRandom } from "../../src/emulator/random.js";
-import { readCsv, readRecords, readSummary, tempDir, waitForRecords, writeJob } from "../helpers/job-files.js";
+import {
+	isRunFolderName,
+	readCsv,
+	readRecords,
+	readSummary,
+	tempDir,
+	waitForRecords,
+	writeJob,
+} from "../helpers/job-files.js";
 import { startTestService, type TestService } from "../helpers/service.js";
 import { assertBuilt, spawnCli } from "../helpers/spawn-cli.js";
 
@@ -15,7 +23,7 @@ afterEach(async () => {
 });
 
 function runDirOf(out: string, job: string): string {
-	const runs = readdirSync(join(out, job)).filter((name) => !name.startsWith("."));
+	const runs = readdirSync(join(out, job)).filter(isRunFolderName);
 	expect(runs).toHaveLength(1);
 	return join(out, job, runs[0]!);
 }

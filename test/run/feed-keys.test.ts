@@ -4,7 +4,7 @@ import { afterEach, describe, expect, it } from "vitest";
 import { createScraperClient } from "../../src/api/index.js";
 import { loadJob } from "../../src/job/index.js";
 import { runJob, surveyTargets } from "../../src/run/index.js";
-import { readRecords, readSummary, tempDir, writeJob } from "../helpers/job-files.js";
+import { isRunFolderName, readRecords, readSummary, tempDir, writeJob } from "../helpers/job-files.js";
 import { startTestService, type TestService } from "../helpers/service.js";
 
 let service: TestService | undefined;
@@ -38,7 +38,7 @@ describe("the run's duplicate check spills to its folder", () => {
 			feedKeysInMemory: 8,
 		});
 		expect(result.stopReason).toBeNull();
-		const runDir = join(out, "shop", readdirSync(join(out, "shop")).filter((name) => !name.startsWith("."))[0]!);
+		const runDir = join(out, "shop", readdirSync(join(out, "shop")).filter(isRunFolderName)[0]!);
 		const records = readRecords(runDir);
 		expect(new Set(records.map((record) => record.url))).toEqual(new Set(urls));
 		expect(records).toHaveLength(200);

@@ -6,7 +6,7 @@ import type { AddressInfo } from "node:net";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { toServiceError } from "../../src/api/error-body.js";
-import { readRecords, readSummary, tempDir, writeJob } from "../helpers/job-files.js";
+import { isRunFolderName, readRecords, readSummary, tempDir, writeJob } from "../helpers/job-files.js";
 import { runCli } from "../helpers/run-cli.js";
 import { startTestService, type TestService } from "../helpers/service.js";
 import { assertBuilt, BIN } from "../helpers/spawn-cli.js";
@@ -50,7 +50,7 @@ async function hostileScraper(
 }
 
 function onlyRun(out: string, job: string): string {
-	const runs = readdirSync(join(out, job)).filter((name) => !name.startsWith("."));
+	const runs = readdirSync(join(out, job)).filter(isRunFolderName);
 	expect(runs).toHaveLength(1);
 	return join(out, job, runs[0]!);
 }

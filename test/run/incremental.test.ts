@@ -4,7 +4,7 @@ import type { AddressInfo } from "node:net";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { type Emulator, startEmulator } from "../../src/emulator/index.js";
-import { readRecords, readSummary, tempDir, writeJob } from "../helpers/job-files.js";
+import { isRunFolderName, readRecords, readSummary, tempDir, writeJob } from "../helpers/job-files.js";
 import { runCli } from "../helpers/run-cli.js";
 
 let closers: Array<() => Promise<void>> = [];
@@ -50,7 +50,7 @@ const envOf = (service: Emulator) => ({ SCRAPEJOB_ACCOUNT_KEY: service.accountKe
 
 function runs(out: string): string[] {
 	return readdirSync(join(out, "shop"))
-		.filter((name) => !name.startsWith("."))
+		.filter(isRunFolderName)
 		.sort()
 		.map((name) => join(out, "shop", name));
 }
@@ -272,7 +272,7 @@ describe("incremental runs", () => {
 		const out = join(dir, "out");
 		const file = job(dir, shop.url);
 		expect((await runCli(["run", file, "--out", out, "--quiet"], { env: envOf(service) })).code).toBe(0);
-		const history = join(out, "shop", ".history");
+		const history = join(out, "shop", "history.sqlite");
 		expect(existsSync(history)).toBe(true);
 		writeFileSync(history, "torn");
 		expect(
@@ -339,13 +339,16 @@ describe("export --latest", () => {
 		expect(rows.map((row) => [typeof row.price, typeof row.http_status, typeof row.url])).toEqual(
 			Array(3).fill(["number", "number", "string"]),
 		);
-		const initSqlJs = (await import("sql.js")).default;
-		const SQL = await initSqlJs();
-		const db = new SQL.Database(readFileSync(await exported("sqlite")));
-		const [table] = db.exec("SELECT url, price FROM latest ORDER BY url");
-		expect(prices(table!.values.map(([url, price]) => ({ url: String(url), price })))).toEqual(expected);
-		const [sum] = db.exec("SELECT sum(price), typeof(price), typeof(http_status) FROM latest");
-		expect(sum!.values).toEqual([[32.5, "real", "integer"]]);
+		const Database = (await import("better-sqlite3")).default;
+		const db = new Database(await exported("sqlite"), { readonly: true });
+		const table = db.prepare("SELECT url, price FROM latest ORDER BY url").all() as Array<{
+			url: string;
+			price: unknown;
+		}>;
+		expect(prices(table)).toEqual(expected);
+		const sum = db.prepare("SELECT sum(price), typeof(price), typeof(http_status) FROM latest").raw().all();
+		db.close();
+		expect(sum).toEqual([[32.5, "real", "integer"]]);
 		// Written through a temporary file renamed at the end: nothing else is left beside the exports.
 		expect(readdirSync(dir).filter((name) => name.includes(".tmp"))).toEqual([]);
 		db.close();

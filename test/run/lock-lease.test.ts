@@ -5,7 +5,7 @@ import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { acquireRunLock, LockHeldError } from "../../src/run/run-lock.js";
 import { processState } from "../../src/shared/index.js";
-import { readRecords, tempDir, waitForRecords, writeJob } from "../helpers/job-files.js";
+import { isRunFolderName, readRecords, tempDir, waitForRecords, writeJob } from "../helpers/job-files.js";
 import { startTestService, type TestService } from "../helpers/service.js";
 import { assertBuilt, spawnCli } from "../helpers/spawn-cli.js";
 
@@ -118,9 +118,7 @@ describe("the job lock is a lease", () => {
 		const lockPath = join(out, "shop", ".lock");
 		// Killed once it has written a few records (so there is a run to resume).
 		for (let tries = 0; tries < 2000; tries += 1) {
-			const runs = existsSync(join(out, "shop"))
-				? readdirSync(join(out, "shop")).filter((name) => !name.startsWith("."))
-				: [];
+			const runs = existsSync(join(out, "shop")) ? readdirSync(join(out, "shop")).filter(isRunFolderName) : [];
 			const file = runs[0] ? join(out, "shop", runs[0], "results.jsonl") : "";
 			if (file && existsSync(file) && readFileSync(file, "utf8").split("\n").length > 2) break;
 			await new Promise((resolve) => setTimeout(resolve, 10));
@@ -141,11 +139,7 @@ describe("the job lock is a lease", () => {
 		expect(resumed.stderr).toContain("took over the lock");
 		expect(resumed.code).toBe(0);
 		const runs = readRecords(
-			join(
-				out,
-				"shop",
-				(await import("node:fs")).readdirSync(join(out, "shop")).find((name) => !name.startsWith("."))!,
-			),
+			join(out, "shop", (await import("node:fs")).readdirSync(join(out, "shop")).find(isRunFolderName)!),
 		);
 		expect(new Set(runs.map((record) => record.id)).size).toBe(12);
 	}, 30_000);

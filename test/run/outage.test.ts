@@ -4,7 +4,7 @@ import { afterEach, describe, expect, it } from "vitest";
 import { type DemoSite, type Emulator, startDemoSite, startEmulator } from "../../src/emulator/index.js";
 import { createOutageMonitor } from "../../src/run/outage-monitor.js";
 import { createSendGate } from "../../src/run/send-gate.js";
-import { readRecords, readSummary, tempDir, waitForRecords, writeJob } from "../helpers/job-files.js";
+import { isRunFolderName, readRecords, readSummary, tempDir, waitForRecords, writeJob } from "../helpers/job-files.js";
 import { runCli } from "../helpers/run-cli.js";
 import { assertBuilt, spawnCli } from "../helpers/spawn-cli.js";
 
@@ -103,7 +103,7 @@ describe("outages: the service down for a while pauses the whole queue instead o
 		const job = writeJob(dir, "shop", jobText(demo.url, 8));
 		const result = await runCli(["run", job, "--out", out, "--quiet"], { env: envOf(service) });
 		expect(result.code).toBe(0);
-		const runDir = join(out, "shop", readdirSync(join(out, "shop")).find((name) => !name.startsWith("."))!);
+		const runDir = join(out, "shop", readdirSync(join(out, "shop")).find(isRunFolderName)!);
 		const records = readRecords(runDir);
 		expect(records).toHaveLength(8);
 		expect(records.every((record) => record.status === "ok")).toBe(true);
@@ -164,7 +164,7 @@ describe("outages: the service down for a while pauses the whole queue instead o
 		const result = await runCli(["run", job, "--out", out], { env: envOf(service), tty: true });
 		expect(result.code).toBe(0);
 		expect(result.stderr).toMatch(/paused by the service: [12] s left/);
-		const runDir = join(out, "shop", readdirSync(join(out, "shop")).find((name) => !name.startsWith("."))!);
+		const runDir = join(out, "shop", readdirSync(join(out, "shop")).find(isRunFolderName)!);
 		expect(readFileSync(join(runDir, "run.log"), "utf8")).toMatch(
 			/"event":"pause","reason":"rate_limited","pause_ms":2000/,
 		);

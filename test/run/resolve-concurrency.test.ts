@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { runJobFile } from "../../src/library/index.js";
 import { MAX_LOCAL_CONCURRENCY, resolveConcurrency } from "../../src/run/index.js";
-import { readSummary, tempDir, writeJob } from "../helpers/job-files.js";
+import { isRunFolderName, readSummary, tempDir, writeJob } from "../helpers/job-files.js";
 import { runCli } from "../helpers/run-cli.js";
 import { startTestService } from "../helpers/service.js";
 
@@ -51,7 +51,7 @@ describe("the concurrency policy", () => {
 			expect(result.code).toBe(0);
 			expect(JSON.parse(result.stdout).concurrency).toBe(5);
 			const { readdirSync } = await import("node:fs");
-			const runDir = `${out}/learn/${readdirSync(`${out}/learn`).find((name) => !name.startsWith("."))}`;
+			const runDir = `${out}/learn/${readdirSync(`${out}/learn`).find(isRunFolderName)}`;
 			expect(readSummary(runDir).concurrency).toBe(5);
 		} finally {
 			await service.close();

@@ -4,7 +4,7 @@ import { join } from "node:path";
 import { afterEach, beforeAll, describe, expect, it } from "vitest";
 import { resumeCommand } from "../../src/cli/resume-hint.js";
 import type { Job } from "../../src/job/index.js";
-import { readRecords, readSummary, tempDir, writeJob } from "../helpers/job-files.js";
+import { isRunFolderName, readRecords, readSummary, tempDir, writeJob } from "../helpers/job-files.js";
 import { runCli } from "../helpers/run-cli.js";
 import { startTestService, type TestService } from "../helpers/service.js";
 import { assertBuilt, runPrintedCommand, spawnCli } from "../helpers/spawn-cli.js";
@@ -76,7 +76,9 @@ describe("how a run starts: lock first, nothing sent on a refusal", () => {
 		expect(result.stderr).toMatch(/401/);
 		expect(result.stderr).not.toContain("wrong-scraper-key-1");
 		expect(result.stdout + result.stderr).not.toContain("--resume");
-		expect(existsSync(join(out, "shop"))).toBe(false);
+		// The job store (history.sqlite) may be there; no run folder is.
+		const jobDir = join(out, "shop");
+		expect(existsSync(jobDir) ? readdirSync(jobDir).filter(isRunFolderName) : []).toEqual([]);
 		expect(service.emulator.ledger.byEndpoint("health")).toHaveLength(1);
 		expect(service.emulator.ledger.byEndpoint("realtime")).toHaveLength(0);
 	});
@@ -93,7 +95,7 @@ describe("the resume hint resumes this run", () => {
 		const runParent = join(dir, "out2", "shop");
 		const deadline = Date.now() + 10_000;
 		while (Date.now() < deadline) {
-			const runs = existsSync(runParent) ? readdirSync(runParent).filter((name) => !name.startsWith(".")) : [];
+			const runs = existsSync(runParent) ? readdirSync(runParent).filter(isRunFolderName) : [];
 			const results = runs.length > 0 ? join(runParent, runs[0]!, "results.jsonl") : "";
 			if (results && existsSync(results) && readRecords(join(runParent, runs[0]!)).length >= 3) break;
 			await new Promise((resolve) => setTimeout(resolve, 10));
@@ -105,7 +107,7 @@ describe("the resume hint resumes this run", () => {
 		expect(hint).toBe("npx scrapejob run shop.yaml --out out2 --resume");
 		const resumed = await runPrintedCommand(hint ?? "", service.env, dir).done;
 		expect(resumed.code).toBe(0);
-		const runDir = join(runParent, readdirSync(runParent).filter((name) => !name.startsWith("."))[0]!);
+		const runDir = join(runParent, readdirSync(runParent).filter(isRunFolderName)[0]!);
 		expect(readSummary(runDir).complete).toBe(true);
 		expect(readRecords(runDir)).toHaveLength(total);
 	}, 30_000);

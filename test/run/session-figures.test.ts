@@ -3,7 +3,7 @@ import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { readPriorProgress } from "../../src/run/resume-state.js";
 import { buildSummary, createRunStatistics } from "../../src/run/run-statistics.js";
-import { readRecords, readSummary, tempDir, writeJob } from "../helpers/job-files.js";
+import { isRunFolderName, readRecords, readSummary, tempDir, writeJob } from "../helpers/job-files.js";
 import { record } from "../helpers/records.js";
 import { runCli } from "../helpers/run-cli.js";
 import { startTestService, type TestService } from "../helpers/service.js";
@@ -89,7 +89,7 @@ describe("a resumed run's summary: the run's figures at the top, this session's 
 
 		const first = await runCli(["run", job, "--out", out, "--quiet"], { env: service.env });
 		expect(first.code).toBe(1);
-		const runDir = join(out, "shop", readdirSync(join(out, "shop")).find((name) => !name.startsWith("."))!);
+		const runDir = join(out, "shop", readdirSync(join(out, "shop")).find(isRunFolderName)!);
 		const one = readSummary(runDir);
 		expect(one).toMatchObject({
 			stopped_reason: "budget_exhausted",

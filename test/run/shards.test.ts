@@ -5,7 +5,7 @@ import { afterEach, describe, expect, it } from "vitest";
 import { type DemoSite, startDemoSite } from "../../src/emulator/index.js";
 import { parseShard, shardOf } from "../../src/job/index.js";
 import { fairShare, nextSharedConcurrency } from "../../src/run/shared-key-concurrency.js";
-import { readCsv, readRecords, readSummary, tempDir, writeJob } from "../helpers/job-files.js";
+import { isRunFolderName, readCsv, readRecords, readSummary, tempDir, writeJob } from "../helpers/job-files.js";
 import { runCli } from "../helpers/run-cli.js";
 import { startTestService, type TestService } from "../helpers/service.js";
 import { assertBuilt, spawnCli } from "../helpers/spawn-cli.js";
@@ -90,9 +90,7 @@ describe("shards on one key, then merge", () => {
 		for (const result of ended) expect(result.stderr).toBe("");
 		expect(ended.map((result) => result.code)).toEqual([0, 0, 0]);
 
-		const folders = readdirSync(join(out, "shop"))
-			.filter((name) => !name.startsWith("."))
-			.sort();
+		const folders = readdirSync(join(out, "shop")).filter(isRunFolderName).sort();
 		expect(folders.map((name) => name.replace(/^.*(-shard-\d-of-3)$/, "$1")).sort()).toEqual([
 			"-shard-1-of-3",
 			"-shard-2-of-3",
@@ -152,7 +150,7 @@ describe("shards on one key, then merge", () => {
 			expect(result.code).toBe(0);
 		}
 		const folders = readdirSync(join(out, "shop"))
-			.filter((name) => !name.startsWith("."))
+			.filter(isRunFolderName)
 			.map((name) => join(out, "shop", name));
 		return { dir, out, hosts, folders, env: started.env };
 	}
@@ -194,7 +192,7 @@ describe("shards on one key, then merge", () => {
 		const otherDir = tempDir();
 		const otherJob = writeJob(otherDir, "blog", shardJob(hosts, 1).replace("name: shop", "name: blog"));
 		expect((await runCli(["run", otherJob, "--out", out, "--quiet", "--shard", "2/2"], { env })).code).toBe(0);
-		const blog = join(out, "blog", readdirSync(join(out, "blog")).find((name) => !name.startsWith("."))!);
+		const blog = join(out, "blog", readdirSync(join(out, "blog")).find(isRunFolderName)!);
 		const different = await runCli(["merge", folders[0]!, blog, "--out", join(dir, "m2")]);
 		expect(different.code).toBe(2);
 		expect(different.stderr).toMatch(/refusing to merge different jobs/);
@@ -241,7 +239,7 @@ describe("shards on one key, then merge", () => {
 			expect(result.code).toBe(0);
 		}
 		const folders = readdirSync(join(out, "notes"))
-			.filter((name) => !name.startsWith("."))
+			.filter(isRunFolderName)
 			.map((name) => join(out, "notes", name));
 		const merged = join(dir, "merged");
 		const mergedRun = await runCli(["merge", ...folders, "--out", merged]);

@@ -4,7 +4,7 @@ import { afterEach, describe, expect, it } from "vitest";
 import { createScraperClient } from "../../src/api/index.js";
 import { loadJob } from "../../src/job/index.js";
 import { runJob, surveyTargets } from "../../src/run/index.js";
-import { readRecords, readSummary, tempDir, writeJob } from "../helpers/job-files.js";
+import { isRunFolderName, readRecords, readSummary, tempDir, writeJob } from "../helpers/job-files.js";
 import { startTestService, type TestService } from "../helpers/service.js";
 
 let service: TestService | undefined;
@@ -36,7 +36,7 @@ describe("a source that changes under a run", () => {
 			secrets: [],
 		});
 		expect(result.stopReason).toBe("invalid_source");
-		const runDir = join(out, "shop", readdirSync(join(out, "shop")).filter((name) => !name.startsWith("."))[0]!);
+		const runDir = join(out, "shop", readdirSync(join(out, "shop")).filter(isRunFolderName)[0]!);
 		expect(readRecords(runDir)).toHaveLength(5);
 		expect(readSummary(runDir)).toMatchObject({ complete: false, stopped_reason: "invalid_source" });
 	});

@@ -2,7 +2,7 @@ import { spawn } from "node:child_process";
 import { existsSync, readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterEach, beforeAll, describe, expect, it } from "vitest";
-import { readRecords, readSummary, tempDir, writeJob } from "../helpers/job-files.js";
+import { isRunFolderName, readRecords, readSummary, tempDir, writeJob } from "../helpers/job-files.js";
 import { startTestService, type TestService } from "../helpers/service.js";
 import { assertBuilt, BIN, spawnCli } from "../helpers/spawn-cli.js";
 
@@ -38,7 +38,7 @@ function jobYaml(site: string, slow: number): string {
 }
 
 function runDirOf(out: string): string {
-	return join(out, "shop", readdirSync(join(out, "shop")).find((name) => !name.startsWith("."))!);
+	return join(out, "shop", readdirSync(join(out, "shop")).find(isRunFolderName)!);
 }
 
 /** Resolve once `read()` holds `text` (output arrives in chunks; no fixed sleeps). */
@@ -144,7 +144,7 @@ describe("stops: what a user sees when in-flight fetches are given up", () => {
 
 /** results.jsonl of the job's only run, or "" before it exists. */
 function readSummaryless(out: string): string {
-	const runs = readdirSync(join(out, "shop")).filter((name) => !name.startsWith("."));
+	const runs = readdirSync(join(out, "shop")).filter(isRunFolderName);
 	const file = runs[0] ? join(out, "shop", runs[0], "results.jsonl") : "";
 	return file && existsSync(file) ? readFileSync(file, "utf8") : "";
 }

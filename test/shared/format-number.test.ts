@@ -2,7 +2,7 @@ import { readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { formatNumber } from "../../src/shared/index.js";
-import { readSummary, tempDir, writeJob } from "../helpers/job-files.js";
+import { isRunFolderName, readSummary, tempDir, writeJob } from "../helpers/job-files.js";
 import { runCli } from "../helpers/run-cli.js";
 import { startTestService, type TestService } from "../helpers/service.js";
 
@@ -98,7 +98,7 @@ describe("a run touches no Intl", () => {
 		expect(dry.stdout).toContain("max_credits 1,000");
 		const out = join(dir, "out");
 		const run = await runCli(["run", job, "--out", out, "--quiet"], { env: service.env, cwd: dir });
-		const runDir = join(out, "intl", readdirSync(join(out, "intl")).find((name) => !name.startsWith("."))!);
+		const runDir = join(out, "intl", readdirSync(join(out, "intl")).find(isRunFolderName)!);
 		const summary = readSummary(runDir);
 		expect(summary.targets.by_status).toMatchObject({ ok: 2, failed: 2 });
 		const report = readFileSync(join(runDir, "report.html"), "utf8");

@@ -13,7 +13,7 @@ import {
 	type SavedItemsReport,
 	type Style,
 } from "../format/index.js";
-import { connectScraper } from "../scraper-access.js";
+import { connectScraper } from "../../library/index.js";
 import { addServiceOptions, connectService, requireAccount, type ServiceFlags } from "../service-connection.js";
 
 export interface AccountFlags extends ServiceFlags {
