@@ -1,5 +1,6 @@
 import type { Command } from "commander";
 import { type BrowserAccess, createSavedItemsClient, type ProxyData, type ScraperAccess } from "../../api/index.js";
+import { connectScraper } from "../../library/index.js";
 import { type CliContext, useColor, writeJson, writeLine } from "../context.js";
 import {
 	createStyle,
@@ -13,7 +14,6 @@ import {
 	type SavedItemsReport,
 	type Style,
 } from "../format/index.js";
-import { connectScraper } from "../../library/index.js";
 import { addServiceOptions, connectService, requireAccount, type ServiceFlags } from "../service-connection.js";
 
 export interface AccountFlags extends ServiceFlags {
