@@ -5,7 +5,7 @@ import { type CrawlSpec, createTargetKey, identityOptionsJson, type Job, shardOf
 import { createUrlKeys, type UrlKeys } from "../shared/index.js";
 import { FRONTIER_FILE, type FrontierEntry, type FrontierFile, openFrontierFile } from "./frontier-file.js";
 import { createLinkScope } from "./link-scope.js";
-import { normalizeUrl } from "./normalize-url.js";
+import { normalizeUrl, withSeedCredentials } from "./normalize-url.js";
 import { sitemapPages } from "./sitemaps.js";
 
 /** What a crawl adds to summary.json. */
@@ -107,7 +107,8 @@ export function createCrawler(options: CrawlerOptions): Crawler {
 		const target: Target = {
 			id: createTargetKey(entry.u, profile.optionsJson).id,
 			url: entry.u,
-			params: { ...seed.params, url: entry.u },
+			// The journal never holds credentials: the fetch gets the seed's back on the seed's own origin.
+			params: { ...seed.params, url: withSeedCredentials(entry.u, seed.url) },
 			origin: seed.origin,
 			crawl: { depth: entry.d, parent: entry.p, profile: entry.k },
 		};

@@ -10,5 +10,5 @@ export { createUrlKeys, type UrlKeys } from "../shared/index.js";
 export { type Crawler, type CrawlerOptions, type CrawlSummary, createCrawler } from "./crawler.js";
 export { FRONTIER_FILE } from "./frontier-file.js";
 export { createLinkScope, type LinkScope } from "./link-scope.js";
-export { normalizeUrl } from "./normalize-url.js";
+export { normalizeUrl, withSeedCredentials } from "./normalize-url.js";
 export { MAX_SITEMAP_FILES, sitemapLinesOf, sitemapPages } from "./sitemaps.js";

@@ -2,8 +2,14 @@
  * One spelling per page, so a page linked as `HTTP://Example.com:80/a?b=2&a=1#top` and as
  * `http://example.com/a?a=1&b=2` is fetched once. The WHATWG URL parser (the one browsers use)
  * lower-cases the scheme and host, drops the default port, resolves `.` and `..` and percent-encodes
- * what must be; on top of it the fragment is dropped and the query's parameters are sorted by name
- * (stable: repeated names keep their order; an empty query `?` is dropped).
+ * what must be; on top of it:
+ * - percent-encoding follows RFC 3986 §6.2.2 (https://www.rfc-editor.org/rfc/rfc3986#section-6.2.2):
+ *   hex digits in upper case, unreserved characters decoded (`%7E` → `~`, `%41` → `A`, `%31` → `1`),
+ *   anything else (`%2F`, `%26`, `%3D`…) kept encoded, since decoding it would change the URL's meaning;
+ * - userinfo (`user:pass@`) is dropped: it is not part of the page's identity and never written to a
+ *   file (the fetch gets it back from its seed, see `withSeedCredentials`);
+ * - the fragment is dropped and the query's parameters are sorted by name (stable: repeated names
+ *   keep their order; an empty query `?` is dropped).
  *
  * Trailing slash rule: paths are kept as written (`/docs` and `/docs/` are two pages, since servers
  * may answer them differently); only the empty path becomes `/`, as the parser does.
@@ -16,18 +22,58 @@ export function normalizeUrl(href: string): string | null {
 		return null;
 	}
 	if (url.protocol !== "http:" && url.protocol !== "https:") return null;
-	url.hash = "";
-	const query = url.search;
-	if (query.length <= 1) url.search = "";
-	else if (query.includes("&")) {
-		const pairs = query
-			.slice(1)
-			.split("&")
-			.filter((pair) => pair !== "");
+	const path = normalizePercentEncoding(url.pathname);
+	let query = url.search.length <= 1 ? "" : normalizePercentEncoding(url.search.slice(1));
+	if (query.includes("&")) {
+		const pairs = query.split("&").filter((pair) => pair !== "");
 		// Sorted by the name only (the raw, still-encoded text), stable for repeated names.
 		const named = pairs.map((pair, index) => ({ pair, index, name: pair.split("=", 1)[0] ?? "" }));
 		named.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : a.index - b.index));
-		url.search = named.map((entry) => entry.pair).join("&");
+		query = named.map((entry) => entry.pair).join("&");
 	}
-	return url.href;
+	return `${url.protocol}//${url.host}${path}${query === "" ? "" : `?${query}`}`;
+}
+
+const PERCENT_ENCODED = /%([0-9a-fA-F]{2})/g;
+
+/** RFC 3986 §2.3: the characters that never need encoding. */
+function isUnreserved(code: number): boolean {
+	return (
+		(code >= 0x41 && code <= 0x5a) || // A-Z
+		(code >= 0x61 && code <= 0x7a) || // a-z
+		(code >= 0x30 && code <= 0x39) || // 0-9
+		code === 0x2d || // -
+		code === 0x2e || // .
+		code === 0x5f || // _
+		code === 0x7e // ~
+	);
+}
+
+function normalizePercentEncoding(text: string): string {
+	if (!text.includes("%")) return text;
+	return text.replace(PERCENT_ENCODED, (_match, hex: string) => {
+		const code = Number.parseInt(hex, 16);
+		return isUnreserved(code) ? String.fromCharCode(code) : `%${hex.toUpperCase()}`;
+	});
+}
+
+/**
+ * The URL a discovered page is fetched at: its journalled (credential-free) address, with its seed's
+ * `user:pass@` put back when both are on the same origin — as a browser keeps sending the credentials
+ * it was given to the site that asked for them, and to no other.
+ */
+export function withSeedCredentials(url: string, seedUrl: string): string {
+	if (!seedUrl.includes("@")) return url;
+	let seed: URL;
+	let target: URL;
+	try {
+		seed = new URL(seedUrl);
+		target = new URL(url);
+	} catch {
+		return url;
+	}
+	if ((seed.username === "" && seed.password === "") || seed.origin !== target.origin) return url;
+	target.username = seed.username;
+	target.password = seed.password;
+	return target.href;
 }

@@ -10,7 +10,7 @@ import {
 	type Target,
 } from "../job/index.js";
 import { openAppendFile, type RunSummary } from "../output/index.js";
-import { errorMessage, type ScrapeParams } from "../shared/index.js";
+import { errorMessage, type ScrapeParams, stripUrlCredentials } from "../shared/index.js";
 
 /** `discovery.jsonl` in the run folder: each map/search source's answer, so a resume never pays for it again. */
 export const DISCOVERY_FILE = "discovery.jsonl";
@@ -78,7 +78,9 @@ export async function discoverTargets(
 			if (!answer) {
 				try {
 					const found = await client.discover(spec.kind, spec.request, signal);
-					answer = { i: index, kind: spec.kind, urls: found.urls, credits_used: found.creditsUsed ?? 0 };
+					// Credentials in an answer's URLs are never journalled (shared/design.md, "URLs, names, cells").
+					const urls = found.urls.map(stripUrlCredentials);
+					answer = { i: index, kind: spec.kind, urls, credits_used: found.creditsUsed ?? 0 };
 				} catch (error) {
 					answer = { i: index, kind: spec.kind, urls: [], credits_used: 0, error: errorMessage(error) };
 				}

@@ -29,6 +29,6 @@ export {
 	type ScrapeParams,
 	WAIT_UNTIL,
 } from "./scrape-params.js";
-export { maskSecret, maskUrlCredentials, redactSecrets } from "./secrets.js";
+export { maskSecret, maskUrlCredentials, redactSecrets, stripUrlCredentials } from "./secrets.js";
 export { type Clock, type Sleep, sleep, systemClock } from "./sleep.js";
 export { createUrlKeys, type UrlKeys, type UrlKeysOptions } from "./url-keys.js";

@@ -25,6 +25,15 @@ export function maskUrlCredentials(url: string): string {
 }
 
 /**
+ * A URL with its credentials (`user:pass@`) removed, for what is journalled as an address to fetch
+ * (a map/search answer in discovery.jsonl): unlike `maskUrlCredentials`, the result is still a URL to use.
+ */
+export function stripUrlCredentials(url: string): string {
+	const masked = maskUrlCredentials(url);
+	return masked === url ? url : masked.replace("//***@", "//");
+}
+
+/**
  * Replace every occurrence of the given secrets in a text. Used on anything that might echo a
  * request back (error bodies, URLs) before it reaches a log, an output file or a message.
  */

@@ -1,6 +1,7 @@
 import { describe, expect, it } from "vitest";
-import { createLinkScope, normalizeUrl } from "../../src/crawl/index.js";
+import { createLinkScope, normalizeUrl, withSeedCredentials } from "../../src/crawl/index.js";
 import { extractLinks, parseHtml } from "../../src/extract/index.js";
+import { stripUrlCredentials } from "../../src/shared/index.js";
 
 describe("normalizeUrl", () => {
 	it("gives one spelling per page: scheme and host case, default port, fragment, query order", () => {
@@ -8,6 +9,27 @@ describe("normalizeUrl", () => {
 		expect(normalizeUrl("https://example.com:443")).toBe("https://example.com/");
 		expect(normalizeUrl("https://example.com:8443/x/../y/./z")).toBe("https://example.com:8443/y/z");
 		expect(normalizeUrl("https://example.com/p?")).toBe("https://example.com/p");
+	});
+
+	it("follows RFC 3986 §6.2.2: hex in upper case, unreserved characters decoded, reserved ones kept", () => {
+		const one = ["/v/~user", "/v/%7Euser", "/v/%7euser"].map((path) => normalizeUrl(`http://h.test${path}`));
+		expect(new Set(one)).toEqual(new Set(["http://h.test/v/~user"]));
+		expect(normalizeUrl("http://h.test/v/%41")).toBe("http://h.test/v/A");
+		expect(normalizeUrl("http://h.test/p?a=%31")).toBe(normalizeUrl("http://h.test/p?a=1"));
+		expect(normalizeUrl("http://h.test/p?b=%31&a=%2d")).toBe("http://h.test/p?a=-&b=1");
+		expect(normalizeUrl("http://h.test/a%2fb%c3%a9?q=x%26y%3d")).toBe("http://h.test/a%2Fb%C3%A9?q=x%26y%3D");
+	});
+
+	it("drops userinfo: the page's identity carries no credentials; the fetch gets its seed's back", () => {
+		expect(normalizeUrl("http://alice:S3cret@h.test/a")).toBe("http://h.test/a");
+		expect(withSeedCredentials("http://h.test/a", "http://alice:S3cret@h.test/links")).toBe(
+			"http://alice:S3cret@h.test/a",
+		);
+		expect(withSeedCredentials("http://other.test/a", "http://alice:S3cret@h.test/links")).toBe("http://other.test/a");
+		expect(withSeedCredentials("http://h.test/a", "http://h.test/links")).toBe("http://h.test/a");
+		// Map/search answers are journalled (discovery.jsonl) without them too.
+		expect(stripUrlCredentials("https://bob:pw@h.test/x?u=a@b")).toBe("https://h.test/x?u=a@b");
+		expect(stripUrlCredentials("https://h.test/x?u=a@b")).toBe("https://h.test/x?u=a@b");
 	});
 
 	it("keeps the trailing slash as written (the documented rule) and refuses what is not http(s)", () => {
