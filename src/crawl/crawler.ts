@@ -6,7 +6,7 @@ import { createUrlKeys, type UrlKeys } from "../shared/index.js";
 import { FRONTIER_FILE, type FrontierEntry, type FrontierFile, openFrontierFile } from "./frontier-file.js";
 import { createLinkScope } from "./link-scope.js";
 import { normalizeUrl, withSeedCredentials } from "./normalize-url.js";
-import { sitemapPages } from "./sitemaps.js";
+import { createSitemapReader, type SitemapFetch } from "./sitemaps.js";
 
 /** What a crawl adds to summary.json. */
 export interface CrawlSummary {
@@ -31,11 +31,8 @@ export interface CrawlerOptions {
 	/** Resolves when no fetch is queued or in flight: the crawl goes a level deeper only then. */
 	readonly idle: () => Promise<void>;
 	readonly isStopping: () => boolean;
-	/**
-	 * Fetch a robots.txt or sitemap through the service with a seed's options (`crawl.sitemaps`):
-	 * its text, or null. Returns the credits it cost alongside.
-	 */
-	readonly fetchText?: (url: string, seed: Target) => Promise<{ text: string | null; credits: number }>;
+	/** Fetch a robots.txt or sitemap through the service with a seed's options (`crawl.sitemaps`). */
+	readonly fetchSitemap?: SitemapFetch;
 	/** URL keys held in memory before older ones spill to disk (url-keys.ts). @default 1,000,000 */
 	readonly keysInMemory?: number;
 }
@@ -83,12 +80,11 @@ export function createCrawler(options: CrawlerOptions): Crawler {
 	const scope = createLinkScope(spec.scope);
 	const profiles = new Map<string, Profile>();
 	let handedOut = 0;
-	let sitemapCredits = 0;
-	/** Seed origins whose sitemaps were read (journalled as d: -1 entries, so a resume does not pay again). */
-	const sitemapsRead = new Set<string>();
-	/** Seed origins with the first seed of each: sitemaps are fetched with that seed's options. */
-	const seedOrigins = new Map<string, Target>();
+	/** Seed origins whose sitemaps were asked for (`sitemaps: true`), each once per session. */
+	const seedOrigins = new Set<string>();
 	let stoppedBy: CrawlSummary["stopped_by"] = null;
+	/** Sitemap files were left unread because the crawl knew `max_pages` URLs already. */
+	let sitemapsCut = false;
 	const pagesBefore = done?.size ?? 0;
 
 	const urlKey = (url: string) => createTargetKey(url, "");
@@ -129,14 +125,27 @@ export function createCrawler(options: CrawlerOptions): Crawler {
 		return url;
 	};
 
+	const sitemaps = createSitemapReader({
+		runDir: options.runDir,
+		fetch: options.fetchSitemap ?? (async () => ({ kind: "stopped" })),
+		append: (entries) => frontier.append(entries),
+		pageFound(href, profile) {
+			const url = follows(href);
+			if (url === null) return null;
+			const key = urlKey(url);
+			return urls.see(key.high, key.low) ? { u: url, d: 0, p: null, k: profile } : null;
+		},
+		isStopping: options.isStopping,
+		hasRoom: () => urls.size < spec.maxPages,
+	});
+
 	/** A resumed run knows every link journalled before: they are not journalled again. */
 	const rememberJournalled = () => {
 		const reader = openFrontierFile(join(options.runDir, FRONTIER_FILE));
 		try {
 			for (let entry = reader.next(); entry !== null; entry = reader.next()) {
 				if (entry.d < 0) {
-					sitemapsRead.add(entry.u);
-					sitemapCredits += entry.c ?? 0;
+					sitemaps.remember(entry);
 					continue;
 				}
 				const key = urlKey(entry.u);
@@ -152,6 +161,8 @@ export function createCrawler(options: CrawlerOptions): Crawler {
 	async function* targets(seeds: AsyncIterable<Target[]>): AsyncIterable<Target[]> {
 		for await (const batch of seeds) {
 			const out: Target[] = [];
+			/** Origins first seen in this batch, with their first seed (whose options fetch the sitemaps). */
+			const newOrigins: Target[] = [];
 			for (const seed of batch) {
 				const url = normalizeUrl(seed.url);
 				const k = profileOf(seed);
@@ -159,7 +170,10 @@ export function createCrawler(options: CrawlerOptions): Crawler {
 				if (url !== null) {
 					const parsed = new URL(url);
 					scope.addSeed(parsed);
-					if (spec.sitemaps && !seedOrigins.has(parsed.origin)) seedOrigins.set(parsed.origin, seed);
+					if (spec.sitemaps && !seedOrigins.has(parsed.origin)) {
+						seedOrigins.add(parsed.origin);
+						newOrigins.push(seed);
+					}
 					const key = urlKey(url);
 					urls.claim(key.high, key.low);
 				}
@@ -171,10 +185,11 @@ export function createCrawler(options: CrawlerOptions): Crawler {
 				handedOut += 1;
 				out.push(seed);
 			}
+			// Sitemaps before the seeds that lead to them are fetched: a page they list is depth 0
+			// whatever the timing (no seed's link can have journalled it at depth 1 first).
+			if (!(await readSitemaps(newOrigins))) return;
 			if (out.length > 0) yield out;
 		}
-		if (stoppedBy) return;
-		await readSitemaps();
 		// Depth 1 and below, from the journal, in the order found; a level starts when the one before finished.
 		let level = 0;
 		let out: Target[] = [];
@@ -230,33 +245,18 @@ export function createCrawler(options: CrawlerOptions): Crawler {
 	}
 
 	/**
-	 * `sitemaps: true`: each seed origin's sitemap pages join the frontier as seeds (depth 0, no parent),
-	 * after the job's own seeds; an origin's marker line (d: -1, with the credits) says it was read.
+	 * `sitemaps: true`: each new seed origin's sitemap pages join the frontier as seeds (depth 0, no
+	 * parent), journalled file by file (sitemaps.ts). False when the run stops while reading.
 	 */
-	async function readSitemaps(): Promise<void> {
-		const fetchText = options.fetchText;
-		if (!spec.sitemaps || !fetchText) return;
-		for (const [origin, seed] of seedOrigins) {
-			if (sitemapsRead.has(origin) || options.isStopping()) continue;
-			let credits = 0;
-			const pages = await sitemapPages(origin, async (url) => {
-				const fetched = await fetchText(url, seed);
-				credits += fetched.credits;
-				return fetched.text;
-			});
-			const k = seed.crawl?.profile ?? profileOf(seed);
-			const found: FrontierEntry[] = [];
-			for (const href of pages) {
-				const url = follows(href);
-				if (url === null) continue;
-				const key = urlKey(url);
-				if (urls.see(key.high, key.low)) found.push({ u: url, d: 0, p: null, k });
-			}
-			found.push({ u: origin, d: -1, p: null, k, c: credits });
-			frontier.append(found);
-			sitemapsRead.add(origin);
-			sitemapCredits += credits;
+	async function readSitemaps(origins: readonly Target[]): Promise<boolean> {
+		if (!options.fetchSitemap) return true;
+		for (const seed of origins) {
+			const origin = new URL(normalizeUrl(seed.url)!).origin;
+			const read = await sitemaps.read(origin, seed, seed.crawl?.profile ?? profileOf(seed));
+			if (read === "stopped") return false;
+			if (read === "cut") sitemapsCut = true;
 		}
+		return true;
 	}
 
 	return {
@@ -291,8 +291,8 @@ export function createCrawler(options: CrawlerOptions): Crawler {
 			discovered: urls.size,
 			max_depth: spec.maxDepth,
 			max_pages: spec.maxPages,
-			sitemap_credits: sitemapCredits,
-			stopped_by: stoppedBy,
+			sitemap_credits: sitemaps.credits,
+			stopped_by: stoppedBy ?? (sitemapsCut ? "max_pages" : null),
 		}),
 		sync: () => frontier.sync(),
 		close: () => {

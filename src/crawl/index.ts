@@ -3,7 +3,8 @@
  * scoped, journalled to `frontier.jsonl` and fed back as targets, each URL fetched at most once.
  *
  * Map: normalize-url (one spelling per page) → link-scope (host | domain | any) → frontier-file
- * (the journalled frontier, read through a cursor) → crawler (seeds, then levels; dedupe sets).
+ * (the journalled frontier, read through a cursor) → sitemaps (robots.txt and sitemap files, streamed by
+ * sitemap-stream, journalled per file) → crawler (seeds, then levels; dedupe sets).
  */
 
 export { createUrlKeys, type UrlKeys } from "../shared/index.js";
@@ -11,4 +12,9 @@ export { type Crawler, type CrawlerOptions, type CrawlSummary, createCrawler } f
 export { FRONTIER_FILE } from "./frontier-file.js";
 export { createLinkScope, type LinkScope } from "./link-scope.js";
 export { normalizeUrl, withSeedCredentials } from "./normalize-url.js";
-export { MAX_SITEMAP_FILES, sitemapLinesOf, sitemapPages } from "./sitemaps.js";
+export {
+	MAX_SITEMAP_FILES,
+	SITEMAP_BODIES_DIR,
+	type SitemapFetch,
+	type SitemapFetchResult,
+} from "./sitemaps.js";

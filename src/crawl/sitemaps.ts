@@ -1,42 +1,168 @@
+import { hash } from "node:crypto";
+import { existsSync, mkdirSync, rmSync } from "node:fs";
+import { join } from "node:path";
+import type { Target } from "../job/index.js";
+import type { FrontierEntry } from "./frontier-file.js";
+import { normalizeUrl, withSeedCredentials } from "./normalize-url.js";
+import { readRobotsSitemaps, readSitemapFile } from "./sitemap-stream.js";
+
 /**
- * `crawl.sitemaps: true`: a seed host's robots.txt `Sitemap:` lines and its `/sitemap.xml`, sitemap
- * index files followed (at most `MAX_SITEMAP_FILES` files per host, so a sitemap loop or a giant index
- * cannot run away). Every file is fetched through the service by `fetchText` (it costs credits).
+ * `crawl.sitemaps: true`: a seed origin's robots.txt `Sitemap:` lines (its `/sitemap.xml` when it lists
+ * none), sitemap index files followed, at most `MAX_SITEMAP_FILES` sitemap files per origin (a loop or a
+ * giant index cannot run away). Every file is fetched through the service (it costs credits).
+ *
+ * Journalled in frontier.jsonl, per file, so a kill or a budget stop resumes exactly:
+ * - `d: -2` a sitemap file to read (`p`: the seed origin it belongs to);
+ * - `d: -3` a file paid for (`c`: its credits); its body is kept in the run folder until it is read;
+ * - `d: -1` a file read: every URL it lists was journalled before this line.
+ * A resume never fetches a file with a `d: -3` line again (it reads the kept body) and reads every
+ * queued file without a `d: -1` line. (An older run's `d: -1` line naming an origin marks it read.)
  */
 export const MAX_SITEMAP_FILES = 50;
 
-/** A document fetched through the service: its text, or null when it failed or is not there. */
-export type FetchText = (url: string) => Promise<string | null>;
+/** The folder in the run folder where fetched robots.txt and sitemap bodies wait to be read. */
+export const SITEMAP_BODIES_DIR = "sitemaps";
 
-export function sitemapLinesOf(robots: string): string[] {
-	const found: string[] = [];
-	for (const line of robots.split(/\r?\n/)) {
-		const match = /^\s*sitemap\s*:\s*(\S+)/i.exec(line);
-		if (match) found.push(match[1]!);
-	}
-	return found;
+/** What fetching one robots.txt or sitemap file through the service came to. */
+export type SitemapFetchResult =
+	/** The body is stored at the path asked for. */
+	| { readonly kind: "stored"; readonly credits: number }
+	/** Failed or not there (4xx/5xx): read as listing nothing, paid all the same. */
+	| { readonly kind: "missing"; readonly credits: number }
+	/** Not fetched (no budget left, the account refused, the run stopping): left unread for `--resume`. */
+	| { readonly kind: "stopped" };
+
+/** Fetch `url` through the service with `seed`'s options; on success its body is stored at `path`. */
+export type SitemapFetch = (url: string, seed: Target, path: string) => Promise<SitemapFetchResult>;
+
+export interface SitemapReaderOptions {
+	readonly runDir: string;
+	readonly fetch: SitemapFetch;
+	readonly append: (entries: readonly FrontierEntry[]) => void;
+	/** A page a sitemap lists: its frontier entry (depth 0) when it is followed and new, else null. */
+	readonly pageFound: (href: string, profile: string) => FrontierEntry | null;
+	readonly isStopping: () => boolean;
+	/** False once the crawl knows `max_pages` URLs: further sitemap files are left for a resume. */
+	readonly hasRoom: () => boolean;
 }
 
-function locsOf(xml: string): string[] {
-	return [...xml.matchAll(/<loc>\s*([^<\s]+)\s*<\/loc>/gi)].map((match) =>
-		match[1]!.replaceAll("&amp;", "&").replaceAll("&lt;", "<").replaceAll("&gt;", ">").replaceAll("&quot;", '"'),
-	);
+/** How reading an origin's sitemaps ended. */
+export type SitemapsRead = "read" | "stopped" | "cut";
+
+export interface SitemapReader {
+	/** A `d < 0` line of the journal, replayed by a resume. */
+	remember(entry: FrontierEntry): void;
+	/** Read the origin's robots.txt and sitemap files not read yet; pages go to the journal at depth 0. */
+	read(origin: string, seed: Target, profile: string): Promise<SitemapsRead>;
+	/** Credits the robots.txt and sitemap fetches cost, every session included. */
+	readonly credits: number;
 }
 
-/** Page URLs the host's sitemaps list (not yet normalized or scoped: the caller does that). */
-export async function sitemapPages(origin: string, fetchText: FetchText): Promise<string[]> {
-	const robots = await fetchText(`${origin}/robots.txt`);
-	const queue = [...new Set([...(robots ? sitemapLinesOf(robots) : []), `${origin}/sitemap.xml`])];
-	const fetched = new Set<string>();
-	const pages: string[] = [];
-	while (queue.length > 0 && fetched.size < MAX_SITEMAP_FILES) {
-		const url = queue.shift()!;
-		if (fetched.has(url)) continue;
-		fetched.add(url);
-		const xml = await fetchText(url);
-		if (xml === null) continue;
-		if (/<sitemapindex[\s>]/i.test(xml)) queue.push(...locsOf(xml));
-		else pages.push(...locsOf(xml));
-	}
-	return pages;
+export function createSitemapReader(options: SitemapReaderOptions): SitemapReader {
+	const dir = join(options.runDir, SITEMAP_BODIES_DIR);
+	/** Sitemap files queued per seed origin, in the order found (at most MAX_SITEMAP_FILES each). */
+	const queued = new Map<string, string[]>();
+	const paid = new Set<string>();
+	const read = new Set<string>();
+	/** Origins an older run marked read as a whole. */
+	const originsRead = new Set<string>();
+	let credits = 0;
+
+	const bodyPath = (url: string) => join(dir, hash("sha256", url, "hex").slice(0, 24));
+
+	const enqueue = (origin: string, href: string, profile: string, out: FrontierEntry[]) => {
+		const url = normalizeUrl(href);
+		if (url === null) return;
+		let files = queued.get(origin);
+		if (!files) queued.set(origin, (files = []));
+		if (files.length >= MAX_SITEMAP_FILES || files.includes(url)) return;
+		files.push(url);
+		out.push({ u: url, d: -2, p: origin, k: profile });
+	};
+
+	/**
+	 * One file: fetched and paid once (its `d: -3` line), its body kept until `consume` has journalled
+	 * what it lists, then marked read (`d: -1`) and its body removed.
+	 */
+	const readDocument = async (
+		url: string,
+		seed: Target,
+		profile: string,
+		consume: (path: string | null) => Promise<void>,
+	): Promise<boolean> => {
+		const path = bodyPath(url);
+		if (!paid.has(url)) {
+			if (options.isStopping()) return false;
+			mkdirSync(dir, { recursive: true });
+			const fetched = await options.fetch(withSeedCredentials(url, seed.url), seed, path);
+			if (fetched.kind === "stopped") return false;
+			options.append([{ u: url, d: -3, p: null, k: profile, c: fetched.credits }]);
+			paid.add(url);
+			credits += fetched.credits;
+			if (fetched.kind === "missing") rmSync(path, { force: true });
+		}
+		// Paid in an earlier session and its body gone: it listed nothing (a failed fetch keeps none).
+		await consume(existsSync(path) ? path : null);
+		options.append([{ u: url, d: -1, p: null, k: profile }]);
+		read.add(url);
+		rmSync(path, { force: true });
+		return true;
+	};
+
+	return {
+		remember(entry) {
+			if (entry.d === -2 && entry.p !== null) {
+				let files = queued.get(entry.p);
+				if (!files) queued.set(entry.p, (files = []));
+				if (!files.includes(entry.u)) files.push(entry.u);
+			} else if (entry.d === -3) {
+				paid.add(entry.u);
+				credits += entry.c ?? 0;
+			} else if (entry.d === -1) {
+				read.add(entry.u);
+				credits += entry.c ?? 0;
+				if (URL.canParse(entry.u) && new URL(entry.u).origin === entry.u) originsRead.add(entry.u);
+			}
+		},
+		async read(origin, seed, profile) {
+			if (originsRead.has(origin)) return "read";
+			const robots = `${origin}/robots.txt`;
+			if (!read.has(robots)) {
+				const done = await readDocument(robots, seed, profile, async (path) => {
+					const listed = path === null ? [] : await readRobotsSitemaps(path);
+					const out: FrontierEntry[] = [];
+					for (const href of listed) enqueue(origin, href, profile, out);
+					// The contract: /sitemap.xml when robots.txt names none.
+					if (out.length === 0 && !queued.get(origin)?.length) enqueue(origin, `${origin}/sitemap.xml`, profile, out);
+					options.append(out);
+				});
+				if (!done) return "stopped";
+			}
+			const files = queued.get(origin) ?? [];
+			// The queue grows while an index is read: its files are read after the ones before them.
+			for (let index = 0; index < files.length; index++) {
+				const file = files[index]!;
+				if (read.has(file)) continue;
+				if (!options.hasRoom()) return "cut";
+				const done = await readDocument(file, seed, profile, async (path) => {
+					if (path === null) return;
+					await readSitemapFile(path, (locs, kind) => {
+						const out: FrontierEntry[] = [];
+						if (kind === "sitemapindex") for (const href of locs) enqueue(origin, href, profile, out);
+						else
+							for (const href of locs) {
+								const entry = options.pageFound(href, profile);
+								if (entry !== null) out.push(entry);
+							}
+						options.append(out);
+					});
+				});
+				if (!done) return "stopped";
+			}
+			return "read";
+		},
+		get credits() {
+			return credits;
+		},
+	};
 }

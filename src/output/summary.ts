@@ -149,7 +149,7 @@ export function formatSummary(
 		const crawl = summary.crawl;
 		rows.push([
 			"crawl",
-			`${plural(crawl.pages, "page")}, ${plural(crawl.discovered, "URL")} discovered (max_depth ${crawl.max_depth}, max_pages ${crawl.max_pages})`,
+			`${plural(crawl.pages, "page")}, ${plural(crawl.discovered, "URL")} discovered (max_depth ${crawl.max_depth}, max_pages ${crawl.max_pages})${crawl.sitemap_credits > 0 ? `; robots.txt and sitemaps: ${plural(crawl.sitemap_credits, "credit")}` : ""}`,
 		]);
 	}
 	if (summary.extract) rows.push(...extractRows(summary.extract));

@@ -97,6 +97,7 @@ export function renderReportHtml(data: ReportData): string {
 		tile("ok", number(byStatus.ok)),
 		tile("failed", number(byStatus.failed), byStatus.failed > 0 ? "bad" : ""),
 		tile("credits used", number(summary.credits.used)),
+		...(summary.crawl ? [tile("robots.txt and sitemap credits", number(summary.crawl.sitemap_credits))] : []),
 		tile("wall time", milliseconds(summary.wall_ms)),
 		tile("throughput", `${summary.throughput_per_s.toFixed(1)}/s`),
 		tile(

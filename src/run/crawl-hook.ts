@@ -1,4 +1,7 @@
-import { type Crawler, type CrawlerOptions, createCrawler } from "../crawl/index.js";
+import { renameSync, rmSync, writeFileSync } from "node:fs";
+import { dirname } from "node:path";
+import type { BodySpill } from "../api/index.js";
+import { type Crawler, createCrawler, type SitemapFetch } from "../crawl/index.js";
 import type { ParsedPage } from "../extract/index.js";
 import { createTargetKey, type Job, type Target } from "../job/index.js";
 import type { RunSummary } from "../output/index.js";
@@ -15,7 +18,7 @@ export function crawlerFor(
 	done: IdSet | null,
 	queue: { onIdle(): Promise<void> },
 	isStopping: () => boolean,
-	fetchText: CrawlerOptions["fetchText"],
+	fetchSitemap: SitemapFetch,
 	keysInMemory: number | undefined,
 ): Crawler | null {
 	if (!job.crawl) return null;
@@ -26,34 +29,59 @@ export function crawlerFor(
 		done,
 		idle: () => queue.onIdle(),
 		isStopping,
-		fetchText,
+		fetchSitemap,
 		...(keysInMemory !== undefined ? { keysInMemory } : {}),
 	});
 }
 
+/** What the runner lends the sitemap fetches: its fetch, its budget, and its stop. */
+export interface SitemapFetchDeps {
+	/** One fetch through the service (retries, 429s, outages as for any target); large bodies go to `spill`. */
+	fetch(id: string, params: ScrapeParams, spill: BodySpill): Promise<FetchResult>;
+	/** Book the worst case (waiting for in-flight fetches to settle); false when it cannot fit: the run stops. */
+	reserve(worstCase: number): Promise<boolean>;
+	budget: CreditBudget;
+	/** The account refused (401/402/403): the run stops as it would for a page. */
+	stop(reason: "unauthorized" | "insufficient_credits" | "forbidden", message: string): void;
+}
+
 /**
  * robots.txt and sitemaps fetched through the service with a seed's options (`crawl.sitemaps`):
- * inside the budget like any fetch, but not records. A failed or non-2xx fetch reads as nothing.
+ * inside the budget like any fetch, but not records. The body goes to `path` (past a few KiB straight
+ * from the socket, never whole in memory); a failed or non-2xx fetch is "missing" (paid, lists nothing).
  */
-export function serviceTextFetch(
-	fetch: (id: string, params: ScrapeParams) => Promise<FetchResult>,
-	budget: CreditBudget,
-): NonNullable<CrawlerOptions["fetchText"]> {
-	return async (url, seed) => {
+export function serviceSitemapFetch(deps: SitemapFetchDeps): SitemapFetch {
+	return async (url, seed, path) => {
 		const params: ScrapeParams = { ...seed.params, url };
 		const worstCase = creditCostRange(params).max;
-		if (!budget.tryReserve(worstCase)) return { text: null, credits: 0 };
-		const result = await fetch(`sitemap-${createTargetKey(url, "").id}`, params);
+		if (!(await deps.reserve(worstCase))) return { kind: "stopped" };
+		const result = await deps.fetch(`sitemap-${createTargetKey(url, "").id}`, params, {
+			afterBytes: SITEMAP_IN_MEMORY_BYTES,
+			dir: dirname(path),
+		});
+		if (result.kind === "aborted") deps.stop(result.reason, `stopping: ${result.message}`);
 		if (result.kind !== "ok" && result.kind !== "failed") {
-			budget.release(worstCase);
-			return { text: null, credits: 0 };
+			deps.budget.release(worstCase);
+			return { kind: "stopped" };
 		}
 		const charged = result.creditsUsed ?? (result.kind === "ok" ? worstCase : 0);
-		budget.commit(worstCase, charged);
-		const text = result.kind === "ok" && result.httpStatus < 400 ? pageHtml(result) : null;
-		return { text, credits: charged };
+		deps.budget.commit(worstCase, charged);
+		if (result.kind !== "ok" || result.httpStatus >= 400) {
+			if (result.kind === "ok" && result.spilled?.path) rmSync(result.spilled.path, { force: true });
+			return { kind: "missing", credits: charged };
+		}
+		// Written under a temporary name, then renamed: the stored body is whole or absent.
+		if (result.spilled?.path) renameSync(result.spilled.path, path);
+		else {
+			writeFileSync(`${path}.part`, result.json ? pageHtml(result) : result.body);
+			renameSync(`${path}.part`, path);
+		}
+		return { kind: "stored", credits: charged };
 	};
 }
+
+/** A sitemap body past this size is written to its file as it arrives. */
+const SITEMAP_IN_MEMORY_BYTES = 64 * 1024;
 
 /**
  * A fetched page's links go to the crawl's frontier (before its record is written: a crash between

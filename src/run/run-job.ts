@@ -34,7 +34,7 @@ import {
 	systemClock,
 } from "../shared/index.js";
 import { createSessionLimiter, fetchBrowserTarget } from "./browser-target.js";
-import { addCrawlSummary, crawlerFor, crawlPage, serviceTextFetch } from "./crawl-hook.js";
+import { addCrawlSummary, crawlerFor, crawlPage, serviceSitemapFetch } from "./crawl-hook.js";
 import { createCreditBudget } from "./credit-budget.js";
 import { addDiscoverySummary, type DiscoveredTargets, discoverTargets, withDiscovered } from "./discovery-sources.js";
 import { addExtraction, createRunFillStats } from "./extract-record.js";
@@ -266,9 +266,16 @@ export async function runJob(options: RunJobOptions): Promise<RunJobResult> {
 			prior?.done ?? null,
 			queue,
 			() => stopReason !== null,
-			serviceTextFetch((id, params) => fetchTarget(id, params, fetchDeps), budget),
+			serviceSitemapFetch({
+				fetch: (id, params, spill) => fetchTarget(id, params, fetchDeps, null, spill),
+				reserve: (worstCase) => reserveOrStop(worstCase),
+				budget,
+				stop: (reason, message) => stop(reason, message),
+			}),
 			options.crawlKeysInMemory,
 		);
+		// A resumed crawl's robots.txt and sitemap credits of earlier sessions are spent already.
+		if (crawler) budget.commit(0, crawler.summary().sitemap_credits);
 		// The duplicate check of the rows read: past `feedKeysInMemory` keys, older ones go to sorted files
 		// in the run folder with ~1.5 bytes a row left in memory (at a million rows: ~5 MB, not 16).
 		const feedKeys = createUrlKeys({
@@ -468,6 +475,16 @@ export async function runJob(options: RunJobOptions): Promise<RunJobResult> {
 			}
 		};
 
+		/** Book a fetch's worst case, or stop the run (`budget_exhausted`) when it can no longer fit. */
+		const reserveOrStop = async (worstCase: number): Promise<boolean> => {
+			if (budget.tryReserve(worstCase) || (await waitForBudget(worstCase))) return true;
+			stop(
+				"budget_exhausted",
+				`stopping: max_credits ${budget.limit} reached (${budget.spent} spent; the next fetch may cost ${worstCase}); continue with --resume --max-credits <larger>`,
+			);
+			return false;
+		};
+
 		const content = { mode: job.output.content, pages };
 		const browser = options.browser;
 		const sessions = browser ? createSessionLimiter(browser) : null;
@@ -588,14 +605,8 @@ export async function runJob(options: RunJobOptions): Promise<RunJobResult> {
 			if (stopReason) return;
 			if (target.browserSession) return runBrowserTarget(target as Parameters<typeof runBrowserTarget>[0]);
 			const worstCase = creditCostRange(target.params).max;
-			if (!budget.tryReserve(worstCase) && !(await waitForBudget(worstCase))) {
-				// No record: the target is left for `--resume --max-credits <larger>`.
-				stop(
-					"budget_exhausted",
-					`stopping: max_credits ${budget.limit} reached (${budget.spent} spent; the next target may cost ${worstCase}); continue with --resume --max-credits <larger>`,
-				);
-				return;
-			}
+			// No record when it does not fit: the target is left for `--resume --max-credits <larger>`.
+			if (!(await reserveOrStop(worstCase))) return;
 			const started = clock();
 			if (guardOutput(() => journal.started(target.id)) === undefined && outputFailure) {
 				budget.release(worstCase);
