@@ -6,7 +6,8 @@ export const FRONTIER_FILE = "frontier.jsonl";
 
 /**
  * One discovered link: URL (normalized), depth, the linking page's id, and its seed's options profile.
- * `d: -1` marks a seed origin whose sitemaps were read (`u` the origin, `c` the credits they cost).
+ * `d < 0` lines journal the sitemap files (sitemaps.ts: queued, paid with `c` credits, read up to `n`
+ * of their `<loc>`s, read).
  * `r: 1` marks where page `p`'s redirects ended: that address was fetched (and paid) as `p`.
  */
 export interface FrontierEntry {
@@ -15,6 +16,7 @@ export interface FrontierEntry {
 	readonly p: string | null;
 	readonly k: string;
 	readonly c?: number;
+	readonly n?: number;
 	readonly r?: 1;
 }
 
@@ -27,7 +29,8 @@ function isFrontierEntry(value: unknown): value is FrontierEntry {
 		Number.isInteger(entry.d) &&
 		(entry.p === null || typeof entry.p === "string") &&
 		typeof entry.k === "string" &&
-		(entry.c === undefined || (typeof entry.c === "number" && Number.isFinite(entry.c) && entry.c >= 0))
+		(entry.c === undefined || (typeof entry.c === "number" && Number.isFinite(entry.c) && entry.c >= 0)) &&
+		(entry.n === undefined || (Number.isSafeInteger(entry.n) && (entry.n as number) >= 0))
 	);
 }
 

@@ -32,18 +32,20 @@ async function openText(path: string): Promise<Readable> {
 /**
  * Read a stored sitemap file as a stream (a streaming XML parser over chunks, gzip through node:zlib):
  * `onLocs` gets its `<loc>` values a batch at a time, in document order, so a file of any size holds
- * one batch in memory. Returns the root's kind (null when the root is neither: nothing is listed).
+ * one batch in memory; it returns false to stop reading there. Returns the root's kind (null when the
+ * root is neither: nothing is listed).
  * Namespace prefixes (`<sm:loc>`) and entities (`&amp;`) are read as XML says.
  */
 export async function readSitemapFile(
 	path: string,
-	onLocs: (locs: string[], kind: SitemapKind) => void,
+	onLocs: (locs: string[], kind: SitemapKind) => boolean,
 ): Promise<SitemapKind | null> {
 	let kind: SitemapKind | null = null;
 	let rootSeen = false;
 	let inLoc = false;
 	let loc = "";
 	let batch: string[] = [];
+	let stopped = false;
 	const localName = (name: string) => name.slice(name.indexOf(":") + 1).toLowerCase();
 	const parser = new Parser(
 		{
@@ -66,8 +68,8 @@ export async function readSitemapFile(
 				inLoc = false;
 				const value = loc.trim();
 				if (value !== "") batch.push(value);
-				if (batch.length >= LOC_BATCH && kind !== null) {
-					onLocs(batch, kind);
+				if (batch.length >= LOC_BATCH && kind !== null && !stopped) {
+					stopped = !onLocs(batch, kind);
 					batch = [];
 				}
 			},
@@ -77,14 +79,17 @@ export async function readSitemapFile(
 	const decoder = new StringDecoder("utf8");
 	const stream = await openText(path);
 	try {
-		for await (const chunk of stream) parser.write(decoder.write(chunk as Buffer));
+		for await (const chunk of stream) {
+			parser.write(decoder.write(chunk as Buffer));
+			if (stopped) break;
+		}
 	} catch {
 		// A gzip body cut short or damaged: what was read before the damage stands.
 	} finally {
 		stream.destroy();
 	}
-	parser.end(decoder.end());
-	if (batch.length > 0 && kind !== null) onLocs(batch, kind);
+	if (!stopped) parser.end(decoder.end());
+	if (batch.length > 0 && kind !== null && !stopped) onLocs(batch, kind);
 	return kind;
 }
 

@@ -14,6 +14,8 @@ import { readRobotsSitemaps, readSitemapFile } from "./sitemap-stream.js";
  * Journalled in frontier.jsonl, per file, so a kill or a budget stop resumes exactly:
  * - `d: -2` a sitemap file to read (`p`: the seed origin it belongs to);
  * - `d: -3` a file paid for (`c`: its credits); its body is kept in the run folder until it is read;
+ * - `d: -4` a file read up to its `n`th `<loc>`: the crawl knew `max_pages` URLs (a resume with a
+ *   larger `max_pages` reads on from there, in its kept body);
  * - `d: -1` a file read: every URL it lists was journalled before this line.
  * A resume never fetches a file with a `d: -3` line again (it reads the kept body) and reads every
  * queued file without a `d: -1` line. (An older run's `d: -1` line naming an origin marks it read.)
@@ -64,17 +66,26 @@ export function createSitemapReader(options: SitemapReaderOptions): SitemapReade
 	const queued = new Map<string, string[]>();
 	const paid = new Set<string>();
 	const read = new Set<string>();
+	/** Files read part way (`d: -4`): how many of their `<loc>`s were taken. */
+	const partly = new Map<string, number>();
 	/** Origins an older run marked read as a whole. */
 	const originsRead = new Set<string>();
 	let credits = 0;
 
 	const bodyPath = (url: string) => join(dir, hash("sha256", url, "hex").slice(0, 24));
 
+	const filesOf = (origin: string): string[] => {
+		const files = queued.get(origin);
+		if (files) return files;
+		const fresh: string[] = [];
+		queued.set(origin, fresh);
+		return fresh;
+	};
+
 	const enqueue = (origin: string, href: string, profile: string, out: FrontierEntry[]) => {
 		const url = normalizeUrl(href);
 		if (url === null) return;
-		let files = queued.get(origin);
-		if (!files) queued.set(origin, (files = []));
+		const files = filesOf(origin);
 		if (files.length >= MAX_SITEMAP_FILES || files.includes(url)) return;
 		files.push(url);
 		out.push({ u: url, d: -2, p: origin, k: profile });
@@ -88,36 +99,44 @@ export function createSitemapReader(options: SitemapReaderOptions): SitemapReade
 		url: string,
 		seed: Target,
 		profile: string,
-		consume: (path: string | null) => Promise<void>,
-	): Promise<boolean> => {
+		/** Reads the body (null: there is none); returns how many `<loc>`s it took when it stopped part way. */
+		consume: (path: string | null) => Promise<number | null>,
+	): Promise<SitemapsRead> => {
 		const path = bodyPath(url);
 		if (!paid.has(url)) {
-			if (options.isStopping()) return false;
+			if (options.isStopping()) return "stopped";
 			mkdirSync(dir, { recursive: true });
 			const fetched = await options.fetch(withSeedCredentials(url, seed.url), seed, path);
-			if (fetched.kind === "stopped") return false;
+			if (fetched.kind === "stopped") return "stopped";
 			options.append([{ u: url, d: -3, p: null, k: profile, c: fetched.credits }]);
 			paid.add(url);
 			credits += fetched.credits;
 			if (fetched.kind === "missing") rmSync(path, { force: true });
 		}
 		// Paid in an earlier session and its body gone: it listed nothing (a failed fetch keeps none).
-		await consume(existsSync(path) ? path : null);
+		const taken = await consume(existsSync(path) ? path : null);
+		if (taken !== null) {
+			// Cut by max_pages: the body stays for a resume, which reads on after the `<loc>`s taken.
+			options.append([{ u: url, d: -4, p: null, k: profile, n: taken }]);
+			partly.set(url, taken);
+			return "cut";
+		}
 		options.append([{ u: url, d: -1, p: null, k: profile }]);
 		read.add(url);
 		rmSync(path, { force: true });
-		return true;
+		return "read";
 	};
 
 	return {
 		remember(entry) {
 			if (entry.d === -2 && entry.p !== null) {
-				let files = queued.get(entry.p);
-				if (!files) queued.set(entry.p, (files = []));
+				const files = filesOf(entry.p);
 				if (!files.includes(entry.u)) files.push(entry.u);
 			} else if (entry.d === -3) {
 				paid.add(entry.u);
 				credits += entry.c ?? 0;
+			} else if (entry.d === -4) {
+				partly.set(entry.u, Math.max(partly.get(entry.u) ?? 0, entry.n ?? 0));
 			} else if (entry.d === -1) {
 				read.add(entry.u);
 				credits += entry.c ?? 0;
@@ -135,8 +154,9 @@ export function createSitemapReader(options: SitemapReaderOptions): SitemapReade
 					// The contract: /sitemap.xml when robots.txt names none.
 					if (out.length === 0 && !queued.get(origin)?.length) enqueue(origin, `${origin}/sitemap.xml`, profile, out);
 					options.append(out);
+					return null;
 				});
-				if (!done) return "stopped";
+				if (done !== "read") return done;
 			}
 			const files = queued.get(origin) ?? [];
 			// The queue grows while an index is read: its files are read after the ones before them.
@@ -145,19 +165,28 @@ export function createSitemapReader(options: SitemapReaderOptions): SitemapReade
 				if (read.has(file)) continue;
 				if (!options.hasRoom()) return "cut";
 				const done = await readDocument(file, seed, profile, async (path) => {
-					if (path === null) return;
+					if (path === null) return null;
+					const skip = partly.get(file) ?? 0;
+					let taken = 0;
+					let cut = false;
 					await readSitemapFile(path, (locs, kind) => {
 						const out: FrontierEntry[] = [];
-						if (kind === "sitemapindex") for (const href of locs) enqueue(origin, href, profile, out);
-						else
-							for (const href of locs) {
+						for (const href of locs) {
+							// Taken by an earlier session that stopped part way through this file.
+							if (taken++ < skip) continue;
+							if (kind === "sitemapindex") enqueue(origin, href, profile, out);
+							else {
 								const entry = options.pageFound(href, profile);
 								if (entry !== null) out.push(entry);
 							}
+						}
 						options.append(out);
+						cut = kind === "urlset" && !options.hasRoom();
+						return !cut;
 					});
+					return cut ? taken : null;
 				});
-				if (!done) return "stopped";
+				if (done !== "read") return done;
 			}
 			return "read";
 		},
