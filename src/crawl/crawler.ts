@@ -18,6 +18,10 @@ export interface CrawlSummary {
 	max_pages: number;
 	/** Credits the robots.txt and sitemap fetches cost (`sitemaps: true`), every session included. */
 	sitemap_credits: number;
+	/** `freshness:`: fresh pages whose links were read from their stored page (not fetched, no record). */
+	fresh: number;
+	/** `freshness:`: fresh pages fetched again (paid, with a record) only to follow their links: none was stored. */
+	refetched_for_links: number;
 	/** `max_pages` when the crawl stopped there with discovered pages left (--resume with a larger one goes on). */
 	stopped_by: "max_pages" | null;
 }
@@ -80,6 +84,8 @@ export function createCrawler(options: CrawlerOptions): Crawler {
 	const scope = createLinkScope(spec.scope);
 	const profiles = new Map<string, Profile>();
 	let handedOut = 0;
+	let fresh = 0;
+	let refetched = 0;
 	/** Seed origins whose sitemaps were asked for (`sitemaps: true`), each once per session. */
 	const seedOrigins = new Set<string>();
 	let stoppedBy: CrawlSummary["stopped_by"] = null;
@@ -178,12 +184,7 @@ export function createCrawler(options: CrawlerOptions): Crawler {
 					urls.claim(key.high, key.low);
 				}
 				if (done?.has(seed.id)) continue;
-				if (pagesLeft() <= 0) {
-					stoppedBy = "max_pages";
-					continue;
-				}
-				handedOut += 1;
-				out.push(seed);
+				if (handOut(seed)) out.push(seed);
 			}
 			// Sitemaps before the seeds that lead to them are fetched: a page they list is depth 0
 			// whatever the timing (no seed's link can have journalled it at depth 1 first).
@@ -234,14 +235,29 @@ export function createCrawler(options: CrawlerOptions): Crawler {
 				urls.claim(key.high, key.low);
 				return;
 			}
-			if (pagesLeft() <= 0) {
-				stoppedBy = "max_pages";
-				return;
-			}
 			urls.claim(key.high, key.low);
-			handedOut += 1;
-			out.push(target);
+			if (handOut(target)) out.push(target);
 		}
+	}
+
+	/**
+	 * Whether a page is handed out: a fresh one with its page stored always (it is read, not fetched, and
+	 * is no page record: `max_pages` does not count it); any other while `max_pages` leaves room.
+	 */
+	function handOut(target: Target): boolean {
+		const freshPage = options.job.freshPage?.(target) ?? null;
+		if (freshPage?.path) {
+			target.crawl!.storedPage = freshPage.path;
+			fresh += 1;
+			return true;
+		}
+		if (pagesLeft() <= 0) {
+			stoppedBy = "max_pages";
+			return false;
+		}
+		if (freshPage) refetched += 1;
+		handedOut += 1;
+		return true;
 	}
 
 	/**
@@ -292,6 +308,8 @@ export function createCrawler(options: CrawlerOptions): Crawler {
 			max_depth: spec.maxDepth,
 			max_pages: spec.maxPages,
 			sitemap_credits: sitemaps.credits,
+			fresh,
+			refetched_for_links: refetched,
 			stopped_by: stoppedBy ?? (sitemapsCut ? "max_pages" : null),
 		}),
 		sync: () => frontier.sync(),

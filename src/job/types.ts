@@ -92,6 +92,12 @@ export interface Job {
 	 * (fresh with `freshness:`, or not failed with `--retry-failed`).
 	 */
 	select?: (target: Target) => boolean;
+	/**
+	 * Set by the runner for a crawl with `freshness:` (instead of `select`): null when the page is not
+	 * fresh; else where its stored page is (`content: files` of its latest ok record), or null when
+	 * none is kept. A fresh page is not paid for again, but its links are followed.
+	 */
+	freshPage?: (target: Target) => { readonly path: string | null } | null;
 	/** `notify:`: where the summary is POSTed when a run ends. */
 	notify: {
 		url: string;
@@ -148,4 +154,6 @@ export interface TargetCrawl {
 	parent: string | null;
 	/** Which seed options it was fetched with (see src/crawl: profiles). */
 	profile: string;
+	/** Fresh (`freshness:`) with its page stored: its links are read from this file, nothing is fetched. */
+	storedPage?: string;
 }

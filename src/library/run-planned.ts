@@ -192,6 +192,18 @@ async function selectTargets(
 			throw new UsageError(`--retry-failed: no run ${retry} of job ${plan.job.name} under ${choices.outRoot}`);
 		failedInRun = await failedIds(join(runDir, "results.jsonl"));
 	}
+	if (plan.job.crawl && !retrying) {
+		// A crawl goes on below a fresh page: it is not fetched, its links are read from its stored page.
+		const jobDir = jobOutputDir(choices.outRoot, plan.job.name);
+		const freshPage = (target: { id: string }) => {
+			const entry = history.get(target.id);
+			if (!(entry?.okAt != null && now - entry.okAt < freshnessMs)) return null;
+			const record = entry.okRun === null ? null : history.readOkRecord(entry);
+			const path = record?.content_path ? join(jobDir, entry.okRun!, record.content_path) : null;
+			return { path: path !== null && existsSync(path) ? path : null };
+		};
+		return { job: { ...plan.job, freshnessMs, freshPage }, counts: null };
+	}
 	const select = (target: { id: string }) => {
 		const entry = history.get(target.id);
 		if (retrying) {

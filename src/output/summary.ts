@@ -38,6 +38,10 @@ export interface RunSummary {
 		max_pages: number;
 		/** Credits the robots.txt and sitemap fetches cost (`sitemaps: true`); included in `credits.used`. */
 		sitemap_credits: number;
+		/** `freshness:`: fresh pages whose links were read from their stored page (counted in `targets.fresh` too). */
+		fresh: number;
+		/** `freshness:`: fresh pages fetched again, only to follow their links (no stored page): paid, with a record. */
+		refetched_for_links: number;
 		stopped_by: "max_pages" | null;
 	};
 	/** `map:` / `search:` sources: URLs each found and the credits its call cost (included in `credits.used`). */

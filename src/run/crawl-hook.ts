@@ -1,4 +1,4 @@
-import { renameSync, rmSync, writeFileSync } from "node:fs";
+import { readFileSync, renameSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { dirname } from "node:path";
 import type { BodySpill } from "../api/index.js";
 import { type Crawler, createCrawler, type SitemapFetch } from "../crawl/index.js";
@@ -93,6 +93,23 @@ export function crawlPage(crawler: Crawler | null, target: Target, result: Fetch
 }
 
 /**
+ * A fresh crawled page (`freshness:`) whose page is stored: its links are read from the file. A file
+ * gone or larger than `max_body_mb` reads as no links (the page is fresh all the same).
+ */
+export function crawlStoredPage(crawler: Crawler, target: Target, maxBodyBytes: number | undefined): void {
+	const path = target.crawl?.storedPage;
+	if (path === undefined) return;
+	let html: string;
+	try {
+		if (statSync(path).size > (maxBodyBytes ?? Number.POSITIVE_INFINITY)) return;
+		html = readFileSync(path, "utf8");
+	} catch {
+		return;
+	}
+	crawler.pageFetched(target, html);
+}
+
+/**
  * A crawl's summary: how many pages and links, and whether it stopped at `max_pages` with pages
  * left (then it is not complete, and `--resume` with a larger `max_pages` goes on). Its total is
  * not known in advance.
@@ -102,6 +119,7 @@ export function addCrawlSummary(summary: RunSummary, crawler: Crawler | null): v
 	const crawl = crawler.summary();
 	summary.crawl = crawl;
 	summary.credits.used += crawl.sitemap_credits;
+	if (crawl.fresh > 0) summary.targets.fresh = (summary.targets.fresh ?? 0) + crawl.fresh;
 	summary.targets.total = null;
 	summary.targets.remaining = null;
 	if (summary.stopped_reason === null) {

@@ -34,7 +34,7 @@ import {
 	systemClock,
 } from "../shared/index.js";
 import { createSessionLimiter, fetchBrowserTarget } from "./browser-target.js";
-import { addCrawlSummary, crawlerFor, crawlPage, serviceSitemapFetch } from "./crawl-hook.js";
+import { addCrawlSummary, crawlerFor, crawlPage, crawlStoredPage, serviceSitemapFetch } from "./crawl-hook.js";
 import { createCreditBudget } from "./credit-budget.js";
 import { addDiscoverySummary, type DiscoveredTargets, discoverTargets, withDiscovered } from "./discovery-sources.js";
 import { addExtraction, createRunFillStats } from "./extract-record.js";
@@ -722,6 +722,11 @@ export async function runJob(options: RunJobOptions): Promise<RunJobResult> {
 				for (const target of batch) {
 					if (stopReason) break feed;
 					if (prior?.done.has(target.id)) continue;
+					// A fresh crawled page: its links from its stored page, nothing fetched, no record.
+					if (crawler && target.crawl?.storedPage !== undefined) {
+						guardOutput(() => crawlStoredPage(crawler, target, job.maxBodyBytes));
+						continue;
+					}
 					// Refill in batches: wait only when twice the concurrency is queued, then until half of it
 					// has started, so the wait (a promise and a listener) is paid once per batch, not per target.
 					if (queue.size >= options.concurrency * 2) await queue.onSizeLessThan(options.concurrency);
@@ -767,6 +772,7 @@ export async function runJob(options: RunJobOptions): Promise<RunJobResult> {
 			summary.browser_credits_used =
 				browser.creditsBefore !== null && after !== null ? Math.max(0, browser.creditsBefore - after) : null;
 		}
+		if (job.freshnessMs > 0) summary.targets.fresh = survey.deselected;
 		addCrawlSummary(summary, crawler);
 		addDiscoverySummary(summary, discovered);
 		if (fill) summary.extract = fill.summary();
@@ -783,7 +789,6 @@ export async function runJob(options: RunJobOptions): Promise<RunJobResult> {
 				);
 			}
 		}
-		if (job.freshnessMs > 0) summary.targets.fresh = survey.deselected;
 		try {
 			writeSummary(join(runDir, RUN_FILES.summary), summary);
 		} catch (error) {

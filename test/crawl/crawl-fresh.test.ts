@@ -1,0 +1,101 @@
+import { existsSync, readdirSync } from "node:fs";
+import { join } from "node:path";
+import { afterEach, describe, expect, it } from "vitest";
+import { runJobFile } from "../../src/library/index.js";
+import { readRecords, tempDir, writeJob } from "../helpers/job-files.js";
+import { runCli } from "../helpers/run-cli.js";
+import { startTestService, type TestService } from "../helpers/service.js";
+import { html, startTargetSite, type TargetSite } from "./target-site.js";
+
+let service: TestService | undefined;
+let site: TargetSite | undefined;
+afterEach(async () => {
+	await service?.close();
+	await site?.close();
+	service = undefined;
+	site = undefined;
+});
+
+/** A binary tree of pages: /t/i links /t/2i+1 and /t/2i+2. */
+async function startTreeSite(): Promise<TargetSite> {
+	return startTargetSite((req, res) => {
+		const index = Number(/^\/t\/(\d+)$/.exec(req.url ?? "")?.[1] ?? -1);
+		if (index < 0) return html(res, "none", 404);
+		html(res, `<a href="/t/${2 * index + 1}">l</a> <a href="/t/${2 * index + 2}">r</a>`);
+	});
+}
+
+function yaml(origin: string, content: "files" | "none", maxPages: number): string {
+	return [
+		"name: fresh",
+		"defaults: {mode: request}",
+		`output: {content: ${content}}`,
+		"freshness: 1h",
+		`crawl: {max_depth: 20, max_pages: ${maxPages}}`,
+		`targets: [${origin}/t/0]`,
+		"",
+	].join("\n");
+}
+
+function runDirs(out: string): string[] {
+	const jobDir = join(out, "fresh");
+	return readdirSync(jobDir)
+		.filter((name) => existsSync(join(jobDir, name, "run.json")))
+		.sort()
+		.map((name) => join(jobDir, name));
+}
+
+function askedPaths(target: TargetSite): Map<string, number> {
+	const counts = new Map<string, number>();
+	for (const request of target.requests) counts.set(request.path, (counts.get(request.path) ?? 0) + 1);
+	return counts;
+}
+
+describe("crawl × freshness", () => {
+	it("content: files — fresh pages are not paid again, their links are read from their stored pages", async () => {
+		service = await startTestService({ concurrency: 4 });
+		site = await startTreeSite();
+		const dir = tempDir();
+		const out = join(dir, "out");
+		const job = writeJob(dir, "fresh", yaml(site.origin, "files", 11));
+		const first = await runCli(["run", job, "--out", out, "--quiet"], { env: service.env });
+		expect(first.code).toBe(1);
+		const [firstRun] = runDirs(out);
+		expect(readRecords(firstRun!)).toHaveLength(11);
+
+		writeJob(dir, "fresh", yaml(site.origin, "files", 40));
+		const summary = await runJobFile(job, { out, env: service.env });
+		const secondRun = runDirs(out)[1]!;
+		const records = readRecords(secondRun);
+		expect(records).toHaveLength(40);
+		expect(summary.targets.fresh).toBe(11);
+		expect(summary.crawl).toMatchObject({ fresh: 11, refetched_for_links: 0, pages: 40 });
+		// Every page asked for once across both runs: the fresh ones were not fetched again.
+		const counts = askedPaths(site);
+		expect([...counts.values()].every((count) => count === 1)).toBe(true);
+		expect(counts.size).toBe(51);
+		// The new pages are below the fresh ones, at their BFS depth.
+		const firstUrls = new Set(readRecords(firstRun!).map((record) => record.url));
+		expect(records.some((record) => firstUrls.has(record.url))).toBe(false);
+		expect(Math.min(...records.map((record) => record.depth!))).toBeGreaterThanOrEqual(3);
+	});
+
+	it("content: none — fresh pages are fetched again only to follow their links, counted as refetched_for_links", async () => {
+		service = await startTestService({ concurrency: 4 });
+		site = await startTreeSite();
+		const dir = tempDir();
+		const out = join(dir, "out");
+		const job = writeJob(dir, "fresh", yaml(site.origin, "none", 11));
+		await runCli(["run", job, "--out", out, "--quiet"], { env: service.env });
+
+		writeJob(dir, "fresh", yaml(site.origin, "none", 40));
+		const second = await runCli(["run", job, "--out", out, "--quiet", "--json"], { env: service.env });
+		const summary = JSON.parse(second.stdout) as { crawl: { refetched_for_links: number; fresh: number } };
+		expect(summary.crawl).toMatchObject({ refetched_for_links: 11, fresh: 0 });
+		const records = readRecords(runDirs(out)[1]!);
+		expect(records).toHaveLength(40);
+		const counts = askedPaths(site);
+		expect([...counts.values()].filter((count) => count === 2)).toHaveLength(11);
+		expect(counts.size).toBe(40);
+	});
+});
