@@ -65,7 +65,7 @@ describe("crawl × freshness", () => {
 
 		writeJob(dir, "fresh", yaml(site.origin, "files", 40));
 		const summary = await runJobFile(job, { out, env: service.env });
-		const secondRun = runDirs(out)[1]!;
+		const secondRun = runDirs(out).find((dir) => dir !== firstRun)!;
 		const records = readRecords(secondRun);
 		expect(records).toHaveLength(40);
 		expect(summary.targets.fresh).toBe(11);
@@ -87,12 +87,13 @@ describe("crawl × freshness", () => {
 		const out = join(dir, "out");
 		const job = writeJob(dir, "fresh", yaml(site.origin, "none", 11));
 		await runCli(["run", job, "--out", out, "--quiet"], { env: service.env });
+		const [firstRun] = runDirs(out);
 
 		writeJob(dir, "fresh", yaml(site.origin, "none", 40));
 		const second = await runCli(["run", job, "--out", out, "--quiet", "--json"], { env: service.env });
 		const summary = JSON.parse(second.stdout) as { crawl: { refetched_for_links: number; fresh: number } };
 		expect(summary.crawl).toMatchObject({ refetched_for_links: 11, fresh: 0 });
-		const records = readRecords(runDirs(out)[1]!);
+		const records = readRecords(runDirs(out).find((dir) => dir !== firstRun)!);
 		expect(records).toHaveLength(40);
 		const counts = askedPaths(site);
 		expect([...counts.values()].filter((count) => count === 2)).toHaveLength(11);
