@@ -91,7 +91,7 @@ export async function benchCrawl(
 			for (const target of batch) {
 				fetched += 1;
 				const html = htmlFor(target.url, pages);
-				if (html !== null) crawler.pageFetched(target, html);
+				if (html !== null) crawler.pageFetched(target, extractLinks(parseHtml(html, target.url)));
 			}
 		}
 		const cpu = cpuMs() - started;

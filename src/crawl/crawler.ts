@@ -1,6 +1,5 @@
 import { hash } from "node:crypto";
 import { join } from "node:path";
-import { extractLinks, type ParsedPage, parseHtml } from "../extract/index.js";
 import { type CrawlSpec, createTargetKey, identityOptionsJson, type Job, shardOf, type Target } from "../job/index.js";
 import { createUrlKeys, type UrlKeys } from "../shared/index.js";
 import { FRONTIER_FILE, type FrontierEntry, type FrontierFile, openFrontierFile } from "./frontier-file.js";
@@ -53,7 +52,11 @@ export interface Crawler {
 	 * `finalUrl`: where the target's redirects ended (when the service said): that address counts as
 	 * fetched, and the page's links resolve against it, as a browser's would.
 	 */
-	pageFetched(target: Target, html: string, finalUrl?: string): ParsedPage;
+	/**
+	 * A fetched page's links (found by the page pool, off the main thread; null when it found none or
+	 * the page could not be read) go to the frontier.
+	 */
+	pageFetched(target: Target, links: readonly string[] | null, finalUrl?: string): void;
 	summary(): CrawlSummary;
 	sync(): void;
 	close(): void;
@@ -277,7 +280,7 @@ export function createCrawler(options: CrawlerOptions): Crawler {
 
 	return {
 		targets,
-		pageFetched(target, html, finalUrl) {
+		pageFetched(target, links, finalUrl) {
 			const crawl = target.crawl;
 			const found: FrontierEntry[] = [];
 			const landed = finalUrl === undefined ? null : normalizeUrl(finalUrl);
@@ -287,12 +290,11 @@ export function createCrawler(options: CrawlerOptions): Crawler {
 				if (urls.claim(key.high, key.low))
 					found.push({ u: landed, d: crawl.depth, p: target.id, k: crawl.profile, r: 1 });
 			}
-			const page = parseHtml(html, landed ?? target.url);
-			if (!crawl || crawl.depth >= spec.maxDepth) {
+			if (!crawl || crawl.depth >= spec.maxDepth || links === null) {
 				frontier.append(found);
-				return page;
+				return;
 			}
-			for (const href of extractLinks(page)) {
+			for (const href of links) {
 				const url = follows(href);
 				if (url === null) continue;
 				const key = urlKey(url);
@@ -300,7 +302,6 @@ export function createCrawler(options: CrawlerOptions): Crawler {
 				found.push({ u: url, d: crawl.depth + 1, p: target.id, k: crawl.profile });
 			}
 			frontier.append(found);
-			return page;
 		},
 		summary: () => ({
 			pages: pagesBefore + handedOut,

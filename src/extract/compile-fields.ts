@@ -5,6 +5,8 @@ import { type CompiledSelector, compileCss } from "./select.js";
 /** One field ready to run: its selector or regex compiled once per job, never per page. */
 export type CompiledField = {
 	readonly name: string;
+	/** The field as written: what a worker thread compiles it from again (a compiled selector cannot cross). */
+	readonly input: FieldInput;
 	readonly type: FieldType;
 	readonly all: boolean;
 	readonly required: boolean;
@@ -77,7 +79,7 @@ export function compileField(name: string, input: FieldInput): CompileResult {
 			message: "type html reads an element: use it with `css` and no `attr`",
 		});
 	}
-	const base = { name, type, all, required };
+	const base = { name, input, type, all, required };
 	let field: CompiledField | undefined;
 	switch (locator) {
 		case "css": {
@@ -163,4 +165,16 @@ export function planOf(fields: readonly CompiledField[]): ExtractPlan {
 		usesJsonLd: fields.some((field) => field.locator === "jsonld"),
 		needsDocument: fields.some((field) => field.locator !== "regex"),
 	};
+}
+
+const fieldsTexts = new WeakMap<ExtractPlan, string>();
+
+/** A plan's fields as written, as one JSON text (made once per plan): how it travels to a worker. */
+export function fieldsTextOf(plan: ExtractPlan): string {
+	let text = fieldsTexts.get(plan);
+	if (text === undefined) {
+		text = JSON.stringify(Object.fromEntries(plan.fields.map((field) => [field.name, field.input])));
+		fieldsTexts.set(plan, text);
+	}
+	return text;
 }

@@ -12,6 +12,7 @@ export {
 	compileFields,
 	type ExtractPlan,
 	type FieldProblem,
+	fieldsTextOf,
 	planOf,
 } from "./compile-fields.js";
 export { type ExtractedData, extractFields } from "./extract-fields.js";
@@ -27,6 +28,14 @@ export {
 	type Locator,
 } from "./field-spec.js";
 export { createFillStats, type ExtractSummary, type FieldFill, type FillField, type FillStats } from "./fill-stats.js";
+export {
+	createPagePool,
+	DEFAULT_PAGE_TIMEOUT_MS,
+	type PagePool,
+	type PagePoolOptions,
+	PageTooComplexError,
+} from "./page-pool.js";
+export type { PageTask, PageTaskResult } from "./page-task.js";
 export { collapseWhitespace, elementText, extractLinks, type ParsedPage, parseHtml, resolveUrl } from "./parse-html.js";
 export { parseNumber } from "./parse-number.js";
 export { type CompiledSelector, compileCss, selectEvery, selectFirst } from "./select.js";

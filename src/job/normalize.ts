@@ -1,6 +1,7 @@
 import { createHash } from "node:crypto";
 import { basename, extname, isAbsolute, relative, resolve } from "node:path";
 import type { z } from "zod";
+import { DEFAULT_PAGE_TIMEOUT_MS } from "../extract/index.js";
 import { parseDuration, type ScrapeParams } from "../shared/index.js";
 import { type BrowserSession, browserSessionSchema, mergeBrowserSessions } from "./browser-session.js";
 import { normalizeCrawl } from "./crawl-spec.js";
@@ -244,6 +245,10 @@ export function normalizeJob(parsed: JobFileOutput, ctx: NormalizeContext): Job 
 		onBadRow: parsed.on_bad_row,
 		taskTimeoutMs: parsed.task_timeout_ms,
 		outageTimeoutMs: parseDuration(parsed.outage_timeout) ?? 600_000,
+		pageTimeoutMs:
+			parsed.page_timeout === undefined
+				? DEFAULT_PAGE_TIMEOUT_MS
+				: (parseDuration(parsed.page_timeout) ?? DEFAULT_PAGE_TIMEOUT_MS),
 		maxBodyBytes: Math.round(parsed.max_body_mb * 1024 * 1024),
 		freshnessMs: parseDuration(parsed.freshness) ?? 0,
 		notify: parsed.notify ?? null,
@@ -296,6 +301,7 @@ export function normalizePartialJob(data: Record<string, unknown>, ctx: Normaliz
 		onBadRow: data.on_bad_row === "skip" ? "skip" : "fail",
 		taskTimeoutMs: 1,
 		outageTimeoutMs: 600_000,
+		pageTimeoutMs: DEFAULT_PAGE_TIMEOUT_MS,
 		maxBodyBytes: 50 * 1024 * 1024,
 		freshnessMs: 0,
 		notify: null,

@@ -312,6 +312,12 @@ export const jobFileSchema = z
 			.positive()
 			.optional()
 			.describe("Fetches in flight per target host at most (politeness), under the account's concurrency"),
+		page_timeout: durationSchema
+			.refine((value) => (parseDuration(value) ?? 0) > 0, { error: "must be above 0" })
+			.optional()
+			.describe(
+				"Longest one page's parse + extract + link discovery may take (in a worker thread); past it the target is failed with page_too_complex (default 10s)",
+			),
 		outage_timeout: durationSchema
 			.default(DEFAULT_OUTAGE_TIMEOUT)
 			.describe(

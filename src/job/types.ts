@@ -119,6 +119,8 @@ export interface Job {
 	maxBodyBytes: number;
 	/** `outage_timeout` in ms: how long an outage may last before the run stops. */
 	outageTimeoutMs: number;
+	/** `page_timeout` in ms: one page's parse + extract + links at most; past it, `page_too_complex`. */
+	pageTimeoutMs: number;
 	/** `extract:` / `carry:` / service-side extraction as a whole: CSV columns and fill checks; absent with none. */
 	extraction?: JobExtraction | null;
 	/**

@@ -2,13 +2,12 @@ import { readFileSync, renameSync, rmSync, statSync, writeFileSync } from "node:
 import { dirname } from "node:path";
 import type { BodySpill } from "../api/index.js";
 import { type Crawler, createCrawler, type SitemapFetch } from "../crawl/index.js";
-import type { ParsedPage } from "../extract/index.js";
 import { createTargetKey, type Job, type Target } from "../job/index.js";
 import type { RunSummary } from "../output/index.js";
 import { creditCostRange, type ScrapeParams } from "../shared/index.js";
 import type { IdSet } from "./compact-id-set.js";
 import type { CreditBudget } from "./credit-budget.js";
-import { isHtmlResult, pageHtml } from "./extract-record.js";
+import { pageHtml } from "./extract-record.js";
 import type { FetchResult } from "./fetch-target.js";
 
 /** The run's crawler when the job has `crawl:`; null otherwise. */
@@ -84,29 +83,20 @@ export function serviceSitemapFetch(deps: SitemapFetchDeps): SitemapFetch {
 const SITEMAP_IN_MEMORY_BYTES = 64 * 1024;
 
 /**
- * A fetched page's links go to the crawl's frontier (before its record is written: a crash between
- * the two loses nothing). The parsed page is returned for extraction: one parse serves both.
- */
-export function crawlPage(crawler: Crawler | null, target: Target, result: FetchResult): ParsedPage | undefined {
-	if (!crawler || result.kind !== "ok" || !isHtmlResult(target, result)) return undefined;
-	return crawler.pageFetched(target, pageHtml(result), result.finalUrl);
-}
-
 /**
- * A fresh crawled page (`freshness:`) whose page is stored: its links are read from the file. A file
- * gone or larger than `max_body_mb` reads as no links (the page is fresh all the same).
+ * A fresh crawled page (`freshness:`) whose page is stored: the HTML its links are read from (in the
+ * page pool, like a fetched page's). A file gone or larger than `max_body_mb` reads as none (the page
+ * is fresh all the same).
  */
-export function crawlStoredPage(crawler: Crawler, target: Target, maxBodyBytes: number | undefined): void {
+export function storedPageHtml(target: Target, maxBodyBytes: number | undefined): string | null {
 	const path = target.crawl?.storedPage;
-	if (path === undefined) return;
-	let html: string;
+	if (path === undefined) return null;
 	try {
-		if (statSync(path).size > (maxBodyBytes ?? Number.POSITIVE_INFINITY)) return;
-		html = readFileSync(path, "utf8");
+		if (statSync(path).size > (maxBodyBytes ?? Number.POSITIVE_INFINITY)) return null;
+		return readFileSync(path, "utf8");
 	} catch {
-		return;
+		return null;
 	}
-	crawler.pageFetched(target, html);
 }
 
 /**

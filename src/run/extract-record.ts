@@ -3,11 +3,10 @@ import { createInterface } from "node:readline";
 import { contentOf } from "../api/index.js";
 import {
 	createFillStats,
+	type ExtractPlan,
 	type ExtractSummary,
-	extractFields,
-	extractPage,
 	type FillStats,
-	type ParsedPage,
+	type PageTaskResult,
 	serviceData,
 } from "../extract/index.js";
 import type { Job, Target } from "../job/index.js";
@@ -64,18 +63,17 @@ export function isHtmlResult(target: Target, result: FetchResult): boolean {
 }
 
 /**
- * Fill a fetched record's `data` (the target's `extract:` fields from its html, then what the
- * service returned for `extract_scheme` / `ai_enhance`) and its carried source columns. Runs whatever
- * `output.content` says: the page is parsed in memory here and dropped when this returns.
- * With a job that extracts, every ok record has `data` (fields that found nothing are null).
+ * Fill a fetched record's `data` (the target's `extract:` fields as the page pool read them from its
+ * html, then what the service returned for `extract_scheme` / `ai_enhance`) and its carried source
+ * columns. With a job that extracts, every ok record has `data` (fields that found nothing are null).
  */
 export function addExtraction(
 	record: ResultRecord,
 	target: Target,
 	result: FetchResult,
 	job: Job,
-	/** The page already parsed by another reader of it (the crawler's links): not parsed again. */
-	parsed?: ParsedPage,
+	/** What the page pool read from the page (absent when it was not html, or not read). */
+	read?: PageTaskResult,
 ): ResultRecord {
 	const extraction = job.extraction;
 	if (!extraction) return record;
@@ -83,15 +81,9 @@ export function addExtraction(
 		let data: Record<string, unknown> | undefined;
 		const plan = target.extract;
 		if (plan && plan.fields.length > 0) {
-			data = {};
-			if (isHtml(target, result)) {
-				try {
-					data = parsed ? extractFields(parsed, plan) : extractPage(pageHtml(result), target.url, plan);
-				} catch (error) {
-					// A page the parser chokes on must not cost the record: its fields are null, and the log says why.
-					record.message = `extraction failed: ${errorMessage(error)}`.slice(0, 2000);
-				}
-			}
+			data = { ...read?.data };
+			// A page the parser chokes on must not cost the record: its fields are null, and the record says why.
+			if (read?.error !== undefined) record.message = `extraction failed: ${read.error}`.slice(0, 2000);
 			for (const field of plan.fields) if (!(field.name in data)) data[field.name] = null;
 		}
 		const fromService = result.json ? serviceData(result.json) : null;
@@ -103,6 +95,21 @@ export function addExtraction(
 		for (const name of extraction.carry) carried[name] = target.carried?.[name] ?? null;
 	}
 	return record;
+}
+
+/**
+ * What a fetched page needs from the page pool: its fields (the target's `extract:`) and its links (a
+ * crawl below `max_depth`), or null when nothing reads it (not html, or nobody asks).
+ */
+export function pageWorkOf(
+	target: Target,
+	result: FetchResult,
+	wantsLinks: boolean,
+): { html: string; url: string; plan: ExtractPlan | null; links: boolean } | null {
+	if (result.kind !== "ok") return null;
+	const plan = target.extract && target.extract.fields.length > 0 ? target.extract : null;
+	if ((plan === null && !wantsLinks) || !isHtml(target, result)) return null;
+	return { html: pageHtml(result), url: result.finalUrl ?? target.url, plan, links: wantsLinks };
 }
 
 /** Fill rates over ok records; with a resumed run, the earlier records of the folder are counted first. */

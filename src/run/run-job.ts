@@ -4,6 +4,7 @@ import type { Logger } from "pino";
 import { type BodySpill, MAX_RESET_SECONDS, type ScraperClient, type ScraperHeaders } from "../api/index.js";
 import type { BrowserServiceAccess } from "../browser/index.js";
 import { createUrlKeys } from "../crawl/index.js";
+import { createPagePool, type PageTaskResult, PageTooComplexError } from "../extract/index.js";
 import { createChangeTracker, type JobHistory } from "../history/index.js";
 import { type Job, streamTargetBatches, type Target } from "../job/index.js";
 import {
@@ -34,10 +35,10 @@ import {
 	systemClock,
 } from "../shared/index.js";
 import { createSessionLimiter, fetchBrowserTarget } from "./browser-target.js";
-import { addCrawlSummary, crawlerFor, crawlPage, crawlStoredPage, serviceSitemapFetch } from "./crawl-hook.js";
+import { addCrawlSummary, crawlerFor, serviceSitemapFetch, storedPageHtml } from "./crawl-hook.js";
 import { createCreditBudget } from "./credit-budget.js";
 import { addDiscoverySummary, type DiscoveredTargets, discoverTargets, withDiscovered } from "./discovery-sources.js";
-import { addExtraction, createRunFillStats } from "./extract-record.js";
+import { addExtraction, createRunFillStats, isHtmlResult, pageWorkOf } from "./extract-record.js";
 import { createFetchQueue } from "./fetch-queue.js";
 import { type FetchResult, type FetchTargetDeps, fetchTarget } from "./fetch-target.js";
 import { createHostGate } from "./host-gate.js";
@@ -276,6 +277,55 @@ export async function runJob(options: RunJobOptions): Promise<RunJobResult> {
 		);
 		// A resumed crawl's robots.txt and sitemap credits of earlier sessions are spent already.
 		if (crawler) budget.commit(0, crawler.summary().sitemap_credits);
+		// Pages that `extract:` or `crawl:` read are parsed in worker threads, bounded by `page_timeout`.
+		const pagePool = job.extraction || crawler ? await createPagePool({ timeoutMs: job.pageTimeoutMs }) : null;
+		const maxDepth = job.crawl?.maxDepth ?? 0;
+		/**
+		 * What the page pool reads from a fetched page (fields, links), or why it could not (past
+		 * `page_timeout` or its worker's memory: `page_too_complex`). Off this thread: the run's timers,
+		 * signals and other targets go on meanwhile.
+		 */
+		const readPage = async (
+			target: Target,
+			result: FetchResult,
+		): Promise<{ read?: PageTaskResult; tooComplex?: string; abandoned?: true }> => {
+			const wantsLinks = crawler !== null && target.crawl !== undefined && target.crawl.depth < maxDepth;
+			const work = pagePool ? pageWorkOf(target, result, wantsLinks) : null;
+			if (!work || !pagePool) return {};
+			try {
+				return { read: await pagePool.run(work, inflight.signal) };
+			} catch (error) {
+				if (error instanceof PageTooComplexError) return { tooComplex: error.message };
+				// A stop past its grace period ends the page's worker too: the fetch is abandoned like any in flight.
+				if (inflight.signal.aborted) return { abandoned: true };
+				throw error;
+			}
+		};
+		/** A fresh crawled page's links, read from its stored page in the page pool; no fetch, no record. */
+		const followStoredPage = async (target: Target) => {
+			const html = storedPageHtml(target, job.maxBodyBytes);
+			if (html === null || !pagePool || !crawler) return;
+			const wantsLinks = target.crawl !== undefined && target.crawl.depth < maxDepth;
+			let links: readonly string[] | null = null;
+			if (wantsLinks) {
+				try {
+					links =
+						(await pagePool.run({ html, url: target.url, plan: null, links: true }, inflight.signal)).links ?? null;
+				} catch {
+					// Too complex or stopped: the page stays fresh, its links unread.
+					return;
+				}
+			}
+			guardOutput(() => crawler.pageFetched(target, links));
+		};
+		/** The record of a page the pool gave up on: failed, its page file kept (`content: files`). */
+		const markTooComplex = (record: ResultRecord, message: string) => {
+			record.status = "failed";
+			record.error = "page_too_complex";
+			record.message = message;
+			delete record.data;
+		};
+
 		// The duplicate check of the rows read: past `feedKeysInMemory` keys, older ones go to sorted files
 		// in the run folder with ~1.5 bytes a row left in memory (at a million rows: ~5 MB, not 16).
 		const feedKeys = createUrlKeys({
@@ -411,26 +461,31 @@ export async function runJob(options: RunJobOptions): Promise<RunJobResult> {
 		};
 
 		/**
-		 * The record of a fetched target, built and written; undefined when the output has failed. Not
-		 * through `guardOutput`: a closure per target, at a million targets, is garbage for nothing.
+		 * The record of a fetched target, built and written; undefined when the output has failed or the
+		 * lease was lost (checked again after the page pool's answer: nothing is written past either).
 		 */
-		const writeFetched = (
+		const writeFetched = async (
 			target: Target,
 			result: Extract<FetchResult, { kind: "ok" | "failed" }>,
 			charged: number,
 			started: number,
-		): ResultRecord | undefined => {
+		): Promise<ResultRecord | undefined> => {
 			if (outputFailure || leaseLost) return undefined;
+			const page = await readPage(target, result);
+			if (outputFailure || leaseLost || page.abandoned) return undefined;
 			try {
-				const parsed = crawlPage(crawler, target, result);
+				// Links go to the frontier before the record is written: a crash between the two loses nothing.
+				if (crawler && result.kind === "ok" && isHtmlResult(target, result))
+					crawler.pageFetched(target, page.read?.links ?? null, result.finalUrl);
 				const record = addExtraction(
 					fetchedRecord(target, result, charged, started, clock(), content),
 					target,
 					result,
 					job,
-					parsed,
+					page.read,
 				);
-				write(record, result.kind === "ok" ? (result.spilled ?? result.body) : null);
+				if (page.tooComplex !== undefined) markTooComplex(record, page.tooComplex);
+				write(record, record.status === "ok" && result.kind === "ok" ? (result.spilled ?? result.body) : null);
 				return record;
 			} catch (error) {
 				outputFailed(error);
@@ -581,12 +636,16 @@ export async function runJob(options: RunJobOptions): Promise<RunJobResult> {
 			}
 			if (result.kind === "abandoned") return;
 			// `extract:` reads the final page's HTML, as for a scraper fetch (shared/design.md, browser jobs).
+			const page = await readPage(target, result);
+			if (page.abandoned) return;
 			const record = addExtraction(
 				fetchedRecord(target, result, result.creditsUsed ?? 0, started, clock(), content),
 				target,
 				result,
 				job,
+				page.read,
 			);
+			if (page.tooComplex !== undefined) markTooComplex(record, page.tooComplex);
 			if (evaluated.length > 0)
 				record.data = { ...record.data, evaluate: evaluated.length === 1 ? evaluated[0] : evaluated };
 			guardOutput(() => write(record, result.kind === "ok" ? result.body : null));
@@ -627,7 +686,7 @@ export async function runJob(options: RunJobOptions): Promise<RunJobResult> {
 					const charged = result.creditsUsed ?? worstCase;
 					budget.commit(worstCase, charged);
 					settleBudget();
-					const record = writeFetched(target, result, charged, started);
+					const record = await writeFetched(target, result, charged, started);
 					if (!record) {
 						stats.abandoned += 1;
 						return;
@@ -724,7 +783,7 @@ export async function runJob(options: RunJobOptions): Promise<RunJobResult> {
 					if (prior?.done.has(target.id)) continue;
 					// A fresh crawled page: its links from its stored page, nothing fetched, no record.
 					if (crawler && target.crawl?.storedPage !== undefined) {
-						guardOutput(() => crawlStoredPage(crawler, target, job.maxBodyBytes));
+						queue.add(() => followStoredPage(target));
 						continue;
 					}
 					// Refill in batches: wait only when twice the concurrency is queued, then until half of it
@@ -757,6 +816,7 @@ export async function runJob(options: RunJobOptions): Promise<RunJobResult> {
 		}
 
 		for (const sink of sinks) await sink.close();
+		await pagePool?.close();
 		journal.close();
 		crawler?.close();
 		removeLastWord();

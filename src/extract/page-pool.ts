@@ -1,0 +1,130 @@
+import { existsSync } from "node:fs";
+import { availableParallelism } from "node:os";
+import { fileURLToPath } from "node:url";
+import PQueue from "p-queue";
+import type { ExtractPlan } from "./compile-fields.js";
+import { fieldsTextOf } from "./compile-fields.js";
+import { type PageTask, type PageTaskResult, runPageTask } from "./page-task.js";
+
+/**
+ * Where pages are parsed, their fields extracted and their links found: worker threads (piscina),
+ * so that one hostile page (300k unclosed `<div>`, a `:has()` selector 3000 levels deep, 20 MB of
+ * `<br>`) cannot stall the run's event loop — signals, heartbeats, progress and other targets keep
+ * their timing — and is bounded in time (`page_timeout`) and memory (its worker's heap): past either,
+ * the worker is ended and the page is `page_too_complex`; the run goes on.
+ */
+export interface PagePool {
+	/**
+	 * The page's fields and links; rejects with `PageTooComplexError` past the time or memory bound
+	 * (the time counts from when a worker takes the page, not while it waits for one), and with the
+	 * signal's reason when `signal` aborts first (a stop past its grace period: the worker is ended).
+	 */
+	run(
+		page: { html: string; url: string; plan: ExtractPlan | null; links: boolean },
+		signal?: AbortSignal,
+	): Promise<PageTaskResult>;
+	/** Whether pages run in worker threads (false where the worker's file is missing: TypeScript sources). */
+	readonly threaded: boolean;
+	close(): Promise<void>;
+}
+
+export interface PagePoolOptions {
+	/** Longest one page's parse + fields + links may take, ms (`page_timeout`). @default 10,000 */
+	readonly timeoutMs?: number;
+	/** Heap of each worker, MB: a page past it ends its worker. @default 192 */
+	readonly maxHeapMb?: number;
+	/** Worker threads. @default the cores but one (at least 1, at most 4) */
+	readonly threads?: number;
+}
+
+/** A page past `page_timeout` or its worker's memory bound. */
+export class PageTooComplexError extends Error {
+	readonly code = "page_too_complex";
+	constructor(message: string, options?: { cause?: unknown }) {
+		super(message, options);
+		this.name = "PageTooComplexError";
+	}
+}
+
+export const DEFAULT_PAGE_TIMEOUT_MS = 10_000;
+const DEFAULT_HEAP_MB = 192;
+
+/** The built worker beside this module (dist/extract/page-worker.js); absent when running from sources. */
+function workerFile(): string | null {
+	const path = fileURLToPath(new URL("./page-worker.js", import.meta.url));
+	return existsSync(path) ? path : null;
+}
+
+export async function createPagePool(options: PagePoolOptions = {}): Promise<PagePool> {
+	const timeoutMs = options.timeoutMs ?? DEFAULT_PAGE_TIMEOUT_MS;
+	const filename = workerFile();
+	if (filename === null) return inlinePool();
+	// Loaded only when a run reads pages: a list run without extract or crawl never starts a thread.
+	const { Piscina } = await import("piscina");
+	const threads = options.threads ?? Math.min(4, Math.max(1, availableParallelism() - 1));
+	const heapMb = options.maxHeapMb ?? DEFAULT_HEAP_MB;
+	const pool = new Piscina({
+		filename,
+		minThreads: 1,
+		maxThreads: threads,
+		// A worker ended by a page is replaced for the next one; an idle one lingers for a while.
+		idleTimeout: 30_000,
+		resourceLimits: { maxOldGenerationSizeMb: heapMb, maxYoungGenerationSizeMb: 16 },
+	});
+	// Pages wait here, not in piscina's queue, so that a page's time starts when a worker takes it.
+	const slots = new PQueue({ concurrency: threads });
+	return {
+		threaded: true,
+		run: (page, signal) =>
+			slots.add(async () => {
+				signal?.throwIfAborted();
+				const task: PageTask = {
+					html: page.html,
+					url: page.url,
+					fields: page.plan ? fieldsTextOf(page.plan) : null,
+					links: page.links,
+				};
+				const timeout = AbortSignal.timeout(timeoutMs);
+				try {
+					return (await pool.run(task, {
+						signal: signal ? AbortSignal.any([timeout, signal]) : timeout,
+					})) as PageTaskResult;
+				} catch (error) {
+					if (signal?.aborted) throw signal.reason;
+					if (timeout.aborted) {
+						throw new PageTooComplexError(`the page took more than page_timeout (${timeoutMs} ms) to parse and read`, {
+							cause: error,
+						});
+					}
+					const code = (error as { code?: unknown }).code;
+					if (code === "ERR_WORKER_OUT_OF_MEMORY" || /out of memory|heap/i.test(String(error))) {
+						throw new PageTooComplexError(`the page needed more than its worker's ${heapMb} MB to parse and read`, {
+							cause: error,
+						});
+					}
+					throw error;
+				}
+			}),
+		close: async () => {
+			slots.clear();
+			await pool.destroy();
+		},
+	};
+}
+
+/** Without a built worker (tests importing TypeScript sources): the same work on this thread, unbounded. */
+function inlinePool(): PagePool {
+	return {
+		threaded: false,
+		run: async (page, signal) => {
+			signal?.throwIfAborted();
+			return runPageTask({
+				html: page.html,
+				url: page.url,
+				fields: page.plan ? fieldsTextOf(page.plan) : null,
+				links: page.links,
+			});
+		},
+		close: async () => undefined,
+	};
+}

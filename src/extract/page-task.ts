@@ -1,0 +1,68 @@
+import { compileFields, type ExtractPlan } from "./compile-fields.js";
+import { type ExtractedData, extractFields } from "./extract-fields.js";
+import type { FieldInput } from "./field-spec.js";
+import { extractLinks, type ParsedPage, parseHtml } from "./parse-html.js";
+
+/**
+ * One page's work, as it crosses to a worker thread: plain data only (a compiled plan holds
+ * functions, so its fields travel as written and are compiled once per worker).
+ */
+export interface PageTask {
+	readonly html: string;
+	/** The page's address: links and `url` fields resolve against it. */
+	readonly url: string;
+	/** The target's `extract:` fields as written (JSON of name → field), or null when nothing is extracted. */
+	readonly fields: string | null;
+	/** Whether the crawler wants the page's links. */
+	readonly links: boolean;
+}
+
+export interface PageTaskResult {
+	/** The fields' values (absent when nothing is extracted, or extraction failed: see `error`). */
+	readonly data?: ExtractedData;
+	/** Every link of the page, resolved, in document order (absent unless asked for). */
+	readonly links?: string[];
+	/** Why extraction failed on this page (its fields are then null; links may still be there). */
+	readonly error?: string;
+}
+
+const compiled = new Map<string, ExtractPlan>();
+
+/** The plan of a fields text, compiled on first use in this thread (a job has few distinct plans). */
+function planFor(fields: string): ExtractPlan {
+	let plan = compiled.get(fields);
+	if (!plan) {
+		const result = compileFields(JSON.parse(fields) as Record<string, FieldInput>);
+		if (!result.ok) throw new Error(`extract plan does not compile: ${result.problems[0]?.message ?? "?"}`);
+		plan = result.plan;
+		compiled.set(fields, plan);
+	}
+	return plan;
+}
+
+/**
+ * Parse once, then read the fields and the links from the same tree. Runs in a worker thread (see
+ * page-pool.ts) or, where no worker can start, on the caller's thread.
+ */
+export function runPageTask(task: PageTask): PageTaskResult {
+	const plan = task.fields === null ? null : planFor(task.fields);
+	const needsDocument = task.links || plan?.needsDocument === true;
+	const page: ParsedPage = needsDocument
+		? parseHtml(task.html, task.url)
+		: { document: parseHtml("", "about:blank").document, html: task.html, url: task.url };
+	let data: ExtractedData | undefined;
+	let error: string | undefined;
+	if (plan) {
+		try {
+			data = extractFields(page, plan);
+		} catch (cause) {
+			// A page a selector chokes on must not cost the record: its fields are null, and the record says why.
+			error = cause instanceof Error ? cause.message : String(cause);
+		}
+	}
+	return {
+		...(data ? { data } : {}),
+		...(task.links ? { links: extractLinks(page) } : {}),
+		...(error !== undefined ? { error } : {}),
+	};
+}

@@ -1,0 +1,125 @@
+import { existsSync, readdirSync, readFileSync } from "node:fs";
+import { createServer, type Server } from "node:http";
+import type { AddressInfo } from "node:net";
+import { join } from "node:path";
+import { afterEach, beforeAll, describe, expect, it } from "vitest";
+import { isRunFolderName, readRecords, readSummary, tempDir, writeJob } from "../helpers/job-files.js";
+import { startTestService, type TestService } from "../helpers/service.js";
+import { assertBuilt, spawnCli } from "../helpers/spawn-cli.js";
+
+/**
+ * Pages never stall a run (shared/design.md, "Pages never stall a run"): a page whose parse, fields
+ * or links would take minutes or gigabytes is read in a worker thread, ended at `page_timeout` (or at
+ * its worker's heap), and its target fails `page_too_complex` while every other target, the signals
+ * and the timers go on. Through the built CLI: the worker thread is the built one.
+ */
+
+let service: TestService | undefined;
+let site: Server | undefined;
+beforeAll(() => assertBuilt());
+afterEach(async () => {
+	await service?.close();
+	await new Promise((resolve) => (site ? site.close(resolve) : resolve(undefined)));
+	service = undefined;
+	site = undefined;
+});
+
+/** 200,000 unclosed nested <div>: htmlparser2 builds a tree 200k deep, and reading it is quadratic. */
+const DEEP = `<html><body>${"<div>".repeat(200_000)}<p>bottom</p></body></html>`;
+/** 20 MB of <br>: five million elements, gigabytes as a tree. */
+const WIDE = `<html><body>${"<br>".repeat(5_000_000)}<p>end</p></body></html>`;
+
+async function startSite(): Promise<string> {
+	site = createServer((req, res) => {
+		const body =
+			req.url === "/deep"
+				? DEEP
+				: req.url === "/wide"
+					? WIDE
+					: `<html><body><p>plain ${req.url}</p><a href="/fine-2">next</a></body></html>`;
+		res.writeHead(200, { "content-type": "text/html" }).end(body);
+	});
+	await new Promise<void>((resolve) => site!.listen(0, "127.0.0.1", resolve));
+	return `http://127.0.0.1:${(site.address() as AddressInfo).port}`;
+}
+
+function onlyRun(out: string, job: string): string {
+	const runs = readdirSync(join(out, job)).filter(isRunFolderName);
+	expect(runs).toHaveLength(1);
+	return join(out, job, runs[0]!);
+}
+
+describe("hostile pages", () => {
+	it("a page past page_timeout or its worker's memory fails page_too_complex; its file is kept and the other targets run", async () => {
+		service = await startTestService({ concurrency: 3 });
+		const url = await startSite();
+		const dir = tempDir();
+		const out = join(dir, "out");
+		const job = writeJob(
+			dir,
+			"hostile",
+			[
+				"name: hostile",
+				"page_timeout: 1500ms",
+				"output: {content: files}",
+				"extract:",
+				'  text: "div div div p"',
+				"defaults: {mode: request}",
+				"targets:",
+				`  - ${url}/deep`,
+				`  - ${url}/wide`,
+				`  - ${url}/fine-1`,
+				"",
+			].join("\n"),
+		);
+		const run = spawnCli(["run", job, "--out", out, "--quiet"], service.env);
+		const result = await run.done;
+		expect(result.code).toBe(1);
+		const runDir = onlyRun(out, "hostile");
+		const records = new Map(readRecords(runDir).map((record) => [new URL(record.url).pathname, record]));
+		expect(records.size).toBe(3);
+		expect(records.get("/fine-1")).toMatchObject({ status: "ok", data: { text: null } });
+		for (const path of ["/deep", "/wide"]) {
+			const record = records.get(path)!;
+			expect(record, path).toMatchObject({ status: "failed", error: "page_too_complex" });
+			// Paid for and kept: a fix of the job can read it again from the page file.
+			expect(existsSync(join(runDir, record.content_path!)), path).toBe(true);
+		}
+		expect(records.get("/deep")!.message).toMatch(/page_timeout \(1500 ms\)/);
+		expect(readSummary(runDir).errors_by_kind).toMatchObject({ page_too_complex: 2 });
+		expect(readFileSync(join(runDir, "results.csv"), "utf8")).toContain("page_too_complex");
+	}, 90_000);
+
+	it("a crawl's hostile page does not hold SIGINT: the run stops within its grace period", async () => {
+		service = await startTestService({ concurrency: 2 });
+		const url = await startSite();
+		const dir = tempDir();
+		const out = join(dir, "out");
+		const job = writeJob(
+			dir,
+			"crawl",
+			[
+				"name: crawl",
+				"page_timeout: 60s",
+				"defaults: {mode: request}",
+				"crawl: {max_depth: 2, max_pages: 10}",
+				"targets:",
+				`  - ${url}/deep`,
+				"",
+			].join("\n"),
+		);
+		const run = spawnCli(["run", job, "--out", out, "--grace-period", "1000"], service.env);
+		// The deep page is being read once the run has fetched it (the ledger has its fetch).
+		const deadline = Date.now() + 20_000;
+		while (service.emulator.ledger.byEndpoint("realtime").length === 0 && Date.now() < deadline) {
+			await new Promise((resolve) => setTimeout(resolve, 20));
+		}
+		await new Promise((resolve) => setTimeout(resolve, 300));
+		const signalled = Date.now();
+		run.child.kill("SIGINT");
+		const result = await run.done;
+		// Without the worker, the main thread is inside the parse for minutes and the signal waits.
+		expect(Date.now() - signalled).toBeLessThan(10_000);
+		expect(result.code).toBe(130);
+	}, 60_000);
+});
