@@ -31,6 +31,15 @@ function convert(raw: string, field: CompiledField, page: ParsedPage): string | 
 	}
 }
 
+/**
+ * One item of an `all: true` list. Every match keeps its place, an empty one (no text, `href=""`, a
+ * missing attribute, a number with no digits) as "", so lists read from the same rows stay aligned.
+ */
+function listItem(raw: string | null, field: CompiledField, page: ParsedPage): string | number {
+	if (raw === null || raw === "") return "";
+	return convert(raw, field, page) ?? "";
+}
+
 function elementValue(element: Element, field: Extract<CompiledField, { locator: "css" }>): string | null {
 	if (field.attr !== null) {
 		const value = element.attribs[field.attr];
@@ -48,12 +57,8 @@ function cssValue(field: Extract<CompiledField, { locator: "css" }>, page: Parse
 		return raw === null ? null : convert(raw, field, page);
 	}
 	const values: Array<string | number> = [];
-	for (const element of selectEvery(field.selector, page.document)) {
-		const raw = elementValue(element, field);
-		if (raw === null) continue;
-		const value = convert(raw, field, page);
-		if (value !== null && value !== "") values.push(value);
-	}
+	for (const element of selectEvery(field.selector, page.document))
+		values.push(listItem(elementValue(element, field), field, page));
 	return values.length > 0 ? values : null;
 }
 
@@ -65,10 +70,7 @@ function regexValue(field: Extract<CompiledField, { locator: "regex" }>, page: P
 		return raw === undefined ? null : convert(raw, field, page);
 	}
 	const values: Array<string | number> = [];
-	for (const match of page.html.matchAll(field.regex)) {
-		const value = convert(match[1] ?? match[0], field, page);
-		if (value !== null && value !== "") values.push(value);
-	}
+	for (const match of page.html.matchAll(field.regex)) values.push(listItem(match[1] ?? match[0], field, page));
 	return values.length > 0 ? values : null;
 }
 

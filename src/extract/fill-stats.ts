@@ -44,7 +44,7 @@ export function createFillStats(
 			if (!data) return;
 			for (const field of fields) {
 				const value = data[field.name];
-				if (value !== null && value !== undefined && value !== "") filled.set(field.name, filled.get(field.name)! + 1);
+				if (isFilled(value)) filled.set(field.name, filled.get(field.name)! + 1);
 			}
 		},
 		summary() {
@@ -59,4 +59,10 @@ export function createFillStats(
 			return { records, fields: out, min_fill: minFill, below_min_fill: below };
 		},
 	};
+}
+
+/** Found something: not null or "", and a list (`all: true`) with at least one non-empty item. */
+export function isFilled(value: unknown): boolean {
+	if (value === null || value === undefined || value === "") return false;
+	return !Array.isArray(value) || value.some((item) => item !== "" && item !== null);
 }

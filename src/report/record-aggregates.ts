@@ -107,7 +107,8 @@ export function createRecordAggregates(originMs: number): RecordAggregates {
 
 function isFilled(value: unknown): boolean {
 	if (value === null || value === undefined || value === "") return false;
-	return !Array.isArray(value) || value.length > 0;
+	// An `all: true` list keeps empty matches as "" (to stay aligned): filled when one item is not empty.
+	return !Array.isArray(value) || value.some((item) => item !== "" && item !== null);
 }
 
 /** `host[:port]` of an absolute URL without building a URL object (failed records only, but millions). */
