@@ -27,10 +27,5 @@ export type FieldInput =
 			required?: boolean;
 	  };
 
-/** Field names: a CSV header and a JSON key each, so plain words only. */
-export const FIELD_NAME_PATTERN = /^[A-Za-z_][A-Za-z0-9_.-]{0,63}$/;
-export const FIELD_NAME_RULE =
-	"field names are 1–64 letters, digits, '_', '.' or '-', starting with a letter or '_' (each is a CSV column)";
-
 /** What a field found: one value, a list (`all: true`), or nothing. */
 export type FieldValue = string | number | null | Array<string | number>;

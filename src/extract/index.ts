@@ -18,8 +18,6 @@ export {
 export { type ExtractedData, extractFields } from "./extract-fields.js";
 export { extractPage } from "./extract-page.js";
 export {
-	FIELD_NAME_PATTERN,
-	FIELD_NAME_RULE,
 	FIELD_TYPES,
 	type FieldInput,
 	type FieldType,

@@ -1,38 +1,8 @@
-import { compileField, FIELD_NAME_PATTERN, FIELD_NAME_RULE, type FieldInput } from "../extract/index.js";
+import { compileField, type FieldInput } from "../extract/index.js";
+import { createColumnNames } from "./column-names.js";
 import { inferSourceFormat } from "./normalize.js";
 import type { DataPath } from "./positions.js";
 import type { PathProblem } from "./zod-issues.js";
-
-/**
- * Names a field or carried column may not take: they are the record's own fields and CSV columns
- * (output/record.ts; a test keeps the two lists equal), and a second column of the same name would
- * make the CSV ambiguous.
- */
-export const RESERVED_COLUMN_NAMES = [
-	"id",
-	"url",
-	"status",
-	"http_status",
-	"error",
-	"message",
-	"mode_requested",
-	"mode_used",
-	"credits_used",
-	"credits_remaining",
-	"attempts",
-	"task_id",
-	"started_at",
-	"finished_at",
-	"duration_ms",
-	"bytes",
-	"content_path",
-	"content_hash",
-	"change",
-	"depth",
-	"parent",
-	"data",
-	"content",
-] as const;
 
 type Plain = Record<string, unknown>;
 
@@ -44,23 +14,14 @@ function isFieldInput(value: unknown): value is FieldInput {
 	return typeof value === "string" || isPlainObject(value);
 }
 
+type ColumnNames = ReturnType<typeof createColumnNames>;
+
 /** Field names, then every selector and regex compiled, each problem at its key. */
-function checkFields(path: DataPath, extract: unknown, problems: PathProblem[]): void {
+function checkFields(path: DataPath, extract: unknown, names: ColumnNames, problems: PathProblem[]): void {
 	if (!isPlainObject(extract)) return;
 	for (const [name, field] of Object.entries(extract)) {
 		const fieldPath = [...path, name];
-		if (!FIELD_NAME_PATTERN.test(name)) {
-			problems.push({ path: fieldPath, atKey: true, message: `${JSON.stringify(name)}: ${FIELD_NAME_RULE}` });
-			continue;
-		}
-		if ((RESERVED_COLUMN_NAMES as readonly string[]).includes(name)) {
-			problems.push({
-				path: fieldPath,
-				atKey: true,
-				message: `${JSON.stringify(name)} is a record field already (a CSV column of its own): choose another name`,
-			});
-			continue;
-		}
+		if (!names.note(name, "extract field", fieldPath, true)) continue;
 		// The schema reports wrong shapes; compile only what has the right one.
 		if (!isFieldInput(field)) continue;
 		const result = compileField(name, field);
@@ -74,21 +35,86 @@ function checkFields(path: DataPath, extract: unknown, problems: PathProblem[]):
 	}
 }
 
+/** The top-level `label`s of an `extract_scheme` (a list of rules, or one rule), each with its path. */
+function schemeLabels(path: DataPath, scheme: unknown): Array<{ label: string; path: DataPath }> {
+	const labelOf = (rule: unknown, rulePath: DataPath) =>
+		isPlainObject(rule) && typeof rule.label === "string" && rule.label !== ""
+			? [{ label: rule.label, path: [...rulePath, "label"] }]
+			: [];
+	if (Array.isArray(scheme)) return scheme.flatMap((rule: unknown, index) => labelOf(rule, [...path, index]));
+	return labelOf(scheme, path);
+}
+
+/** Labels of one scheme: each a column name, and not twice in the same scheme. */
+function checkLabels(path: DataPath, scheme: unknown, names: ColumnNames, problems: PathProblem[]): void {
+	const inThisScheme = new Set<string>();
+	for (const { label, path: labelPath } of schemeLabels([...path, "extract_scheme"], scheme)) {
+		if (inThisScheme.has(label)) {
+			problems.push({
+				path: labelPath,
+				message: `label ${JSON.stringify(label)} is used twice in this extract_scheme`,
+			});
+			continue;
+		}
+		inThisScheme.add(label);
+		names.note(label, "extract_scheme label", labelPath);
+	}
+}
+
+function hasFields(extract: unknown): boolean {
+	return isPlainObject(extract) && Object.keys(extract).length > 0;
+}
+
+/**
+ * Local `extract:` reads the page the service sends; with `delivery: json` the body carries it only
+ * with `include_content: true`, else every field would be null. Said where the place sets one of the
+ * three keys (a target that only inherits the problem from `defaults` was reported there).
+ */
+function checkJsonDelivery(
+	path: DataPath,
+	place: Plain,
+	inherited: Plain,
+	jobExtracts: boolean,
+	problems: PathProblem[],
+): void {
+	const own = (key: string) => (Object.hasOwn(place, key) ? place[key] : inherited[key]);
+	if (!(jobExtracts || hasFields(place.extract))) return;
+	if (own("delivery") !== "json" || own("include_content") === true) return;
+	const key = ["include_content", "delivery", "extract"].find((name) => Object.hasOwn(place, name));
+	if (key === undefined) return;
+	problems.push({
+		path: [...path, key],
+		atKey: key === "extract",
+		message:
+			"`extract:` reads the page, and with `delivery: json` the service sends it only with `include_content: true`: set it (or use delivery: raw)",
+	});
+}
+
 /** Every problem of `extract`, `extract_checks`, `carry` and `id_column` in a job file's data. */
 export function checkExtractRules(data: Plain): PathProblem[] {
 	const problems: PathProblem[] = [];
-	checkFields(["extract"], data.extract, problems);
-	if (isPlainObject(data.defaults)) checkFields(["defaults", "extract"], data.defaults.extract, problems);
+	const names = createColumnNames(problems);
+	const defaults = isPlainObject(data.defaults) ? data.defaults : {};
+	checkFields(["extract"], data.extract, names, problems);
+	checkFields(["defaults", "extract"], defaults.extract, names, problems);
+	const jobExtracts = hasFields(data.extract) || hasFields(defaults.extract);
+	checkLabels(["defaults"], defaults.extract_scheme, names, problems);
+	checkJsonDelivery(["defaults"], defaults, {}, jobExtracts, problems);
 	const targets = Array.isArray(data.targets) ? data.targets : [];
 	targets.forEach((target: unknown, index) => {
-		if (isPlainObject(target)) checkFields(["targets", index, "extract"], target.extract, problems);
+		if (!isPlainObject(target)) return;
+		checkFields(["targets", index, "extract"], target.extract, names, problems);
+		checkLabels(["targets", index], target.extract_scheme, names, problems);
+		checkJsonDelivery(["targets", index], target, defaults, jobExtracts, problems);
 	});
 	const sources = Array.isArray(data.sources) ? data.sources : [];
 	let csvSources = 0;
 	sources.forEach((source: unknown, index) => {
 		if (typeof source === "string") return;
 		if (!isPlainObject(source)) return;
-		checkFields(["sources", index, "extract"], source.extract, problems);
+		checkFields(["sources", index, "extract"], source.extract, names, problems);
+		checkLabels(["sources", index], source.extract_scheme, names, problems);
+		checkJsonDelivery(["sources", index], source, defaults, jobExtracts, problems);
 		const isCsv =
 			typeof source.file === "string" && inferSourceFormat(source.file, source.format, source.column) === "csv";
 		if (isCsv) csvSources++;
@@ -99,7 +125,7 @@ export function checkExtractRules(data: Plain): PathProblem[] {
 
 	const places = [
 		data.extract,
-		isPlainObject(data.defaults) ? data.defaults.extract : undefined,
+		defaults.extract,
 		...targets.map((target: unknown) => (isPlainObject(target) ? target.extract : undefined)),
 		...sources.map((source: unknown) => (isPlainObject(source) ? source.extract : undefined)),
 	];
@@ -114,28 +140,9 @@ export function checkExtractRules(data: Plain): PathProblem[] {
 		});
 	}
 
-	const fieldNames = new Set<string>();
-	for (const extract of [data.extract, isPlainObject(data.defaults) ? data.defaults.extract : undefined]) {
-		if (isPlainObject(extract)) for (const name of Object.keys(extract)) fieldNames.add(name);
-	}
 	if (Array.isArray(data.carry)) {
-		const seen = new Set<string>();
 		data.carry.forEach((name: unknown, index) => {
-			if (typeof name !== "string") return;
-			const path = ["carry", index];
-			if (seen.has(name)) problems.push({ path, message: `${JSON.stringify(name)} is carried twice` });
-			else if ((RESERVED_COLUMN_NAMES as readonly string[]).includes(name)) {
-				problems.push({
-					path,
-					message: `${JSON.stringify(name)} is a record field already: it cannot be carried under that name`,
-				});
-			} else if (fieldNames.has(name)) {
-				problems.push({
-					path,
-					message: `${JSON.stringify(name)} is also an extract field: one column cannot hold both`,
-				});
-			}
-			seen.add(name);
+			if (typeof name === "string") names.note(name, "carried column", ["carry", index]);
 		});
 		if (data.carry.length > 0 && csvSources === 0) {
 			problems.push({ path: ["carry"], message: "`carry` copies columns of CSV sources, and this job has none" });

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { main } from "../../src/cli/main.js";
-import { RESERVED_COLUMN_NAMES } from "../../src/job/extract-rules.js";
+import { RESERVED_COLUMN_NAMES } from "../../src/job/column-names.js";
 import { RECORD_COLUMNS } from "../../src/output/index.js";
 import { createTestContext, makeTempDir, writeFiles } from "../job/helpers.js";
 
@@ -43,8 +43,8 @@ describe("validate: extract, extract_checks, carry, id_column", () => {
 			"job.yaml:7:24 extract.two.meta: has css and meta: a field reads one locator (make two fields)",
 			"job.yaml:8:9 extract.none: needs one of css, regex, jsonld, meta",
 			'job.yaml:9:24 extract.word.type: must be one of "text", "number", "integer", "url", "html" (got "words")',
-			'job.yaml:10:3 extract.url: "url" is a record field already (a CSV column of its own): choose another name',
-			expect.stringMatching(/^job\.yaml:11:3 extract\.bad name: "bad name": field names are /),
+			'job.yaml:10:3 extract.url: "url" is a record field already: choose another name (it would be a second column of that name)',
+			expect.stringMatching(/^job\.yaml:11:3 extract\.bad name: "bad name": names are 1–64 letters, digits or '_'/),
 			'job.yaml:14:22 defaults.extract.nested.jsonld: JSON-LD path "brand..name" has an empty segment (write it like brand.name)',
 			"job.yaml:15:38 defaults.extract.tagged.all: `all` applies to css and regex fields (not meta)",
 			"job.yaml: invalid, 10 problems",
@@ -107,6 +107,7 @@ describe("validate: extract, extract_checks, carry, id_column", () => {
 				"  price: {css: .price, type: number}",
 				"defaults:",
 				"  delivery: json",
+				"  include_content: true",
 				"  extract_scheme: [{label: title, type: content, selector: title}]",
 			].join("\n"),
 			"a.csv": `url,sku,category\n${U}/1,A-1,x\n`,
@@ -117,6 +118,84 @@ describe("validate: extract, extract_checks, carry, id_column", () => {
 			"cols: results.csv columns: id, url, status, http_status, error, message, mode_requested, mode_used, credits_used, credits_remaining, attempts, task_id, started_at, finished_at, duration_ms, bytes, content_path, name, price, title, category, content_hash, change, depth, parent",
 		);
 		expect(result.stdout).toMatch(/^A-1\t/m);
+	});
+
+	it("extract: with delivery: json needs include_content: true, said where delivery is set", async () => {
+		const job = [
+			`targets:`,
+			`  - ${U}/a`,
+			`  - {url: "${U}/b", delivery: raw}`,
+			`  - {url: "${U}/c", include_content: true}`,
+			`  - {url: "${U}/d", include_content: false}`,
+			"defaults:",
+			"  delivery: json",
+			"extract:",
+			"  title: h1",
+		].join("\n");
+		const result = await cli({ "job.yaml": job }, ["validate", "job.yaml"]);
+		expect(result.code).toBe(2);
+		const problem =
+			"`extract:` reads the page, and with `delivery: json` the service sends it only with `include_content: true`: set it (or use delivery: raw)";
+		expect(result.stderr.trim().split("\n")).toEqual([
+			`job.yaml:5:54 targets[3].include_content: ${problem}`,
+			`job.yaml:7:13 defaults.delivery: ${problem}`,
+			"job.yaml: invalid, 2 problems",
+		]);
+		// A target's own extract under an inherited json delivery is said at its extract.
+		const own = ["targets:", `  - url: ${U}/a`, "    extract: {title: h1}", "defaults:", "  delivery: json"].join("\n");
+		const ownResult = await cli({ "job.yaml": own }, ["validate", "job.yaml"]);
+		expect(ownResult.stderr).toContain(`job.yaml:3:5 targets[0].extract: ${problem}`);
+		const fixed = job
+			.replace("  delivery: json", "  delivery: json\n  include_content: true")
+			.replace("include_content: false", "include_content: true");
+		expect((await cli({ "job.yaml": fixed }, ["validate", "job.yaml"])).code).toBe(0);
+	});
+
+	it("field, extract_scheme label and carry names: identifiers, not __proto__, unique ignoring case with the record's columns", async () => {
+		const job = [
+			"sources:",
+			"  - {file: a.csv, column: url}",
+			'carry: [category, Title, \'=HYPERLINK("http://evil/","x")\', category]',
+			"defaults:",
+			"  delivery: json",
+			"  include_content: true",
+			"  extract_scheme:",
+			"    - {label: url, type: content, selector: h1}",
+			"    - {label: price, type: content, selector: .price}",
+			"    - {label: sku, type: content, selector: .sku}",
+			"    - {label: sku, type: content, selector: .sku2}",
+			"extract:",
+			"  __proto__: h1",
+			"  constructor: h1",
+			"  URL: h1",
+			"  title: h1",
+			"  Price: .price",
+			"  with-dash: h1",
+			"targets:",
+			`  - url: ${U}/a`,
+			"    extract: {TITLE: h2, title: h3}",
+		].join("\n");
+		const result = await cli({ "job.yaml": job, "a.csv": `url,category,Title\n${U}/1,x,y\n` }, [
+			"validate",
+			"job.yaml",
+		]);
+		expect(result.code).toBe(2);
+		expect(result.stderr.trim().split("\n")).toEqual([
+			'job.yaml:3:19 carry[1]: "Title" is also an extract field as "title": one column cannot hold both (names are unique ignoring case)',
+			expect.stringMatching(
+				/^job\.yaml:3:26 carry\[2\]: "=HYPERLINK\(\\"http:\/\/evil\/\\",\\"x\\"\)": names are 1–64 letters/,
+			),
+			'job.yaml:3:60 carry[3]: "category" is carried twice',
+			'job.yaml:8:15 defaults.extract_scheme[0].label: "url" is a record field already: choose another name (it would be a second column of that name)',
+			'job.yaml:9:15 defaults.extract_scheme[1].label: "price" is also an extract field as "Price": one column cannot hold both (names are unique ignoring case)',
+			'job.yaml:11:15 defaults.extract_scheme[3].label: label "sku" is used twice in this extract_scheme',
+			'job.yaml:13:3 extract.__proto__: "__proto__" is not allowed as a name (it has a meaning in JavaScript objects)',
+			'job.yaml:14:3 extract.constructor: "constructor" is not allowed as a name (it has a meaning in JavaScript objects)',
+			'job.yaml:15:3 extract.URL: "URL" is a record field already ("url": names are compared ignoring case): choose another name (it would be a second column of that name)',
+			expect.stringMatching(/^job\.yaml:18:3 extract\.with-dash: "with-dash": names are /),
+			'job.yaml:21:15 targets[0].extract.TITLE: "TITLE" is also an extract field as "title": one column cannot hold both (names are unique ignoring case)',
+			"job.yaml: invalid, 11 problems",
+		]);
 	});
 
 	it("field names may not take a record column's name (the two lists agree)", () => {
