@@ -2,7 +2,7 @@ import { createHash } from "node:crypto";
 import { basename, extname, isAbsolute, relative, resolve } from "node:path";
 import type { z } from "zod";
 import { DEFAULT_PAGE_TIMEOUT_MS } from "../extract/index.js";
-import { parseDuration, type ScrapeParams } from "../shared/index.js";
+import { DEFAULT_CSV_MAX_CELL, parseDuration, type ScrapeParams } from "../shared/index.js";
 import { type BrowserSession, browserSessionSchema, mergeBrowserSessions } from "./browser-session.js";
 import { normalizeCrawl } from "./crawl-spec.js";
 import type { DiscoverySpec } from "./discovery-spec.js";
@@ -236,6 +236,7 @@ export function normalizeJob(parsed: JobFileOutput, ctx: NormalizeContext): Job 
 			formats: [...new Set(parsed.output.formats)],
 			content: parsed.output.content,
 			...(parsed.output.csv_bom ? { csvBom: true } : {}),
+			...(parsed.output.csv_max_cell !== DEFAULT_CSV_MAX_CELL ? { csvMaxCell: parsed.output.csv_max_cell } : {}),
 		},
 		retry: {
 			attempts: parsed.retry.attempts,

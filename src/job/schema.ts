@@ -2,9 +2,11 @@ import { z } from "zod";
 import {
 	AI_SOURCES,
 	CONTENT_FORMATS,
+	DEFAULT_CSV_MAX_CELL,
 	DELIVERIES,
 	DEVICES,
 	DURATION_HINT,
+	MIN_CSV_MAX_CELL,
 	MODES,
 	PROBLEMS,
 	PROXY_TYPES,
@@ -209,6 +211,16 @@ export const outputSchema = z
 			.boolean()
 			.default(false)
 			.describe("Start results.csv with a UTF-8 byte order mark, so Excel shows non-ASCII text correctly"),
+		csv_max_cell: z
+			.int()
+			.refine((value) => value === 0 || value >= MIN_CSV_MAX_CELL, {
+				error: (issue) =>
+					`must be 0 (no limit) or at least ${MIN_CSV_MAX_CELL}, room for the cut's marker (got ${describeValue(issue.input)})`,
+			})
+			.default(DEFAULT_CSV_MAX_CELL)
+			.describe(
+				"Longest results.csv cell in characters (default 32767, the spreadsheet limit; 0 = no limit): a longer one is cut, ending in …[+N chars]; JSONL keeps the whole value",
+			),
 	})
 	.describe("What the run writes");
 

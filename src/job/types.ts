@@ -82,8 +82,11 @@ export interface Job {
 	/** Inline targets in file order, duplicates included (`streamTargets` drops them). */
 	targets: Target[];
 	sources: SourceSpec[];
-	/** `csvBom`: results.csv starts with a UTF-8 BOM (`output.csv_bom`). */
-	output: { formats: OutputFormat[]; content: ContentMode; csvBom?: boolean };
+	/**
+	 * `csvBom`: results.csv starts with a UTF-8 BOM (`output.csv_bom`). `csvMaxCell`: longest CSV cell
+	 * (`output.csv_max_cell`, 0 = no limit); absent = the default, 32767.
+	 */
+	output: { formats: OutputFormat[]; content: ContentMode; csvBom?: boolean; csvMaxCell?: number };
 	retry: { attempts: number; backoffMs: number; maxBackoffMs: number };
 	onBadRow: BadRowPolicy;
 	taskTimeoutMs: number;

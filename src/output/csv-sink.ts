@@ -2,6 +2,7 @@ import { closeSync, openSync, readSync, statSync } from "node:fs";
 import { parse } from "csv-parse/sync";
 import { stringify } from "csv-stringify/sync";
 import { openAppendFile } from "./append-file.js";
+import { cutCell, DEFAULT_CSV_MAX_CELL } from "./csv-cell.js";
 import { columnValue } from "./csv-columns.js";
 import { RECORD_COLUMNS, type ResultRecord } from "./record.js";
 import type { RecordSink } from "./record-sink.js";
@@ -14,11 +15,11 @@ export function neutraliseFormula(value: string): string {
 	return /^[=+\-@\t\r]/.test(value) ? `'${value}` : value;
 }
 
-function row(record: ResultRecord, columns: readonly string[]): Array<string | number> {
+function row(record: ResultRecord, columns: readonly string[], maxCell: number): Array<string | number> {
 	return columns.map((column) => {
 		const value = columnValue(record, column);
 		if (value === null) return "";
-		return typeof value === "string" ? neutraliseFormula(value) : value;
+		return typeof value === "string" ? cutCell(neutraliseFormula(value), maxCell) : value;
 	});
 }
 
@@ -50,6 +51,15 @@ export function csvLines(rows: ReadonlyArray<ReadonlyArray<string | number>>): s
 	return stringify(rows as Array<Array<string | number>>, { record_delimiter: "windows", quoted_match: /^\s|\s$/ });
 }
 
+/**
+ * The header row, its cells neutralised as data cells are: `carry` names come from a source file's
+ * header and labels from the job, and `validate` refuses names that are not plain identifiers, but the
+ * header must be safe to open whoever wrote the names (the library takes plans without a job file).
+ */
+export function csvHeaderLine(columns: readonly string[]): string {
+	return csvLines([columns.map(neutraliseFormula)]);
+}
+
 /** The UTF-8 byte order mark: Excel reads a CSV as UTF-8 only when it starts with one. */
 export const UTF8_BOM = "\uFEFF";
 
@@ -58,6 +68,11 @@ export interface CsvSinkOptions {
 	readonly bom?: boolean;
 	/** The header: `csvColumnsFor(job)` (the record's columns, the job's extract and carry columns). @default RECORD_COLUMNS */
 	readonly columns?: readonly string[];
+	/**
+	 * Longest cell, in characters (`output.csv_max_cell`): a longer one is cut with a trailing
+	 * `…[+N chars]`, the marker included; 0 = no limit. @default 32767
+	 */
+	readonly maxCell?: number;
 }
 
 /**
@@ -68,6 +83,7 @@ export interface CsvSinkOptions {
  */
 export function createCsvSink(path: string, options: CsvSinkOptions = {}): RecordSink {
 	const columns = options.columns ?? RECORD_COLUMNS;
+	const maxCell = options.maxCell ?? DEFAULT_CSV_MAX_CELL;
 	let size = 0;
 	try {
 		size = statSync(path).size;
@@ -76,16 +92,21 @@ export function createCsvSink(path: string, options: CsvSinkOptions = {}): Recor
 	}
 	const header = size === 0 ? [...columns] : (readCsvHeader(path) ?? [...columns]);
 	const file = openAppendFile(path);
-	if (size === 0) file.append(`${options.bom ? UTF8_BOM : ""}${csvLines([header])}`);
+	if (size === 0) file.append(`${options.bom ? UTF8_BOM : ""}${csvHeaderLine(header)}`);
 	return {
 		write(record) {
-			file.append(csvLines([row(record, header)]));
+			file.append(csvLines([row(record, header, maxCell)]));
 		},
 		sync: () => file.sync(),
 		close: async () => file.close(),
 	};
 }
 
-export function csvRow(record: ResultRecord, columns: readonly string[] = RECORD_COLUMNS): Array<string | number> {
-	return row(record, columns);
+/** One record's CSV row as the sink writes it (`maxCell` as `CsvSinkOptions.maxCell`). */
+export function csvRow(
+	record: ResultRecord,
+	columns: readonly string[] = RECORD_COLUMNS,
+	maxCell: number = DEFAULT_CSV_MAX_CELL,
+): Array<string | number> {
+	return row(record, columns, maxCell);
 }

@@ -1,6 +1,15 @@
 export { type AppendFile, openAppendFile } from "./append-file.js";
+export { cutCell, DEFAULT_CSV_MAX_CELL, MIN_CSV_MAX_CELL } from "./csv-cell.js";
 export { columnValue, csvColumnsFor } from "./csv-columns.js";
-export { createCsvSink, csvLines, csvRow, neutraliseFormula, readCsvHeader, UTF8_BOM } from "./csv-sink.js";
+export {
+	createCsvSink,
+	csvHeaderLine,
+	csvLines,
+	csvRow,
+	neutraliseFormula,
+	readCsvHeader,
+	UTF8_BOM,
+} from "./csv-sink.js";
 export { createJsonlSink } from "./jsonl-sink.js";
 export { OutputError } from "./output-error.js";
 export { createPageStore, extensionFor, type PageStore } from "./page-store.js";

@@ -135,7 +135,11 @@ export async function openRun(options: {
 		if (options.resumeDir) {
 			const runDir = options.resumeDir;
 			if (options.repair) {
-				const moved = await repairResults(join(runDir, RUN_FILES.jsonl), join(runDir, RUN_FILES.csv));
+				const moved = await repairResults(
+					join(runDir, RUN_FILES.jsonl),
+					join(runDir, RUN_FILES.csv),
+					job.output.csvMaxCell,
+				);
 				if (moved > 0)
 					options.logger?.warn(
 						{ moved },
@@ -147,7 +151,7 @@ export async function openRun(options: {
 			const resumeTasks = new Map<string, string>();
 			for (const [id, taskId] of journalled.tasks) if (!prior.done.has(id)) resumeTasks.set(id, taskId);
 			if (job.output.formats.includes("csv")) {
-				const missing = csvCatchUp(join(runDir, RUN_FILES.csv), prior.lastRecord);
+				const missing = csvCatchUp(join(runDir, RUN_FILES.csv), prior.lastRecord, job.output.csvMaxCell);
 				if (missing) {
 					const csv = openAppendFile(join(runDir, RUN_FILES.csv));
 					csv.append(missing);

@@ -127,7 +127,7 @@ export const CORRUPT_FILE = "results.corrupt.jsonl";
  * `--repair`: rewrite results.jsonl (and results.csv) without the lines that are not records, which go
  * to results.corrupt.jsonl; their targets have no record any more, so the resumed run fetches them.
  */
-export async function repairResults(jsonlPath: string, csvPath: string): Promise<number> {
+export async function repairResults(jsonlPath: string, csvPath: string, maxCell?: number): Promise<number> {
 	const dir = dirname(jsonlPath);
 	const kept: string[] = [];
 	const dropped: string[] = [];
@@ -144,7 +144,7 @@ export async function repairResults(jsonlPath: string, csvPath: string): Promise
 	// The CSV is derived from the records: written again in its own columns, from the repaired file.
 	const columns = readCsvHeader(csvPath);
 	if (columns) {
-		const rows = kept.map((line) => csvRow(JSON.parse(line) as ResultRecord, columns));
+		const rows = kept.map((line) => csvRow(JSON.parse(line) as ResultRecord, columns, maxCell));
 		writeFileSync(`${csvPath}.repair.tmp`, csvLines([columns, ...rows]));
 		renameSync(`${csvPath}.repair.tmp`, csvPath);
 	}
@@ -192,11 +192,11 @@ export async function readPriorProgress(
  * the CSV can lack at most the last JSONL record (or end in a torn row): cut the torn row, add the record.
  * Returns the text appended, or "" when they already agree.
  */
-export function csvCatchUp(csvPath: string, lastRecord: ResultRecord | null): string {
+export function csvCatchUp(csvPath: string, lastRecord: ResultRecord | null, maxCell?: number): string {
 	truncateTornTail(csvPath);
 	if (!lastRecord) return "";
 	// The row in the file's own columns (a job with `extract:` has more than the record's).
 	const columns = readCsvHeader(csvPath) ?? undefined;
-	const expected = csvLines([csvRow(lastRecord, columns)]).replace(/\r?\n$/, "");
-	return lastLine(csvPath) === expected ? "" : csvLines([csvRow(lastRecord, columns)]);
+	const row = csvLines([csvRow(lastRecord, columns, maxCell)]);
+	return lastLine(csvPath) === row.replace(/\r?\n$/, "") ? "" : row;
 }

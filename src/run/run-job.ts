@@ -235,7 +235,13 @@ export async function runJob(options: RunJobOptions): Promise<RunJobResult> {
 		const changes = history ? createChangeTracker(history, runDir, Boolean(job.extraction)) : null;
 		if (job.output.formats.includes("csv")) {
 			const columns = csvColumnsFor({ data: job.extraction?.dataColumns, carry: job.extraction?.carry });
-			sinks.push(createCsvSink(join(runDir, RUN_FILES.csv), { bom: job.output.csvBom === true, columns }));
+			sinks.push(
+				createCsvSink(join(runDir, RUN_FILES.csv), {
+					bom: job.output.csvBom === true,
+					columns,
+					maxCell: job.output.csvMaxCell,
+				}),
+			);
 		}
 		const fill = await createRunFillStats(job, prior ? join(runDir, RUN_FILES.jsonl) : null);
 		const pages = job.output.content === "files" ? createPageStore(runDir) : null;

@@ -1,4 +1,5 @@
 export { isLoopbackHost, joinUrl, parseBaseUrl } from "./base-url.js";
+export { DEFAULT_CSV_MAX_CELL, MIN_CSV_MAX_CELL } from "./csv-cell-limit.js";
 export { didYouMean, editDistance } from "./did-you-mean.js";
 export { DURATION_HINT, DURATION_UNITS, formatDuration, parseDuration } from "./duration.js";
 export { ERROR_CODES, type ErrorCode, errorMessage, ScrapejobError, UsageError } from "./errors.js";

@@ -35,7 +35,7 @@ const schemaCases: Case[] = [
 	{
 		name: "unknown key far from any: the allowed keys are listed for small objects",
 		yaml: `name: t\ntargets: [${OK}]\noutput:\n  colour: red\n`,
-		errors: ["job.yaml:4:3 output.colour: unknown key; allowed: formats, content, csv_bom"],
+		errors: ["job.yaml:4:3 output.colour: unknown key; allowed: formats, content, csv_bom, csv_max_cell"],
 	},
 	{
 		name: "a scrape option at the top level",
