@@ -34,13 +34,40 @@ export function renderReportPage(uPlot: typeof uPlotType, data: ReportData): voi
 		element.dataset.drawn = String(u.data[0]?.length ?? 0);
 	};
 
-	function bars(name: string, labels: string[], values: number[], label: string, fill = palette[0]!) {
+	const AXIS_FONT = '12px system-ui, -apple-system, "Segoe UI", sans-serif';
+	const measure = document.createElement("canvas").getContext("2d")!;
+	measure.font = AXIS_FONT;
+	const textWidth = (text: string) => measure.measureText(text).width;
+
+	interface BarOptions {
+		/** One colour for every bar, or one per bar. */
+		fill?: string | string[];
+		/**
+		 * Labels on a numeric scale (latency buckets): shown level, every n-th only, n chosen so that no
+		 * two overlap. Otherwise (categories) every label is shown, slanted when there are many.
+		 */
+		thinLabels?: boolean;
+	}
+
+	function bars(name: string, labels: string[], values: number[], label: string, options: BarOptions = {}) {
 		const element = box(name);
 		if (!element) return;
 		const xs = labels.map((_, index) => index);
+		const fills = Array.isArray(options.fill) ? options.fill : null;
+		const fill = fills ? fills[0]! : ((options.fill as string | undefined) ?? palette[0]!);
+		const { width, height } = size(element);
+		const yAxisPx = 56;
+		// The plot's width less the y axis and uPlot's padding; slot = the room per bar.
+		const slot = Math.max(1, width - yAxisPx - 24) / Math.max(1, labels.length);
+		const widest = Math.max(0, ...labels.map(textWidth)) + 12;
+		const stride = options.thinLabels ? Math.max(1, Math.ceil(widest / slot)) : 1;
+		const shown = (index: number) => index % stride === 0;
+		const slanted = !options.thinLabels && labels.length > 6;
+		const centres: number[][] = [];
 		new uPlot(
 			{
-				...size(element),
+				width,
+				height,
 				legend: { show: false },
 				cursor: { show: false },
 				scales: {
@@ -49,18 +76,52 @@ export function renderReportPage(uPlot: typeof uPlotType, data: ReportData): voi
 				},
 				axes: [
 					axis({
+						font: AXIS_FONT,
 						splits: () => xs,
-						values: () => labels,
-						rotate: labels.length > 6 ? -30 : 0,
-						size: labels.length > 6 ? 70 : 40,
+						values: () => labels.map((text, index) => (shown(index) ? text : "")),
+						rotate: slanted ? -30 : 0,
+						size: slanted ? 70 : 40,
 					}),
-					axis({ size: 56 }),
+					axis({ size: yAxisPx }),
 				],
 				series: [
 					{},
-					{ label, fill, stroke: fill, paths: uPlot.paths.bars!({ size: [0.7, 80] }), points: { show: false } },
+					{
+						label,
+						fill,
+						stroke: fill,
+						paths: uPlot.paths.bars!({
+							size: [0.7, 80],
+							...(fills
+								? { disp: { fill: { unit: 3, values: () => fills }, stroke: { unit: 3, values: () => fills } } }
+								: {}),
+							each: (_u, _series, _index, left, top, barWidth, barHeight) => {
+								centres.push([Math.round(left + barWidth / 2), Math.round(top + barHeight / 2)]);
+							},
+						}),
+						points: { show: false },
+					},
 				],
-				hooks: { draw: [drawn(element)] },
+				hooks: {
+					draw: [
+						drawn(element),
+						(u: uPlotType) => {
+							// Bar centres in canvas pixels, and the least room between two shown labels in CSS
+							// pixels (negative: they overlap): what the browser test checks.
+							element.dataset.bars = JSON.stringify(centres.splice(0));
+							let gap = Number.POSITIVE_INFINITY;
+							let previous: { at: number; half: number } | null = null;
+							labels.forEach((text, index) => {
+								if (!shown(index) || text === "") return;
+								const at = u.valToPos(index, "x");
+								const half = textWidth(text) / 2;
+								if (previous) gap = Math.min(gap, at - half - (previous.at + previous.half));
+								previous = { at, half };
+							});
+							if (!slanted) element.dataset.labelGap = String(Math.round(gap));
+						},
+					],
+				},
 			},
 			[xs, values],
 			element,
@@ -165,7 +226,7 @@ export function renderReportPage(uPlot: typeof uPlotType, data: ReportData): voi
 			.slice(from, to + 1)
 			.map((bound) => (bound >= 1000 ? `≤${(bound / 1000).toFixed(1)}s` : `≤${Math.round(bound)}ms`));
 		while (labels.length < to - from + 1) labels.push("longer");
-		bars("latency", labels, latency.counts.slice(from, to + 1), "fetches", palette[1]!);
+		bars("latency", labels, latency.counts.slice(from, to + 1), "fetches", { fill: palette[1]!, thinLabels: true });
 	}
 
 	const modes = Object.entries(data.summary.credits.by_mode);
@@ -175,7 +236,7 @@ export function renderReportPage(uPlot: typeof uPlotType, data: ReportData): voi
 			modes.map(([mode]) => mode),
 			modes.map(([, credits]) => credits),
 			"credits",
-			palette[2]!,
+			{ fill: palette[2]! },
 		);
 
 	const statuses = Object.entries(data.summary.targets.by_status);
@@ -184,7 +245,7 @@ export function renderReportPage(uPlot: typeof uPlotType, data: ReportData): voi
 		statuses.map(([status]) => status),
 		statuses.map(([, count]) => count),
 		"targets",
-		palette[0]!,
+		{ fill: palette[0]! },
 	);
 
 	const errors = Object.entries(data.summary.errors_by_kind).sort((a, b) => b[1] - a[1]);
@@ -194,7 +255,7 @@ export function renderReportPage(uPlot: typeof uPlotType, data: ReportData): voi
 			errors.map(([kind]) => kind),
 			errors.map(([, count]) => count),
 			"records",
-			palette[4]!,
+			{ fill: palette[4]! },
 		);
 
 	if (data.fields.length > 0) {
@@ -203,7 +264,7 @@ export function renderReportPage(uPlot: typeof uPlotType, data: ReportData): voi
 			data.fields.map((field) => field.name),
 			data.fields.map((field) => (field.of ? (100 * field.filled) / field.of : 0)),
 			"% filled",
-			palette[1]!,
+			{ fill: palette[1]! },
 		);
 	}
 
@@ -213,7 +274,8 @@ export function renderReportPage(uPlot: typeof uPlotType, data: ReportData): voi
 			["new", "changed", "unchanged"],
 			[data.changes.new, data.changes.changed, data.changes.unchanged],
 			"targets",
-			palette[3]!,
+			// New is not an error: green; changed amber; unchanged grey. Red stays for failures.
+			{ fill: [palette[2]!, palette[1]!, color("--muted")] },
 		);
 	}
 }

@@ -1,6 +1,7 @@
 import type { ResultRecord } from "../output/index.js";
-import { parseIsoTime } from "../shared/index.js";
-import type { FieldFill, LatencyDistribution } from "./report-data.js";
+import { maskUrlCredentials, parseIsoTime } from "../shared/index.js";
+import { createLatencySample } from "./latency-sample.js";
+import type { CrawlDepth, FailedTargets, FieldFill, LatencyDistribution } from "./report-data.js";
 import { createTimeline, type TimelineSnapshot } from "./timeline.js";
 
 /** Latency bucket bounds, ms: about 26 % apart from 1 ms to 1 h (66 buckets, to about 1 h; the last is open). */
@@ -12,6 +13,10 @@ const LATENCY_BOUNDS_MS: readonly number[] = Array.from(
 const MAX_HOSTS = 20_000;
 const MAX_FIELDS = 200;
 const TOP_HOSTS = 15;
+/** Failed targets listed in the report at most (the first to fail); the rest are counted. */
+export const MAX_FAILED_LISTED = 100;
+/** Longest message kept per listed failure. */
+const MAX_MESSAGE_CHARS = 200;
 
 export interface RecordAggregates {
 	add(record: ResultRecord): void;
@@ -20,6 +25,9 @@ export interface RecordAggregates {
 	fields(): FieldFill[];
 	changes(): { new: number; changed: number; unchanged: number } | null;
 	topFailingHosts(): Array<{ host: string; failed: number }>;
+	failedTargets(): FailedTargets;
+	/** Records (ok and failed) per crawl depth, shallowest first; null outside a crawl. */
+	crawlDepths(): CrawlDepth[] | null;
 }
 
 /**
@@ -34,6 +42,9 @@ export function createRecordAggregates(originMs: number): RecordAggregates {
 	const changes = { new: 0, changed: 0, unchanged: 0 };
 	let anyChange = false;
 	const failedHosts = new Map<string, number>();
+	const latencies = createLatencySample();
+	const failed: FailedTargets = { listed: [], total: 0 };
+	const depths = new Map<number, number>();
 
 	function latencyBucket(ms: number): number {
 		// Binary search over 66 bounds: seven comparisons per record.
@@ -65,9 +76,21 @@ export function createRecordAggregates(originMs: number): RecordAggregates {
 			if (record.status === "skipped") return;
 			timeline.span(finishedMs - record.duration_ms, finishedMs);
 			latencyCounts[latencyBucket(record.duration_ms)]! += 1;
+			latencies.add(record.duration_ms);
+			if (typeof record.depth === "number") depths.set(record.depth, (depths.get(record.depth) ?? 0) + 1);
 			if (record.status === "failed") {
 				timeline.add("failed", finishedMs, 1);
 				countHost(record.url);
+				failed.total += 1;
+				if (failed.listed.length < MAX_FAILED_LISTED) {
+					failed.listed.push({
+						url: maskUrlCredentials(record.url),
+						error: record.error,
+						http_status: record.http_status,
+						attempts: record.attempts,
+						message: record.message === null ? null : record.message.slice(0, MAX_MESSAGE_CHARS),
+					});
+				}
 				return;
 			}
 			timeline.add("ok", finishedMs, 1);
@@ -86,13 +109,15 @@ export function createRecordAggregates(originMs: number): RecordAggregates {
 		},
 		timeline: () => timeline.snapshot(),
 		latency() {
-			const counts = Array.from(latencyCounts);
+			const [p50, p95, p99] = latencies.quantiles([0.5, 0.95, 0.99]);
 			return {
 				bounds_ms: [...LATENCY_BOUNDS_MS],
-				counts,
-				p50: quantile(counts, 0.5),
-				p95: quantile(counts, 0.95),
-				p99: quantile(counts, 0.99),
+				counts: Array.from(latencyCounts),
+				p50: p50 ?? null,
+				p95: p95 ?? null,
+				p99: p99 ?? null,
+				percentiles: latencies.exact ? "exact" : "reservoir",
+				samples: latencies.count,
 			};
 		},
 		fields: () => [...filled].map(([name, count]) => ({ name, filled: count, of: okRecords })),
@@ -102,6 +127,9 @@ export function createRecordAggregates(originMs: number): RecordAggregates {
 				.sort((a, b) => b[1] - a[1] || (a[0] < b[0] ? -1 : a[0] > b[0] ? 1 : 0))
 				.slice(0, TOP_HOSTS)
 				.map(([host, failed]) => ({ host, failed })),
+		failedTargets: () => ({ listed: [...failed.listed], total: failed.total }),
+		crawlDepths: () =>
+			depths.size === 0 ? null : [...depths].sort((a, b) => a[0] - b[0]).map(([depth, pages]) => ({ depth, pages })),
 	};
 }
 
@@ -123,17 +151,4 @@ export function hostOf(url: string): string {
 	const authority = url.slice(start + 2, end);
 	// Credentials in a URL never reach the report.
 	return authority.slice(authority.lastIndexOf("@") + 1).toLowerCase();
-}
-
-/** Upper bound of the bucket holding the q-quantile (an overestimate by at most one bucket, 26 %). */
-function quantile(counts: readonly number[], q: number): number | null {
-	const total = counts.reduce((sum, count) => sum + count, 0);
-	if (total === 0) return null;
-	const rank = Math.max(1, Math.ceil(q * total));
-	let seen = 0;
-	for (let i = 0; i < counts.length; i += 1) {
-		seen += counts[i]!;
-		if (seen >= rank) return LATENCY_BOUNDS_MS[Math.min(i, LATENCY_BOUNDS_MS.length - 1)]!;
-	}
-	return null;
 }

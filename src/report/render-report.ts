@@ -59,6 +59,77 @@ function table(title: string, head: [string, string], rows: Array<[string, strin
 	return `<section class="card"><h2>${escapeHtml(title)}</h2><table class="data"><thead><tr><th>${escapeHtml(head[0])}</th><th class="num">${escapeHtml(head[1])}</th></tr></thead><tbody>${body}</tbody></table></section>`;
 }
 
+/** A table of several columns; `numeric` names the columns aligned right. */
+function wideTable(
+	title: string,
+	head: readonly string[],
+	rows: ReadonlyArray<readonly string[]>,
+	options: { numeric?: readonly number[]; note?: string; name?: string } = {},
+): string {
+	if (rows.length === 0) return "";
+	const cls = (index: number) => (options.numeric?.includes(index) ? ' class="num"' : "");
+	const headCells = head.map((cell, index) => `<th${cls(index)}>${escapeHtml(cell)}</th>`).join("");
+	const body = rows
+		.map((row) => `<tr>${row.map((cell, index) => `<td${cls(index)}>${escapeHtml(cell)}</td>`).join("")}</tr>`)
+		.join("");
+	const note = options.note ? `<p class="note">${escapeHtml(options.note)}</p>` : "";
+	const name = options.name ? ` data-table="${escapeHtml(options.name)}"` : "";
+	return `<section class="card wide"${name}><h2>${escapeHtml(title)}</h2>${note}<table class="data"><thead><tr>${headCells}</tr></thead><tbody>${body}</tbody></table></section>`;
+}
+
+/** What a crawl did: its bounds, what it found, how deep it went and why it stopped. */
+function crawlCard(data: ReportData): string {
+	const crawl = data.summary.crawl;
+	if (!crawl) return "";
+	const depths = data.crawl_depths ?? [];
+	const reached = depths.length > 0 ? depths[depths.length - 1]!.depth : 0;
+	const stopReason =
+		crawl.stopped_by ??
+		data.summary.stopped_reason ??
+		(data.summary.complete ? "done: no page left to fetch within the bounds" : "incomplete");
+	const facts: Array<[string, string]> = [
+		["depth reached", `${number(reached)} of max_depth ${number(crawl.max_depth)}`],
+		["pages fetched", `${number(crawl.pages)} of max_pages ${number(crawl.max_pages)}`],
+		["URLs discovered", number(crawl.discovered)],
+		["stop reason", stopReason],
+	];
+	const robots = (crawl as { robots_disallowed?: unknown }).robots_disallowed;
+	if (typeof robots === "number") facts.push(["links refused by robots.txt", number(robots)]);
+	if (crawl.sitemap_credits > 0) facts.push(["robots.txt and sitemap credits", number(crawl.sitemap_credits)]);
+	const rows = facts.map(([a, b]) => `<tr><th>${escapeHtml(a)}</th><td>${escapeHtml(b)}</td></tr>`).join("");
+	const byDepth = depths
+		.map((entry) => `<tr><td>${number(entry.depth)}</td><td class="num">${number(entry.pages)}</td></tr>`)
+		.join("");
+	const depthTable = byDepth
+		? `<table class="data"><thead><tr><th>depth</th><th class="num">pages</th></tr></thead><tbody>${byDepth}</tbody></table>`
+		: "";
+	return `<section class="card" data-table="crawl"><h2>Crawl</h2><table class="facts">${rows}</table>${depthTable}</section>`;
+}
+
+function failedTable(data: ReportData): string {
+	const failed = data.failed_targets;
+	const more = failed.total - failed.listed.length;
+	return wideTable(
+		"Failed targets",
+		["URL", "error", "HTTP", "attempts", "message"],
+		failed.listed.map((target) => [
+			target.url,
+			target.error ?? "",
+			target.http_status === null ? "" : String(target.http_status),
+			number(target.attempts),
+			target.message ?? "",
+		]),
+		{
+			numeric: [2, 3],
+			name: "failed",
+			note:
+				more > 0
+					? `The first ${number(failed.listed.length)} of ${number(failed.total)} (all are in results.jsonl: status failed).`
+					: `${number(failed.total)} in all; credentials in URLs are masked.`,
+		},
+	);
+}
+
 const STYLE = `
 :root{--bg:#f6f7f9;--card:#fff;--ink:#1f2933;--muted:#616e7c;--grid:#e4e7eb;--c1:#2563eb;--c2:#f59e0b;--c3:#16a34a;--c4:#dc2626;--c5:#9333ea;--pause:rgba(245,158,11,.18);--outage:rgba(220,38,38,.16)}
 *{box-sizing:border-box}body{margin:0;font:14px/1.45 system-ui,-apple-system,"Segoe UI",sans-serif;background:var(--bg);color:var(--ink)}
@@ -71,7 +142,7 @@ header{padding:20px 28px 8px}h1{margin:0;font-size:20px}h1 small{color:var(--mut
 main{display:grid;grid-template-columns:repeat(auto-fill,minmax(460px,1fr));gap:14px;padding:10px 28px 28px}
 .card{background:var(--card);border-radius:8px;padding:12px 14px;box-shadow:0 1px 2px rgba(0,0,0,.06);min-width:0}
 .card.wide{grid-column:1/-1}h2{font-size:14px;margin:0 0 6px}.note{margin:0 0 6px;color:var(--muted);font-size:12px}
-table{border-collapse:collapse;width:100%}td,th{padding:4px 6px;border-bottom:1px solid var(--grid);text-align:left;overflow-wrap:anywhere}.num{text-align:right;white-space:nowrap}
+table{border-collapse:collapse;width:100%}table.facts{margin-bottom:8px}table.facts th{font-weight:400;color:var(--muted);width:45%}td,th{padding:4px 6px;border-bottom:1px solid var(--grid);text-align:left;overflow-wrap:anywhere}.num{text-align:right;white-space:nowrap}
 footer{color:var(--muted);font-size:12px;padding:0 28px 20px}
 `;
 
@@ -96,6 +167,7 @@ export function renderReportHtml(data: ReportData): string {
 		),
 		tile("ok", number(byStatus.ok)),
 		tile("failed", number(byStatus.failed), byStatus.failed > 0 ? "bad" : ""),
+		tile("retries", number(summary.retries)),
 		tile("credits used", number(summary.credits.used)),
 		...(summary.crawl ? [tile("robots.txt and sitemap credits", number(summary.crawl.sitemap_credits))] : []),
 		tile("wall time", milliseconds(summary.wall_ms)),
@@ -108,7 +180,15 @@ export function renderReportHtml(data: ReportData): string {
 	].join("");
 	const charts = [
 		`<section class="card wide" data-chart="activity" hidden><h2>Throughput and in-flight fetches</h2><p class="note">Per ${escapeHtml(milliseconds(data.timeline.bucket_ms))} bucket; dashed: the concurrency limit (${number(summary.concurrency)}); shaded: 429 pauses (amber) and outages (red).</p></section>`,
-		chart("latency", "Latency distribution", "Fetch duration, retries and task polling included."),
+		chart(
+			"latency",
+			"Latency distribution",
+			`Fetch duration, retries and task polling included. p50/p95/p99 ${
+				data.latency.percentiles === "exact"
+					? `are exact, over all ${number(data.latency.samples)} fetches`
+					: `come from a uniform sample of 100,000 of the ${number(data.latency.samples)} fetches`
+			}.`,
+		),
 		chart("credits-time", "Credits over time", "Cumulative, by finish time."),
 		chart("credits-mode", "Credits by mode"),
 		chart("status", "Targets by status"),
@@ -117,11 +197,13 @@ export function renderReportHtml(data: ReportData): string {
 		chart("changes", "Changes since the previous run"),
 	].join("");
 	const tables = [
+		crawlCard(data),
 		table(
 			"Top failing hosts",
 			["host", "failed"],
 			data.top_failing_hosts.map((host) => [host.host, number(host.failed)]),
 		),
+		failedTable(data),
 	].join("");
 	return `<!doctype html>
 <html lang="en">

@@ -61,6 +61,8 @@ async function writeReport(runDir: string, summary: RunSummary, aggregates: Reco
 		fields: aggregates.fields(),
 		changes: aggregates.changes(),
 		top_failing_hosts: aggregates.topFailingHosts(),
+		failed_targets: aggregates.failedTargets(),
+		crawl_depths: aggregates.crawlDepths(),
 	};
 	const path = join(runDir, REPORT_FILE);
 	const temporary = `${path}.tmp`;

@@ -1,12 +1,14 @@
-import { appendFileSync, readdirSync, readFileSync, statSync, writeFileSync } from "node:fs";
+import { appendFileSync, existsSync, readdirSync, readFileSync, statSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { pathToFileURL } from "node:url";
 import type { Browser, Page } from "playwright-core";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+import type { ResultRecord } from "../../src/output/index.js";
 import type { ReportData } from "../../src/report/index.js";
 import { renderReportHtml } from "../../src/report/index.js";
+import { createRecordAggregates } from "../../src/report/record-aggregates.js";
 import { launchChromium, type PageWatch, screenshot, watchPage } from "../helpers/browser.js";
-import { isRunFolderName, readSummary, tempDir, writeJob } from "../helpers/job-files.js";
+import { readRecords, readSummary, tempDir, writeJob } from "../helpers/job-files.js";
 import { runCli } from "../helpers/run-cli.js";
 import { startTestService, type TestService } from "../helpers/service.js";
 
@@ -54,6 +56,29 @@ async function openReport(path: string, width = 1280): Promise<{ page: Page; wat
 	return { page, watch, charts };
 }
 
+function onlyRunDir(jobDir: string): string {
+	const runs = readdirSync(jobDir).filter((name) => existsSync(join(jobDir, name, "run.json")));
+	expect(runs).toHaveLength(1);
+	return join(jobDir, runs[0]!);
+}
+
+/** Nearest-rank quantile of exact values. */
+function nearestRank(values: number[], q: number): number {
+	const sorted = [...values].sort((a, b) => a - b);
+	return sorted[Math.max(0, Math.ceil(q * sorted.length) - 1)]!;
+}
+
+/** The RGBA of a chart canvas's pixel at the centre of each of its bars (as the page recorded them). */
+async function barColours(page: Page, chart: string): Promise<number[][]> {
+	return page.evaluate((name) => {
+		const box = document.querySelector<HTMLElement>(`[data-chart="${name}"]`)!;
+		const canvas = box.querySelector("canvas")!;
+		const centres = JSON.parse(box.dataset.bars ?? "[]") as number[][];
+		const context = canvas.getContext("2d")!;
+		return centres.map(([x, y]) => Array.from(context.getImageData(x!, y!, 1, 1).data));
+	}, chart);
+}
+
 function visible(charts: ChartState[]): string[] {
 	return charts.filter((chart) => !chart.hidden).map((chart) => chart.name);
 }
@@ -90,7 +115,7 @@ describe("report.html in a real browser", () => {
 		);
 		const run = await runCli(["run", job, "--out", out], { env: service.env });
 		expect(run.code).toBe(1);
-		const runDir = join(out, "shop", readdirSync(join(out, "shop")).find(isRunFolderName)!);
+		const runDir = onlyRunDir(join(out, "shop"));
 		const reportPath = join(runDir, "report.html");
 		// The terminal summary ends with the report's path.
 		expect(run.stdout.trimEnd().split("\n").at(-1)).toBe(`report     ${reportPath}`);
@@ -118,6 +143,32 @@ describe("report.html in a real browser", () => {
 		const summary = readSummary(runDir);
 		expect(tiles.join(" ")).toContain(`${summary.targets.by_status.failed}`);
 		expect(await first.page.locator("table.data").first().textContent()).toContain(new URL(service.site.url).host);
+
+		// p50/p95/p99 are the records' own durations (nearest rank), not histogram bucket edges.
+		const records = readRecords(runDir);
+		const durations = records.map((record) => record.duration_ms);
+		const firstData = JSON.parse((await first.page.locator("#report-data").textContent()) ?? "null") as ReportData;
+		expect([firstData.latency.p50, firstData.latency.p95, firstData.latency.p99]).toEqual([
+			nearestRank(durations, 0.5),
+			nearestRank(durations, 0.95),
+			nearestRank(durations, 0.99),
+		]);
+		expect(firstData.latency.percentiles).toBe("exact");
+		// The retry count is a tile.
+		expect(summary.retries).toBeGreaterThan(0);
+		expect(await first.page.locator(".tile", { hasText: "retries" }).locator(".value").textContent()).toBe(
+			String(summary.retries),
+		);
+		// Failed targets are listed by URL with their error and attempts.
+		const failedRows = await first.page.locator('[data-table="failed"] tbody tr').allInnerTexts();
+		const failedRecords = records.filter((record) => record.status === "failed");
+		expect(failedRows).toHaveLength(failedRecords.length);
+		for (const record of failedRecords) {
+			expect(failedRows.some((row) => row.startsWith(record.url) && row.includes(record.error!))).toBe(true);
+		}
+		// "new" is not drawn red (red is for failures): the changes chart's first bar is green.
+		const [newBar] = await barColours(first.page, "changes");
+		expect(newBar!.slice(0, 3)).toEqual([0x16, 0xa3, 0x4a]);
 		await screenshot(first.page, "report-run.png");
 		// README's picture: SCRAPEJOB_UPDATE_SCREENSHOT=1 npx vitest run test/report/report-browser.test.ts
 		if (process.env.SCRAPEJOB_UPDATE_SCREENSHOT === "1") {
@@ -136,6 +187,13 @@ describe("report.html in a real browser", () => {
 			join(runDir, "run.log"),
 			`${JSON.stringify({ level: 40, time: pauseAt, event: "pause", reason: "rate_limited", pause_ms: 400 })}\n`,
 		);
+		// A failed record with credentials in its URL (as an older version may have written it) is listed masked.
+		const leaky: ResultRecord = {
+			...records.find((record) => record.status === "failed")!,
+			id: "leaky",
+			url: "https://user:hunter2@leaky.example/path?q=1",
+		};
+		appendFileSync(join(runDir, "results.jsonl"), `${JSON.stringify(leaky)}\n`);
 		const before = statSync(reportPath).mtimeMs;
 		const rebuilt = await runCli(["report", runDir, "--json"]);
 		expect(rebuilt.code).toBe(0);
@@ -146,7 +204,11 @@ describe("report.html in a real browser", () => {
 		expect(data.pauses).toEqual([
 			{ start_ms: Date.parse(pauseAt), end_ms: Date.parse(pauseAt) + 400, reason: "rate_limited" },
 		]);
-		expect(data.timeline.finished.reduce((a, b) => a + b, 0)).toBe(31);
+		expect(data.timeline.finished.reduce((a, b) => a + b, 0)).toBe(32);
+		expect(readFileSync(reportPath, "utf8")).not.toContain("hunter2");
+		expect(await second.page.locator('[data-table="failed"]').textContent()).toContain(
+			"https://***@leaky.example/path?q=1",
+		);
 		expect(second.watch.consoleErrors).toEqual([]);
 		await second.page.close();
 	});
@@ -198,10 +260,23 @@ describe("report.html in a real browser", () => {
 					reason: "rate_limited",
 				},
 			],
-			latency: { bounds_ms: [50, 100, 200], counts: [0, 2, 2, 0], p50: 100, p95: 200, p99: 200 },
+			latency: {
+				bounds_ms: [50, 100, 200],
+				counts: [0, 2, 2, 0],
+				p50: 100,
+				p95: 200,
+				p99: 200,
+				percentiles: "exact",
+				samples: 4,
+			},
 			fields: [{ name: evil, filled: 2, of: 3 }],
 			changes: { new: 1, changed: 1, unchanged: 1 },
 			top_failing_hosts: [{ host: evil, failed: 1 }],
+			failed_targets: {
+				listed: [{ url: evil, error: evil, http_status: 500, attempts: 2, message: evil }],
+				total: 1,
+			},
+			crawl_depths: null,
 		};
 		const path = join(tempDir(), "report.html");
 		writeFileSync(path, renderReportHtml(data));
@@ -224,6 +299,118 @@ describe("report.html in a real browser", () => {
 		]);
 		for (const chart of charts) expect(chart.drawn, chart.name).toBeGreaterThan(0);
 		await screenshot(page, "report-all-charts.png");
+		await page.close();
+	});
+
+	it("latency axis labels never overlap, however many buckets and however narrow the page", async () => {
+		const aggregates = createRecordAggregates(Date.parse("2026-11-21T00:00:00.000Z"));
+		// Durations from 2 ms to about 100 s: some 45 buckets of the histogram.
+		for (let index = 0; index < 400; index += 1) {
+			const duration = Math.round(2 * 1.03 ** index);
+			aggregates.add({
+				id: `t${index}`,
+				url: `https://shop.example/${index}`,
+				status: "ok",
+				finished_at: "2026-11-21T00:01:00.000Z",
+				duration_ms: duration,
+				credits_used: 1,
+				change: null,
+			} as unknown as ResultRecord);
+		}
+		const latency = aggregates.latency();
+		expect(latency.counts.filter((count) => count > 0).length).toBeGreaterThan(30);
+		const data: ReportData = {
+			version: 1,
+			generated_at: "2026-11-21T00:00:00.000Z",
+			summary: {
+				job: "many-buckets",
+				run_id: "r1",
+				complete: true,
+				stopped_reason: null,
+				targets: {
+					total: 400,
+					done: 400,
+					remaining: 0,
+					by_status: { ok: 400, failed: 0, skipped: 0 },
+					duplicates: 0,
+					skipped_rows: 0,
+				},
+				credits: { used: 400, by_mode: { request: 400 }, remaining: 100, max_credits: null },
+				retries: 0,
+				rate_limit_pauses: 0,
+				tasks: { created: 0, completed: 0, failed: 0, left_pending: 0 },
+				errors_by_kind: {},
+				started_at: "2026-11-21T00:00:00.000Z",
+				finished_at: "2026-11-21T00:01:00.000Z",
+				wall_ms: 60_000,
+				throughput_per_s: 6.7,
+				latency_ms: { p50: 100, p95: 200 },
+				concurrency: 2,
+				resumed_from: null,
+			},
+			timeline: aggregates.timeline(),
+			pauses: [],
+			latency,
+			fields: [],
+			changes: null,
+			top_failing_hosts: [],
+			failed_targets: { listed: [], total: 0 },
+			crawl_depths: null,
+		};
+		const path = join(tempDir(), "report.html");
+		writeFileSync(path, renderReportHtml(data));
+		for (const width of [1280, 700]) {
+			const { page, watch } = await openReport(path, width);
+			expect(watch.consoleErrors).toEqual([]);
+			const gap = await page.locator('[data-chart="latency"]').getAttribute("data-label-gap");
+			expect(Number(gap), `width ${width}`).toBeGreaterThanOrEqual(0);
+			await screenshot(page, `report-latency-${width}.png`);
+			await page.close();
+		}
+	});
+
+	it("a crawl's report shows its depth reached, pages, URLs discovered and stop reason", async () => {
+		service = await startTestService({ concurrency: 3 });
+		const dir = tempDir();
+		const out = join(dir, "out");
+		const job = writeJob(
+			dir,
+			"crawl",
+			[
+				"name: crawl",
+				"defaults:",
+				"  mode: request",
+				"output:",
+				"  content: none",
+				"crawl:",
+				"  max_depth: 2",
+				"  max_pages: 12",
+				"  scope: host",
+				'  exclude: ["/calendar/"]',
+				"targets:",
+				`  - ${service.site.url}/graph/1`,
+				"",
+			].join("\n"),
+		);
+		const run = await runCli(["run", job, "--out", out, "--quiet"], { env: service.env });
+		const runDir = onlyRunDir(join(out, "crawl"));
+		const summary = readSummary(runDir);
+		expect(summary.crawl?.stopped_by, run.stderr).toBe("max_pages");
+		const deepest = Math.max(...readRecords(runDir).map((record) => record.depth ?? 0));
+		const { page, watch } = await openReport(join(runDir, "report.html"));
+		expect(watch.consoleErrors).toEqual([]);
+		const card = page.locator('[data-table="crawl"]');
+		const facts = Object.fromEntries(
+			(await card.locator("table.facts tr").allInnerTexts()).map((row) => row.split("\t") as [string, string]),
+		);
+		expect(facts).toMatchObject({
+			"depth reached": `${deepest} of max_depth 2`,
+			"pages fetched": `${summary.crawl!.pages} of max_pages 12`,
+			"URLs discovered": String(summary.crawl!.discovered),
+			"stop reason": "max_pages",
+		});
+		expect(await card.locator("table.data tbody tr").count()).toBe(deepest + 1);
+		await screenshot(page, "report-crawl.png");
 		await page.close();
 	});
 
