@@ -310,6 +310,15 @@ describe("scrapejob targeting", () => {
 		expect(JSON.parse(json.stdout)).toEqual({ product: "dcp", countries: settings.data.dcp?.countries });
 	});
 
+	it("a search without --country finds regions and cities of every country too (berl: Berlin)", async () => {
+		const run = await runCli(["targeting", "--product", "rp", "--search", "berl"], { env });
+		expect(run.code).toBe(0);
+		expect(run.stdout).toContain("Premium Residential (rp): 0 countries");
+		expect(run.stdout).toMatch(/Cities \(1\)\n\s+id \(--city\)\s+name\s+country\n\s+berlin\s+Berlin\s+DE\n/);
+		const json = await runCli(["targeting", "--product", "rp", "--search", "BERL", "--json"], { env });
+		expect(JSON.parse(json.stdout).cities).toEqual([expect.objectContaining({ id: "berlin", name: "Berlin" })]);
+	});
+
 	it("lists a country's regions, cities and ISPs with the values generation accepts", async () => {
 		const run = await runCli(["targeting", "--product", "rp", "--country", "us"], { env });
 		expect(run.code).toBe(0);

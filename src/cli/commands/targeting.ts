@@ -59,12 +59,22 @@ export async function runTargeting(ctx: CliContext, flags: TargetingFlags): Prom
 			const countries = Object.entries(catalogue.countries)
 				.filter(([cc, name]) => matches(cc, name))
 				.sort(([a], [b]) => a.localeCompare(b));
-			if (countries.length === 0 && needle !== "") nothingMatches(ctx, flags, code);
+			// A search without --country looks through every country's regions and cities too (`berl` finds Berlin).
+			const regions =
+				needle === "" ? [] : (catalogue.regions?.data ?? []).filter((place) => matches(place.id, place.name));
+			const cities =
+				needle === "" ? [] : (catalogue.cities?.data ?? []).filter((place) => matches(place.id, place.name));
+			const nothing = needle !== "" && countries.length + regions.length + cities.length === 0;
+			if (nothing) nothingMatches(ctx, flags, code);
 			if (flags.json) {
-				writeJson(ctx.stdout, { product: code, countries: Object.fromEntries(countries) });
+				writeJson(ctx.stdout, {
+					product: code,
+					countries: Object.fromEntries(countries),
+					...(needle === "" ? {} : { regions, cities }),
+				});
 				return;
 			}
-			if (countries.length === 0 && needle !== "") return;
+			if (nothing) return;
 			writeLine(
 				ctx.stdout,
 				style.bold(`${productName(code)} (${code}): ${plural(countries.length, "country", "countries")}`),
@@ -74,6 +84,21 @@ export async function runTargeting(ctx: CliContext, flags: TargetingFlags): Prom
 				indent: "  ",
 			})) {
 				writeLine(ctx.stdout, line);
+			}
+			for (const [title, flag, places] of [
+				["Regions", "--region", regions],
+				["Cities", "--city", cities],
+			] as const) {
+				if (places.length === 0) continue;
+				writeLine(ctx.stdout, "");
+				writeLine(ctx.stdout, style.bold(`${title} (${places.length})`));
+				const rows = places.map((place) => [placeValue(place), place.name ?? "", place.country_code ?? ""]);
+				for (const line of formatTable([{ header: `id (${flag})` }, { header: "name" }, { header: "country" }], rows, {
+					style,
+					indent: "  ",
+				})) {
+					writeLine(ctx.stdout, line);
+				}
 			}
 			return;
 		}
@@ -117,7 +142,7 @@ export async function runTargeting(ctx: CliContext, flags: TargetingFlags): Prom
 
 /** `--search` found nothing: say so on stderr (not an empty table) and exit 1. */
 function nothingMatches(ctx: CliContext, flags: TargetingFlags, product: string, country?: string): void {
-	const where = country ? `${country}'s regions, cities and ISPs` : "countries";
+	const where = country ? `${country}'s regions, cities and ISPs` : "countries, regions and cities";
 	writeLine(
 		ctx.stderr,
 		`scrapejob: nothing matches ${JSON.stringify(flags.search)} in the ${product} catalogue's ${where}`,
