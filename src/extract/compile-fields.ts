@@ -39,6 +39,14 @@ function cssString(value: string): string {
 	return `"${value.replace(/[\\"]/g, (char) => `\\${char}`).replace(/\n/g, "\\a ")}"`;
 }
 
+/**
+ * css-what's message with what it found named: at the end of the selector (`a[`) it says
+ * "Expected name, found " and then nothing.
+ */
+function cssProblem(message: string): string {
+	return /found\s*$/.test(message) ? `${message.trimEnd()} end of selector` : message;
+}
+
 type CompileResult = { ok: true; field: CompiledField } | { ok: false; problems: FieldProblem[] };
 
 /**
@@ -94,7 +102,7 @@ export function compileField(name: string, input: FieldInput): CompileResult {
 				problems.push({
 					field: name,
 					key: at("css"),
-					message: `CSS selector ${JSON.stringify(selector)} does not compile: ${errorMessage(error)}`,
+					message: `CSS selector ${JSON.stringify(selector)} does not compile: ${cssProblem(errorMessage(error))}`,
 				});
 			}
 			break;

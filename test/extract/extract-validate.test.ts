@@ -28,6 +28,7 @@ describe("validate: extract, extract_checks, carry, id_column", () => {
 			"  word: {css: p, type: words}",
 			"  url: h1",
 			"  bad name: h1",
+			"  open: 'a['",
 			"defaults:",
 			"  extract:",
 			"    nested: {jsonld: 'brand..name'}",
@@ -45,9 +46,10 @@ describe("validate: extract, extract_checks, carry, id_column", () => {
 			'job.yaml:9:24 extract.word.type: must be one of "text", "number", "integer", "url", "html" (got "words")',
 			'job.yaml:10:3 extract.url: "url" is a record field already: choose another name (it would be a second column of that name)',
 			expect.stringMatching(/^job\.yaml:11:3 extract\.bad name: "bad name": names are 1–64 letters, digits or '_'/),
-			'job.yaml:14:22 defaults.extract.nested.jsonld: JSON-LD path "brand..name" has an empty segment (write it like brand.name)',
-			"job.yaml:15:38 defaults.extract.tagged.all: `all` applies to css and regex fields (not meta)",
-			"job.yaml: invalid, 10 problems",
+			'job.yaml:12:9 extract.open: CSS selector "a[" does not compile: Expected name, found end of selector',
+			'job.yaml:15:22 defaults.extract.nested.jsonld: JSON-LD path "brand..name" has an empty segment (write it like brand.name)',
+			"job.yaml:16:38 defaults.extract.tagged.all: `all` applies to css and regex fields (not meta)",
+			"job.yaml: invalid, 11 problems",
 		]);
 	});
 
