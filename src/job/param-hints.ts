@@ -18,8 +18,71 @@ export function allowedValuesHint(param: ParamProblem["param"], given: unknown):
 	return ` (allowed: ${allowed.join(", ")}${got}${near ? `; did you mean "${near}"?` : ""})`;
 }
 
+/** Three-letter codes people write for the two-letter ones the service takes (ISO 3166-1 alpha-3 → alpha-2). */
+const ALPHA3: Readonly<Record<string, string>> = {
+	USA: "US",
+	GBR: "GB",
+	DEU: "DE",
+	FRA: "FR",
+	ESP: "ES",
+	ITA: "IT",
+	NLD: "NL",
+	BEL: "BE",
+	CHE: "CH",
+	AUT: "AT",
+	SWE: "SE",
+	NOR: "NO",
+	DNK: "DK",
+	FIN: "FI",
+	POL: "PL",
+	PRT: "PT",
+	IRL: "IE",
+	CZE: "CZ",
+	CAN: "CA",
+	MEX: "MX",
+	BRA: "BR",
+	ARG: "AR",
+	AUS: "AU",
+	NZL: "NZ",
+	JPN: "JP",
+	KOR: "KR",
+	CHN: "CN",
+	IND: "IN",
+	SGP: "SG",
+	HKG: "HK",
+	TUR: "TR",
+	ISR: "IL",
+	ZAF: "ZA",
+	UKR: "UA",
+	ROU: "RO",
+	GRC: "GR",
+};
+const COUNTRY_NAMES: Readonly<Record<string, string>> = {
+	"UNITED STATES": "US",
+	AMERICA: "US",
+	"UNITED KINGDOM": "GB",
+	BRITAIN: "GB",
+	ENGLAND: "GB",
+	GERMANY: "DE",
+	FRANCE: "FR",
+	SPAIN: "ES",
+	ITALY: "IT",
+	NETHERLANDS: "NL",
+	CANADA: "CA",
+	JAPAN: "JP",
+};
+
+/** After `invalid proxy_country`: what the service takes, what was given, and the code meant. */
+export function countryHint(given: unknown): string {
+	const got = given === undefined ? "" : `; got ${JSON.stringify(given)}`;
+	const key = typeof given === "string" ? given.trim().toUpperCase() : "";
+	const near = ALPHA3[key] ?? COUNTRY_NAMES[key];
+	return ` (a two-letter ISO 3166-1 code such as US, GB or DE${got}${near ? `; did you mean "${near}"?` : ""})`;
+}
+
 /** The hint for a problem of `checkScrapeParams` on these options. */
 export function paramHint(problem: ParamProblem, options: Readonly<Record<string, unknown>>): string {
+	if (problem.param === "proxy_country") return countryHint(options.proxy_country);
 	return allowedValuesHint(problem.param, options[problem.param]);
 }
 

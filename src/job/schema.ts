@@ -19,7 +19,7 @@ import { browserSessionSchema } from "./browser-session.js";
 import { crawlSchema } from "./crawl-spec.js";
 import { mapRequestSchema, searchRequestSchema } from "./discovery-spec.js";
 import { carrySchema, extractChecksSchema, extractSchema, idColumnSchema } from "./extract-schema.js";
-import { modeProblem } from "./param-hints.js";
+import { countryHint, modeProblem } from "./param-hints.js";
 import { describeValue } from "./problems.js";
 
 /**
@@ -112,8 +112,8 @@ const scrapeOptionShape = {
 	block_resources: z.array(z.string()).describe("Resource types to block"),
 	proxy_type: z.enum(PROXY_TYPES).describe("residential (default) or datacenter (request mode only)"),
 	proxy_country: z
-		.string({ error: PROBLEMS.proxyCountry })
-		.regex(/^[A-Za-z]{2}$/, { error: PROBLEMS.proxyCountry })
+		.string({ error: (issue) => `${PROBLEMS.proxyCountry}${countryHint(issue.input)}` })
+		.regex(/^[A-Za-z]{2}$/, { error: (issue) => `${PROBLEMS.proxyCountry}${countryHint(issue.input)}` })
 		.describe("Two-letter ISO country code of the exit IP (default US)"),
 	proxy_session_id: z
 		.string({ error: PROBLEMS.proxySessionId })

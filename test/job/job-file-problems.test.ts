@@ -279,7 +279,7 @@ const ruleCases: Case[] = [
 		yaml: `name: t\ntargets:\n  - url: ${OK}\n    mode: fast\n    proxy_country: USA\n    proxy_session_id: abc\n`,
 		errors: [
 			'job.yaml:4:11 targets[0].mode: invalid mode value (allowed: request, browser, auto; got "fast")',
-			"job.yaml:5:20 targets[0].proxy_country: invalid proxy_country",
+			'job.yaml:5:20 targets[0].proxy_country: invalid proxy_country (a two-letter ISO 3166-1 code such as US, GB or DE; got "USA"; did you mean "US"?)',
 			"job.yaml:6:23 targets[0].proxy_session_id: invalid proxy_session_id",
 		],
 	},
@@ -320,7 +320,7 @@ const ruleCases: Case[] = [
 		name: "a problem wholly in defaults is reported once, not per target",
 		yaml: `name: t\ndefaults:\n  proxy_country: USA\n  screenshot: true\ntargets:\n  - ${OK}\n  - ${OK}/2\n`,
 		errors: [
-			"job.yaml:3:18 defaults.proxy_country: invalid proxy_country",
+			'job.yaml:3:18 defaults.proxy_country: invalid proxy_country (a two-letter ISO 3166-1 code such as US, GB or DE; got "USA"; did you mean "US"?)',
 			"job.yaml:4:15 defaults.screenshot: screenshot requires browser (set mode to browser)",
 		],
 	},
