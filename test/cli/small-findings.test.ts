@@ -35,6 +35,20 @@ describe("small things a new user noticed", () => {
 		expect(run.stderr).not.toContain("Insufficient credits: Insufficient credits");
 	});
 
+	it("--sandbox says on the terminal, in one line, the latency, 503s and timeout it plays", async () => {
+		const dir = tempDir();
+		// biome-ignore lint/suspicious/noTemplateCurlyInString: the job format's own variable
+		const job = writeJob(dir, "sandboxed", "name: sandboxed\ntargets:\n  - ${SCRAPEJOB_DEMO_SITE}/product/1\n");
+		const run = await runCli(["run", job, "--sandbox", "--out", join(dir, "out")]);
+		expect(run.code).toBe(0);
+		const notices = run.stderr.split("\n").filter((line) => line.startsWith("scrapejob: sandbox:"));
+		expect(notices).toEqual([
+			"scrapejob: sandbox: the local emulator plays a real service on a fair day: 120 ms latency per request, 5 % of requests answered 503 (retried: they show as retries), realtime fetches over 1 s become tasks, concurrency 5; credits start afresh each run",
+		]);
+		const quiet = await runCli(["run", job, "--sandbox", "--quiet", "--out", join(dir, "out")]);
+		expect(quiet.stderr).not.toContain("sandbox:");
+	});
+
 	it("counts read in the right number: 1 retry, 1 task, 1 target, 1 country", async () => {
 		const summary = {
 			job: "shop",

@@ -48,6 +48,7 @@ import {
 	noKeyError,
 	type ServiceConnection,
 	type ServiceFlags,
+	sandboxNotice,
 } from "../service-connection.js";
 
 interface RunFlags extends ServiceFlags {
@@ -266,6 +267,7 @@ async function runCommand(ctx: CliContext, paths: string[], flags: RunFlags): Pr
 	try {
 		// The sandbox starts first so that jobs can name its demo site; it costs nothing.
 		if (flags.sandbox) connection = await connectService(ctx, flags);
+		if (flags.sandbox && !flags.quiet) writeLine(ctx.stderr, `scrapejob: ${sandboxNotice()}`);
 		const env = connection?.demoSiteUrl ? { ...ctx.env, SCRAPEJOB_DEMO_SITE: connection.demoSiteUrl } : ctx.env;
 		const loaded = await loadJobs(ctx, paths, env);
 		if (!loaded) return EXIT.invalidInput;
