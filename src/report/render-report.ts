@@ -95,6 +95,9 @@ function crawlCard(data: ReportData): string {
 	];
 	const robots = (crawl as { robots_disallowed?: unknown }).robots_disallowed;
 	if (typeof robots === "number") facts.push(["links refused by robots.txt", number(robots)]);
+	if (crawl.fresh > 0) facts.push(["fresh pages (links read from stored pages)", number(crawl.fresh)]);
+	if (crawl.refetched_for_links > 0)
+		facts.push(["fresh pages fetched again for links", number(crawl.refetched_for_links)]);
 	if (crawl.sitemap_credits > 0) facts.push(["robots.txt and sitemap credits", number(crawl.sitemap_credits)]);
 	const rows = facts.map(([a, b]) => `<tr><th>${escapeHtml(a)}</th><td>${escapeHtml(b)}</td></tr>`).join("");
 	const byDepth = depths
