@@ -366,8 +366,15 @@ export async function runJob(options: RunJobOptions): Promise<RunJobResult> {
 			stopReason = reason;
 			stopMessage = message;
 			queue.clear();
-			log.warn({ event: "run_stopping", reason }, message);
+			// run.log is the folder's too: a run that lost its lease writes not even its stop there.
+			if (reason !== "lease_lost") log.warn({ event: "run_stopping", reason }, message);
 			options.logger?.warn({ reason }, message);
+			// Nothing in flight can be kept once the output failed or the folder is another process's:
+			// those fetches end now (abandoned, counted), not after a grace period.
+			if (reason === "output_failed" || reason === "lease_lost") {
+				inflight.abort(new Error(message));
+				return;
+			}
 			const grace = options.gracePeriodMs ?? 30_000;
 			graceTimer = setTimeout(() => inflight.abort(new Error("grace period over")), grace);
 			graceTimer.unref();
@@ -392,7 +399,7 @@ export async function runJob(options: RunJobOptions): Promise<RunJobResult> {
 			leaseLost = true;
 			stop(
 				"lease_lost",
-				`lease lost: pid ${holder.pid} on ${holder.host} took the job's lock over (this run's heartbeat was older than the lease); nothing more is sent or written here`,
+				`lease lost: ${holder.pid > 0 ? `pid ${holder.pid} on ${holder.host} took the job's lock over` : "the job's lock was taken over and released by another process"} (this run's heartbeat was older than the lease); nothing more is sent or written here`,
 			);
 		});
 		/** An output failure stops the run; anything else is a bug, thrown on. */
@@ -402,8 +409,13 @@ export async function runJob(options: RunJobOptions): Promise<RunJobResult> {
 			log.error({ event: "output_failed", path: error.path }, error.message);
 			stop("output_failed", error.message);
 		};
+		/**
+		 * Whether this run may append to its folder now: the output has not failed, and the lease is
+		 * certainly still ours (fencing: asked before each append, free while the heartbeat is recent).
+		 */
+		const mayWrite = () => !outputFailure && !leaseLost && lock.isHeld?.() !== false;
 		const guardOutput = <T>(work: () => T): T | undefined => {
-			if (outputFailure || leaseLost) return undefined;
+			if (!mayWrite()) return undefined;
 			try {
 				return work();
 			} catch (error) {
@@ -476,9 +488,9 @@ export async function runJob(options: RunJobOptions): Promise<RunJobResult> {
 			charged: number,
 			started: number,
 		): Promise<ResultRecord | undefined> => {
-			if (outputFailure || leaseLost) return undefined;
+			if (!mayWrite()) return undefined;
 			const page = await readPage(target, result);
-			if (outputFailure || leaseLost || page.abandoned) return undefined;
+			if (page.abandoned || !mayWrite()) return undefined;
 			try {
 				// Links go to the frontier before the record is written: a crash between the two loses nothing.
 				if (crawler && result.kind === "ok" && isHtmlResult(target, result))

@@ -45,6 +45,13 @@ export interface RunLock {
 	 * folder is the other process's: the holder must stop writing to it.
 	 */
 	onLost?(listener: (holder: LockInfo) => void): void;
+	/**
+	 * Whether the lease is certainly still ours, asked before each append (fencing). Free while the last
+	 * confirmed heartbeat is recent; past ~half the lease (the heartbeat was starved, or the process was
+	 * paused) the lock file is read again: still ours, the beat is renewed; taken over, the `onLost`
+	 * listeners are told and it answers false from then on.
+	 */
+	isHeld?(): boolean;
 }
 
 export interface LockOptions {
@@ -169,21 +176,46 @@ function holdLock(
 	const mine = (current: LockInfo) =>
 		current.pid === info.pid && current.run_id === info.run_id && current.host === info.host;
 	const lostListeners: Array<(holder: LockInfo) => void> = [];
+	/** When a beat last confirmed the file was ours and renewed it (this process's clock). */
+	let confirmedAt = now();
+	let lost = false;
 	const renew = () => {
+		if (lost) return;
 		try {
-			const current = JSON.parse(readFileSync(path, "utf8")) as LockInfo;
+			let text: string;
+			try {
+				text = readFileSync(path, "utf8");
+			} catch (error) {
+				if ((error as NodeJS.ErrnoException).code !== "ENOENT") throw error;
+				// Gone: another process took it over and has released it since. Not ours either way.
+				text = JSON.stringify({ pid: -1, host: "unknown", run_id: "unknown", started_at: "unknown" });
+			}
+			const current = JSON.parse(text) as LockInfo;
 			if (!mine(current)) {
 				// Taken over (our lease ran out): not ours to renew, nor ours to write under any more.
+				lost = true;
 				clearInterval(heartbeat);
 				for (const listener of lostListeners.splice(0)) listener(current);
 				return;
 			}
+			const beatAt = now();
 			const temporary = `${path}.${info.pid}.tmp`;
-			writeFileSync(temporary, `${JSON.stringify({ ...info, heartbeat_at: new Date(now()).toISOString() })}\n`);
+			writeFileSync(temporary, `${JSON.stringify({ ...info, heartbeat_at: new Date(beatAt).toISOString() })}\n`);
 			renameSync(temporary, path);
+			confirmedAt = beatAt;
 		} catch {
 			// A missed beat is survivable: the lease allows several.
 		}
+	};
+	/**
+	 * Another host takes the lock only once our heartbeat is older than the lease (by its clock); while
+	 * our last confirmed beat is younger than half of it, nobody can have, and no I/O is needed.
+	 */
+	const isHeld = () => {
+		if (lost) return false;
+		if (now() - confirmedAt < leaseMs / 2) return true;
+		renew();
+		return !lost && now() - confirmedAt < leaseMs / 2;
 	};
 	const heartbeat = setInterval(renew, Math.max(100, Math.min(5000, Math.floor(leaseMs / 3))));
 	heartbeat.unref();
@@ -198,5 +230,5 @@ function holdLock(
 	};
 	// A second Ctrl-C exits at once; the lock goes with the process rather than waiting to be taken over.
 	process.once("exit", release);
-	return { path, tookOver, release, onLost: (listener) => lostListeners.push(listener) };
+	return { path, tookOver, release, onLost: (listener) => lostListeners.push(listener), isHeld };
 }

@@ -28,6 +28,7 @@ describe("the normalized Job", () => {
 			onBadRow: "fail",
 			taskTimeoutMs: 600_000,
 			outageTimeoutMs: 600_000,
+			pageTimeoutMs: 10_000,
 			maxBodyBytes: 50 * 1024 * 1024,
 			freshnessMs: 0,
 			notify: null,

@@ -1,0 +1,93 @@
+import { existsSync, mkdirSync, readFileSync, renameSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { afterEach, beforeAll, describe, expect, it } from "vitest";
+import { acquireRunLock } from "../../src/run/run-lock.js";
+import { readRecords, tempDir, waitForRecords, writeJob } from "../helpers/job-files.js";
+import { startTestService, type TestService } from "../helpers/service.js";
+import { assertBuilt, spawnCli } from "../helpers/spawn-cli.js";
+
+/**
+ * Lease fencing (shared/design.md, "Pages never stall a run"): a run never writes after its lease is
+ * lost. It knows before each append that its lease is current; a holder that was paused past its
+ * lease (a stalled node, a frozen VM) while another host resumed the run writes nothing more, and
+ * exits 4 — never two records of one target, never one paid twice by both.
+ */
+
+let service: TestService | undefined;
+beforeAll(() => assertBuilt());
+afterEach(async () => {
+	await service?.close();
+	service = undefined;
+});
+
+describe("lease fencing", () => {
+	it("a holder paused past its lease while another host resumes writes nothing when it wakes: exit 4, one record per target", async () => {
+		// Slow answers: when host A is paused, fetches of its are in flight and answer while it sleeps.
+		service = await startTestService({ concurrency: 2, latency_ms: 400 });
+		const dir = tempDir();
+		const out = join(dir, "out");
+		const total = 8;
+		const urls = Array.from({ length: total }, (_, index) => `  - ${service!.site.url}/product/${index + 1}`);
+		const job = writeJob(dir, "shop", ["name: shop", "defaults: {mode: request}", "targets:", ...urls, ""].join("\n"));
+		const lease = { SCRAPEJOB_LOCK_LEASE_MS: "1000" };
+		const hostA = spawnCli(["run", job, "--out", out, "--quiet"], {
+			...service.env,
+			...lease,
+			SCRAPEJOB_HOSTNAME: "host-a",
+		});
+		const runDir = await waitForRecords(join(out, "shop"), 1);
+		// Host A freezes with fetches in flight; its heartbeat stops.
+		hostA.child.kill("SIGSTOP");
+		const lockPath = join(out, "shop", ".lock");
+		const frozenBeat = JSON.parse(readFileSync(lockPath, "utf8")).heartbeat_at as string;
+		// Host B resumes once A's lease has run out (it retries until the lock is free: an event on disk).
+		let resumed: Awaited<ReturnType<typeof spawnCli>["done"]> | undefined;
+		const deadline = Date.now() + 20_000;
+		while (Date.now() < deadline) {
+			resumed = await spawnCli(["run", job, "--out", out, "--resume", "--quiet"], {
+				...service.env,
+				...lease,
+				SCRAPEJOB_HOSTNAME: "host-b",
+			}).done;
+			if (resumed.code !== 4) break;
+		}
+		expect(resumed?.code).toBe(0);
+		expect(Date.parse(frozenBeat)).toBeLessThan(Date.now() - 1000);
+		const afterB = readFileSync(join(runDir, "results.jsonl"), "utf8");
+		// Host A wakes: its answers arrived while it slept; it must notice before it appends any.
+		hostA.child.kill("SIGCONT");
+		const ended = await hostA.done;
+		expect(ended.code).toBe(4);
+		expect(ended.stderr).toMatch(/lease lost/);
+		expect(readFileSync(join(runDir, "results.jsonl"), "utf8")).toBe(afterB);
+		const ids = readRecords(runDir).map((record) => record.id);
+		expect(new Set(ids).size).toBe(ids.length);
+		expect(ids).toHaveLength(total);
+		expect(existsSync(join(runDir, "summary.json"))).toBe(true);
+	}, 60_000);
+
+	it("isHeld answers from the last confirmed beat, and reads the lock again once that is old: a takeover is seen before the next append, without waiting for the heartbeat timer", () => {
+		const jobDir = join(tempDir(), "shop");
+		mkdirSync(jobDir, { recursive: true });
+		let clock = 1_000_000;
+		const lock = acquireRunLock(jobDir, "run-a", { leaseMs: 60_000, host: "host-a", now: () => clock });
+		const lost: string[] = [];
+		lock.onLost?.((holder) => lost.push(holder.host));
+		try {
+			expect(lock.isHeld?.()).toBe(true);
+			// Another host takes the lock over; this process's heartbeat timer (every 5 s) has not run.
+			const theirs = { pid: 4242, host: "host-b", run_id: "run-b", started_at: new Date().toISOString() };
+			writeFileSync(`${lock.path}.b`, `${JSON.stringify(theirs)}\n`);
+			renameSync(`${lock.path}.b`, lock.path);
+			// Within half the lease of the last confirmed beat nobody can have taken it: no I/O, still held.
+			clock += 29_000;
+			expect(lock.isHeld?.()).toBe(true);
+			// Past it, the file is read again before the append: taken over, the run is told.
+			clock += 2_000;
+			expect(lock.isHeld?.()).toBe(false);
+			expect(lost).toEqual(["host-b"]);
+		} finally {
+			lock.release();
+		}
+	});
+});
