@@ -45,6 +45,7 @@ export {
 } from "./library/index.js";
 export { formatSummary, type ResultRecord, type RunSummary } from "./output/index.js";
 export {
+	LayoutConflictError,
 	LockHeldError,
 	listRuns,
 	lockJobOutput,

@@ -3,6 +3,7 @@ export { type CreditBudget, createCreditBudget } from "./credit-budget.js";
 export { type FetchResult, fetchTarget } from "./fetch-target.js";
 export { listRuns, type RunInfo } from "./find-runs.js";
 export { lockJobOutput, tookOverMessage } from "./job-lock.js";
+export { LayoutConflictError } from "./layout-guard.js";
 export { MERGE_FILE, type MergeResult, mergeShardRuns } from "./merge-runs.js";
 export { NOTIFY_EVENTS, type NotifyEvent, type NotifySpec, notifyRunEnd, runEvent, signature } from "./notify.js";
 export { ResumeError } from "./open-run.js";

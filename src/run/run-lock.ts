@@ -99,6 +99,29 @@ function staleness(
 }
 
 /**
+ * The live holder of the lock file at `path`, or null when there is none: no file, or a holder that is
+ * dead, a zombie, a reused pid or past its lease (as `acquireRunLock` judges it). Reads only.
+ */
+export function liveLockHolder(
+	path: string,
+	options: Pick<LockOptions, "leaseMs" | "host" | "now"> = {},
+): LockInfo | null {
+	const host = options.host ?? (process.env.SCRAPEJOB_HOSTNAME || hostname());
+	let stat: ReturnType<typeof statSync>;
+	let holder: LockInfo;
+	try {
+		stat = statSync(path);
+		if (!stat.isFile()) return null;
+		holder = JSON.parse(readFileSync(path, "utf8")) as LockInfo;
+		if (typeof holder.pid !== "number" || typeof holder.host !== "string") return null;
+	} catch {
+		return null;
+	}
+	const now = (options.now ?? Date.now)();
+	return staleness(holder, { host }, options.leaseMs ?? defaultLeaseMs(), now, stat.mtimeMs) === null ? holder : null;
+}
+
+/**
  * Take the lock of one job's output folder: a lease. The file is created exclusively (`wx`) and holds
  * pid, host, process start time and a heartbeat renewed every few seconds while the run lasts. It is
  * taken over when its holder is dead, a zombie or a reused pid on this host — at once — or, whatever

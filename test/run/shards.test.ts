@@ -1,4 +1,6 @@
 import { appendFileSync, existsSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
+import { createServer } from "node:http";
+import type { AddressInfo } from "node:net";
 import { join } from "node:path";
 import { parse } from "csv-parse/sync";
 import { afterEach, describe, expect, it } from "vitest";
@@ -262,5 +264,96 @@ describe("shards on one key, then merge", () => {
 		const refused = await runCli(["merge", ...folders, "--out", join(dir, "m2")]);
 		expect(refused.code).toBe(2);
 		expect(refused.stderr).toMatch(/results\.jsonl line 1 is not a record .*--resume --repair/);
+	}, 60_000);
+});
+
+/** Resolves once `path` exists (a run's lock file: the run has started and holds its layout). */
+async function fileAppears(path: string, timeoutMs = 20_000): Promise<void> {
+	const until = Date.now() + timeoutMs;
+	while (!existsSync(path)) {
+		if (Date.now() > until) throw new Error(`${path} did not appear within ${timeoutMs} ms`);
+		await new Promise((resolve) => setTimeout(resolve, 5));
+	}
+}
+
+/**
+ * A loopback site whose pages are answered only while it is open: a run holding its lock waits on it
+ * for as long as a test needs, without a timing guess.
+ */
+async function gatedSite(): Promise<{ url: string; open(): void; close(): void; waiting(): number }> {
+	let opened = false;
+	const held: Array<() => void> = [];
+	const server = createServer((_req, res) => {
+		const answer = () => {
+			res.writeHead(200, { "content-type": "text/html" });
+			res.end("<html><body><h1>page</h1></body></html>");
+		};
+		if (opened) answer();
+		else held.push(answer);
+	});
+	await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", () => resolve()));
+	const closeServer = async () => {
+		server.closeAllConnections();
+		await new Promise((resolve) => server.close(resolve));
+	};
+	sites.push({ url: "", close: closeServer } as unknown as DemoSite);
+	return {
+		url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
+		open() {
+			opened = true;
+			for (const answer of held.splice(0)) answer();
+		},
+		close() {
+			opened = false;
+		},
+		waiting: () => held.length,
+	};
+}
+
+describe("overlapping shard layouts of one job", () => {
+	it("the later run exits 4 before sending anything, naming the other; shards of one layout run side by side", async () => {
+		assertBuilt();
+		service = await startTestService({ concurrency: 2 });
+		// One host whose pages wait until the test opens it: the first run holds its lock meanwhile.
+		const site = await gatedSite();
+		const dir = tempDir();
+		const out = join(dir, "out");
+		const job = writeJob(dir, "shop", shardJob([site.url], 8));
+		const env = service.env;
+		const ledger = service.emulator.ledger;
+
+		const unsharded = spawnCli(["run", job, "--out", out, "--quiet"], env);
+		await fileAppears(join(out, "shop", ".lock"));
+		const refusals = await Promise.all(
+			["1/2", "2/3"].map((shard) => spawnCli(["run", job, "--out", out, "--quiet", "--shard", shard], env).done),
+		);
+		for (const refused of refusals) {
+			expect(refused.code, refused.stderr).toBe(4);
+			expect(refused.stderr).toMatch(/another shard layout is in progress: unsharded \(pid \d+ on .*, run \d/);
+		}
+		site.open();
+		expect((await unsharded.done).code).toBe(0);
+
+		// The shard that holds the one host waits on it; the other has nothing to do.
+		site.close();
+		const busy = shardOf(site.url, 2);
+		const half = spawnCli(["run", job, "--out", out, "--quiet", "--shard", `${busy}/2`], env);
+		await fileAppears(join(out, "shop", `.lock-shard-${busy}-of-2`));
+		const [third, plain, other] = await Promise.all(
+			[["--shard", "1/3"], [], ["--shard", `${3 - busy}/2`]].map(
+				(flags) => spawnCli(["run", job, "--out", out, "--quiet", ...flags], env).done,
+			),
+		);
+		expect(third!.code, third!.stderr).toBe(4);
+		expect(third!.stderr).toMatch(/another shard layout is in progress: shard \d\/2 .*this run \(shard 1\/3\)/);
+		expect(plain!.code, plain!.stderr).toBe(4);
+		// The same layout's other shard is no overlap: it runs beside the busy one.
+		expect(other!.code, other!.stderr).toBe(0);
+		site.open();
+		expect((await half.done).code).toBe(0);
+
+		// Three runs went ahead (unsharded, 1/2 and 2/2); the four refused ones sent nothing, not even a health check.
+		expect(ledger.byEndpoint("health")).toHaveLength(3);
+		expect(ledger.byEndpoint("realtime")).toHaveLength(16);
 	}, 60_000);
 });
