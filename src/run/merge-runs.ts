@@ -7,6 +7,9 @@ import {
 	readdirSync,
 	readFileSync,
 	readSync,
+	renameSync,
+	rmdirSync,
+	rmSync,
 	writeFileSync,
 } from "node:fs";
 import { join, resolve } from "node:path";
@@ -116,10 +119,27 @@ async function* lines(path: string): AsyncGenerator<string> {
 export async function mergeShardRuns(dirs: readonly string[], outDir: string): Promise<MergeResult> {
 	const metas = dirs.map((dir) => readMeta(resolve(dir))).sort((a, b) => a.shard.index - b.shard.index);
 	checkShards(metas);
-	const first = metas[0]!;
 	if (existsSync(outDir) && readdirSync(outDir).length > 0)
 		throw new UsageError(`${outDir} is not empty: merge writes into a new or empty folder`);
-	mkdirSync(outDir, { recursive: true });
+	// Everything is written beside --out first and renamed into place only when every check passed: a
+	// refusal found while reading (an overlap, a damaged line) leaves --out as it was.
+	const finalDir = resolve(outDir);
+	const workDir = `${finalDir}.merging-${process.pid}`;
+	rmSync(workDir, { recursive: true, force: true });
+	mkdirSync(workDir, { recursive: true });
+	try {
+		const result = await mergeInto(metas, workDir);
+		// rename(2) replaces an empty directory: --out given as an empty folder is fine.
+		if (existsSync(finalDir)) rmdirSync(finalDir);
+		renameSync(workDir, finalDir);
+		return { outDir, summary: result };
+	} finally {
+		rmSync(workDir, { recursive: true, force: true });
+	}
+}
+
+async function mergeInto(metas: readonly ShardMeta[], outDir: string): Promise<MergeResult["summary"]> {
+	const first = metas[0]!;
 
 	// One CSV header for all: shards of one job have the same columns (extracted fields included).
 	const csvPaths = metas.map((meta) => join(meta.dir, RUN_FILES.csv));
@@ -250,7 +270,7 @@ export async function mergeShardRuns(dirs: readonly string[], outDir: string): P
 		join(outDir, MERGE_FILE),
 		`${JSON.stringify({ job_name: first.job_name, targets_digest: first.targets_digest, shards: metas.map((meta) => ({ index: meta.shard.index, dir: meta.dir, run_id: meta.run_id })) }, null, 2)}\n`,
 	);
-	return { outDir, summary };
+	return summary;
 }
 
 function startsWithBom(path: string): boolean {

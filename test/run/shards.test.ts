@@ -1,4 +1,4 @@
-import { appendFileSync, existsSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
+import { appendFileSync, existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { createServer } from "node:http";
 import type { AddressInfo } from "node:net";
 import { join } from "node:path";
@@ -168,6 +168,9 @@ describe("shards on one key, then merge", () => {
 		const merged = await runCli(["merge", first!, second!, "--out", join(dir, "m")]);
 		expect(merged.code).toBe(2);
 		expect(merged.stderr).toContain(`target ${copied.id} has a record in shard 1 and in shard 2: the shards overlap`);
+		// Refused while reading: nothing written, not even a partial folder beside --out.
+		expect(existsSync(join(dir, "m"))).toBe(false);
+		expect(readdirSync(dir).filter((name) => name.startsWith("m"))).toEqual([]);
 
 		// Two different ids whose 64-bit keys are the same (a high word of 0 is kept as 1): not an overlap.
 		const rewrite = (folder: string, id: string, drop: number) => {
@@ -177,10 +180,12 @@ describe("shards on one key, then merge", () => {
 		};
 		rewrite(first!, "00000000000000a1", 0);
 		rewrite(second!, "00000001000000a1", 1);
-		const sharing = await runCli(["merge", first!, second!, "--out", join(dir, "m2")]);
+		// The same --out again, now given as an empty folder: not refused "not empty".
+		mkdirSync(join(dir, "m"));
+		const sharing = await runCli(["merge", first!, second!, "--out", join(dir, "m")]);
 		expect(sharing.stderr).toBe("");
 		expect(sharing.code).toBe(0);
-		const ids = readRecords(join(dir, "m2")).map((record) => record.id);
+		const ids = readRecords(join(dir, "m")).map((record) => record.id);
 		expect(ids).toContain("00000000000000a1");
 		expect(ids).toContain("00000001000000a1");
 	}, 60_000);
@@ -264,6 +269,7 @@ describe("shards on one key, then merge", () => {
 		const refused = await runCli(["merge", ...folders, "--out", join(dir, "m2")]);
 		expect(refused.code).toBe(2);
 		expect(refused.stderr).toMatch(/results\.jsonl line 1 is not a record .*--resume --repair/);
+		expect(existsSync(join(dir, "m2"))).toBe(false);
 	}, 60_000);
 });
 
