@@ -128,7 +128,7 @@ export function createCrawler(options: CrawlerOptions): Crawler {
 		if (!scope.allows(new URL(url))) return null;
 		// A sharded crawl: a URL of another shard's host is that shard's to fetch (its seeds lead there too).
 		const shard = options.job.shard;
-		if (shard && shardOf(url, shard.count) !== shard.index) return null;
+		if (shard && shardOf(url, shard.count, options.job.shardBy) !== shard.index) return null;
 		if (spec.include.length > 0 && !spec.include.some((pattern) => pattern.test(url))) return null;
 		if (spec.exclude.some((pattern) => pattern.test(url))) return null;
 		return url;

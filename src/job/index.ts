@@ -34,7 +34,17 @@ export {
 	type OutputFormat,
 	type ScrapeOptions,
 } from "./schema.js";
-export { parseShard, SHARD_SUFFIX_PATTERN, type ShardSpec, shardOf, shardSuffix } from "./shard.js";
+export {
+	isOwnShard,
+	parseShard,
+	SHARD_BY,
+	SHARD_SUFFIX_PATTERN,
+	type ShardBy,
+	type ShardSpec,
+	shardOf,
+	shardSuffix,
+} from "./shard.js";
+export { createHostTally, type HostTally, shardBalanceWarning } from "./shard-balance.js";
 export {
 	countTargets,
 	createEmptyCounts,

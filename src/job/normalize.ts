@@ -181,6 +181,8 @@ export function jobFingerprint(job: Omit<Job, "fingerprint">): string {
 			delimiter: source.kind === "csv" ? source.delimiter : undefined,
 			options: source.options,
 		})),
+		// Shards split another way run other targets: merge refuses to mix them (absent for `host`: older digests hold).
+		...(job.shardBy === "url" ? { shardBy: "url" } : {}),
 	};
 	return createHash("sha256").update(canonicalJson(identity)).digest("hex");
 }
@@ -255,6 +257,7 @@ export function normalizeJob(parsed: JobFileOutput, ctx: NormalizeContext): Job 
 		notify: parsed.notify ?? null,
 		...crawlOptions(parsed),
 		...(discovery.length > 0 ? { discovery } : {}),
+		...(parsed.shard_by === "url" ? { shardBy: "url" as const } : {}),
 	};
 	const extractionSummary = extraction.finish();
 	if (extractionSummary) job.extraction = extractionSummary;

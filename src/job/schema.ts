@@ -21,6 +21,7 @@ import { mapRequestSchema, searchRequestSchema } from "./discovery-spec.js";
 import { carrySchema, extractChecksSchema, extractSchema, idColumnSchema } from "./extract-schema.js";
 import { countryHint, modeProblem } from "./param-hints.js";
 import { describeValue } from "./problems.js";
+import { SHARD_BY } from "./shard.js";
 
 /**
  * The job file as written (habit 1: `JobInput` is this schema's input; the runner gets the
@@ -319,6 +320,12 @@ export const jobFileSchema = z
 				"Skip a target whose latest ok record in this job's earlier runs is younger than this (e.g. 24h); 0 fetches all. --freshness wins",
 			),
 		crawl: crawlSchema.optional(),
+		shard_by: z
+			.enum(SHARD_BY)
+			.default("host")
+			.describe(
+				"What `run --shard I/N` splits on: host (every URL of a host in one shard, its politeness with one worker; crawled links of another shard's host are handed to it) or url (each URL on its own: one big host spread over every shard)",
+			),
 		per_host_concurrency: z
 			.int()
 			.positive()

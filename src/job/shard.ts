@@ -1,5 +1,9 @@
 import { hash } from "node:crypto";
 
+/** What `run --shard` splits on (job key `shard_by`): a URL's host, or the URL itself. */
+export const SHARD_BY = ["host", "url"] as const;
+export type ShardBy = (typeof SHARD_BY)[number];
+
 /** This process's part of a sharded job: shard `index` (1-based) of `count`. */
 export interface ShardSpec {
 	readonly index: number;
@@ -7,20 +11,28 @@ export interface ShardSpec {
 }
 
 /**
- * The shard (1-based) a URL belongs to among `count`: a stable hash of its host (`new URL(u).host`,
- * port included), so every URL of one host lands in one shard — one host's politeness stays with one
- * worker, and a crawler can tell that a discovered URL is another shard's. Stable across processes,
- * machines and versions: the first 32 bits of SHA-256 of the host, modulo `count`.
+ * The shard (1-based) a URL belongs to among `count`. By `host` (the default): a stable hash of its
+ * host (`new URL(u).host`, port included), so every URL of one host lands in one shard — one host's
+ * politeness stays with one worker. By `url`: a hash of the whole URL (`new URL(u).href`, the fragment
+ * left out), so one big host is spread over every shard. Stable across processes, machines and
+ * versions: the first 32 bits of SHA-256, modulo `count`.
  */
-export function shardOf(url: string, count: number): number {
+export function shardOf(url: string, count: number, by: ShardBy = "host"): number {
 	if (count <= 1) return 1;
-	let host: string;
+	let key: string;
 	try {
-		host = new URL(url).host;
+		const parsed = new URL(url);
+		parsed.hash = "";
+		key = by === "url" ? parsed.href : parsed.host;
 	} catch {
-		host = url;
+		key = url;
 	}
-	return (Number.parseInt(hash("sha256", host, "hex").slice(0, 8), 16) % count) + 1;
+	return (Number.parseInt(hash("sha256", key, "hex").slice(0, 8), 16) % count) + 1;
+}
+
+/** Whether `url` is this job's shard's to fetch (always, unsharded). */
+export function isOwnShard(job: { readonly shard?: ShardSpec; readonly shardBy?: ShardBy }, url: string): boolean {
+	return !job.shard || shardOf(url, job.shard.count, job.shardBy) === job.shard.index;
 }
 
 /** `I/N` (1-based) or `auto/N` (the index from the scheduler's environment, 0-based there), or an error text. */

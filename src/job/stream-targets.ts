@@ -5,7 +5,8 @@ import { join } from "node:path";
 import { createUrlKeys, creditCostRange, MODES, type Mode, processState, type ScrapeParams } from "../shared/index.js";
 import { createIdSet } from "./id-set.js";
 import { type JobProblem, JobValidationError, SourceScanStoppedError } from "./problems.js";
-import { shardOf } from "./shard.js";
+import { isOwnShard } from "./shard.js";
+import { createHostTally } from "./shard-balance.js";
 import { readSourceRows, type SourceRow } from "./sources.js";
 import { createTargetKey, identityOptionsJson } from "./target-id.js";
 import type { Job, SourceSpec, Target, TargetCounts, TargetOrigin } from "./types.js";
@@ -196,7 +197,10 @@ async function* scanWith(job: Job, options: ScanOptions, seen: SeenKeys): AsyncG
 		}
 		inlineFirst.set(key.id, target);
 		// Another shard's target: seen (so duplicates are still found) but neither counted nor run here.
-		if (job.shard && shardOf(target.url, job.shard.count) !== job.shard.index) continue;
+		if (job.shard) {
+			counts.hosts?.add(target.url);
+			if (!isOwnShard(job, target.url)) continue;
+		}
 		if (job.select && !job.select(target)) {
 			counts.deselected++;
 			continue;
@@ -303,7 +307,10 @@ function createSourceScanner(
 				} else fail({ ...problem, severity: "error" }, false);
 				return undefined;
 			}
-			if (job.shard && shardOf(row.url, job.shard.count) !== job.shard.index) return undefined;
+			if (job.shard) {
+				counts.hosts?.add(row.url);
+				if (!isOwnShard(job, row.url)) return undefined;
+			}
 			// Counting a million rows need not build a million targets (a selection must see them).
 			if (!options.materialize && !job.select) {
 				countTarget(counts, base, cost);
@@ -370,6 +377,7 @@ export async function scanJob(
 ): Promise<{ counts: TargetCounts; problems: JobProblem[] }> {
 	const problems: JobProblem[] = [];
 	const counts = createEmptyCounts();
+	if (job.shard && job.shardBy !== "url") counts.hosts = createHostTally();
 	const targets = scanTargets(job, {
 		report: (problem) => problems.push(problem),
 		stopOnError: false,

@@ -5,7 +5,8 @@ import type { CrawlSpec } from "./crawl-spec.js";
 import type { DiscoverySpec } from "./discovery-spec.js";
 import type { JobExtraction } from "./extract-normalize.js";
 import type { BadRowPolicy, ContentMode, OutputFormat, ScrapeOptions } from "./schema.js";
-import type { ShardSpec } from "./shard.js";
+import type { ShardBy, ShardSpec } from "./shard.js";
+import type { HostTally } from "./shard-balance.js";
 
 /** Where a target was written: the job file or a source file, 1-based. */
 export interface TargetOrigin {
@@ -118,6 +119,8 @@ export interface Job {
 	freshnessMs: number;
 	/** Set by `run --shard I/N`: only targets whose URL host hashes to shard `index` are counted and run. */
 	shard?: ShardSpec;
+	/** `shard_by: url`: shards split on the whole URL; absent, on its host. */
+	shardBy?: ShardBy;
 	/** `max_body_mb` in bytes: an answer body above it fails its target (`body_too_large`). */
 	maxBodyBytes: number;
 	/** `outage_timeout` in ms: how long an outage may last before the run stops. */
@@ -149,6 +152,8 @@ export interface TargetCounts {
 	byMode: Record<Mode, number>;
 	/** `creditRange` split by mode. */
 	creditRangeByMode: Record<Mode, { min: number; max: number }>;
+	/** A sharded job's survey: every shard's targets by host (shard-balance.ts), for the balance warning. */
+	hosts?: HostTally;
 }
 
 /** A crawled page's place in the crawl. */

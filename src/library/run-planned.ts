@@ -4,7 +4,7 @@ import { createInterface } from "node:readline";
 import type { Logger } from "pino";
 import type { ScraperAccess, ScraperClient } from "../api/index.js";
 import { type JobHistory, openJobHistory } from "../history/index.js";
-import { type Job, jobUsesBrowser, type TargetCounts } from "../job/index.js";
+import { type Job, jobUsesBrowser, shardBalanceWarning, type TargetCounts } from "../job/index.js";
 import { jobOutputDir } from "../output/index.js";
 import {
 	notifyRunEnd,
@@ -124,6 +124,9 @@ async function runWithHistory(
 	const survey = await surveyTargets(job, counts, choices.signal);
 	// A stop while validating or counting: nothing was sent, so no empty run folder is left behind.
 	if (choices.signal.aborted) return null;
+	// Shards split by host that cannot balance (one big host, fewer hosts than shards): say so, and how.
+	const imbalance = shardBalanceWarning(survey.hosts, job.shard, job.shardBy);
+	if (imbalance) choices.logger?.warn({ job: job.name, shard_balance: true }, `${job.name}: ${imbalance}`);
 	const runDir = plan.resumeDir ?? join(jobOutputDir(choices.outRoot, job.name), plan.runId);
 	const onProgress = choices.onStart?.({ job, survey, concurrency, adaptive: limits.adaptive, runDir });
 	const result = await runJob({

@@ -1,5 +1,5 @@
 import { setMaxListeners } from "node:events";
-import { basename, join } from "node:path";
+import { basename, dirname, join } from "node:path";
 import type { Logger } from "pino";
 import { type BodySpill, MAX_RESET_SECONDS, type ScraperClient, type ScraperHeaders } from "../api/index.js";
 import type { BrowserServiceAccess } from "../browser/index.js";
@@ -52,7 +52,8 @@ import type { RunLock } from "./run-lock.js";
 import { buildSummary, type CarriedFigures, createRunStatistics } from "./run-statistics.js";
 import { checkScraperHealth, type HealthReading } from "./scraper-health.js";
 import { createSendGate } from "./send-gate.js";
-import { fairShare, nextSharedConcurrency } from "./shared-key-concurrency.js";
+import { watchShardPeers } from "./shard-peers.js";
+import { createSharedKeyConcurrency } from "./shared-key-concurrency.js";
 import type { TargetSurvey } from "./survey-targets.js";
 import { DEFAULT_TASK_POLL, type TaskPollOptions } from "./task-poller.js";
 
@@ -252,18 +253,20 @@ export async function runJob(options: RunJobOptions): Promise<RunJobResult> {
 		const budget = createCreditBudget(maxCredits, stats.creditsUsed);
 		const gate = createSendGate(clock, sleep, {
 			// Each 429 window in run.log, with its length: the report marks them on its timeline.
-			onPause: (pauseMs) =>
-				log.warn({ event: "pause", reason: "rate_limited", pause_ms: pauseMs }, "paused by the service (429)"),
+			onPause: (pauseMs) => {
+				log.warn({ event: "pause", reason: "rate_limited", pause_ms: pauseMs }, "paused by the service (429)");
+				if (sharedKey) queue.concurrency = sharedKey.rateLimited();
+			},
 		});
-		// Shards sharing a key start at their fair share of it (shared-key-concurrency.ts).
-		const shards = job.shard?.count ?? 1;
+		// Shards sharing a key split its limit and grow into free slots (AIMD: shared-key-concurrency.ts).
+		const peers = job.shard && job.shard.count > 1 ? watchShardPeers(dirname(runDir), job.shard) : null;
+		const sharedKey =
+			job.shard && peers && !options.adaptiveConcurrency
+				? createSharedKeyConcurrency({ limit: options.concurrency, shard: job.shard, liveShards: peers.live, clock })
+				: null;
 		const failures: unknown[] = [];
 		const queue = createFetchQueue({
-			concurrency: options.adaptiveConcurrency
-				? 1
-				: shards > 1
-					? fairShare(options.concurrency, shards)
-					: options.concurrency,
+			concurrency: options.adaptiveConcurrency ? 1 : (sharedKey?.concurrency ?? options.concurrency),
 			// A task that throws is a bug: the run ends with it as an internal error.
 			onError: (error) => failures.push(error),
 		});
@@ -521,12 +524,8 @@ export async function runJob(options: RunJobOptions): Promise<RunJobResult> {
 				const ceiling = Math.min(options.concurrency, headers.rateLimitLimit);
 				if (queue.concurrency < ceiling) queue.concurrency += 1;
 				else if (queue.concurrency > ceiling) queue.concurrency = Math.max(1, ceiling);
-			} else if (shards > 1) {
-				queue.concurrency = nextSharedConcurrency(queue.concurrency, {
-					limit: options.concurrency,
-					shards,
-					remaining: headers.rateLimitRemaining,
-				});
+			} else if (sharedKey) {
+				queue.concurrency = sharedKey.answered(headers.rateLimitLimit, headers.rateLimitRemaining);
 			}
 		};
 
@@ -824,6 +823,7 @@ export async function runJob(options: RunJobOptions): Promise<RunJobResult> {
 		}
 		await queue.onIdle();
 		outage.close();
+		peers?.close();
 		if (feedError !== null && stopReason === null) stopReason = "invalid_source";
 		clearTimeout(graceTimer);
 		clearInterval(syncTimer);

@@ -6,7 +6,7 @@ import { parse } from "csv-parse/sync";
 import { afterEach, describe, expect, it } from "vitest";
 import { type DemoSite, startDemoSite } from "../../src/emulator/index.js";
 import { parseShard, shardOf } from "../../src/job/index.js";
-import { fairShare, nextSharedConcurrency } from "../../src/run/shared-key-concurrency.js";
+import { createSharedKeyConcurrency, shareOf } from "../../src/run/shared-key-concurrency.js";
 import { isRunFolderName, readCsv, readRecords, readSummary, tempDir, writeJob } from "../helpers/job-files.js";
 import { runCli } from "../helpers/run-cli.js";
 import { startTestService, type TestService } from "../helpers/service.js";
@@ -50,16 +50,44 @@ describe("shard assignment", () => {
 		expect(parseShard("two/3", {})).toMatch(/must be I\/N/);
 	});
 
-	it("a shard starts at its fair share of the key and grows only into slots every shard could take", () => {
-		expect(fairShare(5, 3)).toBe(1);
-		expect(fairShare(2, 3)).toBe(1);
-		expect(fairShare(12, 3)).toBe(4);
-		// Every shard may read the same answer-time figure at once: each refills its freed slot and grows by one.
-		expect(nextSharedConcurrency(1, { limit: 12, shards: 3, remaining: 5 })).toBe(1);
-		expect(nextSharedConcurrency(1, { limit: 12, shards: 3, remaining: 6 })).toBe(2);
-		expect(nextSharedConcurrency(2, { limit: 5, shards: 3, remaining: 0 })).toBe(1);
-		expect(nextSharedConcurrency(1, { limit: 5, shards: 3, remaining: 0 })).toBe(1);
-		expect(nextSharedConcurrency(5, { limit: 5, shards: 3, remaining: 9 })).toBe(5);
+	it("shards split the key's limit exactly, grow by one in their own turn into free slots, halve on a 429", () => {
+		// The shares of B busy shards add up to the limit: 5 over 3 is 2 + 2 + 1, never 1 + 1 + 1.
+		expect([0, 1, 2].map((rank) => shareOf(5, 3, rank))).toEqual([2, 2, 1]);
+		expect([0, 1, 2].map((rank) => shareOf(12, 3, rank))).toEqual([4, 4, 4]);
+		expect([0, 1, 2].map((rank) => shareOf(2, 3, rank))).toEqual([1, 1, 1]);
+		let now = 1_000_000;
+		let live = [1, 2, 3];
+		const third = createSharedKeyConcurrency({
+			limit: 5,
+			shard: { index: 3, count: 3 },
+			liveShards: () => live,
+			clock: () => now,
+			startupMs: 2000,
+			settleMs: 1000,
+			turnMs: 100,
+		});
+		expect(third.concurrency).toBe(1);
+		// Free slots, but not for long enough yet: no growth.
+		expect(third.answered(5, 3)).toBe(1);
+		now += 500;
+		expect(third.answered(5, 3)).toBe(1);
+		// Settled, but in shard 1's turn (turn % 3 === 0): still none; in its own turn (turn % 3 === 2): one more, once.
+		now = Math.ceil((now + 600) / 300) * 300;
+		expect(third.answered(5, 3)).toBe(1);
+		now += 200;
+		expect(third.answered(5, 3)).toBe(2);
+		expect(third.answered(5, 3)).toBe(2);
+		// No free slot at all: back to its share.
+		expect(third.answered(5, 0)).toBe(1);
+		// The others ended (their locks released): the whole key is its share at once.
+		live = [3];
+		now += 2000;
+		expect(third.answered(5, 1)).toBe(5);
+		// A 429 halves; free slots bring it back to its share, one an answer.
+		expect(third.rateLimited()).toBe(2);
+		expect(third.answered(5, 1)).toBe(3);
+		expect(third.answered(5, 0)).toBe(3);
+		expect(third.answered(5, 2)).toBe(4);
 	});
 });
 
@@ -361,5 +389,109 @@ describe("overlapping shard layouts of one job", () => {
 		// Three runs went ahead (unsharded, 1/2 and 2/2); the four refused ones sent nothing, not even a health check.
 		expect(ledger.byEndpoint("health")).toHaveLength(3);
 		expect(ledger.byEndpoint("realtime")).toHaveLength(16);
+	}, 60_000);
+});
+
+/** The key's fetches in flight over time, from the emulator's ledger: each realtime request from arrival to answer. */
+function inFlightOverTime(entries: ReadonlyArray<{ at: number; finishedAt: number | null }>) {
+	const events = entries
+		.flatMap((entry) => [
+			{ at: entry.at, delta: 1 },
+			{ at: entry.finishedAt ?? Number.POSITIVE_INFINITY, delta: -1 },
+		])
+		// At one instant, answers before arrivals: a slot freed and taken again is not two at once.
+		.sort((a, b) => a.at - b.at || a.delta - b.delta);
+	let inFlight = 0;
+	return events.map((event) => {
+		inFlight += event.delta;
+		return { at: event.at, inFlight };
+	});
+}
+
+describe("shards on one key fill it in sum", () => {
+	it("one host, 3 shards split by URL: every shard busy, ≥ 0.8·limit in flight at once, never above it, no 429, within 1.3× of one process", async () => {
+		assertBuilt();
+		const limit = 5;
+		service = await startTestService({ concurrency: limit }, 40);
+		const ledger = service.emulator.ledger;
+		const dir = tempDir();
+		const out = join(dir, "out");
+		// /page/<n>: any n is a page of the demo site.
+		const pages = Array.from({ length: 200 }, (_, n) => `  - ${service!.site.url}/page/${n + 1}`);
+		const byUrl = writeJob(
+			dir,
+			"one-host",
+			["name: one-host", "defaults: {mode: request}", "shard_by: url", "targets:", ...pages, ""].join("\n"),
+		);
+
+		// The same output folder: the job's history.sqlite exists before the shards start together.
+		const single = await spawnCli(["run", byUrl, "--out", out, "--quiet"], service.env).done;
+		expect(single.code, single.stderr).toBe(0);
+		// Walls from the service's side (first request in to last answer out): process start-up is not the key's time.
+		const span = (entries: ReturnType<typeof ledger.byEndpoint>) =>
+			Math.max(...entries.map((entry) => entry.finishedAt ?? 0)) - Math.min(...entries.map((entry) => entry.at));
+		const singleSpan = span(ledger.byEndpoint("realtime"));
+		ledger.clear();
+
+		const runs = [1, 2, 3].map((index) =>
+			spawnCli(["run", byUrl, "--out", out, "--quiet", "--shard", `${index}/3`], service!.env),
+		);
+		const ended = await Promise.all(runs.map((run) => run.done));
+		for (const result of ended) expect(result.stderr).toBe("");
+		expect(ended.map((result) => result.code)).toEqual([0, 0, 0]);
+
+		const fetches = ledger.byEndpoint("realtime");
+		expect(fetches).toHaveLength(200);
+		// Split by URL, one host's pages went to every shard.
+		const perShard = readdirSync(join(out, "one-host"))
+			.filter((name) => isRunFolderName(name) && name.includes("-shard-"))
+			.map((name) => readRecords(join(out, "one-host", name)).length);
+		expect(perShard).toHaveLength(3);
+		for (const count of perShard) expect(count).toBeGreaterThan(30);
+
+		const timeline = inFlightOverTime(fetches);
+		const first = timeline[0]!.at;
+		const filled = timeline.find((point) => point.inFlight >= 0.8 * limit);
+		expect(filled, "the shards never had 0.8 of the limit in flight together").toBeDefined();
+		expect(filled!.at - first).toBeLessThan(10_000);
+		expect(Math.max(...timeline.map((point) => point.inFlight))).toBeLessThanOrEqual(limit);
+		expect(ledger.maxInFlight()).toBeLessThanOrEqual(limit);
+		expect(ledger.rateLimits.filter((window) => window.cause === "concurrency")).toEqual([]);
+		expect(ledger.statusCounts()[429]).toBeUndefined();
+		expect(span(fetches)).toBeLessThan(1.3 * singleSpan);
+	}, 90_000);
+
+	it("split by host, --dry-run and the run warn when a host holds more than 1/N or hosts are fewer than shards", async () => {
+		service = await startTestService({ concurrency: 4 });
+		const hosts = await hostsOf(2);
+		const dir = tempDir();
+		const out = join(dir, "out");
+		const oneHost = writeJob(dir, "one", shardJob([hosts[0]!], 6));
+		const fewer = await runCli(["run", oneHost, "--out", out, "--shard", "1/3", "--dry-run"], { env: service.env });
+		expect(fewer.code).toBe(0);
+		expect(fewer.stderr).toMatch(/on 1 host, fewer than the 3 shards.*shard_by: url/);
+
+		const lines = ["name: lopsided", "defaults: {mode: request}", "targets:"];
+		for (let page = 1; page <= 8; page += 1) lines.push(`  - ${hosts[0]}/product/${page}`);
+		lines.push(`  - ${hosts[1]}/product/1`);
+		const lopsided = writeJob(dir, "lopsided", `${lines.join("\n")}\n`);
+		const host = new URL(hosts[0]!).host;
+		const dry = await runCli(["run", lopsided, "--out", out, "--shard", "2/2", "--dry-run", "--json"], {
+			env: service.env,
+		});
+		expect(dry.stderr).toContain(`host ${host} holds 8 of 9 targets (89%, more than 1/2)`);
+		expect(JSON.parse(dry.stdout)[0].shard_warning).toMatch(/shard_by: url/);
+		const run = await runCli(["run", lopsided, "--out", out, "--shard", "2/2"], { env: service.env });
+		expect(run.code, run.stderr).toBe(0);
+		expect(run.stderr).toContain(`host ${host} holds 8 of 9 targets`);
+
+		// Split by URL: nothing to warn about.
+		const byUrl = writeJob(
+			dir,
+			"by-url",
+			`${shardJob([hosts[0]!], 6).replace("name: shop", "name: by-url")}shard_by: url\n`,
+		);
+		const quiet = await runCli(["run", byUrl, "--out", out, "--shard", "1/3", "--dry-run"], { env: service.env });
+		expect(quiet.stderr).not.toMatch(/shard_by/);
 	}, 60_000);
 });

@@ -9,6 +9,7 @@ import {
 	jobUsesBrowser,
 	loadJob,
 	parseShard,
+	shardBalanceWarning,
 	streamTargetBatches,
 	type TargetCounts,
 } from "../../job/index.js";
@@ -337,7 +338,9 @@ async function dryRun(
 	const reports = [];
 	const balance = await readBalance(ctx, flags, sandbox);
 	for (const { job, counts } of jobs) {
-		const survey = await surveyTargets(job, counts, ctx.signal);
+		const { hosts, ...survey } = await surveyTargets(job, counts, ctx.signal);
+		const imbalance = shardBalanceWarning(hosts, job.shard, job.shardBy);
+		if (imbalance) writeLine(ctx.stderr, `scrapejob: ${job.name}: ${imbalance}`);
 		// A crawl's pages are not known before it runs: its worst case is max_pages at the dearest seed's price.
 		const crawlBound = crawlCreditBound(job, survey);
 		const estimate = { min: survey.creditRange.min, max: Math.max(survey.creditRange.max, crawlBound ?? 0) };
@@ -353,6 +356,7 @@ async function dryRun(
 			budget: cost.budget,
 			balance: cost.balance,
 			cost_check: cost.sentences,
+			...(imbalance ? { shard_warning: imbalance } : {}),
 		});
 		if (flags.json) continue;
 		for await (const batch of streamTargetBatches(job)) {
