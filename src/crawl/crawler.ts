@@ -5,6 +5,7 @@ import { createUrlKeys, type UrlKeys } from "../shared/index.js";
 import { FRONTIER_FILE, type FrontierEntry, type FrontierFile, openFrontierFile } from "./frontier-file.js";
 import { createLinkScope } from "./link-scope.js";
 import { normalizeUrl, withSeedCredentials } from "./normalize-url.js";
+import type { ShardInbox } from "./shard-inbox.js";
 import { createSitemapReader, type SitemapFetch } from "./sitemaps.js";
 
 /** What a crawl adds to summary.json. */
@@ -38,6 +39,18 @@ export interface CrawlerOptions {
 	readonly fetchSitemap?: SitemapFetch;
 	/** URL keys held in memory before older ones spill to disk (url-keys.ts). @default 1,000,000 */
 	readonly keysInMemory?: number;
+	/**
+	 * A sharded crawl (`run --shard`): links of another shard's hosts are handed to it through its inbox,
+	 * this shard's inbox is read at every level and when it runs out of work, and the crawl ends only
+	 * when the layout is out of work (shard-inbox.ts). Without it, such links are left out.
+	 */
+	readonly handOff?: {
+		readonly inbox: ShardInbox;
+		/** Whether shard `index` of the layout is running (its lock held, its lease current). */
+		isRunning(index: number): boolean;
+		/** How often an out-of-work shard looks at its inbox and the others, ms. @default 100 */
+		readonly pollMs?: number;
+	};
 }
 
 /** The run folder's spilled URL keys while a crawl runs (removed at its end; rebuilt from the frontier on resume). */
@@ -97,6 +110,10 @@ export function createCrawler(options: CrawlerOptions): Crawler {
 	const pagesBefore = done?.size ?? 0;
 
 	const urlKey = (url: string) => createTargetKey(url, "");
+	/** The shard a URL is fetched by: this one's index when unsharded. */
+	const shard = options.job.shard;
+	const shardOfUrl = (url: string) => (shard ? shardOf(url, shard.count, options.job.shardBy) : 1);
+	const mine = (url: string) => !shard || shardOfUrl(url) === shard.index;
 	const pagesLeft = () => spec.maxPages - pagesBefore - handedOut;
 
 	const profileOf = (seed: Target): string => {
@@ -126,9 +143,6 @@ export function createCrawler(options: CrawlerOptions): Crawler {
 		const url = normalizeUrl(href);
 		if (url === null) return null;
 		if (!scope.allows(new URL(url))) return null;
-		// A sharded crawl: a URL of another shard's host is that shard's to fetch (its seeds lead there too).
-		const shard = options.job.shard;
-		if (shard && shardOf(url, shard.count, options.job.shardBy) !== shard.index) return null;
 		if (spec.include.length > 0 && !spec.include.some((pattern) => pattern.test(url))) return null;
 		if (spec.exclude.some((pattern) => pattern.test(url))) return null;
 		return url;
@@ -140,7 +154,8 @@ export function createCrawler(options: CrawlerOptions): Crawler {
 		append: (entries) => frontier.append(entries),
 		pageFound(href, profile) {
 			const url = follows(href);
-			if (url === null) return null;
+			// A sitemap page of another shard's host: that shard reads the same sitemap from its seed.
+			if (url === null || !mine(url)) return null;
 			const key = urlKey(url);
 			return urls.see(key.high, key.low) ? { u: url, d: 0, p: null, k: profile } : null;
 		},
@@ -179,7 +194,7 @@ export function createCrawler(options: CrawlerOptions): Crawler {
 				if (url !== null) {
 					const parsed = new URL(url);
 					scope.addSeed(parsed);
-					if (spec.sitemaps && !seedOrigins.has(parsed.origin)) {
+					if (spec.sitemaps && mine(url) && !seedOrigins.has(parsed.origin)) {
 						seedOrigins.add(parsed.origin);
 						newOrigins.push(seed);
 					}
@@ -187,6 +202,8 @@ export function createCrawler(options: CrawlerOptions): Crawler {
 					urls.claim(key.high, key.low);
 				}
 				if (done?.has(seed.id)) continue;
+				// Every seed widens the scope and names its options; another shard's seed is that shard's to fetch.
+				if (!mine(seed.url)) continue;
 				if (handOut(seed)) out.push(seed);
 			}
 			// Sitemaps before the seeds that lead to them are fetched: a page they list is depth 0
@@ -206,9 +223,14 @@ export function createCrawler(options: CrawlerOptions): Crawler {
 				// Wait for every fetch handed out so far: their links may still be journalled.
 				await options.idle();
 				if (options.isStopping()) return;
+				absorbInbox();
 				if (entry === null) {
-					const more = frontier.next();
-					if (more === null) return;
+					let more = frontier.next();
+					// Out of work: a sharded crawl waits for links from the others until the layout is out of work too.
+					while (more === null) {
+						if (!(await awaitInbox())) return;
+						more = frontier.next();
+					}
 					level = more.d;
 					take(more);
 				} else {
@@ -240,6 +262,36 @@ export function createCrawler(options: CrawlerOptions): Crawler {
 			}
 			urls.claim(key.high, key.low);
 			if (handOut(target)) out.push(target);
+		}
+	}
+
+	/** Links other shards handed to this one go to the frontier (each once; a seed's options must be known). */
+	function absorbInbox(): number {
+		const handOff = options.handOff;
+		if (!handOff) return 0;
+		const found: FrontierEntry[] = [];
+		for (const entry of handOff.inbox.readNew()) {
+			if (!profiles.has(entry.k)) continue;
+			const key = urlKey(entry.u);
+			if (urls.see(key.high, key.low)) found.push({ u: entry.u, d: entry.d, p: entry.p, k: entry.k });
+		}
+		frontier.append(found);
+		return found.length;
+	}
+
+	/** Wait until links arrive (true) or the whole layout is out of work or the run stops (false). */
+	async function awaitInbox(): Promise<boolean> {
+		const handOff = options.handOff;
+		if (!handOff) return false;
+		for (;;) {
+			if (options.isStopping()) return false;
+			if (absorbInbox() > 0) {
+				handOff.inbox.setIdle(false);
+				return true;
+			}
+			handOff.inbox.setIdle(true);
+			if (handOff.inbox.allSettled(handOff.isRunning)) return false;
+			await new Promise((resolve) => setTimeout(resolve, handOff.pollMs ?? 100));
 		}
 	}
 
@@ -294,14 +346,24 @@ export function createCrawler(options: CrawlerOptions): Crawler {
 				frontier.append(found);
 				return;
 			}
+			const handed = new Map<number, FrontierEntry[]>();
 			for (const href of links) {
 				const url = follows(href);
 				if (url === null) continue;
+				const owner = shardOfUrl(url);
+				// Another shard's host: handed to it (a crawl without inboxes leaves it out).
+				if (shard && owner !== shard.index && !options.handOff) continue;
 				const key = urlKey(url);
 				if (!urls.see(key.high, key.low)) continue;
-				found.push({ u: url, d: crawl.depth + 1, p: target.id, k: crawl.profile });
+				const entry = { u: url, d: crawl.depth + 1, p: target.id, k: crawl.profile };
+				if (shard && owner !== shard.index) {
+					const list = handed.get(owner) ?? [];
+					list.push(entry);
+					handed.set(owner, list);
+				} else found.push(entry);
 			}
 			frontier.append(found);
+			for (const [owner, entries] of handed) options.handOff?.inbox.handOff(owner, entries);
 		},
 		summary: () => ({
 			pages: pagesBefore + handedOut,
@@ -315,6 +377,7 @@ export function createCrawler(options: CrawlerOptions): Crawler {
 		}),
 		sync: () => frontier.sync(),
 		close: () => {
+			options.handOff?.inbox.close();
 			frontier.close();
 			urls.close();
 		},

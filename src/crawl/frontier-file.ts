@@ -21,7 +21,7 @@ export interface FrontierEntry {
 }
 
 /** The disk is read as hostile: a line that is not an entry's shape is passed over, not trusted. */
-function isFrontierEntry(value: unknown): value is FrontierEntry {
+export function isFrontierEntry(value: unknown): value is FrontierEntry {
 	if (typeof value !== "object" || value === null) return false;
 	const entry = value as Record<string, unknown>;
 	return (

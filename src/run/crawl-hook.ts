@@ -1,7 +1,7 @@
 import { readFileSync, renameSync, rmSync, statSync, writeFileSync } from "node:fs";
-import { dirname } from "node:path";
+import { basename, dirname } from "node:path";
 import type { BodySpill } from "../api/index.js";
-import { type Crawler, createCrawler, type SitemapFetch } from "../crawl/index.js";
+import { type Crawler, createCrawler, openShardInbox, type SitemapFetch } from "../crawl/index.js";
 import { createTargetKey, type Job, type Target } from "../job/index.js";
 import type { RunSummary } from "../output/index.js";
 import { creditCostRange, type ScrapeParams } from "../shared/index.js";
@@ -9,6 +9,7 @@ import type { IdSet } from "./compact-id-set.js";
 import type { CreditBudget } from "./credit-budget.js";
 import { pageHtml } from "./extract-record.js";
 import type { FetchResult } from "./fetch-target.js";
+import type { ShardPeers } from "./shard-peers.js";
 
 /** The run's crawler when the job has `crawl:`; null otherwise. */
 export function crawlerFor(
@@ -19,9 +20,21 @@ export function crawlerFor(
 	isStopping: () => boolean,
 	fetchSitemap: SitemapFetch,
 	keysInMemory: number | undefined,
+	peers: ShardPeers | null = null,
 ): Crawler | null {
 	if (!job.crawl) return null;
+	// A sharded crawl hands links across shards through inboxes in the job's folder (shared by all shards).
+	const handOff =
+		job.shard && peers
+			? {
+					inbox: openShardInbox(dirname(runDir), job.shard, basename(runDir), done !== null, {
+						startGraceMs: startGraceMs(),
+					}),
+					isRunning: (index: number) => peers.live().includes(index),
+				}
+			: undefined;
 	return createCrawler({
+		...(handOff ? { handOff } : {}),
 		job,
 		spec: job.crawl,
 		runDir,
@@ -117,4 +130,16 @@ export function addCrawlSummary(summary: RunSummary, crawler: Crawler | null): v
 		// An early end says why, on the terminal and in summary.json (shared/design.md, "Resume, budget, hints").
 		if (crawl.stopped_by !== null) summary.stopped_reason = crawl.stopped_by;
 	}
+}
+
+/** The job with every shard's targets: a sharded crawl's seed stream (the crawler keeps its own shard's). */
+export function unshardedJob(job: Job): Job {
+	const { shard: _shard, ...unsharded } = job;
+	return unsharded;
+}
+
+/** A shard of the layout not running yet is waited for this long (the lock's lease: SCRAPEJOB_LOCK_LEASE_MS, 30 s). */
+function startGraceMs(): number {
+	const configured = Number(process.env.SCRAPEJOB_LOCK_LEASE_MS);
+	return Number.isFinite(configured) && configured > 0 ? configured : 30_000;
 }

@@ -35,7 +35,7 @@ import {
 	systemClock,
 } from "../shared/index.js";
 import { createSessionLimiter, fetchBrowserTarget } from "./browser-target.js";
-import { addCrawlSummary, crawlerFor, serviceSitemapFetch, storedPageHtml } from "./crawl-hook.js";
+import { addCrawlSummary, crawlerFor, serviceSitemapFetch, storedPageHtml, unshardedJob } from "./crawl-hook.js";
 import { createCreditBudget } from "./credit-budget.js";
 import { addDiscoverySummary, type DiscoveredTargets, discoverTargets, withDiscovered } from "./discovery-sources.js";
 import { addExtraction, createRunFillStats, isHtmlResult, pageWorkOf } from "./extract-record.js";
@@ -283,6 +283,7 @@ export async function runJob(options: RunJobOptions): Promise<RunJobResult> {
 				stop: (reason, message) => stop(reason, message),
 			}),
 			options.crawlKeysInMemory,
+			peers,
 		);
 		// A resumed crawl's robots.txt and sitemap credits of earlier sessions are spent already.
 		if (crawler) budget.commit(0, crawler.summary().sitemap_credits);
@@ -791,7 +792,10 @@ export async function runJob(options: RunJobOptions): Promise<RunJobResult> {
 			discovered = await discoverTargets(job, options.client, runDir, inflight.signal);
 			if (discovered) budget.commit(0, discovered.credits);
 			const targets = withDiscovered(
-				streamTargetBatches(job, { seenKeys: { add: (high, low) => feedKeys.see(high, low) } }),
+				// A sharded crawl reads every shard's seeds (its scope and seed options); it fetches only its own.
+				streamTargetBatches(crawler && job.shard ? unshardedJob(job) : job, {
+					seenKeys: { add: (high, low) => feedKeys.see(high, low) },
+				}),
 				discovered,
 			);
 			feed: for await (const batch of crawler ? crawler.targets(targets) : targets) {

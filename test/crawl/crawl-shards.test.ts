@@ -5,8 +5,9 @@ import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { type Emulator, startEmulator } from "../../src/emulator/index.js";
 import { shardOf } from "../../src/job/index.js";
-import { readRecords, tempDir, writeJob } from "../helpers/job-files.js";
+import { isRunFolderName, readRecords, tempDir, writeJob } from "../helpers/job-files.js";
 import { runCli } from "../helpers/run-cli.js";
+import { assertBuilt, spawnCli } from "../helpers/spawn-cli.js";
 
 const servers: Server[] = [];
 let emulator: Emulator | undefined;
@@ -35,6 +36,7 @@ async function site(links: (path: string) => string[]): Promise<string> {
 
 describe("crawl with --shard", () => {
 	it("a link to another shard's host is left to that shard: each page fetched by one shard only", async () => {
+		assertBuilt();
 		let a = "";
 		let b = "";
 		// Two hosts that hash to different shards of 2 (ports are random: retry until they do).
@@ -64,8 +66,12 @@ describe("crawl with --shard", () => {
 			].join("\n"),
 		);
 		const urls: string[] = [];
+		// Shards of a layout run together: each waits for the other before it ends (links may still come).
+		const results = await Promise.all(
+			[1, 2].map((index) => spawnCli(["run", job, "--out", out, "--quiet", "--shard", `${index}/2`], env).done),
+		);
 		for (const index of [1, 2]) {
-			const result = await runCli(["run", job, "--out", out, "--quiet", "--shard", `${index}/2`], { env });
+			const result = results[index - 1]!;
 			expect(result.code, result.stderr).toBe(0);
 			const folder = readdirSync(join(out, "crawl")).find((name) => name.endsWith(`-shard-${index}-of-2`))!;
 			const records = readRecords(join(out, "crawl", folder));
@@ -75,4 +81,62 @@ describe("crawl with --shard", () => {
 		// The union is the whole site pair, each page once: a's /, /a, /b and b's /x, /y.
 		expect(urls.sort()).toEqual([`${a}/`, `${a}/a`, `${a}/b`, `${b}/x`, `${b}/y`].sort());
 	});
+
+	it("a link to another shard's host is handed to it through its inbox: the merged crawl is the unsharded crawl", async () => {
+		assertBuilt();
+		let a = "";
+		let b = "";
+		// Only a page of A links to a page of B that B's seed does not lead to, and that page links back to A.
+		for (let tries = 0; tries < 20 && (a === "" || shardOf(a, 2) === shardOf(b, 2)); tries += 1) {
+			a = await site((path) => (path === "/" ? [`${b}/deep`] : []));
+			b = await site((path) => (path === "/deep" ? [`${a}/back`] : []));
+		}
+		expect(shardOf(a, 2)).not.toBe(shardOf(b, 2));
+		emulator = await startEmulator({ scenario: { concurrency: 2 } });
+		const env = { SCRAPEJOB_ACCOUNT_KEY: emulator.accountKey, SCRAPEJOB_API_URL: emulator.apiUrl };
+		const dir = tempDir();
+		const job = writeJob(
+			dir,
+			"crawl",
+			[
+				"name: crawl",
+				"defaults: {mode: request}",
+				"crawl: {max_depth: 3}",
+				"targets:",
+				`  - ${a}/`,
+				`  - ${b}/`,
+				"",
+			].join("\n"),
+		);
+		const urlsOf = (out: string) =>
+			readdirSync(join(out, "crawl"))
+				.filter(isRunFolderName)
+				.flatMap((name) => readRecords(join(out, "crawl", name)).map((record) => record.url))
+				.sort();
+		const whole = join(dir, "whole");
+		const unsharded = await spawnCli(["run", job, "--out", whole, "--quiet"], env).done;
+		expect(unsharded.code, unsharded.stderr).toBe(0);
+		expect(urlsOf(whole)).toEqual([`${a}/`, `${a}/back`, `${b}/`, `${b}/deep`].sort());
+
+		const out = join(dir, "out");
+		const shards = await Promise.all(
+			[1, 2].map((index) => spawnCli(["run", job, "--out", out, "--quiet", "--shard", `${index}/2`], env).done),
+		);
+		for (const shard of shards) expect(shard.code, shard.stderr).toBe(0);
+		expect(urlsOf(out)).toEqual(urlsOf(whole));
+		for (const name of readdirSync(join(out, "crawl")).filter(isRunFolderName)) {
+			const index = Number(/-shard-(\d)-of-2$/.exec(name)![1]);
+			for (const record of readRecords(join(out, "crawl", name))) expect(shardOf(record.url, 2)).toBe(index);
+		}
+		const folders = readdirSync(join(out, "crawl"))
+			.filter(isRunFolderName)
+			.map((name) => join(out, "crawl", name));
+		const merged = await runCli(["merge", ...folders, "--out", join(dir, "merged"), "--json"]);
+		expect(merged.code, merged.stderr).toBe(0);
+		expect(
+			readRecords(join(dir, "merged"))
+				.map((record) => record.url)
+				.sort(),
+		).toEqual(urlsOf(whole));
+	}, 60_000);
 });
