@@ -68,6 +68,9 @@ describe("examples/kubernetes", () => {
 		const manifest = parse(readFileSync(join(dir, "indexed-job.yaml"), "utf8"));
 		expect(manifest).toMatchObject({ kind: "Job", spec: { completionMode: "Indexed" } });
 		const completions = manifest.spec.completions as number;
+		// Every shard at once (crawl links and the key's share go between running shards); retries per index.
+		expect(manifest.spec.parallelism).toBe(completions);
+		expect(manifest.spec.backoffLimitPerIndex).toBeGreaterThan(0);
 		const [container] = containersOf(manifest);
 		const invocations = scrapejobArgv(container!);
 		expect(invocations).toHaveLength(2);
