@@ -430,7 +430,9 @@ describe("shards on one key fill it in sum", () => {
 		// Walls from the service's side (first request in to last answer out): process start-up is not the key's time.
 		const span = (entries: ReturnType<typeof ledger.byEndpoint>) =>
 			Math.max(...entries.map((entry) => entry.finishedAt ?? 0)) - Math.min(...entries.map((entry) => entry.at));
-		const singleSpan = span(ledger.byEndpoint("realtime"));
+		const meanInFlight = (entries: ReturnType<typeof ledger.byEndpoint>) =>
+			entries.reduce((sum, entry) => sum + ((entry.finishedAt ?? entry.at) - entry.at), 0) / span(entries);
+		const singleMean = meanInFlight(ledger.byEndpoint("realtime"));
 		ledger.clear();
 
 		const runs = [1, 2, 3].map((index) =>
@@ -458,7 +460,9 @@ describe("shards on one key fill it in sum", () => {
 		expect(ledger.maxInFlight()).toBeLessThanOrEqual(limit);
 		expect(ledger.rateLimits.filter((window) => window.cause === "concurrency")).toEqual([]);
 		expect(ledger.statusCounts()[429]).toBeUndefined();
-		expect(span(fetches)).toBeLessThan(1.3 * singleSpan);
+		// Within 1.3× of one process, as the key's mean use over the span (busy time / span): a slower
+		// machine stretches every fetch alike, so this holds where wall-clock ratios would drift with load.
+		expect(meanInFlight(fetches)).toBeGreaterThan(singleMean / 1.3);
 	}, 90_000);
 
 	it("split by host, --dry-run and the run warn when a host holds more than 1/N or hosts are fewer than shards", async () => {
