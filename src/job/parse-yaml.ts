@@ -171,6 +171,23 @@ export function parseJobYaml(text: string): ParsedYaml {
 			warnings: [],
 		};
 	}
+	// Refused before the parser sees it too: a million aliases (`*a`) in 3 MB are a million nodes to
+	// build (a gigabyte, minutes) before their expansion could even be counted.
+	const aliases = aliasTokensBeyond(text, MAX_ALIASES);
+	if (aliases !== null) {
+		const doc = parseDocument("{}");
+		return {
+			doc,
+			lineCounter,
+			errors: [
+				{
+					...positionInText(text, aliases),
+					message: `the job file uses more than ${MAX_ALIASES} aliases (*name); put long URL lists in a source file (sources:)`,
+				},
+			],
+			warnings: [],
+		};
+	}
 	const doc = parseDocument(text, { lineCounter, prettyErrors: false, uniqueKeys: true });
 	const at = (offset: number | undefined) => (offset === undefined ? { line: 1, col: 1 } : lineCounter.linePos(offset));
 	const errors: TextProblem[] = [];
@@ -208,6 +225,28 @@ export function parseJobYaml(text: string): ParsedYaml {
 		if (limit) errors.push({ ...at(limit.offset), message: limit.message });
 	}
 	return { doc, lineCounter, errors, warnings };
+}
+
+/** Most alias tokens (`*name`) in a job file: real jobs use a few, to share settings. */
+export const MAX_ALIASES = 10_000;
+
+/**
+ * The offset of the alias token past `limit`, or null: a `*` that starts a token (after a line start,
+ * a space, `[`, `,` or `{`), counted in one pass over the text without parsing it. A `*` of that shape
+ * inside a quoted string counts too: harmless, a real job has nowhere near the limit of either.
+ */
+function aliasTokensBeyond(text: string, limit: number): number | null {
+	let count = 0;
+	let index = text.indexOf("*");
+	while (index !== -1) {
+		const before = index === 0 ? "\n" : text[index - 1]!;
+		if (before === " " || before === "\n" || before === "[" || before === "," || before === "{" || before === "\t") {
+			count += 1;
+			if (count > limit) return index;
+		}
+		index = text.indexOf("*", index + 1);
+	}
+	return null;
 }
 
 /** Deepest nesting of a job file (flow brackets or block indentation): real jobs use a handful of levels. */

@@ -2,7 +2,14 @@ import { randomBytes } from "node:crypto";
 import { readdirSync, rmSync, statSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { createUrlKeys, creditCostRange, MODES, type Mode, processState, type ScrapeParams } from "../shared/index.js";
+import {
+	createUrlKeys,
+	creditCostRange,
+	processState,
+	REQUESTED_MODES,
+	type RequestedMode,
+	type ScrapeParams,
+} from "../shared/index.js";
 import { createIdSet } from "./id-set.js";
 import { type JobProblem, JobValidationError, SourceScanStoppedError } from "./problems.js";
 import { isOwnShard } from "./shard.js";
@@ -47,9 +54,9 @@ export function createEmptyCounts(): TargetCounts {
 		skippedRows: 0,
 		deselected: 0,
 		creditRange: { min: 0, max: 0 },
-		byMode: Object.fromEntries(MODES.map((mode) => [mode, 0])) as Record<Mode, number>,
-		creditRangeByMode: Object.fromEntries(MODES.map((mode) => [mode, { min: 0, max: 0 }])) as Record<
-			Mode,
+		byMode: Object.fromEntries(REQUESTED_MODES.map((mode) => [mode, 0])) as Record<RequestedMode, number>,
+		creditRangeByMode: Object.fromEntries(REQUESTED_MODES.map((mode) => [mode, { min: 0, max: 0 }])) as Record<
+			RequestedMode,
 			{ min: number; max: number }
 		>,
 	};
@@ -74,8 +81,9 @@ function countTarget(
 	counts: TargetCounts,
 	params: Pick<ScrapeParams, "mode">,
 	cost: { min: number; max: number },
+	browserSession: boolean,
 ): void {
-	const mode = params.mode ?? "auto";
+	const mode: RequestedMode = browserSession ? "browser_session" : (params.mode ?? "auto");
 	counts.targets++;
 	counts.byMode[mode]++;
 	counts.creditRange.min += cost.min;
@@ -206,7 +214,12 @@ async function* scanWith(job: Job, options: ScanOptions, seen: SeenKeys): AsyncG
 			continue;
 		}
 		// A browser session is paid from the browser credits, not the scraper's: no scraper estimate.
-		countTarget(counts, target.params, target.browserSession ? NO_COST : creditCostRange(target.params));
+		countTarget(
+			counts,
+			target.params,
+			target.browserSession ? NO_COST : creditCostRange(target.params),
+			target.browserSession !== undefined,
+		);
 		inlineTargets.push(target);
 	}
 	inline.finish();
@@ -313,7 +326,7 @@ function createSourceScanner(
 			}
 			// Counting a million rows need not build a million targets (a selection must see them).
 			if (!options.materialize && !job.select) {
-				countTarget(counts, base, cost);
+				countTarget(counts, base, cost, session !== undefined);
 				return undefined;
 			}
 			// `url` first: a spread followed by a new property moves every target's params to a slower object
@@ -327,7 +340,7 @@ function createSourceScanner(
 				counts.deselected++;
 				return undefined;
 			}
-			countTarget(counts, params, cost);
+			countTarget(counts, params, cost, session !== undefined);
 			return target;
 		},
 		finish() {

@@ -1,5 +1,5 @@
 import type { ExtractPlan } from "../extract/index.js";
-import type { Mode, ScrapeParams } from "../shared/index.js";
+import type { Mode, RequestedMode, ScrapeParams } from "../shared/index.js";
 import type { BrowserSession } from "./browser-session.js";
 import type { CrawlSpec } from "./crawl-spec.js";
 import type { DiscoverySpec } from "./discovery-spec.js";
@@ -149,9 +149,9 @@ export interface TargetCounts {
 	/** Credits if every target succeeds once, cheapest and dearest path (service-facts §2.2). */
 	creditRange: { min: number; max: number };
 	/** Distinct targets per effective mode (`auto` when not set). */
-	byMode: Record<Mode, number>;
+	byMode: Record<RequestedMode, number>;
 	/** `creditRange` split by mode. */
-	creditRangeByMode: Record<Mode, { min: number; max: number }>;
+	creditRangeByMode: Record<RequestedMode, { min: number; max: number }>;
 	/** A sharded job's survey: every shard's targets by host (shard-balance.ts), for the balance warning. */
 	hosts?: HostTally;
 }

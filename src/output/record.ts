@@ -1,4 +1,4 @@
-import type { Mode } from "../shared/index.js";
+import type { RequestedMode } from "../shared/index.js";
 
 export const RECORD_STATUSES = ["ok", "failed", "skipped"] as const;
 export type RecordStatus = (typeof RECORD_STATUSES)[number];
@@ -16,7 +16,7 @@ export interface ResultRecord {
 	/** Short stable kind, e.g. `http_503`, `dns_failed`, `target_http_404`, `budget_exhausted`. */
 	error: string | null;
 	message: string | null;
-	mode_requested: Mode;
+	mode_requested: RequestedMode;
 	/** As the service reported it (`X-Mode-Used`), e.g. "auto (browser)". */
 	mode_used: string | null;
 	credits_used: number;

@@ -31,7 +31,7 @@ export function fetchedRecord(
 		http_status: result.httpStatus,
 		error: result.kind === "failed" ? result.error : null,
 		message: result.kind === "failed" ? oneLine(result.message) : null,
-		mode_requested: target.params.mode ?? "auto",
+		mode_requested: target.browserSession ? "browser_session" : (target.params.mode ?? "auto"),
 		mode_used: result.modeUsed,
 		credits_used: creditsUsed,
 		credits_remaining: result.creditsRemaining,

@@ -26,6 +26,8 @@ export {
 	PROBLEMS,
 	PROXY_TYPES,
 	type ProxyType,
+	REQUESTED_MODES,
+	type RequestedMode,
 	SCRAPE_PARAM_NAMES,
 	type ScrapeParams,
 	WAIT_UNTIL,

@@ -6,6 +6,9 @@
 
 export const MODES = ["request", "browser", "auto"] as const;
 export type Mode = (typeof MODES)[number];
+/** What a target asks for, as validate, records and summaries name it: a scraper mode, or the remote browser. */
+export const REQUESTED_MODES = [...MODES, "browser_session"] as const;
+export type RequestedMode = (typeof REQUESTED_MODES)[number];
 
 export const PROXY_TYPES = ["residential", "datacenter"] as const;
 export type ProxyType = (typeof PROXY_TYPES)[number];

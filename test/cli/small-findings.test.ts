@@ -41,9 +41,13 @@ describe("small things a new user noticed", () => {
 		const job = writeJob(dir, "sandboxed", "name: sandboxed\ntargets:\n  - ${SCRAPEJOB_DEMO_SITE}/product/1\n");
 		const run = await runCli(["run", job, "--sandbox", "--out", join(dir, "out")]);
 		expect(run.code).toBe(0);
-		const notices = run.stderr.split("\n").filter((line) => line.startsWith("scrapejob: sandbox:"));
+		// Not a terminal here: one JSON log line (a terminal gets the sentence as `scrapejob: sandbox: …`).
+		const notices = run.stderr
+			.split("\n")
+			.filter((line) => line.includes("sandbox: the local emulator"))
+			.map((line) => (JSON.parse(line) as { msg: string }).msg);
 		expect(notices).toEqual([
-			"scrapejob: sandbox: the local emulator plays a real service on a fair day: 120 ms latency per request, 5 % of requests answered 503 (retried: they show as retries), realtime fetches over 1 s become tasks, concurrency 5; credits start afresh each run",
+			"sandbox: the local emulator plays a real service on a fair day: 120 ms latency per request, 5 % of requests answered 503 (retried: they show as retries), realtime fetches over 1 s become tasks, concurrency 5; credits start afresh each run",
 		]);
 		const quiet = await runCli(["run", job, "--sandbox", "--quiet", "--out", join(dir, "out")]);
 		expect(quiet.stderr).not.toContain("sandbox:");

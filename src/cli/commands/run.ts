@@ -268,7 +268,8 @@ async function runCommand(ctx: CliContext, paths: string[], flags: RunFlags): Pr
 	try {
 		// The sandbox starts first so that jobs can name its demo site; it costs nothing.
 		if (flags.sandbox) connection = await connectService(ctx, flags);
-		if (flags.sandbox && !flags.quiet) writeLine(ctx.stderr, `scrapejob: ${sandboxNotice()}`);
+		// A terminal gets the sandbox's terms as a sentence; cron's stderr gets them as a log line below.
+		if (flags.sandbox && !flags.quiet && ctx.stderr.isTTY) writeLine(ctx.stderr, `scrapejob: ${sandboxNotice()}`);
 		const env = connection?.demoSiteUrl ? { ...ctx.env, SCRAPEJOB_DEMO_SITE: connection.demoSiteUrl } : ctx.env;
 		const loaded = await loadJobs(ctx, paths, env);
 		if (!loaded) return EXIT.invalidInput;
@@ -300,6 +301,7 @@ async function runCommand(ctx: CliContext, paths: string[], flags: RunFlags): Pr
 		if (browser) secrets.push(browser.key);
 		const notes: TerminalNotes = { display: undefined, pending: [] };
 		const logger = stderrLogger(ctx, flags.quiet === true, secrets, notes);
+		if (flags.sandbox && ctx.stderr.isTTY !== true) logger.info({ sandbox: true }, sandboxNotice());
 		const services: RunServices = {
 			clientFor: scraper.clientFor,
 			accountConcurrency: scraper.access?.concurrency ?? null,
@@ -368,7 +370,7 @@ async function dryRun(
 		}
 		writeLine(
 			ctx.stdout,
-			`${job.name}: ${plural(survey.total, "target")} (request ${survey.byMode.request}, browser ${survey.byMode.browser}, auto ${survey.byMode.auto}), ${plural(survey.duplicates, "duplicate")}; estimated ${survey.creditRange.min}–${survey.creditRange.max} credits if every target succeeds once. Nothing was fetched (--dry-run).`,
+			`${job.name}: ${plural(survey.total, "target")} (request ${survey.byMode.request}, browser ${survey.byMode.browser}, auto ${survey.byMode.auto}${survey.byMode.browser_session ? `, browser_session ${survey.byMode.browser_session}` : ""}), ${plural(survey.duplicates, "duplicate")}; estimated ${survey.creditRange.min}–${survey.creditRange.max} credits if every target succeeds once. Nothing was fetched (--dry-run).`,
 		);
 		for (const line of crawlDryRunLines(job, survey)) writeLine(ctx.stdout, line);
 		for (const sentence of cost.sentences) writeLine(ctx.stdout, `${job.name}: ${sentence}`);

@@ -7,7 +7,7 @@ import {
 	MAX_JOB_FILE_BYTES,
 	type TargetCounts,
 } from "../../job/index.js";
-import { MODES, plural } from "../../shared/index.js";
+import { plural, REQUESTED_MODES } from "../../shared/index.js";
 import { type CliContext, writeJson, writeLine } from "../context.js";
 import { EXIT } from "../exit-codes.js";
 import { printJsonError } from "../json-error.js";
@@ -77,14 +77,14 @@ export function describeValidJob(result: JobValidation): string {
 	if (result.targets === null || result.by_mode === null || result.credits === null) {
 		parts.push(`${plural(result.inline_targets ?? 0, "inline target")} (sources not read)`);
 	} else {
-		const modes = MODES.filter((mode) => (result.by_mode?.[mode] ?? 0) > 0)
+		const modes = REQUESTED_MODES.filter((mode) => (result.by_mode?.[mode] ?? 0) > 0)
 			.map((mode) => `${mode} ${result.by_mode?.[mode]}`)
 			.join(", ");
 		parts.push(`${plural(result.targets, "target")}${modes ? ` (${modes})` : ""}`);
 		parts.push(plural(result.duplicates ?? 0, "duplicate"));
 		parts.push(plural(result.skipped_rows ?? 0, "skipped row"));
 		const range = ({ min, max }: { min: number; max: number }) => (min === max ? `${min}` : `${min}–${max}`);
-		const perMode = MODES.filter((mode) => (result.by_mode?.[mode] ?? 0) > 0 && result.credits_by_mode)
+		const perMode = REQUESTED_MODES.filter((mode) => (result.by_mode?.[mode] ?? 0) > 0 && result.credits_by_mode)
 			.map((mode) => `${mode} ${range(result.credits_by_mode![mode])}`)
 			.join(", ");
 		parts.push(`est. ${range(result.credits)} credits${perMode ? ` (${perMode})` : ""}`);
