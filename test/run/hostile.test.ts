@@ -436,6 +436,34 @@ describe("hostile input: huge pages stream to disk", () => {
 		expect(pageFiles(out, "full")).toEqual([]);
 	});
 
+	it("an output failure ends the fetches in flight at once: exit 5 within seconds, not after the grace period", async () => {
+		assertBuilt();
+		let requests = 0;
+		const hostile = await hostileScraper((res) => {
+			requests += 1;
+			const headers = { "content-type": "text/html", "x-credits-used": "1", "x-ratelimit-limit": "4" };
+			// Two small pages (the learned concurrency grows to 3), then one that fills the disk; the
+			// others are slow pages that would answer much later.
+			if (requests <= 2) res.writeHead(200, headers).end("<p>small</p>");
+			else if (requests === 3) res.writeHead(200, headers).end(Buffer.alloc(3 * 1024 * 1024, "y"));
+		});
+		const dir = tempDir();
+		const out = join(dir, "out");
+		const urls = Array.from({ length: 6 }, (_, index) => `https://example.com/p${index}`);
+		const job = writeJob(dir, "full", targetsYaml("full", urls, "concurrency: 3\noutput:\n  content: files"));
+		const started = Date.now();
+		const child = spawn(
+			"sh",
+			["-c", `trap "" XFSZ; ulimit -f 2048; exec "${process.execPath}" "${BIN}" run "${job}" --out "${out}" --quiet`],
+			{ env: { PATH: process.env.PATH, ...hostile.env }, stdio: ["ignore", "pipe", "pipe"] },
+		);
+		const code = await new Promise<number>((resolve) => child.on("close", (exit) => resolve(exit ?? -1)));
+		expect(code).toBe(5);
+		// The grace period is 30 s: ending in-flight fetches at once is what makes this fast.
+		expect(Date.now() - started).toBeLessThan(15_000);
+		expect(readSummary(onlyRun(out, "full")).abandoned).toBeGreaterThanOrEqual(1);
+	}, 40_000);
+
 	it("a page a killed run left unfinished is removed when the run resumes; finished pages stay", async () => {
 		service = await startTestService({ concurrency: 1 });
 		const dir = tempDir();
