@@ -464,6 +464,39 @@ describe("hostile input: huge pages stream to disk", () => {
 		expect(readSummary(onlyRun(out, "full")).abandoned).toBeGreaterThanOrEqual(1);
 	}, 40_000);
 
+	it("a key echoed back in X-Mode-Used and in a task id never reaches a file of the run folder", async () => {
+		const key = "hostile-test-key-0123456789";
+		let requests = 0;
+		const hostile = await hostileScraper((res) => {
+			requests += 1;
+			const headers = { "x-credits-used": "1", "x-mode-used": `request (key ${key})` };
+			if (requests === 1) {
+				// A task hand-off whose id carries the key, polled at the address the service gives.
+				res.writeHead(202, { "content-type": "application/json", ...headers });
+				res.end(JSON.stringify({ task_id: `task-${key}`, status: "processing" }));
+				return;
+			}
+			res.writeHead(200, { "content-type": "text/html", ...headers }).end("<p>page</p>");
+		});
+		const dir = tempDir();
+		const out = join(dir, "out");
+		const urls = ["https://example.com/a", "https://example.com/b"];
+		const job = writeJob(dir, "echo", targetsYaml("echo", urls, "concurrency: 1"));
+		const result = await runCli(["run", job, "--out", out, "--quiet", "--task-poll-ms", "20"], { env: hostile.env });
+		expect(result.stdout + result.stderr).not.toContain(key);
+		const runDir = onlyRun(out, "echo");
+		const records = readRecords(runDir);
+		expect(records.map((record) => record.mode_used)).toEqual(
+			expect.arrayContaining([expect.stringContaining("request")]),
+		);
+		expect(records.some((record) => record.task_id !== null)).toBe(true);
+		for (const name of readdirSync(runDir, { recursive: true }) as string[]) {
+			const path = join(runDir, name);
+			if (!name.includes(".")) continue;
+			expect(readFileSync(path, "utf8"), name).not.toContain(key);
+		}
+	});
+
 	it("a page a killed run left unfinished is removed when the run resumes; finished pages stay", async () => {
 		service = await startTestService({ concurrency: 1 });
 		const dir = tempDir();
