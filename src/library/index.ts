@@ -3,7 +3,13 @@
  * (`runPlannedJob`); the CLI is a thin layer over these (flags in, words and exit codes out).
  */
 export { connectBrowser, NoBrowserAccessError, type RunBrowserAccess } from "./browser-access.js";
-export { NoScraperAccessError, type RunJobFileOptions, type RunJobFileResult, runJobFile } from "./run-job-file.js";
+export {
+	NoScraperAccessError,
+	nothingToRetry,
+	type RunJobFileOptions,
+	type RunJobFileResult,
+	runJobFile,
+} from "./run-job-file.js";
 export { lockPlannedRuns, type PlannedRun, planRuns, type RunPlans, releasePlannedRuns } from "./run-plan.js";
 export {
 	type PlannedRunOutcome,

@@ -66,6 +66,11 @@ export interface RunJobFileResult extends RunSummary {
 
 export { NoScraperAccessError };
 
+/** What `--retry-failed` says when no target's latest record failed. */
+export function nothingToRetry(jobName: string): string {
+	return `${jobName}: no target's latest record failed: nothing to retry (no run folder was made)`;
+}
+
 /**
  * Run one job file to the end (or until `signal` aborts) and return its summary: `scrapejob run FILE`
  * with the same options, through the same code (`runPlannedJob`): validate, take the job's lock,
@@ -141,6 +146,7 @@ export async function runJobFile(path: string, options: RunJobFileOptions = {}):
 				choices,
 			);
 			if (!outcome) throw new SourceScanStoppedError(0);
+			if (outcome.skipped) throw new ResumeError(nothingToRetry(job.name));
 			return {
 				...outcome.summary,
 				run_dir: outcome.runDir,

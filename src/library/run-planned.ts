@@ -85,8 +85,15 @@ export interface RunStart {
 	readonly runDir: string;
 }
 
-/** The run's outcome; `null` when a stop came while the targets were still being counted (nothing was sent). */
-export type PlannedRunOutcome = (RunJobResult & { readonly job: Job }) | null;
+/**
+ * The run's outcome; `nothing_to_retry` when `--retry-failed` found no target whose latest record
+ * failed (no run folder is made); `null` when a stop came while the targets were still being counted
+ * (nothing was sent).
+ */
+export type PlannedRunOutcome =
+	| (RunJobResult & { readonly job: Job; readonly skipped?: undefined })
+	| { readonly skipped: "nothing_to_retry"; readonly job: Job }
+	| null;
 
 /**
  * One planned job, run the one way: the job's history (freshness, `--retry-failed`, change tracking),
@@ -127,6 +134,9 @@ async function runWithHistory(
 	// Shards split by host that cannot balance (one big host, fewer hosts than shards): say so, and how.
 	const imbalance = shardBalanceWarning(survey.hosts, job.shard, job.shardBy);
 	if (imbalance) choices.logger?.warn({ job: job.name, shard_balance: true }, `${job.name}: ${imbalance}`);
+	// Retrying failures when none failed: nothing to send, and no empty run folder to leave behind.
+	const retrying = choices.retryFailed !== undefined && choices.retryFailed !== false;
+	if (retrying && survey.total === 0 && !job.crawl) return { skipped: "nothing_to_retry", job };
 	const runDir = plan.resumeDir ?? join(jobOutputDir(choices.outRoot, job.name), plan.runId);
 	const onProgress = choices.onStart?.({ job, survey, concurrency, adaptive: limits.adaptive, runDir });
 	const result = await runJob({

@@ -124,7 +124,11 @@ describe("alias bombs", () => {
 	it("a 2.7 MB file of 900,000 aliases is refused before it is parsed (seconds, not minutes and a gigabyte)", async () => {
 		const layers = ["name: bomb", "a: &a [x, y, z, w]"];
 		for (let index = 1; index <= 8; index += 1)
-			layers.push(`l${index}: &l${index} [${Array(9).fill(index === 1 ? "*a" : `*l${index - 1}`).join(",")}]`);
+			layers.push(
+				`l${index}: &l${index} [${Array(9)
+					.fill(index === 1 ? "*a" : `*l${index - 1}`)
+					.join(",")}]`,
+			);
 		layers.push(`big: [${Array(900_000).fill("*a").join(",")}]`);
 		const outcome = await loadYaml(`${layers.join("\n")}\n`);
 		expect(outcome.loaded).toBeNull();

@@ -154,6 +154,21 @@ describe("runJobFile is scrapejob run", () => {
 		expect(cli.stdout).toMatch(/1 of 1 done: 0 ok, 1 failed, 0 skipped; 3 fresh \(not fetched: freshness\)/);
 	}, 60_000);
 
+	it("--retry-failed with nothing failed says so and makes no run folder (CLI and library)", async () => {
+		service = await startTestService({ concurrency: 2 });
+		const dir = tempDir();
+		const job = writeJob(dir, "shop", productsJob(service.site.url, 2));
+		const options = { env: service.env, cwd: dir, out: "out" };
+		await runJobFile(job, options);
+		expect(runDirs(join(dir, "out"))).toHaveLength(1);
+		const cli = await runCli(["run", "shop.yaml", "--out", "out", "--retry-failed"], { env: service.env, cwd: dir });
+		expect(cli.code).toBe(0);
+		expect(cli.stdout).toContain("shop: no target's latest record failed: nothing to retry (no run folder was made)");
+		await expect(runJobFile(job, { ...options, retryFailed: true })).rejects.toThrow(/nothing to retry/);
+		expect(runDirs(join(dir, "out"))).toHaveLength(1);
+		expect(paid(service)).toBe(2);
+	}, 30_000);
+
 	it("never writes URL credentials to any file of the run folder, changes.jsonl included", async () => {
 		service = await startTestService({ concurrency: 2 });
 		// A page that changes on every fetch: the second run writes a changes.jsonl line for it.

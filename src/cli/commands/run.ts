@@ -18,6 +18,7 @@ import {
 	connectScraper,
 	lockPlannedRuns,
 	NoScraperAccessError,
+	nothingToRetry,
 	type PlannedRun,
 	type PlannedRunOutcome,
 	planRuns,
@@ -496,6 +497,10 @@ async function runOne(
 	}
 	// Ctrl-C while validating or counting: nothing was sent.
 	if (!outcome) return EXIT.interrupted;
+	if (outcome.skipped) {
+		writeLine(ctx.stdout, nothingToRetry(outcome.job.name));
+		return EXIT.ok;
+	}
 	const { summary, job } = outcome;
 	if (flags.json)
 		writeLine(ctx.stdout, JSON.stringify({ ...summary, run_dir: outcome.runDir, report: outcome.reportPath }));
