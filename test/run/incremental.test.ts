@@ -187,7 +187,8 @@ describe("incremental runs", () => {
 		// Nothing failed last time any more: a retry-failed run has nothing to do.
 		const none = await newRun(["--retry-failed"]);
 		expect(none.result.code).toBe(0);
-		expect(JSON.parse(none.result.stdout).targets.total).toBe(0);
+		expect(JSON.parse(none.result.stdout)).toMatchObject({ job: "shop", skipped: "nothing_to_retry" });
+		expect(none.dir).toBeUndefined();
 		expect(service.ledger.byEndpoint("realtime")).toHaveLength(4);
 		// With a run id: that run's failures, whatever happened since.
 		const byRun = await newRun(["--retry-failed", firstRun.split("/").at(-1)!]);

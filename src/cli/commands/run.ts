@@ -498,7 +498,11 @@ async function runOne(
 	// Ctrl-C while validating or counting: nothing was sent.
 	if (!outcome) return EXIT.interrupted;
 	if (outcome.skipped) {
-		writeLine(ctx.stdout, nothingToRetry(outcome.job.name));
+		const message = nothingToRetry(outcome.job.name);
+		writeLine(
+			ctx.stdout,
+			flags.json ? JSON.stringify({ job: outcome.job.name, skipped: outcome.skipped, message }) : message,
+		);
 		return EXIT.ok;
 	}
 	const { summary, job } = outcome;
