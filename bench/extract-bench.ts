@@ -17,7 +17,7 @@ import { existsSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { startDemoSite } from "../src/emulator/index.js";
-import { compileFields, extractFields, parseHtml } from "../src/extract/index.js";
+import { compileFields, createPagePool, type ExtractPlan, extractFields, parseHtml } from "../src/extract/index.js";
 
 const SIZES_KB = [30, 100, 300] as const;
 const PAGES_PER_SIZE = 10;
@@ -38,9 +38,58 @@ export interface ExtractBenchCell {
 	readonly parselMs: number | null;
 }
 
+/** Pages through the run's page pool (worker threads) against the same work on the main thread. */
+export interface PoolBenchCell {
+	readonly label: string;
+	/** Main-thread CPU ms per page, the work done inline (what the fetch loop pays without workers). */
+	readonly inlineMs: number;
+	/** Main-thread CPU ms per page through the pool (the hand-off: structured clone, messages). */
+	readonly pooledMainMs: number;
+	/** Wall ms per page through the pool, pages in flight as the pool has threads. */
+	readonly pooledWallMs: number;
+	readonly threads: number;
+}
+
 export interface ExtractBenchRow {
 	readonly cells: ExtractBenchCell[];
 	readonly parselNote: string | null;
+	readonly pool: PoolBenchCell[];
+}
+
+/** Nested unclosed `<div>`s: htmlparser2 builds a tree this deep, and every selector walks it. */
+function deepPage(levels: number): string {
+	return `<html><head><meta name="description" content="deep"></head><body><h1>Deep</h1><p class="price">9.99</p><img class="main" src="/i.png">${"<div>".repeat(levels)}<p>bottom</p></body></html>`;
+}
+
+/** Inline against pooled, on one set of pages: main-thread CPU per page, and the pool's wall per page. */
+async function poolCell(
+	label: string,
+	pages: readonly string[],
+	plan: ExtractPlan,
+	rounds: number,
+): Promise<PoolBenchCell> {
+	const url = "http://127.0.0.1/";
+	const inlineMs = measure(pages, (html) => extractFields(parseHtml(html, url), plan), rounds * 50);
+	const pool = await createPagePool({ timeoutMs: 60_000 });
+	if (!pool.threaded) throw new Error("the bench build has no page worker (bench/README: build first)");
+	try {
+		const threads = Math.max(1, (await import("node:os")).availableParallelism() - 1);
+		const all = Array.from({ length: rounds }, () => pages).flat();
+		// Warm-up: the workers start and compile the plan.
+		await Promise.all(pages.map((html) => pool.run({ html, url, plan, links: true })));
+		const cpu = cpuMs();
+		const wall = performance.now();
+		await Promise.all(all.map((html) => pool.run({ html, url, plan, links: true })));
+		return {
+			label,
+			inlineMs,
+			pooledMainMs: (cpuMs() - cpu) / all.length,
+			pooledWallMs: (performance.now() - wall) / all.length,
+			threads: Math.min(4, threads),
+		};
+	} finally {
+		await pool.close();
+	}
 }
 
 function cpuMs(): number {
@@ -151,9 +200,16 @@ export async function benchExtract(quick: boolean, log: (line: string) => void):
 	});
 	log("extract: measuring parsel (lxml) on the same pages…");
 	const parsel = parselPerPage(pagesByKb, minCpuMs);
+	log("extract: measuring the page pool (worker threads) against the main thread…");
+	const rounds = quick ? 3 : 10;
+	const pool = [
+		await poolCell("100 KB product", pagesByKb[100]!, plan, rounds),
+		await poolCell("deep (20k <div>)", [deepPage(20_000)], plan, Math.max(2, rounds / 2)),
+	];
 	return {
 		cells: cells.map((cell) => ({ ...cell, parselMs: parsel.ms?.[String(cell.kb)] ?? null })),
 		parselNote: parsel.note,
+		pool,
 	};
 }
 
@@ -177,5 +233,21 @@ export function formatExtractRow(row: ExtractBenchRow): string {
 		);
 	}
 	if (row.parselNote) lines.push(row.parselNote);
+	lines.push(
+		"",
+		"page pool: what the fetch loop's thread pays per page, inline against through the worker threads",
+		"page              | inline main CPU ms | pooled main CPU ms | pooled wall ms/page | threads",
+	);
+	for (const cell of row.pool) {
+		lines.push(
+			[
+				cell.label.padEnd(17),
+				cell.inlineMs.toFixed(2).padStart(18),
+				cell.pooledMainMs.toFixed(2).padStart(18),
+				cell.pooledWallMs.toFixed(2).padStart(19),
+				String(cell.threads).padStart(7),
+			].join(" | "),
+		);
+	}
 	return lines.join("\n");
 }
