@@ -44,14 +44,28 @@ export function openStore(path: string): OpenedStore {
 	}
 	mkdirSync(dirname(path), { recursive: true });
 	const db = connect(path, true);
+	let created = false;
 	try {
-		db.exec(`BEGIN; ${STORE_SCHEMA} COMMIT;`);
+		// Shards of one job start together: the first to take the write lock makes the tables, the others
+		// find them made (inside the same lock) and use that store — never one made twice or removed.
+		db.exec("BEGIN IMMEDIATE");
+		const made = db.prepare("SELECT count(*) FROM sqlite_schema WHERE type = 'table' AND name = 'runs'").pluck().get();
+		if (made === 0) {
+			db.exec(STORE_SCHEMA);
+			created = true;
+		}
+		db.exec("COMMIT");
+		if (!created) {
+			const problem = layoutProblem(db);
+			if (problem !== null) throw new Error(`the store another run made ${problem}`);
+		}
 	} catch (error) {
+		if (db.inTransaction) db.exec("ROLLBACK");
 		db.close();
-		removeStore(path);
+		if (created) removeStore(path);
 		throw error;
 	}
-	return { db, unusable, created: true };
+	return { db, unusable, created };
 }
 
 function connect(path: string, create: boolean): Database {
