@@ -65,6 +65,7 @@ export async function benchCrawl(
 			include: [],
 			exclude: [/\/calendar\//],
 			sitemaps: false,
+			robots: "ignore",
 		};
 		const job = { crawl: spec } as unknown as Job;
 		const crawler = createCrawler({

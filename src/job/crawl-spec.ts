@@ -3,6 +3,9 @@ import { z } from "zod";
 /** `crawl:` as the job file writes it (shared/design.md, "Crawl"). */
 export const CRAWL_SCOPES = ["host", "domain", "any"] as const;
 export type CrawlScope = (typeof CRAWL_SCOPES)[number];
+/** `crawl.robots`: whether each crawled host's robots.txt decides which discovered links are followed. */
+export const ROBOTS_POLICIES = ["obey", "ignore"] as const;
+export type RobotsPolicy = (typeof ROBOTS_POLICIES)[number];
 
 export const DEFAULT_CRAWL_MAX_DEPTH = 3;
 export const DEFAULT_CRAWL_MAX_PAGES = 10_000;
@@ -52,6 +55,12 @@ export const crawlSchema = z
 			.describe(
 				"Also seed from each seed host's robots.txt Sitemap: lines and /sitemap.xml (fetched through the service)",
 			),
+		robots: z
+			.enum(ROBOTS_POLICIES)
+			.default("obey")
+			.describe(
+				"obey (default): each crawled host's robots.txt (fetched through the service once per run, its credits counted; group scrapejob, else *) decides which discovered links are followed, and its Crawl-delay raises per_host_delay; listed seeds are always fetched. ignore: robots.txt is not read for links",
+			),
 	})
 	.describe("Follow links from the job's targets and sources (the seeds): each URL fetched at most once per run");
 
@@ -63,6 +72,8 @@ export interface CrawlSpec {
 	include: RegExp[];
 	exclude: RegExp[];
 	sitemaps: boolean;
+	/** `robots`: obey (default) or ignore each host's robots.txt for discovered links. */
+	robots: RobotsPolicy;
 }
 
 export function normalizeCrawl(parsed: z.output<typeof crawlSchema> | undefined): CrawlSpec | undefined {
@@ -74,5 +85,6 @@ export function normalizeCrawl(parsed: z.output<typeof crawlSchema> | undefined)
 		include: parsed.include.map((source) => new RegExp(source)),
 		exclude: parsed.exclude.map((source) => new RegExp(source)),
 		sitemaps: parsed.sitemaps,
+		robots: parsed.robots,
 	};
 }

@@ -160,11 +160,21 @@ export function normalizeSource(
 
 /** SHA-256 of what decides the fetches (see `Job.fingerprint`). */
 /** `crawl:` and `per_host_concurrency`, present only when the job sets them. */
-function crawlOptions(parsed: JobFileOutput): Pick<Job, "crawl" | "perHostConcurrency"> {
+function crawlOptions(parsed: JobFileOutput): Pick<Job, "crawl" | "perHostConcurrency" | "perHostDelayMs"> {
 	const crawl = normalizeCrawl(parsed.crawl);
+	const delayMs = parsed.per_host_delay === undefined ? 0 : (parseDuration(parsed.per_host_delay) ?? 0);
 	return {
 		...(crawl ? { crawl } : {}),
 		...(parsed.per_host_concurrency ? { perHostConcurrency: parsed.per_host_concurrency } : {}),
+		...(delayMs > 0 ? { perHostDelayMs: delayMs } : {}),
+	};
+}
+
+/** `metrics:` (a path, relative to the job file) and `healthcheck:`, present only when the job sets them. */
+function monitoringOptions(parsed: JobFileOutput, dir: string): Pick<Job, "metricsFile" | "healthcheck"> {
+	return {
+		...(parsed.metrics !== undefined ? { metricsFile: resolve(dir, parsed.metrics) } : {}),
+		...(parsed.healthcheck !== undefined ? { healthcheck: parsed.healthcheck } : {}),
 	};
 }
 
@@ -256,6 +266,7 @@ export function normalizeJob(parsed: JobFileOutput, ctx: NormalizeContext): Job 
 		freshnessMs: parseDuration(parsed.freshness) ?? 0,
 		notify: parsed.notify ?? null,
 		...crawlOptions(parsed),
+		...monitoringOptions(parsed, dir),
 		...(discovery.length > 0 ? { discovery } : {}),
 		...(parsed.shard_by === "url" ? { shardBy: "url" as const } : {}),
 	};

@@ -331,6 +331,26 @@ export const jobFileSchema = z
 			.positive()
 			.optional()
 			.describe("Fetches in flight per target host at most (politeness), under the account's concurrency"),
+		per_host_delay: durationSchema
+			.optional()
+			.describe(
+				"Least time between two fetch starts to one target host (politeness, e.g. 500ms or 2s); a crawl's robots.txt Crawl-delay raises it",
+			),
+		metrics: z
+			.string()
+			.min(1)
+			.optional()
+			.describe(
+				"Prometheus text file (node_exporter textfile collector) written atomically every 10 s and at exit; relative to the job file. --metrics wins",
+			),
+		healthcheck: z
+			.string()
+			.regex(/^https?:\/\/\S+$/, { error: "must be an http:// or https:// address" })
+			.optional()
+			.describe(
+				// biome-ignore lint/suspicious/noTemplateCurlyInString: `${VAR}` is the job format's own syntax
+				"Healthchecks.io-style pings: GET URL/start at start, URL on success, URL/fail when the exit code is not 0 (each within 10 s; never changes the exit code; never logged: use ${ENV_VAR}). --healthcheck wins",
+			),
 		page_timeout: durationSchema
 			.refine((value) => (parseDuration(value) ?? 0) > 0, { error: "must be above 0" })
 			.optional()

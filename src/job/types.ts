@@ -115,6 +115,12 @@ export interface Job {
 	discovery?: DiscoverySpec[];
 	/** `per_host_concurrency`: fetches in flight per target host at most. */
 	perHostConcurrency?: number;
+	/** `per_host_delay` in ms: least time between two fetch starts to one target host (absent: none). */
+	perHostDelayMs?: number;
+	/** `metrics:` as an absolute path: the Prometheus text file of the job's runs. */
+	metricsFile?: string;
+	/** `healthcheck:`: the ping URL (a secret: never logged). */
+	healthcheck?: string;
 	/** `freshness` in ms (0: fetch all). */
 	freshnessMs: number;
 	/** Set by `run --shard I/N`: only targets whose URL host hashes to shard `index` are counted and run. */
