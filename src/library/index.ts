@@ -17,6 +17,7 @@ export {
 	type RunServices,
 	type RunStart,
 	runPlannedJob,
+	runSucceeded,
 } from "./run-planned.js";
 export { connectScraper, type ScraperAccessPoint } from "./scraper-access.js";
 export {

@@ -36,6 +36,16 @@ export interface RunJobFileOptions {
 	readonly shard?: string;
 	/** As `--notify URL`: POST the summary there at the end. */
 	readonly notify?: string;
+	/**
+	 * As `--metrics FILE`: the run's metrics in the Prometheus text format, written atomically every 10 s
+	 * and at the end (relative to `cwd`). @default the job's `metrics:`
+	 */
+	readonly metrics?: string;
+	/**
+	 * As `--healthcheck URL`: GET `URL/start` at the start, `URL` on success, `URL/fail` otherwise (each
+	 * within 10 s; never changes the result; never logged). @default the job's `healthcheck:`
+	 */
+	readonly healthcheck?: string;
 	/** As `--grace-period`: how long in-flight fetches may finish after `signal` aborts, ms. @default 30,000 */
 	readonly gracePeriodMs?: number;
 	/**
@@ -117,9 +127,13 @@ export async function runJobFile(path: string, options: RunJobFileOptions = {}):
 				throw new NoScraperAccessError("the account's scraper concurrency is 0; nothing was sent");
 			}
 			const browser = jobUsesBrowser(job) ? await connectBrowser(context, connection) : undefined;
-			const secrets = [connection.config.accountKey, connection.config.scraperKey, scraper.secret, browser?.key].filter(
-				(key): key is string => Boolean(key),
-			);
+			const secrets = [
+				connection.config.accountKey,
+				connection.config.scraperKey,
+				scraper.secret,
+				browser?.key,
+				options.healthcheck ?? job.healthcheck,
+			].filter((key): key is string => Boolean(key));
 			const choices: RunChoices = {
 				outRoot,
 				signal,
@@ -130,6 +144,9 @@ export async function runJobFile(path: string, options: RunJobFileOptions = {}):
 				...(options.force ? { force: true } : {}),
 				...(options.repair ? { repair: true } : {}),
 				...(options.notify !== undefined ? { notifyUrl: options.notify } : {}),
+				...(options.metrics !== undefined ? { metricsFile: resolve(cwd, options.metrics) } : {}),
+				...(options.healthcheck !== undefined ? { healthcheck: options.healthcheck } : {}),
+				env: context.env,
 				...(options.gracePeriodMs !== undefined ? { gracePeriodMs: options.gracePeriodMs } : {}),
 				...(options.logger ? { logger: options.logger } : {}),
 				...(options.onProgress ? { onStart: () => options.onProgress } : {}),

@@ -17,6 +17,10 @@ import {
 } from "../run/index.js";
 import { type LastWords, UsageError } from "../shared/index.js";
 import type { RunBrowserAccess } from "./browser-access.js";
+import { pingHealthcheck } from "./healthcheck.js";
+import { openMetricsFile, previousLastSuccess } from "./metrics-file.js";
+import { otlpMetricsUrl, pushOtlpMetrics } from "./otlp-push.js";
+import { applySnapshot, applySummary, initialMetrics, type RunMetrics } from "./run-metrics.js";
 import type { PlannedRun } from "./run-plan.js";
 
 /** What a run fetches with: learned once per command, shared by every job it runs. */
@@ -62,6 +66,14 @@ export interface RunChoices {
 	readonly notifyUrl?: string;
 	/** A crawl's URL keys held in memory before older ones spill. */
 	readonly crawlKeysInMemory?: number;
+	/** Prometheus text file of the run's metrics, absolute (the job's `metrics:` otherwise). */
+	readonly metricsFile?: string;
+	/** Healthchecks.io-style ping URL (the job's `healthcheck:` otherwise); a secret, never logged. */
+	readonly healthcheck?: string;
+	/** Where `OTEL_EXPORTER_OTLP_ENDPOINT` is read (set: the metrics are also pushed over OTLP/HTTP). @default process.env */
+	readonly env?: NodeJS.ProcessEnv;
+	/** How long one health ping may take, ms. @default 10,000 */
+	readonly healthcheckTimeoutMs?: number;
 	readonly signal: AbortSignal;
 	/** Events (warnings, progress lines for cron). */
 	readonly logger?: Logger;
@@ -72,7 +84,10 @@ export interface RunChoices {
 	 * retry-failed), its survey and concurrency. Returns where progress snapshots go, if anywhere.
 	 */
 	onStart?(start: RunStart): ((snapshot: ProgressSnapshot) => void) | undefined;
-	/** A notify hook that did not hear: said even when quiet (a hook that never hears must not go unnoticed). */
+	/**
+	 * A notify hook or health ping that did not hear, or a metrics file that could not be written: said
+	 * even when quiet (a monitor that never hears must not go unnoticed).
+	 */
 	onNotifyWarning?(message: string): void;
 }
 
@@ -105,14 +120,104 @@ export async function runPlannedJob(
 	services: RunServices,
 	choices: RunChoices,
 ): Promise<PlannedRunOutcome> {
-	// Incremental runs: the job's history decides what is fresh and what failed last time.
-	const history = openJobHistory(jobOutputDir(choices.outRoot, plan.job.name));
-	// A store rebuilt from the run folders (missing, damaged, older layout) says so: nothing is lost.
-	for (const warning of history.warnings) choices.logger?.warn({ job: plan.job.name }, warning);
+	const warn = (message: string) => {
+		if (choices.onNotifyWarning) choices.onNotifyWarning(message);
+		else choices.logger?.warn(message);
+	};
+	const healthcheck = choices.healthcheck ?? plan.job.healthcheck;
+	const ping = async (kind: "start" | "success" | "fail") => {
+		if (healthcheck === undefined) return;
+		const problem = await pingHealthcheck(healthcheck, kind, choices.healthcheckTimeoutMs);
+		if (problem !== null) warn(problem);
+	};
+	await ping("start");
+	const monitor: RunMonitor = { metrics: null, file: null };
+	let outcome: PlannedRunOutcome = null;
 	try {
-		return await runWithHistory(plan, services, choices, history);
+		// Incremental runs: the job's history decides what is fresh and what failed last time.
+		const history = openJobHistory(jobOutputDir(choices.outRoot, plan.job.name));
+		// A store rebuilt from the run folders (missing, damaged, older layout) says so: nothing is lost.
+		for (const warning of history.warnings) choices.logger?.warn({ job: plan.job.name }, warning);
+		try {
+			outcome = await runWithHistory(plan, services, choices, history, monitor, warn);
+		} finally {
+			history.close();
+		}
 	} finally {
-		history.close();
+		// Whatever happened (a throw included), the exit code says whether it succeeded; so do the monitors.
+		const succeeded = outcome !== null && runSucceeded(outcome);
+		await finishMonitors(monitor, outcome, succeeded, choices, warn);
+		await ping(succeeded ? "success" : "fail");
+	}
+	return outcome;
+}
+
+/**
+ * Whether the run ends with exit code 0: it ran to its end (no stop), every target has an ok record,
+ * and the required extract fields are filled enough. The CLI's exit code and the pings read this one rule.
+ */
+export function runSucceeded(result: Pick<RunJobResult, "summary" | "stopReason">): boolean {
+	const { summary } = result;
+	if (result.stopReason !== null || !summary.complete) return false;
+	if ((summary.extract?.below_min_fill.length ?? 0) > 0) return false;
+	return summary.targets.by_status.failed + summary.targets.by_status.skipped === 0;
+}
+
+/** The run's metrics (once the run has started) and the file they are written to. */
+interface RunMonitor {
+	metrics: RunMetrics | null;
+	file: ReturnType<typeof openMetricsFile> | null;
+	path?: string;
+}
+
+function startMonitors(
+	monitor: RunMonitor,
+	job: Job,
+	concurrency: number,
+	choices: RunChoices,
+	warn: (message: string) => void,
+): ((snapshot: ProgressSnapshot) => void) | undefined {
+	const path = choices.metricsFile ?? job.metricsFile;
+	const wantsOtlp = otlpMetricsUrl(choices.env ?? process.env) !== null;
+	if (path === undefined && !wantsOtlp) return undefined;
+	const shard = job.shard ? `${job.shard.index}/${job.shard.count}` : "";
+	// Until this run succeeds, the last success stays the one the file recorded (alerts read its age).
+	const lastSuccess = path === undefined ? 0 : previousLastSuccess(path, job.name, shard);
+	const metrics = initialMetrics(job.name, shard, concurrency, lastSuccess);
+	const startedMs = Date.now();
+	monitor.metrics = metrics;
+	if (path !== undefined) {
+		monitor.path = path;
+		monitor.file = openMetricsFile({
+			path,
+			metrics,
+			warn,
+			refresh: () => {
+				metrics.durationSeconds = (Date.now() - startedMs) / 1000;
+			},
+		});
+	}
+	return (snapshot) => applySnapshot(metrics, snapshot, Date.now() - startedMs);
+}
+
+async function finishMonitors(
+	monitor: RunMonitor,
+	outcome: PlannedRunOutcome,
+	succeeded: boolean,
+	choices: RunChoices,
+	warn: (message: string) => void,
+): Promise<void> {
+	const { metrics } = monitor;
+	if (!metrics) return;
+	if (outcome) applySummary(metrics, outcome.summary);
+	metrics.inflight = 0;
+	if (succeeded) metrics.lastSuccessSeconds = Date.parse(outcome!.summary.finished_at) / 1000;
+	monitor.file?.close();
+	await monitor.file?.write();
+	const url = otlpMetricsUrl(choices.env ?? process.env);
+	if (url !== null) {
+		const problem = await pushOtlpMetrics(url, metrics);
+		if (problem !== null) warn(problem);
 	}
 }
 
@@ -121,6 +226,8 @@ async function runWithHistory(
 	services: RunServices,
 	choices: RunChoices,
 	history: JobHistory,
+	monitor: RunMonitor,
+	warn: (message: string) => void,
 ): Promise<PlannedRunOutcome> {
 	const { job, counts } = await selectTargets(plan, history, choices);
 	const wanted = choices.concurrency ?? (job.concurrency === "auto" ? null : job.concurrency);
@@ -138,7 +245,16 @@ async function runWithHistory(
 	const retrying = choices.retryFailed !== undefined && choices.retryFailed !== false;
 	if (retrying && survey.total === 0 && !job.crawl) return { skipped: "nothing_to_retry", job };
 	const runDir = plan.resumeDir ?? join(jobOutputDir(choices.outRoot, job.name), plan.runId);
-	const onProgress = choices.onStart?.({ job, survey, concurrency, adaptive: limits.adaptive, runDir });
+	const shown = choices.onStart?.({ job, survey, concurrency, adaptive: limits.adaptive, runDir });
+	const measured = startMonitors(monitor, job, concurrency, choices, warn);
+	const onProgress =
+		shown && measured
+			? (snapshot: ProgressSnapshot) => {
+					measured(snapshot);
+					shown(snapshot);
+				}
+			: (shown ?? measured);
+	const healthcheck = choices.healthcheck ?? job.healthcheck;
 	const result = await runJob({
 		...(choices.lastWords ? { lastWords: choices.lastWords } : {}),
 		job,
@@ -157,7 +273,8 @@ async function runWithHistory(
 		...(choices.taskPollMs !== undefined
 			? { taskPoll: { initialIntervalMs: choices.taskPollMs, maxIntervalMs: choices.taskPollMs * 10 } }
 			: {}),
-		secrets: services.secrets,
+		// The ping URL is a secret like the keys: scrubbed from run.log should anything quote it.
+		secrets: healthcheck === undefined ? services.secrets : [...services.secrets, healthcheck],
 		history,
 		...(choices.outageTimeoutMs !== undefined ? { outageTimeoutMs: choices.outageTimeoutMs } : {}),
 		...(services.browser && jobUsesBrowser(job) ? { browser: services.browser } : {}),
@@ -167,12 +284,7 @@ async function runWithHistory(
 	});
 	const notify = choices.notifyUrl ? { ...job.notify, url: choices.notifyUrl } : job.notify;
 	if (notify) {
-		await notifyRunEnd(notify, result.summary, result.runDir, {
-			warn: (message) => {
-				if (choices.onNotifyWarning) choices.onNotifyWarning(message);
-				else choices.logger?.warn(message);
-			},
-		});
+		await notifyRunEnd(notify, result.summary, result.runDir, { warn });
 	}
 	return { ...result, job };
 }

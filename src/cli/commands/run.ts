@@ -25,6 +25,7 @@ import {
 	type RunServices,
 	releasePlannedRuns,
 	runPlannedJob,
+	runSucceeded,
 } from "../../library/index.js";
 import { csvColumnsFor, formatSummary } from "../../output/index.js";
 import { checkCost, type ProgressSnapshot, surveyTargets } from "../../run/index.js";
@@ -70,6 +71,8 @@ interface RunFlags extends ServiceFlags {
 	repair?: boolean;
 	retryFailed?: boolean | string;
 	shard?: string;
+	metrics?: string;
+	healthcheck?: string;
 }
 
 function positiveInt(name: string) {
@@ -81,8 +84,10 @@ function positiveInt(name: string) {
 	};
 }
 
-/** `--notify`: an http(s) address, checked before anything is sent (the job key's own rule). */
-function webhookUrl(value: string): string {
+/** `--notify`, `--healthcheck`: an http(s) address, checked before anything is sent (the job key's own rule). */
+const webhookUrl = (value: string): string => httpUrl("--notify", value);
+
+function httpUrl(name: string, value: string): string {
 	let parsed: URL | null = null;
 	try {
 		parsed = new URL(value);
@@ -90,7 +95,7 @@ function webhookUrl(value: string): string {
 		// reported below
 	}
 	if (!parsed || (parsed.protocol !== "https:" && parsed.protocol !== "http:"))
-		throw new InvalidArgumentError("--notify must be an http:// or https:// address");
+		throw new InvalidArgumentError(`${name} must be an http:// or https:// address`);
 	return value;
 }
 
@@ -164,6 +169,15 @@ export function registerRunCommand(program: Command, ctx: CliContext): void {
 		.option(
 			"--shard <I/N>",
 			"run only shard I of N (1-based; auto/N reads JOB_COMPLETION_INDEX or AWS_BATCH_JOB_ARRAY_INDEX, 0-based): the targets whose URL host hashes to it; run folder <run-id>-shard-I-of-N",
+		)
+		.option(
+			"--metrics <file>",
+			"write the run's metrics to FILE in the Prometheus text format (node_exporter textfile collector), every 10 s and at exit (job key metrics)",
+		)
+		.option(
+			"--healthcheck <url>",
+			"ping URL/start at the start, URL on success, URL/fail otherwise (Healthchecks.io); never changes the exit code, never logged (job key healthcheck)",
+			(value: string) => httpUrl("--healthcheck", value),
 		)
 		.option("--task-poll-ms <ms>", "first wait between task status polls (grows to 10x)", positiveInt("--task-poll-ms"))
 		.option("-q, --quiet", "no progress bar and no log lines on stderr; only the final summary")
@@ -290,7 +304,9 @@ async function runCommand(ctx: CliContext, paths: string[], flags: RunFlags): Pr
 		connection ??= await connectService(ctx, flags);
 		const { config } = connection;
 		if (!config.accountKey && !config.scraperKey) throw noKeyError();
-		const secrets = [config.accountKey, config.scraperKey].filter((key): key is string => Boolean(key));
+		// Health ping URLs are secrets like the keys (anyone holding one can ping).
+		const pings = [flags.healthcheck, ...jobs.map(({ job }) => job.healthcheck)];
+		const secrets = [config.accountKey, config.scraperKey, ...pings].filter((key): key is string => Boolean(key));
 
 		const scraper = await connectScraper(ctx, connection);
 		secrets.push(scraper.secret);
@@ -454,6 +470,9 @@ async function runOne(
 			...(flags.taskPollMs !== undefined ? { taskPollMs: flags.taskPollMs } : {}),
 			...(flags.outageTimeout !== undefined ? { outageTimeoutMs: flags.outageTimeout } : {}),
 			...(flags.notify !== undefined ? { notifyUrl: flags.notify } : {}),
+			...(flags.metrics !== undefined ? { metricsFile: resolve(ctx.cwd, flags.metrics) } : {}),
+			...(flags.healthcheck !== undefined ? { healthcheck: flags.healthcheck } : {}),
+			env: ctx.env,
 			...crawlKeysInMemory(ctx.env),
 			// Said even with --quiet: a cron run is quiet, and a hook that never hears must not go unnoticed.
 			onNotifyWarning: (message) => writeLine(ctx.stderr, `scrapejob: ${message}`),
@@ -543,10 +562,8 @@ async function runOne(
 			throw new Error(`unhandled stop reason ${String(unreachable)}`);
 		}
 	}
-	if (!summary.complete) return EXIT.someTargetsFailed;
-	// A required extract field filled below `extract_checks.min_fill`: the data is not what was asked for.
-	if ((summary.extract?.below_min_fill.length ?? 0) > 0) return EXIT.someTargetsFailed;
-	return summary.targets.by_status.failed + summary.targets.by_status.skipped > 0 ? EXIT.someTargetsFailed : EXIT.ok;
+	// Incomplete, a failed or skipped target, or a required extract field filled below `min_fill`.
+	return runSucceeded(outcome) ? EXIT.ok : EXIT.someTargetsFailed;
 }
 
 /** SCRAPEJOB_CRAWL_KEYS_IN_MEMORY: a crawl's URL keys held in memory before older ones spill to disk. */

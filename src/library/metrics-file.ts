@@ -1,0 +1,173 @@
+import { mkdirSync, readFileSync, renameSync, rmSync, writeFileSync } from "node:fs";
+import { dirname } from "node:path";
+import { errorMessage, lazyModule } from "../shared/index.js";
+import { initialMetrics, METRIC_SPECS, type RunMetrics } from "./run-metrics.js";
+
+/** The exposition format's writer, loaded only by runs that write metrics. */
+const promClient = lazyModule<typeof import("prom-client")>("prom-client");
+
+/** How often the file is written while the run goes on (and once more at its end). */
+export const METRICS_INTERVAL_MS = 10_000;
+
+export interface MetricsFileOptions {
+	/** The `.prom` file (node_exporter's textfile collector reads `*.prom` in its folder). */
+	readonly path: string;
+	readonly metrics: RunMetrics;
+	/** A write that failed (full disk, no folder): said, never fatal to the run. */
+	readonly warn: (message: string) => void;
+	/** @default METRICS_INTERVAL_MS */
+	readonly intervalMs?: number;
+	/** Called before each timed write, to bring the figures up to date (duration). */
+	readonly refresh?: () => void;
+}
+
+export interface MetricsFile {
+	/** Write the figures now (writes are made one after the other: the last one called wins). */
+	write(): Promise<void>;
+	/** Stop the timer (the caller writes the last figures first). */
+	close(): void;
+}
+
+type Series = Map<string, RunMetrics>;
+const seriesKey = (metrics: Pick<RunMetrics, "job" | "shard">) => JSON.stringify([metrics.job, metrics.shard]);
+
+/**
+ * `--metrics FILE`: the Prometheus text format, written atomically (a temp file renamed over it, so the
+ * collector never reads half a file) now, every `intervalMs`, and when the caller says. Series of other
+ * jobs or shards already in the file are kept (several jobs may share one file), and so is this job's
+ * `scrapejob_run_last_success_timestamp_seconds` until a run succeeds again.
+ */
+export function openMetricsFile(options: MetricsFileOptions): MetricsFile {
+	const others = readSeries(options.path);
+	others.delete(seriesKey(options.metrics));
+	let failed = false;
+	let chain = Promise.resolve();
+	const writeNow = async () => {
+		try {
+			const text = await renderMetrics([...others.values(), options.metrics]);
+			mkdirSync(dirname(options.path), { recursive: true });
+			const temporary = `${options.path}.tmp-${process.pid}`;
+			writeFileSync(temporary, text);
+			renameSync(temporary, options.path);
+			failed = false;
+		} catch (error) {
+			// Said once per failing streak: a full disk must not flood the log every 10 s.
+			if (!failed) options.warn(`metrics: could not write ${options.path}: ${errorMessage(error)}`);
+			failed = true;
+			rmSync(`${options.path}.tmp-${process.pid}`, { force: true });
+		}
+	};
+	const write = () => {
+		chain = chain.then(writeNow);
+		return chain;
+	};
+	void write();
+	const timer = setInterval(() => {
+		options.refresh?.();
+		void write();
+	}, options.intervalMs ?? METRICS_INTERVAL_MS);
+	timer.unref();
+	return { write, close: () => clearInterval(timer) };
+}
+
+/** The last success a previous metrics file recorded for this job and shard (0: none, or no file). */
+export function previousLastSuccess(path: string, job: string, shard: string): number {
+	return readSeries(path).get(seriesKey({ job, shard }))?.lastSuccessSeconds ?? 0;
+}
+
+/** The metrics as Prometheus text, through prom-client (one registry per write: the figures are the run's, set whole). */
+export async function renderMetrics(all: readonly RunMetrics[]): Promise<string> {
+	const { Registry, Gauge, Counter } = promClient();
+	const registry = new Registry();
+	for (const spec of METRIC_SPECS) {
+		const labelNames = ["job", "shard", ...(spec.label ? [spec.label.name] : [])];
+		const metric =
+			spec.type === "gauge"
+				? new Gauge({ name: spec.name, help: spec.help, labelNames, registers: [registry] })
+				: new Counter({ name: spec.name, help: spec.help, labelNames, registers: [registry] });
+		for (const metrics of all) {
+			const values = spec.label ? spec.label.values : [undefined];
+			for (const value of values) {
+				const labels: Record<string, string> = { job: metrics.job, shard: metrics.shard };
+				if (spec.label && value !== undefined) labels[spec.label.name] = value;
+				const figure = spec.read(metrics, value);
+				if (metric instanceof Gauge) metric.set(labels, figure);
+				else metric.inc(labels, figure);
+			}
+		}
+	}
+	return await registry.metrics();
+}
+
+/**
+ * The series of a file this module wrote before, read back into the model (per job and shard). A line
+ * that is not one of the contract's samples is passed over: the file is read as hostile.
+ */
+function readSeries(path: string): Series {
+	const series: Series = new Map();
+	let text: string;
+	try {
+		text = readFileSync(path, "utf8");
+	} catch {
+		return series;
+	}
+	const specs = new Map(METRIC_SPECS.map((spec) => [spec.name, spec]));
+	for (const line of text.split("\n")) {
+		const sample = /^([a-zA-Z_:][\w:]*)\{(.*)\}\s+(\S+)\s*$/.exec(line);
+		if (!sample) continue;
+		const spec = specs.get(sample[1]!);
+		const value = Number(sample[3]);
+		if (!spec || !Number.isFinite(value)) continue;
+		const labels = new Map<string, string>();
+		for (const match of sample[2]!.matchAll(/(\w+)="((?:[^"\\]|\\.)*)"/g)) {
+			labels.set(
+				match[1]!,
+				match[2]!.replace(/\\(.)/g, (_, char: string) => (char === "n" ? "\n" : char)),
+			);
+		}
+		const job = labels.get("job");
+		const shard = labels.get("shard") ?? "";
+		if (job === undefined) continue;
+		const key = seriesKey({ job, shard });
+		let metrics = series.get(key);
+		if (!metrics) {
+			metrics = initialMetrics(job, shard, 0, 0);
+			series.set(key, metrics);
+		}
+		setFigure(metrics, spec.name, spec.label ? labels.get(spec.label.name) : undefined, value);
+	}
+	return series;
+}
+
+function setFigure(metrics: RunMetrics, name: string, label: string | undefined, value: number): void {
+	switch (name) {
+		case "scrapejob_run_last_success_timestamp_seconds":
+			metrics.lastSuccessSeconds = value;
+			return;
+		case "scrapejob_run_duration_seconds":
+			metrics.durationSeconds = value;
+			return;
+		case "scrapejob_retries_total":
+			metrics.retries = value;
+			return;
+		case "scrapejob_credits_used_total":
+			metrics.creditsUsed = value;
+			return;
+		case "scrapejob_inflight":
+			metrics.inflight = value;
+			return;
+		case "scrapejob_concurrency_limit":
+			metrics.concurrencyLimit = value;
+			return;
+	}
+	if (label === undefined) return;
+	const into: Record<string, number> | undefined =
+		name === "scrapejob_targets_total"
+			? metrics.targets
+			: name === "scrapejob_requests_total"
+				? metrics.requests
+				: name === "scrapejob_changes_total"
+					? metrics.changes
+					: undefined;
+	if (into && label in into) into[label] = value;
+}

@@ -1,0 +1,75 @@
+import { errorMessage } from "../shared/index.js";
+import { METRIC_SPECS, type RunMetrics } from "./run-metrics.js";
+
+/** How long the push may take at the run's end: the exit waits no longer for a collector. */
+export const OTLP_PUSH_TIMEOUT_MS = 10_000;
+
+/**
+ * Where OTLP/HTTP metrics go: `OTEL_EXPORTER_OTLP_METRICS_ENDPOINT` as given, else
+ * `OTEL_EXPORTER_OTLP_ENDPOINT` + `/v1/metrics` (the OpenTelemetry specification's rule); null: no push.
+ */
+export function otlpMetricsUrl(env: NodeJS.ProcessEnv): string | null {
+	const metrics = env.OTEL_EXPORTER_OTLP_METRICS_ENDPOINT?.trim();
+	if (metrics) return metrics;
+	const base = env.OTEL_EXPORTER_OTLP_ENDPOINT?.trim();
+	if (!base) return null;
+	return `${base.replace(/\/+$/, "")}/v1/metrics`;
+}
+
+/**
+ * The run's metrics pushed once over OTLP/HTTP (JSON) when it ends: the same names, labels (as
+ * attributes) and figures as the Prometheus file. The OpenTelemetry SDK is imported only here, only
+ * when a push is asked for. Never throws: returns what went wrong, or null.
+ */
+export async function pushOtlpMetrics(
+	url: string,
+	metrics: RunMetrics,
+	timeoutMs: number = OTLP_PUSH_TIMEOUT_MS,
+): Promise<string | null> {
+	try {
+		const [{ MeterProvider, PeriodicExportingMetricReader }, { OTLPMetricExporter }, { resourceFromAttributes }] =
+			await Promise.all([
+				import("@opentelemetry/sdk-metrics"),
+				import("@opentelemetry/exporter-metrics-otlp-http"),
+				import("@opentelemetry/resources"),
+			]);
+		const exporter = new OTLPMetricExporter({ url, timeoutMillis: timeoutMs });
+		const reader = new PeriodicExportingMetricReader({
+			exporter,
+			// Pushed once, by forceFlush below: the interval never fires in a run's lifetime.
+			exportIntervalMillis: 2_147_483_647,
+			exportTimeoutMillis: timeoutMs,
+		});
+		const provider = new MeterProvider({
+			resource: resourceFromAttributes({ "service.name": "scrapejob" }),
+			readers: [reader],
+		});
+		const meter = provider.getMeter("scrapejob");
+		for (const spec of METRIC_SPECS) {
+			const instrument =
+				spec.type === "gauge"
+					? meter.createObservableGauge(spec.name, { description: spec.help })
+					: meter.createObservableCounter(spec.name, { description: spec.help });
+			instrument.addCallback((result) => {
+				for (const value of spec.label ? spec.label.values : [undefined]) {
+					const attributes: Record<string, string> = { job: metrics.job, shard: metrics.shard };
+					if (spec.label && value !== undefined) attributes[spec.label.name] = value;
+					result.observe(spec.read(metrics, value), attributes);
+				}
+			});
+		}
+		let timer: NodeJS.Timeout | undefined;
+		const deadline = new Promise<never>((_, reject) => {
+			timer = setTimeout(() => reject(new Error(`no answer within ${timeoutMs / 1000} s`)), timeoutMs);
+		});
+		try {
+			await Promise.race([provider.forceFlush(), deadline]);
+		} finally {
+			clearTimeout(timer);
+			void provider.shutdown().catch(() => undefined);
+		}
+		return null;
+	} catch (error) {
+		return `OTLP metrics push failed: ${errorMessage(error)}`;
+	}
+}
