@@ -5,6 +5,7 @@ import { createUrlKeys, type UrlKeys } from "../shared/index.js";
 import { FRONTIER_FILE, type FrontierEntry, type FrontierFile, openFrontierFile } from "./frontier-file.js";
 import { createLinkScope } from "./link-scope.js";
 import { normalizeUrl, withSeedCredentials } from "./normalize-url.js";
+import { createRobots, ROBOTS_PAID } from "./robots.js";
 import type { ShardInbox } from "./shard-inbox.js";
 import { createSitemapReader, type SitemapFetch } from "./sitemaps.js";
 
@@ -16,8 +17,10 @@ export interface CrawlSummary {
 	discovered: number;
 	max_depth: number;
 	max_pages: number;
-	/** Credits the robots.txt and sitemap fetches cost (`sitemaps: true`), every session included. */
+	/** Credits the robots.txt and sitemap fetches cost (`sitemaps: true`, `robots: obey`), every session included. */
 	sitemap_credits: number;
+	/** `robots: obey`: discovered links not followed because their host's robots.txt disallows them. */
+	robots_disallowed: number;
 	/** `freshness:`: fresh pages whose links were read from their stored page (not fetched, no record). */
 	fresh: number;
 	/** `freshness:`: fresh pages fetched again (paid, with a record) only to follow their links: none was stored. */
@@ -35,7 +38,7 @@ export interface CrawlerOptions {
 	/** Resolves when no fetch is queued or in flight: the crawl goes a level deeper only then. */
 	readonly idle: () => Promise<void>;
 	readonly isStopping: () => boolean;
-	/** Fetch a robots.txt or sitemap through the service with a seed's options (`crawl.sitemaps`). */
+	/** Fetch a robots.txt or sitemap through the service with a seed's options (`crawl.sitemaps`, `crawl.robots`). */
 	readonly fetchSitemap?: SitemapFetch;
 	/** URL keys held in memory before older ones spill to disk (url-keys.ts). @default 1,000,000 */
 	readonly keysInMemory?: number;
@@ -71,6 +74,8 @@ export interface Crawler {
 	 */
 	pageFetched(target: Target, links: readonly string[] | null, finalUrl?: string): void;
 	summary(): CrawlSummary;
+	/** `robots: obey`: the `Crawl-delay` of `host`'s robots.txt in ms (0: none, or not read yet). */
+	crawlDelayMs(host: string): number;
 	sync(): void;
 	close(): void;
 }
@@ -82,6 +87,8 @@ interface Profile {
 }
 
 const BATCH = 256;
+
+const sameOrigin = (seed: Target, url: URL) => URL.canParse(seed.url) && new URL(seed.url).origin === url.origin;
 
 /**
  * Breadth-first crawl over a journalled frontier. One set of 64-bit URL keys (url-keys.ts): seen
@@ -148,7 +155,25 @@ export function createCrawler(options: CrawlerOptions): Crawler {
 		return url;
 	};
 
+	/** `robots: obey`: each crawled origin's robots.txt decides which discovered links are followed. */
+	const robots =
+		spec.robots === "obey" && options.fetchSitemap
+			? createRobots({
+					runDir: options.runDir,
+					fetch: options.fetchSitemap,
+					append: (entries) => frontier.append(entries),
+				})
+			: null;
+	let robotsDisallowed = 0;
+
 	const sitemaps = createSitemapReader({
+		// The robots.txt read for the rules is the one read for `Sitemap:` lines: paid once.
+		...(robots
+			? {
+					robotsFile: async (origin: string, seed: Target, profile: string) =>
+						(await robots.load(origin, seed, profile)) ? robots.bodyPath(origin) : ("stopped" as const),
+				}
+			: {}),
 		runDir: options.runDir,
 		fetch: options.fetchSitemap ?? (async () => ({ kind: "stopped" })),
 		append: (entries) => frontier.append(entries),
@@ -169,7 +194,8 @@ export function createCrawler(options: CrawlerOptions): Crawler {
 		try {
 			for (let entry = reader.next(); entry !== null; entry = reader.next()) {
 				if (entry.d < 0) {
-					sitemaps.remember(entry);
+					if (entry.d === ROBOTS_PAID) robots?.remember(entry);
+					else sitemaps.remember(entry);
 					continue;
 				}
 				const key = urlKey(entry.u);
@@ -187,6 +213,8 @@ export function createCrawler(options: CrawlerOptions): Crawler {
 			const out: Target[] = [];
 			/** Origins first seen in this batch, with their first seed (whose options fetch the sitemaps). */
 			const newOrigins: Target[] = [];
+			/** Origins whose robots.txt is to be read before their seeds go out (its Crawl-delay paces them). */
+			const robotsOrigins: Target[] = [];
 			for (const seed of batch) {
 				const url = normalizeUrl(seed.url);
 				const k = profileOf(seed);
@@ -194,6 +222,9 @@ export function createCrawler(options: CrawlerOptions): Crawler {
 				if (url !== null) {
 					const parsed = new URL(url);
 					scope.addSeed(parsed);
+					if (robots && mine(url) && robots.allows(url) === null && !robotsOrigins.some((t) => sameOrigin(t, parsed))) {
+						robotsOrigins.push(seed);
+					}
 					if (spec.sitemaps && mine(url) && !seedOrigins.has(parsed.origin)) {
 						seedOrigins.add(parsed.origin);
 						newOrigins.push(seed);
@@ -208,6 +239,10 @@ export function createCrawler(options: CrawlerOptions): Crawler {
 			}
 			// Sitemaps before the seeds that lead to them are fetched: a page they list is depth 0
 			// whatever the timing (no seed's link can have journalled it at depth 1 first).
+			for (const seed of robotsOrigins) {
+				const origin = new URL(normalizeUrl(seed.url)!).origin;
+				if (!(await robots!.load(origin, seed, seed.crawl?.profile ?? profileOf(seed)))) return;
+			}
 			if (!(await readSitemaps(newOrigins))) return;
 			if (out.length > 0) yield out;
 		}
@@ -216,7 +251,7 @@ export function createCrawler(options: CrawlerOptions): Crawler {
 		let out: Target[] = [];
 		for (;;) {
 			if (options.isStopping()) return;
-			const entry = frontier.next();
+			let entry = frontier.next();
 			if (entry === null || entry.d > level) {
 				if (out.length > 0) yield out;
 				out = [];
@@ -225,19 +260,22 @@ export function createCrawler(options: CrawlerOptions): Crawler {
 				if (options.isStopping()) return;
 				absorbInbox();
 				if (entry === null) {
-					let more = frontier.next();
+					entry = frontier.next();
 					// Out of work: a sharded crawl waits for links from the others until the layout is out of work too.
-					while (more === null) {
+					while (entry === null) {
 						if (!(await awaitInbox())) return;
-						more = frontier.next();
+						entry = frontier.next();
 					}
-					level = more.d;
-					take(more);
-				} else {
-					level = entry.d;
-					take(entry);
 				}
-			} else take(entry);
+				level = entry.d;
+			}
+			// A link to an origin whose robots.txt is not read yet: read first (once per origin per run).
+			if (robots && entry.d >= 0) {
+				const seed = profiles.get(entry.k)?.seed;
+				if (seed && robots.allows(entry.u) === null && !(await robots.load(new URL(entry.u).origin, seed, entry.k)))
+					return;
+			}
+			take(entry);
 			if (stoppedBy) {
 				if (out.length > 0) yield out;
 				return;
@@ -261,6 +299,11 @@ export function createCrawler(options: CrawlerOptions): Crawler {
 				return;
 			}
 			urls.claim(key.high, key.low);
+			// Journalled as discovered, refused by its host's robots.txt: counted, never fetched.
+			if (robots && robots.allows(entry.u) === false) {
+				robotsDisallowed += 1;
+				return;
+			}
 			if (handOut(target)) out.push(target);
 		}
 	}
@@ -370,11 +413,13 @@ export function createCrawler(options: CrawlerOptions): Crawler {
 			discovered: urls.size,
 			max_depth: spec.maxDepth,
 			max_pages: spec.maxPages,
-			sitemap_credits: sitemaps.credits,
+			sitemap_credits: sitemaps.credits + (robots?.credits ?? 0),
+			robots_disallowed: robotsDisallowed,
 			fresh,
 			refetched_for_links: refetched,
 			stopped_by: stoppedBy ?? (sitemapsCut ? "max_pages" : null),
 		}),
+		crawlDelayMs: (host) => robots?.crawlDelayMs(host) ?? 0,
 		sync: () => frontier.sync(),
 		close: () => {
 			options.handOff?.inbox.close();

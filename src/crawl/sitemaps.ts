@@ -46,6 +46,11 @@ export interface SitemapReaderOptions {
 	readonly isStopping: () => boolean;
 	/** False once the crawl knows `max_pages` URLs: further sitemap files are left for a resume. */
 	readonly hasRoom: () => boolean;
+	/**
+	 * `robots: obey`: the origin's robots.txt as the robots rules fetched it (path of its body, null: none),
+	 * so it is paid once; "stopped" when it could not be fetched. Without it, robots.txt is fetched here.
+	 */
+	readonly robotsFile?: (origin: string, seed: Target, profile: string) => Promise<string | null | "stopped">;
 }
 
 /** How reading an origin's sitemaps ended. */
@@ -147,7 +152,7 @@ export function createSitemapReader(options: SitemapReaderOptions): SitemapReade
 			if (originsRead.has(origin)) return "read";
 			const robots = `${origin}/robots.txt`;
 			if (!read.has(robots)) {
-				const done = await readDocument(robots, seed, profile, async (path) => {
+				const consume = async (path: string | null) => {
 					const listed = path === null ? [] : await readRobotsSitemaps(path);
 					const out: FrontierEntry[] = [];
 					for (const href of listed) enqueue(origin, href, profile, out);
@@ -155,8 +160,18 @@ export function createSitemapReader(options: SitemapReaderOptions): SitemapReade
 					if (out.length === 0 && !queued.get(origin)?.length) enqueue(origin, `${origin}/sitemap.xml`, profile, out);
 					options.append(out);
 					return null;
-				});
-				if (done !== "read") return done;
+				};
+				if (options.robotsFile) {
+					// Fetched (and kept) by the robots rules: read here, marked read, never fetched twice.
+					const path = await options.robotsFile(origin, seed, profile);
+					if (path === "stopped") return "stopped";
+					await consume(path);
+					options.append([{ u: robots, d: -1, p: null, k: profile }]);
+					read.add(robots);
+				} else {
+					const done = await readDocument(robots, seed, profile, consume);
+					if (done !== "read") return done;
+				}
 			}
 			const files = queued.get(origin) ?? [];
 			// The queue grows while an index is read: its files are read after the ones before them.

@@ -36,8 +36,10 @@ export interface RunSummary {
 		discovered: number;
 		max_depth: number;
 		max_pages: number;
-		/** Credits the robots.txt and sitemap fetches cost (`sitemaps: true`); included in `credits.used`. */
+		/** Credits the robots.txt and sitemap fetches cost (`sitemaps: true`, `robots: obey`); included in `credits.used`. */
 		sitemap_credits: number;
+		/** `robots: obey`: discovered links not followed because their host's robots.txt disallows them. */
+		robots_disallowed?: number;
 		/** `freshness:`: fresh pages whose links were read from their stored page (counted in `targets.fresh` too). */
 		fresh: number;
 		/** `freshness:`: fresh pages fetched again, only to follow their links (no stored page): paid, with a record. */
@@ -153,7 +155,7 @@ export function formatSummary(
 		const crawl = summary.crawl;
 		rows.push([
 			"crawl",
-			`${plural(crawl.pages, "page")}, ${plural(crawl.discovered, "URL")} discovered (max_depth ${crawl.max_depth}, max_pages ${crawl.max_pages})${crawl.sitemap_credits > 0 ? `; robots.txt and sitemaps: ${plural(crawl.sitemap_credits, "credit")}` : ""}`,
+			`${plural(crawl.pages, "page")}, ${plural(crawl.discovered, "URL")} discovered (max_depth ${crawl.max_depth}, max_pages ${crawl.max_pages})${crawl.sitemap_credits > 0 ? `; robots.txt and sitemaps: ${plural(crawl.sitemap_credits, "credit")}` : ""}${crawl.robots_disallowed ? `; ${plural(crawl.robots_disallowed, "link")} disallowed by robots.txt` : ""}`,
 		]);
 	}
 	if (summary.extract) rows.push(...extractRows(summary.extract));

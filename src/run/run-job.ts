@@ -41,7 +41,7 @@ import { addDiscoverySummary, type DiscoveredTargets, discoverTargets, withDisco
 import { addExtraction, createRunFillStats, isHtmlResult, pageWorkOf } from "./extract-record.js";
 import { createFetchQueue } from "./fetch-queue.js";
 import { type FetchResult, type FetchTargetDeps, fetchTarget } from "./fetch-target.js";
-import { createHostGate } from "./host-gate.js";
+import { createHostGate, type HostGate } from "./host-gate.js";
 import { lockJobOutput, warnIfTookOver } from "./job-lock.js";
 import { openJournal } from "./journal.js";
 import { openRun } from "./open-run.js";
@@ -270,11 +270,20 @@ export async function runJob(options: RunJobOptions): Promise<RunJobResult> {
 			// A task that throws is a bug: the run ends with it as an internal error.
 			onError: (error) => failures.push(error),
 		});
+		// Targets parked for a host's politeness (host-gate.ts) wait outside the queue: idle is both empty.
+		let hosts: HostGate | null = null;
+		const idle = async () => {
+			for (;;) {
+				await queue.onIdle();
+				if (hosts === null || hosts.parked === 0) return;
+				await hosts.parkedBelow(hosts.parked);
+			}
+		};
 		const crawler = crawlerFor(
 			job,
 			runDir,
 			prior?.done ?? null,
-			queue,
+			{ onIdle: idle },
 			() => stopReason !== null,
 			serviceSitemapFetch({
 				fetch: (id, params, spill) => fetchTarget(id, params, fetchDeps, null, spill),
@@ -782,7 +791,15 @@ export async function runJob(options: RunJobOptions): Promise<RunJobResult> {
 		const removeLastWord = options.lastWords?.add(lastWord) ?? (() => undefined);
 
 		// --- feed the queue with back-pressure: never more than a few targets per slot waiting -------------
-		const hosts = job.perHostConcurrency ? createHostGate(job.perHostConcurrency, queue.add) : null;
+		// per_host_concurrency, per_host_delay, and a crawl's robots.txt Crawl-delay: one gate per run.
+		if (job.perHostConcurrency || job.perHostDelayMs || job.crawl?.robots === "obey") {
+			hosts = createHostGate(queue.add, {
+				...(job.perHostConcurrency ? { limit: job.perHostConcurrency } : {}),
+				delayOf: (host) => Math.max(job.perHostDelayMs ?? 0, crawler?.crawlDelayMs(host) ?? 0),
+				clock,
+				sleep,
+			});
+		}
 		/** Targets parked for a busy host at most (then the feeder waits): memory stays bounded on a one-host crawl. */
 		const parkLimit = Math.max(1024, options.concurrency * 8);
 		let discovered: DiscoveredTargets | null = null;
@@ -825,7 +842,7 @@ export async function runJob(options: RunJobOptions): Promise<RunJobResult> {
 		} finally {
 			feedKeys.close();
 		}
-		await queue.onIdle();
+		await idle();
 		outage.close();
 		peers?.close();
 		if (feedError !== null && stopReason === null) stopReason = "invalid_source";

@@ -63,6 +63,8 @@ function job(origin: string, maxPages: number): string {
 		"output: {content: none}",
 		"crawl:",
 		"  max_depth: 3",
+		// robots.txt is not what this test counts (robots.test.ts is).
+		"  robots: ignore",
 		`  max_pages: ${maxPages}`,
 		"targets:",
 		`  - ${origin}/start`,

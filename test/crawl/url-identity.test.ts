@@ -51,7 +51,8 @@ function crawlYaml(seed: string): string {
 		"name: ids",
 		"defaults: {mode: request}",
 		"output: {content: files, formats: [jsonl, csv]}",
-		"crawl: {max_depth: 2, max_pages: 100}",
+		// robots.txt is not what this test counts (robots.test.ts is).
+		"crawl: {max_depth: 2, max_pages: 100, robots: ignore}",
 		`targets: [${JSON.stringify(seed)}]`,
 		"",
 	].join("\n");

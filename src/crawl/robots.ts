@@ -1,0 +1,122 @@
+import { hash } from "node:crypto";
+import { existsSync, mkdirSync, readFileSync, rmSync } from "node:fs";
+import { join } from "node:path";
+import type { Target } from "../job/index.js";
+import { lazyModule } from "../shared/index.js";
+import type { FrontierEntry } from "./frontier-file.js";
+import { withSeedCredentials } from "./normalize-url.js";
+import type { SitemapFetch } from "./sitemaps.js";
+
+interface RobotsRules {
+	isAllowed(url: string, ua?: string): boolean | undefined;
+	getCrawlDelay(ua?: string): number | undefined;
+}
+
+/** robots-parser (RFC 9309 matching: longest rule wins, Allow on a tie, `*` and `$`), loaded by crawls that obey. */
+const robotsParser = lazyModule<(url: string, contents: string) => RobotsRules>("robots-parser");
+
+/** The group a robots.txt names for scrapejob; without one, its `*` group applies. */
+export const ROBOTS_USER_AGENT = "scrapejob";
+
+/** The folder in the run folder where each host's robots.txt is kept for the run (a resume reads it, unpaid). */
+export const ROBOTS_DIR = "robots";
+
+/** The frontier line of a robots.txt paid for (`c`: its credits); its body is in `robots/`. */
+export const ROBOTS_PAID = -5;
+
+export interface RobotsOptions {
+	readonly runDir: string;
+	readonly fetch: SitemapFetch;
+	readonly append: (entries: readonly FrontierEntry[]) => void;
+}
+
+/**
+ * `crawl.robots: obey`: each crawled origin's robots.txt, fetched through the service once per run (its
+ * credits counted, journalled so a resume neither pays again nor forgets it) and kept in memory as rules.
+ * A robots.txt that is missing or failed allows everything. `Crawl-delay` (seconds) is read per host.
+ */
+export interface Robots {
+	/** A `d: -5` line of the journal, replayed by a resume. */
+	remember(entry: FrontierEntry): void;
+	/** Fetch (or read back) `origin`'s robots.txt with `seed`'s options; false: not fetched (the run is stopping). */
+	load(origin: string, seed: Target, profile: string): Promise<boolean>;
+	/** Whether `url` may be fetched; null while its origin's robots.txt is not loaded. */
+	allows(url: string): boolean | null;
+	/** The kept body of `origin`'s robots.txt (null: none), once loaded: the sitemap reader reads its `Sitemap:` lines. */
+	bodyPath(origin: string): string | null;
+	/** `Crawl-delay` of `host` (`new URL(u).host`) in ms; 0 without one. */
+	crawlDelayMs(host: string): number;
+	/** Credits the robots.txt fetches cost, every session included. */
+	readonly credits: number;
+}
+
+export function createRobots(options: RobotsOptions): Robots {
+	const dir = join(options.runDir, ROBOTS_DIR);
+	const paid = new Set<string>();
+	const rules = new Map<string, RobotsRules | null>();
+	const delays = new Map<string, number>();
+	const loading = new Map<string, Promise<boolean>>();
+	let credits = 0;
+
+	const pathOf = (origin: string) => join(dir, `${hash("sha256", origin, "hex").slice(0, 24)}.txt`);
+	const robotsUrl = (origin: string) => `${origin}/robots.txt`;
+
+	const parse = (origin: string) => {
+		const path = pathOf(origin);
+		const body = existsSync(path) ? readFileSync(path, "utf8") : null;
+		const parsed = body === null ? null : robotsParser()(robotsUrl(origin), body);
+		rules.set(origin, parsed);
+		const delay = parsed?.getCrawlDelay(ROBOTS_USER_AGENT);
+		if (delay !== undefined && Number.isFinite(delay) && delay > 0) {
+			// At most a minute between fetches: a robots.txt cannot stall a run for hours per page.
+			delays.set(new URL(origin).host, Math.min(delay, 60) * 1000);
+		}
+	};
+
+	const fetchOnce = async (origin: string, seed: Target, profile: string): Promise<boolean> => {
+		const url = robotsUrl(origin);
+		if (!paid.has(url)) {
+			mkdirSync(dir, { recursive: true });
+			const path = pathOf(origin);
+			const fetched = await options.fetch(withSeedCredentials(url, seed.url), seed, path);
+			if (fetched.kind === "stopped") return false;
+			if (fetched.kind === "missing") rmSync(path, { force: true });
+			options.append([{ u: url, d: ROBOTS_PAID, p: null, k: profile, c: fetched.credits }]);
+			paid.add(url);
+			credits += fetched.credits;
+		}
+		parse(origin);
+		return true;
+	};
+
+	return {
+		remember(entry) {
+			if (entry.d !== ROBOTS_PAID || paid.has(entry.u)) return;
+			paid.add(entry.u);
+			credits += entry.c ?? 0;
+		},
+		load(origin, seed, profile) {
+			if (rules.has(origin)) return Promise.resolve(true);
+			let pending = loading.get(origin);
+			if (!pending) {
+				pending = fetchOnce(origin, seed, profile).finally(() => loading.delete(origin));
+				loading.set(origin, pending);
+			}
+			return pending;
+		},
+		allows(url) {
+			const origin = new URL(url).origin;
+			if (!rules.has(origin)) return null;
+			const parsed = rules.get(origin);
+			return parsed ? parsed.isAllowed(url, ROBOTS_USER_AGENT) !== false : true;
+		},
+		bodyPath(origin) {
+			const path = pathOf(origin);
+			return existsSync(path) ? path : null;
+		},
+		crawlDelayMs: (host) => delays.get(host) ?? 0,
+		get credits() {
+			return credits;
+		},
+	};
+}
