@@ -35,6 +35,8 @@ interface HostState {
 	bookedAt: number;
 	/** When the host's latest fetch started (or is booked to start, waiting in its queue slot), ms. */
 	startedAt: number;
+	/** When the host's latest fetch really started (its timer may fire late), ms. */
+	startedNow: number;
 	/** Wakes a host whose parked targets are not due yet. */
 	wake: NodeJS.Timeout | null;
 	/** Forgets an idle host once it is due again. */
@@ -81,10 +83,20 @@ export function createHostGate(enqueue: (work: () => Promise<void>) => void, opt
 				// the host's previous start (booked synchronously, so two tasks of one host cannot both pass).
 				const delay = delayOf(host);
 				if (delay > 0) {
-					const now = clock();
+					let now = clock();
 					const at = Math.max(now, state.startedAt + delay);
 					state.startedAt = at;
 					if (at > now) await sleep(at - now);
+					// The one before may have started late (its timer fired late on a busy loop): the delay counts
+					// from its real start.
+					now = clock();
+					const realDue = state.startedNow + delay;
+					if (realDue > now) {
+						await sleep(realDue - now);
+						now = clock();
+					}
+					state.startedNow = now;
+					state.startedAt = Math.max(state.startedAt, now);
 				}
 				await work();
 			} finally {
@@ -137,6 +149,7 @@ export function createHostGate(enqueue: (work: () => Promise<void>) => void, opt
 					waiting: [],
 					bookedAt: Number.NEGATIVE_INFINITY,
 					startedAt: Number.NEGATIVE_INFINITY,
+					startedNow: Number.NEGATIVE_INFINITY,
 					wake: null,
 					forget: null,
 				};
