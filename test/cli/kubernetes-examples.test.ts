@@ -91,13 +91,22 @@ describe("examples/kubernetes", () => {
 		);
 	});
 
-	it("the CronJob's container runs a nightly job with a budget, the key from a Secret", async () => {
+	it("the CronJob's container runs a nightly job with a budget and health pings, the key and ping URL from a Secret", async () => {
 		const manifest = parse(readFileSync(join(dir, "cronjob.yaml"), "utf8"));
 		expect(manifest).toMatchObject({ kind: "CronJob", spec: { concurrencyPolicy: "Forbid" } });
 		const [container] = containersOf(manifest);
 		const [argv] = scrapejobArgv(container!);
-		const options = await parsedOptions(argv!);
-		expect(options).toMatchObject({ out: "/data/output", quiet: true, maxCredits: 50_000 });
+		// Kubernetes expands $(NAME) in args from the container's env: a Secret's value here.
+		const pingUrl = "https://hc-ping.com/0f7c1d2e-secret";
+		const expanded = argv!.map((word) => (word === "$(HEALTHCHECK_URL)" ? pingUrl : word));
+		expect(expanded).not.toEqual(argv);
+		const options = await parsedOptions(expanded);
+		expect(options).toMatchObject({ out: "/data/output", quiet: true, maxCredits: 50_000, healthcheck: pingUrl });
 		expect(container!.env).toContainEqual(expect.objectContaining({ name: "SCRAPEJOB_ACCOUNT_KEY" }));
+		expect(container!.env).toContainEqual({
+			name: "HEALTHCHECK_URL",
+			valueFrom: { secretKeyRef: { name: "scrapejob", key: "healthcheck-url" } },
+		});
+		expect(container!.env).toContainEqual(expect.objectContaining({ name: "OTEL_EXPORTER_OTLP_ENDPOINT" }));
 	});
 });
