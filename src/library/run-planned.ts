@@ -145,7 +145,8 @@ export async function runPlannedJob(
 		}
 	} finally {
 		// Whatever happened (a throw included), the exit code says whether it succeeded; so do the monitors.
-		const succeeded = outcome !== null && runSucceeded(outcome);
+		// Nothing to retry is exit 0 (nothing was sent); a stop while counting (null) is not.
+		const succeeded = outcome !== null && (outcome.skipped !== undefined || runSucceeded(outcome));
 		await finishMonitors(monitor, outcome, succeeded, choices, warn);
 		await ping(succeeded ? "success" : "fail");
 	}
@@ -209,9 +210,10 @@ async function finishMonitors(
 ): Promise<void> {
 	const { metrics } = monitor;
 	if (!metrics) return;
-	if (outcome) applySummary(metrics, outcome.summary);
+	const summary = outcome && outcome.skipped === undefined ? outcome.summary : null;
+	if (summary) applySummary(metrics, summary);
 	metrics.inflight = 0;
-	if (succeeded) metrics.lastSuccessSeconds = Date.parse(outcome!.summary.finished_at) / 1000;
+	if (succeeded) metrics.lastSuccessSeconds = (summary ? Date.parse(summary.finished_at) : Date.now()) / 1000;
 	monitor.file?.close();
 	await monitor.file?.write();
 	const url = otlpMetricsUrl(choices.env ?? process.env);
