@@ -50,6 +50,14 @@ export interface Robots {
 	readonly credits: number;
 }
 
+/** `scheme://host[:port]` of a normalized URL, without parsing it again (the crawl asks per link). */
+function originOf(url: string): string {
+	const slash = url.indexOf("/", url.indexOf("//") + 2);
+	const origin = slash === -1 ? url : url.slice(0, slash);
+	// A seed's userinfo (`user:pass@`) is not part of its origin.
+	return origin.includes("@") ? new URL(url).origin : origin;
+}
+
 export function createRobots(options: RobotsOptions): Robots {
 	const dir = join(options.runDir, ROBOTS_DIR);
 	const paid = new Set<string>();
@@ -105,7 +113,7 @@ export function createRobots(options: RobotsOptions): Robots {
 			return pending;
 		},
 		allows(url) {
-			const origin = new URL(url).origin;
+			const origin = originOf(url);
 			if (!rules.has(origin)) return null;
 			const parsed = rules.get(origin);
 			return parsed ? parsed.isAllowed(url, ROBOTS_USER_AGENT) !== false : true;

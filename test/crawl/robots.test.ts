@@ -127,6 +127,31 @@ describe("crawl.robots", () => {
 		expect(summary.crawl?.robots_disallowed).toBe(0);
 	});
 
+	it("a resumed crawl neither pays for robots.txt again nor forgets it", async () => {
+		service = await startTestService({ concurrency: 4 });
+		site = await startSite(ROBOTS);
+		const dir = tempDir();
+		const out = join(dir, "out");
+		const yaml = (maxPages: number) =>
+			crawlYaml(site!.origin, "obey").replace("max_depth: 1", `max_depth: 1, max_pages: ${maxPages}`);
+		const path = writeJob(dir, "polite", yaml(2));
+		const first = await runCli(["run", path, "--out", out, "--quiet"], { env: service.env });
+		expect(first.code).toBe(1);
+		writeJob(dir, "polite", yaml(100));
+		const second = await runCli(["run", path, "--out", out, "--quiet", "--resume"], { env: service.env });
+		expect(second.code).toBe(0);
+		expect(site.requests.filter((request) => request.path === "/robots.txt")).toHaveLength(1);
+		expect(fetchedPaths(site).filter((p) => p.startsWith("/private/x") || p === "/doc.pdf")).toEqual([]);
+		const run = readdirSync(join(out, "polite")).filter(isRunFolderName)[0]!;
+		const summary = readSummary(join(out, "polite", run));
+		expect(summary.crawl?.robots_disallowed).toBe(2);
+		const charged = fetchesOf(service.emulator.ledger.entries, site.origin).reduce(
+			(sum, e) => sum + e.creditsCharged,
+			0,
+		);
+		expect(summary.credits.used).toBe(charged);
+	});
+
 	it("a missing robots.txt allows everything", async () => {
 		service = await startTestService({ concurrency: 4 });
 		site = await startSite(null);
