@@ -8,6 +8,7 @@ import { runJobFile } from "../../src/library/index.js";
 import { isRunFolderName, readSummary, tempDir, writeJob } from "../helpers/job-files.js";
 import { runCli } from "../helpers/run-cli.js";
 import { startTestService, type TestService } from "../helpers/service.js";
+import { assertBuilt, spawnCli } from "../helpers/spawn-cli.js";
 
 let service: TestService | undefined;
 const servers: Server[] = [];
@@ -151,6 +152,44 @@ describe("--metrics FILE", () => {
 		expect(after.get('scrapejob_targets_total{job="nightly",shard="",status="failed"}')).toBe(1);
 		expect(after.get('scrapejob_run_last_success_timestamp_seconds{job="other",shard=""}')).toBeGreaterThan(0);
 	});
+});
+
+describe("--metrics while a run goes on", () => {
+	it("rewrites the file every 10 s (fetches in flight, the duration), and a stopped run ends with /fail and nothing in flight", async () => {
+		assertBuilt();
+		service = await startTestService({ concurrency: 2 });
+		const receiver = await startReceiver();
+		const dir = tempDir();
+		const metrics = join(dir, "scrapejob.prom");
+		const paths = Array.from({ length: 12 }, (_, index) => `/slow?ms=4000&n=${index}`);
+		const path = writeJob(dir, "nightly", jobYaml(service.site.url, paths, ["concurrency: 2"]));
+		const run = spawnCli(
+			["run", path, "--out", join(dir, "out"), "--quiet", "--metrics", metrics, "--healthcheck", `${receiver.url}/hc`],
+			service.env,
+		);
+		const labels = 'job="nightly",shard=""';
+		// The writes are the events: the file is polled until a timed write (duration past 10 s) shows.
+		let during = new Map<string, number>();
+		while ((during.get(`scrapejob_run_duration_seconds{${labels}}`) ?? 0) < 10) {
+			await new Promise((resolve) => setTimeout(resolve, 50));
+			try {
+				during = samples(readFileSync(metrics, "utf8"));
+			} catch {
+				// not written yet
+			}
+		}
+		// The first timed write came at 10 s, not later.
+		expect(during.get(`scrapejob_run_duration_seconds{${labels}}`)).toBeLessThan(11.5);
+		expect(during.get(`scrapejob_inflight{${labels}}`)).toBe(2);
+		expect(during.get(`scrapejob_targets_total{${labels},status="ok"}`)).toBeGreaterThanOrEqual(4);
+		run.child.kill("SIGTERM");
+		const ended = await run.done;
+		expect(ended.code).toBe(130);
+		const after = samples(readFileSync(metrics, "utf8"));
+		expect(after.get(`scrapejob_inflight{${labels}}`)).toBe(0);
+		expect(after.get(`scrapejob_run_last_success_timestamp_seconds{${labels}}`)).toBe(0);
+		expect(receiver.requests.map((request) => request.path)).toEqual(["/hc/start", "/hc/fail"]);
+	}, 30_000);
 });
 
 describe("healthcheck pings", () => {
