@@ -56,6 +56,7 @@ export function createExtractionBuilder(input: {
 	};
 	noteFields(jobSpec);
 	const carry = [...(input.carry ?? [])];
+	let usesSavedScheme = false;
 	return {
 		carry,
 		planFor(own) {
@@ -65,10 +66,12 @@ export function createExtractionBuilder(input: {
 		},
 		noteServiceOptions(options) {
 			for (const label of serviceColumns(options)) if (!serviceLabels.includes(label)) serviceLabels.push(label);
+			// A saved scheme's labels are the account's, not known here: its results still land in `data`.
+			if (typeof (options as { scheme_id?: unknown }).scheme_id === "string") usesSavedScheme = true;
 		},
 		finish() {
 			const dataColumns = [...localColumns, ...serviceLabels.filter((label) => !required.has(label))];
-			if (dataColumns.length === 0 && carry.length === 0) return null;
+			if (dataColumns.length === 0 && carry.length === 0 && !usesSavedScheme) return null;
 			return {
 				dataColumns,
 				carry,

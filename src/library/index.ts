@@ -19,7 +19,8 @@ export {
 	runPlannedJob,
 	runSucceeded,
 } from "./run-planned.js";
-export { connectScraper, type ScraperAccessPoint } from "./scraper-access.js";
+export { UnknownSavedIdError } from "./saved-ids.js";
+export { connectScraper, type ScraperAccessPoint, savedItemsFor } from "./scraper-access.js";
 export {
 	type ConnectContext,
 	connectService,

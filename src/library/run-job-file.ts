@@ -7,7 +7,7 @@ import { parseDuration, UsageError } from "../shared/index.js";
 import { connectBrowser } from "./browser-access.js";
 import { lockPlannedRuns, planRuns, releasePlannedRuns } from "./run-plan.js";
 import { type RunChoices, runPlannedJob } from "./run-planned.js";
-import { connectScraper, NoScraperAccessError } from "./scraper-access.js";
+import { connectScraper, NoScraperAccessError, savedItemsFor } from "./scraper-access.js";
 import { connectService, noKeyError } from "./service-connection.js";
 
 export interface RunJobFileOptions {
@@ -159,6 +159,7 @@ export async function runJobFile(path: string, options: RunJobFileOptions = {}):
 					access: scraper.access,
 					secrets,
 					browser,
+					savedItems: savedItemsFor(scraper),
 				},
 				choices,
 			);

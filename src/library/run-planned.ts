@@ -2,7 +2,7 @@ import { createReadStream, existsSync } from "node:fs";
 import { join } from "node:path";
 import { createInterface } from "node:readline";
 import type { Logger } from "pino";
-import type { ScraperAccess, ScraperClient } from "../api/index.js";
+import type { SavedItemsClient, ScraperAccess, ScraperClient } from "../api/index.js";
 import { type JobHistory, openJobHistory } from "../history/index.js";
 import { type Job, jobUsesBrowser, shardBalanceWarning, type TargetCounts } from "../job/index.js";
 import { jobOutputDir } from "../output/index.js";
@@ -22,6 +22,7 @@ import { openMetricsFile, previousLastSuccess } from "./metrics-file.js";
 import { otlpMetricsUrl, pushOtlpMetrics } from "./otlp-push.js";
 import { applySnapshot, applySummary, initialMetrics, type RunMetrics } from "./run-metrics.js";
 import type { PlannedRun } from "./run-plan.js";
+import { checkSavedIds } from "./saved-ids.js";
 
 /** What a run fetches with: learned once per command, shared by every job it runs. */
 export interface RunServices {
@@ -35,6 +36,8 @@ export interface RunServices {
 	readonly secrets: readonly string[];
 	/** The browser service, when a job has `browser_session:` targets. */
 	readonly browser: RunBrowserAccess | undefined;
+	/** The account's saved schemes, configs and storage: the ids a job names are checked against them. */
+	readonly savedItems?: SavedItemsClient;
 }
 
 /**
@@ -232,6 +235,7 @@ async function runWithHistory(
 	warn: (message: string) => void,
 ): Promise<PlannedRunOutcome> {
 	const { job, counts } = await selectTargets(plan, history, choices);
+	if (services.savedItems) await checkSavedIds(job, services.savedItems, choices.signal);
 	const wanted = choices.concurrency ?? (job.concurrency === "auto" ? null : job.concurrency);
 	const limits = resolveConcurrency({ accountLimit: services.accountConcurrency, wanted });
 	for (const warning of limits.warnings) choices.logger?.warn({ job: job.name, limit: limits.ceiling }, warning);

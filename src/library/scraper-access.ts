@@ -1,4 +1,10 @@
-import { DEFAULT_SCRAPER_URL, type ScraperAccess, type ScraperClient } from "../api/index.js";
+import {
+	createSavedItemsClient,
+	DEFAULT_SCRAPER_URL,
+	type SavedItemsClient,
+	type ScraperAccess,
+	type ScraperClient,
+} from "../api/index.js";
 import { maskSecret, ScrapejobError } from "../shared/index.js";
 import { type ConnectContext, noKeyError, type ServiceConnection } from "./service-connection.js";
 
@@ -61,4 +67,9 @@ export async function connectScraper(ctx: ConnectContext, connection: ServiceCon
 		secret: access.api_key,
 		access,
 	};
+}
+
+/** The account's saved-item listings, read with the key and address the run fetches with. */
+export function savedItemsFor(scraper: ScraperAccessPoint): SavedItemsClient {
+	return createSavedItemsClient({ scraperKey: scraper.secret, baseUrl: scraper.endpoint });
 }

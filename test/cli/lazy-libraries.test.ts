@@ -71,7 +71,8 @@ describe("libraries a run loads only when it uses them", () => {
 				"",
 			].join("\n"),
 		);
-		// The HTML parser and selector engine load in the page workers (src/extract/page-pool.ts), not here.
-		expect(loaded).toEqual(["tldts"]);
+		// Selectors are compiled here (the job is checked before anything is sent); the HTML parser runs
+		// in the page workers (src/extract/page-pool.ts), never on the fetch loop's thread.
+		expect(loaded).toEqual(["css-select", "domutils", "tldts"]);
 	});
 });

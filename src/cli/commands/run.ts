@@ -26,6 +26,7 @@ import {
 	releasePlannedRuns,
 	runPlannedJob,
 	runSucceeded,
+	savedItemsFor,
 } from "../../library/index.js";
 import { csvColumnsFor, formatSummary } from "../../output/index.js";
 import { checkCost, type ProgressSnapshot, surveyTargets } from "../../run/index.js";
@@ -325,6 +326,7 @@ async function runCommand(ctx: CliContext, paths: string[], flags: RunFlags): Pr
 			access: scraper.access,
 			secrets,
 			browser,
+			savedItems: savedItemsFor(scraper),
 		};
 
 		let worst: number = EXIT.ok;

@@ -1,0 +1,44 @@
+import type { SavedItemsClient } from "../api/index.js";
+import type { Job } from "../job/index.js";
+import { UsageError } from "../shared/index.js";
+
+/** The job keys that name something the account keeps (service-facts §3), with the list that holds them. */
+const SAVED_KEYS = [
+	{ key: "scheme_id", list: "schemes", what: "saved extraction schemes" },
+	{ key: "config_id", list: "configs", what: "saved scraper configs" },
+	{ key: "storage_id", list: "storage", what: "storage configs" },
+] as const;
+
+/** A saved id the job names and the account does not have: exit 2, nothing sent. */
+export class UnknownSavedIdError extends UsageError {}
+
+/**
+ * Before the first fetch: every `scheme_id`, `config_id` and `storage_id` the job names (defaults and
+ * inline targets; source rows take the defaults') exists on the account, read from its listings (free
+ * GETs). An unknown one would fail every target that names it with a 422 — paid for nothing — so the
+ * run is refused first, naming the id and what the account has.
+ */
+export async function checkSavedIds(job: Job, client: SavedItemsClient, signal: AbortSignal): Promise<void> {
+	const named = new Map<(typeof SAVED_KEYS)[number], Set<string>>();
+	const note = (params: Partial<Record<(typeof SAVED_KEYS)[number]["key"], unknown>>) => {
+		for (const entry of SAVED_KEYS) {
+			const value = params[entry.key];
+			if (typeof value !== "string") continue;
+			let ids = named.get(entry);
+			if (!ids) named.set(entry, (ids = new Set()));
+			ids.add(value);
+		}
+	};
+	note(job.defaults);
+	for (const target of job.targets) note(target.params);
+	for (const [entry, ids] of named) {
+		const items = await client[entry.list](signal);
+		const known = new Set(items.map((item) => item.id));
+		const unknown = [...ids].filter((id) => !known.has(id));
+		if (unknown.length === 0) continue;
+		const listed = [...known].slice(0, 10).join(", ") || "none";
+		throw new UnknownSavedIdError(
+			`${job.name}: ${entry.key} ${unknown.map((id) => JSON.stringify(id)).join(", ")} is not among the account's ${entry.what} (it has: ${listed}); nothing was sent`,
+		);
+	}
+}
