@@ -60,7 +60,7 @@ describe("hostile pages", () => {
 			"hostile",
 			[
 				"name: hostile",
-				"page_timeout: 1500ms",
+				"page_timeout: 4s",
 				"output: {content: files}",
 				"extract:",
 				'  text: "div div div p"',
@@ -78,14 +78,18 @@ describe("hostile pages", () => {
 		const runDir = onlyRun(out, "hostile");
 		const records = new Map(readRecords(runDir).map((record) => [new URL(record.url).pathname, record]));
 		expect(records.size).toBe(3);
-		expect(records.get("/fine-1")).toMatchObject({ status: "ok", data: { text: null } });
+		// A worker ended by a page is replaced: its start-up counts in the next page's time, hence 4 s here.
+		expect(records.get("/fine-1"), JSON.stringify(records.get("/fine-1"))).toMatchObject({
+			status: "ok",
+			data: { text: null },
+		});
 		for (const path of ["/deep", "/wide"]) {
 			const record = records.get(path)!;
 			expect(record, path).toMatchObject({ status: "failed", error: "page_too_complex" });
 			// Paid for and kept: a fix of the job can read it again from the page file.
 			expect(existsSync(join(runDir, record.content_path!)), path).toBe(true);
 		}
-		expect(records.get("/deep")!.message).toMatch(/page_timeout \(1500 ms\)/);
+		expect(records.get("/deep")!.message).toMatch(/page_timeout \(4000 ms\)/);
 		expect(readSummary(runDir).errors_by_kind).toMatchObject({ page_too_complex: 2 });
 		expect(readFileSync(join(runDir, "results.csv"), "utf8")).toContain("page_too_complex");
 	}, 90_000);
