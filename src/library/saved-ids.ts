@@ -24,8 +24,8 @@ export async function checkSavedIds(job: Job, client: SavedItemsClient, signal: 
 		for (const entry of SAVED_KEYS) {
 			const value = params[entry.key];
 			if (typeof value !== "string") continue;
-			let ids = named.get(entry);
-			if (!ids) named.set(entry, (ids = new Set()));
+			const ids = named.get(entry) ?? new Set<string>();
+			named.set(entry, ids);
 			ids.add(value);
 		}
 	};

@@ -11,7 +11,6 @@ import {
 } from "../extract/index.js";
 import type { Job, Target } from "../job/index.js";
 import type { ResultRecord } from "../output/index.js";
-import { errorMessage } from "../shared/index.js";
 import type { FetchResult } from "./fetch-target.js";
 
 type OkResult = Extract<FetchResult, { kind: "ok" }>;

@@ -65,7 +65,9 @@ describe("crawl: link following", () => {
 		const host = new URL(site).host;
 		const seed = `${site}/graph/1`;
 		const expected = await siteBfs({ seeds: [seed], maxDepth: 6, follows: (url) => url.host === host });
-		const { records, runDir, code } = await crawl(crawlJob([seed], ["max_depth: 6", "max_pages: 100000", "robots: ignore"]));
+		const { records, runDir, code } = await crawl(
+			crawlJob([seed], ["max_depth: 6", "max_pages: 100000", "robots: ignore"]),
+		);
 
 		expectBfsPages(records, expected, expect);
 		// One record per URL; the service was asked once per URL.
