@@ -102,7 +102,12 @@ export async function createPagePool(options: PagePoolOptions = {}): Promise<Pag
 							cause: error,
 						});
 					}
-					throw error;
+					// A worker that died any other way on this page: the page is what could not be read, and
+					// its target gets a record saying so (never a run without one).
+					throw new PageTooComplexError(
+						`the page could not be read: its worker ended (${error instanceof Error ? error.message : String(error)})`,
+						{ cause: error },
+					);
 				}
 			}),
 		close: async () => {
