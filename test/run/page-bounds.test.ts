@@ -98,7 +98,9 @@ describe("hostile pages", () => {
 		expect(result.code).toBe(1);
 		const runDir = onlyRun(out, "hostile");
 		const records = new Map(readRecords(runDir).map((record) => [new URL(record.url).pathname, record]));
-		expect(records.size, JSON.stringify([...records.values()].map((r) => [r.url, r.status, r.error, r.message]))).toBe(4);
+		expect(records.size, JSON.stringify([...records.values()].map((r) => [r.url, r.status, r.error, r.message]))).toBe(
+			4,
+		);
 		// A worker ended by a page is replaced: its start-up counts in the next page's time, hence 4 s here.
 		expect(records.get("/fine-1"), JSON.stringify(records.get("/fine-1"))).toMatchObject({
 			status: "ok",
@@ -108,7 +110,10 @@ describe("hostile pages", () => {
 		expect(records.get("/has")).toMatchObject({ status: "ok", data: { nested: "x" } });
 		for (const path of ["/deep", "/wide"]) {
 			const record = records.get(path)!;
-			expect(record, `${path} ${JSON.stringify(record).slice(0, 600)}`).toMatchObject({ status: "failed", error: "page_too_complex" });
+			expect(record, `${path} ${JSON.stringify(record).slice(0, 600)}`).toMatchObject({
+				status: "failed",
+				error: "page_too_complex",
+			});
 			// Paid for and kept: a fix of the job can read it again from the page file.
 			expect(existsSync(join(runDir, record.content_path!)), path).toBe(true);
 		}
