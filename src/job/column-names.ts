@@ -1,3 +1,4 @@
+import { RECORD_COLUMNS } from "../shared/index.js";
 import type { DataPath } from "./positions.js";
 import type { PathProblem } from "./zod-issues.js";
 
@@ -10,33 +11,9 @@ import type { PathProblem } from "./zod-issues.js";
 
 /**
  * Names a field, label or carried column may not take: the record's own fields and CSV columns
- * (output/record.ts; a test keeps the two lists equal), compared ignoring case.
+ * (shared/record-columns.ts, the CSV header's list too), compared ignoring case.
  */
-export const RESERVED_COLUMN_NAMES = [
-	"id",
-	"url",
-	"status",
-	"http_status",
-	"error",
-	"message",
-	"mode_requested",
-	"mode_used",
-	"credits_used",
-	"credits_remaining",
-	"attempts",
-	"task_id",
-	"started_at",
-	"finished_at",
-	"duration_ms",
-	"bytes",
-	"content_path",
-	"content_hash",
-	"change",
-	"depth",
-	"parent",
-	"data",
-	"content",
-] as const;
+export const RESERVED_COLUMN_NAMES = [...RECORD_COLUMNS, "data", "content"] as const;
 
 /** `[A-Za-z_][A-Za-z0-9_]*`, at most 64 characters. */
 export const COLUMN_NAME_PATTERN = /^[A-Za-z_][A-Za-z0-9_]{0,63}$/;

@@ -1,4 +1,4 @@
-import type { RequestedMode } from "../shared/index.js";
+import { type RequestedMode, RECORD_COLUMNS as SHARED_RECORD_COLUMNS } from "../shared/index.js";
 
 export const RECORD_STATUSES = ["ok", "failed", "skipped"] as const;
 export type RecordStatus = (typeof RECORD_STATUSES)[number];
@@ -47,27 +47,7 @@ export interface ResultRecord {
 export const RECORD_CHANGES = ["new", "changed", "unchanged"] as const;
 export type RecordChange = (typeof RECORD_CHANGES)[number];
 
-/** CSV columns, declared once from the record type — never taken from whichever record comes first. */
-export const RECORD_COLUMNS = [
-	"id",
-	"url",
-	"status",
-	"http_status",
-	"error",
-	"message",
-	"mode_requested",
-	"mode_used",
-	"credits_used",
-	"credits_remaining",
-	"attempts",
-	"task_id",
-	"started_at",
-	"finished_at",
-	"duration_ms",
-	"bytes",
-	"content_path",
-	"content_hash",
-	"change",
-	"depth",
-	"parent",
-] as const satisfies ReadonlyArray<Exclude<keyof ResultRecord, "content" | "data">>;
+/** CSV columns, declared once (shared/record-columns.ts) and checked here against the record type. */
+export const RECORD_COLUMNS = SHARED_RECORD_COLUMNS satisfies ReadonlyArray<
+	Exclude<keyof ResultRecord, "content" | "data">
+>;

@@ -11,6 +11,7 @@ export { lazyModule } from "./lazy-module.js";
 export { PARTIAL_PAGE_PREFIX } from "./page-files.js";
 export { plural } from "./plural.js";
 export { ownStartTicks, type ProcessState, processState } from "./process-state.js";
+export { RECORD_COLUMNS } from "./record-columns.js";
 export {
 	AI_SOURCES,
 	CONTENT_FORMATS,

@@ -1,7 +1,5 @@
 import { describe, expect, it } from "vitest";
 import { main } from "../../src/cli/main.js";
-import { RESERVED_COLUMN_NAMES } from "../../src/job/column-names.js";
-import { RECORD_COLUMNS } from "../../src/output/index.js";
 import { createTestContext, makeTempDir, writeFiles } from "../job/helpers.js";
 
 const U = "https://shop.example";
@@ -198,9 +196,5 @@ describe("validate: extract, extract_checks, carry, id_column", () => {
 			'job.yaml:21:15 targets[0].extract.TITLE: "TITLE" is also an extract field as "title": one column cannot hold both (names are unique ignoring case)',
 			"job.yaml: invalid, 11 problems",
 		]);
-	});
-
-	it("field names may not take a record column's name (the two lists agree)", () => {
-		expect([...RESERVED_COLUMN_NAMES].sort()).toEqual([...RECORD_COLUMNS, "data", "content"].sort());
 	});
 });

@@ -24,6 +24,11 @@ export function spawnCli(args: string[], env: NodeJS.ProcessEnv, cwd?: string): 
 		cwd,
 		stdio: ["ignore", "pipe", "pipe"],
 	});
+	return { child, done: outcomeOf(child) };
+}
+
+/** The exit code (or 128 + signal number when killed) and what a child printed, once it has closed. */
+function outcomeOf(child: ChildProcess): SpawnedCli["done"] {
 	let stdout = "";
 	let stderr = "";
 	child.stdout?.on("data", (chunk: Buffer) => {
@@ -32,12 +37,9 @@ export function spawnCli(args: string[], env: NodeJS.ProcessEnv, cwd?: string): 
 	child.stderr?.on("data", (chunk: Buffer) => {
 		stderr += chunk.toString();
 	});
-	const done = new Promise<{ code: number; signal: NodeJS.Signals | null; stdout: string; stderr: string }>(
-		(resolve) => {
-			child.on("close", (code, signal) => resolve({ code: code ?? -1, signal, stdout, stderr }));
-		},
-	);
-	return { child, done };
+	return new Promise((resolve) => {
+		child.on("close", (code, signal) => resolve({ code: code ?? -1, signal, stdout, stderr }));
+	});
 }
 
 /**
@@ -57,18 +59,5 @@ export function runPrintedCommand(command: string, env: NodeJS.ProcessEnv, cwd: 
 		cwd,
 		stdio: ["ignore", "pipe", "pipe"],
 	});
-	let stdout = "";
-	let stderr = "";
-	child.stdout?.on("data", (chunk: Buffer) => {
-		stdout += chunk.toString();
-	});
-	child.stderr?.on("data", (chunk: Buffer) => {
-		stderr += chunk.toString();
-	});
-	const done = new Promise<{ code: number; signal: NodeJS.Signals | null; stdout: string; stderr: string }>(
-		(resolve) => {
-			child.on("close", (code, signal) => resolve({ code: code ?? -1, signal, stdout, stderr }));
-		},
-	);
-	return { child, done };
+	return { child, done: outcomeOf(child) };
 }
