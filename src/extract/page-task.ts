@@ -1,5 +1,6 @@
 import { compileFields, type ExtractPlan } from "./compile-fields.js";
 import { type ExtractedData, extractFields } from "./extract-fields.js";
+import { extractPage } from "./extract-page.js";
 import type { FieldInput } from "./field-spec.js";
 import { extractLinks, type ParsedPage, parseHtml } from "./parse-html.js";
 
@@ -46,15 +47,13 @@ function planFor(fields: string): ExtractPlan {
  */
 export function runPageTask(task: PageTask): PageTaskResult {
 	const plan = task.fields === null ? null : planFor(task.fields);
-	const needsDocument = task.links || plan?.needsDocument === true;
-	const page: ParsedPage = needsDocument
-		? parseHtml(task.html, task.url)
-		: { document: parseHtml("", "about:blank").document, html: task.html, url: task.url };
+	// Links need the tree; fields alone go through extractPage, which parses only when a field needs it.
+	const page: ParsedPage | null = task.links ? parseHtml(task.html, task.url) : null;
 	let data: ExtractedData | undefined;
 	let error: string | undefined;
 	if (plan) {
 		try {
-			data = extractFields(page, plan);
+			data = page ? extractFields(page, plan) : extractPage(task.html, task.url, plan);
 		} catch (cause) {
 			// A page a selector chokes on must not cost the record: its fields are null, and the record says why.
 			error = cause instanceof Error ? cause.message : String(cause);
@@ -62,7 +61,7 @@ export function runPageTask(task: PageTask): PageTaskResult {
 	}
 	return {
 		...(data ? { data } : {}),
-		...(task.links ? { links: extractLinks(page) } : {}),
+		...(page ? { links: extractLinks(page) } : {}),
 		...(error !== undefined ? { error } : {}),
 	};
 }
