@@ -1,7 +1,7 @@
 import { existsSync } from "node:fs";
 import { availableParallelism } from "node:os";
 import { fileURLToPath } from "node:url";
-import PQueue from "p-queue";
+import { createTaskQueue } from "../shared/index.js";
 import type { ExtractPlan } from "./compile-fields.js";
 import { fieldsTextOf } from "./compile-fields.js";
 import { type PageTask, type PageTaskResult, runPageTask } from "./page-task.js";
@@ -70,13 +70,18 @@ export async function createPagePool(options: PagePoolOptions = {}): Promise<Pag
 		// A worker ended by a page is replaced for the next one; an idle one lingers for a while.
 		idleTimeout: 30_000,
 		resourceLimits: { maxOldGenerationSizeMb: heapMb, maxYoungGenerationSizeMb: 16 },
+		// piscina loads the worker with require() first, which Node 20.19+ runs for an ES module
+		// synchronously; a worker ended in the middle of that (a run that ends while its first worker
+		// still loads) aborted the whole process once under load (exit 134, in `runSync`). With
+		// require(esm) off, the worker is loaded by import(), which an ending worker abandons safely.
+		execArgv: [...process.execArgv, "--no-experimental-require-module"],
 	});
 	// Pages wait here, not in piscina's queue, so that a page's time starts when a worker takes it.
-	const slots = new PQueue({ concurrency: threads });
+	const slots = createTaskQueue({ concurrency: threads });
 	return {
 		threaded: true,
 		run: (page, signal) =>
-			slots.add(async () => {
+			slots.run(async () => {
 				signal?.throwIfAborted();
 				const task: PageTask = {
 					html: page.html,
