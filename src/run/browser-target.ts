@@ -1,7 +1,6 @@
-import PQueue from "p-queue";
 import { type BrowserServiceAccess, BrowserSessionError, runBrowserSession } from "../browser/index.js";
 import type { Target } from "../job/index.js";
-import { type Clock, parseDuration, type Sleep } from "../shared/index.js";
+import { type Clock, createTaskQueue, parseDuration, type Sleep, type TaskQueue } from "../shared/index.js";
 import type { FetchResult } from "./fetch-target.js";
 import { fullJitterDelayMs } from "./retry-timing.js";
 
@@ -11,7 +10,7 @@ export type SessionResult = Exclude<FetchResult, { kind: "output_failed" }>;
 export interface BrowserTargetDeps {
 	readonly access: BrowserServiceAccess;
 	/** Sessions open at once never exceed the account's browser `concurrency`. */
-	readonly sessions: PQueue;
+	readonly sessions: TaskQueue;
 	readonly retry: { readonly attempts: number; readonly backoffMs: number; readonly maxBackoffMs: number };
 	readonly clock: Clock;
 	readonly sleep: Sleep;
@@ -27,8 +26,8 @@ const BUSY_WAIT_MS = 1000;
 const MAX_BUSY_WAITS = 60;
 
 /** The sessions of a run: at most the account's browser `concurrency` open at once. */
-export function createSessionLimiter(access: BrowserServiceAccess): PQueue {
-	return new PQueue({ concurrency: Math.max(1, access.concurrency) });
+export function createSessionLimiter(access: BrowserServiceAccess): TaskQueue {
+	return createTaskQueue({ concurrency: Math.max(1, access.concurrency) });
 }
 
 /**
@@ -46,7 +45,7 @@ export async function fetchBrowserTarget(
 		if (deps.signal.aborted) return { result: { kind: "abandoned", taskId: null, attempts }, evaluated: [] };
 		attempts += 1;
 		try {
-			const page = await deps.sessions.add(() =>
+			const page = await deps.sessions.run(() =>
 				runBrowserSession({
 					access: deps.access,
 					session: target.browserSession,

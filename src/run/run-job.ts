@@ -25,6 +25,7 @@ import {
 import { createReportCollector, rebuildReport } from "../report/index.js";
 import {
 	type Clock,
+	createTaskQueue,
 	creditCostRange,
 	errorMessage,
 	formatDuration,
@@ -39,7 +40,6 @@ import { addCrawlSummary, crawlerFor, serviceSitemapFetch, storedPageHtml, unsha
 import { createCreditBudget } from "./credit-budget.js";
 import { addDiscoverySummary, type DiscoveredTargets, discoverTargets, withDiscovered } from "./discovery-sources.js";
 import { addExtraction, createRunFillStats, isHtmlResult, pageWorkOf } from "./extract-record.js";
-import { createFetchQueue } from "./fetch-queue.js";
 import { type FetchResult, type FetchTargetDeps, fetchTarget } from "./fetch-target.js";
 import { createHostGate, type HostGate } from "./host-gate.js";
 import { lockJobOutput, warnIfTookOver } from "./job-lock.js";
@@ -265,7 +265,7 @@ export async function runJob(options: RunJobOptions): Promise<RunJobResult> {
 				? createSharedKeyConcurrency({ limit: options.concurrency, shard: job.shard, liveShards: peers.live, clock })
 				: null;
 		const failures: unknown[] = [];
-		const queue = createFetchQueue({
+		const queue = createTaskQueue({
 			concurrency: options.adaptiveConcurrency ? 1 : (sharedKey?.concurrency ?? options.concurrency),
 			// A task that throws is a bug: the run ends with it as an internal error.
 			onError: (error) => failures.push(error),

@@ -6,6 +6,14 @@ export { ERROR_CODES, type ErrorCode, errorMessage, ScrapejobError, UsageError }
 export { formatNumber } from "./format-number.js";
 export { hexWord } from "./hex-word.js";
 export { isoTime, parseIsoTime } from "./iso-time.js";
+export {
+	type JsonlLine,
+	type JsonlReader,
+	type JsonlReadOptions,
+	jsonlLines,
+	openJsonlReader,
+	parseJsonLine,
+} from "./jsonl-lines.js";
 export { createLastWords, type LastWord, type LastWords } from "./last-words.js";
 export { lazyModule } from "./lazy-module.js";
 export { PARTIAL_PAGE_PREFIX } from "./page-files.js";
@@ -34,5 +42,7 @@ export {
 	WAIT_UNTIL,
 } from "./scrape-params.js";
 export { maskSecret, maskUrlCredentials, redactSecrets, stripUrlCredentials } from "./secrets.js";
+export { CLI_NAME, cliCommand, shellWord } from "./shell-command.js";
 export { type Clock, type Sleep, sleep, systemClock } from "./sleep.js";
+export { createTaskQueue, type TaskQueue } from "./task-queue.js";
 export { createUrlKeys, type UrlKeys, type UrlKeysOptions } from "./url-keys.js";

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { createFetchQueue } from "../../src/run/fetch-queue.js";
+import { createTaskQueue } from "../../src/shared/task-queue.js";
 
 /** A task the test finishes by hand, recording when it started. */
 function gatedTasks() {
@@ -23,10 +23,10 @@ function gatedTasks() {
 
 const flush = () => new Promise<void>((resolve) => setImmediate(resolve));
 
-describe("the run's fetch queue", () => {
+describe("the one task queue (targets, browser sessions, page workers)", () => {
 	it("runs at most `concurrency` tasks at once and starts the rest in the order they came", async () => {
 		const errors: unknown[] = [];
-		const queue = createFetchQueue({ concurrency: 2, onError: (error) => errors.push(error) });
+		const queue = createTaskQueue({ concurrency: 2, onError: (error) => errors.push(error) });
 		const { started, task, end } = gatedTasks();
 		for (let id = 1; id <= 5; id++) queue.add(task(id));
 		expect(started).toEqual([1, 2]);
@@ -45,7 +45,7 @@ describe("the run's fetch queue", () => {
 	});
 
 	it("raising the concurrency starts waiting tasks at once; lowering it lets running ones finish first", async () => {
-		const queue = createFetchQueue({ concurrency: 1, onError: () => undefined });
+		const queue = createTaskQueue({ concurrency: 1, onError: () => undefined });
 		const { started, task, end } = gatedTasks();
 		for (let id = 1; id <= 6; id++) queue.add(task(id));
 		expect(started).toEqual([1]);
@@ -64,7 +64,7 @@ describe("the run's fetch queue", () => {
 	});
 
 	it("a task added while waiting ones start goes behind them", async () => {
-		const queue = createFetchQueue({ concurrency: 1, onError: () => undefined });
+		const queue = createTaskQueue({ concurrency: 1, onError: () => undefined });
 		const { started, task } = gatedTasks();
 		queue.add(task(1));
 		// Task 2 adds task 4 as it starts, while task 3 still waits.
@@ -79,7 +79,7 @@ describe("the run's fetch queue", () => {
 	});
 
 	it("clear drops the waiting tasks; the running ones finish and the queue goes idle", async () => {
-		const queue = createFetchQueue({ concurrency: 2, onError: () => undefined });
+		const queue = createTaskQueue({ concurrency: 2, onError: () => undefined });
 		const { started, task, end } = gatedTasks();
 		for (let id = 1; id <= 5; id++) queue.add(task(id));
 		let idle = false;
@@ -96,7 +96,7 @@ describe("the run's fetch queue", () => {
 	});
 
 	it("onIdle waits for tasks added while it waits, and answers at once when idle", async () => {
-		const queue = createFetchQueue({ concurrency: 1, onError: () => undefined });
+		const queue = createTaskQueue({ concurrency: 1, onError: () => undefined });
 		await queue.onIdle();
 		const { task, end } = gatedTasks();
 		queue.add(task(1));
@@ -112,7 +112,7 @@ describe("the run's fetch queue", () => {
 	});
 
 	it("onSizeLessThan resolves once fewer than the limit wait", async () => {
-		const queue = createFetchQueue({ concurrency: 1, onError: () => undefined });
+		const queue = createTaskQueue({ concurrency: 1, onError: () => undefined });
 		const { task, end } = gatedTasks();
 		for (let id = 1; id <= 4; id++) queue.add(task(id));
 		await queue.onSizeLessThan(4);
@@ -132,7 +132,7 @@ describe("the run's fetch queue", () => {
 
 	it("a task that fails, even before its first await, is reported and frees its slot", async () => {
 		const errors: unknown[] = [];
-		const queue = createFetchQueue({ concurrency: 1, onError: (error) => errors.push(error) });
+		const queue = createTaskQueue({ concurrency: 1, onError: (error) => errors.push(error) });
 		const { started, task, end } = gatedTasks();
 		const thrown = new Error("thrown at once");
 		queue.add(task(1));
@@ -146,5 +146,28 @@ describe("the run's fetch queue", () => {
 		expect(started).toEqual([1, 3]);
 		await end(3);
 		await queue.onIdle();
+	});
+
+	it("run gives its caller the task's result or failure, in a slot, and never reports to onError", async () => {
+		const errors: unknown[] = [];
+		const queue = createTaskQueue({ concurrency: 1, onError: (error) => errors.push(error) });
+		const { started, task, end } = gatedTasks();
+		queue.add(task(1));
+		const answered = queue.run(async () => "answer");
+		const thrownAtOnce = queue.run((): Promise<never> => {
+			throw new Error("at once");
+		});
+		const rejected = queue.run(() => Promise.reject(new Error("later")));
+		// One slot: nothing of `run`'s starts while task 1 holds it.
+		expect(queue.size).toBe(3);
+		const outcomes = Promise.allSettled([answered, thrownAtOnce, rejected]);
+		await end(1);
+		const [first, second, third] = await outcomes;
+		expect(first).toEqual({ status: "fulfilled", value: "answer" });
+		expect(second).toMatchObject({ status: "rejected", reason: { message: "at once" } });
+		expect(third).toMatchObject({ status: "rejected", reason: { message: "later" } });
+		await queue.onIdle();
+		expect(started).toEqual([1]);
+		expect(errors).toEqual([]);
 	});
 });

@@ -1,16 +1,20 @@
 /**
- * The run's queue of targets: at most `concurrency` running, the rest waiting in order.
+ * The one queue of the runner: at most `concurrency` tasks running, the rest waiting in order. The run's
+ * targets (fetches and browser sessions alike), the account's browser sessions and the page workers'
+ * slots each are one of these.
  *
  * What p-queue does for the run, without what the run does not use: priorities, timeouts, events, and
  * a promise per task for its result. Those cost ~10 % of a list run's allocations (100,000 targets
  * against a server that answers at once: 360 → 325 young collections) and ~7 % of the runner's own
  * instructions a target (`runJob` with a client that answers at once, counted by valgrind: 161 k →
- * 150 k). A task's failure goes to `onError` (the run reports it as an internal error); a task never
- * settles anything else.
+ * 150 k). A task added with `add` reports its failure to `onError` (the run reports it as an internal
+ * error) and settles nothing else; `run` is for the few tasks whose caller awaits a result.
  */
-export interface FetchQueue {
+export interface TaskQueue {
 	/** Start `task` now if a slot is free, else queue it behind the others. */
 	add(task: () => Promise<void>): void;
+	/** `add`, for a caller that awaits the task's result (or its failure). */
+	run<T>(task: () => Promise<T>): Promise<T>;
 	/** Tasks waiting for a slot. */
 	readonly size: number;
 	/** Tasks running. */
@@ -28,10 +32,16 @@ export interface FetchQueue {
 /** Waiting tasks left at the front of the array before it is compacted. */
 const COMPACT_AFTER = 1024;
 
-export function createFetchQueue(options: {
+export function createTaskQueue(options: {
 	readonly concurrency: number;
-	readonly onError: (error: unknown) => void;
-}): FetchQueue {
+	/** A failure of a task added with `add`. @default rethrown on its own (an unhandled rejection) */
+	readonly onError?: (error: unknown) => void;
+}): TaskQueue {
+	const onError =
+		options.onError ??
+		((error: unknown) => {
+			throw error;
+		});
 	let concurrency = slotsOf(options.concurrency);
 	// A FIFO as an array and the index of its head: shift() would move every element per task.
 	let waiting: Array<(() => Promise<void>) | undefined> = [];
@@ -47,8 +57,11 @@ export function createFetchQueue(options: {
 		drain();
 	};
 	const failed = (error: unknown) => {
-		options.onError(error);
-		settled();
+		try {
+			onError(error);
+		} finally {
+			settled();
+		}
 	};
 
 	const start = (task: () => Promise<void>) => {
@@ -96,13 +109,27 @@ export function createFetchQueue(options: {
 		}
 	}
 
+	const add = (task: () => Promise<void>): void => {
+		if (running < concurrency && head === waiting.length) {
+			start(task);
+			return;
+		}
+		waiting.push(task);
+	};
+
 	return {
-		add(task) {
-			if (running < concurrency && head === waiting.length) {
-				start(task);
-				return;
-			}
-			waiting.push(task);
+		add,
+		run<T>(task: () => Promise<T>): Promise<T> {
+			return new Promise<T>((resolve, reject) =>
+				add(async () => {
+					// Settled here whether the task throws at once or later: nothing reaches `onError`.
+					try {
+						resolve(await task());
+					} catch (error) {
+						reject(error);
+					}
+				}),
+			);
 		},
 		get size() {
 			return size();
