@@ -2,19 +2,12 @@ import { basename, dirname, relative } from "node:path";
 import type { Job } from "../job/index.js";
 import type { RunSummary } from "../output/index.js";
 import { listRuns } from "../run/index.js";
+import { cliCommand } from "../shared/index.js";
 
 interface ResumeFlags {
 	readonly out: string;
 	readonly sandbox?: boolean;
 	readonly config?: string;
-}
-
-/** How the README calls the CLI: `npx scrapejob` works after `npm ci`, a bare `scrapejob` only when installed globally. */
-export const CLI_NAME = "npx scrapejob";
-
-/** A word safe to paste into a POSIX shell: as is when plain, else single-quoted. */
-export function shellWord(word: string): string {
-	return /^[\w@%+=:,./-]+$/.test(word) ? word : `'${word.replace(/'/g, `'\\''`)}'`;
 }
 
 /**
@@ -31,7 +24,7 @@ export function resumeCommand(
 	runDir: string,
 	summary?: Pick<RunSummary, "stopped_reason" | "credits">,
 ): string {
-	const words = [CLI_NAME, "run", relative(ctx.cwd, job.file) || job.file];
+	const words = ["run", relative(ctx.cwd, job.file) || job.file];
 	if (flags.out !== "output") words.push("--out", flags.out);
 	if (job.shard) words.push("--shard", `${job.shard.index}/${job.shard.count}`);
 	if (flags.sandbox) words.push("--sandbox");
@@ -41,7 +34,7 @@ export function resumeCommand(
 	if (listRuns(dirname(runDir))[0]?.runId !== runId) words.push(runId);
 	if (summary?.stopped_reason === "budget_exhausted")
 		words.push("--max-credits", String(largerBudget(summary.credits)));
-	return `${CLI_NAME} ${words.slice(1).map(shellWord).join(" ")}`;
+	return cliCommand(words);
 }
 
 /** A budget that lets a stopped run go on: twice the old one, and always above what was spent. */

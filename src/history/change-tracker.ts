@@ -1,8 +1,7 @@
 import { hash } from "node:crypto";
-import { closeSync, openSync, readSync } from "node:fs";
 import { join } from "node:path";
-import { StringDecoder } from "node:string_decoder";
 import { type AppendFile, openAppendFile, type ResultRecord } from "../output/index.js";
+import { jsonlLines } from "../shared/index.js";
 import type { JobHistory } from "./job-history.js";
 
 export const CHANGES_FILE = "changes.jsonl";
@@ -84,33 +83,9 @@ export type ChangeTracker = ReturnType<typeof createChangeTracker>;
  */
 function countWrittenChanges(path: string): ChangeCounts {
 	const counts: ChangeCounts = { new: 0, changed: 0, unchanged: 0 };
-	let fd: number;
-	try {
-		fd = openSync(path, "r");
-	} catch {
-		return counts;
-	}
-	try {
-		const chunk = Buffer.alloc(1 << 20);
-		// A character cut by a chunk's edge is completed by the next chunk, not mangled.
-		const decoder = new StringDecoder("utf8");
-		let carry = "";
-		let at = 0;
-		for (
-			let read = readSync(fd, chunk, 0, chunk.length, at);
-			read > 0;
-			read = readSync(fd, chunk, 0, chunk.length, at)
-		) {
-			at += read;
-			const lines = (carry + decoder.write(chunk.subarray(0, read))).split("\n");
-			carry = lines.pop() ?? "";
-			for (const line of lines) {
-				const match = /"change":"(new|changed|unchanged)"/.exec(line);
-				if (match) counts[match[1] as keyof ChangeCounts] += 1;
-			}
-		}
-	} finally {
-		closeSync(fd);
+	for (const line of jsonlLines(path)) {
+		const match = /"change":"(new|changed|unchanged)"/.exec(line.text);
+		if (match) counts[match[1] as keyof ChangeCounts] += 1;
 	}
 	return counts;
 }

@@ -2,9 +2,9 @@ import { existsSync, readdirSync, rmSync, statSync } from "node:fs";
 import { join } from "node:path";
 import type { Database, Statement } from "better-sqlite3";
 import { OutputError, type ResultRecord } from "../output/index.js";
-import { errorMessage } from "../shared/index.js";
+import { errorMessage, jsonlLines } from "../shared/index.js";
 import { openStore } from "./open-store.js";
-import { ForwardRecordReader, parseRecord, readRecordAt, resultsLines } from "./results-lines.js";
+import { ForwardRecordReader, parseRecord, readRecordAt } from "./results-lines.js";
 import { StoreBatch } from "./store-batch.js";
 
 /** The job's store: `<out>/<job>/history.sqlite` (README, "The job store"). */
@@ -230,7 +230,7 @@ function foldRunFolders(db: Database, jobDir: string, folders: readonly string[]
 		const from = folded.get(id) ?? 0;
 		if (resultsSize(jobDir, id) <= from) continue;
 		const batch = new StoreBatch(db, id);
-		for (const line of resultsLines(join(jobDir, id, "results.jsonl"), from)) {
+		for (const line of jsonlLines(join(jobDir, id, "results.jsonl"), { from })) {
 			const record = parseRecord(line.text);
 			// A line that is not a record is not history; the bytes past it are still folded.
 			if (record !== null && batch.add(record, line.offset, line.end)) batch.flush();

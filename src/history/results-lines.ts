@@ -3,53 +3,6 @@ import type { ResultRecord } from "../output/index.js";
 
 const CHUNK_BYTES = 1 << 20;
 
-/** A whole line of a results.jsonl: its text and where it starts and ends (past its newline). */
-export interface ResultsLine {
-	readonly text: string;
-	readonly offset: number;
-	readonly end: number;
-}
-
-/**
- * The whole lines of a results.jsonl from byte `from` on, read a megabyte at a time. A torn last line is
- * not yielded: it is read again once it is whole.
- */
-export function* resultsLines(path: string, from: number): Generator<ResultsLine> {
-	let fd: number;
-	try {
-		fd = openSync(path, "r");
-	} catch {
-		return;
-	}
-	try {
-		const chunk = Buffer.alloc(CHUNK_BYTES);
-		let fileAt = from;
-		let carry = Buffer.alloc(0);
-		let carryStart = from;
-		for (;;) {
-			const read = readSync(fd, chunk, 0, chunk.length, fileAt);
-			if (read === 0) break;
-			fileAt += read;
-			const data = carry.length ? Buffer.concat([carry, chunk.subarray(0, read)]) : chunk.subarray(0, read);
-			let lineStart = 0;
-			for (let newline = data.indexOf(10); newline >= 0; newline = data.indexOf(10, lineStart)) {
-				if (newline > lineStart) {
-					yield {
-						text: data.toString("utf8", lineStart, newline),
-						offset: carryStart + lineStart,
-						end: carryStart + newline + 1,
-					};
-				}
-				lineStart = newline + 1;
-			}
-			carry = Buffer.from(data.subarray(lineStart));
-			carryStart += lineStart;
-		}
-	} finally {
-		closeSync(fd);
-	}
-}
-
 /** A line's record, or null when it is not one (a line of another program, a torn write). */
 export function parseRecord(text: string): ResultRecord | null {
 	let record: ResultRecord;

@@ -115,6 +115,7 @@ export async function runJobFile(path: string, options: RunJobFileOptions = {}):
 			[{ job, counts: options.shard === undefined ? loaded.counts : null }],
 			outRoot,
 			options.resume,
+			options.repair === true,
 		);
 		const plan = planned[0];
 		if (!plan) throw new ResumeError(notes.join(" "));

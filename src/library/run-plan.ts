@@ -24,12 +24,15 @@ export interface RunPlans {
 
 /**
  * Which run each job continues (`--resume [RUN_ID]`) or starts. Reads only the output folders: no
- * request is made. A job whose chosen run is already complete is left out, with a note.
+ * request is made. A job whose chosen run is already complete is left out, with a note — unless it
+ * is to be repaired (`--repair`): a complete run whose results.jsonl holds damaged lines loses those
+ * records to the repair, and their targets run again.
  */
 export function planRuns(
 	jobs: ReadonlyArray<{ job: Job; counts: TargetCounts | null }>,
 	outRoot: string,
 	resume: boolean | string | undefined,
+	repair = false,
 ): RunPlans {
 	const planned: PlannedRun[] = [];
 	const notes: string[] = [];
@@ -51,7 +54,7 @@ export function planRuns(
 					: `no earlier run of job ${job.name} under ${outRoot} to resume`,
 			);
 		}
-		if (chosen.complete) {
+		if (chosen.complete && !repair) {
 			notes.push(`${job.name}: run ${chosen.runId} is already complete; nothing to resume.`);
 			continue;
 		}

@@ -1,6 +1,5 @@
-import { createReadStream, existsSync } from "node:fs";
+import { existsSync } from "node:fs";
 import { join } from "node:path";
-import { createInterface } from "node:readline";
 import type { Logger } from "pino";
 import type { SavedItemsClient, ScraperAccess, ScraperClient } from "../api/index.js";
 import { type JobHistory, openJobHistory } from "../history/index.js";
@@ -15,7 +14,7 @@ import {
 	surveyTargets,
 	type TargetSurvey,
 } from "../run/index.js";
-import { type LastWords, UsageError } from "../shared/index.js";
+import { jsonlLines, type LastWords, parseJsonLine, UsageError } from "../shared/index.js";
 import type { RunBrowserAccess } from "./browser-access.js";
 import { pingHealthcheck } from "./healthcheck.js";
 import { openMetricsFile, previousLastSuccess } from "./metrics-file.js";
@@ -321,7 +320,7 @@ async function selectTargets(
 		const runDir = join(jobOutputDir(choices.outRoot, plan.job.name), retry);
 		if (!existsSync(join(runDir, "results.jsonl")))
 			throw new UsageError(`--retry-failed: no run ${retry} of job ${plan.job.name} under ${choices.outRoot}`);
-		failedInRun = await failedIds(join(runDir, "results.jsonl"));
+		failedInRun = failedIds(join(runDir, "results.jsonl"));
 	}
 	if (plan.job.crawl && !retrying) {
 		// A crawl goes on below a fresh page: it is not fetched, its links are read from its stored page.
@@ -346,17 +345,12 @@ async function selectTargets(
 }
 
 /** The ids of a run's failed records, read line by line (a results.jsonl can be larger than a string may be). */
-async function failedIds(path: string): Promise<Set<string>> {
+function failedIds(path: string): Set<string> {
 	const ids = new Set<string>();
-	const lines = createInterface({ input: createReadStream(path), crlfDelay: Number.POSITIVE_INFINITY });
-	for await (const line of lines) {
-		if (!line.includes('"status":"failed"')) continue;
-		try {
-			const record = JSON.parse(line) as { id?: unknown; status?: unknown };
-			if (record.status === "failed" && typeof record.id === "string") ids.add(record.id);
-		} catch {
-			// a torn line
-		}
+	for (const { text } of jsonlLines(path)) {
+		if (!text.includes('"status":"failed"')) continue;
+		const record = parseJsonLine(text) as { id?: unknown; status?: unknown } | undefined;
+		if (record?.status === "failed" && typeof record.id === "string") ids.add(record.id);
 	}
 	return ids;
 }

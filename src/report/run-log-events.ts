@@ -1,5 +1,4 @@
-import { createReadStream } from "node:fs";
-import { createInterface } from "node:readline";
+import { jsonlLines } from "../shared/index.js";
 import type { PauseWindow } from "./report-data.js";
 
 /** At most this many pause windows are kept (the longest, if a run had more). */
@@ -11,15 +10,10 @@ const MAX_PAUSES = 2000;
  */
 export async function readPauseWindows(logPath: string): Promise<PauseWindow[]> {
 	const windows: PauseWindow[] = [];
-	let lines: AsyncIterable<string>;
 	try {
-		lines = createInterface({
-			input: createReadStream(logPath, { encoding: "utf8" }),
-			crlfDelay: Number.POSITIVE_INFINITY,
-		});
-		for await (const line of lines) {
-			if (!line.includes("pause")) continue;
-			const window = pauseWindow(line);
+		for (const { text } of jsonlLines(logPath)) {
+			if (!text.includes("pause")) continue;
+			const window = pauseWindow(text);
 			if (window) windows.push(window);
 		}
 	} catch {

@@ -1,8 +1,7 @@
-import { createReadStream, readFileSync, renameSync, writeFileSync } from "node:fs";
+import { readFileSync, renameSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { createInterface } from "node:readline";
 import { type ResultRecord, RUN_FILES, type RunSummary } from "../output/index.js";
-import { UsageError } from "../shared/index.js";
+import { jsonlLines, parseJsonLine, UsageError } from "../shared/index.js";
 import { createRecordAggregates, type RecordAggregates } from "./record-aggregates.js";
 import { renderReportHtml } from "./render-report.js";
 import type { ReportData } from "./report-data.js";
@@ -35,17 +34,9 @@ export function createReportCollector(originMs: number): ReportCollector {
 export async function rebuildReport(runDir: string): Promise<string> {
 	const summary = readSummary(runDir);
 	const aggregates = createRecordAggregates(runOrigin(runDir, summary));
-	const lines = createInterface({
-		input: createReadStream(join(runDir, RUN_FILES.jsonl), { encoding: "utf8" }),
-		crlfDelay: Number.POSITIVE_INFINITY,
-	});
-	try {
-		for await (const line of lines) {
-			const record = parseRecord(line);
-			if (record) aggregates.add(record);
-		}
-	} catch (error) {
-		if ((error as NodeJS.ErrnoException).code !== "ENOENT") throw error;
+	for (const line of jsonlLines(join(runDir, RUN_FILES.jsonl))) {
+		const record = parseRecord(line.text);
+		if (record) aggregates.add(record);
 	}
 	return writeReport(runDir, summary, aggregates);
 }
@@ -104,11 +95,11 @@ function runOrigin(runDir: string, summary: RunSummary): number {
 
 /** A results.jsonl line as a record, or null for a torn or foreign line (the report skips it). */
 function parseRecord(line: string): ResultRecord | null {
-	if (line.length === 0) return null;
-	try {
-		const record = JSON.parse(line) as ResultRecord;
-		return typeof record.finished_at === "string" && typeof record.duration_ms === "number" ? record : null;
-	} catch {
-		return null;
-	}
+	const record = parseJsonLine(line) as ResultRecord | null | undefined;
+	return typeof record === "object" &&
+		record !== null &&
+		typeof record.finished_at === "string" &&
+		typeof record.duration_ms === "number"
+		? record
+		: null;
 }

@@ -1,4 +1,3 @@
-import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import type { ScraperClient } from "../api/index.js";
 import {
@@ -10,7 +9,7 @@ import {
 	type Target,
 } from "../job/index.js";
 import { openAppendFile, type RunSummary } from "../output/index.js";
-import { errorMessage, type ScrapeParams, stripUrlCredentials } from "../shared/index.js";
+import { errorMessage, jsonlLines, parseJsonLine, type ScrapeParams, stripUrlCredentials } from "../shared/index.js";
 
 /** `discovery.jsonl` in the run folder: each map/search source's answer, so a resume never pays for it again. */
 export const DISCOVERY_FILE = "discovery.jsonl";
@@ -35,20 +34,10 @@ export interface DiscoveredTargets {
 
 function readSaved(path: string): Map<number, SavedAnswer> {
 	const saved = new Map<number, SavedAnswer>();
-	let text = "";
-	try {
-		text = readFileSync(path, "utf8");
-	} catch {
-		return saved;
-	}
-	for (const line of text.split("\n")) {
-		if (!line.endsWith("}")) continue;
-		try {
-			const answer = JSON.parse(line) as SavedAnswer;
-			if (!answer.error) saved.set(answer.i, answer);
-		} catch {
-			// A torn last line: that source is asked again.
-		}
+	// A torn last line is not read: that source is asked again.
+	for (const { text } of jsonlLines(path)) {
+		const answer = parseJsonLine(text) as SavedAnswer | null | undefined;
+		if (typeof answer === "object" && answer !== null && !answer.error) saved.set(answer.i, answer);
 	}
 	return saved;
 }

@@ -1,5 +1,3 @@
-import { createReadStream } from "node:fs";
-import { createInterface } from "node:readline";
 import { contentOf } from "../api/index.js";
 import {
 	createFillStats,
@@ -11,6 +9,7 @@ import {
 } from "../extract/index.js";
 import type { Job, Target } from "../job/index.js";
 import type { ResultRecord } from "../output/index.js";
+import { jsonlLines, parseJsonLine } from "../shared/index.js";
 import type { FetchResult } from "./fetch-target.js";
 
 type OkResult = Extract<FetchResult, { kind: "ok" }>;
@@ -117,19 +116,11 @@ export async function createRunFillStats(job: Job, priorJsonl: string | null): P
 	if (!extraction || extraction.fields.length === 0) return null;
 	const stats = createFillStats(extraction.fields, extraction.minFill);
 	if (priorJsonl === null) return stats;
-	try {
-		const lines = createInterface({ input: createReadStream(priorJsonl), crlfDelay: Number.POSITIVE_INFINITY });
-		for await (const line of lines) {
-			if (!line.includes('"status":"ok"')) continue;
-			try {
-				const record = JSON.parse(line) as ResultRecord;
-				if (record.status === "ok") stats.add(record.data);
-			} catch {
-				// A torn last line was cut by the resume already; anything else unreadable is not a record.
-			}
-		}
-	} catch (error) {
-		if ((error as NodeJS.ErrnoException).code !== "ENOENT") throw error;
+	for (const { text } of jsonlLines(priorJsonl)) {
+		if (!text.includes('"status":"ok"')) continue;
+		// Anything unreadable is not a record (a torn last line was cut by the resume already).
+		const record = parseJsonLine(text) as ResultRecord | null | undefined;
+		if (record?.status === "ok") stats.add(record.data);
 	}
 	return stats;
 }

@@ -1,6 +1,5 @@
-import { createReadStream } from "node:fs";
-import { createInterface } from "node:readline";
 import { type AppendFile, openAppendFile } from "../output/index.js";
+import { jsonlLines, parseJsonLine } from "../shared/index.js";
 
 /**
  * `journal.jsonl`: what happened to targets between start and record, appended with synchronous
@@ -89,21 +88,12 @@ export function openJournal(path: string): Journal {
 export async function readJournalTasks(path: string): Promise<{ tasks: Map<string, string>; started: number }> {
 	const tasks = new Map<string, string>();
 	let started = 0;
-	const lines = createInterface({ input: createReadStream(path), crlfDelay: Number.POSITIVE_INFINITY });
-	try {
-		for await (const line of lines) {
-			if (!line.endsWith("}")) continue;
-			let event: JournalEvent;
-			try {
-				event = JSON.parse(line) as JournalEvent;
-			} catch {
-				continue;
-			}
-			if (event.e === "task") tasks.set(event.id, event.task_id);
-			else if (event.e === "start") started += 1;
-		}
-	} catch (error) {
-		if ((error as NodeJS.ErrnoException).code !== "ENOENT") throw error;
+	for (const { text } of jsonlLines(path)) {
+		if (!text.endsWith("}")) continue;
+		const event = parseJsonLine(text) as JournalEvent | null | undefined;
+		if (typeof event !== "object" || event === null) continue;
+		if (event.e === "task") tasks.set(event.id, event.task_id);
+		else if (event.e === "start") started += 1;
 	}
 	return { tasks, started };
 }

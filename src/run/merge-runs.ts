@@ -1,6 +1,5 @@
 import {
 	closeSync,
-	createReadStream,
 	existsSync,
 	mkdirSync,
 	openSync,
@@ -12,8 +11,7 @@ import {
 	rmSync,
 	writeFileSync,
 } from "node:fs";
-import { join, resolve } from "node:path";
-import { createInterface } from "node:readline";
+import { dirname, isAbsolute, join, relative, resolve } from "node:path";
 import { idKey } from "../history/index.js";
 import { createTargetKeySet } from "../job/index.js";
 import {
@@ -26,7 +24,7 @@ import {
 	UTF8_BOM,
 	writeSummary,
 } from "../output/index.js";
-import { UsageError } from "../shared/index.js";
+import { cliCommand, jsonlLines, parseJsonLine, UsageError } from "../shared/index.js";
 import { isRecord } from "./resume-state.js";
 import { buildSummary, createRunStatistics } from "./run-statistics.js";
 
@@ -35,6 +33,7 @@ interface ShardMeta {
 	readonly dir: string;
 	readonly run_id: string;
 	readonly job_name: string;
+	readonly job_file?: string;
 	readonly targets_digest: string;
 	readonly total: number;
 	readonly shard: { readonly index: number; readonly count: number };
@@ -56,6 +55,24 @@ export interface MergedShards {
 
 /** The file `merge` writes instead of run.json: a merged folder is not a run that `--resume` could continue. */
 export const MERGE_FILE = "merge.json";
+
+/**
+ * The command that repairs a shard's folder: its job file and results root from the folder itself
+ * (`<out>/<job>/<run id>`), so it works as printed from the directory merge ran in.
+ */
+function repairCommand(meta: ShardMeta): string {
+	const out = pathFromHere(dirname(dirname(meta.dir)));
+	const jobFile = meta.job_file ? pathFromHere(meta.job_file) : "JOB.yaml";
+	const words = ["run", jobFile, "--shard", `${meta.shard.index}/${meta.shard.count}`];
+	if (out !== "output") words.push("--out", out);
+	return cliCommand([...words, "--resume", meta.run_id, "--repair"]);
+}
+
+/** A path as short as it is clear: relative below the working directory, else absolute. */
+function pathFromHere(path: string): string {
+	const fromHere = relative(process.cwd(), path);
+	return fromHere === "" ? "." : fromHere.startsWith("..") || isAbsolute(fromHere) ? resolve(path) : fromHere;
+}
 
 function readMeta(dir: string): ShardMeta {
 	let meta: Partial<ShardMeta>;
@@ -99,15 +116,6 @@ function checkShards(metas: readonly ShardMeta[]): void {
 			);
 		byIndex.set(meta.shard.index, meta.dir);
 	}
-}
-
-async function* lines(path: string): AsyncGenerator<string> {
-	if (!existsSync(path)) return;
-	const reader = createInterface({
-		input: createReadStream(path, { encoding: "utf8" }),
-		crlfDelay: Number.POSITIVE_INFINITY,
-	});
-	for await (const line of reader) yield line;
 }
 
 /**
@@ -171,21 +179,13 @@ async function mergeInto(metas: readonly ShardMeta[], outDir: string): Promise<M
 			const path = join(meta.dir, RUN_FILES.jsonl);
 			/** A line that is not a record: allowed only as the last line (a killed shard's torn write). */
 			let bad: number | null = null;
-			let lineNumber = 0;
 			let followed = false;
-			for await (const line of lines(path)) {
-				lineNumber += 1;
-				if (line === "") continue;
+			for (const { text: line, number: lineNumber } of jsonlLines(path, { unterminated: true })) {
 				if (bad !== null) {
 					followed = true;
 					break;
 				}
-				let record: ResultRecord | null = null;
-				try {
-					record = JSON.parse(line) as ResultRecord;
-				} catch {
-					record = null;
-				}
+				const record = parseJsonLine(line) as ResultRecord | null;
 				if (!isRecord(record)) {
 					bad = lineNumber;
 					continue;
@@ -206,7 +206,7 @@ async function mergeInto(metas: readonly ShardMeta[], outDir: string): Promise<M
 			}
 			if (bad !== null && followed) {
 				throw new UsageError(
-					`${path} line ${bad} is not a record (and more lines follow it): repair the shard first with scrapejob run <job> --shard ${meta.shard.index}/${meta.shard.count} --resume --repair`,
+					`${path} line ${bad} is not a record (and more lines follow it): repair the shard first with ${repairCommand(meta)} (and the flags that chose its service, such as --sandbox or --config)`,
 				);
 			}
 			const summary = readSummary(meta.dir);
@@ -303,16 +303,10 @@ async function shardWithRecordBefore(
 ): Promise<number | null> {
 	const needle = `"id":${JSON.stringify(id)}`;
 	for (const meta of metas) {
-		let lineNumber = 0;
-		for await (const line of lines(join(meta.dir, RUN_FILES.jsonl))) {
-			lineNumber += 1;
-			if (meta === current && lineNumber >= beforeLine) return null;
-			if (!line.includes(needle)) continue;
-			try {
-				if ((JSON.parse(line) as { id?: unknown }).id === id) return meta.shard.index;
-			} catch {
-				// A torn line names no shard.
-			}
+		for (const { text, number } of jsonlLines(join(meta.dir, RUN_FILES.jsonl), { unterminated: true })) {
+			if (meta === current && number >= beforeLine) return null;
+			if (!text.includes(needle)) continue;
+			if ((parseJsonLine(text) as { id?: unknown } | undefined)?.id === id) return meta.shard.index;
 		}
 		if (meta === current) return null;
 	}

@@ -1,7 +1,6 @@
 import {
 	appendFileSync,
 	closeSync,
-	createReadStream,
 	fstatSync,
 	ftruncateSync,
 	openSync,
@@ -10,9 +9,8 @@ import {
 	writeFileSync,
 } from "node:fs";
 import { dirname, join } from "node:path";
-import { createInterface } from "node:readline";
 import { csvLines, csvRow, RECORD_STATUSES, type ResultRecord, readCsvHeader } from "../output/index.js";
-import { ScrapejobError } from "../shared/index.js";
+import { jsonlLines, ScrapejobError } from "../shared/index.js";
 import { createIdSet, type IdSet } from "./compact-id-set.js";
 import { createRunStatistics, type RunStatistics } from "./run-statistics.js";
 
@@ -131,11 +129,7 @@ export async function repairResults(jsonlPath: string, csvPath: string, maxCell?
 	const dir = dirname(jsonlPath);
 	const kept: string[] = [];
 	const dropped: string[] = [];
-	const lines = createInterface({ input: createReadStream(jsonlPath), crlfDelay: Number.POSITIVE_INFINITY });
-	for await (const line of lines) {
-		if (line === "") continue;
-		(isRecord(parseRecordLine(line)) ? kept : dropped).push(line);
-	}
+	for (const { text } of jsonlLines(jsonlPath)) (isRecord(parseRecordLine(text)) ? kept : dropped).push(text);
 	if (dropped.length === 0) return 0;
 	appendFileSync(join(dir, CORRUPT_FILE), `${dropped.join("\n")}\n`);
 	const temporary = `${jsonlPath}.repair.tmp`;
@@ -162,26 +156,18 @@ export async function readPriorProgress(
 	const tornBytes = truncateTornTail(jsonlPath);
 	const corrupt: number[] = [];
 	let corruptCount = 0;
-	let lineNumber = 0;
 	const done = createIdSet();
 	let lastRecord: ResultRecord | null = null;
-	try {
-		const lines = createInterface({ input: createReadStream(jsonlPath), crlfDelay: Number.POSITIVE_INFINITY });
-		for await (const line of lines) {
-			lineNumber += 1;
-			if (line === "") continue;
-			const record = parseRecordLine(line);
-			if (!isRecord(record)) {
-				corruptCount += 1;
-				if (corrupt.length < 20) corrupt.push(lineNumber);
-				continue;
-			}
-			done.add(record.id);
-			statistics.replay(record);
-			lastRecord = record;
+	for (const line of jsonlLines(jsonlPath)) {
+		const record = parseRecordLine(line.text);
+		if (!isRecord(record)) {
+			corruptCount += 1;
+			if (corrupt.length < 20) corrupt.push(line.number);
+			continue;
 		}
-	} catch (error) {
-		if ((error as NodeJS.ErrnoException).code !== "ENOENT") throw error;
+		done.add(record.id);
+		statistics.replay(record);
+		lastRecord = record;
 	}
 	if (corruptCount > 0) throw new CorruptResultsError(jsonlPath, corrupt, corruptCount);
 	return { done, statistics, lastRecord, tornBytes };

@@ -10,7 +10,7 @@ import { createSharedKeyConcurrency, shareOf } from "../../src/run/shared-key-co
 import { isRunFolderName, readCsv, readRecords, readSummary, tempDir, writeJob } from "../helpers/job-files.js";
 import { runCli } from "../helpers/run-cli.js";
 import { startTestService, type TestService } from "../helpers/service.js";
-import { assertBuilt, spawnCli } from "../helpers/spawn-cli.js";
+import { assertBuilt, runPrintedCommand, spawnCli } from "../helpers/spawn-cli.js";
 
 let service: TestService | undefined;
 let sites: DemoSite[] = [];
@@ -296,8 +296,17 @@ describe("shards on one key, then merge", () => {
 		writeFileSync(path, lines.join("\n"));
 		const refused = await runCli(["merge", ...folders, "--out", join(dir, "m2")]);
 		expect(refused.code).toBe(2);
-		expect(refused.stderr).toMatch(/results\.jsonl line 1 is not a record .*--resume --repair/);
+		expect(refused.stderr).toMatch(/results\.jsonl line 1 is not a record /);
 		expect(existsSync(join(dir, "m2"))).toBe(false);
+		// The repair it names works as printed: the damaged line is moved aside, its target fetched again,
+		// and the merge then has every target once.
+		const hint = /repair the shard first with (npx scrapejob .*? --repair)/.exec(refused.stderr)?.[1];
+		expect(hint).toBeDefined();
+		const repaired = await runPrintedCommand(hint!, service.env, process.cwd()).done;
+		expect(repaired.code, repaired.stderr).toBe(0);
+		const again = await runCli(["merge", ...folders, "--out", join(dir, "m3")]);
+		expect(again.code, again.stderr).toBe(0);
+		expect(readRecords(join(dir, "m3")).length).toBe(notes.length);
 	}, 60_000);
 });
 

@@ -294,7 +294,7 @@ async function runCommand(ctx: CliContext, paths: string[], flags: RunFlags): Pr
 
 		// Which runs to start or continue, and their locks, before the first request (nothing sent on a refusal).
 		const outRoot = resolve(ctx.cwd, flags.out);
-		const plans = planRuns(jobs, outRoot, flags.resume);
+		const plans = planRuns(jobs, outRoot, flags.resume, flags.repair === true);
 		for (const note of plans.notes) writeLine(ctx.stdout, note);
 		planned = plans.planned;
 		if (planned.length === 0) return EXIT.ok;
