@@ -47,6 +47,55 @@ function cssProblem(message: string): string {
 	return /found\s*$/.test(message) ? `${message.trimEnd()} end of selector` : message;
 }
 
+/**
+ * A field's contract rules (`pattern`, `min`, `max`, `min_length`) that cannot hold: a regex that does
+ * not compile, bounds on a field that is not a number, `min` above `max`.
+ */
+function contractProblems(
+	name: string,
+	spec: Exclude<FieldInput, string>,
+	type: FieldType,
+	at: (key: string) => string | null,
+): FieldProblem[] {
+	const problems: FieldProblem[] = [];
+	if (spec.pattern !== undefined) {
+		try {
+			new RegExp(spec.pattern, "u");
+		} catch (error) {
+			problems.push({
+				field: name,
+				key: at("pattern"),
+				message: `pattern ${JSON.stringify(spec.pattern)} does not compile: ${errorMessage(error)}`,
+			});
+		}
+	}
+	const numeric = type === "number" || type === "integer";
+	for (const key of ["min", "max"] as const) {
+		if (spec[key] !== undefined && !numeric) {
+			problems.push({
+				field: name,
+				key: at(key),
+				message: `\`${key}\` bounds a number: give the field type number or integer (it is ${type})`,
+			});
+		}
+	}
+	if (spec.min !== undefined && spec.max !== undefined && spec.min > spec.max) {
+		problems.push({
+			field: name,
+			key: at("max"),
+			message: `max ${spec.max} is below min ${spec.min}: no value can pass`,
+		});
+	}
+	if (spec.min_length !== undefined && numeric) {
+		problems.push({
+			field: name,
+			key: at("min_length"),
+			message: `\`min_length\` counts characters: a ${type} field has none (use min and max)`,
+		});
+	}
+	return problems;
+}
+
 type CompileResult = { ok: true; field: CompiledField } | { ok: false; problems: FieldProblem[] };
 
 /**
@@ -87,6 +136,7 @@ export function compileField(name: string, input: FieldInput): CompileResult {
 			message: "type html reads an element: use it with `css` and no `attr`",
 		});
 	}
+	problems.push(...contractProblems(name, spec, type, at));
 	const base = { name, input, type, all, required };
 	let field: CompiledField | undefined;
 	switch (locator) {

@@ -25,6 +25,14 @@ export type FieldInput =
 			type?: FieldType;
 			/** Counts for `extract_checks.min_fill`. */
 			required?: boolean;
+			/** Contract: a found value (each item of a list) must match this regular expression. */
+			pattern?: string;
+			/** Contract: a found number may not be below this (number and integer fields). */
+			min?: number;
+			/** Contract: a found number may not be above this (number and integer fields). */
+			max?: number;
+			/** Contract: a found value (each item of a list) has at least this many characters. */
+			min_length?: number;
 	  };
 
 /** What a field found: one value, a list (`all: true`), or nothing. */

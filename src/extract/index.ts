@@ -17,6 +17,7 @@ export {
 } from "./compile-fields.js";
 export { type ExtractedData, extractFields } from "./extract-fields.js";
 export { extractPage } from "./extract-page.js";
+export { brokenRule, FIELD_RULES, type FieldRule, type FieldRules, fieldRulesOf } from "./field-rules.js";
 export {
 	FIELD_TYPES,
 	type FieldInput,

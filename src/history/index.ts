@@ -4,6 +4,16 @@
  */
 
 export { CHANGES_FILE, type ChangeCounts, type ChangeTracker, createChangeTracker } from "./change-tracker.js";
+export {
+	CONTRACT_FILE,
+	CONTRACT_STATES,
+	type ContractState,
+	type ContractStateName,
+	isHeldBack,
+	promotedSummaries,
+	readContractState,
+	writeContractState,
+} from "./contract-state.js";
 export { EXPORT_FORMATS, type ExportFormat, exportLatest } from "./export-latest.js";
 export { checkExportTarget } from "./export-target.js";
 export { idKey } from "./id-key.js";

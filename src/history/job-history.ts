@@ -2,8 +2,9 @@ import { existsSync, readdirSync, rmSync, statSync } from "node:fs";
 import { join } from "node:path";
 import type { Database, Statement } from "better-sqlite3";
 import { OutputError, type ResultRecord } from "../output/index.js";
-import { errorMessage, jsonlLines } from "../shared/index.js";
-import { openStore } from "./open-store.js";
+import { errorMessage, jsonlLines, UsageError } from "../shared/index.js";
+import { isHeldBack, readContractState, writeContractState } from "./contract-state.js";
+import { openReader, openStore } from "./open-store.js";
 import { ForwardRecordReader, parseRecord, readRecordAt } from "./results-lines.js";
 import { StoreBatch } from "./store-batch.js";
 
@@ -48,8 +49,25 @@ export interface JobHistory {
 	readOkRecord(entry: TargetHistory): ResultRecord | null;
 	/** Commit the records noted and not yet written. Throws when some could not be kept. */
 	save(): void;
-	/** Every target's newest ok record, read back from the run folders (grouped by run, in file order). */
+	/**
+	 * Every target's newest ok record, read back from the run folders (grouped by run, in file order).
+	 * Read through a connection of its own: the store may be looked up (`get`) while it is iterated.
+	 */
 	latestOkRecords(): Generator<ResultRecord>;
+	/** Targets that never had an ok record (id, url), through a connection of its own. */
+	neverOk(): Generator<{ id: string; url: string }>;
+	/**
+	 * Fold a run's records into the store from its results.jsonl (what is not folded yet), whatever its
+	 * contract state: a run that passed its contract is promoted this way when it ends.
+	 */
+	foldRun(runId: string): void;
+	/**
+	 * `--accept RUN_ID`: promote a run held back by its contract. Its folder's `contract.json` says
+	 * `accepted` (a rebuild keeps it), and its records go into the store (the later finish still wins
+	 * per target). Throws `UsageError` for a run that is not there or not finished; returns false when
+	 * there was nothing to accept (the run was promoted already).
+	 */
+	accept(runId: string): boolean;
 	/** Targets in the store. */
 	readonly size: number;
 	/**
@@ -157,7 +175,39 @@ function createJobHistory(db: Database, jobDir: string, warnings: readonly strin
 			}
 		},
 		*latestOkRecords() {
-			yield* latestOkRecords(db, jobDir);
+			const reader = openReader(join(jobDir, HISTORY_FILE));
+			try {
+				yield* latestOkRecords(reader, jobDir);
+			} finally {
+				reader.close();
+			}
+		},
+		*neverOk() {
+			const reader = openReader(join(jobDir, HISTORY_FILE));
+			try {
+				const rows = reader.prepare("SELECT id, url FROM targets WHERE ok_run IS NULL ORDER BY id").raw();
+				for (const [id, url] of rows.iterate() as IterableIterator<[string, string]>) yield { id, url };
+			} finally {
+				reader.close();
+			}
+		},
+		foldRun(runId) {
+			foldRun(db, jobDir, runId);
+		},
+		accept(runId) {
+			if (!/^[\w.-]+$/.test(runId) || runId.startsWith("."))
+				throw new UsageError(`--accept: ${JSON.stringify(runId)} is not a run id (a folder name under output/<job>/)`);
+			const runDir = join(jobDir, runId);
+			if (!existsSync(join(runDir, "results.jsonl"))) throw new UsageError(`--accept: no run ${runId} in ${jobDir}`);
+			const state = readContractState(runDir)?.state ?? null;
+			if (state === "pending")
+				throw new UsageError(
+					`--accept: run ${runId} has not completed (its contract is judged when it does): finish it with --resume first`,
+				);
+			if (state !== "held") return false;
+			writeContractState(runDir, "accepted");
+			foldRun(db, jobDir, runId);
+			return true;
 		},
 		get size() {
 			return db.prepare("SELECT count(*) FROM targets").pluck().get() as number;
@@ -229,14 +279,27 @@ function foldRunFolders(db: Database, jobDir: string, folders: readonly string[]
 	for (const id of folders) {
 		const from = folded.get(id) ?? 0;
 		if (resultsSize(jobDir, id) <= from) continue;
-		const batch = new StoreBatch(db, id);
-		for (const line of jsonlLines(join(jobDir, id, "results.jsonl"), { from })) {
-			const record = parseRecord(line.text);
-			// A line that is not a record is not history; the bytes past it are still folded.
-			if (record !== null && batch.add(record, line.offset, line.end)) batch.flush();
-		}
-		batch.flush();
+		// A run its contract holds back (or not judged yet) stays out of "latest" (contract-state.ts).
+		if (isHeldBack(join(jobDir, id))) continue;
+		foldFrom(db, jobDir, id, from);
 	}
+}
+
+/** One run's records past what the store holds of it. */
+function foldRun(db: Database, jobDir: string, runId: string): void {
+	const from =
+		(db.prepare("SELECT results_bytes FROM runs WHERE id = ?").pluck().get(runId) as number | undefined) ?? 0;
+	foldFrom(db, jobDir, runId, from);
+}
+
+function foldFrom(db: Database, jobDir: string, runId: string, from: number): void {
+	const batch = new StoreBatch(db, runId);
+	for (const line of jsonlLines(join(jobDir, runId, "results.jsonl"), { from })) {
+		const record = parseRecord(line.text);
+		// A line that is not a record is not history; the bytes past it are still folded.
+		if (record !== null && batch.add(record, line.offset, line.end)) batch.flush();
+	}
+	batch.flush();
 }
 
 /** The size of a run's results.jsonl, -1 when it is gone. */

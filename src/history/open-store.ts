@@ -68,6 +68,12 @@ export function openStore(path: string): OpenedStore {
 	return { db, unusable, created };
 }
 
+/** A second, read-only connection to an open store: it may iterate while the first one looks up and writes. */
+export function openReader(path: string): Database {
+	const Sqlite = sqlite();
+	return new Sqlite(path, { readonly: true, fileMustExist: true, timeout: BUSY_TIMEOUT_MS });
+}
+
 function connect(path: string, create: boolean): Database {
 	const Sqlite = sqlite();
 	const db = new Sqlite(path, { fileMustExist: !create, timeout: BUSY_TIMEOUT_MS });

@@ -1,4 +1,11 @@
-import { compileFields, type ExtractPlan, type FieldInput, serviceColumns } from "../extract/index.js";
+import {
+	compileFields,
+	type ExtractPlan,
+	type FieldInput,
+	type FieldRules,
+	fieldRulesOf,
+	serviceColumns,
+} from "../extract/index.js";
 
 type FieldSpecs = Readonly<Record<string, FieldInput>>;
 
@@ -12,6 +19,42 @@ export interface JobExtraction {
 	readonly fields: ReadonlyArray<{ readonly name: string; readonly required: boolean }>;
 	/** `extract_checks.min_fill`, or null. */
 	readonly minFill: number | null;
+	/** The job's own fields (`extract:` and `defaults.extract`), compiled: what re-extraction reads stored pages with. */
+	readonly plan: ExtractPlan | null;
+}
+
+/**
+ * The job's data contract (README, "Data contracts"): field rules and `extract_checks`, judged when a run
+ * completes. A run that breaks it is complete but not promoted to "latest" in the job's history.
+ */
+export interface JobContract {
+	/** Fields' `pattern`, `min`, `max`, `min_length` (a field declared in several places: each place's rules). */
+	readonly fieldRules: readonly FieldRules[];
+	readonly minFill: number | null;
+	readonly maxFillDrop: number | null;
+	readonly maxRowsDrop: number | null;
+	readonly maxChanged: number | null;
+}
+
+/** The contract of a job file's rules and checks, or null when it declares none (every run is promoted). */
+export function contractOf(
+	fieldRules: readonly FieldRules[],
+	checks: { min_fill?: number; max_fill_drop?: number; max_rows_drop?: number; max_changed?: number } | undefined,
+): JobContract | null {
+	const contract: JobContract = {
+		fieldRules,
+		minFill: checks?.min_fill ?? null,
+		maxFillDrop: checks?.max_fill_drop ?? null,
+		maxRowsDrop: checks?.max_rows_drop ?? null,
+		maxChanged: checks?.max_changed ?? null,
+	};
+	const judged =
+		fieldRules.length > 0 ||
+		contract.minFill !== null ||
+		contract.maxFillDrop !== null ||
+		contract.maxRowsDrop !== null ||
+		contract.maxChanged !== null;
+	return judged ? contract : null;
 }
 
 /**
@@ -24,6 +67,8 @@ export interface ExtractionBuilder {
 	/** Note a place's scrape options, for the CSV columns of service-side extraction. */
 	noteServiceOptions(options: object): void;
 	readonly carry: readonly string[];
+	/** Every field's contract rules, from every place fields are declared. */
+	readonly fieldRules: readonly FieldRules[];
 	/** Null when the job extracts nothing and carries nothing. */
 	finish(): JobExtraction | null;
 }
@@ -47,8 +92,16 @@ export function createExtractionBuilder(input: {
 	const localColumns: string[] = [];
 	const required = new Map<string, boolean>();
 	const serviceLabels: string[] = [];
+	const fieldRules: FieldRules[] = [];
+	const ruleKeys = new Set<string>();
 	const noteFields = (spec: FieldSpecs) => {
 		for (const [name, field] of Object.entries(spec)) {
+			const rules = fieldRulesOf(name, field);
+			const ruleKey = rules ? JSON.stringify([name, field]) : "";
+			if (rules && !ruleKeys.has(ruleKey)) {
+				ruleKeys.add(ruleKey);
+				fieldRules.push(rules);
+			}
 			if (!required.has(name)) localColumns.push(name);
 			const isRequired = typeof field === "object" && field.required === true;
 			required.set(name, (required.get(name) ?? false) || isRequired);
@@ -59,6 +112,7 @@ export function createExtractionBuilder(input: {
 	let usesSavedScheme = false;
 	return {
 		carry,
+		fieldRules,
 		planFor(own) {
 			if (!own || Object.keys(own).length === 0) return jobPlan;
 			noteFields(own);
@@ -77,6 +131,7 @@ export function createExtractionBuilder(input: {
 				carry,
 				fields: localColumns.map((name) => ({ name, required: required.get(name) ?? false })),
 				minFill: input.minFill ?? null,
+				plan: jobPlan,
 			};
 		},
 	};

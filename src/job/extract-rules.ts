@@ -140,6 +140,14 @@ export function checkExtractRules(data: Plain): PathProblem[] {
 		});
 	}
 
+	const anyFields = places.some((extract) => hasFields(extract));
+	if (isPlainObject(data.extract_checks) && data.extract_checks.max_fill_drop !== undefined && !anyFields) {
+		problems.push({
+			path: ["extract_checks", "max_fill_drop"],
+			message: "max_fill_drop watches the fill rates of `extract:` fields, and this job has none",
+		});
+	}
+
 	if (Array.isArray(data.carry)) {
 		data.carry.forEach((name: unknown, index) => {
 			if (typeof name === "string") names.note(name, "carried column", ["carry", index]);

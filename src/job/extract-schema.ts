@@ -19,6 +19,18 @@ const fieldObjectSchema = z
 			.optional()
 			.describe('text (default) | number ("$1,299.00" -> 1299) | integer | url (resolved) | html (outer HTML)'),
 		required: z.boolean().optional().describe("Counts for extract_checks.min_fill"),
+		pattern: z
+			.string()
+			.optional()
+			.describe("Contract: a found value (each item of a list) must match this regular expression"),
+		min: z.number().optional().describe("Contract: a found number may not be below this (number, integer)"),
+		max: z.number().optional().describe("Contract: a found number may not be above this (number, integer)"),
+		min_length: z
+			.number()
+			.int()
+			.min(1)
+			.optional()
+			.describe("Contract: a found value (each item of a list) has at least this many characters"),
 	})
 	.describe("One extracted field: one locator (css, regex, jsonld or meta) and a type");
 
@@ -37,9 +49,33 @@ export const extractChecksSchema = z
 			.min(0)
 			.max(1)
 			.optional()
-			.describe("A required field filled in fewer than this share of ok records fails the run (exit 1)"),
+			.describe(
+				"Contract: a required field filled in fewer than this share of ok records breaks it (exit 1, not promoted)",
+			),
+		max_fill_drop: z
+			.number()
+			.min(0)
+			.max(1)
+			.optional()
+			.describe(
+				"Contract: a field's fill rate may fall at most this much (0.2 = 20 points) below its mean over the last 5 complete runs",
+			),
+		max_rows_drop: z
+			.number()
+			.min(0)
+			.max(1)
+			.optional()
+			.describe("Contract: ok records may fall at most this share below their mean over the last 5 complete runs"),
+		max_changed: z
+			.number()
+			.min(0)
+			.max(1)
+			.optional()
+			.describe("Contract: at most this share of the run's ok records may have changed"),
 	})
-	.describe("Checks over the extracted data when the run ends");
+	.describe(
+		"The data contract, judged when a run completes: a run that breaks it is not promoted to latest (exit 1, contract_failed)",
+	);
 
 export const carrySchema = z
 	.array(z.string().min(1))

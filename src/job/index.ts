@@ -19,6 +19,7 @@ export {
 export { CRAWL_SCOPES, type CrawlScope, type CrawlSpec } from "./crawl-spec.js";
 export { createTargetKeySet, type TargetKeySet } from "./dedupe.js";
 export type { DiscoverySpec } from "./discovery-spec.js";
+export type { JobContract, JobExtraction } from "./extract-normalize.js";
 export { JOB_SCHEMA_FILE, jobJsonSchema, jobJsonSchemaText } from "./json-schema.js";
 export { type LoadedJob, type LoadJobOptions, loadJob } from "./load-job.js";
 export { MAX_JOB_FILE_BYTES } from "./parse-yaml.js";

@@ -6,7 +6,7 @@ import { DEFAULT_CSV_MAX_CELL, parseDuration, type ScrapeParams } from "../share
 import { type BrowserSession, browserSessionSchema, mergeBrowserSessions } from "./browser-session.js";
 import { normalizeCrawl } from "./crawl-spec.js";
 import type { DiscoverySpec } from "./discovery-spec.js";
-import { createExtractionBuilder, type ExtractionBuilder } from "./extract-normalize.js";
+import { contractOf, createExtractionBuilder, type ExtractionBuilder } from "./extract-normalize.js";
 import type { DataPath, Position } from "./positions.js";
 import type { JobFileOutput, ScrapeOptions, SourceFormat } from "./schema.js";
 import {
@@ -272,6 +272,8 @@ export function normalizeJob(parsed: JobFileOutput, ctx: NormalizeContext): Job 
 	};
 	const extractionSummary = extraction.finish();
 	if (extractionSummary) job.extraction = extractionSummary;
+	const contract = contractOf(extraction.fieldRules, parsed.extract_checks);
+	if (contract) job.contract = contract;
 	return { ...job, fingerprint: jobFingerprint(job) };
 }
 

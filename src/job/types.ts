@@ -3,7 +3,7 @@ import type { RequestedMode, ScrapeParams } from "../shared/index.js";
 import type { BrowserSession } from "./browser-session.js";
 import type { CrawlSpec } from "./crawl-spec.js";
 import type { DiscoverySpec } from "./discovery-spec.js";
-import type { JobExtraction } from "./extract-normalize.js";
+import type { JobContract, JobExtraction } from "./extract-normalize.js";
 import type { BadRowPolicy, ContentMode, OutputFormat, ScrapeOptions } from "./schema.js";
 import type { ShardBy, ShardSpec } from "./shard.js";
 import type { HostTally } from "./shard-balance.js";
@@ -135,6 +135,8 @@ export interface Job {
 	pageTimeoutMs: number;
 	/** `extract:` / `carry:` / service-side extraction as a whole: CSV columns and fill checks; absent with none. */
 	extraction?: JobExtraction | null;
+	/** The data contract (field rules, `extract_checks`): absent when the job declares none (every run is promoted). */
+	contract?: JobContract;
 	/**
 	 * SHA-256 (hex) of what decides the fetches: defaults, inline targets, and the sources'
 	 * paths (relative to the job file), columns and options — not the sources' contents (a changed

@@ -159,6 +159,9 @@ function setFigure(metrics: RunMetrics, name: string, label: string | undefined,
 		case "scrapejob_concurrency_limit":
 			metrics.concurrencyLimit = value;
 			return;
+		case "scrapejob_contract_broken_rules":
+			metrics.contractBroken = value;
+			return;
 	}
 	if (label === undefined) return;
 	const into: Record<string, number> | undefined =

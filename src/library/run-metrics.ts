@@ -21,6 +21,8 @@ export interface RunMetrics {
 	inflight: number;
 	concurrencyLimit: number;
 	changes: Record<ChangeKind, number>;
+	/** Rules of the data contract the latest run broke (0: kept, or no contract). */
+	contractBroken: number;
 }
 
 export const TARGET_STATUSES = ["ok", "failed", "skipped"] as const;
@@ -101,6 +103,12 @@ export const METRIC_SPECS: readonly MetricSpec[] = [
 		label: { name: "change", values: CHANGE_KINDS },
 		read: (m, value) => m.changes[value as ChangeKind],
 	},
+	{
+		name: "scrapejob_contract_broken_rules",
+		type: "gauge",
+		help: "Rules of the data contract the latest run broke (0: kept, or none declared); a run that broke one is not promoted to latest.",
+		read: (m) => m.contractBroken,
+	},
 ];
 
 /** A run's metrics before its first progress: nothing done yet. */
@@ -117,6 +125,7 @@ export function initialMetrics(job: string, shard: string, concurrencyLimit: num
 		inflight: 0,
 		concurrencyLimit,
 		changes: { new: 0, changed: 0, unchanged: 0 },
+		contractBroken: 0,
 	};
 	return metrics;
 }
@@ -146,4 +155,5 @@ export function applySummary(metrics: RunMetrics, summary: RunSummary): void {
 	metrics.creditsUsed = summary.credits.used;
 	metrics.inflight = 0;
 	metrics.changes = { ...(summary.changes ?? { new: 0, changed: 0, unchanged: 0 }) };
+	metrics.contractBroken = summary.contract?.broken.length ?? 0;
 }

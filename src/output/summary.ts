@@ -84,6 +84,43 @@ export interface RunSummary {
 		min_fill: number | null;
 		below_min_fill: string[];
 	};
+	/**
+	 * The data contract's verdict (field rules, `extract_checks`), when the job has one and the run
+	 * completed: a run that breaks it is not promoted to "latest" (`stopped_reason: contract_failed`).
+	 */
+	contract?: ContractVerdict;
+	/** A re-extraction (`scrapejob extract`): the run id its stored pages came from, or "latest". */
+	reextracted_from?: string;
+	/** A re-extraction: targets of the source without a stored page (listed in missing-pages.txt); no record. */
+	missing_pages?: number;
+}
+
+/** One rule of the contract the run broke, with the figures that broke it. */
+export interface BrokenRule {
+	/** `pattern`, `min`, `max`, `min_length` (a field's rule) or `min_fill`, `max_fill_drop`, `max_rows_drop`, `max_changed`. */
+	rule: string;
+	/** The field, for field rules, `min_fill` and `max_fill_drop`. */
+	field?: string;
+	/** The rule's bound as written. */
+	limit: number | string;
+	/** What the run measured: a rate, a share, a count of ok records. */
+	actual?: number;
+	/** `max_fill_drop`, `max_rows_drop`: the mean over the runs compared with. */
+	baseline?: number;
+	/** Field rules: ok records with a value that breaks it, and the first of them. */
+	records?: number;
+	example?: { id: string; value: unknown };
+	/** The rule and what broke it, in words. */
+	message: string;
+}
+
+export interface ContractVerdict {
+	passed: boolean;
+	broken: BrokenRule[];
+	/** The runs `max_fill_drop` and `max_rows_drop` compared with (newest first; at most 5). */
+	baseline_runs: string[];
+	/** Ok records plus the targets the run left out on purpose (fresh, not failed): what `max_rows_drop` compares. */
+	rows: number;
 }
 
 /** Write atomically (temp file + rename): a crash mid-write leaves the previous summary, never half of one. */
@@ -159,6 +196,22 @@ export function formatSummary(
 		]);
 	}
 	if (summary.extract) rows.push(...extractRows(summary.extract));
+	if (summary.reextracted_from !== undefined) {
+		const missing = summary.missing_pages ?? 0;
+		rows.push([
+			"source",
+			`re-extracted from ${summary.reextracted_from === "latest" ? "the latest ok record of every target" : `run ${summary.reextracted_from}`}: 0 credits, nothing sent${missing > 0 ? `; ${plural(missing, "target")} without a stored page (missing-pages.txt)` : ""}`,
+		]);
+	}
+	if (summary.contract) {
+		const { contract } = summary;
+		rows.push([
+			"contract",
+			contract.passed
+				? "passed: promoted to latest"
+				: `BROKEN, not promoted to latest (accept it with --accept ${summary.run_id}): ${contract.broken.map((rule) => rule.message).join("; ")}`,
+		]);
+	}
 	if (summary.stopped_reason) rows.push(["stopped", summary.stopped_reason]);
 	if (!summary.complete && summary.targets.remaining !== null) {
 		rows.push(["remaining", `${plural(summary.targets.remaining, "target")}: finish with \`${resumeCommand}\``]);

@@ -16,9 +16,11 @@ export interface NotifySpec {
 	readonly format?: "json" | "slack";
 }
 
-/** How a run ended, as notifications name it: every target ok, some failed, or stopped early. */
+/** How a run ended, as notifications name it: every target ok, some failed (or its contract broken), or stopped early. */
 export function runEvent(summary: RunSummary): NotifyEvent {
 	if (!summary.complete) return "stopped";
+	// A run that broke its data contract is complete, and not what its receivers may publish: failed.
+	if (summary.contract?.passed === false) return "failed";
 	return summary.targets.by_status.failed > 0 ? "failed" : "completed";
 }
 

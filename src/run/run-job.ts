@@ -5,7 +5,13 @@ import { type BodySpill, MAX_RESET_SECONDS, type ScraperClient, type ScraperHead
 import type { BrowserServiceAccess } from "../browser/index.js";
 import { createUrlKeys } from "../crawl/index.js";
 import { createPagePool, type PageTaskResult, PageTooComplexError } from "../extract/index.js";
-import { createChangeTracker, type JobHistory } from "../history/index.js";
+import {
+	createChangeTracker,
+	type JobHistory,
+	promotedSummaries,
+	readContractState,
+	writeContractState,
+} from "../history/index.js";
 import { type Job, streamTargetBatches, type Target } from "../job/index.js";
 import {
 	createCsvSink,
@@ -36,6 +42,7 @@ import {
 	systemClock,
 } from "../shared/index.js";
 import { createSessionLimiter, fetchBrowserTarget } from "./browser-target.js";
+import { BASELINE_RUNS, createContractCheck } from "./contract-check.js";
 import { addCrawlSummary, crawlerFor, serviceSitemapFetch, storedPageHtml, unshardedJob } from "./crawl-hook.js";
 import { createCreditBudget } from "./credit-budget.js";
 import { addDiscoverySummary, type DiscoveredTargets, discoverTargets, withDiscovered } from "./discovery-sources.js";
@@ -46,6 +53,7 @@ import { lockJobOutput, warnIfTookOver } from "./job-lock.js";
 import { openJournal } from "./journal.js";
 import { openRun } from "./open-run.js";
 import { createOutageMonitor } from "./outage-monitor.js";
+import { createRecordWriter } from "./record-writer.js";
 import { fetchedRecord } from "./result-record.js";
 import type { PriorProgress } from "./resume-state.js";
 import type { RunLock } from "./run-lock.js";
@@ -81,7 +89,9 @@ export type StopReason =
 	/** The output could not be written (disk full, read-only): nothing more is sent. */
 	| "output_failed"
 	/** Another process took the job's lock over (this one's lease ran out): nothing more is sent or written. */
-	| "lease_lost";
+	| "lease_lost"
+	/** The run completed but broke its data contract: its records are not promoted to "latest" (exit 1). */
+	| "contract_failed";
 
 export interface ProgressSnapshot {
 	readonly done: number;
@@ -245,6 +255,14 @@ export async function runJob(options: RunJobOptions): Promise<RunJobResult> {
 			);
 		}
 		const fill = await createRunFillStats(job, prior ? join(runDir, RUN_FILES.jsonl) : null);
+		// The data contract: field rules per record as written, the job's checks once the run completes.
+		const contract = job.contract ? createContractCheck(job.contract) : null;
+		if (contract && prior) await contract.replay(join(runDir, RUN_FILES.jsonl));
+		// With a contract the run's records go into "latest" only once it has completed within it: until
+		// then its folder says `pending` (contract.json), and the store's every open leaves it out.
+		const heldBack =
+			contract !== null && history !== null && (prior === null || readContractState(runDir)?.state === "pending");
+		if (heldBack && prior === null) writeContractState(runDir, "pending");
 		const pages = job.output.content === "files" ? createPageStore(runDir) : null;
 		pages?.removeUnfinished();
 		const stats = prior?.statistics ?? createRunStatistics();
@@ -473,23 +491,20 @@ export async function runJob(options: RunJobOptions): Promise<RunJobResult> {
 		}, 1000);
 		pauseTicker.unref();
 
-		const scrub = createRecordScrubber(options.secrets);
-		/**
-		 * The one record path: scrubbed first (keys, URL credentials), then stamped against the history
-		 * (`content_hash`, `change`, the changes.jsonl line), then fanned out to the sinks, the history,
-		 * the statistics and the report. No record or journal line reaches a file by another route.
-		 */
-		const write = (unsafe: ResultRecord, body: Parameters<NonNullable<typeof changes>["stamp"]>[1]) => {
-			const record = scrub(unsafe);
-			changes?.stamp(record, body);
-			if (record.status === "ok") fill?.add(record.data);
-			const offset = jsonl.size;
-			for (const sink of sinks) sink.write(record);
-			history?.record(record, historyRun, offset, jsonl.size);
-			stats.recordFinished(record);
-			report?.add(record);
-			progress();
-		};
+		/** The one record path (record-writer.ts): no record or journal line reaches a file by another route. */
+		const write = createRecordWriter({
+			scrub: createRecordScrubber(options.secrets),
+			changes,
+			fill,
+			contract,
+			jsonl,
+			sinks,
+			history: heldBack ? null : history,
+			historyRun,
+			stats,
+			report,
+			onWritten: progress,
+		});
 
 		/**
 		 * The record of a fetched target, built and written; undefined when the output has failed or the
@@ -875,8 +890,36 @@ export async function runJob(options: RunJobOptions): Promise<RunJobResult> {
 		addCrawlSummary(summary, crawler);
 		addDiscoverySummary(summary, discovered);
 		if (fill) summary.extract = fill.summary();
+		if (changes) summary.changes = { ...changes.counts };
+		if (contract && summary.complete && stopReason === null) {
+			const verdict = contract.judge(
+				summary,
+				promotedSummaries(dirname(runDir), basename(runDir), BASELINE_RUNS),
+				survey.deselected,
+			);
+			summary.contract = verdict;
+			if (!verdict.passed) {
+				stopReason = "contract_failed";
+				summary.stopped_reason = stopReason;
+				stopMessage = `the run broke its data contract: its records are not promoted to latest (${verdict.broken.map((rule) => rule.message).join("; ")})`;
+				log.warn({ event: "contract_failed", broken: verdict.broken.length }, stopMessage);
+				options.logger?.warn({ reason: stopReason }, stopMessage);
+			}
+			if (heldBack && history) {
+				guardOutput(() =>
+					writeContractState(runDir, verdict.passed ? "passed" : "held", verdict.passed ? undefined : verdict.broken),
+				);
+				if (verdict.passed) {
+					try {
+						history.foldRun(basename(runDir));
+					} catch (error) {
+						// The next open folds it in from results.jsonl: it passed, so nothing holds it back.
+						options.logger?.warn({ error: errorMessage(error) }, "could not promote the run in the job's history");
+					}
+				}
+			}
+		}
 		if (changes) {
-			summary.changes = { ...changes.counts };
 			guardOutput(() => changes.close());
 			try {
 				history?.save();

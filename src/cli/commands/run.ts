@@ -544,6 +544,7 @@ async function runOne(
 		case "service_unavailable":
 			return EXIT.authOrCredits;
 		case "budget_exhausted":
+		case "contract_failed":
 			return EXIT.someTargetsFailed;
 		case "output_failed":
 			// Said even with --quiet: a full disk is what the person reading the cron mail must learn.

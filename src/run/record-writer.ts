@@ -1,0 +1,49 @@
+import type { FillStats } from "../extract/index.js";
+import type { ChangeTracker, JobHistory } from "../history/index.js";
+import type { RecordSink, ResultRecord } from "../output/index.js";
+import type { ReportCollector } from "../report/index.js";
+import type { ContractCheck } from "./contract-check.js";
+import type { RunStatistics } from "./run-statistics.js";
+
+/** A content body as change tracking hashes it: the bytes, or the SHA-1 of a body that streamed to disk. */
+export type StampedBody = Buffer | { readonly sha1: string } | null;
+
+export interface RecordWriterParts {
+	/** Keys and URL credentials out of the record, first. */
+	readonly scrub: (record: ResultRecord) => ResultRecord;
+	readonly changes: ChangeTracker | null;
+	readonly fill: FillStats | null;
+	readonly contract: ContractCheck | null;
+	/** results.jsonl: its size before a write is the record's place, kept by the history. */
+	readonly jsonl: RecordSink & { readonly size: number };
+	/** Every sink, results.jsonl included. */
+	readonly sinks: readonly RecordSink[];
+	/** Where records go into the job's store as they are written; null when the run's promotion waits for its end (a contract). */
+	readonly history: Pick<JobHistory, "record"> | null;
+	readonly historyRun: number;
+	readonly stats: RunStatistics;
+	readonly report: ReportCollector | null;
+	/** After each record (progress). */
+	readonly onWritten?: () => void;
+}
+
+/**
+ * The one record path (style.md, "One record path"): scrubbed first (keys, URL credentials), then stamped
+ * against the history (`content_hash`, `change`, the changes.jsonl line), checked against the contract,
+ * then fanned out to the sinks, the history, the statistics and the report. Fetched runs and
+ * re-extractions write through it; no record reaches a file by another route.
+ */
+export function createRecordWriter(parts: RecordWriterParts): (unsafe: ResultRecord, body: StampedBody) => void {
+	return (unsafe, body) => {
+		const record = parts.scrub(unsafe);
+		parts.changes?.stamp(record, body);
+		if (record.status === "ok") parts.fill?.add(record.data);
+		parts.contract?.add(record);
+		const offset = parts.jsonl.size;
+		for (const sink of parts.sinks) sink.write(record);
+		parts.history?.record(record, parts.historyRun, offset, parts.jsonl.size);
+		parts.stats.recordFinished(record);
+		parts.report?.add(record);
+		parts.onWritten?.();
+	};
+}
