@@ -37,13 +37,21 @@ export {
 	type Target,
 } from "./job/index.js";
 export {
+	type ExtractJobFileOptions,
+	extractJobFile,
 	NoBrowserAccessError,
 	NoScraperAccessError,
 	type RunJobFileOptions,
 	type RunJobFileResult,
 	runJobFile,
 } from "./library/index.js";
-export { formatSummary, type ResultRecord, type RunSummary } from "./output/index.js";
+export {
+	type BrokenRule,
+	type ContractVerdict,
+	formatSummary,
+	type ResultRecord,
+	type RunSummary,
+} from "./output/index.js";
 export {
 	LayoutConflictError,
 	LockHeldError,

@@ -54,6 +54,8 @@ export interface JobHistory {
 	 * Read through a connection of its own: the store may be looked up (`get`) while it is iterated.
 	 */
 	latestOkRecords(): Generator<ResultRecord>;
+	/** The same, each with the run (folder name) it was read from. */
+	latestOkEntries(): Generator<{ readonly record: ResultRecord; readonly run: string }>;
 	/** Targets that never had an ok record (id, url), through a connection of its own. */
 	neverOk(): Generator<{ id: string; url: string }>;
 	/**
@@ -175,6 +177,9 @@ function createJobHistory(db: Database, jobDir: string, warnings: readonly strin
 			}
 		},
 		*latestOkRecords() {
+			for (const entry of this.latestOkEntries()) yield entry.record;
+		},
+		*latestOkEntries() {
 			const reader = openReader(join(jobDir, HISTORY_FILE));
 			try {
 				yield* latestOkRecords(reader, jobDir);
@@ -222,7 +227,7 @@ function createJobHistory(db: Database, jobDir: string, warnings: readonly strin
 }
 
 /** Each target's newest ok record, read run by run, each run's results.jsonl once, front to back. */
-function* latestOkRecords(db: Database, jobDir: string): Generator<ResultRecord> {
+function* latestOkRecords(db: Database, jobDir: string): Generator<{ record: ResultRecord; run: string }> {
 	// SQLite sorts on disk past its cache: memory stays flat whatever the count.
 	const places: Statement = db
 		.prepare("SELECT ok_run, ok_offset FROM targets WHERE ok_run IS NOT NULL ORDER BY ok_run, ok_offset")
@@ -242,7 +247,7 @@ function* latestOkRecords(db: Database, jobDir: string): Generator<ResultRecord>
 				}
 			}
 			const record = reader?.at(okOffset);
-			if (record) yield record;
+			if (record) yield { record, run: okRun };
 		}
 	} finally {
 		reader?.close();

@@ -2,7 +2,14 @@
  * The library entry: `runJobFile` runs a job file as `scrapejob run` does, through the same code
  * (`runPlannedJob`); the CLI is a thin layer over these (flags in, words and exit codes out).
  */
+
 export { connectBrowser, NoBrowserAccessError, type RunBrowserAccess } from "./browser-access.js";
+export {
+	type ExtractJobFileOptions,
+	type ExtractOutcome,
+	extractJobFile,
+	extractPlanned,
+} from "./extract-job-file.js";
 export {
 	NoScraperAccessError,
 	nothingToRetry,

@@ -34,6 +34,11 @@ export interface RunJobFileOptions {
 	readonly retryFailed?: boolean | string;
 	/** As `--shard I/N` (`auto/N` reads JOB_COMPLETION_INDEX or AWS_BATCH_JOB_ARRAY_INDEX). */
 	readonly shard?: string;
+	/**
+	 * As `--accept RUN_ID`: before the run, promote that run of the job, held back by its data contract,
+	 * to "latest" (throws `UsageError` for a run that is not there or not complete).
+	 */
+	readonly accept?: string;
 	/** As `--notify URL`: POST the summary there at the end. */
 	readonly notify?: string;
 	/**
@@ -145,6 +150,7 @@ export async function runJobFile(path: string, options: RunJobFileOptions = {}):
 				...(options.force ? { force: true } : {}),
 				...(options.repair ? { repair: true } : {}),
 				...(options.notify !== undefined ? { notifyUrl: options.notify } : {}),
+				...(options.accept !== undefined ? { accept: options.accept } : {}),
 				...(options.metrics !== undefined ? { metricsFile: resolve(cwd, options.metrics) } : {}),
 				...(options.healthcheck !== undefined ? { healthcheck: options.healthcheck } : {}),
 				env: context.env,

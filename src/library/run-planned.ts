@@ -66,6 +66,13 @@ export interface RunChoices {
 	readonly outageTimeoutMs?: number;
 	/** POST the summary there at the end (the job's `notify:` otherwise). */
 	readonly notifyUrl?: string;
+	/**
+	 * `--accept RUN_ID`: promote that run of the job, held back by its data contract, to "latest" before
+	 * this run starts (its records go into the job's history; the later finish still wins per target).
+	 */
+	readonly accept?: string;
+	/** Told whether `accept` promoted the run (false: it was promoted already). */
+	onAccepted?(runId: string, promoted: boolean): void;
 	/** A crawl's URL keys held in memory before older ones spill. */
 	readonly crawlKeysInMemory?: number;
 	/** Prometheus text file of the run's metrics, absolute (the job's `metrics:` otherwise). */
@@ -141,6 +148,7 @@ export async function runPlannedJob(
 		// A store rebuilt from the run folders (missing, damaged, older layout) says so: nothing is lost.
 		for (const warning of history.warnings) choices.logger?.warn({ job: plan.job.name }, warning);
 		try {
+			if (choices.accept !== undefined) choices.onAccepted?.(choices.accept, history.accept(choices.accept));
 			outcome = await runWithHistory(plan, services, choices, history, monitor, warn);
 		} finally {
 			history.close();

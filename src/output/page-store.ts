@@ -1,4 +1,4 @@
-import { mkdirSync, readdirSync, renameSync, rmSync, writeFileSync } from "node:fs";
+import { copyFileSync, linkSync, mkdirSync, readdirSync, renameSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { PARTIAL_PAGE_PREFIX } from "../shared/index.js";
 import { OutputError } from "./output-error.js";
@@ -80,6 +80,28 @@ export function createPageStore(runDir: string) {
 			ensureDir();
 			const name = `${id}.${extension}`;
 			place(file, name);
+			return `pages/${name}`;
+		},
+		/**
+		 * Another run's stored page as this target's page (re-extraction): a hard link where the file
+		 * system allows one (no copy, no space), else a copy written under a hidden name and renamed.
+		 */
+		share(id: string, from: string, extension: string): string {
+			ensureDir();
+			const name = `${id}.${extension}`;
+			rmSync(join(dir, name), { force: true });
+			try {
+				linkSync(from, join(dir, name));
+			} catch {
+				const temporary = join(dir, `${SAVING_PREFIX}${process.pid}-${saves++}`);
+				try {
+					copyFileSync(from, temporary);
+				} catch (error) {
+					rmSync(temporary, { force: true });
+					throw new OutputError(join(dir, name), error);
+				}
+				place(temporary, name);
+			}
 			return `pages/${name}`;
 		},
 		/** Remove what a killed run left unfinished (no record names it): called before a run writes pages. */

@@ -1,3 +1,4 @@
+export { BASELINE_RUNS } from "./contract-check.js";
 export { type CostCheck, checkCost } from "./cost-check.js";
 export { type CreditBudget, createCreditBudget } from "./credit-budget.js";
 export { type FetchResult, fetchTarget } from "./fetch-target.js";
@@ -7,6 +8,7 @@ export { LayoutConflictError } from "./layout-guard.js";
 export { MERGE_FILE, type MergeResult, mergeShardRuns } from "./merge-runs.js";
 export { NOTIFY_EVENTS, type NotifyEvent, type NotifySpec, notifyRunEnd, runEvent, signature } from "./notify.js";
 export { ResumeError } from "./open-run.js";
+export { MISSING_PAGES_FILE, type ReextractOptions, reextractRun } from "./reextract.js";
 export { type ConcurrencyPlan, MAX_LOCAL_CONCURRENCY, resolveConcurrency } from "./resolve-concurrency.js";
 export { fullJitterDelayMs } from "./retry-timing.js";
 export {

@@ -33,6 +33,7 @@ export function registerExportCommand(program: Command, ctx: CliContext): void {
 		.option("--force", "replace --out when it exists")
 		.option("--format <format>", `${EXPORT_FORMATS.join(" | ")}`, format, "csv")
 		.option("--from <dir>", "root folder of results (as run --out)", "output")
+		.option("--accept <run-id>", "first promote that run, held back by its data contract (contract_failed), to latest")
 		.option("--json", "print {records, format, out} as JSON")
 		.addHelpText(
 			"after",
@@ -53,7 +54,14 @@ Examples:
 		.action(
 			async (
 				jobFile: string,
-				flags: { out: string; format: ExportFormat; from: string; json?: boolean; force?: boolean },
+				flags: {
+					out: string;
+					format: ExportFormat;
+					from: string;
+					json?: boolean;
+					force?: boolean;
+					accept?: string;
+				},
 			) => {
 				let job: Awaited<ReturnType<typeof loadJob>>["job"];
 				try {
@@ -74,6 +82,13 @@ Examples:
 				for (const warning of history.warnings) writeLine(ctx.stderr, `scrapejob: warning: ${warning}`);
 				let records: number;
 				try {
+					if (flags.accept !== undefined) {
+						const promoted = history.accept(flags.accept);
+						writeLine(
+							ctx.stderr,
+							`scrapejob: ${promoted ? `run ${flags.accept} accepted: its records are promoted to latest` : `run ${flags.accept} is not held back by its contract: nothing to accept`}`,
+						);
+					}
 					if (history.size === 0)
 						throw new UsageError(`no records of job ${job.name} under ${jobDir}: nothing to export`);
 					const columns = csvColumnsFor({ data: job.extraction?.dataColumns, carry: job.extraction?.carry });

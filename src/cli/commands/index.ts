@@ -3,6 +3,7 @@ import type { CliContext } from "../context.js";
 import { registerAccountCommand } from "./account.js";
 import { registerEmulatorCommand } from "./emulator.js";
 import { registerExportCommand } from "./export.js";
+import { registerExtractCommand } from "./extract.js";
 import { registerHealthCommand } from "./health.js";
 import { registerMergeCommand } from "./merge.js";
 import { registerProxiesCommand } from "./proxies.js";
@@ -22,6 +23,7 @@ export function registerCommands(program: Command, ctx: CliContext): void {
 	registerReportCommand(program, ctx);
 	registerMergeCommand(program, ctx);
 	registerExportCommand(program, ctx);
+	registerExtractCommand(program, ctx);
 	registerValidateCommand(program, ctx);
 	registerAccountCommand(program, ctx);
 	registerUsageCommand(program, ctx);

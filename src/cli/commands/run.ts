@@ -71,6 +71,7 @@ interface RunFlags extends ServiceFlags {
 	notify?: string;
 	repair?: boolean;
 	retryFailed?: boolean | string;
+	accept?: string;
 	shard?: string;
 	metrics?: string;
 	healthcheck?: string;
@@ -166,6 +167,10 @@ export function registerRunCommand(program: Command, ctx: CliContext): void {
 		.option(
 			"--retry-failed [run-id]",
 			"a new run of only the targets whose latest record is failed (across the job's runs, or in the given run); freshness does not apply",
+		)
+		.option(
+			"--accept <run-id>",
+			"first promote that run of the job, held back by its data contract (contract_failed), to latest",
 		)
 		.option(
 			"--shard <I/N>",
@@ -472,6 +477,12 @@ async function runOne(
 			...(flags.taskPollMs !== undefined ? { taskPollMs: flags.taskPollMs } : {}),
 			...(flags.outageTimeout !== undefined ? { outageTimeoutMs: flags.outageTimeout } : {}),
 			...(flags.notify !== undefined ? { notifyUrl: flags.notify } : {}),
+			...(flags.accept !== undefined ? { accept: flags.accept } : {}),
+			onAccepted: (runId, promoted) =>
+				writeLine(
+					ctx.stderr,
+					`scrapejob: ${promoted ? `run ${runId} accepted: its records are promoted to latest` : `run ${runId} is not held back by its contract: nothing to accept`}`,
+				),
 			...(flags.metrics !== undefined ? { metricsFile: resolve(ctx.cwd, flags.metrics) } : {}),
 			...(flags.healthcheck !== undefined ? { healthcheck: flags.healthcheck } : {}),
 			env: ctx.env,

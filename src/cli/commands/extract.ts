@@ -1,0 +1,78 @@
+import type { Command } from "commander";
+import { formatProblem, JobValidationError } from "../../job/index.js";
+import { extractPlanned } from "../../library/index.js";
+import { formatSummary } from "../../output/index.js";
+import { type CliContext, writeLine } from "../context.js";
+import { EXIT } from "../exit-codes.js";
+
+interface ExtractFlags {
+	run: string;
+	out: string;
+	json?: boolean;
+}
+
+export function registerExtractCommand(program: Command, ctx: CliContext): void {
+	program
+		.command("extract")
+		.description(
+			"re-extract: a new run of a job read from its stored pages (content: files) with the job file's current extract:, 0 credits, nothing sent",
+		)
+		.argument("<job>", "the job file (its current extract: is what the pages are read with)")
+		.requiredOption(
+			"--run <run-id|latest>",
+			"the run whose stored pages are read, or latest: every target's latest ok record",
+		)
+		.option("--out <dir>", "root folder of results (what run --out names): <dir>/<job>/<run-id>/", "output")
+		.option("--json", "print the summary as JSON")
+		.addHelpText(
+			"after",
+			`
+Writes a new run folder whose records are read from pages a run kept (output.content: files), with
+the extract: fields the job file has now: credits_used 0 on every record, and nothing is sent to the
+service. Records keep their page's fetch times; change tracking compares them with the job's previous
+records (changed only where a value differs). Targets without a stored page get no record and are
+listed in the run folder's missing-pages.txt (summary.json: missing_pages). The run is promoted to
+latest unless it breaks the job's data contract (exit 1, contract_failed; promote it by hand with
+run or export --accept RUN_ID).
+
+Examples:
+  scrapejob extract jobs/shop.yaml --run latest
+  scrapejob extract jobs/shop.yaml --run 20261122T021500Z-3f9a1c --out /srv/scrape/output`,
+		)
+		.action(async (jobFile: string, flags: ExtractFlags) => {
+			let outcome: Awaited<ReturnType<typeof extractPlanned>>;
+			try {
+				outcome = await extractPlanned(jobFile, {
+					run: flags.run,
+					out: flags.out,
+					cwd: ctx.cwd,
+					env: ctx.env,
+					signal: ctx.signal,
+				});
+			} catch (error) {
+				if (!(error instanceof JobValidationError)) throw error;
+				for (const problem of error.problems) writeLine(ctx.stderr, formatProblem(problem));
+				ctx.exitCode = EXIT.invalidInput;
+				return;
+			}
+			const { summary, runDir, reportPath } = outcome;
+			if (flags.json) writeLine(ctx.stdout, JSON.stringify({ ...summary, run_dir: runDir, report: reportPath }));
+			else {
+				ctx.stdout.write(formatSummary(summary, runDir, `npx scrapejob extract ${jobFile} --run ${flags.run}`));
+				if (reportPath) writeLine(ctx.stdout, `report     ${reportPath}`);
+			}
+			ctx.exitCode = extractExitCode(outcome);
+		});
+}
+
+/** 0: every page read and the contract kept · 1: a page failed or the contract broke · 130: stopped. */
+function extractExitCode(outcome: Awaited<ReturnType<typeof extractPlanned>>): number {
+	switch (outcome.stopReason) {
+		case "interrupted":
+			return EXIT.interrupted;
+		case null:
+			return outcome.summary.targets.by_status.failed > 0 ? EXIT.someTargetsFailed : EXIT.ok;
+		default:
+			return EXIT.someTargetsFailed;
+	}
+}

@@ -1,0 +1,90 @@
+import { existsSync } from "node:fs";
+import { resolve } from "node:path";
+import type { Logger } from "pino";
+import { openJobHistory } from "../history/index.js";
+import { loadJob } from "../job/index.js";
+import { jobOutputDir, newRunId } from "../output/index.js";
+import { lockJobOutput, notifyRunEnd, type RunJobResult, reextractRun } from "../run/index.js";
+import { UsageError } from "../shared/index.js";
+import type { RunJobFileResult } from "./run-job-file.js";
+
+export interface ExtractJobFileOptions {
+	/** The run whose stored pages are read: a run id of the job, or `latest` (the latest ok record of every target), as `--run`. */
+	readonly run: string;
+	/** Root folder of results (what `run --out` names), relative to `cwd`, as `--out`. @default "output" */
+	readonly out?: string;
+	/** Abort to stop: no new page is read; the run folder says it is incomplete and is never promoted. */
+	readonly signal?: AbortSignal;
+	/** Where warnings go (a pino logger). @default nowhere (run.log in the run folder has them) */
+	readonly logger?: Logger;
+	/** Where `${VAR}` in the job file is read (and keys, scrubbed from the output). @default process.env */
+	readonly env?: NodeJS.ProcessEnv;
+	/** Base of relative paths (the job file, `out`). @default process.cwd() */
+	readonly cwd?: string;
+	/** Page worker threads. @default the cores but one, at most 4 */
+	readonly threads?: number;
+}
+
+/** What a re-extraction ends with: the run's outcome and the job it ran for (for the CLI's words). */
+export type ExtractOutcome = RunJobResult & { readonly jobName: string };
+
+/**
+ * `scrapejob extract JOB --run RUN_ID|latest` as a call: a new run folder of the job whose records are
+ * read from stored pages (`content: files`) with the job file's current `extract:` — 0 credits, nothing
+ * sent — tracked against the job's previous records and promoted to "latest" unless it breaks the
+ * job's data contract. Returns the summary (`summary.json`'s fields, `reextracted_from`,
+ * `missing_pages`) with `run_dir`, `report` and `stop_message`. Throws `JobValidationError`,
+ * `LockHeldError` (a run of the job holds its lock) or `UsageError` (no such run, no records, no
+ * `extract:`) before the run folder is made.
+ */
+export async function extractJobFile(path: string, options: ExtractJobFileOptions): Promise<RunJobFileResult> {
+	const { runDir, summary, reportPath, stopMessage } = await extractPlanned(path, options);
+	return { ...summary, run_dir: runDir, report: reportPath, stop_message: stopMessage };
+}
+
+/** The one re-extraction path: the CLI's `extract` and `extractJobFile` both call it. */
+export async function extractPlanned(path: string, options: ExtractJobFileOptions): Promise<ExtractOutcome> {
+	const cwd = options.cwd ?? process.cwd();
+	const env = options.env ?? process.env;
+	const signal = options.signal ?? new AbortController().signal;
+	const { job } = await loadJob(resolve(cwd, path), { env, cwd, signal, checkSources: false });
+	const outRoot = resolve(cwd, options.out ?? "output");
+	const jobDir = jobOutputDir(outRoot, job.name);
+	if (!existsSync(jobDir))
+		throw new UsageError(`no records of job ${job.name} under ${outRoot}: nothing to re-extract`);
+	const runId = newRunId();
+	// A re-extraction writes a run folder and the job's store like a run: one at a time (exit 4 otherwise).
+	const lock = lockJobOutput(outRoot, job.name, runId);
+	try {
+		const history = openJobHistory(jobDir);
+		for (const warning of history.warnings) options.logger?.warn({ job: job.name }, warning);
+		let result: RunJobResult;
+		try {
+			const secrets = [env.SCRAPEJOB_ACCOUNT_KEY, env.SCRAPEJOB_SCRAPER_KEY, job.healthcheck].filter(
+				(key): key is string => typeof key === "string" && key !== "",
+			);
+			result = await reextractRun({
+				job,
+				outRoot,
+				from: options.run,
+				history,
+				signal,
+				secrets,
+				runId,
+				...(options.logger ? { logger: options.logger } : {}),
+				...(options.threads !== undefined ? { threads: options.threads } : {}),
+			});
+			history.save();
+		} finally {
+			history.close();
+		}
+		if (job.notify) {
+			await notifyRunEnd(job.notify, result.summary, result.runDir, {
+				warn: (message) => options.logger?.warn(message),
+			});
+		}
+		return { ...result, jobName: job.name };
+	} finally {
+		lock.release();
+	}
+}
