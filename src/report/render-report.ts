@@ -162,6 +162,14 @@ export function renderReportHtml(data: ReportData): string {
 			? `<span class="badge warn">complete, ${number(byStatus.failed)} failed</span>`
 			: `<span class="badge ok">complete</span>`
 		: `<span class="badge bad">incomplete${summary.stopped_reason ? `: ${escapeHtml(summary.stopped_reason)}` : ""}</span>`;
+	const reextracted =
+		summary.reextracted_from === undefined
+			? ""
+			: ` <span class="badge ok">re-extracted from ${escapeHtml(summary.reextracted_from === "latest" ? "the latest ok records" : `run ${summary.reextracted_from}`)}: 0 credits${summary.missing_pages ? `, ${number(summary.missing_pages)} without a stored page` : ""}</span>`;
+	const contract =
+		summary.contract && !summary.contract.passed
+			? ` <span class="badge bad">contract broken: not promoted (${escapeHtml(summary.contract.broken.map((rule) => rule.message).join("; "))})</span>`
+			: "";
 	const pauses = data.pauses.length;
 	const tiles = [
 		tile(
@@ -218,7 +226,7 @@ export function renderReportHtml(data: ReportData): string {
 <style>${assets.style}${STYLE}</style>
 </head>
 <body>
-<header><h1>${escapeHtml(summary.job)}<small>run ${escapeHtml(summary.run_id)}</small>${state}</h1></header>
+<header><h1>${escapeHtml(summary.job)}<small>run ${escapeHtml(summary.run_id)}</small>${state}${reextracted}${contract}</h1></header>
 <div class="tiles">${tiles}</div>
 <main>${charts}${tables}</main>
 <footer>Generated ${escapeHtml(data.generated_at)} by scrapejob from this run folder's files. Started ${escapeHtml(summary.started_at)}, finished ${escapeHtml(summary.finished_at)}.</footer>

@@ -171,7 +171,9 @@ describe("a weekend with a wrong selector, fixed on Monday without paying again"
 		expect(readFileSync(join(summary.run_dir, "missing-pages.txt"), "utf8")).toMatch(
 			/^p6\t.*\/product\/6\tnever fetched ok\n$/,
 		);
-		expect(readFileSync(join(summary.run_dir, "report.html"), "utf8")).toContain("latest");
+		expect(readFileSync(join(summary.run_dir, "report.html"), "utf8")).toContain(
+			"re-extracted from the latest ok records: 0 credits, 1 without a stored page",
+		);
 
 		// export --latest gives the re-extracted values: promoted.
 		const exportRun = await spawnCli(
