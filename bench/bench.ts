@@ -21,6 +21,7 @@ import { benchHistory, formatHistoryRow } from "./history-bench.js";
 import { jsonText } from "./json-text.js";
 import { summarizeProfile } from "./profile-top.js";
 import type { ClientConfig, ClientReport, ServeCommand, ServeConfig, ServeMessage } from "./protocol.js";
+import { benchReextract, formatReextractRow } from "./reextract-bench.js";
 import { benchReport, formatReportRow } from "./report-bench.js";
 
 interface Scenario {
@@ -120,7 +121,13 @@ function parseArgs(argv: readonly string[]): Options {
 			if (!Number.isInteger(repeat) || repeat < 1) throw new Error(`--repeat must be a positive integer, got ${arg}`);
 		} else if (arg.startsWith("--only=")) {
 			const value = arg.slice("--only=".length);
-			if (value === REPORT_ROW || value === EXTRACT_ROW || value === CRAWL_ROW || value === HISTORY_ROW) {
+			if (
+				value === REPORT_ROW ||
+				value === EXTRACT_ROW ||
+				value === CRAWL_ROW ||
+				value === HISTORY_ROW ||
+				value === REEXTRACT_ROW
+			) {
 				only = value;
 				continue;
 			}
@@ -128,13 +135,13 @@ function parseArgs(argv: readonly string[]): Options {
 			const scenario = byIndex ?? SCENARIOS.find((s) => s.name === value);
 			if (!scenario) {
 				throw new Error(
-					`--only: no row ${value}; rows: ${[...SCENARIOS.map((s) => s.name), REPORT_ROW, EXTRACT_ROW, CRAWL_ROW, HISTORY_ROW].join(", ")}`,
+					`--only: no row ${value}; rows: ${[...SCENARIOS.map((s) => s.name), REPORT_ROW, EXTRACT_ROW, CRAWL_ROW, HISTORY_ROW, REEXTRACT_ROW].join(", ")}`,
 				);
 			}
 			only = scenario.name;
 		} else if (arg === "--help" || arg === "-h") {
 			process.stdout.write(
-				"usage: npm run bench -- [--quick] [--only=latency|cpu|memory|scale|report|extract|crawl|history|1|2|3|4] [--repeat=K] [--profile] [--keep] [--crawl-pages=N]\n" +
+				"usage: npm run bench -- [--quick] [--only=latency|cpu|memory|scale|report|extract|crawl|history|reextract|1|2|3|4] [--repeat=K] [--profile] [--keep] [--crawl-pages=N]\n" +
 					"  --quick    N/10 targets per row\n" +
 					`  --repeat   runs of each client per row, in ABBA order; the fastest is shown (default ${DEFAULT_REPEAT}; the cpu row 4, the scale row 1)\n` +
 					"  --profile  run each client's first run under --cpu-prof; print the top functions\n" +
@@ -672,6 +679,8 @@ const EXTRACT_ROW = "extract";
 const CRAWL_ROW = "crawl";
 /** The history row (bench/history-bench.ts): the per-job history at 1M targets (rebuild, start-up, RSS). */
 const HISTORY_ROW = "history";
+/** Re-extraction from stored pages against fetching at the account limit (`--only=reextract`; not in a full run). */
+const REEXTRACT_ROW = "reextract";
 
 async function run(): Promise<number> {
 	const options = parseArgs(process.argv.slice(2));
@@ -692,6 +701,11 @@ async function run(): Promise<number> {
 	if (options.only === HISTORY_ROW) {
 		process.stdout.write(`${formatHistoryRow(benchHistory(options.quick))}\n`);
 		return 0;
+	}
+	if (options.only === REEXTRACT_ROW) {
+		const row = await benchReextract(options.quick, (line) => process.stdout.write(`${line}\n`));
+		process.stdout.write(`\n${formatReextractRow(row)}\n`);
+		return row.reextractRequests === 0 ? 0 : 1;
 	}
 	if (options.only === EXTRACT_ROW) {
 		const row = await benchExtract(options.quick, (line) => process.stdout.write(`${line}\n`));
