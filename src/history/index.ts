@@ -18,4 +18,4 @@ export { EXPORT_FORMATS, type ExportFormat, exportLatest } from "./export-latest
 export { checkExportTarget } from "./export-target.js";
 export { idKey } from "./id-key.js";
 export { HISTORY_FILE, type JobHistory, OLD_HISTORY_FILE, openJobHistory, type TargetHistory } from "./job-history.js";
-export { parseRecord, resultsLines } from "./results-lines.js";
+export { parseRecord } from "./results-lines.js";

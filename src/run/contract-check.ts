@@ -1,8 +1,7 @@
-import { createReadStream } from "node:fs";
-import { createInterface } from "node:readline";
 import { brokenRule, type FieldRule } from "../extract/index.js";
 import type { JobContract } from "../job/index.js";
 import type { BrokenRule, ContractVerdict, ResultRecord, RunSummary } from "../output/index.js";
+import { jsonlLines, parseJsonLine } from "../shared/index.js";
 
 /** How many earlier complete runs `max_fill_drop` and `max_rows_drop` compare with. */
 export const BASELINE_RUNS = 5;
@@ -45,18 +44,11 @@ export function createContractCheck(contract: JobContract) {
 		add,
 		/** A resumed run: the records of its earlier sessions, read back from its results.jsonl. */
 		async replay(jsonlPath: string): Promise<void> {
-			try {
-				const lines = createInterface({ input: createReadStream(jsonlPath), crlfDelay: Number.POSITIVE_INFINITY });
-				for await (const line of lines) {
-					if (!line.includes('"status":"ok"')) continue;
-					try {
-						add(JSON.parse(line) as ResultRecord);
-					} catch {
-						// not a record (a torn line was cut by the resume already)
-					}
-				}
-			} catch (error) {
-				if ((error as NodeJS.ErrnoException).code !== "ENOENT") throw error;
+			for (const { text } of jsonlLines(jsonlPath)) {
+				if (!text.includes('"status":"ok"')) continue;
+				// Not a record: passed over (a torn line was cut by the resume already).
+				const record = parseJsonLine(text) as ResultRecord | null | undefined;
+				if (typeof record === "object" && record !== null) add(record);
 			}
 		},
 		/**

@@ -10,7 +10,6 @@ import {
 	type JobHistory,
 	parseRecord,
 	promotedSummaries,
-	resultsLines,
 	writeContractState,
 } from "../history/index.js";
 import type { Job } from "../job/index.js";
@@ -31,7 +30,7 @@ import {
 	writeSummary,
 } from "../output/index.js";
 import { createReportCollector } from "../report/index.js";
-import { errorMessage, UsageError } from "../shared/index.js";
+import { errorMessage, jsonlLines, UsageError } from "../shared/index.js";
 import { BASELINE_RUNS, createContractCheck } from "./contract-check.js";
 import { createRunFillStats } from "./extract-record.js";
 import { createRecordWriter } from "./record-writer.js";
@@ -282,7 +281,7 @@ function* sourceEntries(
 
 /** A run's records, a megabyte of the file at a time (a results.jsonl may be larger than memory). */
 function* readRecords(path: string): Generator<ResultRecord> {
-	for (const line of resultsLines(path, 0)) {
+	for (const line of jsonlLines(path)) {
 		const record = parseRecord(line.text);
 		if (record !== null) yield record;
 	}
