@@ -244,6 +244,8 @@ export async function exportLatest(
 	format: ExportFormat,
 	outFile: string,
 	csvColumns: readonly string[],
+	/** The job's `output.csv_max_cell`: export cuts cells as the runs' CSVs do. */
+	csvMaxCell?: number,
 ): Promise<number> {
 	const count = { records: 0 };
 	const extra = csvColumns.filter((column) => !FIXED.has(column));
@@ -263,7 +265,8 @@ export async function exportLatest(
 					file.fd,
 					(function* () {
 						yield csvLines([[...csvColumns]]);
-						for (const record of exportedRecords(history, count)) yield csvLines([csvRow(record, csvColumns)]);
+						for (const record of exportedRecords(history, count))
+							yield csvLines([csvRow(record, csvColumns, csvMaxCell)]);
 					})(),
 				);
 				break;

@@ -24,7 +24,7 @@ import {
 	UTF8_BOM,
 	writeSummary,
 } from "../output/index.js";
-import { cliCommand, jsonlLines, parseJsonLine, UsageError } from "../shared/index.js";
+import { cliCommand, jsonlLines, MIN_CSV_MAX_CELL, parseJsonLine, UsageError } from "../shared/index.js";
 import { isRecord } from "./resume-state.js";
 import { buildSummary, createRunStatistics } from "./run-statistics.js";
 
@@ -34,6 +34,8 @@ interface ShardMeta {
 	readonly run_id: string;
 	readonly job_name: string;
 	readonly job_file?: string;
+	/** Absent in folders of older versions (which cut at the default). */
+	readonly csv_max_cell?: number;
 	readonly targets_digest: string;
 	readonly total: number;
 	readonly shard: { readonly index: number; readonly count: number };
@@ -168,6 +170,11 @@ async function mergeInto(metas: readonly ShardMeta[], outDir: string): Promise<M
 		header !== null
 			? createCsvSink(join(outDir, RUN_FILES.csv), {
 					columns: header,
+					// run.json is read as hostile: a limit the job file could not have set is not used.
+					...(Number.isSafeInteger(first.csv_max_cell) &&
+					(first.csv_max_cell === 0 || first.csv_max_cell! >= MIN_CSV_MAX_CELL)
+						? { maxCell: first.csv_max_cell }
+						: {}),
 					bom: csvPaths.some((path, index) => csvHeaders[index] !== null && startsWithBom(path)),
 				})
 			: null;

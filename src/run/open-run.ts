@@ -34,6 +34,8 @@ interface RunMeta {
 	 * within it; `--resume --max-credits N` replaces it. Absent in folders of older versions.
 	 */
 	max_credits?: number | null;
+	/** The job's `output.csv_max_cell`: `merge` writes the shards' CSV with the cells cut as the runs cut them. */
+	csv_max_cell?: number;
 }
 
 export interface OpenedRun {
@@ -172,6 +174,7 @@ export async function openRun(options: {
 			created_at: new Date(options.startedAt).toISOString(),
 			...(job.shard ? { shard: { index: job.shard.index, count: job.shard.count } } : {}),
 			max_credits: options.maxCredits ?? job.maxCredits,
+			csv_max_cell: job.output.csvMaxCell,
 		};
 		writeMeta(runDir, created);
 		return {

@@ -6,7 +6,7 @@ import { parse } from "csv-parse/sync";
 import { afterEach, describe, expect, it } from "vitest";
 import { createCsvSink, cutCell, type ResultRecord } from "../../src/output/index.js";
 import { csvCatchUp } from "../../src/run/resume-state.js";
-import { readCsv, readRecords, tempDir, writeJob } from "../helpers/job-files.js";
+import { isRunFolderName, readCsv, readRecords, tempDir, writeJob } from "../helpers/job-files.js";
 import { runCli } from "../helpers/run-cli.js";
 import { startTestService, type TestService } from "../helpers/service.js";
 
@@ -100,6 +100,37 @@ describe("output.csv_max_cell", () => {
 		expect(result.stderr).toContain(
 			"bad.yaml:3:17 output.csv_max_cell: must be 0 (no limit) or at least 32, room for the cut's marker (got 5)",
 		);
+	});
+
+	it("merge and export --latest cut cells as the job's runs do (its csv_max_cell, not the default)", async () => {
+		service = await startTestService();
+		const origin = await startSite();
+		const dir = tempDir();
+		const out = join(dir, "out");
+		const job = writeJob(
+			dir,
+			"cut",
+			`name: cut\ndefaults:\n  mode: request\ntargets:\n  - ${origin}/links\nextract:\n  links: {css: "nav a", attr: href, all: true}\noutput:\n  content: none\n  csv_max_cell: 100\n`,
+		);
+		for (const shard of ["1/2", "2/2"]) {
+			const result = await runCli(["run", job, "--out", out, "--quiet", "--shard", shard], { env: service.env });
+			expect(result.code, result.stderr).toBe(0);
+		}
+		const folders = readdirSync(join(out, "cut"))
+			.filter(isRunFolderName)
+			.map((name) => join(out, "cut", name));
+		expect(folders).toHaveLength(2);
+		const merged = join(dir, "merged");
+		const merging = await runCli(["merge", ...folders, "--out", merged]);
+		expect(merging.code, merging.stderr).toBe(0);
+		expect(readCsv(merged)[0]!.links).toHaveLength(100);
+
+		const latest = join(dir, "latest.csv");
+		const exporting = await runCli(["export", job, "--latest", "--from", out, "--out", latest]);
+		expect(exporting.code, exporting.stderr).toBe(0);
+		const [row] = parse(readFileSync(latest), { columns: true, bom: true }) as Array<Record<string, string>>;
+		expect(row!.links).toHaveLength(100);
+		expect(cut(row!.links!)!.omitted).toBeGreaterThan(131_000);
 	});
 
 	it("a resumed run's catch-up compares the row cut as the file's was (no second row for the last record)", async () => {

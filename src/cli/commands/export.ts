@@ -92,7 +92,7 @@ Examples:
 					if (history.size === 0)
 						throw new UsageError(`no records of job ${job.name} under ${jobDir}: nothing to export`);
 					const columns = csvColumnsFor({ data: job.extraction?.dataColumns, carry: job.extraction?.carry });
-					records = await exportLatest(history, flags.format, out, columns);
+					records = await exportLatest(history, flags.format, out, columns, job.output.csvMaxCell);
 				} finally {
 					history.close();
 				}
