@@ -1,12 +1,15 @@
-import { readFileSync } from "node:fs";
+import { existsSync, mkdirSync, readdirSync, readFileSync, renameSync } from "node:fs";
 import { join } from "node:path";
 import type { Command } from "commander";
-import { describe, expect, it } from "vitest";
+import { afterEach, describe, expect, it } from "vitest";
 import { parse } from "yaml";
 import type { CliContext } from "../../src/cli/context.js";
 import { createProgram } from "../../src/cli/main.js";
 import { parseShard } from "../../src/job/index.js";
+import { readSummary, tempDir, writeJob } from "../helpers/job-files.js";
 import { CapturedStream } from "../helpers/run-cli.js";
+import { startTestService, type TestService } from "../helpers/service.js";
+import { runPrintedCommand } from "../helpers/spawn-cli.js";
 
 const dir = join(import.meta.dirname, "..", "..", "examples", "kubernetes");
 
@@ -16,17 +19,23 @@ interface Container {
 	env?: Array<{ name: string; valueFrom?: { secretKeyRef?: { name: string; key: string } } }>;
 }
 
-/** The argv after `scrapejob` of every scrapejob invocation in a container (shell `a || b` lines included). */
-function scrapejobArgv(container: Container): string[][] {
+/** A container's shell script as the shell gets it: Kubernetes turns `$$` into `$` (its own escape). */
+function podScript(container: Container): string | null {
 	const words = [...(container.command ?? []), ...(container.args ?? [])];
-	if (words[0] === "/bin/sh") {
-		return words
-			.slice(2)
-			.join(" ")
-			.split("||")
-			.map((part) => part.trim().split(/\s+/))
+	return words[0] === "/bin/sh" ? words.slice(2).join("\n").replaceAll("$$", "$") : null;
+}
+
+/** The argv after `scrapejob` of every scrapejob invocation in a container (each line of a shell script). */
+function scrapejobArgv(container: Container): string[][] {
+	const script = podScript(container);
+	if (script !== null) {
+		return script
+			.split("\n")
+			.filter((line) => line.includes("npx scrapejob"))
+			.map((line) => line.trim().split(/\s+/))
 			.map((tokens) => tokens.slice(tokens.indexOf("scrapejob") + 1));
 	}
+	const words = [...(container.command ?? []), ...(container.args ?? [])];
 	return [words.slice(words.indexOf("scrapejob") + 1)];
 }
 
@@ -63,6 +72,12 @@ function containersOf(manifest: {
 	return template?.spec.containers ?? [];
 }
 
+let service: TestService | undefined;
+afterEach(async () => {
+	await service?.close();
+	service = undefined;
+});
+
 describe("examples/kubernetes", () => {
 	it("the Indexed Job runs every shard with --shard auto/N, N its completions, resuming on restart", async () => {
 		const manifest = parse(readFileSync(join(dir, "indexed-job.yaml"), "utf8"));
@@ -89,6 +104,48 @@ describe("examples/kubernetes", () => {
 		expect(container!.env).toContainEqual(
 			expect.objectContaining({ name: "SCRAPEJOB_ACCOUNT_KEY", valueFrom: { secretKeyRef: expect.any(Object) } }),
 		);
+	});
+
+	it("the Indexed Job's pod script, run: a new run on first start, its resume on a restart, never a second run that pays again", async () => {
+		const manifest = parse(readFileSync(join(dir, "indexed-job.yaml"), "utf8"));
+		const script = podScript(containersOf(manifest)[0]!);
+		expect(script).not.toBeNull();
+		service = await startTestService();
+		const work = tempDir();
+		const out = join(work, "volume", "output");
+		const targets = Array.from({ length: 40 }, (_, index) => `  - ${service!.site.url}/product/${index + 1}`);
+		// A budget the shard reaches: its run stops early and exits with an error, as a pod that is restarted.
+		writeJob(
+			work,
+			"shop",
+			`name: shop\nshard_by: url\nmax_credits: 2\ndefaults:\n  mode: request\ntargets:\n${targets.join("\n")}\n`,
+		);
+		mkdirSync(join(work, "jobs"));
+		renameSync(join(work, "shop.yaml"), join(work, "jobs", "shop.yaml"));
+		const pod = () =>
+			runPrintedCommand(script!.replaceAll("/data/output", out), { ...service!.env, JOB_COMPLETION_INDEX: "0" }, work)
+				.done;
+		const shardFolders = () =>
+			existsSync(join(out, "shop"))
+				? readdirSync(join(out, "shop")).filter((name) => name.endsWith("-shard-1-of-4"))
+				: [];
+		const paid = () => service!.emulator.ledger.byEndpoint("realtime").length;
+
+		const first = await pod();
+		expect(first.code, first.stderr).not.toBe(0);
+		expect(shardFolders()).toHaveLength(1);
+		const summary = readSummary(join(out, "shop", shardFolders()[0]!));
+		expect(summary.stopped_reason).toBe("budget_exhausted");
+		expect(summary.targets.total).toBeGreaterThan(2);
+		const paidFirst = paid();
+		expect(paidFirst).toBeGreaterThan(0);
+		expect(summary.credits.used).toBeLessThanOrEqual(2);
+
+		// The pod restarted: it resumes that run (its budget kept), which ends again at once; no new run.
+		const restart = await pod();
+		expect(restart.code, restart.stderr).toBe(first.code);
+		expect(shardFolders()).toHaveLength(1);
+		expect(paid()).toBe(paidFirst);
 	});
 
 	it("the CronJob's container runs a nightly job with a budget and health pings, the key and ping URL from a Secret", async () => {
