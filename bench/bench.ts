@@ -23,6 +23,7 @@ import { summarizeProfile } from "./profile-top.js";
 import type { ClientConfig, ClientReport, ServeCommand, ServeConfig, ServeMessage } from "./protocol.js";
 import { benchReextract, formatReextractRow } from "./reextract-bench.js";
 import { benchReport, formatReportRow } from "./report-bench.js";
+import { benchShards, formatShardsRow } from "./shards-bench.js";
 
 interface Scenario {
 	/** Row name for `--only`. */
@@ -126,7 +127,8 @@ function parseArgs(argv: readonly string[]): Options {
 				value === EXTRACT_ROW ||
 				value === CRAWL_ROW ||
 				value === HISTORY_ROW ||
-				value === REEXTRACT_ROW
+				value === REEXTRACT_ROW ||
+				value === SHARDS_ROW
 			) {
 				only = value;
 				continue;
@@ -135,13 +137,13 @@ function parseArgs(argv: readonly string[]): Options {
 			const scenario = byIndex ?? SCENARIOS.find((s) => s.name === value);
 			if (!scenario) {
 				throw new Error(
-					`--only: no row ${value}; rows: ${[...SCENARIOS.map((s) => s.name), REPORT_ROW, EXTRACT_ROW, CRAWL_ROW, HISTORY_ROW, REEXTRACT_ROW].join(", ")}`,
+					`--only: no row ${value}; rows: ${[...SCENARIOS.map((s) => s.name), REPORT_ROW, EXTRACT_ROW, CRAWL_ROW, HISTORY_ROW, REEXTRACT_ROW, SHARDS_ROW].join(", ")}`,
 				);
 			}
 			only = scenario.name;
 		} else if (arg === "--help" || arg === "-h") {
 			process.stdout.write(
-				"usage: npm run bench -- [--quick] [--only=latency|cpu|memory|scale|report|extract|crawl|history|reextract|1|2|3|4] [--repeat=K] [--profile] [--keep] [--crawl-pages=N]\n" +
+				"usage: npm run bench -- [--quick] [--only=latency|cpu|memory|scale|report|extract|crawl|history|reextract|shards|1|2|3|4] [--repeat=K] [--profile] [--keep] [--crawl-pages=N]\n" +
 					"  --quick    N/10 targets per row\n" +
 					`  --repeat   runs of each client per row, in ABBA order; the fastest is shown (default ${DEFAULT_REPEAT}; the cpu row 4, the scale row 1)\n` +
 					"  --profile  run each client's first run under --cpu-prof; print the top functions\n" +
@@ -681,6 +683,8 @@ const CRAWL_ROW = "crawl";
 const HISTORY_ROW = "history";
 /** Re-extraction from stored pages against fetching at the account limit (`--only=reextract`; not in a full run). */
 const REEXTRACT_ROW = "reextract";
+/** N shards on one key: the sum in flight over time against the limit (`--only=shards`; not in a full run). */
+const SHARDS_ROW = "shards";
 
 async function run(): Promise<number> {
 	const options = parseArgs(process.argv.slice(2));
@@ -706,6 +710,11 @@ async function run(): Promise<number> {
 		const row = await benchReextract(options.quick, (line) => process.stdout.write(`${line}\n`));
 		process.stdout.write(`\n${formatReextractRow(row)}\n`);
 		return row.reextractRequests === 0 ? 0 : 1;
+	}
+	if (options.only === SHARDS_ROW) {
+		const row = await benchShards(root, options.quick, (line) => process.stdout.write(`${line}\n`));
+		process.stdout.write(`\n${formatShardsRow(row)}\n`);
+		return row.verdicts.every((verdict) => verdict.met) ? 0 : 1;
 	}
 	if (options.only === EXTRACT_ROW) {
 		const row = await benchExtract(options.quick, (line) => process.stdout.write(`${line}\n`));

@@ -12,7 +12,7 @@ export { type Crawler, type CrawlerOptions, type CrawlSummary, createCrawler } f
 export { FRONTIER_FILE } from "./frontier-file.js";
 export { createLinkScope, type LinkScope } from "./link-scope.js";
 export { normalizeUrl, withSeedCredentials } from "./normalize-url.js";
-export { inboxName, openShardInbox, type ShardInbox } from "./shard-inbox.js";
+export { inboxName, openShardInbox, type ShardInbox, shardIsIdle } from "./shard-inbox.js";
 export {
 	MAX_SITEMAP_FILES,
 	SITEMAP_BODIES_DIR,

@@ -170,3 +170,12 @@ function writeFileAtomic(temporary: string, path: string, text: string): void {
 	}
 	renameSync(temporary, path);
 }
+
+/**
+ * Whether shard `index` of the layout said it is out of work in run `runId` (its inbox state): a crawl
+ * shard waiting for links. A state of another run (an older run of the shard) says nothing.
+ */
+export function shardIsIdle(jobDir: string, index: number, count: number, runId: string): boolean {
+	const state = readState(join(jobDir, stateName(index, count)));
+	return state !== null && state.run_id === runId && state.idle;
+}

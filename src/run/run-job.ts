@@ -277,10 +277,16 @@ export async function runJob(options: RunJobOptions): Promise<RunJobResult> {
 			},
 		});
 		// Shards sharing a key split its limit and grow into free slots (AIMD: shared-key-concurrency.ts).
-		const peers = job.shard && job.shard.count > 1 ? watchShardPeers(dirname(runDir), job.shard) : null;
+		const peers = job.shard && job.shard.count > 1 ? watchShardPeers(dirname(runDir), job.shard, runId) : null;
 		const sharedKey =
 			job.shard && peers && !options.adaptiveConcurrency
-				? createSharedKeyConcurrency({ limit: options.concurrency, shard: job.shard, liveShards: peers.live, clock })
+				? createSharedKeyConcurrency({
+						limit: options.concurrency,
+						shard: job.shard,
+						liveShards: peers.live,
+						idleShards: peers.idle,
+						clock,
+					})
 				: null;
 		const failures: unknown[] = [];
 		const queue = createTaskQueue({

@@ -3,20 +3,25 @@ import type { Clock } from "../shared/index.js";
 
 /**
  * Concurrency of one of N shard processes sharing one key (`run --shard I/N`), with no coordinator
- * but the service's answers and the shards' locks in the job folder:
+ * but the service's answers and the files of the shards in the job folder (locks, crawl inbox states):
  *
- * - **Share.** The key's limit L is split among the busy shards B (the whole layout for the first
- *   `startupMs`, then the shards whose lock is held): `floor(L / B)`, one more for the first `L mod B`
- *   of them in index order (at least 1). The shares add up to L exactly, so B busy shards fill the key
- *   at once and never overfill it. A shard that ends frees its share for the others within a lock read.
- * - **Additive increase.** While answers report a free slot besides the one they freed
- *   (`X-RateLimit-Remaining >= 2`) for `settleMs` in a row, take one more slot (up to L) — once per
- *   turn, and only in this shard's turn (turns of `turnMs` go round the shards by index), so two
- *   shards never grow into the same free slot at the same moment. Idle but running shards (a crawl
- *   waiting for links) leave their slots to the busy ones this way.
- * - **Multiplicative decrease.** A 429 halves it (at least 1; below its share it takes back one slot
- *   an answer while any is free); an answer reporting no free slot at all (`X-RateLimit-Remaining: 0`:
- *   someone else took the slot just freed) halves it down to the share.
+ * - **Share.** The key's limit L is split among the busy shards B: those whose lock is held and that
+ *   did not say they are out of work (a crawl shard waiting for links), and those not seen running yet
+ *   during the start grace (`startGraceMs` from this one's start: shards of a layout start at about the
+ *   same time, not at once — a pod is scheduled late, a process boots slowly beside the others).
+ *   `floor(L / B)` each, one more for the first `L mod B` of them in index order (at least 1). The
+ *   shares add up to L exactly, so B busy shards fill the key and never overfill it. A shard that ends
+ *   or goes idle frees its share for the others within a lock read (250 ms).
+ * - **Ramp up.** A shard whose slots the others may still hold — it started while others of its layout
+ *   ran, or it comes back from idle — starts at one fetch and takes one more slot an answer while the
+ *   answer reports one free (`X-RateLimit-Remaining >= 1`), up to its share: the others' fetches above
+ *   their new share are not called back, they end.
+ * - **Decrease.** A 429 halves it (at least 1; then it ramps back up as above); an answer reporting no
+ *   free slot at all (`X-RateLimit-Remaining: 0`: another program holds slots) keeps it where it is.
+ *
+ * An earlier version also grew past its share into slots reported free for a second; shards doing that
+ * in turn still overfilled the key when a late shard ramped up into the same slots (bench `--only=shards`:
+ * peaks of 11 of 10, a 429 and its 60 s pause). Idle shards now say so instead.
  */
 export interface SharedKeyConcurrency {
 	/** Fetches this shard may have in flight now. */
@@ -33,13 +38,14 @@ export interface SharedKeyConcurrencyOptions {
 	readonly shard: ShardSpec;
 	/** Shards of the layout running now, this one included (shard-peers.ts). */
 	readonly liveShards: () => readonly number[];
+	/** Running shards out of work (shard-peers.ts); none when absent. */
+	readonly idleShards?: () => ReadonlySet<number>;
 	readonly clock: Clock;
-	/** How long every shard of the layout counts as busy, from this one's start, ms. @default 1000 */
-	readonly startupMs?: number;
-	/** Free slots reported this long in a row before growing, ms. @default 1000 */
-	readonly settleMs?: number;
-	/** One shard's turn to grow, ms. @default 100 */
-	readonly turnMs?: number;
+	/**
+	 * How long a shard of the layout not seen running yet counts as busy (holding its share), from this
+	 * one's start, ms. @default 30000 (the lock's lease: what a shard takes to show it runs)
+	 */
+	readonly startGraceMs?: number;
 }
 
 /** Shard `rank` (0-based) of `busy` shards' share of `limit`: the shares add up to `limit` (at least 1 each). */
@@ -48,37 +54,47 @@ export function shareOf(limit: number, busy: number, rank: number): number {
 	return Math.max(1, Math.floor(limit / shards) + (rank < limit % shards ? 1 : 0));
 }
 
+const NONE: ReadonlySet<number> = new Set();
+
 export function createSharedKeyConcurrency(options: SharedKeyConcurrencyOptions): SharedKeyConcurrency {
 	const { shard, clock } = options;
 	const startedAt = clock();
-	const startupMs = options.startupMs ?? 1000;
-	const settleMs = options.settleMs ?? 1000;
-	const turnMs = options.turnMs ?? 100;
+	const startGraceMs = options.startGraceMs ?? 30_000;
+	const idleShards = options.idleShards ?? (() => NONE);
 	let limit = Math.max(1, options.limit);
-	let lastShare = -1;
-	let freeSince: number | null = null;
-	let grownInTurn = -1;
-
+	/** Shards of the layout seen running (this one included): one that is not live any more has ended. */
+	const seen = new Set<number>([shard.index]);
+	const inGrace = () => clock() - startedAt < startGraceMs;
+	// Asked at every answer: computed again only when the peers' files were read again (new objects),
+	// the grace ended or the limit changed.
+	let memo: {
+		live: readonly number[];
+		idle: ReadonlySet<number>;
+		grace: boolean;
+		limit: number;
+		share: number;
+	} | null = null;
 	const share = () => {
-		const busy =
-			clock() - startedAt < startupMs
-				? Array.from({ length: shard.count }, (_, index) => index + 1)
-				: [...new Set([...options.liveShards(), shard.index])].sort((a, b) => a - b);
-		return shareOf(limit, busy.length, busy.indexOf(shard.index));
-	};
-	let concurrency = share();
-	lastShare = concurrency;
-
-	/** The share moved (a shard ended or started, or the limit changed): start again from it. */
-	const followShare = () => {
-		const now = share();
-		if (now !== lastShare) {
-			lastShare = now;
-			concurrency = now;
-			freeSince = null;
+		const live = options.liveShards();
+		const idle = idleShards();
+		const grace = inGrace();
+		if (memo && memo.live === live && memo.idle === idle && memo.grace === grace && memo.limit === limit)
+			return memo.share;
+		const busy = new Set<number>([shard.index]);
+		for (const index of live) {
+			seen.add(index);
+			if (!idle.has(index)) busy.add(index);
 		}
-		return now;
+		if (grace) for (let index = 1; index <= shard.count; index += 1) if (!seen.has(index)) busy.add(index);
+		const ordered = [...busy].sort((a, b) => a - b);
+		memo = { live, idle, grace, limit, share: shareOf(limit, ordered.length, ordered.indexOf(shard.index)) };
+		return memo.share;
 	};
+
+	let wasIdle = idleShards().has(shard.index);
+	let lastShare = share();
+	// Others already run: they may hold this shard's slots until their fetches end.
+	let concurrency = options.liveShards().some((index) => index !== shard.index) ? 1 : lastShare;
 
 	return {
 		get concurrency() {
@@ -86,29 +102,17 @@ export function createSharedKeyConcurrency(options: SharedKeyConcurrencyOptions)
 		},
 		answered(reportedLimit, remaining) {
 			if (reportedLimit !== undefined && reportedLimit > 0) limit = Math.min(options.limit, reportedLimit);
-			const base = followShare();
-			concurrency = Math.min(concurrency, limit);
-			if (remaining === undefined) return concurrency;
-			const now = clock();
-			if (concurrency < base) {
-				// Below its share after a 429: back up one slot an answer while any is free.
-				if (remaining >= 1) concurrency += 1;
-			} else if (remaining === 0) {
-				freeSince = null;
-				if (concurrency > base) concurrency = Math.max(base, Math.floor(concurrency / 2));
-			} else if (remaining >= 2) {
-				freeSince ??= now;
-				const turn = Math.floor(now / turnMs);
-				const mine = turn % shard.count === shard.index - 1;
-				if (mine && turn !== grownInTurn && now - freeSince >= settleMs && concurrency < limit) {
-					concurrency += 1;
-					grownInTurn = turn;
-				}
-			} else freeSince = null;
+			const base = share();
+			const idleNow = idleShards().has(shard.index);
+			if (wasIdle && !idleNow) concurrency = 1;
+			wasIdle = idleNow;
+			if (base < lastShare) concurrency = Math.min(concurrency, base);
+			lastShare = base;
+			if (concurrency > base) concurrency = base;
+			else if (concurrency < base && remaining !== undefined && remaining >= 1) concurrency += 1;
 			return concurrency;
 		},
 		rateLimited() {
-			freeSince = null;
 			concurrency = Math.max(1, Math.floor(concurrency / 2));
 			return concurrency;
 		},

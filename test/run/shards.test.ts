@@ -50,44 +50,63 @@ describe("shard assignment", () => {
 		expect(parseShard("two/3", {})).toMatch(/must be I\/N/);
 	});
 
-	it("shards split the key's limit exactly, grow by one in their own turn into free slots, halve on a 429", () => {
+	it("shards split the key's limit among the busy ones exactly, count unseen shards during the start grace, ramp up into their share, halve on a 429", () => {
 		// The shares of B busy shards add up to the limit: 5 over 3 is 2 + 2 + 1, never 1 + 1 + 1.
 		expect([0, 1, 2].map((rank) => shareOf(5, 3, rank))).toEqual([2, 2, 1]);
 		expect([0, 1, 2].map((rank) => shareOf(12, 3, rank))).toEqual([4, 4, 4]);
 		expect([0, 1, 2].map((rank) => shareOf(2, 3, rank))).toEqual([1, 1, 1]);
 		let now = 1_000_000;
-		let live = [1, 2, 3];
+		// Shard 3 starts first: the others are not running yet, but within the grace they hold their shares.
+		let live = [3];
+		let idle: ReadonlySet<number> = new Set();
 		const third = createSharedKeyConcurrency({
-			limit: 5,
+			limit: 10,
 			shard: { index: 3, count: 3 },
 			liveShards: () => live,
+			idleShards: () => idle,
 			clock: () => now,
-			startupMs: 2000,
-			settleMs: 1000,
-			turnMs: 100,
+			startGraceMs: 2000,
 		});
-		expect(third.concurrency).toBe(1);
-		// Free slots, but not for long enough yet: no growth.
-		expect(third.answered(5, 3)).toBe(1);
-		now += 500;
-		expect(third.answered(5, 3)).toBe(1);
-		// Settled, but in shard 1's turn (turn % 3 === 0): still none; in its own turn (turn % 3 === 2): one more, once.
-		now = Math.ceil((now + 600) / 300) * 300;
-		expect(third.answered(5, 3)).toBe(1);
-		now += 200;
-		expect(third.answered(5, 3)).toBe(2);
-		expect(third.answered(5, 3)).toBe(2);
-		// No free slot at all: back to its share.
-		expect(third.answered(5, 0)).toBe(1);
-		// The others ended (their locks released): the whole key is its share at once.
-		live = [3];
-		now += 2000;
-		expect(third.answered(5, 1)).toBe(5);
+		expect(third.concurrency).toBe(3);
+		// Free slots reported: no growth past its share (that overfilled the key when others ramped up).
+		expect(third.answered(10, 7)).toBe(3);
+		// The others show up (new arrays, as each lock read gives): still 4 + 3 + 3.
+		live = [1, 2, 3];
+		expect(third.answered(10, 0)).toBe(3);
+		// Shard 2 ends (its lock released): 5 + 5, taken one slot an answer while one is reported free.
+		live = [1, 3];
+		expect(third.answered(10, 2)).toBe(4);
+		expect(third.answered(10, 0)).toBe(4);
+		expect(third.answered(10, 1)).toBe(5);
+		expect(third.answered(10, 3)).toBe(5);
+		// Shard 1 is out of work (a crawl waiting for links): the whole key, in the same steps.
+		idle = new Set([1]);
+		live = [1, 3];
+		for (let step = 6; step <= 10; step += 1) expect(third.answered(10, 1)).toBe(step);
+		// Shard 1 works again: back to 5 at once (its fetches above that end on their own).
+		idle = new Set();
+		live = [1, 3];
+		expect(third.answered(10, 0)).toBe(5);
 		// A 429 halves; free slots bring it back to its share, one an answer.
 		expect(third.rateLimited()).toBe(2);
-		expect(third.answered(5, 1)).toBe(3);
-		expect(third.answered(5, 0)).toBe(3);
-		expect(third.answered(5, 2)).toBe(4);
+		expect(third.answered(10, 1)).toBe(3);
+		expect(third.answered(10, 0)).toBe(3);
+		expect(third.answered(10, 2)).toBe(4);
+		// A shard that was never seen stops counting once the grace is over; one that starts while others
+		// run begins at one fetch and ramps up (the others may still hold its slots).
+		now += 5000;
+		const late = createSharedKeyConcurrency({
+			limit: 10,
+			shard: { index: 2, count: 3 },
+			liveShards: () => [1, 2, 3],
+			clock: () => now,
+			startGraceMs: 2000,
+		});
+		expect(late.concurrency).toBe(1);
+		expect(late.answered(10, 0)).toBe(1);
+		expect(late.answered(10, 1)).toBe(2);
+		expect(late.answered(10, 1)).toBe(3);
+		expect(late.answered(10, 5)).toBe(3);
 	});
 });
 
