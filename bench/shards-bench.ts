@@ -41,21 +41,6 @@ interface Span {
 	readonly status?: number;
 }
 
-/** In flight at each arrival or answer (answers first at one instant: a slot freed and retaken is not two). */
-function inFlightSteps(entries: readonly Span[]): Array<{ at: number; inFlight: number }> {
-	const events = entries
-		.flatMap((entry) => [
-			{ at: entry.at, delta: 1 },
-			{ at: entry.finishedAt ?? Number.POSITIVE_INFINITY, delta: -1 },
-		])
-		.sort((a, b) => a.at - b.at || a.delta - b.delta);
-	let inFlight = 0;
-	return events.map((event) => {
-		inFlight += event.delta;
-		return { at: event.at, inFlight };
-	});
-}
-
 function spanOf(entries: readonly Span[]): { start: number; end: number } {
 	let start = Number.POSITIVE_INFINITY;
 	let end = 0;
@@ -110,7 +95,7 @@ export async function benchShards(root: string, quick: boolean, log: (line: stri
 		if (codes.some((code) => code !== 0)) throw new Error(`a shard failed (exit codes ${codes.join(", ")})`);
 		const entries = ledger.byEndpoint("realtime") as readonly Span[];
 		const window = spanOf(entries);
-		const steps = inFlightSteps(entries);
+		const steps = ledger.inFlightOverTime("realtime");
 		let peak = 0;
 		let msTo80: number | null = null;
 		let area = 0;

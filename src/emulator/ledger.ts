@@ -146,6 +146,25 @@ export class Ledger {
 		return max;
 	}
 
+	/**
+	 * An endpoint's requests in flight over time, from the stored entries: each request from arrival to
+	 * answer, one step per arrival or answer (answers first at one instant: a slot freed and taken again
+	 * is not two at once). What users' tests and the shards bench measure a key's use with.
+	 */
+	inFlightOverTime(endpoint: LedgerEndpoint): Array<{ at: number; inFlight: number }> {
+		const events = this.byEndpoint(endpoint)
+			.flatMap((entry) => [
+				{ at: entry.at, delta: 1 },
+				{ at: entry.finishedAt ?? Number.POSITIVE_INFINITY, delta: -1 },
+			])
+			.sort((a, b) => a.at - b.at || a.delta - b.delta);
+		let inFlight = 0;
+		return events.map((event) => {
+			inFlight += event.delta;
+			return { at: event.at, inFlight };
+		});
+	}
+
 	/** Stored entries that arrived in `[fromMs, toMs)`, optionally of one endpoint. */
 	requestsDuring(fromMs: number, toMs: number, endpoint?: LedgerEndpoint): LedgerEntry[] {
 		return this.#entries.filter(

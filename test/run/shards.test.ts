@@ -420,22 +420,6 @@ describe("overlapping shard layouts of one job", () => {
 	}, 60_000);
 });
 
-/** The key's fetches in flight over time, from the emulator's ledger: each realtime request from arrival to answer. */
-function inFlightOverTime(entries: ReadonlyArray<{ at: number; finishedAt: number | null }>) {
-	const events = entries
-		.flatMap((entry) => [
-			{ at: entry.at, delta: 1 },
-			{ at: entry.finishedAt ?? Number.POSITIVE_INFINITY, delta: -1 },
-		])
-		// At one instant, answers before arrivals: a slot freed and taken again is not two at once.
-		.sort((a, b) => a.at - b.at || a.delta - b.delta);
-	let inFlight = 0;
-	return events.map((event) => {
-		inFlight += event.delta;
-		return { at: event.at, inFlight };
-	});
-}
-
 describe("shards on one key fill it in sum", () => {
 	it("one host, 3 shards split by URL: every shard busy, ≥ 0.8·limit in flight at once, never above it, no 429, within 1.3× of one process", async () => {
 		assertBuilt();
@@ -481,7 +465,7 @@ describe("shards on one key fill it in sum", () => {
 		expect(perShard.reduce((sum, count) => sum + count, 0)).toBe(200);
 		for (const count of perShard) expect(count).toBeGreaterThan(30);
 
-		const timeline = inFlightOverTime(fetches);
+		const timeline = ledger.inFlightOverTime("realtime");
 		const first = timeline[0]!.at;
 		const filled = timeline.find((point) => point.inFlight >= 0.8 * limit);
 		expect(filled, "the shards never had 0.8 of the limit in flight together").toBeDefined();
