@@ -51,6 +51,8 @@ export interface RunJobFileOptions {
 	 * within 10 s; never changes the result; never logged). @default the job's `healthcheck:`
 	 */
 	readonly healthcheck?: string;
+	/** As `--task-poll-ms`: the first wait between polls of a task, ms (grows to 10×). @default 1,000 */
+	readonly taskPollMs?: number;
 	/** As `--grace-period`: how long in-flight fetches may finish after `signal` aborts, ms. @default 30,000 */
 	readonly gracePeriodMs?: number;
 	/**
@@ -155,6 +157,7 @@ export async function runJobFile(path: string, options: RunJobFileOptions = {}):
 				...(options.healthcheck !== undefined ? { healthcheck: options.healthcheck } : {}),
 				env: context.env,
 				...(options.gracePeriodMs !== undefined ? { gracePeriodMs: options.gracePeriodMs } : {}),
+				...(options.taskPollMs !== undefined ? { taskPollMs: options.taskPollMs } : {}),
 				...(options.logger ? { logger: options.logger } : {}),
 				...(options.onProgress ? { onStart: () => options.onProgress } : {}),
 			};

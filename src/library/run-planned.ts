@@ -1,5 +1,5 @@
 import { existsSync } from "node:fs";
-import { join } from "node:path";
+import { basename, join } from "node:path";
 import type { Logger } from "pino";
 import type { SavedItemsClient, ScraperAccess, ScraperClient } from "../api/index.js";
 import { type JobHistory, openJobHistory } from "../history/index.js";
@@ -9,6 +9,8 @@ import {
 	notifyRunEnd,
 	type ProgressSnapshot,
 	type RunJobResult,
+	type RunSelection,
+	readRunSelection,
 	resolveConcurrency,
 	runJob,
 	surveyTargets,
@@ -241,7 +243,7 @@ async function runWithHistory(
 	monitor: RunMonitor,
 	warn: (message: string) => void,
 ): Promise<PlannedRunOutcome> {
-	const { job, counts } = await selectTargets(plan, history, choices);
+	const { job, counts, selection } = await selectTargets(plan, history, choices);
 	if (services.savedItems) await checkSavedIds(job, services.savedItems, choices.signal);
 	const wanted = choices.concurrency ?? (job.concurrency === "auto" ? null : job.concurrency);
 	const limits = resolveConcurrency({ accountLimit: services.accountConcurrency, wanted });
@@ -255,7 +257,7 @@ async function runWithHistory(
 	const imbalance = shardBalanceWarning(survey.hosts, job.shard, job.shardBy);
 	if (imbalance) choices.logger?.warn({ job: job.name, shard_balance: true }, `${job.name}: ${imbalance}`);
 	// Retrying failures when none failed: nothing to send, and no empty run folder to leave behind.
-	const retrying = choices.retryFailed !== undefined && choices.retryFailed !== false;
+	const retrying = selection.retry_failed !== false;
 	if (retrying && survey.total === 0 && !job.crawl) return { skipped: "nothing_to_retry", job };
 	const runDir = plan.resumeDir ?? join(jobOutputDir(choices.outRoot, job.name), plan.runId);
 	const shown = choices.onStart?.({ job, survey, concurrency, adaptive: limits.adaptive, runDir });
@@ -277,7 +279,7 @@ async function runWithHistory(
 		adaptiveConcurrency: limits.adaptive,
 		outRoot: choices.outRoot,
 		...(choices.maxCredits !== undefined ? { maxCredits: choices.maxCredits } : {}),
-		...(plan.resumeDir ? { resumeDir: plan.resumeDir } : { runId: plan.runId }),
+		...(plan.resumeDir ? { resumeDir: plan.resumeDir } : { runId: plan.runId, selection }),
 		...(plan.lock ? { lock: plan.lock } : {}),
 		force: choices.force === true,
 		repair: choices.repair === true,
@@ -304,20 +306,26 @@ async function runWithHistory(
 
 /**
  * Freshness and `--retry-failed` as a selection on the job's targets, so counting, the summary's
- * totals and the run itself all see the same targets.
+ * totals and the run itself all see the same targets. A resumed run goes on with the selection it
+ * was started with (kept in its run.json) unless told otherwise, and its own records never make a
+ * target "fresh" or "not failed": a target this run already did is one of its targets (resume skips it).
  */
 async function selectTargets(
 	plan: PlannedRun,
 	history: JobHistory,
 	choices: RunChoices,
-): Promise<{ job: Job; counts: TargetCounts | null }> {
-	const retry = choices.retryFailed;
-	const retrying = retry !== undefined && retry !== false;
+): Promise<{ job: Job; counts: TargetCounts | null; selection: RunSelection }> {
+	const kept = plan.resumeDir ? readRunSelection(plan.resumeDir) : null;
+	const retry = choices.retryFailed ?? kept?.retry_failed ?? false;
+	const retrying = retry !== false;
 	// Retrying failures is explicit: every target whose latest record failed runs, however recent its
 	// last ok record (and the run's deselected targets are then the not-failed ones, none of them "fresh").
-	const freshnessMs = retrying ? 0 : (choices.freshnessMs ?? plan.job.freshnessMs);
-	if (freshnessMs <= 0 && !retrying) return { job: plan.job, counts: plan.counts };
+	const freshnessMs = retrying ? 0 : (choices.freshnessMs ?? kept?.freshness_ms ?? plan.job.freshnessMs);
+	const selection: RunSelection = { retry_failed: retry, freshness_ms: freshnessMs };
+	if (freshnessMs <= 0 && !retrying) return { job: plan.job, counts: plan.counts, selection };
 	const now = Date.now();
+	const thisRun = plan.resumeDir ? basename(plan.resumeDir) : null;
+	const doneHere = (entry: { okRun: string | null } | null | undefined) => thisRun !== null && entry?.okRun === thisRun;
 	let failedInRun: Set<string> | null = null;
 	if (typeof retry === "string") {
 		// A run id names a folder of this job, nothing else: no path may lead out of output/<job>/.
@@ -335,21 +343,22 @@ async function selectTargets(
 		const jobDir = jobOutputDir(choices.outRoot, plan.job.name);
 		const freshPage = (target: { id: string }) => {
 			const entry = history.get(target.id);
-			if (!(entry?.okAt != null && now - entry.okAt < freshnessMs)) return null;
+			if (!(entry?.okAt != null && now - entry.okAt < freshnessMs) || doneHere(entry)) return null;
 			const record = entry.okRun === null ? null : history.readOkRecord(entry);
 			const path = record?.content_path ? join(jobDir, entry.okRun!, record.content_path) : null;
 			return { path: path !== null && existsSync(path) ? path : null };
 		};
-		return { job: { ...plan.job, freshnessMs, freshPage }, counts: null };
+		return { job: { ...plan.job, freshnessMs, freshPage }, counts: null, selection };
 	}
 	const select = (target: { id: string }) => {
 		const entry = history.get(target.id);
+		if (doneHere(entry)) return true;
 		if (retrying) {
 			if (failedInRun ? !failedInRun.has(target.id) : entry?.latest !== "failed") return false;
 		}
 		return !(freshnessMs > 0 && entry?.okAt != null && now - entry.okAt < freshnessMs);
 	};
-	return { job: { ...plan.job, freshnessMs, select }, counts: null };
+	return { job: { ...plan.job, freshnessMs, select }, counts: null, selection };
 }
 
 /** The ids of a run's failed records, read line by line (a results.jsonl can be larger than a string may be). */

@@ -18,6 +18,17 @@ export class ResumeError extends ScrapejobError {
 	}
 }
 
+/**
+ * How a run chose its targets (`--retry-failed`, freshness), kept in run.json so that a plain `--resume`
+ * (the printed hint, `runJobFile(path, { resume: true })`) goes on with the same targets.
+ */
+export interface RunSelection {
+	/** `--retry-failed`: `true` (across the job's runs), the run id it named, or `false`. */
+	readonly retry_failed: boolean | string;
+	/** The freshness the run selected with, ms (0: none). */
+	readonly freshness_ms: number;
+}
+
 /** `run.json`: what a resumed session checks the job against. */
 interface RunMeta {
 	run_id: string;
@@ -36,6 +47,8 @@ interface RunMeta {
 	max_credits?: number | null;
 	/** The job's `output.csv_max_cell`: `merge` writes the shards' CSV with the cells cut as the runs cut them. */
 	csv_max_cell?: number;
+	/** How the run chose its targets; absent in folders of older versions (a resume then takes the flags and the job's keys). */
+	selection?: RunSelection;
 }
 
 export interface OpenedRun {
@@ -90,6 +103,15 @@ function resumedBudget(
 	return flag;
 }
 
+/** The selection a run folder was started with (null: an older folder, or no readable run.json). */
+export function readRunSelection(runDir: string): RunSelection | null {
+	try {
+		return (JSON.parse(readFileSync(join(runDir, RUN_FILES.meta), "utf8")) as RunMeta).selection ?? null;
+	} catch {
+		return null;
+	}
+}
+
 function readMeta(runDir: string): RunMeta {
 	try {
 		return JSON.parse(readFileSync(join(runDir, RUN_FILES.meta), "utf8")) as RunMeta;
@@ -120,6 +142,8 @@ export async function openRun(options: {
 	repair?: boolean;
 	/** `--max-credits`: the budget of a new run, or the new budget of a resumed one (above what it spent). */
 	maxCredits?: number;
+	/** How a new run chose its targets: kept in run.json for its resumes. */
+	selection?: RunSelection;
 }): Promise<OpenedRun> {
 	const { job, survey } = options;
 	const meta = options.resumeDir ? readMeta(options.resumeDir) : null;
@@ -175,6 +199,7 @@ export async function openRun(options: {
 			...(job.shard ? { shard: { index: job.shard.index, count: job.shard.count } } : {}),
 			max_credits: options.maxCredits ?? job.maxCredits,
 			csv_max_cell: job.output.csvMaxCell,
+			...(options.selection ? { selection: options.selection } : {}),
 		};
 		writeMeta(runDir, created);
 		return {

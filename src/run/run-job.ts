@@ -51,7 +51,7 @@ import { type FetchResult, type FetchTargetDeps, fetchTarget } from "./fetch-tar
 import { createHostGate, type HostGate } from "./host-gate.js";
 import { lockJobOutput, warnIfTookOver } from "./job-lock.js";
 import { openJournal } from "./journal.js";
-import { openRun } from "./open-run.js";
+import { openRun, type RunSelection } from "./open-run.js";
 import { createOutageMonitor } from "./outage-monitor.js";
 import { createRecordWriter } from "./record-writer.js";
 import { fetchedRecord } from "./result-record.js";
@@ -124,6 +124,8 @@ export interface RunJobOptions {
 	 * in its run.json. No fetch starts whose worst-case cost would not fit.
 	 */
 	readonly maxCredits?: number;
+	/** How a new run chose its targets (freshness, `--retry-failed`): kept in run.json for its resumes. */
+	readonly selection?: RunSelection;
 	/** Continue this run folder instead of starting a new one. */
 	readonly resumeDir?: string;
 	/** With `resumeDir`: accept a job whose targets changed (changed targets run as new). */
@@ -210,6 +212,7 @@ export async function runJob(options: RunJobOptions): Promise<RunJobResult> {
 			lock,
 			runId: newId,
 			...(options.maxCredits !== undefined ? { maxCredits: options.maxCredits } : {}),
+			...(options.selection ? { selection: options.selection } : {}),
 		});
 		return await execute(
 			opened.runId,
