@@ -184,9 +184,7 @@ async function step(side: Side, flags: readonly string[], options: Partial<RunJo
 		const result: RunJobFileResult = await runJobFile(side.jobPath, libraryOptions(side, options));
 		return { summary: result, code: null };
 	}
-	const t0 = Date.now();
 	const done = await spawnCli(cliArgs(flags), side.env, side.dir).done;
-	if (process.env.MATRIX_DEBUG) console.log("cli step", flags.join(" "), Date.now() - t0);
 	if (![0, 1, 130].includes(done.code)) throw new Error(`scrapejob exited ${done.code}: ${done.stderr}`);
 	return { summary: readSummary(runDirOf(side)), code: done.code };
 }
