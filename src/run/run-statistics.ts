@@ -12,6 +12,8 @@ export interface CarriedFigures {
 	readonly abandoned: number;
 	/** When the run's first session started (run.json's created_at), ms since the epoch. */
 	readonly runStartedMs: number | null;
+	/** The account's credits as the last answer of an earlier session reported them. */
+	readonly creditsRemaining: number | null;
 }
 
 /** The figures a summary.json of an earlier session carries over, or none when it is missing or not a summary. */
@@ -23,6 +25,7 @@ export function carriedFrom(previous: unknown, runStartedMs: number | null): Car
 		rateLimitPauses: count(summary.rate_limit_pauses),
 		abandoned: count(summary.abandoned),
 		runStartedMs,
+		creditsRemaining: typeof summary.credits?.remaining === "number" ? count(summary.credits.remaining) : null,
 	};
 }
 
@@ -118,7 +121,13 @@ export function createRunStatistics() {
 }
 export type RunStatistics = ReturnType<typeof createRunStatistics>;
 
-const NONE_CARRIED: CarriedFigures = { wallMs: 0, rateLimitPauses: 0, abandoned: 0, runStartedMs: null };
+const NONE_CARRIED: CarriedFigures = {
+	wallMs: 0,
+	rateLimitPauses: 0,
+	abandoned: 0,
+	runStartedMs: null,
+	creditsRemaining: null,
+};
 
 /**
  * `summary.json` from the statistics and what only the runner knows (why it stopped, the gate's
@@ -165,7 +174,9 @@ export function buildSummary(
 		credits: {
 			used: stats.creditsUsed,
 			by_mode: { ...stats.creditsByMode },
-			remaining: stats.creditsRemaining,
+			// A session that sent nothing (a resume with nothing left, or stopped at once) reports the last
+			// balance an earlier session saw, not none.
+			remaining: stats.creditsRemaining ?? carried.creditsRemaining,
 			max_credits: run.maxCredits,
 		},
 		retries: stats.retries,
