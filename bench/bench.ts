@@ -15,7 +15,7 @@ import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { createInterface } from "node:readline";
 import { fileURLToPath } from "node:url";
-import { benchCrawl, formatCrawlRow } from "./crawl-bench.js";
+import { benchCrawl, benchCrawlFeed, formatCrawlFeedRow, formatCrawlRow } from "./crawl-bench.js";
 import { benchExtract, formatExtractRow } from "./extract-bench.js";
 import { benchHistory, formatHistoryRow } from "./history-bench.js";
 import { jsonText } from "./json-text.js";
@@ -700,6 +700,8 @@ async function run(): Promise<number> {
 	if (options.only === CRAWL_ROW) {
 		const row = await benchCrawl(options.quick, (line) => process.stdout.write(`${line}\n`), options.crawlPages);
 		process.stdout.write(`\n${formatCrawlRow(row)}\n`);
+		const feed = await benchCrawlFeed(options.quick ? 2_000 : 5_000, 32, (line) => process.stdout.write(`${line}\n`));
+		process.stdout.write(`${formatCrawlFeedRow(feed)}\n`);
 		return row.verdicts.every((verdict) => verdict.met) ? 0 : 1;
 	}
 	if (options.only === HISTORY_ROW) {

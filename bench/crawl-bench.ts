@@ -139,3 +139,138 @@ export function formatCrawlRow(row: CrawlBenchRow): string {
 	];
 	return lines.join("\n");
 }
+
+/** The feed part of the crawl row: pages/s at the account's limit, each fetch taking a simulated latency. */
+export interface CrawlFeedRow {
+	readonly pages: number;
+	readonly limit: number;
+	readonly fetched: number;
+	readonly levels: number;
+	readonly wallMs: number;
+	readonly pagesPerSecond: number;
+	/** What `limit` fetches in flight all the time would reach: limit / the fetches' mean latency. */
+	readonly ceilingPagesPerSecond: number;
+	/** Mean fetches in flight over the crawl (sampled at every start and end). */
+	readonly meanInFlight: number;
+}
+
+/**
+ * Crawl a generated site through a pool of `limit` slots, as the runner's queue feeds it (refilled when
+ * fewer than `limit` wait), every fetch taking 5–45 ms and one in 50 400 ms (spread by URL, the same every
+ * run): how close the crawl stays to the account's limit across level boundaries, where a slow page ends a level.
+ */
+export async function benchCrawlFeed(pages: number, limit: number, log: (line: string) => void): Promise<CrawlFeedRow> {
+	const runDir = mkdtempSync(join(tmpdir(), "scrapejob-crawl-feed-"));
+	try {
+		const spec: CrawlSpec = {
+			maxDepth: 1_000_000,
+			maxPages: pages * 10,
+			scope: "host",
+			include: [],
+			exclude: [/\/calendar\//],
+			sitemaps: false,
+			robots: "ignore",
+		};
+		const job = { crawl: spec } as unknown as Job;
+		let running = 0;
+		const waiting: Array<() => Promise<void>> = [];
+		let idleWaiters: Array<() => void> = [];
+		const roomWaiters: Array<() => void> = [];
+		let inFlightArea = 0;
+		let lastChange = performance.now();
+		const account = () => {
+			const now = performance.now();
+			inFlightArea += running * (now - lastChange);
+			lastChange = now;
+		};
+		const pump = () => {
+			while (running < limit && waiting.length > 0) {
+				const task = waiting.shift()!;
+				account();
+				running += 1;
+				void task().finally(() => {
+					account();
+					running -= 1;
+					pump();
+				});
+			}
+			if (waiting.length < limit) for (const wake of roomWaiters.splice(0)) wake();
+			if (running === 0 && waiting.length === 0) {
+				const waiters = idleWaiters;
+				idleWaiters = [];
+				for (const wake of waiters) wake();
+			}
+		};
+		const crawler = createCrawler({
+			job,
+			spec,
+			runDir,
+			done: null,
+			idle: () =>
+				running === 0 && waiting.length === 0 ? Promise.resolve() : new Promise((resolve) => idleWaiters.push(resolve)),
+			isStopping: () => false,
+		} as Parameters<typeof createCrawler>[0]);
+		const settled = (crawler as unknown as { settled?: (target: Target) => void }).settled;
+		const seed: Target = {
+			id: "seed",
+			url: `${SITE}/graph/1`,
+			params: { url: `${SITE}/graph/1`, mode: "request" },
+			origin: { file: "bench", line: 1, col: 1 },
+		};
+		async function* seeds(): AsyncIterable<Target[]> {
+			yield [seed];
+		}
+		let fetched = 0;
+		let levels = 0;
+		let latencySumMs = 0;
+		log(`crawl feed: ${pages} pages, ${limit} in flight at most, 5–45 ms a fetch, one in 50 400 ms…`);
+		const started = performance.now();
+		lastChange = started;
+		for await (const batch of crawler.targets(seeds())) {
+			for (const target of batch) {
+				if (waiting.length >= limit * 2) await new Promise<void>((resolve) => roomWaiters.push(resolve));
+				waiting.push(async () => {
+					fetched += 1;
+					levels = Math.max(levels, (target.crawl?.depth ?? 0) + 1);
+					// 5–45 ms, one page in 50 400 ms: spread by the URL (the same for each run of the bench).
+					const hash = hashOf(target.url);
+					const latencyMs = hash % 50 === 0 ? 400 : 5 + (hash % 41);
+					latencySumMs += latencyMs;
+					await new Promise((resolve) => setTimeout(resolve, latencyMs));
+					const html = htmlFor(target.url, pages);
+					crawler.pageFetched(target, html === null ? null : extractLinks(parseHtml(html, target.url)));
+					settled?.call(crawler, target);
+				});
+				pump();
+			}
+		}
+		await new Promise<void>((resolve) =>
+			running === 0 && waiting.length === 0 ? resolve() : idleWaiters.push(resolve),
+		);
+		account();
+		const wallMs = performance.now() - started;
+		crawler.close();
+		return {
+			pages,
+			limit,
+			fetched,
+			levels,
+			wallMs,
+			pagesPerSecond: (fetched * 1000) / wallMs,
+			ceilingPagesPerSecond: (limit * 1000) / (latencySumMs / fetched),
+			meanInFlight: inFlightArea / wallMs,
+		};
+	} finally {
+		rmSync(runDir, { recursive: true, force: true });
+	}
+}
+
+function hashOf(text: string): number {
+	let hash = 0;
+	for (let index = 0; index < text.length; index += 1) hash = (hash * 31 + text.charCodeAt(index)) >>> 0;
+	return hash;
+}
+
+export function formatCrawlFeedRow(row: CrawlFeedRow): string {
+	return `crawl feed: ${row.fetched} pages over ${row.levels} levels, limit ${row.limit}: ${row.pagesPerSecond.toFixed(0)} pages/s (${((100 * row.pagesPerSecond) / row.ceilingPagesPerSecond).toFixed(1)} % of ${row.ceilingPagesPerSecond.toFixed(0)} at the limit), mean in flight ${row.meanInFlight.toFixed(2)}, wall ${(row.wallMs / 1000).toFixed(2)} s`;
+}
