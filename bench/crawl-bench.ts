@@ -73,7 +73,6 @@ export async function benchCrawl(
 			spec,
 			runDir,
 			done: null,
-			idle: () => Promise.resolve(),
 			isStopping: () => false,
 		});
 		const seed: Target = {
@@ -93,6 +92,7 @@ export async function benchCrawl(
 				fetched += 1;
 				const html = htmlFor(target.url, pages);
 				if (html !== null) crawler.pageFetched(target, extractLinks(parseHtml(html, target.url)));
+				crawler.settled(target);
 			}
 		}
 		const cpu = cpuMs() - started;
@@ -206,11 +206,8 @@ export async function benchCrawlFeed(pages: number, limit: number, log: (line: s
 			spec,
 			runDir,
 			done: null,
-			idle: () =>
-				running === 0 && waiting.length === 0 ? Promise.resolve() : new Promise((resolve) => idleWaiters.push(resolve)),
 			isStopping: () => false,
-		} as Parameters<typeof createCrawler>[0]);
-		const settled = (crawler as unknown as { settled?: (target: Target) => void }).settled;
+		});
 		const seed: Target = {
 			id: "seed",
 			url: `${SITE}/graph/1`,
@@ -239,14 +236,15 @@ export async function benchCrawlFeed(pages: number, limit: number, log: (line: s
 					await new Promise((resolve) => setTimeout(resolve, latencyMs));
 					const html = htmlFor(target.url, pages);
 					crawler.pageFetched(target, html === null ? null : extractLinks(parseHtml(html, target.url)));
-					settled?.call(crawler, target);
+					crawler.settled(target);
 				});
 				pump();
 			}
 		}
-		await new Promise<void>((resolve) =>
-			running === 0 && waiting.length === 0 ? resolve() : idleWaiters.push(resolve),
-		);
+		await new Promise<void>((resolve) => {
+			if (running === 0 && waiting.length === 0) resolve();
+			else idleWaiters.push(resolve);
+		});
 		account();
 		const wallMs = performance.now() - started;
 		crawler.close();

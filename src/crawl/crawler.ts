@@ -35,8 +35,7 @@ export interface CrawlerOptions {
 	readonly runDir: string;
 	/** Ids with a record from earlier sessions of this run (a resume); null for a new run. */
 	readonly done: { has(id: string): boolean; readonly size: number } | null;
-	/** Resolves when no fetch is queued or in flight: the crawl goes a level deeper only then. */
-	readonly idle: () => Promise<void>;
+	/** Whether the run is stopping: the crawl hands out nothing more (`wake` it when that changes). */
 	readonly isStopping: () => boolean;
 	/** Fetch a robots.txt or sitemap through the service with a seed's options (`crawl.sitemaps`, `crawl.robots`). */
 	readonly fetchSitemap?: SitemapFetch;
@@ -60,8 +59,18 @@ export interface CrawlerOptions {
 const CRAWL_KEYS_DIR = "crawl-keys";
 
 export interface Crawler {
-	/** The seeds (the job's targets and sources), then every page discovered from them, level by level. */
+	/**
+	 * The seeds (the job's targets and sources), then every page discovered from them, lowest depth
+	 * first (see `createCrawler`). Every page handed out must be `settled` once its work has ended.
+	 */
 	targets(seeds: AsyncIterable<Target[]>): AsyncIterable<Target[]>;
+	/**
+	 * A page handed out by `targets` is done with (its record written, or dropped): a page of the next
+	 * depth may now be due. Call after `pageFetched`, once per page, whatever its outcome.
+	 */
+	settled(target: Target): void;
+	/** The run is stopping: `targets` stops waiting for pages to settle (queued ones may never run). */
+	wake(): void;
 	/**
 	 * A page was fetched: its links (in scope, not seen before, above `max_depth`) are journalled. Call
 	 * before the page's record is written. Returns the parsed page for extraction to reuse.
@@ -93,9 +102,19 @@ const sameOrigin = (seed: Target, url: URL) => URL.canParse(seed.url) && new URL
 /**
  * Breadth-first crawl over a journalled frontier. One set of 64-bit URL keys (url-keys.ts): seen
  * (discovered or seeded: a link is journalled once) and, of those, claimed (handed out for fetching:
- * a URL is fetched once, even when a seed and a link name it). Level by level: depth d+1 starts when
- * depth d has finished, so every page gets its shortest depth and `max_depth` cuts exactly where a
- * BFS would.
+ * a URL is fetched once, even when a seed and a link name it).
+ *
+ * The feed is continuous and depth-exact: pages are handed out lowest depth first, and a page of depth
+ * d is handed out only once no page of depth ≤ d−2 is outstanding (handed out and not settled). So level
+ * d+1 starts while level d's last pages are in flight — their links are at d+1, never above a page
+ * handed out — and a page is never claimed at a depth larger than its shortest: a shorter path would
+ * run through a page of depth ≤ d−2 linking it, and all of those have settled (their links journalled).
+ * A link found at depth e for a URL first journalled deeper (a page of depth e+1 finished before the
+ * last of depth e−1) is journalled again at e; whichever entry is handed out first claims the URL, and
+ * the shallower one is first. `max_depth` cuts where a BFS would; `max_pages` counts exactly.
+ *
+ * The frontier stays on disk: for each depth, the byte ranges of frontier.jsonl that hold its
+ * entries (one range per run of appends of that depth: a handful per level) are read a chunk at a time.
  */
 export function createCrawler(options: CrawlerOptions): Crawler {
 	const { spec, done } = options;
@@ -115,6 +134,18 @@ export function createCrawler(options: CrawlerOptions): Crawler {
 	/** Sitemap files were left unread because the crawl knew `max_pages` URLs already. */
 	let sitemapsCut = false;
 	const pagesBefore = done?.size ?? 0;
+	/** Per depth: byte ranges of frontier.jsonl holding its entries not handed out yet, in file order. */
+	const ranges = new Map<number, Array<{ from: number; to: number }>>();
+	/** Per depth: entries read from its first range and not handed out yet. */
+	const buffered = new Map<number, FrontierEntry[]>();
+	/** The depth whose range the last journalled entries extended (-1: none, or a mixed append). */
+	let lastRangeDepth = -1;
+	/** The deepest entry journalled (a link found shallower than it may have been journalled deeper first). */
+	let deepestJournalled = 0;
+	/** Per depth: pages handed out and not settled yet. */
+	const outstanding = new Map<number, number>();
+	let outstandingTotal = 0;
+	let wakeUp: (() => void) | null = null;
 
 	const urlKey = (url: string) => createTargetKey(url, "");
 	/** The shard a URL is fetched by: this one's index when unsharded. */
@@ -146,6 +177,85 @@ export function createCrawler(options: CrawlerOptions): Crawler {
 		return target;
 	};
 
+	/** Note that bytes [from, to) of frontier.jsonl hold entries of `depth` to hand out. */
+	const addRange = (depth: number, from: number, to: number, extend: boolean) => {
+		let list = ranges.get(depth);
+		if (!list) {
+			list = [];
+			ranges.set(depth, list);
+		}
+		const last = list.at(-1);
+		if (extend && last && last.to <= from) last.to = to;
+		else list.push({ from, to });
+		if (depth > deepestJournalled) deepestJournalled = depth;
+	};
+
+	/** Every entry goes to frontier.jsonl through here: pages to hand out are indexed by depth. */
+	const journal = (entries: readonly FrontierEntry[]) => {
+		if (entries.length === 0) return;
+		const from = frontier.size;
+		frontier.append(entries);
+		const to = frontier.size;
+		let depth = -1;
+		let mixed = false;
+		for (const entry of entries) {
+			// Sitemap files (d < 0) and redirect landings (claimed when journalled) are not handed out.
+			if (entry.d < 0 || entry.r === 1) continue;
+			if (depth === -1) depth = entry.d;
+			else if (entry.d !== depth) {
+				mixed = true;
+				break;
+			}
+		}
+		if (depth === -1) return;
+		if (!mixed) {
+			addRange(depth, from, to, lastRangeDepth === depth);
+			lastRangeDepth = depth;
+			return;
+		}
+		// Depths mixed in one append (an inbox read): each depth's range covers it, lines of others passed over.
+		const depths = new Set(entries.filter((entry) => entry.d >= 0 && entry.r !== 1).map((entry) => entry.d));
+		for (const each of depths) addRange(each, from, to, false);
+		lastRangeDepth = -1;
+	};
+
+	/** The lowest depth with entries to hand out, or null. */
+	const lowestPending = (): number | null => {
+		let lowest: number | null = null;
+		for (const [depth, list] of ranges) {
+			if ((lowest === null || depth < lowest) && (list.length > 0 || (buffered.get(depth)?.length ?? 0) > 0))
+				lowest = depth;
+		}
+		return lowest;
+	};
+
+	/** The lowest depth of a page handed out and not settled, or null. */
+	const lowestOutstanding = (): number | null => {
+		let lowest: number | null = null;
+		for (const depth of outstanding.keys()) if (lowest === null || depth < lowest) lowest = depth;
+		return lowest;
+	};
+
+	/** The next entry of `depth` to hand out (read from its ranges a chunk at a time), or null. */
+	const nextOf = (depth: number): FrontierEntry | null => {
+		for (;;) {
+			const held = buffered.get(depth);
+			if (held && held.length > 0) return held.pop()!;
+			const list = ranges.get(depth);
+			const range = list?.[0];
+			if (!list || !range) {
+				ranges.delete(depth);
+				buffered.delete(depth);
+				return null;
+			}
+			const read = frontier.readDepth(range.from, range.to, depth);
+			range.from = read.next;
+			if (range.from >= range.to) list.shift();
+			// Held reversed: pop() hands them out in file order.
+			buffered.set(depth, read.entries.reverse());
+		}
+	};
+
 	const follows = (href: string): string | null => {
 		const url = normalizeUrl(href);
 		if (url === null) return null;
@@ -161,7 +271,7 @@ export function createCrawler(options: CrawlerOptions): Crawler {
 			? createRobots({
 					runDir: options.runDir,
 					fetch: options.fetchSitemap,
-					append: (entries) => frontier.append(entries),
+					append: journal,
 				})
 			: null;
 	let robotsDisallowed = 0;
@@ -176,7 +286,7 @@ export function createCrawler(options: CrawlerOptions): Crawler {
 			: {}),
 		runDir: options.runDir,
 		fetch: options.fetchSitemap ?? (async () => ({ kind: "stopped" })),
-		append: (entries) => frontier.append(entries),
+		append: journal,
 		pageFound(href, profile) {
 			const url = follows(href);
 			// A sitemap page of another shard's host: that shard reads the same sitemap from its seed.
@@ -192,7 +302,7 @@ export function createCrawler(options: CrawlerOptions): Crawler {
 	const rememberJournalled = () => {
 		const reader = openFrontierFile(join(options.runDir, FRONTIER_FILE));
 		try {
-			for (let entry = reader.next(); entry !== null; entry = reader.next()) {
+			for (let lineStart = 0, entry = reader.next(); entry !== null; lineStart = reader.cursor, entry = reader.next()) {
 				if (entry.d < 0) {
 					if (entry.d === ROBOTS_PAID) robots?.remember(entry);
 					else sitemaps.remember(entry);
@@ -200,7 +310,12 @@ export function createCrawler(options: CrawlerOptions): Crawler {
 				}
 				const key = urlKey(entry.u);
 				if (entry.r === 1) urls.claim(key.high, key.low);
-				else urls.see(key.high, key.low);
+				else {
+					urls.see(key.high, key.low);
+					// Handed out again in depth order; what has a record (or a claim) is passed over then.
+					addRange(entry.d, lineStart, reader.cursor, lastRangeDepth === entry.d);
+					lastRangeDepth = entry.d;
+				}
 			}
 		} finally {
 			reader.close();
@@ -246,31 +361,37 @@ export function createCrawler(options: CrawlerOptions): Crawler {
 			if (!(await readSitemaps(newOrigins))) return;
 			if (out.length > 0) yield out;
 		}
-		// Depth 1 and below, from the journal, in the order found; a level starts when the one before finished.
-		let level = 0;
+		// Then the journal, lowest depth first, each depth once the depth two above it has settled.
 		let out: Target[] = [];
 		for (;;) {
 			if (options.isStopping()) return;
-			let entry = frontier.next();
-			if (entry === null || entry.d > level) {
-				if (out.length > 0) yield out;
-				out = [];
-				// Wait for every fetch handed out so far: their links may still be journalled.
-				await options.idle();
-				if (options.isStopping()) return;
-				absorbInbox();
-				if (entry === null) {
-					entry = frontier.next();
-					// Out of work: a sharded crawl waits for links from the others until the layout is out of work too.
-					while (entry === null) {
-						if (!(await awaitInbox())) return;
-						entry = frontier.next();
-					}
+			const depth = lowestPending();
+			const lowestBusy = lowestOutstanding();
+			const due = depth !== null && (lowestBusy === null || lowestBusy >= depth - 1);
+			const entry = due ? nextOf(depth) : null;
+			if (entry === null) {
+				if (due) continue;
+				// Nothing due: hand out what is gathered, then wait for a page to settle (its links may be due).
+				if (out.length > 0) {
+					yield out;
+					out = [];
+					continue;
 				}
-				level = entry.d;
+				if (outstandingTotal > 0) {
+					await new Promise<void>((resolve) => {
+						wakeUp = resolve;
+					});
+					wakeUp = null;
+					absorbInbox();
+					continue;
+				}
+				if (absorbInbox() > 0) continue;
+				// Out of work: a sharded crawl waits for links from the others until the layout is out of work too.
+				if (!(await awaitInbox())) return;
+				continue;
 			}
 			// A link to an origin whose robots.txt is not read yet: read first (once per origin per run).
-			if (robots && entry.d >= 0) {
+			if (robots) {
 				const seed = profiles.get(entry.k)?.seed;
 				if (seed && robots.allows(entry.u) === null && !(await robots.load(new URL(entry.u).origin, seed, entry.k)))
 					return;
@@ -318,7 +439,7 @@ export function createCrawler(options: CrawlerOptions): Crawler {
 			const key = urlKey(entry.u);
 			if (urls.see(key.high, key.low)) found.push({ u: entry.u, d: entry.d, p: entry.p, k: entry.k });
 		}
-		frontier.append(found);
+		journal(found);
 		return found.length;
 	}
 
@@ -347,6 +468,7 @@ export function createCrawler(options: CrawlerOptions): Crawler {
 		if (freshPage?.path) {
 			target.crawl!.storedPage = freshPage.path;
 			fresh += 1;
+			busy(target, 1);
 			return true;
 		}
 		if (pagesLeft() <= 0) {
@@ -355,7 +477,17 @@ export function createCrawler(options: CrawlerOptions): Crawler {
 		}
 		if (freshPage) refetched += 1;
 		handedOut += 1;
+		busy(target, 1);
 		return true;
+	}
+
+	/** Count a page handed out (+1) or settled (-1) at its depth. */
+	function busy(target: Target, change: 1 | -1): void {
+		const depth = target.crawl?.depth ?? 0;
+		const count = (outstanding.get(depth) ?? 0) + change;
+		if (count > 0) outstanding.set(depth, count);
+		else outstanding.delete(depth);
+		outstandingTotal += change;
 	}
 
 	/**
@@ -386,9 +518,13 @@ export function createCrawler(options: CrawlerOptions): Crawler {
 					found.push({ u: landed, d: crawl.depth, p: target.id, k: crawl.profile, r: 1 });
 			}
 			if (!crawl || crawl.depth >= spec.maxDepth || links === null) {
-				frontier.append(found);
+				journal(found);
 				return;
 			}
+			const depth = crawl.depth + 1;
+			// Deeper entries exist only while the last pages of this page's level finish: a link seen before may
+			// have been journalled deeper (from a page of the next level), so an unclaimed one is journalled at this depth too.
+			const mayBeDeeper = deepestJournalled > depth;
 			const handed = new Map<number, FrontierEntry[]>();
 			for (const href of links) {
 				const url = follows(href);
@@ -397,17 +533,27 @@ export function createCrawler(options: CrawlerOptions): Crawler {
 				// Another shard's host: handed to it (a crawl without inboxes leaves it out).
 				if (shard && owner !== shard.index && !options.handOff) continue;
 				const key = urlKey(url);
-				if (!urls.see(key.high, key.low)) continue;
-				const entry = { u: url, d: crawl.depth + 1, p: target.id, k: crawl.profile };
+				if (
+					!urls.see(key.high, key.low) &&
+					!(mayBeDeeper && owner === (shard?.index ?? 1) && !urls.isClaimed(key.high, key.low))
+				)
+					continue;
+				const entry = { u: url, d: depth, p: target.id, k: crawl.profile };
 				if (shard && owner !== shard.index) {
 					const list = handed.get(owner) ?? [];
 					list.push(entry);
 					handed.set(owner, list);
 				} else found.push(entry);
 			}
-			frontier.append(found);
+			journal(found);
 			for (const [owner, entries] of handed) options.handOff?.inbox.handOff(owner, entries);
 		},
+		settled(target) {
+			if (!target.crawl) return;
+			busy(target, -1);
+			wakeUp?.();
+		},
+		wake: () => wakeUp?.(),
 		summary: () => ({
 			pages: pagesBefore + handedOut,
 			discovered: urls.size,

@@ -42,8 +42,18 @@ export function isFrontierEntry(value: unknown): value is FrontierEntry {
  */
 export interface FrontierFile {
 	append(entries: readonly FrontierEntry[]): void;
+	/** Bytes in the file: where the next append lands. */
+	readonly size: number;
 	/** The next entry after the cursor, or null at the end of what was written so far. */
 	next(): FrontierEntry | null;
+	/** Where the line of the entry `next` returned last ends (bytes from the file's start). */
+	readonly cursor: number;
+	/**
+	 * The entries of depth `depth` among the whole lines of bytes [from, to) — one chunk's worth at most
+	 * (past it, up to the chunk's last newline) — and where the next read of that range starts.
+	 * `from` and `to` are line starts (appends are whole lines).
+	 */
+	readDepth(from: number, to: number, depth: number): { entries: FrontierEntry[]; next: number };
 	sync(): void;
 	close(): void;
 }
@@ -59,6 +69,9 @@ export function openFrontierFile(path: string): FrontierFile {
 	let lines: string[] = [];
 	let lineIndex = 0;
 	let carry = "";
+	/** Where the line `next` returned last ends, and where the next line of `lines` starts. */
+	let cursor = 0;
+	let linesAt = 0;
 
 	/** Read the next chunk of whole lines; false when nothing new was written. */
 	const refill = (): boolean => {
@@ -87,10 +100,19 @@ export function openFrontierFile(path: string): FrontierFile {
 			for (const entry of entries) text += `${JSON.stringify(entry)}\n`;
 			writer.append(text);
 		},
+		get size() {
+			return writer.size;
+		},
+		get cursor() {
+			return cursor;
+		},
 		next() {
 			for (;;) {
 				while (lineIndex < lines.length) {
 					const line = lines[lineIndex++]!;
+					// Byte offsets cost a length per line: only a resume reads them (crawler.ts), once.
+					linesAt += line.length === 0 ? 1 : Buffer.byteLength(line) + 1;
+					cursor = linesAt;
 					if (line === "") continue;
 					let parsed: unknown;
 					try {
@@ -103,6 +125,43 @@ export function openFrontierFile(path: string): FrontierFile {
 				}
 				if (!refill()) return null;
 			}
+		},
+		readDepth(from, to, depth) {
+			const entries: FrontierEntry[] = [];
+			if (from >= to) return { entries, next: to };
+			let length = Math.min(CHUNK, to - from);
+			let bytes = chunk;
+			if (length < to - from) {
+				// Whole lines only: up to the chunk's last newline (a line longer than a chunk is read whole).
+				readSync(fd, chunk, 0, length, from);
+				const cut = chunk.subarray(0, length).lastIndexOf(0x0a);
+				if (cut >= 0) length = cut + 1;
+				else {
+					length = to - from;
+					bytes = Buffer.alloc(length);
+				}
+			}
+			readSync(fd, bytes, 0, length, from);
+			const text = bytes.toString("utf8", 0, length);
+			// Lines of another depth are passed over without parsing: an entry is written `{"u":…,"d":N,…`,
+			// and `","d":` cannot occur inside a JSON string (its quotes are escaped).
+			const mark = `","d":${depth},`;
+			let start = 0;
+			while (start < text.length) {
+				let end = text.indexOf("\n", start);
+				if (end < 0) end = text.length;
+				const line = text.slice(start, end);
+				start = end + 1;
+				if (!line.includes(mark) && line.includes('","d":')) continue;
+				let parsed: unknown;
+				try {
+					parsed = JSON.parse(line);
+				} catch {
+					continue;
+				}
+				if (isFrontierEntry(parsed) && parsed.d === depth) entries.push(parsed);
+			}
+			return { entries, next: from + length };
 		},
 		sync: () => writer.sync(),
 		close() {

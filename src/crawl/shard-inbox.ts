@@ -38,7 +38,7 @@ export interface ShardInboxOptions {
 export interface ShardInbox {
 	/** Hand links of shard `index`'s hosts to it: one small O_APPEND write a line, so writers never interleave. */
 	handOff(index: number, entries: readonly FrontierEntry[]): void;
-	/** Entries written to this shard's inbox since the last call (whole lines only). */
+	/** Entries written to this shard's inbox since the last call (whole lines only); any read makes it not idle. */
 	readNew(): FrontierEntry[];
 	/** Publish that this shard is out of work (true) or working again (false), with how far it read. */
 	setIdle(idle: boolean): void;
@@ -127,6 +127,10 @@ export function openShardInbox(
 				}
 			}
 			offset += cut + 1;
+			// Links read: working again, in the same write as the offset. Published as "read to here, idle"
+			// first, a shard polling between two writes would take this one for out of work and end before
+			// the links this one is about to find for it.
+			if (entries.length > 0) idle = false;
 			publish();
 			return entries;
 		},

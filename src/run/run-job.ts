@@ -310,7 +310,6 @@ export async function runJob(options: RunJobOptions): Promise<RunJobResult> {
 			job,
 			runDir,
 			prior?.done ?? null,
-			{ onIdle: idle },
 			() => stopReason !== null,
 			serviceSitemapFetch({
 				fetch: (id, params, spill) => fetchTarget(id, params, fetchDeps, null, spill),
@@ -406,6 +405,8 @@ export async function runJob(options: RunJobOptions): Promise<RunJobResult> {
 			stopReason = reason;
 			stopMessage = message;
 			queue.clear();
+			// The crawl stops waiting for pages to settle: the ones just cleared never will.
+			crawler?.wake();
 			// run.log is the folder's too: a run that lost its lease writes not even its stop there.
 			if (reason !== "lease_lost") log.warn({ event: "run_stopping", reason }, message);
 			options.logger?.warn({ reason }, message);
@@ -839,13 +840,24 @@ export async function runJob(options: RunJobOptions): Promise<RunJobResult> {
 				}),
 				discovered,
 			);
+			/** A crawled page's work, which tells the crawler when it has ended (the next depth may be due). */
+			const crawled = (target: Target, work: () => Promise<void>) => async () => {
+				try {
+					await work();
+				} finally {
+					crawler?.settled(target);
+				}
+			};
 			feed: for await (const batch of crawler ? crawler.targets(targets) : targets) {
 				for (const target of batch) {
 					if (stopReason) break feed;
-					if (prior?.done.has(target.id)) continue;
+					if (prior?.done.has(target.id)) {
+						crawler?.settled(target);
+						continue;
+					}
 					// A fresh crawled page: its links from its stored page, nothing fetched, no record.
 					if (crawler && target.crawl?.storedPage !== undefined) {
-						queue.add(() => followStoredPage(target));
+						queue.add(crawled(target, () => followStoredPage(target)));
 						continue;
 					}
 					// Refill in batches: wait only when twice the concurrency is queued, then until half of it
@@ -853,8 +865,9 @@ export async function runJob(options: RunJobOptions): Promise<RunJobResult> {
 					if (queue.size >= options.concurrency * 2) await queue.onSizeLessThan(options.concurrency);
 					if (hosts && hosts.parked >= parkLimit) await hosts.parkedBelow(parkLimit / 2);
 					if (stopReason) break feed;
-					if (hosts) hosts.submit(target.url, () => runTarget(target));
-					else queue.add(() => runTarget(target));
+					const work = crawler ? crawled(target, () => runTarget(target)) : () => runTarget(target);
+					if (hosts) hosts.submit(target.url, work);
+					else queue.add(work);
 				}
 			}
 		} catch (error) {

@@ -76,7 +76,8 @@ describe("crawl: link following", () => {
 		expect(new Set(requested.keys())).toEqual(new Set(records.map((record) => record.url)));
 		// The graph's redirects land on pages the crawl counted as fetched and did not pay for again.
 		expect(expected.landed.size).toBeGreaterThan(0);
-		expect([...expected.landed].filter((url) => requested.has(url))).toEqual([]);
+		// (Unless handed out one level deeper while the redirect was in flight: `optional`, site-bfs.ts.)
+		expect([...expected.landed].filter((url) => requested.has(url) && !expected.optional.has(url))).toEqual([]);
 		// The graph has the traps: the calendar is cut at max_depth, off-site links are never fetched.
 		expect(records.some((record) => record.url.includes("/calendar/"))).toBe(true);
 		expect(records.some((record) => record.url.includes("offsite"))).toBe(false);

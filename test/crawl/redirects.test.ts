@@ -1,5 +1,5 @@
 import { readdirSync, readFileSync } from "node:fs";
-import { createServer, type Server } from "node:http";
+import { createServer, type Server, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
@@ -28,22 +28,40 @@ afterEach(async () => {
 	site = undefined;
 });
 
-async function startRedirectSite(): Promise<string> {
+/**
+ * `holdA`: /a answers only once /pages/x was served (through /moved/x's redirect) and a moment more,
+ * so /moved/x's answer (and with it its final address) is in before /a's link to /pages/x is followed.
+ * Without it, /pages/x may be handed out at depth 2 while /moved/x is still in flight, and be fetched too.
+ */
+async function startRedirectSite(holdA = false): Promise<string> {
+	let servedX: () => void = () => undefined;
+	const xServed = new Promise<void>((resolve) => {
+		servedX = resolve;
+	});
 	site = createServer((req, res) => {
 		const path = req.url ?? "/";
-		if (path.startsWith("/moved/")) {
-			res.writeHead(302, { location: `/pages/${path.slice("/moved/".length)}`, "content-length": 0 }).end();
+		if (path === "/pages/x") servedX();
+		if (holdA && path === "/a") {
+			void xServed.then(() => setTimeout(() => answer(path, res), 200));
 			return;
 		}
-		const body = PAGES[path];
-		if (body === undefined) {
-			res.writeHead(404, { "content-type": "text/html" }).end("no such page");
-			return;
-		}
-		res.writeHead(200, { "content-type": "text/html; charset=utf-8" }).end(`<html><body>${body}</body></html>`);
+		answer(path, res);
 	});
 	await new Promise<void>((resolve) => site!.listen(0, "127.0.0.1", resolve));
 	return `http://127.0.0.1:${(site!.address() as AddressInfo).port}`;
+}
+
+function answer(path: string, res: ServerResponse): void {
+	if (path.startsWith("/moved/")) {
+		res.writeHead(302, { location: `/pages/${path.slice("/moved/".length)}`, "content-length": 0 }).end();
+		return;
+	}
+	const body = PAGES[path];
+	if (body === undefined) {
+		res.writeHead(404, { "content-type": "text/html" }).end("no such page");
+		return;
+	}
+	res.writeHead(200, { "content-type": "text/html; charset=utf-8" }).end(`<html><body>${body}</body></html>`);
 }
 
 function runDirOf(out: string): string {
@@ -75,7 +93,7 @@ function job(origin: string, maxPages: number): string {
 describe("crawl: a redirect's final address", () => {
 	it("counts as fetched (never paid again under its own address) and is the base its page's links resolve against", async () => {
 		service = await startTestService({ concurrency: 4 });
-		const origin = await startRedirectSite();
+		const origin = await startRedirectSite(true);
 		const dir = tempDir();
 		const out = join(dir, "out");
 		const result = await runCli(["run", writeJob(dir, "redirects", job(origin, 100)), "--out", out, "--quiet"], {

@@ -36,12 +36,13 @@ function linksOf(html: string, pageUrl: string): string[] {
 /**
  * What the crawl should fetch. `pages`: URL → shortest depth. A redirect's final address counts as
  * fetched by the page that redirected: it is not fetched again unless it was already due (a lower
- * level). `optional`: final addresses on the same level as their redirect — the crawl may already
- * have handed them out when the redirect's answer came back, so either way is right.
+ * level). `optional`: final addresses on the redirect's level or the next, with the depth they would be
+ * fetched at — the crawl may already have handed them out when the redirect's answer came back (the
+ * next level starts while the last pages of one are in flight), so either way is right.
  */
 export interface BfsResult {
 	readonly pages: Map<string, number>;
-	readonly optional: ReadonlySet<string>;
+	readonly optional: ReadonlyMap<string, number>;
 	/** Final addresses of redirects that the crawl must not fetch on their own. */
 	readonly landed: ReadonlySet<string>;
 }
@@ -50,7 +51,7 @@ export async function siteBfs(options: BfsOptions): Promise<BfsResult> {
 	const depth = new Map<string, number>();
 	/** Final addresses of redirects, fetched only as the page that redirected there. */
 	const landed = new Set<string>();
-	const optional = new Set<string>();
+	const optional = new Map<string, number>();
 	let level = options.seeds.map((seed) => normalized(seed, seed)!.href);
 	for (const seed of level) depth.set(seed, 0);
 	for (let d = 0; level.length > 0; d++) {
@@ -62,9 +63,10 @@ export async function siteBfs(options: BfsOptions): Promise<BfsResult> {
 			if (final !== url) {
 				const known = depth.get(final);
 				if (known === undefined || known === d + 1) {
+					if (known === d + 1) optional.set(final, d + 1);
 					depth.set(final, d);
 					landed.add(final);
-				} else if (known === d) optional.add(final);
+				} else if (known === d) optional.set(final, d);
 			}
 			if (!response.ok || d >= options.maxDepth) continue;
 			for (const link of linksOf(html, final)) {
@@ -89,7 +91,7 @@ export function expectBfsPages(
 	expect(crawled.size).toEqual(records.length);
 	const sure = (pages: Map<string, number>) => new Map([...pages].filter(([url]) => !bfs.optional.has(url)));
 	expect(sure(crawled)).toEqual(sure(bfs.pages));
-	for (const url of bfs.optional) {
-		if (crawled.has(url)) expect(crawled.get(url)).toEqual(bfs.pages.get(url));
+	for (const [url, depth] of bfs.optional) {
+		if (crawled.has(url)) expect(crawled.get(url)).toEqual(depth);
 	}
 }
