@@ -1,6 +1,14 @@
 import { hash } from "node:crypto";
 import { join } from "node:path";
-import { type CrawlSpec, createTargetKey, identityOptionsJson, type Job, shardOf, type Target } from "../job/index.js";
+import {
+	type CrawlSpec,
+	createTargetKey,
+	identityOptionsJson,
+	type Job,
+	type RetryCrawl,
+	shardOf,
+	type Target,
+} from "../job/index.js";
 import { createUrlKeys, type UrlKeys } from "../shared/index.js";
 import { FRONTIER_FILE, type FrontierEntry, type FrontierFile, openFrontierFile } from "./frontier-file.js";
 import { createLinkScope } from "./link-scope.js";
@@ -148,6 +156,8 @@ export function createCrawler(options: CrawlerOptions): Crawler {
 	let wakeUp: (() => void) | null = null;
 
 	const urlKey = (url: string) => createTargetKey(url, "");
+	/** `--retry-failed`: failed seeds and pages are fetched again, and what they newly link. */
+	const retry = options.job.retryCrawl ?? null;
 	/** The shard a URL is fetched by: this one's index when unsharded. */
 	const shard = options.job.shard;
 	const shardOfUrl = (url: string) => (shard ? shardOf(url, shard.count, options.job.shardBy) : 1);
@@ -350,6 +360,8 @@ export function createCrawler(options: CrawlerOptions): Crawler {
 				if (done?.has(seed.id)) continue;
 				// Every seed widens the scope and names its options; another shard's seed is that shard's to fetch.
 				if (!mine(seed.url)) continue;
+				// --retry-failed: only a seed whose latest record failed is fetched again.
+				if (retry && !retry.failed(seed)) continue;
 				if (handOut(seed)) out.push(seed);
 			}
 			// Sitemaps before the seeds that lead to them are fetched: a page they list is depth 0
@@ -358,9 +370,11 @@ export function createCrawler(options: CrawlerOptions): Crawler {
 				const origin = new URL(normalizeUrl(seed.url)!).origin;
 				if (!(await robots!.load(origin, seed, seed.crawl?.profile ?? profileOf(seed)))) return;
 			}
-			if (!(await readSitemaps(newOrigins))) return;
+			// --retry-failed: the sitemaps were read by the run that found their pages (failed ones come below).
+			if (!retry && !(await readSitemaps(newOrigins))) return;
 			if (out.length > 0) yield out;
 		}
+		if (retry) journalFailedPages(retry);
 		// Then the journal, lowest depth first, each depth once the depth two above it has settled.
 		let out: Target[] = [];
 		for (;;) {
@@ -415,7 +429,8 @@ export function createCrawler(options: CrawlerOptions): Crawler {
 			// The seed whose options it carried is no longer in the job (a resume with --force): not fetched.
 			if (!profile) return;
 			const target = discoveredTarget(entry, profile);
-			if (done?.has(target.id)) {
+			// --retry-failed: a link to a page whose latest record is ok is not fetched again.
+			if (done?.has(target.id) || retry?.fetchedOk(target.id)) {
 				urls.claim(key.high, key.low);
 				return;
 			}
@@ -427,6 +442,32 @@ export function createCrawler(options: CrawlerOptions): Crawler {
 			}
 			if (handOut(target)) out.push(target);
 		}
+	}
+
+	/**
+	 * --retry-failed: the failed crawled pages go to the frontier at their recorded depth and parent, with
+	 * the options of the seed they were found from (the one whose options give their id). Seeds among them
+	 * were claimed when read (retried as seeds), and a resume finds the others journalled already.
+	 */
+	function journalFailedPages(retrying: RetryCrawl): void {
+		const candidates = [...profiles.entries()];
+		let found: FrontierEntry[] = [];
+		for (const page of retrying.pages()) {
+			const url = normalizeUrl(page.url);
+			if (url === null || !mine(url) || page.depth > spec.maxDepth) continue;
+			const profile = candidates.find(([, each]) => createTargetKey(url, each.optionsJson).id === page.id)?.[0];
+			// Its seed's options are no longer in the job: not fetched (as a seed no longer listed).
+			if (profile === undefined) continue;
+			const key = urlKey(url);
+			// Seen already: a seed (claimed when read), or journalled by an earlier session of this run.
+			if (!urls.see(key.high, key.low)) continue;
+			found.push({ u: url, d: page.depth, p: page.parent, k: profile });
+			if (found.length >= BATCH) {
+				journal(found);
+				found = [];
+			}
+		}
+		journal(found);
 	}
 
 	/** Links other shards handed to this one go to the frontier (each once; a seed's options must be known). */

@@ -17,5 +17,12 @@ export {
 export { EXPORT_FORMATS, type ExportFormat, exportLatest } from "./export-latest.js";
 export { checkExportTarget } from "./export-target.js";
 export { idKey } from "./id-key.js";
-export { HISTORY_FILE, type JobHistory, OLD_HISTORY_FILE, openJobHistory, type TargetHistory } from "./job-history.js";
+export {
+	type FailedCrawledPage,
+	HISTORY_FILE,
+	type JobHistory,
+	OLD_HISTORY_FILE,
+	openJobHistory,
+	type TargetHistory,
+} from "./job-history.js";
 export { parseRecord } from "./results-lines.js";

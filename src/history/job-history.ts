@@ -26,6 +26,14 @@ export interface TargetHistory {
 	readonly okOffset: number;
 }
 
+/** A crawled page whose latest record failed: its id, URL, depth and parent as recorded. */
+export interface FailedCrawledPage {
+	readonly id: string;
+	readonly url: string;
+	readonly depth: number;
+	readonly parent: string | null;
+}
+
 /**
  * The job's history across its runs (incremental runs: freshness, change tracking, --retry-failed,
  * `export --latest`), kept in SQLite (`history.sqlite`, tables `runs` and `targets`) as a cache of the run
@@ -70,6 +78,8 @@ export interface JobHistory {
 	 * there was nothing to accept (the run was promoted already).
 	 */
 	accept(runId: string): boolean;
+	/** Crawled pages (seeds included) whose latest record failed, with where the crawl found them. */
+	failedCrawledPages(): Generator<FailedCrawledPage>;
 	/** Targets in the store. */
 	readonly size: number;
 	/**
@@ -213,6 +223,23 @@ function createJobHistory(db: Database, jobDir: string, warnings: readonly strin
 			writeContractState(runDir, "accepted");
 			foldRun(db, jobDir, runId);
 			return true;
+		},
+		*failedCrawledPages() {
+			// Its own connection: the run looks targets up (and writes) while the crawler reads these.
+			const reader = openReader(join(jobDir, HISTORY_FILE));
+			try {
+				const rows = reader
+					.prepare(
+						"SELECT id, url, depth, parent FROM targets WHERE status <> 'ok' AND depth IS NOT NULL ORDER BY depth",
+					)
+					.raw();
+				for (const [id, url, depth, parent] of rows.iterate() as IterableIterator<
+					[string, string, number, string | null]
+				>)
+					yield { id, url, depth, parent };
+			} finally {
+				reader.close();
+			}
 		},
 		get size() {
 			return db.prepare("SELECT count(*) FROM targets").pluck().get() as number;

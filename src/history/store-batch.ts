@@ -17,6 +17,9 @@ interface PendingRow {
 	readonly hash: string | null;
 	readonly data: string | null;
 	readonly credits: number;
+	/** A crawled page's depth and parent (null outside a crawl): `--retry-failed` retries it where it was. */
+	readonly depth: number | null;
+	readonly parent: string | null;
 	readonly offset: number;
 	readonly end: number;
 }
@@ -67,6 +70,8 @@ export class StoreBatch {
 					hash: row.hash,
 					data: row.data,
 					credits: row.credits,
+					depth: row.depth,
+					parent: row.parent,
 				});
 				run.records += 1;
 				if (row.status === "ok") run.ok += 1;
@@ -99,6 +104,8 @@ export class StoreBatch {
 			hash: ok && typeof record.content_hash === "string" ? record.content_hash : null,
 			data,
 			credits: Number.isFinite(credits) ? credits : 0,
+			depth: Number.isSafeInteger(record.depth) ? record.depth : null,
+			parent: typeof record.parent === "string" ? record.parent : null,
 			offset,
 			end,
 		});

@@ -4,7 +4,7 @@
  */
 
 /** `PRAGMA user_version` of the current layout. */
-export const STORE_LAYOUT = 1;
+export const STORE_LAYOUT = 2;
 /** `PRAGMA application_id`: "SJob", so a file of another program is not taken for a store. */
 export const STORE_APPLICATION_ID = 0x534a6f62;
 
@@ -32,7 +32,9 @@ CREATE TABLE targets (
 	content_hash TEXT,
 	changed_at TEXT,
 	data TEXT,
-	credits REAL NOT NULL
+	credits REAL NOT NULL,
+	depth INTEGER,
+	parent TEXT
 );
 PRAGMA application_id = ${STORE_APPLICATION_ID};
 PRAGMA user_version = ${STORE_LAYOUT};
@@ -44,10 +46,12 @@ PRAGMA user_version = ${STORE_LAYOUT};
  * right-hand side reads the row as it was before this statement (SQLite's UPDATE semantics).
  */
 export const UPSERT_TARGET = `
-INSERT INTO targets (id, url, status, status_at, ok_run, ok_offset, finished_at, content_hash, changed_at, data, credits)
-VALUES (@id, @url, @status, @at, @okRun, @okOffset, @okAt, @hash, @okAt, @data, @credits)
+INSERT INTO targets (id, url, status, status_at, ok_run, ok_offset, finished_at, content_hash, changed_at, data, credits, depth, parent)
+VALUES (@id, @url, @status, @at, @okRun, @okOffset, @okAt, @hash, @okAt, @data, @credits, @depth, @parent)
 ON CONFLICT (id) DO UPDATE SET
 	url = CASE WHEN excluded.status_at >= status_at THEN excluded.url ELSE url END,
+	depth = CASE WHEN excluded.status_at >= status_at THEN excluded.depth ELSE depth END,
+	parent = CASE WHEN excluded.status_at >= status_at THEN excluded.parent ELSE parent END,
 	status = CASE WHEN excluded.status_at >= status_at THEN excluded.status ELSE status END,
 	status_at = max(excluded.status_at, status_at),
 	changed_at = CASE

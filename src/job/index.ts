@@ -58,6 +58,7 @@ export { createTargetKey, identityOptionsJson } from "./target-id.js";
 export type {
 	CsvSourceSpec,
 	Job,
+	RetryCrawl,
 	SourceSpec,
 	Target,
 	TargetCounts,

@@ -102,6 +102,8 @@ export interface Job {
 	 * none is kept. A fresh page is not paid for again, but its links are followed.
 	 */
 	freshPage?: (target: Target) => { readonly path: string | null } | null;
+	/** Set by the runner for a crawl with `--retry-failed` (instead of `select`): what to fetch again. */
+	retryCrawl?: RetryCrawl;
 	/** `notify:`: where the summary is POSTed when a run ends. */
 	notify: {
 		url: string;
@@ -162,6 +164,25 @@ export interface TargetCounts {
 	creditRangeByMode: Record<RequestedMode, { min: number; max: number }>;
 	/** A sharded job's survey: every shard's targets by host (shard-balance.ts), for the balance warning. */
 	hosts?: HostTally;
+}
+
+/**
+ * `--retry-failed` of a crawl: the seeds whose latest record failed, and the failed discovered pages at
+ * their recorded depth and parent; links they newly find are followed within `max_depth`, but not to a
+ * page whose latest record is ok.
+ */
+export interface RetryCrawl {
+	/** Whether a seed's latest record failed. */
+	failed(target: Target): boolean;
+	/** Whether a page's latest record is ok (a link to it is not fetched again). */
+	fetchedOk(id: string): boolean;
+	/** The failed crawled pages, read once when the seeds have been read. */
+	pages(): Iterable<{
+		readonly id: string;
+		readonly url: string;
+		readonly depth: number;
+		readonly parent: string | null;
+	}>;
 }
 
 /** A crawled page's place in the crawl. */

@@ -2,8 +2,8 @@ import { existsSync } from "node:fs";
 import { basename, join } from "node:path";
 import type { Logger } from "pino";
 import type { SavedItemsClient, ScraperAccess, ScraperClient } from "../api/index.js";
-import { type JobHistory, openJobHistory } from "../history/index.js";
-import { type Job, jobUsesBrowser, shardBalanceWarning, type TargetCounts } from "../job/index.js";
+import { type FailedCrawledPage, type JobHistory, openJobHistory } from "../history/index.js";
+import { type Job, jobUsesBrowser, type RetryCrawl, shardBalanceWarning, type TargetCounts } from "../job/index.js";
 import { jobOutputDir } from "../output/index.js";
 import {
 	notifyRunEnd,
@@ -243,7 +243,7 @@ async function runWithHistory(
 	monitor: RunMonitor,
 	warn: (message: string) => void,
 ): Promise<PlannedRunOutcome> {
-	const { job, counts, selection } = await selectTargets(plan, history, choices);
+	const { job, counts, selection, nothingToRetry } = await selectTargets(plan, history, choices);
 	if (services.savedItems) await checkSavedIds(job, services.savedItems, choices.signal);
 	const wanted = choices.concurrency ?? (job.concurrency === "auto" ? null : job.concurrency);
 	const limits = resolveConcurrency({ accountLimit: services.accountConcurrency, wanted });
@@ -258,7 +258,7 @@ async function runWithHistory(
 	if (imbalance) choices.logger?.warn({ job: job.name, shard_balance: true }, `${job.name}: ${imbalance}`);
 	// Retrying failures when none failed: nothing to send, and no empty run folder to leave behind.
 	const retrying = selection.retry_failed !== false;
-	if (retrying && survey.total === 0 && !job.crawl) return { skipped: "nothing_to_retry", job };
+	if (retrying && (job.crawl ? nothingToRetry : survey.total === 0)) return { skipped: "nothing_to_retry", job };
 	const runDir = plan.resumeDir ?? join(jobOutputDir(choices.outRoot, job.name), plan.runId);
 	const shown = choices.onStart?.({ job, survey, concurrency, adaptive: limits.adaptive, runDir });
 	const measured = startMonitors(monitor, job, concurrency, choices, warn);
@@ -314,7 +314,7 @@ async function selectTargets(
 	plan: PlannedRun,
 	history: JobHistory,
 	choices: RunChoices,
-): Promise<{ job: Job; counts: TargetCounts | null; selection: RunSelection }> {
+): Promise<{ job: Job; counts: TargetCounts | null; selection: RunSelection; nothingToRetry?: boolean }> {
 	const kept = plan.resumeDir ? readRunSelection(plan.resumeDir) : null;
 	const retry = choices.retryFailed ?? kept?.retry_failed ?? false;
 	const retrying = retry !== false;
@@ -326,7 +326,7 @@ async function selectTargets(
 	const now = Date.now();
 	const thisRun = plan.resumeDir ? basename(plan.resumeDir) : null;
 	const doneHere = (entry: { okRun: string | null } | null | undefined) => thisRun !== null && entry?.okRun === thisRun;
-	let failedInRun: Set<string> | null = null;
+	let failedInRun: FailedRecords | null = null;
 	if (typeof retry === "string") {
 		// A run id names a folder of this job, nothing else: no path may lead out of output/<job>/.
 		if (!/^[\w.-]+$/.test(retry) || retry.startsWith("."))
@@ -336,7 +336,23 @@ async function selectTargets(
 		const runDir = join(jobOutputDir(choices.outRoot, plan.job.name), retry);
 		if (!existsSync(join(runDir, "results.jsonl")))
 			throw new UsageError(`--retry-failed: no run ${retry} of job ${plan.job.name} under ${choices.outRoot}`);
-		failedInRun = failedIds(join(runDir, "results.jsonl"));
+		failedInRun = failedRecords(join(runDir, "results.jsonl"));
+	}
+	if (plan.job.crawl && retrying) {
+		// A crawl retries its failed seeds and its failed discovered pages, at their recorded depth and parent.
+		const pages = () => failedInRun?.pages ?? history.failedCrawledPages();
+		const retryCrawl: RetryCrawl = {
+			failed: (target) => (failedInRun ? failedInRun.ids.has(target.id) : history.get(target.id)?.latest === "failed"),
+			fetchedOk: (id) => history.get(id)?.latest === "ok",
+			pages,
+		};
+		// A resume goes on whatever is left failed: the links its first session found are still to fetch.
+		let nothingToRetry = !plan.resumeDir;
+		for (const _page of pages()) {
+			nothingToRetry = false;
+			break;
+		}
+		return { job: { ...plan.job, freshnessMs, retryCrawl }, counts: null, selection, nothingToRetry };
 	}
 	if (plan.job.crawl && !retrying) {
 		// A crawl goes on below a fresh page: it is not fetched, its links are read from its stored page.
@@ -354,20 +370,37 @@ async function selectTargets(
 		const entry = history.get(target.id);
 		if (doneHere(entry)) return true;
 		if (retrying) {
-			if (failedInRun ? !failedInRun.has(target.id) : entry?.latest !== "failed") return false;
+			if (failedInRun ? !failedInRun.ids.has(target.id) : entry?.latest !== "failed") return false;
 		}
 		return !(freshnessMs > 0 && entry?.okAt != null && now - entry.okAt < freshnessMs);
 	};
 	return { job: { ...plan.job, freshnessMs, select }, counts: null, selection };
 }
 
-/** The ids of a run's failed records, read line by line (a results.jsonl can be larger than a string may be). */
-function failedIds(path: string): Set<string> {
+/** A run's failed records: their ids, and of those the crawled pages (seeds included) with where they were found. */
+interface FailedRecords {
+	readonly ids: Set<string>;
+	readonly pages: FailedCrawledPage[];
+}
+
+/** A run's failed records, read line by line (a results.jsonl can be larger than a string may be). */
+function failedRecords(path: string): FailedRecords {
 	const ids = new Set<string>();
+	const pages: FailedCrawledPage[] = [];
 	for (const { text } of jsonlLines(path)) {
 		if (!text.includes('"status":"failed"')) continue;
-		const record = parseJsonLine(text) as { id?: unknown; status?: unknown } | undefined;
-		if (record?.status === "failed" && typeof record.id === "string") ids.add(record.id);
+		const record = parseJsonLine(text) as
+			| { id?: unknown; status?: unknown; url?: unknown; depth?: unknown; parent?: unknown }
+			| undefined;
+		if (record?.status !== "failed" || typeof record.id !== "string") continue;
+		ids.add(record.id);
+		if (typeof record.url === "string" && Number.isSafeInteger(record.depth))
+			pages.push({
+				id: record.id,
+				url: record.url,
+				depth: record.depth as number,
+				parent: typeof record.parent === "string" ? record.parent : null,
+			});
 	}
-	return ids;
+	return { ids, pages };
 }

@@ -202,7 +202,7 @@ describe("the job's store (history.sqlite)", () => {
 			path,
 		]);
 		history = openJobHistory(jobDir);
-		expect(history.warnings).toEqual([expect.stringMatching(/older layout \(0, now 1\)/)]);
+		expect(history.warnings).toEqual([expect.stringMatching(/older layout \(0, now 2\)/)]);
 		history.close();
 		expectTwoRuns(jobDir);
 		// Another program's SQLite file in its place.
