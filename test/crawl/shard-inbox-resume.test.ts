@@ -1,0 +1,162 @@
+import { existsSync, readdirSync, readFileSync, statSync } from "node:fs";
+import { createServer, type Server } from "node:http";
+import type { AddressInfo } from "node:net";
+import { join } from "node:path";
+import { afterEach, beforeAll, describe, expect, it } from "vitest";
+import { type Emulator, startEmulator } from "../../src/emulator/index.js";
+import { shardOf } from "../../src/job/index.js";
+import { isRunFolderName, readRecords, tempDir, writeJob } from "../helpers/job-files.js";
+import { assertBuilt, spawnCli } from "../helpers/spawn-cli.js";
+
+const servers: Server[] = [];
+let emulator: Emulator | undefined;
+beforeAll(() => assertBuilt());
+afterEach(async () => {
+	await emulator?.close();
+	emulator = undefined;
+	for (const server of servers.splice(0)) {
+		server.closeAllConnections();
+		await new Promise((resolve) => server.close(resolve));
+	}
+});
+
+/** A site whose pages link to what `links` gives them, each answered after `delayMs` and once `held(path)` resolves. */
+async function site(
+	links: (path: string) => string[],
+	delayMs: number,
+	held: (path: string) => Promise<void> = () => Promise.resolve(),
+): Promise<string> {
+	const server = createServer((req, res) => {
+		const path = req.url ?? "/";
+		const anchors = links(path)
+			.map((href) => `<a href="${href}">x</a>`)
+			.join("");
+		void held(path).then(() =>
+			setTimeout(() => {
+				res.writeHead(200, { "content-type": "text/html" });
+				res.end(`<html><body>${anchors}</body></html>`);
+			}, delayMs),
+		);
+	});
+	servers.push(server);
+	await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", () => resolve()));
+	return `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+}
+
+const PAGES = 12;
+
+/** Polled (the writer is another process): the shard's run folder once it holds `atLeast` records. */
+async function shardRecords(jobDir: string, index: number, atLeast: number): Promise<string> {
+	const deadline = Date.now() + 30_000;
+	while (Date.now() < deadline) {
+		const name = existsSync(jobDir)
+			? readdirSync(jobDir).find((each) => isRunFolderName(each) && each.endsWith(`-shard-${index}-of-2`))
+			: null;
+		const file = name ? join(jobDir, name, "results.jsonl") : null;
+		if (file && existsSync(file) && readFileSync(file, "utf8").split("\n").length - 1 >= atLeast)
+			return join(jobDir, name!);
+		await new Promise((resolve) => setTimeout(resolve, 10));
+	}
+	throw new Error(`shard ${index}: no ${atLeast} records within 30 s`);
+}
+
+describe("crawl with --shard: the inbox across a kill", () => {
+	it("shard 2 killed after reading part of its inbox, then --resume: every handed link fetched once, the union is the unsharded crawl", async () => {
+		let a = "";
+		let b = "";
+		// A's last three pages answer only once shard 2 is killed: its inbox then grows past what it read.
+		let killed: () => void = () => undefined;
+		const afterKill = new Promise<void>((resolve) => {
+			killed = resolve;
+		});
+		const unshardedDone = { value: false };
+		// A's pages /1…/12 each link two pages of B (B's host is shard 2's): shard 1 hands them over one page
+		// at a time, so shard 2's inbox fills while it runs; shard 2 is killed once it has a few records.
+		for (let tries = 0; tries < 20 && (a === "" || shardOf(a, 2) !== 1 || shardOf(b, 2) !== 2); tries += 1) {
+			a = await site(
+				(path) => {
+					if (path === "/") return Array.from({ length: PAGES }, (_, index) => `/${index + 1}`);
+					const n = Number(path.slice(1));
+					return [`${b}/p${n}-x`, `${b}/p${n}-y`];
+				},
+				20,
+				(path) => (unshardedDone.value && Number(path.slice(1)) > PAGES - 3 ? afterKill : Promise.resolve()),
+			);
+			b = await site(() => [], 50);
+		}
+		expect([shardOf(a, 2), shardOf(b, 2)]).toEqual([1, 2]);
+		emulator = await startEmulator({ scenario: { concurrency: 8 } });
+		// A short lease: the killed shard's lock lapses quickly, and shard 1 ends without waiting 30 s for it.
+		const env = {
+			SCRAPEJOB_ACCOUNT_KEY: emulator.accountKey,
+			SCRAPEJOB_API_URL: emulator.apiUrl,
+			SCRAPEJOB_LOCK_LEASE_MS: "1500",
+		};
+		const dir = tempDir();
+		const job = writeJob(
+			dir,
+			"crawl",
+			[
+				"name: crawl",
+				"defaults: {mode: request}",
+				"output: {content: none}",
+				"crawl: {max_depth: 3, scope: any, robots: ignore}",
+				"targets:",
+				`  - ${a}/`,
+				`  - ${b}/`,
+				"",
+			].join("\n"),
+		);
+		const whole = join(dir, "whole");
+		const unsharded = await spawnCli(["run", job, "--out", whole, "--quiet"], env).done;
+		expect(unsharded.code, unsharded.stderr).toBe(0);
+		const wholeUrls = readdirSync(join(whole, "crawl"))
+			.filter(isRunFolderName)
+			.flatMap((name) => readRecords(join(whole, "crawl", name)).map((record) => record.url))
+			.sort();
+		expect(wholeUrls).toHaveLength(2 + PAGES + 2 * PAGES);
+
+		unshardedDone.value = true;
+		const out = join(dir, "out");
+		const jobDir = join(out, "crawl");
+		const ledgerStart = emulator.ledger.requestCount;
+		const shard1 = spawnCli(["run", job, "--out", out, "--quiet", "--shard", "1/2"], env);
+		const shard2 = spawnCli(["run", job, "--out", out, "--quiet", "--shard", "2/2"], env);
+		const shard2Dir = await shardRecords(jobDir, 2, 3);
+		shard2.child.kill("SIGKILL");
+		await shard2.done;
+		killed();
+		// It had read part of its inbox, not all that shard 1 hands it.
+		const state = JSON.parse(readFileSync(join(jobDir, ".inbox-shard-2-of-2.state"), "utf8")) as { read: number };
+		expect(state.read).toBeGreaterThan(0);
+		const ended1 = await shard1.done;
+		expect(ended1.code, ended1.stderr).toBe(0);
+		expect(state.read).toBeLessThan(statSync(join(jobDir, "inbox-shard-2-of-2.jsonl")).size);
+		const killedSession = readRecords(shard2Dir);
+		const askedBeforeResume = emulator.ledger.requestCount;
+
+		const resumed = await spawnCli(["run", job, "--out", out, "--quiet", "--shard", "2/2", "--resume"], env).done;
+		expect(resumed.code, resumed.stderr).toBe(0);
+
+		// Nothing with a record from the killed session was asked for again.
+		const answered = new Set(killedSession.map((record) => record.url));
+		const askedAgain = emulator.ledger.entries
+			.filter(
+				(entry) => entry.seq > askedBeforeResume && entry.endpoint === "realtime" && answered.has(entry.url ?? ""),
+			)
+			.map((entry) => entry.url);
+		expect(askedAgain).toEqual([]);
+		// Every handed link has one record; the union of the shards' records is the unsharded crawl's URL set.
+		const records = readdirSync(jobDir)
+			.filter(isRunFolderName)
+			.flatMap((name) => readRecords(join(jobDir, name)));
+		const urls = records.map((record) => record.url).sort();
+		expect(urls).toEqual(wholeUrls);
+		for (const record of records) expect(record.status).toBe("ok");
+		// The service was asked at most once per page across the shards, but for a fetch in flight at the kill.
+		const asked = emulator.ledger.entries.filter((entry) => entry.seq > ledgerStart && entry.endpoint === "realtime");
+		const counts = new Map<string, number>();
+		for (const entry of asked) counts.set(entry.url ?? "", (counts.get(entry.url ?? "") ?? 0) + 1);
+		expect([...counts.values()].filter((count) => count > 1).length).toBeLessThanOrEqual(4);
+	}, 90_000);
+});
