@@ -51,7 +51,7 @@ export interface CrawlerOptions {
 	readonly keysInMemory?: number;
 	/**
 	 * A sharded crawl (`run --shard`): links of another shard's hosts are handed to it through its inbox,
-	 * this shard's inbox is read at every level and when it runs out of work, and the crawl ends only
+	 * this shard's inbox is read as its pages settle and when it runs out of work, and the crawl ends only
 	 * when the layout is out of work (shard-inbox.ts). Without it, such links are left out.
 	 */
 	readonly handOff?: {

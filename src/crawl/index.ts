@@ -4,7 +4,8 @@
  *
  * Map: normalize-url (one spelling per page) → link-scope (host | domain | any) → frontier-file
  * (the journalled frontier, read through a cursor) → sitemaps (robots.txt and sitemap files, streamed by
- * sitemap-stream, journalled per file) → crawler (seeds, then levels; dedupe sets).
+ * sitemap-stream, journalled per file) → crawler (seeds, then pages lowest depth first, fed continuously;
+ * dedupe sets).
  */
 
 export { createUrlKeys, type UrlKeys } from "../shared/index.js";
