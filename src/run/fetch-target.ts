@@ -117,6 +117,8 @@ export async function fetchTarget(
 	let attempts = 0;
 	/** Attempts that count against `retry.attempts`: failures during a (possible) outage do not. */
 	let spent = 0;
+	/** The outage monitor's epoch when the last attempt was sent (outage-monitor.ts, `answered`). */
+	let sentInEpoch = 0;
 	let taskId: string | null = resumeTaskId;
 	let pendingTaskId: string | null = resumeTaskId;
 	let lastHeaders: ScraperHeaders = {};
@@ -213,6 +215,7 @@ export async function fetchTarget(
 
 	const sendOnce = async (): Promise<AttemptOutcome> => {
 		if (!deps.gate.tryAcquire()) await deps.gate.acquire(deps.signal);
+		sentInEpoch = deps.outage.epoch;
 		attempts += 1;
 		spent += 1;
 		let releaseHold: (() => void) | undefined;
@@ -243,7 +246,7 @@ export async function fetchTarget(
 		deps.gate.release(outcome.headers.rateLimitRemaining);
 		lastHeaders = outcome.headers;
 		deps.onHeaders(outcome.headers);
-		deps.outage.answered();
+		deps.outage.answered(sentInEpoch);
 		switch (outcome.kind) {
 			case "content":
 				// Every member written, absent ones as undefined: one object shape for every page, no spreads.
@@ -330,7 +333,7 @@ export async function fetchTarget(
 				}
 				// The service failed the fetch before this one too: maybe an outage, so this one is free.
 				if (sign === "free") spent -= 1;
-				if (!decision.serviceDown) deps.outage.answered();
+				if (!decision.serviceDown) deps.outage.answered(sentInEpoch);
 				if (spent >= deps.retry.attempts) {
 					return failed(decision.kind, errorMessage(failure), statusOf(failure), lastHeaders, creditsOf(failure));
 				}
@@ -351,7 +354,8 @@ export async function fetchTarget(
 				continue;
 			}
 			case "fail":
-				if (!(decision.kind === "dns_failed" || decision.kind === "navigation_error")) deps.outage.answered();
+				if (!(decision.kind === "dns_failed" || decision.kind === "navigation_error"))
+					deps.outage.answered(sentInEpoch);
 				return failed(decision.kind, errorMessage(failure), statusOf(failure), lastHeaders, creditsOf(failure));
 			case "abort":
 				return { kind: "aborted", reason: decision.kind, message: errorMessage(failure) };

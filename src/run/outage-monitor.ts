@@ -18,8 +18,17 @@ export interface OutageMonitor {
 	 * attempt; `outage`: the run is in one — wait at the gate with the whole queue.
 	 */
 	failed(targetId: string): "count" | "free" | "outage";
-	/** The service answered a fetch (anything but a service-down failure). */
-	answered(): void;
+	/**
+	 * Streaks of service-down failures begun so far: read when a fetch is sent, and given back with its
+	 * answer to `answered`.
+	 */
+	readonly epoch: number;
+	/**
+	 * The service answered a fetch (anything but a service-down failure). `sentInEpoch`: `epoch` when it
+	 * was sent — an answer to a fetch sent before the current streak began says nothing about the service
+	 * now (a server being shut down answers what it had in hand), so it does not break the streak.
+	 */
+	answered(sentInEpoch?: number): void;
 	readonly active: boolean;
 	/** Outages so far. */
 	readonly count: number;
@@ -57,6 +66,7 @@ export function createOutageMonitor(options: OutageMonitorOptions): OutageMonito
 	let streakStartedAt = 0;
 	let streakFirstTarget = "";
 	let streakTargets = 0;
+	let streakEpoch = 0;
 	let active = false;
 	let startedAt = 0;
 	let count = 0;
@@ -105,6 +115,7 @@ export function createOutageMonitor(options: OutageMonitorOptions): OutageMonito
 	return {
 		failed(targetId) {
 			if (streak === 0) {
+				streakEpoch += 1;
 				streakStartedAt = options.clock();
 				streakFirstTarget = targetId;
 				streakTargets = 1;
@@ -123,7 +134,11 @@ export function createOutageMonitor(options: OutageMonitorOptions): OutageMonito
 			hold();
 			return "outage";
 		},
-		answered() {
+		get epoch() {
+			return streakEpoch;
+		},
+		answered(sentInEpoch) {
+			if (streak > 0 && sentInEpoch !== undefined && sentInEpoch < streakEpoch) return;
 			streak = 0;
 			if (!active) return;
 			active = false;

@@ -88,6 +88,18 @@ describe("the outage monitor", () => {
 		expect(gate.tryAcquire()).toBe(true);
 		expect(outage.failed("a")).toBe("count");
 	});
+
+	it("an answer to a fetch sent before the failures began does not break their streak (a server shutting down answers what it had)", () => {
+		const { outage } = monitor();
+		const before = outage.epoch;
+		expect(outage.failed("a")).toBe("count");
+		// Sent before the first failure, answered after it: no news about the service now.
+		outage.answered(before);
+		expect(outage.failed("b")).toBe("free");
+		// Sent during the streak and answered: the service is there, the streak ends.
+		outage.answered(outage.epoch);
+		expect(outage.failed("a")).toBe("count");
+	});
 });
 
 describe("outages: the service down for a while pauses the whole queue instead of failing the list", () => {
