@@ -15,6 +15,7 @@ import {
 import { type RunJobFileOptions, type RunJobFileResult, runJobFile } from "../../src/index.js";
 import type { ResultRecord, RunSummary } from "../../src/output/index.js";
 import { isRunFolderName, readRecords, readSummary, tempDir, writeJob } from "../helpers/job-files.js";
+import { runCli } from "../helpers/run-cli.js";
 import { assertBuilt, spawnCli } from "../helpers/spawn-cli.js";
 
 /**
@@ -136,7 +137,8 @@ const MODES: readonly Mode[] = ["fresh", "sigint", "sigkill", "budget"];
 function scenarioFor(mode: Mode, feature: Feature): ScenarioInput {
 	return {
 		concurrency: CONCURRENCY,
-		latency_ms: mode === "fresh" ? 0 : mode === "sigkill" ? 150 : 60,
+		// SIGKILL cells: a task processing long enough that both slots are held at once even under load.
+		latency_ms: mode === "fresh" ? 0 : mode === "sigkill" ? 400 : 60,
 		...(mode === "sigkill" ? { timeout_ms: 5 } : {}),
 		...(feature.faults ? { faults: feature.faults } : {}),
 	};
@@ -184,7 +186,9 @@ async function step(side: Side, flags: readonly string[], options: Partial<RunJo
 		const result: RunJobFileResult = await runJobFile(side.jobPath, libraryOptions(side, options));
 		return { summary: result, code: null };
 	}
-	const done = await spawnCli(cliArgs(flags), side.env, side.dir).done;
+	// The CLI's own main (flags, printing, exit codes) in this process: a session that is not killed needs
+	// no process of its own, and ~1 s of start-up per session was most of the file's time.
+	const done = await runCli(cliArgs(flags), { env: side.env, cwd: side.dir });
 	if (![0, 1, 130].includes(done.code)) throw new Error(`scrapejob exited ${done.code}: ${done.stderr}`);
 	return { summary: readSummary(runDirOf(side)), code: done.code };
 }
