@@ -1,5 +1,6 @@
 import { closeSync, fstatSync, ftruncateSync, openSync, readSync } from "node:fs";
 import { type AppendFile, openAppendFile } from "../output/index.js";
+import { openJsonlReader, parseJsonLine } from "../shared/index.js";
 
 /** `frontier.jsonl` in the run folder: every URL the crawl discovered, in discovery order. */
 export const FRONTIER_FILE = "frontier.jsonl";
@@ -65,33 +66,10 @@ export function openFrontierFile(path: string): FrontierFile {
 	const writer: AppendFile = openAppendFile(path);
 	const fd = openSync(path, "r");
 	const chunk = Buffer.alloc(CHUNK);
-	let readAt = 0;
-	let lines: string[] = [];
-	let lineIndex = 0;
-	let carry = "";
-	/** Where the line `next` returned last ends, and where the next line of `lines` starts. */
+	// The cursor of `next`: the one JSONL reader, following the file as the crawl appends to it.
+	const lines = openJsonlReader(path, { chunkBytes: CHUNK });
+	/** Where the line `next` returned last ends. */
 	let cursor = 0;
-	let linesAt = 0;
-
-	/** Read the next chunk of whole lines; false when nothing new was written. */
-	const refill = (): boolean => {
-		while (readAt < writer.size) {
-			const length = readSync(fd, chunk, 0, Math.min(CHUNK, writer.size - readAt), readAt);
-			if (length === 0) return false;
-			readAt += length;
-			const text = carry + chunk.toString("utf8", 0, length);
-			const cut = text.lastIndexOf("\n");
-			if (cut < 0) {
-				carry = text;
-				continue;
-			}
-			carry = text.slice(cut + 1);
-			lines = text.slice(0, cut).split("\n");
-			lineIndex = 0;
-			return true;
-		}
-		return false;
-	};
 
 	return {
 		append(entries) {
@@ -107,24 +85,13 @@ export function openFrontierFile(path: string): FrontierFile {
 			return cursor;
 		},
 		next() {
-			for (;;) {
-				while (lineIndex < lines.length) {
-					const line = lines[lineIndex++]!;
-					// Byte offsets cost a length per line: only a resume reads them (crawler.ts), once.
-					linesAt += line.length === 0 ? 1 : Buffer.byteLength(line) + 1;
-					cursor = linesAt;
-					if (line === "") continue;
-					let parsed: unknown;
-					try {
-						parsed = JSON.parse(line);
-					} catch {
-						// Not ours to guess at: a line that is not an entry is passed over.
-						continue;
-					}
-					if (isFrontierEntry(parsed)) return parsed;
-				}
-				if (!refill()) return null;
+			for (let line = lines.next(); line !== null; line = lines.next()) {
+				cursor = line.end;
+				// Not ours to guess at: a line that is not an entry is passed over.
+				const parsed = parseJsonLine(line.text);
+				if (isFrontierEntry(parsed)) return parsed;
 			}
+			return null;
 		},
 		readDepth(from, to, depth) {
 			const entries: FrontierEntry[] = [];
@@ -166,6 +133,7 @@ export function openFrontierFile(path: string): FrontierFile {
 		sync: () => writer.sync(),
 		close() {
 			writer.close();
+			lines.close();
 			closeSync(fd);
 		},
 	};

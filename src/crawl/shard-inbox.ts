@@ -1,6 +1,7 @@
-import { closeSync, fstatSync, openSync, readFileSync, readSync, renameSync, statSync, writeSync } from "node:fs";
+import { closeSync, openSync, readFileSync, renameSync, statSync, writeSync } from "node:fs";
 import { join } from "node:path";
 import type { ShardSpec } from "../job/index.js";
+import { openJsonlReader, parseJsonLine } from "../shared/index.js";
 import { type FrontierEntry, isFrontierEntry } from "./frontier-file.js";
 
 /** `<job>/inbox-shard-J-of-N.jsonl`: crawled links of shard J's hosts, found by the other shards. */
@@ -90,7 +91,9 @@ export function openShardInbox(
 	let offset = Math.min(from, sizeOf(ownPath));
 	let idle = false;
 	const writers = new Map<number, number>();
-	const reader = openSync(ownPath, "a+");
+	// Created if missing (a reader of a missing file would never see it appear), then read from `offset`.
+	closeSync(openSync(ownPath, "a"));
+	const reader = openJsonlReader(ownPath, { from: offset, chunkBytes: 64 * 1024 });
 
 	const publish = () => {
 		const state: InboxState = { run_id: runId, read: offset, idle, from, at: now() };
@@ -110,23 +113,15 @@ export function openShardInbox(
 			for (const entry of entries) writeSync(fd, `${JSON.stringify(entry)}\n`);
 		},
 		readNew() {
-			const size = fstatSync(reader).size;
 			const entries: FrontierEntry[] = [];
-			if (size <= offset) return entries;
-			const buffer = Buffer.alloc(size - offset);
-			const length = readSync(reader, buffer, 0, buffer.length, offset);
-			// Whole lines only: a line still being written is read next time.
-			const cut = buffer.subarray(0, length).lastIndexOf(0x0a);
-			if (cut < 0) return entries;
-			for (const line of buffer.toString("utf8", 0, cut).split("\n")) {
-				try {
-					const entry: unknown = JSON.parse(line);
-					if (isFrontierEntry(entry)) entries.push(entry);
-				} catch {
-					// A torn line (a writer killed mid-line) is passed over.
-				}
+			// Whole lines only: a line still being written is read next time; a torn one (a writer killed
+			// mid-line) is passed over.
+			for (let line = reader.next(); line !== null; line = reader.next()) {
+				const entry = parseJsonLine(line.text);
+				if (isFrontierEntry(entry)) entries.push(entry);
 			}
-			offset += cut + 1;
+			if (reader.position === offset) return entries;
+			offset = reader.position;
 			// Links read: working again, in the same write as the offset. Published as "read to here, idle"
 			// first, a shard polling between two writes would take this one for out of work and end before
 			// the links this one is about to find for it.
@@ -158,7 +153,7 @@ export function openShardInbox(
 			return sizeOf(ownPath) === offset;
 		},
 		close() {
-			closeSync(reader);
+			reader.close();
 			for (const fd of writers.values()) closeSync(fd);
 			writers.clear();
 		},
