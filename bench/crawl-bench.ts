@@ -44,6 +44,21 @@ function htmlFor(url: string, pages: number): string | null {
 	return n >= 1 && n <= pages ? graphPage(n, pages) : null;
 }
 
+/** A crawler of the generated graph site from its first page, as the runner would drive it. */
+function graphCrawl(job: Job, spec: CrawlSpec, runDir: string) {
+	const crawler = createCrawler({ job, spec, runDir, done: null, isStopping: () => false });
+	const seed: Target = {
+		id: "seed",
+		url: `${SITE}/graph/1`,
+		params: { url: `${SITE}/graph/1`, mode: "request" },
+		origin: { file: "bench", line: 1, col: 1 },
+	};
+	async function* seeds(): AsyncIterable<Target[]> {
+		yield [seed];
+	}
+	return { crawler, seeds };
+}
+
 export async function benchCrawl(
 	quick: boolean,
 	log: (line: string) => void,
@@ -68,22 +83,7 @@ export async function benchCrawl(
 			robots: "ignore",
 		};
 		const job = { crawl: spec } as unknown as Job;
-		const crawler = createCrawler({
-			job,
-			spec,
-			runDir,
-			done: null,
-			isStopping: () => false,
-		});
-		const seed: Target = {
-			id: "seed",
-			url: `${SITE}/graph/1`,
-			params: { url: `${SITE}/graph/1`, mode: "request" },
-			origin: { file: "bench", line: 1, col: 1 },
-		};
-		async function* seeds(): AsyncIterable<Target[]> {
-			yield [seed];
-		}
+		const { crawler, seeds } = graphCrawl(job, spec, runDir);
 		log(`crawl: ${pages} pages…`);
 		let fetched = 0;
 		const started = cpuMs();
@@ -201,22 +201,7 @@ export async function benchCrawlFeed(pages: number, limit: number, log: (line: s
 				for (const wake of waiters) wake();
 			}
 		};
-		const crawler = createCrawler({
-			job,
-			spec,
-			runDir,
-			done: null,
-			isStopping: () => false,
-		});
-		const seed: Target = {
-			id: "seed",
-			url: `${SITE}/graph/1`,
-			params: { url: `${SITE}/graph/1`, mode: "request" },
-			origin: { file: "bench", line: 1, col: 1 },
-		};
-		async function* seeds(): AsyncIterable<Target[]> {
-			yield [seed];
-		}
+		const { crawler, seeds } = graphCrawl(job, spec, runDir);
 		let fetched = 0;
 		let levels = 0;
 		let latencySumMs = 0;
