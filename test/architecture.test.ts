@@ -67,3 +67,23 @@ it("the package entry point loads, and every folder has an index.ts", async () =
 		expect(names, folder).toContain("index.ts");
 	}
 });
+
+it("nothing below the CLI prints, exits or hooks the process (the emulator runs beside, as its own server)", async () => {
+	const offences: string[] = [];
+	for (const file of await sourceFiles(src)) {
+		const relative = file.slice(src.length + 1);
+		const folder = relative.split("/")[0]!;
+		if (folder === "cli" || folder === "emulator") continue;
+		const text = await readFile(file, "utf8");
+		// Code only: comments may name what they avoid.
+		const code = text.replace(/\/\*[\s\S]*?\*\//g, "").replace(/^\s*\/\/.*$/gm, "");
+		for (const [pattern, what] of [
+			[/\bprocess\.(?:once|on|addListener|prependListener)\(/, "a process hook"],
+			[/\bprocess\.exit\(/, "process.exit"],
+			[/\bconsole\.(?:log|error|warn|info)\(/, "console output"],
+		] as const) {
+			if (pattern.test(code)) offences.push(`${relative}: ${what}`);
+		}
+	}
+	expect(offences).toEqual([]);
+});

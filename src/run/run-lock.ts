@@ -188,7 +188,7 @@ export function acquireRunLock(jobDir: string, runId: string, options: LockOptio
 	throw new LockHeldError(path, { pid: -1, host: "unknown", started_at: "unknown", run_id: "unknown" }, "contended");
 }
 
-/** Renew the heartbeat every few seconds (replacing the file atomically), and release it on exit. */
+/** Renew the heartbeat every few seconds (replacing the file atomically). */
 function holdLock(
 	path: string,
 	info: LockInfo,
@@ -244,14 +244,13 @@ function holdLock(
 	heartbeat.unref();
 	const release = () => {
 		clearInterval(heartbeat);
-		process.removeListener("exit", release);
 		try {
 			if (mine(JSON.parse(readFileSync(path, "utf8")) as LockInfo)) unlinkSync(path);
 		} catch {
 			// Already gone: nothing to release.
 		}
 	};
-	// A second Ctrl-C exits at once; the lock goes with the process rather than waiting to be taken over.
-	process.once("exit", release);
+	// No process hook here (library code): the CLI releases its locks when a second Ctrl-C ends it; a
+	// process that dies holding one leaves it to be taken over at once (its pid is gone).
 	return { path, tookOver, release, onLost: (listener) => lostListeners.push(listener), isHeld };
 }

@@ -286,6 +286,7 @@ function stderrLogger(ctx: CliContext, quiet: boolean, secrets: string[], notes:
 async function runCommand(ctx: CliContext, paths: string[], flags: RunFlags): Promise<number> {
 	let connection: ServiceConnection | undefined;
 	let planned: PlannedRun[] = [];
+	const releaseOnExit = () => releasePlannedRuns(planned);
 	try {
 		// The sandbox starts first so that jobs can name its demo site; it costs nothing.
 		if (flags.sandbox) connection = await connectService(ctx, flags);
@@ -306,6 +307,8 @@ async function runCommand(ctx: CliContext, paths: string[], flags: RunFlags): Pr
 		for (const message of lockPlannedRuns(planned, outRoot)) {
 			if (!flags.quiet) writeLine(ctx.stderr, `scrapejob: ${message}`);
 		}
+		// A second Ctrl-C exits at once: the locks go with the process rather than waiting to be taken over.
+		process.once("exit", releaseOnExit);
 
 		connection ??= await connectService(ctx, flags);
 		const { config } = connection;
@@ -346,6 +349,7 @@ async function runCommand(ctx: CliContext, paths: string[], flags: RunFlags): Pr
 		if (flags.json) printJsonError(ctx, error);
 		throw error;
 	} finally {
+		process.removeListener("exit", releaseOnExit);
 		releasePlannedRuns(planned);
 		await connection?.close();
 	}
