@@ -29,7 +29,10 @@ export function crawlerFor(
 					inbox: openShardInbox(dirname(runDir), job.shard, basename(runDir), done !== null, {
 						startGraceMs: startGraceMs(),
 					}),
-					isRunning: (index: number) => peers.live().includes(index),
+					// Read the locks now, not the copy of up to 250 ms ago: a shard that started since would look
+					// ended (its inbox state is there, its lock not yet in the copy), and this one would end
+					// before the links it is about to hand over (asked only while this shard is out of work).
+					isRunning: (index: number) => peers.refresh().includes(index),
 				}
 			: undefined;
 	return createCrawler({
