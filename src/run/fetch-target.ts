@@ -319,7 +319,8 @@ export async function fetchTarget(
 				continue;
 			}
 			case "retry": {
-				const sign = decision.serviceDown ? deps.outage.failed(targetId) : "count";
+				// This attempt's slot is released already: what the gate counts in flight are other fetches.
+				const sign = decision.serviceDown ? deps.outage.failed(targetId, deps.gate.inFlight > 0) : "count";
 				if (sign === "outage") {
 					// An outage: the failed attempt does not count, and the target waits with the whole queue.
 					spent -= 1;

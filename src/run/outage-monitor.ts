@@ -17,7 +17,7 @@ export interface OutageMonitor {
 	 * service failed the fetch before this one too, so this may be an outage — retry without spending an
 	 * attempt; `outage`: the run is in one — wait at the gate with the whole queue.
 	 */
-	failed(targetId: string): "count" | "free" | "outage";
+	failed(targetId: string, othersInFlight?: boolean): "count" | "free" | "outage";
 	/**
 	 * Streaks of service-down failures begun so far: read when a fetch is sent, and given back with its
 	 * answer to `answered`.
@@ -113,7 +113,7 @@ export function createOutageMonitor(options: OutageMonitorOptions): OutageMonito
 	}
 
 	return {
-		failed(targetId) {
+		failed(targetId, othersInFlight = false) {
 			if (streak === 0) {
 				streakEpoch += 1;
 				streakStartedAt = options.clock();
@@ -121,7 +121,9 @@ export function createOutageMonitor(options: OutageMonitorOptions): OutageMonito
 				streakTargets = 1;
 			} else if (streakTargets === 1 && targetId !== streakFirstTarget) streakTargets = 2;
 			streak += 1;
-			if (!active && streakTargets < 2) return "count";
+			// One target failing again: its own trouble — unless fetches of others are still out, whose
+			// answers will tell (a server shutting down refuses new connections while it answers old ones).
+			if (!active && streakTargets < 2) return othersInFlight && streak > 1 ? "free" : "count";
 			if (!active && streak < threshold) return "free";
 			if (!active) {
 				active = true;

@@ -99,6 +99,9 @@ describe("the outage monitor", () => {
 		// Sent during the streak and answered: the service is there, the streak ends.
 		outage.answered(outage.epoch);
 		expect(outage.failed("a")).toBe("count");
+		// The same target failing again while other fetches are out: not counted until their answers tell.
+		expect(outage.failed("a", true)).toBe("free");
+		expect(outage.failed("a", false)).toBe("count");
 	});
 });
 
