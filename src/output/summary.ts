@@ -213,8 +213,10 @@ export function formatSummary(
 		]);
 	}
 	if (summary.stopped_reason) rows.push(["stopped", summary.stopped_reason]);
-	if (!summary.complete && summary.targets.remaining !== null) {
-		rows.push(["remaining", `${plural(summary.targets.remaining, "target")}: finish with \`${resumeCommand}\``]);
+	if (!summary.complete) {
+		// How much is left is not always known (a crawl, a merge missing shards); how to finish it is.
+		const left = summary.targets.remaining === null ? "" : `${plural(summary.targets.remaining, "target")}: `;
+		rows.push(["remaining", `${left}finish with \`${resumeCommand}\``]);
 	}
 	rows.push(["output", runDir]);
 	return `${rows.map(([label, value]) => `${pad(label, 10)} ${value}`).join("\n")}\n`;

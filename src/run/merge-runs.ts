@@ -44,6 +44,8 @@ interface ShardMeta {
 export interface MergeResult {
 	readonly outDir: string;
 	readonly summary: RunSummary & { shards: MergedShards };
+	/** What finishes the layout, as it must be pasted: a resume per incomplete shard, a run per missing one. */
+	readonly finishCommands: readonly string[];
 }
 
 export interface MergedShards {
@@ -59,16 +61,19 @@ export interface MergedShards {
 export const MERGE_FILE = "merge.json";
 
 /**
- * The command that repairs a shard's folder: its job file and results root from the folder itself
- * (`<out>/<job>/<run id>`), so it works as printed from the directory merge ran in.
+ * A `run` of shard `index` of the layout `meta` belongs to: the job file and results root from the
+ * folder itself (`<out>/<job>/<run id>`), so it works as printed from the directory merge ran in.
  */
-function repairCommand(meta: ShardMeta): string {
+function shardRunCommand(meta: ShardMeta, index: number, tail: readonly string[]): string {
 	const out = pathFromHere(dirname(dirname(meta.dir)));
 	const jobFile = meta.job_file ? pathFromHere(meta.job_file) : "JOB.yaml";
-	const words = ["run", jobFile, "--shard", `${meta.shard.index}/${meta.shard.count}`];
+	const words = ["run", jobFile, "--shard", `${index}/${meta.shard.count}`];
 	if (out !== "output") words.push("--out", out);
-	return cliCommand([...words, "--resume", meta.run_id, "--repair"]);
+	return cliCommand([...words, ...tail]);
 }
+
+const repairCommand = (meta: ShardMeta) =>
+	shardRunCommand(meta, meta.shard.index, ["--resume", meta.run_id, "--repair"]);
 
 /** A path as short as it is clear: relative below the working directory, else absolute. */
 function pathFromHere(path: string): string {
@@ -142,7 +147,14 @@ export async function mergeShardRuns(dirs: readonly string[], outDir: string): P
 		// rename(2) replaces an empty directory: --out given as an empty folder is fine.
 		if (existsSync(finalDir)) rmdirSync(finalDir);
 		renameSync(workDir, finalDir);
-		return { outDir, summary: result };
+		const { incomplete, missing } = result.shards;
+		const finishCommands = [
+			...metas
+				.filter((meta) => incomplete.includes(meta.shard.index))
+				.map((meta) => shardRunCommand(meta, meta.shard.index, ["--resume", meta.run_id])),
+			...missing.map((index) => shardRunCommand(metas[0]!, index, [])),
+		];
+		return { outDir, summary: result, finishCommands };
 	} finally {
 		rmSync(workDir, { recursive: true, force: true });
 	}

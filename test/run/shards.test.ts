@@ -263,6 +263,16 @@ describe("shards on one key, then merge", () => {
 				.split("\n")
 				.filter(Boolean).length,
 		).toBe(readRecords(folders[0]!).length);
+		// What finishes the set, as printed: the missing shard's run (job file and --out from the folder).
+		const told = await runCli(["merge", folders[0]!, "--out", join(dir, "m4")]);
+		expect(told.stdout).toMatch(/finish with `npx scrapejob run .+ --shard 2\/2 --out [^`]+`/);
+		const finish = /finish with `([^`]+)`/.exec(told.stdout)?.[1];
+		const finished = await runPrintedCommand(finish!, env, process.cwd()).done;
+		expect(finished.code, finished.stderr).toBe(0);
+		const second = readdirSync(join(out, "shop")).find((name) => name.endsWith("-shard-2-of-2"))!;
+		const whole = await runCli(["merge", folders[0]!, join(out, "shop", second), "--out", join(dir, "m5"), "--json"]);
+		expect(whole.code, whole.stderr).toBe(0);
+		expect(JSON.parse(whole.stdout)).toMatchObject({ complete: true, shards: { missing: [], incomplete: [] } });
 	}, 60_000);
 
 	it("merge writes results.csv from the records (cells with line breaks kept) and refuses a damaged middle line", async () => {

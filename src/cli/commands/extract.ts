@@ -2,6 +2,7 @@ import type { Command } from "commander";
 import { formatProblem, JobValidationError } from "../../job/index.js";
 import { extractPlanned } from "../../library/index.js";
 import { formatSummary } from "../../output/index.js";
+import { cliCommand } from "../../shared/index.js";
 import { type CliContext, writeLine } from "../context.js";
 import { EXIT } from "../exit-codes.js";
 
@@ -58,7 +59,9 @@ Examples:
 			const { summary, runDir, reportPath } = outcome;
 			if (flags.json) writeLine(ctx.stdout, JSON.stringify({ ...summary, run_dir: runDir, report: reportPath }));
 			else {
-				ctx.stdout.write(formatSummary(summary, runDir, `npx scrapejob extract ${jobFile} --run ${flags.run}`));
+				// Stopped, a re-extraction is run again (it is not resumed): the same command, pasteable.
+				const again = ["extract", jobFile, "--run", flags.run, ...(flags.out === "output" ? [] : ["--out", flags.out])];
+				ctx.stdout.write(formatSummary(summary, runDir, cliCommand(again)));
 				if (reportPath) writeLine(ctx.stdout, `report     ${reportPath}`);
 			}
 			ctx.exitCode = extractExitCode(outcome);

@@ -28,7 +28,7 @@ Examples:
 		)
 		.action(async (dirs: string[], flags: { out: string; json?: boolean }) => {
 			const outDir = resolve(ctx.cwd, flags.out);
-			const { summary } = await mergeShardRuns(
+			const { summary, finishCommands } = await mergeShardRuns(
 				dirs.map((dir) => resolve(ctx.cwd, dir)),
 				outDir,
 			);
@@ -36,9 +36,8 @@ Examples:
 			if (flags.json) writeLine(ctx.stdout, JSON.stringify({ ...summary, out_dir: outDir, report }));
 			else {
 				const { shards } = summary;
-				const rerun = [...shards.missing, ...shards.incomplete].sort((a, b) => a - b);
-				const hint = `scrapejob run <job.yaml> --shard I/${shards.count} --resume, for shards ${rerun.join(", ")}; then merge again`;
-				ctx.stdout.write(formatSummary(summary, outDir, hint));
+				// Then merge again (with the new shards' folders); `;`, not `&&`: one shard's failures stop no other.
+				ctx.stdout.write(formatSummary(summary, outDir, finishCommands.join("; ")));
 				writeLine(
 					ctx.stdout,
 					`shards     ${shards.merged.length} of ${shards.count} merged${shards.missing.length ? `; missing ${shards.missing.join(", ")}` : ""}${shards.incomplete.length ? `; incomplete ${shards.incomplete.join(", ")}` : ""}`,
