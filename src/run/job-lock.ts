@@ -38,6 +38,9 @@ export function lockJobOutput(outRoot: string, jobName: string, runId: string, l
 		path: lock.path,
 		tookOver: lock.tookOver,
 		onLost: (listener) => lock.onLost?.(listener),
+		// Fencing (run-job's mayWrite) asks this before each append: without it, a holder that wakes
+		// from a pause past its lease wrote records until its heartbeat timer noticed the takeover.
+		isHeld: () => lock.isHeld(),
 		release() {
 			lock.release();
 			if (created) removeIfEmpty(jobDir);

@@ -454,7 +454,7 @@ export async function runJob(options: RunJobOptions): Promise<RunJobResult> {
 		 * Whether this run may append to its folder now: the output has not failed, and the lease is
 		 * certainly still ours (fencing: asked before each append, free while the heartbeat is recent).
 		 */
-		const mayWrite = () => !outputFailure && !leaseLost && lock.isHeld?.() !== false;
+		const mayWrite = () => !outputFailure && !leaseLost && lock.isHeld();
 		const guardOutput = <T>(work: () => T): T | undefined => {
 			if (!mayWrite()) return undefined;
 			try {

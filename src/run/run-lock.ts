@@ -51,7 +51,7 @@ export interface RunLock {
 	 * paused) the lock file is read again: still ours, the beat is renewed; taken over, the `onLost`
 	 * listeners are told and it answers false from then on.
 	 */
-	isHeld?(): boolean;
+	isHeld(): boolean;
 }
 
 export interface LockOptions {
