@@ -1,6 +1,7 @@
 import { existsSync, mkdirSync, readFileSync, renameSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterEach, beforeAll, describe, expect, it } from "vitest";
+import { lockJobOutput } from "../../src/run/job-lock.js";
 import { acquireRunLock } from "../../src/run/run-lock.js";
 import { readRecords, tempDir, waitForRecords, writeJob } from "../helpers/job-files.js";
 import { startTestService, type TestService } from "../helpers/service.js";
@@ -87,6 +88,28 @@ describe("lease fencing", () => {
 			expect(lock.isHeld?.()).toBe(false);
 			expect(lost).toEqual(["host-b"]);
 		} finally {
+			lock.release();
+		}
+	});
+
+	it("the job lock the CLI and runJobFile take (lockJobOutput) fences too: a takeover is seen at the next isHeld", () => {
+		const outRoot = tempDir();
+		const saved = process.env.SCRAPEJOB_LOCK_LEASE_MS;
+		// A lease of 2 ms: half of it has passed by the time the file is replaced, so isHeld reads the file.
+		process.env.SCRAPEJOB_LOCK_LEASE_MS = "2";
+		const lock = lockJobOutput(outRoot, "shop", "run-a");
+		try {
+			const theirs = { pid: 4242, host: "host-b", run_id: "run-b", started_at: new Date().toISOString() };
+			writeFileSync(`${lock.path}.b`, `${JSON.stringify(theirs)}\n`);
+			renameSync(`${lock.path}.b`, lock.path);
+			const until = Date.now() + 5;
+			while (Date.now() < until) {
+				// the lease's half passes (2 ms of the process's clock)
+			}
+			expect(lock.isHeld()).toBe(false);
+		} finally {
+			if (saved === undefined) delete process.env.SCRAPEJOB_LOCK_LEASE_MS;
+			else process.env.SCRAPEJOB_LOCK_LEASE_MS = saved;
 			lock.release();
 		}
 	});
