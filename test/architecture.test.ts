@@ -87,3 +87,11 @@ it("nothing below the CLI prints, exits or hooks the process (the emulator runs 
 	}
 	expect(offences).toEqual([]);
 });
+
+it("the runner assembles named parts: run-job.ts keeps no mutable state of its own (style.md, one stop controller)", async () => {
+	// Its stop reason, flags and counters live in the stop controller, the budget, the statistics and
+	// the other parts it wires together; a `let` here is state that one of them should own.
+	const text = await readFile(join(src, "run", "run-job.ts"), "utf8");
+	const code = text.replace(/\/\*[\s\S]*?\*\//g, "").replace(/^\s*\/\/.*$/gm, "");
+	expect(code.match(/^\s*let\s+\w+.*$/gm) ?? []).toEqual([]);
+});

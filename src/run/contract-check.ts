@@ -1,4 +1,6 @@
+import { basename, dirname } from "node:path";
 import { brokenRule, type FieldRule } from "../extract/index.js";
+import { promotedSummaries } from "../history/index.js";
 import type { JobContract } from "../job/index.js";
 import type { BrokenRule, ContractVerdict, ResultRecord, RunSummary } from "../output/index.js";
 import { jsonlLines, parseJsonLine } from "../shared/index.js";
@@ -135,6 +137,32 @@ export function createContractCheck(contract: JobContract) {
 	};
 }
 export type ContractCheck = ReturnType<typeof createContractCheck>;
+
+/**
+ * Judge a completed run (`runDir`) on the job's contract against the job's last promoted runs, and write
+ * the verdict into its summary: `contract`, and `stopped_reason: contract_failed` when it broke it.
+ * Returns the verdict and, when broken, the message the run stops with. `what`: "run" or "re-extraction".
+ */
+export function judgeCompletedRun(
+	contract: ContractCheck,
+	summary: RunSummary,
+	runDir: string,
+	deselected: number,
+	what: string,
+): { verdict: ContractVerdict; brokenMessage: string | null } {
+	const verdict = contract.judge(
+		summary,
+		promotedSummaries(dirname(runDir), basename(runDir), BASELINE_RUNS),
+		deselected,
+	);
+	summary.contract = verdict;
+	if (verdict.passed) return { verdict, brokenMessage: null };
+	summary.stopped_reason = "contract_failed";
+	return {
+		verdict,
+		brokenMessage: `the ${what} broke the job's data contract: its records are not promoted to latest (${verdict.broken.map((rule) => rule.message).join("; ")})`,
+	};
+}
 
 /** An earlier run's rows: what its verdict counted, else its ok records and the fresh targets it left out. */
 function rowsOf(summary: RunSummary): number {

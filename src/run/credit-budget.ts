@@ -5,6 +5,12 @@
 export interface CreditBudget {
 	/** Book `worstCase` credits if they still fit; false (and nothing booked) otherwise. */
 	tryReserve(worstCase: number): boolean;
+	/**
+	 * Book `worstCase` credits, waiting while other fetches hold reservations (they often cost less than
+	 * booked) and trying again each time one settles. False when it can no longer fit, or once
+	 * `isStopping()` says so.
+	 */
+	reserve(worstCase: number, isStopping: () => boolean): Promise<boolean>;
 	/** Replace a reservation with what the fetch really cost. */
 	commit(reserved: number, actual: number): void;
 	/** Drop a reservation that was not spent (the fetch failed or never ran). */
@@ -18,18 +24,37 @@ export interface CreditBudget {
 export function createCreditBudget(limit: number | null, alreadySpent = 0): CreditBudget {
 	let spent = alreadySpent;
 	let reserved = 0;
+	/** Reservations waiting for one in flight to settle. */
+	let waiters: Array<() => void> = [];
+	const settled = () => {
+		if (waiters.length === 0) return;
+		const woken = waiters;
+		waiters = [];
+		for (const wake of woken) wake();
+	};
+	const tryReserve = (worstCase: number) => {
+		if (limit !== null && spent + reserved + worstCase > limit) return false;
+		reserved += worstCase;
+		return true;
+	};
 	return {
-		tryReserve(worstCase) {
-			if (limit !== null && spent + reserved + worstCase > limit) return false;
-			reserved += worstCase;
-			return true;
+		tryReserve,
+		async reserve(worstCase, isStopping) {
+			if (tryReserve(worstCase)) return true;
+			for (;;) {
+				if (reserved === 0 || isStopping()) return false;
+				await new Promise<void>((resolve) => waiters.push(resolve));
+				if (tryReserve(worstCase)) return true;
+			}
 		},
 		commit(reservation, actual) {
 			reserved -= reservation;
 			spent += actual;
+			settled();
 		},
 		release(reservation) {
 			reserved -= reservation;
+			settled();
 		},
 		get spent() {
 			return spent;

@@ -5,13 +5,7 @@ import { basename, extname, join } from "node:path";
 import type { Logger } from "pino";
 import { contentOf } from "../api/index.js";
 import { createPagePool, type ExtractPlan, PageTooComplexError, serviceData } from "../extract/index.js";
-import {
-	createChangeTracker,
-	type JobHistory,
-	parseRecord,
-	promotedSummaries,
-	writeContractState,
-} from "../history/index.js";
+import { createChangeTracker, type JobHistory, parseRecord, writeContractState } from "../history/index.js";
 import type { Job } from "../job/index.js";
 import {
 	createCsvSink,
@@ -31,7 +25,7 @@ import {
 } from "../output/index.js";
 import { createReportCollector } from "../report/index.js";
 import { errorMessage, jsonlLines, UsageError } from "../shared/index.js";
-import { BASELINE_RUNS, createContractCheck } from "./contract-check.js";
+import { createContractCheck, judgeCompletedRun } from "./contract-check.js";
 import { createRunFillStats } from "./extract-record.js";
 import { createRecordWriter } from "./record-writer.js";
 import type { RunJobResult } from "./run-job.js";
@@ -210,14 +204,12 @@ export async function reextractRun(options: ReextractOptions): Promise<RunJobRes
 	let finalReason: RunJobResult["stopReason"] = stopReason;
 	let stopMessage: string | null = stopReason ? "stop requested: the re-extraction stopped; run it again" : null;
 	if (summary.complete) {
-		const verdict = contract?.judge(summary, promotedSummaries(jobDir, runId, BASELINE_RUNS), 0) ?? null;
-		if (verdict) summary.contract = verdict;
-		if (verdict && !verdict.passed) {
+		const judged = contract ? judgeCompletedRun(contract, summary, runDir, 0, "re-extraction") : null;
+		if (judged?.brokenMessage) {
 			finalReason = "contract_failed";
-			summary.stopped_reason = finalReason;
-			stopMessage = `the re-extraction broke the job's data contract: its records are not promoted to latest (${verdict.broken.map((rule) => rule.message).join("; ")})`;
-			writeContractState(runDir, "held", verdict.broken);
-			log.warn({ event: "contract_failed", broken: verdict.broken.length }, stopMessage);
+			stopMessage = judged.brokenMessage;
+			writeContractState(runDir, "held", judged.verdict.broken);
+			log.warn({ event: "contract_failed", broken: judged.verdict.broken.length }, stopMessage);
 		} else {
 			writeContractState(runDir, "passed");
 			try {

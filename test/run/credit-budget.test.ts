@@ -24,6 +24,36 @@ describe("credit budget", () => {
 		expect(resumed.tryReserve(2)).toBe(false);
 		expect(resumed.tryReserve(1)).toBe(true);
 	});
+
+	it("lets a reservation that does not fit wait for one in flight to settle, and gives up when none can free room", async () => {
+		const budget = createCreditBudget(10);
+		expect(budget.tryReserve(10)).toBe(true);
+		const waiting = budget.reserve(5, () => false);
+		let answer: boolean | null = null;
+		void waiting.then((fits) => {
+			answer = fits;
+		});
+		await Promise.resolve();
+		expect(answer).toBeNull(); // waits: the 10 in flight may cost less
+		budget.commit(10, 5); // it cost 5: 5 fit now
+		expect(await waiting).toBe(true);
+		expect(budget.reserved).toBe(5);
+		// Nothing else in flight can free room: false at once, not a wait forever.
+		budget.commit(5, 5);
+		expect(await budget.reserve(1, () => false)).toBe(false);
+	});
+
+	it("stops waiting once the run is stopping", async () => {
+		const budget = createCreditBudget(10);
+		budget.tryReserve(5);
+		budget.tryReserve(5);
+		let stopping = false;
+		const waiting = budget.reserve(6, () => stopping);
+		stopping = true;
+		budget.commit(5, 5); // 6 still does not fit beside the other 5 in flight: a running run would wait on
+		expect(await waiting).toBe(false);
+		expect(budget.reserved).toBe(5);
+	});
 });
 
 describe("full-jitter backoff", () => {

@@ -1,0 +1,153 @@
+import { basename, join } from "node:path";
+import type { Logger } from "pino";
+import type { Crawler } from "../crawl/index.js";
+import type { FillStats, PagePool } from "../extract/index.js";
+import { type ChangeTracker, type JobHistory, writeContractState } from "../history/index.js";
+import { OutputError, type RecordSink, RUN_FILES, type RunSummary, writeSummary } from "../output/index.js";
+import { type ReportCollector, rebuildReport } from "../report/index.js";
+import { errorMessage } from "../shared/index.js";
+import { type ContractCheck, judgeCompletedRun } from "./contract-check.js";
+import { addCrawlSummary } from "./crawl-hook.js";
+import { addDiscoverySummary, type DiscoveredTargets } from "./discovery-sources.js";
+import type { Journal } from "./journal.js";
+import type { StopController, StopReason } from "./stop-controller.js";
+
+export interface RunJobResult {
+	readonly summary: RunSummary;
+	readonly runDir: string;
+	readonly stopReason: StopReason | null;
+	/** Why it stopped, in words (for the terminal even with --quiet when the output failed). */
+	readonly stopMessage: string | null;
+	/** `report.html` in the run folder; null when it could not be written (the run's outcome stands). */
+	readonly reportPath: string | null;
+}
+
+export interface FinishParts {
+	readonly runDir: string;
+	readonly stops: StopController;
+	/** The run's summary as it stands, with this stop reason. */
+	readonly summarize: (reason: string | null) => RunSummary;
+	/** Bugs thrown by the run's tasks: the run ends with the first as an internal error. */
+	readonly failures: readonly unknown[];
+	/** Every sink, results.jsonl included. */
+	readonly sinks: readonly RecordSink[];
+	readonly journal: Journal;
+	readonly pagePool: PagePool | null;
+	readonly crawler: Crawler | null;
+	readonly discovered: DiscoveredTargets | null;
+	/** Targets the run left out on purpose (fresh ones, the not-failed ones of `--retry-failed`). */
+	readonly deselected: number;
+	/** Whether the job has `freshness` (the summary then counts fresh targets). */
+	readonly freshness: boolean;
+	readonly fill: FillStats | null;
+	readonly changes: ChangeTracker | null;
+	readonly contract: ContractCheck | null;
+	/** The run's records wait for its contract's verdict before they go into "latest". */
+	readonly heldBack: boolean;
+	readonly history: JobHistory | null;
+	readonly report: ReportCollector | null;
+	/** The browser service's credits after the run, when it has `browser_session:` targets. */
+	readonly browser: { readonly creditsBefore: number | null; readCredits(): Promise<number | null> } | null;
+	/** Called once the files are closed: a second signal before then still writes summary.json (`lastWords`). */
+	readonly filesClosed: () => void;
+	/** run.log: closed here, after its last line. */
+	readonly runLog: { readonly log: Logger; close(): void };
+	/** The terminal's logger. */
+	readonly logger?: Logger;
+}
+
+/**
+ * The end of a run, once nothing is in flight: the files closed, the summary built (with its crawl,
+ * discovery, extraction, change and browser figures), the contract judged (a run that breaks it is held
+ * out of "latest"), the history saved, summary.json written, then report.html. A run that lost its lease
+ * writes none of these: the folder is another process's.
+ */
+export async function finishRun(parts: FinishParts): Promise<RunJobResult> {
+	const { runDir, stops, summarize, failures, runLog, logger, changes, history } = parts;
+	const log = runLog.log;
+	if (failures.length > 0) {
+		log.error({ event: "internal_error", error: errorMessage(failures[0]) }, "internal error while running targets");
+	}
+	for (const sink of parts.sinks) await sink.close();
+	await parts.pagePool?.close();
+	parts.journal.close();
+	parts.crawler?.close();
+	parts.filesClosed();
+	if (stops.leaseLost) {
+		// Summary, history and report belong to the process that holds the folder now.
+		runLog.close();
+		return {
+			summary: summarize(stops.reason),
+			runDir,
+			stopReason: stops.reason,
+			stopMessage: stops.message,
+			reportPath: null,
+		};
+	}
+	const internalError = failures.length ? `internal error: ${errorMessage(failures[0])}` : null;
+	const summary = summarize(stops.reason ?? internalError);
+	if (parts.browser) {
+		const { creditsBefore } = parts.browser;
+		const after = await parts.browser.readCredits().catch(() => null);
+		summary.browser_credits_used = creditsBefore !== null && after !== null ? Math.max(0, creditsBefore - after) : null;
+	}
+	if (parts.freshness) summary.targets.fresh = parts.deselected;
+	addCrawlSummary(summary, parts.crawler);
+	addDiscoverySummary(summary, parts.discovered);
+	if (parts.fill) summary.extract = parts.fill.summary();
+	if (changes) summary.changes = { ...changes.counts };
+	if (parts.contract && summary.complete && stops.reason === null) {
+		const { verdict, brokenMessage } = judgeCompletedRun(parts.contract, summary, runDir, parts.deselected, "run");
+		if (brokenMessage !== null) {
+			stops.conclude("contract_failed", brokenMessage);
+			log.warn({ event: "contract_failed", broken: verdict.broken.length }, brokenMessage);
+			logger?.warn({ reason: "contract_failed" }, brokenMessage);
+		}
+		if (parts.heldBack && history) {
+			stops.guardOutput(() =>
+				writeContractState(runDir, verdict.passed ? "passed" : "held", verdict.passed ? undefined : verdict.broken),
+			);
+			if (verdict.passed) {
+				try {
+					history.foldRun(basename(runDir));
+				} catch (error) {
+					// The next open folds it in from results.jsonl: it passed, so nothing holds it back.
+					logger?.warn({ error: errorMessage(error) }, "could not promote the run in the job's history");
+				}
+			}
+		}
+	}
+	if (changes) {
+		stops.guardOutput(() => changes.close());
+		try {
+			history?.save();
+		} catch (error) {
+			// The history is rebuilt from the run folders next time: nothing is lost.
+			logger?.warn({ error: errorMessage(error) }, "could not save the job's history; it is rebuilt next run");
+		}
+	}
+	try {
+		writeSummary(join(runDir, RUN_FILES.summary), summary);
+	} catch (error) {
+		const failure = new OutputError(join(runDir, RUN_FILES.summary), error);
+		stops.conclude("output_failed", failure.message);
+	}
+	log.info(
+		{
+			event: "run_end",
+			complete: summary.complete,
+			stopped_reason: summary.stopped_reason,
+			done: summary.targets.done,
+			credits_used: summary.credits.used,
+		},
+		"run ended",
+	);
+	runLog.close();
+	let reportPath: string | null = null;
+	try {
+		reportPath = parts.report ? await parts.report.write(runDir, summary) : await rebuildReport(runDir);
+	} catch (error) {
+		logger?.warn({ error: errorMessage(error) }, "could not write report.html");
+	}
+	return { summary, runDir, stopReason: stops.reason, stopMessage: stops.message, reportPath };
+}

@@ -1,0 +1,321 @@
+import type { Logger } from "pino";
+import { type BodySpill, MAX_RESET_SECONDS, type ScraperClient, type ScraperHeaders } from "../api/index.js";
+import type { BrowserServiceAccess } from "../browser/index.js";
+import type { Crawler } from "../crawl/index.js";
+import { type PagePool, type PageTaskResult, PageTooComplexError } from "../extract/index.js";
+import type { Job, Target } from "../job/index.js";
+import { OutputError, type PageStore, type ResultRecord } from "../output/index.js";
+import { type Clock, creditCostRange, redactSecrets, type Sleep, type TaskQueue } from "../shared/index.js";
+import { fetchBrowserTarget } from "./browser-target.js";
+import { storedPageHtml } from "./crawl-hook.js";
+import type { CreditBudget } from "./credit-budget.js";
+import { addExtraction, isHtmlResult, pageWorkOf } from "./extract-record.js";
+import { type FetchResult, type FetchTargetDeps, fetchTarget } from "./fetch-target.js";
+import type { Journal } from "./journal.js";
+import type { OutageMonitor } from "./outage-monitor.js";
+import type { StampedBody } from "./record-writer.js";
+import { fetchedRecord } from "./result-record.js";
+import type { RunStatistics } from "./run-statistics.js";
+import type { SendGate } from "./send-gate.js";
+import type { StopController } from "./stop-controller.js";
+import type { TaskPollOptions } from "./task-poller.js";
+
+/** Book a fetch's worst case, or stop the run (`budget_exhausted`) when it can no longer fit. */
+export async function reserveOrStop(budget: CreditBudget, stops: StopController, worstCase: number): Promise<boolean> {
+	if (await budget.reserve(worstCase, () => stops.stopping)) return true;
+	stops.stop(
+		"budget_exhausted",
+		`stopping: max_credits ${budget.limit} reached (${budget.spent} spent; the next fetch may cost ${worstCase}); continue with --resume --max-credits <larger>`,
+	);
+	return false;
+}
+
+export interface FetchDepsParts {
+	readonly client: ScraperClient;
+	readonly gate: SendGate;
+	readonly outage: OutageMonitor;
+	readonly job: Job;
+	readonly stops: StopController;
+	readonly journal: Journal;
+	readonly stats: RunStatistics;
+	readonly taskPoll: TaskPollOptions;
+	readonly method: "GET" | "POST";
+	readonly clock: Clock;
+	readonly sleep: Sleep;
+	readonly random: () => number;
+	/** Keys to redact from task ids before they reach the journal. */
+	readonly secrets: readonly string[];
+	readonly onHeaders: (headers: ScraperHeaders) => void;
+	/** run.log's logger. */
+	readonly log: Logger;
+	/** The terminal's. */
+	readonly logger?: Logger;
+}
+
+/** One set of dependencies for every fetch of a run: nothing per target but the target itself. */
+export function createFetchDeps(parts: FetchDepsParts): FetchTargetDeps {
+	const { log, journal, stats, stops } = parts;
+	let resetCapWarned = false;
+	return {
+		client: parts.client,
+		gate: parts.gate,
+		outage: parts.outage,
+		maxBodyBytes: parts.job.maxBodyBytes,
+		onResetCapped: () => {
+			if (resetCapWarned) return;
+			resetCapWarned = true;
+			const message = `a 429 asked to wait more than ${MAX_RESET_SECONDS} s; waiting ${MAX_RESET_SECONDS} s (the cap) instead`;
+			log.warn({ event: "reset_capped", cap_s: MAX_RESET_SECONDS }, message);
+			parts.logger?.warn({ cap_s: MAX_RESET_SECONDS }, message);
+		},
+		clock: parts.clock,
+		sleep: parts.sleep,
+		random: parts.random,
+		retry: parts.job.retry,
+		taskPoll: parts.taskPoll,
+		signal: stops.inflight,
+		method: parts.method,
+		isStopping: () => stops.stopping,
+		onHeaders: parts.onHeaders,
+		onTaskId: (targetId, taskId) => {
+			// A task id echoing a key is written redacted (the resume then fetches again rather than leak it).
+			journal.task(targetId, redactSecrets(taskId, parts.secrets));
+			stats.taskCreated();
+			log.info({ event: "task", id: targetId, task_id: taskId }, "fetch continues as a task");
+		},
+		onRetry: (targetId, kind) => {
+			log.info({ event: "retry", id: targetId, kind }, "retrying");
+		},
+	};
+}
+
+export interface TargetRunnerParts {
+	readonly job: Job;
+	readonly stops: StopController;
+	readonly budget: CreditBudget;
+	readonly journal: Journal;
+	/** The run's one record path (record-writer.ts). */
+	readonly write: (record: ResultRecord, body: StampedBody) => void;
+	readonly stats: RunStatistics;
+	readonly fetchDeps: FetchTargetDeps;
+	readonly crawler: Crawler | null;
+	/** Where `extract:` and `crawl:` read pages (worker threads bounded by `page_timeout`); null when nothing reads them. */
+	readonly pagePool: PagePool | null;
+	/** Where a page's content goes: `output.content` and the run's page store. */
+	readonly content: { readonly mode: "inline" | "files" | "none"; readonly pages: PageStore | null };
+	/** Task ids a resumed run finds in its journal: those fetches continue as polls, not new sends. */
+	readonly resumeTasks: ReadonlyMap<string, string>;
+	/** Where large pages go instead of memory when nothing reads them. */
+	readonly bodySpill: BodySpill | undefined;
+	/** The remote browser service and its session limit, for `browser_session:` targets. */
+	readonly browser: { readonly access: BrowserServiceAccess; readonly sessions: TaskQueue } | null;
+	readonly clock: Clock;
+	readonly sleep: Sleep;
+	readonly random: () => number;
+	/** run.log's logger. */
+	readonly log: Logger;
+}
+
+export interface TargetRunner {
+	/** Fetch one target and write its record (or leave it for `--resume`): reserve → fetch → commit/release. */
+	run(target: Target): Promise<void>;
+	/** A fresh crawled page: its links from its stored page, nothing fetched, no record. */
+	followStoredPage(target: Target): Promise<void>;
+}
+
+/**
+ * The work of one target: book its worst-case credits, journal it as started, fetch it (or run its
+ * browser session), read the page in the page pool, then hand the record to the record writer and
+ * settle the booking with what it cost. Every outcome of a fetch is accounted for here: written,
+ * left for `--resume`, abandoned, or a stop.
+ */
+export function createTargetRunner(parts: TargetRunnerParts): TargetRunner {
+	const { job, stops, budget, journal, stats, crawler, pagePool, clock, log } = parts;
+	const maxDepth = job.crawl?.maxDepth ?? 0;
+
+	/**
+	 * What the page pool reads from a fetched page (fields, links), or why it could not (past
+	 * `page_timeout` or its worker's memory: `page_too_complex`). Off this thread: the run's timers,
+	 * signals and other targets go on meanwhile.
+	 */
+	const readPage = async (
+		target: Target,
+		result: FetchResult,
+	): Promise<{ read?: PageTaskResult; tooComplex?: string; abandoned?: true }> => {
+		const wantsLinks = crawler !== null && target.crawl !== undefined && target.crawl.depth < maxDepth;
+		const work = pagePool ? pageWorkOf(target, result, wantsLinks) : null;
+		if (!work || !pagePool) return {};
+		try {
+			return { read: await pagePool.run(work, stops.inflight) };
+		} catch (error) {
+			if (error instanceof PageTooComplexError) return { tooComplex: error.message };
+			// A stop past its grace period ends the page's worker too: the fetch is abandoned like any in flight.
+			if (stops.inflight.aborted) return { abandoned: true };
+			throw error;
+		}
+	};
+
+	/** The record of a page the pool gave up on: failed, its page file kept (`content: files`). */
+	const markTooComplex = (record: ResultRecord, message: string) => {
+		record.status = "failed";
+		record.error = "page_too_complex";
+		record.message = message;
+		delete record.data;
+	};
+
+	/**
+	 * The record of a fetched target, built and written; undefined when the output has failed or the
+	 * lease was lost (checked again after the page pool's answer: nothing is written past either).
+	 */
+	const writeFetched = async (
+		target: Target,
+		result: Extract<FetchResult, { kind: "ok" | "failed" }>,
+		charged: number,
+		started: number,
+	): Promise<ResultRecord | undefined> => {
+		if (!stops.mayWrite()) return undefined;
+		const page = await readPage(target, result);
+		if (page.abandoned || !stops.mayWrite()) return undefined;
+		try {
+			// Links go to the frontier before the record is written: a crash between the two loses nothing.
+			if (crawler && result.kind === "ok" && isHtmlResult(target, result))
+				crawler.pageFetched(target, page.read?.links ?? null, result.finalUrl);
+			const record = addExtraction(
+				fetchedRecord(target, result, charged, started, clock(), parts.content),
+				target,
+				result,
+				job,
+				page.read,
+			);
+			if (page.tooComplex !== undefined) markTooComplex(record, page.tooComplex);
+			parts.write(record, record.status === "ok" && result.kind === "ok" ? (result.spilled ?? result.body) : null);
+			return record;
+		} catch (error) {
+			stops.outputFailed(error);
+			return undefined;
+		}
+	};
+
+	/** A `browser_session:` target: a fresh remote-browser session (browser credits: not in the budget). */
+	const runBrowserTarget = async (target: Target & { browserSession: NonNullable<Target["browserSession"]> }) => {
+		const started = clock();
+		if (stops.guardOutput(() => journal.started(target.id)) === undefined && stops.outputFailure) return;
+		if (!parts.browser) throw new Error("a browser_session target needs the browser service's access");
+		const { result, evaluated } = await fetchBrowserTarget(target, {
+			access: parts.browser.access,
+			sessions: parts.browser.sessions,
+			retry: job.retry,
+			clock,
+			sleep: parts.sleep,
+			random: parts.random,
+			signal: stops.inflight,
+			isStopping: () => stops.stopping,
+			onRetry: parts.fetchDeps.onRetry,
+		});
+		if (result.kind === "aborted") {
+			stops.stop(result.reason, `stopping: ${result.message}`);
+			return;
+		}
+		if (result.kind === "abandoned") return;
+		// `extract:` reads the final page's HTML, as for a scraper fetch (shared/design.md, browser jobs).
+		const page = await readPage(target, result);
+		if (page.abandoned) return;
+		const record = addExtraction(
+			fetchedRecord(target, result, result.creditsUsed ?? 0, started, clock(), parts.content),
+			target,
+			result,
+			job,
+			page.read,
+		);
+		if (page.tooComplex !== undefined) markTooComplex(record, page.tooComplex);
+		if (evaluated.length > 0)
+			record.data = { ...record.data, evaluate: evaluated.length === 1 ? evaluated[0] : evaluated };
+		stops.guardOutput(() => parts.write(record, result.kind === "ok" ? result.body : null));
+	};
+
+	const run = async (target: Target) => {
+		if (stops.stopping) return;
+		if (target.browserSession) return runBrowserTarget(target as Parameters<typeof runBrowserTarget>[0]);
+		const worstCase = creditCostRange(target.params).max;
+		// No record when it does not fit: the target is left for `--resume --max-credits <larger>`.
+		if (!(await reserveOrStop(budget, stops, worstCase))) return;
+		const started = clock();
+		if (stops.guardOutput(() => journal.started(target.id)) === undefined && stops.outputFailure) {
+			budget.release(worstCase);
+			return;
+		}
+		const result = await fetchTarget(
+			target.id,
+			target.params,
+			parts.fetchDeps,
+			parts.resumeTasks.get(target.id) ?? null,
+			parts.bodySpill,
+		);
+		switch (result.kind) {
+			case "ok":
+			case "failed": {
+				// An ok fetch whose cost went unreported (or came back negative or garbled) is booked at its worst case.
+				const charged = result.creditsUsed ?? worstCase;
+				budget.commit(worstCase, charged);
+				const record = await writeFetched(target, result, charged, started);
+				if (!record) {
+					stats.abandoned += 1;
+					return;
+				}
+				if (record.status === "failed") {
+					log.info(
+						{
+							event: "target_failed",
+							id: target.id,
+							error: record.error,
+							http_status: record.http_status,
+							attempts: record.attempts,
+						},
+						record.message ?? "failed",
+					);
+				}
+				return;
+			}
+			case "aborted":
+				budget.release(worstCase);
+				stops.stop(result.reason, `stopping: ${result.message}`);
+				return;
+			case "output_failed":
+				// The answer came (and was paid) but its page could not be written: no record, the run stops.
+				budget.commit(worstCase, worstCase);
+				stats.abandoned += 1;
+				stops.guardOutput(() => {
+					throw new OutputError(result.path, result.cause);
+				});
+				return;
+			case "abandoned":
+				budget.release(worstCase);
+				if (result.taskId) stats.tasks.leftPending += 1;
+				// Sent but given up (a stop past its grace period): the service may still charge it.
+				if (result.attempts > 0) stats.abandoned += 1;
+				return;
+			default: {
+				const unreachable: never = result;
+				throw new Error(`unhandled result ${JSON.stringify(unreachable)}`);
+			}
+		}
+	};
+
+	const followStoredPage = async (target: Target) => {
+		const html = storedPageHtml(target, job.maxBodyBytes);
+		if (html === null || !pagePool || !crawler) return;
+		const wantsLinks = target.crawl !== undefined && target.crawl.depth < maxDepth;
+		let links: readonly string[] | null = null;
+		if (wantsLinks) {
+			try {
+				links = (await pagePool.run({ html, url: target.url, plan: null, links: true }, stops.inflight)).links ?? null;
+			} catch {
+				// Too complex or stopped: the page stays fresh, its links unread.
+				return;
+			}
+		}
+		stops.guardOutput(() => crawler.pageFetched(target, links));
+	};
+
+	return { run, followStoredPage };
+}
