@@ -95,3 +95,12 @@ it("the runner assembles named parts: run-job.ts keeps no mutable state of its o
 	const code = text.replace(/\/\*[\s\S]*?\*\//g, "").replace(/^\s*\/\/.*$/gm, "");
 	expect(code.match(/^\s*let\s+\w+.*$/gm) ?? []).toEqual([]);
 });
+
+it("the HTTP layer knows nothing of files: src/api/ imports no node:fs (bodies go to the caller's sink)", async () => {
+	const offending: string[] = [];
+	for (const file of await sourceFiles(join(src, "api"))) {
+		const text = await readFile(file, "utf8");
+		if (/(?:from|import\()\s*"(?:node:)?fs(?:\/promises)?"/.test(text)) offending.push(file.slice(src.length + 1));
+	}
+	expect(offending).toEqual([]);
+});

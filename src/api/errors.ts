@@ -1,4 +1,4 @@
-import { ScrapejobError } from "../shared/index.js";
+import { errorMessage, ScrapejobError } from "../shared/index.js";
 
 /** Fields of the service's error record (spec 2.8) that a caller may act on. */
 export interface ServiceErrorFields {
@@ -116,14 +116,15 @@ export function typeAndDetail(errorType: string, detail: string): string {
 }
 
 /**
- * A page body spilling to disk (`content: files`) could not be written: the disk is full or the
- * folder read-only. The runner stops as for any output failure.
+ * The caller's body sink (`SendOptions.spill`) failed to open, take a chunk or end: the disk is full,
+ * the folder read-only. Not the network's doing and never retried; `cause` is the sink's own error
+ * (the page store's `OutputError`), and the runner stops as for any output failure.
  */
-export class BodyFileError extends ScrapejobError {
-	readonly path: string;
-	constructor(path: string, cause: unknown) {
-		super("SCRAPEJOB_OUTPUT", `cannot write ${path}`, { cause });
-		this.path = path;
+export class BodySinkError extends ScrapejobError {
+	readonly endpoint: string;
+	constructor(endpoint: string, cause: unknown) {
+		super("SCRAPEJOB_OUTPUT", `${endpoint}: the body could not be stored: ${errorMessage(cause)}`, { cause });
+		this.endpoint = endpoint;
 	}
 }
 

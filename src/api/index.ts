@@ -1,3 +1,4 @@
+export type { BodySink } from "../shared/index.js";
 export {
 	type AccountClient,
 	type AccountClientOptions,
@@ -16,7 +17,7 @@ export {
 	MAX_RESET_SECONDS,
 } from "./classify.js";
 export {
-	BodyFileError,
+	BodySinkError,
 	BodyTooLargeError,
 	NETWORK_FAILURES,
 	NetworkError,

@@ -116,7 +116,7 @@ export interface RealtimeCallOptions {
 	readonly onStatus?: (status: number) => void;
 	/** Body cap (`max_body_mb`), bytes. @default 50 MiB */
 	readonly maxBodyBytes?: number;
-	/** A large page body goes to a file (or is only counted and hashed) instead of memory. */
+	/** A large page body goes to the caller's sink (or is only counted and hashed) instead of memory. */
 	readonly spill?: BodySpill;
 }
 

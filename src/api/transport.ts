@@ -1,9 +1,7 @@
-import { createHash, randomUUID } from "node:crypto";
-import { closeSync, mkdirSync, openSync, rmSync, writeSync } from "node:fs";
-import { join } from "node:path";
+import { createHash, type Hash } from "node:crypto";
 import { Agent, type Dispatcher } from "undici";
-import { PARTIAL_PAGE_PREFIX } from "../shared/index.js";
-import { BodyFileError, BodyTooLargeError, NetworkError, RequestAbortedError } from "./errors.js";
+import type { BodySink } from "../shared/index.js";
+import { BodySinkError, BodyTooLargeError, NetworkError, RequestAbortedError } from "./errors.js";
 import { toNetworkError } from "./network-failure.js";
 
 export interface HttpResponse {
@@ -16,21 +14,25 @@ export interface HttpResponse {
 }
 
 /**
- * Where a large page body goes instead of memory, when the caller needs only the bytes on disk
+ * Where a large page body goes instead of memory, when the caller needs only the bytes stored
  * (`content: files`) or only their size and hash (`content: none`). Only a 2xx page that is the
  * content itself is spilled (not JSON, not a target's own error passed through): anything the client
- * must read stays in memory, within `maxBodyBytes`.
+ * must read stays in memory, within `maxBodyBytes`. The sink is the caller's: this layer writes no file.
  */
 export interface BodySpill {
 	/** Bodies past this many bytes leave memory. */
 	readonly afterBytes: number;
-	/** The folder the body's file is written in (a hidden `.partial-*` name), or null to count, hash and drop it. */
-	readonly dir: string | null;
+	/**
+	 * The sink this body goes to, asked for once the body passes `afterBytes` (once per answer: a
+	 * retried fetch asks again); null to count and hash the body and drop it. A throw fails the answer
+	 * with `BodySinkError`.
+	 */
+	open(): BodySink | null;
 }
 
 export interface SpilledBody {
-	/** The file holding the body (the caller renames it into place), or null when dropped. */
-	readonly path: string | null;
+	/** What the sink's `end()` returned (the page store's file), or null when the body was dropped. */
+	readonly stored: string | null;
 	readonly bytes: number;
 	/** SHA-1 of the body, hex: what change tracking would have computed from it. */
 	readonly sha1: string;
@@ -197,7 +199,7 @@ class AnswerReader implements Dispatcher.DispatchHandler {
 		if (this.length > this.maxBytes) throw new BodyTooLargeError(this.options.endpoint, this.maxBytes, this.credits);
 		this.chunks.push(chunk);
 		if (this.spilling === null && this.spill !== undefined && this.length > this.spill.afterBytes)
-			this.spilling = startSpill(this.spill);
+			this.spilling = startSpill(this.spill, this.options.endpoint);
 		if (this.spilling !== null) {
 			this.spilling.write(this.chunks);
 			this.chunks = [];
@@ -242,16 +244,15 @@ class AnswerReader implements Dispatcher.DispatchHandler {
 		if (this.settled) return;
 		this.settled = true;
 		this.watch?.remove(this);
-		try {
-			this.spilling?.discard();
-		} finally {
-			this.spilling = null;
-			this.reject(this.explain(error));
-		}
+		const spilling = this.spilling;
+		this.spilling = null;
+		// The sink drops what it holds (its file is removed) before the caller hears of the failure.
+		spilling?.abort();
+		this.reject(this.explain(error));
 	}
 
 	private explain(error: unknown): unknown {
-		if (error instanceof BodyTooLargeError || error instanceof NetworkError || error instanceof BodyFileError)
+		if (error instanceof BodyTooLargeError || error instanceof NetworkError || error instanceof BodySinkError)
 			return error;
 		if (error instanceof RequestAbortedError || this.options.signal?.aborted)
 			return error instanceof RequestAbortedError
@@ -336,62 +337,60 @@ function spillable(status: number, headers: HttpResponse["headers"]): boolean {
 }
 
 interface Spilling {
-	/** Hash (and write) these chunks; a write error ends the answer as `BodyFileError`. */
+	/** Hash these chunks and hand them to the sink; a sink that throws ends the answer as `BodySinkError`. */
 	write(chunks: readonly Buffer[]): void;
+	/** The body is whole: the sink's `end()`, with the size and hash. */
 	finish(bytes: number): SpilledBody;
-	/** Close and remove the file of a body that did not finish. */
-	discard(): void;
+	/** The body did not finish: the sink drops what it has (once; never throws). */
+	abort(): void;
 }
 
 /**
- * Synchronous writes: a spilled page is rare and large, its chunks land in the page cache in
- * microseconds, and the body's events need no pausing in between.
+ * One pass over the bytes: each chunk is hashed here and handed to the caller's sink, which stores it
+ * (or, with no sink, only hashed). Every error of the sink is its own (`BodySinkError`, not a network
+ * failure), and a sink that was opened always hears `end()` or `abort()`.
  */
-function startSpill(spill: BodySpill): Spilling {
-	const hash = createHash("sha1");
-	let fd: number | null = null;
-	let path: string | null = null;
-	if (spill.dir !== null) {
-		path = join(spill.dir, `${PARTIAL_PAGE_PREFIX}${randomUUID()}`);
-		try {
-			mkdirSync(spill.dir, { recursive: true });
-			fd = openSync(path, "wx");
-		} catch (error) {
-			throw new BodyFileError(path, error);
-		}
+function startSpill(spill: BodySpill, endpoint: string): Spilling {
+	const hash: Hash = createHash("sha1");
+	let sink: BodySink | null;
+	try {
+		sink = spill.open();
+	} catch (error) {
+		throw new BodySinkError(endpoint, error);
 	}
-	const closeFile = () => {
-		const open = fd;
-		fd = null;
-		if (open !== null) closeSync(open);
-	};
 	return {
 		write(chunks) {
 			for (const chunk of chunks) {
 				hash.update(chunk);
-				if (fd === null) continue;
+				if (sink === null) continue;
 				try {
-					for (let written = 0; written < chunk.length; ) written += writeSync(fd, chunk, written);
+					sink.write(chunk);
 				} catch (error) {
-					throw new BodyFileError(path!, error);
+					throw new BodySinkError(endpoint, error);
 				}
 			}
 		},
 		finish(bytes) {
-			try {
-				closeFile();
-			} catch (error) {
-				throw new BodyFileError(path!, error);
+			let stored: string | null = null;
+			if (sink !== null) {
+				try {
+					stored = sink.end();
+				} catch (error) {
+					throw new BodySinkError(endpoint, error);
+				}
+				// Ended: an abort from here on (the answer failing after all) must not remove what it stored.
+				sink = null;
 			}
-			return { path, bytes, sha1: hash.digest("hex") };
+			return { stored, bytes, sha1: hash.digest("hex") };
 		},
-		discard() {
+		abort() {
+			const open = sink;
+			sink = null;
 			try {
-				closeFile();
+				open?.abort();
 			} catch {
-				// Removed below all the same.
+				// A sink must not throw here; the answer's own failure is what the caller hears.
 			}
-			if (path !== null) rmSync(path, { force: true });
 		},
 	};
 }

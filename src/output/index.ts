@@ -1,4 +1,5 @@
 export { type AppendFile, openAppendFile } from "./append-file.js";
+export { openBodyFile } from "./body-file.js";
 export { cutCell, DEFAULT_CSV_MAX_CELL, MIN_CSV_MAX_CELL } from "./csv-cell.js";
 export { columnValue, csvColumnsFor } from "./csv-columns.js";
 export {

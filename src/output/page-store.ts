@@ -1,6 +1,7 @@
 import { copyFileSync, linkSync, mkdirSync, readdirSync, renameSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { PARTIAL_PAGE_PREFIX } from "../shared/index.js";
+import type { BodySink } from "../shared/index.js";
+import { openBodyFile, PARTIAL_BODY_PREFIX } from "./body-file.js";
 import { OutputError } from "./output-error.js";
 
 const EXTENSIONS: ReadonlyArray<[RegExp, string]> = [
@@ -28,7 +29,7 @@ const SAVING_PREFIX = ".tmp-";
 
 /** Names in `pages/` that are not pages yet: a body streamed in (`.partial-*`) or a save under way. */
 function isUnfinished(name: string): boolean {
-	return name.startsWith(PARTIAL_PAGE_PREFIX) || name.startsWith(SAVING_PREFIX);
+	return name.startsWith(PARTIAL_BODY_PREFIX) || name.startsWith(SAVING_PREFIX);
 }
 
 /**
@@ -59,8 +60,15 @@ export function createPageStore(runDir: string) {
 		}
 	};
 	return {
-		/** Where spilled bodies are written before `adopt` names them. */
-		dir,
+		/**
+		 * A sink for a page body arriving too large to hold (`api`'s `BodySpill.open`): a hidden
+		 * `.partial-*` file in `pages/`, written as the body arrives; `adopt` names it once its record is
+		 * written, and an unfinished body's file is removed (`abort`).
+		 */
+		openBody(): BodySink {
+			ensureDir();
+			return openBodyFile(dir);
+		},
 		/** Write one page and return its path relative to the run folder. */
 		save(id: string, body: Buffer, extension: string): string {
 			ensureDir();
@@ -75,7 +83,7 @@ export function createPageStore(runDir: string) {
 			place(temporary, name);
 			return `pages/${name}`;
 		},
-		/** Name a body already written to a file in `dir` (spilled on its way in) as this target's page. */
+		/** Name a body already written to its file (`openBody`, on its way in) as this target's page. */
 		adopt(id: string, file: string, extension: string): string {
 			ensureDir();
 			const name = `${id}.${extension}`;

@@ -3,7 +3,7 @@ import { basename, dirname } from "node:path";
 import type { BodySpill } from "../api/index.js";
 import { type Crawler, createCrawler, openShardInbox, type SitemapFetch } from "../crawl/index.js";
 import { createTargetKey, type Job, type Target } from "../job/index.js";
-import type { RunSummary } from "../output/index.js";
+import { openBodyFile, type RunSummary } from "../output/index.js";
 import { creditCostRange, type ScrapeParams } from "../shared/index.js";
 import type { IdSet } from "./compact-id-set.js";
 import type { CreditBudget } from "./credit-budget.js";
@@ -70,7 +70,7 @@ export function serviceSitemapFetch(deps: SitemapFetchDeps): SitemapFetch {
 		if (!(await deps.reserve(worstCase))) return { kind: "stopped" };
 		const result = await deps.fetch(`sitemap-${createTargetKey(url, "").id}`, params, {
 			afterBytes: SITEMAP_IN_MEMORY_BYTES,
-			dir: dirname(path),
+			open: () => openBodyFile(dirname(path)),
 		});
 		if (result.kind === "aborted") deps.stop(result.reason, `stopping: ${result.message}`);
 		if (result.kind !== "ok" && result.kind !== "failed") {
@@ -80,11 +80,11 @@ export function serviceSitemapFetch(deps: SitemapFetchDeps): SitemapFetch {
 		const charged = result.creditsUsed ?? (result.kind === "ok" ? worstCase : 0);
 		deps.budget.commit(worstCase, charged);
 		if (result.kind !== "ok" || result.httpStatus >= 400) {
-			if (result.kind === "ok" && result.spilled?.path) rmSync(result.spilled.path, { force: true });
+			if (result.kind === "ok" && result.spilled?.stored) rmSync(result.spilled.stored, { force: true });
 			return { kind: "missing", credits: charged };
 		}
 		// Written under a temporary name, then renamed: the stored body is whole or absent.
-		if (result.spilled?.path) renameSync(result.spilled.path, path);
+		if (result.spilled?.stored) renameSync(result.spilled.stored, path);
 		else {
 			writeFileSync(`${path}.part`, result.json ? pageHtml(result) : result.body);
 			renameSync(`${path}.part`, path);

@@ -1,5 +1,5 @@
 import {
-	BodyFileError,
+	BodySinkError,
 	type BodySpill,
 	classifyFailure,
 	classifyScrapingError,
@@ -8,6 +8,7 @@ import {
 	type ScraperHeaders,
 	type SpilledBody,
 } from "../api/index.js";
+import { OutputError } from "../output/index.js";
 import { type Clock, errorMessage, type ScrapeParams, type Sleep } from "../shared/index.js";
 import type { OutageMonitor } from "./outage-monitor.js";
 import { fullJitterDelayMs } from "./retry-timing.js";
@@ -33,7 +34,7 @@ export type FetchResult =
 			readonly json?: Record<string, unknown>;
 			/** Where the target's redirects ended, when the service named it (`X-Final-Url`). */
 			readonly finalUrl?: string;
-			/** The page went to a file (or was only counted and hashed) on its way in; `body` is empty. */
+			/** The page went to the page store's file (or was only counted and hashed) on its way in; `body` is empty. */
 			readonly spilled?: SpilledBody;
 	  }
 	| {
@@ -233,9 +234,9 @@ export async function fetchTarget(
 			});
 		} catch (error) {
 			deps.gate.release(undefined);
-			if (error instanceof BodyFileError) {
+			if (error instanceof BodySinkError) {
 				releaseHold?.();
-				return { result: { kind: "output_failed", path: error.path, cause: error.cause } };
+				return { result: outputFailed(error) };
 			}
 			const decision = classifyFailure(error);
 			if (decision.action === "wait") deps.gate.pause(decision.resetMs);
@@ -366,6 +367,14 @@ export async function fetchTarget(
 			}
 		}
 	}
+}
+
+/** A body the sink could not store: the page store's `OutputError` names the file and the disk's error. */
+function outputFailed(error: BodySinkError): FetchResult {
+	const { cause } = error;
+	return cause instanceof OutputError
+		? { kind: "output_failed", path: cause.path, cause: cause.cause }
+		: { kind: "output_failed", path: `the body of ${error.endpoint}`, cause };
 }
 
 function waitSecondsFor(retry: number): number {

@@ -53,7 +53,7 @@ export function fetchedRecord(
 		// A JSON delivery is saved as the JSON it is, whatever `content` format it wraps.
 		const jsonDelivery = target.params.delivery === "json";
 		const extension = jsonDelivery ? "json" : extensionFor(result.contentType, target.params.content);
-		const spilledFile = result.spilled?.path;
+		const spilledFile = result.spilled?.stored;
 		record.content_path = spilledFile
 			? content.pages.adopt(target.id, spilledFile, extension)
 			: content.pages.save(target.id, result.body, extension);

@@ -476,5 +476,5 @@ export async function runJob(options: RunJobOptions): Promise<RunJobResult> {
  */
 function bodySpillFor(job: Job, crawler: unknown, pages: PageStore | null): BodySpill | undefined {
 	const pagesNobodyReads = !job.extraction && !crawler && job.output.content !== "inline";
-	return pagesNobodyReads ? { afterBytes: SPILL_AFTER_BYTES, dir: pages?.dir ?? null } : undefined;
+	return pagesNobodyReads ? { afterBytes: SPILL_AFTER_BYTES, open: () => pages?.openBody() ?? null } : undefined;
 }

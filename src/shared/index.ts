@@ -1,4 +1,5 @@
 export { isLoopbackHost, joinUrl, parseBaseUrl } from "./base-url.js";
+export type { BodySink } from "./body-sink.js";
 export { DEFAULT_CSV_MAX_CELL, MIN_CSV_MAX_CELL } from "./csv-cell-limit.js";
 export { didYouMean, editDistance } from "./did-you-mean.js";
 export { DURATION_HINT, DURATION_UNITS, formatDuration, parseDuration } from "./duration.js";
@@ -16,7 +17,6 @@ export {
 } from "./jsonl-lines.js";
 export { createLastWords, type LastWord, type LastWords } from "./last-words.js";
 export { lazyModule } from "./lazy-module.js";
-export { PARTIAL_PAGE_PREFIX } from "./page-files.js";
 export { plural } from "./plural.js";
 export { ownStartTicks, type ProcessState, processState } from "./process-state.js";
 export { RECORD_COLUMNS } from "./record-columns.js";

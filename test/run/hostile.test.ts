@@ -408,6 +408,26 @@ describe("hostile input: huge pages stream to disk", () => {
 		expect(pageFiles(out, "big").map((file) => file.name)).toEqual([`${record!.id}.html`]);
 	});
 
+	it("content: files, a page past max_body_mb while it streams to its file: body_too_large, and no partial file left", async () => {
+		const hostile = await hostileScraper((res) => {
+			res.writeHead(200, { "content-type": "text/html", "x-credits-used": "1" });
+			res.on("error", () => {});
+			res.end(Buffer.alloc(3 * 1024 * 1024, "t"));
+		});
+		const dir = tempDir();
+		const out = join(dir, "out");
+		const job = writeJob(
+			dir,
+			"cut",
+			targetsYaml("cut", ["https://example.com/a"], "max_body_mb: 2\noutput:\n  content: files"),
+		);
+		const result = await runCli(["run", job, "--out", out, "--quiet"], { env: hostile.env });
+		expect(result.code).toBe(1);
+		expect(readRecords(onlyRun(out, "cut"))[0]).toMatchObject({ status: "failed", error: "body_too_large" });
+		// Past 1 MiB the body was on its way to a `.partial-*` file: the page store removed it.
+		expect(pageFiles(out, "cut")).toEqual([]);
+	});
+
 	it("a page file that cannot be written stops the run like any output failure (exit 5), leaving no partial file", async () => {
 		assertBuilt();
 		const hostile = await hostileScraper((res) => {
