@@ -8,6 +8,18 @@ interface ResumeFlags {
 	readonly out: string;
 	readonly sandbox?: boolean;
 	readonly config?: string;
+	/** `--max-credits` as given on this command line. */
+	readonly maxCredits?: number;
+}
+
+/** `run <job file>` and the flags that pick this run's folder and service: what every hint of a run starts with. */
+function runWords(ctx: { cwd: string }, job: Job, flags: ResumeFlags): string[] {
+	const words = ["run", relative(ctx.cwd, job.file) || job.file];
+	if (flags.out !== "output") words.push("--out", flags.out);
+	if (job.shard) words.push("--shard", `${job.shard.index}/${job.shard.count}`);
+	if (flags.sandbox) words.push("--sandbox");
+	if (flags.config) words.push("--config", flags.config);
+	return words;
 }
 
 /**
@@ -24,16 +36,22 @@ export function resumeCommand(
 	runDir: string,
 	summary?: Pick<RunSummary, "stopped_reason" | "credits">,
 ): string {
-	const words = ["run", relative(ctx.cwd, job.file) || job.file];
-	if (flags.out !== "output") words.push("--out", flags.out);
-	if (job.shard) words.push("--shard", `${job.shard.index}/${job.shard.count}`);
-	if (flags.sandbox) words.push("--sandbox");
-	if (flags.config) words.push("--config", flags.config);
-	words.push("--resume");
+	const words = [...runWords(ctx, job, flags), "--resume"];
 	const runId = basename(runDir);
 	if (listRuns(dirname(runDir))[0]?.runId !== runId) words.push(runId);
 	if (summary?.stopped_reason === "budget_exhausted")
 		words.push("--max-credits", String(largerBudget(summary.credits)));
+	return cliCommand(words);
+}
+
+/**
+ * The command that promotes THIS run when its data contract held it back: `run --accept <its folder's
+ * name>` (what `history.accept` looks up), which then runs the job again — with this command line's
+ * folder, shard, service and `--max-credits`, so the new run spends no more than this one could.
+ */
+export function acceptCommand(ctx: { cwd: string }, job: Job, flags: ResumeFlags, runDir: string): string {
+	const words = [...runWords(ctx, job, flags), "--accept", basename(runDir)];
+	if (flags.maxCredits !== undefined) words.push("--max-credits", String(flags.maxCredits));
 	return cliCommand(words);
 }
 

@@ -26,4 +26,11 @@ export type { RecordSink } from "./record-sink.js";
 export { createRunDir, jobOutputDir, newRunId, RUN_FILES } from "./run-folder.js";
 export { createRunLog } from "./run-log.js";
 export { createRecordScrubber } from "./scrub-record.js";
-export { type BrokenRule, type ContractVerdict, formatSummary, type RunSummary, writeSummary } from "./summary.js";
+export {
+	type BrokenRule,
+	type ContractVerdict,
+	formatSummary,
+	type RunSummary,
+	type SummaryHints,
+	writeSummary,
+} from "./summary.js";

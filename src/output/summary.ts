@@ -150,14 +150,19 @@ function pad(label: string, width: number): string {
 }
 
 /**
- * A compact, human-readable summary for the end of a run (stdout). `resumeCommand` is the command
- * that continues this very run (the CLI builds it with `--out` and the run id as needed).
+ * The commands a summary prints, built by the caller, which knows the job file, `--out` and the flags
+ * of the command line (this layer does not): each is printed as it must be pasted.
  */
-export function formatSummary(
-	summary: RunSummary,
-	runDir: string,
-	resumeCommand = "npx scrapejob run <job> --resume",
-): string {
+export interface SummaryHints {
+	/** Continues this very run, shown while it is incomplete. */
+	readonly resume?: string;
+	/** Promotes this run when its data contract held it back (`--accept`). */
+	readonly accept?: string;
+}
+
+/** A compact, human-readable summary for the end of a run (stdout). */
+export function formatSummary(summary: RunSummary, runDir: string, hints: SummaryHints = {}): string {
+	const resumeCommand = hints.resume ?? "npx scrapejob run <job> --resume";
 	const rows: Array<[string, string]> = [
 		["run", `${summary.job} ${summary.run_id}${summary.complete ? "" : " (INCOMPLETE)"}`],
 		["targets", targetsLine(summary)],
@@ -209,7 +214,7 @@ export function formatSummary(
 			"contract",
 			contract.passed
 				? "passed: promoted to latest"
-				: `BROKEN, not promoted to latest (accept it with --accept ${summary.run_id}): ${contract.broken.map((rule) => rule.message).join("; ")}`,
+				: `BROKEN, not promoted to latest (${hints.accept ? `accept it and run the job again with \`${hints.accept}\`` : `--accept ${summary.run_id} on run or export accepts it`}): ${contract.broken.map((rule) => rule.message).join("; ")}`,
 		]);
 	}
 	if (summary.stopped_reason) rows.push(["stopped", summary.stopped_reason]);

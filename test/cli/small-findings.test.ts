@@ -80,7 +80,7 @@ describe("small things a new user noticed", () => {
 			concurrency: 1,
 			resumed_from: null,
 		} satisfies RunSummary;
-		const text = formatSummary(summary, "/out/shop/r", "scrapejob run shop.yaml --resume");
+		const text = formatSummary(summary, "/out/shop/r", { resume: "scrapejob run shop.yaml --resume" });
 		expect(text).toContain("1 retry, 1 rate-limit pause, 1 task");
 		expect(text).toContain("1 target: finish with `scrapejob run shop.yaml --resume`");
 		expect(formatSummary({ ...summary, retries: 2, tasks: { ...summary.tasks, created: 0 } }, "/o")).toContain(

@@ -1,3 +1,4 @@
+import { basename } from "node:path";
 import type { Command } from "commander";
 import { formatProblem, JobValidationError } from "../../job/index.js";
 import { extractPlanned } from "../../library/index.js";
@@ -60,8 +61,11 @@ Examples:
 			if (flags.json) writeLine(ctx.stdout, JSON.stringify({ ...summary, run_dir: runDir, report: reportPath }));
 			else {
 				// Stopped, a re-extraction is run again (it is not resumed): the same command, pasteable.
-				const again = ["extract", jobFile, "--run", flags.run, ...(flags.out === "output" ? [] : ["--out", flags.out])];
-				ctx.stdout.write(formatSummary(summary, runDir, cliCommand(again)));
+				const out = flags.out === "output" ? [] : ["--out", flags.out];
+				const again = ["extract", jobFile, "--run", flags.run, ...out];
+				// A held re-extraction is promoted as any held run is: `run --accept` with its folder's name.
+				const accept = ["run", jobFile, ...out, "--accept", basename(runDir)];
+				ctx.stdout.write(formatSummary(summary, runDir, { resume: cliCommand(again), accept: cliCommand(accept) }));
 				if (reportPath) writeLine(ctx.stdout, `report     ${reportPath}`);
 			}
 			ctx.exitCode = extractExitCode(outcome);

@@ -37,7 +37,7 @@ Examples:
 			else {
 				const { shards } = summary;
 				// Then merge again (with the new shards' folders); `;`, not `&&`: one shard's failures stop no other.
-				ctx.stdout.write(formatSummary(summary, outDir, finishCommands.join("; ")));
+				ctx.stdout.write(formatSummary(summary, outDir, { resume: finishCommands.join("; ") }));
 				writeLine(
 					ctx.stdout,
 					`shards     ${shards.merged.length} of ${shards.count} merged${shards.missing.length ? `; missing ${shards.missing.join(", ")}` : ""}${shards.incomplete.length ? `; incomplete ${shards.incomplete.join(", ")}` : ""}`,

@@ -45,7 +45,7 @@ import { EXIT } from "../exit-codes.js";
 import { tuneHeapForRun } from "../heap-growth.js";
 import { printJsonError } from "../json-error.js";
 import { createProgressBar, createProgressLog, type ProgressDisplay, progressLogFields } from "../progress-display.js";
-import { resumeCommand } from "../resume-hint.js";
+import { acceptCommand, resumeCommand } from "../resume-hint.js";
 import {
 	addServiceOptions,
 	connectService,
@@ -545,7 +545,12 @@ async function runOne(
 	if (flags.json)
 		writeLine(ctx.stdout, JSON.stringify({ ...summary, run_dir: outcome.runDir, report: outcome.reportPath }));
 	else {
-		ctx.stdout.write(formatSummary(summary, outcome.runDir, resumeCommand(ctx, job, flags, outcome.runDir, summary)));
+		ctx.stdout.write(
+			formatSummary(summary, outcome.runDir, {
+				resume: resumeCommand(ctx, job, flags, outcome.runDir, summary),
+				accept: acceptCommand(ctx, job, flags, outcome.runDir),
+			}),
+		);
 		if (outcome.reportPath) writeLine(ctx.stdout, `report     ${outcome.reportPath}`);
 	}
 	if (!interactive) logger.info({ job: job.name, complete: summary.complete, run_dir: outcome.runDir }, "run finished");

@@ -1,0 +1,81 @@
+import { readFileSync } from "node:fs";
+import { join } from "node:path";
+import { afterEach, expect, it } from "vitest";
+import { type Emulator, startEmulator } from "../../src/index.js";
+import { startTargetSite, type TargetSite } from "../crawl/target-site.js";
+import { readSummary, tempDir, writeJob } from "../helpers/job-files.js";
+import { runCli } from "../helpers/run-cli.js";
+import { assertBuilt, runPrintedCommand } from "../helpers/spawn-cli.js";
+
+/**
+ * A run its data contract held back prints the command that accepts it, and that command works as
+ * printed (shared/design.md, "Resume, budget, hints"): the README's `npx scrapejob`, the job file, the
+ * `--out` the run used (quoted), the run's folder name. It printed `accept it with --accept RUN_ID`.
+ */
+
+let emulator: Emulator | undefined;
+let site: TargetSite | undefined;
+afterEach(async () => {
+	await emulator?.close();
+	await site?.close();
+	emulator = undefined;
+	site = undefined;
+});
+
+/** Every product's price is below the contract's `min`: each run of this job is held. */
+function heldJob(origin: string): string {
+	const lines = [
+		"name: shop",
+		"defaults:",
+		"  mode: request",
+		"output:",
+		"  content: files",
+		"extract:",
+		"  name: {css: h1}",
+		"  price: {css: .price, type: number, min: 1000}",
+		"targets:",
+	];
+	for (const id of [1, 2]) lines.push(`  - {url: "${origin}/product/${id}", id: p${id}}`);
+	return `${lines.join("\n")}\n`;
+}
+
+const acceptHint = (stdout: string) => /accept it and run the job again with `([^`]+)`/.exec(stdout)?.[1] ?? "";
+
+it("run and extract print the command that accepts a held run; run as printed, it accepts it", async () => {
+	assertBuilt();
+	site = await startTargetSite((req, res) => {
+		const id = /\/product\/(\d+)$/.exec(req.url ?? "")?.[1];
+		res
+			.writeHead(200, { "content-type": "text/html; charset=utf-8" })
+			.end(`<html><body><h1>Product ${id}</h1><span class="price">$${id}0.00</span></body></html>`);
+	});
+	emulator = await startEmulator({ scenario: { concurrency: 2 } });
+	const env = { SCRAPEJOB_ACCOUNT_KEY: emulator.accountKey, SCRAPEJOB_API_URL: emulator.apiUrl };
+	const dir = tempDir();
+	writeJob(dir, "shop", heldJob(site.origin));
+	// An --out with a space: the hint must quote it to work when pasted.
+	const out = "nightly out";
+
+	const held = await runCli(["run", "shop.yaml", "--out", out, "--quiet"], { env, cwd: dir });
+	expect(held.code).toBe(1);
+	const runId = /^run\s+shop (\S+)/m.exec(held.stdout)?.[1] ?? "";
+	const runDir = join(dir, out, "shop", runId);
+	expect(readSummary(runDir)).toMatchObject({ stopped_reason: "contract_failed", contract: { passed: false } });
+	const hint = acceptHint(held.stdout);
+	expect(hint).toBe(`npx scrapejob run shop.yaml --out 'nightly out' --accept ${runId}`);
+	const accepted = await runPrintedCommand(hint, env, dir).done;
+	// The run it starts breaks the same contract (exit 1); the held run is promoted all the same.
+	expect(accepted.stderr).toContain(`run ${runId} accepted: its records are promoted to latest`);
+	expect([0, 1]).toContain(accepted.code);
+	expect(JSON.parse(readFileSync(join(runDir, "contract.json"), "utf8")).state).toBe("accepted");
+
+	// A re-extraction held by the contract prints the same kind of command, with its own folder's name.
+	const extracted = await runCli(["extract", "shop.yaml", "--run", "latest", "--out", out], { env, cwd: dir });
+	expect(extracted.code).toBe(1);
+	const extractId = /^run\s+shop (\S+)/m.exec(extracted.stdout)?.[1] ?? "";
+	const extractHint = acceptHint(extracted.stdout);
+	expect(extractHint).toBe(`npx scrapejob run shop.yaml --out 'nightly out' --accept ${extractId}`);
+	const again = await runPrintedCommand(extractHint, env, dir).done;
+	expect(again.stderr).toContain(`run ${extractId} accepted`);
+	expect(JSON.parse(readFileSync(join(dir, out, "shop", extractId, "contract.json"), "utf8")).state).toBe("accepted");
+}, 90_000);
