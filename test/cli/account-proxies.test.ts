@@ -275,7 +275,7 @@ describe("scrapejob proxies: local validation (exit 2, nothing generated)", () =
 		expect(city.stderr).toContain(
 			'--city needs an exact city id of United States (US) from the rp targeting catalogue (got "New York"); closest: "new.york" (New York)',
 		);
-		expect(city.stderr).toContain("scrapejob targeting --product rp --country US");
+		expect(city.stderr).toContain("list them with: npx scrapejob targeting --product rp --country US");
 		const region = await runCli(["proxies", "--product", "rp", "--countries", "DE", "--region", "bavria"], { env });
 		expect(region.code).toBe(2);
 		expect(region.stderr).toContain('closest: "bavaria" (Bavaria)');

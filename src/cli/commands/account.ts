@@ -49,11 +49,11 @@ With --saved it reads GET /api/v1/account/configs, /schemes, /storage and /sched
 key (SCRAPEJOB_SCRAPER_KEY, else the one the account reports); storage credentials stay masked.
 
 Examples:
-  scrapejob account
-  scrapejob account --json | jq '.scraper.credits'
-  scrapejob account --saved
-  scrapejob account --saved --json | jq '.schedules[] | select(.is_active)'
-  scrapejob account --sandbox`,
+  npx scrapejob account
+  npx scrapejob account --json | jq '.scraper.credits'
+  npx scrapejob account --saved
+  npx scrapejob account --saved --json | jq '.schedules[] | select(.is_active)'
+  npx scrapejob account --sandbox`,
 	);
 	command.action(async (flags: AccountFlags) => {
 		await runAccount(ctx, flags);

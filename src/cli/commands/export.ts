@@ -48,7 +48,7 @@ The file is written under a new temporary name beside --out and renamed when com
 be inside the job's output folder, nor a folder; an existing file is replaced only with --force.
 
 Examples:
-  scrapejob export jobs/shop.yaml --latest --format parquet --out shop-latest.parquet
+  npx scrapejob export jobs/example-shop.yaml --latest --format parquet --out shop-latest.parquet
   sqlite3 shop.db 'select url, price from latest'   # after --format sqlite --out shop.db`,
 		)
 		.action(

@@ -38,8 +38,8 @@ latest unless it breaks the job's data contract (exit 1, contract_failed; promot
 run or export --accept RUN_ID).
 
 Examples:
-  scrapejob extract jobs/shop.yaml --run latest
-  scrapejob extract jobs/shop.yaml --run 20261122T021500Z-3f9a1c --out /srv/scrape/output`,
+  npx scrapejob extract jobs/example-shop.yaml --run latest
+  npx scrapejob extract jobs/example-shop.yaml --run 20261122T021500Z-3f9a1c --out /srv/scrape/output`,
 		)
 		.action(async (jobFile: string, flags: ExtractFlags) => {
 			let outcome: Awaited<ReturnType<typeof extractPlanned>>;

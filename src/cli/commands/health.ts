@@ -23,8 +23,8 @@ the free slots the service reports (X-RateLimit-Limit, X-RateLimit-Remaining).
 Exit codes: 0 healthy · 3 key refused or no scraper access · 1 unreachable.
 
 Examples:
-  scrapejob health
-  scrapejob health --sandbox --json`,
+  npx scrapejob health
+  npx scrapejob health --sandbox --json`,
 	);
 	command.action(async (flags: HealthFlags) => {
 		await runHealth(ctx, flags);

@@ -24,7 +24,7 @@ Missing or unfinished shards are allowed: the summary says incomplete and names 
 Exit codes: 0 complete, every target ok · 1 incomplete, or some targets failed · 2 refused (nothing written)
 
 Examples:
-  scrapejob merge output/shop/*-shard-*-of-4 --out merged/shop-2026-11-22`,
+  npx scrapejob merge output/shop-prices/*-shard-*-of-4 --out merged/shop-prices-2026-11-22`,
 		)
 		.action(async (dirs: string[], flags: { out: string; json?: boolean }) => {
 			const outDir = resolve(ctx.cwd, flags.out);

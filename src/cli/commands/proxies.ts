@@ -2,7 +2,7 @@ import { writeFile } from "node:fs/promises";
 import { resolve } from "node:path";
 import { type Command, Option } from "commander";
 import type { GenerateProxiesParams, TargetingPlace, TargetingSettings } from "../../api/index.js";
-import { UsageError } from "../../shared/index.js";
+import { cliCommand, UsageError } from "../../shared/index.js";
 import { type CliContext, writeLine } from "../context.js";
 import { closestMatches } from "../format/index.js";
 import { addServiceOptions, connectService, requireAccount, type ServiceFlags } from "../service-connection.js";
@@ -57,8 +57,8 @@ export function registerProxiesCommand(program: Command, ctx: CliContext): void 
 		.description("generate a proxy list for other tools (one proxy a line)")
 		.requiredOption("--product <code>", `product: ${GENERATE_PRODUCTS.join(", ")}`)
 		.option("--countries <list>", "comma-separated ISO country codes, e.g. US,DE (one is picked at random per proxy)")
-		.option("--city <id>", "city id exactly as `scrapejob targeting --country CC` lists it; needs one country")
-		.option("--region <id>", "region id exactly as `scrapejob targeting --country CC` lists it; needs one country")
+		.option("--city <id>", "city id exactly as `npx scrapejob targeting --country CC` lists it; needs one country")
+		.option("--region <id>", "region id exactly as `npx scrapejob targeting --country CC` lists it; needs one country")
 		.option("--isp <name>", "ISP name (not for rpc)")
 		.option("--session <type>", "sticky (same IP for --lifetime minutes, default 30) or hard (permanent IP)")
 		.option("--lifetime <minutes>", "sticky session length, 1 to 1440 minutes (not for hard sessions)")
@@ -79,8 +79,8 @@ all filters and returns all the account's static proxies. The lines carry proxy 
 output as a secret.
 
 Examples:
-  scrapejob proxies --product rp --countries US --session sticky --lifetime 60 --amount 10
-  scrapejob proxies --product rp --countries US --city new.york --format 2 --out proxies.txt`,
+  npx scrapejob proxies --product rp --countries US --session sticky --lifetime 60 --amount 10
+  npx scrapejob proxies --product rp --countries US --city new.york --format 2 --out proxies.txt`,
 	);
 	command.action(async (flags: ProxiesFlags) => {
 		await runProxies(ctx, flags);
@@ -272,7 +272,7 @@ export function checkPlaces(settings: TargetingSettings, params: GenerateProxies
 				(closest.length
 					? `; closest: ${closest.join(", ")}`
 					: `; the catalogue lists no ${flag === "city" ? "cities" : "regions"} there`) +
-				`; list them with: scrapejob targeting --product ${catalogue.code} --country ${country.code}`,
+				`; list them with: ${cliCommand(["targeting", "--product", catalogue.code, "--country", country.code])}`,
 		);
 		return undefined;
 	};

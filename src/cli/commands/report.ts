@@ -17,8 +17,8 @@ again from the folder's summary.json, results.jsonl and run.log — for runs mad
 existed, merged shard folders, or after editing nothing but wanting a fresh copy.
 
 Examples:
-  scrapejob report output/shop-prices/20261122T021500Z-3f9a1c
-  scrapejob report output/shop-prices/*/`,
+  npx scrapejob report output/shop-prices/20261122T021500Z-3f9a1c
+  npx scrapejob report output/shop-prices/*/`,
 		)
 		.action(async (runDirs: string[], flags: { json?: boolean }) => {
 			const written: Array<{ run_dir: string; report: string }> = [];

@@ -202,9 +202,9 @@ Exit codes: 0 all ok · 1 some targets failed, or max_credits reached · 2 inval
             · 4 another run of the job holds its lock · 130 interrupted (finish with --resume)
 
 Examples:
-  scrapejob run jobs/demo.yaml --sandbox          offline, against the built-in emulator
-  scrapejob run jobs/shop.yaml --max-credits 500  with a budget
-  scrapejob run jobs/shop.yaml --resume           finish an interrupted run without paying twice`,
+  npx scrapejob run jobs/demo.yaml --sandbox                  offline, against the built-in emulator
+  npx scrapejob run jobs/example-shop.yaml --max-credits 500  with a budget
+  npx scrapejob run jobs/example-shop.yaml --resume           finish an interrupted run without paying twice`,
 	);
 	command.action(async (paths: string[], flags: RunFlags) => {
 		const restoreHeap = tuneHeapForRun();

@@ -14,11 +14,11 @@ complete keys and flag mistakes as you type. The same schema ships as ${JOB_SCHE
 the YAML language server at it with a first line such as:
   # yaml-language-server: $schema=./job.schema.json
 
-The schema checks shapes only; \`scrapejob validate\` also checks the service's rules across keys,
+The schema checks shapes only; \`npx scrapejob validate\` also checks the service's rules across keys,
 \${VAR} references and source files.
 
 Examples:
-  scrapejob schema > job.schema.json`,
+  npx scrapejob schema > job.schema.json`,
 		)
 		.action(() => {
 			ctx.stdout.write(jobJsonSchemaText());

@@ -34,11 +34,11 @@ export function registerTargetingCommand(program: Command, ctx: CliContext): voi
 		"after",
 		`
 Reads GET /public/settings (a large catalogue; allowed 60 s). City and region targeting in
-\`scrapejob proxies\` needs the exact id listed here.
+\`npx scrapejob proxies\` needs the exact id listed here.
 
 Examples:
-  scrapejob targeting --product rp --search united
-  scrapejob targeting --product rp --country US --search new`,
+  npx scrapejob targeting --product rp --search united
+  npx scrapejob targeting --product rp --country US --search new`,
 	);
 	command.action(async (flags: TargetingFlags) => {
 		await runTargeting(ctx, flags);

@@ -29,8 +29,8 @@ Calls GET {scraper_url}/scraper/tasks/<task-id> once (no polling; \`run\` polls 
 Exit codes: 0 finished or still running · 1 failed, unknown or expired.
 
 Examples:
-  scrapejob task 4f9c2a
-  scrapejob task 4f9c2a --out page.html`,
+  npx scrapejob task 4f9c2a
+  npx scrapejob task 4f9c2a --out page.html`,
 	);
 	command.action(async (taskId: string, flags: TaskFlags) => {
 		await runTask(ctx, taskId, flags);

@@ -53,8 +53,8 @@ service, whose message is shown (exit 2); a personal key on an account whose e-m
 gets 403 (exit 3).
 
 Examples:
-  scrapejob usage --product rp
-  scrapejob usage --product rpc --period 24h --csv > usage.csv`,
+  npx scrapejob usage --product rp
+  npx scrapejob usage --product rpc --period 24h --csv > usage.csv`,
 	);
 	command.action(async (flags: UsageFlags) => {
 		await runUsage(ctx, flags);

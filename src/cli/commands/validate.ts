@@ -61,10 +61,10 @@ Duplicates and rows skipped under \`on_bad_row: skip\` are warnings: they do not
 Exit codes: 0 every job is valid · 2 some job has problems (or a usage error).
 
 Examples:
-  scrapejob validate jobs/*.yaml
-  scrapejob validate jobs/shop.yaml --json
-  SCRAPEJOB_DEMO_SITE=http://127.0.0.1:8701 scrapejob validate jobs/demo.yaml
-      (the demo site of \`scrapejob emulator --demo-site\`, which serves the API on 8700 and the site on 8701)`,
+  npx scrapejob validate jobs/*.yaml
+  npx scrapejob validate jobs/example-shop.yaml --json
+  SCRAPEJOB_DEMO_SITE=http://127.0.0.1:8701 npx scrapejob validate jobs/demo.yaml
+      (the demo site of \`npx scrapejob emulator --demo-site\`, which serves the API on 8700 and the site on 8701)`,
 		)
 		.action(async (jobs: string[], flags: ValidateFlags) => {
 			await runValidate(ctx, jobs, flags);
