@@ -8,8 +8,6 @@ interface ResumeFlags {
 	readonly out: string;
 	readonly sandbox?: boolean;
 	readonly config?: string;
-	/** `--max-credits` as given on this command line. */
-	readonly maxCredits?: number;
 }
 
 /** `run <job file>` and the flags that pick this run's folder and service: what every hint of a run starts with. */
@@ -45,13 +43,17 @@ export function resumeCommand(
 }
 
 /**
- * The command that promotes THIS run when its data contract held it back: `run --accept <its folder's
- * name>` (what `history.accept` looks up), which then runs the job again — with this command line's
- * folder, shard, service and `--max-credits`, so the new run spends no more than this one could.
+ * The command that promotes THIS run when its data contract held it back, and publishes what is then
+ * "latest": `export --latest --accept <its folder's name>` (what `history.accept` looks up). An export
+ * sends nothing: accepting costs no credit (`run --accept` would also run the job again). Its file is
+ * named after the run (`<job>-<run id>.csv` beside the job file's command line), so the command works
+ * as printed however often a run is held: it never finds its file there already.
  */
-export function acceptCommand(ctx: { cwd: string }, job: Job, flags: ResumeFlags, runDir: string): string {
-	const words = [...runWords(ctx, job, flags), "--accept", basename(runDir)];
-	if (flags.maxCredits !== undefined) words.push("--max-credits", String(flags.maxCredits));
+export function acceptCommand(jobFile: string, jobName: string, outRoot: string, runDir: string): string {
+	const runId = basename(runDir);
+	const words = ["export", jobFile, "--latest", "--out", `${jobName}-${runId}.csv`];
+	if (outRoot !== "output") words.push("--from", outRoot);
+	words.push("--accept", runId);
 	return cliCommand(words);
 }
 

@@ -214,7 +214,7 @@ export function formatSummary(summary: RunSummary, runDir: string, hints: Summar
 			"contract",
 			contract.passed
 				? "passed: promoted to latest"
-				: `BROKEN, not promoted to latest (${hints.accept ? `accept it and run the job again with \`${hints.accept}\`` : `--accept ${summary.run_id} on run or export accepts it`}): ${contract.broken.map((rule) => rule.message).join("; ")}`,
+				: `BROKEN, not promoted to latest (${hints.accept ? `publish it anyway with \`${hints.accept}\`` : `--accept ${summary.run_id} on run or export accepts it`}): ${contract.broken.map((rule) => rule.message).join("; ")}`,
 		]);
 	}
 	if (summary.stopped_reason) rows.push(["stopped", summary.stopped_reason]);

@@ -10,7 +10,8 @@ import { assertBuilt, runPrintedCommand } from "../helpers/spawn-cli.js";
 /**
  * A run its data contract held back prints the command that accepts it, and that command works as
  * printed (shared/design.md, "Resume, budget, hints"): the README's `npx scrapejob`, the job file, the
- * `--out` the run used (quoted), the run's folder name. It printed `accept it with --accept RUN_ID`.
+ * results root the run used (`--from`, quoted), the run's folder name. It printed `accept it with
+ * --accept RUN_ID`. The command is an export: accepting sends nothing and costs no credit.
  */
 
 let emulator: Emulator | undefined;
@@ -39,7 +40,7 @@ function heldJob(origin: string): string {
 	return `${lines.join("\n")}\n`;
 }
 
-const acceptHint = (stdout: string) => /accept it and run the job again with `([^`]+)`/.exec(stdout)?.[1] ?? "";
+const acceptHint = (stdout: string) => /publish it anyway with `([^`]+)`/.exec(stdout)?.[1] ?? "";
 
 it("run and extract print the command that accepts a held run; run as printed, it accepts it", async () => {
 	assertBuilt();
@@ -62,20 +63,28 @@ it("run and extract print the command that accepts a held run; run as printed, i
 	const runDir = join(dir, out, "shop", runId);
 	expect(readSummary(runDir)).toMatchObject({ stopped_reason: "contract_failed", contract: { passed: false } });
 	const hint = acceptHint(held.stdout);
-	expect(hint).toBe(`npx scrapejob run shop.yaml --out 'nightly out' --accept ${runId}`);
+	expect(hint).toBe(
+		`npx scrapejob export shop.yaml --latest --out shop-${runId}.csv --from 'nightly out' --accept ${runId}`,
+	);
+	const sentBefore = emulator.ledger.requestCount;
 	const accepted = await runPrintedCommand(hint, env, dir).done;
-	// The run it starts breaks the same contract (exit 1); the held run is promoted all the same.
 	expect(accepted.stderr).toContain(`run ${runId} accepted: its records are promoted to latest`);
-	expect([0, 1]).toContain(accepted.code);
+	expect(accepted.code).toBe(0);
 	expect(JSON.parse(readFileSync(join(runDir, "contract.json"), "utf8")).state).toBe("accepted");
+	// Published: the held run's records are the export's, and accepting it sent nothing.
+	expect(readFileSync(join(dir, `shop-${runId}.csv`), "utf8")).toContain("Product 2");
+	expect(emulator.ledger.requestCount).toBe(sentBefore);
 
 	// A re-extraction held by the contract prints the same kind of command, with its own folder's name.
 	const extracted = await runCli(["extract", "shop.yaml", "--run", "latest", "--out", out], { env, cwd: dir });
 	expect(extracted.code).toBe(1);
 	const extractId = /^run\s+shop (\S+)/m.exec(extracted.stdout)?.[1] ?? "";
 	const extractHint = acceptHint(extracted.stdout);
-	expect(extractHint).toBe(`npx scrapejob run shop.yaml --out 'nightly out' --accept ${extractId}`);
+	expect(extractHint).toBe(
+		`npx scrapejob export shop.yaml --latest --out shop-${extractId}.csv --from 'nightly out' --accept ${extractId}`,
+	);
 	const again = await runPrintedCommand(extractHint, env, dir).done;
+	expect(again.code).toBe(0);
 	expect(again.stderr).toContain(`run ${extractId} accepted`);
 	expect(JSON.parse(readFileSync(join(dir, out, "shop", extractId, "contract.json"), "utf8")).state).toBe("accepted");
 }, 90_000);

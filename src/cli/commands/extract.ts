@@ -1,4 +1,3 @@
-import { basename } from "node:path";
 import type { Command } from "commander";
 import { formatProblem, JobValidationError } from "../../job/index.js";
 import { extractPlanned } from "../../library/index.js";
@@ -6,6 +5,7 @@ import { formatSummary } from "../../output/index.js";
 import { cliCommand } from "../../shared/index.js";
 import { type CliContext, writeLine } from "../context.js";
 import { EXIT } from "../exit-codes.js";
+import { acceptCommand } from "../resume-hint.js";
 
 interface ExtractFlags {
 	run: string;
@@ -63,9 +63,9 @@ Examples:
 				// Stopped, a re-extraction is run again (it is not resumed): the same command, pasteable.
 				const out = flags.out === "output" ? [] : ["--out", flags.out];
 				const again = ["extract", jobFile, "--run", flags.run, ...out];
-				// A held re-extraction is promoted as any held run is: `run --accept` with its folder's name.
-				const accept = ["run", jobFile, ...out, "--accept", basename(runDir)];
-				ctx.stdout.write(formatSummary(summary, runDir, { resume: cliCommand(again), accept: cliCommand(accept) }));
+				// A held re-extraction is promoted as any held run is: `--accept` with its folder's name.
+				const accept = acceptCommand(jobFile, summary.job, flags.out, runDir);
+				ctx.stdout.write(formatSummary(summary, runDir, { resume: cliCommand(again), accept }));
 				if (reportPath) writeLine(ctx.stdout, `report     ${reportPath}`);
 			}
 			ctx.exitCode = extractExitCode(outcome);

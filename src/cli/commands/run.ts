@@ -1,5 +1,5 @@
 import { existsSync } from "node:fs";
-import { resolve } from "node:path";
+import { relative, resolve } from "node:path";
 import { type Command, InvalidArgumentError } from "commander";
 import pino, { type Logger } from "pino";
 import {
@@ -548,7 +548,7 @@ async function runOne(
 		ctx.stdout.write(
 			formatSummary(summary, outcome.runDir, {
 				resume: resumeCommand(ctx, job, flags, outcome.runDir, summary),
-				accept: acceptCommand(ctx, job, flags, outcome.runDir),
+				accept: acceptCommand(relative(ctx.cwd, job.file) || job.file, job.name, flags.out, outcome.runDir),
 			}),
 		);
 		if (outcome.reportPath) writeLine(ctx.stdout, `report     ${outcome.reportPath}`);
