@@ -1,6 +1,15 @@
+import { join } from "node:path";
 import type { FillStats } from "../extract/index.js";
 import type { ChangeTracker, JobHistory } from "../history/index.js";
-import type { RecordSink, ResultRecord } from "../output/index.js";
+import type { Job } from "../job/index.js";
+import {
+	createCsvSink,
+	createJsonlSink,
+	csvColumnsFor,
+	type RecordSink,
+	type ResultRecord,
+	RUN_FILES,
+} from "../output/index.js";
 import type { ReportCollector } from "../report/index.js";
 import type { ContractCheck } from "./contract-check.js";
 import type { RunStatistics } from "./run-statistics.js";
@@ -46,4 +55,23 @@ export function createRecordWriter(parts: RecordWriterParts): (unsafe: ResultRec
 		parts.report?.add(record);
 		parts.onWritten?.();
 	};
+}
+
+/**
+ * A run folder's record files: results.jsonl always (the record of truth `--resume` and the history
+ * read), results.csv when the job asks for it, its columns declared once from the job's fields.
+ */
+export function openRecordSinks(job: Job, runDir: string): { jsonl: RecordWriterParts["jsonl"]; sinks: RecordSink[] } {
+	const jsonl = createJsonlSink(join(runDir, RUN_FILES.jsonl));
+	const sinks: RecordSink[] = [jsonl];
+	if (job.output.formats.includes("csv")) {
+		sinks.push(
+			createCsvSink(join(runDir, RUN_FILES.csv), {
+				bom: job.output.csvBom === true,
+				columns: csvColumnsFor({ data: job.extraction?.dataColumns, carry: job.extraction?.carry }),
+				maxCell: job.output.csvMaxCell,
+			}),
+		);
+	}
+	return { jsonl, sinks };
 }

@@ -8,17 +8,13 @@ import { createPagePool, type ExtractPlan, PageTooComplexError, serviceData } fr
 import { createChangeTracker, type JobHistory, parseRecord, writeContractState } from "../history/index.js";
 import type { Job } from "../job/index.js";
 import {
-	createCsvSink,
-	createJsonlSink,
 	createPageStore,
 	createRecordScrubber,
 	createRunDir,
 	createRunLog,
-	csvColumnsFor,
 	jobOutputDir,
 	newRunId,
 	openAppendFile,
-	type RecordSink,
 	type ResultRecord,
 	RUN_FILES,
 	writeSummary,
@@ -27,7 +23,7 @@ import { createReportCollector } from "../report/index.js";
 import { errorMessage, jsonlLines, UsageError } from "../shared/index.js";
 import { createContractCheck, judgeCompletedRun } from "./contract-check.js";
 import { createRunFillStats } from "./extract-record.js";
-import { createRecordWriter } from "./record-writer.js";
+import { createRecordWriter, openRecordSinks } from "./record-writer.js";
 import type { RunJobResult } from "./run-job.js";
 import { buildSummary, createRunStatistics } from "./run-statistics.js";
 
@@ -96,17 +92,7 @@ export async function reextractRun(options: ReextractOptions): Promise<RunJobRes
 		"re-extraction started",
 	);
 
-	const jsonl = createJsonlSink(join(runDir, RUN_FILES.jsonl));
-	const sinks: RecordSink[] = [jsonl];
-	if (job.output.formats.includes("csv")) {
-		sinks.push(
-			createCsvSink(join(runDir, RUN_FILES.csv), {
-				bom: job.output.csvBom === true,
-				columns: csvColumnsFor({ data: job.extraction?.dataColumns, carry: job.extraction?.carry }),
-				maxCell: job.output.csvMaxCell,
-			}),
-		);
-	}
+	const { jsonl, sinks } = openRecordSinks(job, runDir);
 	const changes = createChangeTracker(history, runDir, true);
 	const fill = await createRunFillStats(job, null);
 	const contract = job.contract ? createContractCheck(job.contract) : null;

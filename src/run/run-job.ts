@@ -6,15 +6,11 @@ import { createPagePool } from "../extract/index.js";
 import { createChangeTracker, type JobHistory, readContractState, writeContractState } from "../history/index.js";
 import type { Job } from "../job/index.js";
 import {
-	createCsvSink,
-	createJsonlSink,
 	createPageStore,
 	createRecordScrubber,
 	createRunLog,
-	csvColumnsFor,
 	newRunId,
 	type PageStore,
-	type RecordSink,
 	RUN_FILES,
 	writeSummary,
 } from "../output/index.js";
@@ -41,7 +37,7 @@ import { openJournal } from "./journal.js";
 import { openRun, type RunSelection } from "./open-run.js";
 import { watchOutages } from "./outage-watch.js";
 import { createQueueConcurrency } from "./queue-concurrency.js";
-import { createRecordWriter } from "./record-writer.js";
+import { createRecordWriter, openRecordSinks } from "./record-writer.js";
 import type { PriorProgress } from "./resume-state.js";
 import type { RunLock } from "./run-lock.js";
 import { createProgressReporter, type ProgressSnapshot } from "./run-progress.js";
@@ -191,23 +187,11 @@ export async function runJob(options: RunJobOptions): Promise<RunJobResult> {
 		const log = runLog.log;
 		const journal = openJournal(join(runDir, RUN_FILES.journal));
 		journal.session(runId, prior !== null);
-		// results.jsonl is always written: it is the record of truth `--resume` reads.
-		const jsonl = createJsonlSink(join(runDir, RUN_FILES.jsonl));
-		const sinks: RecordSink[] = [jsonl];
+		const { jsonl, sinks } = openRecordSinks(job, runDir);
 		// Incremental runs: each ok record is compared with the target's previous one (history).
 		const history = options.history ?? null;
 		const historyRun = history ? history.runIndex(basename(runDir)) : 0;
 		const changes = history ? createChangeTracker(history, runDir, Boolean(job.extraction)) : null;
-		if (job.output.formats.includes("csv")) {
-			const columns = csvColumnsFor({ data: job.extraction?.dataColumns, carry: job.extraction?.carry });
-			sinks.push(
-				createCsvSink(join(runDir, RUN_FILES.csv), {
-					bom: job.output.csvBom === true,
-					columns,
-					maxCell: job.output.csvMaxCell,
-				}),
-			);
-		}
 		const fill = await createRunFillStats(job, prior ? join(runDir, RUN_FILES.jsonl) : null);
 		// The data contract: field rules per record as written, the job's checks once the run completes.
 		const contract = job.contract ? createContractCheck(job.contract) : null;
