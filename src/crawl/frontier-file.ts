@@ -64,8 +64,6 @@ const CHUNK = 256 * 1024;
 export function openFrontierFile(path: string): FrontierFile {
 	cutTornTail(path);
 	const writer: AppendFile = openAppendFile(path);
-	const fd = openSync(path, "r");
-	const chunk = Buffer.alloc(CHUNK);
 	// The cursor of `next`: the one JSONL reader, following the file as the crawl appends to it.
 	const lines = openJsonlReader(path, { chunkBytes: CHUNK });
 	/** Where the line `next` returned last ends. */
@@ -96,45 +94,29 @@ export function openFrontierFile(path: string): FrontierFile {
 		readDepth(from, to, depth) {
 			const entries: FrontierEntry[] = [];
 			if (from >= to) return { entries, next: to };
-			let length = Math.min(CHUNK, to - from);
-			let bytes = chunk;
-			if (length < to - from) {
-				// Whole lines only: up to the chunk's last newline (a line longer than a chunk is read whole).
-				readSync(fd, chunk, 0, length, from);
-				const cut = chunk.subarray(0, length).lastIndexOf(0x0a);
-				if (cut >= 0) length = cut + 1;
-				else {
-					length = to - from;
-					bytes = Buffer.alloc(length);
-				}
-			}
-			readSync(fd, bytes, 0, length, from);
-			const text = bytes.toString("utf8", 0, length);
 			// Lines of another depth are passed over without parsing: an entry is written `{"u":…,"d":N,…`,
 			// and `","d":` cannot occur inside a JSON string (its quotes are escaped).
 			const mark = `","d":${depth},`;
-			let start = 0;
-			while (start < text.length) {
-				let end = text.indexOf("\n", start);
-				if (end < 0) end = text.length;
-				const line = text.slice(start, end);
-				start = end + 1;
-				if (!line.includes(mark) && line.includes('","d":')) continue;
-				let parsed: unknown;
-				try {
-					parsed = JSON.parse(line);
-				} catch {
-					continue;
+			const range = openJsonlReader(path, { from, until: to, chunkBytes: CHUNK });
+			try {
+				// One chunk's worth of whole lines a call (a line longer than a chunk is read whole).
+				for (let line = range.next(); line !== null; line = range.next()) {
+					const text = line.text;
+					if (text.includes(mark) || !text.includes('","d":')) {
+						const parsed = parseJsonLine(text);
+						if (isFrontierEntry(parsed) && parsed.d === depth) entries.push(parsed);
+					}
+					if (line.end - from >= CHUNK) return { entries, next: line.end };
 				}
-				if (isFrontierEntry(parsed) && parsed.d === depth) entries.push(parsed);
+				return { entries, next: to };
+			} finally {
+				range.close();
 			}
-			return { entries, next: from + length };
 		},
 		sync: () => writer.sync(),
 		close() {
 			writer.close();
 			lines.close();
-			closeSync(fd);
 		},
 	};
 }

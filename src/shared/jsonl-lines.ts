@@ -33,6 +33,11 @@ export interface JsonlReadOptions {
 	 * last line, which it allows). @default false
 	 */
 	readonly unterminated?: boolean;
+	/**
+	 * Byte offset to stop at, a line's start: only the lines of [from, until) are read (a range of a
+	 * file that grows past it meanwhile). @default the file's end
+	 */
+	readonly until?: number;
 	/** @default 1 MiB */
 	readonly chunkBytes?: number;
 }
@@ -46,7 +51,7 @@ export interface JsonlReadOptions {
  * Synchronous on purpose: callers read at a run's start or end, or a small file while running.
  */
 export function openJsonlReader(path: string, options: JsonlReadOptions = {}): JsonlReader {
-	const { from = 0, chunkBytes = CHUNK_BYTES, unterminated = false } = options;
+	const { from = 0, chunkBytes = CHUNK_BYTES, unterminated = false, until = Number.POSITIVE_INFINITY } = options;
 	let fd: number | null;
 	try {
 		fd = openSync(path, "r");
@@ -65,7 +70,9 @@ export function openJsonlReader(path: string, options: JsonlReadOptions = {}): J
 	const refill = (): boolean => {
 		if (fd === null) return false;
 		const fileAt = dataStart + data.length;
-		const read = readSync(fd, chunk, 0, chunk.length, fileAt);
+		const wanted = Math.min(chunk.length, until - fileAt);
+		if (wanted <= 0) return false;
+		const read = readSync(fd, chunk, 0, wanted, fileAt);
 		if (read === 0) return false;
 		// Only the unreturned rest is kept, copied: `chunk` is overwritten by the next read.
 		data = Buffer.concat([data.subarray(lineStart), chunk.subarray(0, read)]);

@@ -59,6 +59,16 @@ describe("the one JSONL reader", () => {
 		]);
 	});
 
+	it("reads a range [from, until) of whole lines, whatever follows it", () => {
+		const path = join(tempDir(), "range.jsonl");
+		writeFileSync(path, '{"a":1}\n{"b":2}\n{"c":3}\n');
+		// Bytes 8..16 are the line {"b":2}; the file goes on past it (a frontier still being appended to).
+		for (const chunkBytes of [3, 1 << 20]) {
+			expect([...jsonlLines(path, { from: 8, until: 16, chunkBytes })].map((line) => line.text)).toEqual(['{"b":2}']);
+		}
+		expect([...jsonlLines(path, { from: 8, until: 8 })]).toEqual([]);
+	});
+
 	it("reads a missing file as empty", () => {
 		expect([...jsonlLines(join(tempDir(), "absent.jsonl"))]).toEqual([]);
 	});
