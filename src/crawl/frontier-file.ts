@@ -1,6 +1,5 @@
-import { closeSync, fstatSync, ftruncateSync, openSync, readSync } from "node:fs";
 import { type AppendFile, openAppendFile } from "../output/index.js";
-import { openJsonlReader, parseJsonLine } from "../shared/index.js";
+import { cutTornTail, openJsonlReader, parseJsonLine } from "../shared/index.js";
 
 /** `frontier.jsonl` in the run folder: every URL the crawl discovered, in discovery order. */
 export const FRONTIER_FILE = "frontier.jsonl";
@@ -119,33 +118,4 @@ export function openFrontierFile(path: string): FrontierFile {
 			lines.close();
 		},
 	};
-}
-
-/** A crash can tear the last line: cut the file back to its last newline. */
-function cutTornTail(path: string): void {
-	let fd: number;
-	try {
-		fd = openSync(path, "r+");
-	} catch (error) {
-		if ((error as NodeJS.ErrnoException).code === "ENOENT") return;
-		throw error;
-	}
-	try {
-		const size = fstatSync(fd).size;
-		const buffer = Buffer.alloc(Math.min(size, 64 * 1024));
-		let end = size;
-		while (end > 0) {
-			const start = Math.max(0, end - buffer.length);
-			readSync(fd, buffer, 0, end - start, start);
-			const newline = buffer.subarray(0, end - start).lastIndexOf(0x0a);
-			if (newline >= 0) {
-				if (start + newline + 1 < size) ftruncateSync(fd, start + newline + 1);
-				return;
-			}
-			end = start;
-		}
-		ftruncateSync(fd, 0);
-	} finally {
-		closeSync(fd);
-	}
 }

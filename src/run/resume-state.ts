@@ -1,16 +1,7 @@
-import {
-	appendFileSync,
-	closeSync,
-	fstatSync,
-	ftruncateSync,
-	openSync,
-	readSync,
-	renameSync,
-	writeFileSync,
-} from "node:fs";
+import { appendFileSync, closeSync, fstatSync, openSync, readSync, renameSync, writeFileSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { csvLines, csvRow, RECORD_STATUSES, type ResultRecord, readCsvHeader } from "../output/index.js";
-import { jsonlLines, ScrapejobError } from "../shared/index.js";
+import { cutTornTail, jsonlLines, ScrapejobError } from "../shared/index.js";
 import { createIdSet, type IdSet } from "./compact-id-set.js";
 import { createRunStatistics, type RunStatistics } from "./run-statistics.js";
 
@@ -22,39 +13,6 @@ export interface PriorProgress {
 	readonly lastRecord: ResultRecord | null;
 	/** Bytes cut from the end of results.jsonl because the last line was torn by a crash. */
 	readonly tornBytes: number;
-}
-
-/** Cut a file back to its last complete line (a crash can tear the line being written). Returns bytes cut. */
-export function truncateTornTail(path: string): number {
-	let fd: number;
-	try {
-		fd = openSync(path, "r+");
-	} catch (error) {
-		if ((error as NodeJS.ErrnoException).code === "ENOENT") return 0;
-		throw error;
-	}
-	try {
-		const size = fstatSync(fd).size;
-		if (size === 0) return 0;
-		const chunk = Buffer.alloc(64 * 1024);
-		let end = size;
-		while (end > 0) {
-			const start = Math.max(0, end - chunk.length);
-			const length = end - start;
-			readSync(fd, chunk, 0, length, start);
-			const newline = chunk.subarray(0, length).lastIndexOf(0x0a);
-			if (newline >= 0) {
-				const keep = start + newline + 1;
-				if (keep < size) ftruncateSync(fd, keep);
-				return size - keep;
-			}
-			end = start;
-		}
-		ftruncateSync(fd, 0);
-		return size;
-	} finally {
-		closeSync(fd);
-	}
 }
 
 /** The last line of a file (after a torn tail was cut), or null. */
@@ -153,7 +111,7 @@ export async function readPriorProgress(
 	jsonlPath: string,
 	statistics: RunStatistics = createRunStatistics(),
 ): Promise<PriorProgress> {
-	const tornBytes = truncateTornTail(jsonlPath);
+	const tornBytes = cutTornTail(jsonlPath);
 	const corrupt: number[] = [];
 	let corruptCount = 0;
 	const done = createIdSet();
@@ -179,7 +137,7 @@ export async function readPriorProgress(
  * Returns the text appended, or "" when they already agree.
  */
 export function csvCatchUp(csvPath: string, lastRecord: ResultRecord | null, maxCell?: number): string {
-	truncateTornTail(csvPath);
+	cutTornTail(csvPath);
 	if (!lastRecord) return "";
 	// The row in the file's own columns (a job with `extract:` has more than the record's).
 	const columns = readCsvHeader(csvPath) ?? undefined;

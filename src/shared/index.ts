@@ -8,6 +8,7 @@ export { formatNumber } from "./format-number.js";
 export { hexWord } from "./hex-word.js";
 export { isoTime, parseIsoTime } from "./iso-time.js";
 export {
+	cutTornTail,
 	type JsonlLine,
 	type JsonlReader,
 	type JsonlReadOptions,

@@ -1,4 +1,4 @@
-import { closeSync, openSync, readSync } from "node:fs";
+import { closeSync, fstatSync, ftruncateSync, openSync, readSync } from "node:fs";
 
 /** One whole line of a JSON-lines file: its text (without `\n` or `\r\n`), where it starts and ends, its number. */
 export interface JsonlLine {
@@ -138,5 +138,41 @@ export function parseJsonLine(text: string): unknown {
 		return JSON.parse(text);
 	} catch {
 		return undefined;
+	}
+}
+
+/**
+ * Cut a JSON-lines file back to its last complete line (a crash can tear the line being written), before
+ * appending to it again. Returns the bytes cut; a missing file has none.
+ */
+export function cutTornTail(path: string): number {
+	let fd: number;
+	try {
+		fd = openSync(path, "r+");
+	} catch (error) {
+		if ((error as NodeJS.ErrnoException).code === "ENOENT") return 0;
+		throw error;
+	}
+	try {
+		const size = fstatSync(fd).size;
+		if (size === 0) return 0;
+		const chunk = Buffer.alloc(64 * 1024);
+		let end = size;
+		while (end > 0) {
+			const start = Math.max(0, end - chunk.length);
+			const length = end - start;
+			readSync(fd, chunk, 0, length, start);
+			const newline = chunk.subarray(0, length).lastIndexOf(0x0a);
+			if (newline >= 0) {
+				const keep = start + newline + 1;
+				if (keep < size) ftruncateSync(fd, keep);
+				return size - keep;
+			}
+			end = start;
+		}
+		ftruncateSync(fd, 0);
+		return size;
+	} finally {
+		closeSync(fd);
 	}
 }

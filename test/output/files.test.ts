@@ -10,7 +10,8 @@ import {
 	neutraliseFormula,
 	RECORD_COLUMNS,
 } from "../../src/output/index.js";
-import { csvCatchUp, readPriorProgress, truncateTornTail } from "../../src/run/resume-state.js";
+import { csvCatchUp, readPriorProgress } from "../../src/run/resume-state.js";
+import { cutTornTail } from "../../src/shared/jsonl-lines.js";
 import { record } from "../helpers/records.js";
 
 const tempDir = () => mkdtempSync(join(tmpdir(), "scrapejob-output-"));
@@ -81,7 +82,7 @@ describe("resume state", () => {
 		const prior = await readPriorProgress(jsonl);
 		expect(prior.done.has("x")).toBe(true);
 		expect(prior.lastRecord?.content).toBeUndefined();
-		expect(truncateTornTail(jsonl)).toBe(0);
+		expect(cutTornTail(jsonl)).toBe(0);
 	});
 });
 
