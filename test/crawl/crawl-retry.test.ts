@@ -3,6 +3,7 @@ import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { runJobFile } from "../../src/library/index.js";
 import type { ResultRecord } from "../../src/output/index.js";
+import { CREDIT_COSTS } from "../../src/shared/index.js";
 import { isRunFolderName, readRecords, readSummary, tempDir, writeJob } from "../helpers/job-files.js";
 import { runCli } from "../helpers/run-cli.js";
 import { startTestService, type TestService } from "../helpers/service.js";
@@ -123,6 +124,24 @@ describe("crawl × --retry-failed", () => {
 		await retriesTheFailedPage(async (job, out, firstRun) => {
 			const runId = firstRun.slice(firstRun.lastIndexOf("/") + 1);
 			await runJobFile(job, { out, env: service!.env, retryFailed: runId });
+		});
+	});
+
+	it("a --retry-failed crawl stopped by its budget and resumed: the failed page and its new link, each fetched and paid once", async () => {
+		await retriesTheFailedPage(async (job, out) => {
+			const env = service!.env;
+			// One page's credits (mode: request, residential): the failed page fits, the link it newly finds does not.
+			const onePage = String(CREDIT_COSTS.requestResidential);
+			const stopped = await runCli(["run", job, "--out", out, "--quiet", "--retry-failed", "--max-credits", onePage], {
+				env,
+			});
+			expect(stopped.code, stopped.stderr).toBe(1);
+			const retryRun = runFolders(out).at(-1)!;
+			expect(readSummary(retryRun)).toMatchObject({ stopped_reason: "budget_exhausted", complete: false });
+			expect(readRecords(retryRun).map((record) => record.url.slice(site!.origin.length))).toEqual(["/b"]);
+			// The resume keeps the retry's choice of targets (run.json) and its crawl: only /b1 is left.
+			const resumed = await runCli(["run", job, "--out", out, "--quiet", "--resume", "--max-credits", "10"], { env });
+			expect(resumed.code, resumed.stderr).toBe(0);
 		});
 	});
 
