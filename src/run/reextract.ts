@@ -22,6 +22,7 @@ import {
 import { createReportCollector } from "../report/index.js";
 import { errorMessage, jsonlLines, UsageError } from "../shared/index.js";
 import { createContractCheck, judgeCompletedRun } from "./contract-check.js";
+import { extractPlansOf } from "./extract-overrides.js";
 import { createRunFillStats } from "./extract-record.js";
 import { createRecordWriter, openRecordSinks } from "./record-writer.js";
 import type { RunJobResult } from "./run-job.js";
@@ -129,8 +130,21 @@ export async function reextractRun(options: ReextractOptions): Promise<RunJobRes
 	const inFlight = new Set<Promise<void>>();
 	const failures: unknown[] = [];
 	let seen = 0;
+	// Each page with the fields it was fetched to be read with: a target's or its source's own `extract`.
+	const plans = await extractPlansOf(job, plan, options.signal);
+	let unmatchedWarned = false;
+	const planOf = (record: ResultRecord): ExtractPlan => {
+		if (plans.crawledPagesUnmatched && (record.depth ?? 0) > 0 && !unmatchedWarned) {
+			unmatchedWarned = true;
+			const message =
+				"seeds of this crawl set their own extract: pages found from them are read with the job's own fields (a record does not say which seed found it)";
+			log.warn({ event: "extract_override_unmatched" }, message);
+			options.logger?.warn({}, message);
+		}
+		return plans.planOf(record.id);
+	};
 	const readOne = async (entry: SourceEntry, pagePath: string) => {
-		const record = await reextracted(entry.record, pagePath, plan, job, pool.run, options.signal);
+		const record = await reextracted(entry.record, pagePath, planOf(entry.record), job, pool.run, options.signal);
 		if (record === null) return;
 		record.content_path = pages.share(record.id, pagePath, extname(pagePath).slice(1) || "html");
 		write(record, null);

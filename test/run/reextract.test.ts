@@ -1,4 +1,4 @@
-import { existsSync, readdirSync, readFileSync } from "node:fs";
+import { existsSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import type { ServerResponse } from "node:http";
 import { join } from "node:path";
 import { parse } from "csv-parse/sync";
@@ -228,6 +228,59 @@ describe("a weekend with a wrong selector, fixed on Monday without paying again"
 		}
 		expect(ok.stdout + ok.stderr).not.toContain(emulator.accountKey);
 	}, 60_000);
+});
+
+describe("overrides: each page is read again with the fields it was fetched to be read with", () => {
+	it("a target's and a source's own extract apply to their pages, the job's to the rest", async () => {
+		const shop: Shop = {
+			prices: new Map<number, number | null>([
+				[1, 10],
+				[2, 20],
+				[3, 30],
+				[4, 40],
+			]),
+			// Products 2, 3 and 4 show their price under `.amount`: the job's `.price` finds nothing there.
+			moved: new Set([2, 3, 4]),
+		};
+		site = await startShop(shop);
+		emulator = await startEmulator({ scenario: { concurrency: 2 } });
+		const dir = tempDir();
+		writeFileSync(join(dir, "moved.txt"), `${site.origin}/product/3\n${site.origin}/product/4\n`);
+		const job = (own: string) =>
+			[
+				"name: shop",
+				"defaults: {mode: request}",
+				"output: {content: files}",
+				"extract:",
+				"  name: {css: h1}",
+				"  price: {css: .price, type: number}",
+				"targets:",
+				`  - {url: "${site!.origin}/product/1", id: p1}`,
+				`  - url: "${site!.origin}/product/2"`,
+				"    id: p2",
+				"    extract:",
+				`      price: {css: ${own === "fetch" ? ".nothing" : ".amount"}, type: number}`,
+				"sources:",
+				"  - file: moved.txt",
+				"    extract:",
+				`      price: {css: ${own === "fetch" ? ".nothing" : ".amount"}, type: number}`,
+				"",
+			].join("\n");
+		// Fetched with overrides that find nothing; the job file's overrides are then fixed.
+		writeJob(dir, "shop", job("fetch"));
+		const out = join(dir, "out");
+		expect((await runCli(["run", "shop.yaml", "--out", out, "--quiet"], { env: envOf(), cwd: dir })).code).toBe(0);
+		writeJob(dir, "shop", job("fixed"));
+		const sent = paid();
+		const summary = await extractJobFile(join(dir, "shop.yaml"), { out, run: "latest" });
+		expect(paid()).toBe(sent);
+		const records = readRecords(summary.run_dir);
+		const prices = Object.fromEntries(
+			records.map((record) => [record.url.slice(site!.origin.length), record.data?.price ?? null]),
+		);
+		// p1: the job's .price; p2: its own .amount; 3 and 4: their source's .amount.
+		expect(prices).toEqual({ "/product/1": 10, "/product/2": 20, "/product/3": 30, "/product/4": 40 });
+	});
 });
 
 describe("data contracts gate latest", () => {
