@@ -42,7 +42,7 @@ export function createChangeTracker(history: JobHistory, runDir: string, extract
 				data !== null ? hash("sha1", data, "hex") : Buffer.isBuffer(body) ? hash("sha1", body, "hex") : body!.sha1;
 			const contentHash = sha1.slice(0, 16);
 			record.content_hash = contentHash;
-			const previous = history.get(record.id);
+			const previous = history.previous(record.id);
 			if (!previous?.okHash || previous.okAt === null) {
 				record.change = "new";
 				counts.new += 1;
@@ -55,10 +55,10 @@ export function createChangeTracker(history: JobHistory, runDir: string, extract
 			}
 			record.change = "changed";
 			counts.changed += 1;
-			const old = history.readOkRecord(previous);
 			const fields: Record<string, { old: unknown; new: unknown }> = {};
 			if (extracts && record.data) {
-				const oldData = (old?.data ?? {}) as Record<string, unknown>;
+				// The old record is read back only for its fields: without extraction the line says the hashes.
+				const oldData = (history.readOkRecord(previous)?.data ?? {}) as Record<string, unknown>;
 				for (const [name, value] of Object.entries(record.data)) {
 					if (canonical(oldData[name] ?? null) !== canonical(value ?? null))
 						fields[name] = { old: oldData[name] ?? null, new: value ?? null };

@@ -1,7 +1,14 @@
 import { closeSync, openSync, readSync } from "node:fs";
 import type { ResultRecord } from "../output/index.js";
 
+/** What a forward pass reads at a time (`latestOkRecords` reads whole runs front to back). */
 const CHUNK_BYTES = 1 << 20;
+/**
+ * What one lookup reads first (`readRecordAt`): a record is ~0.5 KiB, a record with extracted data a few.
+ * A longer one is read on in chunks of this size. A lookup used to allocate and zero a 1 MiB chunk
+ * and read 1 MiB of the file: ~2 ms per changed target (measured 1.9–2.2 ms at 20,000 changed records).
+ */
+const LOOKUP_CHUNK_BYTES = 16 << 10;
 
 /** A line's record, or null when it is not one (a line of another program, a torn write). */
 export function parseRecord(text: string): ResultRecord | null {
@@ -25,11 +32,13 @@ export class ForwardRecordReader {
 	#buffer = Buffer.alloc(0);
 	#bufferStart = 0;
 	#fileAt = 0;
-	readonly #chunk = Buffer.alloc(CHUNK_BYTES);
+	readonly #chunk: Buffer;
 
-	/** Throws when the file cannot be opened. */
-	constructor(path: string) {
+	/** Throws when the file cannot be opened. `chunkBytes`: what each read takes from the file. */
+	constructor(path: string, chunkBytes = CHUNK_BYTES) {
 		this.#fd = openSync(path, "r");
+		// Never read past what `readSync` filled: no need to zero it.
+		this.#chunk = Buffer.allocUnsafe(chunkBytes);
 	}
 
 	/** The record starting at `offset`, null when there is none (the file was rewritten since). */
@@ -61,7 +70,7 @@ export class ForwardRecordReader {
 export function readRecordAt(path: string, offset: number): ResultRecord | null {
 	let reader: ForwardRecordReader;
 	try {
-		reader = new ForwardRecordReader(path);
+		reader = new ForwardRecordReader(path, LOOKUP_CHUNK_BYTES);
 	} catch {
 		return null;
 	}
