@@ -93,9 +93,10 @@ export interface Job {
 	taskTimeoutMs: number;
 	/**
 	 * Set by the runner for incremental runs: a target it returns false for is neither counted nor run
-	 * (fresh with `freshness:`, or not failed with `--retry-failed`).
+	 * (fresh with `freshness:`, or not failed with `--retry-failed`). It is given the target's id alone: the
+	 * counting pass decides without building a target per row.
 	 */
-	select?: (target: Target) => boolean;
+	select?: (target: Pick<Target, "id">) => boolean;
 	/**
 	 * Set by the runner for a crawl with `freshness:` (instead of `select`): null when the page is not
 	 * fresh; else where its stored page is (`content: files` of its latest ok record), or null when

@@ -190,6 +190,26 @@ describe("countTargets", () => {
 		});
 	});
 
+	it("a selection (freshness, --retry-failed) is asked by id alone: counting builds no target per row, and the run's stream the same targets", async () => {
+		const rows = Array.from({ length: 1000 }, (_, n) => `${U}/p/${n}`);
+		const { job } = await setup("sources:\n  - a.txt\n", { "a.txt": `${rows.join("\n")}\n` });
+		const asked: object[] = [];
+		const select = (target: { id: string }) => {
+			asked.push(target);
+			return Number.parseInt(target.id.slice(-1), 16) % 2 === 0;
+		};
+		const counts = await countTargets({ ...job, select });
+		// What the selection is handed while counting is the id, nothing built around it (params, origin).
+		expect(asked).toHaveLength(1000);
+		expect(asked.every((target) => Object.keys(target).join() === "id")).toBe(true);
+		const kept = await collect(streamTargets({ ...job, select }));
+		expect(kept.length).toBeGreaterThan(300);
+		expect(counts.targets).toBe(kept.length);
+		expect(counts.deselected).toBe(1000 - kept.length);
+		expect(kept.every((target) => Number.parseInt(target.id.slice(-1), 16) % 2 === 0)).toBe(true);
+		expect(kept[0]?.params.url).toBe(kept[0]?.url);
+	});
+
 	it("throws with every problem when a source has errors", async () => {
 		const { job, dir } = await setup("sources:\n  - a.txt\n", { "a.txt": `${U}/1\n` });
 		await writeFile(join(dir, "a.txt"), "bad1\nbad2\n");
