@@ -344,4 +344,13 @@ describe("the job's store (history.sqlite)", () => {
 				.sort(),
 		).toEqual([HISTORY_FILE]);
 	});
+
+	it("a run's connection keeps a 2 MB page cache (better-sqlite3's 16 MB made peak RSS grow with the job)", () => {
+		const history = openJobHistory(twoRuns());
+		try {
+			expect(history.db.pragma("cache_size", { simple: true })).toBe(-2000);
+		} finally {
+			history.close();
+		}
+	});
 });
