@@ -47,11 +47,12 @@ export interface FailedCrawledPage {
 export interface JobHistory {
 	get(id: string): TargetHistory | null;
 	/**
-	 * `get` for change tracking: the target's entry from the job's earlier runs. When the store held no
-	 * target once opened (and folded), as on a job's first run, no earlier record can exist and this
-	 * answers null without a lookup: a run never looks up a record of its own (each target is written
-	 * once a run; a resumed session finds its earlier sessions folded in, so its store is not empty),
-	 * and a shard's peers write other targets.
+	 * `get` for change tracking: the target's entry from the job's earlier runs. While the store holds no
+	 * target but this run's own (empty once opened and folded, as on a job's first run, and no run folded
+	 * in since by `accept` or `foldRun`), no earlier record can exist and this answers null without a
+	 * lookup: a run never looks up a record of its own (each target is written once a run; a resumed
+	 * session finds its earlier sessions folded in, so its store is not empty), and a shard's peers
+	 * write other targets.
 	 */
 	previous(id: string): TargetHistory | null;
 	/** The index of a run folder for `record` (the run is added to the store with its first batch). */
@@ -141,7 +142,9 @@ function createJobHistory(db: Database, jobDir: string, warnings: readonly strin
 		.raw();
 	// A lookup costs ~10 µs (WAL read, this run's batches in the log): ~13 % of a first run's CPU with
 	// the inserts (the bench's cpu row, 20,000 targets), for an answer known to be null.
-	const emptyAtOpen = db.prepare("SELECT NOT EXISTS (SELECT 1 FROM targets)").pluck().get() === 1;
+	const isEmpty = db.prepare("SELECT NOT EXISTS (SELECT 1 FROM targets)").pluck();
+	/** No target in the store but this run's own: read at open, again after any other run is folded in. */
+	let noEarlierTargets = isEmpty.get() === 1;
 	const get = (id: string): TargetHistory | null => {
 		const row = lookup.get(id) as [string, string | null, string | null, string | null, number | null] | undefined;
 		if (row === undefined) return null;
@@ -169,7 +172,7 @@ function createJobHistory(db: Database, jobDir: string, warnings: readonly strin
 	};
 	return {
 		get,
-		previous: (id) => (emptyAtOpen ? null : get(id)),
+		previous: (id) => (noEarlierTargets ? null : get(id)),
 		runIndex(runId) {
 			let index = runs.indexOf(runId);
 			if (index < 0) {
@@ -221,6 +224,7 @@ function createJobHistory(db: Database, jobDir: string, warnings: readonly strin
 		},
 		foldRun(runId) {
 			foldRun(db, jobDir, runId);
+			noEarlierTargets &&= isEmpty.get() === 1;
 		},
 		accept(runId) {
 			if (!/^[\w.-]+$/.test(runId) || runId.startsWith("."))
@@ -235,6 +239,7 @@ function createJobHistory(db: Database, jobDir: string, warnings: readonly strin
 			if (state !== "held") return false;
 			writeContractState(runDir, "accepted");
 			foldRun(db, jobDir, runId);
+			noEarlierTargets &&= isEmpty.get() === 1;
 			return true;
 		},
 		*failedCrawledPages() {

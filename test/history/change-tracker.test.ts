@@ -1,7 +1,13 @@
 import { appendFileSync, existsSync, mkdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
-import { CHANGES_FILE, createChangeTracker, HISTORY_FILE, openJobHistory } from "../../src/history/index.js";
+import {
+	CHANGES_FILE,
+	createChangeTracker,
+	HISTORY_FILE,
+	openJobHistory,
+	writeContractState,
+} from "../../src/history/index.js";
 import type { ResultRecord } from "../../src/output/index.js";
 import { tempDir } from "../helpers/job-files.js";
 import { record } from "../helpers/records.js";
@@ -22,27 +28,26 @@ function session(
 	jobDir: string,
 	runId: string,
 	fetched: readonly Fetched[],
-	options: { extracts?: boolean; killed?: boolean; finishedAt?: string } = {},
-): { records: ResultRecord[]; counts: { new: number; changed: number; unchanged: number }; stampMs: number } {
+	options: { extracts?: boolean; killed?: boolean; finishedAt?: string; accept?: string } = {},
+): { records: ResultRecord[]; counts: { new: number; changed: number; unchanged: number } } {
 	const runDir = join(jobDir, runId);
 	mkdirSync(runDir, { recursive: true });
 	const results = join(runDir, "results.jsonl");
 	if (!existsSync(results)) writeFileSync(results, "");
 	const history = openJobHistory(jobDir);
+	// `run --accept RUN_ID`: a run held back by its contract is folded in after the store was opened.
+	if (options.accept) history.accept(options.accept);
 	const run = history.runIndex(runId);
 	const tracker = createChangeTracker(history, runDir, options.extracts === true);
 	const finishedAt = options.finishedAt ?? new Date().toISOString();
 	const records: ResultRecord[] = [];
-	let stampMs = 0;
 	for (const each of fetched) {
 		const written = record(each.id, {
 			started_at: finishedAt,
 			finished_at: finishedAt,
 			...(each.data ? { data: each.data } : {}),
 		});
-		const stampedAt = performance.now();
 		tracker.stamp(written, each.body === undefined ? null : Buffer.from(each.body));
-		stampMs += performance.now() - stampedAt;
 		const line = `${JSON.stringify(written)}\n`;
 		const offset = statSync(results).size;
 		appendFileSync(results, line);
@@ -52,7 +57,7 @@ function session(
 	tracker.close();
 	if (!options.killed) history.save();
 	history.close();
-	return { records, counts: { ...tracker.counts }, stampMs };
+	return { records, counts: { ...tracker.counts } };
 }
 
 const changeOf = (records: readonly ResultRecord[]) => Object.fromEntries(records.map((one) => [one.id, one.change]));
@@ -174,6 +179,28 @@ describe("change tracking against the job's store", () => {
 		}
 	});
 
+	it("a first run held back by its contract, accepted by the next run: the store was empty when opened, the next run still compares", () => {
+		const jobDir = tempDir();
+		const held = session(jobDir, "20261121T000000Z-aaaaaa", [
+			{ id: "a", body: "page a" },
+			{ id: "b", body: "page b" },
+		]);
+		expect(changeOf(held.records)).toEqual({ a: "new", b: "new" });
+		writeContractState(join(jobDir, "20261121T000000Z-aaaaaa"), "held");
+		rmSync(join(jobDir, HISTORY_FILE));
+		// Opened with the held run left out (empty), then the run is accepted: its records are the previous ones.
+		const next = session(
+			jobDir,
+			"20261122T000000Z-bbbbbb",
+			[
+				{ id: "a", body: "page a" },
+				{ id: "b", body: "page b, edited" },
+			],
+			{ accept: "20261121T000000Z-aaaaaa" },
+		);
+		expect(changeOf(next.records)).toEqual({ a: "unchanged", b: "changed" });
+	});
+
 	it("with extraction, a changed target's line names the fields that changed, read back from a previous record larger than one read", () => {
 		const jobDir = tempDir();
 		// ~40 KB of data per record: the previous record is read back across several chunks of the file.
@@ -200,26 +227,5 @@ describe("change tracking against the job's store", () => {
 		expect(changeLines(jobDir, "20261122T000000Z-bbbbbb")).toEqual([
 			expect.objectContaining({ id: "b", fields: { price: { old: 2, new: 3 } } }),
 		]);
-	});
-
-	it("a changed target costs a read of its previous record, not of a megabyte: 1,000 changed targets in well under a second", () => {
-		const jobDir = tempDir();
-		const ids = Array.from({ length: 1000 }, (_, n) => `t${n}`);
-		session(
-			jobDir,
-			"20261121T000000Z-aaaaaa",
-			ids.map((id) => ({ id, data: { price: 1 } })),
-			{ extracts: true },
-		);
-		const second = session(
-			jobDir,
-			"20261122T000000Z-bbbbbb",
-			ids.map((id) => ({ id, data: { price: 2 } })),
-			{ extracts: true },
-		);
-		expect(second.counts.changed).toBe(1000);
-		expect(changeLines(jobDir, "20261122T000000Z-bbbbbb")).toHaveLength(1000);
-		// Reading back 1 MiB per changed target (a zeroed buffer each time) took ~2 ms each: ~2 s here.
-		expect(second.stampMs).toBeLessThan(1000);
 	});
 });
