@@ -39,10 +39,17 @@ export function openStore(path: string): OpenedStore {
 	let unusable: string | null = null;
 	if (existsSync(path)) {
 		let db: Database | null = null;
+		let blank = false;
 		try {
 			db = connect(path, false);
-			unusable = layoutProblem(db);
-			if (unusable === null) return { db, unusable: null, created: false };
+			// A file with no table yet is one another process has just made and not filled (shards of one
+			// job start together): its tables are made or found below, under the write lock. Removed as
+			// "not a scrapejob store", it took the other process's open file with it (disk I/O error there).
+			blank = isBlank(db);
+			if (!blank) {
+				unusable = layoutProblem(db);
+				if (unusable === null) return { db, unusable: null, created: false };
+			}
 		} catch (error) {
 			unusable = `it cannot be read (${errorMessage(error)})`;
 		}
@@ -51,7 +58,7 @@ export function openStore(path: string): OpenedStore {
 		} catch {
 			// Closing a damaged file may fail too: it is removed below either way.
 		}
-		removeStore(path);
+		if (!blank) removeStore(path);
 	}
 	mkdirSync(dirname(path), { recursive: true });
 	const db = connect(path, true);
@@ -99,6 +106,12 @@ function connect(path: string, create: boolean): Database {
 		db.close();
 		throw error;
 	}
+}
+
+/** A database with no schema and no application id: made by `connect`, its tables not yet. */
+function isBlank(db: Database): boolean {
+	const objects = db.prepare("SELECT count(*) FROM sqlite_schema").pluck().get() as number;
+	return objects === 0 && (db.pragma("application_id", { simple: true }) as number) === 0;
 }
 
 /** Why an opened file is not a store of the current layout, or null when it is one. */

@@ -11,6 +11,7 @@ import {
 	truncateSync,
 	writeFileSync,
 } from "node:fs";
+import { createRequire } from "node:module";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { HISTORY_FILE, OLD_HISTORY_FILE, openJobHistory } from "../../src/history/index.js";
@@ -343,6 +344,27 @@ describe("the job's store (history.sqlite)", () => {
 				.filter((name) => !name.startsWith("2026"))
 				.sort(),
 		).toEqual([HISTORY_FILE]);
+	});
+
+	it("a store file another process has just made, its tables not yet, is used, not removed from under it (shards starting together)", () => {
+		const jobDir = tempDir();
+		mkdirSync(jobDir, { recursive: true });
+		const path = join(jobDir, HISTORY_FILE);
+		// The other shard: its connection made the file and set WAL, and has not taken the write lock yet.
+		const require = createRequire(import.meta.url);
+		const Sqlite = require("better-sqlite3") as typeof import("better-sqlite3");
+		const other = new Sqlite(path);
+		try {
+			other.pragma("journal_mode = WAL");
+			const history = openJobHistory(jobDir);
+			expect(history.warnings).toEqual([]);
+			history.close();
+			// Still one file: the other shard finds the tables this open made (removed, its file was gone).
+			const tables = other.prepare("SELECT name FROM sqlite_schema WHERE type = 'table' ORDER BY name").pluck().all();
+			expect(tables).toEqual(["runs", "targets"]);
+		} finally {
+			other.close();
+		}
 	});
 
 	it("a run's connection keeps a 2 MB page cache (better-sqlite3's 16 MB made peak RSS grow with the job)", () => {
