@@ -1,8 +1,19 @@
-import { defineConfig } from "vitest/config";
+import { configDefaults, defineConfig } from "vitest/config";
+
+/**
+ * Files that measure this process's own memory (heap, RSS, array buffers) or its temporary folders by
+ * pid: each runs in a fresh process, as every file did before, so that nothing another file left in the
+ * worker (a grown heap whose pages RSS reuses, a folder of the same pid) can hide what they measure.
+ */
+const OWN_PROCESS = [
+	"test/job/big-source.test.ts",
+	"test/job/read-job-text.test.ts",
+	"test/job/scan-keys.test.ts",
+	"test/run/resume-scale.test.ts",
+];
 
 export default defineConfig({
 	test: {
-		include: ["test/**/*.test.ts"],
 		testTimeout: 30_000,
 		hookTimeout: 30_000,
 		pool: "forks",
@@ -15,5 +26,20 @@ export default defineConfig({
 		globalSetup: ["./test/helpers/temp-root.ts"],
 		// Vitest's own summary, then one plain `N passed, N failed` line for CI logs.
 		reporters: ["default", "./test/helpers/plain-summary-reporter.ts"],
+		projects: [
+			{ extends: true, test: { name: "own-process", include: OWN_PROCESS } },
+			{
+				extends: true,
+				test: {
+					name: "shared-process",
+					include: ["test/**/*.test.ts"],
+					exclude: [...configDefaults.exclude, ...OWN_PROCESS],
+					// A worker process runs file after file with its modules loaded once: re-evaluating the
+					// product's modules (and zod, undici, pino, …) for every file was ~40 % of the suite's time.
+					// Each file still starts and closes its own servers, emulators and folders.
+					isolate: false,
+				},
+			},
+		],
 	},
 });

@@ -12,7 +12,7 @@ import {
 } from "node:http";
 import type { AddressInfo } from "node:net";
 import type { Dispatcher } from "undici";
-import { afterAll, afterEach, expect } from "vitest";
+import { expect, onTestFinished } from "vitest";
 import {
 	type AccountClient,
 	type AccountClientOptions,
@@ -32,29 +32,25 @@ import {
 	startEmulator,
 } from "../../src/emulator/index.js";
 
-const cleanups: Array<() => Promise<void>> = [];
-
-afterEach(async () => {
-	// Last started, first closed: the emulator goes before the demo site it fetches from.
-	for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
-});
-
-/** One keep-alive pool per test file, as the runner would inject it. */
+/**
+ * One keep-alive pool, as the runner would inject it: made once per test process (files that Vitest runs
+ * in one worker share it, and it outlives them: a pool destroyed after one file would fail the next).
+ * Idle sockets close after 1 s.
+ */
 export const dispatcher: Dispatcher = createDispatcher({ keepAliveTimeoutMs: 1000 });
 
-afterAll(async () => {
-	await dispatcher.destroy();
-});
+// Each use* closes what it started when the running test finishes, last started first (the emulator
+// before the demo site it fetches from): registered per test, so it holds in a worker shared by files.
 
 export async function useDemoSite(): Promise<DemoSite> {
 	const site = await startDemoSite();
-	cleanups.push(() => site.close());
+	onTestFinished(() => site.close());
 	return site;
 }
 
 export async function useEmulator(scenario: ScenarioInput = {}): Promise<Emulator> {
 	const emulator = await startEmulator({ scenario });
-	cleanups.push(() => emulator.close());
+	onTestFinished(() => emulator.close());
 	return emulator;
 }
 
@@ -111,7 +107,7 @@ export async function useRawServer(handler: RawHandler): Promise<RawServer> {
 		});
 	});
 	const port = await listen(server);
-	cleanups.push(
+	onTestFinished(
 		() =>
 			new Promise<void>((resolve) => {
 				server.close(() => resolve());
@@ -141,7 +137,7 @@ export async function useRecordingProxy(origin: string): Promise<RawServer> {
 		req.pipe(upstream);
 	});
 	const port = await listen(server);
-	cleanups.push(
+	onTestFinished(
 		() =>
 			new Promise<void>((resolve) => {
 				server.close(() => resolve());

@@ -1,4 +1,4 @@
-import { afterEach } from "vitest";
+import { onTestFinished } from "vitest";
 import {
 	type DemoSite,
 	type DemoSiteOptions,
@@ -8,23 +8,17 @@ import {
 	startEmulator,
 } from "../../src/emulator/index.js";
 
-const cleanups: Array<() => Promise<void>> = [];
-
-afterEach(async () => {
-	await Promise.all(cleanups.splice(0).map((cleanup) => cleanup()));
-});
-
 /** An emulator closed after the test. */
 export async function useEmulator(options: StartEmulatorOptions = {}): Promise<Emulator> {
 	const emulator = await startEmulator(options);
-	cleanups.push(() => emulator.close());
+	onTestFinished(() => emulator.close());
 	return emulator;
 }
 
 /** A demo site closed after the test. */
 export async function useDemoSite(options: DemoSiteOptions = {}): Promise<DemoSite> {
 	const site = await startDemoSite(options);
-	cleanups.push(() => site.close());
+	onTestFinished(() => site.close());
 	return site;
 }
 

@@ -2,7 +2,7 @@ import { mkdir, mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { Writable } from "node:stream";
-import { afterEach } from "vitest";
+import { onTestFinished } from "vitest";
 import type { CliContext } from "../../src/cli/context.js";
 import {
 	formatProblem,
@@ -12,18 +12,12 @@ import {
 	loadJob,
 } from "../../src/job/index.js";
 
-const created: string[] = [];
-
 /** A fresh directory under the OS temp dir, removed after the test. */
 export async function makeTempDir(): Promise<string> {
 	const dir = await mkdtemp(join(tmpdir(), "scrapejob-job-"));
-	created.push(dir);
+	onTestFinished(() => rm(dir, { recursive: true, force: true }));
 	return dir;
 }
-
-afterEach(async () => {
-	await Promise.all(created.splice(0).map((dir) => rm(dir, { recursive: true, force: true })));
-});
 
 /** Write files (paths relative to `dir`, parents created). */
 export async function writeFiles(dir: string, files: Record<string, string | Buffer>): Promise<void> {
