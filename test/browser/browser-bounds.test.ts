@@ -1,12 +1,13 @@
 import { readdirSync } from "node:fs";
-import { createServer, type Server } from "node:http";
+import { createServer } from "node:http";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { BrowserSessionError, runBrowserSession } from "../../src/browser/index.js";
 import { type HostileCdp, startDroppingCdp, startSilentCdp } from "../helpers/hostile-cdp.js";
 import { isRunFolderName, readRecords, tempDir, writeJob } from "../helpers/job-files.js";
+import { listenForTest } from "../helpers/loopback.js";
 import { runCli } from "../helpers/run-cli.js";
-import { startTestService, type TestService } from "../helpers/service.js";
+import { useTestService } from "../helpers/service.js";
 
 /**
  * Every await on the browser service is bounded (shared/design.md, "Browser steps"): a service that
@@ -14,16 +15,10 @@ import { startTestService, type TestService } from "../helpers/service.js";
  * and values no run can hold all end one target within `step_timeout`, never the run.
  */
 
-let service: TestService | undefined;
 let hostile: HostileCdp | undefined;
-let site: Server | undefined;
 afterEach(async () => {
 	await hostile?.close();
-	await service?.close();
-	await new Promise((resolve) => (site ? site.close(resolve) : resolve(undefined)));
-	service = undefined;
 	hostile = undefined;
-	site = undefined;
 });
 
 const PAGES: Record<string, string> = {
@@ -33,14 +28,11 @@ const PAGES: Record<string, string> = {
 };
 
 async function startSite(): Promise<string> {
-	site = createServer((req, res) => {
+	const site = createServer((req, res) => {
 		const page = PAGES[req.url ?? ""];
 		res.writeHead(page ? 200 : 404, { "content-type": "text/html" }).end(page ?? "not here");
 	});
-	await new Promise<void>((resolve) => site!.listen(0, "127.0.0.1", resolve));
-	const address = site.address();
-	if (address === null || typeof address === "string") throw new Error("no address");
-	return `http://127.0.0.1:${address.port}`;
+	return listenForTest(site);
 }
 
 describe("runBrowserSession bounds every call to the service", () => {
@@ -59,7 +51,7 @@ describe("runBrowserSession bounds every call to the service", () => {
 	}, 15_000);
 
 	it("a command the service never answers (a new page) fails the session as lost within step_timeout", async () => {
-		service = await startTestService({ browser_concurrency: 1 });
+		const service = await useTestService({ browser_concurrency: 1 });
 		hostile = await startDroppingCdp(service.emulator.browserUrl, ["Target.createTarget"]);
 		const url = await startSite();
 		const failure = await runBrowserSession({
@@ -84,7 +76,7 @@ describe("runBrowserSession bounds every call to the service", () => {
 describe("browser steps fail their target, never the run", () => {
 	it("cyclic and oversized evaluate values, a missing selector and a busy page fail only their target; a 1e8 s session length is clamped", async () => {
 		// 1e8 s would overflow every timer of the session (2^31 ms): clamped to a day, sessions work.
-		service = await startTestService({ browser_concurrency: 3, max_session_length_seconds: 1e8 });
+		const service = await useTestService({ browser_concurrency: 3, max_session_length_seconds: 1e8 });
 		const url = await startSite();
 		const dir = tempDir();
 		const out = join(dir, "out");

@@ -1,16 +1,10 @@
 import { existsSync, readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
-import { afterEach, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { demoSearchResults } from "../../src/emulator/index.js";
 import { isRunFolderName, readRecords, readSummary, tempDir, writeJob } from "../helpers/job-files.js";
 import { runCli } from "../helpers/run-cli.js";
-import { startTestService, type TestService } from "../helpers/service.js";
-
-let service: TestService | undefined;
-afterEach(async () => {
-	await service?.close();
-	service = undefined;
-});
+import { useTestService } from "../helpers/service.js";
 
 function onlyRun(out: string, job: string): string {
 	const runs = readdirSync(join(out, job)).filter(isRunFolderName);
@@ -32,7 +26,7 @@ const fastRetry = ["retry:", "  attempts: 3", "  backoff_ms: 5", "  max_backoff_
 
 describe("browser_session: targets in the service's remote browser (real Chromium behind the emulator)", () => {
 	it("fills a search form and loads a click-to-load list; evaluate values land in data.evaluate", async () => {
-		service = await startTestService({ browser_concurrency: 2 });
+		const service = await useTestService({ browser_concurrency: 2 });
 		const site = service.site.url;
 		const dir = tempDir();
 		const out = join(dir, "out");
@@ -101,10 +95,12 @@ describe("browser_session: targets in the service's remote browser (real Chromiu
 	});
 
 	it("never opens more sessions than the account's browser concurrency", async () => {
-		service = await startTestService({ browser_concurrency: 2 });
+		const service = await useTestService({ browser_concurrency: 2 });
 		const dir = tempDir();
 		const out = join(dir, "out");
-		const targets = Array.from({ length: 6 }, (_, index) => `  - ${service!.site.url}/product/${index + 1}`);
+		// Twice the limit: the account's scraper limit (5) would let all 4 connect at once, and the 3rd
+		// would be refused (429); 4 rather than more, as each session is a Chromium of its own to start.
+		const targets = Array.from({ length: 4 }, (_, index) => `  - ${service.site.url}/product/${index + 1}`);
 		const job = writeJob(
 			dir,
 			"many",
@@ -113,14 +109,14 @@ describe("browser_session: targets in the service's remote browser (real Chromiu
 		const result = await runCli(["run", job, "--out", out, "--quiet"], { env: service.env });
 		expect(result.code).toBe(0);
 		const sessions = service.emulator.browserSessions();
-		expect(sessions.started).toBe(6);
+		expect(sessions.started).toBe(4);
 		expect(sessions.peakActive).toBe(2);
 		expect(sessions.refused[429]).toBeUndefined();
 		expect(readRecords(onlyRun(out, "many")).every((record) => record.status === "ok")).toBe(true);
 	});
 
 	it("retries a session the service cut short, and fails one whose steps cannot fit in the session's length", async () => {
-		service = await startTestService({
+		const service = await useTestService({
 			browser_concurrency: 2,
 			browser_cut_sessions: 1,
 			browser_cut_after_ms: 400,
@@ -160,10 +156,10 @@ describe("browser_session: targets in the service's remote browser (real Chromiu
 	});
 
 	it("a refused browser key stops the run with exit 3 and never prints the key", async () => {
-		service = await startTestService({ browser_reported_key: "revoked-browser-key-0123456789" });
+		const service = await useTestService({ browser_reported_key: "revoked-browser-key-0123456789" });
 		const dir = tempDir();
 		const out = join(dir, "out");
-		const targets = Array.from({ length: 3 }, (_, index) => `  - ${service!.site.url}/product/${index + 1}`);
+		const targets = Array.from({ length: 3 }, (_, index) => `  - ${service.site.url}/product/${index + 1}`);
 		const job = writeJob(
 			dir,
 			"refused",
@@ -179,7 +175,7 @@ describe("browser_session: targets in the service's remote browser (real Chromiu
 	});
 
 	it("an account without browser access exits 3 before anything is sent", async () => {
-		service = await startTestService({ has_browser_access: false });
+		const service = await useTestService({ has_browser_access: false });
 		const dir = tempDir();
 		const out = join(dir, "out");
 		const job = writeJob(

@@ -2,10 +2,10 @@ import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterEach, expect, it } from "vitest";
 import { type Emulator, startEmulator } from "../../src/index.js";
-import { startTargetSite, type TargetSite } from "../crawl/target-site.js";
 import { readSummary, tempDir, writeJob } from "../helpers/job-files.js";
 import { runCli } from "../helpers/run-cli.js";
 import { assertBuilt, runPrintedCommand } from "../helpers/spawn-cli.js";
+import { startTargetSite } from "../helpers/target-site.js";
 
 /**
  * A run its data contract held back prints the command that accepts it, and that command works as
@@ -15,12 +15,9 @@ import { assertBuilt, runPrintedCommand } from "../helpers/spawn-cli.js";
  */
 
 let emulator: Emulator | undefined;
-let site: TargetSite | undefined;
 afterEach(async () => {
 	await emulator?.close();
-	await site?.close();
 	emulator = undefined;
-	site = undefined;
 });
 
 /** Every product's price is below the contract's `min`: each run of this job is held. */
@@ -44,7 +41,7 @@ const acceptHint = (stdout: string) => /publish it anyway with `([^`]+)`/.exec(s
 
 it("run and extract print the command that accepts a held run; run as printed, it accepts it", async () => {
 	assertBuilt();
-	site = await startTargetSite((req, res) => {
+	const site = await startTargetSite((req, res) => {
 		const id = /\/product\/(\d+)$/.exec(req.url ?? "")?.[1];
 		res
 			.writeHead(200, { "content-type": "text/html; charset=utf-8" })

@@ -1,25 +1,14 @@
 import { spawnSync } from "node:child_process";
 import { readdirSync, readFileSync } from "node:fs";
-import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
-import type { AddressInfo } from "node:net";
+import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
 import { join } from "node:path";
-import { afterEach, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { runJobFile } from "../../src/library/index.js";
 import { isRunFolderName, readSummary, tempDir, writeJob } from "../helpers/job-files.js";
+import { listenForTest } from "../helpers/loopback.js";
 import { runCli } from "../helpers/run-cli.js";
-import { startTestService, type TestService } from "../helpers/service.js";
+import { useTestService } from "../helpers/service.js";
 import { assertBuilt, spawnCli } from "../helpers/spawn-cli.js";
-
-let service: TestService | undefined;
-const servers: Server[] = [];
-afterEach(async () => {
-	await service?.close();
-	service = undefined;
-	for (const server of servers.splice(0)) {
-		server.closeAllConnections();
-		await new Promise((resolve) => server.close(resolve));
-	}
-});
 
 /** A loopback server for one test: every request (method, path, body) is kept; `handle` answers. */
 async function startReceiver(
@@ -38,10 +27,9 @@ async function startReceiver(
 			handle(req, res, body);
 		});
 	});
-	servers.push(server);
-	await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+	const origin = await listenForTest(server);
 	return {
-		url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
+		url: origin,
 		requests,
 		/** Resolves once `count` requests have arrived (an event, not a sleep). */
 		received: (count: number) =>
@@ -85,7 +73,7 @@ describe("--metrics FILE", () => {
 	it.skipIf(!promtool)(
 		"writes a file promtool accepts, whose figures are the run's summary (skipped only when promtool is not installed: Debian's prometheus package)",
 		async () => {
-			service = await startTestService({ concurrency: 4 });
+			const service = await useTestService({ concurrency: 4 });
 			const dir = tempDir();
 			const out = join(dir, "out");
 			const metrics = join(dir, "textfile", "scrapejob.prom");
@@ -124,7 +112,7 @@ describe("--metrics FILE", () => {
 	);
 
 	it("keeps the last success through a failed run (alerting on its age works), and other jobs' series in a shared file", async () => {
-		service = await startTestService({ concurrency: 4 });
+		const service = await useTestService({ concurrency: 4 });
 		const dir = tempDir();
 		const out = join(dir, "out");
 		const metrics = join(dir, "scrapejob.prom");
@@ -157,7 +145,7 @@ describe("--metrics FILE", () => {
 describe("--metrics while a run goes on", () => {
 	it("rewrites the file every 10 s (fetches in flight, the duration), and a stopped run ends with /fail and nothing in flight", async () => {
 		assertBuilt();
-		service = await startTestService({ concurrency: 2 });
+		const service = await useTestService({ concurrency: 2 });
 		const receiver = await startReceiver();
 		const dir = tempDir();
 		const metrics = join(dir, "scrapejob.prom");
@@ -194,7 +182,7 @@ describe("--metrics while a run goes on", () => {
 
 describe("healthcheck pings", () => {
 	it("GET URL/start then URL on success; URL/start then URL/fail when the exit code is not 0; the URL never printed", async () => {
-		service = await startTestService({ concurrency: 4 });
+		const service = await useTestService({ concurrency: 4 });
 		const receiver = await startReceiver();
 		const secret = `${receiver.url}/ping/5f1c0de0-secret`;
 		const dir = tempDir();
@@ -222,7 +210,7 @@ describe("healthcheck pings", () => {
 	});
 
 	it("a monitor that never answers holds the exit up no longer than its 10 s bound, and leaves the exit code alone", async () => {
-		service = await startTestService({ concurrency: 4 });
+		const service = await useTestService({ concurrency: 4 });
 		// Answers the start ping; the end ping hangs (never answered).
 		const receiver = await startReceiver((req, res) => {
 			if (req.url?.endsWith("/start")) res.end("OK");
@@ -246,7 +234,7 @@ describe("healthcheck pings", () => {
 
 describe("OTEL_EXPORTER_OTLP_ENDPOINT", () => {
 	it("pushes the same figures over OTLP/HTTP when the run ends", async () => {
-		service = await startTestService({ concurrency: 4 });
+		const service = await useTestService({ concurrency: 4 });
 		const collector = await startReceiver((_req, res) => {
 			res.writeHead(200, { "content-type": "application/json" }).end("{}");
 		});

@@ -1,19 +1,10 @@
 import { readdirSync } from "node:fs";
 import { join } from "node:path";
-import { afterEach, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { readRecords, readSummary, tempDir, writeJob } from "../helpers/job-files.js";
 import { runCli } from "../helpers/run-cli.js";
-import { startTestService, type TestService } from "../helpers/service.js";
-import { html, startTargetSite, type TargetSite } from "./target-site.js";
-
-let service: TestService | undefined;
-let site: TargetSite | undefined;
-afterEach(async () => {
-	await service?.close();
-	await site?.close();
-	service = undefined;
-	site = undefined;
-});
+import { useTestService } from "../helpers/service.js";
+import { html, startTargetSite } from "../helpers/target-site.js";
 
 /** /start (depth 0) links /a, /b and /slow (depth 1); /a links /a2, /b links /b2 (depth 2). */
 const LINKS: Record<string, string[]> = {
@@ -26,7 +17,7 @@ const LINKS: Record<string, string[]> = {
 describe("crawl: a continuous feed", () => {
 	it("level 2 starts while level 1's slow page is in flight: fetches stay at the account's limit across the boundary", async () => {
 		const limit = 3;
-		service = await startTestService({ concurrency: limit });
+		const service = await useTestService({ concurrency: limit });
 		/** Requests being answered now, and what was open when each level-2 page was asked for. */
 		let open = 0;
 		const openAtLevel2: Array<{ path: string; open: number; slowOpen: boolean }> = [];
@@ -36,7 +27,7 @@ describe("crawl: a continuous feed", () => {
 			releaseSlow = resolve;
 		});
 		let level2 = 0;
-		site = await startTargetSite((req, res) => {
+		const site = await startTargetSite((req, res) => {
 			const path = req.url ?? "/";
 			open += 1;
 			res.on("finish", () => {
@@ -89,14 +80,14 @@ describe("crawl: a continuous feed", () => {
 		// Depths stay exact: every page at its BFS depth, each fetched once.
 		const runDir = join(out, "feed", readdirSync(join(out, "feed")).find((name) => /^\d/.test(name))!);
 		const depths = Object.fromEntries(
-			readRecords(runDir).map((record) => [record.url.slice(site!.origin.length), record.depth]),
+			readRecords(runDir).map((record) => [record.url.slice(site.origin.length), record.depth]),
 		);
 		expect(depths).toEqual({ "/start": 0, "/a": 1, "/b": 1, "/slow": 1, "/a2": 2, "/b2": 2, "/slow2": 2 });
 		expect(readSummary(runDir).crawl).toMatchObject({ pages: 7, stopped_by: null });
 	});
 
 	it("a page first found one level too deep (from the next level, while the last pages of this one were in flight) gets its shortest depth", async () => {
-		service = await startTestService({ concurrency: 3 });
+		const service = await useTestService({ concurrency: 3 });
 		// /start → /a, /slow (1); /a → /a2 (2); /a2 → /x (3); /slow → /x (2): /x is at depth 2.
 		const links: Record<string, string[]> = {
 			"/start": ["/a", "/slow"],
@@ -108,7 +99,7 @@ describe("crawl: a continuous feed", () => {
 		const a2Done = new Promise<void>((resolve) => {
 			a2Answered = resolve;
 		});
-		site = await startTargetSite((req, res) => {
+		const site = await startTargetSite((req, res) => {
 			const path = req.url ?? "/";
 			const answer = () => html(res, (links[path] ?? []).map((href) => `<a href="${href}">x</a>`).join(" "));
 			if (path === "/a2") res.on("finish", () => a2Answered());
@@ -134,7 +125,7 @@ describe("crawl: a continuous feed", () => {
 		expect(result.code, result.stderr).toBe(0);
 		const runDir = join(out, "feed", readdirSync(join(out, "feed")).find((name) => /^\d/.test(name))!);
 		const records = readRecords(runDir);
-		const byPath = new Map(records.map((record) => [record.url.slice(site!.origin.length), record]));
+		const byPath = new Map(records.map((record) => [record.url.slice(site.origin.length), record]));
 		expect([...byPath.keys()].sort()).toEqual(["/a", "/a2", "/slow", "/start", "/x"]);
 		expect(byPath.get("/x")).toMatchObject({ depth: 2, parent: byPath.get("/slow")!.id });
 		// Asked for once: the deeper entry was passed over once the shallower one claimed it.

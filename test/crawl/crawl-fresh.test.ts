@@ -1,20 +1,11 @@
 import { existsSync, readdirSync } from "node:fs";
 import { join } from "node:path";
-import { afterEach, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { runJobFile } from "../../src/library/index.js";
 import { readRecords, tempDir, writeJob } from "../helpers/job-files.js";
 import { runCli } from "../helpers/run-cli.js";
-import { startTestService, type TestService } from "../helpers/service.js";
-import { html, startTargetSite, type TargetSite } from "./target-site.js";
-
-let service: TestService | undefined;
-let site: TargetSite | undefined;
-afterEach(async () => {
-	await service?.close();
-	await site?.close();
-	service = undefined;
-	site = undefined;
-});
+import { useTestService } from "../helpers/service.js";
+import { html, startTargetSite, type TargetSite } from "../helpers/target-site.js";
 
 /** A binary tree of pages: /t/i links /t/2i+1 and /t/2i+2. */
 async function startTreeSite(): Promise<TargetSite> {
@@ -54,8 +45,8 @@ function askedPaths(target: TargetSite): Map<string, number> {
 
 describe("crawl × freshness", () => {
 	it("content: files — fresh pages are not paid again, their links are read from their stored pages", async () => {
-		service = await startTestService({ concurrency: 4 });
-		site = await startTreeSite();
+		const service = await useTestService({ concurrency: 4 });
+		const site = await startTreeSite();
 		const dir = tempDir();
 		const out = join(dir, "out");
 		const job = writeJob(dir, "fresh", yaml(site.origin, "files", 11));
@@ -82,8 +73,8 @@ describe("crawl × freshness", () => {
 	});
 
 	it("content: none — fresh pages are fetched again only to follow their links, counted as refetched_for_links", async () => {
-		service = await startTestService({ concurrency: 4 });
-		site = await startTreeSite();
+		const service = await useTestService({ concurrency: 4 });
+		const site = await startTreeSite();
 		const dir = tempDir();
 		const out = join(dir, "out");
 		const job = writeJob(dir, "fresh", yaml(site.origin, "none", 11));

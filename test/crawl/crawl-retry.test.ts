@@ -1,22 +1,13 @@
 import { readdirSync } from "node:fs";
 import { join } from "node:path";
-import { afterEach, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { runJobFile } from "../../src/library/index.js";
 import type { ResultRecord } from "../../src/output/index.js";
 import { CREDIT_COSTS } from "../../src/shared/index.js";
 import { isRunFolderName, readRecords, readSummary, tempDir, writeJob } from "../helpers/job-files.js";
 import { runCli } from "../helpers/run-cli.js";
-import { startTestService, type TestService } from "../helpers/service.js";
-import { html, startTargetSite, type TargetSite } from "./target-site.js";
-
-let service: TestService | undefined;
-let site: TargetSite | undefined;
-afterEach(async () => {
-	await service?.close();
-	await site?.close();
-	service = undefined;
-	site = undefined;
-});
+import { useTestService } from "../helpers/service.js";
+import { html, startTargetSite, type TargetSite } from "../helpers/target-site.js";
 
 /**
  * /start (0) → /a, /b (1); /a → /a1 (2); /b → /b1, /a, /start (2). /b answers 404 the first time it is
@@ -51,11 +42,11 @@ function byPath(records: readonly ResultRecord[], origin: string): Map<string, R
 	return new Map(records.map((record) => [record.url.slice(origin.length), record]));
 }
 
-type Retry = (job: string, out: string, firstRun: string) => Promise<void>;
+type Retry = (job: string, out: string, firstRun: string, env: NodeJS.ProcessEnv) => Promise<void>;
 
 async function retriesTheFailedPage(retry: Retry): Promise<void> {
-	service = await startTestService({ concurrency: 2 });
-	site = await startFlakySite();
+	const service = await useTestService({ concurrency: 2 });
+	const site = await startFlakySite();
 	const dir = tempDir();
 	const out = join(dir, "out");
 	const job = writeJob(
@@ -79,7 +70,7 @@ async function retriesTheFailedPage(retry: Retry): Promise<void> {
 	const askedBefore = site.requests.length;
 	const ledgerBefore = service.emulator.ledger.entries.length;
 
-	await retry(job, out, firstRun!);
+	await retry(job, out, firstRun!, service.env);
 
 	const secondRun = runFolders(out).find((folder) => folder !== firstRun)!;
 	const records = readRecords(secondRun);
@@ -108,22 +99,20 @@ async function retriesTheFailedPage(retry: Retry): Promise<void> {
 
 describe("crawl × --retry-failed", () => {
 	it("run --retry-failed fetches a failed discovered page again at its recorded depth and parent, and follows its new links", async () => {
-		await retriesTheFailedPage(async (job, out) => {
-			const result = await runCli(["run", job, "--out", out, "--quiet", "--retry-failed"], { env: service!.env });
+		await retriesTheFailedPage(async (job, out, _firstRun, env) => {
+			const result = await runCli(["run", job, "--out", out, "--quiet", "--retry-failed"], { env });
 			expect(result.code, result.stderr).toBe(0);
 		});
 	});
 
 	it("runJobFile(path, {retryFailed: true}) does the same, and so does {retryFailed: <run id>}", async () => {
-		await retriesTheFailedPage(async (job, out) => {
-			const summary = await runJobFile(job, { out, env: service!.env, retryFailed: true });
+		await retriesTheFailedPage(async (job, out, _firstRun, env) => {
+			const summary = await runJobFile(job, { out, env, retryFailed: true });
 			expect(summary.targets.by_status).toMatchObject({ ok: 2, failed: 0 });
 		});
-		await service?.close();
-		await site?.close();
-		await retriesTheFailedPage(async (job, out, firstRun) => {
+		await retriesTheFailedPage(async (job, out, firstRun, env) => {
 			const runId = firstRun.slice(firstRun.lastIndexOf("/") + 1);
-			await runJobFile(job, { out, env: service!.env, retryFailed: runId });
+			await runJobFile(job, { out, env, retryFailed: runId });
 		});
 	});
 
@@ -146,8 +135,8 @@ describe("crawl × --retry-failed", () => {
 	});
 
 	it("a crawl with no failed page: nothing to retry, nothing sent", async () => {
-		service = await startTestService({ concurrency: 2 });
-		site = await startTargetSite((_req, res) => html(res, "leaf"));
+		const service = await useTestService({ concurrency: 2 });
+		const site = await startTargetSite((_req, res) => html(res, "leaf"));
 		const dir = tempDir();
 		const out = join(dir, "out");
 		const job = writeJob(

@@ -1,20 +1,11 @@
 import { readdirSync } from "node:fs";
 import { join } from "node:path";
-import { afterEach, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import type { LedgerEntry } from "../../src/emulator/index.js";
 import { isRunFolderName, readSummary, tempDir, writeJob } from "../helpers/job-files.js";
 import { runCli } from "../helpers/run-cli.js";
-import { startTestService, type TestService } from "../helpers/service.js";
-import { html, startTargetSite, type TargetSite } from "./target-site.js";
-
-let service: TestService | undefined;
-let site: TargetSite | undefined;
-afterEach(async () => {
-	await service?.close();
-	service = undefined;
-	await site?.close();
-	site = undefined;
-});
+import { useTestService } from "../helpers/service.js";
+import { html, startTargetSite, type TargetSite } from "../helpers/target-site.js";
 
 /** The `*` group refuses everything: only the `scrapejob` group lets the crawl in. */
 const ROBOTS = [
@@ -59,11 +50,11 @@ function crawlYaml(origin: string, robots: "obey" | "ignore" | null, extra: stri
 	].join("\n");
 }
 
-async function crawl(yaml: string) {
+async function crawl(yaml: string, env: NodeJS.ProcessEnv) {
 	const dir = tempDir();
 	const out = join(dir, "out");
 	const result = await runCli(["run", writeJob(dir, "polite", yaml), "--out", out, "--quiet"], {
-		env: service!.env,
+		env,
 	});
 	const run = readdirSync(join(out, "polite")).filter(isRunFolderName)[0]!;
 	return { result, summary: readSummary(join(out, "polite", run)) };
@@ -90,9 +81,9 @@ function gapsMs(entries: readonly LedgerEntry[]): number[] {
 
 describe("crawl.robots", () => {
 	it("obey (the default): the scrapejob group's Disallow/Allow/wildcards decide the links, refused ones are counted, listed seeds fetched, robots.txt paid once", async () => {
-		service = await startTestService({ concurrency: 4 });
-		site = await startSite(ROBOTS);
-		const { result, summary } = await crawl(crawlYaml(site.origin, null));
+		const service = await useTestService({ concurrency: 4 });
+		const site = await startSite(ROBOTS);
+		const { result, summary } = await crawl(crawlYaml(site.origin, null), service.env);
 		expect(result.code).toBe(0);
 		expect(fetchedPaths(site)).toEqual(
 			["/robots.txt", "/start", "/private/seed", "/a", "/b", "/private/open", "/doc.pdf?page=2"].sort(),
@@ -108,9 +99,9 @@ describe("crawl.robots", () => {
 	});
 
 	it("obey: Crawl-delay spaces the fetch starts to the host (the emulator's ledger), seeds included", async () => {
-		service = await startTestService({ concurrency: 4 });
-		site = await startSite(ROBOTS);
-		await crawl(crawlYaml(site.origin, "obey"));
+		const service = await useTestService({ concurrency: 4 });
+		const site = await startSite(ROBOTS);
+		await crawl(crawlYaml(site.origin, "obey"), service.env);
 		const fetches = fetchesOf(service.emulator.ledger.entries, site.origin);
 		expect(fetches).toHaveLength(7);
 		// Page fetches after robots.txt: each 300 ms after the one before as sent; the ledger stamps arrival,
@@ -120,20 +111,20 @@ describe("crawl.robots", () => {
 	});
 
 	it("ignore: robots.txt is not fetched and every link in scope is followed", async () => {
-		service = await startTestService({ concurrency: 4 });
-		site = await startSite(ROBOTS);
-		const { summary } = await crawl(crawlYaml(site.origin, "ignore"));
+		const service = await useTestService({ concurrency: 4 });
+		const site = await startSite(ROBOTS);
+		const { summary } = await crawl(crawlYaml(site.origin, "ignore"), service.env);
 		expect(fetchedPaths(site)).toEqual(["/start", "/private/seed", ...LINKS].sort());
 		expect(summary.crawl?.robots_disallowed).toBe(0);
 	});
 
 	it("a resumed crawl neither pays for robots.txt again nor forgets it", async () => {
-		service = await startTestService({ concurrency: 4 });
-		site = await startSite(ROBOTS);
+		const service = await useTestService({ concurrency: 4 });
+		const site = await startSite(ROBOTS);
 		const dir = tempDir();
 		const out = join(dir, "out");
 		const yaml = (maxPages: number) =>
-			crawlYaml(site!.origin, "obey").replace("max_depth: 1", `max_depth: 1, max_pages: ${maxPages}`);
+			crawlYaml(site.origin, "obey").replace("max_depth: 1", `max_depth: 1, max_pages: ${maxPages}`);
 		const path = writeJob(dir, "polite", yaml(2));
 		const first = await runCli(["run", path, "--out", out, "--quiet"], { env: service.env });
 		expect(first.code).toBe(1);
@@ -153,9 +144,9 @@ describe("crawl.robots", () => {
 	});
 
 	it("a missing robots.txt allows everything", async () => {
-		service = await startTestService({ concurrency: 4 });
-		site = await startSite(null);
-		const { summary } = await crawl(crawlYaml(site.origin, "obey"));
+		const service = await useTestService({ concurrency: 4 });
+		const site = await startSite(null);
+		const { summary } = await crawl(crawlYaml(site.origin, "obey"), service.env);
 		expect(fetchedPaths(site)).toEqual(["/robots.txt", "/start", "/private/seed", ...LINKS].sort());
 		expect(summary.crawl?.robots_disallowed).toBe(0);
 	});
@@ -163,8 +154,8 @@ describe("crawl.robots", () => {
 
 describe("per_host_delay", () => {
 	it("spaces fetch starts to one host by at least the delay (the emulator's ledger), any job", async () => {
-		service = await startTestService({ concurrency: 8 });
-		const targets = Array.from({ length: 6 }, (_, index) => `  - ${service!.site.url}/product/${index + 1}`);
+		const service = await useTestService({ concurrency: 8 });
+		const targets = Array.from({ length: 6 }, (_, index) => `  - ${service.site.url}/product/${index + 1}`);
 		const dir = tempDir();
 		const yaml = [
 			"name: paced",

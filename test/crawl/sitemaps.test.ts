@@ -3,28 +3,20 @@ import type { ServerResponse } from "node:http";
 import { join } from "node:path";
 import { Readable } from "node:stream";
 import { createGzip, gzipSync } from "node:zlib";
-import { afterEach, beforeAll, describe, expect, it } from "vitest";
+import { beforeAll, describe, expect, it } from "vitest";
 import { runJobFile } from "../../src/library/index.js";
 import type { RunSummary } from "../../src/output/index.js";
 import { creditCostRange } from "../../src/shared/index.js";
 import { readRecords, readSummary, tempDir, writeJob } from "../helpers/job-files.js";
 import { runCli } from "../helpers/run-cli.js";
-import { startTestService, type TestService } from "../helpers/service.js";
+import { type TestService, useTestService } from "../helpers/service.js";
 import { assertBuilt, spawnCli } from "../helpers/spawn-cli.js";
-import { html, startTargetSite, type TargetSite } from "./target-site.js";
+import { html, startTargetSite, type TargetSite } from "../helpers/target-site.js";
 
 /** What one robots.txt or sitemap fetch costs (mode: request). */
 const COST = creditCostRange({ mode: "request" }).max;
 
-let service: TestService | undefined;
-let site: TargetSite | undefined;
 beforeAll(() => assertBuilt());
-afterEach(async () => {
-	await service?.close();
-	await site?.close();
-	service = undefined;
-	site = undefined;
-});
 
 function urlset(locs: Iterable<string>): string {
 	let xml = '<?xml version="1.0" encoding="UTF-8"?>\n<urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9">\n';
@@ -102,9 +94,9 @@ function expectCreditsAdd(summary: RunSummary, svc: TestService): void {
 
 describe("crawl: sitemaps", () => {
 	it("streams a gzipped sitemap of 600,000 <loc>s and a Content-Encoding: gzip one; pages are depth 0; credits counted", async () => {
-		service = await startTestService({ concurrency: 8 });
+		const service = await useTestService({ concurrency: 8 });
 		const LOCS = 600_000;
-		site = await startTargetSite((req, res, origin) => {
+		const site = await startTargetSite((req, res, origin) => {
 			const path = req.url ?? "/";
 			if (path === "/robots.txt") {
 				res.writeHead(200, { "content-type": "text/plain" });
@@ -152,9 +144,9 @@ describe("crawl: sitemaps", () => {
 	}, 60_000);
 
 	it("takes a sitemap's <loc>s only up to max_pages; --resume with a larger one reads on in the kept body, paying nothing twice", async () => {
-		service = await startTestService({ concurrency: 8 });
+		const service = await useTestService({ concurrency: 8 });
 		const LOCS = 600_000;
-		site = await startTargetSite((req, res, origin) => {
+		const site = await startTargetSite((req, res, origin) => {
 			const path = req.url ?? "/";
 			if (path === "/robots.txt") res.writeHead(404).end();
 			else if (path === "/sitemap.xml") streamGzipUrlset(res, LOCS, (index) => `${origin}/p/${index}`);
@@ -189,9 +181,9 @@ describe("crawl: sitemaps", () => {
 	}, 60_000);
 
 	it("a budget stop in the middle of the sitemap files: --resume --max-credits reads exactly the files left", async () => {
-		service = await startTestService({ concurrency: 4 });
+		const service = await useTestService({ concurrency: 4 });
 		const FILES = 10;
-		site = await startTargetSite((req, res, origin) => {
+		const site = await startTargetSite((req, res, origin) => {
 			const path = req.url ?? "/";
 			const file = /^\/s\/(\d+)\.xml$/.exec(path);
 			if (path === "/robots.txt")
@@ -245,7 +237,7 @@ describe("crawl: sitemaps", () => {
 	});
 
 	it("SIGKILL while reading slow sitemaps, then --resume: no file read before the kill is fetched again, credits all counted", async () => {
-		service = await startTestService({ concurrency: 4 });
+		const service = await useTestService({ concurrency: 4 });
 		const FILES = 8;
 		const HELD = 4;
 		let held: ServerResponse | null = null;
@@ -253,7 +245,7 @@ describe("crawl: sitemaps", () => {
 		const heldNow = new Promise<void>((resolve) => {
 			onHeld = resolve;
 		});
-		site = await startTargetSite((req, res, origin) => {
+		const site = await startTargetSite((req, res, origin) => {
 			const path = req.url ?? "/";
 			const file = /^\/s\/(\d+)\.xml$/.exec(path);
 			if (path === "/robots.txt")
@@ -298,12 +290,12 @@ describe("crawl: sitemaps", () => {
 	});
 
 	it("/sitemap.xml when robots.txt names none; its pages are depth 0 even when a seed's link reaches them first", async () => {
-		service = await startTestService({ concurrency: 4 });
+		const service = await useTestService({ concurrency: 4 });
 		let homeServed: () => void = () => undefined;
 		const homeDone = new Promise<void>((resolve) => {
 			homeServed = resolve;
 		});
-		site = await startTargetSite((req, res, origin) => {
+		const site = await startTargetSite((req, res, origin) => {
 			const path = req.url ?? "/";
 			if (path === "/robots.txt") {
 				// Held until the seed was fetched (or 300 ms): a crawl that fetches seeds while reading

@@ -1,22 +1,13 @@
 import { existsSync, readdirSync, readFileSync, statSync } from "node:fs";
 import { join } from "node:path";
-import { afterEach, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { runJobFile } from "../../src/library/index.js";
 import { readRecords, readSummary, tempDir, writeJob } from "../helpers/job-files.js";
 import { runCli } from "../helpers/run-cli.js";
-import { startTestService, type TestService } from "../helpers/service.js";
-import { html, startTargetSite, type TargetSite } from "./target-site.js";
+import { useTestService } from "../helpers/service.js";
+import { html, startTargetSite, type TargetSite } from "../helpers/target-site.js";
 
 const PASSWORD = "S3cretPassw0rd";
-
-let service: TestService | undefined;
-let site: TargetSite | undefined;
-afterEach(async () => {
-	await service?.close();
-	await site?.close();
-	service = undefined;
-	site = undefined;
-});
 
 /** /links names each page in several spellings RFC 3986 §6.2.2 makes one; every page links back. */
 async function startSpellingSite(): Promise<TargetSite> {
@@ -74,8 +65,8 @@ function filesUnder(dir: string): string[] {
 
 describe("crawl: URL identity (RFC 3986 §6.2.2) and credentials", () => {
 	it("fetches and pays each page once whatever its spelling; a seed's password reaches no file, but the fetches", async () => {
-		service = await startTestService({ concurrency: 4 });
-		site = await startSpellingSite();
+		const service = await useTestService({ concurrency: 4 });
+		const site = await startSpellingSite();
 		const seed = site.origin.replace("http://", `http://alice:${PASSWORD}@`);
 		const dir = tempDir();
 		const out = join(dir, "out");
@@ -105,8 +96,8 @@ describe("crawl: URL identity (RFC 3986 §6.2.2) and credentials", () => {
 	});
 
 	it("runJobFile keeps the same promises", async () => {
-		service = await startTestService({ concurrency: 4 });
-		site = await startSpellingSite();
+		const service = await useTestService({ concurrency: 4 });
+		const site = await startSpellingSite();
 		const seed = site.origin.replace("http://", `http://alice:${PASSWORD}@`);
 		const dir = tempDir();
 		const out = join(dir, "out");

@@ -1,3 +1,4 @@
+import { onTestFinished } from "vitest";
 import {
 	type DemoSite,
 	type Emulator,
@@ -27,4 +28,11 @@ export async function startTestService(scenario: ScenarioInput = {}, siteLatency
 			await site.close();
 		},
 	};
+}
+
+/** `startTestService` for the running test: closed when the test finishes (passed or failed). */
+export async function useTestService(scenario: ScenarioInput = {}, siteLatencyMs = 0): Promise<TestService> {
+	const service = await startTestService(scenario, siteLatencyMs);
+	onTestFinished(() => service.close());
+	return service;
 }

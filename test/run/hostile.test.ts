@@ -1,26 +1,15 @@
 import { execFileSync, spawn } from "node:child_process";
 import { createHash } from "node:crypto";
 import { existsSync, mkdirSync, readdirSync, readFileSync, statSync, writeFileSync } from "node:fs";
-import { createServer, type Server } from "node:http";
-import type { AddressInfo } from "node:net";
+import { createServer } from "node:http";
 import { join } from "node:path";
-import { afterEach, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { toServiceError } from "../../src/api/error-body.js";
 import { isRunFolderName, readRecords, readSummary, tempDir, writeJob } from "../helpers/job-files.js";
+import { listenForTest } from "../helpers/loopback.js";
 import { runCli } from "../helpers/run-cli.js";
-import { startTestService, type TestService } from "../helpers/service.js";
+import { useTestService } from "../helpers/service.js";
 import { assertBuilt, BIN } from "../helpers/spawn-cli.js";
-
-let service: TestService | undefined;
-const servers: Server[] = [];
-afterEach(async () => {
-	await service?.close();
-	service = undefined;
-	for (const server of servers.splice(0)) {
-		server.closeAllConnections();
-		await new Promise((resolve) => server.close(resolve));
-	}
-});
 
 /** A scraper that answers every realtime call with `answer` (and health checks with 200): a hostile service. */
 async function hostileScraper(
@@ -40,9 +29,8 @@ async function hostileScraper(
 		requests += 1;
 		answer(res);
 	});
-	servers.push(server);
-	await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", () => resolve()));
-	const base = `http://127.0.0.1:${(server.address() as AddressInfo).port}/api/v1`;
+	const origin = await listenForTest(server);
+	const base = `${origin}/api/v1`;
 	return {
 		env: { SCRAPEJOB_SCRAPER_KEY: "hostile-test-key-0123456789", SCRAPEJOB_SCRAPER_URL: base },
 		requests: () => requests,
@@ -142,7 +130,7 @@ describe("hostile input: job files", () => {
 
 describe("hostile input: the service and the target URLs", () => {
 	it("URL credentials and keys in target URLs never reach records, CSV or --dry-run; the fetch keeps them", async () => {
-		service = await startTestService();
+		const service = await useTestService();
 		const dir = tempDir();
 		const out = join(dir, "out");
 		const site = new URL(service.site.url);
@@ -237,10 +225,10 @@ describe("hostile input: the service and the target URLs", () => {
 describe("hostile input: the disk", () => {
 	it("a write error mid-run stops sending at once (exit 5), leaves only whole lines, and --resume finishes", async () => {
 		assertBuilt();
-		service = await startTestService({ concurrency: 2 });
+		const service = await useTestService({ concurrency: 2 });
 		const dir = tempDir();
 		const out = join(dir, "out");
-		const urls = Array.from({ length: 120 }, (_, index) => `${service!.site.url}/page/${index + 1}`);
+		const urls = Array.from({ length: 120 }, (_, index) => `${service.site.url}/page/${index + 1}`);
 		const job = writeJob(dir, "disk", targetsYaml("disk", urls, "output:\n  content: none"));
 		// The kernel refuses writes past 48 KiB for this process (EFBIG): a disk filling up mid-run.
 		const child = spawn(
@@ -275,7 +263,7 @@ describe("hostile input: the disk", () => {
 	}, 60_000);
 
 	it("a read-only output folder gets a message that says so, exit 5", async () => {
-		service = await startTestService();
+		const service = await useTestService();
 		const dir = tempDir();
 		mkdirSync(join(dir, "out"));
 		writeFileSync(join(dir, "out", "ro"), "a file where the job folder should be");
@@ -290,10 +278,10 @@ describe("hostile input: the disk", () => {
 
 describe("hostile input: a damaged results.jsonl before --resume", () => {
 	it("is refused naming the lines that are not records; --repair moves them aside and their targets run again", async () => {
-		service = await startTestService({ concurrency: 1 });
+		const service = await useTestService({ concurrency: 1 });
 		const dir = tempDir();
 		const out = join(dir, "out");
-		const urls = Array.from({ length: 6 }, (_, index) => `${service!.site.url}/page/${index + 1}`);
+		const urls = Array.from({ length: 6 }, (_, index) => `${service.site.url}/page/${index + 1}`);
 		const job = writeJob(dir, "dmg", targetsYaml("dmg", urls, "max_credits: 8"));
 		expect((await runCli(["run", job, "--out", out, "--quiet"], { env: service.env })).code).toBe(1);
 		const runDir = onlyRun(out, "dmg");
@@ -518,10 +506,10 @@ describe("hostile input: huge pages stream to disk", () => {
 	});
 
 	it("a page a killed run left unfinished is removed when the run resumes; finished pages stay", async () => {
-		service = await startTestService({ concurrency: 1 });
+		const service = await useTestService({ concurrency: 1 });
 		const dir = tempDir();
 		const out = join(dir, "out");
-		const urls = Array.from({ length: 4 }, (_, index) => `${service!.site.url}/page/${index + 1}`);
+		const urls = Array.from({ length: 4 }, (_, index) => `${service.site.url}/page/${index + 1}`);
 		const job = writeJob(dir, "left", targetsYaml("left", urls, "max_credits: 4\noutput:\n  content: files"));
 		expect((await runCli(["run", job, "--out", out, "--quiet"], { env: service.env })).code).toBe(1);
 		const runDir = onlyRun(out, "left");

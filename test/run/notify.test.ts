@@ -1,23 +1,12 @@
-import { createServer, type IncomingHttpHeaders, type Server } from "node:http";
-import type { AddressInfo } from "node:net";
+import { createServer, type IncomingHttpHeaders } from "node:http";
 import { join } from "node:path";
-import { afterEach, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { notifyRunEnd, signature } from "../../src/run/index.js";
 import { tempDir, writeJob } from "../helpers/job-files.js";
+import { listenForTest } from "../helpers/loopback.js";
 import { record } from "../helpers/records.js";
 import { runCli } from "../helpers/run-cli.js";
-import { startTestService, type TestService } from "../helpers/service.js";
-
-let service: TestService | undefined;
-const servers: Server[] = [];
-afterEach(async () => {
-	await service?.close();
-	service = undefined;
-	for (const server of servers.splice(0)) {
-		server.closeAllConnections();
-		await new Promise((resolve) => server.close(resolve));
-	}
-});
+import { useTestService } from "../helpers/service.js";
 
 interface Received {
 	headers: IncomingHttpHeaders;
@@ -37,14 +26,13 @@ async function receiver(status = 200): Promise<{ url: string; received: Received
 			res.end();
 		});
 	});
-	servers.push(server);
-	await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", () => resolve()));
-	return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/hook`, received };
+	const origin = await listenForTest(server);
+	return { url: `${origin}/hook`, received };
 }
 
 describe("notifications when a run ends", () => {
 	it("POSTs the summary signed with HMAC-SHA256 of the body; the receiver can verify it", async () => {
-		service = await startTestService();
+		const service = await useTestService();
 		const hook = await receiver();
 		const dir = tempDir();
 		const secret = "notify-secret-0123456789";
@@ -82,10 +70,10 @@ describe("notifications when a run ends", () => {
 	});
 
 	it("a run stopped early (max_credits reached) sends `stopped` with its reason", async () => {
-		service = await startTestService();
+		const service = await useTestService();
 		const hook = await receiver();
 		const dir = tempDir();
-		const targets = [1, 2, 3].map((n) => `  - ${service!.site.url}/product/${n}`);
+		const targets = [1, 2, 3].map((n) => `  - ${service.site.url}/product/${n}`);
 		const job = writeJob(
 			dir,
 			"shop",
@@ -120,7 +108,7 @@ describe("notifications when a run ends", () => {
 	});
 
 	it("a notification that fails never changes the exit code; `on` filters the endings", async () => {
-		service = await startTestService();
+		const service = await useTestService();
 		const broken = await receiver(404);
 		const dir = tempDir();
 		const job = writeJob(

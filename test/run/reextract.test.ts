@@ -11,10 +11,10 @@ import {
 	startEmulator,
 	UsageError,
 } from "../../src/index.js";
-import { startTargetSite, type TargetSite } from "../crawl/target-site.js";
 import { readRecords, readSummary, tempDir, writeJob } from "../helpers/job-files.js";
 import { runCli } from "../helpers/run-cli.js";
 import { assertBuilt, spawnCli } from "../helpers/spawn-cli.js";
+import { startTargetSite, type TargetSite } from "../helpers/target-site.js";
 
 /**
  * Re-extraction and data contracts (issue 34; shared/design.md, "Re-extraction and data contracts"):
@@ -23,12 +23,9 @@ import { assertBuilt, spawnCli } from "../helpers/spawn-cli.js";
  */
 
 let emulator: Emulator | undefined;
-let site: TargetSite | undefined;
 afterEach(async () => {
 	await emulator?.close();
-	await site?.close();
 	emulator = undefined;
-	site = undefined;
 });
 
 /** A shop whose pages the test shapes: each product's price (null: no price shown), and the layout's class. */
@@ -111,7 +108,7 @@ describe("a weekend with a wrong selector, fixed on Monday without paying again"
 			]),
 			moved: new Set<number>(),
 		};
-		site = await startShop(shop);
+		const site = await startShop(shop);
 		emulator = await startEmulator({ scenario: { concurrency: 3 } });
 		const dir = tempDir();
 		const env = envOf();
@@ -188,7 +185,7 @@ describe("a weekend with a wrong selector, fixed on Monday without paying again"
 
 	it("extract --run RUN_ID reads that run's pages; bad input is exit 2, a held lock exit 4, nothing made", async () => {
 		const shop: Shop = { prices: new Map([[1, 10]]), moved: new Set<number>() };
-		site = await startShop(shop);
+		const site = await startShop(shop);
 		emulator = await startEmulator({ scenario: { concurrency: 2 } });
 		const dir = tempDir();
 		const env = envOf();
@@ -295,7 +292,7 @@ describe("data contracts gate latest", () => {
 			prices: new Map<number, number | null>([1, 2, 3, 4, 5, 6].map((id) => [id, id * 10])),
 			moved: new Set<number>(),
 		};
-		site = await startShop(shop);
+		const site = await startShop(shop);
 		emulator = await startEmulator({ scenario: { concurrency: 3 } });
 		const dir = tempDir();
 		const env = envOf();
@@ -346,7 +343,7 @@ describe("data contracts gate latest", () => {
 			prices: new Map([1, 2, 3, 4].map((id) => [id, id === 3 ? 0 : id * 10])),
 			moved: new Set<number>(),
 		};
-		site = await startShop(shop);
+		const site = await startShop(shop);
 		emulator = await startEmulator({ scenario: { concurrency: 2 } });
 		const dir = tempDir();
 		const env = envOf();
@@ -361,46 +358,42 @@ describe("data contracts gate latest", () => {
 				res.writeHead(204).end();
 			});
 		});
-		try {
-			const ruled = ["name: {css: h1, pattern: '^Product [0-2]$'}", "price: {css: .price, type: number, min: 0.01}"];
-			writeJob(dir, "shop", shopJob(site.origin, 4, ruled, ["notify:", `  url: ${hook.origin}/hook`]));
-			const run = await runCli(["run", "shop.yaml", "--out", "out", "--json", "--metrics", "m.prom"], {
-				env,
-				cwd: dir,
-			});
-			expect(run.code).toBe(1);
-			const summary = JSON.parse(run.stdout) as ReturnType<typeof readSummary> & { run_dir: string };
-			const broken = summary.contract!.broken;
-			expect(broken.find((rule) => rule.rule === "pattern")).toMatchObject({
-				field: "name",
-				records: 2,
-				example: { id: "p3", value: "Product 3" },
-			});
-			expect(broken.find((rule) => rule.rule === "min")).toMatchObject({
-				field: "price",
-				records: 1,
-				example: { id: "p3", value: 0 },
-			});
-			expect(posts).toHaveLength(1);
-			expect(JSON.parse(posts[0]!)).toMatchObject({ event: "failed", stopped_reason: "contract_failed" });
-			expect(readFileSync(join(dir, "m.prom"), "utf8")).toMatch(/scrapejob_contract_broken_rules\{[^}]*\} 2/);
-			expect(readFileSync(join(summary.run_dir, "contract.json"), "utf8")).toContain('"held"');
+		const ruled = ["name: {css: h1, pattern: '^Product [0-2]$'}", "price: {css: .price, type: number, min: 0.01}"];
+		writeJob(dir, "shop", shopJob(site.origin, 4, ruled, ["notify:", `  url: ${hook.origin}/hook`]));
+		const run = await runCli(["run", "shop.yaml", "--out", "out", "--json", "--metrics", "m.prom"], {
+			env,
+			cwd: dir,
+		});
+		expect(run.code).toBe(1);
+		const summary = JSON.parse(run.stdout) as ReturnType<typeof readSummary> & { run_dir: string };
+		const broken = summary.contract!.broken;
+		expect(broken.find((rule) => rule.rule === "pattern")).toMatchObject({
+			field: "name",
+			records: 2,
+			example: { id: "p3", value: "Product 3" },
+		});
+		expect(broken.find((rule) => rule.rule === "min")).toMatchObject({
+			field: "price",
+			records: 1,
+			example: { id: "p3", value: 0 },
+		});
+		expect(posts).toHaveLength(1);
+		expect(JSON.parse(posts[0]!)).toMatchObject({ event: "failed", stopped_reason: "contract_failed" });
+		expect(readFileSync(join(dir, "m.prom"), "utf8")).toMatch(/scrapejob_contract_broken_rules\{[^}]*\} 2/);
+		expect(readFileSync(join(summary.run_dir, "contract.json"), "utf8")).toContain('"held"');
 
-			// Nothing of it is latest yet: the next run sees every target as new.
-			const runId = summary.run_dir.split("/").pop()!;
-			const next = await runCli(["run", "shop.yaml", "--out", "out", "--json", "--accept", runId], { env, cwd: dir });
-			expect(next.stderr).toContain(`run ${runId} accepted`);
-			// Accepted before this run: its records are the previous ones, so nothing is new.
-			expect(JSON.parse(next.stdout).changes).toMatchObject({ new: 0, unchanged: 4 });
-			expect(readFileSync(join(summary.run_dir, "contract.json"), "utf8")).toContain('"accepted"');
-		} finally {
-			await hook.close();
-		}
+		// Nothing of it is latest yet: the next run sees every target as new.
+		const runId = summary.run_dir.split("/").pop()!;
+		const next = await runCli(["run", "shop.yaml", "--out", "out", "--json", "--accept", runId], { env, cwd: dir });
+		expect(next.stderr).toContain(`run ${runId} accepted`);
+		// Accepted before this run: its records are the previous ones, so nothing is new.
+		expect(JSON.parse(next.stdout).changes).toMatchObject({ new: 0, unchanged: 4 });
+		expect(readFileSync(join(summary.run_dir, "contract.json"), "utf8")).toContain('"accepted"');
 	}, 60_000);
 
 	it("max_changed and max_rows_drop, and the library's extractJobFile with a contract", async () => {
 		const shop: Shop = { prices: new Map([1, 2, 3, 4].map((id) => [id, id * 10])), moved: new Set<number>() };
-		site = await startShop(shop);
+		const site = await startShop(shop);
 		emulator = await startEmulator({ scenario: { concurrency: 2 } });
 		const dir = tempDir();
 		const env = envOf();
