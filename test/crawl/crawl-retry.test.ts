@@ -42,7 +42,7 @@ function byPath(records: readonly ResultRecord[], origin: string): Map<string, R
 	return new Map(records.map((record) => [record.url.slice(origin.length), record]));
 }
 
-type Retry = (job: string, out: string, firstRun: string, env: NodeJS.ProcessEnv) => Promise<void>;
+type Retry = (job: string, out: string, firstRun: string, env: NodeJS.ProcessEnv, origin: string) => Promise<void>;
 
 async function retriesTheFailedPage(retry: Retry): Promise<void> {
 	const service = await useTestService({ concurrency: 2 });
@@ -70,7 +70,7 @@ async function retriesTheFailedPage(retry: Retry): Promise<void> {
 	const askedBefore = site.requests.length;
 	const ledgerBefore = service.emulator.ledger.entries.length;
 
-	await retry(job, out, firstRun!, service.env);
+	await retry(job, out, firstRun!, service.env, site.origin);
 
 	const secondRun = runFolders(out).find((folder) => folder !== firstRun)!;
 	const records = readRecords(secondRun);
@@ -117,8 +117,7 @@ describe("crawl × --retry-failed", () => {
 	});
 
 	it("a --retry-failed crawl stopped by its budget and resumed: the failed page and its new link, each fetched and paid once", async () => {
-		await retriesTheFailedPage(async (job, out) => {
-			const env = service!.env;
+		await retriesTheFailedPage(async (job, out, _firstRun, env, origin) => {
 			// One page's credits (mode: request, residential): the failed page fits, the link it newly finds does not.
 			const onePage = String(CREDIT_COSTS.requestResidential);
 			const stopped = await runCli(["run", job, "--out", out, "--quiet", "--retry-failed", "--max-credits", onePage], {
@@ -127,7 +126,7 @@ describe("crawl × --retry-failed", () => {
 			expect(stopped.code, stopped.stderr).toBe(1);
 			const retryRun = runFolders(out).at(-1)!;
 			expect(readSummary(retryRun)).toMatchObject({ stopped_reason: "budget_exhausted", complete: false });
-			expect(readRecords(retryRun).map((record) => record.url.slice(site!.origin.length))).toEqual(["/b"]);
+			expect(readRecords(retryRun).map((record) => record.url.slice(origin.length))).toEqual(["/b"]);
 			// The resume keeps the retry's choice of targets (run.json) and its crawl: only /b1 is left.
 			const resumed = await runCli(["run", job, "--out", out, "--quiet", "--resume", "--max-credits", "10"], { env });
 			expect(resumed.code, resumed.stderr).toBe(0);

@@ -239,7 +239,7 @@ describe("overrides: each page is read again with the fields it was fetched to b
 			// Products 2, 3 and 4 show their price under `.amount`: the job's `.price` finds nothing there.
 			moved: new Set([2, 3, 4]),
 		};
-		site = await startShop(shop);
+		const site = await startShop(shop);
 		emulator = await startEmulator({ scenario: { concurrency: 2 } });
 		const dir = tempDir();
 		writeFileSync(join(dir, "moved.txt"), `${site.origin}/product/3\n${site.origin}/product/4\n`);
@@ -252,8 +252,8 @@ describe("overrides: each page is read again with the fields it was fetched to b
 				"  name: {css: h1}",
 				"  price: {css: .price, type: number}",
 				"targets:",
-				`  - {url: "${site!.origin}/product/1", id: p1}`,
-				`  - url: "${site!.origin}/product/2"`,
+				`  - {url: "${site.origin}/product/1", id: p1}`,
+				`  - url: "${site.origin}/product/2"`,
 				"    id: p2",
 				"    extract:",
 				`      price: {css: ${own === "fetch" ? ".nothing" : ".amount"}, type: number}`,
@@ -273,7 +273,7 @@ describe("overrides: each page is read again with the fields it was fetched to b
 		expect(paid()).toBe(sent);
 		const records = readRecords(summary.run_dir);
 		const prices = Object.fromEntries(
-			records.map((record) => [record.url.slice(site!.origin.length), record.data?.price ?? null]),
+			records.map((record) => [record.url.slice(site.origin.length), record.data?.price ?? null]),
 		);
 		// p1: the job's .price; p2: its own .amount; 3 and 4: their source's .amount.
 		expect(prices).toEqual({ "/product/1": 10, "/product/2": 20, "/product/3": 30, "/product/4": 40 });
