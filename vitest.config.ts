@@ -1,15 +1,23 @@
+import { readdirSync, readFileSync } from "node:fs";
+import { join } from "node:path";
 import { configDefaults, defineConfig } from "vitest/config";
 
 /**
- * Files that measure this process's own memory (heap, RSS, array buffers) or its temporary folders by
- * pid: each runs in a fresh process, as every file did before, so that nothing another file left in the
- * worker (a grown heap whose pages RSS reuses, a folder of the same pid) can hide what they measure.
+ * Files that run in a fresh process each, as every file did before:
+ * - those that measure this process's own memory (heap, RSS, array buffers) or its temporary folders by
+ *   pid, so that nothing another file left in the worker (a grown heap whose pages RSS reuses, a folder
+ *   of the same pid) can hide what they measure;
+ * - every file that mocks a module (`vi.mock`, found by reading the files): a mock only reaches modules
+ *   loaded after it, and in a shared worker the product's modules were loaded by an earlier file.
  */
 const OWN_PROCESS = [
 	"test/job/big-source.test.ts",
 	"test/job/read-job-text.test.ts",
 	"test/job/scan-keys.test.ts",
 	"test/run/resume-scale.test.ts",
+	...(readdirSync("test", { recursive: true }) as string[])
+		.map((name) => join("test", name))
+		.filter((path) => path.endsWith(".test.ts") && /\bvi\.(do)?mock\(/.test(readFileSync(path, "utf8"))),
 ];
 
 export default defineConfig({
