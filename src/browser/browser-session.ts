@@ -87,6 +87,11 @@ const CLOSE_TIMEOUT_MS = 5_000;
 export async function runBrowserSession(options: RunSessionOptions): Promise<SessionPage> {
 	const { access, session } = options;
 	const clock = options.clock ?? Date.now;
+	if (options.signal.aborted) throw new BrowserSessionError("lost", "stopped before the session started");
+	// Loaded on the first session only: playwright-core is ~14 MB of source held in memory, which a
+	// run without browser_session: targets should not carry. Loaded before the session's clock starts:
+	// the service counts from the connection, and on a busy machine the first load takes seconds.
+	const { chromium } = await import("playwright-core");
 	const sessionSeconds = Math.min(Math.max(access.maxSessionSeconds, 0), MAX_SESSION_SECONDS);
 	const deadline = clock() + sessionSeconds * 1000 - sessionMarginMs(sessionSeconds);
 	const stepTimeoutMs = options.stepTimeoutMs ?? DEFAULT_STEP_TIMEOUT_MS;
@@ -102,11 +107,6 @@ export async function runBrowserSession(options: RunSessionOptions): Promise<Ses
 	};
 	/** The bound of one operation: the step timeout, within what is left of the session. */
 	const bound = (what: string) => Math.min(stepTimeoutMs, left(what));
-	if (options.signal.aborted) throw new BrowserSessionError("lost", "stopped before the session started");
-
-	// Loaded on the first session only: playwright-core is ~14 MB of source held in memory, which a
-	// run without browser_session: targets should not carry.
-	const { chromium } = await import("playwright-core");
 	let browser: Browser;
 	try {
 		// Connecting includes the service starting a browser: bounded by the session's length, not a step's.
