@@ -130,6 +130,9 @@ export class StoreBatch {
 		const rows = this.#rows;
 		this.#rows = [];
 		this.#dataChars = 0;
+		// In key order: the upserts then walk the id index's pages once each, in order (ids are random).
+		// A stable sort: a target twice in one batch keeps its order.
+		rows.sort(byId);
 		this.#write.immediate(rows);
 	}
 
@@ -142,6 +145,10 @@ export class StoreBatch {
 	get runId(): string {
 		return this.#runId;
 	}
+}
+
+function byId(a: PendingRow, b: PendingRow): number {
+	return a.id < b.id ? -1 : a.id > b.id ? 1 : 0;
 }
 
 interface StoreStatements {
