@@ -238,8 +238,7 @@ export function createTargetRunner(parts: TargetRunnerParts): TargetRunner {
 		if (target.browserSession) return runBrowserTarget(target as Parameters<typeof runBrowserTarget>[0]);
 		const worstCase = creditCostRange(target.params).max;
 		// No record when it does not fit: the target is left for `--resume --max-credits <larger>`.
-		// Booked synchronously when it fits (nearly always): no promise on the way, per target.
-		if (!budget.tryReserve(worstCase) && !(await reserveOrStop(budget, stops, worstCase))) return;
+		if (!(await reserveOrStop(budget, stops, worstCase))) return;
 		const started = clock();
 		if (stops.guardOutput(() => journal.started(target.id)) === undefined && stops.outputFailure) {
 			budget.release(worstCase);
