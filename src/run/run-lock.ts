@@ -1,6 +1,17 @@
-import { readFileSync, renameSync, statSync, unlinkSync, writeFileSync } from "node:fs";
+import {
+	closeSync,
+	fstatSync,
+	ftruncateSync,
+	openSync,
+	readFileSync,
+	statSync,
+	unlinkSync,
+	writeFileSync,
+	writeSync,
+} from "node:fs";
 import { hostname } from "node:os";
 import { join } from "node:path";
+import { performance } from "node:perf_hooks";
 import { ownStartTicks, processState, ScrapejobError } from "../shared/index.js";
 
 /** Another live run of the same job holds the lock (cron overlap). Nothing was sent. */
@@ -62,7 +73,13 @@ export interface LockOptions {
 	readonly leaseMs?: number;
 	/** The name written as the holder's host. @default SCRAPEJOB_HOSTNAME, else os.hostname() */
 	readonly host?: string;
+	/** The wall clock the heartbeats are written with (other hosts compare them with theirs). @default Date.now */
 	readonly now?: () => number;
+	/**
+	 * A clock that never steps (ms): `isHeld` trusts a recent beat only while both clocks say it is recent,
+	 * so a wall clock stepped back (NTP) cannot stretch that trust. @default performance.now
+	 */
+	readonly monotonic?: () => number;
 	/** The lock file's name in the job folder. @default ".lock" (shards: ".lock-shard-I-of-N") */
 	readonly name?: string;
 }
@@ -146,7 +163,7 @@ export function acquireRunLock(jobDir: string, runId: string, options: LockOptio
 	for (let tries = 0; tries < 3; tries += 1) {
 		try {
 			writeFileSync(path, `${JSON.stringify(info)}\n`, { flag: "wx" });
-			return holdLock(path, info, tookOver, leaseMs, now);
+			return holdLock(path, info, tookOver, leaseMs, now, options.monotonic ?? (() => performance.now()));
 		} catch (error) {
 			const code = (error as NodeJS.ErrnoException).code;
 			if (code === "EISDIR") throw new LockPathError(path, "a directory");
@@ -159,15 +176,27 @@ export function acquireRunLock(jobDir: string, runId: string, options: LockOptio
 			continue; // released meanwhile: try again
 		}
 		if (!stat.isFile()) throw new LockPathError(path, stat.isDirectory() ? "a directory" : "not a regular file");
-		let holder: LockInfo;
+		let text: string;
 		try {
-			holder = JSON.parse(readFileSync(path, "utf8")) as LockInfo;
-			if (typeof holder.pid !== "number" || typeof holder.host !== "string") throw new Error("not a lock");
+			text = readFileSync(path, "utf8");
 		} catch {
-			// A lock torn by a crash mid-write holds no owner: stale.
-			holder = { pid: -1, host, started_at: "unknown", run_id: "unknown" };
+			continue; // released meanwhile: try again
 		}
-		const why = staleness(holder, { host }, leaseMs, now(), stat.mtimeMs);
+		let holder = parseHolder(text, host);
+		let why = staleness(holder, { host }, leaseMs, now(), stat.mtimeMs);
+		if (why !== null) {
+			// The holder renews its beat in place (holdLock): a read that raced that write could see a torn
+			// heartbeat, older than the real one, or no JSON at all. Only a lock read the same twice is judged.
+			let again: string;
+			try {
+				again = readFileSync(path, "utf8");
+			} catch {
+				continue;
+			}
+			if (again !== text) continue;
+			holder = parseHolder(again, host);
+			why = staleness(holder, { host }, leaseMs, now(), stat.mtimeMs);
+		}
 		if (why === null) {
 			throw new LockHeldError(
 				path,
@@ -188,47 +217,113 @@ export function acquireRunLock(jobDir: string, runId: string, options: LockOptio
 	throw new LockHeldError(path, { pid: -1, host: "unknown", started_at: "unknown", run_id: "unknown" }, "contended");
 }
 
-/** Renew the heartbeat every few seconds (replacing the file atomically). */
+/** A lock file's holder; a file that holds none (torn by a crash mid-write, not JSON) is stale. */
+function parseHolder(text: string, host: string): LockInfo {
+	try {
+		const holder = JSON.parse(text) as LockInfo;
+		if (typeof holder.pid === "number" && typeof holder.host === "string") return holder;
+	} catch {
+		// Not a lock: no owner.
+	}
+	return { pid: -1, host, started_at: "unknown", run_id: "unknown" };
+}
+
+const GONE: LockInfo = { pid: -1, host: "unknown", run_id: "unknown", started_at: "unknown" };
+
+/**
+ * Renew the heartbeat every few seconds, in place: the beat is written through the descriptor whose
+ * content was just read as ours, never by a rename over the path. A takeover unlinks the lock and
+ * creates a new file (`wx`), so a holder paused between its check and its write (SIGSTOP, a frozen VM)
+ * that wakes after a takeover writes its beat into its own unlinked file, never over the new holder's:
+ * a rename there put the old holder's beat back in place and both processes believed they held the lock.
+ */
 function holdLock(
 	path: string,
 	info: LockInfo,
 	tookOver: LockInfo | null,
 	leaseMs: number,
 	now: () => number,
+	monotonic: () => number,
 ): RunLock {
 	const mine = (current: LockInfo) =>
 		current.pid === info.pid && current.run_id === info.run_id && current.host === info.host;
 	const lostListeners: Array<(holder: LockInfo) => void> = [];
-	/** When a beat last confirmed the file was ours and renewed it (this process's clock). */
+	/** When a beat last confirmed the file was ours and renewed it: the wall clock's time and the monotonic one's. */
 	let confirmedAt = now();
+	let confirmedMono = monotonic();
 	let lost = false;
+	const markLost = (holder: LockInfo) => {
+		lost = true;
+		clearInterval(heartbeat);
+		for (const listener of lostListeners.splice(0)) listener(holder);
+	};
 	const renew = () => {
 		if (lost) return;
+		let fd: number;
 		try {
-			let text: string;
-			try {
-				text = readFileSync(path, "utf8");
-			} catch (error) {
-				if ((error as NodeJS.ErrnoException).code !== "ENOENT") throw error;
-				// Gone: another process took it over and has released it since. Not ours either way.
-				text = JSON.stringify({ pid: -1, host: "unknown", run_id: "unknown", started_at: "unknown" });
-			}
+			fd = openSync(path, "r+");
+		} catch (error) {
+			// Gone: another process took it over and has released it since. Not ours either way.
+			if ((error as NodeJS.ErrnoException).code === "ENOENT") markLost(GONE);
+			// Anything else is a missed beat: survivable, the lease allows several.
+			return;
+		}
+		let beat: { wall: number; mono: number } | null = null;
+		let unlinked = false;
+		try {
+			const text = readFileSync(fd, "utf8");
 			const current = JSON.parse(text) as LockInfo;
 			if (!mine(current)) {
 				// Taken over (our lease ran out): not ours to renew, nor ours to write under any more.
-				lost = true;
-				clearInterval(heartbeat);
-				for (const listener of lostListeners.splice(0)) listener(current);
+				markLost(current);
 				return;
 			}
-			const beatAt = now();
-			const temporary = `${path}.${info.pid}.tmp`;
-			writeFileSync(temporary, `${JSON.stringify({ ...info, heartbeat_at: new Date(beatAt).toISOString() })}\n`);
-			renameSync(temporary, path);
-			confirmedAt = beatAt;
+			const wall = now();
+			const mono = monotonic();
+			// The same length as the file's (only heartbeat_at changes, a fixed-width ISO time): a reader sees
+			// the old beat or the new one, and the truncate below is for a change of format only.
+			const bytes = Buffer.from(`${JSON.stringify({ ...info, heartbeat_at: new Date(wall).toISOString() })}\n`);
+			writeSync(fd, bytes, 0, bytes.length, 0);
+			if (Buffer.byteLength(text) > bytes.length) ftruncateSync(fd, bytes.length);
+			// Still linked after the write: the beat is the lock's. Unlinked, the lock was taken over while
+			// this process was between its read and its write: the beat went to a file nobody reads.
+			if (fstatSync(fd).nlink === 0) unlinked = true;
+			else beat = { wall, mono };
 		} catch {
-			// A missed beat is survivable: the lease allows several.
+			// A missed beat (a torn read, an I/O error) is survivable: the lease allows several.
+		} finally {
+			try {
+				closeSync(fd);
+			} catch {
+				// A network volume reports a failed write at close: the beat is not confirmed.
+				beat = null;
+			}
 		}
+		if (unlinked) {
+			markLost(currentHolder());
+			return;
+		}
+		if (beat) {
+			confirmedAt = beat.wall;
+			confirmedMono = beat.mono;
+		}
+	};
+	/** Who holds the lock now (for the lost listeners' words), or GONE. */
+	const currentHolder = (): LockInfo => {
+		try {
+			return parseHolder(readFileSync(path, "utf8"), "unknown");
+		} catch {
+			return GONE;
+		}
+	};
+	/**
+	 * Whether the last confirmed beat is younger than half the lease by both clocks. A wall clock stepped
+	 * back makes the beat look younger than it is (or from the future): the monotonic clock still counts
+	 * the real time, so the trust ends on time and the file is read.
+	 */
+	const recent = () => {
+		const wall = now() - confirmedAt;
+		return wall >= 0 && Math.max(wall, monotonic() - confirmedMono) < leaseMs / 2;
 	};
 	/**
 	 * Another host takes the lock only once our heartbeat is older than the lease (by its clock); while
@@ -236,9 +331,9 @@ function holdLock(
 	 */
 	const isHeld = () => {
 		if (lost) return false;
-		if (now() - confirmedAt < leaseMs / 2) return true;
+		if (recent()) return true;
 		renew();
-		return !lost && now() - confirmedAt < leaseMs / 2;
+		return !lost && recent();
 	};
 	const heartbeat = setInterval(renew, Math.max(100, Math.min(5000, Math.floor(leaseMs / 3))));
 	heartbeat.unref();
