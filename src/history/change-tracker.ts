@@ -30,10 +30,13 @@ export function createChangeTracker(history: JobHistory, runDir: string, extract
 	// A resumed run's summary counts every session: what earlier ones wrote is counted from their records.
 	const counts: ChangeCounts = countWrittenChanges(join(runDir, "results.jsonl"));
 	let changes: AppendFile | null = null;
+	/** Whether the last stamp appended a line to changes.jsonl (what `retractLast` takes back). */
+	let lastAppended = false;
 	return {
 		counts,
 		/** Stamp an ok record before it is written; `body` is the content the service returned. */
 		stamp(record: ResultRecord, body: Buffer | { readonly sha1: string } | null): void {
+			lastAppended = false;
 			if (record.status !== "ok") return;
 			const data = extracts && record.data ? canonical(record.data) : null;
 			if (data === null && body === null) return;
@@ -68,6 +71,12 @@ export function createChangeTracker(history: JobHistory, runDir: string, extract
 			changes.append(
 				`${JSON.stringify({ id: record.id, url: record.url, finished_at: record.finished_at, previous_finished_at: new Date(previous.okAt).toISOString(), fields })}\n`,
 			);
+			lastAppended = true;
+		},
+		/** Take the last stamp's changes.jsonl line back, when nothing follows it (AppendFile.retractLast). */
+		retractLast(): void {
+			if (lastAppended) changes?.retractLast();
+			lastAppended = false;
 		},
 		close(): void {
 			changes?.close();

@@ -14,6 +14,12 @@ export interface AppendFile {
 	/** Append `text` and a newline (a JSONL line): the same write, without a string joined for it first. */
 	appendLine(text: string): void;
 	sync(): void;
+	/**
+	 * Take the last append back (a record written after the run's lease was lost): the file is cut back
+	 * to where that append began, but only while it still ends where the append ended — a line another
+	 * process appended after it is never cut. Returns whether the bytes were taken back.
+	 */
+	retractLast(): boolean;
 	close(): void;
 	readonly path: string;
 	/** Bytes in the file: where the next append lands. */
@@ -41,6 +47,8 @@ export function openAppendFile(path: string): AppendFile {
 	}
 	let closed = false;
 	let dirty = false;
+	/** Where the last append began: `retractLast` cuts back to it (-1: nothing to take back). */
+	let lastStart = -1;
 	/** Cut a half-written line back off, so a resume never meets a torn line in the middle. */
 	const failed = (written: number, error: unknown): OutputError => {
 		if (written > 0) {
@@ -53,6 +61,7 @@ export function openAppendFile(path: string): AppendFile {
 		return new OutputError(path, error);
 	};
 	const appendBytes = (bytes: Uint8Array, length: number) => {
+		lastStart = size;
 		let written = 0;
 		try {
 			while (written < length) written += writeSync(fd, bytes, written, length - written);
@@ -69,6 +78,7 @@ export function openAppendFile(path: string): AppendFile {
 		},
 		append(data) {
 			if (typeof data !== "string") return appendBytes(data, data.length);
+			lastStart = size;
 			let written = 0;
 			try {
 				// Strings go straight to the kernel; only a short write (rare on regular files) needs the bytes.
@@ -99,6 +109,19 @@ export function openAppendFile(path: string): AppendFile {
 				}
 				dirty = false;
 			}
+		},
+		retractLast() {
+			if (closed || lastStart < 0) return false;
+			try {
+				// Another writer's append after ours moved the end: our bytes are then in the middle, left as they are.
+				if (fstatSync(fd).size !== size) return false;
+				ftruncateSync(fd, lastStart);
+			} catch {
+				return false;
+			}
+			size = lastStart;
+			lastStart = -1;
+			return true;
 		},
 		close() {
 			if (closed) return;

@@ -98,6 +98,7 @@ export function createCsvSink(path: string, options: CsvSinkOptions = {}): Recor
 			file.append(csvLines([row(record, header, maxCell)]));
 		},
 		sync: () => file.sync(),
+		retractLast: () => file.retractLast(),
 		close: async () => file.close(),
 	};
 }

@@ -13,6 +13,7 @@ export function createJsonlSink(path: string): RecordSink & { readonly size: num
 			file.appendLine(JSON.stringify(record));
 		},
 		sync: () => file.sync(),
+		retractLast: () => file.retractLast(),
 		close: async () => file.close(),
 	};
 }

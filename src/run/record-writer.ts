@@ -13,6 +13,7 @@ import {
 import type { ReportCollector } from "../report/index.js";
 import type { ContractCheck } from "./contract-check.js";
 import type { RunStatistics } from "./run-statistics.js";
+import type { StopController } from "./stop-controller.js";
 
 /** A content body as change tracking hashes it: the bytes, or the SHA-1 of a body that streamed to disk. */
 export type StampedBody = Buffer | { readonly sha1: string } | null;
@@ -34,6 +35,11 @@ export interface RecordWriterParts {
 	readonly report: ReportCollector | null;
 	/** After each record (progress). */
 	readonly onWritten?: () => void;
+	/**
+	 * The lease fence (stop-controller.ts): asked right before the record's first byte goes out and again
+	 * right after its last. None (re-extraction): the record is always written.
+	 */
+	readonly fence?: Pick<StopController, "mayWrite" | "wroteInTime">;
 }
 
 /**
@@ -42,18 +48,33 @@ export interface RecordWriterParts {
  * then fanned out to the sinks, the history, the statistics and the report. Fetched runs and
  * re-extractions write through it; no record reaches a file by another route.
  */
-export function createRecordWriter(parts: RecordWriterParts): (unsafe: ResultRecord, body: StampedBody) => void {
+export function createRecordWriter(parts: RecordWriterParts): (unsafe: ResultRecord, body: StampedBody) => boolean {
+	const { fence } = parts;
 	return (unsafe, body) => {
 		const record = parts.scrub(unsafe);
+		// Checked again here, after the page file and the scrub, right before the first line (changes.jsonl's
+		// or results.jsonl's): the caller's check may be a page save and a page read older.
+		if (fence && !fence.mayWrite()) return false;
 		parts.changes?.stamp(record, body);
 		if (record.status === "ok") parts.fill?.add(record.data);
 		parts.contract?.add(record);
 		const offset = parts.jsonl.size;
 		for (const sink of parts.sinks) sink.write(record);
+		// A check before a write cannot see a pause between the two (SIGSTOP, a frozen VM) during which
+		// another host took the lock over and resumed: the line then lands in a folder that is no longer
+		// this run's. So the lease is asked again once the lines are out — free while the last beat is
+		// recent, since the clock is read after the write — and lines written after a takeover are taken
+		// back (each file cut back to before them, unless someone appended after them).
+		if (fence && !fence.wroteInTime()) {
+			for (const sink of parts.sinks) sink.retractLast?.();
+			parts.changes?.retractLast();
+			return false;
+		}
 		parts.history?.record(record, parts.historyRun, offset, parts.jsonl.size);
 		parts.stats.recordFinished(record);
 		parts.report?.add(record);
 		parts.onWritten?.();
+		return true;
 	};
 }
 

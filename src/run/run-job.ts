@@ -349,6 +349,7 @@ export async function runJob(options: RunJobOptions): Promise<RunJobResult> {
 			stats,
 			report,
 			onWritten: progress.report,
+			fence: stops,
 		});
 		const browser = options.browser ?? null;
 		const runner = createTargetRunner({

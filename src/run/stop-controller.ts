@@ -63,6 +63,14 @@ export interface StopController {
 	 * certainly still ours (fencing: asked before each append, free while the heartbeat is recent).
 	 */
 	mayWrite(): boolean;
+	/**
+	 * Asked right after an append: false when the lease turned out to be lost by then (the process was
+	 * paused between its `mayWrite` and the write, and another host took the lock over), so the caller
+	 * takes its lines back. Free while the heartbeat is recent: the clock is read after the write, so a
+	 * recent beat proves the write landed within the lease. A beat that could not be confirmed (an I/O
+	 * error) is not a loss: the lines stay, as a record the run paid for.
+	 */
+	wroteInTime(): boolean;
 	/** Run a write when `mayWrite()`; an output error stops the run. Undefined when not run or failed. */
 	guardOutput<T>(work: () => T): T | undefined;
 	/** Forget the signal and the grace timer (the run is over). */
@@ -114,6 +122,12 @@ export function createStopController(options: StopControllerOptions): StopContro
 		);
 	});
 	const mayWrite = () => !outputFailure && !leaseLost && options.lock.isHeld();
+	const wroteInTime = () => {
+		if (leaseLost) return false;
+		// A takeover found here reaches the onLost listener above (leaseLost) before isHeld answers.
+		options.lock.isHeld();
+		return !leaseLost;
+	};
 	const outputFailed = (error: unknown) => {
 		if (!(error instanceof OutputError)) throw error;
 		outputFailure = error;
@@ -151,6 +165,7 @@ export function createStopController(options: StopControllerOptions): StopContro
 		},
 		outputFailed,
 		mayWrite,
+		wroteInTime,
 		guardOutput(work) {
 			if (!mayWrite()) return undefined;
 			try {

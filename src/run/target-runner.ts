@@ -94,8 +94,8 @@ export interface TargetRunnerParts {
 	readonly stops: StopController;
 	readonly budget: CreditBudget;
 	readonly journal: Journal;
-	/** The run's one record path (record-writer.ts). */
-	readonly write: (record: ResultRecord, body: StampedBody) => void;
+	/** The run's one record path (record-writer.ts): false when the lease fence kept the record out. */
+	readonly write: (record: ResultRecord, body: StampedBody) => boolean;
 	readonly stats: RunStatistics;
 	readonly fetchDeps: FetchTargetDeps;
 	readonly crawler: Crawler | null;
@@ -188,8 +188,8 @@ export function createTargetRunner(parts: TargetRunnerParts): TargetRunner {
 				page.read,
 			);
 			if (page.tooComplex !== undefined) markTooComplex(record, page.tooComplex);
-			parts.write(record, record.status === "ok" && result.kind === "ok" ? (result.spilled ?? result.body) : null);
-			return record;
+			const body = record.status === "ok" && result.kind === "ok" ? (result.spilled ?? result.body) : null;
+			return parts.write(record, body) ? record : undefined;
 		} catch (error) {
 			stops.outputFailed(error);
 			return undefined;

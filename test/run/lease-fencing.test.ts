@@ -1,8 +1,13 @@
-import { existsSync, mkdirSync, readFileSync, renameSync, writeFileSync } from "node:fs";
+import { appendFileSync, existsSync, mkdirSync, readFileSync, renameSync, unlinkSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
+import pino from "pino";
 import { afterEach, beforeAll, describe, expect, it } from "vitest";
+import { createJsonlSink, type RecordSink, type ResultRecord } from "../../src/output/index.js";
 import { lockJobOutput } from "../../src/run/job-lock.js";
+import { createRecordWriter } from "../../src/run/record-writer.js";
 import { acquireRunLock } from "../../src/run/run-lock.js";
+import { createRunStatistics } from "../../src/run/run-statistics.js";
+import { createStopController } from "../../src/run/stop-controller.js";
 import { readRecords, tempDir, waitForRecords, writeJob } from "../helpers/job-files.js";
 import { startTestService, type TestService } from "../helpers/service.js";
 import { assertBuilt, spawnCli } from "../helpers/spawn-cli.js";
@@ -112,5 +117,110 @@ describe("lease fencing", () => {
 			else process.env.SCRAPEJOB_LOCK_LEASE_MS = saved;
 			lock.release();
 		}
+	});
+
+	describe("a pause between the fence's check and the append (the record path)", () => {
+		const LEASE_MS = 60_000;
+		const EARLIER = `${JSON.stringify({ id: "earlier" })}\n`;
+		/**
+		 * A run's record path over a real lock and a real results.jsonl; `pauseInside` is a sink written just
+		 * before results.jsonl is (after every check before the append): there the test "freezes" the
+		 * process — its clocks jump past the lease — while host B takes the lock over and resumes.
+		 */
+		function recordPath(pauseInside: (lockPath: string, resultsPath: string) => void) {
+			const jobDir = join(tempDir(), "shop");
+			mkdirSync(jobDir, { recursive: true });
+			let clock = 1_000_000;
+			const lock = acquireRunLock(jobDir, "run-a", {
+				leaseMs: LEASE_MS,
+				host: "host-a",
+				now: () => clock,
+				monotonic: () => clock,
+			});
+			const stops = createStopController({
+				signal: new AbortController().signal,
+				lock,
+				log: pino({ level: "silent" }),
+			});
+			const resultsPath = join(jobDir, "results.jsonl");
+			// An earlier record of the run.
+			writeFileSync(resultsPath, EARLIER);
+			const jsonl = createJsonlSink(resultsPath);
+			const pause: RecordSink = {
+				write: () => {
+					clock += LEASE_MS + 1;
+					pauseInside(lock.path, resultsPath);
+				},
+				sync: () => undefined,
+				close: async () => undefined,
+			};
+			const write = createRecordWriter({
+				scrub: (record) => record,
+				changes: null,
+				fill: null,
+				contract: null,
+				jsonl,
+				sinks: [pause, jsonl],
+				history: null,
+				historyRun: 0,
+				stats: createRunStatistics(),
+				report: null,
+				fence: stops,
+			});
+			return { write, stops, lock, jsonl, resultsPath };
+		}
+		const record = (id: string) => ({ id, url: `http://127.0.0.1/${id}`, status: "ok" }) as ResultRecord;
+		const hostB = (lockPath: string) => {
+			unlinkSync(lockPath);
+			writeFileSync(lockPath, `${JSON.stringify({ pid: 4242, host: "host-b", run_id: "run-b", started_at: "" })}\n`, {
+				flag: "wx",
+			});
+		};
+
+		it("a record appended after another host took the lock over is taken back, and the run stops lease_lost", async () => {
+			const { write, stops, lock, jsonl, resultsPath } = recordPath((lockPath) => hostB(lockPath));
+			try {
+				expect(write(record("late"), null)).toBe(false);
+				// The line went out after the takeover (the checks before it saw a recent beat): it is cut back off.
+				expect(readFileSync(resultsPath, "utf8")).toBe(EARLIER);
+				expect(stops.reason).toBe("lease_lost");
+				expect(stops.mayWrite()).toBe(false);
+			} finally {
+				await jsonl.close();
+				lock.release();
+			}
+		});
+
+		it("the late line is never cut when host B appended after it: B's line stays whole", async () => {
+			const theirs = `${JSON.stringify({ id: "theirs" })}\n`;
+			const { write, stops, lock, jsonl, resultsPath } = recordPath((lockPath) => hostB(lockPath));
+			const original = jsonl.write.bind(jsonl);
+			// B's append lands right after A's late line.
+			jsonl.write = (written) => {
+				original(written);
+				appendFileSync(resultsPath, theirs);
+			};
+			try {
+				expect(write(record("late"), null)).toBe(false);
+				expect(readFileSync(resultsPath, "utf8")).toMatch(new RegExp(`^${EARLIER}.*"late".*\n${theirs}$`));
+				expect(stops.reason).toBe("lease_lost");
+			} finally {
+				await jsonl.close();
+				lock.release();
+			}
+		});
+
+		it("a record whose lease is still ours after the pause stays (the lock file is read once: still ours, renewed)", async () => {
+			const { write, stops, lock, jsonl, resultsPath } = recordPath(() => undefined);
+			try {
+				// The pause sink moved the clock past the lease: the beat is renewed once (the file is ours) and the line stays.
+				expect(write(record("kept"), null)).toBe(true);
+				expect(readFileSync(resultsPath, "utf8")).toContain('"kept"');
+				expect(stops.reason).toBe(null);
+			} finally {
+				await jsonl.close();
+				lock.release();
+			}
+		});
 	});
 });
