@@ -228,6 +228,17 @@ function parseHolder(text: string, host: string): LockInfo {
 	return { pid: -1, host, started_at: "unknown", run_id: "unknown" };
 }
 
+/** Whether `path` still names the file open on `fd` (false when it names another file, or none). */
+function sameFile(fd: number, path: string): boolean {
+	const open = fstatSync(fd);
+	try {
+		const named = statSync(path);
+		return named.ino === open.ino && named.dev === open.dev;
+	} catch {
+		return false;
+	}
+}
+
 const GONE: LockInfo = { pid: -1, host: "unknown", run_id: "unknown", started_at: "unknown" };
 
 /**
@@ -285,10 +296,12 @@ function holdLock(
 			const bytes = Buffer.from(`${JSON.stringify({ ...info, heartbeat_at: new Date(wall).toISOString() })}\n`);
 			writeSync(fd, bytes, 0, bytes.length, 0);
 			if (Buffer.byteLength(text) > bytes.length) ftruncateSync(fd, bytes.length);
-			// Still linked after the write: the beat is the lock's. Unlinked, the lock was taken over while
-			// this process was between its read and its write: the beat went to a file nobody reads.
-			if (fstatSync(fd).nlink === 0) unlinked = true;
-			else beat = { wall, mono };
+			// The path still names the file written: the beat is the lock's. Another file there (or none), the
+			// lock was taken over while this process was between its read and its write: the beat went to a
+			// file nobody reads. Asked of the path, not of the descriptor's link count: an NFS client keeps an
+			// unlinked open file under another name (".nfs…"), linked.
+			if (sameFile(fd, path)) beat = { wall, mono };
+			else unlinked = true;
 		} catch {
 			// A missed beat (a torn read, an I/O error) is survivable: the lease allows several.
 		} finally {
