@@ -67,16 +67,16 @@ function pausableClock(start: number) {
 	};
 }
 
+/** Host A's lock on the test's clocks. */
+function holderA(dir: string, now: () => number, monotonic: () => number) {
+	return acquireRunLock(dir, "run-a", { leaseMs: LEASE_MS, host: "host-a", now, monotonic });
+}
+
 describe("lease windows a pause can fall into", () => {
 	it("a holder paused between its renewal's check and its write while another host takes over never writes over the new holder's lock, and knows it lost", () => {
 		const dir = jobDir();
 		const clock = pausableClock(1_000_000);
-		const lock = acquireRunLock(dir, "run-a", {
-			leaseMs: LEASE_MS,
-			host: "host-a",
-			now: clock.now,
-			monotonic: clock.mono,
-		});
+		const lock = holderA(dir, clock.now, clock.mono);
 		const lost: string[] = [];
 		lock.onLost?.((holder) => lost.push(holder.host));
 		try {
@@ -103,12 +103,7 @@ describe("lease windows a pause can fall into", () => {
 	it("a holder paused there while another host takes over, finishes and releases, wakes without the lock: it does not recreate it", () => {
 		const dir = jobDir();
 		const clock = pausableClock(1_000_000);
-		const lock = acquireRunLock(dir, "run-a", {
-			leaseMs: LEASE_MS,
-			host: "host-a",
-			now: clock.now,
-			monotonic: clock.mono,
-		});
+		const lock = holderA(dir, clock.now, clock.mono);
 		const lost: number[] = [];
 		lock.onLost?.((holder) => lost.push(holder.pid));
 		try {
@@ -133,12 +128,11 @@ describe("lease windows a pause can fall into", () => {
 		const dir = jobDir();
 		let wall = 1_000_000;
 		let mono = 5_000;
-		const lock = acquireRunLock(dir, "run-a", {
-			leaseMs: LEASE_MS,
-			host: "host-a",
-			now: () => wall,
-			monotonic: () => mono,
-		});
+		const lock = holderA(
+			dir,
+			() => wall,
+			() => mono,
+		);
 		try {
 			// Another host takes over; meanwhile this host's wall clock was stepped back (NTP) by a minute.
 			takeOver(lock.path, wall + LEASE_MS * 2);
