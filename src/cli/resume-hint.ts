@@ -32,13 +32,13 @@ export function resumeCommand(
 	job: Job,
 	flags: ResumeFlags,
 	runDir: string,
-	summary?: Pick<RunSummary, "stopped_reason" | "credits">,
+	stopped?: { summary: Pick<RunSummary, "stopped_reason" | "credits" | "targets">; dearestTarget: number },
 ): string {
 	const words = [...runWords(ctx, job, flags), "--resume"];
 	const runId = basename(runDir);
 	if (listRuns(dirname(runDir))[0]?.runId !== runId) words.push(runId);
-	if (summary?.stopped_reason === "budget_exhausted")
-		words.push("--max-credits", String(largerBudget(summary.credits)));
+	if (stopped?.summary.stopped_reason === "budget_exhausted")
+		words.push("--max-credits", String(budgetToFinish(stopped.summary, stopped.dearestTarget)));
 	return cliCommand(words);
 }
 
@@ -57,9 +57,18 @@ export function acceptCommand(jobFile: string, jobName: string, outRoot: string,
 	return cliCommand(words);
 }
 
-/** A budget that lets a stopped run go on: twice the old one, and always above what was spent. */
-function largerBudget(credits: Pick<RunSummary, "credits">["credits"]): number {
-	const spent = Math.ceil(credits.used);
-	const old = credits.max_credits ?? spent;
-	return Math.max(spent + 1, Math.ceil(old * 2));
+/**
+ * A budget that lets a stopped run finish ("finish with …" must mean it): what was spent and every
+ * target left at the dearest worst case the run met (each fetch books its worst case before it starts,
+ * so less would stop again short of the end). A crawl does not know how many pages are left: twice the
+ * old budget. Always above what was spent (a resume refuses less).
+ */
+function budgetToFinish(summary: Pick<RunSummary, "credits" | "targets">, dearestTarget: number): number {
+	const spent = Math.ceil(summary.credits.used);
+	const left = summary.targets.remaining;
+	const enough =
+		left !== null && dearestTarget > 0
+			? spent + Math.ceil(left * dearestTarget)
+			: Math.ceil((summary.credits.max_credits ?? spent) * 2);
+	return Math.max(spent + 1, enough);
 }

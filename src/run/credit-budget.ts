@@ -19,6 +19,11 @@ export interface CreditBudget {
 	readonly reserved: number;
 	/** `null` when the job has no budget. */
 	readonly limit: number | null;
+	/**
+	 * The largest worst case a target asked to book, refused ones included: what a resume needs per
+	 * target left to be sure to finish (the budget-stop hint, cli/resume-hint.ts). 0 before any.
+	 */
+	readonly dearest: number;
 }
 
 export function createCreditBudget(limit: number | null, alreadySpent = 0): CreditBudget {
@@ -32,7 +37,9 @@ export function createCreditBudget(limit: number | null, alreadySpent = 0): Cred
 		waiters = [];
 		for (const wake of woken) wake();
 	};
+	let dearest = 0;
 	const tryReserve = (worstCase: number) => {
+		if (worstCase > dearest) dearest = worstCase;
 		if (limit !== null && spent + reserved + worstCase > limit) return false;
 		reserved += worstCase;
 		return true;
@@ -61,6 +68,9 @@ export function createCreditBudget(limit: number | null, alreadySpent = 0): Cred
 		},
 		get reserved() {
 			return reserved;
+		},
+		get dearest() {
+			return dearest;
 		},
 		limit,
 	};

@@ -8,6 +8,7 @@ import { type ReportCollector, rebuildReport } from "../report/index.js";
 import { errorMessage } from "../shared/index.js";
 import { type ContractCheck, judgeCompletedRun } from "./contract-check.js";
 import { addCrawlSummary } from "./crawl-hook.js";
+import type { CreditBudget } from "./credit-budget.js";
 import { addDiscoverySummary, type DiscoveredTargets } from "./discovery-sources.js";
 import type { Journal } from "./journal.js";
 import type { StopController, StopReason } from "./stop-controller.js";
@@ -20,6 +21,11 @@ export interface RunJobResult {
 	readonly stopMessage: string | null;
 	/** `report.html` in the run folder; null when it could not be written (the run's outcome stands). */
 	readonly reportPath: string | null;
+	/**
+	 * The dearest target this run met, in worst-case credits (0 when none was fetched): after a budget
+	 * stop, what each target left may need for a resume to finish.
+	 */
+	readonly dearestTarget: number;
 }
 
 export interface FinishParts {
@@ -37,6 +43,8 @@ export interface FinishParts {
 	readonly discovered: DiscoveredTargets | null;
 	/** Targets the run left out on purpose (fresh ones, the not-failed ones of `--retry-failed`). */
 	readonly deselected: number;
+	/** The budget's ledger: its dearest target goes to the result (RunJobResult.dearestTarget). */
+	readonly budget: Pick<CreditBudget, "dearest">;
 	/** Whether the job has `freshness` (the summary then counts fresh targets). */
 	readonly freshness: boolean;
 	readonly fill: FillStats | null;
@@ -82,6 +90,7 @@ export async function finishRun(parts: FinishParts): Promise<RunJobResult> {
 			stopReason: stops.reason,
 			stopMessage: stops.message,
 			reportPath: null,
+			dearestTarget: parts.budget.dearest,
 		};
 	}
 	const internalError = failures.length ? `internal error: ${errorMessage(failures[0])}` : null;
@@ -149,5 +158,12 @@ export async function finishRun(parts: FinishParts): Promise<RunJobResult> {
 	} catch (error) {
 		logger?.warn({ error: errorMessage(error) }, "could not write report.html");
 	}
-	return { summary, runDir, stopReason: stops.reason, stopMessage: stops.message, reportPath };
+	return {
+		summary,
+		runDir,
+		stopReason: stops.reason,
+		stopMessage: stops.message,
+		reportPath,
+		dearestTarget: parts.budget.dearest,
+	};
 }

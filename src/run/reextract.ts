@@ -237,7 +237,8 @@ export async function reextractRun(options: ReextractOptions): Promise<RunJobRes
 	} catch (error) {
 		options.logger?.warn({ error: errorMessage(error) }, "could not write report.html");
 	}
-	return { summary, runDir, stopReason: finalReason, stopMessage, reportPath };
+	// Nothing is paid in a re-extraction: no target has a cost.
+	return { summary, runDir, stopReason: finalReason, stopMessage, reportPath, dearestTarget: 0 };
 }
 
 /** The folder of a run id of this job: a folder name under `<out>/<job>/`, with records. */

@@ -440,6 +440,7 @@ export async function runJob(options: RunJobOptions): Promise<RunJobResult> {
 			crawler,
 			discovered,
 			deselected: survey.deselected,
+			budget,
 			freshness: job.freshnessMs > 0,
 			fill,
 			changes,

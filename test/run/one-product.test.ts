@@ -77,8 +77,10 @@ describe("a budget survives --resume (CLI)", () => {
 		expect(hint).toMatch(/^npx scrapejob run shop\.yaml --out out --resume --max-credits \d+$/);
 		const larger = Number(/--max-credits (\d+)$/.exec(hint)?.[1]);
 		const resumed = await runPrintedCommand(hint, service.env, dir).done;
-		expect([0, 1]).toContain(resumed.code);
+		// "finish with" means it: the budget it names covers every target left at its worst case.
+		expect(resumed.code, resumed.stdout).toBe(0);
 		const summary = readSummary(runDir!);
+		expect(summary).toMatchObject({ complete: true, stopped_reason: null });
 		expect(summary.credits.used).toBeLessThanOrEqual(larger);
 		expect(summary.credits.max_credits).toBe(larger);
 		expect(summary.targets.done).toBeGreaterThan(readRecords(runDir!).length - 1);
@@ -202,4 +204,50 @@ describe("runJobFile is scrapejob run", () => {
 			await new Promise((resolve) => site.close(resolve));
 		}
 	}, 30_000);
+});
+
+describe("shards × budget × --resume × freshness", () => {
+	it("each shard stopped by its budget finishes with its printed hint (its --shard and a larger budget); every URL paid once in the union; merged; a fresh run of both shards pays nothing", async () => {
+		service = await startTestService({ concurrency: 2 });
+		const dir = tempDir();
+		const total = 12;
+		// By URL: one host, both shards busy.
+		writeJob(dir, "shop", productsJob(service.site.url, total, ["shard_by: url", "freshness: 1h"]));
+		const shardDirs: string[] = [];
+		for (const shard of ["1/2", "2/2"]) {
+			const first = await runCli(["run", "shop.yaml", "--out", "out", "--shard", shard, "--max-credits", "2"], {
+				env: service.env,
+				cwd: dir,
+			});
+			expect(first.code, first.stderr).toBe(1);
+			const hint = /finish with `([^`]+)`/.exec(first.stdout)?.[1] ?? "";
+			expect(hint).toContain(`--shard ${shard}`);
+			expect(hint).toMatch(/--resume/);
+			expect(hint).toMatch(/--max-credits \d+/);
+			const resumed = await runPrintedCommand(hint, service.env, dir).done;
+			expect(resumed.code, `${hint}\n${resumed.stdout}\n${resumed.stderr}`).toBe(0);
+			const [index] = shard.split("/");
+			const shardDir = runDirs(join(dir, "out")).find((path) => path.endsWith(`-shard-${index}-of-2`));
+			expect(shardDir).toBeDefined();
+			expect(readSummary(shardDir!)).toMatchObject({ complete: true, stopped_reason: null });
+			shardDirs.push(shardDir!);
+		}
+		// The union is every target once, each paid once (a budget stop and a resume in each shard).
+		const ids = shardDirs.flatMap((path) => readRecords(path).map((record) => record.id));
+		expect(new Set(ids).size).toBe(total);
+		expect(ids).toHaveLength(total);
+		expect(paid(service)).toBe(total);
+		const merged = await runCli(["merge", ...shardDirs, "--out", join(dir, "merged")], { env: service.env, cwd: dir });
+		expect(merged.code, merged.stderr).toBe(0);
+		expect(readRecords(join(dir, "merged"))).toHaveLength(total);
+		// Both shards again within the freshness window: every target is fresh in the store they share.
+		for (const shard of ["1/2", "2/2"]) {
+			const again = await runCli(["run", "shop.yaml", "--out", "out", "--shard", shard, "--json"], {
+				env: service.env,
+				cwd: dir,
+			});
+			expect(again.code, again.stderr).toBe(0);
+		}
+		expect(paid(service)).toBe(total);
+	}, 90_000);
 });

@@ -547,7 +547,7 @@ async function runOne(
 	else {
 		ctx.stdout.write(
 			formatSummary(summary, outcome.runDir, {
-				resume: resumeCommand(ctx, job, flags, outcome.runDir, summary),
+				resume: resumeCommand(ctx, job, flags, outcome.runDir, { summary, dearestTarget: outcome.dearestTarget }),
 				accept: acceptCommand(relative(ctx.cwd, job.file) || job.file, job.name, flags.out, outcome.runDir),
 			}),
 		);
