@@ -56,6 +56,12 @@ export interface StopController {
 	onStop(listener: () => void): void;
 	/** A reason found once the work is over (a feed error, a broken contract): kept if none is set yet. */
 	conclude(reason: StopReason, message: string | null): void;
+	/**
+	 * The work is over and every target has its record although a signal asked to stop (it came after
+	 * the last target was handed out, and the fetches in flight finished within the grace period): the
+	 * run is complete, so the `interrupted` reason is dropped. Other reasons stand. True when dropped.
+	 */
+	finishedDespiteSignal(): boolean;
 	/** An output failure stops the run (`output_failed`); anything else is a bug, thrown on. */
 	outputFailed(error: unknown): void;
 	/**
@@ -162,6 +168,12 @@ export function createStopController(options: StopControllerOptions): StopContro
 			if (reason !== null) return;
 			reason = why;
 			message = words;
+		},
+		finishedDespiteSignal() {
+			if (reason !== "interrupted") return false;
+			reason = null;
+			message = null;
+			return true;
 		},
 		outputFailed,
 		mayWrite,

@@ -92,6 +92,32 @@ describe("stops: what a user sees when in-flight fetches are given up", () => {
 		expect(resumed.stdout).not.toContain("abandoned");
 	}, 40_000);
 
+	it("Ctrl-C after the last target went out, its fetch finishing in the grace period: the run is complete, exit 0, no resume hint", async () => {
+		service = await startTestService({
+			concurrency: 6,
+			faults: [{ kind: "slow", match: "/page/", delay_ms: 1500, times: 1 }],
+		});
+		const dir = tempDir();
+		const out = join(dir, "out");
+		const job = writeJob(dir, "shop", jobYaml(service.site.url, 1));
+		const run = spawnCli(["run", job, "--out", out], service.env);
+		// Every target is on the wire or done: nothing is left for the queue to hand out.
+		await waitFor(() => String(service?.emulator.ledger.byEndpoint("realtime").length), "4");
+		run.child.kill("SIGINT");
+		const ended = await run.done;
+		const runDir = runDirOf(out);
+		expect(readRecords(runDir)).toHaveLength(4);
+		expect(readSummary(runDir)).toMatchObject({
+			complete: true,
+			stopped_reason: null,
+			abandoned: 0,
+			targets: { done: 4, remaining: 0 },
+		});
+		expect(ended.stdout).not.toContain("INCOMPLETE");
+		expect(ended.stdout).not.toContain("--resume");
+		expect(ended.code).toBe(0);
+	}, 40_000);
+
 	it.skipIf(!existsSync("/usr/bin/script"))(
 		"second Ctrl-C in a terminal: the bar ends its line, one line says what happened, summary.json is written, exit 130",
 		async () => {
