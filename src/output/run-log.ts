@@ -1,17 +1,40 @@
 import pino, { type Logger } from "pino";
 import { redactSecrets } from "../shared/index.js";
+import { type AppendFile, openAppendFile } from "./append-file.js";
+
+/** Lines are batched up to this many UTF-16 code units before one write. */
+const BATCH_UNITS = 4096;
 
 /**
  * `run.log`: pino JSON lines. Keys are scrubbed from every line (not only from known fields),
  * because an error message echoed by a server could carry one.
+ *
+ * Written through our own synchronous appender, not pino's destination: sonic-boom's `flushSync`
+ * retries a write that fails with anything but EAGAIN every 100 ms forever, so a full disk at the end
+ * of a run hung the process in `close`, deaf to SIGTERM. A write that fails here ends the log (its
+ * later lines are dropped) and leaves only whole lines; the records' own writes report the failure.
  */
 export function createRunLog(path: string, secrets: ReadonlyArray<string | undefined>): { log: Logger; close(): void } {
-	// Opened synchronously so `close` can always flush, however short the run; lines are batched up to 4 KB.
-	const destination = pino.destination({ dest: path, sync: true, append: true, mkdir: true, minLength: 4096 });
+	// Opened synchronously so `close` can always flush, however short the run.
+	const file: AppendFile = openAppendFile(path);
 	const known = secrets.filter((secret): secret is string => typeof secret === "string" && secret.length >= 4);
+	let batch = "";
+	let broken = false;
+	const flush = () => {
+		if (broken || batch.length === 0) return;
+		const text = batch;
+		batch = "";
+		try {
+			file.append(text);
+		} catch {
+			broken = true;
+		}
+	};
 	const stream = {
 		write(line: string) {
-			destination.write(known.length ? redactSecrets(line, known) : line);
+			if (broken) return;
+			batch += known.length ? redactSecrets(line, known) : line;
+			if (batch.length >= BATCH_UNITS) flush();
 		},
 	};
 	const log = pino(
@@ -26,8 +49,14 @@ export function createRunLog(path: string, secrets: ReadonlyArray<string | undef
 	return {
 		log,
 		close() {
-			destination.flushSync();
-			destination.end();
+			flush();
+			batch = "";
+			broken = true;
+			try {
+				file.close();
+			} catch {
+				// The log's last fdatasync failed (the disk): its lines are in the page cache or lost, as above.
+			}
 		},
 	};
 }
