@@ -1,3 +1,5 @@
+import { accessSync, constants, existsSync } from "node:fs";
+import { dirname } from "node:path";
 import { ScrapejobError } from "../shared/index.js";
 
 /**
@@ -20,6 +22,10 @@ export class OutputError extends ScrapejobError {
 
 function describeWriteError(error: unknown): string {
 	const code = (error as NodeJS.ErrnoException | undefined)?.code;
+	if (code === "ENOENT") {
+		const real = realMkdirError(error as NodeJS.ErrnoException);
+		if (real) return describeWriteError(real);
+	}
 	switch (code) {
 		case "ENOSPC":
 			return "no space left on the device (ENOSPC)";
@@ -39,5 +45,22 @@ function describeWriteError(error: unknown): string {
 			return "an I/O error (EIO)";
 		default:
 			return error instanceof Error ? error.message : String(error);
+	}
+}
+
+/**
+ * Node's recursive mkdir reports ENOENT when a folder cannot be made on a read-only file system
+ * ("no such file or directory" for a folder that is there): ask the nearest existing folder whether it
+ * may be written to, and describe that answer (EROFS, EACCES) instead.
+ */
+function realMkdirError(error: NodeJS.ErrnoException): NodeJS.ErrnoException | null {
+	if (error.syscall !== "mkdir" || typeof error.path !== "string") return null;
+	let dir = dirname(error.path);
+	while (!existsSync(dir) && dirname(dir) !== dir) dir = dirname(dir);
+	try {
+		accessSync(dir, constants.W_OK);
+		return null;
+	} catch (refused) {
+		return refused as NodeJS.ErrnoException;
 	}
 }

@@ -276,6 +276,56 @@ describe("hostile input: the disk", () => {
 	});
 });
 
+/** Whether this process may mount a read-only file system of its own (a user and mount namespace). */
+function canMountReadOnly(): boolean {
+	try {
+		execFileSync("unshare", ["-rm", "sh", "-c", 'd=$(mktemp -d) && mount -t tmpfs -o ro tmpfs "$d"'], {
+			stdio: "ignore",
+		});
+		return true;
+	} catch {
+		return false;
+	}
+}
+
+describe("hostile input: a read-only file system", () => {
+	it.skipIf(!canMountReadOnly())(
+		"--out on it says read-only (EROFS), exit 5 (Node's recursive mkdir said ENOENT: no such file or directory)",
+		async () => {
+			assertBuilt();
+			const service = await useTestService();
+			const dir = tempDir();
+			const mounted = join(dir, "ro");
+			mkdirSync(mounted);
+			const job = writeJob(dir, "rofs", targetsYaml("rofs", [`${service.site.url}/page/1`]));
+			const child = spawn(
+				"unshare",
+				[
+					"-rm",
+					"sh",
+					"-c",
+					'mount -t tmpfs -o ro tmpfs "$1" && exec "$2" "$3" run "$4" --out "$1/out"',
+					"sh",
+					mounted,
+					process.execPath,
+					BIN,
+					job,
+				],
+				{ env: { PATH: process.env.PATH, ...service.env }, stdio: ["ignore", "pipe", "pipe"] },
+			);
+			let stderr = "";
+			child.stderr.on("data", (chunk: Buffer) => {
+				stderr += chunk.toString();
+			});
+			const code = await new Promise<number>((resolve) => child.on("close", (exit) => resolve(exit ?? -1)));
+			expect(stderr).toMatch(/output failed: cannot write .*the file system is read-only \(EROFS\)/);
+			expect(stderr).not.toMatch(/ENOENT|no such file/);
+			expect(code).toBe(5);
+			expect(service.emulator.ledger.byEndpoint("realtime")).toHaveLength(0);
+		},
+	);
+});
+
 describe("hostile input: a damaged results.jsonl before --resume", () => {
 	it("is refused naming the lines that are not records; --repair moves them aside and their targets run again", async () => {
 		const service = await useTestService({ concurrency: 1 });
