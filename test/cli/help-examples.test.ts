@@ -70,3 +70,10 @@ it("every --help example starts with `npx scrapejob <its command>`, and names jo
 	expect(offending).toEqual([]);
 	expect(examples).toBeGreaterThan(20);
 });
+
+it("`run --help` names every exit code a run may end with (5, a full disk, was missing)", async () => {
+	const help = (await runCli(["run", "--help"])).stdout;
+	const block = help.slice(help.indexOf("\nExit codes:"), help.indexOf("\nExamples:"));
+	const codes = [...block.matchAll(/(?:^|[:·]) (\d+) /gm)].map((match) => Number(match[1]));
+	expect(codes.sort((a, b) => a - b)).toEqual([0, 1, 2, 3, 4, 5, 130]);
+});

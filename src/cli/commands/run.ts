@@ -197,9 +197,11 @@ Keys (flags > environment > --config file):
   SCRAPEJOB_SCRAPER_KEY   scraper key only: no look-up; concurrency is learned from X-RateLimit-Limit
   SCRAPEJOB_API_URL, SCRAPEJOB_SCRAPER_URL   base addresses (https; http only on loopback)
 
-Exit codes: 0 all ok · 1 some targets failed, or max_credits reached · 2 invalid job/usage (nothing sent)
-            · 3 auth, credits, no access, or the service down past outage_timeout
-            · 4 another run of the job holds its lock · 130 interrupted (finish with --resume)
+Exit codes: 0 all ok · 1 some targets failed, max_credits reached, or the data contract broke
+            · 2 invalid job/usage (nothing sent) · 3 auth, credits, no access, or the service down past outage_timeout
+            · 4 another run of the job holds its lock, or took it over while this one ran (lease lost)
+            · 5 the output could not be written (full disk, read-only folder; finish with --resume once there is room)
+            · 130 interrupted (finish with --resume)
 
 Examples:
   npx scrapejob run jobs/demo.yaml --sandbox                  offline, against the built-in emulator
