@@ -24,11 +24,21 @@ export interface TargetFetcherOptions {
 	readonly keepAliveTimeoutMs?: number;
 	/** Redirects followed before giving up. @default 5 */
 	readonly maxRedirections?: number;
+	/**
+	 * The whole fetch (every hop, the body read to its end), ms: past it the page is a `Navigation
+	 * timeout`, as a real browser's navigation would be. Without it a page that never ends held its
+	 * task at `processing` forever while its body grew in memory. @default 300000
+	 */
+	readonly totalTimeoutMs?: number;
+	/** Body bytes read at most; a longer page is cut there (its client sees that much). @default 268435456 (256 MiB) */
+	readonly maxBodyBytes?: number;
 }
 
 export class TargetFetcher {
 	readonly #agent: Agent;
 	readonly #maxRedirections: number;
+	readonly #totalTimeoutMs: number;
+	readonly #maxBodyBytes: number;
 
 	constructor(options: TargetFetcherOptions = {}) {
 		this.#agent = new Agent({
@@ -38,6 +48,8 @@ export class TargetFetcher {
 			bodyTimeout: 300_000,
 		});
 		this.#maxRedirections = options.maxRedirections ?? 5;
+		this.#totalTimeoutMs = options.totalTimeoutMs ?? 300_000;
+		this.#maxBodyBytes = options.maxBodyBytes ?? 256 * 1024 * 1024;
 	}
 
 	/**
@@ -46,12 +58,14 @@ export class TargetFetcher {
 	 * per-request signal is needed.
 	 */
 	async fetch(url: string, extraHeaders: Record<string, string> | null): Promise<FetchOutcome> {
+		const deadline = AbortSignal.timeout(this.#totalTimeoutMs);
 		try {
 			let current = url;
 			for (let hop = 0; ; hop++) {
 				const response = await request(current, {
 					method: "GET",
 					dispatcher: this.#agent,
+					signal: deadline,
 					headers: { "user-agent": USER_AGENT, accept: "text/html,*/*;q=0.8", ...extraHeaders },
 				});
 				const location = firstHeader(response.headers.location);
@@ -61,7 +75,7 @@ export class TargetFetcher {
 					current = new URL(location, current).href;
 					continue;
 				}
-				const body = Buffer.from(await response.body.arrayBuffer());
+				const body = await readCapped(response.body, this.#maxBodyBytes);
 				return {
 					kind: "fetched",
 					statusCode: response.statusCode,
@@ -71,6 +85,7 @@ export class TargetFetcher {
 				};
 			}
 		} catch (error) {
+			if (deadline.aborted) return { kind: "failed", message: "Navigation timeout" };
 			return { kind: "failed", message: classifyFetchError(error) };
 		}
 	}
@@ -79,6 +94,22 @@ export class TargetFetcher {
 	async close(): Promise<void> {
 		await this.#agent.destroy();
 	}
+}
+
+/** A body read up to `maxBytes`; the rest is not waited for (the socket is destroyed). */
+async function readCapped(body: AsyncIterable<Buffer> & { destroy(): unknown }, maxBytes: number): Promise<Buffer> {
+	const chunks: Buffer[] = [];
+	let length = 0;
+	for await (const chunk of body) {
+		const room = maxBytes - length;
+		chunks.push(chunk.length > room ? chunk.subarray(0, room) : chunk);
+		length += Math.min(chunk.length, room);
+		if (length >= maxBytes) {
+			body.destroy();
+			break;
+		}
+	}
+	return Buffer.concat(chunks, length);
 }
 
 const REDIRECT_STATUSES = new Set([301, 302, 303, 307, 308]);
