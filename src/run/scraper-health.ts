@@ -1,4 +1,4 @@
-import { classifyFailure, type ScraperClient } from "../api/index.js";
+import { classifyFailure, NetworkError, type ScraperClient } from "../api/index.js";
 import { errorMessage } from "../shared/index.js";
 
 export interface HealthReading {
@@ -11,9 +11,16 @@ export interface HealthReading {
 /**
  * The service's own advice: read X-RateLimit-Remaining before a batch. The health check is free, so
  * it runs before the run folder exists: a refused key (401/402/403) throws here, leaving nothing
- * behind to resume (so does a stop request during the check). Any other failure is reported and the
- * run starts anyway.
+ * behind to resume (so does a stop request during the check), and so does a service that cannot be
+ * reached at all — its host name does not resolve, nothing listens, its certificate is refused (exit 3,
+ * as the account look-up unreachable at start-up): every fetch would fail the same way, and with only
+ * a scraper key there was no look-up to find it first (the first target spent its attempts, got a
+ * failed record a plain `--resume` does not retry, and the run waited out `outage_timeout`). Any other
+ * failure (an error answer, a dropped or slow connection) is reported and the run starts anyway.
  */
+/** Network failures that say the service cannot be reached at all, not that it is slow or busy. */
+const UNREACHABLE: ReadonlySet<NetworkError["failure"]> = new Set(["dns", "refused", "tls"]);
+
 export async function checkScraperHealth(client: ScraperClient, signal: AbortSignal): Promise<HealthReading> {
 	try {
 		const health = await client.health(signal);
@@ -21,6 +28,7 @@ export async function checkScraperHealth(client: ScraperClient, signal: AbortSig
 	} catch (error) {
 		// A refused key, or Ctrl-C while checking: nothing was started, so nothing is left behind.
 		if (classifyFailure(error).action === "abort" || signal.aborted) throw error;
+		if (error instanceof NetworkError && UNREACHABLE.has(error.failure)) throw error;
 		return { rateLimitRemaining: undefined, failure: errorMessage(error) };
 	}
 }

@@ -1,4 +1,4 @@
-import { readdirSync, readFileSync } from "node:fs";
+import { existsSync, readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { type DemoSite, type Emulator, startDemoSite, startEmulator } from "../../src/emulator/index.js";
@@ -183,6 +183,22 @@ describe("outages: the service down for a while pauses the whole queue instead o
 		expect(readFileSync(join(runDir, "run.log"), "utf8")).toMatch(
 			/"event":"pause","reason":"rate_limited","pause_ms":2000/,
 		);
+	});
+
+	it("with only a scraper key, a service that cannot be reached at start-up exits 3 at once: nothing sent, no run folder, no failed record", async () => {
+		const gone = await startEmulator();
+		const env = { SCRAPEJOB_SCRAPER_KEY: gone.scraperKey, SCRAPEJOB_SCRAPER_URL: gone.scraperUrl };
+		await gone.close();
+		const dir = tempDir();
+		const out = join(dir, "out");
+		const job = writeJob(dir, "shop", jobText("https://example.com", 2));
+		const result = await runCli(["run", job, "--out", out], { env });
+		expect(result.code, result.stderr).toBe(3);
+		expect(result.stderr).toMatch(/connection refused/);
+		// Before the health check stopped it, the run made a folder, failed the first target on its own
+		// attempts (a record --resume does not retry) and waited out outage_timeout.
+		const runs = existsSync(join(out, "shop")) ? readdirSync(join(out, "shop")).filter(isRunFolderName) : [];
+		expect(runs).toEqual([]);
 	});
 
 	it("the account endpoint unreachable at start-up exits 3", async () => {
