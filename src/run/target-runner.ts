@@ -20,6 +20,9 @@ import type { SendGate } from "./send-gate.js";
 import type { StopController } from "./stop-controller.js";
 import type { TaskPollOptions } from "./task-poller.js";
 
+/** What the page pool read of a page that it was not asked to read. */
+const NO_PAGE: { read?: PageTaskResult; tooComplex?: string } = Object.freeze({});
+
 /** Book a fetch's worst case, or stop the run (`budget_exhausted`) when it can no longer fit. */
 export async function reserveOrStop(budget: CreditBudget, stops: StopController, worstCase: number): Promise<boolean> {
 	if (await budget.reserve(worstCase, () => stops.stopping)) return true;
@@ -164,10 +167,11 @@ export function createTargetRunner(parts: TargetRunnerParts): TargetRunner {
 	};
 
 	/**
-	 * The record of a fetched target, built and written; undefined when the output has failed or the
-	 * lease was lost (checked again after the page pool's answer: nothing is written past either).
+	 * The record of a fetched target whose page the pool reads first; undefined when the output has
+	 * failed or the lease was lost (checked again after the page pool's answer: nothing is written past
+	 * either).
 	 */
-	const writeFetched = async (
+	const writeReadFetched = async (
 		target: Target,
 		result: Extract<FetchResult, { kind: "ok" | "failed" }>,
 		charged: number,
@@ -175,7 +179,23 @@ export function createTargetRunner(parts: TargetRunnerParts): TargetRunner {
 	): Promise<ResultRecord | undefined> => {
 		if (!stops.mayWrite()) return undefined;
 		const page = await readPage(target, result);
-		if (page.abandoned || !stops.mayWrite()) return undefined;
+		if (page.abandoned) return undefined;
+		return writeFetched(target, result, charged, started, page);
+	};
+
+	/**
+	 * The record of a fetched target, built and written; undefined when the output has failed or the
+	 * lease was lost. Synchronous: without a page pool (no `extract:`, no crawl) nothing is awaited
+	 * between the answer and its record.
+	 */
+	const writeFetched = (
+		target: Target,
+		result: Extract<FetchResult, { kind: "ok" | "failed" }>,
+		charged: number,
+		started: number,
+		page: { read?: PageTaskResult; tooComplex?: string },
+	): ResultRecord | undefined => {
+		if (!stops.mayWrite()) return undefined;
 		try {
 			// Links go to the frontier before the record is written: a crash between the two loses nothing.
 			if (crawler && result.kind === "ok" && isHtmlResult(target, result))
@@ -238,7 +258,8 @@ export function createTargetRunner(parts: TargetRunnerParts): TargetRunner {
 		if (target.browserSession) return runBrowserTarget(target as Parameters<typeof runBrowserTarget>[0]);
 		const worstCase = creditCostRange(target.params).max;
 		// No record when it does not fit: the target is left for `--resume --max-credits <larger>`.
-		if (!(await reserveOrStop(budget, stops, worstCase))) return;
+		// Booked at once when it fits (nearly always): the wait for other fetches to settle is the rare case.
+		if (!budget.tryReserve(worstCase) && !(await reserveOrStop(budget, stops, worstCase))) return;
 		const started = clock();
 		if (stops.guardOutput(() => journal.started(target.id)) === undefined && stops.outputFailure) {
 			budget.release(worstCase);
@@ -257,7 +278,10 @@ export function createTargetRunner(parts: TargetRunnerParts): TargetRunner {
 				// An ok fetch whose cost went unreported (or came back negative or garbled) is booked at its worst case.
 				const charged = result.creditsUsed ?? worstCase;
 				budget.commit(worstCase, charged);
-				const record = await writeFetched(target, result, charged, started);
+				// Without a page pool the record is written in this turn: no promise, no microtask per target.
+				const record = pagePool
+					? await writeReadFetched(target, result, charged, started)
+					: writeFetched(target, result, charged, started, NO_PAGE);
 				if (!record) {
 					stats.abandoned += 1;
 					return;
