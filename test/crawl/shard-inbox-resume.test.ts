@@ -160,8 +160,15 @@ describe("crawl with --shard: the inbox across a kill", () => {
 		const killedAsked = new Set(asked.filter((entry) => entry.seq <= askedBeforeResume).map((entry) => entry.url));
 		for (const [url, count] of counts) {
 			if (count === 1) continue;
-			expect(count).toBe(2);
-			expect(url.startsWith(b) && killedAsked.has(url) && !answered.has(url)).toBe(true);
+			const seen = {
+				url,
+				count,
+				shard2Host: url.startsWith(b),
+				askedByKilled: killedAsked.has(url),
+				answered: answered.has(url),
+			};
+			expect(count, JSON.stringify(seen)).toBe(2);
+			expect(seen.shard2Host && seen.askedByKilled && !seen.answered, JSON.stringify(seen)).toBe(true);
 		}
 	}, 90_000);
 });
