@@ -15,6 +15,7 @@ export {
 	createScraperClient,
 	NetworkError,
 	type ScraperClient,
+	ScraperNotFoundError,
 	ServiceError,
 	UnexpectedResponseError,
 } from "./api/index.js";

@@ -101,6 +101,17 @@ export function classifyScrapingError(status: number, errorType: string, detail:
 	return { action: "retry", kind: `http_${status}`, serviceDown: true };
 }
 
+/**
+ * Kinds that say the service (or the address configured for it) failed, not the target: its own error
+ * statuses, no answer, an answer that is not the service's. A run whose every target failed so says
+ * nothing about the targets (docs/behaviour.md, "Start-up").
+ */
+const SERVICE_SIDE_KIND = /^(?:http_\d{3}|network_[a-z]+|unexpected_response)$/;
+
+export function isServiceSideKind(kind: string): boolean {
+	return SERVICE_SIDE_KIND.test(kind);
+}
+
 /** A short, stable name for the error kind of a failure, for records and summaries. */
 export function errorKind(error: unknown): string {
 	return classifyFailure(error).kind;

@@ -98,6 +98,22 @@ export class UnexpectedResponseError extends ScrapejobError {
 	}
 }
 
+/**
+ * The scraper address answers, but not as the service (a 404 for its health check, a redirect, some other
+ * server's 200): every fetch would fail the same way, so the run ends before it starts (exit 3).
+ */
+export class ScraperNotFoundError extends ScrapejobError {
+	readonly baseUrl: string;
+	constructor(baseUrl: string, cause: unknown) {
+		super(
+			"SCRAPEJOB_NOT_THE_SERVICE",
+			`the scraper service is not at ${baseUrl}: ${errorMessage(cause)}. Check --scraper-url / SCRAPEJOB_SCRAPER_URL (the scraper API's address ends in /api/v1); \`scrapejob health\` checks it without running a job`,
+			{ cause },
+		);
+		this.baseUrl = baseUrl;
+	}
+}
+
 /** The caller's AbortSignal fired before the answer came. */
 export class RequestAbortedError extends ScrapejobError {
 	constructor(endpoint: string, options?: { cause?: unknown }) {

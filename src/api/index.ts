@@ -14,6 +14,7 @@ export {
 	DEFAULT_RESET_SECONDS,
 	errorKind,
 	type FailureAction,
+	isServiceSideKind,
 	MAX_RESET_SECONDS,
 } from "./classify.js";
 export {
@@ -23,6 +24,7 @@ export {
 	NetworkError,
 	type NetworkFailure,
 	RequestAbortedError,
+	ScraperNotFoundError,
 	ServiceError,
 	type ServiceErrorFields,
 	UnexpectedResponseError,

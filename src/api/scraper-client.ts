@@ -121,6 +121,8 @@ export interface RealtimeCallOptions {
 }
 
 export interface ScraperClient {
+	/** The scraper API's base address, as configured (never with a key: keys go in headers). */
+	readonly baseUrl: string;
 	realtime(params: ScrapeParams, options?: RealtimeCallOptions): Promise<RealtimeOutcome>;
 	task(taskId: string, signal?: AbortSignal): Promise<TaskState>;
 	health(signal?: AbortSignal): Promise<{ ok: true; headers: ScraperHeaders }>;
@@ -330,6 +332,8 @@ export function createScraperClient(options: ScraperClientOptions): ScraperClien
 			return { urls, creditsUsed: credits !== undefined && credits >= 0 ? credits : null };
 		},
 
+		baseUrl: base.href,
+
 		async health(signal) {
 			const endpoint = "GET /scraper/health";
 			const response = await send(dispatcher, {
@@ -341,6 +345,10 @@ export function createScraperClient(options: ScraperClientOptions): ScraperClien
 				...(signal ? { signal } : {}),
 			});
 			if (response.status !== 200) throw toServiceError(response.status, response.body, endpoint, secrets);
+			// The service answers `{"success": true}`; a 200 with anything else is some other server at that address.
+			if (jsonObject(response)?.success !== true) {
+				throw new UnexpectedResponseError(endpoint, 200, 'not the service\'s {"success": true}');
+			}
 			return { ok: true, headers: readScraperHeaders(response.headers) };
 		},
 	};

@@ -17,6 +17,8 @@ export function exitCodeForError(error: unknown): number {
 	if (code === "SCRAPEJOB_NO_ACCESS") return EXIT.authOrCredits;
 	// The service unreachable while setting up (the account look-up): the same class as an outage, exit 3.
 	if (code === "SCRAPEJOB_NETWORK") return EXIT.authOrCredits;
+	// An address that answers, but not as the service (a scraper URL without /api/v1): no fetch can succeed.
+	if (code === "SCRAPEJOB_NOT_THE_SERVICE") return EXIT.authOrCredits;
 	if (code === "SCRAPEJOB_SERVICE_ERROR") {
 		const status = (error as ScrapejobError & { status?: number }).status;
 		if (status === 401 || status === 402 || status === 403) return EXIT.authOrCredits;

@@ -97,7 +97,7 @@ export interface RunSummary {
 
 /** One rule of the contract the run broke, with the figures that broke it. */
 export interface BrokenRule {
-	/** `pattern`, `min`, `max`, `min_length` (a field's rule) or `min_fill`, `max_fill_drop`, `max_rows_drop`, `max_changed`. */
+	/** `pattern`, `min`, `max`, `min_length` (a field's rule) or `min_fill`, `max_fill_drop`, `max_rows_drop`, `max_changed`, `service_failed` (no target ok, every failure the service's). */
 	rule: string;
 	/** The field, for field rules, `min_fill` and `max_fill_drop`. */
 	field?: string;

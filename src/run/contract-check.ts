@@ -1,4 +1,5 @@
 import { basename, dirname } from "node:path";
+import { isServiceSideKind } from "../api/index.js";
 import { brokenRule, type FieldRule } from "../extract/index.js";
 import { promotedSummaries } from "../history/index.js";
 import type { JobContract } from "../job/index.js";
@@ -132,6 +133,15 @@ export function createContractCheck(contract: JobContract) {
 					});
 				}
 			}
+			const serviceFailed = failedOnServiceSide(summary);
+			if (serviceFailed !== null) {
+				rules.push({
+					rule: "service_failed",
+					limit: 0,
+					actual: summary.targets.by_status.failed,
+					message: `every target failed on the service's side (${serviceFailed}), which says nothing of the pages: check the scraper URL and the service`,
+				});
+			}
 			return { passed: rules.length === 0, broken: rules, baseline_runs: baseline.map((run) => run.run_id), rows };
 		},
 	};
@@ -162,6 +172,15 @@ export function judgeCompletedRun(
 		verdict,
 		brokenMessage: `the ${what} broke the job's data contract: its records are not promoted to latest (${verdict.broken.map((rule) => rule.message).join("; ")})`,
 	};
+}
+
+/** The error kinds in words when no target was ok and every failure was the service's; else null. */
+function failedOnServiceSide(summary: RunSummary): string | null {
+	const { ok, failed } = summary.targets.by_status;
+	const kinds = Object.entries(summary.errors_by_kind);
+	if (ok > 0 || failed === 0 || kinds.length === 0) return null;
+	if (!kinds.every(([kind]) => isServiceSideKind(kind))) return null;
+	return kinds.map(([kind, count]) => `${kind} ${count}`).join(", ");
 }
 
 /** An earlier run's rows: what its verdict counted, else its ok records and the fresh targets it left out. */

@@ -174,6 +174,24 @@ describe("hostile input: the service and the target URLs", () => {
 		expect(readRecords(onlyRun(out, "redir"))[0]).toMatchObject({ status: "failed", error: "unexpected_response" });
 	});
 
+	it("a run whose every target failed on the service's side (404s to a healthy check) is never promoted to latest", async () => {
+		const hostile = await hostileScraper((res) => {
+			res.writeHead(404, { "content-type": "application/json" });
+			res.end('{"success":false,"error":"Not found","message":"No such endpoint"}');
+		});
+		const dir = tempDir();
+		const out = join(dir, "out");
+		const contract = "extract:\n  title:\n    css: h1\n    min_length: 1\nextract_checks:\n  max_rows_drop: 0.5\n";
+		const job = writeJob(dir, "gone", targetsYaml("gone", ["https://example.com/a", "https://example.com/b"], contract));
+		const result = await runCli(["run", job, "--out", out, "--quiet"], { env: hostile.env });
+		expect(result.code).toBe(1);
+		expect(result.stdout).not.toContain("passed: promoted to latest");
+		expect(result.stdout).toMatch(/BROKEN, not promoted to latest.*every target failed on the service's side \(http_404 2\)/);
+		const summary = readSummary(onlyRun(out, "gone")) as { contract: { passed: boolean; broken: { rule: string }[] } };
+		expect(summary.contract.passed).toBe(false);
+		expect(summary.contract.broken.map((rule) => rule.rule)).toEqual(["service_failed"]);
+	});
+
 	it("a body over max_body_mb fails its target with body_too_large after reading no more, booked at the worst case", async () => {
 		const hostile = await hostileScraper((res) => {
 			res.writeHead(200, { "content-type": "text/html" });

@@ -2,8 +2,10 @@ import { existsSync, mkdirSync, readdirSync, writeFileSync } from "node:fs";
 import { hostname } from "node:os";
 import { join } from "node:path";
 import { afterEach, beforeAll, describe, expect, it } from "vitest";
+import { ScraperNotFoundError } from "../../src/api/index.js";
 import { resumeCommand } from "../../src/cli/resume-hint.js";
 import type { Job } from "../../src/job/index.js";
+import { runJobFile } from "../../src/library/index.js";
 import { isRunFolderName, readRecords, readSummary, tempDir, writeJob } from "../helpers/job-files.js";
 import { runCli } from "../helpers/run-cli.js";
 import { startTestService, type TestService } from "../helpers/service.js";
@@ -81,6 +83,30 @@ describe("how a run starts: lock first, nothing sent on a refusal", () => {
 		expect(existsSync(jobDir) ? readdirSync(jobDir).filter(isRunFolderName) : []).toEqual([]);
 		expect(service.emulator.ledger.byEndpoint("health")).toHaveLength(1);
 		expect(service.emulator.ledger.byEndpoint("realtime")).toHaveLength(0);
+	});
+	it("a scraper URL that is not the service (no /api/v1: health 404; a website's 200) ends the run with exit 3 before its folder, nothing fetched", async () => {
+		service = await startTestService();
+		const dir = tempDir();
+		const out = join(dir, "out");
+		const job = writeJob(dir, "shop", shopJob(service.site.url, 3));
+		const withoutPrefix = service.emulator.scraperUrl.replace(/\/api\/v1$/, "");
+		for (const scraperUrl of [withoutPrefix, service.site.url]) {
+			const env = { SCRAPEJOB_SCRAPER_KEY: service.emulator.scraperKey, SCRAPEJOB_SCRAPER_URL: scraperUrl };
+			const result = await runCli(["run", job, "--out", out], { env });
+			expect(result.code, result.stderr).toBe(3);
+			expect(result.stderr).toContain(`the scraper service is not at ${new URL(scraperUrl).href}`);
+			expect(result.stderr).toContain("ends in /api/v1");
+			const jobDir = join(out, "shop");
+			expect(existsSync(jobDir) ? readdirSync(jobDir).filter(isRunFolderName) : []).toEqual([]);
+		}
+		expect(service.emulator.ledger.byEndpoint("realtime")).toHaveLength(0);
+		// The library says the same with a typed error.
+		await expect(
+			runJobFile(job, {
+				out,
+				env: { SCRAPEJOB_SCRAPER_KEY: service.emulator.scraperKey, SCRAPEJOB_SCRAPER_URL: withoutPrefix },
+			}),
+		).rejects.toBeInstanceOf(ScraperNotFoundError);
 	});
 });
 
