@@ -182,11 +182,17 @@ describe("hostile input: the service and the target URLs", () => {
 		const dir = tempDir();
 		const out = join(dir, "out");
 		const contract = "extract:\n  title:\n    css: h1\n    min_length: 1\nextract_checks:\n  max_rows_drop: 0.5\n";
-		const job = writeJob(dir, "gone", targetsYaml("gone", ["https://example.com/a", "https://example.com/b"], contract));
+		const job = writeJob(
+			dir,
+			"gone",
+			targetsYaml("gone", ["https://example.com/a", "https://example.com/b"], contract),
+		);
 		const result = await runCli(["run", job, "--out", out, "--quiet"], { env: hostile.env });
 		expect(result.code).toBe(1);
 		expect(result.stdout).not.toContain("passed: promoted to latest");
-		expect(result.stdout).toMatch(/BROKEN, not promoted to latest.*every target failed on the service's side \(http_404 2\)/);
+		expect(result.stdout).toMatch(
+			/BROKEN, not promoted to latest.*every target failed on the service's side \(http_404 2\)/,
+		);
 		const summary = readSummary(onlyRun(out, "gone")) as { contract: { passed: boolean; broken: { rule: string }[] } };
 		expect(summary.contract.passed).toBe(false);
 		expect(summary.contract.broken.map((rule) => rule.rule)).toEqual(["service_failed"]);
