@@ -73,6 +73,9 @@ export function classifyFailure(error: unknown): FailureAction {
 		return { action: "fail", kind: `http_${status}` };
 	}
 	if (error instanceof NetworkError) {
+		// Cut after the service answered: it is up, and the attempt was made (and maybe paid): retried as a
+		// failure of this target, never taken for an outage (an outage's retries are free and unbounded).
+		if (error.answeredStatus !== null) return { action: "retry", kind: `network_${error.failure}` };
 		// The service's own host not resolving is our network (or its DNS) being down: an outage sign.
 		if (error.failure === "dns") return { action: "retry", kind: "network_dns", serviceDown: true };
 		return { action: "retry", kind: `network_${error.failure}`, serviceDown: true };

@@ -46,13 +46,20 @@ export function toServiceError(
 	body: Buffer,
 	endpoint: string,
 	secrets: ReadonlyArray<string | null | undefined>,
+	headerCredits?: number,
 ): ServiceError {
 	const parsed = parseJson(body);
 	const clean = (text: string) => redactSecrets(text, secrets);
 	if (!isObject(parsed)) {
 		// Redacted before it is cut: a key cut in half by the 200-character limit would no longer match.
 		const snippet = clean(body.toString("utf8").replace(/\s+/g, " ").trim()).slice(0, 200);
-		return new ServiceError({ status, errorType: `HTTP ${status}`, detail: snippet, endpoint });
+		return new ServiceError({
+			status,
+			errorType: `HTTP ${status}`,
+			detail: snippet,
+			endpoint,
+			...(headerCredits !== undefined ? { creditsUsed: headerCredits } : {}),
+		});
 	}
 	const errorType = asText(parsed.error) ?? asText(parsed.message) ?? `HTTP ${status}`;
 	const nestedMessage = isObject(parsed.error) ? asText(parsed.error.message) : undefined;
@@ -67,7 +74,8 @@ export function toServiceError(
 	const reset = asNumber(parsed.reset);
 	if (reset !== undefined) fields.resetSeconds = reset;
 	if (typeof parsed.url === "string") fields.url = clean(parsed.url);
-	const creditsUsed = asNumber(parsed.credits_used);
+	// An error answer may still cost credits: its body says so, or its X-Credits-Used header.
+	const creditsUsed = asNumber(parsed.credits_used) ?? headerCredits;
 	if (creditsUsed !== undefined) fields.creditsUsed = creditsUsed;
 	const problems = validationErrors(parsed);
 	if (problems) fields.validationErrors = problems.map(clean);

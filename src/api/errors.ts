@@ -66,16 +66,28 @@ export type NetworkFailure = (typeof NETWORK_FAILURES)[number];
 export class NetworkError extends ScrapejobError {
 	readonly failure: NetworkFailure;
 	readonly endpoint: string;
+	/**
+	 * The service's status line and headers had arrived when the connection failed: the service answered
+	 * (it is not down), and the fetch was made — `creditsUsed` is what its `X-Credits-Used` said it cost.
+	 */
+	readonly answeredStatus: number | null;
+	readonly creditsUsed?: number;
 
 	constructor(
 		failure: NetworkFailure,
 		endpoint: string,
 		message: string,
-		options?: { cause?: unknown; host?: string },
+		options?: { cause?: unknown; host?: string; answeredStatus?: number; creditsUsed?: number | undefined },
 	) {
-		super("SCRAPEJOB_NETWORK", `${endpoint}${options?.host ? ` at ${options.host}` : ""} failed: ${message}`, options);
+		super(
+			"SCRAPEJOB_NETWORK",
+			`${endpoint}${options?.host ? ` at ${options.host}` : ""} failed: ${message}${options?.answeredStatus ? ` (after the service answered ${options.answeredStatus})` : ""}`,
+			options,
+		);
 		this.failure = failure;
 		this.endpoint = endpoint;
+		this.answeredStatus = options?.answeredStatus ?? null;
+		if (options?.creditsUsed !== undefined) this.creditsUsed = options.creditsUsed;
 	}
 }
 

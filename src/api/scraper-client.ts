@@ -193,7 +193,7 @@ export function createScraperClient(options: ScraperClientOptions): ScraperClien
 			const body = jsonObject(response);
 			if (body && typeof body.task_id === "string") return readTaskRecord(status, headers, body, endpoint);
 			if (status === 202) throw new UnexpectedResponseError(endpoint, status, "202 without a task_id");
-			throw toServiceError(status, response.body, endpoint, secrets);
+			throw toServiceError(status, response.body, endpoint, secrets, headers.creditsUsed);
 		}
 		if (status >= 200 && status < 300) {
 			// Only JSON answers can be task records or wrapped deliveries; an HTML page is never parsed.
@@ -202,7 +202,7 @@ export function createScraperClient(options: ScraperClientOptions): ScraperClien
 				if (typeof body.task_id === "string" && taskStatusKind(body.status) !== "done") {
 					return readTaskRecord(status, headers, body, endpoint);
 				}
-				if (body.success === false) throw toServiceError(status, response.body, endpoint, secrets);
+				if (body.success === false) throw toServiceError(status, response.body, endpoint, secrets, headers.creditsUsed);
 				if (params.delivery === "json") {
 					const targetStatus = numberField(body, "status_code");
 					return {
@@ -238,7 +238,7 @@ export function createScraperClient(options: ScraperClientOptions): ScraperClien
 		if (headers.targetStatus === undefined) {
 			const body = jsonObject(response);
 			if (isErrorRecord(body) || status === 401 || status === 402 || status === 429 || status >= 500) {
-				throw toServiceError(status, response.body, endpoint, secrets);
+				throw toServiceError(status, response.body, endpoint, secrets, headers.creditsUsed);
 			}
 		}
 		return { kind: "target_error", targetStatus: headers.targetStatus ?? status, headers, body: response.body };

@@ -252,14 +252,26 @@ class AnswerReader implements Dispatcher.DispatchHandler {
 	}
 
 	private explain(error: unknown): unknown {
-		if (error instanceof BodyTooLargeError || error instanceof NetworkError || error instanceof BodySinkError)
-			return error;
+		if (error instanceof NetworkError) return this.afterAnswer(error);
+		if (error instanceof BodyTooLargeError || error instanceof BodySinkError) return error;
 		if (error instanceof RequestAbortedError || this.options.signal?.aborted)
 			return error instanceof RequestAbortedError
 				? error
 				: new RequestAbortedError(this.options.endpoint, { cause: error });
 		// Name the host: "cannot reach api.example.com" is what a user can act on. URLs never hold keys.
-		return toNetworkError(error, this.options.endpoint, this.origin);
+		return this.afterAnswer(toNetworkError(error, this.options.endpoint, this.origin));
+	}
+
+	/** A connection lost after the status line: the fetch was made, and what it cost is on the error. */
+	private afterAnswer(error: NetworkError): NetworkError {
+		if (this.status === 0 || error.answeredStatus !== null) return error;
+		const detail = error.message.slice(error.message.indexOf(" failed: ") + " failed: ".length);
+		return new NetworkError(error.failure, this.options.endpoint, detail, {
+			cause: error.cause,
+			host: this.origin,
+			answeredStatus: this.status,
+			creditsUsed: this.credits,
+		});
 	}
 }
 

@@ -53,9 +53,17 @@ export type FetchResult =
 			readonly kind: "aborted";
 			readonly reason: "unauthorized" | "insufficient_credits" | "forbidden";
 			readonly message: string;
+			/** Credits earlier attempts of this target were charged (booked though no record is written). */
+			readonly charged: number;
 	  }
 	/** The run stopped (signal, outage, abort) before this target finished: no record, left for `--resume`. */
-	| { readonly kind: "abandoned"; readonly taskId: string | null; readonly attempts: number }
+	| {
+			readonly kind: "abandoned";
+			readonly taskId: string | null;
+			readonly attempts: number;
+			/** Credits earlier attempts of this target were charged (booked though no record is written). */
+			readonly charged: number;
+	  }
 	/** The page could not be written to its file (disk full, read-only): the run stops as for any output failure. */
 	| { readonly kind: "output_failed"; readonly path: string; readonly cause: unknown };
 
@@ -94,9 +102,15 @@ type AttemptOutcome =
 	| { readonly result: FetchResult }
 	| { readonly failure: unknown; readonly decision?: FailureAction };
 
-/** A credit figure as the budget may trust it: a finite, non-negative number, else null (unknown). */
+/**
+ * The most one fetch can plausibly cost: the dearest mode with every option is a few dozen credits. A
+ * larger figure (`X-Credits-Used: 1e308`) is garbage, and would turn the run's sums into Infinity.
+ */
+export const MAX_CREDITS_PER_FETCH = 1000;
+
+/** A credit figure as the budget may trust it: a plausible non-negative number, else null (unknown: the worst case). */
 export function trustedCredits(value: number | undefined): number | null {
-	return value !== undefined && Number.isFinite(value) && value >= 0 ? value : null;
+	return value !== undefined && value >= 0 && value <= MAX_CREDITS_PER_FETCH ? value : null;
 }
 
 /**
@@ -127,7 +141,18 @@ export async function fetchTarget(
 	let navigationRetries = 0;
 	let request = params;
 	const maxWaits = deps.maxRateLimitWaits ?? 20;
-	const abandoned = (): FetchResult => ({ kind: "abandoned", taskId, attempts });
+	/**
+	 * Credits the service reported for this target's earlier attempts that failed (a charged 5xx, an answer
+	 * cut after its headers): booked on the record with the last attempt's, whatever the outcome.
+	 */
+	let chargedBefore = 0;
+	const abandoned = (): FetchResult => ({ kind: "abandoned", taskId, attempts, charged: chargedBefore });
+	/** The result with the earlier attempts' charges added (an unknown cost stays unknown: the worst case). */
+	const withEarlierCharges = (result: FetchResult): FetchResult => {
+		if (chargedBefore === 0 || (result.kind !== "ok" && result.kind !== "failed") || result.creditsUsed === null)
+			return result;
+		return { ...result, creditsUsed: result.creditsUsed + chargedBefore };
+	};
 	const failed = (
 		error: string,
 		message: string,
@@ -303,11 +328,15 @@ export async function fetchTarget(
 			if (deps.signal.aborted) return abandoned();
 			outcome = { failure: error };
 		}
-		if ("result" in outcome) return outcome.result;
-		if (deps.signal.aborted) return abandoned();
-
+		if ("result" in outcome) return withEarlierCharges(outcome.result);
 		const { failure } = outcome;
 		const decision = outcome.decision ?? classifyFailure(failure);
+		// What this failed attempt cost: retried or not, it is paid for.
+		const charge = decision.action === "wait" ? 0 : (trustedCredits(creditsOf(failure)) ?? 0);
+		if (deps.signal.aborted) {
+			chargedBefore += charge;
+			return abandoned();
+		}
 		switch (decision.action) {
 			case "wait": {
 				// A 429 is the queue being full, not an attempt at the target.
@@ -325,6 +354,7 @@ export async function fetchTarget(
 				if (sign === "outage") {
 					// An outage: the failed attempt does not count, and the target waits with the whole queue.
 					spent -= 1;
+					chargedBefore += charge;
 					try {
 						await deps.gate.unpaused(deps.signal);
 					} catch {
@@ -337,8 +367,11 @@ export async function fetchTarget(
 				if (sign === "free") spent -= 1;
 				if (!decision.serviceDown) deps.outage.answered(sentInEpoch);
 				if (spent >= deps.retry.attempts) {
-					return failed(decision.kind, errorMessage(failure), statusOf(failure), lastHeaders, creditsOf(failure));
+					return withEarlierCharges(
+						failed(decision.kind, errorMessage(failure), statusOf(failure), lastHeaders, creditsOf(failure)),
+					);
 				}
+				chargedBefore += charge;
 				if (deps.isStopping()) return abandoned();
 				deps.onRetry(targetId, decision.kind);
 				if (decision.raiseWaitSeconds) {
@@ -358,9 +391,11 @@ export async function fetchTarget(
 			case "fail":
 				if (!(decision.kind === "dns_failed" || decision.kind === "navigation_error"))
 					deps.outage.answered(sentInEpoch);
-				return failed(decision.kind, errorMessage(failure), statusOf(failure), lastHeaders, creditsOf(failure));
+				return withEarlierCharges(
+					failed(decision.kind, errorMessage(failure), statusOf(failure), lastHeaders, creditsOf(failure)),
+				);
 			case "abort":
-				return { kind: "aborted", reason: decision.kind, message: errorMessage(failure) };
+				return { kind: "aborted", reason: decision.kind, message: errorMessage(failure), charged: chargedBefore };
 			default: {
 				const unreachable: never = decision;
 				throw new Error(`unhandled decision ${JSON.stringify(unreachable)}`);

@@ -84,6 +84,11 @@ export function createRunStatistics() {
 			session.creditsUsed += record.credits_used;
 			session.retries += Math.max(0, record.attempts - 1);
 		},
+		/** Credits charged for attempts of a target this session left without a record (a stop, an abort). */
+		chargedWithoutRecord(credits: number) {
+			creditsUsed += credits;
+			session.creditsUsed += credits;
+		},
 		taskCreated() {
 			tasks.created += 1;
 			session.tasksCreated += 1;

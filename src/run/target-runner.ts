@@ -253,6 +253,16 @@ export function createTargetRunner(parts: TargetRunnerParts): TargetRunner {
 		stops.guardOutput(() => parts.write(record, result.kind === "ok" ? result.body : null));
 	};
 
+	/** A target left without a record: what its failed attempts were charged is still spent. */
+	const bookWithoutRecord = (worstCase: number, charged: number) => {
+		if (charged === 0) {
+			budget.release(worstCase);
+			return;
+		}
+		budget.commit(worstCase, charged);
+		stats.chargedWithoutRecord(charged);
+	};
+
 	const run = async (target: Target) => {
 		if (stops.stopping) return;
 		if (target.browserSession) return runBrowserTarget(target as Parameters<typeof runBrowserTarget>[0]);
@@ -301,7 +311,7 @@ export function createTargetRunner(parts: TargetRunnerParts): TargetRunner {
 				return;
 			}
 			case "aborted":
-				budget.release(worstCase);
+				bookWithoutRecord(worstCase, result.charged);
 				stops.stop(result.reason, `stopping: ${result.message}`);
 				return;
 			case "output_failed":
@@ -313,7 +323,7 @@ export function createTargetRunner(parts: TargetRunnerParts): TargetRunner {
 				});
 				return;
 			case "abandoned":
-				budget.release(worstCase);
+				bookWithoutRecord(worstCase, result.charged);
 				if (result.taskId) stats.tasks.leftPending += 1;
 				// Sent but given up (a stop past its grace period): the service may still charge it.
 				if (result.attempts > 0) stats.abandoned += 1;

@@ -246,6 +246,71 @@ describe("hostile input: the service and the target URLs", () => {
 	});
 });
 
+describe("hostile input: credits charged on attempts that fail", () => {
+	/** Each kind of charged failure the service can send, and what one attempt of it costs. */
+	const charged: Record<string, { credits: number; answer: (res: import("node:http").ServerResponse) => void }> = {
+		"a body cut after its headers": {
+			credits: 2,
+			answer: (res) => {
+				res.writeHead(200, { "content-type": "text/html", "content-length": "5000", "x-credits-used": "2" });
+				res.write("<html>");
+				setTimeout(() => res.destroy(), 5);
+			},
+		},
+		"a charged scraping error (500 with credits_used)": {
+			credits: 1,
+			answer: (res) => {
+				res.writeHead(500, { "content-type": "application/json" });
+				res.end('{"success":false,"error":"Scraping failed","message":"Page crashed","credits_used":1}');
+			},
+		},
+		"a 200 with an error body and X-Credits-Used": {
+			credits: 1,
+			answer: (res) => {
+				res.writeHead(200, { "content-type": "application/json", "x-credits-used": "1" });
+				res.end('{"success":false,"error":"Bad answer","message":"upstream odd"}');
+			},
+		},
+	};
+	for (const [name, { credits, answer }] of Object.entries(charged)) {
+		it(`${name}: every attempt's charge is on the record, in the summary and in the budget; not an outage`, async () => {
+			let sent = 0;
+			const hostile = await hostileScraper((res) => {
+				sent += 1;
+				answer(res);
+			});
+			const dir = tempDir();
+			const out = join(dir, "out");
+			const urls = ["https://example.com/a", "https://example.com/b", "https://example.com/c"];
+			const job = writeJob(dir, "paid", targetsYaml("paid", urls, "concurrency: 1"));
+			const result = await runCli(["run", job, "--out", out, "--quiet"], { env: hostile.env });
+			expect(result.code, result.stderr).toBe(1);
+			const records = readRecords(onlyRun(out, "paid"));
+			expect(records).toHaveLength(3);
+			const recorded = records.reduce((sum, record) => sum + Number(record.credits_used), 0);
+			// Every answer the service sent was charged: the records hold them all.
+			expect(recorded).toBe(sent * credits);
+			for (const record of records) expect(record.credits_used).toBe(Number(record.attempts) * credits);
+			expect(readSummary(onlyRun(out, "paid"))).toMatchObject({ credits: { used: sent * credits } });
+			expect(result.stdout).not.toMatch(/outage/);
+		});
+	}
+
+	it("an implausible X-Credits-Used (1e308) is booked at the worst case, never as Infinity or null", async () => {
+		const hostile = await hostileScraper((res) => {
+			res.writeHead(200, { "content-type": "text/html", "x-credits-used": "1e308" });
+			res.end("<html><body>ok</body></html>");
+		});
+		const dir = tempDir();
+		const out = join(dir, "out");
+		const job = writeJob(dir, "huge", targetsYaml("huge", ["https://example.com/a", "https://example.com/b"]));
+		const result = await runCli(["run", job, "--out", out, "--quiet"], { env: hostile.env });
+		expect(result.code, result.stderr).toBe(0);
+		// request mode's worst case is 2 credits a fetch.
+		expect(readSummary(onlyRun(out, "huge"))).toMatchObject({ credits: { used: 4 } });
+	});
+});
+
 describe("hostile input: the disk", () => {
 	it("a write error mid-run stops sending at once (exit 5), leaves only whole lines, and --resume finishes", async () => {
 		assertBuilt();
