@@ -42,6 +42,11 @@ export function resumeCommand(
 	return cliCommand(words);
 }
 
+/** The command that repairs THIS run's damaged results.jsonl and finishes it: `--resume RUN_ID --repair`. */
+export function repairCommand(ctx: { cwd: string }, job: Job, flags: ResumeFlags, runDir: string): string {
+	return cliCommand([...runWords(ctx, job, flags), "--resume", basename(runDir), "--repair"]);
+}
+
 /**
  * The command that promotes THIS run when its data contract held it back, and publishes what is then
  * "latest": `export --latest --accept <its folder's name>` (what `history.accept` looks up). An export

@@ -1,7 +1,14 @@
-import { basename, resolve } from "node:path";
+import { basename, join, resolve } from "node:path";
 import { type Job, SHARD_SUFFIX_PATTERN, shardSuffix, type TargetCounts } from "../job/index.js";
-import { newRunId } from "../output/index.js";
-import { listRuns, lockJobOutput, type RunLock, tookOverMessage } from "../run/index.js";
+import { newRunId, RUN_FILES } from "../output/index.js";
+import {
+	CorruptResultsError,
+	findCorruptLines,
+	listRuns,
+	lockJobOutput,
+	type RunLock,
+	tookOverMessage,
+} from "../run/index.js";
 import { UsageError } from "../shared/index.js";
 
 /** One job of a `run` command, with the run it continues or starts and its lock. */
@@ -55,6 +62,10 @@ export function planRuns(
 			);
 		}
 		if (chosen.complete && !repair) {
+			// A complete run whose file was damaged since is not complete: said, with how to repair it.
+			const jsonl = join(chosen.dir, RUN_FILES.jsonl);
+			const corrupt = findCorruptLines(jsonl);
+			if (corrupt.count > 0) throw new CorruptResultsError(jsonl, corrupt.lines, corrupt.count);
 			notes.push(`${job.name}: run ${chosen.runId} is already complete; nothing to resume.`);
 			continue;
 		}

@@ -42,7 +42,8 @@ export async function fetchBrowserTarget(
 	let attempts = 0;
 	let busyWaits = 0;
 	for (;;) {
-		if (deps.signal.aborted) return { result: { kind: "abandoned", taskId: null, attempts, charged: 0 }, evaluated: [] };
+		if (deps.signal.aborted)
+			return { result: { kind: "abandoned", taskId: null, attempts, charged: 0 }, evaluated: [] };
 		attempts += 1;
 		try {
 			const page = await deps.sessions.run(() =>
@@ -72,10 +73,14 @@ export async function fetchBrowserTarget(
 		} catch (error) {
 			const failure =
 				error instanceof BrowserSessionError ? error : new BrowserSessionError("lost", String(error), { cause: error });
-			if (deps.signal.aborted) return { result: { kind: "abandoned", taskId: null, attempts, charged: 0 }, evaluated: [] };
+			if (deps.signal.aborted)
+				return { result: { kind: "abandoned", taskId: null, attempts, charged: 0 }, evaluated: [] };
 			switch (failure.kind) {
 				case "refused":
-					return { result: { kind: "aborted", reason: "unauthorized", message: failure.message, charged: 0 }, evaluated: [] };
+					return {
+						result: { kind: "aborted", reason: "unauthorized", message: failure.message, charged: 0 },
+						evaluated: [],
+					};
 				case "busy":
 					attempts -= 1;
 					busyWaits += 1;

@@ -65,15 +65,37 @@ export function isRecord(record: ResultRecord | null): record is ResultRecord {
 
 /** results.jsonl holds lines that are not records: resuming on it would count wrong or never finish. */
 export class CorruptResultsError extends ScrapejobError {
+	readonly path: string;
 	readonly lines: readonly number[];
-	constructor(path: string, lines: readonly number[], count: number) {
+	readonly count: number;
+	/** `repair`: the command that repairs it, as it must be pasted (the CLI knows it; the library says `--repair`). */
+	constructor(path: string, lines: readonly number[], count: number, repair = "resume with --repair") {
 		const shown = lines.slice(0, 10).join(", ");
 		super(
 			"SCRAPEJOB_USAGE",
-			`${path} has ${count} line${count === 1 ? "" : "s"} that ${count === 1 ? "is" : "are"} not a valid record (line ${shown}${count > lines.length ? ", …" : ""}); nothing was sent. Resume with --repair to move them aside (to ${CORRUPT_FILE}) and fetch their targets again`,
+			`${path} has ${count} line${count === 1 ? "" : "s"} that ${count === 1 ? "is" : "are"} not a valid record (line ${shown}${count > lines.length ? ", …" : ""}); nothing was sent. To move them aside (to ${CORRUPT_FILE}) and fetch their targets again, ${repair}`,
 		);
+		this.path = path;
 		this.lines = lines;
+		this.count = count;
 	}
+
+	/** The same error, naming the command that repairs it. */
+	withRepair(command: string): CorruptResultsError {
+		return new CorruptResultsError(this.path, this.lines, this.count, `run \`${command}\``);
+	}
+}
+
+/** Lines of a results.jsonl that are not records (the first 20 line numbers, and how many in all). */
+export function findCorruptLines(jsonlPath: string): { lines: number[]; count: number } {
+	const lines: number[] = [];
+	let count = 0;
+	for (const line of jsonlLines(jsonlPath)) {
+		if (isRecord(parseRecordLine(line.text))) continue;
+		count += 1;
+		if (lines.length < 20) lines.push(line.number);
+	}
+	return { lines, count };
 }
 
 /** Where `--repair` puts the lines it takes out of results.jsonl. */

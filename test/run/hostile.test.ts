@@ -2,14 +2,14 @@ import { execFileSync, spawn } from "node:child_process";
 import { createHash } from "node:crypto";
 import { existsSync, mkdirSync, readdirSync, readFileSync, statSync, writeFileSync } from "node:fs";
 import { createServer } from "node:http";
-import { join } from "node:path";
+import { basename, join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { toServiceError } from "../../src/api/error-body.js";
 import { isRunFolderName, readRecords, readSummary, tempDir, writeJob } from "../helpers/job-files.js";
 import { listenForTest } from "../helpers/loopback.js";
 import { runCli } from "../helpers/run-cli.js";
 import { useTestService } from "../helpers/service.js";
-import { assertBuilt, BIN } from "../helpers/spawn-cli.js";
+import { assertBuilt, BIN, runPrintedCommand } from "../helpers/spawn-cli.js";
 
 /** A scraper that answers every realtime call with `answer` (and health checks with 200): a hostile service. */
 async function hostileScraper(
@@ -451,6 +451,48 @@ describe("hostile input: a damaged results.jsonl before --resume", () => {
 		expect(records.map((record) => record.id)).toContain(second.id);
 		expect(readFileSync(join(runDir, "results.corrupt.jsonl"), "utf8").trim().split("\n")).toHaveLength(2);
 		expect(readSummary(runDir).complete).toBe(true);
+	});
+});
+
+describe("hostile input: a complete run whose results.jsonl was damaged since", () => {
+	it("--resume refuses it (not 'already complete') naming file, lines and the repair command, which works as printed", async () => {
+		const service = await useTestService({ concurrency: 2 });
+		const dir = tempDir();
+		const urls = Array.from({ length: 5 }, (_, index) => `${service.site.url}/page/${index + 1}`);
+		writeJob(dir, "done", targetsYaml("done", urls));
+		expect((await runCli(["run", "done.yaml", "--out", "out", "--quiet"], { env: service.env, cwd: dir })).code).toBe(
+			0,
+		);
+		const runDir = onlyRun(join(dir, "out"), "done");
+		const path = join(runDir, "results.jsonl");
+		const lines = readFileSync(path, "utf8").trim().split("\n");
+		const damaged = [JSON.parse(lines[1]!).id, JSON.parse(lines[3]!).id];
+		lines[1] = JSON.stringify({ ...JSON.parse(lines[1]!), credits_used: "2" });
+		lines.splice(2, 0, "garbage that is not json");
+		lines[4] = JSON.stringify({ ...JSON.parse(lines[4]!), status: "finished" });
+		writeFileSync(path, `${lines.join("\n")}\n`);
+		const sentBefore = service.emulator.ledger.byEndpoint("realtime").length;
+
+		const refused = await runCli(["run", "done.yaml", "--out", "out", "--resume"], { env: service.env, cwd: dir });
+		expect(refused.code).toBe(2);
+		expect(refused.stdout).not.toContain("already complete");
+		expect(refused.stderr).toContain(
+			`${path} has 3 lines that are not a valid record (line 2, 3, 5); nothing was sent`,
+		);
+		const printed = /run `([^`]+)`/.exec(refused.stderr)?.[1];
+		expect(printed).toBe(`npx scrapejob run done.yaml --out out --resume ${basename(runDir)} --repair`);
+		expect(service.emulator.ledger.byEndpoint("realtime")).toHaveLength(sentBefore);
+
+		const repaired = await runPrintedCommand(printed!, service.env, dir).done;
+		expect(repaired.code, repaired.stderr).toBe(0);
+		const records = readRecords(runDir);
+		expect(records.map((record) => record.id).sort()).toEqual([...new Set(records.map((record) => record.id))].sort());
+		expect(records).toHaveLength(5);
+		// Only the damaged records' targets were fetched again (the garbage line had none).
+		expect(service.emulator.ledger.byEndpoint("realtime")).toHaveLength(sentBefore + damaged.length);
+		const again = await runCli(["run", "done.yaml", "--out", "out", "--resume"], { env: service.env, cwd: dir });
+		expect(again.code).toBe(0);
+		expect(again.stdout).toContain("already complete");
 	});
 });
 

@@ -1,5 +1,5 @@
 import { existsSync } from "node:fs";
-import { relative, resolve } from "node:path";
+import { basename, dirname, relative, resolve } from "node:path";
 import { type Command, InvalidArgumentError } from "commander";
 import pino, { type Logger } from "pino";
 import {
@@ -29,7 +29,7 @@ import {
 	savedItemsFor,
 } from "../../library/index.js";
 import { csvColumnsFor, formatSummary } from "../../output/index.js";
-import { checkCost, type ProgressSnapshot, surveyTargets } from "../../run/index.js";
+import { CorruptResultsError, checkCost, type ProgressSnapshot, surveyTargets } from "../../run/index.js";
 import {
 	DURATION_HINT,
 	errorMessage,
@@ -45,7 +45,7 @@ import { EXIT } from "../exit-codes.js";
 import { tuneHeapForRun } from "../heap-growth.js";
 import { printJsonError } from "../json-error.js";
 import { createProgressBar, createProgressLog, type ProgressDisplay, progressLogFields } from "../progress-display.js";
-import { acceptCommand, resumeCommand } from "../resume-hint.js";
+import { acceptCommand, repairCommand, resumeCommand } from "../resume-hint.js";
 import {
 	addServiceOptions,
 	connectService,
@@ -288,6 +288,7 @@ function stderrLogger(ctx: CliContext, quiet: boolean, secrets: string[], notes:
 async function runCommand(ctx: CliContext, paths: string[], flags: RunFlags): Promise<number> {
 	let connection: ServiceConnection | undefined;
 	let planned: PlannedRun[] = [];
+	let jobs: LoadedRunJob[] = [];
 	const releaseOnExit = () => releasePlannedRuns(planned);
 	try {
 		// The sandbox starts first so that jobs can name its demo site; it costs nothing.
@@ -297,7 +298,7 @@ async function runCommand(ctx: CliContext, paths: string[], flags: RunFlags): Pr
 		const env = connection?.demoSiteUrl ? { ...ctx.env, SCRAPEJOB_DEMO_SITE: connection.demoSiteUrl } : ctx.env;
 		const loaded = await loadJobs(ctx, paths, env);
 		if (!loaded) return EXIT.invalidInput;
-		const jobs = flags.shard === undefined ? loaded : withShard(loaded, flags.shard, ctx.env);
+		jobs = flags.shard === undefined ? loaded : withShard(loaded, flags.shard, ctx.env);
 		if (flags.dryRun) return await dryRun(ctx, jobs, flags, connection);
 
 		// Which runs to start or continue, and their locks, before the first request (nothing sent on a refusal).
@@ -347,7 +348,8 @@ async function runCommand(ctx: CliContext, paths: string[], flags: RunFlags): Pr
 			if (code === EXIT.authOrCredits || code === EXIT.interrupted) break;
 		}
 		return worst;
-	} catch (error) {
+	} catch (caught) {
+		const error = caught instanceof CorruptResultsError ? withRepairCommand(ctx, caught, jobs, flags) : caught;
 		if (flags.json) printJsonError(ctx, error);
 		throw error;
 	} finally {
@@ -355,6 +357,18 @@ async function runCommand(ctx: CliContext, paths: string[], flags: RunFlags): Pr
 		releasePlannedRuns(planned);
 		await connection?.close();
 	}
+}
+
+/** A damaged results.jsonl of a run to resume: the error names the command that repairs it, as it must be pasted. */
+function withRepairCommand(
+	ctx: CliContext,
+	error: CorruptResultsError,
+	jobs: readonly LoadedRunJob[],
+	flags: RunFlags,
+): CorruptResultsError {
+	const runDir = dirname(error.path);
+	const job = jobs.find(({ job }) => basename(dirname(runDir)) === job.name)?.job;
+	return job ? error.withRepair(repairCommand(ctx, job, flags, runDir)) : error;
 }
 
 /**
