@@ -1,4 +1,4 @@
-import { existsSync, mkdirSync, rmSync } from "node:fs";
+import { existsSync, mkdirSync, rmSync, statSync } from "node:fs";
 import { dirname } from "node:path";
 import type BetterSqlite3 from "better-sqlite3";
 import type { Database } from "better-sqlite3";
@@ -130,6 +130,11 @@ function isBlank(db: Database): boolean {
 
 /** Why an opened file is not a store of the current layout, or null when it is one. */
 function layoutProblem(db: Database): string | null {
+	// SQLite writes whole pages: a file a few bytes short was cut (its last page's tail is gone, and the
+	// quick check may not read that far). The write-ahead log is a file of its own.
+	const size = statSync(db.name).size;
+	const pageSize = db.pragma("page_size", { simple: true }) as number;
+	if (size % pageSize !== 0) return `it is damaged (${size} bytes is not a whole number of its ${pageSize}-byte pages)`;
 	const check = db.pragma("quick_check", { simple: false }) as Array<Record<string, unknown>>;
 	const verdict = check
 		.map((row) => String(Object.values(row)[0]))

@@ -62,6 +62,14 @@ const damages: Array<[string, (jobDir: string) => void]> = [
 			truncateSync(path, Math.floor(statSync(path).size / 2));
 		},
 	],
+	[
+		"5-bytes-short",
+		(jobDir) => {
+			// A few bytes off: not a whole number of pages (SQLite's quick check alone took such a file).
+			const path = join(jobDir, HISTORY_FILE);
+			truncateSync(path, statSync(path).size - 5);
+		},
+	],
 	["garbage", (jobDir) => writeFileSync(join(jobDir, HISTORY_FILE), Buffer.alloc(8192, 0xa5))],
 	[
 		"old-layout (.history)",
