@@ -1,5 +1,5 @@
 import { closeSync, openSync, readSync } from "node:fs";
-import type { ResultRecord } from "../output/index.js";
+import { parseRecordLine, type ResultRecord } from "../output/index.js";
 
 /** What a forward pass reads at a time (`latestOkRecords` reads whole runs front to back). */
 const CHUNK_BYTES = 1 << 20;
@@ -10,17 +10,10 @@ const CHUNK_BYTES = 1 << 20;
  */
 const LOOKUP_CHUNK_BYTES = 16 << 10;
 
-/** A line's record, or null when it is not one (a line of another program, a torn write). */
+/** A line's record, or null when it is not one (a line of another program, a torn write, a damaged record). */
 export function parseRecord(text: string): ResultRecord | null {
-	let record: ResultRecord;
-	try {
-		record = JSON.parse(text) as ResultRecord;
-	} catch {
-		return null;
-	}
-	if (record === null || typeof record !== "object") return null;
-	if (typeof record.id !== "string" || typeof record.finished_at !== "string") return null;
-	return record;
+	const record = parseRecordLine(text, true);
+	return record !== null && typeof record.finished_at === "string" ? record : null;
 }
 
 /**

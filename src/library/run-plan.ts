@@ -1,14 +1,7 @@
 import { basename, join, resolve } from "node:path";
 import { type Job, SHARD_SUFFIX_PATTERN, shardSuffix, type TargetCounts } from "../job/index.js";
-import { newRunId, RUN_FILES } from "../output/index.js";
-import {
-	CorruptResultsError,
-	findCorruptLines,
-	listRuns,
-	lockJobOutput,
-	type RunLock,
-	tookOverMessage,
-} from "../run/index.js";
+import { findCorruptLines, newRunId, RUN_FILES } from "../output/index.js";
+import { CorruptResultsError, listRuns, lockJobOutput, type RunLock, tookOverMessage } from "../run/index.js";
 import { UsageError } from "../shared/index.js";
 
 /** One job of a `run` command, with the run it continues or starts and its lock. */

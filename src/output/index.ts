@@ -22,6 +22,7 @@ export {
 	type RecordStatus,
 	type ResultRecord,
 } from "./record.js";
+export { findCorruptLines, isResultRecord, parseRecordLine } from "./record-lines.js";
 export type { RecordSink } from "./record-sink.js";
 export { createRunDir, jobOutputDir, newRunId, RUN_FILES } from "./run-folder.js";
 export { createRunLog } from "./run-log.js";

@@ -89,8 +89,12 @@ export interface RunSummary {
 	 * completed: a run that breaks it is not promoted to "latest" (`stopped_reason: contract_failed`).
 	 */
 	contract?: ContractVerdict;
-	/** A re-extraction (`scrapejob extract`): the run id its stored pages came from, or "latest". */
+	/**
+	 * A re-extraction (`scrapejob extract`): the run id its stored pages came from; with `--run latest`, the
+	 * newest of the runs whose latest ok records it read (and `reextracted_latest: true`).
+	 */
 	reextracted_from?: string;
+	reextracted_latest?: true;
 	/** A re-extraction: targets of the source without a stored page (listed in missing-pages.txt); no record. */
 	missing_pages?: number;
 }
@@ -205,7 +209,7 @@ export function formatSummary(summary: RunSummary, runDir: string, hints: Summar
 		const missing = summary.missing_pages ?? 0;
 		rows.push([
 			"source",
-			`re-extracted from ${summary.reextracted_from === "latest" ? "the latest ok record of every target" : `run ${summary.reextracted_from}`}: 0 credits, nothing sent${missing > 0 ? `; ${plural(missing, "target")} without a stored page (missing-pages.txt)` : ""}`,
+			`re-extracted from ${summary.reextracted_latest ? `the latest ok record of every target (newest run ${summary.reextracted_from})` : `run ${summary.reextracted_from}`}: 0 credits, nothing sent${missing > 0 ? `; ${plural(missing, "target")} without a stored page (missing-pages.txt)` : ""}`,
 		]);
 	}
 	if (summary.contract) {

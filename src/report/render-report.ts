@@ -165,7 +165,7 @@ export function renderReportHtml(data: ReportData): string {
 	const reextracted =
 		summary.reextracted_from === undefined
 			? ""
-			: ` <span class="badge ok">re-extracted from ${escapeHtml(summary.reextracted_from === "latest" ? "the latest ok records" : `run ${summary.reextracted_from}`)}: 0 credits${summary.missing_pages ? `, ${number(summary.missing_pages)} without a stored page` : ""}</span>`;
+			: ` <span class="badge ok">re-extracted from ${escapeHtml(summary.reextracted_latest ? "the latest ok records" : `run ${summary.reextracted_from}`)}: 0 credits${summary.missing_pages ? `, ${number(summary.missing_pages)} without a stored page` : ""}</span>`;
 	const contract =
 		summary.contract && !summary.contract.passed
 			? ` <span class="badge bad">contract broken: not promoted (${escapeHtml(summary.contract.broken.map((rule) => rule.message).join("; "))})</span>`

@@ -10,7 +10,7 @@ export { NOTIFY_EVENTS, type NotifyEvent, type NotifySpec, notifyRunEnd, runEven
 export { ResumeError, type RunSelection, readRunSelection } from "./open-run.js";
 export { MISSING_PAGES_FILE, type ReextractOptions, reextractRun } from "./reextract.js";
 export { type ConcurrencyPlan, MAX_LOCAL_CONCURRENCY, resolveConcurrency } from "./resolve-concurrency.js";
-export { CorruptResultsError, findCorruptLines } from "./resume-state.js";
+export { CorruptResultsError } from "./resume-state.js";
 export { fullJitterDelayMs } from "./retry-timing.js";
 export {
 	type ProgressSnapshot,

@@ -16,6 +16,7 @@ import { idKey } from "../history/index.js";
 import { createTargetKeySet } from "../job/index.js";
 import {
 	createCsvSink,
+	isResultRecord,
 	openAppendFile,
 	type ResultRecord,
 	RUN_FILES,
@@ -25,7 +26,6 @@ import {
 	writeSummary,
 } from "../output/index.js";
 import { cliCommand, jsonlLines, MIN_CSV_MAX_CELL, parseJsonLine, UsageError } from "../shared/index.js";
-import { isRecord } from "./resume-state.js";
 import { buildSummary, createRunStatistics } from "./run-statistics.js";
 
 /** What `merge` reads of each shard folder's run.json. */
@@ -205,7 +205,7 @@ async function mergeInto(metas: readonly ShardMeta[], outDir: string): Promise<M
 					break;
 				}
 				const record = parseJsonLine(line) as ResultRecord | null;
-				if (!isRecord(record)) {
+				if (!isResultRecord(record)) {
 					bad = lineNumber;
 					continue;
 				}

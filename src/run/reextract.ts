@@ -5,16 +5,18 @@ import { basename, extname, join } from "node:path";
 import type { Logger } from "pino";
 import { contentOf } from "../api/index.js";
 import { createPagePool, type ExtractPlan, PageTooComplexError, serviceData } from "../extract/index.js";
-import { createChangeTracker, type JobHistory, parseRecord, writeContractState } from "../history/index.js";
+import { createChangeTracker, type JobHistory, writeContractState } from "../history/index.js";
 import type { Job } from "../job/index.js";
 import {
 	createPageStore,
 	createRecordScrubber,
 	createRunDir,
 	createRunLog,
+	findCorruptLines,
 	jobOutputDir,
 	newRunId,
 	openAppendFile,
+	parseRecordLine,
 	type ResultRecord,
 	RUN_FILES,
 	writeSummary,
@@ -25,6 +27,7 @@ import { createContractCheck, judgeCompletedRun } from "./contract-check.js";
 import { extractPlansOf } from "./extract-overrides.js";
 import { createRunFillStats } from "./extract-record.js";
 import { createRecordWriter, openRecordSinks } from "./record-writer.js";
+import { CorruptResultsError } from "./resume-state.js";
 import type { RunJobResult } from "./run-job.js";
 import { buildSummary, createRunStatistics } from "./run-statistics.js";
 
@@ -80,6 +83,14 @@ export async function reextractRun(options: ReextractOptions): Promise<RunJobRes
 	const sourceDir = options.from === "latest" ? null : sourceRunDir(jobDir, options.from, job.name, options.outRoot);
 	if (sourceDir === null && history.size === 0)
 		throw new UsageError(`no records of job ${job.name} under ${options.outRoot}: nothing to re-extract`);
+	if (sourceDir !== null) {
+		// A damaged source is said before anything is written, with what repairs it (the caller names the command).
+		const jsonl = join(sourceDir, RUN_FILES.jsonl);
+		const corrupt = findCorruptLines(jsonl);
+		if (corrupt.count > 0) throw new CorruptResultsError(jsonl, corrupt.lines, corrupt.count);
+	}
+	/** The newest run the records were read from: what `reextracted_from` names for `--run latest`. */
+	let newestSource = sourceDir === null ? "" : basename(sourceDir);
 
 	const startedAt = Date.now();
 	const runId = options.runId ?? newRunId(new Date(startedAt));
@@ -152,6 +163,8 @@ export async function reextractRun(options: ReextractOptions): Promise<RunJobRes
 	try {
 		for (const entry of sourceEntries(jobDir, history, sourceDir, noteMissing)) {
 			if (options.signal.aborted) break;
+			const source = basename(entry.runDir);
+			if (source > newestSource) newestSource = source;
 			const pagePath = storedPagePath(entry);
 			if (pagePath === null) {
 				const record = entry.record;
@@ -197,7 +210,8 @@ export async function reextractRun(options: ReextractOptions): Promise<RunJobRes
 		startedMs: startedAt,
 		finishedMs: Date.now(),
 	});
-	summary.reextracted_from = options.from;
+	summary.reextracted_from = newestSource || options.from;
+	if (options.from === "latest") summary.reextracted_latest = true;
 	summary.missing_pages = missingCount;
 	summary.changes = { ...changes.counts };
 	if (fill) summary.extract = fill.summary();
@@ -275,7 +289,7 @@ function* sourceEntries(
 /** A run's records, a megabyte of the file at a time (a results.jsonl may be larger than memory). */
 function* readRecords(path: string): Generator<ResultRecord> {
 	for (const line of jsonlLines(path)) {
-		const record = parseRecord(line.text);
+		const record = parseRecordLine(line.text, true);
 		if (record !== null) yield record;
 	}
 }

@@ -1,6 +1,6 @@
 import { appendFileSync, closeSync, fstatSync, openSync, readSync, renameSync, writeFileSync } from "node:fs";
 import { dirname, join } from "node:path";
-import { csvLines, csvRow, RECORD_STATUSES, type ResultRecord, readCsvHeader } from "../output/index.js";
+import { csvLines, csvRow, parseRecordLine, type ResultRecord, readCsvHeader } from "../output/index.js";
 import { cutTornTail, jsonlLines, ScrapejobError } from "../shared/index.js";
 import { createIdSet, type IdSet } from "./compact-id-set.js";
 import { createRunStatistics, type RunStatistics } from "./run-statistics.js";
@@ -36,33 +36,6 @@ export function lastLine(path: string): string | null {
 	}
 }
 
-/** Records are JSON with `content` last; dropping it before parsing keeps a resume cheap with inline pages. */
-function parseRecordLine(line: string): ResultRecord | null {
-	const contentAt = line.indexOf(',"content":');
-	const text = contentAt > 0 ? `${line.slice(0, contentAt)}}` : line;
-	try {
-		return JSON.parse(text) as ResultRecord;
-	} catch {
-		return null;
-	}
-}
-
-/** A line read back that is not a record scrapejob wrote (hand-edited, a torn middle, another program's). */
-export function isRecord(record: ResultRecord | null): record is ResultRecord {
-	return (
-		record !== null &&
-		typeof record === "object" &&
-		typeof record.id === "string" &&
-		record.id !== "" &&
-		(RECORD_STATUSES as readonly string[]).includes(record.status) &&
-		typeof record.credits_used === "number" &&
-		Number.isFinite(record.credits_used) &&
-		record.credits_used >= 0 &&
-		Number.isInteger(record.attempts) &&
-		record.attempts >= 0
-	);
-}
-
 /** results.jsonl holds lines that are not records: resuming on it would count wrong or never finish. */
 export class CorruptResultsError extends ScrapejobError {
 	readonly path: string;
@@ -86,18 +59,6 @@ export class CorruptResultsError extends ScrapejobError {
 	}
 }
 
-/** Lines of a results.jsonl that are not records (the first 20 line numbers, and how many in all). */
-export function findCorruptLines(jsonlPath: string): { lines: number[]; count: number } {
-	const lines: number[] = [];
-	let count = 0;
-	for (const line of jsonlLines(jsonlPath)) {
-		if (isRecord(parseRecordLine(line.text))) continue;
-		count += 1;
-		if (lines.length < 20) lines.push(line.number);
-	}
-	return { lines, count };
-}
-
 /** Where `--repair` puts the lines it takes out of results.jsonl. */
 export const CORRUPT_FILE = "results.corrupt.jsonl";
 
@@ -109,7 +70,7 @@ export async function repairResults(jsonlPath: string, csvPath: string, maxCell?
 	const dir = dirname(jsonlPath);
 	const kept: string[] = [];
 	const dropped: string[] = [];
-	for (const { text } of jsonlLines(jsonlPath)) (isRecord(parseRecordLine(text)) ? kept : dropped).push(text);
+	for (const { text } of jsonlLines(jsonlPath)) (parseRecordLine(text) !== null ? kept : dropped).push(text);
 	if (dropped.length === 0) return 0;
 	appendFileSync(join(dir, CORRUPT_FILE), `${dropped.join("\n")}\n`);
 	const temporary = `${jsonlPath}.repair.tmp`;
@@ -140,7 +101,7 @@ export async function readPriorProgress(
 	let lastRecord: ResultRecord | null = null;
 	for (const line of jsonlLines(jsonlPath)) {
 		const record = parseRecordLine(line.text);
-		if (!isRecord(record)) {
+		if (record === null) {
 			corruptCount += 1;
 			if (corrupt.length < 20) corrupt.push(line.number);
 			continue;

@@ -459,7 +459,7 @@ describe("hostile input: a complete run whose results.jsonl was damaged since", 
 		const service = await useTestService({ concurrency: 2 });
 		const dir = tempDir();
 		const urls = Array.from({ length: 5 }, (_, index) => `${service.site.url}/page/${index + 1}`);
-		writeJob(dir, "done", targetsYaml("done", urls));
+		writeJob(dir, "done", targetsYaml("done", urls, "extract:\n  title: h1\noutput:\n  content: files"));
 		expect((await runCli(["run", "done.yaml", "--out", "out", "--quiet"], { env: service.env, cwd: dir })).code).toBe(
 			0,
 		);
@@ -482,6 +482,14 @@ describe("hostile input: a complete run whose results.jsonl was damaged since", 
 		const printed = /run `([^`]+)`/.exec(refused.stderr)?.[1];
 		expect(printed).toBe(`npx scrapejob run done.yaml --out out --resume ${basename(runDir)} --repair`);
 		expect(service.emulator.ledger.byEndpoint("realtime")).toHaveLength(sentBefore);
+		// Re-extraction from it is refused alike, before its run folder, naming the same repair.
+		const extract = await runCli(["extract", "done.yaml", "--out", "out", "--run", basename(runDir)], {
+			env: service.env,
+			cwd: dir,
+		});
+		expect(extract.code).toBe(2);
+		expect(extract.stderr).toContain(`run \`${printed}\``);
+		expect(readdirSync(join(dir, "out", "done")).filter(isRunFolderName)).toEqual([basename(runDir)]);
 
 		const repaired = await runPrintedCommand(printed!, service.env, dir).done;
 		expect(repaired.code, repaired.stderr).toBe(0);

@@ -1,6 +1,6 @@
 import { existsSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import type { ServerResponse } from "node:http";
-import { join } from "node:path";
+import { basename, join } from "node:path";
 import { parse } from "csv-parse/sync";
 import { afterEach, describe, expect, it } from "vitest";
 import {
@@ -135,7 +135,9 @@ describe("a weekend with a wrong selector, fixed on Monday without paying again"
 		expect(site.requests.length).toBe(requestsBefore);
 		const summary = JSON.parse(extract.stdout) as ReturnType<typeof readSummary> & { run_dir: string };
 		expect(summary).toMatchObject({
-			reextracted_from: "latest",
+			// The newest run whose latest ok records were read: Sunday's (the run id, not the word "latest").
+			reextracted_from: basename(sunday!),
+			reextracted_latest: true,
 			missing_pages: 1,
 			complete: true,
 			stopped_reason: null,
@@ -409,9 +411,11 @@ describe("data contracts gate latest", () => {
 		expect(JSON.parse(moved.stdout).contract.broken).toMatchObject([{ rule: "max_changed", limit: 0.5, actual: 0.75 }]);
 
 		// The library: a re-extraction of the latest (the first run's values: the second was held) changes nothing.
+		const [first] = runFolders(join(dir, "out"));
 		const summary = await extractJobFile(job, { run: "latest", out: "out", cwd: dir, env });
 		expect(summary).toMatchObject({
-			reextracted_from: "latest",
+			reextracted_from: basename(first!),
+			reextracted_latest: true,
 			complete: true,
 			stopped_reason: null,
 			changes: { changed: 0, unchanged: 4 },

@@ -1,7 +1,9 @@
+import { basename, dirname } from "node:path";
 import type { Command } from "commander";
 import { formatProblem, JobValidationError } from "../../job/index.js";
 import { extractPlanned } from "../../library/index.js";
 import { formatSummary } from "../../output/index.js";
+import { CorruptResultsError } from "../../run/index.js";
 import { cliCommand } from "../../shared/index.js";
 import { type CliContext, writeLine } from "../context.js";
 import { EXIT } from "../exit-codes.js";
@@ -52,6 +54,12 @@ Examples:
 					signal: ctx.signal,
 				});
 			} catch (error) {
+				if (error instanceof CorruptResultsError) {
+					// The source run's records were damaged: the command that repairs that run, as it must be pasted.
+					const out = flags.out === "output" ? [] : ["--out", flags.out];
+					const runId = basename(dirname(error.path));
+					throw error.withRepair(cliCommand(["run", jobFile, ...out, "--resume", runId, "--repair"]));
+				}
 				if (!(error instanceof JobValidationError)) throw error;
 				for (const problem of error.problems) writeLine(ctx.stderr, formatProblem(problem));
 				ctx.exitCode = EXIT.invalidInput;
