@@ -18,6 +18,7 @@ export { EXPORT_FORMATS, type ExportFormat, exportLatest } from "./export-latest
 export { checkExportTarget } from "./export-target.js";
 export { idKey } from "./id-key.js";
 export {
+	assertAcceptable,
 	type FailedCrawledPage,
 	HISTORY_FILE,
 	type JobHistory,

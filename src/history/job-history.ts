@@ -3,7 +3,7 @@ import { join } from "node:path";
 import type { Database, Statement } from "better-sqlite3";
 import { OutputError, type ResultRecord } from "../output/index.js";
 import { errorMessage, jsonlLines, UsageError } from "../shared/index.js";
-import { isHeldBack, readContractState, writeContractState } from "./contract-state.js";
+import { type ContractStateName, isHeldBack, readContractState, writeContractState } from "./contract-state.js";
 import { openReader, openStore } from "./open-store.js";
 import { ForwardRecordReader, parseRecord, readRecordAt } from "./results-lines.js";
 import { StoreBatch } from "./store-batch.js";
@@ -100,6 +100,36 @@ export interface JobHistory {
 	readonly db: Database;
 	/** Close the store (records noted and not saved are dropped: the next open folds them in again). */
 	close(): void;
+}
+
+/**
+ * What `--accept RUN_ID` would find: throws `UsageError` for a run id that is not one of the job's runs
+ * or a run not judged yet; otherwise the run's contract state (`held` is the one that can be accepted).
+ * Reads only the run folder: a caller checks it before anything is sent.
+ */
+export function acceptableState(jobDir: string, runId: string): ContractStateName | null {
+	if (!/^[\w.-]+$/.test(runId) || runId.startsWith("."))
+		throw new UsageError(`--accept: ${JSON.stringify(runId)} is not a run id (a folder name under output/<job>/)`);
+	const runDir = join(jobDir, runId);
+	if (!existsSync(join(runDir, "results.jsonl"))) throw new UsageError(`--accept: no run ${runId} in ${jobDir}`);
+	const state = readContractState(runDir)?.state ?? null;
+	if (state === "pending")
+		throw new UsageError(
+			`--accept: run ${runId} has not completed (its contract is judged when it does): finish it with --resume first`,
+		);
+	return state;
+}
+
+/**
+ * `run --accept RUN_ID` promotes a held run and then runs the job: a run that is not held makes the
+ * whole command a mistake (a paid run nobody asked for), refused before anything is sent.
+ */
+export function assertAcceptable(jobDir: string, runId: string): void {
+	const state = acceptableState(jobDir, runId);
+	if (state === "held") return;
+	throw new UsageError(
+		`--accept: run ${runId} is not held back by its data contract (${state === null ? "it has no contract verdict" : `it is ${state}`}): nothing to accept, and nothing was sent. To run the job, leave out --accept`,
+	);
 }
 
 export function openJobHistory(jobDir: string): JobHistory {
@@ -227,16 +257,8 @@ function createJobHistory(db: Database, jobDir: string, warnings: readonly strin
 			noEarlierTargets &&= isEmpty.get() === 1;
 		},
 		accept(runId) {
-			if (!/^[\w.-]+$/.test(runId) || runId.startsWith("."))
-				throw new UsageError(`--accept: ${JSON.stringify(runId)} is not a run id (a folder name under output/<job>/)`);
 			const runDir = join(jobDir, runId);
-			if (!existsSync(join(runDir, "results.jsonl"))) throw new UsageError(`--accept: no run ${runId} in ${jobDir}`);
-			const state = readContractState(runDir)?.state ?? null;
-			if (state === "pending")
-				throw new UsageError(
-					`--accept: run ${runId} has not completed (its contract is judged when it does): finish it with --resume first`,
-				);
-			if (state !== "held") return false;
+			if (acceptableState(jobDir, runId) !== "held") return false;
 			writeContractState(runDir, "accepted");
 			foldRun(db, jobDir, runId);
 			noEarlierTargets &&= isEmpty.get() === 1;

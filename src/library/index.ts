@@ -17,7 +17,14 @@ export {
 	type RunJobFileResult,
 	runJobFile,
 } from "./run-job-file.js";
-export { lockPlannedRuns, type PlannedRun, planRuns, type RunPlans, releasePlannedRuns } from "./run-plan.js";
+export {
+	checkAccept,
+	lockPlannedRuns,
+	type PlannedRun,
+	planRuns,
+	type RunPlans,
+	releasePlannedRuns,
+} from "./run-plan.js";
 export {
 	type PlannedRunOutcome,
 	type RunChoices,

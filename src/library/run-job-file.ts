@@ -5,7 +5,7 @@ import type { RunSummary } from "../output/index.js";
 import { type ProgressSnapshot, ResumeError } from "../run/index.js";
 import { parseDuration, UsageError } from "../shared/index.js";
 import { connectBrowser } from "./browser-access.js";
-import { lockPlannedRuns, planRuns, releasePlannedRuns } from "./run-plan.js";
+import { checkAccept, lockPlannedRuns, planRuns, releasePlannedRuns } from "./run-plan.js";
 import { type RunChoices, runPlannedJob } from "./run-planned.js";
 import { connectScraper, NoScraperAccessError, savedItemsFor } from "./scraper-access.js";
 import { connectService, noKeyError } from "./service-connection.js";
@@ -126,6 +126,7 @@ export async function runJobFile(path: string, options: RunJobFileOptions = {}):
 		);
 		const plan = planned[0];
 		if (!plan) throw new ResumeError(notes.join(" "));
+		checkAccept(planned, outRoot, options.accept);
 		// The lock before the first request: a run that loses it has sent nothing.
 		lockPlannedRuns(planned, outRoot);
 		try {

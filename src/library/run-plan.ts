@@ -1,6 +1,7 @@
 import { basename, join, resolve } from "node:path";
 import { type Job, SHARD_SUFFIX_PATTERN, shardSuffix, type TargetCounts } from "../job/index.js";
-import { findCorruptLines, newRunId, RUN_FILES } from "../output/index.js";
+import { assertAcceptable } from "../history/index.js";
+import { findCorruptLines, jobOutputDir, newRunId, RUN_FILES } from "../output/index.js";
 import { CorruptResultsError, listRuns, lockJobOutput, type RunLock, tookOverMessage } from "../run/index.js";
 import { UsageError } from "../shared/index.js";
 
@@ -65,6 +66,12 @@ export function planRuns(
 		planned.push({ job, counts, resumeDir: chosen.dir, runId: basename(chosen.dir) });
 	}
 	return { planned, notes };
+}
+
+/** `--accept RUN_ID`: refused (UsageError) before anything is sent when a job's run is not held back. */
+export function checkAccept(planned: readonly PlannedRun[], outRoot: string, runId: string | undefined): void {
+	if (runId === undefined) return;
+	for (const { job } of planned) assertAcceptable(jobOutputDir(outRoot, job.name), runId);
 }
 
 /**

@@ -85,3 +85,29 @@ it("run and extract print the command that accepts a held run; run as printed, i
 	expect(again.stderr).toContain(`run ${extractId} accepted`);
 	expect(JSON.parse(readFileSync(join(dir, out, "shop", extractId, "contract.json"), "utf8")).state).toBe("accepted");
 }, 90_000);
+
+it("run --accept of a run that is not held is refused before anything is sent (exit 2); export --accept stays the send-nothing path", async () => {
+	assertBuilt();
+	const site = await startTargetSite((_req, res) => {
+		res.writeHead(200, { "content-type": "text/html" }).end("<html><body><h1>Product</h1></body></html>");
+	});
+	emulator = await startEmulator({ scenario: { concurrency: 2 } });
+	const env = { SCRAPEJOB_ACCOUNT_KEY: emulator.accountKey, SCRAPEJOB_API_URL: emulator.apiUrl };
+	const dir = tempDir();
+	writeJob(dir, "shop", `name: shop\ntargets:\n  - ${site.origin}/a\n  - ${site.origin}/b\n`);
+	const first = await runCli(["run", "shop.yaml", "--quiet"], { env, cwd: dir });
+	expect(first.code, first.stderr).toBe(0);
+	const runId = /^run\s+shop (\S+)/m.exec(first.stdout)?.[1] ?? "";
+	const sentBefore = emulator.ledger.requestCount;
+
+	const refused = await runCli(["run", "shop.yaml", "--accept", runId], { env, cwd: dir });
+	expect(refused.code).toBe(2);
+	expect(refused.stderr).toContain(`--accept: run ${runId} is not held back by its data contract`);
+	expect(refused.stderr).toContain("nothing was sent");
+	expect(emulator.ledger.requestCount).toBe(sentBefore);
+	const library = await import("../../src/library/index.js");
+	await expect(library.runJobFile(join(dir, "shop.yaml"), { cwd: dir, env, accept: runId })).rejects.toThrow(
+		/is not held back by its data contract/,
+	);
+	expect(emulator.ledger.requestCount).toBe(sentBefore);
+});

@@ -14,6 +14,7 @@ import {
 	type TargetCounts,
 } from "../../job/index.js";
 import {
+	checkAccept,
 	connectBrowser,
 	connectScraper,
 	lockPlannedRuns,
@@ -307,6 +308,7 @@ async function runCommand(ctx: CliContext, paths: string[], flags: RunFlags): Pr
 		for (const note of plans.notes) writeLine(ctx.stdout, note);
 		planned = plans.planned;
 		if (planned.length === 0) return EXIT.ok;
+		checkAccept(planned, outRoot, flags.accept);
 		for (const message of lockPlannedRuns(planned, outRoot)) {
 			if (!flags.quiet) writeLine(ctx.stderr, `scrapejob: ${message}`);
 		}
