@@ -59,6 +59,16 @@ export class ServiceError extends ScrapejobError implements ServiceErrorFields {
 	}
 }
 
+/**
+ * A 401 names the key that was refused and where it came from (`SCRAPEJOB_ACCOUNT_KEY`, …): the service's
+ * own words ("Invalid API key") do not say which of the product's keys it was.
+ */
+export function namingRefusedKey(error: unknown, key: string): unknown {
+	if (!(error instanceof ServiceError) || error.status !== 401) return error;
+	const fields: ServiceErrorFields = { ...error, detail: `${error.detail}; the key refused is ${key}` };
+	return new ServiceError(fields);
+}
+
 export const NETWORK_FAILURES = ["dns", "refused", "reset", "timeout", "tls", "other"] as const;
 export type NetworkFailure = (typeof NETWORK_FAILURES)[number];
 

@@ -23,6 +23,7 @@ export {
 	NETWORK_FAILURES,
 	NetworkError,
 	type NetworkFailure,
+	namingRefusedKey,
 	RequestAbortedError,
 	ScraperNotFoundError,
 	ServiceError,

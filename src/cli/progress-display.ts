@@ -13,6 +13,21 @@ export interface ProgressDisplay {
  * The terminal progress bar (stderr, TTY only): done/total, rate, ETA, credits, retries, failures.
  * Redrawn at most every 100 ms by cli-progress, so updating it per record costs next to nothing.
  */
+/**
+ * The bar's ETA: rounded to whole seconds before it is split (cli-progress's own rounds the seconds after
+ * the split: 119.6 s read "1m60s"). Unknown (a run that has not finished a target yet) reads "…".
+ */
+export function etaText(seconds: number): string {
+	if (!Number.isFinite(seconds) || seconds < 0) return "…";
+	const whole = Math.round(seconds);
+	const hours = Math.floor(whole / 3600);
+	const minutes = Math.floor((whole % 3600) / 60);
+	const rest = whole % 60;
+	if (hours > 0) return `${hours}h${String(minutes).padStart(2, "0")}m`;
+	if (minutes > 0) return `${minutes}m${String(rest).padStart(2, "0")}s`;
+	return `${rest}s`;
+}
+
 export function createProgressBar(ctx: CliContext, jobName: string, total: number): ProgressDisplay {
 	const bar = new cliProgress.SingleBar(
 		{
@@ -26,6 +41,7 @@ export function createProgressBar(ctx: CliContext, jobName: string, total: numbe
 			fps: 10,
 			noTTYOutput: false,
 			barsize: 24,
+			formatTime: etaText,
 		},
 		cliProgress.Presets.shades_classic,
 	);

@@ -1,4 +1,4 @@
-import { basename, dirname, relative } from "node:path";
+import { basename, dirname, isAbsolute, relative } from "node:path";
 import type { Job } from "../job/index.js";
 import type { RunSummary } from "../output/index.js";
 import { listRuns } from "../run/index.js";
@@ -10,9 +10,19 @@ interface ResumeFlags {
 	readonly config?: string;
 }
 
+/**
+ * The job file as a hint names it: relative to the current folder when it lies inside it (as it was most
+ * likely typed), else absolute — `../../tmp/x/job.yaml` for a job given as `/tmp/x/job.yaml` is not what
+ * the user typed, and breaks when the line is pasted from another folder.
+ */
+export function jobPathForHint(cwd: string, file: string): string {
+	const path = relative(cwd, file);
+	return path === "" || path.startsWith("..") || isAbsolute(path) ? file : path;
+}
+
 /** `run <job file>` and the flags that pick this run's folder and service: what every hint of a run starts with. */
 function runWords(ctx: { cwd: string }, job: Job, flags: ResumeFlags): string[] {
-	const words = ["run", relative(ctx.cwd, job.file) || job.file];
+	const words = ["run", jobPathForHint(ctx.cwd, job.file)];
 	if (flags.out !== "output") words.push("--out", flags.out);
 	if (job.shard) words.push("--shard", `${job.shard.index}/${job.shard.count}`);
 	if (flags.sandbox) words.push("--sandbox");

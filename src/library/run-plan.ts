@@ -1,6 +1,6 @@
 import { basename, join, resolve } from "node:path";
-import { type Job, SHARD_SUFFIX_PATTERN, shardSuffix, type TargetCounts } from "../job/index.js";
 import { assertAcceptable } from "../history/index.js";
+import { type Job, SHARD_SUFFIX_PATTERN, shardSuffix, type TargetCounts } from "../job/index.js";
 import { findCorruptLines, jobOutputDir, newRunId, RUN_FILES } from "../output/index.js";
 import { CorruptResultsError, listRuns, lockJobOutput, type RunLock, tookOverMessage } from "../run/index.js";
 import { UsageError } from "../shared/index.js";

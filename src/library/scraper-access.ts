@@ -1,6 +1,7 @@
 import {
 	createSavedItemsClient,
 	DEFAULT_SCRAPER_URL,
+	namingRefusedKey,
 	type SavedItemsClient,
 	type ScraperAccess,
 	type ScraperClient,
@@ -49,7 +50,9 @@ export async function connectScraper(ctx: ConnectContext, connection: ServiceCon
 		};
 	}
 	if (!connection.account) throw noKeyError();
-	const access = await connection.account.scraperAccess(ctx.signal);
+	const access = await connection.account.scraperAccess(ctx.signal).catch((error: unknown) => {
+		throw namingRefusedKey(error, "the account key (SCRAPEJOB_ACCOUNT_KEY)");
+	});
 	if (!access.has_access || !access.api_key) {
 		throw new NoScraperAccessError(
 			"the account has no scraper access (GET /public/scraper: has_access false); add scraper access to the account first",

@@ -217,11 +217,11 @@ describe("browser_session: targets in the service's remote browser (real Chromiu
 		);
 		const result = await runCli(["run", job, "--dry-run", "--json"]);
 		expect(result.code).toBe(0);
-		const [report] = JSON.parse(result.stdout) as Array<{ total: number; creditRange: { min: number; max: number } }>;
+		const [report] = JSON.parse(result.stdout) as Array<{ total: number; credits: { min: number; max: number } }>;
 		expect(report).toMatchObject({
 			total: 3,
-			creditRange: { min: 2, max: 2 },
-			byMode: { browser_session: 2, request: 1, auto: 0 },
+			credits: { min: 2, max: 2 },
+			by_mode: { browser_session: 2, request: 1, auto: 0 },
 		});
 		// validate names them as what they are, not `auto`.
 		const validated = await runCli(["validate", job]);

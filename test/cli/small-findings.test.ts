@@ -1,7 +1,7 @@
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { ServiceError } from "../../src/api/index.js";
-import { pauseNote, progressLogFields } from "../../src/cli/progress-display.js";
+import { etaText, pauseNote, progressLogFields } from "../../src/cli/progress-display.js";
 import { formatSummary, type RunSummary } from "../../src/output/index.js";
 import { tempDir, writeJob } from "../helpers/job-files.js";
 import { runCli } from "../helpers/run-cli.js";
@@ -137,5 +137,66 @@ describe("small things a new user noticed", () => {
 			"service unreachable: paused, probing /scraper/health",
 		);
 		expect(pauseNote(null)).toBeNull();
+	});
+});
+
+describe("words and numbers a scheduler or a script reads", () => {
+	it("a refused account key names SCRAPEJOB_ACCOUNT_KEY; dry-run with an unreadable --config exits 2 as run does", async () => {
+		service = await startTestService();
+		const dir = tempDir();
+		const job = writeJob(dir, "shop", `name: shop\ntargets:\n  - ${service.site.url}/product/1\n`);
+		const env = { ...service.env, SCRAPEJOB_ACCOUNT_KEY: "wrong-account-key-123" };
+		const refused = await runCli(["run", job, "--out", join(dir, "out")], { env });
+		expect(refused.code).toBe(3);
+		expect(refused.stderr).toContain("401 Invalid API key");
+		expect(refused.stderr).toContain("SCRAPEJOB_ACCOUNT_KEY");
+		expect(refused.stderr).not.toContain("wrong-account-key-123");
+
+		const missing = join(dir, "no-such.env");
+		const dry = await runCli(["run", job, "--dry-run", "--config", missing], { env: service.env });
+		const real = await runCli(["run", job, "--config", missing, "--out", join(dir, "out")], { env: service.env });
+		expect(real.code).toBe(2);
+		expect(dry.code).toBe(2);
+		expect(dry.stderr).toContain(`cannot read config file ${missing}`);
+	});
+
+	it("run --dry-run --json names its figures as validate --json does (snake_case, one vocabulary)", async () => {
+		const dir = tempDir();
+		const job = writeJob(dir, "shop", "name: shop\ntargets:\n  - https://example.com/a\n  - https://example.com/a\n");
+		const [dry] = JSON.parse((await runCli(["run", job, "--dry-run", "--json"])).stdout) as Array<
+			Record<string, unknown>
+		>;
+		const validated = (JSON.parse((await runCli(["validate", job, "--json"])).stdout) as { jobs: unknown[] })
+			.jobs[0] as Record<string, unknown>;
+		for (const key of ["targets", "duplicates", "skipped_rows", "by_mode", "credits", "credits_by_mode"])
+			expect(dry![key], key).toEqual(validated[key]);
+		const camel = (value: unknown): string[] =>
+			value !== null && typeof value === "object"
+				? Object.entries(value).flatMap(([key, inner]) => [...(/[A-Z]/.test(key) ? [key] : []), ...camel(inner)])
+				: [];
+		expect(camel(dry)).toEqual([]);
+	});
+
+	it("a hint names a job file outside the current folder by its absolute path, as typed", async () => {
+		service = await startTestService();
+		const jobs = tempDir();
+		const elsewhere = tempDir();
+		const job = writeJob(
+			jobs,
+			"shop",
+			`name: shop\nmax_credits: 1\ntargets:\n  - ${service.site.url}/product/1\n  - ${service.site.url}/product/2\n`,
+		);
+		const run = await runCli(["run", job, "--out", "out"], { env: service.env, cwd: elsewhere });
+		expect(run.code).toBe(1);
+		expect(run.stdout).toContain(`npx scrapejob run ${job} --out out --resume`);
+		expect(run.stdout).not.toContain("../");
+	});
+
+	it("the progress bar's ETA is rounded before it is split: never 1m60s", () => {
+		expect(etaText(119.6)).toBe("2m00s");
+		expect(etaText(59.5)).toBe("1m00s");
+		expect(etaText(3599.7)).toBe("1h00m");
+		expect(etaText(42.2)).toBe("42s");
+		expect(etaText(Number.POSITIVE_INFINITY)).toBe("…");
 	});
 });

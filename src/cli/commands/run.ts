@@ -1,5 +1,5 @@
 import { existsSync } from "node:fs";
-import { basename, dirname, relative, resolve } from "node:path";
+import { basename, dirname, resolve } from "node:path";
 import { type Command, InvalidArgumentError } from "commander";
 import pino, { type Logger } from "pino";
 import {
@@ -46,7 +46,7 @@ import { EXIT } from "../exit-codes.js";
 import { tuneHeapForRun } from "../heap-growth.js";
 import { printJsonError } from "../json-error.js";
 import { createProgressBar, createProgressLog, type ProgressDisplay, progressLogFields } from "../progress-display.js";
-import { acceptCommand, repairCommand, resumeCommand } from "../resume-hint.js";
+import { acceptCommand, jobPathForHint, repairCommand, resumeCommand } from "../resume-hint.js";
 import {
 	addServiceOptions,
 	connectService,
@@ -396,10 +396,18 @@ async function dryRun(
 		const csvColumns = job.output.formats.includes("csv")
 			? csvColumnsFor({ data: job.extraction?.dataColumns, carry: job.extraction?.carry })
 			: null;
+		// The same names `validate --json` uses, in the same style (snake_case): one vocabulary for scripts.
 		reports.push({
 			job: job.name,
 			file: job.file,
-			...survey,
+			targets: survey.targets,
+			total: survey.total,
+			duplicates: survey.duplicates,
+			skipped_rows: survey.skippedRows,
+			deselected: survey.deselected,
+			by_mode: survey.byMode,
+			credits: survey.creditRange,
+			credits_by_mode: survey.creditRangeByMode,
 			csv_columns: csvColumns,
 			budget: cost.budget,
 			balance: cost.balance,
@@ -426,7 +434,7 @@ async function dryRun(
 		writeLine(
 			ctx.stdout,
 			JSON.stringify(
-				reports.map(({ digest: _digest, ...rest }) => rest),
+				reports,
 				null,
 				2,
 			),
@@ -458,6 +466,8 @@ async function readBalance(
 		const access = await connection.account.scraperAccess(ctx.signal);
 		return { credits: access.credits };
 	} catch (error) {
+		// A mistake of the command line (an unreadable --config, a bad address) is one, as it is for `run`.
+		if (error instanceof UsageError) throw error;
 		const secrets = [connection?.config.accountKey, connection?.config.scraperKey].filter((key): key is string =>
 			Boolean(key),
 		);
@@ -566,7 +576,7 @@ async function runOne(
 		ctx.stdout.write(
 			formatSummary(summary, outcome.runDir, {
 				resume: resumeCommand(ctx, job, flags, outcome.runDir, { summary, dearestTarget: outcome.dearestTarget }),
-				accept: acceptCommand(relative(ctx.cwd, job.file) || job.file, job.name, flags.out, outcome.runDir),
+				accept: acceptCommand(jobPathForHint(ctx.cwd, job.file), job.name, flags.out, outcome.runDir),
 			}),
 		);
 		if (outcome.reportPath) writeLine(ctx.stdout, `report     ${outcome.reportPath}`);
