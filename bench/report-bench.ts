@@ -72,6 +72,7 @@ async function writeRunFolder(dir: string, records: number, originMs: number): P
 		run_id: "20261122T000000Z-bench0",
 		complete: true,
 		stopped_reason: null,
+		stop_message: null,
 		targets: {
 			total: records,
 			done: records,

@@ -72,13 +72,12 @@ export interface RunJobFileOptions {
 	readonly cwd?: string;
 }
 
-/** The run's summary (as `summary.json`), with where its files are. */
+/** The run's `summary.json`, with where its files are (as `run --json` prints it). */
 export interface RunJobFileResult extends RunSummary {
+	/** The run folder. */
 	readonly run_dir: string;
 	/** `report.html`, or null when it could not be written. */
 	readonly report: string | null;
-	/** Why it stopped early, in words (null when it ran to the end). */
-	readonly stop_message: string | null;
 }
 
 export { NoScraperAccessError };
@@ -180,7 +179,6 @@ export async function runJobFile(path: string, options: RunJobFileOptions = {}):
 				...outcome.summary,
 				run_dir: outcome.runDir,
 				report: outcome.reportPath,
-				stop_message: outcome.stopMessage,
 			};
 		} finally {
 			releasePlannedRuns(planned);

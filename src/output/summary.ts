@@ -10,6 +10,8 @@ export interface RunSummary {
 	complete: boolean;
 	/** Why the run stopped early, when it did: "interrupted", "unauthorized", "insufficient_credits", … */
 	stopped_reason: string | null;
+	/** Why it stopped early, in words (what the terminal said); null when it ran to its end. */
+	stop_message: string | null;
 	targets: {
 		total: number | null;
 		done: number;

@@ -135,6 +135,7 @@ export async function finishRun(parts: FinishParts): Promise<RunJobResult> {
 			logger?.warn({ error: errorMessage(error) }, "could not save the job's history; it is rebuilt next run");
 		}
 	}
+	summary.stop_message = stops.message;
 	try {
 		writeSummary(join(runDir, RUN_FILES.summary), summary);
 	} catch (error) {

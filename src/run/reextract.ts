@@ -234,6 +234,7 @@ export async function reextractRun(options: ReextractOptions): Promise<RunJobRes
 			}
 		}
 	}
+	summary.stop_message = stopMessage;
 	writeSummary(join(runDir, RUN_FILES.summary), summary);
 	log.info(
 		{

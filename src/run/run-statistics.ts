@@ -168,6 +168,7 @@ export function buildSummary(
 		run_id: run.runId,
 		complete: run.stopReason === null && done >= run.survey.total,
 		stopped_reason: run.stopReason,
+		stop_message: null,
 		targets: {
 			total: run.survey.total,
 			done,

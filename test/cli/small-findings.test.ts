@@ -59,6 +59,7 @@ describe("small things a new user noticed", () => {
 			run_id: "r",
 			complete: false,
 			stopped_reason: "interrupted",
+			stop_message: null,
 			targets: {
 				total: 2,
 				done: 1,

@@ -223,6 +223,7 @@ describe("report.html in a real browser", () => {
 				run_id: "r1",
 				complete: false,
 				stopped_reason: evil,
+				stop_message: null,
 				targets: {
 					total: 10,
 					done: 4,
@@ -327,6 +328,7 @@ describe("report.html in a real browser", () => {
 				run_id: "r1",
 				complete: true,
 				stopped_reason: null,
+				stop_message: null,
 				targets: {
 					total: 400,
 					done: 400,

@@ -103,6 +103,7 @@ describe("notifications when a run ends", () => {
 			event: "stopped",
 			complete: false,
 			stopped_reason: "budget_exhausted",
+			stop_message: expect.stringContaining("max_credits 3 reached"),
 			targets: { by_status: { ok: 1 } },
 		});
 	});
@@ -163,6 +164,7 @@ describe("notifications when a run ends", () => {
 			run_id: "r",
 			complete: true,
 			stopped_reason: null,
+			stop_message: null,
 			targets: {
 				total: 1,
 				done: 1,

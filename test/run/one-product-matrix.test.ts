@@ -184,6 +184,10 @@ function cliArgs(extra: readonly string[]): string[] {
 async function step(side: Side, flags: readonly string[], options: Partial<RunJobFileOptions>): Promise<StepOutcome> {
 	if (side.entry === "library") {
 		const result: RunJobFileResult = await runJobFile(side.jobPath, libraryOptions(side, options));
+		// The library's result is summary.json as written, with where its files are: nothing else.
+		const { run_dir: runDir, report, ...summary } = result;
+		expect(summary).toEqual(readSummary(runDir));
+		expect(report === null || report === join(runDir, "report.html")).toBe(true);
 		return { summary: result, code: null };
 	}
 	// The CLI's own main (flags, printing, exit codes) in this process: a session that is not killed needs

@@ -430,15 +430,7 @@ async function dryRun(
 		for (const sentence of cost.sentences) writeLine(ctx.stdout, `${job.name}: ${sentence}`);
 		if (csvColumns) writeLine(ctx.stdout, `${job.name}: results.csv columns: ${csvColumns.join(", ")}`);
 	}
-	if (flags.json)
-		writeLine(
-			ctx.stdout,
-			JSON.stringify(
-				reports,
-				null,
-				2,
-			),
-		);
+	if (flags.json) writeLine(ctx.stdout, JSON.stringify(reports, null, 2));
 	return EXIT.ok;
 }
 
