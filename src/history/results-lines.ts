@@ -1,5 +1,6 @@
-import { closeSync, openSync, readSync } from "node:fs";
+import { closeSync, readSync } from "node:fs";
 import { parseRecordLine, type ResultRecord } from "../output/index.js";
+import { openRegularFile } from "../shared/index.js";
 
 /** What a forward pass reads at a time (`latestOkRecords` reads whole runs front to back). */
 const CHUNK_BYTES = 1 << 20;
@@ -29,7 +30,7 @@ export class ForwardRecordReader {
 
 	/** Throws when the file cannot be opened. `chunkBytes`: what each read takes from the file. */
 	constructor(path: string, chunkBytes = CHUNK_BYTES) {
-		this.#fd = openSync(path, "r");
+		this.#fd = openRegularFile(path).fd;
 		// Never read past what `readSync` filled: no need to zero it.
 		this.#chunk = Buffer.allocUnsafe(chunkBytes);
 	}

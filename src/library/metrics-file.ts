@@ -1,10 +1,13 @@
-import { mkdirSync, readFileSync, renameSync, rmSync, writeFileSync } from "node:fs";
+import { mkdirSync, renameSync, rmSync, writeFileSync } from "node:fs";
 import { dirname } from "node:path";
-import { errorMessage, lazyModule } from "../shared/index.js";
+import { errorMessage, lazyModule, readRegularFile } from "../shared/index.js";
 import { initialMetrics, METRIC_SPECS, type RunMetrics } from "./run-metrics.js";
 
 /** The exposition format's writer, loaded only by runs that write metrics. */
 const promClient = lazyModule<typeof import("prom-client")>("prom-client");
+
+/** A metrics file larger than this is not read back (its series are not kept): it is not one of ours. */
+const METRICS_FILE_MAX_BYTES = 16 * 1024 * 1024;
 
 /** How often the file is written while the run goes on (and once more at its end). */
 export const METRICS_INTERVAL_MS = 10_000;
@@ -54,11 +57,16 @@ export function openMetricsFile(options: MetricsFileOptions): MetricsFile {
 			// Said once per failing streak: a full disk must not flood the log every 10 s.
 			if (!failed) options.warn(`metrics: could not write ${options.path}: ${errorMessage(error)}`);
 			failed = true;
-			rmSync(`${options.path}.tmp-${process.pid}`, { force: true });
+			try {
+				rmSync(`${options.path}.tmp-${process.pid}`, { force: true });
+			} catch {
+				// The folder is not one (ENOTDIR) or is gone: there is no temp file to remove.
+			}
 		}
 	};
+	// A side channel: whatever a write meets, the run goes on (docs/behaviour.md, "Metrics and pings").
 	const write = () => {
-		chain = chain.then(writeNow);
+		chain = chain.then(writeNow).catch(() => undefined);
 		return chain;
 	};
 	void write();
@@ -107,7 +115,9 @@ function readSeries(path: string): Series {
 	const series: Series = new Map();
 	let text: string;
 	try {
-		text = readFileSync(path, "utf8");
+		// Only a regular file of a sane size: a FIFO there held the run (and the job's lock) for good,
+		// a link to /dev/zero grew memory by gigabytes. Anything else is written over (renamed) instead.
+		text = readRegularFile(path, METRICS_FILE_MAX_BYTES).toString("utf8");
 	} catch {
 		return series;
 	}
@@ -117,7 +127,9 @@ function readSeries(path: string): Series {
 		if (!sample) continue;
 		const spec = specs.get(sample[1]!);
 		const value = Number(sample[3]);
-		if (!spec || !Number.isFinite(value)) continue;
+		// A counter below zero (another program's line, a hand edit) could not be written back: every
+		// later write of the shared file would fail. Such a sample is dropped.
+		if (!spec || !Number.isFinite(value) || (spec.type === "counter" && value < 0)) continue;
 		const labels = new Map<string, string>();
 		for (const match of sample[2]!.matchAll(/(\w+)="((?:[^"\\]|\\.)*)"/g)) {
 			labels.set(

@@ -47,3 +47,10 @@ export { CLI_NAME, cliCommand, shellWord } from "./shell-command.js";
 export { type Clock, type Sleep, sleep, systemClock } from "./sleep.js";
 export { createTaskQueue, type TaskQueue } from "./task-queue.js";
 export { createUrlKeys, type UrlKeys, type UrlKeysOptions } from "./url-keys.js";
+export {
+	FileTooLargeError,
+	NotRegularFileError,
+	openRegularFile,
+	readRegularFile,
+	SMALL_FILE_MAX_BYTES,
+} from "./regular-file.js";

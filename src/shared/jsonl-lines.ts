@@ -1,4 +1,5 @@
 import { closeSync, fstatSync, ftruncateSync, openSync, readSync } from "node:fs";
+import { openRegularFile } from "./regular-file.js";
 
 /** One whole line of a JSON-lines file: its text (without `\n` or `\r\n`), where it starts and ends, its number. */
 export interface JsonlLine {
@@ -54,7 +55,8 @@ export function openJsonlReader(path: string, options: JsonlReadOptions = {}): J
 	const { from = 0, chunkBytes = CHUNK_BYTES, unterminated = false, until = Number.POSITIVE_INFINITY } = options;
 	let fd: number | null;
 	try {
-		fd = openSync(path, "r");
+		// A FIFO or device put where a run's file belongs is refused, never read for good.
+		fd = openRegularFile(path).fd;
 	} catch (error) {
 		if ((error as NodeJS.ErrnoException).code !== "ENOENT") throw error;
 		fd = null;

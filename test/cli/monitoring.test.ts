@@ -1,5 +1,5 @@
-import { spawnSync } from "node:child_process";
-import { readdirSync, readFileSync } from "node:fs";
+import { execFileSync, spawnSync } from "node:child_process";
+import { lstatSync, readdirSync, readFileSync, symlinkSync, writeFileSync } from "node:fs";
 import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
@@ -301,3 +301,51 @@ function otlpFigures(body: OtlpBody): Map<string, number> {
 	}
 	return out;
 }
+
+describe("--metrics FILE is a side channel: what is at its path never ends or holds the run", () => {
+	const hostile: Array<[string, (path: string) => void]> = [
+		["a file where its folder should be", (path) => writeFileSync(join(path, ".."), "not a folder")],
+		["a FIFO", (path) => execFileSync("mkfifo", [path])],
+		["a link to /dev/zero", (path) => symlinkSync("/dev/zero", path)],
+	];
+	it.each(hostile)("%s: a warning once, every record written, the run's own exit code", async (name, plant) => {
+		const service = await useTestService();
+		const dir = tempDir();
+		const out = join(dir, "out");
+		const path = name.startsWith("a file where") ? join(dir, "afile", "m.prom") : join(dir, "m.prom");
+		plant(path);
+		const job = writeJob(dir, "nightly", jobYaml(service.site.url, ["/product/1", "/product/2"]));
+		const result = await runCli(["run", job, "--out", out, "--metrics", path], { env: service.env });
+		expect(result.code, result.stderr).toBe(0);
+		expect(readSummary(onlyRun(out, "nightly"))).toMatchObject({ complete: true, targets: { done: 2 } });
+		if (name.startsWith("a file where")) {
+			expect(result.stderr.match(/metrics: could not write/g)).toHaveLength(1);
+		} else {
+			// Written by a rename over what was there: a regular file now, with the run's figures.
+			expect(lstatSync(path).isFile()).toBe(true);
+			expect(readFileSync(path, "utf8")).toContain('scrapejob_targets_total{job="nightly"');
+		}
+	});
+
+	it("a negative counter of another job in a shared file is dropped; every later write succeeds and keeps the rest", async () => {
+		const service = await useTestService();
+		const dir = tempDir();
+		const metrics = join(dir, "shared.prom");
+		writeFileSync(
+			metrics,
+			[
+				'scrapejob_credits_used_total{job="other",shard=""} -5',
+				'scrapejob_retries_total{job="other",shard=""} 7',
+				"",
+			].join("\n"),
+		);
+		const job = writeJob(dir, "nightly", jobYaml(service.site.url, ["/product/1"]));
+		const result = await runCli(["run", job, "--out", join(dir, "out"), "--metrics", metrics], { env: service.env });
+		expect(result.code, result.stderr).toBe(0);
+		expect(result.stderr).not.toContain("metrics: could not write");
+		const written = samples(readFileSync(metrics, "utf8"));
+		expect(written.get('scrapejob_retries_total{job="other",shard=""}')).toBe(7);
+		expect(written.get('scrapejob_credits_used_total{job="nightly",shard=""}')).toBeGreaterThan(0);
+		expect([...written.values()].every((value) => value >= 0)).toBe(true);
+	});
+});
