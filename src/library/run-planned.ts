@@ -2,7 +2,7 @@ import { existsSync } from "node:fs";
 import { basename, join } from "node:path";
 import type { Logger } from "pino";
 import type { SavedItemsClient, ScraperAccess, ScraperClient } from "../api/index.js";
-import { type FailedCrawledPage, type JobHistory, openJobHistory } from "../history/index.js";
+import { type FailedCrawledPage, type JobHistory, openJobHistory, type TargetHistory } from "../history/index.js";
 import { type Job, jobUsesBrowser, type RetryCrawl, shardBalanceWarning, type TargetCounts } from "../job/index.js";
 import { jobOutputDir } from "../output/index.js";
 import {
@@ -359,7 +359,7 @@ async function selectTargets(
 		const jobDir = jobOutputDir(choices.outRoot, plan.job.name);
 		const freshPage = (target: { id: string }) => {
 			const entry = history.get(target.id);
-			if (!(entry?.okAt != null && now - entry.okAt < freshnessMs) || doneHere(entry)) return null;
+			if (!isFresh(entry, now, freshnessMs) || doneHere(entry)) return null;
 			const record = entry.okRun === null ? null : history.readOkRecord(entry);
 			const path = record?.content_path ? join(jobDir, entry.okRun!, record.content_path) : null;
 			return { path: path !== null && existsSync(path) ? path : null };
@@ -372,9 +372,17 @@ async function selectTargets(
 		if (retrying) {
 			if (failedInRun ? !failedInRun.ids.has(target.id) : entry?.latest !== "failed") return false;
 		}
-		return !(freshnessMs > 0 && entry?.okAt != null && now - entry.okAt < freshnessMs);
+		return !(freshnessMs > 0 && isFresh(entry, now, freshnessMs));
 	};
 	return { job: { ...plan.job, freshnessMs, select }, counts: null, selection };
+}
+
+/**
+ * Fresh: the target's latest record is ok and younger than the window. A failure after a recent ok
+ * record makes it stale: the failure is the newer news about the page.
+ */
+function isFresh(entry: TargetHistory | null | undefined, now: number, freshnessMs: number): entry is TargetHistory {
+	return entry?.latest === "ok" && entry.okAt !== null && now - entry.okAt < freshnessMs;
 }
 
 /** A run's failed records: their ids, and of those the crawled pages (seeds included) with where they were found. */

@@ -161,7 +161,7 @@ export function registerRunCommand(program: Command, ctx: CliContext): void {
 		)
 		.option(
 			"--freshness <duration>",
-			"skip targets whose latest ok record in this job's earlier runs is younger (e.g. 24h; 0 fetches all; job key freshness)",
+			"skip targets whose latest record in this job's earlier runs is ok and younger (e.g. 24h; 0 fetches all; a failed target is never fresh; job key freshness)",
 			duration("--freshness"),
 		)
 		.option(
