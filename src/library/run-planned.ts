@@ -3,18 +3,27 @@ import { basename, join } from "node:path";
 import type { Logger } from "pino";
 import type { SavedItemsClient, ScraperAccess, ScraperClient } from "../api/index.js";
 import { type FailedCrawledPage, type JobHistory, openJobHistory, type TargetHistory } from "../history/index.js";
-import { type Job, jobUsesBrowser, type RetryCrawl, shardBalanceWarning, type TargetCounts } from "../job/index.js";
-import { jobOutputDir } from "../output/index.js";
+import {
+	type Job,
+	jobUsesBrowser,
+	type RetryCrawl,
+	shardBalanceWarning,
+	shardSuffix,
+	type TargetCounts,
+} from "../job/index.js";
+import { jobOutputDir, newRunId } from "../output/index.js";
 import {
 	notifyRunEnd,
 	type ProgressSnapshot,
 	type RunJobResult,
 	type RunSelection,
+	readRunDigest,
 	readRunSelection,
 	resolveConcurrency,
 	runJob,
 	surveyTargets,
 	type TargetSurvey,
+	targetsDigest,
 } from "../run/index.js";
 import { jsonlLines, type LastWords, parseJsonLine, UsageError } from "../shared/index.js";
 import type { RunBrowserAccess } from "./browser-access.js";
@@ -243,6 +252,7 @@ async function runWithHistory(
 	monitor: RunMonitor,
 	warn: (message: string) => void,
 ): Promise<PlannedRunOutcome> {
+	plan = await continuedOrNew(plan, warn);
 	const { job, counts, selection, nothingToRetry } = await selectTargets(plan, history, choices);
 	if (services.savedItems) await checkSavedIds(job, services.savedItems, choices.signal);
 	const wanted = choices.concurrency ?? (job.concurrency === "auto" ? null : job.concurrency);
@@ -302,6 +312,22 @@ async function runWithHistory(
 		await notifyRunEnd(notify, result.summary, result.runDir, { warn });
 	}
 	return { ...result, job };
+}
+
+/**
+ * `--continue` on a run whose job's targets changed since it started (a nightly list rewritten): the
+ * old run is left unfinished and a new one starts, rather than an error every retry would repeat.
+ */
+async function continuedOrNew(plan: PlannedRun, warn: (message: string) => void): Promise<PlannedRun> {
+	if (!plan.continued || !plan.resumeDir) return plan;
+	const started = readRunDigest(plan.resumeDir);
+	if (started !== null && started === (await targetsDigest(plan.job))) return plan;
+	const runId = `${newRunId()}${plan.job.shard ? shardSuffix(plan.job.shard) : ""}`;
+	warn(
+		`${plan.job.name}: the job's targets changed since run ${plan.runId} started: --continue starts a new run (${runId}) instead`,
+	);
+	// The lock stays the plan's: it is the job's (and shard's), not the run's.
+	return Object.assign(plan, { resumeDir: undefined, runId });
 }
 
 /**
