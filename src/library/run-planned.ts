@@ -252,7 +252,7 @@ async function runWithHistory(
 	monitor: RunMonitor,
 	warn: (message: string) => void,
 ): Promise<PlannedRunOutcome> {
-	plan = await continuedOrNew(plan, warn);
+	plan = await continuedOrNew(plan, choices.force === true, warn);
 	const { job, counts, selection, nothingToRetry } = await selectTargets(plan, history, choices);
 	if (services.savedItems) await checkSavedIds(job, services.savedItems, choices.signal);
 	const wanted = choices.concurrency ?? (job.concurrency === "auto" ? null : job.concurrency);
@@ -317,9 +317,10 @@ async function runWithHistory(
 /**
  * `--continue` on a run whose job's targets changed since it started (a nightly list rewritten): the
  * old run is left unfinished and a new one starts, rather than an error every retry would repeat.
+ * With `--force` the old run goes on, its changed targets run as new (as `--resume --force`).
  */
-async function continuedOrNew(plan: PlannedRun, warn: (message: string) => void): Promise<PlannedRun> {
-	if (!plan.continued || !plan.resumeDir) return plan;
+async function continuedOrNew(plan: PlannedRun, force: boolean, warn: (message: string) => void): Promise<PlannedRun> {
+	if (!plan.continued || !plan.resumeDir || force) return plan;
 	const started = readRunDigest(plan.resumeDir);
 	if (started !== null && started === (await targetsDigest(plan.job))) return plan;
 	const runId = `${newRunId()}${plan.job.shard ? shardSuffix(plan.job.shard) : ""}`;

@@ -88,6 +88,17 @@ describe("run --continue", () => {
 		expect(folders).toHaveLength(2);
 		expect(readSummary(join(out, "shop", folders[1]!)).targets).toMatchObject({ total: 3, done: 3 });
 		expect(readSummary(join(out, "shop", folders[0]!))).toMatchObject({ complete: false });
+
+		// With --force the unfinished run goes on instead, its changed targets run as new.
+		writeJob(dir, "shop", jobYaml(service.site.url, 4, "max_credits: 1"));
+		expect((await run()).code).toBe(1);
+		writeJob(dir, "shop", jobYaml(service.site.url, 5));
+		const forced = await runCli(
+			["run", file, "--out", out, "--quiet", "--continue", "--force", "--max-credits", "20"],
+			{ env: service.env },
+		);
+		expect(forced.code, forced.stderr).toBe(0);
+		expect(runFolders(out)).toHaveLength(3);
 	});
 
 	it("with --resume or --retry-failed: a usage error (exit 2), nothing sent", async () => {

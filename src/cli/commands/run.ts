@@ -133,7 +133,10 @@ export function registerRunCommand(program: Command, ctx: CliContext): void {
 			"--continue",
 			"resume the job's newest run (of this --shard) when it is unfinished, else start a new one: one command line for a scheduler's first start, restart and next night; a complete run stays complete",
 		)
-		.option("--force", "with --resume: accept a job whose targets changed (changed targets run as new)")
+		.option(
+			"--force",
+			"with --resume or --continue: resume a run whose job's targets changed (changed targets run as new)",
+		)
 		.option(
 			"--repair",
 			"with --resume: move lines of results.jsonl that are not records to results.corrupt.jsonl; their targets run again",
