@@ -4,7 +4,7 @@
 #     run jobs/example-shop.yaml --out /data/output
 # The runtime image holds the built CLI (dist/), the repository's jobs/ and the production
 # dependencies only; it runs `scrapejob` as the unprivileged user `node` (uid 1000) from /app.
-# test/deploy/image-install.test.ts runs the runtime stage's install steps outside Docker.
+# test/cli/image-install.test.ts runs the runtime stage's install steps outside Docker.
 
 # Build: every dependency, then the TypeScript build.
 FROM node:24-bookworm AS build
@@ -23,9 +23,7 @@ FROM node:24-bookworm AS deps
 WORKDIR /app
 COPY package.json package-lock.json ./
 # --ignore-scripts: without devDependencies there is no TypeScript to run `prepare` with.
-RUN npm ci --omit=dev --ignore-scripts --no-audit --no-fund \
-	&& npm rebuild better-sqlite3 \
-	&& npm cache clean --force
+RUN npm ci --omit=dev --ignore-scripts --no-audit --no-fund && npm rebuild better-sqlite3
 
 FROM node:24-bookworm-slim AS runtime
 ENV NODE_ENV=production
@@ -34,7 +32,9 @@ COPY --from=deps /app/node_modules node_modules
 COPY --from=build /src/dist dist
 COPY package.json ./
 COPY jobs jobs
-RUN chmod 755 dist/cli/bin.js && ln -s /app/dist/cli/bin.js /usr/local/bin/scrapejob
+# output/: the default --out, writable by the user (mount a volume there, or pass --out).
+RUN chmod 755 dist/cli/bin.js && ln -s /app/dist/cli/bin.js /usr/local/bin/scrapejob \
+	&& mkdir output && chown node:node output
 USER node
 ENTRYPOINT ["scrapejob"]
 CMD ["--help"]
