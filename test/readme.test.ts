@@ -7,20 +7,20 @@
  *   is an emulator scenario instead and is loaded with the scenario parser. A block whose first line
  *   is `# readme-test: fragment` is a piece of a job file: it must only be valid YAML.
  * - ```cron — each schedule line is run as written (with `cd /srv/scrape` pointing at a temporary
- *   folder and `npx scrapejob` at the built CLI) with a `KEY=VALUE` env file, against the emulator:
+ *   folder and `node dist/cli/bin.js` at the built CLI) with a `KEY=VALUE` env file, against the emulator:
  *   the Cron section's line, and the price-monitoring recipe's two lines.
  * - ```ts with first line `// readme-test: library` — compiled with `tsc` against the built package
  *   (imported as "scrapejob", as a user would) and run.
  */
-import { execFile } from "node:child_process";
-import { mkdirSync, readdirSync, readFileSync, symlinkSync, writeFileSync } from "node:fs";
+import { type ChildProcess, execFile, spawn } from "node:child_process";
+import { existsSync, mkdirSync, readdirSync, readFileSync, symlinkSync, writeFileSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { promisify } from "node:util";
 import { afterEach, beforeAll, describe, expect, it } from "vitest";
 import { parse as parseYaml } from "yaml";
 import { parseScenarioText } from "../src/emulator/scenario-file.js";
 import { JobValidationError, loadJob } from "../src/job/index.js";
-import { isRunFolderName, readRecords, tempDir } from "./helpers/job-files.js";
+import { isRunFolderName, readRecords, tempDir, waitForRecords } from "./helpers/job-files.js";
 import { startTestService, type TestService } from "./helpers/service.js";
 import { assertBuilt, BIN } from "./helpers/spawn-cli.js";
 
@@ -137,34 +137,81 @@ describe("README commands, run as documented", () => {
 		service = undefined;
 	});
 
-	it("the cron line, with a KEY=VALUE env file, runs the job with the keys it sets", async () => {
+	it("the crontab line, run by sh as cron does: a killed night resumed without paying twice, a second run paying only for what is stale, an overlap skipped by flock", async () => {
 		const cron = blocks.find((block) => block.lang === "cron" && block.text.includes("jobs/shop.yaml"));
 		const schedule = cron?.text.split("\n").find((line) => /^[\d*]/.test(line)) ?? "";
 		const command = schedule.split(/\s+/).slice(5).join(" ");
 		expect(command).toContain("cd /srv/scrape");
-		expect(command).toContain("npx scrapejob run jobs/shop.yaml");
+		expect(command).toContain("flock -n logs/shop.lock");
+		expect(command).toContain("node dist/cli/bin.js run jobs/shop.yaml --continue --freshness 20h");
 
-		service = await startTestService();
+		service = await startTestService({ concurrency: 2 }, 20);
 		const dir = tempDir("scrapejob-cron-");
 		mkdirSync(join(dir, "jobs"));
 		mkdirSync(join(dir, "logs"));
-		const targets = [1, 2, 3].map((id) => `  - ${service?.site.url}/product/${id}`).join("\n");
-		writeFileSync(join(dir, "jobs", "shop.yaml"), `name: shop\ndefaults:\n  mode: request\ntargets:\n${targets}\n`);
+		const total = 20;
+		const targets = Array.from({ length: total }, (_, index) => `  - ${service?.site.url}/product/${index + 1}`);
+		writeFileSync(
+			join(dir, "jobs", "shop.yaml"),
+			`name: shop\ndefaults:\n  mode: request\ntargets:\n${targets.join("\n")}\n`,
+		);
 		// The documented shape: KEY=VALUE lines, no `export`.
 		writeFileSync(
 			join(dir, "scrapejob.env"),
 			`SCRAPEJOB_ACCOUNT_KEY=${service.emulator.accountKey}\nSCRAPEJOB_API_URL=${service.emulator.apiUrl}\n`,
 		);
+		// Inside the line's single quotes: the paths have no spaces or quotes.
+		expect(`${dir}${process.execPath}${BIN}`).not.toMatch(/[\s'"]/);
 		const line = command
-			.replace("cd /srv/scrape", `cd '${dir}'`)
-			.replace("npx scrapejob", `'${process.execPath}' '${BIN}'`);
-		// cron runs the line with /bin/sh and an environment without the keys.
-		await run("/bin/sh", ["-c", line], { env: { PATH: process.env.PATH ?? "/usr/bin:/bin" } });
-		const log = readFileSync(join(dir, "logs", "shop.log"), "utf8");
-		expect(log).toContain("3 of 3 done: 3 ok");
-		const runs = readdirSync(join(dir, "output", "shop")).filter(isRunFolderName);
-		expect(readRecords(join(dir, "output", "shop", runs[0] ?? ""))).toHaveLength(3);
-	}, 30_000);
+			.replace("cd /srv/scrape", `cd ${dir}`)
+			.replace("node dist/cli/bin.js", `${process.execPath} ${BIN}`);
+		// cron runs the line with /bin/sh and an environment without the keys; its own process group.
+		const start = () =>
+			spawn("/bin/sh", ["-c", line], {
+				env: { PATH: process.env.PATH ?? "/usr/bin:/bin", TMPDIR: process.env.TMPDIR },
+				detached: true,
+				stdio: "ignore",
+			});
+		const ended = (child: ChildProcess) => new Promise<void>((resolve) => child.once("close", () => resolve()));
+		const jobDir = join(dir, "output", "shop");
+		const runs = () => (existsSync(jobDir) ? readdirSync(jobDir).filter(isRunFolderName).sort() : []);
+		const fetched = () => service!.emulator.ledger.byEndpoint("realtime");
+
+		// The machine goes down mid-run: every process of the line is killed.
+		const first = start();
+		await waitForRecords(jobDir, 3);
+		process.kill(-first.pid!, "SIGKILL");
+		await ended(first);
+		const killedAt = readRecords(join(jobDir, runs()[0]!)).map((record) => record.url);
+		expect(killedAt.length).toBeLessThan(total);
+		// The next start (the machine back, or the next night): the same run goes on, nothing recorded is paid again.
+		await ended(start());
+		expect(runs()).toHaveLength(1);
+		const records = readRecords(join(jobDir, runs()[0]!));
+		expect(new Set(records.map((record) => record.url)).size).toBe(total);
+		for (const url of killedAt) expect(fetched().filter((entry) => entry.url === url)).toHaveLength(1);
+		// Only what was in flight at the kill (the key's concurrency, 2) can have been sent twice.
+		expect(fetched().length).toBeLessThanOrEqual(total + 2);
+		expect(readFileSync(join(dir, "logs", "shop.log"), "utf8")).toContain("done");
+
+		// A second run the same day: a new run, every target fresh, nothing sent.
+		const sent = fetched().length;
+		await ended(start());
+		expect(runs()).toHaveLength(2);
+		expect(fetched()).toHaveLength(sent);
+
+		// While the last night still holds the flock, the line does nothing at all.
+		const holder = spawn("flock", [join(dir, "logs", "shop.lock"), "-c", "echo held; sleep 30"], {
+			stdio: ["ignore", "pipe", "ignore"],
+			detached: true,
+		});
+		await new Promise<void>((resolve) => holder.stdout!.once("data", () => resolve()));
+		await ended(start());
+		process.kill(-holder.pid!, "SIGKILL");
+		await ended(holder);
+		expect(runs()).toHaveLength(2);
+		expect(fetched()).toHaveLength(sent);
+	}, 60_000);
 
 	it("the price-monitoring cron recipe: the night's run (run again: nothing sent, all fresh), the retry run, the export", async () => {
 		const recipe = blocks.find((block) => block.lang === "cron" && block.text.includes("jobs/prices.yaml"));
@@ -193,7 +240,7 @@ describe("README commands, run as documented", () => {
 						.slice(5)
 						.join(" ")
 						.replace("cd /srv/scrape", `cd '${dir}'`)
-						.replaceAll("npx scrapejob", `'${process.execPath}' '${BIN}'`),
+						.replaceAll("node dist/cli/bin.js", `'${process.execPath}' '${BIN}'`),
 				],
 				{ env: { PATH: process.env.PATH ?? "/usr/bin:/bin" } },
 			);

@@ -13,3 +13,55 @@ export const EXIT = {
 } as const;
 
 export type ExitCode = (typeof EXIT)[keyof typeof EXIT];
+
+/** One exit code of `run`: what it means, and what a scheduler (cron, Kubernetes) should do on it. */
+export interface RunExitRow {
+	readonly code: number;
+	readonly meaning: string;
+	readonly scheduler: string;
+}
+
+/**
+ * `run`'s exit codes for schedulers: `run --help` prints this table and the README carries the same
+ * rows (a test holds them equal). The rule: retry only what a retry can fix — never a finished run.
+ */
+export const RUN_EXIT_TABLE: readonly RunExitRow[] = [
+	{ code: EXIT.ok, meaning: "the run completed, every target ok (or nothing was left to do)", scheduler: "done" },
+	{
+		code: EXIT.someTargetsFailed,
+		meaning: "the run ended with failed targets, at max_credits, or with its data contract broken",
+		scheduler:
+			"do not retry: a new run would pay again; the next scheduled run (--continue) fetches the failed targets, never fresh",
+	},
+	{
+		code: EXIT.invalidInput,
+		meaning: "invalid job file or usage: nothing was sent",
+		scheduler: "fail: a retry cannot help; fix the job or the command",
+	},
+	{
+		code: EXIT.authOrCredits,
+		meaning: "key refused, no credits or access, or the service unreachable (at start, or past outage_timeout)",
+		scheduler:
+			"retry a few times with backoff, same command (--continue resumes): an outage passes, a refused key does not",
+	},
+	{
+		code: EXIT.lockHeld,
+		meaning: "another process holds the job's lock (nothing was sent), or took it over during the run (lease lost)",
+		scheduler: "retry after the lease (30 s), same command",
+	},
+	{
+		code: EXIT.outputFailed,
+		meaning: "the output could not be written (full disk, read-only folder): nothing more was sent",
+		scheduler: "fail and alert: once there is room, the same command resumes",
+	},
+	{
+		code: EXIT.interrupted,
+		meaning: "interrupted (SIGINT, SIGTERM): the records written so far are kept",
+		scheduler: "retry, same command (--continue resumes)",
+	},
+	{
+		code: 137,
+		meaning: "killed (SIGKILL: out of memory, or a stop past the grace period); set by the system, not by scrapejob",
+		scheduler: "retry, same command (--continue resumes; a dead holder's lock is taken over)",
+	},
+];

@@ -317,7 +317,7 @@ export const jobFileSchema = z
 		freshness: durationSchema
 			.default(0)
 			.describe(
-				"Skip a target whose latest ok record in this job's earlier runs is younger than this (e.g. 24h); 0 fetches all. --freshness wins",
+				"Skip a target whose latest record in this job's earlier runs is ok and younger than this (e.g. 24h; a failed one is never fresh); 0 fetches all. --freshness wins",
 			),
 		crawl: crawlSchema.optional(),
 		shard_by: z

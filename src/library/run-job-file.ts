@@ -20,6 +20,11 @@ export interface RunJobFileOptions {
 	readonly out?: string;
 	/** Continue the job's latest incomplete run (`true`) or the given run id, as `--resume [RUN_ID]`. */
 	readonly resume?: boolean | string;
+	/**
+	 * As `--continue`: resume the job's newest run (of this `shard`) when it is unfinished, else start a
+	 * new run; a complete run is never reopened. Not with `resume` or `retryFailed` (`UsageError`).
+	 */
+	readonly continue?: boolean;
 	/** With `resume`: accept a job whose targets changed (changed targets run as new), as `--force`. */
 	readonly force?: boolean;
 	/** With `resume`: move lines of results.jsonl that are not records aside, as `--repair`. */
@@ -97,6 +102,8 @@ export function nothingToRetry(jobName: string): string {
  * `ResumeError` saying so (the CLI prints it and exits 0).
  */
 export async function runJobFile(path: string, options: RunJobFileOptions = {}): Promise<RunJobFileResult> {
+	if (options.continue && (options.resume !== undefined || options.retryFailed !== undefined))
+		throw new UsageError("continue chooses between resuming and a new run itself: not with resume or retryFailed");
 	const cwd = options.cwd ?? process.cwd();
 	const signal = options.signal ?? new AbortController().signal;
 	const freshnessMs = options.freshness === undefined ? undefined : parseDuration(options.freshness);
@@ -122,6 +129,7 @@ export async function runJobFile(path: string, options: RunJobFileOptions = {}):
 			outRoot,
 			options.resume,
 			options.repair === true,
+			options.continue === true,
 		);
 		const plan = planned[0];
 		if (!plan) throw new ResumeError(notes.join(" "));

@@ -13,6 +13,11 @@ export interface PlannedRun {
 	readonly resumeDir: string | undefined;
 	/** The new run's id, or the resumed run's. */
 	readonly runId: string;
+	/**
+	 * Chosen by `--continue`: a resumed run whose job's targets changed since it started is not an
+	 * error but left as it is, and a new run starts.
+	 */
+	readonly continued?: boolean;
 	lock?: RunLock;
 }
 
@@ -28,25 +33,41 @@ export interface RunPlans {
  * request is made. A job whose chosen run is already complete is left out, with a note — unless it
  * is to be repaired (`--repair`): a complete run whose results.jsonl holds damaged lines loses those
  * records to the repair, and their targets run again.
+ *
+ * `continueRun` (`--continue`): the job's newest run (of this shard) is resumed when it is unfinished,
+ * otherwise a new run starts — what a scheduler's one command line needs, first start or restart. A
+ * complete run is never reopened: the next night's `--continue` is a new run.
  */
 export function planRuns(
 	jobs: ReadonlyArray<{ job: Job; counts: TargetCounts | null }>,
 	outRoot: string,
 	resume: boolean | string | undefined,
 	repair = false,
+	continueRun = false,
 ): RunPlans {
 	const planned: PlannedRun[] = [];
 	const notes: string[] = [];
 	for (const { job, counts } of jobs) {
 		// A shard's run folders end in -shard-I-of-N: it resumes its own, an unsharded run none of them.
 		const suffix = job.shard ? shardSuffix(job.shard) : null;
+		const ownRuns = () =>
+			listRuns(resolve(outRoot, job.name)).filter((info) =>
+				suffix ? info.runId.endsWith(suffix) : !SHARD_SUFFIX_PATTERN.test(info.runId),
+			);
+		if (continueRun) {
+			const newest = ownRuns()[0];
+			planned.push(
+				newest && !newest.complete
+					? { job, counts, resumeDir: newest.dir, runId: basename(newest.dir), continued: true }
+					: { job, counts, resumeDir: undefined, runId: `${newRunId()}${suffix ?? ""}`, continued: true },
+			);
+			continue;
+		}
 		if (resume === undefined || resume === false) {
 			planned.push({ job, counts, resumeDir: undefined, runId: `${newRunId()}${suffix ?? ""}` });
 			continue;
 		}
-		const runs = listRuns(resolve(outRoot, job.name)).filter((info) =>
-			suffix ? info.runId.endsWith(suffix) : !SHARD_SUFFIX_PATTERN.test(info.runId),
-		);
+		const runs = ownRuns();
 		const chosen = typeof resume === "string" ? runs.find((info) => info.runId === resume) : runs[0];
 		if (!chosen) {
 			throw new UsageError(

@@ -2,19 +2,28 @@ import { existsSync } from "node:fs";
 import { basename, join } from "node:path";
 import type { Logger } from "pino";
 import type { SavedItemsClient, ScraperAccess, ScraperClient } from "../api/index.js";
-import { type FailedCrawledPage, type JobHistory, openJobHistory } from "../history/index.js";
-import { type Job, jobUsesBrowser, type RetryCrawl, shardBalanceWarning, type TargetCounts } from "../job/index.js";
-import { jobOutputDir } from "../output/index.js";
+import { type FailedCrawledPage, type JobHistory, openJobHistory, type TargetHistory } from "../history/index.js";
+import {
+	type Job,
+	jobUsesBrowser,
+	type RetryCrawl,
+	shardBalanceWarning,
+	shardSuffix,
+	type TargetCounts,
+} from "../job/index.js";
+import { jobOutputDir, newRunId } from "../output/index.js";
 import {
 	notifyRunEnd,
 	type ProgressSnapshot,
 	type RunJobResult,
 	type RunSelection,
+	readRunDigest,
 	readRunSelection,
 	resolveConcurrency,
 	runJob,
 	surveyTargets,
 	type TargetSurvey,
+	targetsDigest,
 } from "../run/index.js";
 import { jsonlLines, type LastWords, parseJsonLine, UsageError } from "../shared/index.js";
 import type { RunBrowserAccess } from "./browser-access.js";
@@ -243,6 +252,7 @@ async function runWithHistory(
 	monitor: RunMonitor,
 	warn: (message: string) => void,
 ): Promise<PlannedRunOutcome> {
+	plan = await continuedOrNew(plan, choices.force === true, warn);
 	const { job, counts, selection, nothingToRetry } = await selectTargets(plan, history, choices);
 	if (services.savedItems) await checkSavedIds(job, services.savedItems, choices.signal);
 	const wanted = choices.concurrency ?? (job.concurrency === "auto" ? null : job.concurrency);
@@ -305,6 +315,23 @@ async function runWithHistory(
 }
 
 /**
+ * `--continue` on a run whose job's targets changed since it started (a nightly list rewritten): the
+ * old run is left unfinished and a new one starts, rather than an error every retry would repeat.
+ * With `--force` the old run goes on, its changed targets run as new (as `--resume --force`).
+ */
+async function continuedOrNew(plan: PlannedRun, force: boolean, warn: (message: string) => void): Promise<PlannedRun> {
+	if (!plan.continued || !plan.resumeDir || force) return plan;
+	const started = readRunDigest(plan.resumeDir);
+	if (started !== null && started === (await targetsDigest(plan.job))) return plan;
+	const runId = `${newRunId()}${plan.job.shard ? shardSuffix(plan.job.shard) : ""}`;
+	warn(
+		`${plan.job.name}: the job's targets changed since run ${plan.runId} started: --continue starts a new run (${runId}) instead`,
+	);
+	// The lock stays the plan's: it is the job's (and shard's), not the run's.
+	return Object.assign(plan, { resumeDir: undefined, runId });
+}
+
+/**
  * Freshness and `--retry-failed` as a selection on the job's targets, so counting, the summary's
  * totals and the run itself all see the same targets. A resumed run goes on with the selection it
  * was started with (kept in its run.json) unless told otherwise, and its own records never make a
@@ -359,7 +386,7 @@ async function selectTargets(
 		const jobDir = jobOutputDir(choices.outRoot, plan.job.name);
 		const freshPage = (target: { id: string }) => {
 			const entry = history.get(target.id);
-			if (!(entry?.okAt != null && now - entry.okAt < freshnessMs) || doneHere(entry)) return null;
+			if (!isFresh(entry, now, freshnessMs) || doneHere(entry)) return null;
 			const record = entry.okRun === null ? null : history.readOkRecord(entry);
 			const path = record?.content_path ? join(jobDir, entry.okRun!, record.content_path) : null;
 			return { path: path !== null && existsSync(path) ? path : null };
@@ -372,9 +399,17 @@ async function selectTargets(
 		if (retrying) {
 			if (failedInRun ? !failedInRun.ids.has(target.id) : entry?.latest !== "failed") return false;
 		}
-		return !(freshnessMs > 0 && entry?.okAt != null && now - entry.okAt < freshnessMs);
+		return !(freshnessMs > 0 && isFresh(entry, now, freshnessMs));
 	};
 	return { job: { ...plan.job, freshnessMs, select }, counts: null, selection };
+}
+
+/**
+ * Fresh: the target's latest record is ok and younger than the window. A failure after a recent ok
+ * record makes it stale: the failure is the newer news about the page.
+ */
+function isFresh(entry: TargetHistory | null | undefined, now: number, freshnessMs: number): entry is TargetHistory {
+	return entry?.latest === "ok" && entry.okAt !== null && now - entry.okAt < freshnessMs;
 }
 
 /** A run's failed records: their ids, and of those the crawled pages (seeds included) with where they were found. */

@@ -112,6 +112,15 @@ export function readRunSelection(runDir: string): RunSelection | null {
 	}
 }
 
+/** The digest of the targets a run folder was started with (null: no readable run.json). */
+export function readRunDigest(runDir: string): string | null {
+	try {
+		return (JSON.parse(readFileSync(join(runDir, RUN_FILES.meta), "utf8")) as RunMeta).targets_digest ?? null;
+	} catch {
+		return null;
+	}
+}
+
 function readMeta(runDir: string): RunMeta {
 	try {
 		return JSON.parse(readFileSync(join(runDir, RUN_FILES.meta), "utf8")) as RunMeta;

@@ -44,11 +44,16 @@ export async function surveyTargets(
 	signal?: AbortSignal,
 ): Promise<TargetSurvey> {
 	const known = counts ?? (await countTargets(job, signal));
+	return { ...known, total: known.targets, digest: await targetsDigest(job) };
+}
+
+/** The digest of the job's targets (its file and its sources' bytes) that a resume compares with its run's. */
+export async function targetsDigest(job: Job): Promise<string> {
 	const hash = createHash("sha256").update(job.fingerprint);
 	const buffer = Buffer.allocUnsafe(HASH_READ_BYTES);
 	for (const source of job.sources) {
 		hash.update(`\n${source.path}\n`);
 		await hashFile(source.path, hash, buffer);
 	}
-	return { ...known, total: known.targets, digest: hash.digest("hex") };
+	return hash.digest("hex");
 }

@@ -1,6 +1,7 @@
-import { existsSync, readdirSync } from "node:fs";
+import { existsSync, readdirSync, readFileSync } from "node:fs";
 import { basename, dirname, join } from "node:path";
 import { expect, it } from "vitest";
+import { RUN_EXIT_TABLE } from "../../src/cli/exit-codes.js";
 import { createProgram } from "../../src/cli/index.js";
 import { runCli } from "../helpers/run-cli.js";
 import { createTestContext } from "../job/helpers.js";
@@ -71,9 +72,15 @@ it("every --help example starts with `npx scrapejob <its command>`, and names jo
 	expect(examples).toBeGreaterThan(20);
 });
 
-it("`run --help` names every exit code a run may end with (5, a full disk, was missing)", async () => {
+it("`run --help` names every exit code a run may end with (5, a full disk, was missing) and what a scheduler does on it", async () => {
 	const help = (await runCli(["run", "--help"])).stdout;
-	const block = help.slice(help.indexOf("\nExit codes:"), help.indexOf("\nExamples:"));
-	const codes = [...block.matchAll(/(?:^|[:·]) (\d+) /gm)].map((match) => Number(match[1]));
-	expect(codes.sort((a, b) => a - b)).toEqual([0, 1, 2, 3, 4, 5, 130]);
+	const block = help.slice(help.indexOf("\nExit codes"), help.indexOf("\nExamples:"));
+	const codes = [...block.matchAll(/^ {2}(\d+) /gm)].map((match) => Number(match[1]));
+	expect(codes.sort((a, b) => a - b)).toEqual([0, 1, 2, 3, 4, 5, 130, 137]);
+	for (const row of RUN_EXIT_TABLE) expect(block).toContain(`→ ${row.scheduler}`);
+});
+
+it("the README's exit-code table has run --help's rows: each code's meaning and the scheduler's action", () => {
+	const readme = readFileSync(join(repo, "README.md"), "utf8");
+	for (const row of RUN_EXIT_TABLE) expect(readme).toContain(`| ${row.code} | ${row.meaning} | ${row.scheduler} |`);
 });

@@ -1,169 +1,345 @@
-import { existsSync, mkdirSync, readdirSync, readFileSync, renameSync } from "node:fs";
+import { spawn } from "node:child_process";
+import { chmodSync, existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
+import { constants } from "node:os";
 import { join } from "node:path";
-import type { Command } from "commander";
-import { afterEach, describe, expect, it } from "vitest";
+import { beforeAll, describe, expect, it } from "vitest";
 import { parse } from "yaml";
-import type { CliContext } from "../../src/cli/context.js";
-import { createProgram } from "../../src/cli/main.js";
-import { parseShard } from "../../src/job/index.js";
-import { readSummary, tempDir, writeJob } from "../helpers/job-files.js";
-import { CapturedStream } from "../helpers/run-cli.js";
-import { startTestService, type TestService } from "../helpers/service.js";
-import { runPrintedCommand } from "../helpers/spawn-cli.js";
+import type { ResultRecord } from "../../src/output/index.js";
+import { isRunFolderName, readRecords, readSummary, tempDir } from "../helpers/job-files.js";
+import {
+	type Container,
+	expandKubernetesVariables,
+	jobSpecOf,
+	type Manifest,
+	podFailureAction,
+	schemaProblems,
+	serverRuleProblems,
+} from "../helpers/kubernetes.js";
+import { type TestService, useTestService } from "../helpers/service.js";
+import { assertBuilt, BIN } from "../helpers/spawn-cli.js";
+import { startTargetSite } from "../helpers/target-site.js";
 
 const dir = join(import.meta.dirname, "..", "..", "examples", "kubernetes");
+const files = readdirSync(dir).filter((name) => name.endsWith(".yaml"));
+const manifests = files.map((file) => ({ file, manifest: parse(readFileSync(join(dir, file), "utf8")) as Manifest }));
+const manifestOf = (file: string) => manifests.find((entry) => entry.file === file)!.manifest;
 
-interface Container {
-	command?: string[];
-	args?: string[];
-	env?: Array<{ name: string; valueFrom?: { secretKeyRef?: { name: string; key: string } } }>;
-}
-
-/** A container's shell script as the shell gets it: Kubernetes turns `$$` into `$` (its own escape). */
-function podScript(container: Container): string | null {
-	const words = [...(container.command ?? []), ...(container.args ?? [])];
-	return words[0] === "/bin/sh" ? words.slice(2).join("\n").replaceAll("$$", "$") : null;
-}
-
-/** The argv after `scrapejob` of every scrapejob invocation in a container (each line of a shell script). */
-function scrapejobArgv(container: Container): string[][] {
-	const script = podScript(container);
-	if (script !== null) {
-		return script
-			.split("\n")
-			.filter((line) => line.includes("npx scrapejob"))
-			.map((line) => line.trim().split(/\s+/))
-			.map((tokens) => tokens.slice(tokens.indexOf("scrapejob") + 1));
-	}
-	const words = [...(container.command ?? []), ...(container.args ?? [])];
-	return [words.slice(words.indexOf("scrapejob") + 1)];
-}
-
-/** Parse argv with the CLI's own commander program, the command's action replaced: options are checked, nothing runs. */
-async function parsedOptions(argv: string[]): Promise<Record<string, unknown>> {
-	const ctx: CliContext = {
-		stdout: new CapturedStream(),
-		stderr: new CapturedStream(),
-		env: {},
-		cwd: process.cwd(),
-		exitCode: 0,
-		signal: new AbortController().signal,
-	};
-	const program = createProgram(ctx);
-	let options: Record<string, unknown> = {};
-	const command = program.commands.find((candidate: Command) => candidate.name() === argv[0]);
-	expect(command, argv[0]).toBeDefined();
-	command!.action((_jobs: string[], flags: Record<string, unknown>) => {
-		options = flags;
+describe("examples/kubernetes: what the API server accepts", () => {
+	it("holds the CronJob and the Indexed Job", () => {
+		expect(files).toEqual(expect.arrayContaining(["cronjob.yaml", "indexed-job.yaml"]));
 	});
-	await program.parseAsync(argv, { from: "user" });
-	return options;
-}
 
-interface PodTemplate {
-	spec: { containers: Container[] };
-}
+	it("every manifest matches the Kubernetes OpenAPI schema, with no field the API does not have", () => {
+		expect(schemaProblems(manifests)).toEqual([]);
+	}, 60_000);
 
-function containersOf(manifest: {
-	kind: string;
-	spec: { template?: PodTemplate; jobTemplate?: { spec: { template: PodTemplate } } };
-}): Container[] {
-	const template = manifest.kind === "CronJob" ? manifest.spec.jobTemplate?.spec.template : manifest.spec.template;
-	return template?.spec.containers ?? [];
-}
+	it("every manifest keeps the rules the API server enforces across fields (restart policy, Indexed, podFailurePolicy)", () => {
+		expect(manifests.flatMap(({ file, manifest }) => serverRuleProblems(file, manifest))).toEqual([]);
+	});
 
-let service: TestService | undefined;
-afterEach(async () => {
-	await service?.close();
-	service = undefined;
-});
+	it("the checks refuse what the API server refuses", () => {
+		const indexed = structuredClone(manifestOf("indexed-job.yaml"));
+		indexed.spec.template.spec.restartPolicy = "OnFailure";
+		expect(serverRuleProblems("x", indexed).join("\n")).toContain("backoffLimitPerIndex needs restartPolicy Never");
+		expect(serverRuleProblems("x", indexed).join("\n")).toContain("podFailurePolicy needs restartPolicy Never");
+		const notIndexed = structuredClone(manifestOf("indexed-job.yaml"));
+		delete notIndexed.spec.completionMode;
+		expect(serverRuleProblems("x", notIndexed).join("\n")).toContain(
+			"backoffLimitPerIndex needs completionMode Indexed",
+		);
+		const replacing = structuredClone(manifestOf("cronjob.yaml"));
+		replacing.spec.jobTemplate!.spec.podReplacementPolicy = "TerminatingOrFailed";
+		expect(serverRuleProblems("x", replacing).join("\n")).toContain("podReplacementPolicy must be Failed");
+		const stray = structuredClone(manifestOf("cronjob.yaml"));
+		(stray.spec.jobTemplate!.spec as unknown as Record<string, unknown>).backofLimit = 3;
+		expect(schemaProblems([{ file: "stray.yaml", manifest: stray }]).join("\n")).toContain("backofLimit");
+	}, 60_000);
 
-describe("examples/kubernetes", () => {
-	it("the Indexed Job runs every shard with --shard auto/N, N its completions, resuming on restart", async () => {
-		const manifest = parse(readFileSync(join(dir, "indexed-job.yaml"), "utf8"));
-		expect(manifest).toMatchObject({ kind: "Job", spec: { completionMode: "Indexed" } });
-		const completions = manifest.spec.completions as number;
-		// Every shard at once (crawl links and the key's share go between running shards); retries per index.
-		expect(manifest.spec.parallelism).toBe(completions);
-		expect(manifest.spec.backoffLimitPerIndex).toBeGreaterThan(0);
-		const [container] = containersOf(manifest);
-		const invocations = scrapejobArgv(container!);
-		expect(invocations).toHaveLength(2);
-		for (const argv of invocations) {
-			const options = await parsedOptions(argv);
-			expect(options.shard).toBe(`auto/${completions}`);
-			// Each pod's index (0-based in JOB_COMPLETION_INDEX) is a shard of the job.
-			for (let index = 0; index < completions; index += 1) {
-				expect(parseShard(String(options.shard), { JOB_COMPLETION_INDEX: String(index) })).toEqual({
-					index: index + 1,
-					count: completions,
+	it("retries only what a retry can fix: an outage, a lock, a signal; never a finished run, an invalid job or a full disk", () => {
+		for (const { file, manifest } of manifests) {
+			const spec = jobSpecOf(manifest);
+			const container = spec.template.spec.containers[0]!.name;
+			const action = (code: number) => podFailureAction(spec, container, code);
+			for (const code of [3, 4, 130, 137, 143]) expect(action(code), `${file}: exit ${code}`).toBe("Count");
+			for (const code of [2, 5]) expect(action(code), `${file}: exit ${code}`).toBe("FailJob");
+			// A shard that finished with failed targets fails its index alone; the others go on.
+			expect(action(1), `${file}: exit 1`).toBe(spec.completionMode === "Indexed" ? "FailIndex" : "FailJob");
+			expect(spec.podReplacementPolicy).toBe("Failed");
+			expect(spec.podFailurePolicy?.rules).toContainEqual({
+				action: "Ignore",
+				onPodConditions: [{ type: "DisruptionTarget" }],
+			});
+		}
+		const cron = manifestOf("cronjob.yaml");
+		expect(cron.spec).toMatchObject({ concurrencyPolicy: "Forbid", startingDeadlineSeconds: expect.any(Number) });
+		const indexed = manifestOf("indexed-job.yaml");
+		expect(indexed.spec).toMatchObject({ completionMode: "Indexed", template: { spec: { restartPolicy: "Never" } } });
+		expect(indexed.spec.parallelism).toBe(indexed.spec.completions);
+	});
+
+	it("pods start the image's scrapejob (never npx) and take the key from a Secret", () => {
+		for (const { file, manifest } of manifests) {
+			for (const container of jobSpecOf(manifest).template.spec.containers) {
+				expect(container.command, file).toEqual(["scrapejob"]);
+				expect(JSON.stringify(container), file).not.toContain("npx");
+				expect(container.args?.slice(0, 1), file).toEqual(["run"]);
+				expect(container.args, file).toEqual(expect.arrayContaining(["--continue", "--freshness"]));
+				expect(container.env, file).toContainEqual({
+					name: "SCRAPEJOB_ACCOUNT_KEY",
+					valueFrom: { secretKeyRef: { name: "scrapejob", key: "account-key" } },
 				});
 			}
 		}
-		expect((await parsedOptions(invocations[0]!)).resume).toBe(true);
-		expect(container!.env).toContainEqual(
-			expect.objectContaining({ name: "SCRAPEJOB_ACCOUNT_KEY", valueFrom: { secretKeyRef: expect.any(Object) } }),
-		);
 	});
+});
 
-	it("the Indexed Job's pod script, run: a new run on first start, its resume on a restart, never a second run that pays again", async () => {
-		const manifest = parse(readFileSync(join(dir, "indexed-job.yaml"), "utf8"));
-		const script = podScript(containersOf(manifest)[0]!);
-		expect(script).not.toBeNull();
-		service = await startTestService();
-		const work = tempDir();
-		const out = join(work, "volume", "output");
-		const targets = Array.from({ length: 40 }, (_, index) => `  - ${service!.site.url}/product/${index + 1}`);
-		// A budget the shard reaches: its run stops early and exits with an error, as a pod that is restarted.
-		writeJob(
-			work,
-			"shop",
-			`name: shop\nshard_by: url\nmax_credits: 2\ndefaults:\n  mode: request\ntargets:\n${targets.join("\n")}\n`,
-		);
-		mkdirSync(join(work, "jobs"));
-		renameSync(join(work, "shop.yaml"), join(work, "jobs", "shop.yaml"));
-		const pod = () =>
-			runPrintedCommand(script!.replaceAll("/data/output", out), { ...service!.env, JOB_COMPLETION_INDEX: "0" }, work)
-				.done;
-		const shardFolders = () =>
-			existsSync(join(out, "shop"))
-				? readdirSync(join(out, "shop")).filter((name) => name.endsWith("-shard-1-of-4"))
-				: [];
-		const paid = () => service!.emulator.ledger.byEndpoint("realtime").length;
+/** A pod as the kubelet starts it: its command line, env (Secrets filled in) and volume, on this machine. */
+interface Pod {
+	/** Exit code, or 128 + the signal's number when killed. */
+	run(options?: { index?: number; killAfterRecords?: number }): Promise<number>;
+}
 
-		const first = await pod();
-		expect(first.code, first.stderr).not.toBe(0);
-		expect(shardFolders()).toHaveLength(1);
-		const summary = readSummary(join(out, "shop", shardFolders()[0]!));
-		expect(summary.stopped_reason).toBe("budget_exhausted");
-		expect(summary.targets.total).toBeGreaterThan(2);
-		const paidFirst = paid();
-		expect(paidFirst).toBeGreaterThan(0);
-		expect(summary.credits.used).toBeLessThanOrEqual(2);
+/** The fetches the emulator charged, per target URL. */
+function chargesByUrl(service: TestService): Map<string, number> {
+	const charges = new Map<string, number>();
+	for (const entry of service.emulator.ledger.byEndpoint("realtime"))
+		if (entry.creditsCharged > 0 && entry.url) charges.set(entry.url, (charges.get(entry.url) ?? 0) + 1);
+	return charges;
+}
 
-		// The pod restarted: it resumes that run (its budget kept), which ends again at once; no new run.
-		const restart = await pod();
-		expect(restart.code, restart.stderr).toBe(first.code);
-		expect(shardFolders()).toHaveLength(1);
-		expect(paid()).toBe(paidFirst);
-	});
+/**
+ * The manifest's container run as written: `scrapejob` is this checkout's built CLI (the image's
+ * entry point), the volume's mount path a temporary folder, the Secret's keys the emulator's, any
+ * other service URL a loopback sink; `$(NAME)` expanded from the env as Kubernetes does.
+ */
+async function podOf(
+	manifest: Manifest,
+	service: TestService,
+	workDir: string,
+	volume: string,
+	sink: string,
+	events: string[],
+): Promise<Pod> {
+	const spec = jobSpecOf(manifest);
+	const container: Container = spec.template.spec.containers[0]!;
+	const secrets: Record<string, string> = { "account-key": service.emulator.accountKey!, "healthcheck-url": sink };
+	const env: Record<string, string> = {};
+	for (const variable of container.env ?? []) {
+		const key = variable.valueFrom?.secretKeyRef?.key;
+		if (key !== undefined) {
+			expect(secrets[key], `a Secret key the test knows: ${key}`).toBeDefined();
+			env[variable.name] = secrets[key]!;
+		} else env[variable.name] = /^https?:\/\//.test(variable.value ?? "") ? sink : (variable.value ?? "");
+	}
+	const mounts = container.volumeMounts ?? [];
+	const onVolume = (word: string) =>
+		mounts.reduce((text, mount) => text.replaceAll(`${mount.mountPath}/`, `${volume}/`), word);
+	const words = [...(container.command ?? []), ...(container.args ?? [])].map((word) =>
+		onVolume(expandKubernetesVariables(word, env)),
+	);
+	// The image puts scrapejob on PATH; here it is the built CLI (`npx scrapejob` too, as older recipes had it).
+	const bin = tempDir("k8s-bin-");
+	writeFileSync(join(bin, "scrapejob"), `#!/bin/sh\nexec "${process.execPath}" "${BIN}" "$@"\n`);
+	writeFileSync(
+		join(bin, "npx"),
+		`#!/bin/sh\n[ "$1" = scrapejob ] || exit 127\nshift\nexec "${process.execPath}" "${BIN}" "$@"\n`,
+	);
+	chmodSync(join(bin, "scrapejob"), 0o755);
+	chmodSync(join(bin, "npx"), 0o755);
+	return {
+		run: ({ index, killAfterRecords } = {}) =>
+			new Promise((resolve, reject) => {
+				const child = spawn(words[0]!, words.slice(1), {
+					cwd: workDir,
+					env: {
+						...env,
+						// Where the emulator listens: the service's address, not a secret of the manifest.
+						SCRAPEJOB_API_URL: service.emulator.apiUrl,
+						PATH: `${bin}:${process.env.PATH ?? ""}`,
+						TMPDIR: process.env.TMPDIR,
+						...(index !== undefined ? { JOB_COMPLETION_INDEX: String(index) } : {}),
+					},
+					stdio: ["ignore", "ignore", "pipe"],
+				});
+				let stderr = "";
+				child.stderr.on("data", (chunk: Buffer) => {
+					stderr += chunk.toString();
+				});
+				let timer: NodeJS.Timeout | undefined;
+				if (killAfterRecords !== undefined) {
+					timer = setInterval(() => {
+						if (recordsOnVolume(volume).length >= killAfterRecords) child.kill("SIGKILL");
+					}, 5);
+				}
+				child.on("error", reject);
+				child.on("close", (code, signal) => {
+					clearInterval(timer);
+					const exit = signal ? 128 + constants.signals[signal] : (code ?? -1);
+					events.push(`pod${index === undefined ? "" : `-${index}`} exit ${exit}`);
+					if (stderr.trim() !== "") events.push(stderr.trim());
+					resolve(exit);
+				});
+			}),
+	};
+}
 
-	it("the CronJob's container runs a nightly job with a budget and health pings, the key and ping URL from a Secret", async () => {
-		const manifest = parse(readFileSync(join(dir, "cronjob.yaml"), "utf8"));
-		expect(manifest).toMatchObject({ kind: "CronJob", spec: { concurrencyPolicy: "Forbid" } });
-		const [container] = containersOf(manifest);
-		const [argv] = scrapejobArgv(container!);
-		// Kubernetes expands $(NAME) in args from the container's env: a Secret's value here.
-		const pingUrl = "https://hc-ping.com/0f7c1d2e-secret";
-		const expanded = argv!.map((word) => (word === "$(HEALTHCHECK_URL)" ? pingUrl : word));
-		expect(expanded).not.toEqual(argv);
-		const options = await parsedOptions(expanded);
-		expect(options).toMatchObject({ out: "/data/output", quiet: true, maxCredits: 50_000, healthcheck: pingUrl });
-		expect(container!.env).toContainEqual(expect.objectContaining({ name: "SCRAPEJOB_ACCOUNT_KEY" }));
-		expect(container!.env).toContainEqual({
-			name: "HEALTHCHECK_URL",
-			valueFrom: { secretKeyRef: { name: "scrapejob", key: "healthcheck-url" } },
+/** Every record of every run folder of the job `shop` on the volume. */
+function recordsOnVolume(volume: string): ResultRecord[] {
+	const jobDir = join(volume, "output", "shop");
+	if (!existsSync(jobDir)) return [];
+	return readdirSync(jobDir)
+		.filter(isRunFolderName)
+		.flatMap((name) => (existsSync(join(jobDir, name, "results.jsonl")) ? readRecords(join(jobDir, name)) : []));
+}
+
+function runFolders(volume: string): string[] {
+	const jobDir = join(volume, "output", "shop");
+	return existsSync(jobDir) ? readdirSync(jobDir).filter(isRunFolderName).sort() : [];
+}
+
+/**
+ * The Job controller's loop for one index (or a non-indexed Job): start the pod, and on a failure do
+ * what the manifest's podFailurePolicy says — retry (Count, Ignore) while the backoff limit allows.
+ */
+async function runLikeTheJobController(
+	manifest: Manifest,
+	pod: Pod,
+	options: { index?: number; killFirstAfterRecords?: number } = {},
+): Promise<{ outcome: string; pods: number }> {
+	const spec = jobSpecOf(manifest);
+	const limit = spec.backoffLimitPerIndex ?? spec.backoffLimit ?? 6;
+	const container = spec.template.spec.containers[0]!.name;
+	let failures = 0;
+	for (let pods = 1; ; pods += 1) {
+		const exit = await pod.run({
+			...(options.index !== undefined ? { index: options.index } : {}),
+			...(pods === 1 && options.killFirstAfterRecords !== undefined
+				? { killAfterRecords: options.killFirstAfterRecords }
+				: {}),
 		});
-		expect(container!.env).toContainEqual(expect.objectContaining({ name: "OTEL_EXPORTER_OTLP_ENDPOINT" }));
-	});
+		const action = podFailureAction(spec, container, exit);
+		if (action === "Succeeded" || action === "FailJob" || action === "FailIndex") return { outcome: action, pods };
+		if (action === "Count") failures += 1;
+		if (failures > limit) return { outcome: "BackoffLimitExceeded", pods };
+	}
+}
+
+interface Setup {
+	service: TestService;
+	volume: string;
+	workDir: string;
+	sink: string;
+	events: string[];
+}
+
+async function setUp(): Promise<Setup> {
+	const service = await useTestService({ concurrency: 2 }, 5);
+	const sinkSite = await startTargetSite((_req, res) => res.writeHead(200).end());
+	const root = tempDir("k8s-pod-");
+	const workDir = join(root, "app");
+	const volume = join(root, "volume");
+	mkdirSync(join(workDir, "jobs"), { recursive: true });
+	mkdirSync(volume);
+	return { service, volume, workDir, sink: sinkSite.origin, events: [] };
+}
+
+/** The job file the image would hold, jobs/shop.yaml: these targets, fetched with mode request. */
+function writeShopJob(setup: Setup, targets: string[], keys = ""): void {
+	writeFileSync(
+		join(setup.workDir, "jobs", "shop.yaml"),
+		`name: shop\n${keys}defaults:\n  mode: request\ntargets:\n${targets.map((url) => `  - ${url}`).join("\n")}\n`,
+	);
+}
+
+function products(service: TestService, count: number): string[] {
+	return Array.from({ length: count }, (_, index) => `${service.site.url}/product/${index + 1}`);
+}
+
+describe("examples/kubernetes: each pod's command line, run as written against the emulator", () => {
+	beforeAll(() => assertBuilt());
+
+	it("cronjob.yaml: a pod killed mid-run and replaced pays nothing twice; applied again after completion it pays nothing for fresh targets", async () => {
+		const manifest = manifestOf("cronjob.yaml");
+		const setup = await setUp();
+		const targets = products(setup.service, 40);
+		writeShopJob(setup, targets);
+		const pod = await podOf(manifest, setup.service, setup.workDir, setup.volume, setup.sink, setup.events);
+
+		// First start, SIGKILLed after 8 records (the node died); the controller starts a replacement.
+		const night = await runLikeTheJobController(manifest, pod, { killFirstAfterRecords: 8 });
+		expect(night, setup.events.join("\n")).toEqual({ outcome: "Succeeded", pods: 2 });
+		expect(runFolders(setup.volume)).toHaveLength(1);
+		const [run] = runFolders(setup.volume);
+		expect(readSummary(join(setup.volume, "output", "shop", run!))).toMatchObject({ complete: true });
+		const records = recordsOnVolume(setup.volume);
+		expect(new Set(records.map((record) => record.url))).toEqual(new Set(targets));
+		expect(records).toHaveLength(40);
+		// Each target paid once; only fetches in flight at the kill (at most the key's concurrency, 2) twice.
+		const charges = chargesByUrl(setup.service);
+		const twice = [...charges.values()].filter((count) => count > 1).length;
+		expect([...charges.values()].every((count) => count <= 2)).toBe(true);
+		expect(twice).toBeLessThanOrEqual(2);
+		const paidAfterNight = setup.service.emulator.ledger.totalCharged();
+
+		// `kubectl apply` again (or the next schedule within the freshness window): a new run, nothing paid.
+		const again = await runLikeTheJobController(manifest, pod);
+		expect(again).toEqual({ outcome: "Succeeded", pods: 1 });
+		expect(runFolders(setup.volume)).toHaveLength(2);
+		expect(setup.service.emulator.ledger.totalCharged()).toBe(paidAfterNight);
+	}, 60_000);
+
+	it("cronjob.yaml: a failed target ends the night (exit 1, no retry that pays the job again); the next night fetches only it", async () => {
+		const manifest = manifestOf("cronjob.yaml");
+		const setup = await setUp();
+		const failing = `${setup.service.site.url}/no-such-page`;
+		writeShopJob(setup, [...products(setup.service, 6), failing], "retry:\n  attempts: 1\n");
+		const pod = await podOf(manifest, setup.service, setup.workDir, setup.volume, setup.sink, setup.events);
+		const night = await runLikeTheJobController(manifest, pod);
+		expect(night, setup.events.join("\n")).toEqual({ outcome: "FailJob", pods: 1 });
+		expect(recordsOnVolume(setup.volume).find((record) => record.url === failing)?.status).toBe("failed");
+		const fetched = setup.service.emulator.ledger.byEndpoint("realtime").length;
+		expect(fetched).toBe(7);
+
+		// The next night: the six ok targets are fresh, the failed one is not.
+		const next = await runLikeTheJobController(manifest, pod);
+		expect(next.outcome).toBe("FailJob");
+		const sent = setup.service.emulator.ledger.byEndpoint("realtime").slice(fetched);
+		expect(sent.map((entry) => entry.url)).toEqual([failing]);
+	}, 60_000);
+
+	it("indexed-job.yaml: every index runs its shard; a killed index is replaced and pays nothing twice; applied again, nothing is paid", async () => {
+		const manifest = manifestOf("indexed-job.yaml");
+		const setup = await setUp();
+		const targets = products(setup.service, 48);
+		writeShopJob(setup, targets, "shard_by: url\n");
+		const pod = await podOf(manifest, setup.service, setup.workDir, setup.volume, setup.sink, setup.events);
+		const completions = manifest.spec.completions!;
+		const indexes = Array.from({ length: completions }, (_, index) => index);
+		// Index 0's first pod is killed once 4 records are on the volume.
+		const outcomes = await Promise.all(
+			indexes.map((index) =>
+				runLikeTheJobController(manifest, pod, { index, ...(index === 0 ? { killFirstAfterRecords: 4 } : {}) }),
+			),
+		);
+		expect(
+			outcomes.map((outcome) => outcome.outcome),
+			setup.events.join("\n"),
+		).toEqual(indexes.map(() => "Succeeded"));
+		expect(outcomes.map((outcome) => outcome.pods)).toEqual(indexes.map((index) => (index === 0 ? 2 : 1)));
+		const folders = runFolders(setup.volume);
+		expect(folders).toHaveLength(completions);
+		for (const index of indexes)
+			expect(folders.filter((name) => name.endsWith(`-shard-${index + 1}-of-${completions}`))).toHaveLength(1);
+		const records = recordsOnVolume(setup.volume);
+		expect(records).toHaveLength(48);
+		expect(new Set(records.map((record) => record.url))).toEqual(new Set(targets));
+		const charges = chargesByUrl(setup.service);
+		expect([...charges.values()].filter((count) => count > 1).length).toBeLessThanOrEqual(2);
+		const paid = setup.service.emulator.ledger.totalCharged();
+
+		const again = await Promise.all(indexes.map((index) => runLikeTheJobController(manifest, pod, { index })));
+		expect(again.map((outcome) => outcome.outcome)).toEqual(indexes.map(() => "Succeeded"));
+		expect(runFolders(setup.volume)).toHaveLength(2 * completions);
+		expect(setup.service.emulator.ledger.totalCharged()).toBe(paid);
+	}, 90_000);
 });

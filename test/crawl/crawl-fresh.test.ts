@@ -8,10 +8,10 @@ import { useTestService } from "../helpers/service.js";
 import { html, startTargetSite, type TargetSite } from "../helpers/target-site.js";
 
 /** A binary tree of pages: /t/i links /t/2i+1 and /t/2i+2. */
-async function startTreeSite(): Promise<TargetSite> {
+async function startTreeSite(failing: ReadonlySet<string> = new Set()): Promise<TargetSite> {
 	return startTargetSite((req, res) => {
 		const index = Number(/^\/t\/(\d+)$/.exec(req.url ?? "")?.[1] ?? -1);
-		if (index < 0) return html(res, "none", 404);
+		if (index < 0 || failing.has(req.url ?? "")) return html(res, "none", 404);
 		html(res, `<a href="/t/${2 * index + 1}">l</a> <a href="/t/${2 * index + 2}">r</a>`);
 	});
 }
@@ -90,5 +90,36 @@ describe("crawl × freshness", () => {
 		const counts = askedPaths(site);
 		expect([...counts.values()].filter((count) => count === 2)).toHaveLength(11);
 		expect(counts.size).toBe(40);
+	});
+
+	it("a seed or a crawled page whose latest record failed is not fresh, however recent its last ok record", async () => {
+		const service = await useTestService({ concurrency: 4 });
+		const failing = new Set<string>();
+		const site = await startTreeSite(failing);
+		const dir = tempDir();
+		const out = join(dir, "out");
+		const job = writeJob(dir, "fresh", yaml(site.origin, "files", 7));
+		const run = (freshness: string) =>
+			runCli(["run", job, "--out", out, "--quiet", "--freshness", freshness], { env: service.env });
+		await run("1h");
+		const asked = (path: string) => askedPaths(site).get(path) ?? 0;
+		expect(asked("/t/2")).toBe(1);
+
+		// A crawled page fails in a later run; the next run within the hour fetches it again, not its fresh parent.
+		failing.add("/t/2");
+		await run("0");
+		expect(asked("/t/2")).toBe(2);
+		failing.clear();
+		await run("1h");
+		expect(asked("/t/2")).toBe(3);
+		expect(asked("/t/0")).toBe(2);
+
+		// Likewise the seed.
+		failing.add("/t/0");
+		await run("0");
+		expect(asked("/t/0")).toBe(3);
+		failing.clear();
+		await run("1h");
+		expect(asked("/t/0")).toBe(4);
 	});
 });

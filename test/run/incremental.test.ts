@@ -163,6 +163,28 @@ describe("incremental runs", () => {
 		expect(service.ledger.byEndpoint("realtime").length).toBe(sent + 2 + 3);
 	});
 
+	it("freshness: a target whose latest record failed is not fresh, however recent its last ok record", async () => {
+		const shop = await editableShop();
+		for (const path of ["/p/1", "/p/2", "/p/3"]) shop.pages.set(path, { status: 200, price: "1.00", ad: 0 });
+		const service = await emulator();
+		const dir = tempDir();
+		const out = join(dir, "out");
+		const file = job(dir, shop.url, "freshness: 1h");
+		expect((await runCli(["run", file, "--out", out, "--quiet"], { env: envOf(service) })).code).toBe(0);
+		// A later run fails /p/2 (its ok record of the first run is still within the hour).
+		shop.pages.get("/p/2")!.status = 404;
+		const failing = await runCli(["run", file, "--out", out, "--quiet", "--freshness", "0"], { env: envOf(service) });
+		expect(failing.code).toBe(1);
+		expect(service.ledger.byEndpoint("realtime")).toHaveLength(6);
+		shop.pages.get("/p/2")!.status = 200;
+		const again = await runCli(["run", file, "--out", out, "--quiet", "--json"], { env: envOf(service) });
+		expect(again.code, again.stderr).toBe(0);
+		expect(JSON.parse(again.stdout).targets).toMatchObject({ total: 1, done: 1, fresh: 2 });
+		const realtime = service.ledger.byEndpoint("realtime");
+		expect(realtime).toHaveLength(7);
+		expect(realtime.at(-1)!.url).toBe(`${shop.url}/p/2`);
+	});
+
 	it("--retry-failed runs only the targets whose latest record failed, across runs or of one run", async () => {
 		const shop = await editableShop();
 		for (const path of ["/p/1", "/p/2", "/p/3"]) shop.pages.set(path, { status: 200, price: "1.00", ad: 0 });

@@ -42,7 +42,7 @@ import {
 } from "../../shared/index.js";
 import { type CliContext, writeLine } from "../context.js";
 import { crawlCreditBound, crawlDryRunLines } from "../crawl-dry-run.js";
-import { EXIT } from "../exit-codes.js";
+import { EXIT, RUN_EXIT_TABLE } from "../exit-codes.js";
 import { tuneHeapForRun } from "../heap-growth.js";
 import { printJsonError } from "../json-error.js";
 import { createProgressBar, createProgressLog, type ProgressDisplay, progressLogFields } from "../progress-display.js";
@@ -59,6 +59,7 @@ import {
 interface RunFlags extends ServiceFlags {
 	out: string;
 	resume?: boolean | string;
+	continue?: boolean;
 	force?: boolean;
 	dryRun?: boolean;
 	concurrency?: number;
@@ -129,7 +130,14 @@ export function registerRunCommand(program: Command, ctx: CliContext): void {
 		.argument("<jobs...>", "job files (YAML)")
 		.option("--out <dir>", "root folder of results: <dir>/<job>/<run-id>/", "output")
 		.option("--resume [run-id]", "continue the latest incomplete run of each job (or the given run id)")
-		.option("--force", "with --resume: accept a job whose targets changed (changed targets run as new)")
+		.option(
+			"--continue",
+			"resume the job's newest run (of this --shard) when it is unfinished, else start a new one: one command line for a scheduler's first start, restart and next night; a complete run stays complete",
+		)
+		.option(
+			"--force",
+			"with --resume or --continue: resume a run whose job's targets changed (changed targets run as new)",
+		)
 		.option(
 			"--repair",
 			"with --resume: move lines of results.jsonl that are not records to results.corrupt.jsonl; their targets run again",
@@ -162,7 +170,7 @@ export function registerRunCommand(program: Command, ctx: CliContext): void {
 		)
 		.option(
 			"--freshness <duration>",
-			"skip targets whose latest ok record in this job's earlier runs is younger (e.g. 24h; 0 fetches all; job key freshness)",
+			"skip targets whose latest record in this job's earlier runs is ok and younger (e.g. 24h; 0 fetches all; a failed target is never fresh; job key freshness)",
 			duration("--freshness"),
 		)
 		.option(
@@ -198,16 +206,15 @@ Keys (flags > environment > --config file):
   SCRAPEJOB_SCRAPER_KEY   scraper key only: no look-up; concurrency is learned from X-RateLimit-Limit
   SCRAPEJOB_API_URL, SCRAPEJOB_SCRAPER_URL   base addresses (https; http only on loopback)
 
-Exit codes: 0 all ok · 1 some targets failed, max_credits reached, or the data contract broke
-            · 2 invalid job/usage (nothing sent) · 3 auth, credits, no access, or the service down past outage_timeout
-            · 4 another run of the job holds its lock, or took it over while this one ran (lease lost)
-            · 5 the output could not be written (full disk, read-only folder; finish with --resume once there is room)
-            · 130 interrupted (finish with --resume)
+Exit codes, and what a scheduler should do on each:
+${exitTable()}
 
 Examples:
   npx scrapejob run jobs/demo.yaml --sandbox                  offline, against the built-in emulator
   npx scrapejob run jobs/example-shop.yaml --max-credits 500  with a budget
-  npx scrapejob run jobs/example-shop.yaml --resume           finish an interrupted run without paying twice`,
+  npx scrapejob run jobs/example-shop.yaml --resume           finish an interrupted run without paying twice
+  npx scrapejob run jobs/example-shop.yaml --continue --freshness 20h
+      (a scheduler's one command line: resumes an unfinished run, else a new one paying only for what is not fresh)`,
 	);
 	command.action(async (paths: string[], flags: RunFlags) => {
 		const restoreHeap = tuneHeapForRun();
@@ -217,6 +224,14 @@ Examples:
 			restoreHeap();
 		}
 	});
+}
+
+/** RUN_EXIT_TABLE as help text: the code, its meaning, and the scheduler's action on the next line. */
+function exitTable(): string {
+	return RUN_EXIT_TABLE.map(
+		({ code, meaning, scheduler }) => `  ${String(code).padEnd(4)} ${meaning}
+       → ${scheduler}`,
+	).join("\n");
 }
 
 /** The progress bar's label: the job's name, and how many targets freshness left out (they are not in its total). */
@@ -292,6 +307,10 @@ async function runCommand(ctx: CliContext, paths: string[], flags: RunFlags): Pr
 	let jobs: LoadedRunJob[] = [];
 	const releaseOnExit = () => releasePlannedRuns(planned);
 	try {
+		if (flags.continue && (flags.resume !== undefined || flags.retryFailed !== undefined))
+			throw new UsageError(
+				`--continue chooses between resuming and a new run itself: not with ${flags.resume !== undefined ? "--resume" : "--retry-failed"}`,
+			);
 		// The sandbox starts first so that jobs can name its demo site; it costs nothing.
 		if (flags.sandbox) connection = await connectService(ctx, flags);
 		// A terminal gets the sandbox's terms as a sentence; cron's stderr gets them as a log line below.
@@ -304,7 +323,7 @@ async function runCommand(ctx: CliContext, paths: string[], flags: RunFlags): Pr
 
 		// Which runs to start or continue, and their locks, before the first request (nothing sent on a refusal).
 		const outRoot = resolve(ctx.cwd, flags.out);
-		const plans = planRuns(jobs, outRoot, flags.resume, flags.repair === true);
+		const plans = planRuns(jobs, outRoot, flags.resume, flags.repair === true, flags.continue === true);
 		for (const note of plans.notes) writeLine(ctx.stdout, note);
 		planned = plans.planned;
 		if (planned.length === 0) return EXIT.ok;
