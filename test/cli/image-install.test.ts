@@ -1,5 +1,5 @@
 import { execFile } from "node:child_process";
-import { cpSync, existsSync, mkdirSync, readdirSync, readFileSync, symlinkSync } from "node:fs";
+import { chmodSync, cpSync, existsSync, mkdirSync, readdirSync, readFileSync, symlinkSync } from "node:fs";
 import { join } from "node:path";
 import { promisify } from "node:util";
 import { beforeAll, describe, expect, it } from "vitest";
@@ -61,7 +61,8 @@ describe("Dockerfile", () => {
 		const devOnly = Object.entries(LOCK.packages).filter(([path, entry]) => path !== "" && entry.dev === true);
 		expect(devOnly.length).toBeGreaterThan(0);
 		for (const [path] of devOnly) expect(existsSync(join(app, path)), path).toBe(false);
-		// `scrapejob` on PATH, as the image links it.
+		// `scrapejob` on PATH, made executable and linked as the image's last stage does (tsc writes no mode bits).
+		chmodSync(join(app, "dist", "cli", "bin.js"), 0o755);
 		const bin = tempDir("image-bin-");
 		symlinkSync(join(app, "dist", "cli", "bin.js"), join(bin, "scrapejob"));
 		const env = { PATH: `${bin}:${process.env.PATH ?? ""}`, TMPDIR: process.env.TMPDIR, NODE_ENV: "production" };
