@@ -47,3 +47,11 @@ export { CLI_NAME, cliCommand, shellWord } from "./shell-command.js";
 export { type Clock, type Sleep, sleep, systemClock } from "./sleep.js";
 export { createTaskQueue, type TaskQueue } from "./task-queue.js";
 export { createUrlKeys, type UrlKeys, type UrlKeysOptions } from "./url-keys.js";
+export {
+	compileUserRegex,
+	toRe2Syntax,
+	type UserRegex,
+	UserRegexError,
+	type UserRegexMatch,
+	userRegexProblem,
+} from "./user-regex.js";
