@@ -15,6 +15,7 @@ import { createLinkScope } from "./link-scope.js";
 import { normalizeUrl, withSeedCredentials } from "./normalize-url.js";
 import { createRobots, ROBOTS_PAID } from "./robots.js";
 import type { ShardInbox } from "./shard-inbox.js";
+import type { SitemapBounds } from "./sitemap-stream.js";
 import { createSitemapReader, type SitemapFetch } from "./sitemaps.js";
 
 /** What a crawl adds to summary.json. */
@@ -47,6 +48,10 @@ export interface CrawlerOptions {
 	readonly isStopping: () => boolean;
 	/** Fetch a robots.txt or sitemap through the service with a seed's options (`crawl.sitemaps`, `crawl.robots`). */
 	readonly fetchSitemap?: SitemapFetch;
+	/** Something the user should know and the crawl goes on from (a sitemap or robots.txt cut at its bound). */
+	readonly warn?: (message: string) => void;
+	/** Lower sitemap bounds than sitemaps.org's, for tests. */
+	readonly sitemapBounds?: SitemapBounds;
 	/** URL keys held in memory before older ones spill to disk (url-keys.ts). @default 1,000,000 */
 	readonly keysInMemory?: number;
 	/**
@@ -282,6 +287,7 @@ export function createCrawler(options: CrawlerOptions): Crawler {
 					runDir: options.runDir,
 					fetch: options.fetchSitemap,
 					append: journal,
+					...(options.warn ? { warn: options.warn } : {}),
 				})
 			: null;
 	let robotsDisallowed = 0;
@@ -295,6 +301,8 @@ export function createCrawler(options: CrawlerOptions): Crawler {
 				}
 			: {}),
 		runDir: options.runDir,
+		...(options.warn ? { warn: options.warn } : {}),
+		...(options.sitemapBounds ? { bounds: options.sitemapBounds } : {}),
 		fetch: options.fetchSitemap ?? (async () => ({ kind: "stopped" })),
 		append: journal,
 		pageFound(href, profile) {
