@@ -271,13 +271,16 @@ export function createCrawler(options: CrawlerOptions): Crawler {
 		}
 	};
 
+	/** The job's scope as it is now: `scope`, `include`, `exclude` over a normalized URL. */
+	const inScope = (url: string): boolean => {
+		if (!scope.allows(new URL(url))) return false;
+		if (spec.include.length > 0 && !spec.include.some((pattern) => pattern.test(url))) return false;
+		return !spec.exclude.some((pattern) => pattern.test(url));
+	};
+
 	const follows = (href: string): string | null => {
 		const url = normalizeUrl(href);
-		if (url === null) return null;
-		if (!scope.allows(new URL(url))) return null;
-		if (spec.include.length > 0 && !spec.include.some((pattern) => pattern.test(url))) return null;
-		if (spec.exclude.some((pattern) => pattern.test(url))) return null;
-		return url;
+		return url !== null && inScope(url) ? url : null;
 	};
 
 	/** `robots: obey`: each crawled origin's robots.txt decides which discovered links are followed. */
@@ -443,6 +446,9 @@ export function createCrawler(options: CrawlerOptions): Crawler {
 				return;
 			}
 			urls.claim(key.high, key.low);
+			// Journalled under an earlier job file (a resume after `exclude` was added) or by another shard
+			// (its inbox): the job's scope now decides. The line stays, so a wider scope later finds it again.
+			if (!inScope(entry.u)) return;
 			// Journalled as discovered, refused by its host's robots.txt: counted, never fetched.
 			if (robots && robots.allows(entry.u) === false) {
 				robotsDisallowed += 1;
