@@ -42,11 +42,11 @@ export const crawlSchema = z
 		include: z
 			.array(userRegexSchema)
 			.default([])
-			.describe("Regexes over the absolute URL: when given, a link must match one of them"),
+			.describe("Regexes (RE2) over the absolute URL: when given, a link must match one of them"),
 		exclude: z
 			.array(userRegexSchema)
 			.default([])
-			.describe("Regexes over the absolute URL: a link matching one is not followed"),
+			.describe("Regexes (RE2) over the absolute URL: a link matching one is not followed"),
 		sitemaps: z
 			.boolean()
 			.default(false)

@@ -15,7 +15,7 @@ export const mapRequestSchema = z
 		domain: z.string().min(1).describe("The site whose URLs are listed, e.g. shop.example"),
 		max_urls: z.int().min(1).max(10_000).describe("URLs at most (1–10000)"),
 		// The service applies it; checked as every job-file regex is, so one syntax holds across the file.
-		url_pattern: userRegexSchema.optional().describe("Only URLs matching this regex"),
+		url_pattern: userRegexSchema.optional().describe("Only URLs matching this regex (RE2)"),
 		sources: z
 			.array(z.enum(MAP_SOURCES))
 			.min(1)
