@@ -17,6 +17,7 @@ import { createCrawler } from "../src/crawl/index.js";
 import { graphPage } from "../src/emulator/link-graph.js";
 import { extractLinks, parseHtml } from "../src/extract/index.js";
 import type { CrawlSpec, Job, Target } from "../src/job/index.js";
+import { compileUserRegex } from "../src/shared/index.js";
 
 const SITE = "http://bench.example";
 const MEMORY_GOAL_MB = 512;
@@ -78,7 +79,7 @@ export async function benchCrawl(
 			maxPages: pages * 10,
 			scope: "host",
 			include: [],
-			exclude: [/\/calendar\//],
+			exclude: [compileUserRegex("/calendar/")],
 			sitemaps: false,
 			robots: "ignore",
 		};
@@ -167,7 +168,7 @@ export async function benchCrawlFeed(pages: number, limit: number, log: (line: s
 			maxPages: pages * 10,
 			scope: "host",
 			include: [],
-			exclude: [/\/calendar\//],
+			exclude: [compileUserRegex("/calendar/")],
 			sitemaps: false,
 			robots: "ignore",
 		};

@@ -15,6 +15,7 @@ import { createLinkScope } from "./link-scope.js";
 import { normalizeUrl, withSeedCredentials } from "./normalize-url.js";
 import { createRobots, ROBOTS_PAID } from "./robots.js";
 import type { ShardInbox } from "./shard-inbox.js";
+import type { SitemapBounds } from "./sitemap-stream.js";
 import { createSitemapReader, type SitemapFetch } from "./sitemaps.js";
 
 /** What a crawl adds to summary.json. */
@@ -47,6 +48,10 @@ export interface CrawlerOptions {
 	readonly isStopping: () => boolean;
 	/** Fetch a robots.txt or sitemap through the service with a seed's options (`crawl.sitemaps`, `crawl.robots`). */
 	readonly fetchSitemap?: SitemapFetch;
+	/** Something the user should know and the crawl goes on from (a sitemap or robots.txt cut at its bound). */
+	readonly warn?: (message: string) => void;
+	/** Lower sitemap bounds than sitemaps.org's, for tests. */
+	readonly sitemapBounds?: SitemapBounds;
 	/** URL keys held in memory before older ones spill to disk (url-keys.ts). @default 1,000,000 */
 	readonly keysInMemory?: number;
 	/**
@@ -266,13 +271,16 @@ export function createCrawler(options: CrawlerOptions): Crawler {
 		}
 	};
 
+	/** The job's scope as it is now: `scope`, `include`, `exclude` over a normalized URL. */
+	const inScope = (url: string): boolean => {
+		if (!scope.allows(new URL(url))) return false;
+		if (spec.include.length > 0 && !spec.include.some((pattern) => pattern.test(url))) return false;
+		return !spec.exclude.some((pattern) => pattern.test(url));
+	};
+
 	const follows = (href: string): string | null => {
 		const url = normalizeUrl(href);
-		if (url === null) return null;
-		if (!scope.allows(new URL(url))) return null;
-		if (spec.include.length > 0 && !spec.include.some((pattern) => pattern.test(url))) return null;
-		if (spec.exclude.some((pattern) => pattern.test(url))) return null;
-		return url;
+		return url !== null && inScope(url) ? url : null;
 	};
 
 	/** `robots: obey`: each crawled origin's robots.txt decides which discovered links are followed. */
@@ -282,6 +290,7 @@ export function createCrawler(options: CrawlerOptions): Crawler {
 					runDir: options.runDir,
 					fetch: options.fetchSitemap,
 					append: journal,
+					...(options.warn ? { warn: options.warn } : {}),
 				})
 			: null;
 	let robotsDisallowed = 0;
@@ -295,6 +304,8 @@ export function createCrawler(options: CrawlerOptions): Crawler {
 				}
 			: {}),
 		runDir: options.runDir,
+		...(options.warn ? { warn: options.warn } : {}),
+		...(options.sitemapBounds ? { bounds: options.sitemapBounds } : {}),
 		fetch: options.fetchSitemap ?? (async () => ({ kind: "stopped" })),
 		append: journal,
 		pageFound(href, profile) {
@@ -435,6 +446,9 @@ export function createCrawler(options: CrawlerOptions): Crawler {
 				return;
 			}
 			urls.claim(key.high, key.low);
+			// Journalled under an earlier job file (a resume after `exclude` was added) or by another shard
+			// (its inbox): the job's scope now decides. The line stays, so a wider scope later finds it again.
+			if (!inScope(entry.u)) return;
 			// Journalled as discovered, refused by its host's robots.txt: counted, never fetched.
 			if (robots && robots.allows(entry.u) === false) {
 				robotsDisallowed += 1;

@@ -1,19 +1,11 @@
 import { hash } from "node:crypto";
-import { existsSync, mkdirSync, readFileSync, rmSync } from "node:fs";
+import { closeSync, existsSync, fstatSync, mkdirSync, openSync, readSync, rmSync } from "node:fs";
 import { join } from "node:path";
 import type { Target } from "../job/index.js";
-import { lazyModule } from "../shared/index.js";
 import type { FrontierEntry } from "./frontier-file.js";
 import { withSeedCredentials } from "./normalize-url.js";
+import { parseRobotsRules, ROBOTS_MAX_BYTES, type RobotsRules } from "./robots-rules.js";
 import type { SitemapFetch } from "./sitemaps.js";
-
-interface RobotsRules {
-	isAllowed(url: string, ua?: string): boolean | undefined;
-	getCrawlDelay(ua?: string): number | undefined;
-}
-
-/** robots-parser (RFC 9309 matching: longest rule wins, Allow on a tie, `*` and `$`), loaded by crawls that obey. */
-const robotsParser = lazyModule<(url: string, contents: string) => RobotsRules>("robots-parser");
 
 /** The group a robots.txt names for scrapejob; without one, its `*` group applies. */
 export const ROBOTS_USER_AGENT = "scrapejob";
@@ -28,6 +20,26 @@ export interface RobotsOptions {
 	readonly runDir: string;
 	readonly fetch: SitemapFetch;
 	readonly append: (entries: readonly FrontierEntry[]) => void;
+	/** A robots.txt cut at its bound, or too costly to match a URL against: the crawl goes on. */
+	readonly warn?: (message: string) => void;
+}
+
+/**
+ * The first `ROBOTS_MAX_BYTES` of a stored robots.txt, cut after its last whole line (a rule cut in two
+ * would say something else), and its size when it was longer.
+ */
+export function readRobotsBody(path: string): { body: string; cutFrom: number | null } {
+	const fd = openSync(path, "r");
+	try {
+		const size = fstatSync(fd).size;
+		const buffer = Buffer.alloc(Math.min(size, ROBOTS_MAX_BYTES));
+		const read = readSync(fd, buffer, 0, buffer.length, 0);
+		if (size <= ROBOTS_MAX_BYTES) return { body: buffer.toString("utf8", 0, read), cutFrom: null };
+		const lastBreak = Math.max(buffer.lastIndexOf(0x0a, read - 1), buffer.lastIndexOf(0x0d, read - 1));
+		return { body: buffer.toString("utf8", 0, lastBreak === -1 ? 0 : lastBreak), cutFrom: size };
+	} finally {
+		closeSync(fd);
+	}
 }
 
 /**
@@ -64,6 +76,8 @@ export function createRobots(options: RobotsOptions): Robots {
 	const rules = new Map<string, RobotsRules | null>();
 	const delays = new Map<string, number>();
 	const loading = new Map<string, Promise<boolean>>();
+	/** Origins already warned of a URL too costly to match (once each). */
+	const overBudget = new Set<string>();
 	let credits = 0;
 
 	const pathOf = (origin: string) => join(dir, `${hash("sha256", origin, "hex").slice(0, 24)}.txt`);
@@ -71,10 +85,15 @@ export function createRobots(options: RobotsOptions): Robots {
 
 	const parse = (origin: string) => {
 		const path = pathOf(origin);
-		const body = existsSync(path) ? readFileSync(path, "utf8") : null;
-		const parsed = body === null ? null : robotsParser()(robotsUrl(origin), body);
+		const read = existsSync(path) ? readRobotsBody(path) : null;
+		if (read?.cutFrom != null) {
+			options.warn?.(
+				`${robotsUrl(origin)} is ${(read.cutFrom / 1024 / 1024).toFixed(1)} MiB: its first ${ROBOTS_MAX_BYTES / 1024} KiB read (RFC 9309), the rest ignored`,
+			);
+		}
+		const parsed = read === null ? null : parseRobotsRules(read.body);
 		rules.set(origin, parsed);
-		const delay = parsed?.getCrawlDelay(ROBOTS_USER_AGENT);
+		const delay = parsed?.crawlDelay(ROBOTS_USER_AGENT);
 		if (delay !== undefined && Number.isFinite(delay) && delay > 0) {
 			// At most a minute between fetches: a robots.txt cannot stall a run for hours per page.
 			delays.set(new URL(origin).host, Math.min(delay, 60) * 1000);
@@ -116,7 +135,16 @@ export function createRobots(options: RobotsOptions): Robots {
 			const origin = originOf(url);
 			if (!rules.has(origin)) return null;
 			const parsed = rules.get(origin);
-			return parsed ? parsed.isAllowed(url, ROBOTS_USER_AGENT) !== false : true;
+			if (!parsed) return true;
+			const allowed = parsed.allows(url, ROBOTS_USER_AGENT);
+			if (allowed !== "budget") return allowed;
+			if (!overBudget.has(origin)) {
+				overBudget.add(origin);
+				options.warn?.(
+					`${robotsUrl(origin)}: matching a ${url.length}-character URL against its rules passed its bound; such links are not followed`,
+				);
+			}
+			return false;
 		},
 		bodyPath(origin) {
 			const path = pathOf(origin);

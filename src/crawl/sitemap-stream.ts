@@ -4,6 +4,7 @@ import type { Readable } from "node:stream";
 import { StringDecoder } from "node:string_decoder";
 import { createGunzip } from "node:zlib";
 import { Parser } from "htmlparser2";
+import { ROBOTS_MAX_BYTES } from "./robots-rules.js";
 
 /** What a sitemap file lists: pages (`<urlset>`) or further sitemap files (`<sitemapindex>`). */
 export type SitemapKind = "urlset" | "sitemapindex";
@@ -30,22 +31,51 @@ async function openText(path: string): Promise<Readable> {
 }
 
 /**
+ * The bounds of one sitemap file (sitemaps.org: 50 MB uncompressed and 50,000 URLs a file), so a
+ * gzip bomb or a runaway file costs bounded time and memory: reading stops there, the rest unread.
+ */
+export const SITEMAP_MAX_BYTES = 50 * 1024 * 1024;
+export const SITEMAP_MAX_URLS = 50_000;
+/** A `<loc>` longer than this is dropped as it is read (sitemaps.org: under 2,048 characters). */
+export const SITEMAP_MAX_LOC_CHARS = 8 * 1024;
+
+export interface SitemapBounds {
+	/** Bytes read at most, after gunzip. @default SITEMAP_MAX_BYTES */
+	readonly maxBytes?: number;
+	/** `<loc>`s read at most. @default SITEMAP_MAX_URLS */
+	readonly maxUrls?: number;
+}
+
+/** How reading a file ended: its root's kind (null: neither, nothing listed) and the bound it met, if any. */
+export interface SitemapFileRead {
+	readonly kind: SitemapKind | null;
+	readonly bound: "bytes" | "urls" | null;
+	/** `<loc>`s dropped for their length. */
+	readonly longLocs: number;
+}
+
+/**
  * Read a stored sitemap file as a stream (a streaming XML parser over chunks, gzip through node:zlib):
  * `onLocs` gets its `<loc>` values a batch at a time, in document order, so a file of any size holds
- * one batch in memory; it returns false to stop reading there. Returns the root's kind (null when the
- * root is neither: nothing is listed).
+ * one batch in memory; it returns false to stop reading there. Reading also stops at the file's bounds.
  * Namespace prefixes (`<sm:loc>`) and entities (`&amp;`) are read as XML says.
  */
 export async function readSitemapFile(
 	path: string,
 	onLocs: (locs: string[], kind: SitemapKind) => boolean,
-): Promise<SitemapKind | null> {
+	bounds: SitemapBounds = {},
+): Promise<SitemapFileRead> {
+	const maxBytes = bounds.maxBytes ?? SITEMAP_MAX_BYTES;
+	const maxUrls = bounds.maxUrls ?? SITEMAP_MAX_URLS;
 	let kind: SitemapKind | null = null;
 	let rootSeen = false;
 	let inLoc = false;
 	let loc = "";
 	let batch: string[] = [];
 	let stopped = false;
+	let bound: SitemapFileRead["bound"] = null;
+	let urls = 0;
+	let longLocs = 0;
 	const localName = (name: string) => name.slice(name.indexOf(":") + 1).toLowerCase();
 	const parser = new Parser(
 		{
@@ -61,15 +91,25 @@ export async function readSitemapFile(
 				}
 			},
 			ontext(text) {
-				if (inLoc) loc += text;
+				// Past its bound a `<loc>` is dropped: a giant one must not grow one string without end.
+				if (inLoc && loc.length <= SITEMAP_MAX_LOC_CHARS) loc += text;
 			},
 			onclosetag(name) {
-				if (!inLoc || localName(name) !== "loc") return;
+				if (!inLoc || localName(name) !== "loc" || stopped) return;
 				inLoc = false;
 				const value = loc.trim();
-				if (value !== "") batch.push(value);
-				if (batch.length >= LOC_BATCH && kind !== null && !stopped) {
-					stopped = !onLocs(batch, kind);
+				loc = "";
+				if (value.length > SITEMAP_MAX_LOC_CHARS) longLocs += 1;
+				else if (value !== "") {
+					batch.push(value);
+					urls += 1;
+				}
+				if (urls >= maxUrls) {
+					bound = "urls";
+					stopped = true;
+				}
+				if ((batch.length >= LOC_BATCH || stopped) && kind !== null) {
+					if (!onLocs(batch, kind)) stopped = true;
 					batch = [];
 				}
 			},
@@ -78,19 +118,34 @@ export async function readSitemapFile(
 	);
 	const decoder = new StringDecoder("utf8");
 	const stream = await openText(path);
+	let bytes = 0;
 	try {
 		for await (const chunk of stream) {
-			parser.write(decoder.write(chunk as Buffer));
-			if (stopped) break;
+			let bytesIn = chunk as Buffer;
+			if (bytes + bytesIn.length > maxBytes) {
+				bytesIn = bytesIn.subarray(0, maxBytes - bytes);
+				bound = "bytes";
+			}
+			bytes += bytesIn.length;
+			parser.write(decoder.write(bytesIn));
+			if (stopped || bound === "bytes") break;
 		}
 	} catch {
 		// A gzip body cut short or damaged: what was read before the damage stands.
 	} finally {
+		// Ends the gunzip too: a bomb is inflated no further than the bound.
 		stream.destroy();
 	}
-	if (!stopped) parser.end(decoder.end());
+	// Cut at the byte bound, the document is closed unread: ending it would hand over a cut `<loc>`.
+	if (!stopped && bound === null) {
+		try {
+			parser.end(decoder.end());
+		} catch {
+			// As above.
+		}
+	}
 	if (batch.length > 0 && kind !== null && !stopped) onLocs(batch, kind);
-	return kind;
+	return { kind, bound, longLocs };
 }
 
 /** robots.txt's `Sitemap:` lines, read line by line from the stored file. */
@@ -103,9 +158,14 @@ export async function readRobotsSitemaps(path: string): Promise<string[]> {
 		if (match) found.push(match[1]!);
 	};
 	const stream = await openText(path);
+	let bytes = 0;
 	try {
 		for await (const chunk of stream) {
-			const lines = (carry + decoder.write(chunk as Buffer)).split(/\r?\n/);
+			// The bound robots rules are read to (RFC 9309): the same lines, never more.
+			if (bytes >= ROBOTS_MAX_BYTES) break;
+			const bytesIn = (chunk as Buffer).subarray(0, ROBOTS_MAX_BYTES - bytes);
+			bytes += bytesIn.length;
+			const lines = (carry + decoder.write(bytesIn)).split(/\r?\n/);
 			carry = lines.pop() ?? "";
 			// A line longer than any robots.txt has: dropped rather than held.
 			if (carry.length > 64 * 1024) carry = "";

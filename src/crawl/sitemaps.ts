@@ -4,7 +4,14 @@ import { join } from "node:path";
 import type { Target } from "../job/index.js";
 import type { FrontierEntry } from "./frontier-file.js";
 import { normalizeUrl, withSeedCredentials } from "./normalize-url.js";
-import { readRobotsSitemaps, readSitemapFile } from "./sitemap-stream.js";
+import {
+	readRobotsSitemaps,
+	readSitemapFile,
+	SITEMAP_MAX_BYTES,
+	SITEMAP_MAX_LOC_CHARS,
+	SITEMAP_MAX_URLS,
+	type SitemapBounds,
+} from "./sitemap-stream.js";
 
 /**
  * `crawl.sitemaps: true`: a seed origin's robots.txt `Sitemap:` lines (its `/sitemap.xml` when it lists
@@ -51,6 +58,19 @@ export interface SitemapReaderOptions {
 	 * so it is paid once; "stopped" when it could not be fetched. Without it, robots.txt is fetched here.
 	 */
 	readonly robotsFile?: (origin: string, seed: Target, profile: string) => Promise<string | null | "stopped">;
+	/** Something the user should know and the crawl goes on from (a file cut at its bound). */
+	readonly warn?: (message: string) => void;
+	/** Lower bounds than sitemaps.org's, for tests. */
+	readonly bounds?: SitemapBounds;
+}
+
+/** The warning of a file cut at its bound: which bound, and that the crawl goes on. */
+function boundMessage(file: string, bound: "bytes" | "urls", bounds: SitemapBounds | undefined): string {
+	const what =
+		bound === "bytes"
+			? `its first ${((bounds?.maxBytes ?? SITEMAP_MAX_BYTES) / 1024 / 1024).toLocaleString("en-US")} MiB uncompressed`
+			: `its first ${(bounds?.maxUrls ?? SITEMAP_MAX_URLS).toLocaleString("en-US")} URLs`;
+	return `sitemap ${file} is past the sitemaps.org bound of a file: read up to ${what}, the rest left out`;
 }
 
 /** How reading an origin's sitemaps ended. */
@@ -184,21 +204,30 @@ export function createSitemapReader(options: SitemapReaderOptions): SitemapReade
 					const skip = partly.get(file) ?? 0;
 					let taken = 0;
 					let cut = false;
-					await readSitemapFile(path, (locs, kind) => {
-						const out: FrontierEntry[] = [];
-						for (const href of locs) {
-							// Taken by an earlier session that stopped part way through this file.
-							if (taken++ < skip) continue;
-							if (kind === "sitemapindex") enqueue(origin, href, profile, out);
-							else {
-								const entry = options.pageFound(href, profile);
-								if (entry !== null) out.push(entry);
+					const result = await readSitemapFile(
+						path,
+						(locs, kind) => {
+							const out: FrontierEntry[] = [];
+							for (const href of locs) {
+								// Taken by an earlier session that stopped part way through this file.
+								if (taken++ < skip) continue;
+								if (kind === "sitemapindex") enqueue(origin, href, profile, out);
+								else {
+									const entry = options.pageFound(href, profile);
+									if (entry !== null) out.push(entry);
+								}
 							}
-						}
-						options.append(out);
-						cut = kind === "urlset" && !options.hasRoom();
-						return !cut;
-					});
+							options.append(out);
+							cut = kind === "urlset" && !options.hasRoom();
+							return !cut;
+						},
+						options.bounds,
+					);
+					if (result.bound !== null && !cut) options.warn?.(boundMessage(file, result.bound, options.bounds));
+					if (result.longLocs > 0)
+						options.warn?.(
+							`sitemap ${file}: ${result.longLocs} <loc> values longer than ${SITEMAP_MAX_LOC_CHARS} characters left out`,
+						);
 					return cut ? taken : null;
 				});
 				if (done !== "read") return done;

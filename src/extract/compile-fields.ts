@@ -1,4 +1,4 @@
-import { errorMessage } from "../shared/index.js";
+import { compileUserRegex, errorMessage, type UserRegex, userRegexProblem } from "../shared/index.js";
 import { type FieldInput, type FieldType, LOCATORS, type Locator } from "./field-spec.js";
 import { type CompiledSelector, compileCss } from "./select.js";
 
@@ -12,7 +12,7 @@ export type CompiledField = {
 	readonly required: boolean;
 } & (
 	| { readonly locator: "css"; readonly selector: CompiledSelector; readonly attr: string | null }
-	| { readonly locator: "regex"; readonly regex: RegExp }
+	| { readonly locator: "regex"; readonly regex: UserRegex }
 	| { readonly locator: "jsonld"; readonly path: readonly string[] }
 	| { readonly locator: "meta"; readonly selector: CompiledSelector }
 );
@@ -59,13 +59,12 @@ function contractProblems(
 ): FieldProblem[] {
 	const problems: FieldProblem[] = [];
 	if (spec.pattern !== undefined) {
-		try {
-			new RegExp(spec.pattern, "u");
-		} catch (error) {
+		const problem = userRegexProblem(spec.pattern);
+		if (problem !== null) {
 			problems.push({
 				field: name,
 				key: at("pattern"),
-				message: `pattern ${JSON.stringify(spec.pattern)} does not compile: ${errorMessage(error)}`,
+				message: `pattern ${JSON.stringify(spec.pattern)} does not compile: ${problem}`,
 			});
 		}
 	}
@@ -160,7 +159,7 @@ export function compileField(name: string, input: FieldInput): CompileResult {
 		case "regex": {
 			const source = spec.regex ?? "";
 			try {
-				field = { ...base, locator, regex: new RegExp(source, all ? "g" : "") };
+				field = { ...base, locator, regex: compileUserRegex(source) };
 			} catch (error) {
 				problems.push({
 					field: name,

@@ -70,7 +70,7 @@ function regexValue(field: Extract<CompiledField, { locator: "regex" }>, page: P
 		return raw === undefined ? null : convert(raw, field, page);
 	}
 	const values: Array<string | number> = [];
-	for (const match of page.html.matchAll(field.regex)) values.push(listItem(match[1] ?? match[0], field, page));
+	for (const match of field.regex.matchAll(page.html)) values.push(listItem(match[1] ?? match[0], field, page));
 	return values.length > 0 ? values : null;
 }
 

@@ -1,3 +1,4 @@
+import { compileUserRegex, type UserRegex } from "../shared/index.js";
 import type { FieldInput } from "./field-spec.js";
 
 /** The contract rules of a field as a found value breaks them (`type` and `required` are read elsewhere). */
@@ -7,7 +8,8 @@ export type FieldRule = (typeof FIELD_RULES)[number];
 /** One field's contract rules, ready to check values with (compiled once per job). */
 export interface FieldRules {
 	readonly name: string;
-	readonly pattern: RegExp | null;
+	/** Matched in linear time (RE2): a value from a page must not be able to hang the run. */
+	readonly pattern: UserRegex | null;
 	readonly min: number | null;
 	readonly max: number | null;
 	readonly minLength: number | null;
@@ -23,7 +25,7 @@ export function fieldRulesOf(name: string, input: FieldInput): FieldRules | null
 	if (pattern === undefined && min === undefined && max === undefined && minLength === undefined) return null;
 	return {
 		name,
-		pattern: pattern === undefined ? null : new RegExp(pattern, "u"),
+		pattern: pattern === undefined ? null : compileUserRegex(pattern),
 		min: min ?? null,
 		max: max ?? null,
 		minLength: minLength ?? null,

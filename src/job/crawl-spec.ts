@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { compileUserRegex, type UserRegex, userRegexProblem } from "../shared/index.js";
 
 /** `crawl:` as the job file writes it (shared/design.md, "Crawl"). */
 export const CRAWL_SCOPES = ["host", "domain", "any"] as const;
@@ -10,18 +11,15 @@ export type RobotsPolicy = (typeof ROBOTS_POLICIES)[number];
 export const DEFAULT_CRAWL_MAX_DEPTH = 3;
 export const DEFAULT_CRAWL_MAX_PAGES = 10_000;
 
-/** A regex written in the job: checked here so a bad one is a validation error, not a crash mid-run. */
-const regexSchema = z.string().refine(
-	(source) => {
-		try {
-			new RegExp(source);
-			return true;
-		} catch {
-			return false;
-		}
-	},
-	{ error: (issue) => `not a valid regular expression: ${JSON.stringify(issue.input)}` },
-);
+/**
+ * A regex written in the job, in RE2 syntax (it meets every discovered URL, so it must match in linear
+ * time): checked here so a bad one is a validation error, not a crash mid-run.
+ */
+export const userRegexSchema = z.string().superRefine((source, context) => {
+	const problem = userRegexProblem(source);
+	if (problem !== null)
+		context.addIssue({ code: "custom", message: `regex ${JSON.stringify(source)} does not compile: ${problem}` });
+});
 
 export const crawlSchema = z
 	.strictObject({
@@ -42,13 +40,13 @@ export const crawlSchema = z
 				"Which links are followed: host (a seed's host, port included), domain (a seed's registrable domain), any",
 			),
 		include: z
-			.array(regexSchema)
+			.array(userRegexSchema)
 			.default([])
-			.describe("Regexes over the absolute URL: when given, a link must match one of them"),
+			.describe("Regexes (RE2) over the absolute URL: when given, a link must match one of them"),
 		exclude: z
-			.array(regexSchema)
+			.array(userRegexSchema)
 			.default([])
-			.describe("Regexes over the absolute URL: a link matching one is not followed"),
+			.describe("Regexes (RE2) over the absolute URL: a link matching one is not followed"),
 		sitemaps: z
 			.boolean()
 			.default(false)
@@ -69,8 +67,8 @@ export interface CrawlSpec {
 	maxDepth: number;
 	maxPages: number;
 	scope: CrawlScope;
-	include: RegExp[];
-	exclude: RegExp[];
+	include: UserRegex[];
+	exclude: UserRegex[];
 	sitemaps: boolean;
 	/** `robots`: obey (default) or ignore each host's robots.txt for discovered links. */
 	robots: RobotsPolicy;
@@ -82,8 +80,8 @@ export function normalizeCrawl(parsed: z.output<typeof crawlSchema> | undefined)
 		maxDepth: parsed.max_depth,
 		maxPages: parsed.max_pages,
 		scope: parsed.scope,
-		include: parsed.include.map((source) => new RegExp(source)),
-		exclude: parsed.exclude.map((source) => new RegExp(source)),
+		include: parsed.include.map(compileUserRegex),
+		exclude: parsed.exclude.map(compileUserRegex),
 		sitemaps: parsed.sitemaps,
 		robots: parsed.robots,
 	};

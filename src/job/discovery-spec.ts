@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { userRegexSchema } from "./crawl-spec.js";
 import type { ScrapeOptions } from "./schema.js";
 import type { TargetOrigin } from "./types.js";
 
@@ -13,21 +14,8 @@ export const mapRequestSchema = z
 	.strictObject({
 		domain: z.string().min(1).describe("The site whose URLs are listed, e.g. shop.example"),
 		max_urls: z.int().min(1).max(10_000).describe("URLs at most (1–10000)"),
-		url_pattern: z
-			.string()
-			.refine(
-				(source) => {
-					try {
-						new RegExp(source);
-						return true;
-					} catch {
-						return false;
-					}
-				},
-				{ error: "not a valid regular expression" },
-			)
-			.optional()
-			.describe("Only URLs matching this regex"),
+		// The service applies it; checked as every job-file regex is, so one syntax holds across the file.
+		url_pattern: userRegexSchema.optional().describe("Only URLs matching this regex (RE2)"),
 		sources: z
 			.array(z.enum(MAP_SOURCES))
 			.min(1)

@@ -11,7 +11,10 @@ const fieldObjectSchema = z
 		css: z.string().optional().describe("CSS selector: the first match's text (whitespace collapsed), or `attr`"),
 		attr: z.string().min(1).optional().describe("With css: read this attribute (href, src, content, …)"),
 		all: z.boolean().optional().describe('Every match, as a list (JSON array; joined with " | " in CSV)'),
-		regex: z.string().optional().describe("Regular expression over the raw HTML: its first capture group"),
+		regex: z
+			.string()
+			.optional()
+			.describe("Regular expression (RE2: no lookaround or backreferences) over the raw HTML: its first capture group"),
 		jsonld: z.string().optional().describe("Dotted path into the page's JSON-LD, arrays searched (brand.name)"),
 		meta: z.string().optional().describe("<meta name|property=...> content"),
 		type: z
@@ -22,7 +25,7 @@ const fieldObjectSchema = z
 		pattern: z
 			.string()
 			.optional()
-			.describe("Contract: a found value (each item of a list) must match this regular expression"),
+			.describe("Contract: a found value (each item of a list) must match this regular expression (RE2)"),
 		min: z.number().optional().describe("Contract: a found number may not be below this (number, integer)"),
 		max: z.number().optional().describe("Contract: a found number may not be above this (number, integer)"),
 		min_length: z

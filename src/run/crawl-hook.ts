@@ -1,7 +1,7 @@
 import { readFileSync, renameSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { basename, dirname } from "node:path";
 import type { BodySpill } from "../api/index.js";
-import { type Crawler, createCrawler, openShardInbox, type SitemapFetch } from "../crawl/index.js";
+import { type Crawler, createCrawler, openShardInbox, type SitemapBounds, type SitemapFetch } from "../crawl/index.js";
 import { createTargetKey, type Job, type Target } from "../job/index.js";
 import { openBodyFile, type RunSummary } from "../output/index.js";
 import { creditCostRange, type ScrapeParams } from "../shared/index.js";
@@ -20,6 +20,9 @@ export function crawlerFor(
 	fetchSitemap: SitemapFetch,
 	keysInMemory: number | undefined,
 	peers: ShardPeers | null = null,
+	/** A robots.txt or sitemap cut at its bound: the run's warning (run.log and the terminal). */
+	warn?: (message: string) => void,
+	sitemapBounds?: SitemapBounds,
 ): Crawler | null {
 	if (!job.crawl) return null;
 	// A sharded crawl hands links across shards through inboxes in the job's folder (shared by all shards).
@@ -43,6 +46,8 @@ export function crawlerFor(
 		done,
 		isStopping,
 		fetchSitemap,
+		...(warn ? { warn } : {}),
+		...(sitemapBounds ? { sitemapBounds } : {}),
 		...(keysInMemory !== undefined ? { keysInMemory } : {}),
 	});
 }

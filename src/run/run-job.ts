@@ -294,6 +294,10 @@ export async function runJob(options: RunJobOptions): Promise<RunJobResult> {
 			}),
 			options.crawlKeysInMemory,
 			peers,
+			(message) => {
+				log.warn({ event: "crawl_bound" }, message);
+				options.logger?.warn({ reason: "crawl_bound" }, message);
+			},
 		);
 		// A resumed crawl's robots.txt and sitemap credits of earlier sessions are spent already.
 		if (crawler) budget.commit(0, crawler.summary().sitemap_credits);

@@ -22,6 +22,13 @@ export { plural } from "./plural.js";
 export { ownStartTicks, type ProcessState, processState } from "./process-state.js";
 export { RECORD_COLUMNS } from "./record-columns.js";
 export {
+	FileTooLargeError,
+	NotRegularFileError,
+	openRegularFile,
+	readRegularFile,
+	SMALL_FILE_MAX_BYTES,
+} from "./regular-file.js";
+export {
 	AI_SOURCES,
 	CONTENT_FORMATS,
 	CREDIT_COSTS,
@@ -48,9 +55,10 @@ export { type Clock, type Sleep, sleep, systemClock } from "./sleep.js";
 export { createTaskQueue, type TaskQueue } from "./task-queue.js";
 export { createUrlKeys, type UrlKeys, type UrlKeysOptions } from "./url-keys.js";
 export {
-	FileTooLargeError,
-	NotRegularFileError,
-	openRegularFile,
-	readRegularFile,
-	SMALL_FILE_MAX_BYTES,
-} from "./regular-file.js";
+	compileUserRegex,
+	toRe2Syntax,
+	type UserRegex,
+	UserRegexError,
+	type UserRegexMatch,
+	userRegexProblem,
+} from "./user-regex.js";

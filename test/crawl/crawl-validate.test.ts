@@ -15,7 +15,9 @@ describe("validate: crawl and discovery sources", () => {
 		);
 		expect(result.code).toBe(2);
 		expect(result.stderr).toMatch(/job\.yaml:3:\d+ crawl\.scope:/);
-		expect(result.stderr).toMatch(/job\.yaml:4:\d+ crawl\.include\[0\]: not a valid regular expression/);
+		expect(result.stderr).toMatch(
+			/job\.yaml:4:\d+ crawl\.include\[0\]: regex "\(" does not compile: missing closing \)/,
+		);
 		expect(result.stderr).toMatch(/job\.yaml:5:\d+ crawl\.max_pages:/);
 	});
 

@@ -5,6 +5,7 @@ import type { LedgerEntry } from "../../src/emulator/index.js";
 import { isRunFolderName, readSummary, tempDir, writeJob } from "../helpers/job-files.js";
 import { runCli } from "../helpers/run-cli.js";
 import { useTestService } from "../helpers/service.js";
+import { assertBuilt, spawnCli } from "../helpers/spawn-cli.js";
 import { html, startTargetSite, type TargetSite } from "../helpers/target-site.js";
 
 /** The `*` group refuses everything: only the `scrapejob` group lets the crawl in. */
@@ -177,4 +178,51 @@ describe("per_host_delay", () => {
 		for (const gap of gapsMs(fetches)) expect(gap).toBeGreaterThanOrEqual(SLACK * 200);
 		expect(Date.now() - started).toBeGreaterThanOrEqual(1000);
 	});
+});
+
+describe("robots.txt: bounded reading and matching", () => {
+	it("a 1.2 MB robots.txt of wildcard rules and a page of 10 long links: read to 500 KiB, matched in bounded time, the crawl ends promptly", async () => {
+		assertBuilt();
+		const service = await useTestService();
+		// Each rule makes a backtracking-free but naive matcher (robots-parser) walk |rule| × |path|.
+		const hostileRule = "Disallow: /*a*a*a*a*a*a*a*a*a*a*a*a*b\n";
+		const robots = `User-agent: *\nDisallow: /private/\n${hostileRule.repeat(Math.ceil(1.2e6 / hostileRule.length))}`;
+		const longLinks = Array.from({ length: 10 }, (_, index) => `/long/${index}/${"a".repeat(100_000)}`);
+		const site = await startTargetSite((req, res) => {
+			if (req.url === "/robots.txt") res.writeHead(200, { "content-type": "text/plain" }).end(robots);
+			else if (req.url === "/start")
+				html(res, [...longLinks, "/public/x", "/private/x"].map((path) => `<a href="${path}">x</a>`).join(""));
+			else html(res, "<p>leaf</p>");
+		});
+		const dir = tempDir();
+		const out = join(dir, "out");
+		const job = writeJob(
+			dir,
+			"polite",
+			[
+				"name: polite",
+				"defaults: {mode: request}",
+				"output: {content: none}",
+				"crawl: {max_depth: 1}",
+				"targets:",
+				`  - ${site.origin}/start`,
+				"",
+			].join("\n"),
+		);
+		const { child, done } = spawnCli(["run", job, "--out", out], service.env, dir);
+		// Reverted to robots-parser, the loop is held for minutes: end it here rather than at vitest's timeout.
+		const killer = setTimeout(() => child.kill("SIGKILL"), 30_000);
+		const result = await done.finally(() => clearTimeout(killer));
+		expect(result.signal, "killed: the crawl outlived its bound").toBeNull();
+		expect(result.code, result.stderr).toBe(0);
+		expect(result.stderr).toMatch(/robots\.txt is 1\.\d MiB: its first 500 KiB read \(RFC 9309\), the rest ignored/);
+		expect(result.stderr).toMatch(/robots\.txt: matching a 1000\d\d-character URL against its rules passed its bound/);
+		// The rules before the cut still hold: /private/ refused, /public/x followed; long links judged refused.
+		const paths = site.requests.map((request) => request.path.slice(0, 20));
+		expect(paths).toContain("/public/x");
+		expect(paths).not.toContain("/private/x");
+		expect(paths.filter((path) => path.startsWith("/long/"))).toEqual([]);
+		const run = readdirSync(join(out, "polite")).filter(isRunFolderName)[0]!;
+		expect(readSummary(join(out, "polite", run)).crawl?.robots_disallowed).toBe(11);
+	}, 60_000);
 });

@@ -4,6 +4,7 @@ import { join } from "node:path";
 import { Readable } from "node:stream";
 import { createGzip, gzipSync } from "node:zlib";
 import { beforeAll, describe, expect, it } from "vitest";
+import { SITEMAP_MAX_URLS } from "../../src/crawl/index.js";
 import { runJobFile } from "../../src/library/index.js";
 import type { RunSummary } from "../../src/output/index.js";
 import { creditCostRange } from "../../src/shared/index.js";
@@ -92,10 +93,71 @@ function expectCreditsAdd(summary: RunSummary, svc: TestService): void {
 	expect(summary.credits.used).toBe(allCharges(svc));
 }
 
-describe("crawl: sitemaps", () => {
-	it("streams a gzipped sitemap of 600,000 <loc>s and a Content-Encoding: gzip one; pages are depth 0; credits counted", async () => {
+/**
+ * A gzip bomb served as a stream: gzip members (one per MiB of `a`s, compressed once) concatenated,
+ * which gunzip reads as one document — ~1 MB on the wire, `mib` MiB inside one `<loc>`.
+ */
+function streamGzipBomb(res: ServerResponse, origin: string, mib: number): void {
+	const before = gzipSync(`<?xml version="1.0"?><urlset><url><loc>${origin}/p/before-bomb</loc></url><url><loc>`);
+	const mebibyte = gzipSync(Buffer.alloc(1024 * 1024, "a"), { level: 9 });
+	const after = gzipSync(`</loc></url><url><loc>${origin}/p/after-bomb</loc></url></urlset>`);
+	async function* members() {
+		yield before;
+		for (let index = 0; index < mib; index++) yield mebibyte;
+		yield after;
+	}
+	res.writeHead(200, { "content-type": "application/x-gzip" });
+	Readable.from(members()).pipe(res);
+}
+
+describe("crawl: sitemap bounds (sitemaps.org: 50 MB uncompressed, 50,000 URLs a file)", () => {
+	it("a gzip bomb (1 MB inflating to 1 GiB) and a file of 50,010 URLs are cut at their bounds with a warning; the crawl goes on from its seeds", async () => {
 		const service = await useTestService({ concurrency: 8 });
-		const LOCS = 600_000;
+		const site = await startTargetSite((req, res, origin) => {
+			const path = req.url ?? "/";
+			if (path === "/robots.txt") {
+				res.writeHead(200, { "content-type": "text/plain" });
+				res.end(`User-agent: *\nSitemap: ${origin}/bomb.xml.gz\nSitemap: ${origin}/many.xml.gz\n`);
+			} else if (path === "/bomb.xml.gz") streamGzipBomb(res, origin, 1024);
+			else if (path === "/many.xml.gz") {
+				// The first 3 and the last 10 are pages; the last 10 lie past the bound.
+				const count = SITEMAP_MAX_URLS + 10;
+				streamGzipUrlset(
+					res,
+					count,
+					(index) => `${origin}/${index < 3 || index >= count - 10 ? "p" : "skip"}/${index}`,
+				);
+			} else html(res, `page ${path}`);
+		});
+		const dir = tempDir();
+		const out = join(dir, "out");
+		const job = writeJob(
+			dir,
+			"bomb",
+			crawlYaml("bomb", `${site.origin}/home`, ["max_depth: 1", "max_pages: 100", 'exclude: ["/skip/"]']),
+		);
+		const started = Date.now();
+		const result = await runCli(["run", job, "--out", out], { env: service.env });
+		expect(result.stderr).not.toMatch(/invalid_source|Invalid string length/);
+		expect(result.code, result.stderr).toBe(0);
+		expect(Date.now() - started).toBeLessThan(30_000);
+		expect(result.stderr).toMatch(
+			/bomb\.xml\.gz is past the sitemaps\.org bound of a file: read up to its first 50 MiB uncompressed/,
+		);
+		expect(result.stderr).toMatch(
+			/many\.xml\.gz is past the sitemaps\.org bound of a file: read up to its first 50,000 URLs/,
+		);
+		const paths = readRecords(runDirOf(out, "bomb"))
+			.map((record) => new URL(record.url).pathname)
+			.sort();
+		expect(paths).toEqual(["/home", "/p/0", "/p/1", "/p/2", "/p/before-bomb"]);
+	}, 60_000);
+});
+
+describe("crawl: sitemaps", () => {
+	it("streams a gzipped sitemap of 50,000 <loc>s (sitemaps.org's bound) and a Content-Encoding: gzip one; pages are depth 0; credits counted", async () => {
+		const service = await useTestService({ concurrency: 8 });
+		const LOCS = SITEMAP_MAX_URLS;
 		const site = await startTargetSite((req, res, origin) => {
 			const path = req.url ?? "/";
 			if (path === "/robots.txt") {
@@ -117,7 +179,7 @@ describe("crawl: sitemaps", () => {
 			crawlYaml("big", `${site.origin}/home`, ["max_depth: 2", "max_pages: 1000", 'exclude: ["/skip/"]']),
 		);
 		const result = await runCli(["run", job, "--out", out, "--quiet"], { env: service.env });
-		expect(result.stderr).not.toMatch(/Maximum call stack|invalid_source/);
+		expect(result.stderr).not.toMatch(/Maximum call stack|invalid_source|sitemaps\.org bound/);
 		expect(result.code).toBe(0);
 		const runDir = runDirOf(out, "big");
 		const records = readRecords(runDir);

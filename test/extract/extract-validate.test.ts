@@ -38,7 +38,7 @@ describe("validate: extract, extract_checks, carry, id_column", () => {
 		expect(lines).toEqual([
 			'job.yaml:4:11 extract.broken: CSS selector "div[class=" does not compile: Attribute selector didn\'t terminate',
 			expect.stringMatching(/^job\.yaml:5:16 extract\.price\.css: CSS selector "p:no-such-pseudo" does not compile: /),
-			'job.yaml:6:16 extract.sku.regex: regex "SKU-(\\\\d+" does not compile: Invalid regular expression: /SKU-(\\d+/: Unterminated group',
+			'job.yaml:6:16 extract.sku.regex: regex "SKU-(\\\\d+" does not compile: missing closing ): `SKU-(\\d+`',
 			"job.yaml:7:24 extract.two.meta: has css and meta: a field reads one locator (make two fields)",
 			"job.yaml:8:9 extract.none: needs one of css, regex, jsonld, meta",
 			'job.yaml:9:24 extract.word.type: must be one of "text", "number", "integer", "url", "html" (got "words")',
