@@ -1,10 +1,10 @@
-import { readFileSync, renameSync, rmSync, statSync, writeFileSync } from "node:fs";
+import { renameSync, rmSync, writeFileSync } from "node:fs";
 import { basename, dirname } from "node:path";
 import type { BodySpill } from "../api/index.js";
 import { type Crawler, createCrawler, openShardInbox, type SitemapBounds, type SitemapFetch } from "../crawl/index.js";
 import { createTargetKey, type Job, type Target } from "../job/index.js";
 import { openBodyFile, type RunSummary } from "../output/index.js";
-import { creditCostRange, type ScrapeParams } from "../shared/index.js";
+import { creditCostRange, readRegularFile, type ScrapeParams } from "../shared/index.js";
 import type { IdSet } from "./compact-id-set.js";
 import type { CreditBudget } from "./credit-budget.js";
 import { pageHtml } from "./extract-record.js";
@@ -102,7 +102,6 @@ export function serviceSitemapFetch(deps: SitemapFetchDeps): SitemapFetch {
 const SITEMAP_IN_MEMORY_BYTES = 64 * 1024;
 
 /**
-/**
  * A fresh crawled page (`freshness:`) whose page is stored: the HTML its links are read from (in the
  * page pool, like a fetched page's). A file gone or larger than `max_body_mb` reads as none (the page
  * is fresh all the same).
@@ -111,8 +110,8 @@ export function storedPageHtml(target: Target, maxBodyBytes: number | undefined)
 	const path = target.crawl?.storedPage;
 	if (path === undefined) return null;
 	try {
-		if (statSync(path).size > (maxBodyBytes ?? Number.POSITIVE_INFINITY)) return null;
-		return readFileSync(path, "utf8");
+		// A FIFO or device put in its place is not read (it would block or never end).
+		return readRegularFile(path, maxBodyBytes ?? Number.MAX_SAFE_INTEGER).toString("utf8");
 	} catch {
 		return null;
 	}

@@ -1,5 +1,4 @@
 import { existsSync } from "node:fs";
-import { readFile } from "node:fs/promises";
 import { availableParallelism } from "node:os";
 import { basename, extname, join } from "node:path";
 import type { Logger } from "pino";
@@ -22,7 +21,14 @@ import {
 	writeSummary,
 } from "../output/index.js";
 import { createReportCollector } from "../report/index.js";
-import { errorMessage, jsonlLines, UsageError } from "../shared/index.js";
+import {
+	errorMessage,
+	FileTooLargeError,
+	jsonlLines,
+	NotRegularFileError,
+	readRegularFile,
+	UsageError,
+} from "../shared/index.js";
 import { createContractCheck, judgeCompletedRun } from "./contract-check.js";
 import { extractPlansOf } from "./extract-overrides.js";
 import { createRunFillStats } from "./extract-record.js";
@@ -331,7 +337,15 @@ async function reextracted(
 		const carried = record as unknown as Record<string, unknown>;
 		carried[name] = carried[name] ?? null;
 	}
-	const body = await readFile(pagePath);
+	let body: Buffer;
+	try {
+		// Only a regular file within the job's body cap: a FIFO blocked the whole extract, a link to /dev/zero
+		// or a 600 MB page ran it out of memory. That page fails; the others are read.
+		body = readRegularFile(pagePath, job.maxBodyBytes);
+	} catch (error) {
+		if (!(error instanceof NotRegularFileError || error instanceof FileTooLargeError)) throw error;
+		return { ...record, status: "failed", error: "page_unreadable", message: errorMessage(error) };
+	}
 	let html: string | null;
 	let json: Record<string, unknown> | null = null;
 	const extension = extname(pagePath).toLowerCase();

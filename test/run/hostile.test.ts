@@ -1,6 +1,15 @@
 import { execFileSync, spawn } from "node:child_process";
 import { createHash } from "node:crypto";
-import { existsSync, mkdirSync, readdirSync, readFileSync, statSync, writeFileSync } from "node:fs";
+import {
+	existsSync,
+	mkdirSync,
+	readdirSync,
+	readFileSync,
+	rmSync,
+	statSync,
+	symlinkSync,
+	writeFileSync,
+} from "node:fs";
 import { createServer } from "node:http";
 import { basename, join } from "node:path";
 import { describe, expect, it } from "vitest";
@@ -501,6 +510,53 @@ describe("hostile input: a complete run whose results.jsonl was damaged since", 
 		const again = await runCli(["run", "done.yaml", "--out", "out", "--resume"], { env: service.env, cwd: dir });
 		expect(again.code).toBe(0);
 		expect(again.stdout).toContain("already complete");
+	});
+});
+
+describe("hostile input: FIFOs, devices and huge files inside run folders", () => {
+	it("extract reads a stored page only when it is a regular file within max_body_mb: that page fails, the others are read", async () => {
+		const service = await useTestService({ concurrency: 2 });
+		const dir = tempDir();
+		const out = join(dir, "out");
+		const urls = [1, 2, 3, 4].map((index) => `${service.site.url}/page/${index}`);
+		const job = writeJob(
+			dir,
+			"pages",
+			targetsYaml("pages", urls, "max_body_mb: 1\nextract:\n  title: h1\noutput:\n  content: files"),
+		);
+		expect((await runCli(["run", job, "--out", out, "--quiet"], { env: service.env })).code).toBe(0);
+		const runDir = onlyRun(out, "pages");
+		const pages = readRecords(runDir).map((record) => join(runDir, String(record.content_path)));
+		rmSync(pages[0]!);
+		execFileSync("mkfifo", [pages[0]!]);
+		rmSync(pages[1]!);
+		symlinkSync("/dev/zero", pages[1]!);
+		writeFileSync(pages[2]!, Buffer.alloc(2 * 1024 * 1024, 0x61));
+		const started = Date.now();
+		const extract = await runCli(["extract", job, "--out", out, "--run", basename(runDir), "--json"]);
+		expect(Date.now() - started).toBeLessThan(20_000);
+		const summary = JSON.parse(extract.stdout) as { complete: boolean; targets: { by_status: Record<string, number> } };
+		expect(summary.complete).toBe(true);
+		expect(summary.targets.by_status).toMatchObject({ ok: 1, failed: 3 });
+		const latest = readdirSync(join(out, "pages")).filter(isRunFolderName).sort().pop()!;
+		const failed = readRecords(join(out, "pages", latest)).filter((record) => record.status === "failed");
+		expect(failed.map((record) => record.message).join("\n")).toMatch(/a pipe[\s\S]*a device[\s\S]*over the/);
+	});
+
+	it("merge refuses a results.jsonl that is a FIFO at once, naming it", async () => {
+		const dir = tempDir();
+		const shard = join(dir, "out", "job", "20260101T000000Z-aaaaaa-shard-1-of-1");
+		mkdirSync(shard, { recursive: true });
+		writeFileSync(
+			join(shard, "run.json"),
+			JSON.stringify({ job: "job", run_id: basename(shard), shard: { index: 1, count: 1 } }),
+		);
+		execFileSync("mkfifo", [join(shard, "results.jsonl")]);
+		const started = Date.now();
+		const merged = await runCli(["merge", shard, "--out", join(dir, "merged")]);
+		expect(Date.now() - started).toBeLessThan(10_000);
+		expect(merged.code).not.toBe(0);
+		expect(merged.stderr).toContain("is not a regular file (a pipe)");
 	});
 });
 
