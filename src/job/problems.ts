@@ -1,4 +1,4 @@
-import { ScrapejobError } from "../shared/index.js";
+import { maskCredentialsInText, ScrapejobError } from "../shared/index.js";
 
 /** One thing wrong (or worth a look) in a job file or one of its sources, pointed at precisely. */
 export interface JobProblem {
@@ -60,7 +60,8 @@ export class JobValidationError extends ScrapejobError {
 /** Quote a value for a message, short enough to stay on one line. */
 export function quoteValue(value: unknown, maxChars = 80): string {
 	let text: string;
-	if (typeof value === "string") text = JSON.stringify(value);
+	// Quoted values come from job files and sources: a URL's password never reaches the message.
+	if (typeof value === "string") text = JSON.stringify(maskCredentialsInText(value));
 	else if (value === undefined) text = "nothing";
 	else {
 		try {

@@ -49,7 +49,13 @@ export {
 	type ScrapeParams,
 	WAIT_UNTIL,
 } from "./scrape-params.js";
-export { maskSecret, maskUrlCredentials, redactSecrets, stripUrlCredentials } from "./secrets.js";
+export {
+	maskCredentialsInText,
+	maskSecret,
+	maskUrlCredentials,
+	redactSecrets,
+	stripUrlCredentials,
+} from "./secrets.js";
 export { CLI_NAME, cliCommand, shellWord } from "./shell-command.js";
 export { type Clock, type Sleep, sleep, systemClock } from "./sleep.js";
 export { createTaskQueue, type TaskQueue } from "./task-queue.js";

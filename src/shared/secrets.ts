@@ -25,6 +25,14 @@ export function maskUrlCredentials(url: string): string {
 }
 
 /**
+ * Every `scheme://user:pass@` in a text masked (`//***@`), whether or not the URL around it parses: a
+ * message quoting a bad source row or a bad flag value must not carry its password.
+ */
+export function maskCredentialsInText(text: string): string {
+	return text.includes("@") ? text.replace(/\/\/[^\s/?#]*@/g, "//***@") : text;
+}
+
+/**
  * A URL with its credentials (`user:pass@`) removed, for what is journalled as an address to fetch
  * (a map/search answer in discovery.jsonl): unlike `maskUrlCredentials`, the result is still a URL to use.
  */

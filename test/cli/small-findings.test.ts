@@ -1,3 +1,4 @@
+import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { ServiceError } from "../../src/api/index.js";
@@ -199,5 +200,32 @@ describe("words and numbers a scheduler or a script reads", () => {
 		expect(etaText(3599.7)).toBe("1h00m");
 		expect(etaText(42.2)).toBe("42s");
 		expect(etaText(Number.POSITIVE_INFINITY)).toBe("…");
+	});
+});
+
+describe("passwords never in warnings", () => {
+	it("skipped and invalid source rows, and bad --notify / --healthcheck values, are shown without their credentials", async () => {
+		const dir = tempDir();
+		writeFileSync(
+			join(dir, "src.csv"),
+			"url\nhttps://user:hunter2@example.com/a b\nnot a url https://u:s3cret@x\nftp://ftpuser:pa55@files.example/\n",
+		);
+		const skip = writeJob(dir, "skip", "name: skip\non_bad_row: skip\nsources:\n  - src.csv\n");
+		const fail = writeJob(dir, "fail", "name: fail\nsources:\n  - src.csv\n");
+		const skipped = await runCli(["validate", skip]);
+		const failed = await runCli(["validate", fail]);
+		const dry = await runCli(["run", skip, "--dry-run"]);
+		expect(skipped.stderr + skipped.stdout).toContain("skipped");
+		expect(failed.code).toBe(2);
+		expect(failed.stderr).toContain("//***@example.com/a b");
+		const flags = await runCli(["run", skip, "--healthcheck", "ftp://u:hookpass@hc.example/x"]);
+		const notify = await runCli(["run", skip, "--notify", "not-a-url-with-token-abc123"]);
+		expect(flags.code).toBe(2);
+		expect(notify.code).toBe(2);
+		expect(flags.stderr).toContain("--healthcheck must be an http:// or https:// address");
+		for (const result of [skipped, failed, dry, flags, notify]) {
+			const text = result.stdout + result.stderr;
+			for (const secret of ["hunter2", "s3cret", "pa55", "hookpass", "abc123"]) expect(text).not.toContain(secret);
+		}
 	});
 });

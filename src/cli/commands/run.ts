@@ -88,10 +88,12 @@ function positiveInt(name: string) {
 	};
 }
 
-/** `--notify`, `--healthcheck`: an http(s) address, checked before anything is sent (the job key's own rule). */
-const webhookUrl = (value: string): string => httpUrl("--notify", value);
-
-function httpUrl(name: string, value: string): string {
+/**
+ * `--notify`, `--healthcheck`: an http(s) address, checked before anything is sent (the job key's own
+ * rule) — after parsing, not by commander, whose message would echo the value: a ping URL is a secret.
+ */
+function checkHttpUrl(name: string, value: string | undefined): void {
+	if (value === undefined) return;
 	let parsed: URL | null = null;
 	try {
 		parsed = new URL(value);
@@ -99,8 +101,9 @@ function httpUrl(name: string, value: string): string {
 		// reported below
 	}
 	if (!parsed || (parsed.protocol !== "https:" && parsed.protocol !== "http:"))
-		throw new InvalidArgumentError(`${name} must be an http:// or https:// address`);
-	return value;
+		throw new UsageError(
+			`${name} must be an http:// or https:// address (the value is not shown: it may hold a secret)`,
+		);
 }
 
 function duration(name: string) {
@@ -166,7 +169,6 @@ export function registerRunCommand(program: Command, ctx: CliContext): void {
 		.option(
 			"--notify <url>",
 			"POST the summary there when the run ends (signed with the job's notify.secret, if any); never changes the exit code",
-			webhookUrl,
 		)
 		.option(
 			"--freshness <duration>",
@@ -192,7 +194,6 @@ export function registerRunCommand(program: Command, ctx: CliContext): void {
 		.option(
 			"--healthcheck <url>",
 			"ping URL/start at the start, URL on success, URL/fail otherwise (Healthchecks.io); never changes the exit code, never logged (job key healthcheck)",
-			(value: string) => httpUrl("--healthcheck", value),
 		)
 		.option("--task-poll-ms <ms>", "first wait between task status polls (grows to 10x)", positiveInt("--task-poll-ms"))
 		.option("-q, --quiet", "no progress bar and no log lines on stderr; only the final summary")
@@ -217,6 +218,8 @@ Examples:
       (a scheduler's one command line: resumes an unfinished run, else a new one paying only for what is not fresh)`,
 	);
 	command.action(async (paths: string[], flags: RunFlags) => {
+		checkHttpUrl("--notify", flags.notify);
+		checkHttpUrl("--healthcheck", flags.healthcheck);
 		const restoreHeap = tuneHeapForRun();
 		try {
 			ctx.exitCode = await runCommand(ctx, paths, flags);
