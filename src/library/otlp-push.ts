@@ -27,19 +27,18 @@ export async function pushOtlpMetrics(
 	timeoutMs: number = OTLP_PUSH_TIMEOUT_MS,
 ): Promise<string | null> {
 	try {
-		const [{ MeterProvider, PeriodicExportingMetricReader }, { OTLPMetricExporter }, { resourceFromAttributes }] =
-			await Promise.all([
-				import("@opentelemetry/sdk-metrics"),
-				import("@opentelemetry/exporter-metrics-otlp-http"),
-				import("@opentelemetry/resources"),
-			]);
+		const [{ MeterProvider, MetricReader }, { OTLPMetricExporter }, { resourceFromAttributes }] = await Promise.all([
+			import("@opentelemetry/sdk-metrics"),
+			import("@opentelemetry/exporter-metrics-otlp-http"),
+			import("@opentelemetry/resources"),
+		]);
 		const exporter = new OTLPMetricExporter({ url, timeoutMillis: timeoutMs });
-		const reader = new PeriodicExportingMetricReader({
-			exporter,
-			// Pushed once, by forceFlush below: the interval never fires in a run's lifetime.
-			exportIntervalMillis: 2_147_483_647,
-			exportTimeoutMillis: timeoutMs,
-		});
+		// A reader that exports only when told: a periodic reader exported again on shutdown (two pushes a run).
+		class OnceReader extends MetricReader {
+			protected override async onForceFlush(): Promise<void> {}
+			protected override async onShutdown(): Promise<void> {}
+		}
+		const reader = new OnceReader();
 		const provider = new MeterProvider({
 			resource: resourceFromAttributes({ "service.name": "scrapejob" }),
 			readers: [reader],
@@ -62,11 +61,21 @@ export async function pushOtlpMetrics(
 		const deadline = new Promise<never>((_, reject) => {
 			timer = setTimeout(() => reject(new Error(`no answer within ${timeoutMs / 1000} s`)), timeoutMs);
 		});
+		const pushOnce = async () => {
+			const { resourceMetrics } = await reader.collect();
+			await new Promise<void>((resolve, reject) => {
+				exporter.export(resourceMetrics, (result) => {
+					if (result.code === 0) resolve();
+					else reject(result.error ?? new Error("the collector refused the metrics"));
+				});
+			});
+		};
 		try {
-			await Promise.race([provider.forceFlush(), deadline]);
+			await Promise.race([pushOnce(), deadline]);
 		} finally {
 			clearTimeout(timer);
 			void provider.shutdown().catch(() => undefined);
+			void exporter.shutdown().catch(() => undefined);
 		}
 		return null;
 	} catch (error) {
