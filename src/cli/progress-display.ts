@@ -28,11 +28,23 @@ export function etaText(seconds: number): string {
 	return `${rest}s`;
 }
 
-export function createProgressBar(ctx: CliContext, jobName: string, total: number): ProgressDisplay {
+/**
+ * `crawl`: the pages are not known in advance: the bar counts pages done against the pages known so far
+ * (seeds and links found, growing as it goes) and shows no ETA (it was `60/1 | ETA 0s`, full from the start).
+ */
+export function createProgressBar(
+	ctx: CliContext,
+	jobName: string,
+	total: number,
+	options: { crawl?: boolean } = {},
+): ProgressDisplay {
+	const progress = options.crawl
+		? "{value}/{total} pages known"
+		: "{value}/{total} | {rate}/s | ETA {eta_formatted}";
 	const bar = new cliProgress.SingleBar(
 		{
 			stream: ctx.stderr,
-			format: `${jobName} {bar} {value}/{total} | {rate}/s | ETA {eta_formatted} | credits {credits} | retries {retries} | failed {failed}{note}`,
+			format: `${jobName} {bar} ${progress}${options.crawl ? " | {rate}/s" : ""} | credits {credits} | retries {retries} | failed {failed}{note}`,
 			barCompleteChar: "█",
 			barIncompleteChar: "░",
 			hideCursor: true,
@@ -46,6 +58,7 @@ export function createProgressBar(ctx: CliContext, jobName: string, total: numbe
 		cliProgress.Presets.shades_classic,
 	);
 	const started = Date.now();
+	let known = total;
 	bar.start(total, 0, { rate: "0.0", credits: 0, retries: 0, failed: 0, note: "" });
 	let based = false;
 	let pauseShown = false;
@@ -56,6 +69,11 @@ export function createProgressBar(ctx: CliContext, jobName: string, total: numbe
 				based = true;
 				const before = snapshot.done - snapshot.sessionDone;
 				if (before > 0) bar.start(total, before, { rate: "0.0", credits: 0, retries: 0, failed: 0, note: "" });
+			}
+			// The run's count of targets it knows of grows with a crawl's discoveries: the bar follows it.
+			if (snapshot.total !== known) {
+				known = snapshot.total;
+				bar.setTotal(known);
 			}
 			const seconds = (Date.now() - started) / 1000;
 			const pause = pauseNote(snapshot.paused);

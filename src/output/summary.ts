@@ -164,6 +164,8 @@ export interface SummaryHints {
 	readonly resume?: string;
 	/** Promotes this run when its data contract held it back (`--accept`). */
 	readonly accept?: string;
+	/** The job file as the hints name it: a crawl stopped at `max_pages` finishes once it is raised there. */
+	readonly jobFile?: string;
 }
 
 /** A compact, human-readable summary for the end of a run (stdout). */
@@ -227,7 +229,12 @@ export function formatSummary(summary: RunSummary, runDir: string, hints: Summar
 	if (!summary.complete) {
 		// How much is left is not always known (a crawl, a merge missing shards); how to finish it is.
 		const left = summary.targets.remaining === null ? "" : `${plural(summary.targets.remaining, "target")}: `;
-		rows.push(["remaining", `${left}finish with \`${resumeCommand}\``]);
+		// A crawl at max_pages resumes to the same bound: only raising it in the job file lets it go on.
+		const raise =
+			summary.stopped_reason === "max_pages" && summary.crawl
+				? `raise crawl.max_pages (now ${summary.crawl.max_pages}) in ${hints.jobFile ?? "the job file"}, then `
+				: "";
+		rows.push(["remaining", `${left}${raise}finish with \`${resumeCommand}\``]);
 	}
 	rows.push(["output", runDir]);
 	return `${rows.map(([label, value]) => `${pad(label, 10)} ${value}`).join("\n")}\n`;

@@ -333,7 +333,8 @@ export async function runJob(options: RunJobOptions): Promise<RunJobResult> {
 		syncTimer.unref();
 		const progress = createProgressReporter({
 			stats,
-			total: () => survey.total,
+			// A crawl's total is the pages it knows of (seeds and links found, up to max_pages): it grows.
+			total: crawler ? () => knownPages(crawler.summary()) : () => survey.total,
 			inFlight: () => queue.pending,
 			gate,
 			clock,
@@ -472,4 +473,9 @@ export async function runJob(options: RunJobOptions): Promise<RunJobResult> {
 function bodySpillFor(job: Job, crawler: unknown, pages: PageStore | null): BodySpill | undefined {
 	const pagesNobodyReads = !job.extraction && !crawler && job.output.content !== "inline";
 	return pagesNobodyReads ? { afterBytes: SPILL_AFTER_BYTES, open: () => pages?.openBody() ?? null } : undefined;
+}
+
+/** A crawl's pages known so far: every URL found in scope, no more than `max_pages` will be fetched. */
+function knownPages(crawl: { readonly discovered: number; readonly max_pages: number }): number {
+	return Math.min(crawl.discovered, crawl.max_pages);
 }

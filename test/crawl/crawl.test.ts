@@ -5,6 +5,7 @@ import type { ResultRecord } from "../../src/output/index.js";
 import { isRunFolderName, readRecords, readSummary, tempDir, writeJob } from "../helpers/job-files.js";
 import { runCli } from "../helpers/run-cli.js";
 import { startTestService, type TestService } from "../helpers/service.js";
+import { runPrintedCommand } from "../helpers/spawn-cli.js";
 import { expectBfsPages, siteBfs } from "./site-bfs.js";
 
 let service: TestService | undefined;
@@ -134,19 +135,43 @@ describe("crawl: link following", () => {
 		const dir = tempDir();
 		const out = join(dir, "out");
 		const seeds = [`${site}/graph/1`, `${site}/graph/50`];
-		const job = writeJob(dir, "crawl", crawlJob(seeds, ["max_depth: 20", "max_pages: 15"]));
-		const first = await runCli(["run", job, "--out", out, "--quiet"], { env: service.env });
+		writeJob(dir, "crawl", crawlJob(seeds, ["max_depth: 20", "max_pages: 15"]));
+		const first = await runCli(["run", "crawl.yaml", "--out", "out"], { env: service.env, cwd: dir });
 		const runDir = onlyRunDir(out, "crawl");
 		expect(readRecords(runDir)).toHaveLength(15);
 		expect(readSummary(runDir)).toMatchObject({ complete: false, crawl: { pages: 15, stopped_by: "max_pages" } });
 		expect(first.code).toBe(1);
+		// The hint says what finishes it: a plain --resume alone would stop at the same bound again.
+		expect(first.stdout).toContain("raise crawl.max_pages (now 15) in crawl.yaml, then finish with `");
+		const printed = /finish with `([^`]+)`/.exec(first.stdout)![1]!;
 
 		writeJob(dir, "crawl", crawlJob(seeds, ["max_depth: 20", "max_pages: 40"]));
-		await runCli(["run", job, "--out", out, "--quiet", "--resume"], { env: service.env });
+		const second = await runPrintedCommand(printed, service.env, dir).done;
+		expect(second.code, second.stderr).toBe(1);
 		const records = readRecords(runDir);
 		expect(records).toHaveLength(40);
 		expect(new Set(records.map((record) => record.url)).size).toBe(40);
 		expect([...requestedFetches(service).values()].every((count) => count === 1)).toBe(true);
+	});
+
+	it("a crawl's progress bar counts pages done against the pages known so far, with no ETA", async () => {
+		service = await startTestService({ concurrency: 4, latency_ms: 40 });
+		const dir = tempDir();
+		const job = writeJob(dir, "crawl", crawlJob([`${service.site.url}/graph/1`], ["max_depth: 20", "max_pages: 30"]));
+		const run = await runCli(["run", job, "--out", join(dir, "out")], { env: service.env, tty: true });
+		expect(run.code).toBe(1);
+		const frames = run.stderr.split(/\r|\n|\u001b\[1G/).filter((line) => line.includes("pages known"));
+		expect(frames.length).toBeGreaterThan(0);
+		expect(run.stderr).not.toMatch(/ETA/);
+		const last = /(\d+)\/(\d+) pages known/.exec(frames.at(-1)!)!;
+		// Pages done against the pages known (links found, up to max_pages): never "60/1", the seeds' count.
+		expect(Number(last[1])).toBe(30);
+		expect(Number(last[2])).toBe(30);
+		// While it runs, more pages are known than done (the seeds' count, 1, was the old total: full at once).
+		const counts = frames
+			.map((frame) => /(\d+)\/(\d+) pages known/.exec(frame)!)
+			.map((m) => [Number(m[1]), Number(m[2])]);
+		expect(counts.some(([done, known]) => done! > 0 && known! > done!)).toBe(true);
 	});
 
 	it("the example job jobs/crawl-demo.yaml crawls the demo site within its bounds", async () => {

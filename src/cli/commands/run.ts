@@ -537,7 +537,9 @@ async function runOne(
 			onNotifyWarning: (message) => writeLine(ctx.stderr, `scrapejob: ${message}`),
 			onStart: ({ job, survey, concurrency, adaptive, runDir }) => {
 				if (interactive) {
-					display = createProgressBar(ctx, withFresh(job, survey.deselected), survey.total);
+					display = createProgressBar(ctx, withFresh(job, survey.deselected), survey.total, {
+						crawl: job.crawl !== undefined,
+					});
 					notes.display = display;
 				} else if (!flags.quiet) {
 					display = createProgressLog((snapshot: ProgressSnapshot) =>
@@ -591,6 +593,7 @@ async function runOne(
 			formatSummary(summary, outcome.runDir, {
 				resume: resumeCommand(ctx, job, flags, outcome.runDir, { summary, dearestTarget: outcome.dearestTarget }),
 				accept: acceptCommand(jobPathForHint(ctx.cwd, job.file), job.name, flags.out, outcome.runDir),
+				jobFile: jobPathForHint(ctx.cwd, job.file),
 			}),
 		);
 		if (outcome.reportPath) writeLine(ctx.stdout, `report     ${outcome.reportPath}`);
