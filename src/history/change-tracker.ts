@@ -56,17 +56,29 @@ export function createChangeTracker(history: JobHistory, runDir: string, extract
 				counts.unchanged += 1;
 				return;
 			}
-			record.change = "changed";
-			counts.changed += 1;
 			const fields: Record<string, { old: unknown; new: unknown }> = {};
 			if (extracts && record.data) {
 				// The old record is read back only for its fields: without extraction the line says the hashes.
 				const oldData = (history.readOkRecord(previous)?.data ?? {}) as Record<string, unknown>;
+				const added: string[] = [];
 				for (const [name, value] of Object.entries(record.data)) {
+					// A field the previous record did not have at all: the job's extract: gained it (docs/behaviour.md, "Change tracking").
+					if (!Object.hasOwn(oldData, name)) {
+						if (value !== null && value !== undefined) added.push(name);
+						continue;
+					}
 					if (canonical(oldData[name] ?? null) !== canonical(value ?? null))
 						fields[name] = { old: oldData[name] ?? null, new: value ?? null };
 				}
+				if (added.length > 0) setAddedFields(record, added);
+				if (Object.keys(fields).length === 0) {
+					record.change = "unchanged";
+					counts.unchanged += 1;
+					return;
+				}
 			} else fields.content_hash = { old: previous.okHash, new: contentHash };
+			record.change = "changed";
+			counts.changed += 1;
 			changes ??= openAppendFile(join(runDir, CHANGES_FILE));
 			changes.append(
 				`${JSON.stringify({ id: record.id, url: record.url, finished_at: record.finished_at, previous_finished_at: new Date(previous.okAt).toISOString(), fields })}\n`,
@@ -84,6 +96,18 @@ export function createChangeTracker(history: JobHistory, runDir: string, extract
 	};
 }
 export type ChangeTracker = ReturnType<typeof createChangeTracker>;
+
+/** `added_fields` on the record, before an inline `content` (records are written with `content` last). */
+function setAddedFields(record: ResultRecord, added: string[]): void {
+	if (record.content === undefined) {
+		record.added_fields = added;
+		return;
+	}
+	const { content } = record;
+	delete record.content;
+	record.added_fields = added;
+	record.content = content;
+}
 
 /**
  * The `change` of the records already in a run's results.jsonl (a resumed run's earlier sessions;

@@ -41,6 +41,11 @@ export interface ResultRecord {
 	parent: string | null;
 	/** Extracted fields (`extract:`, service-side extraction); a CSV column each, between `content_path` and `content_hash`. */
 	data?: Record<string, unknown>;
+	/**
+	 * Fields the target's previous ok record did not have (the job's `extract:` gained them since): filled
+	 * now, they are not a change (`change` and `max_changed` count fields both records have).
+	 */
+	added_fields?: string[];
 	content?: string;
 }
 

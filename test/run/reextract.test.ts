@@ -445,6 +445,39 @@ describe("data contracts gate latest", () => {
 	}, 60_000);
 });
 
+describe("a field added to extract: is added, not changed", () => {
+	it("re-extracting with a new field keeps max_changed: the records list it in added_fields, changes count shared fields only", async () => {
+		const shop: Shop = { prices: new Map([1, 2, 3, 4].map((id) => [id, id * 10])), moved: new Set<number>() };
+		const site = await startShop(shop);
+		emulator = await startEmulator({ scenario: { concurrency: 2 } });
+		const dir = tempDir();
+		const env = envOf();
+		const contract = ["extract_checks:", "  max_changed: 0.25"];
+		writeJob(dir, "shop", shopJob(site.origin, 4, ["price: {css: .price, type: number}"], contract));
+		expect((await runCli(["run", "shop.yaml", "--out", "out"], { env, cwd: dir })).code).toBe(0);
+		const paid = emulator.ledger.requestCount;
+
+		// The field added, the stored pages read again: every record gains `name`, none has changed.
+		shop.prices.set(1, 999);
+		writeJob(dir, "shop", shopJob(site.origin, 4, ["price: {css: .price, type: number}", "name: {css: h1}"], contract));
+		const extract = await runCli(["extract", "shop.yaml", "--run", "latest", "--out", "out", "--json"], {
+			env,
+			cwd: dir,
+		});
+		expect(extract.code, extract.stderr).toBe(0);
+		const summary = JSON.parse(extract.stdout) as ReturnType<typeof readSummary> & { run_dir: string };
+		expect(summary).toMatchObject({ changes: { new: 0, changed: 0, unchanged: 4 }, contract: { passed: true } });
+		for (const record of readRecords(summary.run_dir)) expect(record.added_fields).toEqual(["name"]);
+		expect(emulator.ledger.requestCount).toBe(paid);
+
+		// A value of a field both runs had still counts: product 1's price changed on the site.
+		const run = await runCli(["run", "shop.yaml", "--out", "out", "--json"], { env, cwd: dir });
+		const next = JSON.parse(run.stdout) as ReturnType<typeof readSummary>;
+		expect(next.changes).toMatchObject({ changed: 1, unchanged: 3 });
+		expect(run.code).toBe(0);
+	});
+});
+
 describe("contract keys are validated", () => {
 	it("a regex that does not compile, bounds on text, min above max, an out-of-range check: exit 2 at file:line:col", async () => {
 		const dir = tempDir();
