@@ -38,9 +38,7 @@ export function createProgressBar(
 	total: number,
 	options: { crawl?: boolean } = {},
 ): ProgressDisplay {
-	const progress = options.crawl
-		? "{value}/{total} pages known"
-		: "{value}/{total} | {rate}/s | ETA {eta_formatted}";
+	const progress = options.crawl ? "{value}/{total} pages known" : "{value}/{total} | {rate}/s | ETA {eta_formatted}";
 	const bar = new cliProgress.SingleBar(
 		{
 			stream: ctx.stderr,

@@ -99,6 +99,13 @@ export function addExtraction(
  * What a fetched page needs from the page pool: its fields (the target's `extract:`) and its links (a
  * crawl below `max_depth`), or null when nothing reads it (not html, or nobody asks).
  */
+/** Whether the page pool will read this fetch (the same test as `pageWorkOf`, without building its html). */
+export function needsPageRead(target: Target, result: FetchResult, wantsLinks: boolean): boolean {
+	if (result.kind !== "ok") return false;
+	const plan = target.extract && target.extract.fields.length > 0;
+	return (plan || wantsLinks) && isHtml(target, result);
+}
+
 export function pageWorkOf(
 	target: Target,
 	result: FetchResult,

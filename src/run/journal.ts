@@ -1,5 +1,6 @@
 import { type AppendFile, openAppendFile } from "../output/index.js";
 import { jsonlLines, parseJsonLine } from "../shared/index.js";
+import type { PaidAnswer } from "./paid-answers.js";
 
 /**
  * `journal.jsonl`: what happened to targets between start and record, appended with synchronous
@@ -9,13 +10,16 @@ import { jsonlLines, parseJsonLine } from "../shared/index.js";
 export type JournalEvent =
 	| { e: "session"; run_id: string; at: string; resumed: boolean }
 	| { e: "start"; id: string }
-	| { e: "task"; id: string; task_id: string };
+	| { e: "task"; id: string; task_id: string }
+	| { e: "paid"; answer: PaidAnswer };
 
 export interface Journal {
 	session(runId: string, resumed: boolean): void;
 	started(id: string): void;
 	/** Written before the task is polled, so a crash while polling leaves the id for resume. */
 	task(id: string, taskId: string): void;
+	/** Written once a paid answer's body is kept and before its page is read: a resume reads it, never pays again. */
+	paid(answer: PaidAnswer): void;
 	sync(): void;
 	close(): void;
 }
@@ -70,6 +74,7 @@ export function openJournal(path: string): Journal {
 			starts[used++] = NEWLINE;
 		},
 		task: (id, taskId) => write({ e: "task", id, task_id: taskId }),
+		paid: (answer) => write({ e: "paid", answer }),
 		sync: () => {
 			flush();
 			file.sync();
@@ -85,8 +90,11 @@ export function openJournal(path: string): Journal {
  * Read the task ids journalled for targets, ignoring a torn last line. Returns only the latest
  * task id per target; the caller drops those that have a record.
  */
-export async function readJournalTasks(path: string): Promise<{ tasks: Map<string, string>; started: number }> {
+export async function readJournalTasks(
+	path: string,
+): Promise<{ tasks: Map<string, string>; paid: Map<string, PaidAnswer>; started: number }> {
 	const tasks = new Map<string, string>();
+	const paid = new Map<string, PaidAnswer>();
 	let started = 0;
 	for (const { text } of jsonlLines(path)) {
 		if (!text.endsWith("}")) continue;
@@ -94,6 +102,22 @@ export async function readJournalTasks(path: string): Promise<{ tasks: Map<strin
 		if (typeof event !== "object" || event === null) continue;
 		if (event.e === "task") tasks.set(event.id, event.task_id);
 		else if (event.e === "start") started += 1;
+		else if (event.e === "paid" && isPaidAnswer(event.answer)) paid.set(event.answer.id, event.answer);
 	}
-	return { tasks, started };
+	return { tasks, paid, started };
+}
+
+/** A journal line read back is hostile like any file: only a well-formed answer is trusted. */
+function isPaidAnswer(value: unknown): value is PaidAnswer {
+	if (value === null || typeof value !== "object") return false;
+	const answer = value as Partial<PaidAnswer>;
+	return (
+		typeof answer.id === "string" &&
+		/^(?!\.{1,2}$)[A-Za-z0-9._-]{1,128}$/.test(answer.id) &&
+		typeof answer.credits === "number" &&
+		Number.isFinite(answer.credits) &&
+		answer.credits >= 0 &&
+		typeof answer.httpStatus === "number" &&
+		typeof answer.attempts === "number"
+	);
 }

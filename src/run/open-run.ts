@@ -6,6 +6,7 @@ import { createRunDir, jobOutputDir, newRunId, openAppendFile, RUN_FILES } from 
 import { ScrapejobError } from "../shared/index.js";
 import { warnIfTookOver } from "./job-lock.js";
 import { readJournalTasks } from "./journal.js";
+import type { PaidAnswer } from "./paid-answers.js";
 import { CORRUPT_FILE, csvCatchUp, type PriorProgress, readPriorProgress, repairResults } from "./resume-state.js";
 import { acquireRunLock, type RunLock } from "./run-lock.js";
 import { type CarriedFigures, carriedFrom } from "./run-statistics.js";
@@ -58,6 +59,8 @@ export interface OpenedRun {
 	readonly prior: PriorProgress | null;
 	/** Task ids journalled for targets that have no record yet: polled, not paid for again. */
 	readonly resumeTasks: ReadonlyMap<string, string>;
+	/** Answers an earlier session was charged for and kept before their page was read, without a record. */
+	readonly resumePaid: ReadonlyMap<string, PaidAnswer>;
 	readonly lock: RunLock;
 	/** What earlier sessions measured that no record holds (their last summary.json); null for a new run. */
 	readonly carried: CarriedFigures | null;
@@ -185,6 +188,8 @@ export async function openRun(options: {
 			const journalled = await readJournalTasks(join(runDir, RUN_FILES.journal));
 			const resumeTasks = new Map<string, string>();
 			for (const [id, taskId] of journalled.tasks) if (!prior.done.has(id)) resumeTasks.set(id, taskId);
+			const resumePaid = new Map<string, PaidAnswer>();
+			for (const [id, answer] of journalled.paid) if (!prior.done.has(id)) resumePaid.set(id, answer);
 			if (job.output.formats.includes("csv")) {
 				const missing = csvCatchUp(join(runDir, RUN_FILES.csv), prior.lastRecord, job.output.csvMaxCell);
 				if (missing) {
@@ -194,7 +199,8 @@ export async function openRun(options: {
 				}
 			}
 			const maxCredits = resumedBudget(runDir, meta, options.maxCredits, prior.statistics.creditsUsed, job.maxCredits);
-			return { runId, runDir, prior, resumeTasks, lock, carried: meta ? readCarried(runDir, meta) : null, maxCredits };
+			const carried = meta ? readCarried(runDir, meta) : null;
+			return { runId, runDir, prior, resumeTasks, resumePaid, lock, carried, maxCredits };
 		}
 		const runDir = createRunDir(options.outRoot, job.name, runId);
 		const created: RunMeta = {
@@ -216,6 +222,7 @@ export async function openRun(options: {
 			runDir,
 			prior: null,
 			resumeTasks: new Map(),
+			resumePaid: new Map(),
 			lock,
 			carried: null,
 			maxCredits: created.max_credits ?? null,

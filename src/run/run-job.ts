@@ -34,14 +34,14 @@ import { fetchTarget } from "./fetch-target.js";
 import { finishRun, type RunJobResult } from "./finish-run.js";
 import { lockJobOutput, warnIfTookOver } from "./job-lock.js";
 import { openJournal } from "./journal.js";
-import { openRun, type RunSelection } from "./open-run.js";
+import { type OpenedRun, openRun, type RunSelection } from "./open-run.js";
 import { watchOutages } from "./outage-watch.js";
+import { createPaidAnswers } from "./paid-answers.js";
 import { createQueueConcurrency } from "./queue-concurrency.js";
 import { createRecordWriter, openRecordSinks } from "./record-writer.js";
-import type { PriorProgress } from "./resume-state.js";
 import type { RunLock } from "./run-lock.js";
 import { createProgressReporter, type ProgressSnapshot } from "./run-progress.js";
-import { buildSummary, type CarriedFigures, createRunStatistics } from "./run-statistics.js";
+import { buildSummary, createRunStatistics } from "./run-statistics.js";
 import { checkScraperHealth, type HealthReading } from "./scraper-health.js";
 import { createSendGate } from "./send-gate.js";
 import { watchShardPeers } from "./shard-peers.js";
@@ -161,28 +161,13 @@ export async function runJob(options: RunJobOptions): Promise<RunJobResult> {
 			...(options.maxCredits !== undefined ? { maxCredits: options.maxCredits } : {}),
 			...(options.selection ? { selection: options.selection } : {}),
 		});
-		return await execute(
-			opened.runId,
-			opened.runDir,
-			opened.prior,
-			opened.resumeTasks,
-			health,
-			opened.carried,
-			opened.maxCredits,
-		);
+		return await execute(opened, health);
 	} finally {
 		if (!options.lock) lock.release();
 	}
 
-	async function execute(
-		runId: string,
-		runDir: string,
-		prior: PriorProgress | null,
-		resumeTasks: ReadonlyMap<string, string>,
-		health: HealthReading,
-		carried: CarriedFigures | null,
-		maxCredits: number | null,
-	): Promise<RunJobResult> {
+	async function execute(opened: OpenedRun, health: HealthReading): Promise<RunJobResult> {
+		const { runId, runDir, prior, resumeTasks, resumePaid, carried, maxCredits } = opened;
 		const runLog = createRunLog(join(runDir, RUN_FILES.log), options.secrets);
 		const log = runLog.log;
 		const journal = openJournal(join(runDir, RUN_FILES.journal));
@@ -369,6 +354,8 @@ export async function runJob(options: RunJobOptions): Promise<RunJobResult> {
 			pagePool,
 			content: { mode: job.output.content, pages },
 			resumeTasks,
+			resumePaid,
+			paidAnswers: createPaidAnswers(runDir),
 			bodySpill: bodySpillFor(job, crawler, pages),
 			browser: browser ? { access: browser, sessions: createSessionLimiter(browser) } : null,
 			clock,

@@ -9,10 +9,11 @@ import { type Clock, creditCostRange, redactSecrets, type Sleep, type TaskQueue 
 import { fetchBrowserTarget } from "./browser-target.js";
 import { storedPageHtml } from "./crawl-hook.js";
 import type { CreditBudget } from "./credit-budget.js";
-import { addExtraction, isHtmlResult, pageWorkOf } from "./extract-record.js";
+import { addExtraction, isHtmlResult, needsPageRead, pageWorkOf } from "./extract-record.js";
 import { type FetchResult, type FetchTargetDeps, fetchTarget } from "./fetch-target.js";
 import type { Journal } from "./journal.js";
 import type { OutageMonitor } from "./outage-monitor.js";
+import { type PaidAnswer, type PaidAnswers, paidAnswerOf } from "./paid-answers.js";
 import type { StampedBody } from "./record-writer.js";
 import { fetchedRecord } from "./result-record.js";
 import type { RunStatistics } from "./run-statistics.js";
@@ -108,6 +109,10 @@ export interface TargetRunnerParts {
 	readonly content: { readonly mode: "inline" | "files" | "none"; readonly pages: PageStore | null };
 	/** Task ids a resumed run finds in its journal: those fetches continue as polls, not new sends. */
 	readonly resumeTasks: ReadonlyMap<string, string>;
+	/** Answers an earlier session paid for and kept before their page was read: read back, not fetched. */
+	readonly resumePaid: ReadonlyMap<string, PaidAnswer>;
+	/** Where a paid answer waits while its page is read (`paid/<id>`). */
+	readonly paidAnswers: PaidAnswers;
 	/** Where large pages go instead of memory when nothing reads them. */
 	readonly bodySpill: BodySpill | undefined;
 	/** The remote browser service and its session limit, for `browser_session:` targets. */
@@ -135,6 +140,10 @@ export interface TargetRunner {
 export function createTargetRunner(parts: TargetRunnerParts): TargetRunner {
 	const { job, stops, budget, journal, stats, crawler, pagePool, clock, log } = parts;
 	const maxDepth = job.crawl?.maxDepth ?? 0;
+	const wantsLinksOf = (target: Target) =>
+		crawler !== null && target.crawl !== undefined && target.crawl.depth < maxDepth;
+	/** Targets whose paid answer this session read back from `paid/` instead of fetching. */
+	const restored = new Set<string>();
 
 	/**
 	 * What the page pool reads from a fetched page (fields, links), or why it could not (past
@@ -145,8 +154,7 @@ export function createTargetRunner(parts: TargetRunnerParts): TargetRunner {
 		target: Target,
 		result: FetchResult,
 	): Promise<{ read?: PageTaskResult; tooComplex?: string; abandoned?: true }> => {
-		const wantsLinks = crawler !== null && target.crawl !== undefined && target.crawl.depth < maxDepth;
-		const work = pagePool ? pageWorkOf(target, result, wantsLinks) : null;
+		const work = pagePool ? pageWorkOf(target, result, wantsLinksOf(target)) : null;
 		if (!work || !pagePool) return {};
 		try {
 			return { read: await pagePool.run(work, stops.inflight) };
@@ -178,9 +186,25 @@ export function createTargetRunner(parts: TargetRunnerParts): TargetRunner {
 		started: number,
 	): Promise<ResultRecord | undefined> => {
 		if (!stops.mayWrite()) return undefined;
+		// Paid, and its page not read yet: kept and journalled first, so a process that dies while the page
+		// pool reads it leaves an answer a resume finishes without paying again.
+		const kept = pagePool !== null && !restored.has(target.id) && needsPageRead(target, result, wantsLinksOf(target));
+		if (kept && result.kind === "ok") {
+			const stored = stops.guardOutput(() => {
+				parts.paidAnswers.keep(target.id, result.body);
+				journal.paid(paidAnswerOf(target.id, result, charged));
+				return true;
+			});
+			if (stored === undefined) return undefined;
+		}
 		const page = await readPage(target, result);
 		if (page.abandoned) return undefined;
-		return writeFetched(target, result, charged, started, page);
+		const record = writeFetched(target, result, charged, started, page);
+		if (record && (kept || restored.has(target.id))) {
+			parts.paidAnswers.settled(target.id);
+			restored.delete(target.id);
+		}
+		return record;
 	};
 
 	/**
@@ -275,13 +299,18 @@ export function createTargetRunner(parts: TargetRunnerParts): TargetRunner {
 			budget.release(worstCase);
 			return;
 		}
-		const result = await fetchTarget(
-			target.id,
-			target.params,
-			parts.fetchDeps,
-			parts.resumeTasks.get(target.id) ?? null,
-			parts.bodySpill,
-		);
+		const paid = parts.resumePaid.get(target.id);
+		const kept = paid === undefined ? null : parts.paidAnswers.restore(paid, job.maxBodyBytes);
+		if (kept !== null) restored.add(target.id);
+		const result =
+			kept ??
+			(await fetchTarget(
+				target.id,
+				target.params,
+				parts.fetchDeps,
+				parts.resumeTasks.get(target.id) ?? null,
+				parts.bodySpill,
+			));
 		switch (result.kind) {
 			case "ok":
 			case "failed": {
