@@ -10,6 +10,8 @@ export function exitCodeForError(error: unknown): number {
 	if (!(error instanceof ScrapejobError)) return EXIT.someTargetsFailed;
 	const code = error.code;
 	if (code === "SCRAPEJOB_USAGE" || code === "SCRAPEJOB_JOB_INVALID") return EXIT.invalidInput;
+	// An addon built for another Node: the installation is to be fixed, as a bad command line is.
+	if (code === "SCRAPEJOB_NATIVE_MODULE") return EXIT.invalidInput;
 	if (code === "SCRAPEJOB_LOCK_HELD") return EXIT.lockHeld;
 	if (code === "SCRAPEJOB_OUTPUT") return EXIT.outputFailed;
 	// A request cut short by Ctrl-C (the CLI aborts its signal on SIGINT/SIGTERM).

@@ -26,4 +26,5 @@ export {
 	openJobHistory,
 	type TargetHistory,
 } from "./job-history.js";
+export { assertStoreLoads } from "./open-store.js";
 export { parseRecord } from "./results-lines.js";

@@ -2,7 +2,7 @@ import { existsSync, readdirSync, rmSync, statSync } from "node:fs";
 import { join } from "node:path";
 import type { Database, Statement } from "better-sqlite3";
 import { OutputError, type ResultRecord } from "../output/index.js";
-import { errorMessage, jsonlLines, UsageError } from "../shared/index.js";
+import { errorMessage, jsonlLines, NativeModuleError, UsageError } from "../shared/index.js";
 import { type ContractStateName, isHeldBack, readContractState, writeContractState } from "./contract-state.js";
 import { openReader, openStore } from "./open-store.js";
 import { ForwardRecordReader, parseRecord, readRecordAt } from "./results-lines.js";
@@ -143,6 +143,7 @@ export function openJobHistory(jobDir: string): JobHistory {
 		created = opened.created;
 		if (opened.unusable !== null) warnings.push(`${path}: ${opened.unusable}; rebuilt from the run folders`);
 	} catch (error) {
+		if (error instanceof NativeModuleError) throw error;
 		// No store can be made (a read-only folder, a full disk): a run without its history would refetch
 		// what is fresh and call every page new, so it does not start (exit 5, like any output failure).
 		throw new OutputError(path, error);

@@ -2,7 +2,7 @@ import { existsSync, mkdirSync, rmSync, statSync } from "node:fs";
 import { dirname } from "node:path";
 import type BetterSqlite3 from "better-sqlite3";
 import type { Database } from "better-sqlite3";
-import { errorMessage, lazyModule } from "../shared/index.js";
+import { errorMessage, isNativeLoadFailure, lazyModule, NativeModuleError } from "../shared/index.js";
 import { STORE_APPLICATION_ID, STORE_LAYOUT, STORE_SCHEMA, STORE_TABLES } from "./store-schema.js";
 
 /** Loaded when a store is opened: `validate` and the other commands that import this folder need none. */
@@ -64,6 +64,7 @@ export function openStore(path: string): OpenedStore {
 				if (unusable === null) return { db, unusable: null, created: false };
 			}
 		} catch (error) {
+			if (error instanceof NativeModuleError) throw error;
 			unusable = `it cannot be read (${errorMessage(error)})`;
 		}
 		try {
@@ -100,6 +101,11 @@ export function openStore(path: string): OpenedStore {
 }
 
 /** A second, read-only connection to an open store: it may iterate while the first one looks up and writes. */
+/** Load the job store's native addon now: a run checks it before anything is sent (NativeModuleError). */
+export function assertStoreLoads(): void {
+	connect(":memory:", true).close();
+}
+
 export function openReader(path: string): Database {
 	const Sqlite = sqlite();
 	return new Sqlite(path, { readonly: true, fileMustExist: true, timeout: BUSY_TIMEOUT_MS });
@@ -107,7 +113,14 @@ export function openReader(path: string): Database {
 
 function connect(path: string, create: boolean): Database {
 	const Sqlite = sqlite();
-	const db = new Sqlite(path, { fileMustExist: !create, timeout: BUSY_TIMEOUT_MS });
+	let db: Database;
+	try {
+		db = new Sqlite(path, { fileMustExist: !create, timeout: BUSY_TIMEOUT_MS });
+	} catch (error) {
+		// The addon, not the file: the store must not be taken for damaged (and removed) over it.
+		if (isNativeLoadFailure(error)) throw new NativeModuleError("better-sqlite3", error);
+		throw error;
+	}
 	try {
 		// WAL: a run's batches do not block readers (another shard's lookups, an export), and commit cheaply.
 		db.pragma("journal_mode = WAL");

@@ -1,5 +1,5 @@
 import { basename, join, resolve } from "node:path";
-import { assertAcceptable } from "../history/index.js";
+import { assertAcceptable, assertStoreLoads } from "../history/index.js";
 import { type Job, SHARD_SUFFIX_PATTERN, shardSuffix, type TargetCounts } from "../job/index.js";
 import { findCorruptLines, jobOutputDir, newRunId, RUN_FILES } from "../output/index.js";
 import { CorruptResultsError, listRuns, lockJobOutput, type RunLock, tookOverMessage } from "../run/index.js";
@@ -101,6 +101,8 @@ export function checkAccept(planned: readonly PlannedRun[], outRoot: string, run
  * taken-over lock says (a run that crashed left it behind).
  */
 export function lockPlannedRuns(planned: PlannedRun[], outRoot: string): string[] {
+	// The job store's addon loads, or the run ends here: nothing sent, nothing locked.
+	if (planned.length > 0) assertStoreLoads();
 	const tookOver: string[] = [];
 	try {
 		const byJobName = new Map<string, RunLock>();

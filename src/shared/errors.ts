@@ -11,6 +11,7 @@ export const ERROR_CODES = [
 	"SCRAPEJOB_SERVICE_ERROR",
 	"SCRAPEJOB_NETWORK",
 	"SCRAPEJOB_NOT_THE_SERVICE",
+	"SCRAPEJOB_NATIVE_MODULE",
 	"SCRAPEJOB_UNEXPECTED_RESPONSE",
 	"SCRAPEJOB_ABORTED",
 	"SCRAPEJOB_BODY_TOO_LARGE",
@@ -54,4 +55,32 @@ export function errorMessage(error: unknown): string {
 	} catch {
 		return String(error);
 	}
+}
+
+/**
+ * A package's native addon cannot be loaded in this Node (built for another version: npm reused a build
+ * made under another Node, or the Node was upgraded after `npm ci`). Said as what it is, with the command
+ * that rebuilds it — never as the disk's fault. Nothing was sent.
+ */
+export class NativeModuleError extends ScrapejobError {
+	readonly module: string;
+	constructor(module: string, cause: unknown) {
+		const text = cause instanceof Error ? cause.message : String(cause);
+		const built = /NODE_MODULE_VERSION (\d+)[\s\S]*?NODE_MODULE_VERSION (\d+)/.exec(text);
+		const why = built
+			? `it was built for another Node (NODE_MODULE_VERSION ${built[1]}; Node ${process.version} needs ${built[2]})`
+			: `its native addon does not load in Node ${process.version} (${text.split("\n")[0]})`;
+		super(
+			"SCRAPEJOB_NATIVE_MODULE",
+			`${module} cannot be loaded: ${why}. Rebuild it for this Node with \`npm rebuild ${module}\` in scrapejob's folder (or run \`npm ci\` again under this Node); nothing was sent`,
+			{ cause },
+		);
+		this.module = module;
+	}
+}
+
+/** Whether an error is a native addon that failed to load (`process.dlopen`). */
+export function isNativeLoadFailure(error: unknown): boolean {
+	const code = (error as { code?: unknown } | null)?.code;
+	return code === "ERR_DLOPEN_FAILED" || (error instanceof Error && /NODE_MODULE_VERSION/.test(error.message));
 }

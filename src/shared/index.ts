@@ -3,7 +3,15 @@ export type { BodySink } from "./body-sink.js";
 export { DEFAULT_CSV_MAX_CELL, MIN_CSV_MAX_CELL } from "./csv-cell-limit.js";
 export { didYouMean, editDistance } from "./did-you-mean.js";
 export { DURATION_HINT, DURATION_UNITS, formatDuration, parseDuration } from "./duration.js";
-export { ERROR_CODES, type ErrorCode, errorMessage, ScrapejobError, UsageError } from "./errors.js";
+export {
+	ERROR_CODES,
+	type ErrorCode,
+	errorMessage,
+	isNativeLoadFailure,
+	NativeModuleError,
+	ScrapejobError,
+	UsageError,
+} from "./errors.js";
 export { formatNumber } from "./format-number.js";
 export { hexWord } from "./hex-word.js";
 export { isoTime, parseIsoTime } from "./iso-time.js";

@@ -1,5 +1,14 @@
 import { execFile } from "node:child_process";
-import { chmodSync, cpSync, existsSync, mkdirSync, readdirSync, readFileSync, symlinkSync } from "node:fs";
+import {
+	chmodSync,
+	cpSync,
+	existsSync,
+	mkdirSync,
+	readdirSync,
+	readFileSync,
+	symlinkSync,
+	writeFileSync,
+} from "node:fs";
 import { join } from "node:path";
 import { promisify } from "node:util";
 import { beforeAll, describe, expect, it } from "vitest";
@@ -80,5 +89,20 @@ describe("Dockerfile", () => {
 		for (const file of ["results.jsonl", "results.csv", "summary.json", "report.html"])
 			expect(existsSync(join(out, "demo", runDir!, file)), file).toBe(true);
 		expect(existsSync(join(out, "demo", "history.sqlite"))).toBe(true);
+
+		// An addon that does not load in this Node (as one built under another Node): named as such, with the
+		// command that rebuilds it, exit 2 before anything is sent — never "output failed", the store kept.
+		const addon = join(app, "node_modules", "better-sqlite3", "build", "Release", "better_sqlite3.node");
+		writeFileSync(addon, "not an ELF file: built for another Node");
+		const refused = await scrapejob(["run", "jobs/demo.yaml", "--sandbox", "--quiet", "--out", out]).then(
+			() => null,
+			(error: { code: number; stderr: string }) => error,
+		);
+		expect(refused?.code).toBe(2);
+		expect(refused?.stderr).toContain("better-sqlite3 cannot be loaded");
+		expect(refused?.stderr).toContain("npm rebuild better-sqlite3");
+		expect(refused?.stderr).not.toContain("output failed");
+		expect(existsSync(join(out, "demo", "history.sqlite"))).toBe(true);
+		expect(readdirSync(join(out, "demo")).filter((name) => /^\d{8}T/.test(name))).toHaveLength(1);
 	}, 120_000);
 });
