@@ -4,6 +4,7 @@ import {
 	classifyFailure,
 	classifyScrapingError,
 	type FailureAction,
+	NetworkError,
 	type ScraperClient,
 	type ScraperHeaders,
 	type SpilledBody,
@@ -350,7 +351,16 @@ export async function fetchTarget(
 			}
 			case "retry": {
 				// This attempt's slot is released already: what the gate counts in flight are other fetches.
-				const sign = decision.serviceDown ? deps.outage.failed(targetId, deps.gate.inFlight > 0) : "count";
+				let sign = decision.serviceDown
+					? deps.outage.failed(targetId, deps.gate.inFlight > 0, isNoAnswer(failure))
+					: "count";
+				if (sign === "probe") {
+					try {
+						sign = await deps.outage.confirm(deps.signal);
+					} catch {
+						return abandoned();
+					}
+				}
 				if (sign === "outage") {
 					// An outage: the failed attempt does not count, and the target waits with the whole queue.
 					spent -= 1;
@@ -410,6 +420,11 @@ function outputFailed(error: BodySinkError): FetchResult {
 	return cause instanceof OutputError
 		? { kind: "output_failed", path: cause.path, cause: cause.cause }
 		: { kind: "output_failed", path: `the body of ${error.endpoint}`, cause };
+}
+
+/** The service gave no answer at all (no status line): nothing says the target was the trouble. */
+function isNoAnswer(error: unknown): boolean {
+	return error instanceof NetworkError && error.answeredStatus === null;
 }
 
 function waitSecondsFor(retry: number): number {

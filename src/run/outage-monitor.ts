@@ -17,7 +17,12 @@ export interface OutageMonitor {
 	 * service failed the fetch before this one too, so this may be an outage — retry without spending an
 	 * attempt; `outage`: the run is in one — wait at the gate with the whole queue.
 	 */
-	failed(targetId: string, othersInFlight?: boolean): "count" | "free" | "outage";
+	failed(targetId: string, othersInFlight?: boolean, noAnswer?: boolean): "count" | "free" | "outage" | "probe";
+	/**
+	 * After `probe`: one free health check decides. The service answers: the failure was this target's
+	 * (`count`); it does not: the run is in an outage (`outage`, the queue held as for any outage).
+	 */
+	confirm(signal: AbortSignal): Promise<"count" | "outage">;
 	/**
 	 * Streaks of service-down failures begun so far: read when a fetch is sent, and given back with its
 	 * answer to `answered`.
@@ -113,7 +118,7 @@ export function createOutageMonitor(options: OutageMonitorOptions): OutageMonito
 	}
 
 	return {
-		failed(targetId, othersInFlight = false) {
+		failed(targetId, othersInFlight = false, noAnswer = false) {
 			if (streak === 0) {
 				streakEpoch += 1;
 				streakStartedAt = options.clock();
@@ -123,12 +128,35 @@ export function createOutageMonitor(options: OutageMonitorOptions): OutageMonito
 			streak += 1;
 			// One target failing again: its own trouble — unless fetches of others are still out, whose
 			// answers will tell (a server shutting down refuses new connections while it answers old ones).
-			if (!active && streakTargets < 2) return othersInFlight && streak > 1 ? "free" : "count";
+			if (!active && streakTargets < 2) {
+				if (othersInFlight && streak > 1) return "free";
+				// No answer at all, and no other fetch out to tell: the service may have died under a run at
+				// concurrency 1. Not spent until a free health check says whether it is there.
+				return noAnswer && !othersInFlight ? "probe" : "count";
+			}
 			if (!active && streak < threshold) return "free";
 			if (!active) {
 				active = true;
 				count += 1;
 				// The outage began with the first failure of the streak, not when it was recognised.
+				startedAt = streakStartedAt;
+				interval = firstInterval;
+				options.onOutage();
+			}
+			hold();
+			return "outage";
+		},
+		async confirm(signal) {
+			if (active) return "outage";
+			try {
+				await options.probe(signal);
+				return "count";
+			} catch {
+				if (signal.aborted || closed) return "count";
+			}
+			if (!active) {
+				active = true;
+				count += 1;
 				startedAt = streakStartedAt;
 				interval = firstInterval;
 				options.onOutage();

@@ -105,6 +105,63 @@ describe("the outage monitor", () => {
 	});
 });
 
+describe("no answer at all from the service, one target at a time", () => {
+	it("is not spent until a free health check says whether the service is there", async () => {
+		let up = false;
+		const gate = createSendGate(Date.now, async () => undefined);
+		const events: string[] = [];
+		const outage = createOutageMonitor({
+			gate,
+			probe: async () => {
+				if (!up) throw new Error("connection refused");
+			},
+			clock: Date.now,
+			sleep: () => new Promise(() => undefined),
+			timeoutMs: 600_000,
+			onOutage: () => events.push("outage"),
+			onRecovered: () => events.push("recovered"),
+			onTimeout: () => events.push("timeout"),
+		});
+		closers.push(async () => outage.close());
+		// A gateway's 5xx to one target is still that target's trouble; no answer at all is asked about first.
+		expect(outage.failed("a", false, false)).toBe("count");
+		outage.answered(outage.epoch);
+		expect(outage.failed("a", false, true)).toBe("probe");
+		expect(await outage.confirm(new AbortController().signal)).toBe("outage");
+		expect(events).toEqual(["outage"]);
+		expect(gate.pauseReason()).toBe("service_unavailable");
+		outage.answered();
+		up = true;
+		expect(outage.failed("b", false, true)).toBe("probe");
+		expect(await outage.confirm(new AbortController().signal)).toBe("count");
+	});
+
+	it("the service killed under a run at concurrency 1: the target in flight gets no failed record; --resume finishes", async () => {
+		assertBuilt();
+		const demo = await site(40);
+		const first = await startEmulator({ scenario: { concurrency: 1 } });
+		let firstClosed = false;
+		closers.push(async () => {
+			if (!firstClosed) await first.close();
+		});
+		const dir = tempDir();
+		const out = join(dir, "out");
+		const job = writeJob(dir, "shop", jobText(demo.url, 12, "concurrency: 1"));
+		const run = spawnCli(["run", job, "--out", out, "--outage-timeout", "2s"], envOf(first));
+		const runDir = await waitForRecords(join(out, "shop"), 3);
+		firstClosed = true;
+		await first.close();
+		const ended = await run.done;
+		expect(ended.code).toBe(3);
+		const records = readRecords(runDir);
+		expect(records.filter((record) => record.status !== "ok")).toEqual([]);
+		const second = await emulator({ scenario: { concurrency: 1 } });
+		const resumed = await runCli(["run", job, "--out", out, "--quiet", "--resume"], { env: envOf(second) });
+		expect(resumed.code).toBe(0);
+		expect(readRecords(runDir).filter((record) => record.status === "ok")).toHaveLength(12);
+	});
+});
+
 describe("outages: the service down for a while pauses the whole queue instead of failing the list", () => {
 	it("a burst of 503s to everything, longer than the attempt limit, ends with every target ok", async () => {
 		const demo = await site();
