@@ -11,19 +11,18 @@ FROM node:24-bookworm AS build
 WORKDIR /src
 COPY package.json package-lock.json ./
 # --ignore-scripts: `prepare` (the build) needs the sources, copied below. The one native module,
-# better-sqlite3, is then built or downloaded on its own.
-RUN npm ci --ignore-scripts --no-audit --no-fund && npm rebuild better-sqlite3
+# better-sqlite3, ships prebuilt Node-API binaries in its package: nothing to compile.
+RUN npm ci --ignore-scripts --no-audit --no-fund
 COPY tsconfig.json tsconfig.build.json ./
 COPY src src
 RUN npm run build
 
-# Production dependencies only. A stage of its own: this base has the compilers better-sqlite3 may
-# need when no prebuilt binary fits, and the runtime image does not.
+# Production dependencies only, in a stage of its own (the runtime image gets node_modules, not npm's cache).
 FROM node:24-bookworm AS deps
 WORKDIR /app
 COPY package.json package-lock.json ./
 # --ignore-scripts: without devDependencies there is no TypeScript to run `prepare` with.
-RUN npm ci --omit=dev --ignore-scripts --no-audit --no-fund && npm rebuild better-sqlite3
+RUN npm ci --omit=dev --ignore-scripts --no-audit --no-fund
 
 FROM node:24-bookworm-slim AS runtime
 ENV NODE_ENV=production

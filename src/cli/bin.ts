@@ -1,6 +1,13 @@
 #!/usr/bin/env node
-import { createLastWords } from "../shared/index.js";
-import { main } from "./main.js";
+import { NODE_TOO_OLD } from "../shared/node-version.js";
+
+// Before anything else is loaded: on an older Node the job store's native addon crashes the process.
+if (NODE_TOO_OLD !== null) {
+	process.stderr.write(`${NODE_TOO_OLD}\n`);
+	process.exit(2);
+}
+const { createLastWords } = await import("../shared/index.js");
+const { main } = await import("./main.js");
 
 const controller = new AbortController();
 const lastWords = createLastWords();

@@ -143,7 +143,8 @@ export function openJobHistory(jobDir: string): JobHistory {
 		created = opened.created;
 		if (opened.unusable !== null) warnings.push(`${path}: ${opened.unusable}; rebuilt from the run folders`);
 	} catch (error) {
-		if (error instanceof NativeModuleError) throw error;
+		// The addon or the Node, not the disk: said as what it is.
+		if (error instanceof NativeModuleError || error instanceof UsageError) throw error;
 		// No store can be made (a read-only folder, a full disk): a run without its history would refetch
 		// what is fresh and call every page new, so it does not start (exit 5, like any output failure).
 		throw new OutputError(path, error);

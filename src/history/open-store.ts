@@ -2,7 +2,14 @@ import { existsSync, mkdirSync, rmSync, statSync } from "node:fs";
 import { dirname } from "node:path";
 import type BetterSqlite3 from "better-sqlite3";
 import type { Database } from "better-sqlite3";
-import { errorMessage, isNativeLoadFailure, lazyModule, NativeModuleError } from "../shared/index.js";
+import {
+	errorMessage,
+	isNativeLoadFailure,
+	lazyModule,
+	NativeModuleError,
+	NODE_TOO_OLD,
+	UsageError,
+} from "../shared/index.js";
 import { STORE_APPLICATION_ID, STORE_LAYOUT, STORE_SCHEMA, STORE_TABLES } from "./store-schema.js";
 
 /** Loaded when a store is opened: `validate` and the other commands that import this folder need none. */
@@ -112,6 +119,8 @@ export function openReader(path: string): Database {
 }
 
 function connect(path: string, create: boolean): Database {
+	// On an older Node the addon does not fail, it crashes the process: said first, as a usage error.
+	if (NODE_TOO_OLD !== null) throw new UsageError(NODE_TOO_OLD);
 	const Sqlite = sqlite();
 	let db: Database;
 	try {

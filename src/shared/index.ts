@@ -26,6 +26,7 @@ export {
 } from "./jsonl-lines.js";
 export { createLastWords, type LastWord, type LastWords } from "./last-words.js";
 export { lazyModule } from "./lazy-module.js";
+export { MIN_NODE_MAJOR, NODE_TOO_OLD, nodeTooOld } from "./node-version.js";
 export { plural } from "./plural.js";
 export { ownStartTicks, type ProcessState, processState } from "./process-state.js";
 export { RECORD_COLUMNS } from "./record-columns.js";

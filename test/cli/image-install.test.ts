@@ -56,13 +56,9 @@ describe("Dockerfile", () => {
 			cwd: app,
 			env: { ...process.env, npm_config_update_notifier: "false" },
 		});
-		// The image rebuilds better-sqlite3's native module; this machine's is the same Node's build.
-		cpSync(
-			join(ROOT, "node_modules", "better-sqlite3", "build"),
-			join(app, "node_modules", "better-sqlite3", "build"),
-			{
-				recursive: true,
-			},
+		// better-sqlite3's addon comes prebuilt in its package (Node-API): the install compiles nothing.
+		expect(existsSync(join(app, "node_modules", "better-sqlite3", "prebuilds", `linux-${process.arch}.node`))).toBe(
+			true,
 		);
 		cpSync(join(ROOT, "dist"), join(app, "dist"), { recursive: true });
 		cpSync(join(ROOT, "jobs"), join(app, "jobs"), { recursive: true });
@@ -92,7 +88,7 @@ describe("Dockerfile", () => {
 
 		// An addon that does not load in this Node (as one built under another Node): named as such, with the
 		// command that rebuilds it, exit 2 before anything is sent — never "output failed", the store kept.
-		const addon = join(app, "node_modules", "better-sqlite3", "build", "Release", "better_sqlite3.node");
+		const addon = join(app, "node_modules", "better-sqlite3", "prebuilds", `linux-${process.arch}.node`);
 		writeFileSync(addon, "not an ELF file: built for another Node");
 		const refused = await scrapejob(["run", "jobs/demo.yaml", "--sandbox", "--quiet", "--out", out]).then(
 			() => null,

@@ -134,9 +134,7 @@ describe("a paid answer waiting for its page to be read", () => {
 function paidWithoutRecord(runDir: string): string[] {
 	const journal = existsSync(join(runDir, "journal.jsonl")) ? readFileSync(join(runDir, "journal.jsonl"), "utf8") : "";
 	const paid = [...journal.matchAll(/"e":"paid","answer":\{"id":"([^"]+)"/g)].map((match) => match[1]!);
-	const done = new Set(
-		existsSync(join(runDir, "results.jsonl")) ? readRecords(runDir).map((record) => record.id) : [],
-	);
+	const done = new Set(existsSync(join(runDir, "results.jsonl")) ? readRecords(runDir).map((record) => record.id) : []);
 	return paid.filter((id) => !done.has(id));
 }
 
