@@ -160,7 +160,11 @@ describe("crawl: link following", () => {
 		const job = writeJob(dir, "crawl", crawlJob([`${service.site.url}/graph/1`], ["max_depth: 20", "max_pages: 30"]));
 		const run = await runCli(["run", job, "--out", join(dir, "out")], { env: service.env, tty: true });
 		expect(run.code).toBe(1);
-		const frames = run.stderr.split(/\r|\n|\u001b\[1G/).filter((line) => line.includes("pages known"));
+		// cli-progress redraws a frame by moving the cursor to column 1 (ESC [1G).
+		const frames = run.stderr
+			.replaceAll("\u001b[1G", "\n")
+			.split(/\r|\n/)
+			.filter((line) => line.includes("pages known"));
 		expect(frames.length).toBeGreaterThan(0);
 		expect(run.stderr).not.toMatch(/ETA/);
 		const last = /(\d+)\/(\d+) pages known/.exec(frames.at(-1)!)!;
