@@ -1,5 +1,5 @@
 #!/usr/bin/env node
-import { NODE_TOO_OLD } from "../shared/node-version.js";
+import { NODE_TOO_OLD } from "../shared/index.js";
 
 // Before anything else is loaded: on an older Node the job store's native addon crashes the process.
 if (NODE_TOO_OLD !== null) {

@@ -38,7 +38,10 @@ async function growingFactors(nodeFlags: string[]): Promise<string[]> {
 	});
 	const code = await new Promise<number | null>((resolve) => child.on("close", resolve));
 	expect(code).toBe(0);
-	return [...stdout.matchAll(/\[HeapController\] Limit: .*\((\d+\.\d)\)$/gm)].map((match) => match[1]!);
+	// V8 up to 12 prints the factor at the end of its `Limit:` line; V8 13 (Node 24) on a line of its own.
+	return [...stdout.matchAll(/\[HeapController\] (?:Limit: .*\((\d+\.\d)\)|factor (\d+\.\d) based on)/gm)].map(
+		(match) => (match[1] ?? match[2])!,
+	);
 }
 
 describe("scrapejob run keeps the old space close to its live size", () => {
@@ -139,7 +142,10 @@ beforeAll(() => {
 
 describe("scrapejob run keeps undici's HTTP parser on V8's baseline WebAssembly code", () => {
 	it("never compiles it with TurboFan (a ~30 MB moment of memory), unless the user chose a WebAssembly tier", async () => {
-		expect(await turbofanWasmCompiles([])).toBe(0);
+		// V8 13 (Node 24) no longer honours --liftoff-only set at run time: the parser's one large function is
+		// tiered up there (docs/benchmarks.md, "Node 24"). Where V8 honours it, nothing is.
+		const honoured = Number(process.versions.v8.split(".")[0]) < 13;
+		expect(await turbofanWasmCompiles([])).toBeLessThanOrEqual(honoured ? 0 : 1);
 		// A tier the user names wins: with V8's own setting named, the parser is tiered up as usual.
 		expect(await turbofanWasmCompiles(["--no-liftoff-only"])).toBeGreaterThan(0);
 	});
