@@ -80,7 +80,7 @@ it("`run --help` names every exit code a run may end with (5, a full disk, was m
 	for (const row of RUN_EXIT_TABLE) expect(block).toContain(`→ ${row.scheduler}`);
 });
 
-it("the README's exit-code table has run --help's rows: each code's meaning and the scheduler's action", () => {
-	const readme = readFileSync(join(repo, "README.md"), "utf8");
+it("the exit-code reference's table has run --help's rows: each code's meaning and the scheduler's action", () => {
+	const readme = readFileSync(join(repo, "docs", "reference", "exit-codes.md"), "utf8");
 	for (const row of RUN_EXIT_TABLE) expect(readme).toContain(`| ${row.code} | ${row.meaning} | ${row.scheduler} |`);
 });
