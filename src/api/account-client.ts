@@ -21,7 +21,7 @@ import {
 } from "./records.js";
 import { defaultDispatcher, send } from "./transport.js";
 
-/** The service's public account base address (service-facts §1). */
+/** The service's public account base address (docs/service.md, "Addresses and keys"). */
 export const DEFAULT_API_URL = "https://api.evomi.com";
 
 export const USAGE_PERIODS = ["24h", "3d", "7d"] as const;
@@ -53,7 +53,7 @@ export interface AccountClient {
 	rotateSession(params: { sessionid: string; product: string }, signal?: AbortSignal): Promise<RotateSessionResult>;
 }
 
-/** A typed client of the account endpoints (spec 4.1–4.6, service-facts §6.6). */
+/** A typed client of the account endpoints (docs/service.md, "Account endpoints"). */
 export function createAccountClient(options: AccountClientOptions): AccountClient {
 	const base = parseBaseUrl(options.baseUrl ?? DEFAULT_API_URL, "account API address");
 	const dispatcher = options.dispatcher ?? defaultDispatcher();

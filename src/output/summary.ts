@@ -2,7 +2,7 @@ import { renameSync, writeFileSync } from "node:fs";
 import { plural } from "../shared/index.js";
 import type { RecordStatus } from "./record.js";
 
-/** `summary.json` (shared/design.md, "Output"). Durations in milliseconds, throughput in targets per second. */
+/** `summary.json` (docs/reference/outputs.md, "summary.json"). Durations in milliseconds, throughput in targets per second. */
 export interface RunSummary {
 	job: string;
 	run_id: string;

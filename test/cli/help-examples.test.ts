@@ -7,8 +7,8 @@ import { runCli } from "../helpers/run-cli.js";
 import { createTestContext } from "../job/helpers.js";
 
 /**
- * `--help` examples are commands to paste (shared/design.md, "Resume, budget, hints": the README's
- * form). After `npm ci` a bare `scrapejob` is not on PATH; `npx scrapejob` is. The job files they name
+ * `--help` examples are commands to paste (docs/behaviour.md, "Summaries and hints": the
+ * documented form). After `npm ci` a bare `scrapejob` is not on PATH; `npx scrapejob` is. The job files they name
  * are the repository's own.
  */
 
