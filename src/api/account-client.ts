@@ -43,13 +43,21 @@ export interface GeneratedProxies {
 	readonly proxies: ParsedProxy[];
 }
 
+/** The account endpoints, each answer checked against its record (`ServiceError` when the service refuses). */
 export interface AccountClient {
+	/** `GET /public`: proxy products, credentials and balances. */
 	proxyData(signal?: AbortSignal): Promise<ProxyData>;
+	/** `GET /public/scraper`: scraper access, credits, concurrency and the scraper key. */
 	scraperAccess(signal?: AbortSignal): Promise<ScraperAccess>;
+	/** `GET /public/browser`: browser access, credits, session limit and length, the browser key. */
 	browserAccess(signal?: AbortSignal): Promise<BrowserAccess>;
+	/** `GET /public/settings`: the targeting catalogue per product. */
 	settings(signal?: AbortSignal): Promise<TargetingSettings>;
+	/** `GET /public/usage`: one product's bandwidth over a period, in MB. */
 	usage(params: { product: string; period?: UsagePeriod }, signal?: AbortSignal): Promise<Usage>;
+	/** `GET /public/generate`: a proxy list, as sent and parsed. */
 	generate(params: GenerateProxiesParams, signal?: AbortSignal): Promise<GeneratedProxies>;
+	/** `GET /public/rotate_session`: a new IP for a proxy session id. */
 	rotateSession(params: { sessionid: string; product: string }, signal?: AbortSignal): Promise<RotateSessionResult>;
 }
 

@@ -120,11 +120,15 @@ export interface RealtimeCallOptions {
 	readonly spill?: BodySpill;
 }
 
+/** The scraper endpoints, typed: answers, tasks and refusals as values and errors the runner decides on. */
 export interface ScraperClient {
 	/** The scraper API's base address, as configured (never with a key: keys go in headers). */
 	readonly baseUrl: string;
+	/** One realtime fetch: the page, or the task it was handed over to. */
 	realtime(params: ScrapeParams, options?: RealtimeCallOptions): Promise<RealtimeOutcome>;
+	/** One poll of a task's state. */
 	task(taskId: string, signal?: AbortSignal): Promise<TaskState>;
+	/** The free health check: key and connection good, with the rate-limit headers. */
 	health(signal?: AbortSignal): Promise<{ ok: true; headers: ScraperHeaders }>;
 	/** `POST /scraper/map` or `/scraper/search` (docs/service.md, "Map, search and crawl"): the URLs found and what they cost. */
 	discover(endpoint: DiscoveryEndpoint, body: Record<string, unknown>, signal?: AbortSignal): Promise<DiscoveryAnswer>;

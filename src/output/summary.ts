@@ -120,7 +120,9 @@ export interface BrokenRule {
 	message: string;
 }
 
+/** A data contract's verdict on a completed run (`summary.json` → `contract`). */
 export interface ContractVerdict {
+	/** True when the run kept every rule. */
 	passed: boolean;
 	broken: BrokenRule[];
 	/** The runs `max_fill_drop` and `max_rows_drop` compared with (newest first; at most 5). */
