@@ -141,10 +141,11 @@ describe("nothing points outside the repository", () => {
 		"i",
 	);
 
-	it("no file of src/, test/, bench/, docs/ or the README names a document that is not in it", () => {
+	it("no file of src/, test/, bench/, examples/, jobs/, scripts/, docs/ or the README names a document that is not in it", () => {
 		const offending: string[] = [];
-		for (const file of [...filesUnder("src"), ...filesUnder("test"), ...filesUnder("bench"), ...manualFiles()]) {
-			if (!/\.(ts|mjs|md|json|yaml)$/.test(file)) continue;
+		const folders = ["src", "test", "bench", "examples", "jobs", "scripts"];
+		for (const file of [...folders.flatMap(filesUnder), ...manualFiles(), "Dockerfile", "package.json"]) {
+			if (!/\.(ts|mjs|md|json|yaml)$|^Dockerfile$/.test(file)) continue;
 			const lines = readFileSync(join(ROOT, file), "utf8").split("\n");
 			lines.forEach((line, index) => {
 				if (outside.test(line)) offending.push(`${file}:${index + 1}: ${line.trim()}`);
