@@ -190,6 +190,19 @@ describe("the manual's commands, run as documented", () => {
 		await waitForRecords(jobDir, 3);
 		process.kill(-first.pid!, "SIGKILL");
 		await ended(first);
+		// The shell that started the line can be gone before the node it started: the next start waits
+		// until the last of them has let go of the flock, or `flock -n` would skip it as an overlap.
+		const lockFile = join(dir, "logs", "shop.lock");
+		for (let tries = 0; tries < 200; tries += 1) {
+			if (
+				await run("flock", ["-n", lockFile, "true"]).then(
+					() => true,
+					() => false,
+				)
+			)
+				break;
+			await new Promise((resolve) => setTimeout(resolve, 50));
+		}
 		const killedAt = readRecords(join(jobDir, runs()[0]!)).map((record) => record.url);
 		expect(killedAt.length).toBeLessThan(total);
 		// The next start (the machine back, or the next night): the same run goes on, nothing recorded is paid again.
