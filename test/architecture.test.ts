@@ -5,7 +5,7 @@ import { expect, it } from "vitest";
 const src = join(import.meta.dirname, "..", "src");
 
 /**
- * The architecture reads from the tree (shared/design.md, "Layout"): data flows
+ * The architecture reads from the tree (docs/architecture.md, "Import rules"): data flows
  * config → job → api → run → output, `cli` on top and `emulator` beside. Each folder may use
  * only the folders listed here, and only through their `index.ts`.
  */
@@ -88,7 +88,7 @@ it("nothing below the CLI prints, exits or hooks the process (the emulator runs 
 	expect(offences).toEqual([]);
 });
 
-it("the runner assembles named parts: run-job.ts keeps no mutable state of its own (style.md, one stop controller)", async () => {
+it("the runner assembles named parts: run-job.ts keeps no mutable state of its own (one stop controller)", async () => {
 	// Its stop reason, flags and counters live in the stop controller, the budget, the statistics and
 	// the other parts it wires together; a `let` here is state that one of them should own.
 	const text = await readFile(join(src, "run", "run-job.ts"), "utf8");

@@ -1,5 +1,6 @@
 /**
- * The README is the user's manual: every example in it is run here, so it cannot drift from the code.
+ * README.md and docs/ are the user's manual: every example in them is run here, so they cannot drift
+ * from the code.
  *
  * Fenced blocks and what happens to them:
  * - ```yaml — a job file: written to a temporary folder (with placeholder files for its `sources`) and
@@ -8,7 +9,8 @@
  *   is `# readme-test: fragment` is a piece of a job file: it must only be valid YAML.
  * - ```cron — each schedule line is run as written (with `cd /srv/scrape` pointing at a temporary
  *   folder and `node dist/cli/bin.js` at the built CLI) with a `KEY=VALUE` env file, against the emulator:
- *   the Cron section's line, and the price-monitoring recipe's two lines.
+ *   the deploying guide's line (the README's tour prints the same one), and the price-monitoring
+ *   recipe's two lines (the incremental-runs guide).
  * - ```ts with first line `// readme-test: library` — compiled with `tsc` against the built package
  *   (imported as "scrapejob", as a user would) and run.
  */
@@ -21,26 +23,27 @@ import { parse as parseYaml } from "yaml";
 import { parseScenarioText } from "../src/emulator/scenario-file.js";
 import { JobValidationError, loadJob } from "../src/job/index.js";
 import { isRunFolderName, readRecords, tempDir, waitForRecords } from "./helpers/job-files.js";
+import { manualFiles, ROOT, readDoc } from "./helpers/manual.js";
 import { startTestService, type TestService } from "./helpers/service.js";
 import { assertBuilt, BIN } from "./helpers/spawn-cli.js";
 
 const run = promisify(execFile);
-const ROOT = join(import.meta.dirname, "..");
-const README = readFileSync(join(ROOT, "README.md"), "utf8");
 
 interface Block {
+	/** The Markdown file it is in, relative to the repository. */
+	readonly file: string;
 	readonly lang: string;
 	readonly text: string;
 	/** 1-based line of the opening fence, for messages. */
 	readonly line: number;
 }
 
-function fencedBlocks(markdown: string): Block[] {
+function fencedBlocks(file: string, markdown: string): Block[] {
 	const blocks: Block[] = [];
 	const fence = /^```(\w*)\n([\s\S]*?)^```$/gm;
 	for (const match of markdown.matchAll(fence)) {
 		const line = markdown.slice(0, match.index).split("\n").length;
-		blocks.push({ lang: match[1] ?? "", text: match[2] ?? "", line });
+		blocks.push({ file, lang: match[1] ?? "", text: match[2] ?? "", line });
 	}
 	return blocks;
 }
@@ -50,7 +53,7 @@ function marker(block: Block): string | null {
 	return /^(?:#|\/\/)\s*readme-test:\s*(\S+)/.exec(first)?.[1] ?? null;
 }
 
-const blocks = fencedBlocks(README);
+const blocks = manualFiles().flatMap((file) => fencedBlocks(file, readDoc(file)));
 const yamlBlocks = blocks.filter((block) => block.lang === "yaml");
 const jobBlocks = yamlBlocks.filter((block) => marker(block) === null);
 
@@ -82,31 +85,31 @@ function writeSources(dir: string, job: unknown): void {
 	}
 }
 
-describe("README examples", () => {
+describe("the manual's examples", () => {
 	it("has the examples this test knows how to run", () => {
 		expect(jobBlocks.length).toBeGreaterThanOrEqual(1);
 		expect(yamlBlocks.some((block) => marker(block) === "scenario")).toBe(true);
 		expect(blocks.some((block) => block.lang === "cron")).toBe(true);
-		expect(blocks.some((block) => block.lang === "ts" && marker(block) === "library")).toBe(true);
+		expect(blocks.some((block) => block.file === "docs/guides/library.md" && marker(block) === "library")).toBe(true);
 		const known = new Set([null, "scenario", "fragment", "library"]);
 		expect(blocks.map(marker).filter((kind) => !known.has(kind))).toEqual([]);
 	});
 
-	it.each(jobBlocks.map((block) => [block.line, block] as const))(
-		"the yaml job at README.md:%i validates with the job loader",
-		async (_line, block) => {
+	it.each(jobBlocks.map((block) => [`${block.file}:${block.line}`, block] as const))(
+		"the yaml job at %s validates with the job loader",
+		async (_where, block) => {
 			const dir = tempDir("scrapejob-readme-");
 			writeSources(dir, parseYaml(block.text));
 			const path = join(dir, "job.yaml");
 			writeFileSync(path, block.text);
 			try {
-				// Variables the README examples name (a demo site, a webhook secret), set as a user would.
+				// Variables the manual's examples name (a demo site, a webhook secret), set as a user would.
 				const env = { SCRAPEJOB_DEMO_SITE: "https://demo.example", HOOK_SECRET: "readme-hook-secret" };
 				const { job } = await loadJob(path, { env, cwd: dir });
 				expect(job.name).not.toBe("");
 			} catch (error) {
 				if (error instanceof JobValidationError) {
-					throw new Error(`README.md:${block.line}: ${error.problems.map((p) => p.message).join("; ")}`);
+					throw new Error(`${block.file}:${block.line}: ${error.problems.map((p) => p.message).join("; ")}`);
 				}
 				throw error;
 			}
@@ -115,7 +118,8 @@ describe("README examples", () => {
 
 	it("every yaml scenario block loads with the scenario parser, every fragment is valid YAML", () => {
 		for (const block of yamlBlocks) {
-			if (marker(block) === "scenario") expect(parseScenarioText(block.text, `README.md:${block.line}`)).toBeTruthy();
+			if (marker(block) === "scenario")
+				expect(parseScenarioText(block.text, `${block.file}:${block.line}`)).toBeTruthy();
 			if (marker(block) === "fragment") expect(() => parseYaml(block.text)).not.toThrow();
 		}
 	});
@@ -129,7 +133,7 @@ describe("README examples", () => {
 	});
 });
 
-describe("README commands, run as documented", () => {
+describe("the manual's commands, run as documented", () => {
 	let service: TestService | undefined;
 	beforeAll(() => assertBuilt());
 	afterEach(async () => {
@@ -138,8 +142,12 @@ describe("README commands, run as documented", () => {
 	});
 
 	it("the crontab line, run by sh as cron does: a killed night resumed without paying twice, a second run paying only for what is stale, an overlap skipped by flock", async () => {
-		const cron = blocks.find((block) => block.lang === "cron" && block.text.includes("jobs/shop.yaml"));
-		const schedule = cron?.text.split("\n").find((line) => /^[\d*]/.test(line)) ?? "";
+		const crons = blocks.filter((block) => block.lang === "cron" && block.text.includes("jobs/shop.yaml"));
+		const scheduleOf = (block: Block) => block.text.split("\n").find((line) => /^[\d*]/.test(line)) ?? "";
+		// The README's tour and the deploying guide print one line: the one run here.
+		expect(crons.map((block) => block.file)).toContain("docs/guides/deploying.md");
+		expect(new Set(crons.map(scheduleOf)).size).toBe(1);
+		const schedule = scheduleOf(crons[0]!);
 		const command = schedule.split(/\s+/).slice(5).join(" ");
 		expect(command).toContain("cd /srv/scrape");
 		expect(command).toContain("flock -n logs/shop.lock");
@@ -182,6 +190,19 @@ describe("README commands, run as documented", () => {
 		await waitForRecords(jobDir, 3);
 		process.kill(-first.pid!, "SIGKILL");
 		await ended(first);
+		// The shell that started the line can be gone before the node it started: the next start waits
+		// until the last of them has let go of the flock, or `flock -n` would skip it as an overlap.
+		const lockFile = join(dir, "logs", "shop.lock");
+		for (let tries = 0; tries < 200; tries += 1) {
+			if (
+				await run("flock", ["-n", lockFile, "true"]).then(
+					() => true,
+					() => false,
+				)
+			)
+				break;
+			await new Promise((resolve) => setTimeout(resolve, 50));
+		}
 		const killedAt = readRecords(join(jobDir, runs()[0]!)).map((record) => record.url);
 		expect(killedAt.length).toBeLessThan(total);
 		// The next start (the machine back, or the next night): the same run goes on, nothing recorded is paid again.
@@ -261,41 +282,49 @@ describe("README commands, run as documented", () => {
 		expect(log).toContain("0 of 0 done");
 	}, 30_000);
 
-	it("the library example compiles with tsc against the built package and runs", async () => {
-		const example = blocks.find((block) => block.lang === "ts" && marker(block) === "library");
-		const dir = tempDir("scrapejob-library-");
-		// A user's project: scrapejob installed (the built package), @types/node, ESM.
-		mkdirSync(join(dir, "node_modules", "@types"), { recursive: true });
-		symlinkSync(ROOT, join(dir, "node_modules", "scrapejob"), "dir");
-		symlinkSync(join(ROOT, "node_modules", "@types", "node"), join(dir, "node_modules", "@types", "node"), "dir");
-		mkdirSync(join(dir, "jobs"));
-		writeFileSync(join(dir, "jobs", "demo.yaml"), readFileSync(join(ROOT, "jobs", "demo.yaml")));
-		writeFileSync(join(dir, "package.json"), JSON.stringify({ type: "module", private: true }));
-		writeFileSync(
-			join(dir, "tsconfig.json"),
-			JSON.stringify({
-				compilerOptions: {
-					target: "ES2022",
-					module: "NodeNext",
-					moduleResolution: "NodeNext",
-					strict: true,
-					outDir: "build",
-					types: ["node"],
-					skipLibCheck: true,
-				},
-				include: ["example.ts"],
-			}),
-		);
-		writeFileSync(join(dir, "example.ts"), example?.text ?? "");
-		const tsc = join(ROOT, "node_modules", "typescript", "bin", "tsc");
-		await run(process.execPath, [tsc, "-p", dir]).catch((error: { stdout?: string }) => {
-			throw new Error(`the README's library example does not compile:\n${error.stdout ?? String(error)}`);
-		});
-		const result = await run(process.execPath, [join(dir, "build", "example.js")], {
-			cwd: dir,
-			env: { PATH: process.env.PATH ?? "" },
-		});
-		expect(result.stdout).toMatch(/^\d+ ok, \d+ credits, results in .*output\/demo\/\S+\n$/);
-		expect(result.stderr).toMatch(/\d+ targets done/);
-	}, 60_000);
+	const libraryBlocks = blocks.filter((block) => block.lang === "ts" && marker(block) === "library");
+	it.each(libraryBlocks.map((block) => [`${block.file}:${block.line}`, block] as const))(
+		"the library example at %s compiles with tsc against the built package and runs",
+		async (_where, example) => {
+			const dir = tempDir("scrapejob-library-");
+			// A user's project: scrapejob installed (the built package), @types/node, ESM.
+			mkdirSync(join(dir, "node_modules", "@types"), { recursive: true });
+			symlinkSync(ROOT, join(dir, "node_modules", "scrapejob"), "dir");
+			symlinkSync(join(ROOT, "node_modules", "@types", "node"), join(dir, "node_modules", "@types", "node"), "dir");
+			mkdirSync(join(dir, "jobs"));
+			writeFileSync(join(dir, "jobs", "demo.yaml"), readFileSync(join(ROOT, "jobs", "demo.yaml")));
+			writeFileSync(join(dir, "package.json"), JSON.stringify({ type: "module", private: true }));
+			writeFileSync(
+				join(dir, "tsconfig.json"),
+				JSON.stringify({
+					compilerOptions: {
+						target: "ES2022",
+						module: "NodeNext",
+						moduleResolution: "NodeNext",
+						strict: true,
+						outDir: "build",
+						types: ["node"],
+						skipLibCheck: true,
+					},
+					include: ["example.ts"],
+				}),
+			);
+			writeFileSync(join(dir, "example.ts"), example.text);
+			const tsc = join(ROOT, "node_modules", "typescript", "bin", "tsc");
+			await run(process.execPath, [tsc, "-p", dir]).catch((error: { stdout?: string }) => {
+				throw new Error(`${example.file}:${example.line} does not compile:\n${error.stdout ?? String(error)}`);
+			});
+			const result = await run(process.execPath, [join(dir, "build", "example.js")], {
+				cwd: dir,
+				env: { PATH: process.env.PATH ?? "" },
+			});
+			if (example.file === "docs/guides/library.md") {
+				expect(result.stdout).toMatch(/^\d+ ok, \d+ credits, results in .*output\/demo\/\S+\n$/);
+				expect(result.stderr).toMatch(/\d+ targets done/);
+			} else {
+				expect(result.stdout).not.toBe("");
+			}
+		},
+		60_000,
+	);
 });

@@ -21,7 +21,7 @@ import {
 } from "./records.js";
 import { defaultDispatcher, send } from "./transport.js";
 
-/** The service's public account base address (service-facts §1). */
+/** The service's public account base address (docs/service.md, "Addresses and keys"). */
 export const DEFAULT_API_URL = "https://api.evomi.com";
 
 export const USAGE_PERIODS = ["24h", "3d", "7d"] as const;
@@ -43,17 +43,25 @@ export interface GeneratedProxies {
 	readonly proxies: ParsedProxy[];
 }
 
+/** The account endpoints, each answer checked against its record (`ServiceError` when the service refuses). */
 export interface AccountClient {
+	/** `GET /public`: proxy products, credentials and balances. */
 	proxyData(signal?: AbortSignal): Promise<ProxyData>;
+	/** `GET /public/scraper`: scraper access, credits, concurrency and the scraper key. */
 	scraperAccess(signal?: AbortSignal): Promise<ScraperAccess>;
+	/** `GET /public/browser`: browser access, credits, session limit and length, the browser key. */
 	browserAccess(signal?: AbortSignal): Promise<BrowserAccess>;
+	/** `GET /public/settings`: the targeting catalogue per product. */
 	settings(signal?: AbortSignal): Promise<TargetingSettings>;
+	/** `GET /public/usage`: one product's bandwidth over a period, in MB. */
 	usage(params: { product: string; period?: UsagePeriod }, signal?: AbortSignal): Promise<Usage>;
+	/** `GET /public/generate`: a proxy list, as sent and parsed. */
 	generate(params: GenerateProxiesParams, signal?: AbortSignal): Promise<GeneratedProxies>;
+	/** `GET /public/rotate_session`: a new IP for a proxy session id. */
 	rotateSession(params: { sessionid: string; product: string }, signal?: AbortSignal): Promise<RotateSessionResult>;
 }
 
-/** A typed client of the account endpoints (spec 4.1–4.6, service-facts §6.6). */
+/** A typed client of the account endpoints (docs/service.md, "Account endpoints"). */
 export function createAccountClient(options: AccountClientOptions): AccountClient {
 	const base = parseBaseUrl(options.baseUrl ?? DEFAULT_API_URL, "account API address");
 	const dispatcher = options.dispatcher ?? defaultDispatcher();

@@ -7,7 +7,7 @@ import {
 } from "./errors.js";
 
 /**
- * What the runner should do about one failed attempt (spec 7.3):
+ * What the runner should do about one failed attempt (docs/service.md, "Retries"):
  * - `retry`: try again after exponential backoff, spending an attempt (5xx, network errors);
  * - `wait`: pause the whole queue for `resetMs`, then try again without spending an attempt (429);
  * - `fail`: record this target as failed, do not retry (400, 422, DNS, navigation errors, odd answers);
@@ -35,14 +35,14 @@ export type FailureAction =
 	| { readonly action: "fail"; readonly kind: string }
 	| { readonly action: "abort"; readonly kind: "unauthorized" | "insufficient_credits" | "forbidden" };
 
-/** Seconds the service usually asks for after a 429 when the body does not say (spec 8). */
+/** Seconds the service usually asks for after a 429 when the body does not say (docs/service.md, "Concurrency and 429"). */
 export const DEFAULT_RESET_SECONDS = 60;
 /** Longest 429 pause honoured, seconds: a `reset` of 10⁹ would otherwise stall a run for ever. */
 export const MAX_RESET_SECONDS = 3600;
 
 // The service's advice after a navigation timeout is a longer wait_seconds: worth a retry that asks for it.
 const NAVIGATION_TIMEOUT = /navigation timeout/i;
-// Scraping errors the service already retried inside, or that a retry cannot fix (spec 7.3 "Not retried").
+// Scraping errors the service already retried inside, or that a retry cannot fix (docs/service.md, "Retries": not retried).
 const NOT_RETRIED_MESSAGES = [/dns resolution/i, /navigation/i, /name not resolved/i, /ERR_NAME_NOT_RESOLVED/i];
 
 function snake(text: string): string {

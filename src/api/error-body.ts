@@ -37,8 +37,8 @@ export function parseJson(body: Buffer): unknown {
 }
 
 /**
- * Turn an error answer into a `ServiceError`. The docs show a flat record (spec 2.8), the service's
- * own client tests a nested `{error:{code,message,details}}` one (service-facts §4); both are read.
+ * Turn an error answer into a `ServiceError`. The docs show a flat record (docs/service.md, "Errors"), the service's
+ * own client tests a nested `{error:{code,message,details}}` one (docs/service.md, "Errors"); both are read.
  * Anything the service echoes back is scrubbed of the keys before it can reach a message or log.
  */
 export function toServiceError(

@@ -1,6 +1,6 @@
 import { errorMessage, ScrapejobError } from "../shared/index.js";
 
-/** Fields of the service's error record (spec 2.8) that a caller may act on. */
+/** Fields of the service's error record (docs/service.md, "Errors") that a caller may act on. */
 export interface ServiceErrorFields {
 	/** HTTP status the service answered with. */
 	readonly status: number;

@@ -1,4 +1,4 @@
-/** Parameters of GET /public/generate (spec 4.6), named as the service names them. */
+/** Parameters of GET /public/generate (docs/service.md, "Proxy lists"), named as the service names them. */
 export interface GenerateProxiesParams {
 	product: string;
 	/** ISO codes; with several, the service picks one at random per line. */

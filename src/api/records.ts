@@ -4,7 +4,7 @@ import { readPlaces } from "./targeting-places.js";
 export type { TargetingPlace } from "./targeting-places.js";
 
 /*
- * Zod schemas of every response record of spec section 2. Objects are loose: the service may add
+ * Zod schemas of every response record of the service (docs/service.md). Objects are loose: the service may add
  * fields, and a tolerant reader keeps working; what the spec promises is required.
  */
 
@@ -20,7 +20,7 @@ export const proxyProductSchema = z.looseObject({
 });
 export type ProxyProduct = z.infer<typeof proxyProductSchema>;
 
-/** Static residential: packages of IPs, no shared username or endpoint (service-facts §6.1). */
+/** Static residential: packages of IPs, no shared username or endpoint (docs/service.md, "Account endpoints"). */
 export const staticResidentialSchema = z.looseObject({
 	packages: z.array(z.unknown()),
 	ports: ports.optional(),
@@ -60,12 +60,12 @@ export type BrowserAccess = z.infer<typeof browserAccessSchema>;
 /** City and region lists: layout not fixed by the spec; both known layouts are read as flat places. */
 const placeList = z.looseObject({ data: z.unknown() }).transform((list) => ({ ...list, data: readPlaces(list.data) }));
 
-/** One product's targeting catalogue (spec 2.5). */
+/** One product's targeting catalogue (docs/service.md, "Targeting catalogue"). */
 export const targetingCatalogueSchema = z.looseObject({
 	countries: z.record(z.string(), z.string()),
 	cities: placeList.optional(),
 	regions: placeList.optional(),
-	// The docs and the service's own MCP fixture disagree on ISP items (service-facts §6.3); accept both.
+	// The docs and the service's own MCP fixture disagree on ISP items (docs/service.md, "Targeting catalogue"); accept both.
 	isp: z
 		.record(
 			z.string(),
@@ -135,7 +135,7 @@ export const taskRecordSchema = z.looseObject({
 });
 export type TaskRecord = z.infer<typeof taskRecordSchema>;
 
-/** `{success, message}` of rotate_session (service-facts §6.6). */
+/** `{success, message}` of rotate_session (docs/service.md, "Account endpoints"). */
 export const rotateSessionSchema = z.looseObject({ success: z.boolean(), message: z.string().optional() });
 export type RotateSessionResult = z.infer<typeof rotateSessionSchema>;
 

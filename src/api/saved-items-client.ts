@@ -28,7 +28,7 @@ export interface SavedItemsClientOptions {
 	readonly timeoutMs?: number;
 }
 
-/** Read-only listings of what the account keeps on the scraper side (service-facts §3). */
+/** Read-only listings of what the account keeps on the scraper side (docs/service.md, "Saved items"). */
 export interface SavedItemsClient {
 	configs(signal?: AbortSignal): Promise<SavedConfig[]>;
 	schemes(signal?: AbortSignal): Promise<SavedScheme[]>;

@@ -1,7 +1,7 @@
 import { z } from "zod";
 
 /*
- * Zod schemas of what the account keeps on the scraper side (`/api/v1/account/…`, service-facts §3):
+ * Zod schemas of what the account keeps on the scraper side (`/api/v1/account/…`, docs/service.md, "Saved items"):
  * saved configs, schemes, storage configs and schedules. Only `id` is required: the docs show few
  * fields, so everything else is read when present and kept as sent (loose objects).
  */

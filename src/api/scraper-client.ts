@@ -21,7 +21,7 @@ import {
 	send,
 } from "./transport.js";
 
-/** The service's public scraper base address (service-facts §1); already ends in the version segment. */
+/** The service's public scraper base address (docs/service.md, "Addresses and keys"); already ends in the version segment. */
 export const DEFAULT_SCRAPER_URL = "https://scrape.evomi.com/api/v1";
 
 export interface ScraperClientOptions {
@@ -120,13 +120,17 @@ export interface RealtimeCallOptions {
 	readonly spill?: BodySpill;
 }
 
+/** The scraper endpoints, typed: answers, tasks and refusals as values and errors the runner decides on. */
 export interface ScraperClient {
 	/** The scraper API's base address, as configured (never with a key: keys go in headers). */
 	readonly baseUrl: string;
+	/** One realtime fetch: the page, or the task it was handed over to. */
 	realtime(params: ScrapeParams, options?: RealtimeCallOptions): Promise<RealtimeOutcome>;
+	/** One poll of a task's state. */
 	task(taskId: string, signal?: AbortSignal): Promise<TaskState>;
+	/** The free health check: key and connection good, with the rate-limit headers. */
 	health(signal?: AbortSignal): Promise<{ ok: true; headers: ScraperHeaders }>;
-	/** `POST /scraper/map` or `/scraper/search` (service-facts §3): the URLs found and what they cost. */
+	/** `POST /scraper/map` or `/scraper/search` (docs/service.md, "Map, search and crawl"): the URLs found and what they cost. */
 	discover(endpoint: DiscoveryEndpoint, body: Record<string, unknown>, signal?: AbortSignal): Promise<DiscoveryAnswer>;
 }
 
@@ -162,7 +166,7 @@ function contentBytes(value: unknown): Buffer {
 	return Buffer.from(JSON.stringify(value), "utf8");
 }
 
-/** A typed client of the scraper endpoints (spec 4.7–4.9). It never retries: the runner owns retrying. */
+/** A typed client of the scraper endpoints (docs/service.md, "Fetching a page"). It never retries: the runner owns retrying. */
 export function createScraperClient(options: ScraperClientOptions): ScraperClient {
 	const base = parseBaseUrl(options.baseUrl ?? DEFAULT_SCRAPER_URL, "scraper API address");
 	const dispatcher =
@@ -285,7 +289,7 @@ export function createScraperClient(options: ScraperClientOptions): ScraperClien
 				throw toServiceError(response.status, response.body, endpoint, secrets);
 			}
 			if (!body) {
-				// A non-JSON 200 is the content itself (service-facts §12).
+				// A non-JSON 200 is the content itself (docs/service.md, "Where the documentation is silent").
 				return { state: "completed", body: response.body, headers, ...creditFields(headers, undefined) };
 			}
 			const kind = taskStatusKind(body.status);

@@ -1,7 +1,7 @@
 import { parseJson } from "./error-body.js";
 import { type HttpResponse, headerValue, numberHeader } from "./transport.js";
 
-/** The X- headers every scraper response carries (spec 4.7, service-facts §5), typed. */
+/** The X- headers every scraper response carries (docs/service.md, "Answers and headers"), typed. */
 export interface ScraperHeaders {
 	readonly creditsUsed?: number;
 	readonly creditsRemaining?: number;
@@ -57,7 +57,7 @@ export function jsonObject(response: HttpResponse): Record<string, unknown> | un
 		: undefined;
 }
 
-/** Task status words, read tolerantly (service-facts §12): anything else keeps polling until the deadline. */
+/** Task status words, read tolerantly (docs/service.md, "Where the documentation is silent"): anything else keeps polling until the deadline. */
 export const PENDING_TASK_STATUSES = ["processing", "pending", "queued", "running", "started"] as const;
 export const DONE_TASK_STATUSES = ["completed", "done", "success", "succeeded", "finished"] as const;
 export const FAILED_TASK_STATUSES = ["failed", "error", "cancelled", "canceled"] as const;
@@ -71,7 +71,7 @@ export function taskStatusKind(status: unknown): "pending" | "done" | "failed" |
 	return "unknown";
 }
 
-/** Content of a finished JSON body: `content`, or `result.content`, or `data.content` (service-facts §12). */
+/** Content of a finished JSON body: `content`, or `result.content`, or `data.content` (docs/service.md, "Where the documentation is silent"). */
 export function contentOf(body: Record<string, unknown>): unknown {
 	if (body.content !== undefined) return body.content;
 	for (const key of ["result", "data"]) {

@@ -1,5 +1,5 @@
 /**
- * City and region items of `/public/settings` (spec 2.5: "nested city entries carrying city names and
+ * City and region items of `/public/settings` (docs/service.md, "Targeting catalogue": "nested city entries carrying city names and
  * regional codes", layout not shown). Two layouts are read: flat items `{id, name, country_code}` (the
  * service's own client), and per-country groups holding a list (`{country_code, cities: [...]}`, the
  * list's items objects or plain names). Both become flat places; an entry with neither an id nor a

@@ -91,8 +91,7 @@ export function defaultDispatcher(): Dispatcher {
  *
  * Through undici's `dispatch` with a handler of its own, not `request()`: `request()` builds an
  * AsyncResource, a Readable body stream with its events and a promise for every answer, which this
- * reads whole anyway. Against a server that answers at once (callgrind, 20,000 requests, a client
- * alone): ~130 k → ~114 k instructions a request, and nothing but the handler and the chunks per answer.
+ * reads whole anyway: ~12 % fewer instructions a request (bench/README.md).
  */
 export function send(dispatcher: Dispatcher, options: SendOptions): Promise<HttpResponse> {
 	// The dispatcher skips the URL parsing of undici's top-level helpers: the addresses were checked

@@ -47,7 +47,7 @@ export interface RunSessionOptions {
 
 /**
  * The address a session connects to, as the service documents it: the key and the settings in the
- * query string (facts §8). It carries the key, so it is passed to the CDP client and nowhere else.
+ * query string (docs/service.md, "The remote browser"). It carries the key, so it is passed to the CDP client and nowhere else.
  */
 export function sessionAddress(access: BrowserServiceAccess, session: SessionSpec): string {
 	const address = new URL(access.endpointUrl);
@@ -73,7 +73,7 @@ export function sessionMarginMs(maxSessionSeconds: number): number {
 export const MAX_SESSION_SECONDS = 86_400;
 /** `browser_session.step_timeout` when the job sets none. */
 export const DEFAULT_STEP_TIMEOUT_MS = 15_000;
-/** Largest `evaluate` value kept, as JSON text (shared/design.md, "Browser steps"). */
+/** Largest `evaluate` value kept, as JSON text (docs/guides/browser.md). */
 export const MAX_EVALUATE_JSON_CHARS = 1_000_000;
 /** How long closing a session may take before it is left to the service. */
 const CLOSE_TIMEOUT_MS = 5_000;

@@ -1,5 +1,5 @@
 /**
- * The service's remote browser (spec 5.3, facts §8): one target per fresh CDP session, with steps,
+ * The service's remote browser (docs/service.md, "The remote browser"): one target per fresh CDP session, with steps,
  * bounded by the session's length. playwright-core's `connectOverCDP` is the CDP client.
  */
 export {

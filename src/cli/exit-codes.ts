@@ -1,4 +1,4 @@
-/** The exit codes of the product contract (shared/design.md); users' cron scripts match on them. */
+/** The exit codes of the product contract (docs/reference/exit-codes.md); users' cron scripts match on them. */
 export const EXIT = {
 	ok: 0,
 	someTargetsFailed: 1,
@@ -22,7 +22,7 @@ export interface RunExitRow {
 }
 
 /**
- * `run`'s exit codes for schedulers: `run --help` prints this table and the README carries the same
+ * `run`'s exit codes for schedulers: `run --help` prints this table and docs/reference/exit-codes.md carries the same
  * rows (a test holds them equal). The rule: retry only what a retry can fix — never a finished run.
  */
 export const RUN_EXIT_TABLE: readonly RunExitRow[] = [

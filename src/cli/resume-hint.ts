@@ -31,7 +31,7 @@ function runWords(ctx: { cwd: string }, job: Job, flags: ResumeFlags): string[] 
 }
 
 /**
- * The command that resumes THIS run, as it must be pasted (shared/design.md, "Resume, budget, hints"):
+ * The command that resumes THIS run, as it must be pasted (docs/behaviour.md, "Summaries and hints"):
  * the same job file, `--out` when it was not the default, `--shard I/N` for a shard, the flags that
  * chose the service (`--sandbox`, `--config`), the run id when a newer run of the job exists (plain
  * `--resume` picks the newest), and after a budget stop a larger `--max-credits` (a plain `--resume`

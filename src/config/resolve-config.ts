@@ -2,7 +2,7 @@ import { readFile } from "node:fs/promises";
 import { resolve } from "node:path";
 import { didYouMean, parseBaseUrl, UsageError } from "../shared/index.js";
 
-/** Environment variables of the product contract (shared/design.md, "Configuration"). */
+/** Environment variables of the product contract (docs/reference/environment.md). */
 export const CONFIG_VARIABLES = [
 	"SCRAPEJOB_ACCOUNT_KEY",
 	"SCRAPEJOB_SCRAPER_KEY",

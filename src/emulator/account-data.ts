@@ -1,6 +1,6 @@
 /**
- * The emulated account's proxy credentials and static residential packages (spec 2.2, service-facts
- * §6.1, §7). Derived from the scenario's seed, so every run with the same seed shows the same account.
+ * The emulated account's proxy credentials and static residential packages (docs/service.md,
+ * "Account endpoints" and "Proxy lists"). Derived from the scenario's seed, so every run with the same seed shows the same account.
  * Static IPs come from 203.0.113.0/24 (TEST-NET-3, RFC 5737): documentation addresses that route nowhere.
  */
 import { createRandom, deriveSeed, randomAlnum } from "./random.js";
@@ -38,7 +38,7 @@ export interface AccountData {
 	readonly teamUsername: string;
 }
 
-/** Gateways and ports as the service documents them (service-facts §7). */
+/** Gateways and ports as the service documents them (docs/service.md, "Proxy lists"). */
 export const GATEWAYS: Readonly<Record<ProxyProductCode | "static", { endpoint: string; ports: ProxyPorts }>> = {
 	rp: { endpoint: "premium-residential.evomi.com", ports: { http: 1000, socks5: 1002 } },
 	rpc: { endpoint: "core-residential.evomi.com", ports: { http: 1000, socks5: 1002 } },

@@ -1,5 +1,5 @@
 /**
- * The account endpoints under `/public` (spec 4.1–4.6, 5.1, 7.4, service-facts §6), browser profiles
+ * The account endpoints under `/public` (docs/service.md, "Account endpoints" and "Addresses and keys"), browser profiles
  * included. The key comes from the `x-apikey` header or the `apikey` query parameter; scraper and
  * browser keys are refused.
  */
@@ -107,7 +107,7 @@ export async function handleAccountRequest(
 			sendBody(res, 200, settingsJson(ctx.catalogue, ctx.config.catalogueLayout), "application/json; charset=utf-8");
 			return;
 		case "account/usage": {
-			// Email verification concerns personal keys only (spec 4.5).
+			// Email verification concerns personal keys only (docs/service.md, "Account endpoints").
 			if (keyKind === "personal" && !ctx.config.emailVerified) {
 				reply(403, { error: "Email verification required: verify your account's e-mail address", success: false });
 				return;

@@ -1,5 +1,5 @@
 /**
- * The remote browser service (spec 5.3, facts §8): a WebSocket address that speaks CDP, as Puppeteer's
+ * The remote browser service (docs/service.md, "The remote browser"): a WebSocket address that speaks CDP, as Puppeteer's
  * `connect` and Playwright's `connectOverCDP` expect. Each connection is one session in a fresh
  * headless Chromium of this machine (Debian's `chromium`), so the runner's tests drive a real browser.
  *

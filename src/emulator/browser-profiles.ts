@@ -1,5 +1,5 @@
 /**
- * Browser fingerprint profiles (service-facts §6, from the service's own client): `GET /public/profiles`
+ * Browser fingerprint profiles (docs/service.md, "Account endpoints"; from the service's own client): `GET /public/profiles`
  * lists them, `POST /public/order-profile?os=…&browserVersion=…` orders one. The first
  * `FREE_PROFILES` on an account are free; each one after them deducts `PROFILE_COST_MB` of proxy data
  * balance, from the first of rp, rpc, mp, dcp that holds that much (400 when none does).
@@ -11,7 +11,7 @@ import { newId } from "./saved-items.js";
 export const FREE_PROFILES = 3;
 /** 1.5 GB, in the MB the balances are kept in (1 GB = 1,000 MB). */
 export const PROFILE_COST_MB = 1500;
-/** The fingerprint operating systems, spelled as the browser service's `os` parameter spells them (service-facts §8). */
+/** The fingerprint operating systems, spelled as the browser service's `os` parameter spells them (docs/service.md, "The remote browser"). */
 export const PROFILE_OSES = ["windows", "apple", "unix"] as const;
 const PAYING_PRODUCTS: readonly ProxyProductCode[] = ["rp", "rpc", "mp", "dcp"];
 

@@ -1,5 +1,5 @@
 /**
- * The targeting catalogue of `GET /public/settings` (spec 2.5, service-facts §6.3, §12): a handful
+ * The targeting catalogue of `GET /public/settings` (docs/service.md, "Targeting catalogue" and "Where the documentation is silent"): a handful
  * of countries with regions, cities and ISPs. Ids are lowercase with dots for spaces — exactly the
  * values `/public/generate` accepts for `city`/`region` and writes into proxy passwords.
  */
@@ -196,7 +196,7 @@ const PRODUCT_COVERAGE: Readonly<
 	Record<ProxyProductCode, { countries: readonly string[] | "all"; geo: boolean; isp: boolean }>
 > = {
 	rp: { countries: "all", geo: true, isp: true },
-	// Core residential: no ISP targeting (spec 4.6).
+	// Core residential: no ISP targeting (docs/service.md, "Proxy lists").
 	rpc: { countries: "all", geo: true, isp: false },
 	mp: { countries: ["US", "DE", "GB", "FR", "IN", "BR"], geo: true, isp: true },
 	dcp: { countries: ["US", "DE", "GB", "FR", "NL"], geo: false, isp: false },

@@ -1,5 +1,5 @@
 /**
- * Per-key concurrency slots (service-facts §5): +1 when a fetch starts, −1 when it finishes (a task
+ * Per-key concurrency slots (docs/service.md, "Concurrency and 429"): +1 when a fetch starts, −1 when it finishes (a task
  * keeps its slot until its fetch ends), and every slot expires after `slotExpiryMs` so a stuck one
  * cannot block a key forever. Expired slots are swept lazily, only when a count is needed.
  */

@@ -1,5 +1,5 @@
 /**
- * `POST /account/configs/generate` (service-facts §2.4, §3): a config written "by AI" from a prompt,
+ * `POST /account/configs/generate` (docs/service.md, "Tasks" and "Saved items"): a config written "by AI" from a prompt,
  * always in the background: 202 with a task id and the credits it holds, then
  * `/account/configs/generate/tasks/<id>` answers processing, completed (the saved config) or failed.
  * No model runs: the emulator takes the first address (or domain) the prompt names and saves a

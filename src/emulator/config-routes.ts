@@ -1,5 +1,5 @@
 /**
- * Saved scraper configs (service-facts §3, `/account/configs`): list, create, read, update, delete.
+ * Saved scraper configs (docs/service.md, "Saved items", `/account/configs`): list, create, read, update, delete.
  * A config is a set of realtime parameters a request names with `config_id`.
  */
 

@@ -1,5 +1,5 @@
 /**
- * `POST /scraper/crawl` (service-facts §3): discover a domain's pages by following its links from the
+ * `POST /scraper/crawl` (docs/service.md, "Map, search and crawl"): discover a domain's pages by following its links from the
  * home page (same host, up to `depth` links away, `url_pattern` filtering, at most `max_urls`), then
  * submit every page as a scraper task polled at `/scraper/tasks/<id>`. Pages are billed at the
  * normal scraper rates of `scraper_config`'s mode, each when its task's fetch succeeds; the crawl
@@ -21,7 +21,7 @@ import type { Task } from "./tasks.js";
 
 export const CRAWL_MAX_URLS = 10_000;
 export const CRAWL_MAX_DEPTH = 10;
-/** `depth` when the request leaves it out (service-facts §3). */
+/** `depth` when the request leaves it out (docs/service.md, "Map, search and crawl"). */
 const DEFAULT_DEPTH = 1;
 
 /** A crawl request, checked. */
@@ -164,7 +164,7 @@ export function submitPages(
 	}));
 }
 
-/** The crawl's answer (service-facts §3); `credits_used` is 0: each page is charged when its task's fetch succeeds. */
+/** The crawl's answer (docs/service.md, "Map, search and crawl"); `credits_used` is 0: each page is charged when its task's fetch succeeds. */
 export function crawlBody(ctx: EmulatorContext, plan: CrawlPlan, results: Params[]): Params {
 	return {
 		success: true,

@@ -13,5 +13,5 @@ export const DEFAULT_BROWSER_KEY = "emulator-browser-key";
 /** Default host the emulator and the demo site bind to: loopback only. */
 export const DEFAULT_HOST = "127.0.0.1";
 
-/** The version segment the scraper base address ends with (spec 9). */
+/** The version segment the scraper base address ends with (docs/service.md, "Versions"). */
 export const SCRAPER_BASE_PATH = "/api/v1";

@@ -27,18 +27,21 @@ export interface DemoSiteOptions {
 	readonly latencyMs?: number;
 }
 
+/** A running demo website: a shop, a link graph, slow and failing pages, robots.txt and sitemaps to scrape. */
 export interface DemoSite {
 	/** Base address, e.g. `http://127.0.0.1:41235` (no trailing slash). */
 	readonly url: string;
 	readonly port: number;
 	/** Requests answered so far. */
 	requestCount(): number;
+	/** Stop listening and drop every connection. */
 	close(): Promise<void>;
 }
 
 /** Longest `/slow` wait, ms. */
 const MAX_SLOW_MS = 60_000;
 
+/** Start the demo website on loopback (a free port unless `port` is given). */
 export async function startDemoSite(options: DemoSiteOptions = {}): Promise<DemoSite> {
 	const pages = options.pages ?? 100;
 	const latencyMs = options.latencyMs ?? 0;

@@ -1,5 +1,5 @@
 /**
- * The service's discovery endpoints (service-facts §3): `POST /scraper/map` lists a domain's URLs
+ * The service's discovery endpoints (docs/service.md, "Map, search and crawl"): `POST /scraper/map` lists a domain's URLs
  * (from its /sitemap.xml, else the links of its home page), `POST /scraper/search` answers a
  * deterministic result list over the search site (the demo site in tests). Both answer the
  * documented shapes with `credits_used`; bad parameters are 422s.

@@ -86,7 +86,7 @@ export function pause(ms: number, signal: AbortSignal): Promise<void> {
 	});
 }
 
-/** The 422 record of spec 2.8 / 7.2: each problem as `<parameter>: <problem>` under `details.validation_errors`. */
+/** The 422 record (docs/service.md, "Errors" and "Parameter rules"): each problem as `<parameter>: <problem>` under `details.validation_errors`. */
 export function invalidParamsBody(validationErrors: readonly string[]): Record<string, unknown> {
 	return {
 		success: false,

@@ -1,6 +1,6 @@
 /**
- * `GET /public/generate` (spec 4.6, service-facts §6.5, §7) and `GET /public/rotate_session`
- * (service-facts §6.6). Targeting is encoded into the password as `_key-value` suffixes, in the
+ * `GET /public/generate` (docs/service.md, "Proxy lists") and `GET /public/rotate_session`
+ * (docs/service.md, "Account endpoints"). Targeting is encoded into the password as `_key-value` suffixes, in the
  * order country, city, region, isp, session, lifetime, adblock.
  */
 import { type AccountData, GATEWAYS, type ProxyProduct, type ProxyProductCode } from "./account-data.js";
@@ -18,7 +18,7 @@ type GenerateProduct = (typeof GENERATE_PRODUCTS)[number];
 export const DEFAULT_AMOUNT = 10;
 /** The spec's parameter range is 1–100; more is answered with 429 "Exceeded maximum proxy count". */
 export const MAX_AMOUNT = 100;
-/** Sticky session lifetime when `lifetime` is omitted, minutes (service-facts §6.5). */
+/** Sticky session lifetime when `lifetime` is omitted, minutes (docs/service.md, "Proxy lists"). */
 export const DEFAULT_LIFETIME_MINUTES = 30;
 /** Length of generated session ids (the proxy password syntax allows 6–10 alphanumerics). */
 const SESSION_ID_LENGTH = 8;
@@ -72,7 +72,7 @@ export function generateProxies(
 	const render = (line: Line) => renderLine(line, format, prepend ? `${protocol}://` : "");
 
 	if (product === "static-residential") {
-		// Static residential ignores every filter and returns all the account's proxies (spec 4.6).
+		// Static residential ignores every filter and returns all the account's proxies (docs/service.md, "Proxy lists").
 		const { packages, endpoint, ports } = account.staticResidential;
 		const ips = packages.flatMap((pkg) => pkg.ips);
 		if (ips.length === 0) return fail(400, INVALID_PRODUCT);
@@ -201,7 +201,7 @@ function readTargeting(
 
 function buildPassword(credentials: ProxyProduct, targeting: Targeting, random: Random): string {
 	let password = credentials.password;
-	// Several countries: one is chosen at random for each line (spec 4.6).
+	// Several countries: one is chosen at random for each line (docs/service.md, "Proxy lists").
 	if (targeting.countries.length > 0) password += `_country-${pickOne(random, targeting.countries)}`;
 	if (targeting.city !== null) password += `_city-${targeting.city}`;
 	if (targeting.region !== null) password += `_region-${targeting.region}`;

@@ -1,7 +1,7 @@
 /**
  * What the saved-item endpoints (`/api/v1/account/…`) share: the request they are handed, the answer
  * they return (the scraper router sends it with the usual X- headers), list pagination, and the
- * error records of spec 2.8.
+ * error records of the service (docs/service.md, "Errors").
  */
 import type { EmulatorContext } from "./context.js";
 import { invalidParamsBody, timestamp } from "./http-io.js";

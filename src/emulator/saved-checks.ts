@@ -1,6 +1,6 @@
 /**
  * Validation of the bodies that create or update saved items, as the service's 422s read: one
- * `<parameter>: <problem>` line per problem, every problem at once (spec 7.2). `partial` checks an
+ * `<parameter>: <problem>` line per problem, every problem at once (docs/service.md, "Parameter rules"). `partial` checks an
  * update: only the fields present, none required.
  */
 import { checkScrapeParams, checkScrapeUrl } from "../shared/index.js";
@@ -10,7 +10,7 @@ import { type Collection, type Params, type SavedConfig, STORAGE_TYPES, type Sto
 const RULE_TYPES = ["content", "attribute", "exists", "count", "nest"] as const;
 const LOCATORS = ["selector", "xpath", "regex"] as const;
 
-/** Fields an S3-compatible config must carry (service-facts §3); gcs and azure_blob configs are kept as given. */
+/** Fields an S3-compatible config must carry (docs/service.md, "Saved items"); gcs and azure_blob configs are kept as given. */
 const S3_REQUIRED = ["bucket", "access_key", "secret_key"] as const;
 
 function isObject(value: unknown): value is Params {
@@ -47,7 +47,7 @@ function checkConfigField(body: Params, partial: boolean, problems: string[]): v
 	else checkScrapeConfig(body.config, "config", problems);
 }
 
-/** `extract_scheme` rules (service-facts §2.5); a rule inside a `nest` may have no locator (it reads the container). */
+/** `extract_scheme` rules (docs/service.md, "Extraction on the service"); a rule inside a `nest` may have no locator (it reads the container). */
 export function checkExtractScheme(scheme: unknown, path: string, problems: string[], nested = false): void {
 	const rules = Array.isArray(scheme) ? scheme : [scheme];
 	if (rules.length === 0) problems.push(`${path}: must hold at least one rule`);
@@ -81,7 +81,7 @@ export function checkConfigBody(body: Params, partial: boolean): string[] {
 	return problems;
 }
 
-/** Scheme creation logic (service-facts §2.5): `fix` needs `test` and `extract_prompt`; `test` needs `config.url`. */
+/** Scheme creation logic (docs/service.md, "Extraction on the service"): `fix` needs `test` and `extract_prompt`; `test` needs `config.url`. */
 export function checkSchemeBody(body: Params, partial: boolean): string[] {
 	const problems: string[] = [];
 	checkName(body, partial, problems);

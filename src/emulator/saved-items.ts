@@ -1,5 +1,5 @@
 /**
- * What an account keeps on the service between requests (service-facts §3, §2.5, §6): saved scraper
+ * What an account keeps on the service between requests (docs/service.md, "Saved items" and "Extraction on the service" and "Account endpoints"): saved scraper
  * configs, extraction schemes, cloud-storage configs, schedules with their runs, and browser
  * fingerprint profiles. One store per emulator, shared by every scraper key of the account (as its
  * credits are). Records are kept in the shape the endpoints answer; nothing here answers HTTP.

@@ -1,6 +1,6 @@
 /**
  * A realtime request (or a crawl's `scraper_config`) may name saved items instead of spelling
- * everything out (service-facts §2.1): `config_id` supplies parameters the request leaves out,
+ * everything out (docs/service.md, "Saved items"): `config_id` supplies parameters the request leaves out,
  * `scheme_id` supplies `extract_scheme`, `storage_id` / `use_default_storage` pick where the result
  * would be uploaded. An id the account does not have is a 422 problem naming it, not a silent no-op.
  */

@@ -1,5 +1,5 @@
 /**
- * The account-side endpoints of the scraper API (`/api/v1/account/…`, service-facts §3), which
+ * The account-side endpoints of the scraper API (`/api/v1/account/…`, docs/service.md, "Saved items"), which
  * authenticate with the scraper key like every `/api/v1` endpoint: configs and their generation
  * tasks, schemes with their status, storage configs, schedules with toggle and runs.
  */

@@ -10,7 +10,7 @@ import { CATALOGUE_LAYOUTS, type CatalogueLayout } from "./catalogue.js";
 import { DEFAULT_ACCOUNT_KEY, DEFAULT_BROWSER_KEY, DEFAULT_SCRAPER_KEY } from "./defaults.js";
 import { compilePattern, type UrlPattern } from "./url-pattern.js";
 
-/** The scraping failure messages of spec 7.2, verbatim. */
+/** The scraping failure messages of the service, verbatim (docs/service.md, "Errors"). */
 export const SCRAPING_ERROR_MESSAGES = [
 	"DNS resolution failed",
 	"Connection refused",

@@ -1,5 +1,5 @@
 /**
- * Schedules (service-facts §3, `/account/schedule`): list (`active_only`), create, read, update,
+ * Schedules (docs/service.md, "Saved items", `/account/schedule`): list (`active_only`), create, read, update,
  * delete, `/<id>/toggle` (pause or activate) and `/<id>/runs` (what ran, newest first). A schedule
  * runs a saved config; schedule-runner.ts does the running.
  */

@@ -1,5 +1,5 @@
 /**
- * Service-side extraction as the emulator performs it (service-facts §2.5): `extract_scheme` rules
+ * Service-side extraction as the emulator performs it (docs/service.md, "Extraction on the service"): `extract_scheme` rules
  * with `label`, `type` content | attribute | exists | count | nest, one locator of `selector` (CSS)
  * or `regex` (over the raw HTML; `xpath` is not emulated and yields null), `attribute` for
  * attribute rules and `fields` for nest (one object per container match; inside it, a rule with no

@@ -1,5 +1,5 @@
 /**
- * Saved extraction schemes (service-facts §2.5, `/account/schemes`): list, create (as given, tested,
+ * Saved extraction schemes (docs/service.md, "Extraction on the service", `/account/schemes`): list, create (as given, tested,
  * or tested and fixed; in the background with `async`), read, update, delete, and
  * `/account/schemes/<id>/status`. A realtime request names one with `scheme_id`.
  */

@@ -1,5 +1,5 @@
 /**
- * Testing a scheme before it is saved (service-facts §2.5): `test: true` scrapes `config.url` at the
+ * Testing a scheme before it is saved (docs/service.md, "Extraction on the service"): `test: true` scrapes `config.url` at the
  * normal scraper rate and passes when the scheme extracts some data there; `fix: true` also lets "AI"
  * repair the scheme, for `AI_FIX_CREDITS` more, refunded when no working scheme comes out. No model
  * runs here: the fix keeps the rules that found data and adds title, heading and description rules

@@ -24,7 +24,7 @@ export type ScrapeOutcome =
 			readonly requestedUrl: string;
 	  }
 	| {
-			/** The target answered non-2xx: passed through, 0 credits (service-facts §12). */
+			/** The target answered non-2xx: passed through, 0 credits (docs/service.md, "Where the documentation is silent"). */
 			readonly kind: "target-status";
 			readonly statusCode: number;
 			readonly body: Buffer;

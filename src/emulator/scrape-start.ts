@@ -37,7 +37,7 @@ export function insufficientCreditsBody(ctx: EmulatorContext, required: number):
 	};
 }
 
-/** The 429 record (service-facts §4), noted in the ledger as a window a client must respect. */
+/** The 429 record (docs/service.md, "Errors"), noted in the ledger as a window a client must respect. */
 export function rateLimitedBody(
 	ctx: EmulatorContext,
 	key: string,

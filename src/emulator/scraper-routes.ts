@@ -1,5 +1,5 @@
 /**
- * The scraper endpoints under `/api/v1` (spec 4.7–4.9, 5.2, 7): realtime fetches, task polling,
+ * The scraper endpoints under `/api/v1` (docs/service.md, "Fetching a page" and "Addresses and keys" and "Errors"): realtime fetches, task polling,
  * health, map, search and crawl, and the account's saved items under `/api/v1/account` (saved-routes.ts).
  * Order of checks on realtime: body → key (401) → parameters and saved ids (422) → injected answer
  * faults (503/502/500/drop/429 burst) → credits (402) → concurrency (429) → fetch, answered at once or
@@ -243,7 +243,7 @@ async function readJsonBody(ex: Exchange): Promise<Params | null | undefined> {
 
 /**
  * The key is taken from the first place that has one, in the spec's order: query `api_key`, header
- * `x-api-key`, body `api_key` (spec 5.2). The header `x-apikey` of the account endpoints is not read.
+ * `x-api-key`, body `api_key` (docs/service.md, "Addresses and keys"). The header `x-apikey` of the account endpoints is not read.
  */
 function authenticate(ex: Exchange, query: URLSearchParams, body: Params | null): boolean {
 	let place: KeyPlace | null = null;
@@ -554,7 +554,7 @@ function answerTask(ex: Exchange, taskId: string): void {
  */
 const FINAL_URL_HEADER = "x-final-url";
 
-/** The headers of every scraper answer (spec 4.7, service-facts §5). */
+/** The headers of every scraper answer (docs/service.md, "Answers and headers"). */
 function scraperHeaders(ex: Exchange, creditsUsed: number, modeUsed?: string): OutgoingHttpHeaders {
 	const { ctx } = ex;
 	const headers: OutgoingHttpHeaders = {

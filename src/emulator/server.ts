@@ -43,6 +43,7 @@ export interface StartEmulatorOptions {
 	readonly searchSite?: string;
 }
 
+/** A running emulator of the service: its addresses and keys, a ledger of every request and charge, knobs for tests. */
 export interface Emulator {
 	/** Base address of the account endpoints, e.g. `http://127.0.0.1:41234` (paths start with `/public`). */
 	readonly apiUrl: string;
@@ -65,9 +66,11 @@ export interface Emulator {
 	readonly ledger: Ledger;
 	/** Scraper credits on the account now. */
 	credits(): number;
+	/** Set the account's scraper credits (a test running them out). */
 	setCredits(credits: number): void;
 	/** Concurrency limit per scraper key now. */
 	concurrency(): number;
+	/** Set the concurrency limit per scraper key (a test lowering it mid-run). */
 	setConcurrency(limit: number): void;
 	/** TCP connections accepted so far (every endpoint): how many sockets clients opened. */
 	connectionsAccepted(): number;
@@ -75,6 +78,7 @@ export interface Emulator {
 	close(): Promise<void>;
 }
 
+/** Start the emulator of the service on loopback, playing the given scenario (docs/guides/emulator.md). */
 export async function startEmulator(options: StartEmulatorOptions = {}): Promise<Emulator> {
 	const config = resolveScenario(options.scenario);
 	const ledger = new Ledger(options.ledger === false ? { maxEntries: 0 } : options.ledger);

@@ -1,5 +1,5 @@
 /**
- * Cloud-storage configs (service-facts §3, `/account/storage`): where results may be uploaded
+ * Cloud-storage configs (docs/service.md, "Saved items", `/account/storage`): where results may be uploaded
  * (`storage_id`, `use_default_storage`). Credentials are kept but answered masked, as the service
  * keeps them encrypted; at most one config is the default. The emulator uploads nothing.
  */

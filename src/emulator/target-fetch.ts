@@ -1,7 +1,7 @@
 /**
  * Really fetches target pages, over one keep-alive undici Agent (so a benchmark against a local site
  * reuses sockets), following redirects like a browser would (hop by hop, to know the final address).
- * Failures are mapped onto the scraping failure messages of spec 7.2.
+ * Failures are mapped onto the scraping failure messages of the service (docs/service.md, "Errors").
  */
 import { Agent, request } from "undici";
 import type { ScrapingErrorMessage } from "./scenario.js";

@@ -1,4 +1,4 @@
-/** A finished scrape as its task answers it (service-facts §12): completed with the content, or failed. */
+/** A finished scrape as its task answers it (docs/service.md, "Where the documentation is silent"): completed with the content, or failed. */
 import type { EmulatorContext } from "./context.js";
 import { serviceExtraction } from "./scheme-extract.js";
 import { type RenderOptions, renderContent } from "./scrape-render.js";

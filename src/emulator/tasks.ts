@@ -1,5 +1,5 @@
 /**
- * Background scrape tasks (spec 2.7, service-facts §12): created by `async: true` or by a fetch that
+ * Background scrape tasks (docs/service.md, "Tasks" and "Where the documentation is silent"): created by `async: true` or by a fetch that
  * outlives `timeoutMs`; `processing` until the fetch ends, then `completed` or `failed`, kept
  * `taskTtlMs` after that and then forgotten (404). A task is visible only to the key that started it.
  */

@@ -1,5 +1,5 @@
 /**
- * `GET /public/usage` (spec 2.6, 4.5, service-facts §6.4). Figures are made up but reproducible:
+ * `GET /public/usage` (docs/service.md, "Account endpoints"). Figures are made up but reproducible:
  * the same seed, product and period always give the same numbers; bucket labels follow the clock.
  */
 import type { AccountData, ProxyProductCode } from "./account-data.js";
@@ -24,7 +24,7 @@ const PERIODS: Readonly<Record<UsagePeriod, { buckets: number; hourly: boolean; 
 	"7d": { buckets: 7, hourly: false, duration: "7 days" },
 };
 
-/** Hours covered by `data.requests` (spec 8: last 12 hours, hourly). */
+/** Hours covered by `data.requests` (docs/service.md, "Account endpoints": the last 12 hours, hourly). */
 const REQUEST_STATS_HOURS = 12;
 
 export type KeyKind = "personal" | "team";

@@ -1,5 +1,5 @@
 /**
- * Extraction fields as the job file writes them (shared/design.md, "Data, not pages: `extract:`"),
+ * Extraction fields as the job file writes them (docs/guides/extraction.md),
  * and the names that hold them. One field = one locator (`css`, `regex`, `jsonld` or `meta`) and a `type`.
  */
 

@@ -1,7 +1,7 @@
 /**
  * What the service returned for service-side extraction (`extract_scheme`, `scheme_id`) and AI
  * (`ai_enhance`) in a `delivery: json` body, made into `data` entries. The service's documentation
- * does not show the key names of these results (service-facts §2.5, "not visible"), so they are read
+ * does not show the key names of these results (docs/service.md, "Extraction on the service"), so they are read
  * tolerantly: the scheme's output from `extracted_data` (the emulator's key), `extract_data`,
  * `extraction` or `extracted`; the AI's from `ai_data` (the Python client's key), `ai_result` or
  * `ai_response`.

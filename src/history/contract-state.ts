@@ -3,7 +3,7 @@ import { join } from "node:path";
 import { RUN_FILES, type RunSummary } from "../output/index.js";
 
 /**
- * Whether a run's records may be "latest" (README, "Data contracts"): `contract.json` in the run folder,
+ * Whether a run's records may be "latest" (docs/guides/extraction.md, "Re-extraction and data contracts"): `contract.json` in the run folder,
  * written only for runs of a job with a contract (and for re-extractions). A run folder without one is
  * promoted as its records are written (every run before contracts existed included).
  *

@@ -4,7 +4,7 @@ import { basename, dirname, isAbsolute, join, relative } from "node:path";
 import { UsageError } from "../shared/index.js";
 
 /**
- * The rules of `export --out` (shared/design.md, "The job store is SQLite"): not inside the job's output
+ * The rules of `export --out` (docs/guides/incremental-runs.md): not inside the job's output
  * folder (an export over a run's results.jsonl would replace the run's own records), not a folder, not an
  * existing file unless `force`, in a folder that exists. Throws a UsageError (exit 2) naming the rule.
  */

@@ -1,5 +1,5 @@
 /**
- * Incremental runs (shared/design.md): the job's store across runs (`history.sqlite`), change tracking,
+ * Incremental runs (docs/guides/incremental-runs.md): the job's store across runs (`history.sqlite`), change tracking,
  * what freshness and --retry-failed select from it, and `export --latest`.
  */
 

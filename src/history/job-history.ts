@@ -8,7 +8,7 @@ import { openReader, openStore } from "./open-store.js";
 import { ForwardRecordReader, parseRecord, readRecordAt } from "./results-lines.js";
 import { StoreBatch } from "./store-batch.js";
 
-/** The job's store: `<out>/<job>/history.sqlite` (README, "The job store"). */
+/** The job's store: `<out>/<job>/history.sqlite` (docs/guides/incremental-runs.md, "The job store: `history.sqlite`"). */
 export const HISTORY_FILE = "history.sqlite";
 /** The home-made index of earlier versions: replaced by the store, removed once the store is rebuilt. */
 export const OLD_HISTORY_FILE = ".history";

@@ -20,11 +20,9 @@ const BUSY_TIMEOUT_MS = 30_000;
 
 /**
  * The run's connection's page cache, KiB (`PRAGMA cache_size` = -this): SQLite's own default. better-sqlite3
- * builds SQLite with 16 MiB, which a run fills once its store passes ~100,000 targets: +14 MB of peak
- * RSS at 200,000 targets (the memory bench row passed 150 MB with it), none at 20,000, so memory was
- * not flat in N. Measured at 200,000 upserts into an empty store (two runs each): 11.2–11.4 µs CPU a row
- * with 16 MiB against 13.2–13.3 µs with 2 MiB; a second pass (lookup + upsert) 15.6–16.1 against
- * 19.2–20.7 µs — a few µs a target, against a peak that would grow with the job.
+ * builds SQLite with 16 MiB, which a run fills once its store passes ~100,000 targets, so peak memory
+ * would grow with the job (docs/behaviour.md, "Bounded memory and time"); the smaller cache costs a few
+ * µs a target (bench/README.md).
  * @default 2,000 KiB
  */
 export const STORE_CACHE_KIB = 2_000;
@@ -34,10 +32,8 @@ export const STORE_CACHE_KIB = 2_000;
  * SQLite's 1,000 (4 MB) is less than a batch of a large job writes (ids are random: a 2,000-record batch
  * dirties ~2,000 pages of the id index past ~100,000 targets), so every batch ended in a checkpoint and
  * its fsync, on the event loop. At 10,000 (40 MB of WAL on disk at most) a page rewritten by several
- * batches is copied back once. Measured (1,000,000 upserts in batches of 2,000, 2 MiB cache): 17.9 µs of
- * CPU and 53 µs of wall a record at 1,000, 13.5 and 39 µs at 10,000. Larger batches did more (7.6 µs at
- * 10,000 records a batch) but stalled the run's event loop ~5× longer per batch: the runner's CPU a
- * target rose from 0.10 to 0.13 ms in the 200,000-target bench row.
+ * batches is copied back once: ~25 % less CPU a record. Larger batches would save more but hold the
+ * run's event loop longer per batch (bench/README.md).
  * @default 10,000 pages
  */
 export const STORE_CHECKPOINT_PAGES = 10_000;

@@ -1,5 +1,5 @@
 /**
- * The layout of `history.sqlite` (README, "The job store"). Any change to a table bumps `STORE_LAYOUT`:
+ * The layout of `history.sqlite` (docs/guides/incremental-runs.md, "The job store: `history.sqlite`"). Any change to a table bumps `STORE_LAYOUT`:
  * a file of another layout is then rebuilt from the run folders, never misread.
  */
 
@@ -42,8 +42,8 @@ PRAGMA user_version = ${STORE_LAYOUT};
 
 /**
  * One record into `targets`, its values bound by position in this order (`changed_at` is the record's
- * `finished_at` again): binding by name costs ~11,600 instructions a row more in better-sqlite3 (40,100
- * against 28,500 an upsert, callgrind, 2026-11-26). The later finish wins, not the later fold (run folders
+ * `finished_at` again): binding by name costs ~40 % more instructions an upsert in better-sqlite3.
+ * The later finish wins, not the later fold (run folders
  * are folded in name order, and run ids made in the same second do not sort by time); on a tie the later
  * fold wins. Every right-hand side reads the row as it was before this statement (SQLite's UPDATE semantics).
  */

@@ -2,7 +2,7 @@ import { z } from "zod";
 import { DURATION_HINT, parseDuration } from "../shared/index.js";
 
 /**
- * `browser_session:` — a target fetched in the service's remote browser (spec 5.3, facts §8) instead of
+ * `browser_session:` — a target fetched in the service's remote browser (docs/service.md, "The remote browser") instead of
  * the scraper: a fresh CDP session, the page loaded, then `steps`. Validated here like every other
  * option, so a typo in a step costs nothing.
  */

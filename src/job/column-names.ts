@@ -3,7 +3,7 @@ import type { DataPath } from "./positions.js";
 import type { PathProblem } from "./zod-issues.js";
 
 /**
- * Names that become columns (shared/design.md, "URLs, names, cells"): extract fields, `extract_scheme`
+ * Names that become columns (docs/reference/limits.md): extract fields, `extract_scheme`
  * labels and `carry` names are a JSON key of each record, a CSV header cell and a column of the
  * SQLite export. So they are plain identifiers, never a name JavaScript objects give meaning to, and
  * unique ignoring case (SQLite column names and many spreadsheet tools ignore case).

@@ -1,7 +1,7 @@
 import { z } from "zod";
 import { compileUserRegex, type UserRegex, userRegexProblem } from "../shared/index.js";
 
-/** `crawl:` as the job file writes it (shared/design.md, "Crawl"). */
+/** `crawl:` as the job file writes it (docs/guides/crawling.md). */
 export const CRAWL_SCOPES = ["host", "domain", "any"] as const;
 export type CrawlScope = (typeof CRAWL_SCOPES)[number];
 /** `crawl.robots`: whether each crawled host's robots.txt decides which discovered links are followed. */

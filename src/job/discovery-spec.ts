@@ -5,7 +5,7 @@ import type { TargetOrigin } from "./types.js";
 
 /**
  * `sources: - map: {…}` and `- search: {…}`: URLs found by the service's discovery endpoints
- * (`POST /scraper/map`, `/scraper/search`, service-facts §3), fetched as targets. The parameters
+ * (`POST /scraper/map`, `/scraper/search`, docs/service.md, "Map, search and crawl"), fetched as targets. The parameters
  * are the service's own names and limits.
  */
 export const MAP_SOURCES = ["sitemap", "commoncrawl", "crawl"] as const;

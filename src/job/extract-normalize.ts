@@ -24,7 +24,7 @@ export interface JobExtraction {
 }
 
 /**
- * The job's data contract (README, "Data contracts"): field rules and `extract_checks`, judged when a run
+ * The job's data contract (docs/guides/extraction.md, "Re-extraction and data contracts"): field rules and `extract_checks`, judged when a run
  * completes. A run that breaks it is complete but not promoted to "latest" in the job's history.
  */
 export interface JobContract {

@@ -2,8 +2,8 @@ import { z } from "zod";
 import { FIELD_TYPES } from "../extract/index.js";
 
 /**
- * `extract:`, `extract_checks:`, `carry:` and a source's `id_column` as written (shared/design.md,
- * "Data, not pages"). Shapes only; field names, selectors and regexes are checked in extract-rules.ts.
+ * `extract:`, `extract_checks:`, `carry:` and a source's `id_column` as written
+ * (docs/guides/extraction.md). Shapes only; field names, selectors and regexes are checked in extract-rules.ts.
  */
 
 const fieldObjectSchema = z

@@ -4,7 +4,7 @@
  *
  * Map: load-job (the pipeline) → parse-yaml (read with a size cap, parse keeping positions) →
  * expand-env (`${VAR}`) → schema (zod, as written) + zod-issues (messages, "did you mean") →
- * rules (spec 7.2 on merged options, cross-field) → normalize (→ `Job`) → stream-targets
+ * rules (the service's parameter rules on merged options, cross-field) → normalize (→ `Job`) → stream-targets
  * (inline + sources, dedupe, bad rows) over sources (CSV/text, streamed) and url-check;
  * positions, target-id, dedupe, did-you-mean and problems are helpers; json-schema publishes it.
  */

@@ -128,7 +128,7 @@ async function loadJobUnredacted(path: string, options: LoadJobOptions): Promise
 		reported.add(pathText);
 		problems.push(place(problem));
 	}
-	// The schema and the rules both know spec 7.2's single-value rules; say each thing once.
+	// The schema and the rules both know the service's single-value parameter rules; say each thing once.
 	for (const problem of ruleProblems) {
 		const pathText = formatPath(problem.path);
 		if (reported.has(pathText)) continue;

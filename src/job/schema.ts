@@ -26,7 +26,7 @@ import { SHARD_BY } from "./shard.js";
 /**
  * The job file as written (habit 1: `JobInput` is this schema's input; the runner gets the
  * normalized `Job` of normalize.ts). Only shapes and single values are checked here; rules that
- * span keys (spec 7.2 on merged options, unique ids, …) live in rules.ts, and nothing here
+ * span keys (the service's parameter rules on merged options, unique ids, …) live in rules.ts, and nothing here
  * transforms, so the same schema yields the published JSON Schema.
  */
 
@@ -84,7 +84,7 @@ const flag = (description: string) => z.boolean().describe(description);
 const stringOrList = (description: string) => z.union([z.string(), z.array(z.string())]).describe(description);
 
 /**
- * One zod type per documented parameter (service-facts §2.1). The 7.2 rules get the service's own
+ * One zod type per documented parameter (docs/service.md, "Fetching a page"). The parameter rules get the service's own
  * problem texts so a value rejected here reads exactly as the service's 422 would.
  */
 const scrapeOptionShape = {

@@ -157,7 +157,7 @@ export interface TargetCounts {
 	skippedRows: number;
 	/** Targets the run's selection left out (fresh ones with `freshness:`, not-failed ones with `--retry-failed`). */
 	deselected: number;
-	/** Credits if every target succeeds once, cheapest and dearest path (service-facts §2.2). */
+	/** Credits if every target succeeds once, cheapest and dearest path (docs/service.md, "Modes and costs"). */
 	creditRange: { min: number; max: number };
 	/** Distinct targets per effective mode (`auto` when not set). */
 	byMode: Record<RequestedMode, number>;

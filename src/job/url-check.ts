@@ -2,7 +2,7 @@ import { checkScrapeUrl, PROBLEMS } from "../shared/index.js";
 import { quoteValue } from "./problems.js";
 
 /**
- * The service's own `url` rules (spec 7.2, via `checkScrapeParams`), with its exact problem text
+ * The service's own `url` rules (docs/service.md, "Parameter rules", via `checkScrapeParams`), with its exact problem text
  * first and a hint after it. One rule is ours: whitespace. The service would percent-encode a
  * space in a path, but in a URL list a space nearly always means two URLs ran together or a
  * stray character, so it is refused before a credit is spent.

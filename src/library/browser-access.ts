@@ -15,7 +15,7 @@ export type RunBrowserAccess = BrowserServiceAccess & {
 };
 
 /**
- * The browser key, address and limits from GET /public/browser (spec 2.4), for jobs with
+ * The browser key, address and limits from GET /public/browser (docs/service.md, "Account endpoints"), for jobs with
  * `browser_session:` targets. The key is only ever handed to the CDP client (and to log scrubbing).
  */
 export async function connectBrowser(ctx: ConnectContext, connection: ServiceConnection): Promise<RunBrowserAccess> {

@@ -8,6 +8,7 @@ import { lockJobOutput, notifyRunEnd, type RunJobResult, reextractRun } from "..
 import { UsageError } from "../shared/index.js";
 import type { RunJobFileResult } from "./run-job-file.js";
 
+/** Options of `extractJobFile`: the flags of `scrapejob extract`. */
 export interface ExtractJobFileOptions {
 	/** The run whose stored pages are read: a run id of the job, or `latest` (the latest ok record of every target), as `--run`. */
 	readonly run: string;

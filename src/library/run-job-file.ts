@@ -10,6 +10,7 @@ import { type RunChoices, runPlannedJob } from "./run-planned.js";
 import { connectScraper, NoScraperAccessError, savedItemsFor } from "./scraper-access.js";
 import { connectService, noKeyError } from "./service-connection.js";
 
+/** Options of `runJobFile`: the flags of `scrapejob run`, plus what only code can pass (a signal, a progress callback). */
 export interface RunJobFileOptions {
 	/**
 	 * Run against an in-process emulator and demo site instead of the service (the job may name the

@@ -2,7 +2,7 @@ import type { RunSummary } from "../output/index.js";
 import type { ProgressSnapshot } from "../run/index.js";
 
 /**
- * The figures of one run as metrics (shared/design.md, "Metrics and pings for cron"): one model, read by
+ * The figures of one run as metrics (docs/guides/monitoring.md): one model, read by
  * the Prometheus text file (metrics-file.ts) and the OTLP push (otlp-push.ts), so both say the same.
  * Labels are `job` and `shard` only — never a URL (a label per URL would be a series per page).
  */

@@ -52,7 +52,7 @@ export interface RunServices {
 
 /**
  * The choices of one `scrapejob run` (its flags) or one `runJobFile` call (its options): one plan,
- * one code path (shared/design.md, "CLI and library are one product").
+ * one code path (docs/guides/library.md).
  */
 export interface RunChoices {
 	/** Root folder of results: `<outRoot>/<job>/<run-id>/` (absolute). */

@@ -2,7 +2,7 @@ import type { SavedItemsClient } from "../api/index.js";
 import type { Job } from "../job/index.js";
 import { UsageError } from "../shared/index.js";
 
-/** The job keys that name something the account keeps (service-facts §3), with the list that holds them. */
+/** The job keys that name something the account keeps (docs/service.md, "Saved items"), with the list that holds them. */
 const SAVED_KEYS = [
 	{ key: "scheme_id", list: "schemes", what: "saved extraction schemes" },
 	{ key: "config_id", list: "configs", what: "saved scraper configs" },

@@ -9,7 +9,7 @@ import {
 import { maskSecret, ScrapejobError } from "../shared/index.js";
 import { type ConnectContext, noKeyError, type ServiceConnection } from "./service-connection.js";
 
-/** The account has no scraper access (`has_access: false`, `api_key: null`, spec 2.3). Exit 3, like a refused key. */
+/** The account has no scraper access (`has_access: false`, `api_key: null`, docs/service.md, "Account endpoints"). Exit 3, like a refused key. */
 export class NoScraperAccessError extends ScrapejobError {
 	constructor(message: string) {
 		super("SCRAPEJOB_NO_ACCESS", message);

@@ -1,7 +1,7 @@
 import { DEFAULT_CSV_MAX_CELL, MIN_CSV_MAX_CELL } from "../shared/index.js";
 
 /**
- * Long CSV cells (shared/design.md, "URLs, names, cells"): an `all: true` list of every link on a page
+ * Long CSV cells (docs/reference/limits.md): an `all: true` list of every link on a page
  * makes a cell of hundreds of thousands of characters, which spreadsheets cut at 32,767 and Python's
  * csv module refuses (131,072). Such a cell is cut, and says so; JSONL keeps the whole value.
  */

@@ -4,7 +4,7 @@ export const RECORD_STATUSES = ["ok", "failed", "skipped"] as const;
 export type RecordStatus = (typeof RECORD_STATUSES)[number];
 
 /**
- * One result per target (shared/design.md, "Output"). Field order is the CSV column order;
+ * One result per target (docs/reference/outputs.md). Field order is the CSV column order;
  * `content` appears only in JSONL, and only with `output.content: inline`.
  */
 export interface ResultRecord {

@@ -3,7 +3,7 @@ import { mkdirSync } from "node:fs";
 import { join } from "node:path";
 import { OutputError } from "./output-error.js";
 
-/** Files of one run folder (shared/design.md, "Output"). */
+/** Files of one run folder (docs/reference/outputs.md). */
 export const RUN_FILES = {
 	jsonl: "results.jsonl",
 	csv: "results.csv",

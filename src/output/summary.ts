@@ -2,7 +2,7 @@ import { renameSync, writeFileSync } from "node:fs";
 import { plural } from "../shared/index.js";
 import type { RecordStatus } from "./record.js";
 
-/** `summary.json` (shared/design.md, "Output"). Durations in milliseconds, throughput in targets per second. */
+/** `summary.json` (docs/reference/outputs.md, "summary.json"). Durations in milliseconds, throughput in targets per second. */
 export interface RunSummary {
 	job: string;
 	run_id: string;
@@ -120,7 +120,9 @@ export interface BrokenRule {
 	message: string;
 }
 
+/** A data contract's verdict on a completed run (`summary.json` → `contract`). */
 export interface ContractVerdict {
+	/** True when the run kept every rule. */
 	passed: boolean;
 	broken: BrokenRule[];
 	/** The runs `max_fill_drop` and `max_rows_drop` compared with (newest first; at most 5). */

@@ -10,7 +10,7 @@ import { jsonlLines, parseJsonLine } from "../shared/index.js";
 export const BASELINE_RUNS = 5;
 
 /**
- * The job's data contract over one run (README, "Data contracts"): field rules are checked on every ok
+ * The job's data contract over one run (docs/guides/extraction.md, "Re-extraction and data contracts"): field rules are checked on every ok
  * record as it is written (counted, with the first offender; nothing held per record), and the
  * job-level checks are judged once the run completes, from its summary and the summaries of the job's
  * last promoted runs.

@@ -132,7 +132,7 @@ export function addCrawlSummary(summary: RunSummary, crawler: Crawler | null): v
 	summary.targets.remaining = null;
 	if (summary.stopped_reason === null) {
 		summary.complete = crawl.stopped_by === null;
-		// An early end says why, on the terminal and in summary.json (shared/design.md, "Resume, budget, hints").
+		// An early end says why, on the terminal and in summary.json (docs/behaviour.md, "Summaries and hints").
 		if (crawl.stopped_by !== null) summary.stopped_reason = crawl.stopped_by;
 	}
 }

@@ -67,7 +67,7 @@ export async function discoverTargets(
 			if (!answer) {
 				try {
 					const found = await client.discover(spec.kind, spec.request, signal);
-					// Credentials in an answer's URLs are never journalled (shared/design.md, "URLs, names, cells").
+					// Credentials in an answer's URLs are never journalled (docs/behaviour.md, "Keys never written").
 					const urls = found.urls.map(stripUrlCredentials);
 					answer = { i: index, kind: spec.kind, urls, credits_used: found.creditsUsed ?? 0 };
 				} catch (error) {

@@ -14,7 +14,7 @@ export interface ExtractPlans {
 }
 
 /**
- * The `extract:` overrides of a job (on a target, on a source: README, "Extraction") as a lookup by
+ * The `extract:` overrides of a job (on a target, on a source: docs/guides/extraction.md) as a lookup by
  * target id, for reading stored pages again with the fields each page was meant to be read with. The
  * job's targets are streamed only when some target or source has an override; the ids are kept in a
  * compact set per distinct plan (8 bytes an id), so a million overridden rows stay a few megabytes.

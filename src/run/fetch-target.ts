@@ -115,7 +115,7 @@ export function trustedCredits(value: number | undefined): number | null {
 }
 
 /**
- * Fetch one target: send, follow a task hand-off, and retry per spec 7.3 in one explicit loop (in the
+ * Fetch one target: send, follow a task hand-off, and retry per the service's rules (docs/service.md, "Retries") in one explicit loop (in the
  * style of ky's `_retry`): each failure is classified once, then a `switch` decides — wait out a 429
  * without spending an attempt, wait out an outage the same way, retry after a full-jitter backoff, fail
  * the target, or stop the run. Never throws.
@@ -295,7 +295,7 @@ export async function fetchTarget(
 					},
 				};
 			case "target_error":
-				// The service already retried inside; the target's own answer is final (service-facts §12).
+				// The service already retried inside; the target's own answer is final (docs/service.md, "Where the documentation is silent").
 				return {
 					result: failed(
 						`target_http_${outcome.targetStatus}`,

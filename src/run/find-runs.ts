@@ -2,6 +2,7 @@ import { existsSync, readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { RUN_FILES, type RunSummary } from "../output/index.js";
 
+/** One run folder of a job, as `listRuns` finds it. */
 export interface RunInfo {
 	readonly runId: string;
 	readonly dir: string;

@@ -13,6 +13,7 @@ import { addDiscoverySummary, type DiscoveredTargets } from "./discovery-sources
 import type { Journal } from "./journal.js";
 import type { StopController, StopReason } from "./stop-controller.js";
 
+/** What a finished run returns: its summary, folder, why it stopped and its report. */
 export interface RunJobResult {
 	readonly summary: RunSummary;
 	readonly runDir: string;

@@ -85,7 +85,7 @@ function writeMeta(runDir: string, meta: RunMeta): void {
 }
 
 /**
- * A resumed run's budget (shared/design.md, "Resume, budget, hints"): the one kept in run.json stays in
+ * A resumed run's budget (docs/behaviour.md, "Budget"): the one kept in run.json stays in
  * force; `--max-credits N` replaces it (and is kept in its place) only when N is above what the run has
  * spent — at or below it, the session could send nothing, so it is refused (exit 2) naming the figure.
  */

@@ -43,7 +43,7 @@ export interface RecordWriterParts {
 }
 
 /**
- * The one record path (style.md, "One record path"): scrubbed first (keys, URL credentials), then stamped
+ * The one record path: scrubbed first (keys, URL credentials), then stamped
  * against the history (`content_hash`, `change`, the changes.jsonl line), checked against the contract,
  * then fanned out to the sinks, the history, the statistics and the report. Fetched runs and
  * re-extractions write through it; no record reaches a file by another route.

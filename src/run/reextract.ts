@@ -69,7 +69,7 @@ interface SourceEntry {
 }
 
 /**
- * A new run of the job from stored pages (README, "Re-extraction"): every record of the source that has
+ * A new run of the job from stored pages (docs/guides/extraction.md, "Re-extraction and data contracts"): every record of the source that has
  * its page kept (`content: files`) is read again with the job file's current `extract:` in the page
  * pool, and written through the one record path with `credits_used` 0 — nothing is sent to the service.
  * The source is read as a stream (a run's results.jsonl front to back, or the store's latest records

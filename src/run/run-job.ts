@@ -65,6 +65,7 @@ const FEED_KEYS_DIR = "target-keys";
 /** Row keys the duplicate check holds in memory: ~4 MB; a million rows spill three times. */
 const FEED_KEYS_IN_MEMORY = 262_144;
 
+/** Everything `runJob` needs: a loaded job, its survey, a scraper client, a run folder and a lock. The library's `runJobFile` assembles them. */
 export interface RunJobOptions {
 	readonly job: Job;
 	readonly survey: TargetSurvey;
@@ -102,6 +103,7 @@ export interface RunJobOptions {
 	readonly secrets: readonly string[];
 	/** Events for the terminal (stderr); `run.log` gets its own logger. */
 	readonly logger?: Logger;
+	/** Called with where the run stands, as records are written and each second of a pause. */
 	readonly onProgress?: (snapshot: ProgressSnapshot) => void;
 	/** The job's history (incremental runs): records are stamped with `content_hash` and `change` against it. */
 	readonly history?: JobHistory;
@@ -109,6 +111,7 @@ export interface RunJobOptions {
 	readonly outageTimeoutMs?: number;
 	readonly clock?: Clock;
 	readonly sleep?: Sleep;
+	/** The backoff's jitter, in [0, 1) (tests fix it). @default Math.random */
 	readonly random?: () => number;
 	/** fdatasync interval for results and journal, milliseconds. @default 1000 */
 	readonly syncIntervalMs?: number;
@@ -119,6 +122,7 @@ export interface RunJobOptions {
 	 */
 	readonly browser?: BrowserServiceAccess & {
 		readonly creditsBefore: number | null;
+		/** The browser credits now, or null when they cannot be read. */
 		readCredits(): Promise<number | null>;
 	};
 	/** The job's lock, taken by the caller before any request (the CLI does); else runJob takes it first. */

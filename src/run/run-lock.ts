@@ -45,10 +45,13 @@ export interface LockInfo {
 	lease_ms?: number;
 }
 
+/** A held job lock: a lease renewed while the run goes on, released when it ends. */
 export interface RunLock {
+	/** The lock file. */
 	readonly path: string;
 	/** Set when a stale lock (dead, zombie, reused pid, or expired lease) was taken over. */
 	readonly tookOver: LockInfo | null;
+	/** Stop renewing the lease and remove the lock file if it is still this holder's. */
 	release(): void;
 	/**
 	 * Called once if another process takes the lock over while this one holds it (this process's lease

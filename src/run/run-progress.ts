@@ -2,6 +2,7 @@ import type { Clock } from "../shared/index.js";
 import type { RunStatistics } from "./run-statistics.js";
 import type { SendGate } from "./send-gate.js";
 
+/** Where a run stands, as `onProgress` receives it (as records are written, and each second of a pause). */
 export interface ProgressSnapshot {
 	readonly done: number;
 	readonly total: number;

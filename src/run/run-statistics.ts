@@ -137,7 +137,7 @@ const NONE_CARRIED: CarriedFigures = {
 /**
  * `summary.json` from the statistics and what only the runner knows (why it stopped, the gate's
  * pauses). Top-level figures are the run's, every session included; `session` is this session's
- * share of them (README, "summary.json").
+ * share of them (docs/reference/outputs.md, "summary.json").
  */
 export function buildSummary(
 	stats: RunStatistics,

@@ -85,8 +85,8 @@ export interface StopController {
 
 /**
  * One object that turns every way a run stops — a signal, a lost lease, an outage, the budget, a failed
- * write, a service refusal — into one `reason`, with one grace timer for the work in flight (style.md,
- * "One stop controller"). The runner's parts ask it; none keeps a flag of its own.
+ * write, a service refusal — into one `reason`, with one grace timer for the work in flight
+ * (docs/behaviour.md, "Stops"). The runner's parts ask it; none keeps a flag of its own.
  */
 export function createStopController(options: StopControllerOptions): StopController {
 	const { log, logger } = options;

@@ -261,7 +261,7 @@ export function createTargetRunner(parts: TargetRunnerParts): TargetRunner {
 			return;
 		}
 		if (result.kind === "abandoned") return;
-		// `extract:` reads the final page's HTML, as for a scraper fetch (shared/design.md, browser jobs).
+		// `extract:` reads the final page's HTML, as for a scraper fetch (docs/guides/browser.md).
 		const page = await readPage(target, result);
 		if (page.abandoned) return;
 		const record = addExtraction(

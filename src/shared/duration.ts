@@ -1,5 +1,5 @@
 /**
- * Durations in job files and flags (shared/design.md, "Limits users can rely on"): a number and a
+ * Durations in job files and flags (docs/reference/limits.md): a number and a
  * unit, `500ms`, `3s`, `10m`, `24h`, `7d`. A bare `0` means "none". Fractions are allowed (`1.5h`).
  */
 const UNIT_MS = { ms: 1, s: 1000, m: 60_000, h: 3_600_000, d: 86_400_000 } as const;

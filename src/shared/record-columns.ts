@@ -1,5 +1,5 @@
 /**
- * A result record's own fields, in CSV column order (shared/design.md, "Output"): declared once, here,
+ * A result record's own fields, in CSV column order (docs/reference/outputs.md): declared once, here,
  * so the CSV header (output/) and the names a job may not give its fields (job/) are the same list.
  * `output/record.ts` checks it against the record type.
  */

@@ -1,6 +1,6 @@
 /**
- * The realtime scraper's parameters and the service's own validation rules (spec 4.7 and 7.2,
- * service-facts §2.1–2.2). Shared by the job validator (so a bad job is caught before a credit is
+ * The realtime scraper's parameters and the service's own validation rules (docs/service.md,
+ * "Fetching a page", "Parameter rules" and "Modes and costs"). Shared by the job validator (so a bad job is caught before a credit is
  * spent, with the same words the service would use) and by the emulator (which answers 422 with them).
  */
 
@@ -19,7 +19,7 @@ export const AI_SOURCES = ["markdown", "screenshot"] as const;
 export const DEVICES = ["windows", "macos", "android"] as const;
 export const WAIT_UNTIL = ["load", "domcontentloaded", "networkidle", "commit"] as const;
 
-/** Every documented realtime parameter, named as the service names it (service-facts §2.1). */
+/** Every documented realtime parameter, named as the service names it (docs/service.md, "Fetching a page"). */
 export interface ScrapeParams {
 	url: string;
 	mode?: Mode;
@@ -95,7 +95,7 @@ export const SCRAPE_PARAM_NAMES = [
 	"webhook",
 ] as const satisfies ReadonlyArray<keyof ScrapeParams>;
 
-/** The problem texts of spec 7.2, verbatim. */
+/** The problem texts of the service's parameter rules, verbatim (docs/service.md, "Parameter rules"). */
 export const PROBLEMS = {
 	urlRequired: "url is required",
 	urlFormat: "invalid URL format",
@@ -119,7 +119,7 @@ function isTruthyFlag(value: unknown): boolean {
 }
 
 /**
- * The service's rule for `url` alone (spec 7.2): its problem text, or undefined when the URL passes.
+ * The service's rule for `url` alone (docs/service.md, "Parameter rules"): its problem text, or undefined when the URL passes.
  * A source's every row is checked with it (twice a run: validation, then the feed), so it stands apart.
  */
 export function checkScrapeUrl(url: unknown): string | undefined {
@@ -129,7 +129,7 @@ export function checkScrapeUrl(url: unknown): string | undefined {
 }
 
 /**
- * Apply the service's validation rules (spec 7.2) to one set of realtime parameters, as the
+ * Apply the service's validation rules (docs/service.md, "Parameter rules") to one set of realtime parameters, as the
  * service would see them (values may be strings when sent by GET). Returns every problem, in a fixed order.
  */
 export function checkScrapeParams(params: Readonly<Record<string, unknown>>): ParamProblem[] {
@@ -158,7 +158,7 @@ export function checkScrapeParams(params: Readonly<Record<string, unknown>>): Pa
 	return problems;
 }
 
-/** Documented credits per successful fetch (service-facts §2.2). Extras carry no documented surcharge. */
+/** Documented credits per successful fetch (docs/service.md, "Modes and costs"). Extras carry no documented surcharge. */
 export const CREDIT_COSTS = {
 	requestResidential: 2,
 	requestDatacenter: 1,

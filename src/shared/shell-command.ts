@@ -1,4 +1,4 @@
-/** How the README calls the CLI: `npx scrapejob` works after `npm ci`, a bare `scrapejob` only when installed globally. */
+/** How the manual calls the CLI: `npx scrapejob` works after `npm ci`, a bare `scrapejob` only when installed globally. */
 export const CLI_NAME = "npx scrapejob";
 
 /** A word safe to paste into a POSIX shell: as is when plain, else single-quoted. */

@@ -4,11 +4,9 @@
  * slots each are one of these.
  *
  * What p-queue does for the run, without what the run does not use: priorities, timeouts, events, and
- * a promise per task for its result. Those cost ~10 % of a list run's allocations (100,000 targets
- * against a server that answers at once: 360 → 325 young collections) and ~7 % of the runner's own
- * instructions a target (`runJob` with a client that answers at once, counted by valgrind: 161 k →
- * 150 k). A task added with `add` reports its failure to `onError` (the run reports it as an internal
- * error) and settles nothing else; `run` is for the few tasks whose caller awaits a result.
+ * a promise per task for its result, which cost ~7 % of the runner's instructions a target
+ * (bench/README.md). A task added with `add` reports its failure to `onError` (the run reports it as an
+ * internal error) and settles nothing else; `run` is for the few tasks whose caller awaits a result.
  */
 export interface TaskQueue {
 	/** Start `task` now if a slot is free, else queue it behind the others. */

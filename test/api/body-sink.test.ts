@@ -7,8 +7,8 @@ import { type BodySpill, send } from "../../src/api/transport.js";
 import { dispatcher, rejectionOf, useRawServer } from "./helpers.js";
 
 /**
- * `api/transport` hands a large body to the caller's sink (shared/design.md, third wave: "the HTTP
- * layer knows nothing of files"): it hashes, counts and passes chunks on, and a sink it opened always
+ * `api/transport` hands a large body to the caller's sink (docs/architecture.md: the HTTP
+ * layer knows nothing of files): it hashes, counts and passes chunks on, and a sink it opened always
  * hears `end()` or `abort()`. The files are the output layer's (test/output/body-file.test.ts).
  */
 

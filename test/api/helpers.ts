@@ -93,7 +93,7 @@ export type RawHandler = (req: IncomingMessage, res: ServerResponse, body: strin
 
 /**
  * A bare `node:http` server on 127.0.0.1 port 0 that answers whatever the test needs: the real
- * service's shapes the emulator never produces (service-facts §12).
+ * service's shapes the emulator never produces (docs/service.md, "Where the documentation is silent").
  */
 export async function useRawServer(handler: RawHandler): Promise<RawServer> {
 	const requests: SeenRequest[] = [];

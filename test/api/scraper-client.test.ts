@@ -250,7 +250,7 @@ describe("tasks: hand-offs and polling", () => {
 	});
 });
 
-describe("every scraper status of spec 7.1 as a typed error", () => {
+describe("every scraper status of the service as a typed error", () => {
 	const keyedCalls: Array<[string, (client: ScraperClient, siteUrl: string) => Promise<unknown>]> = [
 		["realtime", (client, siteUrl) => client.realtime({ url: `${siteUrl}/page/1` })],
 		["task", (client) => client.task("task_0000000000000000")],

@@ -1,5 +1,5 @@
 /**
- * The real service's unknowns (service-facts §4, §12): shapes the emulator never answers, served by
+ * The real service's unknowns (docs/service.md, "Errors" and "Where the documentation is silent"): shapes the emulator never answers, served by
  * a raw loopback server, and what the clients must make of them.
  */
 import type { ServerResponse } from "node:http";

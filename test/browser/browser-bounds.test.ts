@@ -10,7 +10,7 @@ import { runCli } from "../helpers/run-cli.js";
 import { useTestService } from "../helpers/service.js";
 
 /**
- * Every await on the browser service is bounded (shared/design.md, "Browser steps"): a service that
+ * Every await on the browser service is bounded (docs/guides/browser.md): a service that
  * accepts and stays silent, a command that never gets an answer, a step on a page that never settles,
  * and values no run can hold all end one target within `step_timeout`, never the run.
  */

@@ -9,7 +9,7 @@ import { startTargetSite } from "../helpers/target-site.js";
 
 /**
  * A run its data contract held back prints the command that accepts it, and that command works as
- * printed (shared/design.md, "Resume, budget, hints"): the README's `npx scrapejob`, the job file, the
+ * printed (docs/behaviour.md, "Summaries and hints"): the documented `npx scrapejob`, the job file, the
  * results root the run used (`--from`, quoted), the run's folder name. It printed `accept it with
  * --accept RUN_ID`. The command is an export: accepting sends nothing and costs no credit.
  */

@@ -3,7 +3,7 @@ import { readPlaces } from "../../src/api/targeting-places.js";
 import { type Emulator, startEmulator } from "../../src/emulator/index.js";
 import { runCli } from "./cli-harness.js";
 
-/** Both city/region layouts the service may send (spec 2.5 shows neither): every check runs on each. */
+/** Both city/region layouts the service may send (the service documents neither: docs/service.md, "Targeting catalogue"): every check runs on each. */
 describe.each(["flat", "grouped"] as const)("the targeting catalogue, %s layout", (layout) => {
 	let emulator: Emulator;
 	let env: NodeJS.ProcessEnv;

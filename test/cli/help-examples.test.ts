@@ -7,8 +7,8 @@ import { runCli } from "../helpers/run-cli.js";
 import { createTestContext } from "../job/helpers.js";
 
 /**
- * `--help` examples are commands to paste (shared/design.md, "Resume, budget, hints": the README's
- * form). After `npm ci` a bare `scrapejob` is not on PATH; `npx scrapejob` is. The job files they name
+ * `--help` examples are commands to paste (docs/behaviour.md, "Summaries and hints": the
+ * documented form). After `npm ci` a bare `scrapejob` is not on PATH; `npx scrapejob` is. The job files they name
  * are the repository's own.
  */
 
@@ -80,7 +80,7 @@ it("`run --help` names every exit code a run may end with (5, a full disk, was m
 	for (const row of RUN_EXIT_TABLE) expect(block).toContain(`→ ${row.scheduler}`);
 });
 
-it("the README's exit-code table has run --help's rows: each code's meaning and the scheduler's action", () => {
-	const readme = readFileSync(join(repo, "README.md"), "utf8");
+it("the exit-code reference's table has run --help's rows: each code's meaning and the scheduler's action", () => {
+	const readme = readFileSync(join(repo, "docs", "reference", "exit-codes.md"), "utf8");
 	for (const row of RUN_EXIT_TABLE) expect(readme).toContain(`| ${row.code} | ${row.meaning} | ${row.scheduler} |`);
 });

@@ -72,7 +72,7 @@ describe("validate: crawl and discovery sources", () => {
 		expect(result.stdout).toContain("https://example.com/b");
 		expect(result.stdout).toMatch(/crawl: how many pages it finds cannot be known before it runs/);
 		expect(result.stdout).toMatch(/The 2 targets above are its seeds; it fetches at most 40 pages/);
-		// browser mode: 5 credits a page at worst (creditCostRange, service-facts §2.2).
+		// browser mode: 5 credits a page at worst (creditCostRange, docs/service.md, "Modes and costs").
 		expect(result.stdout).toMatch(/at most 200 credits \(40 × 5 per page worst case; max_credits 500/);
 		expect(result.stdout).toMatch(/1 map\/search source \(search\)/);
 	});

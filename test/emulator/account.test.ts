@@ -9,7 +9,7 @@ interface CatalogueShape {
 	continents: Record<string, { name: string; countries: Record<string, string> }>;
 }
 
-describe("authentication (spec 5.1)", () => {
+describe("authentication (docs/service.md, Addresses and keys)", () => {
 	test("x-apikey header or apikey query; anything else 401 {success:false, error}", async () => {
 		const emulator = await useEmulator();
 		const viaHeader = await account(emulator, "/public");
@@ -284,7 +284,7 @@ describe("GET /public/usage", () => {
 	});
 });
 
-describe("GET /public/rotate_session (service-facts §6.6)", () => {
+describe("GET /public/rotate_session", () => {
 	test("success and its 400s", async () => {
 		const emulator = await useEmulator();
 		const ok = await account(emulator, "/public/rotate_session", { sessionid: "abc123", product: "rpc" });

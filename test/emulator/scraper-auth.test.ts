@@ -3,7 +3,7 @@ import { DEFAULT_ACCOUNT_KEY, DEFAULT_SCRAPER_KEY } from "../../src/emulator/ind
 import { PROBLEMS } from "../../src/shared/index.js";
 import { call, savedCall, scrapeGet, scrapePost, useDemoSite, useEmulator } from "./helpers.js";
 
-describe("scraper key places (spec 5.2)", () => {
+describe("scraper key places (docs/service.md, Addresses and keys)", () => {
 	test("the default keys are the documented constants", async () => {
 		const emulator = await useEmulator();
 		expect(emulator.scraperKey).toBe(DEFAULT_SCRAPER_KEY);
@@ -82,7 +82,7 @@ describe("scraper key places (spec 5.2)", () => {
 	});
 });
 
-describe("health (spec 4.9)", () => {
+describe("health (docs/service.md, Health check)", () => {
 	test("answers {success:true} with rate-limit headers and charges nothing", async () => {
 		const emulator = await useEmulator({ scenario: { concurrency: 7, credits: 50 } });
 		const answer = await call(`${emulator.scraperUrl}/scraper/health`, {
@@ -99,7 +99,7 @@ describe("health (spec 4.9)", () => {
 	});
 });
 
-describe("validation (spec 7.2): 422 with details.validation_errors", () => {
+describe("validation (docs/service.md, Parameter rules): 422 with details.validation_errors", () => {
 	const cases: Array<[string, Record<string, unknown>, string[]]> = [
 		["url missing", {}, [`url: ${PROBLEMS.urlRequired}`]],
 		["url without protocol", { url: "example.com/a" }, [`url: ${PROBLEMS.urlFormat}`]],

@@ -1,7 +1,7 @@
 import { describe, expect, test } from "vitest";
 import { delay, scrapeGet, useDemoSite, useEmulator, waitFor } from "./helpers.js";
 
-describe("per-key concurrency (spec 8, service-facts §5)", () => {
+describe("per-key concurrency (docs/service.md, Concurrency and 429)", () => {
 	test("over the limit answers 429 with used/limit, limit and reset", async () => {
 		const site = await useDemoSite();
 		const emulator = await useEmulator({ scenario: { concurrency: 2, reset_seconds: 1 } });

@@ -1,8 +1,9 @@
-import { readdirSync, readFileSync, writeFileSync } from "node:fs";
+import { readdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterEach, expect, it } from "vitest";
 import { demoProductBrand, demoProductPrice, demoProductTags } from "../../src/emulator/index.js";
 import { isRunFolderName, readCsv, readRecords, readSummary, tempDir, writeJob } from "../helpers/job-files.js";
+import { readDoc } from "../helpers/manual.js";
 import { runCli } from "../helpers/run-cli.js";
 import { startTestService, type TestService } from "../helpers/service.js";
 
@@ -12,16 +13,16 @@ afterEach(async () => {
 	service = undefined;
 });
 
-/** A README example as printed there: the yaml block after its marker comment. */
+/** An example of the extraction guide as printed there: the yaml block after its marker comment. */
 function readmeExample(name = "extract-example"): string {
-	const readme = readFileSync(join(import.meta.dirname, "..", "..", "README.md"), "utf8");
+	const readme = readDoc("docs/guides/extraction.md");
 	const marker = readme.indexOf(`<!-- ${name}`);
 	expect(marker).toBeGreaterThan(-1);
 	const start = readme.indexOf("```yaml\n", marker) + "```yaml\n".length;
 	return readme.slice(start, readme.indexOf("```", start));
 }
 
-it("the README's extract example runs as printed: ids from sku, carried category, typed fields, the fill check", async () => {
+it("the extraction guide's example runs as printed: ids from sku, carried category, typed fields, the fill check", async () => {
 	service = await startTestService();
 	const site = service.site.url;
 	const dir = tempDir();
@@ -60,7 +61,7 @@ it("the README's extract example runs as printed: ids from sku, carried category
 	expect(result.code).toBe(1);
 });
 
-it("the README's service-side example runs as printed (its URL pointed at the demo site)", async () => {
+it("the extraction guide's service-side example runs as printed (its URL pointed at the demo site)", async () => {
 	service = await startTestService();
 	const dir = tempDir();
 	const out = join(dir, "out");

@@ -17,6 +17,7 @@ import { describe, expect, it } from "vitest";
 import { HISTORY_FILE, OLD_HISTORY_FILE, openJobHistory } from "../../src/history/index.js";
 import { OutputError, type ResultRecord } from "../../src/output/index.js";
 import { tempDir } from "../helpers/job-files.js";
+import { readDoc } from "../helpers/manual.js";
 import { record } from "../helpers/records.js";
 
 const A = "00000000000000a1";
@@ -236,7 +237,7 @@ describe("the job's store (history.sqlite)", () => {
 		expectTwoRuns(jobDir);
 	});
 
-	it("python3's sqlite3 reads the tables, and the README's example queries answer", () => {
+	it("python3's sqlite3 reads the tables, and the incremental-runs guide's example queries answer", () => {
 		const jobDir = twoRuns();
 		const path = join(jobDir, HISTORY_FILE);
 		expect(
@@ -253,8 +254,8 @@ describe("the job's store (history.sqlite)", () => {
 			["20261121T000000Z-aaaaaa", 3, 2, 1, 5, "2026-11-21T00:00:01.000Z"],
 			["20261122T000000Z-bbbbbb", 3, 2, 1, 5, "2026-11-22T00:00:01.000Z"],
 		]);
-		// The README's two queries, as printed there.
-		const readme = readFileSync(new URL("../../README.md", import.meta.url), "utf8");
+		// The incremental-runs guide's two queries, as printed there.
+		const readme = readDoc("docs/guides/incremental-runs.md");
 		const queries = [...readme.matchAll(/sqlite3 output\/shop\/history\.sqlite "([^"]+)"/g)].map((match) => match[1]!);
 		expect(queries).toHaveLength(2);
 		// Latest prices: every target with an ok record.

@@ -365,7 +365,7 @@ describe("job file schema problems", () => {
 	});
 });
 
-describe("spec 7.2 and cross-field rules", () => {
+describe("the service's parameter rules and cross-field rules", () => {
 	it.each(ruleCases)("$name", async (c) => {
 		expect(await problemsOf(c)).toEqual(c.errors);
 	});

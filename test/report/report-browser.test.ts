@@ -170,7 +170,7 @@ describe("report.html in a real browser", () => {
 		const [newBar] = await barColours(first.page, "changes");
 		expect(newBar!.slice(0, 3)).toEqual([0x16, 0xa3, 0x4a]);
 		await screenshot(first.page, "report-run.png");
-		// README's picture: SCRAPEJOB_UPDATE_SCREENSHOT=1 npx vitest run test/report/report-browser.test.ts
+		// The monitoring guide's picture (docs/report.png): SCRAPEJOB_UPDATE_SCREENSHOT=1 npx vitest run test/report/report-browser.test.ts
 		if (process.env.SCRAPEJOB_UPDATE_SCREENSHOT === "1") {
 			const forReadme = await openReport(reportPath, 1100);
 			await forReadme.page.screenshot({

@@ -1,8 +1,8 @@
-import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { checkCost } from "../../src/run/index.js";
 import { tempDir, writeJob } from "../helpers/job-files.js";
+import { readDoc } from "../helpers/manual.js";
 import { runCli } from "../helpers/run-cli.js";
 import { startTestService, type TestService } from "../helpers/service.js";
 
@@ -54,8 +54,8 @@ describe("the dry run's cost check", () => {
 			"shop: The budget, max_credits 6, is below the lowest estimate (8): the run will stop at it",
 		);
 		expect(words.stdout).toContain("shop: The account has 5 credits, below the lowest estimate (8)");
-		// README's example of this output (Using it against the service), line by line.
-		const readme = readFileSync(join(import.meta.dirname, "..", "..", "README.md"), "utf8");
+		// The first-job guide's example of this output (Against the service), line by line.
+		const readme = readDoc("docs/guides/first-job.md");
 		const example = /```text\n(shop: 4 targets[^`]*)```/.exec(readme)?.[1];
 		expect(example).toBeDefined();
 		for (const line of example!.trim().split("\n")) expect(words.stdout).toContain(line);

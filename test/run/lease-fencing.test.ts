@@ -13,7 +13,7 @@ import { startTestService, type TestService } from "../helpers/service.js";
 import { assertBuilt, spawnCli } from "../helpers/spawn-cli.js";
 
 /**
- * Lease fencing (shared/design.md, "Pages never stall a run"): a run never writes after its lease is
+ * Lease fencing (docs/behaviour.md, "Locks"): a run never writes after its lease is
  * lost. It knows before each append that its lease is current; a holder that was paused past its
  * lease (a stalled node, a frozen VM) while another host resumed the run writes nothing more, and
  * exits 4 — never two records of one target, never one paid twice by both.

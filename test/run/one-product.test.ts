@@ -10,7 +10,7 @@ import { startTestService, type TestService } from "../helpers/service.js";
 import { runPrintedCommand } from "../helpers/spawn-cli.js";
 
 /**
- * One product (shared/design.md, "CLI and library are one product"; "Resume, budget, hints"): the
+ * One product (docs/guides/library.md; docs/behaviour.md, "Budget"): the
  * CLI and `runJobFile` run the same code, a budget survives a resume, and every hint runs as printed.
  */
 

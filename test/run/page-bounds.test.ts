@@ -8,7 +8,7 @@ import { startTestService, type TestService } from "../helpers/service.js";
 import { assertBuilt, spawnCli } from "../helpers/spawn-cli.js";
 
 /**
- * Pages never stall a run (shared/design.md, "Pages never stall a run"): a page whose parse, fields
+ * Pages never stall a run (docs/behaviour.md, "Bounded memory and time"): a page whose parse, fields
  * or links would take minutes or gigabytes is read in a worker thread, ended at `page_timeout` (or at
  * its worker's heap), and its target fails `page_too_complex` while every other target, the signals
  * and the timers go on. Through the built CLI: the worker thread is the built one.

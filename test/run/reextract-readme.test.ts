@@ -2,6 +2,7 @@ import { mkdirSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterEach, expect, it } from "vitest";
 import { readRecords, readSummary, tempDir } from "../helpers/job-files.js";
+import { readDoc } from "../helpers/manual.js";
 import { startTestService, type TestService } from "../helpers/service.js";
 import { assertBuilt, runPrintedCommand } from "../helpers/spawn-cli.js";
 
@@ -11,9 +12,10 @@ afterEach(async () => {
 	service = undefined;
 });
 
-const README = readFileSync(join(import.meta.dirname, "..", "..", "README.md"), "utf8");
+/** The extraction guide, whose contract example this runs. */
+const README = readDoc("docs/guides/extraction.md");
 
-/** The README's contract example: its yaml job and the sh block after it, as printed. */
+/** The extraction guide's contract example: its yaml job and the sh block after it, as printed. */
 function contractExample(): { yaml: string; commands: string[] } {
 	const marker = README.indexOf("<!-- contract-example");
 	expect(marker).toBeGreaterThan(-1);
@@ -28,7 +30,7 @@ function contractExample(): { yaml: string; commands: string[] } {
 	return { yaml: README.slice(start, end), commands };
 }
 
-it("the README's re-extraction and contract example runs as printed (its URLs pointed at the demo site)", async () => {
+it("the extraction guide's re-extraction and contract example runs as printed (its URLs pointed at the demo site)", async () => {
 	assertBuilt();
 	service = await startTestService({ concurrency: 2 });
 	const { yaml, commands } = contractExample();

@@ -17,7 +17,7 @@ import { assertBuilt, spawnCli } from "../helpers/spawn-cli.js";
 import { startTargetSite, type TargetSite } from "../helpers/target-site.js";
 
 /**
- * Re-extraction and data contracts (issue 34; shared/design.md, "Re-extraction and data contracts"):
+ * Re-extraction and data contracts (issue 34; docs/guides/extraction.md, "Re-extraction and data contracts"):
  * a new run from stored pages with the job's current `extract:` that sends nothing, and a contract that
  * keeps a run with broken data out of "latest" until it is accepted.
  */

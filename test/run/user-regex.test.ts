@@ -45,7 +45,7 @@ async function runOverHostileValue(extract: string[], limitMs: number) {
 	};
 }
 
-describe("job-file regexes run in linear time (README, Regular expressions)", () => {
+describe("job-file regexes run in linear time (docs/guides/extraction.md, Regular expressions)", () => {
 	it("a catastrophic data-contract pattern meets a hostile value: the run ends promptly, a record per paid target", async () => {
 		const { result, records, paid } = await runOverHostileValue(["name: {css: h1, pattern: '^(\\w+\\s?)+$'}"], 20_000);
 		expect(paid).toHaveLength(2);

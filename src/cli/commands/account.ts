@@ -88,7 +88,7 @@ export async function runAccount(ctx: CliContext, flags: AccountFlags): Promise<
 
 /**
  * `account --saved`: what the account keeps on the scraper side, read with the scraper key (these
- * endpoints authenticate like the scraper's, service-facts §3), the four lists at once.
+ * endpoints authenticate like the scraper's, docs/service.md, "Saved items"), the four lists at once.
  */
 async function runSavedItems(ctx: CliContext, flags: AccountFlags): Promise<void> {
 	const connection = await connectService(ctx, flags);
@@ -132,7 +132,7 @@ function text(value: unknown): string {
 	return typeof value === "string" || typeof value === "number" ? String(value) : "";
 }
 
-/** Products are read tolerantly: the service may add products or leave fields out (spec 2.2 names them only for some). */
+/** Products are read tolerantly: the service may add products or leave fields out (the service documents them only for some: docs/service.md, "Account endpoints"). */
 function productRow(code: string, value: unknown): ProductRow | undefined {
 	if (!isObject(value)) return undefined;
 	const ports = isObject(value.ports) ? value.ports : {};
@@ -226,7 +226,7 @@ function fields(pairs: ReadonlyArray<readonly [string, string]>): string[] {
 
 /**
  * Packages as the service's own client reads them (`{expiryDate, ips: [{ipInfo: {ip}, password}]}`,
- * service-facts §6.1); any other shape is printed as JSON rather than guessed at.
+ * docs/service.md, "Account endpoints"); any other shape is printed as JSON rather than guessed at.
  */
 function describeStaticResidential(value: unknown, style: Style): string[] {
 	if (!isObject(value)) return ["  (none)"];

@@ -43,7 +43,7 @@ export function registerEmulatorCommand(program: Command, ctx: CliContext): void
 		.option("--host <address>", "address to bind", DEFAULT_HOST)
 		.option(
 			"--scenario <file>",
-			"scenario file (YAML or JSON): keys, credits, concurrency, timings, faults; every key with its default and a comment: jobs/examples/emulator-scenario.yaml (README: The emulator)",
+			"scenario file (YAML or JSON): keys, credits, concurrency, timings, faults; every key with its default and a comment: jobs/examples/emulator-scenario.yaml (docs/guides/emulator.md)",
 		)
 		.option(
 			"--demo-site",

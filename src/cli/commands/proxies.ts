@@ -8,7 +8,7 @@ import { closestMatches } from "../format/index.js";
 import { addServiceOptions, connectService, requireAccount, type ServiceFlags } from "../service-connection.js";
 import { catalogueFor, countryIn, placesOf, placeValue } from "./targeting.js";
 
-/** Product codes of generation (spec 2.1); `static_residential` is accepted and sent hyphenated. */
+/** Product codes of generation (docs/service.md, "Account endpoints"); `static_residential` is accepted and sent hyphenated. */
 export const GENERATE_PRODUCTS = ["rp", "rpc", "sdc", "mp", "static-residential"] as const;
 export type GenerateProduct = (typeof GENERATE_PRODUCTS)[number];
 export const SESSION_TYPES = ["sticky", "hard"] as const;
@@ -19,7 +19,7 @@ export const AMOUNT_RANGE = { min: 1, max: 100 } as const;
 /** Spec 4.6 and 8: sticky session length, minutes. */
 export const LIFETIME_MINUTES_RANGE = { min: 1, max: 1440 } as const;
 
-/** Options static residential ignores (spec 4.6: it returns all the account's proxies). */
+/** Options static residential ignores (docs/service.md, "Proxy lists": it returns all the account's proxies). */
 const STATIC_IGNORED = ["countries", "city", "region", "isp", "session", "lifetime", "amount", "adblock"] as const;
 
 /** Flags as commander hands them over: text, checked by `checkProxyFlags`. */
@@ -156,7 +156,7 @@ function oneOf<T extends string>(flag: string, value: string, allowed: readonly 
 }
 
 /**
- * The local rules of spec 4.6 (and its product remarks), checked before anything is sent. Every broken
+ * The local rules of proxy generation (docs/service.md, "Proxy lists", with its product remarks), checked before anything is sent. Every broken
  * rule is reported, not just the first, so one run shows everything to fix.
  */
 export function checkProxyFlags(flags: ProxiesFlags): CheckedProxyFlags {
@@ -243,7 +243,7 @@ export function checkProxyFlags(flags: ProxiesFlags): CheckedProxyFlags {
 }
 
 /**
- * City and region need an exact value of the catalogue (spec 2.5, 4.6). A near miss gets the closest
+ * City and region need an exact value of the catalogue (docs/service.md, "Targeting catalogue" and "Proxy lists"). A near miss gets the closest
  * values, so the user can copy one instead of guessing again.
  */
 export function checkPlaces(settings: TargetingSettings, params: GenerateProxiesParams): string[] {

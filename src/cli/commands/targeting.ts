@@ -13,7 +13,7 @@ export interface TargetingFlags extends ServiceFlags {
 	json?: boolean;
 }
 
-/** An ISP entry in one shape, whichever of the two the service sent (service-facts §6.3). */
+/** An ISP entry in one shape, whichever of the two the service sent (docs/service.md, "Targeting catalogue"). */
 export interface IspEntry {
 	readonly name: string;
 	/** The network identifier (docs: `value`); the entry's key when the service sent none. */
@@ -198,7 +198,7 @@ function describeCountry(
 }
 
 /**
- * Catalogue keys are rp, rpc, mp, dcp (spec 2.5); generation calls the datacenter product sdc, so
+ * Catalogue keys are rp, rpc, mp, dcp (docs/service.md, "Targeting catalogue"); generation calls the datacenter product sdc, so
  * sdc reads dcp's catalogue. Static residential has none.
  */
 const CATALOGUE_ALIASES: Readonly<Record<string, string>> = { sdc: "dcp" };
@@ -249,7 +249,7 @@ export function placesOf(places: readonly TargetingPlace[] | undefined, countryC
 	);
 }
 
-/** The value generation accepts for a place: its `id` (service-facts §12), or its name when it has none. */
+/** The value generation accepts for a place: its `id` (docs/service.md, "Where the documentation is silent"), or its name when it has none. */
 export function placeValue(place: TargetingPlace): string {
 	return place.id ?? place.name ?? "";
 }

@@ -69,7 +69,7 @@ export async function runUsage(ctx: CliContext, flags: UsageFlags): Promise<void
 		let usage: Usage;
 		try {
 			// Product and period go as given: the service's lists disagree with its docs (dcp vs sdc,
-			// service-facts §6.4), so the service is the judge and its message is what the user sees.
+			// docs/service.md, "Account endpoints"), so the service is the judge and its message is what the user sees.
 			usage = await account.usage(
 				{ product: flags.product, ...(flags.period !== undefined ? { period: flags.period as UsagePeriod } : {}) },
 				ctx.signal,
@@ -110,7 +110,7 @@ function usageProduct(usage: Usage, productCode: string): UsageProduct | undefin
 	return products.find((entry) => entry.code === productCode) ?? products[0];
 }
 
-/** The requested product's buckets in time order (the list holds only that product, spec 2.6; matched by code to be safe). */
+/** The requested product's buckets in time order (the list holds only that product, docs/service.md, "Account endpoints"; matched by code to be safe). */
 export function usageBuckets(usage: Usage, productCode: string): UsageBucket[] {
 	const product = usageProduct(usage, productCode);
 	if (!product) return [];

@@ -29,7 +29,7 @@ export interface JobValidation {
 	duplicates: number | null;
 	skipped_rows: number | null;
 	by_mode: TargetCounts["byMode"] | null;
-	/** Credits if every target succeeds once (service-facts §2.2), in all and per mode. */
+	/** Credits if every target succeeds once (docs/service.md, "Modes and costs"), in all and per mode. */
 	credits: { min: number; max: number } | null;
 	credits_by_mode: TargetCounts["creditRangeByMode"] | null;
 	errors: JobProblem[];
@@ -48,7 +48,7 @@ export function registerValidateCommand(program: Command, ctx: CliContext): void
 			`
 Checks each job the way \`run\` does before its first request, and sends no request at all:
 YAML syntax, unknown keys (with "did you mean"), types and ranges, \${VAR} references, the
-service's own parameter rules (spec 7.2, with its problem texts) on every target's merged
+service's own parameter rules (with its problem texts, docs/service.md) on every target's merged
 options, unique ids, and every row of every source (streamed, so million-line files are fine).
 Job files above ${MAX_JOB_FILE_BYTES / 1024 / 1024} MiB are refused; put long URL lists in sources.
 

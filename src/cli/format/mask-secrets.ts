@@ -1,9 +1,9 @@
 import { maskSecret } from "../../shared/index.js";
 
 /**
- * Field names whose values are credentials in the account records: proxy passwords (spec 2.2, and
- * static residential IPs, service-facts §6.1), the scraper/browser keys (spec 2.3, 2.4), cloud-storage
- * credentials of storage configs and webhook secrets in saved configs (service-facts §3, §2.4).
+ * Field names whose values are credentials in the account records: proxy passwords (and
+ * static residential IPs), the scraper/browser keys, cloud-storage credentials of storage configs and
+ * webhook secrets in saved configs (docs/service.md, "Account endpoints" and "Saved items").
  */
 export const SECRET_FIELDS: ReadonlySet<string> = new Set([
 	"password",

@@ -1,4 +1,4 @@
-/** Display names of the product codes (spec 2.1); unknown codes are shown as they are. */
+/** Display names of the product codes (docs/service.md, "Account endpoints"); unknown codes are shown as they are. */
 export const PRODUCT_NAMES: Readonly<Record<string, string>> = {
 	rp: "Premium Residential",
 	rpc: "Core Residential",

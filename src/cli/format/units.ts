@@ -3,7 +3,7 @@ import { formatNumber } from "../../shared/index.js";
 /** Figures for people: the shared formatter (grouped thousands, `toLocaleString("en-US")`'s text, no Intl). */
 export { formatNumber };
 
-/** The service counts 1 GB as 1,000 MB (spec 2.6: total_bandwidth_gb = mb / 1,000). */
+/** The service counts 1 GB as 1,000 MB (docs/service.md, "Account endpoints": total_bandwidth_gb = mb / 1,000). */
 export const MB_PER_GB = 1_000;
 export const MB_PER_TB = 1_000_000;
 
