@@ -26,7 +26,7 @@ export interface PaidAnswer {
 export const PAID_DIR = "paid";
 
 /**
- * Paid answers kept until their record is written (docs/behaviour.md, "Pay once"): an answer whose page
+ * Paid answers kept until their record is written (docs/behaviour.md, "Pay once, never lose a record"): an answer whose page
  * still waits for the page pool (links, extraction) when the process dies was paid and has no record;
  * without this, `--resume` fetched it again. Its body goes to `paid/<id>` and a journal line says it was
  * paid, before any parse; a resume reads the stored answer instead of fetching, and the file goes once
