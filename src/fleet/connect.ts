@@ -81,12 +81,12 @@ export async function connectFleet(options: FleetOptions): Promise<Fleet> {
 		throw new FleetDatabaseError(`fleet URL ${maskedUrl}: expected postgres://user:password@host:port/database`);
 	}
 	const secrets = secretsOf(options.url);
-	const failure = (error: unknown, doing: string) => {
+	const failure = (error: unknown) => {
 		// Ours (schema too new, a refused name) already say what they mean, without secrets.
 		if (error instanceof ScrapejobError) return error;
 		const code = (error as { code?: unknown }).code;
 		return new FleetDatabaseError(
-			redactSecrets(`PostgreSQL at ${maskedUrl}, ${doing}: ${errorMessage(error)}`, secrets),
+			redactSecrets(`PostgreSQL at ${maskedUrl}: ${errorMessage(error)}`, secrets),
 			typeof code === "string" ? code : undefined,
 		);
 	};
@@ -99,7 +99,7 @@ export async function connectFleet(options: FleetOptions): Promise<Fleet> {
 			application_name: "scrapejob",
 		});
 	} catch (error) {
-		throw failure(error, "reading the URL");
+		throw failure(error);
 	}
 	// An idle connection the server drops is replaced on the next query: nothing to do here, and without
 	// a listener the pool's error event would end the process.
@@ -108,7 +108,7 @@ export async function connectFleet(options: FleetOptions): Promise<Fleet> {
 		try {
 			return (await pool.query(name === undefined ? { text, values } : { name, text, values })).rows;
 		} catch (error) {
-			throw failure(error, "running a statement");
+			throw failure(error);
 		}
 	};
 	const fleet: Fleet = {
@@ -120,13 +120,13 @@ export async function connectFleet(options: FleetOptions): Promise<Fleet> {
 			try {
 				client = await pool.connect();
 			} catch (error) {
-				throw failure(error, "connecting");
+				throw failure(error);
 			}
 			const inside: Fleet["query"] = async (text, values, name) => {
 				try {
 					return (await client.query(name === undefined ? { text, values } : { name, text, values })).rows;
 				} catch (error) {
-					throw failure(error, "running a statement");
+					throw failure(error);
 				}
 			};
 			let broken = false;
@@ -139,7 +139,7 @@ export async function connectFleet(options: FleetOptions): Promise<Fleet> {
 				await client.query("ROLLBACK").catch(() => {
 					broken = true;
 				});
-				throw failure(error, "in a transaction");
+				throw failure(error);
 			} finally {
 				client.release(broken);
 			}
@@ -152,7 +152,7 @@ export async function connectFleet(options: FleetOptions): Promise<Fleet> {
 		await ensureSchema(fleet);
 	} catch (error) {
 		await pool.end().catch(() => undefined);
-		throw failure(error, "opening");
+		throw failure(error);
 	}
 	return fleet;
 }

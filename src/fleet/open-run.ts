@@ -19,6 +19,8 @@ export interface OpenFleetRunOptions {
 	readonly hostConcurrency?: number | null;
 	/** How long the loader role lasts without a sign of life (renewed each batch), ms. @default 60,000 */
 	readonly loaderLeaseMs?: number;
+	/** Targets written per statement while loading (the other workers see them batch by batch). @default 1,000 */
+	readonly loadBatchSize?: number;
 	readonly worker?: WorkerIdentity;
 }
 
@@ -107,7 +109,7 @@ export async function openFleetRun(fleet: Fleet, options: OpenFleetRunOptions): 
 	if (opened.outcome === "complete") return opened;
 	const { outcome, worker } = opened;
 	if (!opened.loads) return { outcome, run: opened.run, worker, loaded: false };
-	const run = await loadTargets(fleet, worker, options.source(), loaderLeaseMs);
+	const run = await loadTargets(fleet, worker, options.source(), loaderLeaseMs, options.loadBatchSize);
 	return { outcome, run, worker, loaded: true };
 }
 
