@@ -72,7 +72,8 @@ export async function reapExpiredLeases(fleet: Fleet, runId: number): Promise<nu
  * Claim up to `n` queued targets for `worker` with `FOR UPDATE SKIP LOCKED`: concurrent claimers never
  * wait on each other and never get the same target. Honours the run's pause and each host's politeness:
  * a host is claimed from only once its `next_allowed_at` has come (one target per claim when it has a
- * delay, which then moves its clock on by the delay) and while its in-flight count is under its limit.
+ * delay) and while its in-flight count is under its limit. A claim moves the host's clock on by its delay
+ * (none: to now), so hosts take turns.
  * Each claim raises the target's lease epoch. When fewer than `n` are queued, lapsed leases are returned to
  * the queue and claimed too.
  */
@@ -119,8 +120,7 @@ async function claimQueued(fleet: Fleet, worker: FleetWorker, n: number, leaseMs
 				t.attempts, t.input, now() AS claimed_at, t.lease_until
 		), hosts_taken AS (
 			UPDATE hosts h SET in_flight = h.in_flight + c.n,
-				next_allowed_at = CASE WHEN h.delay_ms > 0 THEN now() + make_interval(secs => h.delay_ms::float8 / 1000)
-					ELSE h.next_allowed_at END
+				next_allowed_at = now() + make_interval(secs => h.delay_ms::float8 / 1000)
 			FROM (SELECT host, count(*)::int AS n FROM picked GROUP BY host) c
 			WHERE h.run_id = $1 AND h.host = c.host
 		)

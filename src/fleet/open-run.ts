@@ -154,6 +154,9 @@ export async function loadTargets(
 			"UPDATE runs SET state = 'running', loader = NULL, loader_until = NULL WHERE id = $1 AND state = 'loading' AND loader = $2",
 			[worker.runId, worker.id],
 		);
+		// Fresh statistics before the claims: freshly loaded tables planned without them made a claim over
+		// 20,000 hosts take ~100 ms instead of ~0.5 ms.
+		await fleet.query("ANALYZE targets, hosts");
 	}
 	const [row] = await fleet.query<RunRow>(`SELECT ${RUN_COLUMNS} FROM runs WHERE id = $1`, [worker.runId]);
 	return toRun(row!);

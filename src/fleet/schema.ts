@@ -48,6 +48,8 @@ CREATE TABLE hosts (
 	in_flight integer NOT NULL DEFAULT 0,
 	PRIMARY KEY (run_id, host)
 );
+-- Claims take the hosts whose turn came longest ago first.
+CREATE INDEX hosts_due ON hosts (run_id, next_allowed_at);
 
 CREATE TABLE targets (
 	run_id bigint NOT NULL REFERENCES runs ON DELETE CASCADE,

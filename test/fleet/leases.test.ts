@@ -18,12 +18,12 @@ describe("leases and epoch fencing", () => {
 	it("a worker whose lease lapsed writes nothing; the worker that took the target over completes it", async () => {
 		const { workers, runId } = await runWithWorkers(await cluster(), targetsOn(1), 2, { maxCredits: 100 });
 		const [a, b] = workers as [(typeof workers)[0], (typeof workers)[0]];
-		const [stale] = await claimTargets(a.fleet, a.worker, 1, 200);
+		const [stale] = await claimTargets(a.fleet, a.worker, 1, 1000);
 		expect(stale?.epoch).toBe(1);
 		expect(await reserveCredits(a.fleet, stale!, 10)).toBe(true);
 		// Leased: nobody else gets it while the lease runs.
 		expect(await claimTargets(b.fleet, b.worker, 1, 60_000)).toEqual([]);
-		await sleep(300);
+		await sleep(1100);
 		// A stalled past its lease: B's claim returns the target to the queue and takes it, epoch 2.
 		const [fresh] = await claimTargets(b.fleet, b.worker, 1, 60_000);
 		expect(fresh).toMatchObject({ targetId: stale!.targetId, epoch: 2, attempts: 2 });
@@ -60,13 +60,13 @@ describe("leases and epoch fencing", () => {
 	it("renewing keeps a lease past its first term; a worker that stops renewing loses it", async () => {
 		const { workers } = await runWithWorkers(await cluster(), targetsOn(1), 2);
 		const [a, b] = workers as [(typeof workers)[0], (typeof workers)[0]];
-		const [lease] = await claimTargets(a.fleet, a.worker, 1, 300);
+		const [lease] = await claimTargets(a.fleet, a.worker, 1, 1000);
 		for (let i = 0; i < 5; i++) {
-			await sleep(100);
-			expect(await renewLeases(a.fleet, a.worker, 300)).toBe(1);
+			await sleep(300);
+			expect(await renewLeases(a.fleet, a.worker, 1000)).toBe(1);
 			expect(await claimTargets(b.fleet, b.worker, 1, 60_000)).toEqual([]);
 		}
-		await sleep(400);
+		await sleep(1100);
 		const [taken] = await claimTargets(b.fleet, b.worker, 1, 60_000);
 		expect(taken).toMatchObject({ targetId: lease!.targetId, epoch: 2 });
 		// A's renewal no longer reaches it.

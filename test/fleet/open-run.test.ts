@@ -69,11 +69,22 @@ describe("opening and joining a fleet run", () => {
 			loaderLeaseMs: 200,
 			loadBatchSize: 5,
 		}).catch(() => undefined);
-		await sleep(100);
-		const [run] = await second.query<{ id: string }>("SELECT id FROM runs WHERE job_name = 'job'");
-		const loadedBefore = await second.query("SELECT count(*)::int AS n FROM targets WHERE run_id = $1", [run!.id]);
-		expect(loadedBefore).toEqual([{ n: 10 }]);
-		await sleep(200);
+		// Wait (on the database, not a timer: the machine may be busy) for the 10 to be in and the role to lapse.
+		const state = async () =>
+			(
+				await second.query<{ id: string; loaded: number; lapsed: boolean }>(
+					`SELECT r.id, (SELECT count(*)::int FROM targets t WHERE t.run_id = r.id) AS loaded,
+						r.loader_until < now() AS lapsed
+					FROM runs r WHERE r.job_name = 'job'`,
+				)
+			)[0];
+		let seen = await state();
+		for (let waited = 0; !(seen?.loaded === 10 && seen.lapsed) && waited < 10_000; waited += 20) {
+			await sleep(20);
+			seen = await state();
+		}
+		expect(seen).toMatchObject({ loaded: 10, lapsed: true });
+		const run = seen!;
 		const options = { jobName: "job", concurrencyLimit: 5, source: () => streamOf(targets), loaderLeaseMs: 10_000 };
 		const taken = await openFleetRun(second, options);
 		expect(taken).toMatchObject({ outcome: "joined", loaded: true, run: { state: "running" } });

@@ -46,12 +46,12 @@ describe("one concurrency limit for the fleet", () => {
 	it("a worker that stops renewing loses its slots once they lapse; its late release frees nothing", async () => {
 		const { workers, runId } = await runWithWorkers(await cluster(), targetsOn(1), 2, { concurrencyLimit: 2 });
 		const [a, b] = workers as [(typeof workers)[0], (typeof workers)[0]];
-		const first = await acquireSlot(a.fleet, a.worker, 200);
-		const second = await acquireSlot(a.fleet, a.worker, 200);
+		const first = await acquireSlot(a.fleet, a.worker, 1000);
+		const second = await acquireSlot(a.fleet, a.worker, 1000);
 		expect(first && second).toBeTruthy();
 		expect(await acquireSlot(b.fleet, b.worker, 60_000)).toBeNull();
 		expect((await fleetStatus(b.fleet, runId))?.inFlight).toBe(2);
-		await sleep(300);
+		await sleep(1100);
 		const taken = await acquireSlot(b.fleet, b.worker, 60_000);
 		expect(taken?.slot).toBe(first!.slot);
 		expect(await releaseSlot(a.fleet, first!)).toBe(false);
@@ -77,13 +77,13 @@ describe("one concurrency limit for the fleet", () => {
 		const { workers, runId } = await runWithWorkers(await cluster(), targetsOn(3), 2);
 		const [a, b] = workers as [(typeof workers)[0], (typeof workers)[0]];
 		const [now] = await a.fleet.query<{ now: Date }>("SELECT now()");
-		const until = new Date(now!.now.getTime() + 400);
+		const until = new Date(now!.now.getTime() + 1500);
 		await pauseFleet(a.fleet, runId, until);
 		await pauseFleet(a.fleet, runId, new Date(now!.now.getTime() + 100));
 		expect((await fleetStatus(b.fleet, runId))?.pausedUntil?.getTime()).toBe(until.getTime());
 		expect(await claimTargets(b.fleet, b.worker, 1, 60_000)).toEqual([]);
 		expect(await acquireSlot(b.fleet, b.worker, 60_000)).toBeNull();
-		await sleep(500);
+		await sleep(1600);
 		expect(await claimTargets(b.fleet, b.worker, 1, 60_000)).toHaveLength(1);
 		expect(await acquireSlot(b.fleet, b.worker, 60_000)).not.toBeNull();
 		expect((await fleetStatus(b.fleet, runId))?.pausedUntil).toBeNull();
