@@ -23,8 +23,12 @@ export async function insertTargets(
 	const hosts: string[] = [];
 	const depths: number[] = [];
 	const inputs: (string | null)[] = [];
-	for (const target of targets) {
-		const key = target.urlKey ?? target.url;
+	// In URL key order: workers inserting overlapping keys at once meet each other's uncommitted rows in
+	// one order, so none can wait on another that waits on it.
+	const sorted = targets
+		.map((target) => ({ target, key: target.urlKey ?? target.url }))
+		.sort((a, b) => (a.key < b.key ? -1 : a.key > b.key ? 1 : 0));
+	for (const { target, key } of sorted) {
 		ids.push(target.targetId ?? key);
 		keys.push(key);
 		urls.push(target.url);
@@ -46,6 +50,7 @@ export async function insertTargets(
 		), new_hosts AS (
 			INSERT INTO hosts (run_id, host, delay_ms, max_in_flight)
 			SELECT DISTINCT $1::bigint, i.host, r.host_delay_ms, r.host_concurrency FROM input i, runs r WHERE r.id = $1
+			ORDER BY i.host
 			ON CONFLICT DO NOTHING
 		), inserted AS (
 			INSERT INTO targets (run_id, target_id, url_key, url, host, depth, parent, input)

@@ -33,7 +33,8 @@ describe("the crawl's frontier", () => {
 					const n = Number(lease.url.split("/").pop());
 					// Page n links to 8 pages around 3n: neighbours share most of their links.
 					if (lease.depth < 3) {
-						const links = Array.from({ length: 8 }, (_, k) => page((3 * n + k) % 60));
+						// In an order of their own for each page, so that workers insert overlapping keys in different orders.
+						const links = Array.from({ length: 8 }, (_, k) => page((3 * n + ((k * 5 + n) % 8)) % 60));
 						const fresh = await addDiscovered(fleet, lease, links);
 						added += fresh;
 					}
@@ -58,6 +59,33 @@ describe("the crawl's frontier", () => {
 		}
 		expect(Math.max(...targets.map((target) => target.depth))).toBe(3);
 		expect(await finishFleetRun(fleet, runId)).toBe(true);
+	});
+
+	it("8 workers adding the same links at once, each in its own order: each link enters once, no statement fails", async () => {
+		const seeds = Array.from({ length: 8 }, (_, i) => page(50_000 + i));
+		const { workers } = await runWithWorkers(await cluster(), seeds, 8);
+		// One page each (a claim that finds the host's row taken by another claimer comes back empty: retry).
+		const pages: FleetLease[][] = [];
+		for (const { fleet, worker } of workers) pages.push(await claimTargets(fleet, worker, 1, 60_000));
+		let total = 0;
+		for (let round = 0; round < 4; round++) {
+			const pool = Array.from({ length: 1000 }, (_, i) => page(round * 1000 + i));
+			const added = await Promise.all(
+				workers.map(({ fleet }, w) => {
+					// Each worker its own order of the same 1,000 links.
+					const mine = pool
+						.map((link, i) => ({ link, rank: (i * (2 * w + 7)) % 1009 }))
+						.sort((a, b) => a.rank - b.rank);
+					return addDiscovered(
+						fleet,
+						pages[w]![0]!,
+						mine.map(({ link }) => link),
+					);
+				}),
+			);
+			total += added.reduce((sum, n) => sum + n, 0);
+		}
+		expect(total).toBe(4000);
 	});
 
 	it("isComplete holds while a leased page may still add links, and is one query over the run", async () => {
