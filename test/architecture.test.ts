@@ -21,10 +21,12 @@ const ALLOWED: Readonly<Record<string, readonly string[]>> = {
 	browser: ["shared"],
 	/** Link following: seeds and discovered pages are the job's targets; the frontier is an output file. */
 	crawl: ["shared", "extract", "job", "output"],
-	run: ["shared", "job", "api", "output", "report", "browser", "history", "extract", "crawl"],
+	/** Many workers on one run, coordinated through PostgreSQL: a second implementation of the run's coordination parts. */
+	fleet: ["shared", "job", "output"],
+	run: ["shared", "job", "api", "output", "report", "browser", "history", "extract", "crawl", "fleet"],
 	emulator: ["shared"],
 	/** The one-call library entry (`runJobFile`): what the CLI's `run` assembles, for code. */
-	library: ["shared", "config", "job", "api", "output", "run", "emulator", "history", "browser"],
+	library: ["shared", "config", "job", "api", "output", "run", "emulator", "history", "browser", "fleet"],
 	/** The CLI parses flags, prints and maps exit codes; running a job is the library's (one product). */
 	cli: ["shared", "config", "job", "api", "output", "run", "report", "browser", "history", "emulator", "library"],
 };

@@ -12,6 +12,8 @@ export function exitCodeForError(error: unknown): number {
 	if (code === "SCRAPEJOB_USAGE" || code === "SCRAPEJOB_JOB_INVALID") return EXIT.invalidInput;
 	// An addon built for another Node: the installation is to be fixed, as a bad command line is.
 	if (code === "SCRAPEJOB_NATIVE_MODULE") return EXIT.invalidInput;
+	// The fleet's tables are newer than this build: an older worker must not write into them.
+	if (code === "SCRAPEJOB_FLEET_SCHEMA") return EXIT.invalidInput;
 	if (code === "SCRAPEJOB_LOCK_HELD") return EXIT.lockHeld;
 	if (code === "SCRAPEJOB_OUTPUT") return EXIT.outputFailed;
 	// A request cut short by Ctrl-C (the CLI aborts its signal on SIGINT/SIGTERM).
@@ -19,6 +21,8 @@ export function exitCodeForError(error: unknown): number {
 	if (code === "SCRAPEJOB_NO_ACCESS") return EXIT.authOrCredits;
 	// The service unreachable while setting up (the account look-up): the same class as an outage, exit 3.
 	if (code === "SCRAPEJOB_NETWORK") return EXIT.authOrCredits;
+	// The fleet's database unreachable or refusing: like an outage, a retry with backoff can help.
+	if (code === "SCRAPEJOB_FLEET_DATABASE") return EXIT.authOrCredits;
 	// An address that answers, but not as the service (a scraper URL without /api/v1): no fetch can succeed.
 	if (code === "SCRAPEJOB_NOT_THE_SERVICE") return EXIT.authOrCredits;
 	if (code === "SCRAPEJOB_SERVICE_ERROR") {

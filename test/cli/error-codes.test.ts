@@ -35,5 +35,7 @@ describe("error codes are one closed union", () => {
 		expect(exitOf("SCRAPEJOB_NO_ACCESS")).toBe(EXIT.authOrCredits);
 		expect(exitOf("SCRAPEJOB_NETWORK")).toBe(EXIT.authOrCredits);
 		expect(exitOf("SCRAPEJOB_BODY_TOO_LARGE")).toBe(EXIT.someTargetsFailed);
+		expect(exitOf("SCRAPEJOB_FLEET_SCHEMA")).toBe(EXIT.invalidInput);
+		expect(exitOf("SCRAPEJOB_FLEET_DATABASE")).toBe(EXIT.authOrCredits);
 	});
 });

@@ -1,0 +1,158 @@
+import pg from "pg";
+import { errorMessage, maskUrlCredentials, redactSecrets, ScrapejobError } from "../shared/index.js";
+import { FleetDatabaseError } from "./errors.js";
+import { ensureSchema } from "./schema.js";
+
+/** The schema the fleet's tables live in unless told otherwise (the CLI reads `SCRAPEJOB_FLEET_SCHEMA`). */
+export const DEFAULT_FLEET_SCHEMA = "scrapejob";
+
+/** A lower-case SQL identifier: it is put in statements and `search_path` as it is, never quoted. */
+const SCHEMA_NAME = /^[a-z_][a-z0-9_]{0,62}$/;
+
+export interface FleetOptions {
+	/** `postgres://user:password@host:port/database`: a secret, never shown as given. */
+	readonly url: string;
+	/** @default "scrapejob" */
+	readonly schema?: string;
+	/** Connections this process keeps open at most. @default 4 */
+	readonly maxConnections?: number;
+}
+
+/** One process's connection to the fleet's database: a pool whose every connection uses the fleet's schema. */
+export interface Fleet {
+	readonly schema: string;
+	/** The URL as messages may show it (password masked). */
+	readonly maskedUrl: string;
+	/**
+	 * One statement; a failure is a FleetDatabaseError whose message carries no secret. A `name` makes it a
+	 * prepared statement on each connection (parsed and planned once there): the hot statements' CTEs cost
+	 * more to plan than to run.
+	 */
+	query<Row extends pg.QueryResultRow = pg.QueryResultRow>(
+		text: string,
+		values?: unknown[],
+		name?: string,
+	): Promise<Row[]>;
+	/** Run `work` in one transaction on one connection (committed when it resolves, rolled back when it throws). */
+	transaction<T>(work: (query: Fleet["query"]) => Promise<T>): Promise<T>;
+	close(): Promise<void>;
+}
+
+/** Every form the URL's secrets can take in a message: the URL itself, its password raw and decoded. */
+function secretsOf(url: string): string[] {
+	const secrets = [url];
+	const authority = /^[a-z][a-z0-9+.-]*:\/\/([^/?#]*)@/i.exec(url)?.[1];
+	const colon = authority?.indexOf(":") ?? -1;
+	if (authority !== undefined && colon >= 0) {
+		const raw = authority.slice(colon + 1);
+		secrets.push(raw);
+		try {
+			secrets.push(decodeURIComponent(raw));
+		} catch {
+			// Not valid percent-encoding: the raw form is all there is.
+		}
+	}
+	for (const match of url.matchAll(/[?&]password=([^&#]*)/g)) {
+		secrets.push(match[1]!);
+		try {
+			secrets.push(decodeURIComponent(match[1]!));
+		} catch {
+			// As above.
+		}
+	}
+	// Longest first, so a password that contains a shorter secret is replaced whole.
+	return secrets.sort((a, b) => b.length - a.length);
+}
+
+/** Where a URL points, for messages: credentials masked, and a `password=` parameter hidden too. */
+function showUrl(url: string): string {
+	return maskUrlCredentials(url).replace(/([?&]password=)[^&#]*/g, "$1***");
+}
+
+export async function connectFleet(options: FleetOptions): Promise<Fleet> {
+	const schema = options.schema ?? DEFAULT_FLEET_SCHEMA;
+	const maskedUrl = showUrl(options.url);
+	if (!SCHEMA_NAME.test(schema)) {
+		throw new FleetDatabaseError(
+			`fleet schema name ${JSON.stringify(schema)}: use lower-case letters, digits and _ (at most 63)`,
+		);
+	}
+	if (!/^postgres(ql)?:\/\//i.test(options.url)) {
+		throw new FleetDatabaseError(`fleet URL ${maskedUrl}: expected postgres://user:password@host:port/database`);
+	}
+	const secrets = secretsOf(options.url);
+	const failure = (error: unknown) => {
+		// Ours (schema too new, a refused name) already say what they mean, without secrets.
+		if (error instanceof ScrapejobError) return error;
+		const code = (error as { code?: unknown }).code;
+		return new FleetDatabaseError(
+			redactSecrets(`PostgreSQL at ${maskedUrl}: ${errorMessage(error)}`, secrets),
+			typeof code === "string" ? code : undefined,
+		);
+	};
+	let pool: pg.Pool;
+	try {
+		pool = new pg.Pool({
+			connectionString: options.url,
+			max: options.maxConnections ?? 4,
+			options: `-c search_path=${schema}`,
+			application_name: "scrapejob",
+		});
+	} catch (error) {
+		throw failure(error);
+	}
+	// An idle connection the server drops is replaced on the next query: nothing to do here, and without
+	// a listener the pool's error event would end the process.
+	pool.on("error", () => undefined);
+	const query: Fleet["query"] = async (text, values, name) => {
+		try {
+			return (await pool.query(name === undefined ? { text, values } : { name, text, values })).rows;
+		} catch (error) {
+			throw failure(error);
+		}
+	};
+	const fleet: Fleet = {
+		schema,
+		maskedUrl,
+		query,
+		async transaction(work) {
+			let client: pg.PoolClient;
+			try {
+				client = await pool.connect();
+			} catch (error) {
+				throw failure(error);
+			}
+			const inside: Fleet["query"] = async (text, values, name) => {
+				try {
+					return (await client.query(name === undefined ? { text, values } : { name, text, values })).rows;
+				} catch (error) {
+					throw failure(error);
+				}
+			};
+			let broken = false;
+			try {
+				await inside("BEGIN");
+				const result = await work(inside);
+				await inside("COMMIT");
+				return result;
+			} catch (error) {
+				await client.query("ROLLBACK").catch(() => {
+					broken = true;
+				});
+				throw failure(error);
+			} finally {
+				client.release(broken);
+			}
+		},
+		async close() {
+			await pool.end();
+		},
+	};
+	try {
+		await ensureSchema(fleet);
+	} catch (error) {
+		await pool.end().catch(() => undefined);
+		throw failure(error);
+	}
+	return fleet;
+}

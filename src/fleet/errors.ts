@@ -1,0 +1,30 @@
+import { ScrapejobError } from "../shared/index.js";
+
+/** The fleet's tables were made by a newer scrapejob: this one must not read or write them. */
+export class FleetSchemaTooNewError extends ScrapejobError {
+	readonly found: number;
+	readonly known: number;
+
+	constructor(schema: string, found: number, known: number) {
+		super(
+			"SCRAPEJOB_FLEET_SCHEMA",
+			`the fleet's tables in schema "${schema}" are at version ${found}, newer than this scrapejob knows (${known}): upgrade scrapejob on every worker`,
+		);
+		this.found = found;
+		this.known = known;
+	}
+}
+
+/**
+ * The fleet's database could not be reached or refused a statement. The message names the server with
+ * its password masked and never carries the connection URL as given.
+ */
+export class FleetDatabaseError extends ScrapejobError {
+	/** PostgreSQL's SQLSTATE when the server answered, else the client's error code (ECONNREFUSED, …). */
+	readonly sqlState: string | undefined;
+
+	constructor(message: string, sqlState?: string) {
+		super("SCRAPEJOB_FLEET_DATABASE", message);
+		this.sqlState = sqlState;
+	}
+}

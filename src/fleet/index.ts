@@ -1,0 +1,26 @@
+/**
+ * The fleet: many worker processes on any hosts running one job's run together, coordinated only through
+ * PostgreSQL — one frontier claimed with leases and epochs, one budget, one concurrency limit, politeness
+ * per host, a pause for everyone.
+ */
+
+export { commitCredits, releaseCredits, reserveCredits } from "./budget.js";
+export { connectFleet, DEFAULT_FLEET_SCHEMA, type Fleet, type FleetOptions } from "./connect.js";
+export { addDiscovered } from "./discovered.js";
+export { FleetDatabaseError, FleetSchemaTooNewError } from "./errors.js";
+export {
+	claimTargets,
+	completeTarget,
+	reapExpiredLeases,
+	releaseTarget,
+	renewLeases,
+	storeTaskId,
+} from "./leases.js";
+export { LOAD_BATCH } from "./load-targets.js";
+export { loadTargets, type OpenFleetRunOptions, type OpenFleetRunResult, openFleetRun } from "./open-run.js";
+export { pauseFleet, setHostPoliteness } from "./politeness.js";
+export { FLEET_SCHEMA_VERSION } from "./schema.js";
+export { acquireSlot, type FleetSlot, releaseSlot, setConcurrencyLimit } from "./slots.js";
+export { type FleetStatus, finishFleetRun, fleetStatus, isComplete, listFleetRuns } from "./status.js";
+export type { FleetLease, FleetRun, FleetTargetInput, FleetWorker } from "./types.js";
+export { registerWorker, type WorkerIdentity } from "./workers.js";

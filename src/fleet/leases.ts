@@ -1,0 +1,239 @@
+import type { Fleet } from "./connect.js";
+import type { FleetLease, FleetWorker } from "./types.js";
+
+interface LeaseRow {
+	run_id: string;
+	target_id: string;
+	lease_epoch: string;
+	url: string;
+	url_key: string;
+	host: string;
+	depth: number;
+	parent: string | null;
+	task_id: string | null;
+	attempts: number;
+	input: unknown;
+	claimed_at: Date;
+	lease_until: Date;
+}
+
+function toLease(row: LeaseRow): FleetLease {
+	return {
+		runId: Number(row.run_id),
+		targetId: row.target_id,
+		epoch: Number(row.lease_epoch),
+		url: row.url,
+		urlKey: row.url_key,
+		host: row.host,
+		depth: row.depth,
+		parent: row.parent,
+		taskId: row.task_id,
+		attempts: row.attempts,
+		input: row.input,
+		claimedAt: row.claimed_at,
+		leaseUntil: row.lease_until,
+	};
+}
+
+/**
+ * Return the run's targets whose lease lapsed (their worker died or stalled) to the queue, with their
+ * hosts' in-flight counts and their credit reservations. One reaper at a time per run (the others skip
+ * it): two reapers updating the same hosts in different orders could deadlock. Returns how many.
+ */
+export async function reapExpiredLeases(fleet: Fleet, runId: number): Promise<number> {
+	const [row] = await fleet.query<{ n: number }>(
+		`WITH reaper AS (
+			SELECT pg_try_advisory_xact_lock(hashtext('scrapejob fleet reap'), $1::int) AS got
+		), expired AS (
+			SELECT target_id, host, reserved FROM targets
+			WHERE run_id = $1 AND state = 'leased' AND lease_until < now() AND (SELECT got FROM reaper)
+			FOR UPDATE SKIP LOCKED
+		), requeued AS (
+			UPDATE targets t SET state = 'queued', lease_owner = NULL, lease_until = NULL, reserved = 0
+			FROM expired e WHERE t.run_id = $1 AND t.target_id = e.target_id
+			RETURNING e.host, e.reserved
+		), hosts_freed AS (
+			UPDATE hosts h SET in_flight = greatest(h.in_flight - c.n, 0)
+			FROM (SELECT host, count(*)::int AS n FROM requeued GROUP BY host) c
+			WHERE h.run_id = $1 AND h.host = c.host
+		), credits_freed AS (
+			UPDATE runs SET reserved = reserved - c.total
+			FROM (SELECT sum(reserved) AS total FROM requeued) c
+			WHERE id = $1 AND c.total > 0
+		)
+		SELECT count(*)::int AS n FROM requeued`,
+		[runId],
+		"fleet_reap",
+	);
+	return row?.n ?? 0;
+}
+
+/**
+ * Claim up to `n` queued targets for `worker` with `FOR UPDATE SKIP LOCKED`: concurrent claimers never
+ * wait on each other and never get the same target. Honours the run's pause and each host's politeness:
+ * a host is claimed from only once its `next_allowed_at` has come (one target per claim when it has a
+ * delay) and while its in-flight count is under its limit. A claim moves the host's clock on by its delay
+ * (none: to now), so hosts take turns.
+ * Each claim raises the target's lease epoch. When fewer than `n` are queued, lapsed leases are returned to
+ * the queue and claimed too.
+ */
+export async function claimTargets(
+	fleet: Fleet,
+	worker: FleetWorker,
+	n: number,
+	leaseMs: number,
+): Promise<FleetLease[]> {
+	const claimed = await claimQueued(fleet, worker, n, leaseMs);
+	// Lapsed leases are looked for only when the queue comes up short: a full claim costs one statement.
+	if (claimed.length === n || (await reapExpiredLeases(fleet, worker.runId)) === 0) return claimed;
+	return [...claimed, ...(await claimQueued(fleet, worker, n - claimed.length, leaseMs))];
+}
+
+async function claimQueued(fleet: Fleet, worker: FleetWorker, n: number, leaseMs: number): Promise<FleetLease[]> {
+	const rows = await fleet.query<LeaseRow>(
+		`WITH run AS (
+			SELECT id FROM runs
+			WHERE id = $1 AND state IN ('loading', 'running') AND (paused_until IS NULL OR paused_until <= now())
+		), due_hosts AS (
+			SELECT h.host, h.delay_ms, h.max_in_flight, h.in_flight FROM hosts h, run
+			WHERE h.run_id = run.id AND h.next_allowed_at <= now()
+				AND (h.max_in_flight IS NULL OR h.in_flight < h.max_in_flight)
+				AND EXISTS (SELECT 1 FROM targets q WHERE q.run_id = h.run_id AND q.host = h.host AND q.state = 'queued')
+			ORDER BY h.next_allowed_at
+			LIMIT $3
+			FOR UPDATE OF h SKIP LOCKED
+		), picked AS (
+			SELECT t.target_id, t.host FROM due_hosts d
+			CROSS JOIN LATERAL (
+				SELECT q.target_id, q.host FROM targets q
+				WHERE q.run_id = $1 AND q.host = d.host AND q.state = 'queued'
+				ORDER BY q.seq
+				LIMIT CASE WHEN d.delay_ms > 0 THEN 1 ELSE least($3, coalesce(d.max_in_flight - d.in_flight, $3)) END
+				FOR UPDATE SKIP LOCKED
+			) t
+			LIMIT $3
+		), claimed AS (
+			UPDATE targets t SET state = 'leased', lease_owner = $2, lease_epoch = t.lease_epoch + 1,
+				lease_until = now() + make_interval(secs => $4::float8 / 1000), attempts = t.attempts + 1
+			FROM picked p WHERE t.run_id = $1 AND t.target_id = p.target_id
+			RETURNING t.run_id, t.target_id, t.lease_epoch, t.url, t.url_key, t.host, t.depth, t.parent, t.task_id,
+				t.attempts, t.input, now() AS claimed_at, t.lease_until
+		), hosts_taken AS (
+			UPDATE hosts h SET in_flight = h.in_flight + c.n,
+				next_allowed_at = now() + make_interval(secs => h.delay_ms::float8 / 1000)
+			FROM (SELECT host, count(*)::int AS n FROM picked GROUP BY host) c
+			WHERE h.run_id = $1 AND h.host = c.host
+		)
+		SELECT * FROM claimed`,
+		[worker.runId, worker.id, n, leaseMs],
+		"fleet_claim",
+	);
+	return rows.map(toLease);
+}
+
+/**
+ * Extend every lease and slot `worker` holds, and note its heartbeat. A worker that stops calling this
+ * loses its targets and slots to the others once their time passes. Returns the leases still held.
+ */
+export async function renewLeases(fleet: Fleet, worker: FleetWorker, leaseMs: number): Promise<number> {
+	const [row] = await fleet.query<{ n: number }>(
+		`WITH beat AS (
+			UPDATE workers SET last_beat = now() WHERE id = $2
+		), slots_kept AS (
+			UPDATE slots SET held_until = now() + make_interval(secs => $3::float8 / 1000)
+			WHERE run_id = $1 AND holder = $2
+		), renewed AS (
+			UPDATE targets SET lease_until = now() + make_interval(secs => $3::float8 / 1000)
+			WHERE run_id = $1 AND lease_owner = $2 AND state = 'leased'
+			RETURNING 1
+		)
+		SELECT count(*)::int AS n FROM renewed`,
+		[worker.runId, worker.id, leaseMs],
+		"fleet_renew",
+	);
+	return row?.n ?? 0;
+}
+
+type LeaseRef = Pick<FleetLease, "runId" | "targetId" | "epoch">;
+
+/** Note the service's task id for the target before waiting on it: a worker that takes over polls it. Fenced. */
+export async function storeTaskId(fleet: Fleet, lease: LeaseRef, taskId: string): Promise<boolean> {
+	const rows = await fleet.query(
+		`UPDATE targets SET task_id = $4
+		WHERE run_id = $1 AND target_id = $2 AND lease_epoch = $3 AND state = 'leased' RETURNING 1`,
+		[lease.runId, lease.targetId, lease.epoch, taskId],
+		"fleet_task_id",
+	);
+	return rows.length === 1;
+}
+
+/**
+ * The target's record, written once: the target becomes done, its record is stored with the epoch, its
+ * reservation is dropped and `credits` are added to the run's spending, all in one statement. Fenced: a
+ * lease whose epoch is no longer the target's (another worker took it over) writes nothing and gets false.
+ */
+export async function completeTarget(
+	fleet: Fleet,
+	lease: LeaseRef,
+	record: unknown,
+	credits: number,
+): Promise<boolean> {
+	return settle(fleet, lease, "done", { record, credits, error: null });
+}
+
+/**
+ * The target ends without a record: `failed` for good, or back to `queued` for another attempt (by any
+ * worker). `credits` a failed fetch still cost are added to the run's spending. Fenced as completeTarget.
+ */
+export async function releaseTarget(
+	fleet: Fleet,
+	lease: LeaseRef,
+	outcome: { readonly retry: boolean; readonly error?: string; readonly credits?: number },
+): Promise<boolean> {
+	return settle(fleet, lease, outcome.retry ? "queued" : "failed", {
+		record: undefined,
+		credits: outcome.credits ?? 0,
+		error: outcome.error ?? null,
+	});
+}
+
+async function settle(
+	fleet: Fleet,
+	lease: LeaseRef,
+	state: "done" | "failed" | "queued",
+	what: { record: unknown; credits: number; error: string | null },
+): Promise<boolean> {
+	const [row] = await fleet.query<{ n: number }>(
+		`WITH current AS (
+			SELECT target_id, host, reserved FROM targets
+			WHERE run_id = $1 AND target_id = $2 AND lease_epoch = $3 AND state = 'leased'
+			FOR UPDATE
+		), settled AS (
+			UPDATE targets t SET state = $4, lease_owner = NULL, lease_until = NULL, reserved = 0,
+				credits = t.credits + $5, error = $6
+			FROM current c WHERE t.run_id = $1 AND t.target_id = c.target_id
+			RETURNING c.host, c.reserved
+		), record AS (
+			INSERT INTO records (run_id, target_id, epoch, record)
+			SELECT $1, $2, $3, $7::jsonb FROM settled WHERE $7::jsonb IS NOT NULL
+		), host_freed AS (
+			UPDATE hosts h SET in_flight = greatest(h.in_flight - 1, 0)
+			FROM settled s WHERE h.run_id = $1 AND h.host = s.host
+		), budget AS (
+			UPDATE runs r SET spent = r.spent + $5, reserved = r.reserved - s.reserved
+			FROM settled s WHERE r.id = $1 AND ($5 <> 0 OR s.reserved <> 0)
+		)
+		SELECT count(*)::int AS n FROM settled`,
+		[
+			lease.runId,
+			lease.targetId,
+			lease.epoch,
+			state,
+			what.credits,
+			what.error,
+			what.record === undefined ? null : JSON.stringify(what.record),
+		],
+		"fleet_settle",
+	);
+	return row?.n === 1;
+}

@@ -1,0 +1,68 @@
+import type { Fleet } from "./connect.js";
+import { hostOf } from "./hosts.js";
+import type { FleetTargetInput } from "./types.js";
+
+/** Targets inserted per statement while loading. */
+export const LOAD_BATCH = 1000;
+
+/**
+ * Insert targets of `runId` (and rows for their hosts, with the run's politeness), each URL key once:
+ * a key already in the run is skipped (`ON CONFLICT DO NOTHING`). `parent`, when given, is the target
+ * whose page linked to these. Returns how many were new.
+ */
+export async function insertTargets(
+	query: Fleet["query"],
+	runId: number,
+	targets: readonly FleetTargetInput[],
+	parent: { readonly targetId: string; readonly epoch: number } | null = null,
+): Promise<number> {
+	if (targets.length === 0) return 0;
+	const ids: string[] = [];
+	const keys: string[] = [];
+	const urls: string[] = [];
+	const hosts: string[] = [];
+	const depths: number[] = [];
+	const inputs: (string | null)[] = [];
+	// In URL key order: workers inserting overlapping keys at once meet each other's uncommitted rows in
+	// one order, so none can wait on another that waits on it.
+	const sorted = targets
+		.map((target) => ({ target, key: target.urlKey ?? target.url }))
+		.sort((a, b) => (a.key < b.key ? -1 : a.key > b.key ? 1 : 0));
+	for (const { target, key } of sorted) {
+		ids.push(target.targetId ?? key);
+		keys.push(key);
+		urls.push(target.url);
+		hosts.push(target.host ?? hostOf(target.url));
+		depths.push(target.depth ?? 0);
+		inputs.push(target.input === undefined ? null : JSON.stringify(target.input));
+	}
+	// A discovered link enters only while the page that found it is still leased under the finder's
+	// epoch: a worker whose lease passed to another adds nothing.
+	const fence =
+		parent === null
+			? "true"
+			: "EXISTS (SELECT 1 FROM targets p WHERE p.run_id = $1 AND p.target_id = $8 AND p.lease_epoch = $9 AND p.state = 'leased')";
+	const rows = await query<{ n: number }>(
+		`WITH input AS (
+			SELECT * FROM unnest($2::text[], $3::text[], $4::text[], $5::text[], $6::int[], $7::jsonb[])
+				AS i(target_id, url_key, url, host, depth, input)
+			WHERE ${fence}
+		), new_hosts AS (
+			INSERT INTO hosts (run_id, host, delay_ms, max_in_flight)
+			SELECT DISTINCT $1::bigint, i.host, r.host_delay_ms, r.host_concurrency FROM input i, runs r WHERE r.id = $1
+			ORDER BY i.host
+			ON CONFLICT DO NOTHING
+		), inserted AS (
+			INSERT INTO targets (run_id, target_id, url_key, url, host, depth, parent, input)
+			SELECT $1, i.target_id, i.url_key, i.url, i.host, i.depth, $8, i.input FROM input i
+			ON CONFLICT DO NOTHING
+			RETURNING 1
+		)
+		SELECT count(*)::int AS n FROM inserted`,
+		parent === null
+			? [runId, ids, keys, urls, hosts, depths, inputs, null]
+			: [runId, ids, keys, urls, hosts, depths, inputs, parent.targetId, parent.epoch],
+		parent === null ? "fleet_insert_targets" : "fleet_insert_links",
+	);
+	return rows[0]?.n ?? 0;
+}

@@ -1,0 +1,142 @@
+import type { Fleet } from "./connect.js";
+import { FleetDatabaseError, FleetSchemaTooNewError } from "./errors.js";
+
+/**
+ * The fleet's tables, one migration per version: version N is reached by running migrations 1..N in
+ * order. A change to the tables is a new entry at the end, never an edit of one that shipped.
+ */
+const MIGRATIONS: readonly string[] = [
+	`
+CREATE TABLE runs (
+	id bigserial PRIMARY KEY,
+	job_name text NOT NULL,
+	run_name text NOT NULL,
+	state text NOT NULL DEFAULT 'opening' CHECK (state IN ('opening', 'loading', 'running', 'complete')),
+	created_at timestamptz NOT NULL DEFAULT now(),
+	completed_at timestamptz,
+	-- The worker streaming the job's targets in, and until when it holds that role.
+	loader text,
+	loader_until timestamptz,
+	max_credits bigint CHECK (max_credits >= 0),
+	spent bigint NOT NULL DEFAULT 0,
+	reserved bigint NOT NULL DEFAULT 0,
+	concurrency_limit integer NOT NULL CHECK (concurrency_limit >= 1),
+	-- What a new host's row starts with (per_host_delay, per_host_concurrency).
+	host_delay_ms integer NOT NULL DEFAULT 0 CHECK (host_delay_ms >= 0),
+	host_concurrency integer CHECK (host_concurrency >= 1),
+	paused_until timestamptz,
+	UNIQUE (job_name, run_name)
+);
+CREATE INDEX runs_newest ON runs (job_name, created_at DESC) WHERE state <> 'complete';
+
+CREATE TABLE workers (
+	id text PRIMARY KEY,
+	run_id bigint NOT NULL REFERENCES runs ON DELETE CASCADE,
+	hostname text NOT NULL,
+	pid integer NOT NULL,
+	started_at timestamptz NOT NULL DEFAULT now(),
+	last_beat timestamptz NOT NULL DEFAULT now()
+);
+CREATE INDEX workers_run ON workers (run_id);
+
+CREATE TABLE hosts (
+	run_id bigint NOT NULL REFERENCES runs ON DELETE CASCADE,
+	host text NOT NULL,
+	delay_ms integer NOT NULL DEFAULT 0 CHECK (delay_ms >= 0),
+	max_in_flight integer CHECK (max_in_flight >= 1),
+	next_allowed_at timestamptz NOT NULL DEFAULT '-infinity',
+	in_flight integer NOT NULL DEFAULT 0,
+	PRIMARY KEY (run_id, host)
+);
+-- Claims take the hosts whose turn came longest ago first.
+CREATE INDEX hosts_due ON hosts (run_id, next_allowed_at);
+
+CREATE TABLE targets (
+	run_id bigint NOT NULL REFERENCES runs ON DELETE CASCADE,
+	target_id text NOT NULL,
+	-- Claim order: loaded and discovered targets in the order they arrived.
+	seq bigserial,
+	url_key text NOT NULL,
+	url text NOT NULL,
+	host text NOT NULL,
+	state text NOT NULL DEFAULT 'queued' CHECK (state IN ('queued', 'leased', 'done', 'failed')),
+	lease_owner text,
+	lease_epoch bigint NOT NULL DEFAULT 0,
+	lease_until timestamptz,
+	attempts integer NOT NULL DEFAULT 0,
+	depth integer NOT NULL DEFAULT 0,
+	parent text,
+	task_id text,
+	-- Credits booked for the fetch in flight (released when its lease lapses) and credits spent on it.
+	reserved bigint NOT NULL DEFAULT 0,
+	credits bigint NOT NULL DEFAULT 0,
+	error text,
+	-- The target's own fields (params, metadata) as the job gave them.
+	input jsonb,
+	PRIMARY KEY (run_id, target_id),
+	UNIQUE (run_id, url_key)
+);
+CREATE INDEX targets_queued ON targets (run_id, host, seq) WHERE state = 'queued';
+CREATE INDEX targets_leased ON targets (run_id, lease_until) WHERE state = 'leased';
+CREATE INDEX targets_owner ON targets (lease_owner) WHERE state = 'leased';
+
+CREATE TABLE records (
+	run_id bigint NOT NULL,
+	target_id text NOT NULL,
+	-- The lease epoch the record was written under.
+	epoch bigint NOT NULL,
+	record jsonb NOT NULL,
+	written_at timestamptz NOT NULL DEFAULT now(),
+	PRIMARY KEY (run_id, target_id),
+	FOREIGN KEY (run_id, target_id) REFERENCES targets ON DELETE CASCADE
+);
+
+-- The account's concurrency as rows: a fetch holds one; only slots below the run's limit are handed out.
+CREATE TABLE slots (
+	run_id bigint NOT NULL REFERENCES runs ON DELETE CASCADE,
+	slot integer NOT NULL,
+	holder text,
+	epoch bigint NOT NULL DEFAULT 0,
+	held_until timestamptz,
+	PRIMARY KEY (run_id, slot)
+);
+CREATE INDEX slots_holder ON slots (holder) WHERE holder IS NOT NULL;
+`,
+];
+
+/** The version this scrapejob writes and reads. */
+export const FLEET_SCHEMA_VERSION = MIGRATIONS.length;
+
+/**
+ * Create or upgrade the fleet's tables in one transaction, under an advisory lock so that workers
+ * starting together do it once. A version newer than this code knows is refused before anything else.
+ */
+export async function ensureSchema(fleet: Fleet): Promise<void> {
+	const [server] = await fleet.query<{ version: string }>("SELECT current_setting('server_version_num') AS version");
+	if (Number(server?.version) < 130000) {
+		throw new FleetDatabaseError(`the fleet needs PostgreSQL 13 or later (the server is ${server?.version})`);
+	}
+	await fleet.transaction(async (query) => {
+		await query("SELECT pg_advisory_xact_lock(hashtext($1))", [`scrapejob fleet schema ${fleet.schema}`]);
+		const [table] = await query<{ found: string | null }>("SELECT to_regclass($1)::text AS found", [
+			`${fleet.schema}.schema_version`,
+		]);
+		let version = 0;
+		if (table?.found) {
+			const [row] = await query<{ version: number }>(`SELECT version FROM ${fleet.schema}.schema_version`);
+			version = row?.version ?? 0;
+		}
+		if (version > FLEET_SCHEMA_VERSION) throw new FleetSchemaTooNewError(fleet.schema, version, FLEET_SCHEMA_VERSION);
+		if (version === FLEET_SCHEMA_VERSION) return;
+		await query(`CREATE SCHEMA IF NOT EXISTS ${fleet.schema}`);
+		await query(`SET LOCAL search_path TO ${fleet.schema}`);
+		await query(
+			"CREATE TABLE IF NOT EXISTS schema_version (only_row boolean PRIMARY KEY DEFAULT true CHECK (only_row), version integer NOT NULL)",
+		);
+		for (const migration of MIGRATIONS.slice(version)) await query(migration);
+		await query(
+			"INSERT INTO schema_version (version) VALUES ($1) ON CONFLICT (only_row) DO UPDATE SET version = EXCLUDED.version",
+			[FLEET_SCHEMA_VERSION],
+		);
+	});
+}

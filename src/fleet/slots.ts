@@ -1,0 +1,58 @@
+import type { Fleet } from "./connect.js";
+import type { FleetWorker } from "./types.js";
+
+/** One of the fleet's concurrency slots, held by a worker for one fetch. */
+export interface FleetSlot {
+	readonly runId: number;
+	readonly slot: number;
+	/** Raised on every acquisition: a release only frees the acquisition it came from. */
+	readonly epoch: number;
+}
+
+/**
+ * Take a free slot for one fetch, or null when all the run's `concurrency_limit` slots are held (or
+ * the fleet is paused). A slot whose holder stopped renewing it (renewLeases) is free again once its
+ * time passes, so a dead worker's fetches stop counting against the limit.
+ */
+export async function acquireSlot(fleet: Fleet, worker: FleetWorker, holdMs: number): Promise<FleetSlot | null> {
+	const [row] = await fleet.query<{ slot: number; epoch: string }>(
+		`UPDATE slots s SET holder = $2, epoch = s.epoch + 1, held_until = now() + make_interval(secs => $3::float8 / 1000)
+		WHERE s.run_id = $1 AND s.slot = (
+			SELECT f.slot FROM slots f JOIN runs r ON r.id = f.run_id
+			WHERE f.run_id = $1 AND f.slot < r.concurrency_limit
+				AND (r.paused_until IS NULL OR r.paused_until <= now())
+				AND (f.holder IS NULL OR f.held_until < now())
+			ORDER BY f.slot
+			LIMIT 1
+			FOR UPDATE OF f SKIP LOCKED
+		)
+		RETURNING s.slot, s.epoch`,
+		[worker.runId, worker.id, holdMs],
+		"fleet_acquire_slot",
+	);
+	return row ? { runId: worker.runId, slot: row.slot, epoch: Number(row.epoch) } : null;
+}
+
+/** Give the slot back; false when it had already lapsed and passed to another fetch. */
+export async function releaseSlot(fleet: Fleet, slot: FleetSlot): Promise<boolean> {
+	const rows = await fleet.query(
+		"UPDATE slots SET holder = NULL, held_until = NULL WHERE run_id = $1 AND slot = $2 AND epoch = $3 AND holder IS NOT NULL RETURNING 1",
+		[slot.runId, slot.slot, slot.epoch],
+		"fleet_release_slot",
+	);
+	return rows.length === 1;
+}
+
+/**
+ * Change the fleet's in-flight ceiling (a lower `X-RateLimit-Limit`, the account's concurrency). Slots
+ * above a lowered limit are no longer handed out; those held finish their fetch first.
+ */
+export async function setConcurrencyLimit(fleet: Fleet, runId: number, limit: number): Promise<void> {
+	await fleet.transaction(async (query) => {
+		await query("UPDATE runs SET concurrency_limit = $2 WHERE id = $1", [runId, limit]);
+		await query("INSERT INTO slots (run_id, slot) SELECT $1, generate_series(0, $2 - 1) ON CONFLICT DO NOTHING", [
+			runId,
+			limit,
+		]);
+	});
+}

@@ -1,0 +1,113 @@
+import type { Fleet } from "./connect.js";
+import { toRun } from "./open-run.js";
+import type { FleetRun } from "./types.js";
+
+/**
+ * True when the run has all its targets (loading ended) and none is queued or leased: a leased page may
+ * still add links, so it holds the run open. One statement.
+ */
+export async function isComplete(fleet: Fleet, runId: number): Promise<boolean> {
+	const [row] = await fleet.query<{ complete: boolean }>(
+		`SELECT r.state IN ('running', 'complete')
+			AND NOT EXISTS (SELECT 1 FROM targets t WHERE t.run_id = r.id AND t.state IN ('queued', 'leased')) AS complete
+		FROM runs r WHERE r.id = $1`,
+		[runId],
+	);
+	return row?.complete ?? false;
+}
+
+/** Mark the run complete if it is (as isComplete, in the same statement); true when it is complete now. */
+export async function finishFleetRun(fleet: Fleet, runId: number): Promise<boolean> {
+	const [row] = await fleet.query<{ state: string }>(
+		`UPDATE runs r SET state = 'complete', completed_at = coalesce(r.completed_at, now())
+		WHERE r.id = $1 AND r.state IN ('running', 'complete')
+			AND NOT EXISTS (SELECT 1 FROM targets t WHERE t.run_id = r.id AND t.state IN ('queued', 'leased'))
+		RETURNING r.state`,
+		[runId],
+	);
+	return row !== undefined;
+}
+
+export interface FleetStatus {
+	readonly run: FleetRun;
+	readonly targets: {
+		readonly queued: number;
+		readonly leased: number;
+		readonly done: number;
+		readonly failed: number;
+	};
+	readonly workers: ReadonlyArray<{
+		readonly id: string;
+		readonly hostname: string;
+		readonly pid: number;
+		readonly startedAt: Date;
+		readonly lastBeat: Date;
+	}>;
+	/** Slots held now (not lapsed) against the run's limit. */
+	readonly inFlight: number;
+	readonly concurrencyLimit: number;
+	readonly credits: { readonly spent: number; readonly reserved: number; readonly max: number | null };
+	/** Null when the fleet is not paused now. */
+	readonly pausedUntil: Date | null;
+	/** The database's clock when this was read. */
+	readonly at: Date;
+}
+
+/** What `fleet status` shows of one run. */
+export async function fleetStatus(fleet: Fleet, runId: number): Promise<FleetStatus | null> {
+	const [row] = await fleet.query<{
+		id: string;
+		job_name: string;
+		run_name: string;
+		state: FleetRun["state"];
+		created_at: Date;
+		spent: string;
+		reserved: string;
+		max_credits: string | null;
+		concurrency_limit: number;
+		paused_until: Date | null;
+		at: Date;
+		counts: Record<string, number> | null;
+		in_flight: number;
+		workers: Array<{ id: string; hostname: string; pid: number; started_at: string; last_beat: string }> | null;
+	}>(
+		`SELECT r.id, r.job_name, r.run_name, r.state, r.created_at, r.spent, r.reserved, r.max_credits,
+			r.concurrency_limit, CASE WHEN r.paused_until > now() THEN r.paused_until END AS paused_until, now() AS at,
+			(SELECT jsonb_object_agg(state, n) FROM (SELECT state, count(*)::int AS n FROM targets WHERE run_id = r.id GROUP BY state) c) AS counts,
+			(SELECT count(*)::int FROM slots s WHERE s.run_id = r.id AND s.holder IS NOT NULL AND s.held_until >= now()) AS in_flight,
+			(SELECT jsonb_agg(w ORDER BY w.started_at) FROM (SELECT id, hostname, pid, started_at, last_beat FROM workers WHERE run_id = r.id) w) AS workers
+		FROM runs r WHERE r.id = $1`,
+		[runId],
+	);
+	if (!row) return null;
+	const count = (state: string) => row.counts?.[state] ?? 0;
+	return {
+		run: toRun(row),
+		targets: { queued: count("queued"), leased: count("leased"), done: count("done"), failed: count("failed") },
+		workers: (row.workers ?? []).map((worker) => ({
+			id: worker.id,
+			hostname: worker.hostname,
+			pid: worker.pid,
+			startedAt: new Date(worker.started_at),
+			lastBeat: new Date(worker.last_beat),
+		})),
+		inFlight: row.in_flight,
+		concurrencyLimit: row.concurrency_limit,
+		credits: {
+			spent: Number(row.spent),
+			reserved: Number(row.reserved),
+			max: row.max_credits === null ? null : Number(row.max_credits),
+		},
+		pausedUntil: row.paused_until,
+		at: row.at,
+	};
+}
+
+/** The job's fleet runs, newest first. */
+export async function listFleetRuns(fleet: Fleet, jobName: string): Promise<FleetRun[]> {
+	const rows = await fleet.query<Parameters<typeof toRun>[0]>(
+		"SELECT id, job_name, run_name, state, created_at FROM runs WHERE job_name = $1 ORDER BY created_at DESC, id DESC",
+		[jobName],
+	);
+	return rows.map(toRun);
+}

@@ -1,0 +1,50 @@
+/** A fleet run as its row says. */
+export interface FleetRun {
+	readonly id: number;
+	readonly jobName: string;
+	readonly runName: string;
+	readonly state: "opening" | "loading" | "running" | "complete";
+	readonly createdAt: Date;
+}
+
+/** A target as the job gives it to the frontier. */
+export interface FleetTargetInput {
+	readonly url: string;
+	/** The URL as the job deduplicates it (normalized): each key enters a run once. @default url */
+	readonly urlKey?: string;
+	/** The job's id for the target. @default urlKey */
+	readonly targetId?: string;
+	/** @default the URL's host */
+	readonly host?: string;
+	/** @default 0 */
+	readonly depth?: number;
+	/** The target's own fields (params, metadata), handed back with its claim. */
+	readonly input?: unknown;
+}
+
+/**
+ * A claimed target: the lease a worker holds until `leaseUntil`. Every write about the target carries
+ * `epoch`, so a worker whose lease passed to another writes nothing.
+ */
+export interface FleetLease {
+	readonly runId: number;
+	readonly targetId: string;
+	readonly epoch: number;
+	readonly url: string;
+	readonly urlKey: string;
+	readonly host: string;
+	readonly depth: number;
+	readonly parent: string | null;
+	/** A task an earlier holder started: poll it instead of paying again. */
+	readonly taskId: string | null;
+	readonly attempts: number;
+	readonly input: unknown;
+	/** The database's clock when the claim was made: a fetch to the host may start from then. */
+	readonly claimedAt: Date;
+	readonly leaseUntil: Date;
+}
+
+export interface FleetWorker {
+	readonly id: string;
+	readonly runId: number;
+}

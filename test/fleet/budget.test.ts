@@ -1,0 +1,86 @@
+import { describe, expect, it } from "vitest";
+import {
+	claimTargets,
+	commitCredits,
+	completeTarget,
+	releaseCredits,
+	releaseTarget,
+	reserveCredits,
+} from "../../src/fleet/index.js";
+import { runWithWorkers, targetsOn } from "../helpers/fleet.js";
+import { useCluster } from "../helpers/postgres.js";
+
+const cluster = useCluster();
+
+describe("one budget for the fleet", () => {
+	it("8 workers reserving at once never book or spend past max_credits", async () => {
+		const MAX = 500;
+		const { workers, runId } = await runWithWorkers(await cluster(), targetsOn(400, 4), 8, { maxCredits: MAX });
+		const monitor = workers[0]!.fleet;
+		let highest = 0;
+		let running = true;
+		// Read the run's books while the workers reserve: spent + reserved must stay within the budget.
+		const watching = (async () => {
+			while (running) {
+				const [row] = await monitor.query<{ booked: number }>(
+					"SELECT (spent + reserved)::int AS booked FROM runs WHERE id = $1",
+					[runId],
+				);
+				highest = Math.max(highest, row!.booked);
+			}
+		})();
+		let refused = 0;
+		await Promise.all(
+			workers.map(async ({ fleet, worker }) => {
+				for (;;) {
+					const [lease] = await claimTargets(fleet, worker, 1, 60_000);
+					if (!lease) return;
+					// Worst case 7; the fetch costs 1 to 7.
+					if (!(await reserveCredits(fleet, lease, 7))) {
+						refused++;
+						await releaseTarget(fleet, lease, { retry: false, error: "budget" });
+						continue;
+					}
+					const cost = 1 + (Number(lease.targetId.split("/").pop()) % 7);
+					expect(await completeTarget(fleet, lease, { cost }, cost)).toBe(true);
+				}
+			}),
+		);
+		running = false;
+		await watching;
+		const [run] = await monitor.query<{ spent: number; reserved: number }>(
+			"SELECT spent::int, reserved::int FROM runs WHERE id = $1",
+			[runId],
+		);
+		const [paid] = await monitor.query<{ sum: number }>(
+			"SELECT coalesce(sum(credits), 0)::int AS sum FROM targets WHERE run_id = $1",
+			[runId],
+		);
+		expect(refused).toBeGreaterThan(0);
+		expect(highest).toBeLessThanOrEqual(MAX);
+		expect(run!.reserved).toBe(0);
+		expect(run!.spent).toBeLessThanOrEqual(MAX);
+		// Close to the budget: a reservation was refused only when 7 more did not fit.
+		expect(run!.spent).toBeGreaterThan(MAX - 7 * 8);
+		expect(paid!.sum).toBe(run!.spent);
+	});
+
+	it("commit replaces a reservation with the real cost; release drops it", async () => {
+		const { workers, runId } = await runWithWorkers(await cluster(), targetsOn(1), 1, { maxCredits: 20 });
+		const { fleet, worker } = workers[0]!;
+		const [lease] = await claimTargets(fleet, worker, 1, 60_000);
+		const books = async () =>
+			(await fleet.query("SELECT spent::int, reserved::int FROM runs WHERE id = $1", [runId]))[0];
+		expect(await reserveCredits(fleet, lease!, 15)).toBe(true);
+		expect(await reserveCredits(fleet, lease!, 6)).toBe(false);
+		expect(await books()).toEqual({ spent: 0, reserved: 15 });
+		expect(await commitCredits(fleet, lease!, 4)).toBe(true);
+		expect(await books()).toEqual({ spent: 4, reserved: 0 });
+		expect(await reserveCredits(fleet, lease!, 16)).toBe(true);
+		expect(await releaseCredits(fleet, lease!)).toBe(true);
+		expect(await books()).toEqual({ spent: 4, reserved: 0 });
+		expect(await reserveCredits(fleet, lease!, 10)).toBe(true);
+		expect(await completeTarget(fleet, lease!, {}, 3)).toBe(true);
+		expect(await books()).toEqual({ spent: 7, reserved: 0 });
+	});
+});

@@ -1,0 +1,110 @@
+import { describe, expect, it } from "vitest";
+import {
+	addDiscovered,
+	claimTargets,
+	completeTarget,
+	type FleetLease,
+	type FleetTargetInput,
+	finishFleetRun,
+	isComplete,
+} from "../../src/fleet/index.js";
+import { runWithWorkers } from "../helpers/fleet.js";
+import { useCluster } from "../helpers/postgres.js";
+
+const cluster = useCluster();
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+const page = (n: number): FleetTargetInput => ({ url: `https://site.test/${n}`, urlKey: `site.test/${n}` });
+
+describe("the crawl's frontier", () => {
+	it("4 workers crawling overlapping links add each URL once, depth by depth, and finish", async () => {
+		const { workers, runId } = await runWithWorkers(await cluster(), [page(0)], 4);
+		let added = 0;
+		const claims: FleetLease[] = [];
+		await Promise.all(
+			workers.map(async ({ fleet, worker }) => {
+				for (;;) {
+					const [lease] = await claimTargets(fleet, worker, 1, 60_000);
+					if (!lease) {
+						if (await isComplete(fleet, runId)) return;
+						await sleep(5);
+						continue;
+					}
+					claims.push(lease);
+					const n = Number(lease.url.split("/").pop());
+					// Page n links to 8 pages around 3n: neighbours share most of their links.
+					if (lease.depth < 3) {
+						// In an order of their own for each page, so that workers insert overlapping keys in different orders.
+						const links = Array.from({ length: 8 }, (_, k) => page((3 * n + ((k * 5 + n) % 8)) % 60));
+						const fresh = await addDiscovered(fleet, lease, links);
+						added += fresh;
+					}
+					expect(await completeTarget(fleet, lease, { n }, 1)).toBe(true);
+				}
+			}),
+		);
+		const fleet = workers[0]!.fleet;
+		const targets = await fleet.query<{ url_key: string; depth: number; parent: string | null }>(
+			"SELECT url_key, depth, parent FROM targets WHERE run_id = $1",
+			[runId],
+		);
+		expect(new Set(targets.map((target) => target.url_key)).size).toBe(targets.length);
+		expect(added).toBe(targets.length - 1);
+		expect(claims).toHaveLength(targets.length);
+		expect(new Set(claims.map((lease) => lease.targetId)).size).toBe(targets.length);
+		// Depth-exact: each page one deeper than the page that first found it.
+		const byKey = new Map(targets.map((target) => [target.url_key, target]));
+		for (const target of targets) {
+			if (target.parent === null) expect(target.depth).toBe(0);
+			else expect(target.depth).toBe(byKey.get(target.parent)!.depth + 1);
+		}
+		expect(Math.max(...targets.map((target) => target.depth))).toBe(3);
+		expect(await finishFleetRun(fleet, runId)).toBe(true);
+	});
+
+	it("8 workers adding the same links at once, each in its own order: each link enters once, no statement fails", async () => {
+		const seeds = Array.from({ length: 8 }, (_, i) => page(50_000 + i));
+		const { workers } = await runWithWorkers(await cluster(), seeds, 8);
+		// One page each (a claim that finds the host's row taken by another claimer comes back empty: retry).
+		const pages: FleetLease[][] = [];
+		for (const { fleet, worker } of workers) pages.push(await claimTargets(fleet, worker, 1, 60_000));
+		let total = 0;
+		for (let round = 0; round < 4; round++) {
+			const pool = Array.from({ length: 1000 }, (_, i) => page(round * 1000 + i));
+			const added = await Promise.all(
+				workers.map(({ fleet }, w) => {
+					// Each worker its own order of the same 1,000 links.
+					const mine = pool
+						.map((link, i) => ({ link, rank: (i * (2 * w + 7)) % 1009 }))
+						.sort((a, b) => a.rank - b.rank);
+					return addDiscovered(
+						fleet,
+						pages[w]![0]!,
+						mine.map(({ link }) => link),
+					);
+				}),
+			);
+			total += added.reduce((sum, n) => sum + n, 0);
+		}
+		expect(total).toBe(4000);
+	});
+
+	it("isComplete holds while a leased page may still add links, and is one query over the run", async () => {
+		const { workers, runId } = await runWithWorkers(await cluster(), [page(0)], 2);
+		const [a, b] = workers as [(typeof workers)[0], (typeof workers)[0]];
+		const [seed] = await claimTargets(a.fleet, a.worker, 1, 60_000);
+		// Nothing queued, but the seed is leased: not complete.
+		expect(await isComplete(b.fleet, runId)).toBe(false);
+		expect(await finishFleetRun(b.fleet, runId)).toBe(false);
+		expect(await addDiscovered(a.fleet, seed!, [page(1), page(0)])).toBe(1);
+		expect(await completeTarget(a.fleet, seed!, {}, 1)).toBe(true);
+		expect(await isComplete(b.fleet, runId)).toBe(false);
+		const [child] = await claimTargets(b.fleet, b.worker, 1, 60_000);
+		expect(child).toMatchObject({ url: "https://site.test/1", depth: 1, parent: "site.test/0" });
+		expect(await isComplete(a.fleet, runId)).toBe(false);
+		expect(await completeTarget(b.fleet, child!, {}, 1)).toBe(true);
+		expect(await isComplete(a.fleet, runId)).toBe(true);
+		expect(await finishFleetRun(a.fleet, runId)).toBe(true);
+		const [run] = await a.fleet.query("SELECT state FROM runs WHERE id = $1", [runId]);
+		expect(run).toEqual({ state: "complete" });
+	});
+});

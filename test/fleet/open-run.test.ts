@@ -1,0 +1,140 @@
+import { describe, expect, it } from "vitest";
+import {
+	claimTargets,
+	completeTarget,
+	type FleetTargetInput,
+	finishFleetRun,
+	isComplete,
+	listFleetRuns,
+	openFleetRun,
+} from "../../src/fleet/index.js";
+import { fleetFor, streamOf, targetsOn } from "../helpers/fleet.js";
+import { useCluster } from "../helpers/postgres.js";
+
+const cluster = useCluster();
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+/** A source that yields slowly and counts how often it is read. */
+function slowSource(targets: readonly FleetTargetInput[], everyMs: number) {
+	const reads = { opened: 0, yielded: 0 };
+	return {
+		reads,
+		source: async function* () {
+			reads.opened++;
+			for (const target of targets) {
+				if (reads.yielded % 10 === 0) await sleep(everyMs);
+				reads.yielded++;
+				yield target;
+			}
+		},
+	};
+}
+
+describe("opening and joining a fleet run", () => {
+	it("two workers starting together: one loads, once; the other joins at once and helps while it loads", async () => {
+		const url = await (await cluster()).createDatabase();
+		const [first, second] = [await fleetFor(url), await fleetFor(url)];
+		const { reads, source } = slowSource(targetsOn(60), 25);
+		const options = { jobName: "job", concurrencyLimit: 5, source, loaderLeaseMs: 10_000, loadBatchSize: 10 };
+		const loading = openFleetRun(first, options);
+		await sleep(50);
+		const joined = await openFleetRun(second, options);
+		expect(joined).toMatchObject({ outcome: "joined", loaded: false, run: { state: "loading" } });
+		if (joined.outcome === "complete") throw new Error("unreachable");
+		// The joiner fetches what is loaded so far; the run is not complete while loading goes on.
+		const [early] = await claimTargets(second, joined.worker, 1, 60_000);
+		expect(early).toBeDefined();
+		expect(await completeTarget(second, early!, {}, 1)).toBe(true);
+		expect(await isComplete(second, joined.run.id)).toBe(false);
+		const loaded = await loading;
+		expect(loaded).toMatchObject({ outcome: "opened", loaded: true, run: { state: "running", id: joined.run.id } });
+		expect(reads).toEqual({ opened: 1, yielded: 60 });
+		const [count] = await first.query("SELECT count(*)::int AS n FROM targets WHERE run_id = $1", [joined.run.id]);
+		expect(count).toEqual({ n: 60 });
+	});
+
+	it("a loader that died is replaced once its lease lapses, and the reload adds no duplicate", async () => {
+		const url = await (await cluster()).createDatabase();
+		const [first, second] = [await fleetFor(url), await fleetFor(url)];
+		const targets = targetsOn(25);
+		// The first loader stops after 10 targets and never renews its role.
+		const stalled = async function* () {
+			yield* targets.slice(0, 10);
+			await new Promise(() => undefined);
+		};
+		void openFleetRun(first, {
+			jobName: "job",
+			concurrencyLimit: 5,
+			source: stalled,
+			loaderLeaseMs: 200,
+			loadBatchSize: 5,
+		}).catch(() => undefined);
+		// Wait (on the database, not a timer: the machine may be busy) for the 10 to be in and the role to lapse.
+		const state = async () =>
+			(
+				await second.query<{ id: string; loaded: number; lapsed: boolean }>(
+					`SELECT r.id, (SELECT count(*)::int FROM targets t WHERE t.run_id = r.id) AS loaded,
+						r.loader_until < now() AS lapsed
+					FROM runs r WHERE r.job_name = 'job'`,
+				)
+			)[0];
+		let seen = await state();
+		for (let waited = 0; !(seen?.loaded === 10 && seen.lapsed) && waited < 10_000; waited += 20) {
+			await sleep(20);
+			seen = await state();
+		}
+		expect(seen).toMatchObject({ loaded: 10, lapsed: true });
+		const run = seen!;
+		const options = { jobName: "job", concurrencyLimit: 5, source: () => streamOf(targets), loaderLeaseMs: 10_000 };
+		const taken = await openFleetRun(second, options);
+		expect(taken).toMatchObject({ outcome: "joined", loaded: true, run: { state: "running" } });
+		const [count] = await second.query("SELECT count(*)::int AS n FROM targets WHERE run_id = $1", [run!.id]);
+		expect(count).toEqual({ n: 25 });
+	});
+
+	it("a named run that is complete is reported, never reopened; without a name the newest unfinished run is joined", async () => {
+		const url = await (await cluster()).createDatabase();
+		const fleet = await fleetFor(url);
+		const open = (runName?: string) =>
+			openFleetRun(fleet, { jobName: "job", concurrencyLimit: 2, source: () => streamOf(targetsOn(1)), runName });
+		const named = await open("nightly-1");
+		if (named.outcome === "complete") throw new Error("unreachable");
+		const [lease] = await claimTargets(fleet, named.worker, 1, 60_000);
+		await completeTarget(fleet, lease!, {}, 1);
+		expect(await finishFleetRun(fleet, named.run.id)).toBe(true);
+		const again = await open("nightly-1");
+		expect(again).toEqual({
+			outcome: "complete",
+			run: expect.objectContaining({ id: named.run.id, state: "complete" }),
+		});
+		const [workers] = await fleet.query("SELECT count(*)::int AS n FROM workers WHERE run_id = $1", [named.run.id]);
+		expect(workers).toEqual({ n: 1 });
+		// Unnamed: nothing unfinished, so a new run; then that one is joined.
+		const fresh = await open();
+		expect(fresh).toMatchObject({ outcome: "opened", loaded: true });
+		const joined = await open();
+		expect(joined).toMatchObject({ outcome: "joined", loaded: false, run: { id: fresh.run.id } });
+		expect((await listFleetRuns(fleet, "job")).map((run) => run.id)).toEqual([fresh.run.id, named.run.id]);
+		// Another job's runs are its own.
+		const other = await openFleetRun(fleet, {
+			jobName: "other",
+			concurrencyLimit: 2,
+			source: () => streamOf(targetsOn(1)),
+		});
+		expect(other.run.id).not.toBe(fresh.run.id);
+	});
+
+	it("loading streams in batches and skips URL keys it already has", async () => {
+		const url = await (await cluster()).createDatabase();
+		const fleet = await fleetFor(url);
+		const targets = [...targetsOn(2500, 7), ...targetsOn(300, 7)];
+		const opened = await openFleetRun(fleet, { jobName: "job", concurrencyLimit: 2, source: () => streamOf(targets) });
+		const [counts] = await fleet.query(
+			"SELECT count(*)::int AS targets, count(DISTINCT host)::int AS hosts FROM targets WHERE run_id = $1",
+			[opened.run.id],
+		);
+		expect(counts).toEqual({ targets: 2500, hosts: 7 });
+		const [hosts] = await fleet.query("SELECT count(*)::int AS n FROM hosts WHERE run_id = $1", [opened.run.id]);
+		expect(hosts).toEqual({ n: 7 });
+	});
+});

@@ -1,0 +1,86 @@
+import { describe, expect, it } from "vitest";
+import { claimTargets, completeTarget, type FleetLease, isComplete, setHostPoliteness } from "../../src/fleet/index.js";
+import { runWithWorkers, targetsOn } from "../helpers/fleet.js";
+import { useCluster } from "../helpers/postgres.js";
+
+const cluster = useCluster();
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+/** Each worker claims, holds each target `holdMs`, completes it, until the run is complete. */
+async function drain(
+	workers: Awaited<ReturnType<typeof runWithWorkers>>["workers"],
+	runId: number,
+	holdMs: number,
+	onClaim: (lease: FleetLease) => void = () => undefined,
+	onDone: (lease: FleetLease) => void = () => undefined,
+): Promise<FleetLease[]> {
+	const claims: FleetLease[] = [];
+	await Promise.all(
+		workers.map(async ({ fleet, worker }) => {
+			for (;;) {
+				const batch = await claimTargets(fleet, worker, 5, 60_000);
+				if (batch.length === 0) {
+					if (await isComplete(fleet, runId)) return;
+					await sleep(10);
+					continue;
+				}
+				for (const lease of batch) onClaim(lease);
+				claims.push(...batch);
+				await Promise.all(
+					batch.map(async (lease) => {
+						await sleep(holdMs);
+						onDone(lease);
+						expect(await completeTarget(fleet, lease, {}, 1)).toBe(true);
+					}),
+				);
+			}
+		}),
+	);
+	return claims;
+}
+
+function closestStarts(claims: readonly FleetLease[]): Map<string, number> {
+	const byHost = new Map<string, number[]>();
+	for (const lease of claims) byHost.set(lease.host, [...(byHost.get(lease.host) ?? []), lease.claimedAt.getTime()]);
+	const closest = new Map<string, number>();
+	for (const [host, times] of byHost) {
+		times.sort((a, b) => a - b);
+		let least = Number.POSITIVE_INFINITY;
+		for (let i = 1; i < times.length; i++) least = Math.min(least, times[i]! - times[i - 1]!);
+		closest.set(host, least);
+	}
+	return closest;
+}
+
+describe("politeness held fleet-wide", () => {
+	it("4 workers never claim a host closer than its delay, Crawl-delay raising one host's", async () => {
+		const { workers, runId } = await runWithWorkers(await cluster(), targetsOn(24, 3), 4, { hostDelayMs: 120 });
+		await setHostPoliteness(workers[0]!.fleet, runId, "host2.test", { delayMs: 250 });
+		const claims = await drain(workers, runId, 0);
+		expect(claims).toHaveLength(24);
+		const closest = closestStarts(claims);
+		expect(closest.get("host0.test")).toBeGreaterThanOrEqual(120);
+		expect(closest.get("host1.test")).toBeGreaterThanOrEqual(120);
+		expect(closest.get("host2.test")).toBeGreaterThanOrEqual(250);
+		// Not needlessly slow either: the three hosts are fetched side by side.
+		expect(Math.min(...closest.values())).toBeLessThan(1000);
+	});
+
+	it("a host's concurrency holds across workers", async () => {
+		const { workers, runId } = await runWithWorkers(await cluster(), targetsOn(30, 1), 4, { hostConcurrency: 2 });
+		let held = 0;
+		let most = 0;
+		const claims = await drain(
+			workers,
+			runId,
+			15,
+			() => {
+				held++;
+				most = Math.max(most, held);
+			},
+			() => held--,
+		);
+		expect(claims).toHaveLength(30);
+		expect(most).toBe(2);
+	});
+});

@@ -1,0 +1,52 @@
+import { onTestFinished } from "vitest";
+import {
+	connectFleet,
+	type Fleet,
+	type FleetOptions,
+	type FleetTargetInput,
+	type OpenFleetRunOptions,
+	openFleetRun,
+} from "../../src/fleet/index.js";
+import type { TestCluster } from "./postgres.js";
+
+/** A connection to the fleet closed when the test finishes. */
+export async function fleetFor(url: string, options: Omit<FleetOptions, "url"> = {}): Promise<Fleet> {
+	const fleet = await connectFleet({ url, ...options });
+	onTestFinished(() => fleet.close());
+	return fleet;
+}
+
+/** `count` targets on `hosts` hosts: `https://hostN.test/p/I`. */
+export function targetsOn(count: number, hosts = 1): FleetTargetInput[] {
+	return Array.from({ length: count }, (_, i) => ({ url: `https://host${i % hosts}.test/p/${i}` }));
+}
+
+export async function* streamOf(targets: readonly FleetTargetInput[]): AsyncIterable<FleetTargetInput> {
+	yield* targets;
+}
+
+/**
+ * A fresh database, a run of `targets` opened by a first worker, and `workers` connections (one each)
+ * joined to it.
+ */
+export async function runWithWorkers(
+	cluster: TestCluster,
+	targets: readonly FleetTargetInput[],
+	workers: number,
+	settings: Partial<Omit<OpenFleetRunOptions, "source" | "jobName">> = {},
+) {
+	const url = await cluster.createDatabase();
+	const joined = [];
+	for (let i = 0; i < workers; i++) {
+		const fleet = await fleetFor(url, { maxConnections: 2 });
+		const opened = await openFleetRun(fleet, {
+			jobName: "job",
+			concurrencyLimit: 10,
+			...settings,
+			source: () => streamOf(targets),
+		});
+		if (opened.outcome === "complete") throw new Error("the new run is complete");
+		joined.push({ fleet, worker: opened.worker, run: opened.run });
+	}
+	return { url, workers: joined, runId: joined[0]!.run.id };
+}
