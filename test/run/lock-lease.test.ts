@@ -29,12 +29,12 @@ function writeLock(dir: string, info: Record<string, unknown>): string {
  * waits for that child — so for five seconds the child has exited but is not reaped.
  */
 async function zombiePid(): Promise<number> {
-	const parent = spawn("sh", ["-c", "sleep 0 & echo $!; exec sleep 5"], { stdio: ["ignore", "pipe", "ignore"] });
+	const parent = spawn("sh", ["-c", "sleep 0 & echo $!; exec sleep 60"], { stdio: ["ignore", "pipe", "ignore"] });
 	cleanups.push(() => parent.kill("SIGKILL"));
 	const pid = await new Promise<number>((resolve) =>
 		parent.stdout.once("data", (chunk: Buffer) => resolve(Number(chunk.toString().trim()))),
 	);
-	for (let tries = 0; tries < 500 && processState(pid).state !== "zombie"; tries += 1)
+	for (let tries = 0; tries < 3000 && processState(pid).state !== "zombie"; tries += 1)
 		await new Promise((resolve) => setTimeout(resolve, 10));
 	return pid;
 }
