@@ -230,7 +230,7 @@ function createJobHistory(db: Database, jobDir: string, warnings: readonly strin
 			for (const batch of batches) flush(batch);
 			if (lost !== null) {
 				throw new Error(
-					`this run's records could not be kept in the job's store (${errorMessage(lost)}); the next run folds them in from results.jsonl`,
+					`this run's records could not be kept in the job's store (${lockedHint(lost)}); the next run folds them in from results.jsonl`,
 				);
 			}
 		},
@@ -383,4 +383,12 @@ function resultsSize(jobDir: string, runId: string): number {
 	} catch {
 		return -1;
 	}
+}
+
+/** A store error in words; a lock held elsewhere says who may hold it. */
+function lockedHint(error: unknown): string {
+	const text = errorMessage(error);
+	return /database is locked|SQLITE_BUSY/i.test(text)
+		? `${text}: another process holds a write on history.sqlite — another run of the job, an export, or a sqlite3 shell left in a transaction`
+		: text;
 }

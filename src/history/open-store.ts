@@ -15,8 +15,13 @@ import { STORE_APPLICATION_ID, STORE_LAYOUT, STORE_SCHEMA, STORE_TABLES } from "
 /** Loaded when a store is opened: `validate` and the other commands that import this folder need none. */
 const sqlite = lazyModule<typeof BetterSqlite3>("better-sqlite3");
 
-/** How long a write waits on another process's transaction (shards of one job share the store). */
-const BUSY_TIMEOUT_MS = 30_000;
+/**
+ * How long a write waits on another process's transaction (shards of one job share the store; each of
+ * their batches holds the lock for milliseconds). The wait blocks the event loop — the lock's heartbeat
+ * included — so it is short: a store held for longer (a sqlite3 shell left in a transaction) costs the
+ * run its store writes, said once, and the next run folds its records in; it added 30 s to a run.
+ */
+const BUSY_TIMEOUT_MS = 5_000;
 
 /**
  * The run's connection's page cache, KiB (`PRAGMA cache_size` = -this): SQLite's own default. better-sqlite3

@@ -1,4 +1,4 @@
-import { execFileSync } from "node:child_process";
+import { execFileSync, spawn } from "node:child_process";
 import { existsSync, readdirSync, statSync, truncateSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
@@ -127,4 +127,35 @@ describe("a damaged store, end to end", () => {
 			expect(readdirSync(jobDir).filter((name) => name.startsWith(HISTORY_FILE))).toEqual([HISTORY_FILE]);
 		},
 	);
+});
+
+describe("a store another process holds", () => {
+	it("a write lock held elsewhere costs the run seconds, not 30: said once with who may hold it, the run completes (its records fold in next time)", async () => {
+		service = await startTestService();
+		const dir = tempDir();
+		const out = join(dir, "out");
+		const job = shopJob(dir, service.site.url);
+		await run(job, out);
+		// A sqlite3 shell left in a transaction: it holds the store's write lock until it ends.
+		const holder = spawn(
+			"python3",
+			[
+				"-c",
+				"import sqlite3,sys,time\nd=sqlite3.connect(sys.argv[1],isolation_level=None)\nd.execute('BEGIN EXCLUSIVE')\nprint('held',flush=True)\ntime.sleep(60)",
+				join(out, "shop", HISTORY_FILE),
+			],
+			{ stdio: ["ignore", "pipe", "inherit"] },
+		);
+		try {
+			await new Promise<void>((resolve) => holder.stdout.once("data", () => resolve()));
+			const started = Date.now();
+			const second = await runCli(["run", job, "--out", out], { env: service!.env });
+			expect(Date.now() - started).toBeLessThan(20_000);
+			expect(second.code, second.stderr).toBe(0);
+			expect(second.stderr).toContain("another process holds a write on history.sqlite");
+			expect(second.stderr.match(/could not save the job's history/g)).toHaveLength(1);
+		} finally {
+			holder.kill("SIGKILL");
+		}
+	});
 });
