@@ -30,8 +30,9 @@ export default defineConfig({
 		maxWorkers: 2,
 		// Memory tests measure after a forced collection.
 		execArgv: ["--expose-gc"],
-		// One temporary folder for the whole run, removed at its end.
-		globalSetup: ["./test/helpers/temp-root.ts"],
+		// One temporary folder for the whole run, removed at its end; dist/ rebuilt first when src/ is newer
+		// (the CLI's tests run dist/cli/bin.js).
+		globalSetup: ["./test/helpers/build-dist.ts", "./test/helpers/temp-root.ts"],
 		// Vitest's own summary, then one plain `N passed, N failed` line for CI logs.
 		reporters: ["default", "./test/helpers/plain-summary-reporter.ts"],
 		projects: [

@@ -2,12 +2,16 @@ import { type ChildProcess, spawn } from "node:child_process";
 import { chmodSync, existsSync, mkdtempSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { staleSource } from "./build-dist.js";
 
-/** The built CLI; `npm test` builds before running the tests. */
+/** The built CLI; the test run's global set-up (test/helpers/build-dist.ts) rebuilds it when src/ is newer. */
 export const BIN = join(import.meta.dirname, "..", "..", "dist", "cli", "bin.js");
 
+/** Fails rather than test an old build (a run without the global set-up, or src/ edited since it ran). */
 export function assertBuilt(): void {
 	if (!existsSync(BIN)) throw new Error(`${BIN} is missing: run \`npm run build\` first (npm test does)`);
+	const stale = staleSource();
+	if (stale !== undefined) throw new Error(`dist/ is older than src/: run npm run build (${stale} is newer)`);
 }
 
 export interface SpawnedCli {

@@ -38,8 +38,17 @@ describe("CSV sink", () => {
 	});
 
 	it("neutralises every formula lead character", () => {
-		for (const lead of ["=", "+", "-", "@", "\t"]) expect(neutraliseFormula(`${lead}1`)).toBe(`'${lead}1`);
+		for (const lead of ["=", "+", "-", "@", "\t", "\r"]) expect(neutraliseFormula(`${lead}1`)).toBe(`'${lead}1`);
 		expect(neutraliseFormula("https://x")).toBe("https://x");
+	});
+
+	it("neutralises a cell led by a carriage return in the file too (a spreadsheet drops it and runs the rest)", async () => {
+		const path = join(tempDir(), "results.csv");
+		const sink = createCsvSink(path);
+		sink.write(record("a", { message: "\r=1+1" }));
+		await sink.close();
+		const rows = parse(readFileSync(path, "utf8"), { columns: true }) as Record<string, string>[];
+		expect(rows[0]!.message).toBe("'\r=1+1");
 	});
 });
 

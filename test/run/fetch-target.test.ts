@@ -192,4 +192,46 @@ describe("a hostile service", () => {
 		expect(result).toMatchObject({ kind: "failed", error: "task_timeout", taskId: "task_trickle" });
 		expect(Date.now() - started).toBeLessThan(3000);
 	});
+
+	it("a 429 status line whose body has not come holds every other send until it has", async () => {
+		let sendBody: (() => void) | undefined;
+		let realtimeCalls = 0;
+		const base = await hostile((_req, res) => {
+			realtimeCalls += 1;
+			if (realtimeCalls === 1) {
+				// The status line and headers now; the body (with its reset) only when the test says.
+				res.writeHead(429, { "content-type": "application/json" });
+				res.flushHeaders();
+				sendBody = () => res.end(JSON.stringify({ success: false, error: "Too many requests", reset: 1 }));
+				return;
+			}
+			res.writeHead(200, { "content-type": "text/html", "x-credits-used": "1" }).end("<p>page</p>");
+		});
+		const client = createScraperClient({ scraperKey: "k".repeat(32), baseUrl: base });
+		// Told when the status line has been read (the client's onStatus, passed through).
+		let statusSeen!: () => void;
+		const statusRead = new Promise<void>((resolve) => {
+			statusSeen = resolve;
+		});
+		const watched: typeof client = {
+			...client,
+			realtime: (request, options) =>
+				client.realtime(request, {
+					...options,
+					onStatus: (status) => {
+						options?.onStatus?.(status);
+						statusSeen();
+					},
+				}),
+		};
+		const { deps, gate } = depsFor(watched, virtualTime());
+		const fetching = fetchTarget("t1", { url: "https://example.com/", mode: "request" }, deps);
+		await statusRead;
+		// No body yet, so no reset to pause for: the status line alone closes the gate.
+		expect(gate.pauseReason()).toBe("rate_limited");
+		expect(gate.tryAcquire()).toBe(false);
+		sendBody!();
+		expect(await fetching).toMatchObject({ kind: "ok", attempts: 1 });
+		expect(realtimeCalls).toBe(2);
+	});
 });

@@ -750,6 +750,30 @@ describe("hostile input: huge pages stream to disk", () => {
 		}
 	});
 
+	it("the account key echoed in a service error message never reaches a record's message (or any file)", async () => {
+		const accountKey = "account-key-ECHOED-0123456789abcdef";
+		const hostile = await hostileScraper((res) => {
+			res.writeHead(500, { "content-type": "application/json", "x-credits-used": "1" });
+			res.end(JSON.stringify({ success: false, error: "Scraping failed", message: `bad key ${accountKey} here` }));
+		});
+		const dir = tempDir();
+		const out = join(dir, "out");
+		const job = writeJob(dir, "echoed", targetsYaml("echoed", ["https://example.com/a"], "concurrency: 1"));
+		const result = await runCli(["run", job, "--out", out, "--quiet"], {
+			env: { ...hostile.env, SCRAPEJOB_ACCOUNT_KEY: accountKey },
+		});
+		expect(result.code, result.stderr).toBe(1);
+		expect(result.stdout + result.stderr).not.toContain(accountKey);
+		const runDir = onlyRun(out, "echoed");
+		const [record] = readRecords(runDir);
+		// The rest of the service's words are kept: only the key is taken out.
+		expect(record!.message).toContain("bad key");
+		expect(record!.message).not.toContain(accountKey);
+		for (const name of readdirSync(runDir, { recursive: true }) as string[]) {
+			if (name.includes(".")) expect(readFileSync(join(runDir, name), "utf8"), name).not.toContain(accountKey);
+		}
+	});
+
 	it("a page a killed run left unfinished is removed when the run resumes; finished pages stay", async () => {
 		const service = await useTestService({ concurrency: 1 });
 		const dir = tempDir();

@@ -218,6 +218,25 @@ describe("incremental runs", () => {
 		expect(readRecords(byRun.dir).map((record) => new URL(record.url).pathname)).toEqual(["/p/2"]);
 	});
 
+	it("--retry-failed over a job with a target added since (neither ok nor failed) fetches only the failed one", async () => {
+		const shop = await editableShop();
+		for (const path of ["/p/1", "/p/2", "/p/3", "/p/4"]) shop.pages.set(path, { status: 200, price: "1.00", ad: 0 });
+		shop.pages.get("/p/2")!.status = 404;
+		const service = await emulator();
+		const dir = tempDir();
+		const out = join(dir, "out");
+		const file = job(dir, shop.url);
+		expect((await runCli(["run", file, "--out", out, "--quiet"], { env: envOf(service) })).code).toBe(1);
+		// /p/4 joins the job after that run: it has no record at all.
+		writeFileSync(file, `${readFileSync(file, "utf8")}  - ${shop.url}/p/4\n`);
+		shop.pages.get("/p/2")!.status = 200;
+		const result = await runCli(["run", file, "--out", out, "--quiet", "--retry-failed"], { env: envOf(service) });
+		expect(result.code).toBe(0);
+		const retried = runs(out).at(-1)!;
+		expect(readRecords(retried).map((record) => new URL(record.url).pathname)).toEqual(["/p/2"]);
+		expect(service.ledger.byEndpoint("realtime")).toHaveLength(4);
+	});
+
 	it("--retry-failed retries a failure however recent the target's last ok record (freshness does not apply); a run id is a folder name", async () => {
 		const shop = await editableShop();
 		for (const path of ["/p/1", "/p/2", "/p/3"]) shop.pages.set(path, { status: 200, price: "1.00", ad: 0 });

@@ -112,6 +112,23 @@ describe("stop controller", () => {
 		stops.close();
 	});
 
+	it("a fence closed before any onLost fired blocks the write: the lock itself is asked before each append", () => {
+		// The lock says it is no longer held (its lease ran out, the takeover not yet seen by a heartbeat):
+		// no listener was told, so the stop controller has no flag of its own to go by.
+		const { lock } = lockForTest();
+		let held = true;
+		const fenced: RunLock = { ...lock, onLost: () => undefined, isHeld: () => held };
+		const stops = createStopController({ signal: new AbortController().signal, lock: fenced, log: logs().log });
+		let writes = 0;
+		expect(stops.guardOutput(() => ++writes)).toBe(1);
+		held = false;
+		expect(stops.mayWrite()).toBe(false);
+		expect(stops.guardOutput(() => ++writes)).toBeUndefined();
+		expect(writes).toBe(1);
+		expect(stops.leaseLost).toBe(false);
+		stops.close();
+	});
+
 	it("a reason found once the work is over is kept only when none is set", () => {
 		const stops = createStopController({
 			signal: new AbortController().signal,
