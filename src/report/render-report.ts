@@ -153,6 +153,30 @@ footer{color:var(--muted);font-size:12px;padding:0 28px 20px}
  * `report.html`: one self-contained page (uPlot, styles, data and script inline; a Content-Security-Policy
  * that forbids every request), so it opens offline and from an e-mail attachment alike.
  */
+/** The charts of a re-extraction: what it read and found (nothing was fetched). */
+const REEXTRACTION_CHARTS: readonly string[] = [
+	chart("status", "Pages read, by status"),
+	chart("errors", "Errors by kind"),
+	chart("fill", "Extracted fields: fill rate", "Share of ok records in which each field found something."),
+	chart("changes", "Changes since the previous values"),
+];
+
+function reextractionTiles(summary: ReportData["summary"]): string {
+	const fields = Object.values(summary.extract?.fields ?? {});
+	const filled = fields.filter((field) => (field.fill_rate ?? 0) > 0).length;
+	const changes = summary.changes;
+	return [
+		tile("pages read", number(summary.targets.done)),
+		tile("ok", number(summary.targets.by_status.ok)),
+		tile("failed", number(summary.targets.by_status.failed), summary.targets.by_status.failed > 0 ? "bad" : ""),
+		tile("without a stored page", number(summary.missing_pages ?? 0), summary.missing_pages ? "bad" : ""),
+		tile("fields filled", `${number(filled)} of ${number(fields.length)}`),
+		tile("changed", changes ? `${number(changes.changed)} (${number(changes.unchanged)} unchanged)` : "—"),
+		tile("credits used", "0"),
+		tile("wall time", milliseconds(summary.wall_ms)),
+	].join("");
+}
+
 export function renderReportHtml(data: ReportData): string {
 	const { summary } = data;
 	const assets = charting();
@@ -171,42 +195,51 @@ export function renderReportHtml(data: ReportData): string {
 			? ` <span class="badge bad">contract broken: not promoted (${escapeHtml(summary.contract.broken.map((rule) => rule.message).join("; "))})</span>`
 			: "";
 	const pauses = data.pauses.length;
-	const tiles = [
-		tile(
-			"targets done",
-			`${number(summary.targets.done)}${summary.targets.total !== null ? ` of ${number(summary.targets.total)}` : ""}`,
-		),
-		tile("ok", number(byStatus.ok)),
-		tile("failed", number(byStatus.failed), byStatus.failed > 0 ? "bad" : ""),
-		tile("retries", number(summary.retries)),
-		tile("credits used", number(summary.credits.used)),
-		...(summary.crawl ? [tile("robots.txt and sitemap credits", number(summary.crawl.sitemap_credits))] : []),
-		tile("wall time", milliseconds(summary.wall_ms)),
-		tile("throughput", `${summary.throughput_per_s.toFixed(1)}/s`),
-		tile(
-			"latency p50 / p95 / p99",
-			`${milliseconds(data.latency.p50)} / ${milliseconds(data.latency.p95)} / ${milliseconds(data.latency.p99)}`,
-		),
-		tile("service pauses", number(pauses)),
-	].join("");
-	const charts = [
-		`<section class="card wide" data-chart="activity" hidden><h2>Throughput and in-flight fetches</h2><p class="note">Per ${escapeHtml(milliseconds(data.timeline.bucket_ms))} bucket; dashed: the concurrency limit (${number(summary.concurrency)}); shaded: 429 pauses (amber) and outages (red).</p></section>`,
-		chart(
-			"latency",
-			"Latency distribution",
-			`Fetch duration, retries and task polling included. p50/p95/p99 ${
-				data.latency.percentiles === "exact"
-					? `are exact, over all ${number(data.latency.samples)} fetches`
-					: `come from a uniform sample of 100,000 of the ${number(data.latency.samples)} fetches`
-			}.`,
-		),
-		chart("credits-time", "Credits over time", "Cumulative, by finish time."),
-		chart("credits-mode", "Credits by mode"),
-		chart("status", "Targets by status"),
-		chart("errors", "Errors by kind"),
-		chart("fill", "Extracted fields: fill rate", "Share of ok records in which each field found something."),
-		chart("changes", "Changes since the previous run"),
-	].join("");
+	// A re-extraction fetched nothing: throughput, latency, credits and pauses would chart nothing. It shows
+	// what it did instead: pages read, fields filled, changes, pages missing.
+	const reextraction = summary.reextracted_from !== undefined;
+	const tiles = reextraction
+		? reextractionTiles(summary)
+		: [
+				tile(
+					"targets done",
+					`${number(summary.targets.done)}${summary.targets.total !== null ? ` of ${number(summary.targets.total)}` : ""}`,
+				),
+				tile("ok", number(byStatus.ok)),
+				tile("failed", number(byStatus.failed), byStatus.failed > 0 ? "bad" : ""),
+				tile("retries", number(summary.retries)),
+				tile("credits used", number(summary.credits.used)),
+				...(summary.crawl ? [tile("robots.txt and sitemap credits", number(summary.crawl.sitemap_credits))] : []),
+				tile("wall time", milliseconds(summary.wall_ms)),
+				tile("throughput", `${summary.throughput_per_s.toFixed(1)}/s`),
+				tile(
+					"latency p50 / p95 / p99",
+					`${milliseconds(data.latency.p50)} / ${milliseconds(data.latency.p95)} / ${milliseconds(data.latency.p99)}`,
+				),
+				tile("service pauses", number(pauses)),
+			].join("");
+	const charts = (
+		reextraction
+			? REEXTRACTION_CHARTS
+			: [
+					`<section class="card wide" data-chart="activity" hidden><h2>Throughput and in-flight fetches</h2><p class="note">Per ${escapeHtml(milliseconds(data.timeline.bucket_ms))} bucket; dashed: the concurrency limit (${number(summary.concurrency)}); shaded: 429 pauses (amber) and outages (red).</p></section>`,
+					chart(
+						"latency",
+						"Latency distribution",
+						`Fetch duration, retries and task polling included. p50/p95/p99 ${
+							data.latency.percentiles === "exact"
+								? `are exact, over all ${number(data.latency.samples)} fetches`
+								: `come from a uniform sample of 100,000 of the ${number(data.latency.samples)} fetches`
+						}.`,
+					),
+					chart("credits-time", "Credits over time", "Cumulative, by finish time."),
+					chart("credits-mode", "Credits by mode"),
+					chart("status", "Targets by status"),
+					chart("errors", "Errors by kind"),
+					chart("fill", "Extracted fields: fill rate", "Share of ok records in which each field found something."),
+					chart("changes", "Changes since the previous run"),
+				]
+	).join("");
 	const tables = [
 		crawlCard(data),
 		table(

@@ -468,6 +468,13 @@ describe("a field added to extract: is added, not changed", () => {
 		const summary = JSON.parse(extract.stdout) as ReturnType<typeof readSummary> & { run_dir: string };
 		expect(summary).toMatchObject({ changes: { new: 0, changed: 0, unchanged: 4 }, contract: { passed: true } });
 		for (const record of readRecords(summary.run_dir)) expect(record.added_fields).toEqual(["name"]);
+		// Its report shows what it did (pages read, fields, changes), not fetch charts that would be empty.
+		const report = readFileSync(join(summary.run_dir, "report.html"), "utf8");
+		expect(report).toContain("pages read");
+		expect(report).toContain("without a stored page");
+		for (const fetchChart of ["activity", "latency", "credits-time", "credits-mode"])
+			expect(report).not.toContain(`data-chart="${fetchChart}"`);
+		expect(report).toContain('data-chart="fill"');
 		expect(emulator.ledger.requestCount).toBe(paid);
 
 		// A value of a field both runs had still counts: product 1's price changed on the site.
