@@ -19,7 +19,9 @@ export type StopReason =
 	/** Another process took the job's lock over (this one's lease ran out): nothing more is sent or written. */
 	| "lease_lost"
 	/** The run completed but broke its data contract: its records are not promoted to "latest" (exit 1). */
-	| "contract_failed";
+	| "contract_failed"
+	/** Fetches in a row were charged and failed the same way: not an outage, credits going for nothing (exit 1). */
+	| "paid_failures";
 
 export interface StopControllerOptions {
 	/** Stop request (SIGINT/SIGTERM): nothing new starts; in-flight work gets `gracePeriodMs`. */

@@ -24,6 +24,36 @@ import type { TaskPollOptions } from "./task-poller.js";
 /** What the page pool read of a page that it was not asked to read. */
 const NO_PAGE: { read?: PageTaskResult; tooComplex?: string } = Object.freeze({});
 
+/**
+ * Charged failures of one kind in a row, across targets, that stop the run (`paid_failures`): the service
+ * answers (so it is no outage, whose retries are free) and charges, and nothing comes of it — a block, a
+ * broken answer. Any other outcome in between starts the count again (docs/behaviour.md, "Pay once, never
+ * lose a record").
+ */
+export const PAID_FAILURES_IN_A_ROW = 20;
+
+/** Counts charged failures of one kind in a row; says when the run should stop. */
+export function createPaidFailureWatch(limit = PAID_FAILURES_IN_A_ROW) {
+	let kind: string | null = null;
+	let inRow = 0;
+	return {
+		/** One record's outcome: the kind that failed `limit` times in a row, charged each time, or null. */
+		record(status: string, error: string | null, credits: number): string | null {
+			if (status !== "failed" || credits <= 0 || error === null) {
+				kind = null;
+				inRow = 0;
+				return null;
+			}
+			if (error !== kind) {
+				kind = error;
+				inRow = 0;
+			}
+			inRow += 1;
+			return inRow >= limit ? kind : null;
+		},
+	};
+}
+
 /** Book a fetch's worst case, or stop the run (`budget_exhausted`) when it can no longer fit. */
 export async function reserveOrStop(budget: CreditBudget, stops: StopController, worstCase: number): Promise<boolean> {
 	if (await budget.reserve(worstCase, () => stops.stopping)) return true;
@@ -142,6 +172,7 @@ export function createTargetRunner(parts: TargetRunnerParts): TargetRunner {
 	const maxDepth = job.crawl?.maxDepth ?? 0;
 	const wantsLinksOf = (target: Target) =>
 		crawler !== null && target.crawl !== undefined && target.crawl.depth < maxDepth;
+	const paidFailures = createPaidFailureWatch();
 	/** Targets whose paid answer this session read back from `paid/` instead of fetching. */
 	const restored = new Set<string>();
 
@@ -324,6 +355,13 @@ export function createTargetRunner(parts: TargetRunnerParts): TargetRunner {
 				if (!record) {
 					stats.abandoned += 1;
 					return;
+				}
+				const paidFailure = paidFailures.record(record.status, record.error, record.credits_used);
+				if (paidFailure !== null) {
+					stops.stop(
+						"paid_failures",
+						`stopping: ${PAID_FAILURES_IN_A_ROW} fetches in a row were charged and failed with ${paidFailure}; no more credits go to it (continue with --resume once its cause is fixed)`,
+					);
 				}
 				if (record.status === "failed") {
 					log.info(

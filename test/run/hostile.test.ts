@@ -305,6 +305,27 @@ describe("hostile input: credits charged on attempts that fail", () => {
 		});
 	}
 
+	it("20 charged failures of one kind in a row stop the run (paid_failures, exit 1): no more credits go to it", async () => {
+		let sent = 0;
+		const hostile = await hostileScraper((res) => {
+			sent += 1;
+			res.writeHead(500, { "content-type": "application/json" });
+			res.end('{"success":false,"error":"Scraping failed","message":"Page crashed","credits_used":1}');
+		});
+		const dir = tempDir();
+		const out = join(dir, "out");
+		const urls = Array.from({ length: 30 }, (_, index) => `https://example.com/p${index}`);
+		const job = writeJob(dir, "burn", targetsYaml("burn", urls, "concurrency: 1"));
+		const result = await runCli(["run", job, "--out", out, "--quiet"], { env: hostile.env });
+		expect(result.code, result.stderr).toBe(1);
+		expect(result.stderr).toContain("20 fetches in a row were charged and failed with page_crashed");
+		const runDir = onlyRun(out, "burn");
+		expect(readRecords(runDir)).toHaveLength(20);
+		// Two attempts each (retry.attempts: 2), every one charged and on its record; the last 10 never sent.
+		expect(sent).toBe(40);
+		expect(readSummary(runDir)).toMatchObject({ stopped_reason: "paid_failures", credits: { used: 40 } });
+	});
+
 	it("an implausible X-Credits-Used (1e308) is booked at the worst case, never as Infinity or null", async () => {
 		const hostile = await hostileScraper((res) => {
 			res.writeHead(200, { "content-type": "text/html", "x-credits-used": "1e308" });

@@ -611,6 +611,10 @@ async function runOne(
 		case "budget_exhausted":
 		case "contract_failed":
 			return EXIT.someTargetsFailed;
+		case "paid_failures":
+			// Said even with --quiet: credits were going for nothing, and the cron mail must say why it stopped.
+			writeLine(ctx.stderr, `scrapejob: ${outcome.stopMessage ?? "stopped: charged failures in a row"}`);
+			return EXIT.someTargetsFailed;
 		case "output_failed":
 			// Said even with --quiet: a full disk is what the person reading the cron mail must learn.
 			writeLine(ctx.stderr, `scrapejob: ${outcome.stopMessage ?? "output failed: nothing more was sent"}`);
