@@ -86,6 +86,19 @@ export function createOutageMonitor(options: OutageMonitorOptions): OutageMonito
 		void probeUntilAnswered();
 	}
 
+	/** The run is in an outage from now on (if it was not yet): every send waits at the gate. */
+	function inOutage(): "outage" {
+		if (!active) {
+			active = true;
+			count += 1;
+			// The outage began with the first failure of the streak, not when it was recognised.
+			startedAt = streakStartedAt;
+			interval = firstInterval;
+			options.onOutage();
+		}
+		hold();
+		return "outage";
+	}
 	function open() {
 		releaseHold?.();
 		releaseHold = null;
@@ -135,16 +148,7 @@ export function createOutageMonitor(options: OutageMonitorOptions): OutageMonito
 				return noAnswer && !othersInFlight ? "probe" : "count";
 			}
 			if (!active && streak < threshold) return "free";
-			if (!active) {
-				active = true;
-				count += 1;
-				// The outage began with the first failure of the streak, not when it was recognised.
-				startedAt = streakStartedAt;
-				interval = firstInterval;
-				options.onOutage();
-			}
-			hold();
-			return "outage";
+			return inOutage();
 		},
 		async confirm(signal) {
 			if (active) return "outage";
@@ -154,15 +158,7 @@ export function createOutageMonitor(options: OutageMonitorOptions): OutageMonito
 			} catch {
 				if (signal.aborted || closed) return "count";
 			}
-			if (!active) {
-				active = true;
-				count += 1;
-				startedAt = streakStartedAt;
-				interval = firstInterval;
-				options.onOutage();
-			}
-			hold();
-			return "outage";
+			return inOutage();
 		},
 		get epoch() {
 			return streakEpoch;
