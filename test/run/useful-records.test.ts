@@ -119,7 +119,7 @@ describe("useful records", () => {
 		const service = await useTestService({ deny_all: ["/denied"] });
 		const site = await pagesSite();
 		const { records, runDir } = await runJob(
-			`defaults: {mode: request}\nextract:\n  title: h1\n  price: {css: .price, required: true}\ntargets:\n${[
+			`defaults: {mode: request}\noutput: {content: inline}\nextract:\n  title: h1\n  price: {css: .price, required: true}\ntargets:\n${[
 				"product.html",
 				"no-price",
 				"gone",
@@ -132,6 +132,8 @@ describe("useful records", () => {
 		const got = byPath(records);
 		expect(got["product.html"]).toMatchObject({ status: "ok", useful: true, useless_reason: null });
 		expect(got["no-price"]).toMatchObject({ status: "ok", useful: false, useless_reason: "required_empty: price" });
+		// The judgement sits after the record's own fields and before `data`; an inline page stays last.
+		expect(Object.keys(got["no-price"]!).slice(-4)).toEqual(["useful", "useless_reason", "data", "content"]);
 		expect(got.gone).toMatchObject({ status: "failed", useful: false, useless_reason: got.gone!.error });
 		expect(got.denied).toMatchObject({ status: "failed", useful: false, useless_reason: "target_http_403" });
 		expect(readSummary(runDir).useful).toEqual({ records: 1, rate: 0.25 });
