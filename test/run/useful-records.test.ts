@@ -1,8 +1,8 @@
-import { readFileSync } from "node:fs";
+import { readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { DEFAULT_BLOCK_SIGNATURES } from "../../src/extract/index.js";
-import type { ResultRecord } from "../../src/output/index.js";
+import { formatSummary, type ResultRecord } from "../../src/output/index.js";
 import { readCsv, readRecords, readSummary, tempDir, writeJob } from "../helpers/job-files.js";
 import { runCli } from "../helpers/run-cli.js";
 import { useTestService } from "../helpers/service.js";
@@ -44,7 +44,6 @@ async function runJob(yaml: string, env: NodeJS.ProcessEnv) {
 	const job = writeJob(dir, "useful", `name: useful\nretry: {attempts: 1, backoff_ms: 5, max_backoff_ms: 10}\n${yaml}`);
 	const result = await runCli(["run", job, "--out", join(dir, "out"), "--quiet"], { env });
 	const runs = join(dir, "out", "useful");
-	const { readdirSync } = await import("node:fs");
 	const runDir = join(runs, readdirSync(runs).find((name) => /^\d/.test(name))!);
 	return { result, runDir, records: readRecords(runDir) };
 }
@@ -78,6 +77,8 @@ describe("useful records", () => {
 		expect(keys.slice(-3)).toEqual(["useful", "useless_reason", "content"]);
 		const summary = readSummary(runDir);
 		expect(summary.useful).toEqual({ records: 1, rate: Math.round((1 / 7) * 10_000) / 10_000 });
+		// Seven requests at 2 credits, one useful record.
+		expect(formatSummary(summary, runDir)).toMatch(/useful +1 of 7 records \(14\.3%\); 14 credits per useful record/);
 		const csv = readCsv(runDir);
 		expect(csv.find((row) => row.url?.endsWith("/product.html"))).toMatchObject({ useful: "true", useless_reason: "" });
 		expect(csv.find((row) => row.url?.endsWith("/akamai-access-denied.html"))).toMatchObject({
@@ -154,6 +155,48 @@ describe("useful records", () => {
 			useless_reason: "block_signature: You don't have permission to access",
 		});
 		expect(got.res).toMatchObject({ status: "ok", credits_used: 2, useful: true });
+	});
+});
+
+describe("re-extraction judges the stored pages again", () => {
+	it("a field made required and a block page read back from pages/ give the same rule as a fetch", async () => {
+		const service = await useTestService();
+		const site = await pagesSite();
+		const dir = tempDir();
+		const job = (fields: string) =>
+			writeJob(
+				dir,
+				"useful",
+				`name: useful\ndefaults: {mode: request}\nextract:\n  title: h1\n${fields}targets:\n${[
+					"akamai-access-denied.html",
+					"product.html",
+					"no-price",
+				]
+					.map((path) => `  - ${site.origin}/${path}\n`)
+					.join("")}`,
+			);
+		job("  price: .price\n");
+		const fetched = await runCli(["run", "useful.yaml", "--out", "out", "--quiet"], { env: service.env, cwd: dir });
+		expect(fetched.code, fetched.stderr).toBe(0);
+		job("  price: {css: .price, required: true}\n");
+		const extract = await runCli(["extract", "useful.yaml", "--run", "latest", "--out", "out"], {
+			env: service.env,
+			cwd: dir,
+		});
+		expect(extract.code, extract.stderr + extract.stdout).toBe(0);
+		const runs = readdirSync(join(dir, "out", "useful"))
+			.filter((name) => /^\d/.test(name))
+			.sort();
+		expect(runs).toHaveLength(2);
+		const before = byPath(readRecords(join(dir, "out", "useful", runs[0]!)));
+		expect(before["no-price"]).toMatchObject({ useful: true });
+		const after = byPath(readRecords(join(dir, "out", "useful", runs[1]!)));
+		expect(after["akamai-access-denied.html"]).toMatchObject({
+			useful: false,
+			useless_reason: "block_signature: You don't have permission to access",
+		});
+		expect(after["product.html"]).toMatchObject({ useful: true, useless_reason: null });
+		expect(after["no-price"]).toMatchObject({ useful: false, useless_reason: "required_empty: price" });
 	});
 });
 
