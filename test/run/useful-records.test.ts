@@ -156,6 +156,26 @@ describe("useful records", () => {
 		});
 		expect(got.res).toMatchObject({ status: "ok", credits_used: 2, useful: true });
 	});
+
+	it("the emulator's JavaScript shell is paid and useless by a required field; the browser's page is useful", async () => {
+		const service = await useTestService({ browser_only: ["/product/"] });
+		const url = `${service.site.url}/product/2`;
+		const { records } = await runJob(
+			`extract:\n  price: {css: .price, required: true}\ntargets:\n${["request", "auto", "browser"]
+				.map((mode) => `  - {url: "${url}", id: ${mode}, mode: ${mode}}\n`)
+				.join("")}`,
+			service.env,
+		);
+		const got = Object.fromEntries(records.map((record) => [record.id, record]));
+		expect(got.request).toMatchObject({ credits_used: 2, useful: false, useless_reason: "required_empty: price" });
+		expect(got.auto).toMatchObject({
+			mode_used: "auto (request)",
+			credits_used: 2,
+			useful: false,
+			useless_reason: "required_empty: price",
+		});
+		expect(got.browser).toMatchObject({ credits_used: 5, useful: true, useless_reason: null });
+	});
 });
 
 describe("re-extraction judges the stored pages again", () => {
