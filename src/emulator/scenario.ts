@@ -131,6 +131,18 @@ export const scenarioSchema = z
 		slot_expiry_ms: positiveInt.default(60_000),
 		reset_seconds: positiveInt.default(60),
 		auto_upgrade: z.array(pattern).default([]),
+		/**
+		 * Target URLs (substrings or `/regex/`) whose site blocks datacenter proxies: a `request` fetch on
+		 * `proxy_type: datacenter` gets a 200 block page (charged as any answer); residential and browser pass.
+		 */
+		block_datacenter: z.array(pattern).default([]),
+		/**
+		 * Target URLs whose content is rendered by script: `request` and `auto` that stays `auto (request)` get
+		 * the site's empty JavaScript shell (200, charged); `browser` (and `auto` upgraded by `auto_upgrade`) get the page.
+		 */
+		browser_only: z.array(pattern).default([]),
+		/** Target URLs whose site answers 403 to every fetch, in every mode (passed through: 0 credits). */
+		deny_all: z.array(pattern).default([]),
 		has_scraper_access: z.boolean().default(true),
 		has_browser_access: z.boolean().default(true),
 		browser_credits: count.default(1000),
@@ -208,6 +220,12 @@ export interface EmulatorConfig {
 	readonly slotExpiryMs: number;
 	readonly resetSeconds: number;
 	readonly autoUpgrade: readonly UrlPattern[];
+	/** Datacenter `request` fetches of these URLs get a block page. */
+	readonly blockDatacenter: readonly UrlPattern[];
+	/** Fetches of these URLs that are not a browser's get the site's JavaScript shell. */
+	readonly browserOnly: readonly UrlPattern[];
+	/** These URLs answer 403 to every fetch. */
+	readonly denyAll: readonly UrlPattern[];
 	readonly hasScraperAccess: boolean;
 	readonly hasBrowserAccess: boolean;
 	readonly browserCredits: number;
@@ -310,6 +328,9 @@ export function toConfig(scenario: Scenario): EmulatorConfig {
 		slotExpiryMs: scenario.slot_expiry_ms,
 		resetSeconds: scenario.reset_seconds,
 		autoUpgrade: scenario.auto_upgrade.map(compilePattern),
+		blockDatacenter: scenario.block_datacenter.map(compilePattern),
+		browserOnly: scenario.browser_only.map(compilePattern),
+		denyAll: scenario.deny_all.map(compilePattern),
 		hasScraperAccess: scenario.has_scraper_access,
 		hasBrowserAccess: scenario.has_browser_access,
 		browserCredits: scenario.browser_credits,

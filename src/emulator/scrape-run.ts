@@ -92,6 +92,8 @@ async function fetchAndDecide(ctx: EmulatorContext, scrape: ScrapeRequest): Prom
 			modeUsed: scrape.mode,
 		};
 	}
+	const site = siteAnswer(ctx, scrape);
+	if (site) return site;
 	const fetched = await ctx.fetcher.fetch(scrape.url, scrape.extraHeaders);
 	if (fetched.kind === "failed") {
 		return { kind: "scraping-error", message: fetched.message, modeUsed: scrape.mode };
@@ -101,6 +103,71 @@ async function fetchAndDecide(ctx: EmulatorContext, scrape: ScrapeRequest): Prom
 	}
 	const { modeUsed, creditsUsed } = decideModeAndCost(ctx, scrape, fetched.body);
 	return { kind: "ok", ...pick(fetched), modeUsed, creditsUsed, finalUrl: fetched.finalUrl, requestedUrl: scrape.url };
+}
+
+/** The block page a site serves to datacenter addresses: an access-denied page, answered with 200. */
+export const DATACENTER_BLOCK_PAGE = `<!DOCTYPE html>
+<html><head><title>Access Denied</title></head>
+<body><h1>Access Denied</h1>
+<p>You don't have permission to access this page on this server.</p>
+<p>Reference #18.4f2a1602.1732700000.1b2c3d4</p></body></html>
+`;
+
+/** The shell a script-rendered site sends before its script runs: no content, nothing a crawler can read. */
+export const JAVASCRIPT_SHELL = `<!DOCTYPE html>
+<html><head><title>Shop</title><script defer src="/static/app.js"></script></head>
+<body><div id="root"></div>
+<p>This site needs its script to show the catalogue: loading the page in a browser shows it.</p></body></html>
+`;
+
+const DENIED_PAGE =
+	"<!DOCTYPE html><html><head><title>403 Forbidden</title></head><body><h1>Forbidden</h1></body></html>\n";
+
+const HTML = "text/html; charset=utf-8";
+
+/**
+ * What a site of the scenario's `deny_all`, `block_datacenter` or `browser_only` answers instead of its
+ * page (nothing is fetched then); null when the real page is fetched. Charged like any answer: a 200
+ * block page or shell at the mode's cost, the 403 passed through at 0.
+ */
+function siteAnswer(ctx: EmulatorContext, scrape: ScrapeRequest): ScrapeOutcome | null {
+	const { config } = ctx;
+	const matches = (patterns: readonly ((url: string) => boolean)[]) => patterns.some((test) => test(scrape.url));
+	const page = (body: string) => ({
+		statusCode: 200,
+		body: Buffer.from(body),
+		contentType: HTML,
+		finalUrl: scrape.url,
+		requestedUrl: scrape.url,
+	});
+	if (matches(config.denyAll)) {
+		return {
+			kind: "target-status",
+			statusCode: 403,
+			body: Buffer.from(DENIED_PAGE),
+			contentType: HTML,
+			modeUsed: scrape.mode,
+		};
+	}
+	if (scrape.mode === "request" && scrape.datacenter && matches(config.blockDatacenter)) {
+		return {
+			kind: "ok",
+			...page(DATACENTER_BLOCK_PAGE),
+			modeUsed: "request",
+			creditsUsed: config.costs.requestDatacenter,
+		};
+	}
+	if (matches(config.browserOnly)) {
+		if (scrape.mode === "request") {
+			const creditsUsed = scrape.datacenter ? config.costs.requestDatacenter : config.costs.request;
+			return { kind: "ok", ...page(JAVASCRIPT_SHELL), modeUsed: "request", creditsUsed };
+		}
+		// `auto` reads the shell as a page (it has text) and stays a request unless the scenario upgrades it.
+		if (scrape.mode === "auto" && !matches(config.autoUpgrade)) {
+			return { kind: "ok", ...page(JAVASCRIPT_SHELL), modeUsed: "auto (request)", creditsUsed: config.costs.auto };
+		}
+	}
+	return null;
 }
 
 function pick(fetched: { statusCode: number; body: Buffer; contentType: string }) {

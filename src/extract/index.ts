@@ -6,6 +6,16 @@
  * → extract-fields (css/regex/jsonld/meta, types) with parse-number and json-ld → extract-page (parse
  * + extract + drop); service-data reads service-side results; fill-stats counts fill rates.
  */
+
+export {
+	type BlockSignatures,
+	DEFAULT_BLOCK_SIGNATURE_SET,
+	DEFAULT_BLOCK_SIGNATURES,
+	type DefaultBlockSignature,
+	matchCssSignature,
+	matchTextSignature,
+	NO_BLOCK_SIGNATURES,
+} from "./block-signatures.js";
 export {
 	type CompiledField,
 	compileField,
@@ -26,7 +36,14 @@ export {
 	LOCATORS,
 	type Locator,
 } from "./field-spec.js";
-export { createFillStats, type ExtractSummary, type FieldFill, type FillField, type FillStats } from "./fill-stats.js";
+export {
+	createFillStats,
+	type ExtractSummary,
+	type FieldFill,
+	type FillField,
+	type FillStats,
+	isFilled,
+} from "./fill-stats.js";
 export {
 	createPagePool,
 	DEFAULT_PAGE_TIMEOUT_MS,

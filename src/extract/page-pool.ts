@@ -20,7 +20,7 @@ export interface PagePool {
 	 * signal's reason when `signal` aborts first (a stop past its grace period: the worker is ended).
 	 */
 	run(
-		page: { html: string; url: string; plan: ExtractPlan | null; links: boolean },
+		page: { html: string; url: string; plan: ExtractPlan | null; links: boolean; blockCss?: readonly string[] },
 		signal?: AbortSignal,
 	): Promise<PageTaskResult>;
 	/** Whether pages run in worker threads (false where the worker's file is missing: TypeScript sources). */
@@ -88,6 +88,7 @@ export async function createPagePool(options: PagePoolOptions = {}): Promise<Pag
 					url: page.url,
 					fields: page.plan ? fieldsTextOf(page.plan) : null,
 					links: page.links,
+					...(page.blockCss && page.blockCss.length > 0 ? { blockCss: page.blockCss } : {}),
 				};
 				const timeout = AbortSignal.timeout(timeoutMs);
 				try {
@@ -133,6 +134,7 @@ function inlinePool(): PagePool {
 				url: page.url,
 				fields: page.plan ? fieldsTextOf(page.plan) : null,
 				links: page.links,
+				...(page.blockCss && page.blockCss.length > 0 ? { blockCss: page.blockCss } : {}),
 			});
 		},
 		close: async () => undefined,

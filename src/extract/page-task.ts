@@ -1,3 +1,4 @@
+import { matchCssSignature } from "./block-signatures.js";
 import { compileFields, type ExtractPlan } from "./compile-fields.js";
 import { type ExtractedData, extractFields } from "./extract-fields.js";
 import { extractPage } from "./extract-page.js";
@@ -16,6 +17,8 @@ export interface PageTask {
 	readonly fields: string | null;
 	/** Whether the crawler wants the page's links. */
 	readonly links: boolean;
+	/** The job's CSS block signatures, when it has any (docs/behaviour.md, "Useful records"). */
+	readonly blockCss?: readonly string[];
 }
 
 export interface PageTaskResult {
@@ -25,6 +28,8 @@ export interface PageTaskResult {
 	readonly links?: string[];
 	/** Why extraction failed on this page (its fields are then null; links may still be there). */
 	readonly error?: string;
+	/** The first CSS block signature that matched the page (asked for with `blockCss`). */
+	readonly blocked?: string;
 }
 
 const compiled = new Map<string, ExtractPlan>();
@@ -47,8 +52,10 @@ function planFor(fields: string): ExtractPlan {
  */
 export function runPageTask(task: PageTask): PageTaskResult {
 	const plan = task.fields === null ? null : planFor(task.fields);
-	// Links need the tree; fields alone go through extractPage, which parses only when a field needs it.
-	const page: ParsedPage | null = task.links ? parseHtml(task.html, task.url) : null;
+	const blockCss = task.blockCss ?? [];
+	// Links and CSS block signatures need the tree; fields alone go through extractPage, which parses only when a field needs it.
+	const page: ParsedPage | null = task.links || blockCss.length > 0 ? parseHtml(task.html, task.url) : null;
+	const blocked = page && blockCss.length > 0 ? matchCssSignature(page, blockCss) : null;
 	let data: ExtractedData | undefined;
 	let error: string | undefined;
 	if (plan) {
@@ -63,5 +70,6 @@ export function runPageTask(task: PageTask): PageTaskResult {
 		...(data ? { data } : {}),
 		...(page ? { links: extractLinks(page) } : {}),
 		...(error !== undefined ? { error } : {}),
+		...(blocked !== null ? { blocked } : {}),
 	};
 }

@@ -3,6 +3,7 @@ import { basename, extname, isAbsolute, relative, resolve } from "node:path";
 import type { z } from "zod";
 import { DEFAULT_PAGE_TIMEOUT_MS } from "../extract/index.js";
 import { DEFAULT_CSV_MAX_CELL, parseDuration, type ScrapeParams } from "../shared/index.js";
+import { normalizeBlockSignatures } from "./block-signatures.js";
 import { type BrowserSession, browserSessionSchema, mergeBrowserSessions } from "./browser-session.js";
 import { normalizeCrawl } from "./crawl-spec.js";
 import type { DiscoverySpec } from "./discovery-spec.js";
@@ -265,6 +266,7 @@ export function normalizeJob(parsed: JobFileOutput, ctx: NormalizeContext): Job 
 		maxBodyBytes: Math.round(parsed.max_body_mb * 1024 * 1024),
 		freshnessMs: parseDuration(parsed.freshness) ?? 0,
 		notify: parsed.notify ?? null,
+		blockSignatures: normalizeBlockSignatures(parsed.block_signatures),
 		...crawlOptions(parsed),
 		...monitoringOptions(parsed, dir),
 		...(discovery.length > 0 ? { discovery } : {}),

@@ -15,6 +15,7 @@ import {
 	type ScrapeParams,
 	WAIT_UNTIL,
 } from "../shared/index.js";
+import { blockSignaturesSchema } from "./block-signatures.js";
 import { browserSessionSchema } from "./browser-session.js";
 import { crawlSchema } from "./crawl-spec.js";
 import { mapRequestSchema, searchRequestSchema } from "./discovery-spec.js";
@@ -268,6 +269,7 @@ export const jobFileSchema = z
 		sources: z.array(sourceSchema).optional().describe("Files of URLs, streamed (never loaded whole)"),
 		extract: extractSchema.optional(),
 		extract_checks: extractChecksSchema.optional(),
+		block_signatures: blockSignaturesSchema.optional(),
 		carry: carrySchema.optional(),
 		output: outputSchema.prefault({}),
 		retry: retrySchema.prefault({}),

@@ -1,4 +1,4 @@
-import type { ExtractPlan } from "../extract/index.js";
+import type { BlockSignatures, ExtractPlan } from "../extract/index.js";
 import type { RequestedMode, ScrapeParams } from "../shared/index.js";
 import type { BrowserSession } from "./browser-session.js";
 import type { CrawlSpec } from "./crawl-spec.js";
@@ -138,6 +138,11 @@ export interface Job {
 	pageTimeoutMs: number;
 	/** `extract:` / `carry:` / service-side extraction as a whole: CSV columns and fill checks; absent with none. */
 	extraction?: JobExtraction | null;
+	/**
+	 * `block_signatures:` split by kind (the default set when the job sets none; absent here, the default
+	 * set too): a page that matches one makes its record not useful.
+	 */
+	blockSignatures?: BlockSignatures;
 	/** The data contract (field rules, `extract_checks`): absent when the job declares none (every run is promoted). */
 	contract?: JobContract;
 	/**

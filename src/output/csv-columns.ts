@@ -3,7 +3,7 @@ import { RECORD_COLUMNS, type ResultRecord } from "./record.js";
 /**
  * The CSV header of a run: the record's columns through `content_path`, then the job's `data`
  * columns (extracted fields in declared order, then service-side labels), then its carried source
- * columns, then the rest (`content_hash, change, depth, parent`). Declared once per run from the job.
+ * columns, then the rest (`content_hash, change, depth, parent, useful, useless_reason`). Declared once per run from the job.
  */
 export function csvColumnsFor(extra: { data?: readonly string[]; carry?: readonly string[] } = {}): string[] {
 	const split = RECORD_COLUMNS.indexOf("content_path") + 1;

@@ -39,6 +39,13 @@ export interface ResultRecord {
 	depth: number | null;
 	/** Id of the page that linked this one (crawl); null for seeds and outside a crawl. */
 	parent: string | null;
+	/**
+	 * Whether the record is worth its credits (docs/behaviour.md, "Useful records"): ok, its required
+	 * fields filled, its page matching none of the job's block signatures. Absent in records written before it existed.
+	 */
+	useful?: boolean;
+	/** Why it is not useful: `block_signature: …`, `required_empty: …`, or a failed record's error kind; null when useful. */
+	useless_reason?: string | null;
 	/** Extracted fields (`extract:`, service-side extraction); a CSV column each, between `content_path` and `content_hash`. */
 	data?: Record<string, unknown>;
 	/**

@@ -77,6 +77,11 @@ export interface RunSummary {
 		abandoned: number;
 		throughput_per_s: number;
 	};
+	/**
+	 * Useful records (docs/behaviour.md, "Useful records") of the run, every session included, and their
+	 * share of the records written (null before the first). Absent in summaries written before it existed.
+	 */
+	useful?: { records: number; rate: number | null };
 	/** Browser credits the run's `browser_session:` targets used (the account's balance before and after); absent without them. */
 	browser_credits_used?: number | null;
 	/** With `extract:`: each field's fill rate over ok records, and the required fields below `min_fill`. */
@@ -153,6 +158,14 @@ function targetsLine(summary: RunSummary): string {
 	return `${targets.done}${total} done: ${s.ok} ok, ${s.failed} failed, ${s.skipped} skipped${extras.length ? `; ${extras.join(", ")}` : ""}`;
 }
 
+/** Useful records of those written, and the credits each cost. */
+function usefulLine(useful: NonNullable<RunSummary["useful"]>, summary: RunSummary): string {
+	const share = useful.rate === null ? "" : ` (${Math.round(useful.rate * 1000) / 10}%)`;
+	const perUseful =
+		useful.records > 0 ? `; ${round(summary.credits.used / useful.records)} credits per useful record` : "";
+	return `${useful.records} of ${summary.targets.done} records${share}${perUseful}`;
+}
+
 function pad(label: string, width: number): string {
 	return label.length >= width ? label : label + " ".repeat(width - label.length);
 }
@@ -189,6 +202,7 @@ export function formatSummary(summary: RunSummary, runDir: string, hints: Summar
 			`${(summary.wall_ms / 1000).toFixed(1)} s, ${summary.throughput_per_s.toFixed(1)}/s, p50 ${fmtMs(summary.latency_ms.p50)}, p95 ${fmtMs(summary.latency_ms.p95)}${sessionNote(summary)}`,
 		],
 	];
+	if (summary.useful && summary.targets.done > 0) rows.push(["useful", usefulLine(summary.useful, summary)]);
 	const errors = Object.entries(summary.errors_by_kind);
 	if (errors.length > 0) rows.push(["errors", errors.map(([kind, count]) => `${kind} ${count}`).join(", ")]);
 	// This session's: earlier sessions' abandoned fetches were said when they ended (summary.json keeps the total).

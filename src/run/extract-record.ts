@@ -100,21 +100,34 @@ export function addExtraction(
  * crawl below `max_depth`), or null when nothing reads it (not html, or nobody asks).
  */
 /** Whether the page pool will read this fetch (the same test as `pageWorkOf`, without building its html). */
-export function needsPageRead(target: Target, result: FetchResult, wantsLinks: boolean): boolean {
+export function needsPageRead(
+	target: Target,
+	result: FetchResult,
+	wantsLinks: boolean,
+	blockCss: readonly string[] = [],
+): boolean {
 	if (result.kind !== "ok") return false;
 	const plan = target.extract && target.extract.fields.length > 0;
-	return (plan || wantsLinks) && isHtml(target, result);
+	return (plan || wantsLinks || blockCss.length > 0) && isHtml(target, result);
 }
 
 export function pageWorkOf(
 	target: Target,
 	result: FetchResult,
 	wantsLinks: boolean,
-): { html: string; url: string; plan: ExtractPlan | null; links: boolean } | null {
+	/** The job's CSS block signatures: a page is parsed for them only when there are some. */
+	blockCss: readonly string[] = [],
+): { html: string; url: string; plan: ExtractPlan | null; links: boolean; blockCss?: readonly string[] } | null {
 	if (result.kind !== "ok") return null;
 	const plan = target.extract && target.extract.fields.length > 0 ? target.extract : null;
-	if ((plan === null && !wantsLinks) || !isHtml(target, result)) return null;
-	return { html: pageHtml(result), url: result.finalUrl ?? target.url, plan, links: wantsLinks };
+	if ((plan === null && !wantsLinks && blockCss.length === 0) || !isHtml(target, result)) return null;
+	return {
+		html: pageHtml(result),
+		url: result.finalUrl ?? target.url,
+		plan,
+		links: wantsLinks,
+		...(blockCss.length > 0 ? { blockCss } : {}),
+	};
 }
 
 /** Fill rates over ok records; with a resumed run, the earlier records of the folder are counted first. */

@@ -36,6 +36,7 @@ import { createRecordWriter, openRecordSinks } from "./record-writer.js";
 import { CorruptResultsError } from "./resume-state.js";
 import type { RunJobResult } from "./run-job.js";
 import { buildSummary, createRunStatistics } from "./run-statistics.js";
+import { setUseful, uselessReasonOf } from "./useful-record.js";
 
 /** The run folder's list of the source's targets that had no stored page to read (no record each). */
 export const MISSING_PAGES_FILE = "missing-pages.txt";
@@ -344,7 +345,14 @@ async function reextracted(
 		body = readRegularFile(pagePath, job.maxBodyBytes);
 	} catch (error) {
 		if (!(error instanceof NotRegularFileError || error instanceof FileTooLargeError)) throw error;
-		return { ...record, status: "failed", error: "page_unreadable", message: errorMessage(error) };
+		const failed: ResultRecord = {
+			...record,
+			status: "failed",
+			error: "page_unreadable",
+			message: errorMessage(error),
+		};
+		setUseful(failed, "page_unreadable");
+		return failed;
 	}
 	let html: string | null;
 	let json: Record<string, unknown> | null = null;
@@ -359,12 +367,15 @@ async function reextracted(
 		html = typeof content === "string" ? content : null;
 	} else html = extension === ".html" || extension === ".htm" ? body.toString("utf8") : null;
 	const data: Record<string, unknown> = {};
+	const blockCss = job.blockSignatures?.css ?? [];
+	let cssBlocked: string | undefined;
 	if (html === null) {
 		record.message = `the stored page ${basename(pagePath)} is not html: nothing to extract`;
 	} else {
 		try {
-			const read = await run({ html, url: source.url, plan, links: false }, signal);
+			const read = await run({ html, url: source.url, plan, links: false, blockCss }, signal);
 			Object.assign(data, read.data);
+			cssBlocked = read.blocked;
 			if (read.error !== undefined) record.message = `extraction failed: ${read.error}`.slice(0, 2000);
 		} catch (error) {
 			if (signal.aborted) return null;
@@ -373,12 +384,17 @@ async function reextracted(
 			record.error = "page_too_complex";
 			record.message = error.message;
 			delete record.data;
+			setUseful(record, "page_too_complex");
 			return record;
 		}
 	}
 	for (const field of plan.fields) if (!(field.name in data)) data[field.name] = null;
 	const fromService = json ? serviceData(json) : null;
 	record.data = fromService ? { ...data, ...fromService } : data;
+	setUseful(
+		record,
+		uselessReasonOf(record, () => html, plan.fields, job, cssBlocked),
+	);
 	return record;
 }
 

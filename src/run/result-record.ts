@@ -46,6 +46,9 @@ export function fetchedRecord(
 		change: null,
 		depth: target.crawl?.depth ?? null,
 		parent: target.crawl?.parent ?? null,
+		// Judged once the page is read (useful-record.ts); a failed record stays as it is here.
+		useful: false,
+		useless_reason: result.kind === "failed" ? result.error : null,
 	};
 	if (result.kind === "ok" && result.title !== undefined) record.data = { ...record.data, title: result.title };
 	if (result.kind !== "ok" || content.mode === "none") return record;

@@ -296,7 +296,10 @@ export async function runJob(options: RunJobOptions): Promise<RunJobResult> {
 			crawler?.wake();
 		});
 		// Pages that `extract:` or `crawl:` read are parsed in worker threads, bounded by `page_timeout`.
-		const pagePool = job.extraction || crawler ? await createPagePool({ timeoutMs: job.pageTimeoutMs }) : null;
+		const pagePool =
+			job.extraction || crawler || (job.blockSignatures?.css.length ?? 0) > 0
+				? await createPagePool({ timeoutMs: job.pageTimeoutMs })
+				: null;
 
 		log.info(
 			{
@@ -462,7 +465,8 @@ export async function runJob(options: RunJobOptions): Promise<RunJobResult> {
  * hash (`content: none`) — unless extraction or the crawler must read it.
  */
 function bodySpillFor(job: Job, crawler: unknown, pages: PageStore | null): BodySpill | undefined {
-	const pagesNobodyReads = !job.extraction && !crawler && job.output.content !== "inline";
+	const pagesNobodyReads =
+		!job.extraction && !crawler && (job.blockSignatures?.css.length ?? 0) === 0 && job.output.content !== "inline";
 	return pagesNobodyReads ? { afterBytes: SPILL_AFTER_BYTES, open: () => pages?.openBody() ?? null } : undefined;
 }
 

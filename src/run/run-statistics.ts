@@ -42,6 +42,7 @@ export function createRunStatistics() {
 	const latency = createLatencyHistogram();
 	let creditsUsed = 0;
 	let retries = 0;
+	let useful = 0;
 	let creditsRemaining: number | null = null;
 	const session = { done: 0, creditsUsed: 0, retries: 0, tasksCreated: 0 };
 	const tasks = {
@@ -56,6 +57,8 @@ export function createRunStatistics() {
 	/** One record into the run's totals. Retries are read from the record: requests beyond the first, 429s not included. */
 	const count = (record: ResultRecord): void => {
 		byStatus[record.status] += 1;
+		// A record written before `useful` existed is not counted as useful: nothing judged it.
+		if (record.useful === true) useful += 1;
 		if (record.credits_used) {
 			creditsUsed += record.credits_used;
 			creditsByMode[record.mode_requested] = (creditsByMode[record.mode_requested] ?? 0) + record.credits_used;
@@ -117,6 +120,10 @@ export function createRunStatistics() {
 		},
 		get retries() {
 			return retries;
+		},
+		/** Records judged useful (docs/behaviour.md, "Useful records"). */
+		get useful() {
+			return useful;
 		},
 		creditsByMode,
 		errorsByKind,
@@ -194,6 +201,7 @@ export function buildSummary(
 			left_pending: stats.tasks.leftPending,
 		},
 		errors_by_kind: { ...stats.errorsByKind },
+		useful: { records: stats.useful, rate: done > 0 ? Math.round((stats.useful / done) * 10_000) / 10_000 : null },
 		abandoned: carried.abandoned + stats.abandoned,
 		started_at: new Date(carried.runStartedMs ?? run.startedMs).toISOString(),
 		finished_at: new Date(run.finishedMs).toISOString(),

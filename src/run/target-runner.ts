@@ -20,6 +20,7 @@ import type { RunStatistics } from "./run-statistics.js";
 import type { SendGate } from "./send-gate.js";
 import type { StopController } from "./stop-controller.js";
 import type { TaskPollOptions } from "./task-poller.js";
+import { judgeUseful } from "./useful-record.js";
 
 /** What the page pool read of a page that it was not asked to read. */
 const NO_PAGE: { read?: PageTaskResult; tooComplex?: string } = Object.freeze({});
@@ -170,6 +171,8 @@ export interface TargetRunner {
 export function createTargetRunner(parts: TargetRunnerParts): TargetRunner {
 	const { job, stops, budget, journal, stats, crawler, pagePool, clock, log } = parts;
 	const maxDepth = job.crawl?.maxDepth ?? 0;
+	/** The job's CSS block signatures: the page pool parses a page for them only when there are some. */
+	const blockCss = job.blockSignatures?.css ?? [];
 	const wantsLinksOf = (target: Target) =>
 		crawler !== null && target.crawl !== undefined && target.crawl.depth < maxDepth;
 	const paidFailures = createPaidFailureWatch();
@@ -185,7 +188,7 @@ export function createTargetRunner(parts: TargetRunnerParts): TargetRunner {
 		target: Target,
 		result: FetchResult,
 	): Promise<{ read?: PageTaskResult; tooComplex?: string; abandoned?: true }> => {
-		const work = pagePool ? pageWorkOf(target, result, wantsLinksOf(target)) : null;
+		const work = pagePool ? pageWorkOf(target, result, wantsLinksOf(target), blockCss) : null;
 		if (!work || !pagePool) return {};
 		try {
 			return { read: await pagePool.run(work, stops.inflight) };
@@ -219,7 +222,8 @@ export function createTargetRunner(parts: TargetRunnerParts): TargetRunner {
 		if (!stops.mayWrite()) return undefined;
 		// Paid, and its page not read yet: kept and journalled first, so a process that dies while the page
 		// pool reads it leaves an answer a resume finishes without paying again.
-		const kept = pagePool !== null && !restored.has(target.id) && needsPageRead(target, result, wantsLinksOf(target));
+		const kept =
+			pagePool !== null && !restored.has(target.id) && needsPageRead(target, result, wantsLinksOf(target), blockCss);
 		if (kept && result.kind === "ok") {
 			const stored = stops.guardOutput(() => {
 				parts.paidAnswers.keep(target.id, result.body);
@@ -263,6 +267,7 @@ export function createTargetRunner(parts: TargetRunnerParts): TargetRunner {
 				page.read,
 			);
 			if (page.tooComplex !== undefined) markTooComplex(record, page.tooComplex);
+			judgeUseful(record, target, result, job, page.read);
 			const body = record.status === "ok" && result.kind === "ok" ? (result.spilled ?? result.body) : null;
 			return parts.write(record, body) ? record : undefined;
 		} catch (error) {
@@ -305,6 +310,7 @@ export function createTargetRunner(parts: TargetRunnerParts): TargetRunner {
 		if (page.tooComplex !== undefined) markTooComplex(record, page.tooComplex);
 		if (evaluated.length > 0)
 			record.data = { ...record.data, evaluate: evaluated.length === 1 ? evaluated[0] : evaluated };
+		judgeUseful(record, target, result, job, page.read);
 		stops.guardOutput(() => parts.write(record, result.kind === "ok" ? result.body : null));
 	};
 

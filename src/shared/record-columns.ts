@@ -25,4 +25,6 @@ export const RECORD_COLUMNS = [
 	"change",
 	"depth",
 	"parent",
+	"useful",
+	"useless_reason",
 ] as const;

@@ -55,6 +55,13 @@ describe("libraries a run loads only when it uses them", () => {
 		expect(loaded).toEqual([]);
 	});
 
+	it("text block signatures (the default set or the job's own) are searched without an HTML parser", async () => {
+		const loaded = await librariesLoadedBy(
+			`name: texts\ndefaults:\n  mode: request\nblock_signatures: [Access Denied, {text: captcha}]\ntargets:\n  - ${service.site.url}/product/1\n`,
+		);
+		expect(loaded).toEqual([]);
+	});
+
 	it("a crawl with css fields loads them when it first needs them", async () => {
 		const loaded = await librariesLoadedBy(
 			[

@@ -106,6 +106,8 @@ output:
 			"change",
 			"depth",
 			"parent",
+			"useful",
+			"useless_reason",
 		]);
 		const rows = readCsv(runDir);
 		const row = rows.find((r) => r.url?.endsWith("/product/3"))!;

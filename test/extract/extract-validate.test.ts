@@ -115,7 +115,7 @@ describe("validate: extract, extract_checks, carry, id_column", () => {
 		const result = await cli(files, ["run", "job.yaml", "--dry-run"]);
 		expect(result.code).toBe(0);
 		expect(result.stdout).toContain(
-			"cols: results.csv columns: id, url, status, http_status, error, message, mode_requested, mode_used, credits_used, credits_remaining, attempts, task_id, started_at, finished_at, duration_ms, bytes, content_path, name, price, title, category, content_hash, change, depth, parent",
+			"cols: results.csv columns: id, url, status, http_status, error, message, mode_requested, mode_used, credits_used, credits_remaining, attempts, task_id, started_at, finished_at, duration_ms, bytes, content_path, name, price, title, category, content_hash, change, depth, parent, useful, useless_reason",
 		);
 		expect(result.stdout).toMatch(/^A-1\t/m);
 	});

@@ -1,5 +1,6 @@
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
+import { DEFAULT_BLOCK_SIGNATURES } from "../../src/extract/index.js";
 import { loadJob } from "../../src/job/index.js";
 import { loadYaml, makeTempDir, writeFiles } from "./helpers.js";
 
@@ -22,6 +23,8 @@ describe("the normalized Job", () => {
 			maxCredits: null,
 			defaults: {},
 			browserSession: null,
+			// No `block_signatures:`: the default set.
+			blockSignatures: { text: DEFAULT_BLOCK_SIGNATURES.map((entry) => entry.text), css: [] },
 			sources: [],
 			output: { formats: ["jsonl", "csv"], content: "files" },
 			retry: { attempts: 5, backoffMs: 1000, maxBackoffMs: 60_000 },
