@@ -9,6 +9,8 @@ export const EXIT = {
 	lockHeld: 4,
 	/** The output could not be written (full disk, read-only folder): nothing more was sent. */
 	outputFailed: 5,
+	/** The run ended with a domain's paid-failure breaker open: its targets are parked for a later run. */
+	breakerOpen: 6,
 	interrupted: 130,
 } as const;
 
@@ -53,6 +55,13 @@ export const RUN_EXIT_TABLE: readonly RunExitRow[] = [
 		code: EXIT.outputFailed,
 		meaning: "the output could not be written (full disk, read-only folder): nothing more was sent",
 		scheduler: "fail and alert: once there is room, the same command resumes",
+	},
+	{
+		code: EXIT.breakerOpen,
+		meaning:
+			"the run ended with a domain's breaker open (its fetches were charged and useless or failed): its remaining targets are parked, the rest done",
+		scheduler:
+			"do not retry now: a retry pays the same block again; fix the cause (mode, proxy, block) or wait, then --resume / the next scheduled run (--continue) fetches the parked targets",
 	},
 	{
 		code: EXIT.interrupted,

@@ -56,6 +56,7 @@ export {
 } from "./stream-targets.js";
 export { createTargetKey, identityOptionsJson } from "./target-id.js";
 export type {
+	BreakerSpec,
 	CsvSourceSpec,
 	Job,
 	RetryCrawl,

@@ -267,6 +267,15 @@ export function normalizeJob(parsed: JobFileOutput, ctx: NormalizeContext): Job 
 		freshnessMs: parseDuration(parsed.freshness) ?? 0,
 		notify: parsed.notify ?? null,
 		blockSignatures: normalizeBlockSignatures(parsed.block_signatures),
+		breaker:
+			parsed.breaker === false
+				? null
+				: {
+						window: parsed.breaker.window,
+						trip: parsed.breaker.trip,
+						coolDownMs: parseDuration(parsed.breaker.cool_down) ?? 0,
+						by: parsed.breaker.by,
+					},
 		...crawlOptions(parsed),
 		...monitoringOptions(parsed, dir),
 		...(discovery.length > 0 ? { discovery } : {}),

@@ -75,6 +75,10 @@ const JOB_NAME_RULE = `must be a safe folder name: 1–100 letters, digits, ".",
 const TARGET_ID_RULE = `must be 1–128 letters, digits, ".", "_" or "-" (not "." or "..", not a Windows device name such as CON or NUL, not 16 hex digits, which are kept for derived ids): it names files under pages/`;
 
 /** `500ms`, `3s`, `10m`, `24h`, `7d`, or 0; kept as written here (normalize turns it into ms). */
+/** `breaker:` by default (docs/behaviour.md, "Breakers"). */
+export const DEFAULT_BREAKER = { window: 10, trip: 8, cool_down: "5m", by: "domain" } as const;
+export const BREAKER_BY = ["domain", "host"] as const;
+
 export const durationSchema = z
 	.union([z.literal(0), z.string()], { error: `must be ${DURATION_HINT}` })
 	.refine((value) => parseDuration(value) !== null, {
@@ -337,6 +341,39 @@ export const jobFileSchema = z
 			.optional()
 			.describe(
 				"Least time between two fetch starts to one target host (politeness, e.g. 500ms or 2s); a crawl's robots.txt Crawl-delay raises it",
+			),
+		breaker: z
+			.union([
+				z.literal(false),
+				z
+					.strictObject({
+						window: z
+							.int()
+							.positive()
+							.default(DEFAULT_BREAKER.window)
+							.describe("How many of a domain's latest charged fetches are judged (default 10)"),
+						trip: z
+							.int()
+							.positive()
+							.default(DEFAULT_BREAKER.trip)
+							.describe("How many of those, useless or failed, open the domain's breaker (default 8; at most window)"),
+						cool_down: durationSchema
+							.default(DEFAULT_BREAKER.cool_down)
+							.describe(
+								"How long an open breaker parks the domain's targets before one probe is let through (default 5m)",
+							),
+						by: z
+							.enum(BREAKER_BY)
+							.default("domain")
+							.describe(
+								"domain (registrable domain, default: shop.example.co.uk and www.example.co.uk are one) or host",
+							),
+					})
+					.refine((value) => value.trip <= value.window, { error: "trip must not be above window" }),
+			])
+			.prefault({})
+			.describe(
+				"The per-domain paid-failure breaker: when trip of a domain's last window charged fetches were useless or failed, its remaining targets are parked (no fetch, no credit, no record; --resume / --continue take them) until a probe after cool_down is useful; a run that ends with one open exits 6. false: off",
 			),
 		metrics: z
 			.string()

@@ -143,6 +143,11 @@ export interface Job {
 	 * set too): a page that matches one makes its record not useful.
 	 */
 	blockSignatures?: BlockSignatures;
+	/**
+	 * `breaker:` (docs/behaviour.md, "Breakers"): the per-domain paid-failure breaker; null with
+	 * `breaker: false`. Absent (a Job built by hand): off.
+	 */
+	breaker?: BreakerSpec | null;
 	/** The data contract (field rules, `extract_checks`): absent when the job declares none (every run is promoted). */
 	contract?: JobContract;
 	/**
@@ -201,4 +206,14 @@ export interface TargetCrawl {
 	profile: string;
 	/** Fresh (`freshness:`) with its page stored: its links are read from this file, nothing is fetched. */
 	storedPage?: string;
+}
+
+/** `breaker:` normalized: `trip` of a domain's last `window` charged fetches useless or failed open it. */
+export interface BreakerSpec {
+	readonly window: number;
+	readonly trip: number;
+	/** `cool_down` in ms: how long an open breaker parks targets before one probe goes. */
+	readonly coolDownMs: number;
+	/** What a breaker is per: the registrable domain or the host. */
+	readonly by: "domain" | "host";
 }

@@ -1,7 +1,7 @@
 import { mkdirSync, renameSync, rmSync, writeFileSync } from "node:fs";
 import { dirname } from "node:path";
 import { errorMessage, lazyModule, readRegularFile } from "../shared/index.js";
-import { initialMetrics, METRIC_SPECS, type RunMetrics } from "./run-metrics.js";
+import { initialMetrics, labelValues, METRIC_SPECS, type RunMetrics } from "./run-metrics.js";
 
 /** The exposition format's writer, loaded only by runs that write metrics. */
 const promClient = lazyModule<typeof import("prom-client")>("prom-client");
@@ -94,8 +94,7 @@ export async function renderMetrics(all: readonly RunMetrics[]): Promise<string>
 				? new Gauge({ name: spec.name, help: spec.help, labelNames, registers: [registry] })
 				: new Counter({ name: spec.name, help: spec.help, labelNames, registers: [registry] });
 		for (const metrics of all) {
-			const values = spec.label ? spec.label.values : [undefined];
-			for (const value of values) {
+			for (const value of labelValues(spec, metrics)) {
 				const labels: Record<string, string> = { job: metrics.job, shard: metrics.shard };
 				if (spec.label && value !== undefined) labels[spec.label.name] = value;
 				const figure = spec.read(metrics, value);
@@ -173,6 +172,9 @@ function setFigure(metrics: RunMetrics, name: string, label: string | undefined,
 			return;
 		case "scrapejob_contract_broken_rules":
 			metrics.contractBroken = value;
+			return;
+		case "scrapejob_breaker_open":
+			if (label !== undefined && value > 0) metrics.breakersOpen[label] = value;
 			return;
 	}
 	if (label === undefined) return;

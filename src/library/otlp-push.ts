@@ -1,5 +1,5 @@
 import { errorMessage } from "../shared/index.js";
-import { METRIC_SPECS, type RunMetrics } from "./run-metrics.js";
+import { labelValues, METRIC_SPECS, type RunMetrics } from "./run-metrics.js";
 
 /** How long the push may take at the run's end: the exit waits no longer for a collector. */
 export const OTLP_PUSH_TIMEOUT_MS = 10_000;
@@ -50,7 +50,7 @@ export async function pushOtlpMetrics(
 					? meter.createObservableGauge(spec.name, { description: spec.help })
 					: meter.createObservableCounter(spec.name, { description: spec.help });
 			instrument.addCallback((result) => {
-				for (const value of spec.label ? spec.label.values : [undefined]) {
+				for (const value of labelValues(spec, metrics)) {
 					const attributes: Record<string, string> = { job: metrics.job, shard: metrics.shard };
 					if (spec.label && value !== undefined) attributes[spec.label.name] = value;
 					result.observe(spec.read(metrics, value), attributes);

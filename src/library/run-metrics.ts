@@ -23,6 +23,8 @@ export interface RunMetrics {
 	changes: Record<ChangeKind, number>;
 	/** Rules of the data contract the latest run broke (0: kept, or no contract). */
 	contractBroken: number;
+	/** Domains whose breaker is open at the end of the latest run, each 1 (docs/behaviour.md, "Breakers"). */
+	breakersOpen: Record<string, number>;
 }
 
 export const TARGET_STATUSES = ["ok", "failed", "skipped"] as const;
@@ -41,7 +43,11 @@ export interface MetricSpec {
 	readonly name: string;
 	readonly type: "gauge" | "counter";
 	readonly help: string;
-	readonly label?: { readonly name: string; readonly values: readonly string[] };
+	/** Its extra label: fixed values, or (`domain`) the ones the model holds now, so the series stay few. */
+	readonly label?: {
+		readonly name: string;
+		readonly values: readonly string[] | ((metrics: RunMetrics) => readonly string[]);
+	};
 	read(metrics: RunMetrics, value?: string): number;
 }
 
@@ -109,7 +115,20 @@ export const METRIC_SPECS: readonly MetricSpec[] = [
 		help: "Rules of the data contract the latest run broke (0: kept, or none declared); a run that broke one is not promoted to latest.",
 		read: (m) => m.contractBroken,
 	},
+	{
+		name: "scrapejob_breaker_open",
+		type: "gauge",
+		help: "1 for each domain whose paid-failure breaker is open at the end of the latest run (only those domains: no series otherwise).",
+		label: { name: "domain", values: (m) => Object.keys(m.breakersOpen) },
+		read: (m, value) => (value === undefined ? 0 : (m.breakersOpen[value] ?? 0)),
+	},
 ];
+
+/** The values of a metric's extra label for one run's model; `[undefined]` for a metric without one. */
+export function labelValues(spec: MetricSpec, metrics: RunMetrics): readonly (string | undefined)[] {
+	if (!spec.label) return [undefined];
+	return typeof spec.label.values === "function" ? spec.label.values(metrics) : spec.label.values;
+}
 
 /** A run's metrics before its first progress: nothing done yet. */
 export function initialMetrics(job: string, shard: string, concurrencyLimit: number, lastSuccessSeconds: number) {
@@ -126,6 +145,7 @@ export function initialMetrics(job: string, shard: string, concurrencyLimit: num
 		concurrencyLimit,
 		changes: { new: 0, changed: 0, unchanged: 0 },
 		contractBroken: 0,
+		breakersOpen: {},
 	};
 	return metrics;
 }
@@ -156,4 +176,5 @@ export function applySummary(metrics: RunMetrics, summary: RunSummary): void {
 	metrics.inflight = 0;
 	metrics.changes = { ...(summary.changes ?? { new: 0, changed: 0, unchanged: 0 }) };
 	metrics.contractBroken = summary.contract?.broken.length ?? 0;
+	metrics.breakersOpen = Object.fromEntries((summary.breakers ?? []).map((breaker) => [breaker.domain, 1]));
 }

@@ -28,6 +28,7 @@ export { createRunDir, jobOutputDir, newRunId, RUN_FILES } from "./run-folder.js
 export { createRunLog } from "./run-log.js";
 export { createRecordScrubber } from "./scrub-record.js";
 export {
+	type BreakerReport,
 	type BrokenRule,
 	type ContractVerdict,
 	formatSummary,

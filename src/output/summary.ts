@@ -2,6 +2,20 @@ import { renameSync, writeFileSync } from "node:fs";
 import { plural } from "../shared/index.js";
 import type { RecordStatus } from "./record.js";
 
+/** One open breaker in `summary.breakers`. */
+export interface BreakerReport {
+	/** The registrable domain (or host, `breaker.by: host`). */
+	domain: string;
+	/** Why it opened, in words. */
+	reason: string;
+	/** When it last opened (ISO 8601). */
+	opened_at: string;
+	/** Targets parked this session: not fetched, no record; `--resume` / `--continue` take them. */
+	parked: number;
+	/** What the parked targets could have cost: each one's worst case. */
+	credits_saved: number;
+}
+
 /** `summary.json` (docs/reference/outputs.md, "summary.json"). Durations in milliseconds, throughput in targets per second. */
 export interface RunSummary {
 	job: string;
@@ -82,6 +96,11 @@ export interface RunSummary {
 	 * share of the records written (null before the first). Absent in summaries written before it existed.
 	 */
 	useful?: { records: number; rate: number | null };
+	/**
+	 * The per-domain breakers open when this session ended (docs/behaviour.md, "Breakers"); absent when none
+	 * is. A run that ends with one exits 6.
+	 */
+	breakers?: BreakerReport[];
 	/** Browser credits the run's `browser_session:` targets used (the account's balance before and after); absent without them. */
 	browser_credits_used?: number | null;
 	/** With `extract:`: each field's fill rate over ok records, and the required fields below `min_fill`. */
@@ -203,6 +222,12 @@ export function formatSummary(summary: RunSummary, runDir: string, hints: Summar
 		],
 	];
 	if (summary.useful && summary.targets.done > 0) rows.push(["useful", usefulLine(summary.useful, summary)]);
+	for (const breaker of summary.breakers ?? []) {
+		rows.push([
+			"breaker",
+			`${breaker.domain} open since ${breaker.opened_at}: ${breaker.reason}; ${plural(breaker.parked, "target")} parked, ${breaker.credits_saved} credits saved`,
+		]);
+	}
 	const errors = Object.entries(summary.errors_by_kind);
 	if (errors.length > 0) rows.push(["errors", errors.map(([kind, count]) => `${kind} ${count}`).join(", ")]);
 	// This session's: earlier sessions' abandoned fetches were said when they ended (summary.json keeps the total).

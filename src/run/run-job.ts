@@ -24,6 +24,7 @@ import {
 	type Sleep,
 	systemClock,
 } from "../shared/index.js";
+import { createBreakers } from "./breaker.js";
 import { createSessionLimiter } from "./browser-target.js";
 import { createContractCheck } from "./contract-check.js";
 import { crawlerFor, serviceSitemapFetch } from "./crawl-hook.js";
@@ -349,6 +350,20 @@ export async function runJob(options: RunJobOptions): Promise<RunJobResult> {
 			fence: stops,
 		});
 		const browser = options.browser ?? null;
+		// The per-domain paid-failure breakers (docs/behaviour.md, "Breakers"): said in run.log and on the terminal.
+		const breakers = job.breaker
+			? createBreakers(job.breaker, clock, {
+					onOpen: (open) => {
+						const message = `breaker open for ${open.domain}: ${open.reason}; its remaining targets are parked (--resume takes them)`;
+						log.warn({ event: "breaker_open", domain: open.domain, reason: open.reason }, message);
+						options.logger?.warn({ domain: open.domain }, message);
+					},
+					onClose: (domain) => {
+						log.info({ event: "breaker_closed", domain }, `breaker closed for ${domain}: the probe was useful`);
+						options.logger?.info({ domain }, `breaker closed for ${domain}: the probe was useful`);
+					},
+				})
+			: null;
 		const runner = createTargetRunner({
 			job,
 			stops,
@@ -368,6 +383,7 @@ export async function runJob(options: RunJobOptions): Promise<RunJobResult> {
 			clock,
 			sleep,
 			random,
+			breakers,
 			log,
 		});
 
@@ -385,6 +401,12 @@ export async function runJob(options: RunJobOptions): Promise<RunJobResult> {
 				finishedMs: clock(),
 				...(carried ? { carried } : {}),
 			});
+		const summarizeWithBreakers = (reason: string | null) => {
+			const summary = summarize(reason);
+			const open = breakers?.open() ?? [];
+			if (open.length > 0) summary.breakers = open;
+			return summary;
+		};
 		// A second signal: the process ends now. Records are on disk already; the summary is written as it
 		// stands (synchronous, about a millisecond), counting every fetch in flight as abandoned.
 		const lastWord = () => {
@@ -436,7 +458,7 @@ export async function runJob(options: RunJobOptions): Promise<RunJobResult> {
 		return finishRun({
 			runDir,
 			stops,
-			summarize,
+			summarize: summarizeWithBreakers,
 			failures,
 			sinks,
 			journal,

@@ -6,6 +6,7 @@ import { type PagePool, type PageTaskResult, PageTooComplexError } from "../extr
 import type { Job, Target } from "../job/index.js";
 import { OutputError, type PageStore, type ResultRecord } from "../output/index.js";
 import { type Clock, creditCostRange, redactSecrets, type Sleep, type TaskQueue } from "../shared/index.js";
+import type { Breakers } from "./breaker.js";
 import { fetchBrowserTarget } from "./browser-target.js";
 import { storedPageHtml } from "./crawl-hook.js";
 import type { CreditBudget } from "./credit-budget.js";
@@ -151,6 +152,8 @@ export interface TargetRunnerParts {
 	readonly clock: Clock;
 	readonly sleep: Sleep;
 	readonly random: () => number;
+	/** The per-domain breakers (`breaker:`); null with `breaker: false`. */
+	readonly breakers: Breakers | null;
 	/** run.log's logger. */
 	readonly log: Logger;
 }
@@ -328,12 +331,22 @@ export function createTargetRunner(parts: TargetRunnerParts): TargetRunner {
 		if (stops.stopping) return;
 		if (target.browserSession) return runBrowserTarget(target as Parameters<typeof runBrowserTarget>[0]);
 		const worstCase = creditCostRange(target.params).max;
+		// An open breaker parks the target: no fetch, no credit, no record (`--resume` takes it). One look-up.
+		const breakers = parts.breakers;
+		const domain = breakers === null ? "" : breakers.keyOf(target.url);
+		const admission = breakers === null ? "fetch" : breakers.admit(domain, worstCase);
+		if (admission === "park") return;
+		const probe = admission === "probe";
 		// No record when it does not fit: the target is left for `--resume --max-credits <larger>`.
 		// Booked at once when it fits (nearly always): the wait for other fetches to settle is the rare case.
-		if (!budget.tryReserve(worstCase) && !(await reserveOrStop(budget, stops, worstCase))) return;
+		if (!budget.tryReserve(worstCase) && !(await reserveOrStop(budget, stops, worstCase))) {
+			if (probe) breakers?.probeLost(domain);
+			return;
+		}
 		const started = clock();
 		if (stops.guardOutput(() => journal.started(target.id)) === undefined && stops.outputFailure) {
 			budget.release(worstCase);
+			if (probe) breakers?.probeLost(domain);
 			return;
 		}
 		const paid = parts.resumePaid.get(target.id);
@@ -348,6 +361,7 @@ export function createTargetRunner(parts: TargetRunnerParts): TargetRunner {
 				parts.resumeTasks.get(target.id) ?? null,
 				parts.bodySpill,
 			));
+		if (probe && result.kind !== "ok" && result.kind !== "failed") breakers?.probeLost(domain);
 		switch (result.kind) {
 			case "ok":
 			case "failed": {
@@ -360,8 +374,10 @@ export function createTargetRunner(parts: TargetRunnerParts): TargetRunner {
 					: writeFetched(target, result, charged, started, NO_PAGE);
 				if (!record) {
 					stats.abandoned += 1;
+					if (probe) breakers?.probeLost(domain);
 					return;
 				}
+				breakers?.settle(domain, record, probe);
 				const paidFailure = paidFailures.record(record.status, record.error, record.credits_used);
 				if (paidFailure !== null) {
 					stops.stop(

@@ -55,13 +55,13 @@ describe("examples/kubernetes: what the API server accepts", () => {
 		expect(schemaProblems([{ file: "stray.yaml", manifest: stray }]).join("\n")).toContain("backofLimit");
 	}, 60_000);
 
-	it("retries only what a retry can fix: an outage, a lock, a signal; never a finished run, an invalid job or a full disk", () => {
+	it("retries only what a retry can fix: an outage, a lock, a signal; never a finished run, an invalid job, a full disk or an open breaker", () => {
 		for (const { file, manifest } of manifests) {
 			const spec = jobSpecOf(manifest);
 			const container = spec.template.spec.containers[0]!.name;
 			const action = (code: number) => podFailureAction(spec, container, code);
 			for (const code of [3, 4, 130, 137, 143]) expect(action(code), `${file}: exit ${code}`).toBe("Count");
-			for (const code of [2, 5]) expect(action(code), `${file}: exit ${code}`).toBe("FailJob");
+			for (const code of [2, 5, 6]) expect(action(code), `${file}: exit ${code}`).toBe("FailJob");
 			// A shard that finished with failed targets fails its index alone; the others go on.
 			expect(action(1), `${file}: exit 1`).toBe(spec.completionMode === "Indexed" ? "FailIndex" : "FailJob");
 			expect(spec.podReplacementPolicy).toBe("Failed");

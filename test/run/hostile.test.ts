@@ -315,7 +315,7 @@ describe("hostile input: credits charged on attempts that fail", () => {
 		const dir = tempDir();
 		const out = join(dir, "out");
 		const urls = Array.from({ length: 30 }, (_, index) => `https://example.com/p${index}`);
-		const job = writeJob(dir, "burn", targetsYaml("burn", urls, "concurrency: 1"));
+		const job = writeJob(dir, "burn", targetsYaml("burn", urls, "concurrency: 1\nbreaker: false"));
 		const result = await runCli(["run", job, "--out", out, "--quiet"], { env: hostile.env });
 		expect(result.code, result.stderr).toBe(1);
 		expect(result.stderr).toContain("20 fetches in a row were charged and failed with page_crashed");

@@ -634,6 +634,8 @@ async function runOne(
 			throw new Error(`unhandled stop reason ${String(unreachable)}`);
 		}
 	}
+	// A domain's breaker open at the end: its targets are parked; a retry now would pay the same block again.
+	if ((summary.breakers?.length ?? 0) > 0) return EXIT.breakerOpen;
 	// Incomplete, a failed or skipped target, or a required extract field filled below `min_fill`.
 	return runSucceeded(outcome) ? EXIT.ok : EXIT.someTargetsFailed;
 }

@@ -1,0 +1,164 @@
+import type { BreakerSpec } from "../job/index.js";
+import type { BreakerReport } from "../output/index.js";
+import { type Clock, isoTime, lazyModule } from "../shared/index.js";
+
+/** Public-suffix domains (tldts), loaded by the first run with a breaker `by: domain`. */
+const tldts = lazyModule<typeof import("tldts")>("tldts");
+
+/** What a target of a domain may do: be fetched, be the half-open breaker's one probe, or wait parked. */
+export type Admission = "fetch" | "probe" | "park";
+
+/** What the breaker reads of a written record. */
+export interface JudgedRecord {
+	readonly credits_used: number;
+	readonly useful?: boolean;
+	readonly useless_reason?: string | null;
+}
+
+export interface Breakers {
+	/** The breaker's key of a target URL (its registrable domain, or host): computed once per target. */
+	keyOf(url: string): string;
+	/** Whether a target of `key` is fetched; a parked one's worst case counts as saved. */
+	admit(key: string, worstCase: number): Admission;
+	/** A written record of `key`: charged ones count; a probe's answer closes (useful) or re-opens the breaker. */
+	settle(key: string, record: JudgedRecord, probe: boolean): void;
+	/** A probe that ended without a record: the next target of `key` may probe instead. */
+	probeLost(key: string): void;
+	/** The breakers open now (a probe in flight included), in the order they opened. */
+	open(): BreakerReport[];
+}
+
+export interface BreakerEvents {
+	onOpen?(report: BreakerReport): void;
+	onClose?(domain: string): void;
+}
+
+interface DomainState {
+	/** The latest `window` charged outcomes, true = useless or failed (a ring). */
+	readonly outcomes: boolean[];
+	next: number;
+	bad: number;
+	state: "closed" | "open" | "probing";
+	openedMs: number;
+	reason: string;
+	parked: number;
+	saved: number;
+}
+
+/**
+ * The per-domain paid-failure breaker (`breaker:`): when `trip` of a domain's latest `window` charged
+ * fetches were useless or failed, its breaker opens and its remaining targets are parked — no fetch, no
+ * credit, no record — until, `cool_down` after it opened, one target goes as a probe: a useful answer closes
+ * it, any other charged answer opens it again. One map look-up per target.
+ */
+export function createBreakers(spec: BreakerSpec, clock: Clock, events: BreakerEvents = {}): Breakers {
+	const domains = new Map<string, DomainState>();
+
+	const keyOf = (url: string): string => {
+		let parsed: URL;
+		try {
+			parsed = new URL(url);
+		} catch {
+			return url;
+		}
+		if (spec.by === "host") return parsed.host;
+		return tldts().getDomain(parsed.hostname) ?? parsed.hostname;
+	};
+
+	const stateOf = (key: string): DomainState => {
+		let state = domains.get(key);
+		if (state === undefined) {
+			state = {
+				outcomes: [],
+				next: 0,
+				bad: 0,
+				state: "closed",
+				openedMs: 0,
+				reason: "",
+				parked: 0,
+				saved: 0,
+			};
+			domains.set(key, state);
+		}
+		return state;
+	};
+
+	const reportOf = (domain: string, state: DomainState): BreakerReport => ({
+		domain,
+		reason: state.reason,
+		opened_at: isoTime(state.openedMs),
+		parked: state.parked,
+		credits_saved: state.saved,
+	});
+
+	const open = (domain: string, state: DomainState, reason: string) => {
+		state.state = "open";
+		state.openedMs = clock();
+		state.reason = reason;
+		events.onOpen?.(reportOf(domain, state));
+	};
+
+	return {
+		keyOf,
+		admit(key, worstCase) {
+			const state = domains.get(key);
+			if (state === undefined || state.state === "closed") return "fetch";
+			if (state.state === "open" && clock() - state.openedMs >= spec.coolDownMs) {
+				state.state = "probing";
+				return "probe";
+			}
+			state.parked += 1;
+			state.saved += worstCase;
+			return "park";
+		},
+		settle(key, record, probe) {
+			const state = stateOf(key);
+			if (probe) {
+				if (record.credits_used <= 0) {
+					state.state = "open";
+					state.openedMs = clock() - spec.coolDownMs;
+					return;
+				}
+				if (record.useful === true) {
+					state.state = "closed";
+					state.outcomes.length = 0;
+					state.next = 0;
+					state.bad = 0;
+					events.onClose?.(key);
+				} else {
+					open(key, state, `the probe after cool_down was useless: ${record.useless_reason ?? "not useful"}`);
+				}
+				return;
+			}
+			// Only charged fetches count; answers of fetches sent before the breaker opened change nothing.
+			if (record.credits_used <= 0 || state.state !== "closed") return;
+			const bad = record.useful !== true;
+			if (state.outcomes.length < spec.window) state.outcomes.push(bad);
+			else {
+				if (state.outcomes[state.next]) state.bad -= 1;
+				state.outcomes[state.next] = bad;
+				state.next = (state.next + 1) % spec.window;
+			}
+			if (bad) state.bad += 1;
+			if (state.bad >= spec.trip) {
+				open(
+					key,
+					state,
+					`${state.bad} of the last ${state.outcomes.length} charged fetches were useless or failed (last: ${record.useless_reason ?? "not useful"})`,
+				);
+			}
+		},
+		probeLost(key) {
+			const state = domains.get(key);
+			if (state?.state !== "probing") return;
+			state.state = "open";
+			// Due at once: the next target of the domain probes.
+			state.openedMs = clock() - spec.coolDownMs;
+		},
+		open() {
+			const reports: BreakerReport[] = [];
+			for (const [domain, state] of domains) if (state.state !== "closed") reports.push(reportOf(domain, state));
+			return reports.sort((a, b) => a.opened_at.localeCompare(b.opened_at));
+		},
+	};
+}

@@ -1,0 +1,99 @@
+import { readdirSync } from "node:fs";
+import { basename, join } from "node:path";
+import { describe, expect, it } from "vitest";
+import { readRecords, readSummary, tempDir, writeJob } from "../helpers/job-files.js";
+import { runCli } from "../helpers/run-cli.js";
+import type { TestService } from "../helpers/service.js";
+import { useTestService } from "../helpers/service.js";
+
+/**
+ * The per-domain paid-failure breaker (docs/behaviour.md, "Breakers"): the demo site reached as
+ * `localhost` serves datacenter requests a block page (charged, useless), the same site as `127.0.0.1` is
+ * a good domain. One fetch at a time, so the order is the job's.
+ */
+const BLOCKED = 15;
+const GOOD = 5;
+
+function jobYaml(service: TestService, extra = "") {
+	const port = new URL(service.site.url).port;
+	const targets: string[] = [];
+	for (let index = 1; index <= BLOCKED; index++) {
+		targets.push(`  - http://localhost:${port}/product/${index}\n`);
+		if (index <= GOOD) targets.push(`  - http://127.0.0.1:${port}/product/${index}\n`);
+	}
+	return `name: breaker\nconcurrency: 1\ndefaults: {mode: request, proxy_type: datacenter}\nretry: {attempts: 1, backoff_ms: 5, max_backoff_ms: 10}\n${extra}targets:\n${targets.join("")}`;
+}
+
+/** Credits the emulator charged, and fetches it was sent, for one host's targets. */
+function spentOn(service: TestService, host: string) {
+	const entries = service.emulator.ledger.byEndpoint("realtime").filter((entry) => entry.url?.includes(`//${host}:`));
+	return { credits: entries.reduce((sum, entry) => sum + entry.creditsCharged, 0), fetches: entries.length };
+}
+
+function onlyRunDir(out: string) {
+	const runs = join(out, "breaker");
+	return join(runs, readdirSync(runs).find((name) => /^\d/.test(name))!);
+}
+
+describe("breaker", () => {
+	it("a blocking domain's breaker opens after trip of window charged useless fetches: the rest parked, the good domain done, exit 6; --resume after the block lifts fetches the parked targets once", async () => {
+		const blocking = await useTestService({ block_datacenter: ["//localhost:"] });
+		const dir = tempDir();
+		const out = join(dir, "out");
+		const job = writeJob(dir, "breaker", jobYaml(blocking));
+		const result = await runCli(["run", job, "--out", out], { env: blocking.env });
+		expect(result.code, result.stderr).toBe(6);
+		const runDir = onlyRunDir(out);
+		const records = readRecords(runDir);
+		const blocked = records.filter((record) => record.url.includes("//localhost:"));
+		const good = records.filter((record) => record.url.includes("//127.0.0.1:"));
+		// Request on datacenter: 1 credit a fetch, its worst case too. Spent before the breaker opened: at most
+		// window × worst case (here trip: 8); after it: none.
+		expect(blocked).toHaveLength(8);
+		expect(blocked.every((record) => record.useful === false)).toBe(true);
+		expect(spentOn(blocking, "localhost")).toEqual({ credits: 8, fetches: 8 });
+		expect(good).toHaveLength(GOOD);
+		expect(good.every((record) => record.useful === true)).toBe(true);
+		const summary = readSummary(runDir);
+		expect(summary.complete).toBe(false);
+		expect(summary.breakers).toEqual([
+			{
+				domain: "localhost",
+				reason: expect.stringMatching(
+					/^8 of the last 8 charged fetches were useless or failed \(last: block_signature/,
+				),
+				opened_at: expect.stringMatching(/^\d{4}-\d\d-\d\dT/),
+				parked: BLOCKED - 8,
+				credits_saved: BLOCKED - 8,
+			},
+		]);
+		expect(result.stdout).toMatch(/breaker +localhost open since .*; 7 targets parked, 7 credits saved/);
+
+		// The block lifted: a new service without the scenario key.
+		const lifted = await useTestService();
+		const resumed = await runCli(["run", job, "--out", out, "--resume", basename(runDir), "--quiet"], {
+			env: { ...lifted.env },
+		});
+		expect(resumed.code, resumed.stderr).toBe(0);
+		expect(spentOn(lifted, "localhost")).toEqual({ credits: BLOCKED - 8, fetches: BLOCKED - 8 });
+		expect(spentOn(lifted, "127.0.0.1").fetches).toBe(0);
+		const all = readRecords(runDir);
+		expect(all).toHaveLength(BLOCKED + GOOD);
+		expect(new Set(all.map((record) => record.id)).size).toBe(BLOCKED + GOOD);
+		const after = readSummary(runDir);
+		expect(after.complete).toBe(true);
+		expect(after.breakers).toBeUndefined();
+	});
+
+	it("`breaker: false` fetches every target of the blocking domain", async () => {
+		const blocking = await useTestService({ block_datacenter: ["//localhost:"] });
+		const dir = tempDir();
+		const out = join(dir, "out");
+		const job = writeJob(dir, "breaker", jobYaml(blocking, "breaker: false\n"));
+		const result = await runCli(["run", job, "--out", out, "--quiet"], { env: blocking.env });
+		expect(result.code, result.stderr).toBe(0);
+		expect(spentOn(blocking, "localhost")).toEqual({ credits: BLOCKED, fetches: BLOCKED });
+		expect(readRecords(onlyRunDir(out))).toHaveLength(BLOCKED + GOOD);
+		expect(readSummary(onlyRunDir(out)).breakers).toBeUndefined();
+	});
+});
