@@ -44,7 +44,7 @@ describe('keys never reach files (docs/behaviour.md, "Keys never written")', () 
 			"URL password": PASSWORD,
 			"healthcheck URL": HEALTHCHECK_TOKEN,
 		};
-		/** One command; `codes`: the exits it may end with (a crawl may meet a page that fails: exit 1). */
+		/** One command; `codes`: the exits it may end with (a crawl stopped at max_pages is incomplete: exit 1). */
 		const cli = async (argv: string[], codes: readonly number[] = [0]) => {
 			const result = await runCli(argv, { env, cwd: dir });
 			expect(codes, `${argv.join(" ")} exited ${result.code}\n${result.stderr}`).toContain(result.code);
