@@ -107,10 +107,11 @@ export function createRobots(options: RobotsOptions): Robots {
 			const path = pathOf(origin);
 			const fetched = await options.fetch(withSeedCredentials(url, seed.url), seed, path);
 			if (fetched.kind === "stopped") return false;
-			if (fetched.kind === "missing") rmSync(path, { force: true });
+			// Booked before anything else can fail: what the service charged is in the journal and the summary.
 			options.append([{ u: url, d: ROBOTS_PAID, p: null, k: profile, c: fetched.credits }]);
 			paid.add(url);
 			credits += fetched.credits;
+			if (fetched.kind === "missing") rmSync(path, { force: true });
 		}
 		parse(origin);
 		return true;

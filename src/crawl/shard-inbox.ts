@@ -1,7 +1,7 @@
-import { closeSync, openSync, readFileSync, renameSync, statSync, writeSync } from "node:fs";
+import { closeSync, openSync, readFileSync, statSync, writeSync } from "node:fs";
 import { join } from "node:path";
 import type { ShardSpec } from "../job/index.js";
-import { openJsonlReader, parseJsonLine } from "../shared/index.js";
+import { openJsonlReader, parseJsonLine, writeFileAtomic } from "../shared/index.js";
 import { type FrontierEntry, isFrontierEntry } from "./frontier-file.js";
 
 /** `<job>/inbox-shard-J-of-N.jsonl`: crawled links of shard J's hosts, found by the other shards. */
@@ -97,8 +97,7 @@ export function openShardInbox(
 
 	const publish = () => {
 		const state: InboxState = { run_id: runId, read: offset, idle, from, at: now() };
-		const temporary = `${statePath}.${process.pid}.tmp`;
-		writeFileAtomic(temporary, statePath, `${JSON.stringify(state)}\n`);
+		writeFileAtomic(statePath, `${JSON.stringify(state)}\n`);
 	};
 	publish();
 
@@ -158,16 +157,6 @@ export function openShardInbox(
 			writers.clear();
 		},
 	};
-}
-
-function writeFileAtomic(temporary: string, path: string, text: string): void {
-	const fd = openSync(temporary, "w");
-	try {
-		writeSync(fd, text);
-	} finally {
-		closeSync(fd);
-	}
-	renameSync(temporary, path);
 }
 
 /**

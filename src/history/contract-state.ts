@@ -1,6 +1,7 @@
-import { existsSync, readdirSync, readFileSync, renameSync, writeFileSync } from "node:fs";
+import { existsSync, readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { RUN_FILES, type RunSummary } from "../output/index.js";
+import { writeFileAtomic } from "../shared/index.js";
 
 /**
  * Whether a run's records may be "latest" (docs/guides/extraction.md, "Re-extraction and data contracts"): `contract.json` in the run folder,
@@ -46,8 +47,7 @@ export function readContractState(runDir: string): ContractState | null {
 export function writeContractState(runDir: string, state: ContractStateName, broken?: readonly unknown[]): void {
 	const path = join(runDir, CONTRACT_FILE);
 	const value: ContractState = { state, at: new Date().toISOString(), ...(broken ? { broken } : {}) };
-	writeFileSync(`${path}.tmp`, `${JSON.stringify(value, null, 2)}\n`);
-	renameSync(`${path}.tmp`, path);
+	writeFileAtomic(path, `${JSON.stringify(value, null, 2)}\n`);
 }
 
 /** Whether a run folder's records are kept out of "latest": pending or held. */

@@ -1,7 +1,6 @@
-import { randomBytes } from "node:crypto";
-import { closeSync, existsSync, lstatSync, openSync, realpathSync, renameSync, rmSync, statSync } from "node:fs";
+import { existsSync, lstatSync, realpathSync, statSync } from "node:fs";
 import { basename, dirname, isAbsolute, join, relative } from "node:path";
-import { UsageError } from "../shared/index.js";
+import { type AtomicFile, openAtomicFile, UsageError } from "../shared/index.js";
 
 /**
  * The rules of `export --out` (docs/guides/incremental-runs.md): not inside the job's output
@@ -34,40 +33,10 @@ export function checkExportTarget(outFile: string, jobDir: string, force: boolea
 	if (!force) throw new UsageError(`--out ${outFile} exists: pass --force to replace it`);
 }
 
-/** A file written under a new temporary name beside its destination, renamed over it once complete. */
-export interface TemporaryFile {
-	readonly path: string;
-	/** Open for writing; created by this process (never an existing file, never through a symbolic link). */
-	readonly fd: number;
-	/** Close and rename over the destination. */
-	commit(): void;
-	/** Close and remove (a failed export leaves nothing behind). */
-	discard(): void;
-}
+/** A file written under a new temporary name beside its destination, renamed over it once complete (`openAtomicFile`). */
+export type TemporaryFile = AtomicFile;
 
+/** The export's file: created by this process (never an existing file, never through a symbolic link), mode 0644. */
 export function createTemporaryFile(outFile: string): TemporaryFile {
-	const path = join(dirname(outFile), `.${basename(outFile)}.${process.pid}-${randomBytes(6).toString("hex")}.tmp`);
-	// "wx": O_CREAT | O_EXCL, which fails on any existing name, a symbolic link included.
-	const fd = openSync(path, "wx", 0o644);
-	let open = true;
-	const close = () => {
-		if (!open) return;
-		open = false;
-		closeSync(fd);
-	};
-	return {
-		path,
-		fd,
-		commit() {
-			close();
-			renameSync(path, outFile);
-		},
-		discard() {
-			try {
-				close();
-			} finally {
-				rmSync(path, { force: true });
-			}
-		},
-	};
+	return openAtomicFile(outFile, { mode: 0o644 });
 }

@@ -1,6 +1,6 @@
-import { mkdirSync, renameSync, rmSync, writeFileSync } from "node:fs";
+import { mkdirSync } from "node:fs";
 import { dirname } from "node:path";
-import { errorMessage, lazyModule, readRegularFile } from "../shared/index.js";
+import { errorMessage, lazyModule, readRegularFile, writeFileAtomic } from "../shared/index.js";
 import { initialMetrics, labelValues, METRIC_SPECS, type RunMetrics } from "./run-metrics.js";
 
 /** The exposition format's writer, loaded only by runs that write metrics. */
@@ -49,19 +49,12 @@ export function openMetricsFile(options: MetricsFileOptions): MetricsFile {
 		try {
 			const text = await renderMetrics([...others.values(), options.metrics]);
 			mkdirSync(dirname(options.path), { recursive: true });
-			const temporary = `${options.path}.tmp-${process.pid}`;
-			writeFileSync(temporary, text);
-			renameSync(temporary, options.path);
+			writeFileAtomic(options.path, text);
 			failed = false;
 		} catch (error) {
 			// Said once per failing streak: a full disk must not flood the log every 10 s.
 			if (!failed) options.warn(`metrics: could not write ${options.path}: ${errorMessage(error)}`);
 			failed = true;
-			try {
-				rmSync(`${options.path}.tmp-${process.pid}`, { force: true });
-			} catch {
-				// The folder is not one (ENOTDIR) or is gone: there is no temp file to remove.
-			}
 		}
 	};
 	// A side channel: whatever a write meets, the run goes on (docs/behaviour.md, "Metrics and pings").

@@ -1,6 +1,6 @@
-import { copyFileSync, linkSync, mkdirSync, readdirSync, renameSync, rmSync, writeFileSync } from "node:fs";
+import { copyFileSync, linkSync, mkdirSync, readdirSync, renameSync, rmSync } from "node:fs";
 import { join } from "node:path";
-import type { BodySink } from "../shared/index.js";
+import { type BodySink, isAtomicTemporaryName, openAtomicFile, writeFileAtomic } from "../shared/index.js";
 import { openBodyFile, PARTIAL_BODY_PREFIX } from "./body-file.js";
 import { OutputError } from "./output-error.js";
 
@@ -24,12 +24,12 @@ export function extensionFor(contentType: string | undefined, requestedFormat: s
 	return contentType ? "bin" : "html";
 }
 
-/** The name prefix of a page being saved, until it is renamed into place. */
-const SAVING_PREFIX = ".tmp-";
+/** The name prefix of a page being saved by versions before `writeFileAtomic` (a killed one's leftovers). */
+const OLD_SAVING_PREFIX = ".tmp-";
 
 /** Names in `pages/` that are not pages yet: a body streamed in (`.partial-*`) or a save under way. */
 function isUnfinished(name: string): boolean {
-	return name.startsWith(PARTIAL_BODY_PREFIX) || name.startsWith(SAVING_PREFIX);
+	return name.startsWith(PARTIAL_BODY_PREFIX) || isAtomicTemporaryName(name) || name.startsWith(OLD_SAVING_PREFIX);
 }
 
 /**
@@ -41,7 +41,6 @@ function isUnfinished(name: string): boolean {
 export function createPageStore(runDir: string) {
 	const dir = join(runDir, "pages");
 	let created = false;
-	let saves = 0;
 	const ensureDir = () => {
 		if (created) return;
 		try {
@@ -73,14 +72,11 @@ export function createPageStore(runDir: string) {
 		save(id: string, body: Buffer, extension: string): string {
 			ensureDir();
 			const name = `${id}.${extension}`;
-			const temporary = join(dir, `${SAVING_PREFIX}${process.pid}-${saves++}`);
 			try {
-				writeFileSync(temporary, body);
+				writeFileAtomic(join(dir, name), body);
 			} catch (error) {
-				rmSync(temporary, { force: true });
 				throw new OutputError(join(dir, name), error);
 			}
-			place(temporary, name);
 			return `pages/${name}`;
 		},
 		/** Name a body already written to its file (`openBody`, on its way in) as this target's page. */
@@ -101,14 +97,18 @@ export function createPageStore(runDir: string) {
 			try {
 				linkSync(from, join(dir, name));
 			} catch {
-				const temporary = join(dir, `${SAVING_PREFIX}${process.pid}-${saves++}`);
 				try {
-					copyFileSync(from, temporary);
+					const copy = openAtomicFile(join(dir, name));
+					try {
+						copyFileSync(from, copy.path);
+					} catch (error) {
+						copy.discard();
+						throw error;
+					}
+					copy.commit();
 				} catch (error) {
-					rmSync(temporary, { force: true });
 					throw new OutputError(join(dir, name), error);
 				}
-				place(temporary, name);
 			}
 			return `pages/${name}`;
 		},

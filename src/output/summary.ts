@@ -1,5 +1,4 @@
-import { renameSync, writeFileSync } from "node:fs";
-import { plural } from "../shared/index.js";
+import { plural, writeFileAtomic } from "../shared/index.js";
 import type { RecordStatus } from "./record.js";
 
 /** One open breaker in `summary.breakers`. */
@@ -157,9 +156,7 @@ export interface ContractVerdict {
 
 /** Write atomically (temp file + rename): a crash mid-write leaves the previous summary, never half of one. */
 export function writeSummary(path: string, summary: RunSummary): void {
-	const temporary = `${path}.tmp`;
-	writeFileSync(temporary, `${JSON.stringify(summary, null, 2)}\n`);
-	renameSync(temporary, path);
+	writeFileAtomic(path, `${JSON.stringify(summary, null, 2)}\n`);
 }
 
 /**

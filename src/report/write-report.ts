@@ -1,7 +1,7 @@
-import { readFileSync, renameSync, writeFileSync } from "node:fs";
+import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { type ResultRecord, RUN_FILES, type RunSummary } from "../output/index.js";
-import { jsonlLines, parseJsonLine, UsageError } from "../shared/index.js";
+import { jsonlLines, parseJsonLine, UsageError, writeFileAtomic } from "../shared/index.js";
 import { createRecordAggregates, type RecordAggregates } from "./record-aggregates.js";
 import { renderReportHtml } from "./render-report.js";
 import type { ReportData } from "./report-data.js";
@@ -56,9 +56,7 @@ async function writeReport(runDir: string, summary: RunSummary, aggregates: Reco
 		crawl_depths: aggregates.crawlDepths(),
 	};
 	const path = join(runDir, REPORT_FILE);
-	const temporary = `${path}.tmp`;
-	writeFileSync(temporary, renderReportHtml(data));
-	renameSync(temporary, path);
+	writeFileAtomic(path, renderReportHtml(data));
 	return path;
 }
 

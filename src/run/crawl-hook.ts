@@ -1,10 +1,10 @@
-import { renameSync, rmSync, writeFileSync } from "node:fs";
+import { renameSync, rmSync } from "node:fs";
 import { basename, dirname } from "node:path";
 import type { BodySpill } from "../api/index.js";
 import { type Crawler, createCrawler, openShardInbox, type SitemapBounds, type SitemapFetch } from "../crawl/index.js";
 import { createTargetKey, type Job, type Target } from "../job/index.js";
-import { openBodyFile, type RunSummary } from "../output/index.js";
-import { creditCostRange, readRegularFile, type ScrapeParams } from "../shared/index.js";
+import { OutputError, openBodyFile, type RunSummary } from "../output/index.js";
+import { creditCostRange, readRegularFile, type ScrapeParams, writeFileAtomic } from "../shared/index.js";
 import type { IdSet } from "./compact-id-set.js";
 import type { CreditBudget } from "./credit-budget.js";
 import { pageHtml } from "./extract-record.js";
@@ -61,6 +61,8 @@ export interface SitemapFetchDeps {
 	budget: CreditBudget;
 	/** The account refused (401/402/403): the run stops as it would for a page. */
 	stop(reason: "unauthorized" | "insufficient_credits" | "forbidden", message: string): void;
+	/** A paid body that could not be stored (`OutputError`): the run stops as for any output failure (exit 5). */
+	outputFailed(error: OutputError): void;
 }
 
 /**
@@ -89,10 +91,15 @@ export function serviceSitemapFetch(deps: SitemapFetchDeps): SitemapFetch {
 			return { kind: "missing", credits: charged };
 		}
 		// Written under a temporary name, then renamed: the stored body is whole or absent.
-		if (result.spilled?.stored) renameSync(result.spilled.stored, path);
-		else {
-			writeFileSync(`${path}.part`, result.json ? pageHtml(result) : result.body);
-			renameSync(`${path}.part`, path);
+		try {
+			if (result.spilled?.stored) renameSync(result.spilled.stored, path);
+			else writeFileAtomic(path, result.json ? pageHtml(result) : result.body);
+		} catch (error) {
+			if (result.spilled?.stored) rmSync(result.spilled.stored, { force: true });
+			// Paid and not stored: the run stops like any output failure (docs/behaviour.md, "Stops"),
+			// and the file is booked as paid and listing nothing, so its credits are in the summary.
+			deps.outputFailed(new OutputError(path, error));
+			return { kind: "missing", credits: charged };
 		}
 		return { kind: "stored", credits: charged };
 	};

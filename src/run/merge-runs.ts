@@ -9,7 +9,6 @@ import {
 	renameSync,
 	rmdirSync,
 	rmSync,
-	writeFileSync,
 } from "node:fs";
 import { dirname, isAbsolute, join, relative, resolve } from "node:path";
 import { idKey } from "../history/index.js";
@@ -25,7 +24,14 @@ import {
 	UTF8_BOM,
 	writeSummary,
 } from "../output/index.js";
-import { cliCommand, jsonlLines, MIN_CSV_MAX_CELL, parseJsonLine, UsageError } from "../shared/index.js";
+import {
+	cliCommand,
+	jsonlLines,
+	MIN_CSV_MAX_CELL,
+	parseJsonLine,
+	UsageError,
+	writeFileAtomic,
+} from "../shared/index.js";
 import { buildSummary, createRunStatistics } from "./run-statistics.js";
 
 /** What `merge` reads of each shard folder's run.json. */
@@ -285,7 +291,7 @@ async function mergeInto(metas: readonly ShardMeta[], outDir: string): Promise<M
 		shards,
 	};
 	writeSummary(join(outDir, RUN_FILES.summary), summary);
-	writeFileSync(
+	writeFileAtomic(
 		join(outDir, MERGE_FILE),
 		`${JSON.stringify({ job_name: first.job_name, targets_digest: first.targets_digest, shards: metas.map((meta) => ({ index: meta.shard.index, dir: meta.dir, run_id: meta.run_id })) }, null, 2)}\n`,
 	);

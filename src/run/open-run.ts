@@ -1,9 +1,9 @@
-import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
+import { mkdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import type { Logger } from "pino";
 import type { Job } from "../job/index.js";
 import { createRunDir, jobOutputDir, newRunId, openAppendFile, RUN_FILES } from "../output/index.js";
-import { ScrapejobError } from "../shared/index.js";
+import { ScrapejobError, writeFileAtomic } from "../shared/index.js";
 import { warnIfTookOver } from "./job-lock.js";
 import { readJournalTasks } from "./journal.js";
 import type { PaidAnswer } from "./paid-answers.js";
@@ -81,7 +81,7 @@ function readCarried(runDir: string, meta: RunMeta): CarriedFigures {
 }
 
 function writeMeta(runDir: string, meta: RunMeta): void {
-	writeFileSync(join(runDir, RUN_FILES.meta), `${JSON.stringify(meta, null, 2)}\n`);
+	writeFileAtomic(join(runDir, RUN_FILES.meta), `${JSON.stringify(meta, null, 2)}\n`);
 }
 
 /**

@@ -1,7 +1,7 @@
-import { appendFileSync, closeSync, fstatSync, openSync, readSync, renameSync, writeFileSync } from "node:fs";
+import { appendFileSync, closeSync, fstatSync, openSync, readSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { csvLines, csvRow, parseRecordLine, type ResultRecord, readCsvHeader } from "../output/index.js";
-import { cutTornTail, jsonlLines, ScrapejobError } from "../shared/index.js";
+import { cutTornTail, jsonlLines, ScrapejobError, writeFileAtomic } from "../shared/index.js";
 import { createIdSet, type IdSet } from "./compact-id-set.js";
 import { createRunStatistics, type RunStatistics } from "./run-statistics.js";
 
@@ -73,15 +73,12 @@ export async function repairResults(jsonlPath: string, csvPath: string, maxCell?
 	for (const { text } of jsonlLines(jsonlPath)) (parseRecordLine(text) !== null ? kept : dropped).push(text);
 	if (dropped.length === 0) return 0;
 	appendFileSync(join(dir, CORRUPT_FILE), `${dropped.join("\n")}\n`);
-	const temporary = `${jsonlPath}.repair.tmp`;
-	writeFileSync(temporary, kept.length ? `${kept.join("\n")}\n` : "");
-	renameSync(temporary, jsonlPath);
+	writeFileAtomic(jsonlPath, kept.length ? `${kept.join("\n")}\n` : "");
 	// The CSV is derived from the records: written again in its own columns, from the repaired file.
 	const columns = readCsvHeader(csvPath);
 	if (columns) {
 		const rows = kept.map((line) => csvRow(JSON.parse(line) as ResultRecord, columns, maxCell));
-		writeFileSync(`${csvPath}.repair.tmp`, csvLines([columns, ...rows]));
-		renameSync(`${csvPath}.repair.tmp`, csvPath);
+		writeFileAtomic(csvPath, csvLines([columns, ...rows]));
 	}
 	return dropped.length;
 }

@@ -281,6 +281,7 @@ export async function runJob(options: RunJobOptions): Promise<RunJobResult> {
 				reserve: (worstCase) => reserveOrStop(budget, stops, worstCase),
 				budget,
 				stop: (reason, message) => stops.stop(reason, message),
+				outputFailed: (error) => stops.outputFailed(error),
 			}),
 			options.crawlKeysInMemory,
 			peers,

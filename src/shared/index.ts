@@ -1,3 +1,10 @@
+export {
+	type AtomicFile,
+	type AtomicWriteOptions,
+	isAtomicTemporaryName,
+	openAtomicFile,
+	writeFileAtomic,
+} from "./atomic-file.js";
 export { isLoopbackHost, joinUrl, parseBaseUrl } from "./base-url.js";
 export type { BodySink } from "./body-sink.js";
 export { DEFAULT_CSV_MAX_CELL, MIN_CSV_MAX_CELL } from "./csv-cell-limit.js";
