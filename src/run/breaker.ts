@@ -16,7 +16,7 @@ export interface JudgedRecord {
 }
 
 export interface Breakers {
-	/** The breaker's key of a target URL (its registrable domain, or host): computed once per target. */
+	/** The breaker's key of a target URL (its host; grouped by registrable domain inside): once per target. */
 	keyOf(url: string): string;
 	/** Whether a target of `key` is fetched; a parked one's worst case counts as saved. */
 	admit(key: string, worstCase: number): Admission;
@@ -54,15 +54,34 @@ interface DomainState {
 export function createBreakers(spec: BreakerSpec, clock: Clock, events: BreakerEvents = {}): Breakers {
 	const domains = new Map<string, DomainState>();
 
+	/**
+	 * Targets are keyed by host; hosts are grouped by registrable domain only once a charged fetch has gone
+	 * wrong. Until then every window holds good outcomes only, which never trip a breaker, so starting the
+	 * domain windows afresh loses nothing — and a run where nothing goes wrong never loads the public-suffix
+	 * list (tldts: a few MB).
+	 */
+	let byDomain = false;
+	const domainOfHost = new Map<string, string>();
 	const keyOf = (url: string): string => {
-		let parsed: URL;
 		try {
-			parsed = new URL(url);
+			return new URL(url).hostname;
 		} catch {
 			return url;
 		}
-		if (spec.by === "host") return parsed.host;
-		return tldts().getDomain(parsed.hostname) ?? parsed.hostname;
+	};
+	const bucket = (host: string): string => {
+		if (!byDomain) return host;
+		let domain = domainOfHost.get(host);
+		if (domain === undefined) {
+			domain = tldts().getDomain(host) ?? host;
+			domainOfHost.set(host, domain);
+		}
+		return domain;
+	};
+	const groupByDomain = () => {
+		if (byDomain || spec.by === "host") return;
+		byDomain = true;
+		domains.clear();
 	};
 
 	const stateOf = (key: string): DomainState => {
@@ -100,8 +119,8 @@ export function createBreakers(spec: BreakerSpec, clock: Clock, events: BreakerE
 
 	return {
 		keyOf,
-		admit(key, worstCase) {
-			const state = domains.get(key);
+		admit(host, worstCase) {
+			const state = domains.get(bucket(host));
 			if (state === undefined || state.state === "closed") return "fetch";
 			if (state.state === "open" && clock() - state.openedMs >= spec.coolDownMs) {
 				state.state = "probing";
@@ -111,7 +130,9 @@ export function createBreakers(spec: BreakerSpec, clock: Clock, events: BreakerE
 			state.saved += worstCase;
 			return "park";
 		},
-		settle(key, record, probe) {
+		settle(host, record, probe) {
+			if (!probe && record.credits_used > 0 && record.useful !== true) groupByDomain();
+			const key = bucket(host);
 			const state = stateOf(key);
 			if (probe) {
 				if (record.credits_used <= 0) {
@@ -148,8 +169,8 @@ export function createBreakers(spec: BreakerSpec, clock: Clock, events: BreakerE
 				);
 			}
 		},
-		probeLost(key) {
-			const state = domains.get(key);
+		probeLost(host) {
+			const state = domains.get(bucket(host));
 			if (state?.state !== "probing") return;
 			state.state = "open";
 			// Due at once: the next target of the domain probes.

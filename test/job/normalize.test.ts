@@ -35,6 +35,8 @@ describe("the normalized Job", () => {
 			maxBodyBytes: 50 * 1024 * 1024,
 			freshnessMs: 0,
 			notify: null,
+			// No `breaker:`: the default per-domain breaker.
+			breaker: { window: 10, trip: 8, coolDownMs: 300_000, by: "domain" },
 		});
 		expect(fingerprint).toMatch(/^[0-9a-f]{64}$/);
 		expect(targets).toEqual([

@@ -6,19 +6,23 @@ describe("breaker states", () => {
 	it("opens at trip, parks until cool_down, lets one probe through; a useful probe closes it, a useless one re-opens it", () => {
 		let now = 0;
 		const breakers = createBreakers({ window: 4, trip: 3, coolDownMs: 1000, by: "domain" }, () => now);
+		// Keyed by host; grouped by registrable domain once a charged fetch goes wrong (the public-suffix
+		// list is loaded only then): another host of the domain shares its breaker.
 		const key = breakers.keyOf("https://shop.example.co.uk/a");
-		expect(key).toBe("example.co.uk");
+		expect(key).toBe("shop.example.co.uk");
+		const sibling = breakers.keyOf("https://www.example.co.uk/b");
 		const useless = { credits_used: 1, useful: false, useless_reason: "block_signature: x" };
 		for (let index = 0; index < 3; index++) {
 			expect(breakers.admit(key, 2)).toBe("fetch");
 			breakers.settle(key, useless, false);
 		}
 		expect(breakers.admit(key, 2)).toBe("park");
+		expect(breakers.admit(sibling, 2)).toBe("park");
 		now = 1000;
 		expect(breakers.admit(key, 2)).toBe("probe");
 		expect(breakers.admit(key, 2)).toBe("park");
 		breakers.settle(key, useless, true);
-		expect(breakers.open()).toMatchObject([{ domain: "example.co.uk", parked: 2, credits_saved: 4 }]);
+		expect(breakers.open()).toMatchObject([{ domain: "example.co.uk", parked: 3, credits_saved: 6 }]);
 		now = 2000;
 		expect(breakers.admit(key, 2)).toBe("probe");
 		breakers.settle(key, { credits_used: 1, useful: true }, true);
