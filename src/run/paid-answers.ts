@@ -20,6 +20,8 @@ export interface PaidAnswer {
 	readonly finalUrl: string | null;
 	/** The body is a JSON delivery (`delivery: json`): parsed again when the answer is read back. */
 	readonly json: boolean;
+	/** The body's length: a file cut short by a kill mid-write is not taken for the answer. */
+	readonly bytes?: number;
 }
 
 /** The folder of a run where paid answers wait for their page to be read (`paid/<id>`). */
@@ -59,6 +61,8 @@ export function createPaidAnswers(runDir: string) {
 			} catch {
 				return null;
 			}
+			// A file cut short (a kill while it was written again for the same target) is not the answer.
+			if (answer.bytes !== undefined && body.length !== answer.bytes) return null;
 			let json: Record<string, unknown> | undefined;
 			if (answer.json) {
 				try {
@@ -101,5 +105,6 @@ export function paidAnswerOf(id: string, result: OkResult, charged: number): Pai
 		title: result.title ?? null,
 		finalUrl: result.finalUrl ?? null,
 		json: result.json !== undefined,
+		bytes: result.body.length,
 	};
 }
