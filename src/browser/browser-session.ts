@@ -257,26 +257,26 @@ async function runStep(
  * a huge one never crosses the wire (at most `MAX_EVALUATE_JSON_CHARS` does). `undefined` is null.
  */
 async function evaluateAsJson(page: Page, expression: string, name: string): Promise<unknown> {
-	const handle = await page.evaluateHandle(expression);
-	try {
-		const answer = await handle.evaluate((value, maxChars): EvaluateAnswer => {
-			try {
-				const json = JSON.stringify(value);
-				if (json === undefined) return { json: "null" };
-				return json.length > maxChars ? { tooLong: json.length } : { json };
-			} catch (error) {
-				return { notJson: error instanceof Error ? error.message : String(error) };
-			}
-		}, MAX_EVALUATE_JSON_CHARS);
-		if (answer.json !== undefined) return JSON.parse(answer.json) as unknown;
-		if (answer.tooLong !== undefined) {
-			throw new BrowserSessionError(
-				"step",
-				`${name}: its value is ${answer.tooLong} characters of JSON, above the ${MAX_EVALUATE_JSON_CHARS} kept`,
-			);
+	// Evaluated, awaited and measured inside the page in one call: a handle to a primitive (a 150 MB string)
+	// came over the wire whole before its size could be checked. The expression is evaluated as Playwright
+	// evaluates a string (global eval, a promise awaited), so its meaning is unchanged.
+	const answer = (await page.evaluate(`(async () => {
+		let value = globalThis.eval(${JSON.stringify(expression)});
+		if (value && typeof value === "object" && typeof value.then === "function") value = await value;
+		try {
+			const json = JSON.stringify(value);
+			if (json === undefined) return { json: "null" };
+			return json.length > ${MAX_EVALUATE_JSON_CHARS} ? { tooLong: json.length } : { json };
+		} catch (error) {
+			return { notJson: error instanceof Error ? error.message : String(error) };
 		}
-		throw new BrowserSessionError("step", `${name}: its value is not JSON (${String(answer.notJson).slice(0, 200)})`);
-	} finally {
-		void handle.dispose().catch(() => undefined);
+	})()`)) as EvaluateAnswer;
+	if (answer.json !== undefined) return JSON.parse(answer.json) as unknown;
+	if (answer.tooLong !== undefined) {
+		throw new BrowserSessionError(
+			"step",
+			`${name}: its value is ${answer.tooLong} characters of JSON, above the ${MAX_EVALUATE_JSON_CHARS} kept`,
+		);
 	}
+	throw new BrowserSessionError("step", `${name}: its value is not JSON (${String(answer.notJson).slice(0, 200)})`);
 }

@@ -1,3 +1,4 @@
+import { spawn } from "node:child_process";
 import { readdirSync } from "node:fs";
 import { createServer } from "node:http";
 import { join } from "node:path";
@@ -8,6 +9,7 @@ import { isRunFolderName, readRecords, tempDir, writeJob } from "../helpers/job-
 import { listenForTest } from "../helpers/loopback.js";
 import { runCli } from "../helpers/run-cli.js";
 import { useTestService } from "../helpers/service.js";
+import { BIN } from "../helpers/spawn-cli.js";
 
 /**
  * Every await on the browser service is bounded (docs/guides/browser.md): a service that
@@ -119,5 +121,56 @@ describe("browser steps fail their target, never the run", () => {
 		expect(records.get("busy")).toMatchObject({ status: "failed", error: "browser_step_failed" });
 		expect(records.get("busy")?.message).toMatch(/step 2 \(press\): no answer within 2000 ms/);
 		for (const record of records.values()) expect(JSON.stringify(record).length).toBeLessThan(20_000);
+	}, 90_000);
+});
+
+describe("an evaluate value far past the limit never reaches this process", () => {
+	it("a 150 MB string is measured in the page: the target fails, and the run's peak memory stays far below it", async () => {
+		const service = await useTestService({ browser_concurrency: 1 });
+		const url = await startSite();
+		const dir = tempDir();
+		const job = writeJob(
+			dir,
+			"vast",
+			[
+				"name: vast",
+				"retry: {attempts: 1}",
+				"targets:",
+				"  - id: vast",
+				`    url: ${url}/plain`,
+				"    browser_session:",
+				"      steps:",
+				"        - evaluate: \"'x'.repeat(150000000)\"",
+				"",
+			].join("\n"),
+		);
+		const out = join(dir, "out");
+		// In a process of its own, so that its peak resident memory is the run's.
+		const main = join(BIN, "..", "main.js");
+		const script = `
+			const { main } = await import(${JSON.stringify(main)});
+			const code = await main(["run", ${JSON.stringify(job)}, "--out", ${JSON.stringify(out)}, "--quiet"], {
+				stdout: process.stdout, stderr: process.stderr, env: process.env, cwd: process.cwd(), exitCode: 0,
+				signal: new AbortController().signal,
+			});
+			console.log(JSON.stringify({ code, maxRssMb: process.resourceUsage().maxRSS / 1024 }));
+			process.exit(0);
+		`;
+		const child = spawn(process.execPath, ["--input-type=module", "-e", script], {
+			env: { ...process.env, ...service.env },
+			stdio: ["ignore", "pipe", "inherit"],
+		});
+		let stdout = "";
+		child.stdout.on("data", (chunk: Buffer) => {
+			stdout += chunk.toString();
+		});
+		await new Promise((resolve) => child.on("close", resolve));
+		const printed = JSON.parse(stdout.trim().split("\n").at(-1) ?? "{}") as { code: number; maxRssMb: number };
+		expect(printed.code).toBe(1);
+		const [record] = readRecords(join(out, "vast", readdirSync(join(out, "vast")).filter(isRunFolderName)[0]!));
+		expect(record).toMatchObject({ status: "failed", error: "browser_step_failed" });
+		expect(record?.message).toMatch(/150000002 characters of JSON, above the 1000000 kept/);
+		// The value came over whole before (peak ~860 MB): measured in the page, nothing of it crosses.
+		expect(printed.maxRssMb).toBeLessThan(300);
 	}, 90_000);
 });
