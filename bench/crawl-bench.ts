@@ -13,11 +13,11 @@
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { compileUserRegex } from "../src/common/index.js";
 import { createCrawler } from "../src/crawl/index.js";
 import { graphPage } from "../src/emulator/link-graph.js";
 import { extractLinks, parseHtml } from "../src/extract/index.js";
 import type { CrawlSpec, Job, Target } from "../src/job/index.js";
-import { compileUserRegex } from "../src/shared/index.js";
 
 const SITE = "http://bench.example";
 const MEMORY_GOAL_MB = 512;

@@ -4,8 +4,9 @@
  * `pattern` over a value and a crawl `exclude` over URLs cost per page. Run:
  * `tsc -p tsconfig.bench.json && node node_modules/.cache/scrapejob-bench/bench/regex-bench.js`.
  */
+
+import { compileUserRegex } from "../src/common/index.js";
 import { startDemoSite } from "../src/emulator/index.js";
-import { compileUserRegex } from "../src/shared/index.js";
 
 const SIZES_KB = [30, 100, 300] as const;
 

@@ -19,6 +19,7 @@ export {
 	ServiceError,
 	UnexpectedResponseError,
 } from "./api/index.js";
+export { ScrapejobError, UsageError } from "./common/index.js";
 export { resolveConfig } from "./config/index.js";
 export {
 	type DemoSite,
@@ -69,4 +70,3 @@ export {
 	surveyTargets,
 	type TargetSurvey,
 } from "./run/index.js";
-export { ScrapejobError, UsageError } from "./shared/index.js";

@@ -11,25 +11,25 @@ const src = join(import.meta.dirname, "..", "src");
  * only the folders listed here, and only through their `index.ts`.
  */
 const ALLOWED: Readonly<Record<string, readonly string[]>> = {
-	shared: [],
-	config: ["shared"],
-	extract: ["shared"],
-	job: ["shared", "extract"],
-	api: ["shared"],
-	output: ["shared"],
-	report: ["shared", "output"],
-	history: ["shared", "output"],
-	browser: ["shared"],
+	common: [],
+	config: ["common"],
+	extract: ["common"],
+	job: ["common", "extract"],
+	api: ["common"],
+	output: ["common"],
+	report: ["common", "output"],
+	history: ["common", "output"],
+	browser: ["common"],
 	/** Link following: seeds and discovered pages are the job's targets; the frontier is an output file. */
-	crawl: ["shared", "extract", "job", "output"],
+	crawl: ["common", "extract", "job", "output"],
 	/** Many workers on one run, coordinated through PostgreSQL: a second implementation of the run's coordination parts. */
-	fleet: ["shared", "job", "output"],
-	run: ["shared", "job", "api", "output", "report", "browser", "history", "extract", "crawl", "fleet"],
-	emulator: ["shared"],
+	fleet: ["common", "job", "output"],
+	run: ["common", "job", "api", "output", "report", "browser", "history", "extract", "crawl", "fleet"],
+	emulator: ["common"],
 	/** The one-call library entry (`runJobFile`): what the CLI's `run` assembles, for code. */
-	library: ["shared", "config", "job", "api", "output", "run", "emulator", "history", "browser", "fleet"],
+	library: ["common", "config", "job", "api", "output", "run", "emulator", "history", "browser", "fleet"],
 	/** The CLI parses flags, prints and maps exit codes; running a job is the library's (one product). */
-	cli: ["shared", "config", "job", "api", "output", "run", "report", "browser", "history", "emulator", "library"],
+	cli: ["common", "config", "job", "api", "output", "run", "report", "browser", "history", "emulator", "library"],
 };
 
 async function sourceFiles(dir: string): Promise<string[]> {

@@ -1,4 +1,4 @@
-import { redactSecrets } from "../shared/index.js";
+import { redactSecrets } from "../common/index.js";
 import { ServiceError, type ServiceErrorFields } from "./errors.js";
 
 type JsonObject = Record<string, unknown>;

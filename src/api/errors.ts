@@ -1,4 +1,4 @@
-import { errorMessage, ScrapejobError } from "../shared/index.js";
+import { errorMessage, ScrapejobError } from "../common/index.js";
 
 /** Fields of the service's error record (docs/service.md, "Errors") that a caller may act on. */
 export interface ServiceErrorFields {

@@ -1,4 +1,4 @@
-export type { BodySink } from "../shared/index.js";
+export type { BodySink } from "../common/index.js";
 export {
 	type AccountClient,
 	type AccountClientOptions,

@@ -1,6 +1,6 @@
 import type { Dispatcher } from "undici";
 import { z } from "zod";
-import { joinUrl, parseBaseUrl } from "../shared/index.js";
+import { joinUrl, parseBaseUrl } from "../common/index.js";
 import { parseJson, toServiceError } from "./error-body.js";
 import { UnexpectedResponseError } from "./errors.js";
 import { describeIssues } from "./records.js";

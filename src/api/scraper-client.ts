@@ -1,5 +1,5 @@
 import type { Dispatcher } from "undici";
-import { joinUrl, parseBaseUrl, redactSecrets, type ScrapeParams } from "../shared/index.js";
+import { joinUrl, parseBaseUrl, redactSecrets, type ScrapeParams } from "../common/index.js";
 import { toServiceError } from "./error-body.js";
 import { UnexpectedResponseError } from "./errors.js";
 import { type TaskRecord, taskRecordSchema } from "./records.js";

@@ -1,6 +1,6 @@
 import { createHash, type Hash } from "node:crypto";
 import { Agent, type Dispatcher } from "undici";
-import type { BodySink } from "../shared/index.js";
+import type { BodySink } from "../common/index.js";
 import { BodySinkError, BodyTooLargeError, NetworkError, RequestAbortedError } from "./errors.js";
 import { toNetworkError } from "./network-failure.js";
 

@@ -1,5 +1,5 @@
 import type { Browser, Page } from "playwright-core";
-import type { Clock } from "../shared/index.js";
+import type { Clock } from "../common/index.js";
 import { BrowserSessionError, connectFailureKind, isSessionLost, sessionMessage } from "./session-errors.js";
 
 /** The account's access to the browser service (GET /public/browser), as the runner uses it. */

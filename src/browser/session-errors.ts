@@ -1,4 +1,4 @@
-import { ScrapejobError } from "../shared/index.js";
+import { ScrapejobError } from "../common/index.js";
 
 /**
  * What went wrong with a browser session, as the runner decides on it:

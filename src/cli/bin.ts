@@ -1,12 +1,12 @@
 #!/usr/bin/env node
-import { NODE_TOO_OLD } from "../shared/index.js";
+import { NODE_TOO_OLD } from "../common/index.js";
 
 // Before anything else is loaded: on an older Node the job store's native addon crashes the process.
 if (NODE_TOO_OLD !== null) {
 	process.stderr.write(`${NODE_TOO_OLD}\n`);
 	process.exit(2);
 }
-const { createLastWords } = await import("../shared/index.js");
+const { createLastWords } = await import("../common/index.js");
 const { main } = await import("./main.js");
 
 const controller = new AbortController();

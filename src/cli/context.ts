@@ -1,5 +1,5 @@
 import type { Writable } from "node:stream";
-import type { LastWords } from "../shared/index.js";
+import type { LastWords } from "../common/index.js";
 
 /**
  * Everything a command touches outside its arguments. `main` builds it from the process; tests

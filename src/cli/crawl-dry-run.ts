@@ -1,5 +1,5 @@
+import { MODES } from "../common/index.js";
 import type { Job, TargetCounts } from "../job/index.js";
-import { MODES } from "../shared/index.js";
 
 /**
  * What `--dry-run` can say about a crawl or map/search sources: the page count is not known before

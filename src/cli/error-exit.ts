@@ -1,4 +1,4 @@
-import { ScrapejobError } from "../shared/index.js";
+import { ScrapejobError } from "../common/index.js";
 import { EXIT } from "./exit-codes.js";
 
 /**

@@ -1,4 +1,4 @@
-import { errorMessage, ScrapejobError } from "../shared/index.js";
+import { errorMessage, ScrapejobError } from "../common/index.js";
 import { type CliContext, writeLine } from "./context.js";
 
 /**

@@ -1,5 +1,5 @@
 import { Command, CommanderError } from "commander";
-import { errorMessage, ScrapejobError } from "../shared/index.js";
+import { errorMessage, ScrapejobError } from "../common/index.js";
 import { registerCommands } from "./commands/index.js";
 import type { CliContext } from "./context.js";
 import { exitCodeForError } from "./error-exit.js";

@@ -1,8 +1,8 @@
 import { basename, dirname, isAbsolute, relative } from "node:path";
+import { cliCommand } from "../common/index.js";
 import type { Job } from "../job/index.js";
 import type { RunSummary } from "../output/index.js";
 import { listRuns } from "../run/index.js";
-import { cliCommand } from "../shared/index.js";
 
 interface ResumeFlags {
 	readonly out: string;

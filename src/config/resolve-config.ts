@@ -1,6 +1,6 @@
 import { readFile } from "node:fs/promises";
 import { resolve } from "node:path";
-import { didYouMean, parseBaseUrl, UsageError } from "../shared/index.js";
+import { didYouMean, parseBaseUrl, UsageError } from "../common/index.js";
 
 /** Environment variables of the product contract (docs/reference/environment.md). */
 export const CONFIG_VARIABLES = [

@@ -1,5 +1,6 @@
 import { hash } from "node:crypto";
 import { join } from "node:path";
+import { createUrlKeys, type UrlKeys } from "../common/index.js";
 import {
 	type CrawlSpec,
 	createTargetKey,
@@ -9,7 +10,6 @@ import {
 	shardOf,
 	type Target,
 } from "../job/index.js";
-import { createUrlKeys, type UrlKeys } from "../shared/index.js";
 import { FRONTIER_FILE, type FrontierEntry, type FrontierFile, openFrontierFile } from "./frontier-file.js";
 import { createLinkScope } from "./link-scope.js";
 import { normalizeUrl, withSeedCredentials } from "./normalize-url.js";

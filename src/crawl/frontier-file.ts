@@ -1,5 +1,5 @@
+import { cutTornTail, openJsonlReader, parseJsonLine } from "../common/index.js";
 import { type AppendFile, openAppendFile } from "../output/index.js";
-import { cutTornTail, openJsonlReader, parseJsonLine } from "../shared/index.js";
 
 /** `frontier.jsonl` in the run folder: every URL the crawl discovered, in discovery order. */
 export const FRONTIER_FILE = "frontier.jsonl";

@@ -8,7 +8,7 @@
  * dedupe sets).
  */
 
-export { createUrlKeys, type UrlKeys } from "../shared/index.js";
+export { createUrlKeys, type UrlKeys } from "../common/index.js";
 export { type Crawler, type CrawlerOptions, type CrawlSummary, createCrawler } from "./crawler.js";
 export { FRONTIER_FILE } from "./frontier-file.js";
 export { createLinkScope, type LinkScope } from "./link-scope.js";

@@ -1,5 +1,5 @@
+import { lazyModule } from "../common/index.js";
 import type { CrawlScope } from "../job/index.js";
-import { lazyModule } from "../shared/index.js";
 
 /** Public-suffix domains, loaded by the first crawl that asks (see `lazyModule`). */
 const tldts = lazyModule<typeof import("tldts")>("tldts");

@@ -1,7 +1,7 @@
 import { closeSync, openSync, readFileSync, statSync, writeSync } from "node:fs";
 import { join } from "node:path";
+import { openJsonlReader, parseJsonLine, writeFileAtomic } from "../common/index.js";
 import type { ShardSpec } from "../job/index.js";
-import { openJsonlReader, parseJsonLine, writeFileAtomic } from "../shared/index.js";
 import { type FrontierEntry, isFrontierEntry } from "./frontier-file.js";
 
 /** `<job>/inbox-shard-J-of-N.jsonl`: crawled links of shard J's hosts, found by the other shards. */

@@ -1,5 +1,5 @@
 /** Everything a request handler needs, built once per emulator by `startEmulator`. */
-import type { Clock } from "../shared/index.js";
+import type { Clock } from "../common/index.js";
 import type { AccountData } from "./account-data.js";
 import type { BackgroundJobStore } from "./background-jobs.js";
 import type { BrowserEndpoint } from "./browser-endpoint.js";

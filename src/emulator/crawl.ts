@@ -5,7 +5,7 @@
  * normal scraper rates of `scraper_config`'s mode, each when its task's fetch succeeds; the crawl
  * itself costs nothing. The page fetches share the key's credits and concurrency slots.
  */
-import { checkScrapeParams, type Mode } from "../shared/index.js";
+import { checkScrapeParams, type Mode } from "../common/index.js";
 import type { BackgroundJob } from "./background-jobs.js";
 import type { EmulatorContext } from "./context.js";
 import { fetchText, intIn, siteBase } from "./discovery.js";

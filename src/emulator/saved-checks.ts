@@ -3,7 +3,7 @@
  * `<parameter>: <problem>` line per problem, every problem at once (docs/service.md, "Parameter rules"). `partial` checks an
  * update: only the fields present, none required.
  */
-import { checkScrapeParams, checkScrapeUrl } from "../shared/index.js";
+import { checkScrapeParams, checkScrapeUrl } from "../common/index.js";
 import { isTruthy } from "./http-io.js";
 import { type Collection, type Params, type SavedConfig, STORAGE_TYPES, type StorageType } from "./saved-items.js";
 

@@ -4,7 +4,7 @@
  */
 import { readFile } from "node:fs/promises";
 import { isMap, isScalar, isSeq, LineCounter, parseDocument } from "yaml";
-import { errorMessage, UsageError } from "../shared/index.js";
+import { errorMessage, UsageError } from "../common/index.js";
 import { checkScenario, formatIssuePath, type Scenario, type ScenarioIssue } from "./scenario.js";
 
 /**

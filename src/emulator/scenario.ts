@@ -5,7 +5,7 @@
  * the resolved, camelCase `EmulatorConfig`.
  */
 import { z } from "zod";
-import { CREDIT_COSTS, didYouMean, UsageError } from "../shared/index.js";
+import { CREDIT_COSTS, didYouMean, UsageError } from "../common/index.js";
 import { CATALOGUE_LAYOUTS, type CatalogueLayout } from "./catalogue.js";
 import { DEFAULT_ACCOUNT_KEY, DEFAULT_BROWSER_KEY, DEFAULT_SCRAPER_KEY } from "./defaults.js";
 import { compilePattern, type UrlPattern } from "./url-pattern.js";

@@ -5,7 +5,7 @@
  * a schedule with `stop_on_error`. One scenario minute (`schedule_minute_ms`) stands for one minute,
  * so tests can watch runs happen; `next_run` is in service time.
  */
-import type { Mode } from "../shared/index.js";
+import type { Mode } from "../common/index.js";
 import type { EmulatorContext } from "./context.js";
 import { isTruthy } from "./http-io.js";
 import { newId, type Schedule, type ScheduleRun } from "./saved-items.js";

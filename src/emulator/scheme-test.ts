@@ -5,7 +5,7 @@
  * runs here: the fix keeps the rules that found data and adds title, heading and description rules
  * that find data on the page.
  */
-import type { Mode } from "../shared/index.js";
+import type { Mode } from "../common/index.js";
 import type { EmulatorContext } from "./context.js";
 import type { LedgerEntry } from "./ledger.js";
 import type { Params } from "./saved-items.js";

@@ -3,7 +3,7 @@
  * faults, the real fetch, auto mode's upgrade decision, and settling credits (charged only for a
  * successful fetch). Never rejects — every failure is an outcome — so callers can hand it to a task.
  */
-import type { Mode } from "../shared/index.js";
+import type { Mode } from "../common/index.js";
 import type { Slot } from "./concurrency.js";
 import type { EmulatorContext } from "./context.js";
 import { pause } from "./http-io.js";

@@ -4,7 +4,7 @@
  * fetches, scheme tests, crawl pages and schedule runs all start here, so they share one credit
  * balance and one slot count, as on the service ("crawl scraping respects your concurrency limits").
  */
-import type { Mode } from "../shared/index.js";
+import type { Mode } from "../common/index.js";
 import type { EmulatorContext } from "./context.js";
 import { pause, timestamp } from "./http-io.js";
 import type { LedgerEntry } from "./ledger.js";

@@ -6,7 +6,7 @@
  * as a task.
  */
 import type { IncomingMessage, OutgoingHttpHeaders, ServerResponse } from "node:http";
-import { checkScrapeParams, errorMessage, type Mode } from "../shared/index.js";
+import { checkScrapeParams, errorMessage, type Mode } from "../common/index.js";
 import type { EmulatorContext } from "./context.js";
 import { checkCrawl, crawlRefusal, crawlTaskBody, runCrawl } from "./crawl.js";
 import { answerMap, answerSearch, siteBase } from "./discovery.js";

@@ -5,7 +5,7 @@
 import { setMaxListeners } from "node:events";
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
-import { type Clock, errorMessage, systemClock } from "../shared/index.js";
+import { type Clock, errorMessage, systemClock } from "../common/index.js";
 import { createAccountData } from "./account-data.js";
 import { handleAccountRequest } from "./account-routes.js";
 import { BackgroundJobStore } from "./background-jobs.js";

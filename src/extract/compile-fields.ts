@@ -1,4 +1,4 @@
-import { compileUserRegex, errorMessage, type UserRegex, userRegexProblem } from "../shared/index.js";
+import { compileUserRegex, errorMessage, type UserRegex, userRegexProblem } from "../common/index.js";
 import { type FieldInput, type FieldType, LOCATORS, type Locator } from "./field-spec.js";
 import { type CompiledSelector, compileCss } from "./select.js";
 

@@ -1,4 +1,4 @@
-import { compileUserRegex, type UserRegex } from "../shared/index.js";
+import { compileUserRegex, type UserRegex } from "../common/index.js";
 import type { FieldInput } from "./field-spec.js";
 
 /** The contract rules of a field as a found value breaks them (`type` and `required` are read elsewhere). */

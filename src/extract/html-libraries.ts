@@ -1,4 +1,4 @@
-import { lazyModule } from "../shared/index.js";
+import { lazyModule } from "../common/index.js";
 
 /** The HTML libraries, loaded on the first page parsed or selector compiled (see `lazyModule`). */
 export const cssSelect = lazyModule<typeof import("css-select")>("css-select");

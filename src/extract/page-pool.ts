@@ -1,7 +1,7 @@
 import { existsSync } from "node:fs";
 import { availableParallelism } from "node:os";
 import { fileURLToPath } from "node:url";
-import { createTaskQueue } from "../shared/index.js";
+import { createTaskQueue } from "../common/index.js";
 import type { ExtractPlan } from "./compile-fields.js";
 import { fieldsTextOf } from "./compile-fields.js";
 import { type PageTask, type PageTaskResult, runPageTask } from "./page-task.js";

@@ -1,5 +1,5 @@
 import pg from "pg";
-import { errorMessage, maskUrlCredentials, redactSecrets, ScrapejobError } from "../shared/index.js";
+import { errorMessage, maskUrlCredentials, redactSecrets, ScrapejobError } from "../common/index.js";
 import { FleetDatabaseError } from "./errors.js";
 import { ensureSchema } from "./schema.js";
 

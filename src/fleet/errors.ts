@@ -1,4 +1,4 @@
-import { ScrapejobError } from "../shared/index.js";
+import { ScrapejobError } from "../common/index.js";
 
 /** The fleet's tables were made by a newer scrapejob: this one must not read or write them. */
 export class FleetSchemaTooNewError extends ScrapejobError {

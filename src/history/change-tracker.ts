@@ -1,7 +1,7 @@
 import { hash } from "node:crypto";
 import { join } from "node:path";
+import { jsonlLines } from "../common/index.js";
 import { type AppendFile, openAppendFile, type ResultRecord } from "../output/index.js";
-import { jsonlLines } from "../shared/index.js";
 import type { JobHistory } from "./job-history.js";
 
 export const CHANGES_FILE = "changes.jsonl";

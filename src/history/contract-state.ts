@@ -1,7 +1,7 @@
 import { existsSync, readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
+import { writeFileAtomic } from "../common/index.js";
 import { RUN_FILES, type RunSummary } from "../output/index.js";
-import { writeFileAtomic } from "../shared/index.js";
 
 /**
  * Whether a run's records may be "latest" (docs/guides/extraction.md, "Re-extraction and data contracts"): `contract.json` in the run folder,

@@ -1,7 +1,7 @@
 import { fstatSync, lstatSync, writeSync } from "node:fs";
 import type BetterSqlite3 from "better-sqlite3";
+import { lazyModule } from "../common/index.js";
 import { csvLines, csvRow, RECORD_COLUMNS, type ResultRecord } from "../output/index.js";
-import { lazyModule } from "../shared/index.js";
 import { createTemporaryFile, type TemporaryFile } from "./export-target.js";
 import type { JobHistory } from "./job-history.js";
 

@@ -1,6 +1,6 @@
 import { existsSync, lstatSync, realpathSync, statSync } from "node:fs";
 import { basename, dirname, isAbsolute, join, relative } from "node:path";
-import { type AtomicFile, openAtomicFile, UsageError } from "../shared/index.js";
+import { type AtomicFile, openAtomicFile, UsageError } from "../common/index.js";
 
 /**
  * The rules of `export --out` (docs/guides/incremental-runs.md): not inside the job's output

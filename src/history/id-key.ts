@@ -1,5 +1,5 @@
 import { hash } from "node:crypto";
-import { hexWord } from "../shared/index.js";
+import { hexWord } from "../common/index.js";
 
 /**
  * A target id's 64-bit key as two unsigned 32-bit words: a derived id (16 hex digits) is one already; a

@@ -1,8 +1,8 @@
 import { existsSync, readdirSync, rmSync, statSync } from "node:fs";
 import { join } from "node:path";
 import type { Database, Statement } from "better-sqlite3";
+import { errorMessage, jsonlLines, NativeModuleError, UsageError } from "../common/index.js";
 import { OutputError, type ResultRecord } from "../output/index.js";
-import { errorMessage, jsonlLines, NativeModuleError, UsageError } from "../shared/index.js";
 import { type ContractStateName, isHeldBack, readContractState, writeContractState } from "./contract-state.js";
 import { openReader, openStore } from "./open-store.js";
 import { ForwardRecordReader, parseRecord, readRecordAt } from "./results-lines.js";

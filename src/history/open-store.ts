@@ -9,7 +9,7 @@ import {
 	NativeModuleError,
 	NODE_TOO_OLD,
 	UsageError,
-} from "../shared/index.js";
+} from "../common/index.js";
 import { STORE_APPLICATION_ID, STORE_LAYOUT, STORE_SCHEMA, STORE_TABLES } from "./store-schema.js";
 
 /** Loaded when a store is opened: `validate` and the other commands that import this folder need none. */

@@ -1,6 +1,6 @@
 import { closeSync, readSync } from "node:fs";
+import { openRegularFile } from "../common/index.js";
 import { parseRecordLine, type ResultRecord } from "../output/index.js";
-import { openRegularFile } from "../shared/index.js";
 
 /** What a forward pass reads at a time (`latestOkRecords` reads whole runs front to back). */
 const CHUNK_BYTES = 1 << 20;

@@ -1,5 +1,5 @@
 import { z } from "zod";
-import { DURATION_HINT, parseDuration } from "../shared/index.js";
+import { DURATION_HINT, parseDuration } from "../common/index.js";
 
 /**
  * `browser_session:` — a target fetched in the service's remote browser (docs/service.md, "The remote browser") instead of

@@ -1,4 +1,4 @@
-import { RECORD_COLUMNS } from "../shared/index.js";
+import { RECORD_COLUMNS } from "../common/index.js";
 import type { DataPath } from "./positions.js";
 import type { PathProblem } from "./zod-issues.js";
 
@@ -11,7 +11,7 @@ import type { PathProblem } from "./zod-issues.js";
 
 /**
  * Names a field, label or carried column may not take: the record's own fields and CSV columns
- * (shared/record-columns.ts, the CSV header's list too), compared ignoring case.
+ * (common/record-columns.ts, the CSV header's list too), compared ignoring case.
  */
 export const RESERVED_COLUMN_NAMES = [...RECORD_COLUMNS, "data", "content"] as const;
 

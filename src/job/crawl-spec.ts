@@ -1,5 +1,5 @@
 import { z } from "zod";
-import { compileUserRegex, type UserRegex, userRegexProblem } from "../shared/index.js";
+import { compileUserRegex, type UserRegex, userRegexProblem } from "../common/index.js";
 
 /** `crawl:` as the job file writes it (docs/guides/crawling.md). */
 export const CRAWL_SCOPES = ["host", "domain", "any"] as const;

@@ -1,5 +1,5 @@
 import { resolve } from "node:path";
-import { errorMessage, redactSecrets } from "../shared/index.js";
+import { errorMessage, redactSecrets } from "../common/index.js";
 import { expandEnvInDocument } from "./expand-env.js";
 import { displayPathFor, type NormalizeContext, normalizeJob, normalizePartialJob } from "./normalize.js";
 import { MAX_JOB_FILE_BYTES, parseJobYaml, readJobText } from "./parse-yaml.js";

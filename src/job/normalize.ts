@@ -1,8 +1,8 @@
 import { createHash } from "node:crypto";
 import { basename, extname, isAbsolute, relative, resolve } from "node:path";
 import type { z } from "zod";
+import { DEFAULT_CSV_MAX_CELL, parseDuration, type ScrapeParams } from "../common/index.js";
 import { DEFAULT_PAGE_TIMEOUT_MS } from "../extract/index.js";
-import { DEFAULT_CSV_MAX_CELL, parseDuration, type ScrapeParams } from "../shared/index.js";
 import { normalizeBlockSignatures } from "./block-signatures.js";
 import { type BrowserSession, browserSessionSchema, mergeBrowserSessions } from "./browser-session.js";
 import { normalizeCrawl } from "./crawl-spec.js";

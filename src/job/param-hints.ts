@@ -1,4 +1,4 @@
-import { didYouMean, MODES, type ParamProblem, PROBLEMS } from "../shared/index.js";
+import { didYouMean, MODES, type ParamProblem, PROBLEMS } from "../common/index.js";
 
 /** Parameters with a closed set of values: a problem with one lists them after the service's words. */
 const ALLOWED_VALUES: Readonly<Partial<Record<ParamProblem["param"], readonly string[]>>> = {

@@ -1,7 +1,7 @@
 import type { FileHandle } from "node:fs/promises";
 import { open, stat } from "node:fs/promises";
 import { type Document, isAlias, isMap, isScalar, isSeq, LineCounter, parseDocument } from "yaml";
-import { errorMessage } from "../shared/index.js";
+import { errorMessage } from "../common/index.js";
 import type { Position } from "./positions.js";
 
 /**

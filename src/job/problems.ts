@@ -1,4 +1,4 @@
-import { maskCredentialsInText, ScrapejobError } from "../shared/index.js";
+import { maskCredentialsInText, ScrapejobError } from "../common/index.js";
 
 /** One thing wrong (or worth a look) in a job file or one of its sources, pointed at precisely. */
 export interface JobProblem {

@@ -1,4 +1,4 @@
-import { checkScrapeParams, type ParamProblem } from "../shared/index.js";
+import { checkScrapeParams, type ParamProblem } from "../common/index.js";
 import { checkExtractRules } from "./extract-rules.js";
 import { inferSourceFormat } from "./normalize.js";
 import { paramHint } from "./param-hints.js";

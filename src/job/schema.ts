@@ -14,7 +14,7 @@ import {
 	type SCRAPE_PARAM_NAMES,
 	type ScrapeParams,
 	WAIT_UNTIL,
-} from "../shared/index.js";
+} from "../common/index.js";
 import { blockSignaturesSchema } from "./block-signatures.js";
 import { browserSessionSchema } from "./browser-session.js";
 import { crawlSchema } from "./crawl-spec.js";

@@ -2,7 +2,7 @@ import type { FileHandle } from "node:fs/promises";
 import { open, stat } from "node:fs/promises";
 import type { Readable } from "node:stream";
 import { type CsvError, parse } from "csv-parse";
-import { checkScrapeUrl, didYouMean } from "../shared/index.js";
+import { checkScrapeUrl, didYouMean } from "../common/index.js";
 import { describeFsError } from "./parse-yaml.js";
 import { quoteValue } from "./problems.js";
 import { TARGET_ID_PATTERN } from "./schema.js";

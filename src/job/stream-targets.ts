@@ -9,7 +9,7 @@ import {
 	REQUESTED_MODES,
 	type RequestedMode,
 	type ScrapeParams,
-} from "../shared/index.js";
+} from "../common/index.js";
 import { createIdSet } from "./id-set.js";
 import { type JobProblem, JobValidationError, SourceScanStoppedError } from "./problems.js";
 import { isOwnShard } from "./shard.js";

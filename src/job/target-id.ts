@@ -1,5 +1,5 @@
 import { hash } from "node:crypto";
-import { hexWord, type ScrapeParams } from "../shared/index.js";
+import { hexWord, type ScrapeParams } from "../common/index.js";
 
 /**
  * JSON with object keys sorted at every depth and `undefined` members dropped, so two option sets

@@ -1,5 +1,5 @@
+import type { RequestedMode, ScrapeParams } from "../common/index.js";
 import type { BlockSignatures, ExtractPlan } from "../extract/index.js";
-import type { RequestedMode, ScrapeParams } from "../shared/index.js";
 import type { BrowserSession } from "./browser-session.js";
 import type { CrawlSpec } from "./crawl-spec.js";
 import type { DiscoverySpec } from "./discovery-spec.js";

@@ -1,4 +1,4 @@
-import { checkScrapeUrl, PROBLEMS } from "../shared/index.js";
+import { checkScrapeUrl, PROBLEMS } from "../common/index.js";
 import { quoteValue } from "./problems.js";
 
 /**

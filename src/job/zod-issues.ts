@@ -1,5 +1,5 @@
 import type { z } from "zod";
-import { didYouMean, SCRAPE_PARAM_NAMES } from "../shared/index.js";
+import { didYouMean, SCRAPE_PARAM_NAMES } from "../common/index.js";
 import type { DataPath } from "./positions.js";
 import { describeValue } from "./problems.js";
 

@@ -1,5 +1,5 @@
 import type { BrowserServiceAccess } from "../browser/index.js";
-import { ScrapejobError } from "../shared/index.js";
+import { ScrapejobError } from "../common/index.js";
 import type { ConnectContext, ServiceConnection } from "./service-connection.js";
 
 /** The account has no browser access, or no way to ask (no account key). Exit 3 before anything starts. */

@@ -1,11 +1,11 @@
 import { existsSync } from "node:fs";
 import { resolve } from "node:path";
 import type { Logger } from "pino";
+import { UsageError } from "../common/index.js";
 import { openJobHistory } from "../history/index.js";
 import { loadJob } from "../job/index.js";
 import { jobOutputDir, newRunId } from "../output/index.js";
 import { lockJobOutput, notifyRunEnd, type RunJobResult, reextractRun } from "../run/index.js";
-import { UsageError } from "../shared/index.js";
 import type { RunJobFileResult } from "./run-job-file.js";
 
 /** Options of `extractJobFile`: the flags of `scrapejob extract`. */

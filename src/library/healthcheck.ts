@@ -1,5 +1,5 @@
 import { request } from "undici";
-import { errorMessage, redactSecrets } from "../shared/index.js";
+import { errorMessage, redactSecrets } from "../common/index.js";
 
 /** Each ping gives up after this long: a hanging monitor never holds the run's exit up for longer. */
 export const HEALTHCHECK_TIMEOUT_MS = 10_000;

@@ -1,6 +1,6 @@
 import { mkdirSync } from "node:fs";
 import { dirname } from "node:path";
-import { errorMessage, lazyModule, readRegularFile, writeFileAtomic } from "../shared/index.js";
+import { errorMessage, lazyModule, readRegularFile, writeFileAtomic } from "../common/index.js";
 import { initialMetrics, labelValues, METRIC_SPECS, type RunMetrics } from "./run-metrics.js";
 
 /** The exposition format's writer, loaded only by runs that write metrics. */

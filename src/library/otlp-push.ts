@@ -1,4 +1,4 @@
-import { errorMessage } from "../shared/index.js";
+import { errorMessage } from "../common/index.js";
 import { labelValues, METRIC_SPECS, type RunMetrics } from "./run-metrics.js";
 
 /** How long the push may take at the run's end: the exit waits no longer for a collector. */

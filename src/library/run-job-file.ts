@@ -1,9 +1,9 @@
 import { resolve } from "node:path";
 import type { Logger } from "pino";
+import { parseDuration, UsageError } from "../common/index.js";
 import { jobUsesBrowser, loadJob, parseShard, SourceScanStoppedError } from "../job/index.js";
 import type { RunSummary } from "../output/index.js";
 import { type ProgressSnapshot, ResumeError } from "../run/index.js";
-import { parseDuration, UsageError } from "../shared/index.js";
 import { connectBrowser } from "./browser-access.js";
 import { checkAccept, lockPlannedRuns, planRuns, releasePlannedRuns } from "./run-plan.js";
 import { type RunChoices, runPlannedJob } from "./run-planned.js";

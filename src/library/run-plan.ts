@@ -1,9 +1,9 @@
 import { basename, join, resolve } from "node:path";
+import { UsageError } from "../common/index.js";
 import { assertAcceptable, assertStoreLoads } from "../history/index.js";
 import { type Job, SHARD_SUFFIX_PATTERN, shardSuffix, type TargetCounts } from "../job/index.js";
 import { findCorruptLines, jobOutputDir, newRunId, RUN_FILES } from "../output/index.js";
 import { CorruptResultsError, listRuns, lockJobOutput, type RunLock, tookOverMessage } from "../run/index.js";
-import { UsageError } from "../shared/index.js";
 
 /** One job of a `run` command, with the run it continues or starts and its lock. */
 export interface PlannedRun {

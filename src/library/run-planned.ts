@@ -2,6 +2,7 @@ import { existsSync } from "node:fs";
 import { basename, join } from "node:path";
 import type { Logger } from "pino";
 import type { SavedItemsClient, ScraperAccess, ScraperClient } from "../api/index.js";
+import { jsonlLines, type LastWords, parseJsonLine, UsageError } from "../common/index.js";
 import { type FailedCrawledPage, type JobHistory, openJobHistory, type TargetHistory } from "../history/index.js";
 import {
 	type Job,
@@ -25,7 +26,6 @@ import {
 	type TargetSurvey,
 	targetsDigest,
 } from "../run/index.js";
-import { jsonlLines, type LastWords, parseJsonLine, UsageError } from "../shared/index.js";
 import type { RunBrowserAccess } from "./browser-access.js";
 import { pingHealthcheck } from "./healthcheck.js";
 import { openMetricsFile, previousLastSuccess } from "./metrics-file.js";

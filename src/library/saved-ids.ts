@@ -1,6 +1,6 @@
 import type { SavedItemsClient } from "../api/index.js";
+import { UsageError } from "../common/index.js";
 import type { Job } from "../job/index.js";
-import { UsageError } from "../shared/index.js";
 
 /** The job keys that name something the account keeps (docs/service.md, "Saved items"), with the list that holds them. */
 const SAVED_KEYS = [

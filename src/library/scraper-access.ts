@@ -6,7 +6,7 @@ import {
 	type ScraperAccess,
 	type ScraperClient,
 } from "../api/index.js";
-import { maskSecret, ScrapejobError } from "../shared/index.js";
+import { maskSecret, ScrapejobError } from "../common/index.js";
 import { type ConnectContext, noKeyError, type ServiceConnection } from "./service-connection.js";
 
 /** The account has no scraper access (`has_access: false`, `api_key: null`, docs/service.md, "Account endpoints"). Exit 3, like a refused key. */

@@ -1,6 +1,6 @@
 import { type AccountClient, createAccountClient, createScraperClient, type ScraperClient } from "../api/index.js";
+import { ScrapejobError, type UsageError } from "../common/index.js";
 import { type ResolvedConfig, resolveConfig } from "../config/index.js";
-import { ScrapejobError, type UsageError } from "../shared/index.js";
 
 /** Where a connection reads its keys from: the CLI's context, or the library's options. */
 export interface ConnectContext {

@@ -1,7 +1,7 @@
 import { randomUUID } from "node:crypto";
 import { closeSync, mkdirSync, openSync, rmSync, writeSync } from "node:fs";
 import { join } from "node:path";
-import type { BodySink } from "../shared/index.js";
+import type { BodySink } from "../common/index.js";
 import { OutputError } from "./output-error.js";
 
 /**

@@ -1,4 +1,4 @@
-import { DEFAULT_CSV_MAX_CELL, MIN_CSV_MAX_CELL } from "../shared/index.js";
+import { DEFAULT_CSV_MAX_CELL, MIN_CSV_MAX_CELL } from "../common/index.js";
 
 /**
  * Long CSV cells (docs/reference/limits.md): an `all: true` list of every link on a page

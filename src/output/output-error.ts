@@ -1,6 +1,6 @@
 import { accessSync, constants, existsSync } from "node:fs";
 import { dirname } from "node:path";
-import { ScrapejobError } from "../shared/index.js";
+import { ScrapejobError } from "../common/index.js";
 
 /**
  * The output could not be written (disk full, read-only folder, permission denied): the run stops

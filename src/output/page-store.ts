@@ -1,6 +1,6 @@
 import { copyFileSync, linkSync, mkdirSync, readdirSync, renameSync, rmSync } from "node:fs";
 import { join } from "node:path";
-import { type BodySink, isAtomicTemporaryName, openAtomicFile, writeFileAtomic } from "../shared/index.js";
+import { type BodySink, isAtomicTemporaryName, openAtomicFile, writeFileAtomic } from "../common/index.js";
 import { openBodyFile, PARTIAL_BODY_PREFIX } from "./body-file.js";
 import { OutputError } from "./output-error.js";
 

@@ -1,4 +1,4 @@
-import { jsonlLines } from "../shared/index.js";
+import { jsonlLines } from "../common/index.js";
 import { RECORD_STATUSES, type ResultRecord } from "./record.js";
 
 /**

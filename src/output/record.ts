@@ -1,4 +1,4 @@
-import { type RequestedMode, RECORD_COLUMNS as SHARED_RECORD_COLUMNS } from "../shared/index.js";
+import { type RequestedMode, RECORD_COLUMNS as SHARED_RECORD_COLUMNS } from "../common/index.js";
 
 export const RECORD_STATUSES = ["ok", "failed", "skipped"] as const;
 export type RecordStatus = (typeof RECORD_STATUSES)[number];
@@ -59,7 +59,7 @@ export interface ResultRecord {
 export const RECORD_CHANGES = ["new", "changed", "unchanged"] as const;
 export type RecordChange = (typeof RECORD_CHANGES)[number];
 
-/** CSV columns, declared once (shared/record-columns.ts) and checked here against the record type. */
+/** CSV columns, declared once (common/record-columns.ts) and checked here against the record type. */
 export const RECORD_COLUMNS = SHARED_RECORD_COLUMNS satisfies ReadonlyArray<
 	Exclude<keyof ResultRecord, "content" | "data">
 >;

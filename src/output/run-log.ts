@@ -1,5 +1,5 @@
 import pino, { type Logger } from "pino";
-import { redactSecrets } from "../shared/index.js";
+import { redactSecrets } from "../common/index.js";
 import { type AppendFile, openAppendFile } from "./append-file.js";
 
 /** Lines are batched up to this many UTF-16 code units before one write. */

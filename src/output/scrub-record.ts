@@ -1,4 +1,4 @@
-import { maskUrlCredentials, redactSecrets } from "../shared/index.js";
+import { maskUrlCredentials, redactSecrets } from "../common/index.js";
 import type { ResultRecord } from "./record.js";
 
 /**

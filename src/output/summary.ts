@@ -1,4 +1,4 @@
-import { plural, writeFileAtomic } from "../shared/index.js";
+import { plural, writeFileAtomic } from "../common/index.js";
 import type { RecordStatus } from "./record.js";
 
 /** One open breaker in `summary.breakers`. */

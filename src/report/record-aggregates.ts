@@ -1,5 +1,5 @@
+import { maskUrlCredentials, parseIsoTime } from "../common/index.js";
 import type { ResultRecord } from "../output/index.js";
-import { maskUrlCredentials, parseIsoTime } from "../shared/index.js";
 import { createLatencySample } from "./latency-sample.js";
 import type { CrawlDepth, FailedTargets, FieldFill, LatencyDistribution } from "./report-data.js";
 import { createTimeline, type TimelineSnapshot } from "./timeline.js";

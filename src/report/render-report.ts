@@ -1,6 +1,6 @@
 import { readFileSync } from "node:fs";
 import { createRequire } from "node:module";
-import { formatNumber } from "../shared/index.js";
+import { formatNumber } from "../common/index.js";
 import { renderReportPage } from "./page-script.js";
 import type { ReportData } from "./report-data.js";
 

@@ -1,4 +1,4 @@
-import { jsonlLines } from "../shared/index.js";
+import { jsonlLines } from "../common/index.js";
 import type { PauseWindow } from "./report-data.js";
 
 /** At most this many pause windows are kept (the longest, if a run had more). */

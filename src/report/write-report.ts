@@ -1,7 +1,7 @@
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
+import { jsonlLines, parseJsonLine, UsageError, writeFileAtomic } from "../common/index.js";
 import { type ResultRecord, RUN_FILES, type RunSummary } from "../output/index.js";
-import { jsonlLines, parseJsonLine, UsageError, writeFileAtomic } from "../shared/index.js";
 import { createRecordAggregates, type RecordAggregates } from "./record-aggregates.js";
 import { renderReportHtml } from "./render-report.js";
 import type { ReportData } from "./report-data.js";

@@ -1,6 +1,6 @@
+import { type Clock, isoTime, lazyModule } from "../common/index.js";
 import type { BreakerSpec } from "../job/index.js";
 import type { BreakerReport } from "../output/index.js";
-import { type Clock, isoTime, lazyModule } from "../shared/index.js";
 
 /** Public-suffix domains (tldts), loaded by the first run with a breaker `by: domain`. */
 const tldts = lazyModule<typeof import("tldts")>("tldts");

@@ -1,6 +1,6 @@
 import { type BrowserServiceAccess, BrowserSessionError, runBrowserSession } from "../browser/index.js";
+import { type Clock, createTaskQueue, parseDuration, type Sleep, type TaskQueue } from "../common/index.js";
 import type { Target } from "../job/index.js";
-import { type Clock, createTaskQueue, parseDuration, type Sleep, type TaskQueue } from "../shared/index.js";
 import type { FetchResult } from "./fetch-target.js";
 import { fullJitterDelayMs } from "./retry-timing.js";
 

@@ -1,10 +1,10 @@
 import { basename, dirname } from "node:path";
 import { isServiceSideKind } from "../api/index.js";
+import { jsonlLines, parseJsonLine } from "../common/index.js";
 import { brokenRule, type FieldRule } from "../extract/index.js";
 import { promotedSummaries } from "../history/index.js";
 import type { JobContract } from "../job/index.js";
 import type { BrokenRule, ContractVerdict, ResultRecord, RunSummary } from "../output/index.js";
-import { jsonlLines, parseJsonLine } from "../shared/index.js";
 
 /** How many earlier complete runs `max_fill_drop` and `max_rows_drop` compare with. */
 export const BASELINE_RUNS = 5;

@@ -1,4 +1,4 @@
-import { formatNumber } from "../shared/index.js";
+import { formatNumber } from "../common/index.js";
 
 /**
  * `run --dry-run`: the estimated cost held against the budget (`max_credits`) and the account's

@@ -1,10 +1,10 @@
 import { renameSync, rmSync } from "node:fs";
 import { basename, dirname } from "node:path";
 import type { BodySpill } from "../api/index.js";
+import { creditCostRange, readRegularFile, type ScrapeParams, writeFileAtomic } from "../common/index.js";
 import { type Crawler, createCrawler, openShardInbox, type SitemapBounds, type SitemapFetch } from "../crawl/index.js";
 import { createTargetKey, type Job, type Target } from "../job/index.js";
 import { OutputError, openBodyFile, type RunSummary } from "../output/index.js";
-import { creditCostRange, readRegularFile, type ScrapeParams, writeFileAtomic } from "../shared/index.js";
 import type { IdSet } from "./compact-id-set.js";
 import type { CreditBudget } from "./credit-budget.js";
 import { pageHtml } from "./extract-record.js";

@@ -1,5 +1,6 @@
 import { join } from "node:path";
 import type { ScraperClient } from "../api/index.js";
+import { errorMessage, jsonlLines, parseJsonLine, type ScrapeParams, stripUrlCredentials } from "../common/index.js";
 import {
 	createTargetKey,
 	createTargetKeySet,
@@ -9,7 +10,6 @@ import {
 	type Target,
 } from "../job/index.js";
 import { openAppendFile, type RunSummary } from "../output/index.js";
-import { errorMessage, jsonlLines, parseJsonLine, type ScrapeParams, stripUrlCredentials } from "../shared/index.js";
 
 /** `discovery.jsonl` in the run folder: each map/search source's answer, so a resume never pays for it again. */
 export const DISCOVERY_FILE = "discovery.jsonl";

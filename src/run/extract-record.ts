@@ -1,4 +1,5 @@
 import { contentOf } from "../api/index.js";
+import { jsonlLines, parseJsonLine } from "../common/index.js";
 import {
 	createFillStats,
 	type ExtractPlan,
@@ -9,7 +10,6 @@ import {
 } from "../extract/index.js";
 import type { Job, Target } from "../job/index.js";
 import type { ResultRecord } from "../output/index.js";
-import { jsonlLines, parseJsonLine } from "../shared/index.js";
 import type { FetchResult } from "./fetch-target.js";
 
 type OkResult = Extract<FetchResult, { kind: "ok" }>;

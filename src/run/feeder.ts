@@ -1,8 +1,8 @@
 import type { Logger } from "pino";
 import type { ScraperClient } from "../api/index.js";
+import { type Clock, errorMessage, type Sleep, type TaskQueue, type UrlKeys } from "../common/index.js";
 import type { Crawler } from "../crawl/index.js";
 import { type Job, streamTargetBatches, type Target } from "../job/index.js";
-import { type Clock, errorMessage, type Sleep, type TaskQueue, type UrlKeys } from "../shared/index.js";
 import type { IdSet } from "./compact-id-set.js";
 import { unshardedJob } from "./crawl-hook.js";
 import type { CreditBudget } from "./credit-budget.js";

@@ -9,8 +9,8 @@ import {
 	type ScraperHeaders,
 	type SpilledBody,
 } from "../api/index.js";
+import { type Clock, errorMessage, type ScrapeParams, type Sleep } from "../common/index.js";
 import { OutputError } from "../output/index.js";
-import { type Clock, errorMessage, type ScrapeParams, type Sleep } from "../shared/index.js";
 import type { OutageMonitor } from "./outage-monitor.js";
 import { fullJitterDelayMs } from "./retry-timing.js";
 import type { SendGate } from "./send-gate.js";

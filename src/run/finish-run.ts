@@ -1,11 +1,11 @@
 import { basename, join } from "node:path";
 import type { Logger } from "pino";
+import { errorMessage } from "../common/index.js";
 import type { Crawler } from "../crawl/index.js";
 import type { FillStats, PagePool } from "../extract/index.js";
 import { type ChangeTracker, type JobHistory, writeContractState } from "../history/index.js";
 import { OutputError, type RecordSink, RUN_FILES, type RunSummary, writeSummary } from "../output/index.js";
 import { type ReportCollector, rebuildReport } from "../report/index.js";
-import { errorMessage } from "../shared/index.js";
 import { type ContractCheck, judgeCompletedRun } from "./contract-check.js";
 import { addCrawlSummary } from "./crawl-hook.js";
 import type { CreditBudget } from "./credit-budget.js";

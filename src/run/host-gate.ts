@@ -1,4 +1,4 @@
-import { type Clock, sleep as realSleep, type Sleep, systemClock } from "../shared/index.js";
+import { type Clock, sleep as realSleep, type Sleep, systemClock } from "../common/index.js";
 
 /**
  * Politeness per target host: `per_host_concurrency` (at most `limit` fetches in flight per host) and

@@ -1,5 +1,5 @@
+import { jsonlLines, parseJsonLine } from "../common/index.js";
 import { type AppendFile, openAppendFile } from "../output/index.js";
-import { jsonlLines, parseJsonLine } from "../shared/index.js";
 import type { PaidAnswer } from "./paid-answers.js";
 
 /**

@@ -1,6 +1,6 @@
 import { readdirSync } from "node:fs";
 import { join } from "node:path";
-import { ScrapejobError } from "../shared/index.js";
+import { ScrapejobError } from "../common/index.js";
 import { type LockInfo, liveLockHolder } from "./run-lock.js";
 
 /** The lock file names of one job folder: `.lock` (unsharded) and `.lock-shard-I-of-N`. */

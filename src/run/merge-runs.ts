@@ -11,6 +11,14 @@ import {
 	rmSync,
 } from "node:fs";
 import { dirname, isAbsolute, join, relative, resolve } from "node:path";
+import {
+	cliCommand,
+	jsonlLines,
+	MIN_CSV_MAX_CELL,
+	parseJsonLine,
+	UsageError,
+	writeFileAtomic,
+} from "../common/index.js";
 import { idKey } from "../history/index.js";
 import { createTargetKeySet } from "../job/index.js";
 import {
@@ -24,14 +32,6 @@ import {
 	UTF8_BOM,
 	writeSummary,
 } from "../output/index.js";
-import {
-	cliCommand,
-	jsonlLines,
-	MIN_CSV_MAX_CELL,
-	parseJsonLine,
-	UsageError,
-	writeFileAtomic,
-} from "../shared/index.js";
 import { buildSummary, createRunStatistics } from "./run-statistics.js";
 
 /** What `merge` reads of each shard folder's run.json. */

@@ -1,7 +1,7 @@
 import { createHmac } from "node:crypto";
 import { request } from "undici";
+import { errorMessage, sleep as realSleep, redactSecrets, type Sleep } from "../common/index.js";
 import type { RunSummary } from "../output/index.js";
-import { errorMessage, sleep as realSleep, redactSecrets, type Sleep } from "../shared/index.js";
 
 export const NOTIFY_EVENTS = ["completed", "failed", "stopped"] as const;
 export type NotifyEvent = (typeof NOTIFY_EVENTS)[number];

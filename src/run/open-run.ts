@@ -1,9 +1,9 @@
 import { mkdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import type { Logger } from "pino";
+import { ScrapejobError, writeFileAtomic } from "../common/index.js";
 import type { Job } from "../job/index.js";
 import { createRunDir, jobOutputDir, newRunId, openAppendFile, RUN_FILES } from "../output/index.js";
-import { ScrapejobError, writeFileAtomic } from "../shared/index.js";
 import { warnIfTookOver } from "./job-lock.js";
 import { readJournalTasks } from "./journal.js";
 import type { PaidAnswer } from "./paid-answers.js";

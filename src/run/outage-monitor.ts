@@ -1,4 +1,4 @@
-import type { Clock, Sleep } from "../shared/index.js";
+import type { Clock, Sleep } from "../common/index.js";
 import type { SendGate } from "./send-gate.js";
 
 /**

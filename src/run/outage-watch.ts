@@ -1,6 +1,6 @@
 import type { Logger } from "pino";
 import type { ScraperClient } from "../api/index.js";
-import { type Clock, formatDuration, type Sleep } from "../shared/index.js";
+import { type Clock, formatDuration, type Sleep } from "../common/index.js";
 import { createOutageMonitor, type OutageMonitor } from "./outage-monitor.js";
 import type { SendGate } from "./send-gate.js";
 import type { StopController } from "./stop-controller.js";

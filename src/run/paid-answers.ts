@@ -1,7 +1,7 @@
 import { mkdirSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
+import { readRegularFile } from "../common/index.js";
 import { OutputError } from "../output/index.js";
-import { readRegularFile } from "../shared/index.js";
 import type { FetchResult } from "./fetch-target.js";
 
 type OkResult = Extract<FetchResult, { kind: "ok" }>;

@@ -3,6 +3,14 @@ import { availableParallelism } from "node:os";
 import { basename, extname, join } from "node:path";
 import type { Logger } from "pino";
 import { contentOf } from "../api/index.js";
+import {
+	errorMessage,
+	FileTooLargeError,
+	jsonlLines,
+	NotRegularFileError,
+	readRegularFile,
+	UsageError,
+} from "../common/index.js";
 import { createPagePool, type ExtractPlan, PageTooComplexError, serviceData } from "../extract/index.js";
 import { createChangeTracker, type JobHistory, writeContractState } from "../history/index.js";
 import type { Job } from "../job/index.js";
@@ -21,14 +29,6 @@ import {
 	writeSummary,
 } from "../output/index.js";
 import { createReportCollector } from "../report/index.js";
-import {
-	errorMessage,
-	FileTooLargeError,
-	jsonlLines,
-	NotRegularFileError,
-	readRegularFile,
-	UsageError,
-} from "../shared/index.js";
 import { createContractCheck, judgeCompletedRun } from "./contract-check.js";
 import { extractPlansOf } from "./extract-overrides.js";
 import { createRunFillStats } from "./extract-record.js";

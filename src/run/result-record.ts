@@ -1,6 +1,6 @@
+import { isoTime } from "../common/index.js";
 import type { Target } from "../job/index.js";
 import { extensionFor, type PageStore, type ResultRecord } from "../output/index.js";
-import { isoTime } from "../shared/index.js";
 import type { FetchResult } from "./fetch-target.js";
 
 const BINARY_TYPES = /png|jpe?g|pdf|octet-stream|image\//i;

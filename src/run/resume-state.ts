@@ -1,7 +1,7 @@
 import { appendFileSync, closeSync, fstatSync, openSync, readSync } from "node:fs";
 import { dirname, join } from "node:path";
+import { cutTornTail, jsonlLines, ScrapejobError, writeFileAtomic } from "../common/index.js";
 import { csvLines, csvRow, parseRecordLine, type ResultRecord, readCsvHeader } from "../output/index.js";
-import { cutTornTail, jsonlLines, ScrapejobError, writeFileAtomic } from "../shared/index.js";
 import { createIdSet, type IdSet } from "./compact-id-set.js";
 import { createRunStatistics, type RunStatistics } from "./run-statistics.js";
 

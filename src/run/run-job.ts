@@ -2,6 +2,15 @@ import { basename, dirname, join } from "node:path";
 import type { Logger } from "pino";
 import type { BodySpill, ScraperClient } from "../api/index.js";
 import type { BrowserServiceAccess } from "../browser/index.js";
+import {
+	type Clock,
+	createTaskQueue,
+	createUrlKeys,
+	type LastWords,
+	sleep as realSleep,
+	type Sleep,
+	systemClock,
+} from "../common/index.js";
 import { createPagePool } from "../extract/index.js";
 import { createChangeTracker, type JobHistory, readContractState, writeContractState } from "../history/index.js";
 import type { Job } from "../job/index.js";
@@ -15,15 +24,6 @@ import {
 	writeSummary,
 } from "../output/index.js";
 import { createReportCollector } from "../report/index.js";
-import {
-	type Clock,
-	createTaskQueue,
-	createUrlKeys,
-	type LastWords,
-	sleep as realSleep,
-	type Sleep,
-	systemClock,
-} from "../shared/index.js";
 import { createBreakers } from "./breaker.js";
 import { createSessionLimiter } from "./browser-target.js";
 import { createContractCheck } from "./contract-check.js";

@@ -12,7 +12,7 @@ import {
 import { hostname } from "node:os";
 import { join } from "node:path";
 import { performance } from "node:perf_hooks";
-import { ownStartTicks, processState, ScrapejobError } from "../shared/index.js";
+import { ownStartTicks, processState, ScrapejobError } from "../common/index.js";
 
 /** Another live run of the same job holds the lock (cron overlap). Nothing was sent. */
 export class LockHeldError extends ScrapejobError {

@@ -1,4 +1,4 @@
-import type { Clock } from "../shared/index.js";
+import type { Clock } from "../common/index.js";
 import type { RunStatistics } from "./run-statistics.js";
 import type { SendGate } from "./send-gate.js";
 

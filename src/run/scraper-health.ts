@@ -6,7 +6,7 @@ import {
 	ServiceError,
 	UnexpectedResponseError,
 } from "../api/index.js";
-import { errorMessage } from "../shared/index.js";
+import { errorMessage } from "../common/index.js";
 
 export interface HealthReading {
 	/** Free slots of the key (`X-RateLimit-Remaining`), when the answer said. */

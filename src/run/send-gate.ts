@@ -1,4 +1,4 @@
-import type { Clock, Sleep } from "../shared/index.js";
+import type { Clock, Sleep } from "../common/index.js";
 
 /**
  * Every fetch to the scraper passes this gate first.

@@ -1,5 +1,5 @@
+import type { Clock } from "../common/index.js";
 import type { ShardSpec } from "../job/index.js";
-import type { Clock } from "../shared/index.js";
 
 /**
  * Concurrency of one of N shard processes sharing one key (`run --shard I/N`), with no coordinator

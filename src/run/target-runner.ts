@@ -1,11 +1,11 @@
 import type { Logger } from "pino";
 import { type BodySpill, MAX_RESET_SECONDS, type ScraperClient, type ScraperHeaders } from "../api/index.js";
 import type { BrowserServiceAccess } from "../browser/index.js";
+import { type Clock, creditCostRange, redactSecrets, type Sleep, type TaskQueue } from "../common/index.js";
 import type { Crawler } from "../crawl/index.js";
 import { type PagePool, type PageTaskResult, PageTooComplexError } from "../extract/index.js";
 import type { Job, Target } from "../job/index.js";
 import { OutputError, type PageStore, type ResultRecord } from "../output/index.js";
-import { type Clock, creditCostRange, redactSecrets, type Sleep, type TaskQueue } from "../shared/index.js";
 import type { Breakers } from "./breaker.js";
 import { fetchBrowserTarget } from "./browser-target.js";
 import { storedPageHtml } from "./crawl-hook.js";

@@ -1,5 +1,5 @@
 import { classifyFailure, type ScraperClient, type TaskState } from "../api/index.js";
-import type { Clock, Sleep } from "../shared/index.js";
+import type { Clock, Sleep } from "../common/index.js";
 import type { SendGate } from "./send-gate.js";
 
 export interface TaskPollOptions {

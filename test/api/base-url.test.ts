@@ -1,6 +1,6 @@
 import { describe, expect, test } from "vitest";
 import { createAccountClient, createScraperClient } from "../../src/api/index.js";
-import { UsageError } from "../../src/shared/index.js";
+import { UsageError } from "../../src/common/index.js";
 import { accountClientFor, dispatcher, scraperClientFor, useEmulator } from "./helpers.js";
 
 const FACTORIES = [

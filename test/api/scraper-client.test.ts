@@ -9,8 +9,8 @@ import {
 	ServiceError,
 	UnexpectedResponseError,
 } from "../../src/api/index.js";
+import { PROBLEMS, type ScrapeParams } from "../../src/common/index.js";
 import { SCRAPING_ERROR_MESSAGES } from "../../src/emulator/index.js";
-import { PROBLEMS, type ScrapeParams } from "../../src/shared/index.js";
 import {
 	closedPort,
 	delay,

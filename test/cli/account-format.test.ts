@@ -11,7 +11,7 @@ import {
 	maskRecordSecrets,
 	renderBarChart,
 } from "../../src/cli/format/index.js";
-import { editDistance } from "../../src/shared/index.js";
+import { editDistance } from "../../src/common/index.js";
 
 const mb = (value: number) => `${value} MB`;
 

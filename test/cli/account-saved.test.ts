@@ -3,8 +3,8 @@ import type { AddressInfo } from "node:net";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createSavedItemsClient } from "../../src/api/index.js";
 import { maskRecordSecrets } from "../../src/cli/format/index.js";
+import { maskSecret } from "../../src/common/index.js";
 import { type Emulator, startEmulator } from "../../src/emulator/index.js";
-import { maskSecret } from "../../src/shared/index.js";
 import { runCli } from "./cli-harness.js";
 
 let emulator: Emulator;

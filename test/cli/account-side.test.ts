@@ -1,8 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type AccountClient, createAccountClient } from "../../src/api/index.js";
 import { collectSecrets, maskRecordSecrets } from "../../src/cli/format/index.js";
+import { maskSecret } from "../../src/common/index.js";
 import { type Emulator, startEmulator } from "../../src/emulator/index.js";
-import { maskSecret } from "../../src/shared/index.js";
 import { ANSI_PATTERN, type CliRun, runCli } from "./cli-harness.js";
 
 let emulator: Emulator;

@@ -3,8 +3,8 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createScraperClient, type ScraperClient } from "../../src/api/index.js";
+import { sleep } from "../../src/common/index.js";
 import { type DemoSite, type Emulator, startDemoSite, startEmulator } from "../../src/emulator/index.js";
-import { sleep } from "../../src/shared/index.js";
 import { runCli } from "./cli-harness.js";
 
 let emulator: Emulator;

@@ -4,7 +4,7 @@ import { describe, expect, it } from "vitest";
 import { BROWSER_FAILURE_KINDS } from "../../src/browser/session-errors.js";
 import { exitCodeForError } from "../../src/cli/error-exit.js";
 import { EXIT } from "../../src/cli/exit-codes.js";
-import { ERROR_CODES, ScrapejobError } from "../../src/shared/index.js";
+import { ERROR_CODES, ScrapejobError } from "../../src/common/index.js";
 
 function sourceText(dir: string): string {
 	return readdirSync(dir, { withFileTypes: true, recursive: true })

@@ -6,7 +6,7 @@ import { startTestService, type TestService } from "../helpers/service.js";
 import { assertBuilt, BIN } from "../helpers/spawn-cli.js";
 
 const MAIN = join(BIN, "..", "main.js");
-/** The libraries only extraction, crawling and job-file regexes need (`src/shared/lazy-module.ts`). */
+/** The libraries only extraction, crawling and job-file regexes need (`src/common/lazy-module.ts`). */
 const LAZY = /node_modules\/(htmlparser2|css-select|domutils|tldts|re2js)\//;
 
 let service: TestService;

@@ -1,9 +1,9 @@
 import { readdirSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
+import { CREDIT_COSTS } from "../../src/common/index.js";
 import { runJobFile } from "../../src/library/index.js";
 import type { ResultRecord } from "../../src/output/index.js";
-import { CREDIT_COSTS } from "../../src/shared/index.js";
 import { isRunFolderName, readRecords, readSummary, tempDir, writeJob } from "../helpers/job-files.js";
 import { runCli } from "../helpers/run-cli.js";
 import { useTestService } from "../helpers/service.js";

@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
+import { stripUrlCredentials } from "../../src/common/index.js";
 import { createLinkScope, normalizeUrl, withSeedCredentials } from "../../src/crawl/index.js";
 import { extractLinks, parseHtml } from "../../src/extract/index.js";
-import { stripUrlCredentials } from "../../src/shared/index.js";
 
 describe("normalizeUrl", () => {
 	it("gives one spelling per page: scheme and host case, default port, fragment, query order", () => {

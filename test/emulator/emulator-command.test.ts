@@ -6,7 +6,7 @@ import { Command } from "commander";
 import { describe, expect, test } from "vitest";
 import { DEFAULT_EMULATOR_PORT, demoSitePort, registerEmulatorCommand } from "../../src/cli/commands/emulator.js";
 import type { CliContext } from "../../src/cli/context.js";
-import { UsageError } from "../../src/shared/index.js";
+import { UsageError } from "../../src/common/index.js";
 import { runCli } from "../helpers/run-cli.js";
 import { call, waitFor } from "./helpers.js";
 

@@ -2,8 +2,8 @@ import { mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
+import { UsageError } from "../../src/common/index.js";
 import { loadScenarioFile, parseScenarioText, startEmulator } from "../../src/emulator/index.js";
-import { UsageError } from "../../src/shared/index.js";
 import { scrapeGet, useDemoSite, useEmulator } from "./helpers.js";
 
 let dir: string;

@@ -1,6 +1,6 @@
 import { describe, expect, test } from "vitest";
+import { PROBLEMS } from "../../src/common/index.js";
 import { DEFAULT_ACCOUNT_KEY, DEFAULT_SCRAPER_KEY } from "../../src/emulator/index.js";
-import { PROBLEMS } from "../../src/shared/index.js";
 import { call, savedCall, scrapeGet, scrapePost, useDemoSite, useEmulator } from "./helpers.js";
 
 describe("scraper key places (docs/service.md, Addresses and keys)", () => {

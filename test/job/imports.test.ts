@@ -4,9 +4,9 @@ import { expect, it } from "vitest";
 
 const jobDir = join(import.meta.dirname, "..", "..", "src", "job");
 
-it("src/job imports only src/shared, src/extract (selectors compiled at validation), its own modules, node: and its npm packages", async () => {
+it("src/job imports only src/common, src/extract (selectors compiled at validation), its own modules, node: and its npm packages", async () => {
 	const allowed =
-		/^(\.\/[a-z-]+\.js|\.\.\/shared\/index\.js|\.\.\/extract\/index\.js|node:[a-z/]+|zod|yaml|csv-parse)$/;
+		/^(\.\/[a-z-]+\.js|\.\.\/common\/index\.js|\.\.\/extract\/index\.js|node:[a-z/]+|zod|yaml|csv-parse)$/;
 	const offending: string[] = [];
 	for (const name of await readdir(jobDir)) {
 		const text = await readFile(join(jobDir, name), "utf8");

@@ -1,9 +1,9 @@
 import { readdir, readFile, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
+import { SCRAPE_PARAM_NAMES } from "../../src/common/index.js";
 import { JOB_SCHEMA_FILE, jobJsonSchema, jobJsonSchemaText, loadJob } from "../../src/job/index.js";
 import { SCRAPE_OPTION_NAMES } from "../../src/job/schema.js";
-import { SCRAPE_PARAM_NAMES } from "../../src/shared/index.js";
 
 const root = join(import.meta.dirname, "..", "..");
 

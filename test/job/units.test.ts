@@ -1,10 +1,10 @@
 // biome-ignore-all lint/suspicious/noTemplateCurlyInString: job files spell variables as ${NAME}
 import { describe, expect, it } from "vitest";
+import { didYouMean, editDistance } from "../../src/common/index.js";
 import { createTargetKeySet } from "../../src/job/dedupe.js";
 import { expandString } from "../../src/job/expand-env.js";
 import { formatProblem } from "../../src/job/index.js";
 import { canonicalJson, identityOptionsJson } from "../../src/job/target-id.js";
-import { didYouMean, editDistance } from "../../src/shared/index.js";
 
 describe("editDistance (optimal string alignment)", () => {
 	it.each([

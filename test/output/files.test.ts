@@ -3,6 +3,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { parse } from "csv-parse/sync";
 import { describe, expect, it } from "vitest";
+import { cutTornTail } from "../../src/common/jsonl-lines.js";
 import {
 	createCsvSink,
 	createJsonlSink,
@@ -11,7 +12,6 @@ import {
 	RECORD_COLUMNS,
 } from "../../src/output/index.js";
 import { csvCatchUp, readPriorProgress } from "../../src/run/resume-state.js";
-import { cutTornTail } from "../../src/shared/jsonl-lines.js";
 import { record } from "../helpers/records.js";
 
 const tempDir = () => mkdtempSync(join(tmpdir(), "scrapejob-output-"));

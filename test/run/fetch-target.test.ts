@@ -2,6 +2,7 @@ import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { afterEach, describe, expect, it } from "vitest";
 import { createScraperClient } from "../../src/api/index.js";
+import type { Sleep } from "../../src/common/index.js";
 import {
 	type DemoSite,
 	type Emulator,
@@ -12,7 +13,6 @@ import {
 import { type FetchTargetDeps, fetchTarget } from "../../src/run/fetch-target.js";
 import { createOutageMonitor } from "../../src/run/outage-monitor.js";
 import { createSendGate } from "../../src/run/send-gate.js";
-import type { Sleep } from "../../src/shared/index.js";
 
 let closers: Array<() => Promise<void>> = [];
 afterEach(async () => {

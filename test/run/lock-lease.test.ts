@@ -3,8 +3,8 @@ import { existsSync, mkdirSync, readdirSync, readFileSync, renameSync, writeFile
 import { hostname } from "node:os";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
+import { processState } from "../../src/common/index.js";
 import { acquireRunLock, LockHeldError } from "../../src/run/run-lock.js";
-import { processState } from "../../src/shared/index.js";
 import { isRunFolderName, readRecords, tempDir, waitForRecords, writeJob } from "../helpers/job-files.js";
 import { startTestService, type TestService } from "../helpers/service.js";
 import { assertBuilt, spawnCli } from "../helpers/spawn-cli.js";

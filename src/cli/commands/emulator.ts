@@ -1,7 +1,7 @@
 import { resolve } from "node:path";
 import { type Command, InvalidArgumentError } from "commander";
+import { errorMessage, isLoopbackHost, UsageError } from "../../common/index.js";
 import type { DemoSite, Emulator, Scenario } from "../../emulator/index.js";
-import { errorMessage, isLoopbackHost, UsageError } from "../../shared/index.js";
 import { type CliContext, writeLine } from "../context.js";
 
 /** The emulator's default bind address (kept here so `--help` needs no emulator code loaded). */

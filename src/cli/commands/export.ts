@@ -1,6 +1,7 @@
 import { existsSync } from "node:fs";
 import { resolve } from "node:path";
 import { type Command, InvalidArgumentError } from "commander";
+import { UsageError } from "../../common/index.js";
 import {
 	checkExportTarget,
 	EXPORT_FORMATS,
@@ -10,7 +11,6 @@ import {
 } from "../../history/index.js";
 import { formatProblem, JobValidationError, loadJob } from "../../job/index.js";
 import { csvColumnsFor, jobOutputDir } from "../../output/index.js";
-import { UsageError } from "../../shared/index.js";
 import { type CliContext, writeLine } from "../context.js";
 import { EXIT } from "../exit-codes.js";
 

@@ -1,10 +1,10 @@
 import { basename, dirname } from "node:path";
 import type { Command } from "commander";
+import { cliCommand } from "../../common/index.js";
 import { formatProblem, JobValidationError } from "../../job/index.js";
 import { extractPlanned } from "../../library/index.js";
 import { formatSummary } from "../../output/index.js";
 import { CorruptResultsError } from "../../run/index.js";
-import { cliCommand } from "../../shared/index.js";
 import { type CliContext, writeLine } from "../context.js";
 import { EXIT } from "../exit-codes.js";
 import { acceptCommand } from "../resume-hint.js";

@@ -2,7 +2,7 @@ import { writeFile } from "node:fs/promises";
 import { resolve } from "node:path";
 import { type Command, Option } from "commander";
 import type { GenerateProxiesParams, TargetingPlace, TargetingSettings } from "../../api/index.js";
-import { cliCommand, UsageError } from "../../shared/index.js";
+import { cliCommand, UsageError } from "../../common/index.js";
 import { type CliContext, writeLine } from "../context.js";
 import { closestMatches } from "../format/index.js";
 import { addServiceOptions, connectService, requireAccount, type ServiceFlags } from "../service-connection.js";

@@ -3,6 +3,15 @@ import { basename, dirname, resolve } from "node:path";
 import { type Command, InvalidArgumentError } from "commander";
 import pino, { type Logger } from "pino";
 import {
+	DURATION_HINT,
+	errorMessage,
+	maskUrlCredentials,
+	parseDuration,
+	plural,
+	redactSecrets,
+	UsageError,
+} from "../../common/index.js";
+import {
 	formatProblem,
 	type Job,
 	JobValidationError,
@@ -31,15 +40,6 @@ import {
 } from "../../library/index.js";
 import { csvColumnsFor, formatSummary } from "../../output/index.js";
 import { CorruptResultsError, checkCost, type ProgressSnapshot, surveyTargets } from "../../run/index.js";
-import {
-	DURATION_HINT,
-	errorMessage,
-	maskUrlCredentials,
-	parseDuration,
-	plural,
-	redactSecrets,
-	UsageError,
-} from "../../shared/index.js";
 import { type CliContext, writeLine } from "../context.js";
 import { crawlCreditBound, crawlDryRunLines } from "../crawl-dry-run.js";
 import { EXIT, RUN_EXIT_TABLE } from "../exit-codes.js";

@@ -1,6 +1,6 @@
 import type { Command } from "commander";
 import type { TargetingCatalogue, TargetingPlace, TargetingSettings } from "../../api/index.js";
-import { plural, UsageError } from "../../shared/index.js";
+import { plural, UsageError } from "../../common/index.js";
 import { type CliContext, useColor, writeJson, writeLine } from "../context.js";
 import { EXIT } from "../exit-codes.js";
 import { closestMatches, createStyle, formatTable, productName, type Style } from "../format/index.js";

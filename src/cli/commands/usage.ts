@@ -1,7 +1,7 @@
 import type { Command } from "commander";
 import { stringify } from "csv-stringify/sync";
 import { ServiceError, type Usage, type UsagePeriod } from "../../api/index.js";
-import { UsageError } from "../../shared/index.js";
+import { UsageError } from "../../common/index.js";
 import { type CliContext, useColor, writeJson, writeLine } from "../context.js";
 import {
 	createStyle,

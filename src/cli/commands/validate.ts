@@ -1,4 +1,5 @@
 import type { Command } from "commander";
+import { plural, REQUESTED_MODES } from "../../common/index.js";
 import {
 	formatProblem,
 	type JobProblem,
@@ -7,7 +8,6 @@ import {
 	MAX_JOB_FILE_BYTES,
 	type TargetCounts,
 } from "../../job/index.js";
-import { plural, REQUESTED_MODES } from "../../shared/index.js";
 import { type CliContext, writeJson, writeLine } from "../context.js";
 import { EXIT } from "../exit-codes.js";
 import { printJsonError } from "../json-error.js";

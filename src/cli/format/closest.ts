@@ -1,4 +1,4 @@
-import { editDistance } from "../../shared/index.js";
+import { editDistance } from "../../common/index.js";
 
 export interface Candidate<T> {
 	readonly item: T;

@@ -1,4 +1,4 @@
-import { maskSecret } from "../../shared/index.js";
+import { maskSecret } from "../../common/index.js";
 
 /**
  * Field names whose values are credentials in the account records: proxy passwords (and

@@ -1,4 +1,4 @@
-import { formatNumber } from "../../shared/index.js";
+import { formatNumber } from "../../common/index.js";
 
 /** Figures for people: the shared formatter (grouped thousands, `toLocaleString("en-US")`'s text, no Intl). */
 export { formatNumber };

@@ -2,7 +2,7 @@ import { linkSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, symlinkSyn
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
-import { isAtomicTemporaryName, openAtomicFile, writeFileAtomic } from "../../src/shared/index.js";
+import { isAtomicTemporaryName, openAtomicFile, writeFileAtomic } from "../../src/common/index.js";
 
 const folder = () => mkdtempSync(join(tmpdir(), "atomic-"));
 

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { hexWord } from "../../src/shared/index.js";
+import { hexWord } from "../../src/common/index.js";
 
 describe("hexWord", () => {
 	it("reads 8 lowercase hex digits as parseInt does, at any offset", () => {

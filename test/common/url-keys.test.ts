@@ -1,7 +1,7 @@
 import { existsSync, readdirSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
-import { createUrlKeys } from "../../src/shared/url-keys.js";
+import { createUrlKeys } from "../../src/common/url-keys.js";
 import { tempDir } from "../helpers/job-files.js";
 
 describe("the crawl's URL keys", () => {

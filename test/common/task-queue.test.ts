@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { createTaskQueue } from "../../src/shared/task-queue.js";
+import { createTaskQueue } from "../../src/common/task-queue.js";
 
 /** A task the test finishes by hand, recording when it started. */
 function gatedTasks() {

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { compileUserRegex, userRegexProblem } from "../../src/shared/index.js";
+import { compileUserRegex, userRegexProblem } from "../../src/common/index.js";
 
 /** What V8 and the RE2 translation find for the same pattern and text: first match and every match. */
 function both(source: string, text: string) {

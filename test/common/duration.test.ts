@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { formatDuration, parseDuration } from "../../src/shared/index.js";
+import { formatDuration, parseDuration } from "../../src/common/index.js";
 
 describe("durations", () => {
 	it("reads every documented unit", () => {

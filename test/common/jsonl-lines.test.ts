@@ -1,7 +1,7 @@
 import { appendFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
-import { jsonlLines, openJsonlReader } from "../../src/shared/jsonl-lines.js";
+import { jsonlLines, openJsonlReader } from "../../src/common/jsonl-lines.js";
 import { tempDir } from "../helpers/job-files.js";
 
 describe("the one JSONL reader", () => {

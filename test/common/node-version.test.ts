@@ -1,5 +1,5 @@
 import { expect, it } from "vitest";
-import { MIN_NODE_MAJOR, nodeTooOld } from "../../src/shared/index.js";
+import { MIN_NODE_MAJOR, nodeTooOld } from "../../src/common/index.js";
 
 it("a Node older than 22 is refused in words that say how to get Node 24; 22 and 24 are not", () => {
 	expect(MIN_NODE_MAJOR).toBe(22);

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { isoTime, parseIsoTime } from "../../src/shared/index.js";
+import { isoTime, parseIsoTime } from "../../src/common/index.js";
 
 describe("isoTime writes what toISOString writes", () => {
 	it("for times in order, in the same second and across seconds, and back in time", () => {
