@@ -8,6 +8,8 @@ export const CONFIG_VARIABLES = [
 	"SCRAPEJOB_SCRAPER_KEY",
 	"SCRAPEJOB_API_URL",
 	"SCRAPEJOB_SCRAPER_URL",
+	"SCRAPEJOB_FLEET_URL",
+	"SCRAPEJOB_FLEET_SCHEMA",
 ] as const;
 export type ConfigVariable = (typeof CONFIG_VARIABLES)[number];
 
@@ -16,6 +18,8 @@ export interface ConfigFlags {
 	readonly config?: string;
 	readonly apiUrl?: string;
 	readonly scraperUrl?: string;
+	/** `--fleet URL`: the fleet's PostgreSQL. */
+	readonly fleet?: string;
 }
 
 export interface ResolvedConfig {
@@ -27,6 +31,10 @@ export interface ResolvedConfig {
 	readonly apiUrl: string | undefined;
 	/** Scraper base address; when unset, the account's `endpoint_url` (or the public default) is used. */
 	readonly scraperUrl: string | undefined;
+	/** `run --fleet`: the fleet's PostgreSQL (`postgres://…`), a secret like the keys. */
+	readonly fleetUrl: string | undefined;
+	/** The schema of the fleet's tables. @default "scrapejob" (applied where the fleet connects) */
+	readonly fleetSchema: string | undefined;
 	/** Where each value came from, for `--help`-style diagnostics; never holds the values. */
 	readonly sources: Readonly<Partial<Record<ConfigVariable, "flag" | "env" | "config">>>;
 }
@@ -103,6 +111,8 @@ export async function resolveConfig(options: {
 		scraperKey: pick("SCRAPEJOB_SCRAPER_KEY", undefined),
 		apiUrl,
 		scraperUrl,
+		fleetUrl: pick("SCRAPEJOB_FLEET_URL", options.flags.fleet),
+		fleetSchema: pick("SCRAPEJOB_FLEET_SCHEMA", undefined),
 		sources,
 	};
 }

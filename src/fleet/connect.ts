@@ -39,7 +39,7 @@ export interface Fleet {
 }
 
 /** Every form the URL's secrets can take in a message: the URL itself, its password raw and decoded. */
-function secretsOf(url: string): string[] {
+export function fleetUrlSecrets(url: string): string[] {
 	const secrets = [url];
 	const authority = /^[a-z][a-z0-9+.-]*:\/\/([^/?#]*)@/i.exec(url)?.[1];
 	const colon = authority?.indexOf(":") ?? -1;
@@ -80,7 +80,7 @@ export async function connectFleet(options: FleetOptions): Promise<Fleet> {
 	if (!/^postgres(ql)?:\/\//i.test(options.url)) {
 		throw new FleetDatabaseError(`fleet URL ${maskedUrl}: expected postgres://user:password@host:port/database`);
 	}
-	const secrets = secretsOf(options.url);
+	const secrets = fleetUrlSecrets(options.url);
 	const failure = (error: unknown) => {
 		// Ours (schema too new, a refused name) already say what they mean, without secrets.
 		if (error instanceof ScrapejobError) return error;

@@ -5,7 +5,7 @@
  */
 
 export { commitCredits, releaseCredits, reserveCredits } from "./budget.js";
-export { connectFleet, DEFAULT_FLEET_SCHEMA, type Fleet, type FleetOptions } from "./connect.js";
+export { connectFleet, DEFAULT_FLEET_SCHEMA, type Fleet, type FleetOptions, fleetUrlSecrets } from "./connect.js";
 export { addDiscovered } from "./discovered.js";
 export { FleetDatabaseError, FleetSchemaTooNewError } from "./errors.js";
 export {
@@ -20,7 +20,7 @@ export { LOAD_BATCH } from "./load-targets.js";
 export { loadTargets, type OpenFleetRunOptions, type OpenFleetRunResult, openFleetRun } from "./open-run.js";
 export { pauseFleet, setHostPoliteness } from "./politeness.js";
 export { FLEET_SCHEMA_VERSION } from "./schema.js";
-export { acquireSlot, type FleetSlot, releaseSlot, setConcurrencyLimit } from "./slots.js";
+export { acquireSlot, acquireSlots, type FleetSlot, releaseSlot, setConcurrencyLimit } from "./slots.js";
 export { type FleetStatus, finishFleetRun, fleetStatus, isComplete, listFleetRuns } from "./status.js";
 export type { FleetLease, FleetRun, FleetTargetInput, FleetWorker } from "./types.js";
 export { registerWorker, type WorkerIdentity } from "./workers.js";

@@ -133,10 +133,10 @@ async function claimQueued(fleet: Fleet, worker: FleetWorker, n: number, leaseMs
 
 /**
  * Extend every lease and slot `worker` holds, and note its heartbeat. A worker that stops calling this
- * loses its targets and slots to the others once their time passes. Returns the leases still held.
+ * loses its targets and slots to the others once their time passes. Returns the ids of the targets still held.
  */
-export async function renewLeases(fleet: Fleet, worker: FleetWorker, leaseMs: number): Promise<number> {
-	const [row] = await fleet.query<{ n: number }>(
+export async function renewLeases(fleet: Fleet, worker: FleetWorker, leaseMs: number): Promise<string[]> {
+	const rows = await fleet.query<{ target_id: string }>(
 		`WITH beat AS (
 			UPDATE workers SET last_beat = now() WHERE id = $2
 		), slots_kept AS (
@@ -145,13 +145,13 @@ export async function renewLeases(fleet: Fleet, worker: FleetWorker, leaseMs: nu
 		), renewed AS (
 			UPDATE targets SET lease_until = now() + make_interval(secs => $3::float8 / 1000)
 			WHERE run_id = $1 AND lease_owner = $2 AND state = 'leased'
-			RETURNING 1
+			RETURNING target_id
 		)
-		SELECT count(*)::int AS n FROM renewed`,
+		SELECT target_id FROM renewed`,
 		[worker.runId, worker.id, leaseMs],
 		"fleet_renew",
 	);
-	return row?.n ?? 0;
+	return rows.map((row) => row.target_id);
 }
 
 type LeaseRef = Pick<FleetLease, "runId" | "targetId" | "epoch">;

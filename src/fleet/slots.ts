@@ -33,6 +33,35 @@ export async function acquireSlot(fleet: Fleet, worker: FleetWorker, holdMs: num
 	return row ? { runId: worker.runId, slot: row.slot, epoch: Number(row.epoch) } : null;
 }
 
+/**
+ * Take up to `n` free slots in one statement (as `acquireSlot`, for a worker filling several places of its
+ * queue at once): fewer, or none, when the others hold the rest or the fleet is paused.
+ */
+export async function acquireSlots(
+	fleet: Fleet,
+	worker: FleetWorker,
+	n: number,
+	holdMs: number,
+): Promise<FleetSlot[]> {
+	if (n <= 0) return [];
+	const rows = await fleet.query<{ slot: number; epoch: string }>(
+		`UPDATE slots s SET holder = $2, epoch = s.epoch + 1, held_until = now() + make_interval(secs => $3::float8 / 1000)
+		WHERE s.run_id = $1 AND s.slot IN (
+			SELECT f.slot FROM slots f JOIN runs r ON r.id = f.run_id
+			WHERE f.run_id = $1 AND f.slot < r.concurrency_limit
+				AND (r.paused_until IS NULL OR r.paused_until <= now())
+				AND (f.holder IS NULL OR f.held_until < now())
+			ORDER BY f.slot
+			LIMIT $4
+			FOR UPDATE OF f SKIP LOCKED
+		)
+		RETURNING s.slot, s.epoch`,
+		[worker.runId, worker.id, holdMs, n],
+		"fleet_acquire_slots",
+	);
+	return rows.map((row) => ({ runId: worker.runId, slot: row.slot, epoch: Number(row.epoch) }));
+}
+
 /** Give the slot back; false when it had already lapsed and passed to another fetch. */
 export async function releaseSlot(fleet: Fleet, slot: FleetSlot): Promise<boolean> {
 	const rows = await fleet.query(

@@ -3,6 +3,7 @@
  * (`runPlannedJob`); the CLI is a thin layer over these (flags in, words and exit codes out).
  */
 
+export { fleetUrlSecrets } from "./fleet.js";
 export { connectBrowser, NoBrowserAccessError, type RunBrowserAccess } from "./browser-access.js";
 export {
 	type ExtractJobFileOptions,
@@ -20,12 +21,14 @@ export {
 export {
 	checkAccept,
 	lockPlannedRuns,
+	planFleetRuns,
 	type PlannedRun,
 	planRuns,
 	type RunPlans,
 	releasePlannedRuns,
 } from "./run-plan.js";
 export {
+	checkFleetJob,
 	type PlannedRunOutcome,
 	type RunChoices,
 	type RunServices,

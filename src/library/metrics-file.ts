@@ -32,7 +32,8 @@ export interface MetricsFile {
 }
 
 type Series = Map<string, RunMetrics>;
-const seriesKey = (metrics: Pick<RunMetrics, "job" | "shard">) => JSON.stringify([metrics.job, metrics.shard]);
+const seriesKey = (metrics: Pick<RunMetrics, "job" | "shard" | "worker">) =>
+	JSON.stringify([metrics.job, metrics.shard, metrics.worker]);
 
 /**
  * `--metrics FILE`: the Prometheus text format, written atomically (a temp file renamed over it, so the
@@ -73,7 +74,7 @@ export function openMetricsFile(options: MetricsFileOptions): MetricsFile {
 
 /** The last success a previous metrics file recorded for this job and shard (0: none, or no file). */
 export function previousLastSuccess(path: string, job: string, shard: string): number {
-	return readSeries(path).get(seriesKey({ job, shard }))?.lastSuccessSeconds ?? 0;
+	return readSeries(path).get(seriesKey({ job, shard, worker: "" }))?.lastSuccessSeconds ?? 0;
 }
 
 /** The metrics as Prometheus text, through prom-client (one registry per write: the figures are the run's, set whole). */
@@ -81,7 +82,7 @@ export async function renderMetrics(all: readonly RunMetrics[]): Promise<string>
 	const { Registry, Gauge, Counter } = promClient();
 	const registry = new Registry();
 	for (const spec of METRIC_SPECS) {
-		const labelNames = ["job", "shard", ...(spec.label ? [spec.label.name] : [])];
+		const labelNames = ["job", "shard", "worker", ...(spec.label ? [spec.label.name] : [])];
 		const metric =
 			spec.type === "gauge"
 				? new Gauge({ name: spec.name, help: spec.help, labelNames, registers: [registry] })
@@ -89,6 +90,7 @@ export async function renderMetrics(all: readonly RunMetrics[]): Promise<string>
 		for (const metrics of all) {
 			for (const value of labelValues(spec, metrics)) {
 				const labels: Record<string, string> = { job: metrics.job, shard: metrics.shard };
+				if (metrics.worker !== "") labels.worker = metrics.worker;
 				if (spec.label && value !== undefined) labels[spec.label.name] = value;
 				const figure = spec.read(metrics, value);
 				if (metric instanceof Gauge) metric.set(labels, figure);
@@ -131,11 +133,12 @@ function readSeries(path: string): Series {
 		}
 		const job = labels.get("job");
 		const shard = labels.get("shard") ?? "";
+		const worker = labels.get("worker") ?? "";
 		if (job === undefined) continue;
-		const key = seriesKey({ job, shard });
+		const key = seriesKey({ job, shard, worker });
 		let metrics = series.get(key);
 		if (!metrics) {
-			metrics = initialMetrics(job, shard, 0, 0);
+			metrics = initialMetrics(job, shard, 0, 0, worker);
 			series.set(key, metrics);
 		}
 		setFigure(metrics, spec.name, spec.label ? labels.get(spec.label.name) : undefined, value);

@@ -52,6 +52,7 @@ export async function pushOtlpMetrics(
 			instrument.addCallback((result) => {
 				for (const value of labelValues(spec, metrics)) {
 					const attributes: Record<string, string> = { job: metrics.job, shard: metrics.shard };
+					if (metrics.worker !== "") attributes.worker = metrics.worker;
 					if (spec.label && value !== undefined) attributes[spec.label.name] = value;
 					result.observe(spec.read(metrics, value), attributes);
 				}

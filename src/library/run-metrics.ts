@@ -4,12 +4,14 @@ import type { ProgressSnapshot } from "../run/index.js";
 /**
  * The figures of one run as metrics (docs/guides/monitoring.md): one model, read by
  * the Prometheus text file (metrics-file.ts) and the OTLP push (otlp-push.ts), so both say the same.
- * Labels are `job` and `shard` only — never a URL (a label per URL would be a series per page).
+ * Labels are `job`, `shard` and a fleet's `worker` only — never a URL (a label per URL would be a series per page).
  */
 export interface RunMetrics {
 	readonly job: string;
 	/** `I/N` from `--shard`; "" for an unsharded run. */
 	readonly shard: string;
+	/** A fleet worker's id (`run --fleet`); "" otherwise (and then no `worker` label is written). */
+	readonly worker: string;
 	/** When the job last ended with exit 0, seconds since the epoch; 0 when never (so `time() - …` alerts). */
 	lastSuccessSeconds: number;
 	/** This session's duration so far (at the end: its whole length). */
@@ -131,10 +133,17 @@ export function labelValues(spec: MetricSpec, metrics: RunMetrics): readonly (st
 }
 
 /** A run's metrics before its first progress: nothing done yet. */
-export function initialMetrics(job: string, shard: string, concurrencyLimit: number, lastSuccessSeconds: number) {
+export function initialMetrics(
+	job: string,
+	shard: string,
+	concurrencyLimit: number,
+	lastSuccessSeconds: number,
+	worker = "",
+) {
 	const metrics: RunMetrics = {
 		job,
 		shard,
+		worker,
 		lastSuccessSeconds,
 		durationSeconds: 0,
 		targets: { ok: 0, failed: 0, skipped: 0 },

@@ -1,3 +1,4 @@
+import { randomBytes } from "node:crypto";
 import { basename, join, resolve } from "node:path";
 import { UsageError } from "../common/index.js";
 import { assertAcceptable, assertStoreLoads } from "../history/index.js";
@@ -18,6 +19,8 @@ export interface PlannedRun {
 	 * error but left as it is, and a new run starts.
 	 */
 	readonly continued?: boolean;
+	/** The lock file's name in the job folder. @default `.lock` (`.lock-shard-I-of-N` for a shard) */
+	readonly lockName?: string;
 	lock?: RunLock;
 }
 
@@ -89,6 +92,17 @@ export function planRuns(
 	return { planned, notes };
 }
 
+/**
+ * `run --fleet`: each job's worker gets a run folder of its own (under `<job>/fleet/`) and a lock of its
+ * own, so any number of workers may share one output folder; which targets it fetches is the fleet's.
+ */
+export function planFleetRuns(jobs: ReadonlyArray<{ job: Job; counts: TargetCounts | null }>): PlannedRun[] {
+	return jobs.map(({ job, counts }) => {
+		const runId = `${newRunId()}-${randomBytes(3).toString("hex")}`;
+		return { job, counts, resumeDir: undefined, runId, lockName: `.lock-fleet-${runId}` };
+	});
+}
+
 /** `--accept RUN_ID`: refused (UsageError) before anything is sent when a job's run is not held back. */
 export function checkAccept(planned: readonly PlannedRun[], outRoot: string, runId: string | undefined): void {
 	if (runId === undefined) return;
@@ -108,7 +122,7 @@ export function lockPlannedRuns(planned: PlannedRun[], outRoot: string): string[
 		const byJobName = new Map<string, RunLock>();
 		for (const run of planned) {
 			// Two job files of one name share an output folder, and so one lock, held by this process.
-			const lockKey = `${run.job.name}${run.job.shard ? shardSuffix(run.job.shard) : ""}`;
+			const lockKey = run.lockName ?? `${run.job.name}${run.job.shard ? shardSuffix(run.job.shard) : ""}`;
 			const shared = byJobName.get(lockKey);
 			if (shared) {
 				run.lock = shared;
@@ -119,7 +133,7 @@ export function lockPlannedRuns(planned: PlannedRun[], outRoot: string): string[
 				outRoot,
 				run.job.name,
 				run.runId,
-				run.job.shard ? `.lock${shardSuffix(run.job.shard)}` : ".lock",
+				run.lockName ?? (run.job.shard ? `.lock${shardSuffix(run.job.shard)}` : ".lock"),
 			);
 			byJobName.set(lockKey, run.lock);
 			if (run.lock.tookOver) tookOver.push(tookOverMessage(run.lock));

@@ -12,8 +12,11 @@ import {
 	shardSuffix,
 	type TargetCounts,
 } from "../job/index.js";
+import { fleetUrlSecrets } from "../fleet/index.js";
 import { jobOutputDir, newRunId } from "../output/index.js";
 import {
+	type FleetJoinOptions,
+	joinFleetRun,
 	notifyRunEnd,
 	type ProgressSnapshot,
 	type RunJobResult,
@@ -48,6 +51,8 @@ export interface RunServices {
 	readonly browser: RunBrowserAccess | undefined;
 	/** The account's saved schemes, configs and storage: the ids a job names are checked against them. */
 	readonly savedItems?: SavedItemsClient;
+	/** The fleet's database (`run --fleet`, SCRAPEJOB_FLEET_URL): each job runs as one worker of its fleet run. */
+	readonly fleet?: { readonly url: string; readonly schema?: string };
 }
 
 /**
@@ -82,6 +87,11 @@ export interface RunChoices {
 	 * this run starts (its records go into the job's history; the later finish still wins per target).
 	 */
 	readonly accept?: string;
+	/**
+	 * `run --fleet`: work as one worker of the job's fleet run in PostgreSQL (docs/guides/fleet.md). The
+	 * concurrency, budget and run name are the fleet's; `url` is a secret.
+	 */
+	readonly fleet?: Pick<FleetJoinOptions, "url" | "schema" | "runName" | "leaseMs">;
 	/** Told whether `accept` promoted the run (false: it was promoted already). */
 	onAccepted?(runId: string, promoted: boolean): void;
 	/** A crawl's URL keys held in memory before older ones spill. */
@@ -128,6 +138,8 @@ export interface RunStart {
 export type PlannedRunOutcome =
 	| (RunJobResult & { readonly job: Job; readonly skipped?: undefined })
 	| { readonly skipped: "nothing_to_retry"; readonly job: Job }
+	/** `--fleet` with the name of a fleet run that is complete: nothing to do, nothing sent. */
+	| { readonly skipped: "fleet_complete"; readonly job: Job; readonly fleetRun: string }
 	| null;
 
 /**
@@ -198,6 +210,7 @@ function startMonitors(
 	concurrency: number,
 	choices: RunChoices,
 	warn: (message: string) => void,
+	worker = "",
 ): ((snapshot: ProgressSnapshot) => void) | undefined {
 	const path = choices.metricsFile ?? job.metricsFile;
 	const wantsOtlp = otlpMetricsUrl(choices.env ?? process.env) !== null;
@@ -205,7 +218,7 @@ function startMonitors(
 	const shard = job.shard ? `${job.shard.index}/${job.shard.count}` : "";
 	// Until this run succeeds, the last success stays the one the file recorded (alerts read its age).
 	const lastSuccess = path === undefined ? 0 : previousLastSuccess(path, job.name, shard);
-	const metrics = initialMetrics(job.name, shard, concurrency, lastSuccess);
+	const metrics = initialMetrics(job.name, shard, concurrency, lastSuccess, worker);
 	const startedMs = Date.now();
 	monitor.metrics = metrics;
 	if (path !== undefined) {
@@ -252,6 +265,7 @@ async function runWithHistory(
 	monitor: RunMonitor,
 	warn: (message: string) => void,
 ): Promise<PlannedRunOutcome> {
+	if (choices.fleet) return runFleetWorker(plan, services, { ...choices, fleet: choices.fleet }, monitor, warn);
 	plan = await continuedOrNew(plan, choices.force === true, warn);
 	const { job, counts, selection, nothingToRetry } = await selectTargets(plan, history, choices);
 	if (services.savedItems) await checkSavedIds(job, services.savedItems, choices.signal);
@@ -312,6 +326,108 @@ async function runWithHistory(
 		await notifyRunEnd(notify, result.summary, result.runDir, { warn });
 	}
 	return { ...result, job };
+}
+
+/**
+ * One worker of the job's fleet run: join it (or open it, loading the targets once for every worker),
+ * then the one run core with the fleet's coordination parts. Its run folder is its own, under
+ * `<job>/fleet/`; the fleet's records are in PostgreSQL.
+ */
+async function runFleetWorker(
+	plan: PlannedRun,
+	services: RunServices,
+	choices: RunChoices & { readonly fleet: NonNullable<RunChoices["fleet"]> },
+	monitor: RunMonitor,
+	warn: (message: string) => void,
+): Promise<PlannedRunOutcome> {
+	const { job } = plan;
+	checkFleetJob(job, choices);
+	if (services.savedItems) await checkSavedIds(job, services.savedItems, choices.signal);
+	const wanted = choices.concurrency ?? (job.concurrency === "auto" ? null : job.concurrency);
+	const limits = resolveConcurrency({ accountLimit: services.accountConcurrency, wanted });
+	for (const warning of limits.warnings) choices.logger?.warn({ job: job.name, limit: limits.ceiling }, warning);
+	const concurrency = limits.ceiling;
+	const survey = await surveyTargets(job, plan.counts, choices.signal);
+	if (choices.signal.aborted) return null;
+	const joined = await joinFleetRun(job, {
+		...choices.fleet,
+		concurrency,
+		...(choices.maxCredits !== undefined ? { maxCredits: choices.maxCredits } : {}),
+	});
+	if (joined.outcome === "complete") return { skipped: "fleet_complete", job, fleetRun: joined.run.runName };
+	const { setup } = joined;
+	try {
+		choices.logger?.info(
+			{ job: job.name, fleet_run: setup.run.runName, worker: setup.worker.id, joined: joined.outcome },
+			`${joined.outcome === "opened" ? "opened" : "joined"} fleet run ${setup.run.runName} as worker ${setup.worker.id}`,
+		);
+		const runsDir = join(jobOutputDir(choices.outRoot, job.name), "fleet");
+		const runDir = join(runsDir, plan.runId);
+		const shown = choices.onStart?.({ job, survey, concurrency, adaptive: limits.adaptive, runDir });
+		const measured = startMonitors(monitor, job, concurrency, choices, warn, setup.worker.id);
+		const onProgress =
+			shown && measured
+				? (snapshot: ProgressSnapshot) => {
+						measured(snapshot);
+						shown(snapshot);
+					}
+				: (shown ?? measured);
+		const healthcheck = choices.healthcheck ?? job.healthcheck;
+		const result = await runJob({
+			...(choices.lastWords ? { lastWords: choices.lastWords } : {}),
+			job,
+			survey,
+			client: services.clientFor(concurrency),
+			concurrency,
+			outRoot: choices.outRoot,
+			runsDir,
+			runId: plan.runId,
+			...(plan.lock ? { lock: plan.lock } : {}),
+			signal: choices.signal,
+			...(choices.gracePeriodMs !== undefined ? { gracePeriodMs: choices.gracePeriodMs } : {}),
+			...(choices.taskPollMs !== undefined
+				? { taskPoll: { initialIntervalMs: choices.taskPollMs, maxIntervalMs: choices.taskPollMs * 10 } }
+				: {}),
+			secrets: [
+				...services.secrets,
+				...fleetUrlSecrets(choices.fleet.url),
+				...(healthcheck === undefined ? [] : [healthcheck]),
+			],
+			...(choices.outageTimeoutMs !== undefined ? { outageTimeoutMs: choices.outageTimeoutMs } : {}),
+			...(services.browser && jobUsesBrowser(job) ? { browser: services.browser } : {}),
+			...(choices.logger ? { logger: choices.logger } : {}),
+			...(onProgress ? { onProgress } : {}),
+			fleet: setup,
+		});
+		const notify = choices.notifyUrl ? { ...job.notify, url: choices.notifyUrl } : job.notify;
+		if (notify) await notifyRunEnd(notify, result.summary, result.runDir, { warn });
+		return { ...result, job };
+	} finally {
+		await setup.fleet.close().catch(() => undefined);
+	}
+}
+
+/**
+ * What a fleet run does not do (yet), refused before anything is sent with what to do instead: the
+ * selections and the contract read the job's local store, which a fleet's records never enter.
+ */
+export function checkFleetJob(
+	job: Job,
+	choices: Pick<RunChoices, "retryFailed" | "freshnessMs" | "accept">,
+): void {
+	const instead = "run the job without --fleet for that";
+	if (choices.retryFailed !== undefined && choices.retryFailed !== false)
+		throw new UsageError(`--retry-failed reads the job's local runs, not a fleet's: ${instead}`);
+	const freshnessMs = choices.freshnessMs ?? job.freshnessMs;
+	if (freshnessMs > 0)
+		throw new UsageError(
+			`${job.name}: freshness is not applied to fleet runs yet: pass --freshness 0 to fetch every target, or ${instead}`,
+		);
+	if (job.contract)
+		throw new UsageError(`${job.name}: data contracts hold runs back in the job's local store: ${instead}`);
+	if (job.crawl) throw new UsageError(`${job.name}: crawl jobs do not run in a fleet yet: ${instead}`);
+	if (job.shard) throw new UsageError("--shard splits a job between processes itself: not with --fleet");
+	if (choices.accept !== undefined) throw new UsageError(`--accept promotes a local run: ${instead}`);
 }
 
 /**

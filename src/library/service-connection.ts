@@ -28,6 +28,8 @@ export interface ServiceFlags {
 	apiUrl?: string;
 	scraperUrl?: string;
 	sandbox?: boolean;
+	/** `run --fleet URL` (else SCRAPEJOB_FLEET_URL, else the config file's). */
+	fleet?: string;
 }
 
 export class MissingKeyError extends ScrapejobError {
@@ -70,6 +72,9 @@ export async function connectService(ctx: ConnectContext, flags: ServiceFlags): 
 			scraperKey: undefined,
 			apiUrl: emulator.apiUrl,
 			scraperUrl: emulator.scraperUrl,
+			// The sandbox's own service, but a fleet database is the user's as ever.
+			fleetUrl: flags.fleet || ctx.env.SCRAPEJOB_FLEET_URL || undefined,
+			fleetSchema: ctx.env.SCRAPEJOB_FLEET_SCHEMA || undefined,
 			sources: {},
 		};
 		return {
@@ -93,6 +98,7 @@ export async function connectService(ctx: ConnectContext, flags: ServiceFlags): 
 			...(flags.config !== undefined ? { config: flags.config } : {}),
 			...(flags.apiUrl !== undefined ? { apiUrl: flags.apiUrl } : {}),
 			...(flags.scraperUrl !== undefined ? { scraperUrl: flags.scraperUrl } : {}),
+			...(flags.fleet !== undefined ? { fleet: flags.fleet } : {}),
 		},
 		env: ctx.env,
 		cwd: ctx.cwd,

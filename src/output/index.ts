@@ -31,6 +31,7 @@ export {
 	type BreakerReport,
 	type BrokenRule,
 	type ContractVerdict,
+	type FleetSummary,
 	formatSummary,
 	type RunSummary,
 	type SummaryHints,

@@ -122,6 +122,24 @@ export interface RunSummary {
 	reextracted_latest?: true;
 	/** A re-extraction: targets of the source without a stored page (listed in missing-pages.txt); no record. */
 	missing_pages?: number;
+	/**
+	 * A fleet worker's session (`run --fleet`): the fleet run it worked on and where the whole fleet stands.
+	 * `complete` is then the fleet run's: every target of it has its record, whoever wrote it.
+	 */
+	fleet?: FleetSummary;
+}
+
+/** Where the fleet run stood when this worker ended (docs/guides/fleet.md). */
+export interface FleetSummary {
+	/** The fleet run's name (`--fleet-run`, or the one given when it was opened). */
+	run: string;
+	/** This worker's id in `fleet status`. */
+	worker: string;
+	/** The whole fleet's targets by state when this worker ended. */
+	targets: { queued: number; leased: number; done: number; failed: number };
+	/** Credits the whole fleet run spent, and its budget (null: none). */
+	credits_spent: number;
+	max_credits: number | null;
 }
 
 /** One rule of the contract the run broke, with the figures that broke it. */

@@ -11,8 +11,11 @@ export interface CreditBudget {
 	 * `isStopping()` says so.
 	 */
 	reserve(worstCase: number, isStopping: () => boolean): Promise<boolean>;
-	/** Replace a reservation with what the fetch really cost. */
-	commit(reserved: number, actual: number): void;
+	/**
+	 * Replace a reservation with what the fetch really cost. `targetId` names the target it was for (a
+	 * fleet worker settles each target's credits with the target itself).
+	 */
+	commit(reserved: number, actual: number, targetId?: string): void;
 	/** Drop a reservation that was not spent (the fetch failed or never ran). */
 	release(reserved: number): void;
 	readonly spent: number;

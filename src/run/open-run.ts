@@ -1,5 +1,5 @@
 import { mkdirSync, readFileSync } from "node:fs";
-import { join } from "node:path";
+import { basename, dirname, join } from "node:path";
 import type { Logger } from "pino";
 import { ScrapejobError, writeFileAtomic } from "../common/index.js";
 import type { Job } from "../job/index.js";
@@ -156,6 +156,8 @@ export async function openRun(options: {
 	maxCredits?: number;
 	/** How a new run chose its targets: kept in run.json for its resumes. */
 	selection?: RunSelection;
+	/** Where a new run folder goes. @default `<outRoot>/<job>/` */
+	runsDir?: string;
 }): Promise<OpenedRun> {
 	const { job, survey } = options;
 	const meta = options.resumeDir ? readMeta(options.resumeDir) : null;
@@ -202,7 +204,9 @@ export async function openRun(options: {
 			const carried = meta ? readCarried(runDir, meta) : null;
 			return { runId, runDir, prior, resumeTasks, resumePaid, lock, carried, maxCredits };
 		}
-		const runDir = createRunDir(options.outRoot, job.name, runId);
+		const runDir = options.runsDir
+			? createRunDir(dirname(options.runsDir), basename(options.runsDir), runId)
+			: createRunDir(options.outRoot, job.name, runId);
 		const created: RunMeta = {
 			run_id: runId,
 			job_name: job.name,

@@ -40,6 +40,13 @@ export interface RecordWriterParts {
 	 * right after its last. None (re-extraction): the record is always written.
 	 */
 	readonly fence?: Pick<StopController, "mayWrite" | "wroteInTime">;
+	/**
+	 * A fleet worker's fence per target: true while the target's lease is surely this worker's. Asked with
+	 * the run's fence, before and after the lines.
+	 */
+	readonly targetFence?: (targetId: string) => boolean;
+	/** Each record as written (scrubbed): a fleet worker hands it to the fleet's records. */
+	readonly onRecord?: (record: ResultRecord) => void;
 }
 
 /**
@@ -55,6 +62,7 @@ export function createRecordWriter(parts: RecordWriterParts): (unsafe: ResultRec
 		// Checked again here, after the page file and the scrub, right before the first line (changes.jsonl's
 		// or results.jsonl's): the caller's check may be a page save and a page read older.
 		if (fence && !fence.mayWrite()) return false;
+		if (parts.targetFence && !parts.targetFence(record.id)) return false;
 		parts.changes?.stamp(record, body);
 		if (record.status === "ok") parts.fill?.add(record.data);
 		parts.contract?.add(record);
@@ -65,7 +73,7 @@ export function createRecordWriter(parts: RecordWriterParts): (unsafe: ResultRec
 		// this run's. So the lease is asked again once the lines are out — free while the last beat is
 		// recent, since the clock is read after the write — and lines written after a takeover are taken
 		// back (each file cut back to before them, unless someone appended after them).
-		if (fence && !fence.wroteInTime()) {
+		if ((fence && !fence.wroteInTime()) || (parts.targetFence && !parts.targetFence(record.id))) {
 			for (const sink of parts.sinks) sink.retractLast?.();
 			parts.changes?.retractLast();
 			return false;
@@ -73,6 +81,7 @@ export function createRecordWriter(parts: RecordWriterParts): (unsafe: ResultRec
 		parts.history?.record(record, parts.historyRun, offset, parts.jsonl.size);
 		parts.stats.recordFinished(record);
 		parts.report?.add(record);
+		parts.onRecord?.(record);
 		parts.onWritten?.();
 		return true;
 	};

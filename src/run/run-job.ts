@@ -30,9 +30,10 @@ import { createContractCheck } from "./contract-check.js";
 import { crawlerFor, serviceSitemapFetch } from "./crawl-hook.js";
 import { createCreditBudget } from "./credit-budget.js";
 import { createRunFillStats } from "./extract-record.js";
-import { feedTargets, hostGateFor, whenIdle } from "./feeder.js";
+import { type FeedOutcome, feedTargets, hostGateFor, whenIdle } from "./feeder.js";
 import { fetchTarget } from "./fetch-target.js";
 import { finishRun, type RunJobResult } from "./finish-run.js";
+import { createFleetCoordination, type FleetWorkerSetup } from "./fleet-worker.js";
 import { lockJobOutput, warnIfTookOver } from "./job-lock.js";
 import { openJournal } from "./journal.js";
 import { type OpenedRun, openRun, type RunSelection } from "./open-run.js";
@@ -132,6 +133,13 @@ export interface RunJobOptions {
 	readonly runId?: string;
 	/** A second signal ends the process at once: the runner's last word writes summary.json as it stands. */
 	readonly lastWords?: LastWords;
+	/**
+	 * Work as one worker of a fleet run (`run --fleet`): targets, budget, concurrency, politeness and the
+	 * task journal are the fleet's, in PostgreSQL; the run folder is this worker's own.
+	 */
+	readonly fleet?: FleetWorkerSetup;
+	/** Where the run folder goes. @default `<outRoot>/<job>/` */
+	readonly runsDir?: string;
 }
 
 /**
@@ -163,6 +171,7 @@ export async function runJob(options: RunJobOptions): Promise<RunJobResult> {
 			logger: options.logger,
 			lock,
 			runId: newId,
+			...(options.runsDir !== undefined ? { runsDir: options.runsDir } : {}),
 			...(options.maxCredits !== undefined ? { maxCredits: options.maxCredits } : {}),
 			...(options.selection ? { selection: options.selection } : {}),
 		});
@@ -179,7 +188,8 @@ export async function runJob(options: RunJobOptions): Promise<RunJobResult> {
 		journal.session(runId, prior !== null);
 		const { jsonl, sinks } = openRecordSinks(job, runDir);
 		// Incremental runs: each ok record is compared with the target's previous one (history).
-		const history = options.history ?? null;
+		// A fleet worker's records are the fleet's (PostgreSQL): the job's local store does not see them.
+		const history = options.fleet ? null : (options.history ?? null);
 		const historyRun = history ? history.runIndex(basename(runDir)) : 0;
 		const changes = history ? createChangeTracker(history, runDir, Boolean(job.extraction)) : null;
 		const fill = await createRunFillStats(job, prior ? join(runDir, RUN_FILES.jsonl) : null);
@@ -196,7 +206,9 @@ export async function runJob(options: RunJobOptions): Promise<RunJobResult> {
 		const stats = prior?.statistics ?? createRunStatistics();
 		// A resumed run's earlier records are on disk only: its report is rebuilt from the folder instead.
 		const report = prior === null ? createReportCollector(startedAt) : null;
-		const budget = createCreditBudget(maxCredits, stats.creditsUsed);
+		// The fleet's coordination parts (fleet-worker.ts) in place of the local ones, chosen here once.
+		const fleet = options.fleet ? createFleetCoordination(options.fleet, { job, clock, sleep, log }) : null;
+		const budget = fleet?.budget ?? createCreditBudget(maxCredits, stats.creditsUsed);
 		// Signals, the lease, outages, the budget, failed writes: one stop reason, one grace period.
 		const stops = createStopController({
 			signal: options.signal,
@@ -234,6 +246,7 @@ export async function runJob(options: RunJobOptions): Promise<RunJobResult> {
 			onPause: (pauseMs) => {
 				log.warn({ event: "pause", reason: "rate_limited", pause_ms: pauseMs }, "paused by the service (429)");
 				queue.concurrency = concurrency.rateLimited(queue.concurrency);
+				fleet?.paused(pauseMs);
 			},
 		});
 		gate.observe(health.rateLimitRemaining);
@@ -268,6 +281,7 @@ export async function runJob(options: RunJobOptions): Promise<RunJobResult> {
 				stats.creditsSeen(headers.creditsRemaining);
 				queue.concurrency = concurrency.answered(headers, queue.concurrency);
 			},
+			...(fleet ? { onTask: fleet.taskStarted } : {}),
 			log,
 			...(options.logger ? { logger: options.logger } : {}),
 		});
@@ -349,10 +363,12 @@ export async function runJob(options: RunJobOptions): Promise<RunJobResult> {
 			report,
 			onWritten: progress.report,
 			fence: stops,
+			...(fleet ? { targetFence: fleet.mayWrite, onRecord: fleet.written } : {}),
 		});
 		const browser = options.browser ?? null;
 		// The per-domain paid-failure breakers (docs/behaviour.md, "Breakers"): said in run.log and on the terminal.
-		const breakers = job.breaker
+		const breakers =
+			job.breaker && !fleet
 			? createBreakers(job.breaker, clock, {
 					onOpen: (open) => {
 						const message = `breaker open for ${open.domain}: ${open.reason}; its remaining targets are parked (--resume takes them)`;
@@ -376,7 +392,7 @@ export async function runJob(options: RunJobOptions): Promise<RunJobResult> {
 			crawler,
 			pagePool,
 			content: { mode: job.output.content, pages },
-			resumeTasks,
+			resumeTasks: fleet?.tasks ?? resumeTasks,
 			resumePaid,
 			paidAnswers: createPaidAnswers(runDir),
 			bodySpill: bodySpillFor(job, crawler, pages),
@@ -402,10 +418,16 @@ export async function runJob(options: RunJobOptions): Promise<RunJobResult> {
 				finishedMs: clock(),
 				...(carried ? { carried } : {}),
 			});
+		let fleetSummary: Awaited<ReturnType<NonNullable<typeof fleet>["summary"]>> | null = null;
 		const summarizeWithBreakers = (reason: string | null) => {
 			const summary = summarize(reason);
 			const open = breakers?.open() ?? [];
 			if (open.length > 0) summary.breakers = open;
+			if (fleet && fleetSummary) {
+				// A worker's session is complete when the fleet run is: its targets are the fleet's.
+				summary.fleet = fleetSummary;
+				summary.complete = reason === null && fleet.complete;
+			}
 			return summary;
 		};
 		// A second signal: the process ends now. Records are on disk already; the summary is written as it
@@ -422,8 +444,14 @@ export async function runJob(options: RunJobOptions): Promise<RunJobResult> {
 		// The process's own hooks are the CLI's (bin.ts): a library caller that wants the same word passes `lastWords`.
 		const removeLastWord = options.lastWords?.add(lastWord) ?? (() => undefined);
 
-		const hosts = hostGateFor(job, queue, crawler, clock, sleep);
-		const { discovered, feedError } = await feedTargets({
+		// A fleet's politeness is in its claims (each host's clock is a row): no gate of this worker's own.
+		const hosts = fleet ? null : hostGateFor(job, queue, crawler, clock, sleep);
+		const feed = async (): Promise<FeedOutcome> => {
+			if (!fleet) return feedTargets(feedParts);
+			await fleet.feed({ queue, runner, stops, concurrency: options.concurrency });
+			return { discovered: null, feedError: null };
+		};
+		const feedParts = {
 			job,
 			client: options.client,
 			runDir,
@@ -443,8 +471,13 @@ export async function runJob(options: RunJobOptions): Promise<RunJobResult> {
 			runner,
 			log,
 			...(options.logger ? { logger: options.logger } : {}),
-		});
+		};
+		const { discovered, feedError } = await feed();
 		await whenIdle(queue, hosts);
+		if (fleet) {
+			fleet.close();
+			fleetSummary = await fleet.summary();
+		}
 		outage.close();
 		peers?.close();
 		if (feedError !== null) stops.conclude("invalid_source", null);

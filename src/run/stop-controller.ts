@@ -21,7 +21,9 @@ export type StopReason =
 	/** The run completed but broke its data contract: its records are not promoted to "latest" (exit 1). */
 	| "contract_failed"
 	/** Fetches in a row were charged and failed the same way: not an outage, credits going for nothing (exit 1). */
-	| "paid_failures";
+	| "paid_failures"
+	/** A fleet worker lost its database for longer than a lease: its targets pass to the other workers (exit 3). */
+	| "fleet_unavailable";
 
 export interface StopControllerOptions {
 	/** Stop request (SIGINT/SIGTERM): nothing new starts; in-flight work gets `gracePeriodMs`. */

@@ -82,6 +82,8 @@ export interface FetchDepsParts {
 	/** Keys to redact from task ids before they reach the journal. */
 	readonly secrets: readonly string[];
 	readonly onHeaders: (headers: ScraperHeaders) => void;
+	/** A fetch goes on as a task (after its journal line): a fleet worker stores the id on its lease. */
+	readonly onTask?: (targetId: string, taskId: string) => void;
 	/** run.log's logger. */
 	readonly log: Logger;
 	/** The terminal's. */
@@ -115,7 +117,9 @@ export function createFetchDeps(parts: FetchDepsParts): FetchTargetDeps {
 		onHeaders: parts.onHeaders,
 		onTaskId: (targetId, taskId) => {
 			// A task id echoing a key is written redacted (the resume then fetches again rather than leak it).
-			journal.task(targetId, redactSecrets(taskId, parts.secrets));
+			const safe = redactSecrets(taskId, parts.secrets);
+			journal.task(targetId, safe);
+			parts.onTask?.(targetId, safe);
 			stats.taskCreated();
 			log.info({ event: "task", id: targetId, task_id: taskId }, "fetch continues as a task");
 		},
@@ -318,12 +322,12 @@ export function createTargetRunner(parts: TargetRunnerParts): TargetRunner {
 	};
 
 	/** A target left without a record: what its failed attempts were charged is still spent. */
-	const bookWithoutRecord = (worstCase: number, charged: number) => {
+	const bookWithoutRecord = (targetId: string, worstCase: number, charged: number) => {
 		if (charged === 0) {
 			budget.release(worstCase);
 			return;
 		}
-		budget.commit(worstCase, charged);
+		budget.commit(worstCase, charged, targetId);
 		stats.chargedWithoutRecord(charged);
 	};
 
@@ -367,7 +371,7 @@ export function createTargetRunner(parts: TargetRunnerParts): TargetRunner {
 			case "failed": {
 				// An ok fetch whose cost went unreported (or came back negative or garbled) is booked at its worst case.
 				const charged = result.creditsUsed ?? worstCase;
-				budget.commit(worstCase, charged);
+				budget.commit(worstCase, charged, target.id);
 				// Without a page pool the record is written in this turn: no promise, no microtask per target.
 				const record = pagePool
 					? await writeReadFetched(target, result, charged, started)
@@ -400,19 +404,19 @@ export function createTargetRunner(parts: TargetRunnerParts): TargetRunner {
 				return;
 			}
 			case "aborted":
-				bookWithoutRecord(worstCase, result.charged);
+				bookWithoutRecord(target.id, worstCase, result.charged);
 				stops.stop(result.reason, `stopping: ${result.message}`);
 				return;
 			case "output_failed":
 				// The answer came (and was paid) but its page could not be written: no record, the run stops.
-				budget.commit(worstCase, worstCase);
+				budget.commit(worstCase, worstCase, target.id);
 				stats.abandoned += 1;
 				stops.guardOutput(() => {
 					throw new OutputError(result.path, result.cause);
 				});
 				return;
 			case "abandoned":
-				bookWithoutRecord(worstCase, result.charged);
+				bookWithoutRecord(target.id, worstCase, result.charged);
 				if (result.taskId) stats.tasks.leftPending += 1;
 				// Sent but given up (a stop past its grace period): the service may still charge it.
 				if (result.attempts > 0) stats.abandoned += 1;

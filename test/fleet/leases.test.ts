@@ -63,14 +63,14 @@ describe("leases and epoch fencing", () => {
 		const [lease] = await claimTargets(a.fleet, a.worker, 1, 1000);
 		for (let i = 0; i < 5; i++) {
 			await sleep(300);
-			expect(await renewLeases(a.fleet, a.worker, 1000)).toBe(1);
+			expect(await renewLeases(a.fleet, a.worker, 1000)).toHaveLength(1);
 			expect(await claimTargets(b.fleet, b.worker, 1, 60_000)).toEqual([]);
 		}
 		await sleep(1100);
 		const [taken] = await claimTargets(b.fleet, b.worker, 1, 60_000);
 		expect(taken).toMatchObject({ targetId: lease!.targetId, epoch: 2 });
 		// A's renewal no longer reaches it.
-		expect(await renewLeases(a.fleet, a.worker, 300)).toBe(0);
+		expect(await renewLeases(a.fleet, a.worker, 300)).toHaveLength(0);
 	});
 
 	it("a target released for retry goes back to the queue; one failed for good does not", async () => {

@@ -24,10 +24,13 @@ import {
 } from "../../job/index.js";
 import {
 	checkAccept,
+	checkFleetJob,
 	connectBrowser,
 	connectScraper,
 	lockPlannedRuns,
 	NoScraperAccessError,
+	fleetUrlSecrets,
+	planFleetRuns,
 	nothingToRetry,
 	type PlannedRun,
 	type PlannedRunOutcome,
@@ -77,6 +80,8 @@ interface RunFlags extends ServiceFlags {
 	shard?: string;
 	metrics?: string;
 	healthcheck?: string;
+	fleet?: string;
+	fleetRun?: string;
 }
 
 function positiveInt(name: string) {
@@ -194,6 +199,14 @@ export function registerRunCommand(program: Command, ctx: CliContext): void {
 		.option(
 			"--healthcheck <url>",
 			"ping URL/start at the start, URL on success, URL/fail otherwise (Healthchecks.io); never changes the exit code, never logged (job key healthcheck)",
+		)
+		.option(
+			"--fleet <url>",
+			"work as one worker of the job's fleet run, coordinated through PostgreSQL at URL (postgres://…; env SCRAPEJOB_FLEET_URL): any number of workers on any hosts, each target paid once, one budget and concurrency limit (docs/guides/fleet.md)",
+		)
+		.option(
+			"--fleet-run <name>",
+			"with --fleet: join or open the fleet run of that name (e.g. the Kubernetes Job's name); a complete one is not reopened (exit 0)",
 		)
 		.option("--task-poll-ms <ms>", "first wait between task status polls (grows to 10x)", positiveInt("--task-poll-ms"))
 		.option("-q, --quiet", "no progress bar and no log lines on stderr; only the final summary")
@@ -324,9 +337,22 @@ async function runCommand(ctx: CliContext, paths: string[], flags: RunFlags): Pr
 		jobs = flags.shard === undefined ? loaded : withShard(loaded, flags.shard, ctx.env);
 		if (flags.dryRun) return await dryRun(ctx, jobs, flags, connection);
 
+		// Keys and addresses (and the fleet's database) resolved: nothing is sent yet.
+		connection ??= await connectService(ctx, flags);
+		const fleetUrl = connection.config.fleetUrl;
+		if (fleetUrl === undefined && flags.fleetRun !== undefined)
+			throw new UsageError("--fleet-run names a fleet run: it needs --fleet URL (or SCRAPEJOB_FLEET_URL)");
+		if (fleetUrl !== undefined) {
+			refuseFleetFlags(flags);
+			for (const { job } of jobs)
+				checkFleetJob(job, flags.freshness !== undefined ? { freshnessMs: flags.freshness } : {});
+		}
 		// Which runs to start or continue, and their locks, before the first request (nothing sent on a refusal).
 		const outRoot = resolve(ctx.cwd, flags.out);
-		const plans = planRuns(jobs, outRoot, flags.resume, flags.repair === true, flags.continue === true);
+		const plans =
+			fleetUrl !== undefined
+				? { planned: planFleetRuns(jobs), notes: [] }
+				: planRuns(jobs, outRoot, flags.resume, flags.repair === true, flags.continue === true);
 		for (const note of plans.notes) writeLine(ctx.stdout, note);
 		planned = plans.planned;
 		if (planned.length === 0) return EXIT.ok;
@@ -337,12 +363,16 @@ async function runCommand(ctx: CliContext, paths: string[], flags: RunFlags): Pr
 		// A second Ctrl-C exits at once: the locks go with the process rather than waiting to be taken over.
 		process.once("exit", releaseOnExit);
 
-		connection ??= await connectService(ctx, flags);
 		const { config } = connection;
 		if (!config.accountKey && !config.scraperKey) throw noKeyError();
 		// Health ping URLs are secrets like the keys (anyone holding one can ping).
 		const pings = [flags.healthcheck, ...jobs.map(({ job }) => job.healthcheck)];
-		const secrets = [config.accountKey, config.scraperKey, ...pings].filter((key): key is string => Boolean(key));
+		const secrets = [
+			config.accountKey,
+			config.scraperKey,
+			...pings,
+			...(fleetUrl === undefined ? [] : fleetUrlSecrets(fleetUrl)),
+		].filter((key): key is string => Boolean(key));
 
 		const scraper = await connectScraper(ctx, connection);
 		secrets.push(scraper.secret);
@@ -362,6 +392,9 @@ async function runCommand(ctx: CliContext, paths: string[], flags: RunFlags): Pr
 			secrets,
 			browser,
 			savedItems: savedItemsFor(scraper),
+			...(fleetUrl !== undefined
+				? { fleet: { url: fleetUrl, ...(config.fleetSchema ? { schema: config.fleetSchema } : {}) } }
+				: {}),
 		};
 
 		let worst: number = EXIT.ok;
@@ -381,6 +414,18 @@ async function runCommand(ctx: CliContext, paths: string[], flags: RunFlags): Pr
 		releasePlannedRuns(planned);
 		await connection?.close();
 	}
+}
+
+/** Flags that choose a local run folder, which a fleet worker does not: refused before anything is sent. */
+function refuseFleetFlags(flags: RunFlags): void {
+	const refused = [
+		flags.resume !== undefined ? "--resume (use --continue: the fleet run goes on by itself)" : null,
+		flags.repair ? "--repair" : null,
+		flags.shard !== undefined ? "--shard (the fleet splits the work itself)" : null,
+		flags.retryFailed !== undefined ? "--retry-failed" : null,
+		flags.accept !== undefined ? "--accept" : null,
+	].filter((flag): flag is string => flag !== null);
+	if (refused.length > 0) throw new UsageError(`not with --fleet: ${refused.join(", ")}`);
 }
 
 /** A damaged results.jsonl of a run to resume: the error names the command that repairs it, as it must be pasted. */
@@ -524,6 +569,7 @@ async function runOne(
 			...(flags.outageTimeout !== undefined ? { outageTimeoutMs: flags.outageTimeout } : {}),
 			...(flags.notify !== undefined ? { notifyUrl: flags.notify } : {}),
 			...(flags.accept !== undefined ? { accept: flags.accept } : {}),
+			...(services.fleet ? { fleet: fleetChoice(services.fleet, flags, ctx.env) } : {}),
 			onAccepted: (runId, promoted) =>
 				writeLine(
 					ctx.stderr,
@@ -577,6 +623,16 @@ async function runOne(
 	}
 	// Ctrl-C while validating or counting: nothing was sent.
 	if (!outcome) return EXIT.interrupted;
+	if (outcome.skipped === "fleet_complete") {
+		const message = `${outcome.job.name}: fleet run ${outcome.fleetRun} is complete, nothing to do`;
+		writeLine(
+			ctx.stdout,
+			flags.json
+				? JSON.stringify({ job: outcome.job.name, skipped: outcome.skipped, fleet_run: outcome.fleetRun, message })
+				: message,
+		);
+		return EXIT.ok;
+	}
 	if (outcome.skipped) {
 		const message = nothingToRetry(outcome.job.name);
 		writeLine(
@@ -608,6 +664,9 @@ async function runOne(
 		case "forbidden":
 		case "service_unavailable":
 			return EXIT.authOrCredits;
+		case "fleet_unavailable":
+			writeLine(ctx.stderr, `scrapejob: ${outcome.stopMessage ?? "the fleet's database stopped answering"}`);
+			return EXIT.authOrCredits;
 		case "budget_exhausted":
 		case "contract_failed":
 			return EXIT.someTargetsFailed;
@@ -638,6 +697,16 @@ async function runOne(
 	if ((summary.breakers?.length ?? 0) > 0) return EXIT.breakerOpen;
 	// Incomplete, a failed or skipped target, or a required extract field filled below `min_fill`.
 	return runSucceeded(outcome) ? EXIT.ok : EXIT.someTargetsFailed;
+}
+
+/** The fleet a worker joins: the database, the run's name, and the lease (SCRAPEJOB_LOCK_LEASE_MS, as the job lock's). */
+function fleetChoice(fleet: NonNullable<RunServices["fleet"]>, flags: RunFlags, env: NodeJS.ProcessEnv) {
+	const leaseMs = Number(env.SCRAPEJOB_LOCK_LEASE_MS);
+	return {
+		...fleet,
+		...(flags.fleetRun !== undefined ? { runName: flags.fleetRun } : {}),
+		...(Number.isInteger(leaseMs) && leaseMs >= 1000 ? { leaseMs } : {}),
+	};
 }
 
 /** SCRAPEJOB_CRAWL_KEYS_IN_MEMORY: a crawl's URL keys held in memory before older ones spill to disk. */

@@ -1,0 +1,1 @@
+export { fleetUrlSecrets } from "../fleet/index.js";

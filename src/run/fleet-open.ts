@@ -1,0 +1,91 @@
+import {
+	connectFleet,
+	DEFAULT_FLEET_SCHEMA,
+	type Fleet,
+	type FleetRun,
+	type FleetTargetInput,
+	openFleetRun,
+} from "../fleet/index.js";
+import { type Job, streamTargetBatches } from "../job/index.js";
+import { plansOf, toFleetInput } from "./fleet-targets.js";
+import type { FleetWorkerSetup } from "./fleet-worker.js";
+
+/** How long a claim lasts without renewal unless told otherwise (a worker renews a third of the way in). */
+export const DEFAULT_FLEET_LEASE_MS = 30_000;
+
+export interface FleetJoinOptions {
+	/** `postgres://…`: a secret, never shown as given. */
+	readonly url: string;
+	/** @default "scrapejob" */
+	readonly schema?: string;
+	/** `--fleet-run NAME`: join or open the run of that name; without it the newest unfinished one, or a new one. */
+	readonly runName?: string;
+	/** The key's limit this worker sees: a new fleet run's in-flight ceiling. */
+	readonly concurrency: number;
+	/** `--max-credits`: a new run's budget, or a raised budget for the run joined. @default the job's */
+	readonly maxCredits?: number;
+	/** @default 30,000 */
+	readonly leaseMs?: number;
+}
+
+export type FleetJoin =
+	| { readonly outcome: "complete"; readonly run: FleetRun }
+	| { readonly outcome: "opened" | "joined"; readonly setup: FleetWorkerSetup };
+
+/**
+ * Connect to the fleet's database and join the job's fleet run, or open it (loading the job's targets
+ * into the frontier, once, whoever opens it). The connection is the caller's to close (`setup.fleet`),
+ * except for a complete run, where nothing is left to do and it is closed here.
+ */
+export async function joinFleetRun(job: Job, options: FleetJoinOptions): Promise<FleetJoin> {
+	const fleet = await connectFleet({ url: options.url, schema: options.schema ?? DEFAULT_FLEET_SCHEMA });
+	try {
+		const plans = plansOf(job);
+		const opened = await openFleetRun(fleet, {
+			jobName: job.name,
+			...(options.runName !== undefined ? { runName: options.runName } : {}),
+			source: () => fleetTargets(job, plans),
+			maxCredits: options.maxCredits ?? job.maxCredits,
+			concurrencyLimit: options.concurrency,
+			hostDelayMs: job.perHostDelayMs ?? 0,
+			hostConcurrency: job.perHostConcurrency ?? null,
+		});
+		if (opened.outcome === "complete") {
+			await fleet.close();
+			return { outcome: "complete", run: opened.run };
+		}
+		const maxCredits = await budgetOf(fleet, opened.run.id, opened.outcome === "joined" ? options.maxCredits : undefined);
+		return {
+			outcome: opened.outcome,
+			setup: {
+				fleet,
+				run: opened.run,
+				worker: opened.worker,
+				maxCredits,
+				leaseMs: options.leaseMs ?? DEFAULT_FLEET_LEASE_MS,
+			},
+		};
+	} catch (error) {
+		await fleet.close().catch(() => undefined);
+		throw error;
+	}
+}
+
+/** The run's budget; a `--max-credits` given when joining replaces it (the fleet's budget is one). */
+async function budgetOf(fleet: Fleet, runId: number, raised: number | undefined): Promise<number | null> {
+	const [row] =
+		raised === undefined
+			? await fleet.query<{ max_credits: string | null }>("SELECT max_credits FROM runs WHERE id = $1", [runId])
+			: await fleet.query<{ max_credits: string | null }>(
+					"UPDATE runs SET max_credits = $2 WHERE id = $1 RETURNING max_credits",
+					[runId, raised],
+				);
+	return row?.max_credits == null ? null : Number(row.max_credits);
+}
+
+/** The job's targets as the frontier stores them, streamed: each keyed by its id (unique in the job). */
+async function* fleetTargets(job: Job, plans: ReturnType<typeof plansOf>): AsyncIterable<FleetTargetInput> {
+	for await (const batch of streamTargetBatches(job)) {
+		for (const target of batch) yield toFleetInput(target, plans, target.id);
+	}
+}

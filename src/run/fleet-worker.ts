@@ -1,0 +1,317 @@
+import type { Logger } from "pino";
+import { type Clock, creditCostRange, errorMessage, type Sleep, type TaskQueue } from "../common/index.js";
+import {
+	acquireSlots,
+	claimTargets,
+	completeTarget,
+	type Fleet,
+	type FleetLease,
+	type FleetRun,
+	type FleetSlot,
+	type FleetWorker,
+	fleetStatus,
+	finishFleetRun,
+	isComplete,
+	pauseFleet,
+	releaseSlot,
+	releaseTarget,
+	renewLeases,
+	reserveCredits,
+	storeTaskId,
+} from "../fleet/index.js";
+import type { Job } from "../job/index.js";
+import type { FleetSummary, ResultRecord } from "../output/index.js";
+import { type CreditBudget, createCreditBudget } from "./credit-budget.js";
+import { fromFleetLease, plansOf } from "./fleet-targets.js";
+import type { StopController } from "./stop-controller.js";
+import type { TargetRunner } from "./target-runner.js";
+
+/** A worker's place in a fleet run, as `openFleetRun` gave it (docs/guides/fleet.md). */
+export interface FleetWorkerSetup {
+	readonly fleet: Fleet;
+	readonly run: FleetRun;
+	readonly worker: FleetWorker;
+	/** The fleet run's budget (its `max_credits`), null without one. */
+	readonly maxCredits: number | null;
+	/** How long a claim and a slot last without renewal, ms. */
+	readonly leaseMs: number;
+}
+
+/** A claimed target while this worker holds it. */
+interface HeldTarget {
+	readonly lease: FleetLease;
+	readonly slot: FleetSlot;
+	/** Local clock time until which the lease is surely still this worker's (a margin before the database's). */
+	validUntil: number;
+	/** The lease passed to another worker (a renewal no longer found it): nothing more is written for it. */
+	lost: boolean;
+	/** Credits its fetches were charged, settled with the target in one statement. */
+	charged: number;
+	/** Its record once written locally (scrubbed): it goes to the fleet's records when the target settles. */
+	record: ResultRecord | null;
+}
+
+/** A claim is trusted locally this much less than the database gives it: clocks of hosts drift apart. */
+const LEASE_MARGIN_MS = 1000;
+/** Longest wait before a worker with nothing claimable asks again (the fleet may be paused or finishing). */
+const IDLE_POLL_MS = 250;
+
+/**
+ * The run core's coordination parts on PostgreSQL, for one worker of a fleet run: where targets come
+ * from (claims with leases instead of the job's sources), the budget (reserved in the database on the
+ * target's lease), the concurrency limit (the fleet's slots, one held per target), politeness (claims
+ * honour each host's clock), the task journal (a task id stored on the lease) and the fence (a record is
+ * written only while its lease is this worker's). A lease is renewed on a timer: a worker that stops
+ * renewing (killed, stalled) loses its targets to the others, and its late writes are refused.
+ */
+export function createFleetCoordination(
+	setup: FleetWorkerSetup,
+	deps: { readonly job: Job; readonly clock: Clock; readonly sleep: Sleep; readonly log: Logger },
+) {
+	const { fleet, worker, run, leaseMs } = setup;
+	const { job, clock, sleep, log } = deps;
+	const plans = plansOf(job);
+	const held = new Map<string, HeldTarget>();
+	/** Task ids an earlier holder stored: polled, not paid for again (the runner reads this map). */
+	const tasks = new Map<string, string>();
+	/** Writes about a target still on their way to the database: its settlement waits for them. */
+	const pending = new Map<string, Promise<unknown>>();
+	const margin = Math.min(LEASE_MARGIN_MS, leaseMs / 10);
+	let fleetComplete = false;
+	let lastRenewal = clock();
+	let renewFailure: string | null = null;
+	let wakeFeeder: (() => void) | null = null;
+	const wake = () => {
+		const resume = wakeFeeder;
+		wakeFeeder = null;
+		resume?.();
+	};
+
+	const later = (id: string, write: Promise<unknown>) => {
+		const before = pending.get(id) ?? Promise.resolve();
+		const chained = before.then(() => write).catch((error) => log.warn({ event: "fleet_write", id, error: errorMessage(error) }, "fleet write failed"));
+		pending.set(id, chained);
+	};
+
+	/** Extend this worker's leases; those a renewal no longer finds passed to another worker. */
+	const renew = async () => {
+		const started = clock();
+		try {
+			const still = new Set(await renewLeases(fleet, worker, leaseMs));
+			lastRenewal = started;
+			renewFailure = null;
+			for (const [id, target] of held) {
+				if (still.has(id)) target.validUntil = Math.max(target.validUntil, started + leaseMs - margin);
+				else if (clock() > target.validUntil) target.lost = true;
+			}
+		} catch (error) {
+			renewFailure = errorMessage(error);
+			log.warn({ event: "fleet_renew_failed", error: renewFailure }, "could not renew the fleet leases");
+		}
+	};
+	const renewTimer = setInterval(() => void renew(), Math.max(100, Math.floor(leaseMs / 3)));
+	renewTimer.unref();
+
+	const mayWrite = (id: string): boolean => {
+		const target = held.get(id);
+		return target !== undefined && !target.lost && clock() < target.validUntil;
+	};
+
+	/** The runner's budget: a local ledger (the fleet's is reserved per target before the runner gets it). */
+	const local = createCreditBudget(null);
+	const budget: CreditBudget = {
+		tryReserve: (worstCase) => local.tryReserve(worstCase),
+		reserve: (worstCase, isStopping) => local.reserve(worstCase, isStopping),
+		commit(reserved, actual, targetId) {
+			local.commit(reserved, actual);
+			const target = targetId === undefined ? undefined : held.get(targetId);
+			if (target) target.charged += actual;
+		},
+		release: (reserved) => local.release(reserved),
+		get spent() {
+			return local.spent;
+		},
+		get reserved() {
+			return local.reserved;
+		},
+		get dearest() {
+			return local.dearest;
+		},
+		limit: setup.maxCredits,
+	};
+
+	/** The target ends here: its record (or its return to the queue) and its credits in one statement. */
+	const settle = async (id: string) => {
+		const target = held.get(id);
+		if (!target) return;
+		await pending.get(id);
+		try {
+			const settled = target.record
+				? await completeTarget(fleet, target.lease, target.record, target.charged)
+				: await releaseTarget(fleet, target.lease, { retry: true, credits: target.charged });
+			if (!settled && target.record)
+				log.warn({ event: "fleet_fenced", id }, "the target's lease passed to another worker: its record is not the fleet's");
+			await releaseSlot(fleet, target.slot);
+		} catch (error) {
+			// The lease lapses and another worker takes the target (the database is the fleet's memory).
+			log.warn({ event: "fleet_settle_failed", id, error: errorMessage(error) }, "could not settle a target");
+		} finally {
+			held.delete(id);
+			tasks.delete(id);
+			pending.delete(id);
+			wake();
+		}
+	};
+
+	/**
+	 * The fleet's budget for one claimed target: its worst case reserved on its lease. While other fetches
+	 * hold reservations that may cost less, it waits; when nothing is in flight and it does not fit, the
+	 * budget is spent and the worker stops.
+	 */
+	const reserveFor = async (lease: FleetLease, worstCase: number, stops: StopController): Promise<boolean> => {
+		if (setup.maxCredits === null) return true;
+		for (;;) {
+			if (await reserveCredits(fleet, lease, worstCase)) return true;
+			const [row] = await fleet.query<{ spent: string; reserved: string }>(
+				"SELECT spent, reserved FROM runs WHERE id = $1",
+				[run.id],
+				"fleet_budget",
+			);
+			const spent = Number(row?.spent ?? 0);
+			if (Number(row?.reserved ?? 0) === 0 || spent + worstCase > setup.maxCredits || stops.stopping) {
+				if (!stops.stopping)
+					stops.stop(
+						"budget_exhausted",
+						`stopping: the fleet's max_credits ${setup.maxCredits} reached (${spent} spent; the next fetch may cost ${worstCase}); raise it with --max-credits <larger> and start workers again`,
+					);
+				return false;
+			}
+			await sleep(IDLE_POLL_MS);
+		}
+	};
+
+	/** Wait until a held target settles, or `ms` passes. */
+	const pauseFeeder = (ms: number) =>
+		new Promise<void>((resolve) => {
+			const timer = setTimeout(() => {
+				wakeFeeder = null;
+				resolve();
+			}, ms);
+			wakeFeeder = () => {
+				clearTimeout(timer);
+				resolve();
+			};
+		});
+
+	/**
+	 * Claim targets into the queue, as many as there are free places in it and free fleet slots, until the
+	 * fleet run is complete or the worker stops. A slot is taken before the claim: a claim is the permission
+	 * to start a host's fetch now (its politeness clock moved on), so nothing may hold it back afterwards.
+	 */
+	const feed = async (parts: {
+		readonly queue: TaskQueue;
+		readonly runner: TargetRunner;
+		readonly stops: StopController;
+		readonly concurrency: number;
+	}): Promise<void> => {
+		const { queue, runner, stops, concurrency } = parts;
+		stops.onStop(wake);
+		while (!stops.stopping) {
+			if (renewFailure !== null && clock() - lastRenewal > leaseMs) {
+				stops.stop("fleet_unavailable", `stopping: the fleet's database stopped answering (${renewFailure})`);
+				break;
+			}
+			const free = concurrency - held.size;
+			if (free <= 0) {
+				await pauseFeeder(IDLE_POLL_MS);
+				continue;
+			}
+			let claimed: Array<{ lease: FleetLease; slot: FleetSlot }>;
+			const started = clock();
+			try {
+				const slots = await acquireSlots(fleet, worker, free, leaseMs);
+				const leases = slots.length === 0 ? [] : await claimTargets(fleet, worker, slots.length, leaseMs);
+				for (const slot of slots.slice(leases.length)) await releaseSlot(fleet, slot);
+				claimed = leases.map((lease, index) => ({ lease, slot: slots[index]! }));
+			} catch (error) {
+				renewFailure = errorMessage(error);
+				log.warn({ event: "fleet_claim_failed", error: renewFailure }, "could not claim targets");
+				await pauseFeeder(IDLE_POLL_MS);
+				continue;
+			}
+			if (claimed.length === 0) {
+				if (held.size === 0 && (await isComplete(fleet, run.id))) {
+					fleetComplete = await finishFleetRun(fleet, run.id);
+					if (fleetComplete) break;
+				}
+				await pauseFeeder(IDLE_POLL_MS);
+				continue;
+			}
+			for (const { lease, slot } of claimed) {
+				held.set(lease.targetId, {
+					lease,
+					slot,
+					validUntil: started + leaseMs - margin,
+					lost: false,
+					charged: 0,
+					record: null,
+				});
+				if (lease.taskId !== null) tasks.set(lease.targetId, lease.taskId);
+				const target = fromFleetLease(lease, plans);
+				queue.add(async () => {
+					try {
+						if (await reserveFor(lease, creditCostRange(target.params).max, stops)) await runner.run(target);
+					} finally {
+						await settle(lease.targetId);
+					}
+				});
+			}
+		}
+		// A stop: claimed targets the queue dropped never started; they go back for the others now.
+		await queue.onIdle();
+		for (const id of [...held.keys()]) await settle(id);
+	};
+
+	return {
+		budget,
+		tasks,
+		feed,
+		/** The record fence: asked right before a record's first byte and again after its last. */
+		mayWrite,
+		/** A record written locally: it goes to the fleet when its target settles. */
+		written(record: ResultRecord): void {
+			const target = held.get(record.id);
+			if (target) target.record = record;
+		},
+		/** An async task's id: stored on the lease before it is waited on, so a successor polls it. */
+		taskStarted(targetId: string, taskId: string): void {
+			const target = held.get(targetId);
+			if (target) later(targetId, storeTaskId(fleet, target.lease, taskId));
+		},
+		/** A 429: every worker of the fleet waits until its reset (no claim, no slot before then). */
+		paused(pauseMs: number): void {
+			void pauseFleet(fleet, run.id, new Date(Date.now() + pauseMs)).catch((error) =>
+				log.warn({ event: "fleet_pause_failed", error: errorMessage(error) }, "could not pause the fleet"),
+			);
+		},
+		/** Where the fleet stands, for this worker's summary. */
+		async summary(): Promise<FleetSummary> {
+			const status = await fleetStatus(fleet, run.id).catch(() => null);
+			return {
+				run: run.runName,
+				worker: worker.id,
+				targets: status?.targets ?? { queued: 0, leased: 0, done: 0, failed: 0 },
+				credits_spent: status?.credits.spent ?? 0,
+				max_credits: setup.maxCredits,
+			};
+		},
+		get complete() {
+			return fleetComplete;
+		},
+		close(): void {
+			clearInterval(renewTimer);
+		},
+	};
+}
+
+export type FleetCoordination = ReturnType<typeof createFleetCoordination>;

@@ -1,0 +1,143 @@
+import { existsSync, readdirSync, readFileSync } from "node:fs";
+import { join } from "node:path";
+import pg from "pg";
+import { describe, expect, it } from "vitest";
+import { html, startTargetSite } from "../helpers/target-site.js";
+import { tempDir, writeJob } from "../helpers/job-files.js";
+import { useCluster } from "../helpers/postgres.js";
+import { useTestService } from "../helpers/service.js";
+import { assertBuilt, type SpawnedCli, spawnCli } from "../helpers/spawn-cli.js";
+
+const cluster = useCluster();
+
+/** A job of `count` targets on `origin` (`/p/0` …), written in a fresh folder. */
+function listJob(origin: string, count: number, extra = ""): { dir: string; file: string } {
+	const dir = tempDir("scrapejob-fleet-");
+	const lines = Array.from({ length: count }, (_, i) => `  - ${origin}/p/${i}`).join("\n");
+	const file = writeJob(dir, "fleetjob", `name: fleetjob\ndefaults:\n  mode: request\n${extra}targets:\n${lines}\n`);
+	return { dir, file };
+}
+
+/** The fleet's records of the job (every run), read straight from PostgreSQL. */
+async function fleetRecords(url: string): Promise<Array<{ target_id: string; record: { credits_used: number; status: string; url: string } }>> {
+	const client = new pg.Client({ connectionString: url });
+	await client.connect();
+	try {
+		const { rows } = await client.query(
+			"SELECT r.target_id, r.record FROM scrapejob.records r JOIN scrapejob.runs u ON u.id = r.run_id WHERE u.job_name = 'fleetjob'",
+		);
+		return rows;
+	} finally {
+		await client.end();
+	}
+}
+
+function worker(file: string, dir: string, env: NodeJS.ProcessEnv, url: string, extra: string[] = []): SpawnedCli {
+	return spawnCli(["run", file, "--quiet", "--json", "--fleet", url, "--fleet-run", "nightly", ...extra], env, dir);
+}
+
+describe("run --fleet: workers of one fleet run", () => {
+	it("4 workers pay each target once, every target one record in the fleet, never above the key's limit, and a complete run is not reopened", async () => {
+		assertBuilt();
+		const url = await (await cluster()).createDatabase();
+		const service = await useTestService({ concurrency: 4 });
+		const site = await startTargetSite((_req, res) => setTimeout(() => html(res, "<p>page</p>"), 30));
+		const { dir, file } = listJob(site.origin, 60);
+		const workers = Array.from({ length: 4 }, () => worker(file, dir, service.env, url));
+		const outcomes = await Promise.all(workers.map((w) => w.done));
+		for (const outcome of outcomes) expect(outcome.code, outcome.stderr).toBe(0);
+		const records = await fleetRecords(url);
+		expect(records).toHaveLength(60);
+		expect(new Set(records.map((row) => row.record.url)).size).toBe(60);
+		// Credits in the records are the service's ledger: nothing paid twice, nothing paid unrecorded.
+		const credits = records.reduce((sum, row) => sum + row.record.credits_used, 0);
+		expect(credits).toBe(service.emulator.ledger.totalCharged());
+		expect(service.emulator.ledger.maxInFlight()).toBeLessThanOrEqual(4);
+		expect(service.emulator.ledger.rateLimits).toHaveLength(0);
+		// Each worker's summary says the fleet run is complete, and how the work was shared.
+		const summaries = outcomes.map((outcome) => JSON.parse(outcome.stdout.trim().split("\n").at(-1)!));
+		for (const summary of summaries) {
+			expect(summary.complete).toBe(true);
+			expect(summary.fleet.run).toBe("nightly");
+			expect(summary.fleet.targets.done).toBe(60);
+		}
+		expect(summaries.reduce((sum, summary) => sum + summary.targets.done, 0)).toBe(60);
+		// Each worker's own folder under <job>/fleet/, one writer each; nothing in the job's local store.
+		const folders = readdirSync(join(dir, "output", "fleetjob", "fleet"));
+		expect(folders).toHaveLength(4);
+		// The same name again (a pod restarted after the end): nothing to do, nothing sent.
+		const charged = service.emulator.ledger.totalCharged();
+		const again = await worker(file, dir, service.env, url).done;
+		expect(again.code, again.stderr).toBe(0);
+		expect(again.stdout).toContain('"skipped":"fleet_complete"');
+		expect(service.emulator.ledger.totalCharged()).toBe(charged);
+		// The password is in no file a worker wrote.
+		for (const folder of folders) {
+			for (const name of readdirSync(join(dir, "output", "fleetjob", "fleet", folder))) {
+				const path = join(dir, "output", "fleetjob", "fleet", folder, name);
+				if (name.endsWith(".jsonl") || name.endsWith(".json") || name.endsWith(".log"))
+					expect(readFileSync(path, "utf8")).not.toContain("fleet-test-pw");
+			}
+		}
+	}, 60_000);
+
+	it("a budget below the job's cost is the fleet's: 4 workers never pass it together", async () => {
+		assertBuilt();
+		const url = await (await cluster()).createDatabase();
+		const service = await useTestService({ concurrency: 8 });
+		const site = await startTargetSite((_req, res) => setTimeout(() => html(res, "<p>page</p>"), 20));
+		const { dir, file } = listJob(site.origin, 80, "max_credits: 25\n");
+		const outcomes = await Promise.all(
+			Array.from({ length: 4 }, () => worker(file, dir, service.env, url).done),
+		);
+		expect(service.emulator.ledger.totalCharged()).toBeLessThanOrEqual(25);
+		expect(service.emulator.ledger.totalCharged()).toBeGreaterThan(15);
+		// Stopped by the budget: exit 1, the run not complete, the rest left queued for a larger budget.
+		for (const outcome of outcomes) expect(outcome.code, outcome.stderr).toBe(1);
+		const records = await fleetRecords(url);
+		expect(records.reduce((sum, row) => sum + row.record.credits_used, 0)).toBe(
+			service.emulator.ledger.totalCharged(),
+		);
+	}, 60_000);
+
+	it("per_host_delay holds fleet-wide: no two fetches of the host closer than the delay, whichever worker sent them", async () => {
+		assertBuilt();
+		const url = await (await cluster()).createDatabase();
+		const service = await useTestService({ concurrency: 8 });
+		const times: number[] = [];
+		const site = await startTargetSite((_req, res) => {
+			times.push(performance.now());
+			html(res, "<p>page</p>");
+		});
+		const { dir, file } = listJob(site.origin, 12, "per_host_delay: 200ms\n");
+		const outcomes = await Promise.all(Array.from({ length: 4 }, () => worker(file, dir, service.env, url).done));
+		for (const outcome of outcomes) expect(outcome.code, outcome.stderr).toBe(0);
+		expect(times).toHaveLength(12);
+		const gaps = times.slice(1).map((time, i) => time - times[i]!);
+		// The database's clock spaces the claims 200 ms apart; the service between a worker and the site adds
+		// its own forwarding jitter (the local host gate's tests allow the same 20 %).
+		expect(Math.min(...gaps)).toBeGreaterThanOrEqual(0.8 * 200);
+		expect(times.at(-1)! - times[0]!).toBeGreaterThanOrEqual(11 * 200 - 50);
+	}, 60_000);
+
+	it("refuses what a fleet worker cannot do, before anything is sent", async () => {
+		assertBuilt();
+		const url = await (await cluster()).createDatabase();
+		const service = await useTestService();
+		const { dir, file } = listJob("http://127.0.0.1:9", 3);
+		const resumed = await worker(file, dir, service.env, url, ["--resume"]).done;
+		expect(resumed.code).toBe(2);
+		expect(resumed.stderr).toContain("not with --fleet: --resume");
+		const fresh = await worker(file, dir, service.env, url, ["--freshness", "1h"]).done;
+		expect(fresh.code).toBe(2);
+		expect(fresh.stderr).toContain("freshness is not applied to fleet runs yet");
+		const bad = await spawnCli(["run", file, "--fleet", "postgres://u:secret-pw@127.0.0.1:9/db"], service.env, dir)
+			.done;
+		expect(bad.code).toBe(3);
+		expect(bad.stderr).not.toContain("secret-pw");
+		expect(service.emulator.ledger.totalCharged()).toBe(0);
+		// The account look-up (free) only: no scrape, no health check.
+		expect(service.emulator.ledger.entries.map((entry) => entry.path)).toEqual(["/public/scraper"]);
+		expect(existsSync(join(dir, "output", "fleetjob", "fleet"))).toBe(false);
+	}, 60_000);
+});
