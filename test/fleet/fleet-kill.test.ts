@@ -1,0 +1,128 @@
+import { existsSync, readdirSync, readFileSync } from "node:fs";
+import { join } from "node:path";
+import pg from "pg";
+import { describe, expect, it } from "vitest";
+import { tempDir, writeJob } from "../helpers/job-files.js";
+import { useCluster } from "../helpers/postgres.js";
+import { useTestService } from "../helpers/service.js";
+import { assertBuilt, type SpawnedCli, spawnCli } from "../helpers/spawn-cli.js";
+import { html, startTargetSite } from "../helpers/target-site.js";
+
+const cluster = useCluster();
+/** Short leases, so a dead or stopped worker's targets pass to the others within a test. */
+const LEASE_MS = 2000;
+
+function listJob(origin: string, count: number): { dir: string; file: string } {
+	const dir = tempDir("scrapejob-fleet-kill-");
+	const lines = Array.from({ length: count }, (_, i) => `  - ${origin}/p/${i}`).join("\n");
+	return { dir, file: writeJob(dir, "killjob", `name: killjob\ndefaults:\n  mode: request\ntargets:\n${lines}\n`) };
+}
+
+async function query<Row>(url: string, text: string): Promise<Row[]> {
+	const client = new pg.Client({ connectionString: url });
+	await client.connect();
+	try {
+		return (await client.query(text)).rows as Row[];
+	} finally {
+		await client.end();
+	}
+}
+
+/** Resolves once `check` is true (polled: the workers are other processes). */
+async function until(check: () => Promise<boolean> | boolean, timeoutMs = 30_000): Promise<void> {
+	const deadline = Date.now() + timeoutMs;
+	// Before the first worker created the tables, a query fails: not yet.
+	while (!(await Promise.resolve().then(check).catch(() => false))) {
+		if (Date.now() > deadline) throw new Error("timed out waiting");
+		await new Promise((resolve) => setTimeout(resolve, 20));
+	}
+}
+
+const doneCount = async (url: string) =>
+	Number(
+		(await query<{ n: string }>(url, "SELECT count(*) AS n FROM scrapejob.targets WHERE state = 'done'"))[0]?.n ?? 0,
+	);
+
+describe("fleet workers killed and stopped", () => {
+	it("SIGKILL at random moments with replacements started (5 trials): every target one record, every credit on a record except fetches in flight at a kill", async () => {
+		assertBuilt();
+		const service = await useTestService({ concurrency: 6 });
+		const site = await startTargetSite((_req, res) => setTimeout(() => html(res, "<p>page</p>"), 20 + Math.random() * 60));
+		for (let trial = 0; trial < 5; trial++) {
+			const url = await (await cluster()).createDatabase();
+			service.emulator.ledger.clear();
+			const { dir, file } = listJob(site.origin, 40);
+			const env = { ...service.env, SCRAPEJOB_LOCK_LEASE_MS: String(LEASE_MS) };
+			// Named, as a Kubernetes Job names it: a replacement that starts after the end finds it complete.
+			const start = () => spawnCli(["run", file, "--quiet", "--fleet", url, "--fleet-run", "trial"], env, dir);
+			const workers: SpawnedCli[] = Array.from({ length: 4 }, start);
+			/** URLs leased by anyone at each kill: a superset of the fetches in flight in the killed worker. */
+			const leasedAtKills = new Set<string>();
+			for (let kill = 0; kill < 2; kill++) {
+				const target = 5 + Math.floor(Math.random() * 25);
+				await until(async () => (await doneCount(url)) >= target || workers.every((w) => w.child.exitCode !== null));
+				const victim = workers.find((w) => w.child.exitCode === null && w.child.signalCode === null);
+				if (!victim) break;
+				for (const row of await query<{ url: string }>(url, "SELECT url FROM scrapejob.targets WHERE state = 'leased'"))
+					leasedAtKills.add(row.url);
+				victim.child.kill("SIGKILL");
+				await victim.done;
+				workers.push(start());
+			}
+			const outcomes = await Promise.all(workers.map((w) => w.done));
+			expect(outcomes.filter((o) => o.signal === null).every((o) => o.code === 0)).toBe(true);
+			const records = await query<{ url: string; credits: number }>(
+				url,
+				"SELECT record->>'url' AS url, (record->>'credits_used')::int AS credits FROM scrapejob.records",
+			);
+			expect(records).toHaveLength(40);
+			expect(new Set(records.map((row) => row.url)).size).toBe(40);
+			// Charged more than recorded: only a target some worker held when one was killed.
+			const charged = new Map<string, number>();
+			for (const entry of service.emulator.ledger.entries) {
+				if (entry.url && entry.creditsCharged > 0)
+					charged.set(entry.url, (charged.get(entry.url) ?? 0) + entry.creditsCharged);
+			}
+			for (const { url: page, credits } of records) {
+				const paid = charged.get(page) ?? 0;
+				if (paid !== credits) expect(leasedAtKills.has(page), `${page}: paid ${paid}, recorded ${credits}`).toBe(true);
+			}
+			expect(service.emulator.ledger.maxInFlight()).toBeLessThanOrEqual(6);
+		}
+	}, 240_000);
+
+	it("a worker stopped past its lease (SIGSTOP, then SIGCONT) writes nothing for the targets another worker took over", async () => {
+		assertBuilt();
+		const url = await (await cluster()).createDatabase();
+		const service = await useTestService({ concurrency: 4 });
+		// The first worker's two fetches are slow (it is stopped meanwhile); the successor's are quick.
+		let slow = 2;
+		const site = await startTargetSite((_req, res) => {
+			const delay = slow > 0 ? 4000 : 10;
+			slow -= 1;
+			setTimeout(() => html(res, "<p>page</p>"), delay);
+		});
+		const { dir, file } = listJob(site.origin, 2);
+		const env = { ...service.env, SCRAPEJOB_LOCK_LEASE_MS: String(LEASE_MS) };
+		const first = spawnCli(["run", file, "--quiet", "--fleet", url, "--grace-period", "20000"], env, dir);
+		await until(() => site.requests.length >= 2);
+		first.child.kill("SIGSTOP");
+		// Past its lease: the successor claims both targets, fetches and records them.
+		await new Promise((resolve) => setTimeout(resolve, LEASE_MS + 1500));
+		const second = spawnCli(["run", file, "--quiet", "--fleet", url], env, dir);
+		const secondDone = await second.done;
+		expect(secondDone.code, secondDone.stderr).toBe(0);
+		first.child.kill("SIGCONT");
+		const firstDone = await first.done;
+		expect(firstDone.code, firstDone.stderr).toBe(0);
+		const records = await query<{ epoch: string }>(url, "SELECT epoch FROM scrapejob.records");
+		expect(records.map((row) => Number(row.epoch))).toEqual([2, 2]);
+		// The stopped worker's own results.jsonl holds none of them: its fence refused both records.
+		const folders = readdirSync(join(dir, "output", "killjob", "fleet"));
+		const written = folders.map((folder) => {
+			const path = join(dir, "output", "killjob", "fleet", folder, "results.jsonl");
+			return existsSync(path) ? readFileSync(path, "utf8").split("\n").filter(Boolean).length : 0;
+		});
+		expect(written.sort()).toEqual([0, 2]);
+	}, 60_000);
+});
