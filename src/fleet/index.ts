@@ -16,6 +16,7 @@ export {
 	renewLeases,
 	storeTaskId,
 } from "./leases.js";
+export { latestFleetRecords } from "./latest-records.js";
 export { LOAD_BATCH } from "./load-targets.js";
 export { loadTargets, type OpenFleetRunOptions, type OpenFleetRunResult, openFleetRun } from "./open-run.js";
 export { pauseFleet, setHostPoliteness } from "./politeness.js";

@@ -71,7 +71,7 @@ export function uniqueColumnNames(names: readonly string[]): string[] {
  * export holds (a first pass): a number column only when every value found is a number, so a reader
  * can sum prices without casting, and nothing is ever lost to a wrong guess.
  */
-function typedColumns(history: JobHistory, extra: readonly string[]): TypedColumn[] {
+function typedColumns(history: Pick<JobHistory, "latestOkRecords">, extra: readonly string[]): TypedColumn[] {
 	const numeric = new Map(extra.map((name) => [name, { seen: false, numbers: true }]));
 	for (const record of history.latestOkRecords()) {
 		for (const [name, state] of numeric) {
@@ -110,7 +110,7 @@ function writeLines(fd: number, lines: Iterable<string>): void {
 }
 
 /** The records as exported: without inline content (it belongs in the run folders, not in a table). */
-function* exportedRecords(history: JobHistory, count: { records: number }): Generator<ResultRecord> {
+function* exportedRecords(history: Pick<JobHistory, "latestOkRecords">, count: { records: number }): Generator<ResultRecord> {
 	for (const record of history.latestOkRecords()) {
 		const { content: _content, ...kept } = record;
 		count.records += 1;
@@ -128,7 +128,7 @@ function valueBytes(value: string | number | null): number {
 
 async function writeParquet(
 	file: TemporaryFile,
-	history: JobHistory,
+	history: Pick<JobHistory, "latestOkRecords">,
 	columns: TypedColumn[],
 	count: { records: number },
 ): Promise<void> {
@@ -191,7 +191,7 @@ function fdWriter(
 
 function writeSqlite(
 	file: TemporaryFile,
-	history: JobHistory,
+	history: Pick<JobHistory, "latestOkRecords">,
 	columns: TypedColumn[],
 	count: { records: number },
 ): void {
@@ -250,7 +250,7 @@ function writeSqlite(
  * Returns the records written.
  */
 export async function exportLatest(
-	history: JobHistory,
+	history: Pick<JobHistory, "latestOkRecords">,
 	format: ExportFormat,
 	outFile: string,
 	csvColumns: readonly string[],

@@ -1,1 +1,92 @@
-export { fleetUrlSecrets } from "../fleet/index.js";
+import { randomBytes } from "node:crypto";
+import { closeSync, openSync, rmSync, writeSync } from "node:fs";
+import { dirname, join } from "node:path";
+import { jsonlLines, parseJsonLine } from "../common/index.js";
+import {
+	connectFleet,
+	DEFAULT_FLEET_SCHEMA,
+	type FleetStatus,
+	fleetStatus,
+	latestFleetRecords,
+	listFleetRuns,
+} from "../fleet/index.js";
+import { type ExportFormat, exportLatest } from "../history/index.js";
+import type { ResultRecord } from "../output/index.js";
+
+export { type FleetStatus, fleetUrlSecrets } from "../fleet/index.js";
+
+/** Where the fleet's tables are: its database (a secret) and schema. */
+export interface FleetAddress {
+	readonly url: string;
+	/** @default "scrapejob" */
+	readonly schema?: string;
+}
+
+/** Runs `fleet status` shows at most, newest first. */
+const STATUS_RUNS = 10;
+
+/**
+ * `scrapejob fleet status`: the job's fleet runs, newest first (at most ten), each with its targets by
+ * state, its workers and their last beat, its slots in flight against the limit, its credits against the
+ * budget and its pause. Reads only; sends nothing to the service.
+ */
+export async function fleetStatusOf(jobName: string, address: FleetAddress): Promise<FleetStatus[]> {
+	const fleet = await connectFleet({ url: address.url, schema: address.schema ?? DEFAULT_FLEET_SCHEMA });
+	try {
+		const runs = (await listFleetRuns(fleet, jobName)).slice(0, STATUS_RUNS);
+		const statuses: FleetStatus[] = [];
+		for (const run of runs) {
+			const status = await fleetStatus(fleet, run.id);
+			if (status) statuses.push(status);
+		}
+		return statuses;
+	} finally {
+		await fleet.close();
+	}
+}
+
+/**
+ * `export --latest --fleet`: the newest ok record of every target across the job's fleet runs, in the
+ * format `export` writes from the job's store. The records come from PostgreSQL a page at a time into a
+ * spool file beside `outFile` (removed at the end), which the export then reads like the store's: memory
+ * stays bounded whatever the number of targets. Returns the records written.
+ */
+export async function exportFleetLatest(
+	jobName: string,
+	address: FleetAddress,
+	format: ExportFormat,
+	outFile: string,
+	csvColumns: readonly string[],
+	csvMaxCell?: number,
+): Promise<number> {
+	const spool = join(dirname(outFile), `.${randomBytes(6).toString("hex")}.fleet-spool.jsonl`);
+	const fleet = await connectFleet({ url: address.url, schema: address.schema ?? DEFAULT_FLEET_SCHEMA });
+	try {
+		const fd = openSync(spool, "wx", 0o600);
+		try {
+			let pending = "";
+			for await (const record of latestFleetRecords(fleet, jobName)) {
+				pending += `${JSON.stringify(record)}\n`;
+				if (pending.length >= 1 << 20) {
+					writeSync(fd, pending);
+					pending = "";
+				}
+			}
+			if (pending) writeSync(fd, pending);
+		} finally {
+			closeSync(fd);
+		}
+		const spooled = {
+			*latestOkRecords(): Generator<ResultRecord> {
+				for (const { text } of jsonlLines(spool)) {
+					const record = parseJsonLine(text);
+					if (record !== undefined) yield record as ResultRecord;
+				}
+			},
+		};
+		return await exportLatest(spooled, format, outFile, csvColumns, csvMaxCell);
+	} finally {
+		await fleet.close();
+		rmSync(spool, { force: true });
+	}
+}

@@ -3,7 +3,13 @@
  * (`runPlannedJob`); the CLI is a thin layer over these (flags in, words and exit codes out).
  */
 
-export { fleetUrlSecrets } from "./fleet.js";
+export {
+	exportFleetLatest,
+	type FleetAddress,
+	type FleetStatus,
+	fleetStatusOf,
+	fleetUrlSecrets,
+} from "./fleet.js";
 export { connectBrowser, NoBrowserAccessError, type RunBrowserAccess } from "./browser-access.js";
 export {
 	type ExtractJobFileOptions,

@@ -65,6 +65,27 @@ describe("run --fleet: workers of one fleet run", () => {
 		// Each worker's own folder under <job>/fleet/, one writer each; nothing in the job's local store.
 		const folders = readdirSync(join(dir, "output", "fleetjob", "fleet"));
 		expect(folders).toHaveLength(4);
+		// `fleet status --json`: the run, complete, with its four workers and its credits.
+		const status = await spawnCli(["fleet", "status", file, "--json"], { SCRAPEJOB_FLEET_URL: url }, dir).done;
+		expect(status.code, status.stderr).toBe(0);
+		const [run] = JSON.parse(status.stdout);
+		expect(run).toMatchObject({ job: "fleetjob", run: "nightly", state: "complete", in_flight: 0 });
+		expect(run.targets).toEqual({ queued: 0, leased: 0, done: 60, failed: 0 });
+		expect(run.workers).toHaveLength(4);
+		expect(run.credits.spent).toBe(service.emulator.ledger.totalCharged());
+		const text = await spawnCli(["fleet", "status", file, "--fleet", url], {}, dir).done;
+		expect(text.stdout).toContain("fleet run nightly · complete");
+		expect(text.stdout).not.toContain("fleet-test-pw");
+		// `export --latest --fleet`: one row per target, from the fleet's records.
+		const exported = await spawnCli(
+			["export", file, "--latest", "--fleet", url, "--format", "csv", "--out", join(dir, "latest.csv")],
+			{},
+			dir,
+		).done;
+		expect(exported.code, exported.stderr).toBe(0);
+		const csv = readFileSync(join(dir, "latest.csv"), "utf8").trim().split("\n");
+		expect(csv).toHaveLength(61);
+		expect(new Set(csv.slice(1).map((line) => line.split(",")[1])).size).toBe(60);
 		// The same name again (a pod restarted after the end): nothing to do, nothing sent.
 		const charged = service.emulator.ledger.totalCharged();
 		const again = await worker(file, dir, service.env, url).done;

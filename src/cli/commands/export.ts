@@ -10,6 +10,7 @@ import {
 	openJobHistory,
 } from "../../history/index.js";
 import { formatProblem, JobValidationError, loadJob } from "../../job/index.js";
+import { exportFleetLatest } from "../../library/index.js";
 import { csvColumnsFor, jobOutputDir } from "../../output/index.js";
 import { type CliContext, writeLine } from "../context.js";
 import { EXIT } from "../exit-codes.js";
@@ -34,6 +35,10 @@ export function registerExportCommand(program: Command, ctx: CliContext): void {
 		.option("--format <format>", `${EXPORT_FORMATS.join(" | ")}`, format, "csv")
 		.option("--from <dir>", "root folder of results (as run --out)", "output")
 		.option("--accept <run-id>", "first promote that run, held back by its data contract (contract_failed), to latest")
+		.option(
+			"--fleet <url>",
+			"the fleet's results instead: the newest ok record per target across the job's fleet runs in PostgreSQL (run --fleet)",
+		)
 		.option("--json", "print {records, format, out} as JSON")
 		.addHelpText(
 			"after",
@@ -49,7 +54,8 @@ be inside the job's output folder, nor a folder; an existing file is replaced on
 
 Examples:
   npx scrapejob export jobs/example-shop.yaml --latest --format parquet --out shop-latest.parquet
-  sqlite3 shop.db 'select url, price from latest'   # after --format sqlite --out shop.db`,
+  sqlite3 shop.db 'select url, price from latest'   # after --format sqlite --out shop.db
+  npx scrapejob export jobs/example-shop.yaml --latest --fleet "$SCRAPEJOB_FLEET_URL" --out shop.csv`,
 		)
 		.action(
 			async (
@@ -61,6 +67,7 @@ Examples:
 					json?: boolean;
 					force?: boolean;
 					accept?: string;
+					fleet?: string;
 				},
 			) => {
 				let job: Awaited<ReturnType<typeof loadJob>>["job"];
@@ -76,6 +83,22 @@ Examples:
 				if (flags.out.trim() === "") throw new UsageError("--out is empty: name the file to write");
 				const out = resolve(ctx.cwd, flags.out);
 				checkExportTarget(out, jobDir, flags.force === true);
+				const columns = csvColumnsFor({ data: job.extraction?.dataColumns, carry: job.extraction?.carry });
+				if (flags.fleet !== undefined) {
+					if (flags.accept !== undefined) throw new UsageError("--accept promotes a local run: not with --fleet");
+					const schema = ctx.env.SCRAPEJOB_FLEET_SCHEMA;
+					const written = await exportFleetLatest(
+						job.name,
+						{ url: flags.fleet, ...(schema ? { schema } : {}) },
+						flags.format,
+						out,
+						columns,
+						job.output.csvMaxCell,
+					);
+					if (flags.json) writeLine(ctx.stdout, JSON.stringify({ records: written, format: flags.format, out }));
+					else writeLine(ctx.stdout, `${written} records (the newest ok one of each target, from the fleet) → ${out}`);
+					return;
+				}
 				if (!existsSync(jobDir))
 					throw new UsageError(`no records of job ${job.name} under ${jobDir}: nothing to export`);
 				const history = openJobHistory(jobDir);
@@ -91,7 +114,6 @@ Examples:
 					}
 					if (history.size === 0)
 						throw new UsageError(`no records of job ${job.name} under ${jobDir}: nothing to export`);
-					const columns = csvColumnsFor({ data: job.extraction?.dataColumns, carry: job.extraction?.carry });
 					records = await exportLatest(history, flags.format, out, columns, job.output.csvMaxCell);
 				} finally {
 					history.close();

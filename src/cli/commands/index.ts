@@ -4,6 +4,7 @@ import { registerAccountCommand } from "./account.js";
 import { registerEmulatorCommand } from "./emulator.js";
 import { registerExportCommand } from "./export.js";
 import { registerExtractCommand } from "./extract.js";
+import { registerFleetCommand } from "./fleet.js";
 import { registerHealthCommand } from "./health.js";
 import { registerMergeCommand } from "./merge.js";
 import { registerProxiesCommand } from "./proxies.js";
@@ -24,6 +25,7 @@ export function registerCommands(program: Command, ctx: CliContext): void {
 	registerMergeCommand(program, ctx);
 	registerExportCommand(program, ctx);
 	registerExtractCommand(program, ctx);
+	registerFleetCommand(program, ctx);
 	registerValidateCommand(program, ctx);
 	registerAccountCommand(program, ctx);
 	registerUsageCommand(program, ctx);

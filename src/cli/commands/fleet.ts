@@ -1,0 +1,115 @@
+import { resolve } from "node:path";
+import type { Command } from "commander";
+import { UsageError } from "../../common/index.js";
+import { formatProblem, JobValidationError, loadJob } from "../../job/index.js";
+import { type FleetStatus, fleetStatusOf } from "../../library/index.js";
+import { type CliContext, writeLine } from "../context.js";
+import { EXIT } from "../exit-codes.js";
+import { formatTable } from "../format/index.js";
+import { connectService } from "../service-connection.js";
+
+interface FleetStatusFlags {
+	fleet?: string;
+	config?: string;
+	json?: boolean;
+}
+
+export function registerFleetCommand(program: Command, ctx: CliContext): void {
+	const fleet = program
+		.command("fleet")
+		.description("the job's fleet runs in PostgreSQL (run --fleet): where each stands");
+	fleet
+		.command("status")
+		.description("a job's fleet runs: targets queued / leased / done / failed, workers, in flight, credits, pause")
+		.argument("<job>", "the job file (its name finds the job's fleet runs)")
+		.option("--fleet <url>", "the fleet's PostgreSQL, postgres://… (env SCRAPEJOB_FLEET_URL)")
+		.option("--config <file>", "KEY=VALUE file setting SCRAPEJOB_* variables (flags and env win over it)")
+		.option("--json", "print the runs as JSON (what a dashboard or an alert reads)")
+		.addHelpText(
+			"after",
+			`
+Reads the fleet's tables (schema SCRAPEJOB_FLEET_SCHEMA, default scrapejob); sends nothing to the service.
+Shows the newest ten runs of the job. A worker whose last beat is older than the lease (30 s) is gone:
+its targets and slots pass to the others.
+
+Examples:
+  npx scrapejob fleet status jobs/example-shop.yaml --fleet "$SCRAPEJOB_FLEET_URL"
+  npx scrapejob fleet status jobs/example-shop.yaml --json | jq '.[0].targets'`,
+		)
+		.action(async (jobFile: string, flags: FleetStatusFlags) => {
+			let jobName: string;
+			try {
+				({
+					job: { name: jobName },
+				} = await loadJob(resolve(ctx.cwd, jobFile), { env: ctx.env, cwd: ctx.cwd, checkSources: false }));
+			} catch (error) {
+				if (!(error instanceof JobValidationError)) throw error;
+				for (const problem of error.problems) writeLine(ctx.stderr, formatProblem(problem));
+				ctx.exitCode = EXIT.invalidInput;
+				return;
+			}
+			const connection = await connectService(ctx, {
+				...(flags.config !== undefined ? { config: flags.config } : {}),
+				...(flags.fleet !== undefined ? { fleet: flags.fleet } : {}),
+			});
+			const url = connection.config.fleetUrl;
+			if (url === undefined) throw new UsageError("no fleet: pass --fleet postgres://… or set SCRAPEJOB_FLEET_URL");
+			const schema = connection.config.fleetSchema;
+			const runs = await fleetStatusOf(jobName, { url, ...(schema ? { schema } : {}) });
+			if (flags.json) {
+				writeLine(ctx.stdout, JSON.stringify(runs.map(statusJson), null, 2));
+				return;
+			}
+			if (runs.length === 0) {
+				writeLine(ctx.stdout, `${jobName}: no fleet runs`);
+				return;
+			}
+			for (const run of runs) writeLine(ctx.stdout, statusText(run));
+		});
+}
+
+/** A run's status in snake_case, as every other JSON the CLI prints. */
+function statusJson(status: FleetStatus) {
+	return {
+		job: status.run.jobName,
+		run: status.run.runName,
+		state: status.run.state,
+		created_at: status.run.createdAt.toISOString(),
+		targets: status.targets,
+		workers: status.workers.map((worker) => ({
+			id: worker.id,
+			hostname: worker.hostname,
+			pid: worker.pid,
+			started_at: worker.startedAt.toISOString(),
+			last_beat: worker.lastBeat.toISOString(),
+			last_beat_age_s: Math.max(0, (status.at.getTime() - worker.lastBeat.getTime()) / 1000),
+		})),
+		in_flight: status.inFlight,
+		concurrency_limit: status.concurrencyLimit,
+		credits: status.credits,
+		paused_until: status.pausedUntil?.toISOString() ?? null,
+		at: status.at.toISOString(),
+	};
+}
+
+function statusText(status: FleetStatus): string {
+	const { targets, credits } = status;
+	const lines = [
+		`${status.run.jobName} · fleet run ${status.run.runName} · ${status.run.state} (opened ${status.run.createdAt.toISOString()})`,
+		`  targets    ${targets.queued} queued, ${targets.leased} leased, ${targets.done} done, ${targets.failed} failed`,
+		`  in flight  ${status.inFlight} of ${status.concurrencyLimit}`,
+		`  credits    ${credits.spent} spent, ${credits.reserved} reserved${credits.max === null ? "" : ` of ${credits.max}`}`,
+	];
+	if (status.pausedUntil) lines.push(`  paused     until ${status.pausedUntil.toISOString()} (429)`);
+	if (status.workers.length > 0) {
+		const rows = status.workers.map((worker) => [
+			worker.id,
+			worker.hostname,
+			String(worker.pid),
+			`${Math.round((status.at.getTime() - worker.lastBeat.getTime()) / 1000)} s ago`,
+		]);
+		const columns = ["worker", "host", "pid", "last beat"].map((header) => ({ header }));
+		lines.push(...formatTable(columns, rows, { indent: "  " }));
+	}
+	return lines.join("\n");
+}
