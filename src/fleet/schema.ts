@@ -102,6 +102,10 @@ CREATE TABLE slots (
 );
 CREATE INDEX slots_holder ON slots (holder) WHERE holder IS NOT NULL;
 `,
+	// Freshness: a target's newest record across the job's runs, found by its id.
+	`
+CREATE INDEX records_target ON records (target_id, written_at DESC);
+`,
 ];
 
 /** The version this scrapejob writes and reads. */

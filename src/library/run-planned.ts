@@ -352,6 +352,7 @@ async function runFleetWorker(
 	const joined = await joinFleetRun(job, {
 		...choices.fleet,
 		concurrency,
+		freshnessMs: choices.freshnessMs ?? job.freshnessMs,
 		...(choices.maxCredits !== undefined ? { maxCredits: choices.maxCredits } : {}),
 	});
 	if (joined.outcome === "complete") return { skipped: "fleet_complete", job, fleetRun: joined.run.runName };
@@ -408,21 +409,17 @@ async function runFleetWorker(
 }
 
 /**
- * What a fleet run does not do (yet), refused before anything is sent with what to do instead: the
- * selections and the contract read the job's local store, which a fleet's records never enter.
+ * What a fleet run does not do (yet), refused before anything is sent with what to do instead:
+ * `--retry-failed` and the contract read the job's local store, which a fleet's records never enter.
+ * (Freshness is the fleet's own: a new fleet run leaves out what the job's fleet runs fetched lately.)
  */
 export function checkFleetJob(
 	job: Job,
-	choices: Pick<RunChoices, "retryFailed" | "freshnessMs" | "accept">,
+	choices: Pick<RunChoices, "retryFailed" | "accept">,
 ): void {
 	const instead = "run the job without --fleet for that";
 	if (choices.retryFailed !== undefined && choices.retryFailed !== false)
 		throw new UsageError(`--retry-failed reads the job's local runs, not a fleet's: ${instead}`);
-	const freshnessMs = choices.freshnessMs ?? job.freshnessMs;
-	if (freshnessMs > 0)
-		throw new UsageError(
-			`${job.name}: freshness is not applied to fleet runs yet: pass --freshness 0 to fetch every target, or ${instead}`,
-		);
 	if (job.contract)
 		throw new UsageError(`${job.name}: data contracts hold runs back in the job's local store: ${instead}`);
 	if (job.crawl) throw new UsageError(`${job.name}: crawl jobs do not run in a fleet yet: ${instead}`);

@@ -4,6 +4,7 @@ import {
 	type Fleet,
 	type FleetRun,
 	type FleetTargetInput,
+	freshTargetIds,
 	openFleetRun,
 } from "../fleet/index.js";
 import { type Job, streamTargetBatches } from "../job/index.js";
@@ -26,6 +27,8 @@ export interface FleetJoinOptions {
 	readonly maxCredits?: number;
 	/** @default 30,000 */
 	readonly leaseMs?: number;
+	/** A new run leaves out targets whose newest record in the job's fleet runs is ok and younger, ms. @default 0 */
+	readonly freshnessMs?: number;
 }
 
 export type FleetJoin =
@@ -44,7 +47,7 @@ export async function joinFleetRun(job: Job, options: FleetJoinOptions): Promise
 		const opened = await openFleetRun(fleet, {
 			jobName: job.name,
 			...(options.runName !== undefined ? { runName: options.runName } : {}),
-			source: () => fleetTargets(job, plans),
+			source: () => fleetTargets(fleet, job, plans, options.freshnessMs ?? 0),
 			maxCredits: options.maxCredits ?? job.maxCredits,
 			concurrencyLimit: options.concurrency,
 			hostDelayMs: job.perHostDelayMs ?? 0,
@@ -83,9 +86,23 @@ async function budgetOf(fleet: Fleet, runId: number, raised: number | undefined)
 	return row?.max_credits == null ? null : Number(row.max_credits);
 }
 
-/** The job's targets as the frontier stores them, streamed: each keyed by its id (unique in the job). */
-async function* fleetTargets(job: Job, plans: ReturnType<typeof plansOf>): AsyncIterable<FleetTargetInput> {
+/**
+ * The job's targets as the frontier stores them, streamed: each keyed by its id (unique in the job),
+ * fresh ones (`freshness`) left out a batch at a time.
+ */
+async function* fleetTargets(
+	fleet: Fleet,
+	job: Job,
+	plans: ReturnType<typeof plansOf>,
+	freshnessMs: number,
+): AsyncIterable<FleetTargetInput> {
 	for await (const batch of streamTargetBatches(job)) {
-		for (const target of batch) yield toFleetInput(target, plans, target.id);
+		const fresh = await freshTargetIds(
+			fleet,
+			job.name,
+			batch.map((target) => target.id),
+			freshnessMs,
+		);
+		for (const target of batch) if (!fresh.has(target.id)) yield toFleetInput(target, plans, target.id);
 	}
 }

@@ -32,8 +32,15 @@ async function fleetRecords(url: string): Promise<Array<{ target_id: string; rec
 	}
 }
 
-function worker(file: string, dir: string, env: NodeJS.ProcessEnv, url: string, extra: string[] = []): SpawnedCli {
-	return spawnCli(["run", file, "--quiet", "--json", "--fleet", url, "--fleet-run", "nightly", ...extra], env, dir);
+function worker(
+	file: string,
+	dir: string,
+	env: NodeJS.ProcessEnv,
+	url: string,
+	extra: string[] = [],
+	runName = "nightly",
+): SpawnedCli {
+	return spawnCli(["run", file, "--quiet", "--json", "--fleet", url, "--fleet-run", runName, ...extra], env, dir);
 }
 
 describe("run --fleet: workers of one fleet run", () => {
@@ -92,6 +99,14 @@ describe("run --fleet: workers of one fleet run", () => {
 		expect(again.code, again.stderr).toBe(0);
 		expect(again.stdout).toContain('"skipped":"fleet_complete"');
 		expect(service.emulator.ledger.totalCharged()).toBe(charged);
+		// The next night's fleet run with freshness: every target's newest record is ok and recent, none is paid.
+		const next = await worker(file, dir, service.env, url, ["--freshness", "1h"], "next-night").done;
+		expect(next.code, next.stderr).toBe(0);
+		expect(service.emulator.ledger.totalCharged()).toBe(charged);
+		// Without it, the next run pays them all again (the check above is not vacuous).
+		const full = await worker(file, dir, service.env, url, [], "full").done;
+		expect(full.code, full.stderr).toBe(0);
+		expect(service.emulator.ledger.totalCharged()).toBe(2 * charged);
 		// The password is in no file a worker wrote.
 		for (const folder of folders) {
 			for (const name of readdirSync(join(dir, "output", "fleetjob", "fleet", folder))) {
@@ -149,9 +164,9 @@ describe("run --fleet: workers of one fleet run", () => {
 		const resumed = await worker(file, dir, service.env, url, ["--resume"]).done;
 		expect(resumed.code).toBe(2);
 		expect(resumed.stderr).toContain("not with --fleet: --resume");
-		const fresh = await worker(file, dir, service.env, url, ["--freshness", "1h"]).done;
-		expect(fresh.code).toBe(2);
-		expect(fresh.stderr).toContain("freshness is not applied to fleet runs yet");
+		const retry = await worker(file, dir, service.env, url, ["--retry-failed"]).done;
+		expect(retry.code).toBe(2);
+		expect(retry.stderr).toContain("not with --fleet: --retry-failed");
 		const bad = await spawnCli(["run", file, "--fleet", "postgres://u:secret-pw@127.0.0.1:9/db"], service.env, dir)
 			.done;
 		expect(bad.code).toBe(3);

@@ -344,8 +344,7 @@ async function runCommand(ctx: CliContext, paths: string[], flags: RunFlags): Pr
 			throw new UsageError("--fleet-run names a fleet run: it needs --fleet URL (or SCRAPEJOB_FLEET_URL)");
 		if (fleetUrl !== undefined) {
 			refuseFleetFlags(flags);
-			for (const { job } of jobs)
-				checkFleetJob(job, flags.freshness !== undefined ? { freshnessMs: flags.freshness } : {});
+			for (const { job } of jobs) checkFleetJob(job, {});
 		}
 		// Which runs to start or continue, and their locks, before the first request (nothing sent on a refusal).
 		const outRoot = resolve(ctx.cwd, flags.out);
