@@ -3,6 +3,7 @@ import { chmodSync, existsSync, mkdirSync, readdirSync, readFileSync, writeFileS
 import { constants } from "node:os";
 import { join } from "node:path";
 import { beforeAll, describe, expect, it } from "vitest";
+import pg from "pg";
 import { parse } from "yaml";
 import type { ResultRecord } from "../../src/output/index.js";
 import { isRunFolderName, readRecords, readSummary, tempDir } from "../helpers/job-files.js";
@@ -15,18 +16,32 @@ import {
 	schemaProblems,
 	serverRuleProblems,
 } from "../helpers/kubernetes.js";
+import { useCluster } from "../helpers/postgres.js";
 import { type TestService, useTestService } from "../helpers/service.js";
 import { assertBuilt, BIN } from "../helpers/spawn-cli.js";
 import { startTargetSite } from "../helpers/target-site.js";
 
 const dir = join(import.meta.dirname, "..", "..", "examples", "kubernetes");
+const cluster = useCluster();
+
+/** The URLs of the fleet's records of the job `shop`, read from PostgreSQL. */
+async function fleetRecords(url: string): Promise<string[]> {
+	const client = new pg.Client({ connectionString: url });
+	await client.connect();
+	try {
+		const { rows } = await client.query<{ url: string }>("SELECT record->>'url' AS url FROM scrapejob.records");
+		return rows.map((row) => row.url);
+	} finally {
+		await client.end();
+	}
+}
 const files = readdirSync(dir).filter((name) => name.endsWith(".yaml"));
 const manifests = files.map((file) => ({ file, manifest: parse(readFileSync(join(dir, file), "utf8")) as Manifest }));
 const manifestOf = (file: string) => manifests.find((entry) => entry.file === file)!.manifest;
 
 describe("examples/kubernetes: what the API server accepts", () => {
-	it("holds the CronJob and the Indexed Job", () => {
-		expect(files).toEqual(expect.arrayContaining(["cronjob.yaml", "indexed-job.yaml"]));
+	it("holds the CronJob, the Indexed Job and the fleet's Job", () => {
+		expect(files).toEqual(expect.arrayContaining(["cronjob.yaml", "indexed-job.yaml", "fleet-job.yaml"]));
 	});
 
 	it("every manifest matches the Kubernetes OpenAPI schema, with no field the API does not have", () => {
@@ -75,6 +90,16 @@ describe("examples/kubernetes: what the API server accepts", () => {
 		const indexed = manifestOf("indexed-job.yaml");
 		expect(indexed.spec).toMatchObject({ completionMode: "Indexed", template: { spec: { restartPolicy: "Never" } } });
 		expect(indexed.spec.parallelism).toBe(indexed.spec.completions);
+		// The fleet's: Kubernetes' work-queue pattern (parallelism, no completions), the Job's name as the run's.
+		const fleet = manifestOf("fleet-job.yaml");
+		expect(fleet.spec.parallelism).toBeGreaterThan(1);
+		expect(fleet.spec.completions).toBeUndefined();
+		const args = fleet.spec.template.spec.containers[0]!.args!;
+		expect(args[args.indexOf("--fleet-run") + 1]).toBe("$(JOB_NAME)");
+		expect(fleet.spec.template.spec.containers[0]!.env).toContainEqual({
+			name: "JOB_NAME",
+			valueFrom: { fieldRef: { fieldPath: "metadata.labels['batch.kubernetes.io/job-name']" } },
+		});
 	});
 
 	it("pods start the image's scrapejob (never npx) and take the key from a Secret", () => {
@@ -119,14 +144,24 @@ async function podOf(
 	volume: string,
 	sink: string,
 	events: string[],
+	fleetUrl?: string,
 ): Promise<Pod> {
 	const spec = jobSpecOf(manifest);
 	const container: Container = spec.template.spec.containers[0]!;
-	const secrets: Record<string, string> = { "account-key": service.emulator.accountKey!, "healthcheck-url": sink };
+	const secrets: Record<string, string> = {
+		"account-key": service.emulator.accountKey!,
+		"healthcheck-url": sink,
+		...(fleetUrl !== undefined ? { "fleet-url": fleetUrl } : {}),
+	};
 	const env: Record<string, string> = {};
 	for (const variable of container.env ?? []) {
 		const key = variable.valueFrom?.secretKeyRef?.key;
-		if (key !== undefined) {
+		const field = variable.valueFrom?.fieldRef?.fieldPath;
+		// The Job controller labels its pods with the Job's name; the downward API hands it over.
+		if (field !== undefined) {
+			expect(field).toBe("metadata.labels['batch.kubernetes.io/job-name']");
+			env[variable.name] = manifest.metadata.name;
+		} else if (key !== undefined) {
 			expect(secrets[key], `a Secret key the test knows: ${key}`).toBeDefined();
 			env[variable.name] = secrets[key]!;
 		} else env[variable.name] = /^https?:\/\//.test(variable.value ?? "") ? sink : (variable.value ?? "");
@@ -183,18 +218,27 @@ async function podOf(
 	};
 }
 
-/** Every record of every run folder of the job `shop` on the volume. */
+/** Every record of every run folder of the job `shop` on the volume (fleet workers' folders included). */
 function recordsOnVolume(volume: string): ResultRecord[] {
 	const jobDir = join(volume, "output", "shop");
 	if (!existsSync(jobDir)) return [];
-	return readdirSync(jobDir)
-		.filter(isRunFolderName)
-		.flatMap((name) => (existsSync(join(jobDir, name, "results.jsonl")) ? readRecords(join(jobDir, name)) : []));
+	const fleetDir = join(jobDir, "fleet");
+	const folders = [
+		...readdirSync(jobDir)
+			.filter(isRunFolderName)
+			.map((name) => join(jobDir, name)),
+		...(existsSync(fleetDir) ? readdirSync(fleetDir).map((name) => join(fleetDir, name)) : []),
+	];
+	return folders.flatMap((folder) => (existsSync(join(folder, "results.jsonl")) ? readRecords(folder) : []));
 }
 
 function runFolders(volume: string): string[] {
 	const jobDir = join(volume, "output", "shop");
-	return existsSync(jobDir) ? readdirSync(jobDir).filter(isRunFolderName).sort() : [];
+	return existsSync(jobDir)
+		? readdirSync(jobDir)
+				.filter((name) => isRunFolderName(name) && name !== "fleet")
+				.sort()
+		: [];
 }
 
 /**
@@ -340,6 +384,39 @@ describe("examples/kubernetes: each pod's command line, run as written against t
 		const again = await Promise.all(indexes.map((index) => runLikeTheJobController(manifest, pod, { index })));
 		expect(again.map((outcome) => outcome.outcome)).toEqual(indexes.map(() => "Succeeded"));
 		expect(runFolders(setup.volume)).toHaveLength(2 * completions);
+		expect(setup.service.emulator.ledger.totalCharged()).toBe(paid);
+	}, 90_000);
+
+	it("fleet-job.yaml: 4 pods share one fleet run; a killed pod's replacement pays nothing twice; the Job applied again finds its run complete and pays nothing", async () => {
+		const manifest = manifestOf("fleet-job.yaml");
+		const setup = await setUp();
+		const fleetUrl = await (await cluster()).createDatabase();
+		const targets = products(setup.service, 40);
+		writeShopJob(setup, targets);
+		const pod = await podOf(manifest, setup.service, setup.workDir, setup.volume, setup.sink, setup.events, fleetUrl);
+		const parallelism = manifest.spec.parallelism!;
+		// The first pod is killed once 6 records are written (a node died); the controller starts another.
+		const outcomes = await Promise.all(
+			Array.from({ length: parallelism }, (_, index) =>
+				runLikeTheJobController(manifest, pod, index === 0 ? { killFirstAfterRecords: 6 } : {}),
+			),
+		);
+		expect(
+			outcomes.map((outcome) => outcome.outcome),
+			setup.events.join("\n"),
+		).toEqual(outcomes.map(() => "Succeeded"));
+		expect(outcomes[0]!.pods).toBe(2);
+		const records = await fleetRecords(fleetUrl);
+		expect(records.sort()).toEqual([...targets].sort());
+		// Each target paid once; only fetches in flight at the kill (at most the key's concurrency, 2) twice.
+		const charges = chargesByUrl(setup.service);
+		expect([...charges.values()].every((count) => count <= 2)).toBe(true);
+		expect([...charges.values()].filter((count) => count > 1).length).toBeLessThanOrEqual(2);
+		const paid = setup.service.emulator.ledger.totalCharged();
+
+		// `kubectl apply` again, or a retry after the end: the run of the Job's name is complete, nothing paid.
+		const again = await runLikeTheJobController(manifest, pod);
+		expect(again).toEqual({ outcome: "Succeeded", pods: 1 });
 		expect(setup.service.emulator.ledger.totalCharged()).toBe(paid);
 	}, 90_000);
 });

@@ -10,7 +10,11 @@ export interface Container {
 	name: string;
 	command?: string[];
 	args?: string[];
-	env?: Array<{ name: string; value?: string; valueFrom?: { secretKeyRef?: { name: string; key: string } } }>;
+	env?: Array<{
+		name: string;
+		value?: string;
+		valueFrom?: { secretKeyRef?: { name: string; key: string }; fieldRef?: { fieldPath: string } };
+	}>;
 	volumeMounts?: Array<{ name: string; mountPath: string }>;
 }
 
