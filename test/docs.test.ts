@@ -191,10 +191,16 @@ describe("references that cannot drift", () => {
 			page.indexOf("\n## ", page.indexOf("## Connection flags") + 1),
 		);
 		const missing: string[] = [];
-		for (const command of program.commands) {
-			const start = page.indexOf(`\n## ${command.name()}\n`);
+		// A command with subcommands (`fleet status`) is documented per subcommand, under `## fleet status`.
+		const commands = program.commands.flatMap((command) =>
+			command.commands.length === 0
+				? [{ name: command.name(), command }]
+				: command.commands.map((sub) => ({ name: `${command.name()} ${sub.name()}`, command: sub })),
+		);
+		for (const { name, command } of commands) {
+			const start = page.indexOf(`\n## ${name}\n`);
 			if (start < 0) {
-				missing.push(`command ${command.name()}`);
+				missing.push(`command ${name}`);
 				continue;
 			}
 			const next = page.indexOf("\n## ", start + 1);
@@ -204,7 +210,7 @@ describe("references that cannot drift", () => {
 				const here = section.includes(`\`${option.flags}\``) || section.includes(`\`${flag}`);
 				const shared =
 					section.includes("[connection flags](#connection-flags)") && connection.includes(`\`${option.flags}\``);
-				if (!here && !shared) missing.push(`${command.name()} ${option.flags}`);
+				if (!here && !shared) missing.push(`${name} ${option.flags}`);
 			}
 		}
 		expect(missing).toEqual([]);

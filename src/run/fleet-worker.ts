@@ -78,6 +78,8 @@ export function createFleetCoordination(
 	const pending = new Map<string, Promise<unknown>>();
 	const margin = Math.min(LEASE_MARGIN_MS, leaseMs / 10);
 	let fleetComplete = false;
+	/** Where the fleet stood when this worker ended (read once, at `close`). */
+	let ended: FleetSummary | null = null;
 	let lastRenewal = clock();
 	let renewFailure: string | null = null;
 	let wakeFeeder: (() => void) | null = null;
@@ -294,22 +296,24 @@ export function createFleetCoordination(
 				log.warn({ event: "fleet_pause_failed", error: errorMessage(error) }, "could not pause the fleet"),
 			);
 		},
-		/** Where the fleet stands, for this worker's summary. */
-		async summary(): Promise<FleetSummary> {
+		get complete() {
+			return fleetComplete;
+		},
+		/** Where the fleet stood when this worker ended, for its summary; null before `close`. */
+		get ended() {
+			return ended;
+		},
+		/** The worker's work is over: stop renewing, and read where the whole fleet stands. */
+		async close(): Promise<void> {
+			clearInterval(renewTimer);
 			const status = await fleetStatus(fleet, run.id).catch(() => null);
-			return {
+			ended = {
 				run: run.runName,
 				worker: worker.id,
 				targets: status?.targets ?? { queued: 0, leased: 0, done: 0, failed: 0 },
 				credits_spent: status?.credits.spent ?? 0,
 				max_credits: setup.maxCredits,
 			};
-		},
-		get complete() {
-			return fleetComplete;
-		},
-		close(): void {
-			clearInterval(renewTimer);
 		},
 	};
 }

@@ -418,11 +418,11 @@ export async function runJob(options: RunJobOptions): Promise<RunJobResult> {
 				finishedMs: clock(),
 				...(carried ? { carried } : {}),
 			});
-		let fleetSummary: Awaited<ReturnType<NonNullable<typeof fleet>["summary"]>> | null = null;
 		const summarizeWithBreakers = (reason: string | null) => {
 			const summary = summarize(reason);
 			const open = breakers?.open() ?? [];
 			if (open.length > 0) summary.breakers = open;
+			const fleetSummary = fleet?.ended;
 			if (fleet && fleetSummary) {
 				// A worker's session is complete when the fleet run is: its targets are the fleet's.
 				summary.fleet = fleetSummary;
@@ -474,10 +474,7 @@ export async function runJob(options: RunJobOptions): Promise<RunJobResult> {
 		};
 		const { discovered, feedError } = await feed();
 		await whenIdle(queue, hosts);
-		if (fleet) {
-			fleet.close();
-			fleetSummary = await fleet.summary();
-		}
+		await fleet?.close();
 		outage.close();
 		peers?.close();
 		if (feedError !== null) stops.conclude("invalid_source", null);
