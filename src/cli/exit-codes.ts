@@ -42,7 +42,8 @@ export const RUN_EXIT_TABLE: readonly RunExitRow[] = [
 	},
 	{
 		code: EXIT.authOrCredits,
-		meaning: "key refused, no credits or access, the service unreachable (at start, or past outage_timeout), or a fleet worker's database lost",
+		meaning:
+			"key refused, no credits or access, the service unreachable (at start, or past outage_timeout), or a fleet worker's database lost",
 		scheduler:
 			"retry a few times with backoff, same command (--continue resumes): an outage passes, a refused key does not",
 	},

@@ -9,6 +9,7 @@ export { connectFleet, DEFAULT_FLEET_SCHEMA, type Fleet, type FleetOptions, flee
 export { addDiscovered } from "./discovered.js";
 export { FleetDatabaseError, FleetSchemaTooNewError } from "./errors.js";
 export { freshTargetIds } from "./fresh.js";
+export { latestFleetRecords } from "./latest-records.js";
 export {
 	claimTargets,
 	completeTarget,
@@ -17,7 +18,6 @@ export {
 	renewLeases,
 	storeTaskId,
 } from "./leases.js";
-export { latestFleetRecords } from "./latest-records.js";
 export { LOAD_BATCH } from "./load-targets.js";
 export { loadTargets, type OpenFleetRunOptions, type OpenFleetRunResult, openFleetRun } from "./open-run.js";
 export { pauseFleet, setHostPoliteness } from "./politeness.js";

@@ -37,12 +37,7 @@ export async function acquireSlot(fleet: Fleet, worker: FleetWorker, holdMs: num
  * Take up to `n` free slots in one statement (as `acquireSlot`, for a worker filling several places of its
  * queue at once): fewer, or none, when the others hold the rest or the fleet is paused.
  */
-export async function acquireSlots(
-	fleet: Fleet,
-	worker: FleetWorker,
-	n: number,
-	holdMs: number,
-): Promise<FleetSlot[]> {
+export async function acquireSlots(fleet: Fleet, worker: FleetWorker, n: number, holdMs: number): Promise<FleetSlot[]> {
 	if (n <= 0) return [];
 	const rows = await fleet.query<{ slot: number; epoch: string }>(
 		`UPDATE slots s SET holder = $2, epoch = s.epoch + 1, held_until = now() + make_interval(secs => $3::float8 / 1000)

@@ -110,7 +110,10 @@ function writeLines(fd: number, lines: Iterable<string>): void {
 }
 
 /** The records as exported: without inline content (it belongs in the run folders, not in a table). */
-function* exportedRecords(history: Pick<JobHistory, "latestOkRecords">, count: { records: number }): Generator<ResultRecord> {
+function* exportedRecords(
+	history: Pick<JobHistory, "latestOkRecords">,
+	count: { records: number },
+): Generator<ResultRecord> {
 	for (const record of history.latestOkRecords()) {
 		const { content: _content, ...kept } = record;
 		count.records += 1;

@@ -3,13 +3,6 @@
  * (`runPlannedJob`); the CLI is a thin layer over these (flags in, words and exit codes out).
  */
 
-export {
-	exportFleetLatest,
-	type FleetAddress,
-	type FleetStatus,
-	fleetStatusOf,
-	fleetUrlSecrets,
-} from "./fleet.js";
 export { connectBrowser, NoBrowserAccessError, type RunBrowserAccess } from "./browser-access.js";
 export {
 	type ExtractJobFileOptions,
@@ -17,6 +10,13 @@ export {
 	extractJobFile,
 	extractPlanned,
 } from "./extract-job-file.js";
+export {
+	exportFleetLatest,
+	type FleetAddress,
+	type FleetStatus,
+	fleetStatusOf,
+	fleetUrlSecrets,
+} from "./fleet.js";
 export {
 	NoScraperAccessError,
 	nothingToRetry,
@@ -27,8 +27,8 @@ export {
 export {
 	checkAccept,
 	lockPlannedRuns,
-	planFleetRuns,
 	type PlannedRun,
+	planFleetRuns,
 	planRuns,
 	type RunPlans,
 	releasePlannedRuns,

@@ -3,6 +3,7 @@ import { basename, join } from "node:path";
 import type { Logger } from "pino";
 import type { SavedItemsClient, ScraperAccess, ScraperClient } from "../api/index.js";
 import { jsonlLines, type LastWords, parseJsonLine, UsageError } from "../common/index.js";
+import { fleetUrlSecrets } from "../fleet/index.js";
 import { type FailedCrawledPage, type JobHistory, openJobHistory, type TargetHistory } from "../history/index.js";
 import {
 	type Job,
@@ -12,7 +13,6 @@ import {
 	shardSuffix,
 	type TargetCounts,
 } from "../job/index.js";
-import { fleetUrlSecrets } from "../fleet/index.js";
 import { jobOutputDir, newRunId } from "../output/index.js";
 import {
 	type FleetJoinOptions,
@@ -413,10 +413,7 @@ async function runFleetWorker(
  * `--retry-failed` and the contract read the job's local store, which a fleet's records never enter.
  * (Freshness is the fleet's own: a new fleet run leaves out what the job's fleet runs fetched lately.)
  */
-export function checkFleetJob(
-	job: Job,
-	choices: Pick<RunChoices, "retryFailed" | "accept">,
-): void {
+export function checkFleetJob(job: Job, choices: Pick<RunChoices, "retryFailed" | "accept">): void {
 	const instead = "run the job without --fleet for that";
 	if (choices.retryFailed !== undefined && choices.retryFailed !== false)
 		throw new UsageError(`--retry-failed reads the job's local runs, not a fleet's: ${instead}`);

@@ -57,7 +57,11 @@ export async function joinFleetRun(job: Job, options: FleetJoinOptions): Promise
 			await fleet.close();
 			return { outcome: "complete", run: opened.run };
 		}
-		const maxCredits = await budgetOf(fleet, opened.run.id, opened.outcome === "joined" ? options.maxCredits : undefined);
+		const maxCredits = await budgetOf(
+			fleet,
+			opened.run.id,
+			opened.outcome === "joined" ? options.maxCredits : undefined,
+		);
 		return {
 			outcome: opened.outcome,
 			setup: {

@@ -1,5 +1,5 @@
-import type { FleetLease, FleetTargetInput } from "../fleet/index.js";
 import type { ExtractPlan } from "../extract/index.js";
+import type { FleetLease, FleetTargetInput } from "../fleet/index.js";
 import type { Job, Target } from "../job/index.js";
 
 /** What the frontier keeps of a target beside its URL: enough for any worker to rebuild it. */

@@ -9,8 +9,8 @@ import {
 	type FleetRun,
 	type FleetSlot,
 	type FleetWorker,
-	fleetStatus,
 	finishFleetRun,
+	fleetStatus,
 	isComplete,
 	pauseFleet,
 	releaseSlot,
@@ -91,7 +91,9 @@ export function createFleetCoordination(
 
 	const later = (id: string, write: Promise<unknown>) => {
 		const before = pending.get(id) ?? Promise.resolve();
-		const chained = before.then(() => write).catch((error) => log.warn({ event: "fleet_write", id, error: errorMessage(error) }, "fleet write failed"));
+		const chained = before
+			.then(() => write)
+			.catch((error) => log.warn({ event: "fleet_write", id, error: errorMessage(error) }, "fleet write failed"));
 		pending.set(id, chained);
 	};
 
@@ -152,7 +154,10 @@ export function createFleetCoordination(
 				? await completeTarget(fleet, target.lease, target.record, target.charged)
 				: await releaseTarget(fleet, target.lease, { retry: true, credits: target.charged });
 			if (!settled && target.record)
-				log.warn({ event: "fleet_fenced", id }, "the target's lease passed to another worker: its record is not the fleet's");
+				log.warn(
+					{ event: "fleet_fenced", id },
+					"the target's lease passed to another worker: its record is not the fleet's",
+				);
 			await releaseSlot(fleet, target.slot);
 		} catch (error) {
 			// The lease lapses and another worker takes the target (the database is the fleet's memory).

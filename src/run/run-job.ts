@@ -369,18 +369,18 @@ export async function runJob(options: RunJobOptions): Promise<RunJobResult> {
 		// The per-domain paid-failure breakers (docs/behaviour.md, "Breakers"): said in run.log and on the terminal.
 		const breakers =
 			job.breaker && !fleet
-			? createBreakers(job.breaker, clock, {
-					onOpen: (open) => {
-						const message = `breaker open for ${open.domain}: ${open.reason}; its remaining targets are parked (--resume takes them)`;
-						log.warn({ event: "breaker_open", domain: open.domain, reason: open.reason }, message);
-						options.logger?.warn({ domain: open.domain }, message);
-					},
-					onClose: (domain) => {
-						log.info({ event: "breaker_closed", domain }, `breaker closed for ${domain}: the probe was useful`);
-						options.logger?.info({ domain }, `breaker closed for ${domain}: the probe was useful`);
-					},
-				})
-			: null;
+				? createBreakers(job.breaker, clock, {
+						onOpen: (open) => {
+							const message = `breaker open for ${open.domain}: ${open.reason}; its remaining targets are parked (--resume takes them)`;
+							log.warn({ event: "breaker_open", domain: open.domain, reason: open.reason }, message);
+							options.logger?.warn({ domain: open.domain }, message);
+						},
+						onClose: (domain) => {
+							log.info({ event: "breaker_closed", domain }, `breaker closed for ${domain}: the probe was useful`);
+							options.logger?.info({ domain }, `breaker closed for ${domain}: the probe was useful`);
+						},
+					})
+				: null;
 		const runner = createTargetRunner({
 			job,
 			stops,

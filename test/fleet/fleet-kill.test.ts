@@ -32,7 +32,11 @@ async function query<Row>(url: string, text: string): Promise<Row[]> {
 async function until(check: () => Promise<boolean> | boolean, timeoutMs = 30_000): Promise<void> {
 	const deadline = Date.now() + timeoutMs;
 	// Before the first worker created the tables, a query fails: not yet.
-	while (!(await Promise.resolve().then(check).catch(() => false))) {
+	while (
+		!(await Promise.resolve()
+			.then(check)
+			.catch(() => false))
+	) {
 		if (Date.now() > deadline) throw new Error("timed out waiting");
 		await new Promise((resolve) => setTimeout(resolve, 20));
 	}
@@ -47,7 +51,9 @@ describe("fleet workers killed and stopped", () => {
 	it("SIGKILL at random moments with replacements started (5 trials): every target one record, every credit on a record except fetches in flight at a kill", async () => {
 		assertBuilt();
 		const service = await useTestService({ concurrency: 6 });
-		const site = await startTargetSite((_req, res) => setTimeout(() => html(res, "<p>page</p>"), 20 + Math.random() * 60));
+		const site = await startTargetSite((_req, res) =>
+			setTimeout(() => html(res, "<p>page</p>"), 20 + Math.random() * 60),
+		);
 		for (let trial = 0; trial < 5; trial++) {
 			const url = await (await cluster()).createDatabase();
 			service.emulator.ledger.clear();

@@ -2,11 +2,11 @@ import { existsSync, readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import pg from "pg";
 import { describe, expect, it } from "vitest";
-import { html, startTargetSite } from "../helpers/target-site.js";
 import { tempDir, writeJob } from "../helpers/job-files.js";
 import { useCluster } from "../helpers/postgres.js";
 import { useTestService } from "../helpers/service.js";
 import { assertBuilt, type SpawnedCli, spawnCli } from "../helpers/spawn-cli.js";
+import { html, startTargetSite } from "../helpers/target-site.js";
 
 const cluster = useCluster();
 
@@ -19,7 +19,9 @@ function listJob(origin: string, count: number, extra = ""): { dir: string; file
 }
 
 /** The fleet's records of the job (every run), read straight from PostgreSQL. */
-async function fleetRecords(url: string): Promise<Array<{ target_id: string; record: { credits_used: number; status: string; url: string } }>> {
+async function fleetRecords(
+	url: string,
+): Promise<Array<{ target_id: string; record: { credits_used: number; status: string; url: string } }>> {
 	const client = new pg.Client({ connectionString: url });
 	await client.connect();
 	try {
@@ -123,17 +125,13 @@ describe("run --fleet: workers of one fleet run", () => {
 		const service = await useTestService({ concurrency: 8 });
 		const site = await startTargetSite((_req, res) => setTimeout(() => html(res, "<p>page</p>"), 20));
 		const { dir, file } = listJob(site.origin, 80, "max_credits: 25\n");
-		const outcomes = await Promise.all(
-			Array.from({ length: 4 }, () => worker(file, dir, service.env, url).done),
-		);
+		const outcomes = await Promise.all(Array.from({ length: 4 }, () => worker(file, dir, service.env, url).done));
 		expect(service.emulator.ledger.totalCharged()).toBeLessThanOrEqual(25);
 		expect(service.emulator.ledger.totalCharged()).toBeGreaterThan(15);
 		// Stopped by the budget: exit 1, the run not complete, the rest left queued for a larger budget.
 		for (const outcome of outcomes) expect(outcome.code, outcome.stderr).toBe(1);
 		const records = await fleetRecords(url);
-		expect(records.reduce((sum, row) => sum + row.record.credits_used, 0)).toBe(
-			service.emulator.ledger.totalCharged(),
-		);
+		expect(records.reduce((sum, row) => sum + row.record.credits_used, 0)).toBe(service.emulator.ledger.totalCharged());
 	}, 60_000);
 
 	it("per_host_delay holds fleet-wide: no two fetches of the host closer than the delay, whichever worker sent them", async () => {
