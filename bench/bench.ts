@@ -17,6 +17,7 @@ import { createInterface } from "node:readline";
 import { fileURLToPath } from "node:url";
 import { benchCrawl, benchCrawlFeed, formatCrawlFeedRow, formatCrawlRow } from "./crawl-bench.js";
 import { benchExtract, formatExtractRow } from "./extract-bench.js";
+import { benchFleet, formatFleetRow } from "./fleet-bench.js";
 import { benchHistory, formatHistoryRow } from "./history-bench.js";
 import { jsonText } from "./json-text.js";
 import { summarizeProfile } from "./profile-top.js";
@@ -128,7 +129,8 @@ function parseArgs(argv: readonly string[]): Options {
 				value === CRAWL_ROW ||
 				value === HISTORY_ROW ||
 				value === REEXTRACT_ROW ||
-				value === SHARDS_ROW
+				value === SHARDS_ROW ||
+				value === FLEET_ROW
 			) {
 				only = value;
 				continue;
@@ -137,7 +139,7 @@ function parseArgs(argv: readonly string[]): Options {
 			const scenario = byIndex ?? SCENARIOS.find((s) => s.name === value);
 			if (!scenario) {
 				throw new Error(
-					`--only: no row ${value}; rows: ${[...SCENARIOS.map((s) => s.name), REPORT_ROW, EXTRACT_ROW, CRAWL_ROW, HISTORY_ROW, REEXTRACT_ROW, SHARDS_ROW].join(", ")}`,
+					`--only: no row ${value}; rows: ${[...SCENARIOS.map((s) => s.name), REPORT_ROW, EXTRACT_ROW, CRAWL_ROW, HISTORY_ROW, REEXTRACT_ROW, SHARDS_ROW, FLEET_ROW].join(", ")}`,
 				);
 			}
 			only = scenario.name;
@@ -685,6 +687,8 @@ const HISTORY_ROW = "history";
 const REEXTRACT_ROW = "reextract";
 /** N shards on one key: the sum in flight over time against the limit (`--only=shards`; not in a full run). */
 const SHARDS_ROW = "shards";
+/** 1, 2 and 4 fleet workers on one key through PostgreSQL against one local process (`--only=fleet`; not in a full run). */
+const FLEET_ROW = "fleet";
 
 async function run(): Promise<number> {
 	const options = parseArgs(process.argv.slice(2));
@@ -716,6 +720,11 @@ async function run(): Promise<number> {
 	if (options.only === SHARDS_ROW) {
 		const row = await benchShards(root, options.quick, (line) => process.stdout.write(`${line}\n`));
 		process.stdout.write(`\n${formatShardsRow(row)}\n`);
+		return row.verdicts.every((verdict) => verdict.met) ? 0 : 1;
+	}
+	if (options.only === FLEET_ROW) {
+		const row = await benchFleet(root, options.quick, (line) => process.stdout.write(`${line}\n`));
+		process.stdout.write(`\n${formatFleetRow(row)}\n`);
 		return row.verdicts.every((verdict) => verdict.met) ? 0 : 1;
 	}
 	if (options.only === EXTRACT_ROW) {
