@@ -74,7 +74,13 @@ function readState(jobDir: string, index: number, count: number): InboxState | n
 		if (typeof state.idle !== "boolean" || typeof state.run_id !== "string") return null;
 		const at = typeof state.at === "number" ? state.at : 0;
 		if (typeof state.files === "object" && state.files !== null) {
-			return { run_id: state.run_id, idle: state.idle, at, files: state.files as Record<string, FileOffsets> };
+			// The disk is read as hostile: an entry that is not two offsets counts as a file not read yet.
+			const files: Record<string, FileOffsets> = {};
+			for (const [name, offsets] of Object.entries(state.files as Record<string, Partial<FileOffsets>>)) {
+				if (Number.isSafeInteger(offsets?.read) && Number.isSafeInteger(offsets?.from))
+					files[name] = { read: offsets.read!, from: offsets.from! };
+			}
+			return { run_id: state.run_id, idle: state.idle, at, files };
 		}
 		// A state of a version with one shared inbox: its offsets are that file's.
 		if (typeof state.read !== "number") return null;
@@ -176,7 +182,7 @@ export function openShardInbox(
 			let fd = writers.get(index);
 			if (fd === undefined) {
 				fd = openSync(join(jobDir, inboxName(index, shard.count, shard.index)), "a+");
-				// This shard's earlier session killed mid-line: the torn line is ended, so it is passed over
+				// An earlier run of this shard killed mid-line: the torn line is ended, so it is passed over
 				// alone and the next entry is whole.
 				if (!endsWithNewline(fd, fstatSync(fd).size)) writeSync(fd, "\n");
 				writers.set(index, fd);

@@ -49,7 +49,7 @@ describe("shard inboxes: one writer per file", () => {
 		three.close();
 	});
 
-	it("a writer killed mid-line: the torn line is passed over and its next session's links are whole", () => {
+	it("a writer killed mid-line: the torn line is passed over and the links of its next run are whole", () => {
 		const dir = tempDir();
 		const reader = open(dir, 2, "r1");
 		const first = open(dir, 1, "w1");
