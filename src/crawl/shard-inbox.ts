@@ -249,6 +249,20 @@ export function openShardInbox(
 }
 
 /**
+ * Whether links were handed to a shard's crawl run `runId` after it last read its inboxes: a shard that
+ * started late (or was resumed) found them once this one had ended. That run is then not complete:
+ * its `--resume` reads them. False when a later run of the shard has read the inboxes since (they are
+ * that run's), and when no inbox file is there (a run folder moved off the job folder).
+ */
+export function hasUnreadLinks(jobDir: string, shard: ShardSpec, runId: string): boolean {
+	const names = inboxFiles(jobDir, shard.count).get(shard.index) ?? [];
+	if (names.length === 0) return false;
+	const state = readState(jobDir, shard.index, shard.count);
+	if (state !== null && state.run_id !== runId) return false;
+	return names.some((name) => sizeOf(join(jobDir, name)) > (state?.files[name]?.read ?? 0));
+}
+
+/**
  * Whether shard `index` of the layout said it is out of work in run `runId` (its inbox state): a crawl
  * shard waiting for links. A state of another run (an older run of the shard) says nothing.
  */

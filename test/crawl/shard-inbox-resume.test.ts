@@ -6,6 +6,7 @@ import { afterEach, beforeAll, describe, expect, it } from "vitest";
 import { type Emulator, startEmulator } from "../../src/emulator/index.js";
 import { shardOf } from "../../src/job/index.js";
 import { isRunFolderName, readRecords, tempDir, writeJob } from "../helpers/job-files.js";
+import { runCli } from "../helpers/run-cli.js";
 import { assertBuilt, spawnCli } from "../helpers/spawn-cli.js";
 
 const servers: Server[] = [];
@@ -296,5 +297,76 @@ describe("crawl with --shard: two writers hand links to one reader", () => {
 				shard2: true,
 			});
 		}
+	}, 90_000);
+});
+
+describe("crawl with --shard: a shard that starts late", () => {
+	it("links it hands to a shard that has ended make that run incomplete: merge says so, and its --resume fetches them", async () => {
+		let a = "";
+		let b = "";
+		// A's pages link B's; B's pages link pages of A that only B links (`/late-…`): shard 1 learns of them
+		// only from shard 2, which starts after shard 1 has ended.
+		for (let tries = 0; tries < 20 && (a === "" || shardOf(a, 2) !== 1 || shardOf(b, 2) !== 2); tries += 1) {
+			a = await site(
+				(path) => (path === "/" ? ["/1", "/2", `${b}/x`] : path.startsWith("/late") ? [] : [`${b}/y${path}`]),
+				0,
+			);
+			b = await site((path) => (path === "/" ? [] : [`${a}/late${path.replaceAll("/", "-")}`]), 0);
+		}
+		expect([shardOf(a, 2), shardOf(b, 2)]).toEqual([1, 2]);
+		emulator = await startEmulator({ scenario: { concurrency: 4 } });
+		const env = {
+			SCRAPEJOB_ACCOUNT_KEY: emulator.accountKey,
+			SCRAPEJOB_API_URL: emulator.apiUrl,
+			SCRAPEJOB_LOCK_LEASE_MS: "500",
+		};
+		const dir = tempDir();
+		const job = writeJob(
+			dir,
+			"crawl",
+			[
+				"name: crawl",
+				"defaults: {mode: request}",
+				"output: {content: none}",
+				"crawl: {max_depth: 4, scope: any, robots: ignore}",
+				"targets:",
+				`  - ${a}/`,
+				"",
+			].join("\n"),
+		);
+		const whole = join(dir, "whole");
+		expect((await spawnCli(["run", job, "--out", whole, "--quiet"], env).done).code).toBe(0);
+		const wholeUrls = allRecords(join(whole, "crawl"))
+			.map((record) => record.url)
+			.sort();
+		expect(wholeUrls.filter((url) => url.includes("/late"))).toHaveLength(3);
+
+		const out = join(dir, "out");
+		const jobDir = join(out, "crawl");
+		// Shard 1 alone: it waits out the start grace for shard 2, then ends.
+		const first = await spawnCli(["run", job, "--out", out, "--quiet", "--shard", "1/2"], env).done;
+		expect(first.code, first.stderr).toBe(0);
+		const second = await spawnCli(["run", job, "--out", out, "--quiet", "--shard", "2/2"], env).done;
+		expect(second.code, second.stderr).toBe(0);
+		const folders = () =>
+			readdirSync(jobDir)
+				.filter(isRunFolderName)
+				.map((name) => join(jobDir, name));
+		expect(allRecords(jobDir).filter((record) => record.url.includes("/late"))).toEqual([]);
+
+		const merged = await runCli(["merge", ...folders(), "--out", join(dir, "m1"), "--json"]);
+		expect(merged.code, merged.stderr).toBe(1);
+		expect(JSON.parse(merged.stdout)).toMatchObject({ complete: false, shards: { missing: [], incomplete: [1] } });
+
+		const resumed = await spawnCli(["run", job, "--out", out, "--quiet", "--shard", "1/2", "--resume"], env).done;
+		expect(resumed.code, resumed.stderr).toBe(0);
+		const again = await runCli(["merge", ...folders(), "--out", join(dir, "m2"), "--json"]);
+		expect(again.code, again.stderr).toBe(0);
+		expect(JSON.parse(again.stdout)).toMatchObject({ complete: true });
+		expect(
+			allRecords(jobDir)
+				.map((record) => record.url)
+				.sort(),
+		).toEqual(wholeUrls);
 	}, 90_000);
 });

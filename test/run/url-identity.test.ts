@@ -65,11 +65,11 @@ describe("freshness knows a page by its identity", () => {
 			cwd: dir,
 		});
 		expect(second.code, second.stderr).toBe(0);
-		expect(realtime(service).map((entry) => new URL(entry.url ?? "").pathname).sort()).toEqual([
-			"/product/1",
-			"/product/2",
-			"/product/3",
-		]);
+		expect(
+			realtime(service)
+				.map((entry) => new URL(entry.url ?? "").pathname)
+				.sort(),
+		).toEqual(["/product/1", "/product/2", "/product/3"]);
 	});
 });
 
