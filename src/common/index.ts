@@ -75,6 +75,7 @@ export {
 export { CLI_NAME, cliCommand, shellWord } from "./shell-command.js";
 export { type Clock, type Sleep, sleep, systemClock } from "./sleep.js";
 export { createTaskQueue, type TaskQueue } from "./task-queue.js";
+export { normalizeUrl, urlIdentity } from "./url-identity.js";
 export { createUrlKeys, type UrlKeys, type UrlKeysOptions } from "./url-keys.js";
 export {
 	compileUserRegex,

@@ -14,7 +14,7 @@ export { FRONTIER_FILE } from "./frontier-file.js";
 export { createLinkScope, type LinkScope } from "./link-scope.js";
 export { normalizeUrl, withSeedCredentials } from "./normalize-url.js";
 export { ROBOTS_MAX_BYTES } from "./robots-rules.js";
-export { inboxName, openShardInbox, type ShardInbox, shardIsIdle } from "./shard-inbox.js";
+export { hasUnreadLinks, inboxName, openShardInbox, type ShardInbox, shardIsIdle } from "./shard-inbox.js";
 export { SITEMAP_MAX_BYTES, SITEMAP_MAX_URLS, type SitemapBounds } from "./sitemap-stream.js";
 export {
 	MAX_SITEMAP_FILES,

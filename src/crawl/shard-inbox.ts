@@ -1,27 +1,43 @@
-import { closeSync, openSync, readFileSync, statSync, writeSync } from "node:fs";
+import { closeSync, fstatSync, openSync, readdirSync, readFileSync, readSync, statSync, writeSync } from "node:fs";
 import { join } from "node:path";
-import { openJsonlReader, parseJsonLine, writeFileAtomic } from "../common/index.js";
+import { type JsonlReader, openJsonlReader, parseJsonLine, writeFileAtomic } from "../common/index.js";
 import type { ShardSpec } from "../job/index.js";
 import { type FrontierEntry, isFrontierEntry } from "./frontier-file.js";
 
-/** `<job>/inbox-shard-J-of-N.jsonl`: crawled links of shard J's hosts, found by the other shards. */
-export function inboxName(index: number, count: number): string {
+/**
+ * `<job>/inbox-shard-J-from-I-of-N.jsonl`: crawled links of shard J's hosts, found by shard I. Each file
+ * has one writer: appends of several hosts to one file are not atomic on a network file system.
+ */
+export function inboxName(index: number, count: number, from: number): string {
+	return `inbox-shard-${index}-from-${from}-of-${count}.jsonl`;
+}
+
+/** `<job>/inbox-shard-J-of-N.jsonl`: the one inbox every shard appended to before; read, never written. */
+function sharedInboxName(index: number, count: number): string {
 	return `inbox-shard-${index}-of-${count}.jsonl`;
 }
 
-/** `<job>/.inbox-shard-J-of-N.state`: how far shard J has read its inbox, and whether it is out of work. */
+const INBOX_PATTERN = /^inbox-shard-(\d+)-(?:from-\d+-)?of-(\d+)\.jsonl$/;
+
+/** `<job>/.inbox-shard-J-of-N.state`: how far shard J has read its inboxes, and whether it is out of work. */
 function stateName(index: number, count: number): string {
 	return `.inbox-shard-${index}-of-${count}.state`;
 }
 
-interface InboxState {
-	readonly run_id: string;
-	/** Bytes of the inbox read (and journalled to the run's frontier). */
+/** One inbox file as its reader left it. */
+interface FileOffsets {
+	/** Bytes read (and journalled to the run's frontier). */
 	readonly read: number;
-	/** Out of work: nothing queued or in flight, the inbox read to `read`. */
-	readonly idle: boolean;
 	/** Where the run began reading: its `--resume` reads again from there (entries seen before are dropped). */
 	readonly from: number;
+}
+
+interface InboxState {
+	readonly run_id: string;
+	/** Each inbox file of the shard (by name) read so far; a file not named here is read from its start. */
+	readonly files: Readonly<Record<string, FileOffsets>>;
+	/** Out of work: nothing queued or in flight, every inbox read to its `read`. */
+	readonly idle: boolean;
 	/** When this state was written, epoch ms. */
 	readonly at: number;
 }
@@ -37,25 +53,40 @@ export interface ShardInboxOptions {
 }
 
 export interface ShardInbox {
-	/** Hand links of shard `index`'s hosts to it: one small O_APPEND write a line, so writers never interleave. */
+	/** Hand links of shard `index`'s hosts to it: appended to the one file of theirs this shard writes. */
 	handOff(index: number, entries: readonly FrontierEntry[]): void;
-	/** Entries written to this shard's inbox since the last call (whole lines only); any read makes it not idle. */
+	/** Entries written to this shard's inboxes since the last call (whole lines only); any read makes it not idle. */
 	readNew(): FrontierEntry[];
 	/** Publish that this shard is out of work (true) or working again (false), with how far it read. */
 	setIdle(idle: boolean): void;
 	/**
-	 * The layout is out of work: this shard's inbox is read to its end and every other shard has ended
-	 * (`isRunning` false: its lock released or its lease lapsed; one not started yet is waited for during
-	 * the start grace) or is idle with its own inbox read to the end.
+	 * The layout is out of work: this shard's inboxes are read to their end and every other shard has
+	 * ended (`isRunning` false: its lock released or its lease lapsed; one not started yet is waited for
+	 * during the start grace) or is idle with its own inboxes read to the end.
 	 */
 	allSettled(isRunning: (index: number) => boolean): boolean;
 	close(): void;
 }
 
-function readState(path: string): InboxState | null {
+function readState(jobDir: string, index: number, count: number): InboxState | null {
 	try {
-		const state = JSON.parse(readFileSync(path, "utf8")) as InboxState;
-		return typeof state.read === "number" && typeof state.idle === "boolean" ? state : null;
+		const state = JSON.parse(readFileSync(join(jobDir, stateName(index, count)), "utf8")) as Record<string, unknown>;
+		if (typeof state.idle !== "boolean" || typeof state.run_id !== "string") return null;
+		const at = typeof state.at === "number" ? state.at : 0;
+		if (typeof state.files === "object" && state.files !== null) {
+			// The disk is read as hostile: an entry that is not two offsets counts as a file not read yet.
+			const files: Record<string, FileOffsets> = {};
+			for (const [name, offsets] of Object.entries(state.files as Record<string, Partial<FileOffsets>>)) {
+				if (Number.isSafeInteger(offsets?.read) && Number.isSafeInteger(offsets?.from))
+					files[name] = { read: offsets.read!, from: offsets.from! };
+			}
+			return { run_id: state.run_id, idle: state.idle, at, files };
+		}
+		// A state of a version with one shared inbox: its offsets are that file's.
+		if (typeof state.read !== "number") return null;
+		const from = typeof state.from === "number" ? state.from : state.read;
+		const files = { [sharedInboxName(index, count)]: { read: state.read, from } };
+		return { run_id: state.run_id, idle: state.idle, at, files };
 	} catch {
 		return null;
 	}
@@ -69,10 +100,39 @@ function sizeOf(path: string): number {
 	}
 }
 
+/** The inbox files in the job folder now, by the shard (1-based) they are for. */
+function inboxFiles(jobDir: string, count: number): Map<number, string[]> {
+	const found = new Map<number, string[]>();
+	let names: string[];
+	try {
+		names = readdirSync(jobDir);
+	} catch {
+		return found;
+	}
+	for (const name of names) {
+		const match = INBOX_PATTERN.exec(name);
+		if (!match || Number(match[2]) !== count) continue;
+		const index = Number(match[1]);
+		const list = found.get(index) ?? [];
+		list.push(name);
+		found.set(index, list);
+	}
+	return found;
+}
+
+/** Whether the file's last byte is a newline (or it is empty): a writer killed mid-line leaves it not. */
+function endsWithNewline(fd: number, size: number): boolean {
+	if (size === 0) return true;
+	const last = Buffer.alloc(1);
+	readSync(fd, last, 0, 1, size - 1);
+	return last[0] === 10;
+}
+
 /**
- * The inboxes of a sharded crawl, in the job's folder shared by every shard. A run starts reading its
- * inbox where the previous run of its shard stopped (`resume`: where this run began, entries already
- * journalled being dropped by the crawler's URL keys), so a new run does not fetch an old run's links.
+ * The inboxes of a sharded crawl, in the job's folder shared by every shard: one file per writer and
+ * reader. A run starts reading each inbox where the previous run of its shard stopped (`resume`: where
+ * this run began, entries already journalled being dropped by the crawler's URL keys), so a new run
+ * does not fetch an old run's links.
  */
 export function openShardInbox(
 	jobDir: string,
@@ -84,21 +144,36 @@ export function openShardInbox(
 	const now = options.now ?? Date.now;
 	const startedAt = now();
 	const startGraceMs = options.startGraceMs ?? 30_000;
-	const ownPath = join(jobDir, inboxName(shard.index, shard.count));
-	const statePath = join(jobDir, stateName(shard.index, shard.count));
-	const previous = readState(statePath);
-	const from = previous === null ? 0 : resume && previous.run_id === runId ? previous.from : previous.read;
-	let offset = Math.min(from, sizeOf(ownPath));
+	const previous = readState(jobDir, shard.index, shard.count);
+	const sameRun = resume && previous?.run_id === runId;
+	const offsets = new Map<string, FileOffsets>();
+	const readers = new Map<string, JsonlReader>();
 	let idle = false;
 	const writers = new Map<number, number>();
-	// Created if missing (a reader of a missing file would never see it appear), then read from `offset`.
-	closeSync(openSync(ownPath, "a"));
-	const reader = openJsonlReader(ownPath, { from: offset, chunkBytes: 64 * 1024 });
 
 	const publish = () => {
-		const state: InboxState = { run_id: runId, read: offset, idle, from, at: now() };
-		writeFileAtomic(statePath, `${JSON.stringify(state)}\n`);
+		const state: InboxState = { run_id: runId, files: Object.fromEntries(offsets), idle, at: now() };
+		writeFileAtomic(join(jobDir, stateName(shard.index, shard.count)), `${JSON.stringify(state)}\n`);
 	};
+
+	/** Start reading the inbox files that appeared since (a writer's first hand-off creates its file). */
+	const openNewFiles = (names: readonly string[]) => {
+		for (const name of names) {
+			if (readers.has(name)) continue;
+			const before = previous?.files[name];
+			const start = before === undefined ? 0 : sameRun ? before.from : before.read;
+			const from = Math.min(start, sizeOf(join(jobDir, name)));
+			offsets.set(name, { read: from, from });
+			readers.set(name, openJsonlReader(join(jobDir, name), { from, chunkBytes: 64 * 1024 }));
+		}
+	};
+	const ownFiles = () => inboxFiles(jobDir, shard.count).get(shard.index) ?? [];
+	const readToEnd = () => {
+		openNewFiles(ownFiles());
+		for (const [name, { read }] of offsets) if (sizeOf(join(jobDir, name)) !== read) return false;
+		return true;
+	};
+	openNewFiles(ownFiles());
 	publish();
 
 	return {
@@ -106,22 +181,32 @@ export function openShardInbox(
 			if (entries.length === 0) return;
 			let fd = writers.get(index);
 			if (fd === undefined) {
-				fd = openSync(join(jobDir, inboxName(index, shard.count)), "a");
+				fd = openSync(join(jobDir, inboxName(index, shard.count, shard.index)), "a+");
+				// An earlier run of this shard killed mid-line: the torn line is ended, so it is passed over
+				// alone and the next entry is whole.
+				if (!endsWithNewline(fd, fstatSync(fd).size)) writeSync(fd, "\n");
 				writers.set(index, fd);
 			}
 			for (const entry of entries) writeSync(fd, `${JSON.stringify(entry)}\n`);
 		},
 		readNew() {
+			openNewFiles(ownFiles());
 			const entries: FrontierEntry[] = [];
-			// Whole lines only: a line still being written is read next time; a torn one (a writer killed
-			// mid-line) is passed over.
-			for (let line = reader.next(); line !== null; line = reader.next()) {
-				const entry = parseJsonLine(line.text);
-				if (isFrontierEntry(entry)) entries.push(entry);
+			let moved = false;
+			for (const [name, reader] of readers) {
+				// Whole lines only: a line still being written is read next time; a torn one (a writer killed
+				// mid-line, its line ended when it comes back) is passed over.
+				for (let line = reader.next(); line !== null; line = reader.next()) {
+					const entry = parseJsonLine(line.text);
+					if (isFrontierEntry(entry)) entries.push(entry);
+				}
+				const offset = offsets.get(name)!;
+				if (reader.position === offset.read) continue;
+				offsets.set(name, { read: reader.position, from: offset.from });
+				moved = true;
 			}
-			if (reader.position === offset) return entries;
-			offset = reader.position;
-			// Links read: working again, in the same write as the offset. Published as "read to here, idle"
+			if (!moved) return entries;
+			// Links read: working again, in the same write as the offsets. Published as "read to here, idle"
 			// first, a shard polling between two writes would take this one for out of work and end before
 			// the links this one is about to find for it.
 			if (entries.length > 0) idle = false;
@@ -134,10 +219,11 @@ export function openShardInbox(
 			publish();
 		},
 		allSettled(isRunning) {
-			if (sizeOf(ownPath) !== offset) return false;
+			if (!readToEnd()) return false;
+			const files = inboxFiles(jobDir, shard.count);
 			for (let index = 1; index <= shard.count; index += 1) {
 				if (index === shard.index) continue;
-				const state = readState(join(jobDir, stateName(index, shard.count)));
+				const state = readState(jobDir, index, shard.count);
 				if (!isRunning(index)) {
 					// Ended during this run (or crashed, its lease lapsed): not waited for. Not seen yet: waited
 					// for while the start grace lasts, so a shard that starts a little later gets its links.
@@ -146,13 +232,16 @@ export function openShardInbox(
 					return false;
 				}
 				if (!state?.idle) return false;
-				if (sizeOf(join(jobDir, inboxName(index, shard.count))) !== state.read) return false;
+				for (const name of files.get(index) ?? []) {
+					if (sizeOf(join(jobDir, name)) !== (state.files[name]?.read ?? 0)) return false;
+				}
 			}
-			// Read again after the others: a link handed over meanwhile shows in this size.
-			return sizeOf(ownPath) === offset;
+			// Read again after the others: a link handed over meanwhile shows in these sizes.
+			return readToEnd();
 		},
 		close() {
-			reader.close();
+			for (const reader of readers.values()) reader.close();
+			readers.clear();
 			for (const fd of writers.values()) closeSync(fd);
 			writers.clear();
 		},
@@ -160,10 +249,24 @@ export function openShardInbox(
 }
 
 /**
+ * Whether links were handed to a shard's crawl run `runId` after it last read its inboxes: a shard that
+ * started late (or was resumed) found them once this one had ended. That run is then not complete:
+ * its `--resume` reads them. False when a later run of the shard has read the inboxes since (they are
+ * that run's), and when no inbox file is there (a run folder moved off the job folder).
+ */
+export function hasUnreadLinks(jobDir: string, shard: ShardSpec, runId: string): boolean {
+	const names = inboxFiles(jobDir, shard.count).get(shard.index) ?? [];
+	if (names.length === 0) return false;
+	const state = readState(jobDir, shard.index, shard.count);
+	if (state !== null && state.run_id !== runId) return false;
+	return names.some((name) => sizeOf(join(jobDir, name)) > (state?.files[name]?.read ?? 0));
+}
+
+/**
  * Whether shard `index` of the layout said it is out of work in run `runId` (its inbox state): a crawl
  * shard waiting for links. A state of another run (an older run of the shard) says nothing.
  */
 export function shardIsIdle(jobDir: string, index: number, count: number, runId: string): boolean {
-	const state = readState(join(jobDir, stateName(index, count)));
+	const state = readState(jobDir, index, count);
 	return state !== null && state.run_id === runId && state.idle;
 }

@@ -6,7 +6,8 @@
  * expand-env (`${VAR}`) → schema (zod, as written) + zod-issues (messages, "did you mean") →
  * rules (the service's parameter rules on merged options, cross-field) → normalize (→ `Job`) → stream-targets
  * (inline + sources, dedupe, bad rows) over sources (CSV/text, streamed) and url-check;
- * positions, target-id, dedupe, did-you-mean and problems are helpers; json-schema publishes it.
+ * positions, target-id (ids and duplicate keys from each URL's identity; literal-ids for resuming runs
+ * of older versions), dedupe, did-you-mean and problems are helpers; json-schema publishes it.
  */
 export {
 	BROWSER_OS,
@@ -21,6 +22,7 @@ export { createTargetKeySet, type TargetKeySet } from "./dedupe.js";
 export type { DiscoverySpec } from "./discovery-spec.js";
 export type { JobContract, JobExtraction } from "./extract-normalize.js";
 export { JOB_SCHEMA_FILE, jobJsonSchema, jobJsonSchemaText } from "./json-schema.js";
+export { withLiteralTargetIds } from "./literal-ids.js";
 export { type LoadedJob, type LoadJobOptions, loadJob } from "./load-job.js";
 export { MAX_JOB_FILE_BYTES } from "./parse-yaml.js";
 export { formatProblem, type JobProblem, JobValidationError, SourceScanStoppedError } from "./problems.js";
@@ -54,7 +56,7 @@ export {
 	streamTargetBatches,
 	streamTargets,
 } from "./stream-targets.js";
-export { createTargetKey, identityOptionsJson } from "./target-id.js";
+export { createListedTargetKey, createTargetKey, identityOptionsJson } from "./target-id.js";
 export type {
 	BreakerSpec,
 	CsvSourceSpec,

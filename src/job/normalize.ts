@@ -18,7 +18,7 @@ import {
 	sourceSchema,
 	targetSchema,
 } from "./schema.js";
-import { canonicalJson, createTargetKey, identityOptionsJson } from "./target-id.js";
+import { canonicalJson, createListedTargetKey, identityOptionsJson } from "./target-id.js";
 import type { Job, SourceSpec, Target } from "./types.js";
 
 /** Everything normalization needs to know about where the job file is. */
@@ -103,7 +103,7 @@ export function normalizeTarget(
 	const session = mergeBrowserSessions(jobSession, typeof entry === "string" ? null : entry.browser_session);
 	const id =
 		typeof entry === "string" || entry.id === undefined
-			? createTargetKey(url, identityOptionsJson(withSession(params, session))).id
+			? createListedTargetKey(url, identityOptionsJson(withSession(params, session))).id
 			: entry.id;
 	return session ? { id, url, params, origin, browserSession: session } : { id, url, params, origin };
 }

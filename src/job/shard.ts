@@ -1,4 +1,5 @@
 import { hash } from "node:crypto";
+import { normalizeUrl } from "../common/index.js";
 
 /** What `run --shard` splits on (job key `shard_by`): a URL's host, or the URL itself. */
 export const SHARD_BY = ["host", "url"] as const;
@@ -11,22 +12,18 @@ export interface ShardSpec {
 }
 
 /**
- * The shard (1-based) a URL belongs to among `count`. By `host` (the default): a stable hash of its
- * host (`new URL(u).host`, port included), so every URL of one host lands in one shard — one host's
- * politeness stays with one worker. By `url`: a hash of the whole URL (`new URL(u).href`, the fragment
- * left out), so one big host is spread over every shard. Stable across processes, machines and
+ * The shard (1-based) a URL belongs to among `count`, read from its identity (`urlIdentity`), so every
+ * spelling of a page lands in one shard. By `host` (the default): a stable hash of its host (port
+ * included, a default port left out), so every URL of one host lands in one shard — one host's
+ * politeness stays with one worker. By `url`: a hash of the whole identity (fragment left out, query
+ * sorted), so one big host is spread over every shard. Stable across processes, machines and
  * versions: the first 32 bits of SHA-256, modulo `count`.
  */
 export function shardOf(url: string, count: number, by: ShardBy = "host"): number {
 	if (count <= 1) return 1;
-	let key: string;
-	try {
-		const parsed = new URL(url);
-		parsed.hash = "";
-		key = by === "url" ? parsed.href : parsed.host;
-	} catch {
-		key = url;
-	}
+	const identity = normalizeUrl(url);
+	let key = identity ?? url;
+	if (identity !== null && by === "host") key = new URL(identity).host;
 	return (Number.parseInt(hash("sha256", key, "hex").slice(0, 8), 16) % count) + 1;
 }
 

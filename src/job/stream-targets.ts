@@ -15,7 +15,7 @@ import { type JobProblem, JobValidationError, SourceScanStoppedError } from "./p
 import { isOwnShard } from "./shard.js";
 import { createHostTally } from "./shard-balance.js";
 import { readSourceRows, type SourceRow } from "./sources.js";
-import { createTargetKey, identityOptionsJson } from "./target-id.js";
+import { createListedTargetKey, createTargetKey, identityOptionsJson, type TargetKey } from "./target-id.js";
 import type { Job, SourceSpec, Target, TargetCounts, TargetOrigin } from "./types.js";
 
 /** Row keys a scan's duplicate check holds in memory (~4 MB) before older ones spill to sorted files. */
@@ -180,15 +180,39 @@ function removeOrphanedKeyFolders(dir: string): void {
 	}
 }
 
+type DuplicateMessage = (url: string, key: TargetKey) => string;
+
+/**
+ * Where the first rows were, so a duplicate's warning names the row it repeats. Only the first
+ * FIRST_ROWS_KEPT distinct targets are remembered (the check itself spills to disk; this must not grow
+ * with the list): a later one's duplicate names its target id instead.
+ */
+interface FirstRows {
+	note(key: TargetKey, url: string, at: { readonly file: string; readonly line: number }): void;
+	get(key: TargetKey): { readonly file: string; readonly line: number; readonly url: string } | undefined;
+}
+
+const FIRST_ROWS_KEPT = 16_384;
+
+function createFirstRows(): FirstRows {
+	const rows = new Map<string, { file: string; line: number; url: string }>();
+	return {
+		note(key, url, at) {
+			if (rows.size < FIRST_ROWS_KEPT) rows.set(key.id, { file: at.file, line: at.line, url });
+		},
+		get: (key) => rows.get(key.id),
+	};
+}
+
 /** The scan itself, with its duplicate check. */
 async function* scanWith(job: Job, options: ScanOptions, seen: SeenKeys): AsyncGenerator<Target[]> {
 	const { counts } = options;
-	/** First inline occurrence per key, so a duplicate can point at it (inline targets are few). */
-	const inlineFirst = new Map<string, Target>();
-	const duplicateMessage = (url: string, firstId: string) => {
-		const first = inlineFirst.get(firstId);
-		const where = first ? ` at ${first.origin.file}:${first.origin.line}:${first.origin.col}` : "";
-		return `duplicate target ${url}: same URL and options as target ${first?.id ?? firstId}${where}; it runs once`;
+	const firstRows = createFirstRows();
+	const duplicateMessage: DuplicateMessage = (url, key) => {
+		const first = firstRows.get(key);
+		// The first row's spelling when it differs: `HTTP://X/p` repeats `https://x/p#top`.
+		const where = first ? ` at ${first.file}:${first.line}${first.url === url ? "" : ` (${first.url})`}` : "";
+		return `duplicate target ${url}: the same page and options as target ${key.id}${where}; it runs once`;
 	};
 
 	const inline = createFileReporter(options.report, options.problemsPerFile);
@@ -197,13 +221,13 @@ async function* scanWith(job: Job, options: ScanOptions, seen: SeenKeys): AsyncG
 		const identity = target.browserSession
 			? { ...target.params, browser_session: target.browserSession }
 			: target.params;
-		const key = createTargetKey(target.url, identityOptionsJson(identity));
+		const key = createListedTargetKey(target.url, identityOptionsJson(identity));
 		if (!seen.add(key.high, key.low)) {
 			counts.duplicates++;
-			inline.add({ ...target.origin, severity: "warning", message: duplicateMessage(target.url, key.id) });
+			inline.add({ ...target.origin, severity: "warning", message: duplicateMessage(target.url, key) });
 			continue;
 		}
-		inlineFirst.set(key.id, target);
+		firstRows.note(key, target.url, target.origin);
 		// Another shard's target: seen (so duplicates are still found) but neither counted nor run here.
 		if (job.shard) {
 			counts.hosts?.add(target.url);
@@ -231,7 +255,7 @@ async function* scanWith(job: Job, options: ScanOptions, seen: SeenKeys): AsyncG
 	// Batches, not single targets: every async hop costs a promise, and there are a million rows.
 	let rowsRead = 0;
 	for (const source of job.sources) {
-		const scanner = createSourceScanner(job, source, options, seen, duplicateMessage, ids);
+		const scanner = createSourceScanner(job, source, options, seen, duplicateMessage, ids, firstRows);
 		for await (const rows of readSourceRows(source)) {
 			if (options.signal?.aborted) throw new SourceScanStoppedError(rowsRead);
 			rowsRead += rows.length;
@@ -261,8 +285,9 @@ function createSourceScanner(
 	source: SourceSpec,
 	options: ScanOptions,
 	seen: SeenKeys,
-	duplicateMessage: (url: string, firstId: string) => string,
+	duplicateMessage: DuplicateMessage,
 	ids: ReturnType<typeof createIdSet>,
+	firstRows: FirstRows,
 ) {
 	const { counts } = options;
 	const base: Omit<ScrapeParams, "url"> = { ...job.defaults, ...source.options };
@@ -300,7 +325,7 @@ function createSourceScanner(
 				}
 				return undefined;
 			}
-			const key = createTargetKey(row.url, optionsJson);
+			const key = createListedTargetKey(row.url, optionsJson);
 			if (!seen.add(key.high, key.low)) {
 				counts.duplicates++;
 				reporter.add({
@@ -308,10 +333,11 @@ function createSourceScanner(
 					line: row.line,
 					col: row.col,
 					severity: "warning",
-					message: duplicateMessage(row.url, key.id),
+					message: duplicateMessage(row.url, key),
 				});
 				return undefined;
 			}
+			firstRows.note(key, row.url, { file, line: row.line });
 			if (row.id !== undefined && !ids.add(row.id)) {
 				const problem = {
 					file,
@@ -329,7 +355,7 @@ function createSourceScanner(
 				counts.hosts?.add(row.url);
 				if (!isOwnShard(job, row.url)) return undefined;
 			}
-			const id = row.id ?? key.id;
+			const id = row.id ?? (job.literalTargetIds ? createTargetKey(row.url, optionsJson).id : key.id);
 			// A selection (freshness, --retry-failed) reads the id alone: no target is built for a row it
 			// leaves out, and counting a million rows builds none at all.
 			if (job.select && !job.select({ id })) {

@@ -1,5 +1,5 @@
 import { hash } from "node:crypto";
-import { hexWord, type ScrapeParams } from "../common/index.js";
+import { hexWord, type ScrapeParams, urlIdentity } from "../common/index.js";
 
 /**
  * JSON with object keys sorted at every depth and `undefined` members dropped, so two option sets
@@ -48,4 +48,13 @@ export function createTargetKey(url: string, optionsJson: string): TargetKey {
 	// records by id) leaves V8's fast path for its runtime. Short slices are copies; joined, they are
 	// flattened once, on first use.
 	return { id: `${hex.slice(0, 8)}${hex.slice(8, 16)}`, high: hexWord(hex, 0), low: hexWord(hex, 8) };
+}
+
+/**
+ * A listed target's key (docs/behaviour.md, "One URL identity"): its URL's identity (`urlIdentity`: `https://x/p#top`, `HTTP://X/p` and
+ * `https://x:443/p` are one page) with its options. Its `id` is the target's id unless a source names
+ * ids, and the duplicate check's key always.
+ */
+export function createListedTargetKey(url: string, optionsJson: string): TargetKey {
+	return createTargetKey(urlIdentity(url), optionsJson);
 }

@@ -105,6 +105,12 @@ export interface Job {
 	freshPage?: (target: Target) => { readonly path: string | null } | null;
 	/** Set by the runner for a crawl with `--retry-failed` (instead of `select`): what to fetch again. */
 	retryCrawl?: RetryCrawl;
+	/**
+	 * Set by the runner when it resumes a run started by a version that derived ids from URLs as written:
+	 * the targets keep those ids, so `--resume` finds what that run did. Duplicates are found by the URL's
+	 * identity all the same.
+	 */
+	literalTargetIds?: boolean;
 	/** `notify:`: where the summary is POSTed when a run ends. */
 	notify: {
 		url: string;

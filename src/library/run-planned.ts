@@ -12,6 +12,7 @@ import {
 	shardBalanceWarning,
 	shardSuffix,
 	type TargetCounts,
+	withLiteralTargetIds,
 } from "../job/index.js";
 import { jobOutputDir, newRunId } from "../output/index.js";
 import {
@@ -24,6 +25,7 @@ import {
 	readRunDigest,
 	readRunSelection,
 	resolveConcurrency,
+	runHasLiteralTargetIds,
 	runJob,
 	surveyTargets,
 	type TargetSurvey,
@@ -267,6 +269,9 @@ async function runWithHistory(
 ): Promise<PlannedRunOutcome> {
 	if (choices.fleet) return runFleetWorker(plan, services, { ...choices, fleet: choices.fleet }, monitor, warn);
 	plan = await continuedOrNew(plan, choices.force === true, warn);
+	// A run started before ids came from each URL's identity is resumed with the ids its records and journal hold.
+	if (plan.resumeDir && runHasLiteralTargetIds(plan.resumeDir))
+		Object.assign(plan, { job: withLiteralTargetIds(plan.job) });
 	const { job, counts, selection, nothingToRetry } = await selectTargets(plan, history, choices);
 	if (services.savedItems) await checkSavedIds(job, services.savedItems, choices.signal);
 	const wanted = choices.concurrency ?? (job.concurrency === "auto" ? null : job.concurrency);

@@ -2,6 +2,7 @@ import { join } from "node:path";
 import type { ScraperClient } from "../api/index.js";
 import { errorMessage, jsonlLines, parseJsonLine, type ScrapeParams, stripUrlCredentials } from "../common/index.js";
 import {
+	createListedTargetKey,
 	createTargetKey,
 	createTargetKeySet,
 	type DiscoverySpec,
@@ -85,7 +86,8 @@ export async function discoverTargets(
 			const base: Omit<ScrapeParams, "url"> = { ...job.defaults, ...spec.options };
 			const optionsJson = identityOptionsJson(base);
 			for (const url of answer.urls) {
-				const id = createTargetKey(url, optionsJson).id;
+				// The page's identity, as a listed URL's (a run of an older version keeps the ids it gave them).
+				const id = (job.literalTargetIds ? createTargetKey : createListedTargetKey)(url, optionsJson).id;
 				if (seen.has(id)) continue;
 				seen.add(id);
 				targets.push({ id, url, params: { ...base, url }, origin: spec.origin });

@@ -9,7 +9,7 @@ export { lockJobOutput, tookOverMessage } from "./job-lock.js";
 export { LayoutConflictError } from "./layout-guard.js";
 export { MERGE_FILE, type MergeResult, mergeShardRuns } from "./merge-runs.js";
 export { NOTIFY_EVENTS, type NotifyEvent, type NotifySpec, notifyRunEnd, runEvent, signature } from "./notify.js";
-export { ResumeError, type RunSelection, readRunDigest, readRunSelection } from "./open-run.js";
+export { ResumeError, type RunSelection, readRunDigest, readRunSelection, runHasLiteralTargetIds } from "./open-run.js";
 export { MISSING_PAGES_FILE, type ReextractOptions, reextractRun } from "./reextract.js";
 export { type ConcurrencyPlan, MAX_LOCAL_CONCURRENCY, resolveConcurrency } from "./resolve-concurrency.js";
 export { CorruptResultsError } from "./resume-state.js";

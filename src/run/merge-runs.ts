@@ -32,6 +32,7 @@ import {
 	UTF8_BOM,
 	writeSummary,
 } from "../output/index.js";
+import { isRunComplete } from "./find-runs.js";
 import { buildSummary, createRunStatistics } from "./run-statistics.js";
 
 /** What `merge` reads of each shard folder's run.json. */
@@ -59,7 +60,7 @@ export interface MergedShards {
 	readonly merged: number[];
 	/** Shards no folder was given for. */
 	readonly missing: number[];
-	/** Shards whose run did not finish (their summary says so, or there is none). */
+	/** Shards whose run did not finish (their summary says so, or there is none), or was handed links after it ended. */
 	readonly incomplete: number[];
 }
 
@@ -252,7 +253,9 @@ async function mergeInto(metas: readonly ShardMeta[], outDir: string): Promise<M
 		count,
 		merged: [...present],
 		missing: Array.from({ length: count }, (_, index) => index + 1).filter((index) => !present.has(index)),
-		incomplete: metas.filter((_, index) => summaries[index]?.complete !== true).map((meta) => meta.shard.index),
+		incomplete: metas
+			.filter((meta, index) => !isRunComplete(meta.dir, summaries[index] ?? null))
+			.map((meta) => meta.shard.index),
 	};
 	const total = metas.reduce((sum, meta) => sum + meta.total, 0);
 	const complete = shards.missing.length === 0 && shards.incomplete.length === 0;

@@ -50,6 +50,11 @@ interface RunMeta {
 	csv_max_cell?: number;
 	/** How the run chose its targets; absent in folders of older versions (a resume then takes the flags and the job's keys). */
 	selection?: RunSelection;
+	/**
+	 * `url_identity`: target ids derived from each URL's identity. Absent in folders of older versions,
+	 * whose ids came from URLs as written: their resumes keep those.
+	 */
+	target_ids?: "url_identity";
 }
 
 export interface OpenedRun {
@@ -112,6 +117,18 @@ export function readRunSelection(runDir: string): RunSelection | null {
 		return (JSON.parse(readFileSync(join(runDir, RUN_FILES.meta), "utf8")) as RunMeta).selection ?? null;
 	} catch {
 		return null;
+	}
+}
+
+/**
+ * Whether a run folder's targets are numbered from their URLs as written (a version before URL
+ * identity): resuming it keeps those ids. An unreadable run.json says no (resuming it is refused anyway).
+ */
+export function runHasLiteralTargetIds(runDir: string): boolean {
+	try {
+		return (JSON.parse(readFileSync(join(runDir, RUN_FILES.meta), "utf8")) as RunMeta).target_ids !== "url_identity";
+	} catch {
+		return false;
 	}
 }
 
@@ -219,6 +236,7 @@ export async function openRun(options: {
 			max_credits: options.maxCredits ?? job.maxCredits,
 			csv_max_cell: job.output.csvMaxCell,
 			...(options.selection ? { selection: options.selection } : {}),
+			target_ids: "url_identity",
 		};
 		writeMeta(runDir, created);
 		return {

@@ -6,6 +6,7 @@ import { afterEach, beforeAll, describe, expect, it } from "vitest";
 import { type Emulator, startEmulator } from "../../src/emulator/index.js";
 import { shardOf } from "../../src/job/index.js";
 import { isRunFolderName, readRecords, tempDir, writeJob } from "../helpers/job-files.js";
+import { runCli } from "../helpers/run-cli.js";
 import { assertBuilt, spawnCli } from "../helpers/spawn-cli.js";
 
 const servers: Server[] = [];
@@ -46,11 +47,11 @@ async function site(
 const PAGES = 12;
 
 /** Polled (the writer is another process): the shard's run folder once it holds `atLeast` records. */
-async function shardRecords(jobDir: string, index: number, atLeast: number): Promise<string> {
+async function shardRecords(jobDir: string, index: number, atLeast: number, count = 2): Promise<string> {
 	const deadline = Date.now() + 30_000;
 	while (Date.now() < deadline) {
 		const name = existsSync(jobDir)
-			? readdirSync(jobDir).find((each) => isRunFolderName(each) && each.endsWith(`-shard-${index}-of-2`))
+			? readdirSync(jobDir).find((each) => isRunFolderName(each) && each.endsWith(`-shard-${index}-of-${count}`))
 			: null;
 		const file = name ? join(jobDir, name, "results.jsonl") : null;
 		if (file && existsSync(file) && readFileSync(file, "utf8").split("\n").length - 1 >= atLeast)
@@ -126,12 +127,16 @@ describe("crawl with --shard: the inbox across a kill", () => {
 		shard2.child.kill("SIGKILL");
 		await shard2.done;
 		killed();
-		// It had read part of its inbox, not all that shard 1 hands it.
-		const state = JSON.parse(readFileSync(join(jobDir, ".inbox-shard-2-of-2.state"), "utf8")) as { read: number };
-		expect(state.read).toBeGreaterThan(0);
+		// It had read part of its inbox (the file shard 1 alone writes), not all that shard 1 hands it.
+		const inbox = "inbox-shard-2-from-1-of-2.jsonl";
+		const state = JSON.parse(readFileSync(join(jobDir, ".inbox-shard-2-of-2.state"), "utf8")) as {
+			files: Record<string, { read: number }>;
+		};
+		expect(state.files[inbox]?.read).toBeGreaterThan(0);
 		const ended1 = await shard1.done;
 		expect(ended1.code, ended1.stderr).toBe(0);
-		expect(state.read).toBeLessThan(statSync(join(jobDir, "inbox-shard-2-of-2.jsonl")).size);
+		expect(state.files[inbox]?.read).toBeLessThan(statSync(join(jobDir, inbox)).size);
+		expect(readdirSync(jobDir).filter((name) => name.startsWith("inbox-"))).toEqual([inbox]);
 		const killedSession = readRecords(shard2Dir);
 		const askedBeforeResume = emulator.ledger.requestCount;
 
@@ -170,5 +175,198 @@ describe("crawl with --shard: the inbox across a kill", () => {
 			expect(count, JSON.stringify(seen)).toBe(2);
 			expect(seen.shard2Host && seen.askedByKilled && !seen.answered, JSON.stringify(seen)).toBe(true);
 		}
+	}, 90_000);
+});
+
+/** Every record of every run folder of the job. */
+function allRecords(jobDir: string) {
+	return readdirSync(jobDir)
+		.filter(isRunFolderName)
+		.flatMap((name) => readRecords(join(jobDir, name)));
+}
+
+describe("crawl with --shard: two writers hand links to one reader", () => {
+	it("shards 1 and 3 each write their own file for shard 2; shard 2, killed and resumed, fetches every link of both once", async () => {
+		const linkers = 5;
+		let b = "";
+		let killed: () => void = () => undefined;
+		const afterKill = new Promise<void>((resolve) => {
+			killed = resolve;
+		});
+		const unshardedDone = { value: false };
+		// A linking site: its pages /1…/5 each link two pages of B, its last two answered only after the kill.
+		const linking = (name: string) =>
+			site(
+				(path) => {
+					if (path === "/") return Array.from({ length: linkers }, (_, index) => `/${index + 1}`);
+					const n = Number(path.slice(1));
+					return [`${b}/${name}${n}-x`, `${b}/${name}${n}-y`];
+				},
+				20,
+				(path) => (unshardedDone.value && Number(path.slice(1)) > linkers - 2 ? afterKill : Promise.resolve()),
+			);
+		// One site per shard of 3 (ports are random: sites are started until each shard has one); B's first.
+		const byShard = new Map<number, string>();
+		for (let tries = 0; tries < 60 && byShard.size < 3; tries += 1) {
+			const wantsB = !byShard.has(2);
+			// Each linking site names its links apart (`/s7-3-x`): two linkers never link the same page of B.
+			const origin = wantsB ? await site(() => [], 50) : await linking(`s${tries}-`);
+			const owner = shardOf(origin, 3);
+			if (byShard.has(owner) || (owner === 2) !== wantsB) continue;
+			byShard.set(owner, origin);
+			if (owner === 2) b = origin;
+		}
+		expect([...byShard.keys()].sort()).toEqual([1, 2, 3]);
+		const [a, c] = [byShard.get(1)!, byShard.get(3)!];
+		emulator = await startEmulator({ scenario: { concurrency: 8 } });
+		const env = {
+			SCRAPEJOB_ACCOUNT_KEY: emulator.accountKey,
+			SCRAPEJOB_API_URL: emulator.apiUrl,
+			SCRAPEJOB_LOCK_LEASE_MS: "1500",
+		};
+		const dir = tempDir();
+		const job = writeJob(
+			dir,
+			"crawl",
+			[
+				"name: crawl",
+				"defaults: {mode: request}",
+				"output: {content: none}",
+				"crawl: {max_depth: 3, scope: any, robots: ignore}",
+				"targets:",
+				`  - ${a}/`,
+				`  - ${b}/`,
+				`  - ${c}/`,
+				"",
+			].join("\n"),
+		);
+		const whole = join(dir, "whole");
+		const unsharded = await spawnCli(["run", job, "--out", whole, "--quiet"], env).done;
+		expect(unsharded.code, unsharded.stderr).toBe(0);
+		const wholeUrls = allRecords(join(whole, "crawl"))
+			.map((record) => record.url)
+			.sort();
+		expect(wholeUrls).toHaveLength(3 + 2 * linkers + 2 * 2 * linkers);
+
+		unshardedDone.value = true;
+		const out = join(dir, "out");
+		const jobDir = join(out, "crawl");
+		const ledgerStart = emulator.ledger.requestCount;
+		const shards = [1, 2, 3].map((index) =>
+			spawnCli(["run", job, "--out", out, "--quiet", "--shard", `${index}/3`], env),
+		);
+		await shardRecords(jobDir, 2, 3, 3);
+		shards[1]!.child.kill("SIGKILL");
+		await shards[1]!.done;
+		killed();
+		for (const index of [0, 2]) {
+			const ended = await shards[index]!.done;
+			expect(ended.code, ended.stderr).toBe(0);
+		}
+		// One file per writer: shard 1's and shard 3's links for shard 2 never share a file.
+		expect(
+			readdirSync(jobDir)
+				.filter((name) => name.startsWith("inbox-"))
+				.sort(),
+		).toEqual(["inbox-shard-2-from-1-of-3.jsonl", "inbox-shard-2-from-3-of-3.jsonl"]);
+		const askedBeforeResume = emulator.ledger.requestCount;
+		const answered = new Set(allRecords(jobDir).map((record) => record.url));
+
+		const resumed = await spawnCli(["run", job, "--out", out, "--quiet", "--shard", "2/3", "--resume"], env).done;
+		expect(resumed.code, resumed.stderr).toBe(0);
+		// Nothing with a record before the resume is asked for again; every link of both writers has one record.
+		const askedAgain = emulator.ledger.entries
+			.filter((entry) => entry.seq > askedBeforeResume && entry.endpoint === "realtime")
+			.map((entry) => entry.url ?? "")
+			.filter((url) => answered.has(url));
+		expect(askedAgain).toEqual([]);
+		const urls = allRecords(jobDir)
+			.map((record) => record.url)
+			.sort();
+		expect(urls).toEqual(wholeUrls);
+		// Asked twice only when in flight at the kill (asked by the killed process, which wrote no record for it).
+		const asked = emulator.ledger.entries.filter((entry) => entry.seq > ledgerStart && entry.endpoint === "realtime");
+		const counts = new Map<string, number>();
+		for (const entry of asked) counts.set(entry.url ?? "", (counts.get(entry.url ?? "") ?? 0) + 1);
+		for (const [url, count] of counts) {
+			if (count === 1) continue;
+			expect({ url, count, answered: answered.has(url), shard2: url.startsWith(b) }).toEqual({
+				url,
+				count: 2,
+				answered: false,
+				shard2: true,
+			});
+		}
+	}, 90_000);
+});
+
+describe("crawl with --shard: a shard that starts late", () => {
+	it("links it hands to a shard that has ended make that run incomplete: merge says so, and its --resume fetches them", async () => {
+		let a = "";
+		let b = "";
+		// A's pages link B's; B's pages link pages of A that only B links (`/late-…`): shard 1 learns of them
+		// only from shard 2, which starts after shard 1 has ended.
+		for (let tries = 0; tries < 20 && (a === "" || shardOf(a, 2) !== 1 || shardOf(b, 2) !== 2); tries += 1) {
+			a = await site(
+				(path) => (path === "/" ? ["/1", "/2", `${b}/x`] : path.startsWith("/late") ? [] : [`${b}/y${path}`]),
+				0,
+			);
+			b = await site((path) => (path === "/" ? [] : [`${a}/late${path.replaceAll("/", "-")}`]), 0);
+		}
+		expect([shardOf(a, 2), shardOf(b, 2)]).toEqual([1, 2]);
+		emulator = await startEmulator({ scenario: { concurrency: 4 } });
+		const env = {
+			SCRAPEJOB_ACCOUNT_KEY: emulator.accountKey,
+			SCRAPEJOB_API_URL: emulator.apiUrl,
+			SCRAPEJOB_LOCK_LEASE_MS: "500",
+		};
+		const dir = tempDir();
+		const job = writeJob(
+			dir,
+			"crawl",
+			[
+				"name: crawl",
+				"defaults: {mode: request}",
+				"output: {content: none}",
+				"crawl: {max_depth: 4, scope: any, robots: ignore}",
+				"targets:",
+				`  - ${a}/`,
+				"",
+			].join("\n"),
+		);
+		const whole = join(dir, "whole");
+		expect((await spawnCli(["run", job, "--out", whole, "--quiet"], env).done).code).toBe(0);
+		const wholeUrls = allRecords(join(whole, "crawl"))
+			.map((record) => record.url)
+			.sort();
+		expect(wholeUrls.filter((url) => url.includes("/late"))).toHaveLength(3);
+
+		const out = join(dir, "out");
+		const jobDir = join(out, "crawl");
+		// Shard 1 alone: it waits out the start grace for shard 2, then ends.
+		const first = await spawnCli(["run", job, "--out", out, "--quiet", "--shard", "1/2"], env).done;
+		expect(first.code, first.stderr).toBe(0);
+		const second = await spawnCli(["run", job, "--out", out, "--quiet", "--shard", "2/2"], env).done;
+		expect(second.code, second.stderr).toBe(0);
+		const folders = () =>
+			readdirSync(jobDir)
+				.filter(isRunFolderName)
+				.map((name) => join(jobDir, name));
+		expect(allRecords(jobDir).filter((record) => record.url.includes("/late"))).toEqual([]);
+
+		const merged = await runCli(["merge", ...folders(), "--out", join(dir, "m1"), "--json"]);
+		expect(merged.code, merged.stderr).toBe(1);
+		expect(JSON.parse(merged.stdout)).toMatchObject({ complete: false, shards: { missing: [], incomplete: [1] } });
+
+		const resumed = await spawnCli(["run", job, "--out", out, "--quiet", "--shard", "1/2", "--resume"], env).done;
+		expect(resumed.code, resumed.stderr).toBe(0);
+		const again = await runCli(["merge", ...folders(), "--out", join(dir, "m2"), "--json"]);
+		expect(again.code, again.stderr).toBe(0);
+		expect(JSON.parse(again.stdout)).toMatchObject({ complete: true });
+		expect(
+			allRecords(jobDir)
+				.map((record) => record.url)
+				.sort(),
+		).toEqual(wholeUrls);
 	}, 90_000);
 });

@@ -71,7 +71,7 @@ describe("streamTargets", () => {
 		expect(createTargetKey("https://a.example/", identityOptionsJson({})).id).toBe("c4c18c2e8404b663");
 	});
 
-	it("drops duplicates (same URL and effective options) with a warning pointing at both", async () => {
+	it("drops duplicates (same page and effective options) with a warning naming both rows", async () => {
 		const problems: JobProblem[] = [];
 		const { job } = await setup(
 			[
@@ -93,10 +93,36 @@ describe("streamTargets", () => {
 		const first = targets[0]?.id;
 		const second = targets[2]?.id;
 		expect(problems.map((p) => `${p.severity} ${p.file}:${p.line}:${p.col} ${p.message}`)).toEqual([
-			`warning job.yaml:5:5 duplicate target ${U}/1: same URL and options as target ${first} at job.yaml:4:5; it runs once`,
-			`warning a.txt:1:1 duplicate target ${U}/1: same URL and options as target ${first} at job.yaml:4:5; it runs once`,
-			`warning a.txt:3:1 duplicate target ${U}/2: same URL and options as target ${second}; it runs once`,
+			`warning job.yaml:5:5 duplicate target ${U}/1: the same page and options as target ${first} at job.yaml:4; it runs once`,
+			`warning a.txt:1:1 duplicate target ${U}/1: the same page and options as target ${first} at job.yaml:4; it runs once`,
+			`warning a.txt:3:1 duplicate target ${U}/2: the same page and options as target ${second} at a.txt:2; it runs once`,
 		]);
+	});
+
+	it("one page spelled four ways is one target: the first spelling is fetched, the others named as its duplicates", async () => {
+		const problems: JobProblem[] = [];
+		const spellings = [
+			"https://x.example/p#frag",
+			"HTTPS://X.EXAMPLE/p",
+			"https://x.example:443/p",
+			"https://x.example/p",
+		];
+		// http is another scheme, so another page (RFC 3986 §6.2.2 folds a scheme's case only).
+		const { job } = await setup("sources:\n  - a.txt\n", {
+			"a.txt": `${[...spellings, "http://x.example/p"].join("\n")}\n`,
+		});
+		const targets = await collect(streamTargets(job, { onProblem: (p) => problems.push(p) }));
+		expect(targets.map((t) => t.url)).toEqual(["https://x.example/p#frag", "http://x.example/p"]);
+		// Its id is the identity's: the same as the plain spelling would get.
+		expect(targets[0]?.id).toBe(createTargetKey("https://x.example/p", identityOptionsJson({})).id);
+		expect(problems.map((p) => `${p.file}:${p.line} ${p.message}`)).toEqual(
+			spellings
+				.slice(1)
+				.map(
+					(url, index) =>
+						`a.txt:${index + 2} duplicate target ${url}: the same page and options as target ${targets[0]?.id} at a.txt:1 (https://x.example/p#frag); it runs once`,
+				),
+		);
 	});
 
 	it("is lazy: the first target arrives before a big source is read", async () => {

@@ -1,4 +1,4 @@
-import { appendFileSync, existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
+import { appendFileSync, existsSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { createServer } from "node:http";
 import type { AddressInfo } from "node:net";
 import { join } from "node:path";
@@ -273,6 +273,37 @@ describe("shards on one key, then merge", () => {
 		const whole = await runCli(["merge", folders[0]!, join(out, "shop", second), "--out", join(dir, "m5"), "--json"]);
 		expect(whole.code, whole.stderr).toBe(0);
 		expect(JSON.parse(whole.stdout)).toMatchObject({ complete: true, shards: { missing: [], incomplete: [] } });
+	}, 60_000);
+
+	it("merge of a layout with a late shard never says complete: one stopped short, one killed before its summary", async () => {
+		const { dir, out, env } = await runShardsOfShop(["1/2"]);
+		const job = join(dir, "shop.yaml");
+		// Shard 2 stops before its first fetch (a request's worst case, 2 credits, does not fit in 1).
+		const short = await runCli(["run", job, "--out", out, "--quiet", "--shard", "2/2", "--max-credits", "1"], { env });
+		expect(short.code, short.stderr).toBe(1);
+		const folders = readdirSync(join(out, "shop"))
+			.filter(isRunFolderName)
+			.map((name) => join(out, "shop", name));
+		expect(folders).toHaveLength(2);
+		const second = folders.find((folder) => folder.endsWith("-shard-2-of-2"))!;
+		const merged = async (name: string) => {
+			const result = await runCli(["merge", ...folders, "--out", join(dir, name), "--json"]);
+			expect(result.code, result.stderr).toBe(1);
+			return JSON.parse(result.stdout) as { complete: boolean; stopped_reason: string; shards: object };
+		};
+		const stopped = await merged("m1");
+		expect(stopped).toMatchObject({
+			complete: false,
+			stopped_reason: "incomplete shards 2",
+			shards: { missing: [], incomplete: [2] },
+		});
+		expect(readSummary(join(dir, "m1")).complete).toBe(false);
+		// Killed before it wrote a summary (or still running): not complete either, and its resume is what finishes it.
+		rmSync(join(second, "summary.json"));
+		expect(await merged("m2")).toMatchObject({ complete: false, shards: { missing: [], incomplete: [2] } });
+		const told = await runCli(["merge", ...folders, "--out", join(dir, "m3")]);
+		expect(told.code).toBe(1);
+		expect(told.stdout).toMatch(/finish with `npx scrapejob run .+ --shard 2\/2 .*--resume \S+-shard-2-of-2`/);
 	}, 60_000);
 
 	it("merge writes results.csv from the records (cells with line breaks kept) and refuses a damaged middle line", async () => {
