@@ -384,6 +384,10 @@ export async function fetchTarget(
 				chargedBefore += charge;
 				if (deps.isStopping()) return abandoned();
 				deps.onRetry(targetId, decision.kind);
+				// A realtime call that outlived this client's deadline unanswered may still be running (and
+				// charged) at the service: the next attempt asks for a task id at once (`async`), so that no
+				// further attempt can outlive a deadline unseen and be paid for again.
+				if (outlivedDeadline(failure)) request = { ...request, async: true };
 				if (decision.raiseWaitSeconds) {
 					request = {
 						...request,
@@ -420,6 +424,11 @@ function outputFailed(error: BodySinkError): FetchResult {
 	return cause instanceof OutputError
 		? { kind: "output_failed", path: cause.path, cause: cause.cause }
 		: { kind: "output_failed", path: `the body of ${error.endpoint}`, cause };
+}
+
+/** A realtime call this client gave up on at its deadline, before the service's status line came. */
+function outlivedDeadline(error: unknown): boolean {
+	return error instanceof NetworkError && error.failure === "timeout" && error.answeredStatus === null;
 }
 
 /** The service gave no answer at all (no status line): nothing says the target was the trouble. */

@@ -92,6 +92,24 @@ const clientOf = (emulator: Emulator, timeoutMs?: number) =>
 	});
 
 describe("the retry loop (fetchTarget) against the emulator", () => {
+	it("a realtime call that outlives the client's deadline is asked again as a task, not sent blind again", async () => {
+		// The service keeps the call open (no hand-off within a minute); the client gives up after 300 ms.
+		const { emulator, site } = await services({ timeout_ms: 60_000 });
+		const client = createScraperClient({
+			scraperKey: emulator.scraperKey,
+			baseUrl: emulator.scraperUrl,
+			realtimeTimeoutMs: 300,
+		});
+		const { deps } = depsFor(client, virtualTime());
+		const result = await fetchTarget("t1", { url: `${site.url}/slow?ms=1500`, mode: "request" }, deps);
+		expect(result).toMatchObject({ kind: "ok", attempts: 2 });
+		const sends = emulator.ledger.byEndpoint("realtime");
+		expect(sends).toHaveLength(2);
+		// The second attempt asked for a task id at once and was followed as a task.
+		expect(sends[1]!.params?.async).toBe(true);
+		expect(sends[1]!.taskId).toBeDefined();
+	});
+
 	it("waits a full-jitter backoff before each retry: 1 s, then 2 s (capped by max_backoff_ms)", async () => {
 		const { emulator, site } = await services({
 			faults: [{ kind: "scraping_error", message: "Page crashed", times: 2 }],
