@@ -52,6 +52,29 @@ export function resumeCommand(
 	return cliCommand(words);
 }
 
+/**
+ * A fleet worker's hint: start a worker of the same fleet run again (`--fleet-run NAME --continue`; with
+ * a larger `--max-credits` after a budget stop). The database URL is a secret and never printed: it
+ * comes from SCRAPEJOB_FLEET_URL or the `--config` file, as it should for every worker.
+ */
+export function fleetWorkerCommand(
+	ctx: { cwd: string },
+	job: Job,
+	flags: ResumeFlags,
+	fleetRun: string | undefined,
+	stopped?: { summary: Pick<RunSummary, "stopped_reason" | "credits" | "targets">; dearestTarget: number },
+): string {
+	// Without a name, `--continue` joins the job's newest unfinished fleet run: this one.
+	const words = [
+		...runWords(ctx, job, flags),
+		...(fleetRun === undefined ? [] : ["--fleet-run", fleetRun]),
+		"--continue",
+	];
+	if (stopped?.summary.stopped_reason === "budget_exhausted")
+		words.push("--max-credits", String(budgetToFinish(stopped.summary, stopped.dearestTarget)));
+	return cliCommand(words);
+}
+
 /** The command that repairs THIS run's damaged results.jsonl and finishes it: `--resume RUN_ID --repair`. */
 export function repairCommand(ctx: { cwd: string }, job: Job, flags: ResumeFlags, runDir: string): string {
 	return cliCommand([...runWords(ctx, job, flags), "--resume", basename(runDir), "--repair"]);

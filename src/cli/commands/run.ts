@@ -49,7 +49,7 @@ import { EXIT, RUN_EXIT_TABLE } from "../exit-codes.js";
 import { tuneHeapForRun } from "../heap-growth.js";
 import { printJsonError } from "../json-error.js";
 import { createProgressBar, createProgressLog, type ProgressDisplay, progressLogFields } from "../progress-display.js";
-import { acceptCommand, jobPathForHint, repairCommand, resumeCommand } from "../resume-hint.js";
+import { acceptCommand, fleetWorkerCommand, jobPathForHint, repairCommand, resumeCommand } from "../resume-hint.js";
 import {
 	addServiceOptions,
 	connectService,
@@ -609,7 +609,11 @@ async function runOne(
 				// line printed says how to finish the run, when its folder exists.
 				removeLastWord = ctx.lastWords?.add(() => {
 					display?.stop();
-					return existsSync(runDir) ? `finish with \`${resumeCommand(ctx, job, flags, runDir)}\`` : undefined;
+					if (!existsSync(runDir)) return undefined;
+					const command = services.fleet
+						? fleetWorkerCommand(ctx, job, flags, flags.fleetRun)
+						: resumeCommand(ctx, job, flags, runDir);
+					return `finish with \`${command}\``;
 				});
 				return display ? (snapshot: ProgressSnapshot) => display?.update(snapshot) : undefined;
 			},
@@ -646,7 +650,9 @@ async function runOne(
 	else {
 		ctx.stdout.write(
 			formatSummary(summary, outcome.runDir, {
-				resume: resumeCommand(ctx, job, flags, outcome.runDir, { summary, dearestTarget: outcome.dearestTarget }),
+				resume: summary.fleet
+					? fleetWorkerCommand(ctx, job, flags, summary.fleet.run, { summary, dearestTarget: outcome.dearestTarget })
+					: resumeCommand(ctx, job, flags, outcome.runDir, { summary, dearestTarget: outcome.dearestTarget }),
 				accept: acceptCommand(jobPathForHint(ctx.cwd, job.file), job.name, flags.out, outcome.runDir),
 				jobFile: jobPathForHint(ctx.cwd, job.file),
 			}),
