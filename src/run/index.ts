@@ -3,6 +3,8 @@ export { type CostCheck, checkCost } from "./cost-check.js";
 export { type CreditBudget, createCreditBudget } from "./credit-budget.js";
 export { type FetchResult, fetchTarget } from "./fetch-target.js";
 export { listRuns, type RunInfo } from "./find-runs.js";
+export type { Forecast } from "./forecast.js";
+export { forecastJob } from "./forecast-job.js";
 export { lockJobOutput, tookOverMessage } from "./job-lock.js";
 export { LayoutConflictError } from "./layout-guard.js";
 export { MERGE_FILE, type MergeResult, mergeShardRuns } from "./merge-runs.js";
