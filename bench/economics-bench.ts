@@ -52,7 +52,8 @@ function figuresOf(runDir: string): Figures {
 		if (line === "") continue;
 		const record = JSON.parse(line) as { url: string; credits_used: number; useful?: boolean };
 		const domain = new URL(record.url).hostname;
-		const entry = (figures[domain] ??= { credits: 0, useful: 0 });
+		const entry = figures[domain] ?? { credits: 0, useful: 0 };
+		figures[domain] = entry;
 		entry.credits += record.credits_used;
 		if (record.useful) entry.useful += 1;
 	}

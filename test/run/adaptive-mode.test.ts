@@ -63,7 +63,8 @@ function perDomain(runDir: string): Record<string, { credits: number; useful: nu
 	const figures: Record<string, { credits: number; useful: number }> = {};
 	for (const record of readRecords(runDir)) {
 		const domain = new URL(record.url).hostname;
-		const entry = (figures[domain] ??= { credits: 0, useful: 0 });
+		const entry = figures[domain] ?? { credits: 0, useful: 0 };
+		figures[domain] = entry;
 		entry.credits += record.credits_used;
 		if (record.useful) entry.useful += 1;
 	}
