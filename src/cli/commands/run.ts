@@ -449,7 +449,7 @@ async function dryRun(
 		}
 		writeLine(
 			ctx.stdout,
-			`${job.name}: ${plural(survey.total, "target")} (request ${survey.byMode.request}, browser ${survey.byMode.browser}, auto ${survey.byMode.auto}${survey.byMode.browser_session ? `, browser_session ${survey.byMode.browser_session}` : ""}), ${plural(survey.duplicates, "duplicate")}; estimated ${survey.creditRange.min}–${survey.creditRange.max} credits if every target succeeds once. Nothing was fetched (--dry-run).`,
+			`${job.name}: ${plural(survey.total, "target")} (request ${survey.byMode.request}, browser ${survey.byMode.browser}, auto ${survey.byMode.auto}${survey.byMode.adaptive ? `, adaptive ${survey.byMode.adaptive}` : ""}${survey.byMode.browser_session ? `, browser_session ${survey.byMode.browser_session}` : ""}), ${plural(survey.duplicates, "duplicate")}; estimated ${survey.creditRange.min}–${survey.creditRange.max} credits if every target succeeds once. Nothing was fetched (--dry-run).`,
 		);
 		if (forecast)
 			writeLine(
