@@ -167,6 +167,25 @@ describe("mode: adaptive", () => {
 		expect(sent.map((entry) => entry.mode)).toEqual(["request", "auto", "browser"]);
 		expect(sent.reduce((sum, entry) => sum + entry.creditsCharged, 0)).toBe(9);
 	});
+	it("each stronger fetch is booked against the budget before it is sent: a budget that fits two rungs ends the climb there", async () => {
+		const { service, urls } = await fourDomains();
+		const dir = tempDir();
+		const out = join(dir, "out");
+		// Rungs 1 (1 credit) and 2 (2) fit in 3; rung 3 (auto, worst case 6) does not.
+		const job = writeJob(
+			dir,
+			"budget",
+			`name: budget\nconcurrency: 1\nmax_credits: 3\ndefaults: {mode: adaptive}\nextract:\n  price: {css: .price, required: true}\ntargets:\n  - ${urls["127.0.0.2"]}/product/1\n`,
+		);
+		await runJob(service, job, out);
+		const runDir = runDirs(out, "budget")[0]!;
+		const [record] = readRecords(runDir);
+		expect(record).toMatchObject({ useful: false, mode_used: "request+residential", credits_used: 3, attempts: 2 });
+		expect(readSummary(runDir).stopped_reason).toBe("budget_exhausted");
+		const sent = service.emulator.ledger.byEndpoint("realtime");
+		expect(sent.map((entry) => entry.mode)).toEqual(["request", "request"]);
+		expect(sent.reduce((sum, entry) => sum + entry.creditsCharged, 0)).toBe(3);
+	});
 });
 
 describe("forecast", () => {
