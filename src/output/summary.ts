@@ -102,7 +102,7 @@ export interface RunSummary {
 	breakers?: BreakerReport[];
 	/**
 	 * `mode: adaptive` (docs/behaviour.md, "Adaptive mode"): per registrable domain, the mode and proxy its
-	 * next run starts on, and the credits per useful record of this run (null without a useful one).
+	 * next run starts on, and the credits per useful record of this session (null without a useful one).
 	 */
 	modes?: Record<string, { mode: string; proxy_type: string; credits_per_useful: number | null }>;
 	/**

@@ -192,6 +192,12 @@ export function createAdaptiveModes(remembered: readonly DomainMode[]): Adaptive
 	};
 }
 
+/** A rung in words: `request+datacenter`, `request+residential`, `auto`, `browser`. */
+export function rungName(rung: number): string {
+	const { mode, proxyType } = LADDER[rung]!;
+	return mode === "request" ? `${mode}+${proxyType}` : mode;
+}
+
 /** `mode_used` of an adaptive record: the service's word for its last fetch, with the proxy of a request. */
 export function adaptiveModeUsed(serviceMode: string | null, rung: number): string {
 	const { mode, proxyType } = LADDER[rung]!;

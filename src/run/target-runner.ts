@@ -6,7 +6,7 @@ import type { Crawler } from "../crawl/index.js";
 import { type PagePool, type PageTaskResult, PageTooComplexError } from "../extract/index.js";
 import type { Job, Target } from "../job/index.js";
 import { OutputError, type PageStore, type ResultRecord } from "../output/index.js";
-import { type AdaptiveModes, adaptiveModeUsed, createAdaptiveModes, LADDER } from "./adaptive-mode.js";
+import { type AdaptiveModes, adaptiveModeUsed, createAdaptiveModes, rungName } from "./adaptive-mode.js";
 import type { Breakers } from "./breaker.js";
 import { fetchBrowserTarget } from "./browser-target.js";
 import { storedPageHtml } from "./crawl-hook.js";
@@ -34,21 +34,15 @@ interface ClimbStep {
 	at: number;
 }
 
+/** What the page pool read of a page that it was not asked to read. */
+const NO_PAGE: { read?: PageTaskResult; tooComplex?: string } = Object.freeze({});
+
 /** A record built without reading its page, in `readFetched`'s shape. */
 function withoutPage(
 	record: ResultRecord | undefined,
 ): { record: ResultRecord; page: { read?: PageTaskResult }; kept: boolean } | undefined {
 	return record === undefined ? undefined : { record, page: NO_PAGE, kept: false };
 }
-
-/** A rung in words: `request+datacenter`, `auto`, `browser`. */
-function rungName(rung: number): string {
-	const { mode, proxyType } = LADDER[rung]!;
-	return mode === "request" ? `${mode}+${proxyType}` : mode;
-}
-
-/** What the page pool read of a page that it was not asked to read. */
-const NO_PAGE: { read?: PageTaskResult; tooComplex?: string } = Object.freeze({});
 
 /**
  * Charged failures of one kind in a row, across targets, that stop the run (`paid_failures`): the service
