@@ -59,11 +59,11 @@ export function writeDomainModes(db: Database, runId: string, at: string, modes:
 export function readLatestHostCosts(db: Database): HostCost[] {
 	const rows = db
 		.prepare(
-			`SELECT host, targets, credits, credits_sq, first, first_sq, last, last_sq FROM host_costs AS c
-			WHERE run = (SELECT max(run) FROM host_costs WHERE host = c.host)`,
+			// SQLite's bare columns beside max(): the row of the latest run, in one pass over the table.
+			"SELECT host, targets, credits, credits_sq, first, first_sq, last, last_sq, max(run) FROM host_costs GROUP BY host",
 		)
 		.raw()
-		.all() as Array<[string, number, number, number, number, number, number, number]>;
+		.all() as Array<[string, number, number, number, number, number, number, number, string]>;
 	return rows.map(([host, targets, credits, creditsSq, first, firstSq, last, lastSq]) => ({
 		host,
 		targets,
@@ -76,7 +76,10 @@ export function readLatestHostCosts(db: Database): HostCost[] {
 	}));
 }
 
-/** Add one session's costs per host to its run's rows (one transaction). */
+/**
+ * Add one session's costs per host to its run's rows (one transaction). A host's rows of earlier runs go:
+ * the forecast reads only its latest, and the table stays one row a host.
+ */
 export function addHostCosts(db: Database, runId: string, costs: readonly HostCost[]): void {
 	if (costs.length === 0) return;
 	const upsert = db.prepare(
@@ -87,9 +90,12 @@ export function addHostCosts(db: Database, runId: string, costs: readonly HostCo
 			first = first + excluded.first, first_sq = first_sq + excluded.first_sq,
 			last = last + excluded.last, last_sq = last_sq + excluded.last_sq`,
 	);
+	const older = db.prepare("DELETE FROM host_costs WHERE host = ? AND run < ?");
 	db.transaction(() => {
-		for (const c of costs)
+		for (const c of costs) {
 			upsert.run(runId, c.host, c.targets, c.credits, c.creditsSq, c.first, c.firstSq, c.last, c.lastSq);
+			older.run(c.host, runId);
+		}
 	}).immediate();
 }
 

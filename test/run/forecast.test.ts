@@ -1,6 +1,7 @@
 import { describe, expect, it } from "vitest";
 import type { HostCost } from "../../src/history/index.js";
 import { forecastCredits, forecastReport } from "../../src/run/forecast.js";
+import { hostOf } from "../../src/run/host-costs.js";
 
 /** A host's past: `costs` are the credits of each of its targets (every fetch, first and last alike). */
 function past(host: string, costs: readonly number[], first = costs, last = costs): HostCost {
@@ -89,5 +90,20 @@ describe("forecastCredits", () => {
 			error: 0.15,
 		});
 		expect(forecastReport({ expected: 0, low: 0, high: 0 }, 0).error).toBeNull();
+	});
+});
+
+describe("hostOf", () => {
+	it("reads the usual URL's host without parsing it, and any other as the URL parser does", () => {
+		for (const url of [
+			"http://127.0.0.1:8080/product/1",
+			"https://shop.example/a?b#c",
+			"https://shop.example",
+			"https://Shop.Example/A",
+			"http://user:secret@shop.example/",
+			"http://[::1]:4/x",
+		])
+			expect(hostOf(url), url).toBe(new URL(url).hostname);
+		expect(hostOf("not a url")).toBe("not a url");
 	});
 });
