@@ -130,6 +130,13 @@ describe("mode: adaptive", () => {
 		expect(modeOf("127.0.0.2")).toEqual(new Set(["browser+residential"]));
 		expect(modeOf("127.0.0.3")).toEqual(new Set(["request+datacenter"]));
 		const learned = perDomain(runDirs(out, "economics")[1]!);
+		// What the records say they cost is what the emulator charged, domain by domain.
+		for (const domain of DOMAINS) {
+			const charged = sent
+				.filter((entry) => entry.url?.includes(`//${domain}:`))
+				.reduce((sum, entry) => sum + entry.creditsCharged, 0);
+			expect(learned[domain]!.credits, domain).toBe(charged);
+		}
 
 		// The same targets in auto and in browser mode, as jobs of their own.
 		for (const mode of ["auto", "browser"]) {
@@ -167,6 +174,30 @@ describe("mode: adaptive", () => {
 		expect(sent.map((entry) => entry.mode)).toEqual(["request", "auto", "browser"]);
 		expect(sent.reduce((sum, entry) => sum + entry.creditsCharged, 0)).toBe(9);
 	});
+	it("a failure no stronger mode fixes is not climbed (a 404: one fetch); a refusal is (a 403: every rung once)", async () => {
+		const { service, urls } = await fourDomains();
+		const dir = tempDir();
+		const out = join(dir, "out");
+		const job = writeJob(
+			dir,
+			"unfixable",
+			`name: unfixable\nconcurrency: 1\nretry: {attempts: 1, backoff_ms: 5, max_backoff_ms: 10}\ndefaults: {mode: adaptive}\ntargets:\n  - ${urls["127.0.0.1"]}/status/404\n  - ${urls["127.0.0.1"]}/status/403\n`,
+		);
+		await runJob(service, job, out);
+		const sent = service.emulator.ledger.byEndpoint("realtime");
+		const modesOf = (path: string) =>
+			sent.filter((entry) => entry.url?.endsWith(path)).map((entry) => `${entry.mode}+${entry.params?.proxy_type}`);
+		// A page that is not there is not there in any mode.
+		expect(modesOf("/status/404")).toEqual(["request+datacenter"]);
+		// A refusal may be the address's: every rung, once each.
+		expect(modesOf("/status/403")).toEqual([
+			"request+datacenter",
+			"request+residential",
+			"auto+residential",
+			"browser+residential",
+		]);
+	});
+
 	it("each stronger fetch is booked against the budget before it is sent: a budget that fits two rungs ends the climb there", async () => {
 		const { service, urls } = await fourDomains();
 		const dir = tempDir();
