@@ -232,7 +232,9 @@ export function formatSummary(summary: RunSummary, runDir: string, hints: Summar
 	if (summary.useful && summary.targets.done > 0) rows.push(["useful", usefulLine(summary.useful, summary)]);
 	for (const [domain, mode] of Object.entries(summary.modes ?? {})) {
 		const perUseful =
-			mode.credits_per_useful === null ? "no useful record" : `${mode.credits_per_useful} credits per useful record`;
+			mode.credits_per_useful === null
+				? "no useful record"
+				: `${plural(mode.credits_per_useful, "credit")} per useful record`;
 		rows.push(["mode", `${domain}: ${mode.mode}+${mode.proxy_type} next run; ${perUseful}`]);
 	}
 	if (summary.forecast) {
