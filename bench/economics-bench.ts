@@ -1,5 +1,5 @@
 /**
- * The economics row of `npm run bench` (`--only=economics`; issue #45): credits per useful record of
+ * The economics row of `npm run bench` (`--only=economics`): credits per useful record of
  * `mode: adaptive` — its first run (learning) and its second (starting where the first ended) — against
  * `auto` and `browser` on the same targets, over four emulated domains: one that serves datacenter
  * addresses (`127.0.0.1`), one that blocks them (`localhost`, `block_datacenter`), one that needs a browser
