@@ -14,14 +14,13 @@ export async function forecastJob(job: Job, jobDir: string, signal?: AbortSignal
 	if (stored === null || stored.costs.length === 0) return null;
 	const tally = createHostCosts();
 	let adaptive = false;
-	const none = { total: 0, first: 0, last: 0 };
 	for await (const batch of streamTargetBatches(job)) {
 		if (signal?.aborted) break;
 		for (const target of batch) {
 			// Browser sessions are paid in browser credits: not the scraper's forecast.
 			if (target.browserSession) continue;
 			if (target.params.mode === "adaptive") adaptive = true;
-			tally.add(target.url, none, creditCostRange(target.params));
+			tally.add(target.url, 0, 0, 0, creditCostRange(target.params));
 		}
 	}
 	return forecastCredits(tally.targets(), stored.costs, stored.modes, adaptive);

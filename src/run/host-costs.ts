@@ -53,8 +53,14 @@ export function createHostCosts() {
 	const hosts = new Map<string, HostTotals>();
 	let spent = 0;
 	return {
-		/** One written record of a scraper target. */
-		add(url: string, cost: TargetCost, range: { readonly min: number; readonly max: number }): void {
+		/** One written record of a scraper target: what all its fetches, its first and its last cost. */
+		add(
+			url: string,
+			total: number,
+			first: number,
+			last: number,
+			range: { readonly min: number; readonly max: number },
+		): void {
 			const host = hostOf(url);
 			let totals = hosts.get(host);
 			if (!totals) {
@@ -62,15 +68,15 @@ export function createHostCosts() {
 				hosts.set(host, totals);
 			}
 			totals.targets += 1;
-			totals.credits += cost.total;
-			totals.creditsSq += cost.total * cost.total;
-			totals.first += cost.first;
-			totals.firstSq += cost.first * cost.first;
-			totals.last += cost.last;
-			totals.lastSq += cost.last * cost.last;
+			totals.credits += total;
+			totals.creditsSq += total * total;
+			totals.first += first;
+			totals.firstSq += first * first;
+			totals.last += last;
+			totals.lastSq += last * last;
 			totals.min += range.min;
 			totals.max += range.max;
-			spent += cost.total;
+			spent += total;
 		},
 		/** Credits of the records added. */
 		get spent(): number {

@@ -554,7 +554,8 @@ export function createTargetRunner(parts: TargetRunnerParts): TargetRunner {
 		// An ok fetch whose cost went unreported (or came back negative or garbled) is booked at its worst case.
 		const charged = result.creditsUsed ?? worstCase;
 		budget.commit(worstCase, charged);
-		let cost: TargetCost = { total: charged, first: charged, last: charged };
+		// What the target cost: one fetch, unless it climbed (no object per target for the usual case).
+		let cost: TargetCost | null = null;
 		let after: { result: FetchResult; worstCase: number } | undefined;
 		let record: ResultRecord | undefined;
 		if (step !== null) {
@@ -569,7 +570,13 @@ export function createTargetRunner(parts: TargetRunnerParts): TargetRunner {
 			stats.abandoned += 1;
 			if (probe) breakers?.probeLost(domain);
 		} else {
-			parts.economics?.costs.add(target.url, cost, creditCostRange(target.params));
+			parts.economics?.costs.add(
+				target.url,
+				cost?.total ?? charged,
+				cost?.first ?? charged,
+				cost?.last ?? charged,
+				creditCostRange(target.params),
+			);
 			breakers?.settle(domain, record, probe);
 			const paidFailure = paidFailures.record(record.status, record.error, record.credits_used);
 			if (paidFailure !== null) {
