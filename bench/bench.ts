@@ -16,6 +16,7 @@ import { dirname, join } from "node:path";
 import { createInterface } from "node:readline";
 import { fileURLToPath } from "node:url";
 import { benchCrawl, benchCrawlFeed, formatCrawlFeedRow, formatCrawlRow } from "./crawl-bench.js";
+import { benchEconomics, formatEconomicsRow } from "./economics-bench.js";
 import { benchExtract, formatExtractRow } from "./extract-bench.js";
 import { benchFleet, formatFleetRow } from "./fleet-bench.js";
 import { benchHistory, formatHistoryRow } from "./history-bench.js";
@@ -130,7 +131,8 @@ function parseArgs(argv: readonly string[]): Options {
 				value === HISTORY_ROW ||
 				value === REEXTRACT_ROW ||
 				value === SHARDS_ROW ||
-				value === FLEET_ROW
+				value === FLEET_ROW ||
+				value === ECONOMICS_ROW
 			) {
 				only = value;
 				continue;
@@ -139,13 +141,13 @@ function parseArgs(argv: readonly string[]): Options {
 			const scenario = byIndex ?? SCENARIOS.find((s) => s.name === value);
 			if (!scenario) {
 				throw new Error(
-					`--only: no row ${value}; rows: ${[...SCENARIOS.map((s) => s.name), REPORT_ROW, EXTRACT_ROW, CRAWL_ROW, HISTORY_ROW, REEXTRACT_ROW, SHARDS_ROW, FLEET_ROW].join(", ")}`,
+					`--only: no row ${value}; rows: ${[...SCENARIOS.map((s) => s.name), REPORT_ROW, EXTRACT_ROW, CRAWL_ROW, HISTORY_ROW, REEXTRACT_ROW, SHARDS_ROW, FLEET_ROW, ECONOMICS_ROW].join(", ")}`,
 				);
 			}
 			only = scenario.name;
 		} else if (arg === "--help" || arg === "-h") {
 			process.stdout.write(
-				"usage: npm run bench -- [--quick] [--only=latency|cpu|memory|scale|report|extract|crawl|history|reextract|shards|1|2|3|4] [--repeat=K] [--profile] [--keep] [--crawl-pages=N]\n" +
+				"usage: npm run bench -- [--quick] [--only=latency|cpu|memory|scale|report|extract|crawl|history|reextract|shards|economics|1|2|3|4] [--repeat=K] [--profile] [--keep] [--crawl-pages=N]\n" +
 					"  --quick    N/10 targets per row\n" +
 					`  --repeat   runs of each client per row, in ABBA order; the fastest is shown (default ${DEFAULT_REPEAT}; the cpu row 4, the scale row 1)\n` +
 					"  --profile  run each client's first run under --cpu-prof; print the top functions\n" +
@@ -689,6 +691,8 @@ const REEXTRACT_ROW = "reextract";
 const SHARDS_ROW = "shards";
 /** 1, 2 and 4 fleet workers on one key through PostgreSQL against one local process (`--only=fleet`; not in a full run). */
 const FLEET_ROW = "fleet";
+/** `mode: adaptive` against auto and browser, credits per useful record, and the forecast's error (`--only=economics`; not in a full run). */
+const ECONOMICS_ROW = "economics";
 
 async function run(): Promise<number> {
 	const options = parseArgs(process.argv.slice(2));
@@ -716,6 +720,11 @@ async function run(): Promise<number> {
 		const row = await benchReextract(options.quick, (line) => process.stdout.write(`${line}\n`));
 		process.stdout.write(`\n${formatReextractRow(row)}\n`);
 		return row.reextractRequests === 0 ? 0 : 1;
+	}
+	if (options.only === ECONOMICS_ROW) {
+		const row = await benchEconomics(options.quick, (line) => process.stdout.write(`${line}\n`));
+		process.stdout.write(`\n${formatEconomicsRow(row)}\n`);
+		return 0;
 	}
 	if (options.only === SHARDS_ROW) {
 		const row = await benchShards(root, options.quick, (line) => process.stdout.write(`${line}\n`));

@@ -1,4 +1,4 @@
-import { MODES } from "../common/index.js";
+import { JOB_MODES } from "../common/index.js";
 import type { Job, TargetCounts } from "../job/index.js";
 
 /**
@@ -30,7 +30,7 @@ export function crawlDryRunLines(job: Job, counts: TargetCounts): string[] {
 /** The dearest page a seed's options can cost: every page found from it has the same options. */
 function worstPerPageOf(counts: TargetCounts): number {
 	let worstPerPage = 0;
-	for (const mode of MODES) {
+	for (const mode of JOB_MODES) {
 		const count = counts.byMode[mode];
 		if (count > 0) worstPerPage = Math.max(worstPerPage, counts.creditRangeByMode[mode].max / count);
 	}

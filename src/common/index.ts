@@ -53,6 +53,8 @@ export {
 	creditCostRange,
 	DELIVERIES,
 	DEVICES,
+	JOB_MODES,
+	type JobMode,
 	MODES,
 	type Mode,
 	type ParamProblem,

@@ -6,8 +6,14 @@
 
 export const MODES = ["request", "browser", "auto"] as const;
 export type Mode = (typeof MODES)[number];
-/** What a target asks for, as validate, records and summaries name it: a scraper mode, or the remote browser. */
-export const REQUESTED_MODES = [...MODES, "browser_session"] as const;
+/**
+ * What a job file's `mode` may say: a service mode, or `adaptive` (the runner picks a service mode per
+ * domain, cheapest first: docs/behaviour.md, "Adaptive mode"). `adaptive` never reaches the service.
+ */
+export const JOB_MODES = [...MODES, "adaptive"] as const;
+export type JobMode = (typeof JOB_MODES)[number];
+/** What a target asks for, as validate, records and summaries name it: a job mode, or the remote browser. */
+export const REQUESTED_MODES = [...JOB_MODES, "browser_session"] as const;
 export type RequestedMode = (typeof REQUESTED_MODES)[number];
 
 export const PROXY_TYPES = ["residential", "datacenter"] as const;
@@ -22,7 +28,8 @@ export const WAIT_UNTIL = ["load", "domcontentloaded", "networkidle", "commit"] 
 /** Every documented realtime parameter, named as the service names it (docs/service.md, "Fetching a page"). */
 export interface ScrapeParams {
 	url: string;
-	mode?: Mode;
+	/** `adaptive` is the runner's: it sends one of the service's modes in its place. */
+	mode?: JobMode;
 	delivery?: (typeof DELIVERIES)[number];
 	async?: boolean;
 	content?: (typeof CONTENT_FORMATS)[number];
@@ -179,6 +186,15 @@ const COST_RANGES = {
 	requestDatacenter: Object.freeze({ min: CREDIT_COSTS.requestDatacenter, max: CREDIT_COSTS.requestDatacenter }),
 	browser: Object.freeze({ min: CREDIT_COSTS.browser, max: CREDIT_COSTS.browser }),
 	auto: Object.freeze({ min: CREDIT_COSTS.autoPlain, max: CREDIT_COSTS.autoUpgraded }),
+	// The cheapest rung at least; at most every rung of the ladder, each paid once (adaptive-mode.ts).
+	adaptive: Object.freeze({
+		min: CREDIT_COSTS.requestDatacenter,
+		max:
+			CREDIT_COSTS.requestDatacenter +
+			CREDIT_COSTS.requestResidential +
+			Math.max(CREDIT_COSTS.autoPlain, CREDIT_COSTS.autoUpgraded) +
+			CREDIT_COSTS.browser,
+	}),
 } as const;
 
 /** The least and most a successful fetch with these parameters can cost. */
@@ -191,6 +207,8 @@ export function creditCostRange(params: Pick<ScrapeParams, "mode" | "proxy_type"
 			return COST_RANGES.browser;
 		case "auto":
 			return COST_RANGES.auto;
+		case "adaptive":
+			return COST_RANGES.adaptive;
 		default: {
 			const unreachable: never = mode;
 			throw new Error(`unknown mode ${String(unreachable)}`);

@@ -14,6 +14,15 @@ export {
 	readContractState,
 	writeContractState,
 } from "./contract-state.js";
+export {
+	addHostCosts,
+	type DomainMode,
+	type HostCost,
+	readDomainModes,
+	readLatestHostCosts,
+	readStoredEconomics,
+	writeDomainModes,
+} from "./domain-modes.js";
 export { EXPORT_FORMATS, type ExportFormat, exportLatest } from "./export-latest.js";
 export { checkExportTarget } from "./export-target.js";
 export { idKey } from "./id-key.js";

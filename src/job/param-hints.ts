@@ -1,8 +1,8 @@
-import { didYouMean, MODES, type ParamProblem, PROBLEMS } from "../common/index.js";
+import { didYouMean, JOB_MODES, type ParamProblem, PROBLEMS } from "../common/index.js";
 
 /** Parameters with a closed set of values: a problem with one lists them after the service's words. */
 const ALLOWED_VALUES: Readonly<Partial<Record<ParamProblem["param"], readonly string[]>>> = {
-	mode: MODES,
+	mode: JOB_MODES,
 };
 
 /**

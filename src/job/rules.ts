@@ -28,6 +28,14 @@ const RELATED_PARAM: Readonly<Record<string, string>> = {
 
 type Plain = Record<string, unknown>;
 
+/**
+ * The options as the service will see them: `mode: adaptive` is checked as its cheapest rung (a request),
+ * the one mode every adaptive ladder has (src/run/adaptive-mode.ts).
+ */
+function asSent(options: Plain): Plain {
+	return options.mode === "adaptive" ? { ...options, mode: "request" } : options;
+}
+
 function isPlainObject(value: unknown): value is Plain {
 	return value !== null && typeof value === "object" && !Array.isArray(value);
 }
@@ -51,7 +59,7 @@ function checkMergedOptions(
 	const { id: _id, url: _url, file: _file, format: _format, column: _column, delimiter: _delimiter, ...options } = own;
 	const problems: PathProblem[] = [];
 	const merged = { ...inherited, ...options, url };
-	for (const problem of checkScrapeParams(merged)) {
+	for (const problem of checkScrapeParams(asSent(merged))) {
 		if (problem.param === "url") continue;
 		const setHere = Object.hasOwn(options, problem.param);
 		const related = RELATED_PARAM[problem.param];
@@ -74,7 +82,9 @@ export function checkJobRules(data: Plain): PathProblem[] {
 	const problems: PathProblem[] = [];
 	const defaults = isPlainObject(data.defaults) ? data.defaults : {};
 
-	const defaultsProblems = checkScrapeParams({ ...defaults, url: PLACEHOLDER_URL }).filter((p) => p.param !== "url");
+	const defaultsProblems = checkScrapeParams(asSent({ ...defaults, url: PLACEHOLDER_URL })).filter(
+		(p) => p.param !== "url",
+	);
 	const inheritedProblems = new Set(defaultsProblems.map(problemKey));
 	problems.push(...checkMergedOptions(["defaults"], defaults, {}, new Set(), PLACEHOLDER_URL));
 

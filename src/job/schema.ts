@@ -6,8 +6,8 @@ import {
 	DELIVERIES,
 	DEVICES,
 	DURATION_HINT,
+	JOB_MODES,
 	MIN_CSV_MAX_CELL,
-	MODES,
 	PROBLEMS,
 	PROXY_TYPES,
 	parseDuration,
@@ -94,8 +94,10 @@ const stringOrList = (description: string) => z.union([z.string(), z.array(z.str
  */
 const scrapeOptionShape = {
 	mode: z
-		.enum(MODES, { error: (issue) => modeProblem(issue.input) })
-		.describe("request (plain HTTP, 1–2 credits), browser (full browser, 5), auto (default: 2, or 6 if upgraded)"),
+		.enum(JOB_MODES, { error: (issue) => modeProblem(issue.input) })
+		.describe(
+			"request (plain HTTP, 1–2 credits), browser (full browser, 5), auto (default: 2, or 6 if upgraded), adaptive (the cheapest mode that gives useful records, learned per domain: 1–14)",
+		),
 	delivery: z.enum(DELIVERIES).describe("raw (the content itself, default) or json (wrapped with metadata)"),
 	async: flag("Return a task id at once and poll it (the runner follows tasks)"),
 	content: z

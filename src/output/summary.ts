@@ -100,6 +100,17 @@ export interface RunSummary {
 	 * is. A run that ends with one exits 6.
 	 */
 	breakers?: BreakerReport[];
+	/**
+	 * `mode: adaptive` (docs/behaviour.md, "Adaptive mode"): per registrable domain, the mode and proxy its
+	 * next run starts on, and the credits per useful record of this session (null without a useful one).
+	 */
+	modes?: Record<string, { mode: string; proxy_type: string; credits_per_useful: number | null }>;
+	/**
+	 * The forecast of this session's credits from the job's earlier runs (docs/behaviour.md, "Forecast"):
+	 * expected and its 80 % interval, what the session spent on its targets, and `error` = (spent −
+	 * expected) / expected. Absent when the job's store knew none of the run's domains.
+	 */
+	forecast?: { expected: number; low: number; high: number; spent: number; error: number | null };
 	/** Browser credits the run's `browser_session:` targets used (the account's balance before and after); absent without them. */
 	browser_credits_used?: number | null;
 	/** With `extract:`: each field's fill rate over ok records, and the required fields below `min_fill`. */
@@ -237,6 +248,18 @@ export function formatSummary(summary: RunSummary, runDir: string, hints: Summar
 		],
 	];
 	if (summary.useful && summary.targets.done > 0) rows.push(["useful", usefulLine(summary.useful, summary)]);
+	for (const [domain, mode] of Object.entries(summary.modes ?? {})) {
+		const perUseful =
+			mode.credits_per_useful === null
+				? "no useful record"
+				: `${plural(mode.credits_per_useful, "credit")} per useful record`;
+		rows.push(["mode", `${domain}: ${mode.mode}+${mode.proxy_type} next run; ${perUseful}`]);
+	}
+	if (summary.forecast) {
+		const { expected, low, high, spent, error } = summary.forecast;
+		const off = error === null ? "" : ` (${error >= 0 ? "+" : ""}${Math.round(error * 1000) / 10} %)`;
+		rows.push(["forecast", `${expected} credits expected (80 % ${low}–${high}); ${spent} spent${off}`]);
+	}
 	for (const breaker of summary.breakers ?? []) {
 		rows.push([
 			"breaker",

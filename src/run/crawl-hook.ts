@@ -72,7 +72,9 @@ export interface SitemapFetchDeps {
  */
 export function serviceSitemapFetch(deps: SitemapFetchDeps): SitemapFetch {
 	return async (url, seed, path) => {
-		const params: ScrapeParams = { ...seed.params, url };
+		// `mode: adaptive` is the runner's, not the service's: robots.txt and sitemaps go as a plain request.
+		const params: ScrapeParams =
+			seed.params.mode === "adaptive" ? { ...seed.params, url, mode: "request" } : { ...seed.params, url };
 		const worstCase = creditCostRange(params).max;
 		if (!(await deps.reserve(worstCase))) return { kind: "stopped" };
 		const result = await deps.fetch(`sitemap-${createTargetKey(url, "").id}`, params, {

@@ -5,6 +5,8 @@ export { type FetchResult, fetchTarget } from "./fetch-target.js";
 export { listRuns, type RunInfo } from "./find-runs.js";
 export { DEFAULT_FLEET_LEASE_MS, type FleetJoin, type FleetJoinOptions, joinFleetRun } from "./fleet-open.js";
 export type { FleetWorkerSetup } from "./fleet-worker.js";
+export type { Forecast } from "./forecast.js";
+export { forecastJob } from "./forecast-job.js";
 export { lockJobOutput, tookOverMessage } from "./job-lock.js";
 export { LayoutConflictError } from "./layout-guard.js";
 export { MERGE_FILE, type MergeResult, mergeShardRuns } from "./merge-runs.js";

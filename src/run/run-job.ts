@@ -41,6 +41,7 @@ import { watchOutages } from "./outage-watch.js";
 import { createPaidAnswers } from "./paid-answers.js";
 import { createQueueConcurrency } from "./queue-concurrency.js";
 import { createRecordWriter, openRecordSinks } from "./record-writer.js";
+import { createRunEconomics } from "./run-economics.js";
 import type { RunLock } from "./run-lock.js";
 import { createProgressReporter, type ProgressSnapshot } from "./run-progress.js";
 import { buildSummary, createRunStatistics } from "./run-statistics.js";
@@ -381,6 +382,8 @@ export async function runJob(options: RunJobOptions): Promise<RunJobResult> {
 						},
 					})
 				: null;
+		// `mode: adaptive` and the forecast: what the job's store remembers of modes and costs (run-economics.ts).
+		const economics = createRunEconomics(job, history, options.logger);
 		const runner = createTargetRunner({
 			job,
 			stops,
@@ -401,6 +404,7 @@ export async function runJob(options: RunJobOptions): Promise<RunJobResult> {
 			sleep,
 			random,
 			breakers,
+			economics,
 			log,
 		});
 
@@ -428,6 +432,7 @@ export async function runJob(options: RunJobOptions): Promise<RunJobResult> {
 				summary.fleet = fleetSummary;
 				summary.complete = reason === null && fleet.complete;
 			}
+			economics.finish(summary, runId, summary.finished_at);
 			return summary;
 		};
 		// A second signal: the process ends now. Records are on disk already; the summary is written as it

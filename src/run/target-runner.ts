@@ -6,25 +6,43 @@ import type { Crawler } from "../crawl/index.js";
 import { type PagePool, type PageTaskResult, PageTooComplexError } from "../extract/index.js";
 import type { Job, Target } from "../job/index.js";
 import { OutputError, type PageStore, type ResultRecord } from "../output/index.js";
+import { type AdaptiveModes, adaptiveModeUsed, createAdaptiveModes, rungName } from "./adaptive-mode.js";
 import type { Breakers } from "./breaker.js";
 import { fetchBrowserTarget } from "./browser-target.js";
 import { storedPageHtml } from "./crawl-hook.js";
 import type { CreditBudget } from "./credit-budget.js";
 import { addExtraction, isHtmlResult, needsPageRead, pageWorkOf } from "./extract-record.js";
 import { type FetchResult, type FetchTargetDeps, fetchTarget } from "./fetch-target.js";
+import type { TargetCost } from "./host-costs.js";
 import type { Journal } from "./journal.js";
 import type { OutageMonitor } from "./outage-monitor.js";
 import { type PaidAnswer, type PaidAnswers, paidAnswerOf } from "./paid-answers.js";
 import type { StampedBody } from "./record-writer.js";
 import { fetchedRecord } from "./result-record.js";
+import type { TargetEconomics } from "./run-economics.js";
 import type { RunStatistics } from "./run-statistics.js";
 import type { SendGate } from "./send-gate.js";
 import type { StopController } from "./stop-controller.js";
 import type { TaskPollOptions } from "./task-poller.js";
 import { judgeUseful } from "./useful-record.js";
 
+/** Where an adaptive target is on its ladder: `at` indexes `ladder`, itself indexes `LADDER`. */
+interface ClimbStep {
+	readonly modes: AdaptiveModes;
+	readonly domain: string;
+	readonly ladder: readonly number[];
+	at: number;
+}
+
 /** What the page pool read of a page that it was not asked to read. */
 const NO_PAGE: { read?: PageTaskResult; tooComplex?: string } = Object.freeze({});
+
+/** A record built without reading its page, in `readFetched`'s shape. */
+function withoutPage(
+	record: ResultRecord | undefined,
+): { record: ResultRecord; page: { read?: PageTaskResult }; kept: boolean } | undefined {
+	return record === undefined ? undefined : { record, page: NO_PAGE, kept: false };
+}
 
 /**
  * Charged failures of one kind in a row, across targets, that stop the run (`paid_failures`): the service
@@ -158,6 +176,8 @@ export interface TargetRunnerParts {
 	readonly random: () => number;
 	/** The per-domain breakers (`breaker:`); null with `breaker: false`. */
 	readonly breakers: Breakers | null;
+	/** `mode: adaptive`'s ladder and the run's cost per host (run-economics.ts); absent: a ladder that remembers nothing, no tally. */
+	readonly economics?: TargetEconomics;
 	/** run.log's logger. */
 	readonly log: Logger;
 }
@@ -226,6 +246,17 @@ export function createTargetRunner(parts: TargetRunnerParts): TargetRunner {
 		charged: number,
 		started: number,
 	): Promise<ResultRecord | undefined> => {
+		const built = await readFetched(target, result, charged, started);
+		return built === undefined ? undefined : commitRead(target, result, built);
+	};
+
+	/** A fetched target's page kept (paid, not read yet), read by the page pool, and its record built; nothing written. */
+	const readFetched = async (
+		target: Target,
+		result: Extract<FetchResult, { kind: "ok" | "failed" }>,
+		charged: number,
+		started: number,
+	): Promise<{ record: ResultRecord; page: { read?: PageTaskResult }; kept: boolean } | undefined> => {
 		if (!stops.mayWrite()) return undefined;
 		// Paid, and its page not read yet: kept and journalled first, so a process that dies while the page
 		// pool reads it leaves an answer a resume finishes without paying again.
@@ -241,12 +272,27 @@ export function createTargetRunner(parts: TargetRunnerParts): TargetRunner {
 		}
 		const page = await readPage(target, result);
 		if (page.abandoned) return undefined;
-		const record = writeFetched(target, result, charged, started, page);
-		if (record && (kept || restored.has(target.id))) {
+		const record = buildFetched(target, result, charged, started, page);
+		return record === undefined ? undefined : { record, page, kept };
+	};
+
+	/** Write a record `readFetched` built, and let its kept answer go. */
+	const commitRead = (
+		target: Target,
+		result: Extract<FetchResult, { kind: "ok" | "failed" }>,
+		built: { record: ResultRecord; page: { read?: PageTaskResult }; kept: boolean },
+	): ResultRecord | undefined => {
+		const record = commitFetched(target, result, built.record, built.page);
+		if (record) settleKept(target, built.kept);
+		return record;
+	};
+
+	/** A kept or restored answer whose record is written (or that a stronger fetch replaces): its file goes. */
+	const settleKept = (target: Target, kept: boolean) => {
+		if (kept || restored.has(target.id)) {
 			parts.paidAnswers.settled(target.id);
 			restored.delete(target.id);
 		}
-		return record;
 	};
 
 	/**
@@ -261,11 +307,20 @@ export function createTargetRunner(parts: TargetRunnerParts): TargetRunner {
 		started: number,
 		page: { read?: PageTaskResult; tooComplex?: string },
 	): ResultRecord | undefined => {
+		const record = buildFetched(target, result, charged, started, page);
+		return record === undefined ? undefined : commitFetched(target, result, record, page);
+	};
+
+	/** A fetched target's record, built and judged (useful-record.ts), not written; undefined when the output failed. */
+	const buildFetched = (
+		target: Target,
+		result: Extract<FetchResult, { kind: "ok" | "failed" }>,
+		charged: number,
+		started: number,
+		page: { read?: PageTaskResult; tooComplex?: string },
+	): ResultRecord | undefined => {
 		if (!stops.mayWrite()) return undefined;
 		try {
-			// Links go to the frontier before the record is written: a crash between the two loses nothing.
-			if (crawler && result.kind === "ok" && isHtmlResult(target, result))
-				crawler.pageFetched(target, page.read?.links ?? null, result.finalUrl);
 			const record = addExtraction(
 				fetchedRecord(target, result, charged, started, clock(), parts.content),
 				target,
@@ -274,7 +329,25 @@ export function createTargetRunner(parts: TargetRunnerParts): TargetRunner {
 				page.read,
 			);
 			if (page.tooComplex !== undefined) markTooComplex(record, page.tooComplex);
-			judgeUseful(record, target, result, job, page.read);
+			return judgeUseful(record, target, result, job, page.read);
+		} catch (error) {
+			stops.outputFailed(error);
+			return undefined;
+		}
+	};
+
+	/** Write a built record (its page's links to the frontier first); undefined when the output failed or the lease was lost. */
+	const commitFetched = (
+		target: Target,
+		result: Extract<FetchResult, { kind: "ok" | "failed" }>,
+		record: ResultRecord,
+		page: { read?: PageTaskResult },
+	): ResultRecord | undefined => {
+		if (!stops.mayWrite()) return undefined;
+		try {
+			// Links go to the frontier before the record is written: a crash between the two loses nothing.
+			if (crawler && result.kind === "ok" && isHtmlResult(target, result))
+				crawler.pageFetched(target, page.read?.links ?? null, result.finalUrl);
 			const body = record.status === "ok" && result.kind === "ok" ? (result.spilled ?? result.body) : null;
 			return parts.write(record, body) ? record : undefined;
 		} catch (error) {
@@ -331,10 +404,126 @@ export function createTargetRunner(parts: TargetRunnerParts): TargetRunner {
 		stats.chargedWithoutRecord(charged);
 	};
 
+	/** Adaptive targets of a job built without economics (a library caller's): a ladder that remembers nothing. */
+	let ownAdaptive: AdaptiveModes | null = null;
+	const adaptiveModes = (): AdaptiveModes => {
+		const given = parts.economics?.adaptive;
+		if (given) return given;
+		ownAdaptive ??= createAdaptiveModes([]);
+		return ownAdaptive;
+	};
+
+	/**
+	 * `mode: adaptive` past its first fetch (adaptive-mode.ts): while the record is useless in a way a
+	 * stronger rung can fix, the next rung is booked (its own worst case) and fetched — a new fetch, paid
+	 * again; the record written is the last one, with every rung's credits and attempts. A stronger fetch
+	 * that comes to no answer (a stop, an abort) leaves the record of the one before it written, and its
+	 * own outcome to the caller.
+	 */
+	const climb = async (
+		target: Target,
+		step: ClimbStep,
+		first: Extract<FetchResult, { kind: "ok" | "failed" }>,
+		firstCharged: number,
+		started: number,
+	): Promise<{
+		record: ResultRecord | undefined;
+		cost: TargetCost;
+		after?: { result: FetchResult; worstCase: number };
+	}> => {
+		const { modes, domain, ladder } = step;
+		let current = first;
+		let total = firstCharged;
+		let last = firstCharged;
+		let earlierAttempts = 0;
+		for (;;) {
+			const built = pagePool
+				? await readFetched(target, current, total, started)
+				: withoutPage(buildFetched(target, current, total, started, NO_PAGE));
+			const cost = { total, first: firstCharged, last };
+			if (built === undefined) return { record: undefined, cost };
+			const rung = ladder[step.at]!;
+			built.record.attempts += earlierAttempts;
+			built.record.mode_used = adaptiveModeUsed(current.modeUsed, rung);
+			const fixable = modes.fixable(built.record);
+			const atTop = step.at >= ladder.length - 1;
+			if (fixable && !atTop && !modes.isHopeless(domain) && !stops.stopping) {
+				const next = ladder[step.at + 1]!;
+				const params = modes.paramsOf(target.params, next);
+				const worstCase = creditCostRange(params).max;
+				if (budget.tryReserve(worstCase) || (await reserveOrStop(budget, stops, worstCase))) {
+					settleKept(target, built.kept);
+					log.info(
+						{ event: "mode_upgrade", id: target.id, domain, from: rungName(rung), to: rungName(next) },
+						`${built.record.useless_reason ?? "useless"}: fetched again as ${rungName(next)}`,
+					);
+					earlierAttempts = built.record.attempts;
+					step.at += 1;
+					const result = await fetchTarget(target.id, params, parts.fetchDeps, null, parts.bodySpill);
+					if (result.kind === "ok" || result.kind === "failed") {
+						last = result.creditsUsed ?? worstCase;
+						budget.commit(worstCase, last, target.id);
+						total += last;
+						current = result;
+						continue;
+					}
+					const record = commitRead(target, current, built);
+					if (record) modes.settle(domain, rung, record, false);
+					return { record, cost, after: { result, worstCase } };
+				}
+			}
+			const record = commitRead(target, current, built);
+			if (record) modes.settle(domain, rung, record, fixable && atTop);
+			return { record, cost };
+		}
+	};
+
+	/** An answer that became no record (an abort, a stop, an unwritable page): booked, and the run told. */
+	const settleUnwritten = (
+		targetId: string,
+		result: Exclude<FetchResult, { kind: "ok" | "failed" }>,
+		worstCase: number,
+	) => {
+		switch (result.kind) {
+			case "aborted":
+				bookWithoutRecord(targetId, worstCase, result.charged);
+				stops.stop(result.reason, `stopping: ${result.message}`);
+				return;
+			case "output_failed":
+				// The answer came (and was paid) but its page could not be written: no record, the run stops.
+				budget.commit(worstCase, worstCase, targetId);
+				stats.abandoned += 1;
+				stops.guardOutput(() => {
+					throw new OutputError(result.path, result.cause);
+				});
+				return;
+			case "abandoned":
+				bookWithoutRecord(targetId, worstCase, result.charged);
+				if (result.taskId) stats.tasks.leftPending += 1;
+				// Sent but given up (a stop past its grace period): the service may still charge it.
+				if (result.attempts > 0) stats.abandoned += 1;
+				return;
+			default: {
+				const unreachable: never = result;
+				throw new Error(`unhandled result ${JSON.stringify(unreachable)}`);
+			}
+		}
+	};
+
 	const run = async (target: Target) => {
 		if (stops.stopping) return;
 		if (target.browserSession) return runBrowserTarget(target as Parameters<typeof runBrowserTarget>[0]);
-		const worstCase = creditCostRange(target.params).max;
+		// `mode: adaptive`: the first fetch goes on the domain's starting rung (adaptive-mode.ts).
+		let step: ClimbStep | null = null;
+		let params = target.params;
+		if (params.mode === "adaptive") {
+			const modes = adaptiveModes();
+			const domain = modes.domainOf(target.url);
+			const ladder = modes.ladderOf(params);
+			step = { modes, domain, ladder, at: modes.firstStep(domain, ladder) };
+			params = modes.paramsOf(params, ladder[step.at]!);
+		}
+		const worstCase = creditCostRange(params).max;
 		// An open breaker parks the target: no fetch, no credit, no record (`--resume` takes it). One look-up.
 		const breakers = parts.breakers;
 		const domain = breakers === null ? "" : breakers.keyOf(target.url);
@@ -360,72 +549,65 @@ export function createTargetRunner(parts: TargetRunnerParts): TargetRunner {
 			kept ??
 			(await fetchTarget(
 				target.id,
-				target.params,
+				params,
 				parts.fetchDeps,
 				parts.resumeTasks.get(target.id) ?? null,
 				parts.bodySpill,
 			));
 		if (probe && result.kind !== "ok" && result.kind !== "failed") breakers?.probeLost(domain);
-		switch (result.kind) {
-			case "ok":
-			case "failed": {
-				// An ok fetch whose cost went unreported (or came back negative or garbled) is booked at its worst case.
-				const charged = result.creditsUsed ?? worstCase;
-				budget.commit(worstCase, charged, target.id);
-				// Without a page pool the record is written in this turn: no promise, no microtask per target.
-				const record = pagePool
-					? await writeReadFetched(target, result, charged, started)
-					: writeFetched(target, result, charged, started, NO_PAGE);
-				if (!record) {
-					stats.abandoned += 1;
-					if (probe) breakers?.probeLost(domain);
-					return;
-				}
-				breakers?.settle(domain, record, probe);
-				const paidFailure = paidFailures.record(record.status, record.error, record.credits_used);
-				if (paidFailure !== null) {
-					stops.stop(
-						"paid_failures",
-						`stopping: ${PAID_FAILURES_IN_A_ROW} fetches in a row were charged and failed with ${paidFailure}; no more credits go to it (continue with --resume once its cause is fixed)`,
-					);
-				}
-				if (record.status === "failed") {
-					log.info(
-						{
-							event: "target_failed",
-							id: target.id,
-							error: record.error,
-							http_status: record.http_status,
-							attempts: record.attempts,
-						},
-						record.message ?? "failed",
-					);
-				}
-				return;
+		if (result.kind !== "ok" && result.kind !== "failed") {
+			settleUnwritten(target.id, result, worstCase);
+			return;
+		}
+		// An ok fetch whose cost went unreported (or came back negative or garbled) is booked at its worst case.
+		const charged = result.creditsUsed ?? worstCase;
+		budget.commit(worstCase, charged, target.id);
+		// What the target cost: one fetch, unless it climbed (no object per target for the usual case).
+		let cost: TargetCost | null = null;
+		let after: { result: FetchResult; worstCase: number } | undefined;
+		let record: ResultRecord | undefined;
+		if (step !== null) {
+			({ record, cost, after } = await climb(target, step, result, charged, started));
+		} else {
+			// Without a page pool the record is written in this turn: no promise, no microtask per target.
+			record = pagePool
+				? await writeReadFetched(target, result, charged, started)
+				: writeFetched(target, result, charged, started, NO_PAGE);
+		}
+		if (!record) {
+			stats.abandoned += 1;
+			if (probe) breakers?.probeLost(domain);
+		} else {
+			parts.economics?.costs.add(
+				target.url,
+				cost?.total ?? charged,
+				cost?.first ?? charged,
+				cost?.last ?? charged,
+				creditCostRange(target.params),
+			);
+			breakers?.settle(domain, record, probe);
+			const paidFailure = paidFailures.record(record.status, record.error, record.credits_used);
+			if (paidFailure !== null) {
+				stops.stop(
+					"paid_failures",
+					`stopping: ${PAID_FAILURES_IN_A_ROW} fetches in a row were charged and failed with ${paidFailure}; no more credits go to it (continue with --resume once its cause is fixed)`,
+				);
 			}
-			case "aborted":
-				bookWithoutRecord(target.id, worstCase, result.charged);
-				stops.stop(result.reason, `stopping: ${result.message}`);
-				return;
-			case "output_failed":
-				// The answer came (and was paid) but its page could not be written: no record, the run stops.
-				budget.commit(worstCase, worstCase, target.id);
-				stats.abandoned += 1;
-				stops.guardOutput(() => {
-					throw new OutputError(result.path, result.cause);
-				});
-				return;
-			case "abandoned":
-				bookWithoutRecord(target.id, worstCase, result.charged);
-				if (result.taskId) stats.tasks.leftPending += 1;
-				// Sent but given up (a stop past its grace period): the service may still charge it.
-				if (result.attempts > 0) stats.abandoned += 1;
-				return;
-			default: {
-				const unreachable: never = result;
-				throw new Error(`unhandled result ${JSON.stringify(unreachable)}`);
+			if (record.status === "failed") {
+				log.info(
+					{
+						event: "target_failed",
+						id: target.id,
+						error: record.error,
+						http_status: record.http_status,
+						attempts: record.attempts,
+					},
+					record.message ?? "failed",
+				);
 			}
 		}
+		if (after !== undefined && after.result.kind !== "ok" && after.result.kind !== "failed")
+			settleUnwritten(target.id, after.result, after.worstCase);
 	};
 
 	const followStoredPage = async (target: Target) => {

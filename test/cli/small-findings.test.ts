@@ -101,7 +101,7 @@ describe("small things a new user noticed", () => {
 		const run = await runCli(["validate", job]);
 		expect(run.code).toBe(2);
 		expect(run.stderr).toContain(
-			'bad.yaml:3:9 defaults.mode: invalid mode value (allowed: request, browser, auto; got "browsr"; did you mean "browser"?)',
+			'bad.yaml:3:9 defaults.mode: invalid mode value (allowed: request, browser, auto, adaptive; got "browsr"; did you mean "browser"?)',
 		);
 	});
 

@@ -204,7 +204,7 @@ describe("the job's store (history.sqlite)", () => {
 			path,
 		]);
 		history = openJobHistory(jobDir);
-		expect(history.warnings).toEqual([expect.stringMatching(/older layout \(0, now 2\)/)]);
+		expect(history.warnings).toEqual([expect.stringMatching(/older layout \(0, now 3\)/)]);
 		history.close();
 		expectTwoRuns(jobDir);
 		// Another program's SQLite file in its place.
@@ -362,7 +362,7 @@ describe("the job's store (history.sqlite)", () => {
 			history.close();
 			// Still one file: the other shard finds the tables this open made (removed, its file was gone).
 			const tables = other.prepare("SELECT name FROM sqlite_schema WHERE type = 'table' ORDER BY name").pluck().all();
-			expect(tables).toEqual(["runs", "targets"]);
+			expect(tables).toEqual(["domain_modes", "host_costs", "runs", "targets"]);
 		} finally {
 			other.close();
 		}

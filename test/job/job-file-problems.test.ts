@@ -278,7 +278,7 @@ const ruleCases: Case[] = [
 		name: "mode, country, session id: the service's texts (mode's followed by the allowed values)",
 		yaml: `name: t\ntargets:\n  - url: ${OK}\n    mode: fast\n    proxy_country: USA\n    proxy_session_id: abc\n`,
 		errors: [
-			'job.yaml:4:11 targets[0].mode: invalid mode value (allowed: request, browser, auto; got "fast")',
+			'job.yaml:4:11 targets[0].mode: invalid mode value (allowed: request, browser, auto, adaptive; got "fast")',
 			'job.yaml:5:20 targets[0].proxy_country: invalid proxy_country (a two-letter ISO 3166-1 code such as US, GB or DE; got "USA"; did you mean "US"?)',
 			"job.yaml:6:23 targets[0].proxy_session_id: invalid proxy_session_id",
 		],

@@ -147,11 +147,12 @@ describe("streamTargets", () => {
 			skippedRows: 0,
 			deselected: 0,
 			creditRange: { min: 7, max: 11 },
-			byMode: { request: 0, browser: 1, auto: 1, browser_session: 0 },
+			byMode: { request: 0, browser: 1, auto: 1, adaptive: 0, browser_session: 0 },
 			creditRangeByMode: {
 				request: { min: 0, max: 0 },
 				browser: { min: 5, max: 5 },
 				auto: { min: 2, max: 6 },
+				adaptive: { min: 0, max: 0 },
 				browser_session: { min: 0, max: 0 },
 			},
 		});
@@ -206,11 +207,12 @@ describe("countTargets", () => {
 			deselected: 0,
 			// request 2 + datacenter 1 + browser 5 + auto 2×(2…6)
 			creditRange: { min: 12, max: 20 },
-			byMode: { request: 2, browser: 1, auto: 2, browser_session: 0 },
+			byMode: { request: 2, browser: 1, auto: 2, adaptive: 0, browser_session: 0 },
 			creditRangeByMode: {
 				request: { min: 3, max: 3 },
 				browser: { min: 5, max: 5 },
 				auto: { min: 4, max: 12 },
+				adaptive: { min: 0, max: 0 },
 				browser_session: { min: 0, max: 0 },
 			},
 		});

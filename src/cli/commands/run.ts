@@ -41,8 +41,8 @@ import {
 	runSucceeded,
 	savedItemsFor,
 } from "../../library/index.js";
-import { csvColumnsFor, formatSummary } from "../../output/index.js";
-import { CorruptResultsError, checkCost, type ProgressSnapshot, surveyTargets } from "../../run/index.js";
+import { csvColumnsFor, formatSummary, jobOutputDir } from "../../output/index.js";
+import { CorruptResultsError, checkCost, forecastJob, type ProgressSnapshot, surveyTargets } from "../../run/index.js";
 import { type CliContext, writeLine } from "../context.js";
 import { crawlCreditBound, crawlDryRunLines } from "../crawl-dry-run.js";
 import { EXIT, RUN_EXIT_TABLE } from "../exit-codes.js";
@@ -459,6 +459,8 @@ async function dryRun(
 		const crawlBound = crawlCreditBound(job, survey);
 		const estimate = { min: survey.creditRange.min, max: Math.max(survey.creditRange.max, crawlBound ?? 0) };
 		const cost = checkCost(estimate, flags.maxCredits ?? job.maxCredits, balance);
+		// What earlier runs of the job actually cost per domain (docs/behaviour.md, "Forecast"); null without them.
+		const forecast = await forecastJob(job, jobOutputDir(resolve(ctx.cwd, flags.out), job.name), ctx.signal);
 		const csvColumns = job.output.formats.includes("csv")
 			? csvColumnsFor({ data: job.extraction?.dataColumns, carry: job.extraction?.carry })
 			: null;
@@ -478,6 +480,7 @@ async function dryRun(
 			budget: cost.budget,
 			balance: cost.balance,
 			cost_check: cost.sentences,
+			...(forecast ? { forecast } : {}),
 			...(imbalance ? { shard_warning: imbalance } : {}),
 		});
 		if (flags.json) continue;
@@ -490,8 +493,13 @@ async function dryRun(
 		}
 		writeLine(
 			ctx.stdout,
-			`${job.name}: ${plural(survey.total, "target")} (request ${survey.byMode.request}, browser ${survey.byMode.browser}, auto ${survey.byMode.auto}${survey.byMode.browser_session ? `, browser_session ${survey.byMode.browser_session}` : ""}), ${plural(survey.duplicates, "duplicate")}; estimated ${survey.creditRange.min}–${survey.creditRange.max} credits if every target succeeds once. Nothing was fetched (--dry-run).`,
+			`${job.name}: ${plural(survey.total, "target")} (request ${survey.byMode.request}, browser ${survey.byMode.browser}, auto ${survey.byMode.auto}${survey.byMode.adaptive ? `, adaptive ${survey.byMode.adaptive}` : ""}${survey.byMode.browser_session ? `, browser_session ${survey.byMode.browser_session}` : ""}), ${plural(survey.duplicates, "duplicate")}; estimated ${survey.creditRange.min}–${survey.creditRange.max} credits if every target succeeds once. Nothing was fetched (--dry-run).`,
 		);
+		if (forecast)
+			writeLine(
+				ctx.stdout,
+				`${job.name}: forecast from earlier runs: ${forecast.expected} credits expected (80 % interval ${forecast.low}–${forecast.high}).`,
+			);
 		for (const line of crawlDryRunLines(job, survey)) writeLine(ctx.stdout, line);
 		for (const sentence of cost.sentences) writeLine(ctx.stdout, `${job.name}: ${sentence}`);
 		if (csvColumns) writeLine(ctx.stdout, `${job.name}: results.csv columns: ${csvColumns.join(", ")}`);
