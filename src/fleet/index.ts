@@ -13,6 +13,7 @@ export { latestFleetRecords } from "./latest-records.js";
 export {
 	claimTargets,
 	completeTarget,
+	fetchStarting,
 	reapExpiredLeases,
 	releaseTarget,
 	renewLeases,

@@ -94,20 +94,29 @@ async function claimQueued(fleet: Fleet, worker: FleetWorker, n: number, leaseMs
 		`WITH run AS (
 			SELECT id FROM runs
 			WHERE id = $1 AND state IN ('loading', 'running') AND (paused_until IS NULL OR paused_until <= now())
+		), level AS (
+			-- Depth-exact crawls: a page is claimed only once every page two levels above it has settled, so
+			-- no unsettled page can still find it shallower (a list's targets are all at depth 0).
+			SELECT coalesce(min(depth), 0) + 1 AS deepest FROM targets
+			WHERE run_id = $1 AND state IN ('queued', 'leased')
 		), due_hosts AS (
 			SELECT h.host, h.delay_ms, h.max_in_flight, h.in_flight FROM hosts h, run
 			WHERE h.run_id = run.id AND h.next_allowed_at <= now()
+				AND (h.delay_ms = 0 OR h.starting_until IS NULL OR h.starting_until < now())
 				AND (h.max_in_flight IS NULL OR h.in_flight < h.max_in_flight)
-				AND EXISTS (SELECT 1 FROM targets q WHERE q.run_id = h.run_id AND q.host = h.host AND q.state = 'queued')
+				AND EXISTS (
+					SELECT 1 FROM targets q, level
+					WHERE q.run_id = h.run_id AND q.host = h.host AND q.state = 'queued' AND q.depth <= level.deepest
+				)
 			ORDER BY h.next_allowed_at
 			LIMIT $3
 			FOR UPDATE OF h SKIP LOCKED
 		), picked AS (
 			SELECT t.target_id, t.host FROM due_hosts d
 			CROSS JOIN LATERAL (
-				SELECT q.target_id, q.host FROM targets q
-				WHERE q.run_id = $1 AND q.host = d.host AND q.state = 'queued'
-				ORDER BY q.seq
+				SELECT q.target_id, q.host FROM targets q, level
+				WHERE q.run_id = $1 AND q.host = d.host AND q.state = 'queued' AND q.depth <= level.deepest
+				ORDER BY q.depth, q.seq
 				LIMIT CASE WHEN d.delay_ms > 0 THEN 1 ELSE least($3, coalesce(d.max_in_flight - d.in_flight, $3)) END
 				FOR UPDATE SKIP LOCKED
 			) t
@@ -120,7 +129,8 @@ async function claimQueued(fleet: Fleet, worker: FleetWorker, n: number, leaseMs
 				t.attempts, t.input, now() AS claimed_at, t.lease_until
 		), hosts_taken AS (
 			UPDATE hosts h SET in_flight = h.in_flight + c.n,
-				next_allowed_at = now() + make_interval(secs => h.delay_ms::float8 / 1000)
+				next_allowed_at = now() + make_interval(secs => h.delay_ms::float8 / 1000),
+				starting_until = CASE WHEN h.delay_ms > 0 THEN now() + make_interval(secs => $4::float8 / 1000) END
 			FROM (SELECT host, count(*)::int AS n FROM picked GROUP BY host) c
 			WHERE h.run_id = $1 AND h.host = c.host
 		)
@@ -155,6 +165,24 @@ export async function renewLeases(fleet: Fleet, worker: FleetWorker, leaseMs: nu
 }
 
 type LeaseRef = Pick<FleetLease, "runId" | "targetId" | "epoch">;
+
+/**
+ * The claimed fetch of a host with a delay starts now: the host's next claim may come a delay from now
+ * (not from the claim: a worker may start its fetch late). Fenced by the lease; false when it is not held.
+ */
+export async function fetchStarting(fleet: Fleet, lease: LeaseRef & Pick<FleetLease, "host">): Promise<boolean> {
+	const rows = await fleet.query(
+		`UPDATE hosts h SET starting_until = NULL,
+			next_allowed_at = greatest(h.next_allowed_at, now() + make_interval(secs => h.delay_ms::float8 / 1000))
+		WHERE h.run_id = $1 AND h.host = $4 AND h.delay_ms > 0 AND EXISTS (
+			SELECT 1 FROM targets t WHERE t.run_id = $1 AND t.target_id = $2 AND t.lease_epoch = $3 AND t.state = 'leased'
+		)
+		RETURNING 1`,
+		[lease.runId, lease.targetId, lease.epoch, lease.host],
+		"fleet_fetch_starting",
+	);
+	return rows.length === 1;
+}
 
 /** Note the service's task id for the target before waiting on it: a worker that takes over polls it. Fenced. */
 export async function storeTaskId(fleet: Fleet, lease: LeaseRef, taskId: string): Promise<boolean> {
@@ -217,7 +245,8 @@ async function settle(
 			INSERT INTO records (run_id, target_id, epoch, record)
 			SELECT $1, $2, $3, $7::jsonb FROM settled WHERE $7::jsonb IS NOT NULL
 		), host_freed AS (
-			UPDATE hosts h SET in_flight = greatest(h.in_flight - 1, 0)
+			-- A settled fetch surely started: the host's next claim waits only for its delay.
+			UPDATE hosts h SET in_flight = greatest(h.in_flight - 1, 0), starting_until = NULL
 			FROM settled s WHERE h.run_id = $1 AND h.host = s.host
 		), budget AS (
 			UPDATE runs r SET spent = r.spent + $5, reserved = r.reserved - s.reserved

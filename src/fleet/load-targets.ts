@@ -7,7 +7,7 @@ export const LOAD_BATCH = 1000;
 
 /**
  * Insert targets of `runId` (and rows for their hosts, with the run's politeness), each URL key once:
- * a key already in the run is skipped (`ON CONFLICT DO NOTHING`). `parent`, when given, is the target
+ * a key already in the run is skipped (`ON CONFLICT`), or, still queued, takes a shallower depth found now. `parent`, when given, is the target
  * whose page linked to these. Returns how many were new.
  */
 export async function insertTargets(
@@ -44,9 +44,11 @@ export async function insertTargets(
 			: "EXISTS (SELECT 1 FROM targets p WHERE p.run_id = $1 AND p.target_id = $8 AND p.lease_epoch = $9 AND p.state = 'leased')";
 	const rows = await query<{ n: number }>(
 		`WITH input AS (
-			SELECT * FROM unnest($2::text[], $3::text[], $4::text[], $5::text[], $6::int[], $7::jsonb[])
+			-- One row per URL key (a statement may update a row once): the shallowest.
+			SELECT DISTINCT ON (i.url_key) * FROM unnest($2::text[], $3::text[], $4::text[], $5::text[], $6::int[], $7::jsonb[])
 				AS i(target_id, url_key, url, host, depth, input)
 			WHERE ${fence}
+			ORDER BY i.url_key, i.depth
 		), new_hosts AS (
 			INSERT INTO hosts (run_id, host, delay_ms, max_in_flight)
 			SELECT DISTINCT $1::bigint, i.host, r.host_delay_ms, r.host_concurrency FROM input i, runs r WHERE r.id = $1
@@ -55,10 +57,12 @@ export async function insertTargets(
 		), inserted AS (
 			INSERT INTO targets (run_id, target_id, url_key, url, host, depth, parent, input)
 			SELECT $1, i.target_id, i.url_key, i.url, i.host, i.depth, $8, i.input FROM input i
-			ON CONFLICT DO NOTHING
-			RETURNING 1
+			ON CONFLICT (run_id, url_key) DO UPDATE SET depth = EXCLUDED.depth, parent = EXCLUDED.parent
+			-- Found again shallower while still queued: the shallowest finder's depth (depth-exact crawls).
+			WHERE targets.state = 'queued' AND EXCLUDED.depth < targets.depth
+			RETURNING (xmax = 0) AS new
 		)
-		SELECT count(*)::int AS n FROM inserted`,
+		SELECT count(*) FILTER (WHERE new)::int AS n FROM inserted`,
 		parent === null
 			? [runId, ids, keys, urls, hosts, depths, inputs, null]
 			: [runId, ids, keys, urls, hosts, depths, inputs, parent.targetId, parent.epoch],

@@ -106,6 +106,13 @@ CREATE INDEX slots_holder ON slots (holder) WHERE holder IS NOT NULL;
 	`
 CREATE INDEX records_target ON records (target_id, written_at DESC);
 `,
+	// A host with a delay takes its next claim only once the last claimed fetch has started (or its lease
+	// lapsed): the delay runs from the start of a fetch, not from its claim.
+	`
+ALTER TABLE hosts ADD COLUMN starting_until timestamptz;
+-- A crawl's claims go level by level: the shallowest depth not yet settled, found quickly.
+CREATE INDEX targets_unsettled_depth ON targets (run_id, depth) WHERE state IN ('queued', 'leased');
+`,
 ];
 
 /** The version this scrapejob writes and reads. */

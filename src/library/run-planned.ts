@@ -424,7 +424,10 @@ export function checkFleetJob(job: Job, choices: Pick<RunChoices, "retryFailed" 
 		throw new UsageError(`--retry-failed reads the job's local runs, not a fleet's: ${instead}`);
 	if (job.contract)
 		throw new UsageError(`${job.name}: data contracts hold runs back in the job's local store: ${instead}`);
-	if (job.crawl) throw new UsageError(`${job.name}: crawl jobs do not run in a fleet yet: ${instead}`);
+	if (job.crawl?.sitemaps)
+		throw new UsageError(
+			`${job.name}: a fleet crawl does not read sitemaps yet: set crawl.sitemaps: false, or ${instead}`,
+		);
 	if (job.shard) throw new UsageError("--shard splits a job between processes itself: not with --fleet");
 	if (choices.accept !== undefined) throw new UsageError(`--accept promotes a local run: ${instead}`);
 }

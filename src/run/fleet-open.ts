@@ -1,3 +1,4 @@
+import { normalizeUrl } from "../crawl/index.js";
 import {
 	connectFleet,
 	DEFAULT_FLEET_SCHEMA,
@@ -8,6 +9,7 @@ import {
 	openFleetRun,
 } from "../fleet/index.js";
 import { type Job, streamTargetBatches } from "../job/index.js";
+import { asCrawlSeed } from "./fleet-crawl.js";
 import { plansOf, toFleetInput } from "./fleet-targets.js";
 import type { FleetWorkerSetup } from "./fleet-worker.js";
 
@@ -107,6 +109,11 @@ async function* fleetTargets(
 			batch.map((target) => target.id),
 			freshnessMs,
 		);
-		for (const target of batch) if (!fresh.has(target.id)) yield toFleetInput(target, plans, target.id);
+		for (const target of batch) {
+			if (fresh.has(target.id)) continue;
+			// A crawl's seeds are its first pages, keyed by URL as the links it finds are (each URL once).
+			if (job.crawl) yield toFleetInput(asCrawlSeed(target), plans, normalizeUrl(target.url) ?? target.id);
+			else yield toFleetInput(target, plans, target.id);
+		}
 	}
 }

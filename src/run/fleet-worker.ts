@@ -2,6 +2,7 @@ import type { Logger } from "pino";
 import { type Clock, creditCostRange, errorMessage, type Sleep, type TaskQueue } from "../common/index.js";
 import {
 	acquireSlots,
+	addDiscovered,
 	claimTargets,
 	completeTarget,
 	type Fleet,
@@ -9,6 +10,7 @@ import {
 	type FleetRun,
 	type FleetSlot,
 	type FleetWorker,
+	fetchStarting,
 	finishFleetRun,
 	fleetStatus,
 	isComplete,
@@ -17,11 +19,13 @@ import {
 	releaseTarget,
 	renewLeases,
 	reserveCredits,
+	setHostPoliteness,
 	storeTaskId,
 } from "../fleet/index.js";
 import type { Job } from "../job/index.js";
 import type { FleetSummary, ResultRecord } from "../output/index.js";
 import { type CreditBudget, createCreditBudget } from "./credit-budget.js";
+import type { FleetCrawl } from "./fleet-crawl.js";
 import { fromFleetLease, plansOf } from "./fleet-targets.js";
 import type { StopController } from "./stop-controller.js";
 import type { TargetRunner } from "./target-runner.js";
@@ -70,6 +74,10 @@ export function createFleetCoordination(
 ) {
 	const { fleet, worker, run, leaseMs } = setup;
 	const { job, clock, sleep, log } = deps;
+	/** A crawl's links go to the fleet's frontier as their page settles (`useCrawl`). */
+	let crawl: FleetCrawl | null = null;
+	/** Hosts may have a delay (the job's, or robots.txt's Crawl-delay): each fetch stamps its start. */
+	const paced = (job.perHostDelayMs ?? 0) > 0 || job.crawl?.robots === "obey";
 	const plans = plansOf(job);
 	const held = new Map<string, HeldTarget>();
 	/** Task ids an earlier holder stored: polled, not paid for again (the runner reads this map). */
@@ -135,6 +143,9 @@ export function createFleetCoordination(
 			local.commit(reserved, actual);
 			const target = targetId === undefined ? undefined : held.get(targetId);
 			if (target) target.charged += actual;
+			// A fetch of no target's (a crawl's robots.txt): the fleet's spending all the same.
+			else if (targetId === undefined && actual > 0)
+				later("", fleet.query("UPDATE runs SET spent = spent + $2 WHERE id = $1", [run.id, actual]));
 		},
 		release: (reserved) => local.release(reserved),
 		get spent() {
@@ -155,6 +166,9 @@ export function createFleetCoordination(
 		if (!target) return;
 		await pending.get(id);
 		try {
+			// Links first, while the page is still leased: the run cannot complete between the two.
+			const links = crawl ? await crawl.take(fromFleetLease(target.lease, plans), plans) : [];
+			if (links.length > 0) await addDiscovered(fleet, target.lease, await withinMaxPages(links));
 			const settled = target.record
 				? await completeTarget(fleet, target.lease, target.record, target.charged)
 				: await releaseTarget(fleet, target.lease, { retry: true, credits: target.charged });
@@ -200,6 +214,18 @@ export function createFleetCoordination(
 			}
 			await sleep(IDLE_POLL_MS);
 		}
+	};
+
+	/** A crawl's `max_pages` is the fleet's: the frontier never grows past it. */
+	const withinMaxPages = async <T>(links: readonly T[]): Promise<readonly T[]> => {
+		const maxPages = job.crawl?.maxPages;
+		if (maxPages === undefined) return links;
+		const [row] = await fleet.query<{ n: number }>(
+			"SELECT count(*)::int AS n FROM targets WHERE run_id = $1",
+			[run.id],
+			"fleet_frontier_size",
+		);
+		return links.slice(0, Math.max(0, maxPages - (row?.n ?? 0)));
 	};
 
 	/** Wait until a held target settles, or `ms` passes. */
@@ -274,7 +300,11 @@ export function createFleetCoordination(
 				const target = fromFleetLease(lease, plans);
 				queue.add(async () => {
 					try {
-						if (await reserveFor(lease, creditCostRange(target.params).max, stops)) await runner.run(target);
+						if (await reserveFor(lease, creditCostRange(target.params).max, stops)) {
+							// A delayed host's next claim waits a delay from now, when this fetch starts.
+							if (paced) await fetchStarting(fleet, lease);
+							await runner.run(target);
+						}
 					} finally {
 						await settle(lease.targetId);
 					}
@@ -291,6 +321,14 @@ export function createFleetCoordination(
 		budget,
 		tasks,
 		feed,
+		/** A crawl job: pages' links go to the fleet's frontier. */
+		useCrawl(fleetCrawl: FleetCrawl): void {
+			crawl = fleetCrawl;
+		},
+		/** A host's robots.txt `Crawl-delay`: the fleet's delay for it (never below the job's). */
+		crawlDelay(host: string, delayMs: number): void {
+			later("", setHostPoliteness(fleet, run.id, host, { delayMs, maxInFlight: job.perHostConcurrency ?? null }));
+		},
 		/** The record fence: asked right before a record's first byte and again after its last. */
 		mayWrite,
 		/** A record written locally: it goes to the fleet when its target settles. */

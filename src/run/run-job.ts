@@ -33,6 +33,7 @@ import { createRunFillStats } from "./extract-record.js";
 import { type FeedOutcome, feedTargets, hostGateFor, whenIdle } from "./feeder.js";
 import { fetchTarget } from "./fetch-target.js";
 import { finishRun, type RunJobResult } from "./finish-run.js";
+import { fleetCrawlFor } from "./fleet-crawl.js";
 import { createFleetCoordination, type FleetWorkerSetup } from "./fleet-worker.js";
 import { lockJobOutput, warnIfTookOver } from "./job-lock.js";
 import { openJournal } from "./journal.js";
@@ -286,25 +287,36 @@ export async function runJob(options: RunJobOptions): Promise<RunJobResult> {
 			log,
 			...(options.logger ? { logger: options.logger } : {}),
 		});
-		const crawler = crawlerFor(
-			job,
-			runDir,
-			prior?.done ?? null,
-			() => stops.stopping,
-			serviceSitemapFetch({
-				fetch: (id, params, spill) => fetchTarget(id, params, fetchDeps, null, spill),
-				reserve: (worstCase) => reserveOrStop(budget, stops, worstCase),
-				budget,
-				stop: (reason, message) => stops.stop(reason, message),
-				outputFailed: (error) => stops.outputFailed(error),
-			}),
-			options.crawlKeysInMemory,
-			peers,
-			(message) => {
-				log.warn({ event: "crawl_bound" }, message);
-				options.logger?.warn({ reason: "crawl_bound" }, message);
-			},
-		);
+		const fetchSitemap = serviceSitemapFetch({
+			fetch: (id, params, spill) => fetchTarget(id, params, fetchDeps, null, spill),
+			reserve: (worstCase) => reserveOrStop(budget, stops, worstCase),
+			budget,
+			stop: (reason, message) => stops.stop(reason, message),
+			outputFailed: (error) => stops.outputFailed(error),
+		});
+		const warnCrawl = (message: string) => {
+			log.warn({ event: "crawl_bound" }, message);
+			options.logger?.warn({ reason: "crawl_bound" }, message);
+		};
+		// A fleet worker's crawl hands links to the fleet's frontier (fleet-crawl.ts); a local one keeps its own.
+		const crawler =
+			fleet && job.crawl
+				? await fleetCrawlFor({ ...job, crawl: job.crawl }, fleet, {
+						runDir,
+						fetchSitemap,
+						warn: warnCrawl,
+						isStopping: () => stops.stopping,
+					})
+				: crawlerFor(
+						job,
+						runDir,
+						prior?.done ?? null,
+						() => stops.stopping,
+						fetchSitemap,
+						options.crawlKeysInMemory,
+						peers,
+						warnCrawl,
+					);
 		// A resumed crawl's robots.txt and sitemap credits of earlier sessions are spent already.
 		if (crawler) budget.commit(0, crawler.summary().sitemap_credits);
 		stops.onStop(() => {

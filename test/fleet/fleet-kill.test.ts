@@ -69,10 +69,11 @@ describe("fleet workers killed and stopped", () => {
 				await until(async () => (await doneCount(url)) >= target || workers.every((w) => w.child.exitCode !== null));
 				const victim = workers.find((w) => w.child.exitCode === null && w.child.signalCode === null);
 				if (!victim) break;
-				for (const row of await query<{ url: string }>(url, "SELECT url FROM scrapejob.targets WHERE state = 'leased'"))
-					leasedAtKills.add(row.url);
 				victim.child.kill("SIGKILL");
 				await victim.done;
+				// Read at once: the dead worker's leases stay until they lapse (a lease, 2 s, after its last beat).
+				for (const row of await query<{ url: string }>(url, "SELECT url FROM scrapejob.targets WHERE state = 'leased'"))
+					leasedAtKills.add(row.url);
 				workers.push(start());
 			}
 			const outcomes = await Promise.all(workers.map((w) => w.done));

@@ -1,5 +1,12 @@
 import { describe, expect, it } from "vitest";
-import { claimTargets, completeTarget, type FleetLease, isComplete, setHostPoliteness } from "../../src/fleet/index.js";
+import {
+	claimTargets,
+	completeTarget,
+	type FleetLease,
+	fetchStarting,
+	isComplete,
+	setHostPoliteness,
+} from "../../src/fleet/index.js";
 import { runWithWorkers, targetsOn } from "../helpers/fleet.js";
 import { useCluster } from "../helpers/postgres.js";
 
@@ -53,6 +60,27 @@ function closestStarts(claims: readonly FleetLease[]): Map<string, number> {
 }
 
 describe("politeness held fleet-wide", () => {
+	it("a delay runs from a fetch's start: a host's next claim waits until the claimed fetch has started, then a delay", async () => {
+		const { workers, runId } = await runWithWorkers(await cluster(), targetsOn(3, 1), 2, { hostDelayMs: 150 });
+		const [a, b] = workers;
+		const [first] = await claimTargets(a!.fleet, a!.worker, 1, 60_000);
+		expect(first).toBeDefined();
+		// Past the delay, but A has not started its fetch yet (a worker busy, a slot awaited): no claim.
+		await sleep(250);
+		expect(await claimTargets(b!.fleet, b!.worker, 1, 60_000)).toHaveLength(0);
+		// A starts now: the next claim comes a delay later, not before.
+		expect(await fetchStarting(a!.fleet, first!)).toBe(true);
+		const started = Date.now();
+		let next: FleetLease[] = [];
+		while (next.length === 0) {
+			next = await claimTargets(b!.fleet, b!.worker, 1, 60_000);
+			if (next.length === 0) await sleep(10);
+		}
+		expect(Date.now() - started).toBeGreaterThanOrEqual(140);
+		expect(await completeTarget(a!.fleet, first!, {}, 1)).toBe(true);
+		expect(runId).toBeGreaterThan(0);
+	});
+
 	it("4 workers never claim a host closer than its delay, Crawl-delay raising one host's", async () => {
 		const { workers, runId } = await runWithWorkers(await cluster(), targetsOn(24, 3), 4, { hostDelayMs: 120 });
 		await setHostPoliteness(workers[0]!.fleet, runId, "host2.test", { delayMs: 250 });
