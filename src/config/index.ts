@@ -6,3 +6,4 @@ export {
 	readConfigFile,
 	resolveConfig,
 } from "./resolve-config.js";
+export { type RunSettings, resolveRunSettings } from "./run-settings.js";

@@ -18,6 +18,7 @@ import { jobOutputDir, newRunId } from "../output/index.js";
 import {
 	type FleetJoinOptions,
 	joinFleetRun,
+	type LockLease,
 	notifyRunEnd,
 	type ProgressSnapshot,
 	type RunJobResult,
@@ -94,6 +95,11 @@ export interface RunChoices {
 	 * concurrency, budget and run name are the fleet's; `url` is a secret.
 	 */
 	readonly fleet?: Pick<FleetJoinOptions, "url" | "schema" | "runName" | "leaseMs">;
+	/**
+	 * The job lock's lease and host name, by which the other shards' locks are judged too (resolved from
+	 * SCRAPEJOB_LOCK_LEASE_MS and SCRAPEJOB_HOSTNAME by `prepareRuns`). @default 30 s, the machine's name
+	 */
+	readonly lockLease?: LockLease;
 	/** Told whether `accept` promoted the run (false: it was promoted already). */
 	onAccepted?(runId: string, promoted: boolean): void;
 	/** A crawl's URL keys held in memory before older ones spill. */
@@ -310,6 +316,7 @@ async function runWithHistory(
 		...(choices.maxCredits !== undefined ? { maxCredits: choices.maxCredits } : {}),
 		...(plan.resumeDir ? { resumeDir: plan.resumeDir } : { runId: plan.runId, selection }),
 		...(plan.lock ? { lock: plan.lock } : {}),
+		lockLease: choices.lockLease,
 		force: choices.force === true,
 		repair: choices.repair === true,
 		signal: choices.signal,
@@ -389,6 +396,7 @@ async function runFleetWorker(
 			runsDir,
 			runId: plan.runId,
 			...(plan.lock ? { lock: plan.lock } : {}),
+			lockLease: choices.lockLease,
 			signal: choices.signal,
 			...(choices.gracePeriodMs !== undefined ? { gracePeriodMs: choices.gracePeriodMs } : {}),
 			...(choices.taskPollMs !== undefined
