@@ -3,7 +3,6 @@ import { basename, join } from "node:path";
 import type { Logger } from "pino";
 import type { SavedItemsClient, ScraperAccess, ScraperClient } from "../api/index.js";
 import { jsonlLines, type LastWords, parseJsonLine, UsageError } from "../common/index.js";
-import { fleetUrlSecrets } from "../fleet/index.js";
 import { type FailedCrawledPage, type JobHistory, openJobHistory, type TargetHistory } from "../history/index.js";
 import {
 	type Job,
@@ -48,7 +47,10 @@ export interface RunServices {
 	readonly accountConcurrency: number | null;
 	/** The account's scraper access record (credits), when it was read. */
 	readonly access: ScraperAccess | null;
-	/** Keys scrubbed from every file and message of the run. */
+	/**
+	 * Secrets scrubbed from every file and message of the run: the keys, the health ping URLs and the
+	 * fleet URL's forms — all of them: the run adds none (`prepareRuns` computes the list once).
+	 */
 	readonly secrets: readonly string[];
 	/** The browser service, when a job has `browser_session:` targets. */
 	readonly browser: RunBrowserAccess | undefined;
@@ -304,7 +306,6 @@ async function runWithHistory(
 					shown(snapshot);
 				}
 			: (shown ?? measured);
-	const healthcheck = choices.healthcheck ?? job.healthcheck;
 	const result = await runJob({
 		...(choices.lastWords ? { lastWords: choices.lastWords } : {}),
 		job,
@@ -324,8 +325,7 @@ async function runWithHistory(
 		...(choices.taskPollMs !== undefined
 			? { taskPoll: { initialIntervalMs: choices.taskPollMs, maxIntervalMs: choices.taskPollMs * 10 } }
 			: {}),
-		// The ping URL is a secret like the keys: scrubbed from run.log should anything quote it.
-		secrets: healthcheck === undefined ? services.secrets : [...services.secrets, healthcheck],
+		secrets: services.secrets,
 		history,
 		...(choices.outageTimeoutMs !== undefined ? { outageTimeoutMs: choices.outageTimeoutMs } : {}),
 		...(services.browser && jobUsesBrowser(job) ? { browser: services.browser } : {}),
@@ -385,7 +385,6 @@ async function runFleetWorker(
 						shown(snapshot);
 					}
 				: (shown ?? measured);
-		const healthcheck = choices.healthcheck ?? job.healthcheck;
 		const result = await runJob({
 			...(choices.lastWords ? { lastWords: choices.lastWords } : {}),
 			job,
@@ -402,11 +401,7 @@ async function runFleetWorker(
 			...(choices.taskPollMs !== undefined
 				? { taskPoll: { initialIntervalMs: choices.taskPollMs, maxIntervalMs: choices.taskPollMs * 10 } }
 				: {}),
-			secrets: [
-				...services.secrets,
-				...fleetUrlSecrets(choices.fleet.url),
-				...(healthcheck === undefined ? [] : [healthcheck]),
-			],
+			secrets: services.secrets,
 			...(choices.outageTimeoutMs !== undefined ? { outageTimeoutMs: choices.outageTimeoutMs } : {}),
 			...(services.browser && jobUsesBrowser(job) ? { browser: services.browser } : {}),
 			...(choices.logger ? { logger: choices.logger } : {}),
