@@ -6,4 +6,10 @@ export {
 	readConfigFile,
 	resolveConfig,
 } from "./resolve-config.js";
-export { type RunSettings, resolveRunSettings } from "./run-settings.js";
+export {
+	debugStacks,
+	environmentKeys,
+	type RunSettings,
+	resolveFleetConfig,
+	resolveRunSettings,
+} from "./run-settings.js";

@@ -2,7 +2,7 @@ import { existsSync } from "node:fs";
 import { resolve } from "node:path";
 import type { Logger } from "pino";
 import { UsageError } from "../common/index.js";
-import { resolveRunSettings } from "../config/index.js";
+import { environmentKeys, resolveRunSettings } from "../config/index.js";
 import { openJobHistory } from "../history/index.js";
 import { loadJob } from "../job/index.js";
 import { jobOutputDir, newRunId } from "../output/index.js";
@@ -62,9 +62,7 @@ export async function extractPlanned(path: string, options: ExtractJobFileOption
 		for (const warning of history.warnings) options.logger?.warn({ job: job.name }, warning);
 		let result: RunJobResult;
 		try {
-			const secrets = [env.SCRAPEJOB_ACCOUNT_KEY, env.SCRAPEJOB_SCRAPER_KEY, job.healthcheck].filter(
-				(key): key is string => typeof key === "string" && key !== "",
-			);
+			const secrets = [...environmentKeys(env), job.healthcheck].filter((key): key is string => Boolean(key));
 			result = await reextractRun({
 				job,
 				outRoot,

@@ -162,7 +162,7 @@ export async function prepareRuns(
 		const choices: RunChoices = {
 			outRoot,
 			signal: context.signal,
-			env: context.env,
+			otlpMetricsUrl: settings.otlpMetricsUrl,
 			concurrency: options.concurrency,
 			maxCredits: options.maxCredits,
 			freshnessMs: options.freshnessMs,

@@ -85,7 +85,11 @@ export interface RunJobFileOptions {
 	readonly onProgress?: (snapshot: ProgressSnapshot) => void;
 	/** Where the run's warnings go (a pino logger). @default nowhere (run.log in the run folder has them all) */
 	readonly logger?: Logger;
-	/** Where keys and addresses come from (`SCRAPEJOB_ACCOUNT_KEY`, …). @default process.env */
+	/**
+	 * Where keys, addresses and the run's settings come from (`SCRAPEJOB_ACCOUNT_KEY`,
+	 * `SCRAPEJOB_FLEET_URL`, `SCRAPEJOB_LOCK_LEASE_MS`, `OTEL_EXPORTER_OTLP_ENDPOINT`, …), and `${VAR}` in
+	 * the job file. @default process.env
+	 */
 	readonly env?: NodeJS.ProcessEnv;
 	/** A `KEY=VALUE` file of those variables, as `--config`. */
 	readonly config?: string;

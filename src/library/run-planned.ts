@@ -34,7 +34,7 @@ import {
 import type { RunBrowserAccess } from "./browser-access.js";
 import { pingHealthcheck } from "./healthcheck.js";
 import { openMetricsFile, previousLastSuccess } from "./metrics-file.js";
-import { otlpMetricsUrl, pushOtlpMetrics } from "./otlp-push.js";
+import { pushOtlpMetrics } from "./otlp-push.js";
 import { applySnapshot, applySummary, initialMetrics, type RunMetrics } from "./run-metrics.js";
 import type { PlannedRun } from "./run-plan.js";
 import { checkSavedIds } from "./saved-ids.js";
@@ -110,8 +110,11 @@ export interface RunChoices {
 	readonly metricsFile?: string;
 	/** Healthchecks.io-style ping URL (the job's `healthcheck:` otherwise); a secret, never logged. */
 	readonly healthcheck?: string;
-	/** Where `OTEL_EXPORTER_OTLP_ENDPOINT` is read (set: the metrics are also pushed over OTLP/HTTP). @default process.env */
-	readonly env?: NodeJS.ProcessEnv;
+	/**
+	 * Where the run's metrics are pushed over OTLP/HTTP at the end (from `OTEL_EXPORTER_OTLP_ENDPOINT`, read
+	 * by `prepareRuns`). @default none: no push
+	 */
+	readonly otlpMetricsUrl?: string | null;
 	/** How long one health ping may take, ms. @default 10,000 */
 	readonly healthcheckTimeoutMs?: number;
 	readonly signal: AbortSignal;
@@ -223,7 +226,7 @@ function startMonitors(
 	worker = "",
 ): ((snapshot: ProgressSnapshot) => void) | undefined {
 	const path = choices.metricsFile ?? job.metricsFile;
-	const wantsOtlp = otlpMetricsUrl(choices.env ?? process.env) !== null;
+	const wantsOtlp = Boolean(choices.otlpMetricsUrl);
 	if (path === undefined && !wantsOtlp) return undefined;
 	const shard = job.shard ? `${job.shard.index}/${job.shard.count}` : "";
 	// Until this run succeeds, the last success stays the one the file recorded (alerts read its age).
@@ -260,8 +263,8 @@ async function finishMonitors(
 	if (succeeded) metrics.lastSuccessSeconds = (summary ? Date.parse(summary.finished_at) : Date.now()) / 1000;
 	monitor.file?.close();
 	await monitor.file?.write();
-	const url = otlpMetricsUrl(choices.env ?? process.env);
-	if (url !== null) {
+	const url = choices.otlpMetricsUrl;
+	if (url) {
 		const problem = await pushOtlpMetrics(url, metrics);
 		if (problem !== null) warn(problem);
 	}

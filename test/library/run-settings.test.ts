@@ -20,7 +20,18 @@ describe("resolveRunSettings: the run's settings read from the environment, once
 			lockLease: { leaseMs: 1500, host: "node-a" },
 			fleetLeaseMs: 1500,
 			crawlKeysInMemory: 1000,
+			otlpMetricsUrl: null,
 		});
+		// OTLP: the metrics endpoint as given, else the base endpoint's /v1/metrics.
+		expect(resolveRunSettings({ OTEL_EXPORTER_OTLP_ENDPOINT: "http://collector:4318/" }).otlpMetricsUrl).toBe(
+			"http://collector:4318/v1/metrics",
+		);
+		expect(
+			resolveRunSettings({
+				OTEL_EXPORTER_OTLP_ENDPOINT: "http://collector:4318",
+				OTEL_EXPORTER_OTLP_METRICS_ENDPOINT: "http://metrics:9000/in",
+			}).otlpMetricsUrl,
+		).toBe("http://metrics:9000/in");
 		// A lease under a second (tests use them) is the lock's, not the fleet's: claims need at least 1000 ms.
 		expect(resolveRunSettings({ SCRAPEJOB_LOCK_LEASE_MS: "600" })).toMatchObject({
 			lockLease: { leaseMs: 600 },
@@ -37,6 +48,7 @@ describe("resolveRunSettings: the run's settings read from the environment, once
 				lockLease: { leaseMs: undefined, host: undefined },
 				fleetLeaseMs: undefined,
 				crawlKeysInMemory: undefined,
+				otlpMetricsUrl: null,
 			});
 		}
 	});
