@@ -57,6 +57,7 @@ export {
 export {
 	LayoutConflictError,
 	LockHeldError,
+	type LockLease,
 	listRuns,
 	lockJobOutput,
 	type ProgressSnapshot,

@@ -276,3 +276,69 @@ it("the HTTP layer knows nothing of files: src/api/ imports no node:fs (bodies g
 	}
 	expect(offending).toEqual([]);
 });
+
+/** A variable of the product's environment: scrapejob's own and OpenTelemetry's. */
+const ENV_VARIABLE = /^(?:SCRAPEJOB|OTEL)_[A-Z0-9_]+$/;
+
+/**
+ * Reads of an environment variable by name (`env.SCRAPEJOB_X`, `env["OTEL_X"]`, `process.env.X`) in a
+ * file's syntax tree; setting one in an object literal (`{ ...env, SCRAPEJOB_DEMO_SITE: url }`) is no read.
+ */
+function environmentReads(tree: ts.SourceFile): string[] {
+	const reads: string[] = [];
+	walk(tree, (node) => {
+		let name: string | undefined;
+		let object: ts.Expression | undefined;
+		if (ts.isPropertyAccessExpression(node)) {
+			name = node.name.text;
+			object = node.expression;
+		} else if (ts.isElementAccessExpression(node)) {
+			name = literalText(node.argumentExpression);
+			object = node.expression;
+		}
+		if (name === undefined || object === undefined) return;
+		const ofProcessEnv =
+			ts.isPropertyAccessExpression(object) &&
+			ts.isIdentifier(object.expression) &&
+			object.expression.text === "process" &&
+			object.name.text === "env";
+		if (ENV_VARIABLE.test(name) || ofProcessEnv) reads.push(`:${lineOf(tree, node)}: ${name}`);
+	});
+	return reads;
+}
+
+/** Reads allowed outside src/config/, each with its reason (`file: name`). */
+const ENV_READ_ALLOWED: Readonly<Record<string, string>> = {
+	// The emulator may use only src/common/; its browser endpoint's default binary, for tests and the sandbox.
+	"emulator/server.ts: SCRAPEJOB_CHROMIUM": "the emulator's own default, overridden by its chromiumPath option",
+};
+
+it("environment variables are read in src/config/ only: everything else takes their values as options", async () => {
+	const offences: string[] = [];
+	for (const { relative, folder, tree } of await parseSources()) {
+		if (folder === "config") continue;
+		for (const read of environmentReads(tree)) {
+			const key = `${relative}${read.replace(/^:\d+:/, ":")}`;
+			if (!(key in ENV_READ_ALLOWED)) offences.push(`${relative}${read}`);
+		}
+	}
+	expect(offences).toEqual([]);
+	// The check sees what it is meant to see.
+	const planted = ts.createSourceFile(
+		"planted.ts",
+		[
+			"const a = process.env.HOME;",
+			"const b = env.SCRAPEJOB_LOCK_LEASE_MS;",
+			'const c = ctx.env["OTEL_EXPORTER_OTLP_ENDPOINT"];',
+			"const d = { ...env, SCRAPEJOB_DEMO_SITE: url };",
+			"const e = options.env ?? process.env;",
+		].join("\n"),
+		ts.ScriptTarget.Latest,
+		true,
+	);
+	expect(environmentReads(planted)).toEqual([
+		":1: HOME",
+		":2: SCRAPEJOB_LOCK_LEASE_MS",
+		":3: OTEL_EXPORTER_OTLP_ENDPOINT",
+	]);
+});

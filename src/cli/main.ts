@@ -1,5 +1,6 @@
 import { Command, CommanderError } from "commander";
 import { errorMessage, ScrapejobError } from "../common/index.js";
+import { debugStacks } from "../config/index.js";
 import { registerCommands } from "./commands/index.js";
 import type { CliContext } from "./context.js";
 import { exitCodeForError } from "./error-exit.js";
@@ -39,7 +40,7 @@ export async function main(argv: readonly string[], ctx: CliContext): Promise<nu
 		const code = exitCodeForError(error);
 		const label = error instanceof ScrapejobError ? error.code : "INTERNAL";
 		ctx.stderr.write(`scrapejob: ${errorMessage(error)}${label === "INTERNAL" ? "" : ` [${label}]`}\n`);
-		if (label === "INTERNAL" && error instanceof Error && error.stack && ctx.env.SCRAPEJOB_DEBUG) {
+		if (label === "INTERNAL" && error instanceof Error && error.stack && debugStacks(ctx.env)) {
 			ctx.stderr.write(`${error.stack}\n`);
 		}
 		return code;

@@ -6,3 +6,10 @@ export {
 	readConfigFile,
 	resolveConfig,
 } from "./resolve-config.js";
+export {
+	debugStacks,
+	environmentKeys,
+	type RunSettings,
+	resolveFleetConfig,
+	resolveRunSettings,
+} from "./run-settings.js";

@@ -2,6 +2,7 @@ import { existsSync } from "node:fs";
 import { resolve } from "node:path";
 import type { Logger } from "pino";
 import { UsageError } from "../common/index.js";
+import { environmentKeys, resolveRunSettings } from "../config/index.js";
 import { openJobHistory } from "../history/index.js";
 import { loadJob } from "../job/index.js";
 import { jobOutputDir, newRunId } from "../output/index.js";
@@ -55,15 +56,13 @@ export async function extractPlanned(path: string, options: ExtractJobFileOption
 		throw new UsageError(`no records of job ${job.name} under ${outRoot}: nothing to re-extract`);
 	const runId = newRunId();
 	// A re-extraction writes a run folder and the job's store like a run: one at a time (exit 4 otherwise).
-	const lock = lockJobOutput(outRoot, job.name, runId);
+	const lock = lockJobOutput(outRoot, job.name, runId, ".lock", resolveRunSettings(env).lockLease);
 	try {
 		const history = openJobHistory(jobDir);
 		for (const warning of history.warnings) options.logger?.warn({ job: job.name }, warning);
 		let result: RunJobResult;
 		try {
-			const secrets = [env.SCRAPEJOB_ACCOUNT_KEY, env.SCRAPEJOB_SCRAPER_KEY, job.healthcheck].filter(
-				(key): key is string => typeof key === "string" && key !== "",
-			);
+			const secrets = [...environmentKeys(env), job.healthcheck].filter((key): key is string => Boolean(key));
 			result = await reextractRun({
 				job,
 				outRoot,

@@ -18,6 +18,15 @@ export {
 	fleetUrlSecrets,
 } from "./fleet.js";
 export {
+	type LoadedRunJob,
+	type PrepareContext,
+	type PreparedRuns,
+	prepareRuns,
+	type RunOptions,
+	shardJobs,
+} from "./prepare-runs.js";
+export {
+	fleetRunComplete,
 	NoScraperAccessError,
 	nothingToRetry,
 	type RunJobFileOptions,

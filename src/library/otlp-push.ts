@@ -5,18 +5,6 @@ import { labelValues, METRIC_SPECS, type RunMetrics } from "./run-metrics.js";
 export const OTLP_PUSH_TIMEOUT_MS = 10_000;
 
 /**
- * Where OTLP/HTTP metrics go: `OTEL_EXPORTER_OTLP_METRICS_ENDPOINT` as given, else
- * `OTEL_EXPORTER_OTLP_ENDPOINT` + `/v1/metrics` (the OpenTelemetry specification's rule); null: no push.
- */
-export function otlpMetricsUrl(env: NodeJS.ProcessEnv): string | null {
-	const metrics = env.OTEL_EXPORTER_OTLP_METRICS_ENDPOINT?.trim();
-	if (metrics) return metrics;
-	const base = env.OTEL_EXPORTER_OTLP_ENDPOINT?.trim();
-	if (!base) return null;
-	return `${base.replace(/\/+$/, "")}/v1/metrics`;
-}
-
-/**
  * The run's metrics pushed once over OTLP/HTTP (JSON) when it ends: the same names, labels (as
  * attributes) and figures as the Prometheus file. The OpenTelemetry SDK is imported only here, only
  * when a push is asked for. Never throws: returns what went wrong, or null.

@@ -1,14 +1,14 @@
 import { resolve } from "node:path";
 import type { Logger } from "pino";
 import { parseDuration, UsageError } from "../common/index.js";
-import { jobUsesBrowser, loadJob, parseShard, SourceScanStoppedError } from "../job/index.js";
+import { loadJob, SourceScanStoppedError } from "../job/index.js";
 import type { RunSummary } from "../output/index.js";
 import { type ProgressSnapshot, ResumeError } from "../run/index.js";
-import { connectBrowser } from "./browser-access.js";
-import { checkAccept, lockPlannedRuns, planRuns, releasePlannedRuns } from "./run-plan.js";
-import { type RunChoices, runPlannedJob } from "./run-planned.js";
-import { connectScraper, NoScraperAccessError, savedItemsFor } from "./scraper-access.js";
-import { connectService, noKeyError } from "./service-connection.js";
+import { type PrepareContext, prepareRuns } from "./prepare-runs.js";
+import { releasePlannedRuns } from "./run-plan.js";
+import { runPlannedJob } from "./run-planned.js";
+import { NoScraperAccessError } from "./scraper-access.js";
+import { connectService } from "./service-connection.js";
 
 /** Options of `runJobFile`: the flags of `scrapejob run`, plus what only code can pass (a signal, a progress callback). */
 export interface RunJobFileOptions {
@@ -66,11 +66,30 @@ export interface RunJobFileOptions {
 	 * while the sources are still being read (before the first fetch), it throws `SourceScanStoppedError`.
 	 */
 	readonly signal?: AbortSignal;
+	/**
+	 * As `--fleet URL`: work as one worker of the job's fleet run, coordinated through PostgreSQL at that
+	 * address (`postgres://…`, a secret: never written to a file or a message); any number of workers, in
+	 * this process or others, on any hosts, share the targets, the budget and the concurrency limit
+	 * (docs/guides/fleet.md). The result's `fleet` says where the whole fleet run stands. Not with
+	 * `resume`, `repair`, `shard`, `retryFailed` or `accept` (`UsageError`). @default `SCRAPEJOB_FLEET_URL`
+	 * of `env`, else of the `config` file; none: a local run
+	 */
+	readonly fleet?: string;
+	/**
+	 * As `--fleet-run NAME`: join or open the fleet run of that name; when it is complete already,
+	 * `ResumeError` says so (nothing is sent). Needs `fleet` (or `SCRAPEJOB_FLEET_URL`).
+	 * @default the job's newest unfinished fleet run, else a new one
+	 */
+	readonly fleetRun?: string;
 	/** Called as each target finishes. */
 	readonly onProgress?: (snapshot: ProgressSnapshot) => void;
 	/** Where the run's warnings go (a pino logger). @default nowhere (run.log in the run folder has them all) */
 	readonly logger?: Logger;
-	/** Where keys and addresses come from (`SCRAPEJOB_ACCOUNT_KEY`, …). @default process.env */
+	/**
+	 * Where keys, addresses and the run's settings come from (`SCRAPEJOB_ACCOUNT_KEY`,
+	 * `SCRAPEJOB_FLEET_URL`, `SCRAPEJOB_LOCK_LEASE_MS`, `OTEL_EXPORTER_OTLP_ENDPOINT`, …), and `${VAR}` in
+	 * the job file. @default process.env
+	 */
 	readonly env?: NodeJS.ProcessEnv;
 	/** A `KEY=VALUE` file of those variables, as `--config`. */
 	readonly config?: string;
@@ -93,6 +112,11 @@ export function nothingToRetry(jobName: string): string {
 	return `${jobName}: no target's latest record failed: nothing to retry (no run folder was made)`;
 }
 
+/** What a fleet worker says when the fleet run it names (`--fleet-run`) is complete already. */
+export function fleetRunComplete(jobName: string, fleetRun: string): string {
+	return `${jobName}: fleet run ${fleetRun} is complete, nothing to do`;
+}
+
 /**
  * Run one job file to the end (or until `signal` aborts) and return its summary: `scrapejob run FILE`
  * with the same options, through the same code (`runPlannedJob`): validate, take the job's lock,
@@ -109,81 +133,31 @@ export async function runJobFile(path: string, options: RunJobFileOptions = {}):
 	const signal = options.signal ?? new AbortController().signal;
 	const freshnessMs = options.freshness === undefined ? undefined : parseDuration(options.freshness);
 	if (freshnessMs === null) throw new UsageError(`freshness: ${JSON.stringify(options.freshness)} is not a duration`);
-	const context = { env: options.env ?? process.env, cwd, signal };
+	const notes: string[] = [];
+	const context: PrepareContext = { env: options.env ?? process.env, cwd, signal, onNote: (note) => notes.push(note) };
 	// The sandbox starts first so that jobs can name its demo site; it costs nothing.
 	const connection = await connectService(context, {
-		...(options.sandbox ? { sandbox: true } : {}),
-		...(options.config !== undefined ? { config: options.config } : {}),
+		sandbox: options.sandbox,
+		config: options.config,
+		fleet: options.fleet,
 	});
 	try {
 		const env = connection.demoSiteUrl ? { ...context.env, SCRAPEJOB_DEMO_SITE: connection.demoSiteUrl } : context.env;
 		const loaded = await loadJob(resolve(cwd, path), { env, cwd, signal });
-		let job = loaded.job;
-		if (options.shard !== undefined) {
-			const shard = parseShard(options.shard, context.env);
-			if (typeof shard === "string") throw new UsageError(shard);
-			job = { ...job, shard };
-		}
-		const outRoot = resolve(cwd, options.out ?? "output");
-		const { planned, notes } = planRuns(
-			[{ job, counts: options.shard === undefined ? loaded.counts : null }],
-			outRoot,
-			options.resume,
-			options.repair === true,
-			options.continue === true,
-		);
-		const plan = planned[0];
-		if (!plan) throw new ResumeError(notes.join(" "));
-		checkAccept(planned, outRoot, options.accept);
-		// The lock before the first request: a run that loses it has sent nothing.
-		lockPlannedRuns(planned, outRoot);
+		// The set-up `scrapejob run` makes, the same: plan, lock, keys, services, secrets.
+		const prepared = await prepareRuns([loaded], { ...options, freshnessMs }, connection, context);
+		if (!prepared) throw new ResumeError(notes.join(" "));
+		const { planned, services, choices } = prepared;
 		try {
-			if (!connection.config.accountKey && !connection.config.scraperKey) throw noKeyError();
-			const scraper = await connectScraper(context, connection);
-			if (scraper.access && scraper.access.concurrency < 1) {
-				throw new NoScraperAccessError("the account's scraper concurrency is 0; nothing was sent");
-			}
-			const browser = jobUsesBrowser(job) ? await connectBrowser(context, connection) : undefined;
-			const secrets = [
-				connection.config.accountKey,
-				connection.config.scraperKey,
-				scraper.secret,
-				browser?.key,
-				options.healthcheck ?? job.healthcheck,
-			].filter((key): key is string => Boolean(key));
-			const choices: RunChoices = {
-				outRoot,
-				signal,
-				...(options.concurrency !== undefined ? { concurrency: options.concurrency } : {}),
-				...(options.maxCredits !== undefined ? { maxCredits: options.maxCredits } : {}),
-				...(freshnessMs !== undefined ? { freshnessMs } : {}),
-				...(options.retryFailed !== undefined ? { retryFailed: options.retryFailed } : {}),
-				...(options.force ? { force: true } : {}),
-				...(options.repair ? { repair: true } : {}),
-				...(options.notify !== undefined ? { notifyUrl: options.notify } : {}),
-				...(options.accept !== undefined ? { accept: options.accept } : {}),
-				...(options.metrics !== undefined ? { metricsFile: resolve(cwd, options.metrics) } : {}),
-				...(options.healthcheck !== undefined ? { healthcheck: options.healthcheck } : {}),
-				env: context.env,
-				...(options.gracePeriodMs !== undefined ? { gracePeriodMs: options.gracePeriodMs } : {}),
-				...(options.taskPollMs !== undefined ? { taskPollMs: options.taskPollMs } : {}),
-				...(options.logger ? { logger: options.logger } : {}),
-				...(options.onProgress ? { onStart: () => options.onProgress } : {}),
-			};
-			const outcome = await runPlannedJob(
-				plan,
-				{
-					clientFor: scraper.clientFor,
-					accountConcurrency: scraper.access?.concurrency ?? null,
-					access: scraper.access,
-					secrets,
-					browser,
-					savedItems: savedItemsFor(scraper),
-				},
-				choices,
-			);
+			const outcome = await runPlannedJob(planned[0]!, services, {
+				...choices,
+				logger: options.logger,
+				onStart: () => options.onProgress,
+			});
 			if (!outcome) throw new SourceScanStoppedError(0);
-			if (outcome.skipped) throw new ResumeError(nothingToRetry(job.name));
+			if (outcome.skipped === "fleet_complete")
+				throw new ResumeError(fleetRunComplete(outcome.job.name, outcome.fleetRun));
+			if (outcome.skipped) throw new ResumeError(nothingToRetry(outcome.job.name));
 			return {
 				...outcome.summary,
 				run_dir: outcome.runDir,

@@ -4,7 +4,14 @@ import { UsageError } from "../common/index.js";
 import { assertAcceptable, assertStoreLoads } from "../history/index.js";
 import { type Job, SHARD_SUFFIX_PATTERN, shardSuffix, type TargetCounts } from "../job/index.js";
 import { findCorruptLines, jobOutputDir, newRunId, RUN_FILES } from "../output/index.js";
-import { CorruptResultsError, listRuns, lockJobOutput, type RunLock, tookOverMessage } from "../run/index.js";
+import {
+	CorruptResultsError,
+	type LockLease,
+	listRuns,
+	lockJobOutput,
+	type RunLock,
+	tookOverMessage,
+} from "../run/index.js";
 
 /** One job of a `run` command, with the run it continues or starts and its lock. */
 export interface PlannedRun {
@@ -112,9 +119,10 @@ export function checkAccept(planned: readonly PlannedRun[], outRoot: string, run
 /**
  * Take every planned job's lock before the first request: a run that loses a lock (cron overlap)
  * exits having sent nothing. On a refusal the locks already taken are given back. Returns what a
- * taken-over lock says (a run that crashed left it behind).
+ * taken-over lock says (a run that crashed left it behind). `lease`: the locks' lease and host name
+ * (SCRAPEJOB_LOCK_LEASE_MS, SCRAPEJOB_HOSTNAME, resolved by the caller).
  */
-export function lockPlannedRuns(planned: PlannedRun[], outRoot: string): string[] {
+export function lockPlannedRuns(planned: PlannedRun[], outRoot: string, lease: LockLease = {}): string[] {
 	// The job store's addon loads, or the run ends here: nothing sent, nothing locked.
 	if (planned.length > 0) assertStoreLoads();
 	const tookOver: string[] = [];
@@ -134,6 +142,7 @@ export function lockPlannedRuns(planned: PlannedRun[], outRoot: string): string[
 				run.job.name,
 				run.runId,
 				run.lockName ?? (run.job.shard ? `.lock${shardSuffix(run.job.shard)}` : ".lock"),
+				lease,
 			);
 			byJobName.set(lockKey, run.lock);
 			if (run.lock.tookOver) tookOver.push(tookOverMessage(run.lock));

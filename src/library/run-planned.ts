@@ -3,7 +3,6 @@ import { basename, join } from "node:path";
 import type { Logger } from "pino";
 import type { SavedItemsClient, ScraperAccess, ScraperClient } from "../api/index.js";
 import { jsonlLines, type LastWords, parseJsonLine, UsageError } from "../common/index.js";
-import { fleetUrlSecrets } from "../fleet/index.js";
 import { type FailedCrawledPage, type JobHistory, openJobHistory, type TargetHistory } from "../history/index.js";
 import {
 	type Job,
@@ -18,6 +17,7 @@ import { jobOutputDir, newRunId } from "../output/index.js";
 import {
 	type FleetJoinOptions,
 	joinFleetRun,
+	type LockLease,
 	notifyRunEnd,
 	type ProgressSnapshot,
 	type RunJobResult,
@@ -34,7 +34,7 @@ import {
 import type { RunBrowserAccess } from "./browser-access.js";
 import { pingHealthcheck } from "./healthcheck.js";
 import { openMetricsFile, previousLastSuccess } from "./metrics-file.js";
-import { otlpMetricsUrl, pushOtlpMetrics } from "./otlp-push.js";
+import { pushOtlpMetrics } from "./otlp-push.js";
 import { applySnapshot, applySummary, initialMetrics, type RunMetrics } from "./run-metrics.js";
 import type { PlannedRun } from "./run-plan.js";
 import { checkSavedIds } from "./saved-ids.js";
@@ -47,7 +47,10 @@ export interface RunServices {
 	readonly accountConcurrency: number | null;
 	/** The account's scraper access record (credits), when it was read. */
 	readonly access: ScraperAccess | null;
-	/** Keys scrubbed from every file and message of the run. */
+	/**
+	 * Secrets scrubbed from every file and message of the run: the keys, the health ping URLs and the
+	 * fleet URL's forms — all of them: the run adds none (`prepareRuns` computes the list once).
+	 */
 	readonly secrets: readonly string[];
 	/** The browser service, when a job has `browser_session:` targets. */
 	readonly browser: RunBrowserAccess | undefined;
@@ -94,6 +97,11 @@ export interface RunChoices {
 	 * concurrency, budget and run name are the fleet's; `url` is a secret.
 	 */
 	readonly fleet?: Pick<FleetJoinOptions, "url" | "schema" | "runName" | "leaseMs">;
+	/**
+	 * The job lock's lease and host name, by which the other shards' locks are judged too (resolved from
+	 * SCRAPEJOB_LOCK_LEASE_MS and SCRAPEJOB_HOSTNAME by `prepareRuns`). @default 30 s, the machine's name
+	 */
+	readonly lockLease?: LockLease;
 	/** Told whether `accept` promoted the run (false: it was promoted already). */
 	onAccepted?(runId: string, promoted: boolean): void;
 	/** A crawl's URL keys held in memory before older ones spill. */
@@ -102,8 +110,11 @@ export interface RunChoices {
 	readonly metricsFile?: string;
 	/** Healthchecks.io-style ping URL (the job's `healthcheck:` otherwise); a secret, never logged. */
 	readonly healthcheck?: string;
-	/** Where `OTEL_EXPORTER_OTLP_ENDPOINT` is read (set: the metrics are also pushed over OTLP/HTTP). @default process.env */
-	readonly env?: NodeJS.ProcessEnv;
+	/**
+	 * Where the run's metrics are pushed over OTLP/HTTP at the end (from `OTEL_EXPORTER_OTLP_ENDPOINT`, read
+	 * by `prepareRuns`). @default none: no push
+	 */
+	readonly otlpMetricsUrl?: string | null;
 	/** How long one health ping may take, ms. @default 10,000 */
 	readonly healthcheckTimeoutMs?: number;
 	readonly signal: AbortSignal;
@@ -215,7 +226,7 @@ function startMonitors(
 	worker = "",
 ): ((snapshot: ProgressSnapshot) => void) | undefined {
 	const path = choices.metricsFile ?? job.metricsFile;
-	const wantsOtlp = otlpMetricsUrl(choices.env ?? process.env) !== null;
+	const wantsOtlp = Boolean(choices.otlpMetricsUrl);
 	if (path === undefined && !wantsOtlp) return undefined;
 	const shard = job.shard ? `${job.shard.index}/${job.shard.count}` : "";
 	// Until this run succeeds, the last success stays the one the file recorded (alerts read its age).
@@ -252,8 +263,8 @@ async function finishMonitors(
 	if (succeeded) metrics.lastSuccessSeconds = (summary ? Date.parse(summary.finished_at) : Date.now()) / 1000;
 	monitor.file?.close();
 	await monitor.file?.write();
-	const url = otlpMetricsUrl(choices.env ?? process.env);
-	if (url !== null) {
+	const url = choices.otlpMetricsUrl;
+	if (url) {
 		const problem = await pushOtlpMetrics(url, metrics);
 		if (problem !== null) warn(problem);
 	}
@@ -298,7 +309,6 @@ async function runWithHistory(
 					shown(snapshot);
 				}
 			: (shown ?? measured);
-	const healthcheck = choices.healthcheck ?? job.healthcheck;
 	const result = await runJob({
 		...(choices.lastWords ? { lastWords: choices.lastWords } : {}),
 		job,
@@ -310,6 +320,7 @@ async function runWithHistory(
 		...(choices.maxCredits !== undefined ? { maxCredits: choices.maxCredits } : {}),
 		...(plan.resumeDir ? { resumeDir: plan.resumeDir } : { runId: plan.runId, selection }),
 		...(plan.lock ? { lock: plan.lock } : {}),
+		lockLease: choices.lockLease,
 		force: choices.force === true,
 		repair: choices.repair === true,
 		signal: choices.signal,
@@ -317,8 +328,7 @@ async function runWithHistory(
 		...(choices.taskPollMs !== undefined
 			? { taskPoll: { initialIntervalMs: choices.taskPollMs, maxIntervalMs: choices.taskPollMs * 10 } }
 			: {}),
-		// The ping URL is a secret like the keys: scrubbed from run.log should anything quote it.
-		secrets: healthcheck === undefined ? services.secrets : [...services.secrets, healthcheck],
+		secrets: services.secrets,
 		history,
 		...(choices.outageTimeoutMs !== undefined ? { outageTimeoutMs: choices.outageTimeoutMs } : {}),
 		...(services.browser && jobUsesBrowser(job) ? { browser: services.browser } : {}),
@@ -378,7 +388,6 @@ async function runFleetWorker(
 						shown(snapshot);
 					}
 				: (shown ?? measured);
-		const healthcheck = choices.healthcheck ?? job.healthcheck;
 		const result = await runJob({
 			...(choices.lastWords ? { lastWords: choices.lastWords } : {}),
 			job,
@@ -389,16 +398,13 @@ async function runFleetWorker(
 			runsDir,
 			runId: plan.runId,
 			...(plan.lock ? { lock: plan.lock } : {}),
+			lockLease: choices.lockLease,
 			signal: choices.signal,
 			...(choices.gracePeriodMs !== undefined ? { gracePeriodMs: choices.gracePeriodMs } : {}),
 			...(choices.taskPollMs !== undefined
 				? { taskPoll: { initialIntervalMs: choices.taskPollMs, maxIntervalMs: choices.taskPollMs * 10 } }
 				: {}),
-			secrets: [
-				...services.secrets,
-				...fleetUrlSecrets(choices.fleet.url),
-				...(healthcheck === undefined ? [] : [healthcheck]),
-			],
+			secrets: services.secrets,
 			...(choices.outageTimeoutMs !== undefined ? { outageTimeoutMs: choices.outageTimeoutMs } : {}),
 			...(services.browser && jobUsesBrowser(job) ? { browser: services.browser } : {}),
 			...(choices.logger ? { logger: choices.logger } : {}),

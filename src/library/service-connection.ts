@@ -1,6 +1,6 @@
 import { type AccountClient, createAccountClient, createScraperClient, type ScraperClient } from "../api/index.js";
 import { ScrapejobError, type UsageError } from "../common/index.js";
-import { type ResolvedConfig, resolveConfig } from "../config/index.js";
+import { type ResolvedConfig, resolveConfig, resolveFleetConfig } from "../config/index.js";
 
 /** Where a connection reads its keys from: the CLI's context, or the library's options. */
 export interface ConnectContext {
@@ -73,8 +73,7 @@ export async function connectService(ctx: ConnectContext, flags: ServiceFlags): 
 			apiUrl: emulator.apiUrl,
 			scraperUrl: emulator.scraperUrl,
 			// The sandbox's own service, but a fleet database is the user's as ever.
-			fleetUrl: flags.fleet || ctx.env.SCRAPEJOB_FLEET_URL || undefined,
-			fleetSchema: ctx.env.SCRAPEJOB_FLEET_SCHEMA || undefined,
+			...resolveFleetConfig(flags.fleet, ctx.env),
 			sources: {},
 		};
 		return {

@@ -23,6 +23,8 @@ export function crawlerFor(
 	/** A robots.txt or sitemap cut at its bound: the run's warning (run.log and the terminal). */
 	warn?: (message: string) => void,
 	sitemapBounds?: SitemapBounds,
+	/** The lock's lease, ms: a shard of the layout not running yet is waited for this long. @default 30 s */
+	leaseMs?: number,
 ): Crawler | null {
 	if (!job.crawl) return null;
 	// A sharded crawl hands links across shards through inboxes in the job's folder (shared by all shards).
@@ -30,7 +32,7 @@ export function crawlerFor(
 		job.shard && peers
 			? {
 					inbox: openShardInbox(dirname(runDir), job.shard, basename(runDir), done !== null, {
-						startGraceMs: startGraceMs(),
+						startGraceMs: leaseMs ?? DEFAULT_START_GRACE_MS,
 					}),
 					// Read the locks now, not the copy of up to 250 ms ago: a shard that started since would look
 					// ended (its inbox state is there, its lock not yet in the copy), and this one would end
@@ -152,8 +154,5 @@ export function unshardedJob(job: Job): Job {
 	return unsharded;
 }
 
-/** A shard of the layout not running yet is waited for this long (the lock's lease: SCRAPEJOB_LOCK_LEASE_MS, 30 s). */
-function startGraceMs(): number {
-	const configured = Number(process.env.SCRAPEJOB_LOCK_LEASE_MS);
-	return Number.isFinite(configured) && configured > 0 ? configured : 30_000;
-}
+/** A shard of the layout not running yet is waited for this long when no lease is given (the lock's default). */
+const DEFAULT_START_GRACE_MS = 30_000;

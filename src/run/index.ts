@@ -23,7 +23,7 @@ export {
 	runJob,
 	type StopReason,
 } from "./run-job.js";
-export { LockHeldError, type RunLock } from "./run-lock.js";
+export { LockHeldError, type LockLease, type RunLock } from "./run-lock.js";
 export { createSendGate, type SendGate } from "./send-gate.js";
 export { surveyTargets, type TargetSurvey, targetsDigest } from "./survey-targets.js";
 export { DEFAULT_TASK_POLL, type PollOutcome, pollTask, type TaskPollOptions } from "./task-poller.js";

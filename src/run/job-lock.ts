@@ -2,16 +2,23 @@ import { mkdirSync, rmdirSync } from "node:fs";
 import type { Logger } from "pino";
 import { jobOutputDir, OutputError } from "../output/index.js";
 import { checkShardLayout } from "./layout-guard.js";
-import { acquireRunLock, type RunLock } from "./run-lock.js";
+import { acquireRunLock, type LockLease, type RunLock } from "./run-lock.js";
 
 /**
  * Take one job's lock before anything is sent, so a run that loses it (cron overlap) has made no
  * request and written nothing. The job's output folder is created to hold the lock; if it is still
  * empty when the lock is released (the run stopped before creating a run folder), it goes too. A live
  * run of the job with another shard layout (layout-guard.ts) that started first: the lock is given back
- * and `LayoutConflictError` thrown.
+ * and `LayoutConflictError` thrown. `lease`: the lease and host name this lock is taken with, and other
+ * shards' locks judged by.
  */
-export function lockJobOutput(outRoot: string, jobName: string, runId: string, lockName = ".lock"): RunLock {
+export function lockJobOutput(
+	outRoot: string,
+	jobName: string,
+	runId: string,
+	lockName = ".lock",
+	lease: LockLease = {},
+): RunLock {
 	const jobDir = jobOutputDir(outRoot, jobName);
 	let created: boolean;
 	try {
@@ -21,14 +28,14 @@ export function lockJobOutput(outRoot: string, jobName: string, runId: string, l
 	}
 	let lock: RunLock;
 	try {
-		lock = acquireRunLock(jobDir, runId, { name: lockName });
+		lock = acquireRunLock(jobDir, runId, { ...lease, name: lockName });
 	} catch (error) {
 		if (created) removeIfEmpty(jobDir);
 		throw error;
 	}
 	try {
 		// Runs of one job with overlapping shard layouts would pay for the same targets twice.
-		checkShardLayout(jobDir, lockName);
+		checkShardLayout(jobDir, lockName, lease);
 	} catch (error) {
 		lock.release();
 		if (created) removeIfEmpty(jobDir);

@@ -1,7 +1,7 @@
 import { readdirSync } from "node:fs";
 import { join } from "node:path";
 import { ScrapejobError } from "../common/index.js";
-import { type LockInfo, liveLockHolder } from "./run-lock.js";
+import { type LockInfo, type LockLease, liveLockHolder } from "./run-lock.js";
 
 /** The lock file names of one job folder: `.lock` (unsharded) and `.lock-shard-I-of-N`. */
 const LOCK_NAME = /^\.lock(?:-shard-(\d+)-of-(\d+))?$/;
@@ -49,10 +49,10 @@ function before(a: LockInfo, b: LockInfo): boolean {
  * own lock before it looks, so of two that start together at least the later sees the earlier; the
  * earlier one, should it see the later, goes on (the later refuses itself).
  */
-export function checkShardLayout(jobDir: string, myLockName: string): void {
+export function checkShardLayout(jobDir: string, myLockName: string, lease: LockLease = {}): void {
 	const mine = layoutOfLockName(myLockName);
 	if (!mine) return;
-	const me = liveLockHolder(join(jobDir, myLockName));
+	const me = liveLockHolder(join(jobDir, myLockName), lease);
 	if (!me) return;
 	let names: string[];
 	try {
@@ -64,7 +64,7 @@ export function checkShardLayout(jobDir: string, myLockName: string): void {
 		const other = layoutOfLockName(name);
 		if (!other || other.count === mine.count) continue;
 		const path = join(jobDir, name);
-		const holder = liveLockHolder(path);
+		const holder = liveLockHolder(path, lease);
 		if (holder && before(holder, me)) throw new LayoutConflictError(mine, other, holder, path);
 	}
 }

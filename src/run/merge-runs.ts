@@ -71,20 +71,20 @@ export const MERGE_FILE = "merge.json";
  * A `run` of shard `index` of the layout `meta` belongs to: the job file and results root from the
  * folder itself (`<out>/<job>/<run id>`), so it works as printed from the directory merge ran in.
  */
-function shardRunCommand(meta: ShardMeta, index: number, tail: readonly string[]): string {
-	const out = pathFromHere(dirname(dirname(meta.dir)));
-	const jobFile = meta.job_file ? pathFromHere(meta.job_file) : "JOB.yaml";
+function shardRunCommand(meta: ShardMeta, index: number, tail: readonly string[], cwd: string): string {
+	const out = pathFromHere(dirname(dirname(meta.dir)), cwd);
+	const jobFile = meta.job_file ? pathFromHere(meta.job_file, cwd) : "JOB.yaml";
 	const words = ["run", jobFile, "--shard", `${index}/${meta.shard.count}`];
 	if (out !== "output") words.push("--out", out);
 	return cliCommand([...words, ...tail]);
 }
 
-const repairCommand = (meta: ShardMeta) =>
-	shardRunCommand(meta, meta.shard.index, ["--resume", meta.run_id, "--repair"]);
+const repairCommand = (meta: ShardMeta, cwd: string) =>
+	shardRunCommand(meta, meta.shard.index, ["--resume", meta.run_id, "--repair"], cwd);
 
-/** A path as short as it is clear: relative below the working directory, else absolute. */
-function pathFromHere(path: string): string {
-	const fromHere = relative(process.cwd(), path);
+/** A path as short as it is clear: relative below the working directory `cwd`, else absolute. */
+function pathFromHere(path: string, cwd: string): string {
+	const fromHere = relative(cwd, path);
 	return fromHere === "" ? "." : fromHere.startsWith("..") || isAbsolute(fromHere) ? resolve(path) : fromHere;
 }
 
@@ -136,21 +136,27 @@ function checkShards(metas: readonly ShardMeta[]): void {
  * `scrapejob merge`: one results.jsonl, results.csv and summary.json from the run folders of a sharded
  * job's shards. Each target exactly once (verified: an id seen in two shards is an error, not a
  * duplicate row), credits summed through the same statistics as a run's, incomplete and missing shards
- * named in the summary.
+ * named in the summary. `cwd` is where relative folders are resolved and what the printed commands
+ * (`finishCommands`, a repair's) are relative to: the caller's working directory.
  */
-export async function mergeShardRuns(dirs: readonly string[], outDir: string): Promise<MergeResult> {
-	const metas = dirs.map((dir) => readMeta(resolve(dir))).sort((a, b) => a.shard.index - b.shard.index);
+export async function mergeShardRuns(
+	dirs: readonly string[],
+	outDir: string,
+	options: { readonly cwd: string },
+): Promise<MergeResult> {
+	const { cwd } = options;
+	const metas = dirs.map((dir) => readMeta(resolve(cwd, dir))).sort((a, b) => a.shard.index - b.shard.index);
 	checkShards(metas);
-	if (existsSync(outDir) && readdirSync(outDir).length > 0)
+	const finalDir = resolve(cwd, outDir);
+	if (existsSync(finalDir) && readdirSync(finalDir).length > 0)
 		throw new UsageError(`${outDir} is not empty: merge writes into a new or empty folder`);
 	// Everything is written beside --out first and renamed into place only when every check passed: a
 	// refusal found while reading (an overlap, a damaged line) leaves --out as it was.
-	const finalDir = resolve(outDir);
 	const workDir = `${finalDir}.merging-${process.pid}`;
 	rmSync(workDir, { recursive: true, force: true });
 	mkdirSync(workDir, { recursive: true });
 	try {
-		const result = await mergeInto(metas, workDir);
+		const result = await mergeInto(metas, workDir, cwd);
 		// rename(2) replaces an empty directory: --out given as an empty folder is fine.
 		if (existsSync(finalDir)) rmdirSync(finalDir);
 		renameSync(workDir, finalDir);
@@ -158,8 +164,8 @@ export async function mergeShardRuns(dirs: readonly string[], outDir: string): P
 		const finishCommands = [
 			...metas
 				.filter((meta) => incomplete.includes(meta.shard.index))
-				.map((meta) => shardRunCommand(meta, meta.shard.index, ["--resume", meta.run_id])),
-			...missing.map((index) => shardRunCommand(metas[0]!, index, [])),
+				.map((meta) => shardRunCommand(meta, meta.shard.index, ["--resume", meta.run_id], cwd)),
+			...missing.map((index) => shardRunCommand(metas[0]!, index, [], cwd)),
 		];
 		return { outDir, summary: result, finishCommands };
 	} finally {
@@ -167,7 +173,7 @@ export async function mergeShardRuns(dirs: readonly string[], outDir: string): P
 	}
 }
 
-async function mergeInto(metas: readonly ShardMeta[], outDir: string): Promise<MergeResult["summary"]> {
+async function mergeInto(metas: readonly ShardMeta[], outDir: string, cwd: string): Promise<MergeResult["summary"]> {
 	const first = metas[0]!;
 
 	// One CSV header for all: shards of one job have the same columns (extracted fields included).
@@ -232,7 +238,7 @@ async function mergeInto(metas: readonly ShardMeta[], outDir: string): Promise<M
 			}
 			if (bad !== null && followed) {
 				throw new UsageError(
-					`${path} line ${bad} is not a record (and more lines follow it): repair the shard first with ${repairCommand(meta)} (and the flags that chose its service, such as --sandbox or --config)`,
+					`${path} line ${bad} is not a record (and more lines follow it): repair the shard first with ${repairCommand(meta, cwd)} (and the flags that chose its service, such as --sandbox or --config)`,
 				);
 			}
 			const summary = readSummary(meta.dir);

@@ -43,7 +43,7 @@ import { createPaidAnswers } from "./paid-answers.js";
 import { createQueueConcurrency } from "./queue-concurrency.js";
 import { createRecordWriter, openRecordSinks } from "./record-writer.js";
 import { createRunEconomics } from "./run-economics.js";
-import type { RunLock } from "./run-lock.js";
+import type { LockLease, RunLock } from "./run-lock.js";
 import { createProgressReporter, type ProgressSnapshot } from "./run-progress.js";
 import { buildSummary, createRunStatistics } from "./run-statistics.js";
 import { checkScraperHealth, type HealthReading } from "./scraper-health.js";
@@ -131,6 +131,11 @@ export interface RunJobOptions {
 	};
 	/** The job's lock, taken by the caller before any request (the CLI does); else runJob takes it first. */
 	readonly lock?: RunLock;
+	/**
+	 * The lease and host name of the job's lock (the one runJob takes, without `lock`) and of the other
+	 * shards' locks it reads (SCRAPEJOB_LOCK_LEASE_MS, SCRAPEJOB_HOSTNAME). @default 30 s, the machine's name
+	 */
+	readonly lockLease?: LockLease;
 	/** Id of a new run (the one named in `lock`); default: from the start time. */
 	readonly runId?: string;
 	/** A second signal ends the process at once: the runner's last word writes summary.json as it stands. */
@@ -158,7 +163,14 @@ export async function runJob(options: RunJobOptions): Promise<RunJobResult> {
 	// refused has sent nothing (or only the health check) and leaves no folder behind.
 	const newId = options.runId ?? newRunId(new Date(startedAt));
 	const lock =
-		options.lock ?? lockJobOutput(options.outRoot, job.name, options.resumeDir ? basename(options.resumeDir) : newId);
+		options.lock ??
+		lockJobOutput(
+			options.outRoot,
+			job.name,
+			options.resumeDir ? basename(options.resumeDir) : newId,
+			".lock",
+			options.lockLease,
+		);
 	if (!options.lock) warnIfTookOver(lock, options.logger);
 	try {
 		const health = await checkScraperHealth(options.client, options.signal);
@@ -221,7 +233,10 @@ export async function runJob(options: RunJobOptions): Promise<RunJobResult> {
 		});
 
 		// Shards sharing a key split its limit and grow into free slots (shared-key-concurrency.ts).
-		const peers = job.shard && job.shard.count > 1 ? watchShardPeers(dirname(runDir), job.shard, runId) : null;
+		const peers =
+			job.shard && job.shard.count > 1
+				? watchShardPeers(dirname(runDir), job.shard, runId, { lease: options.lockLease ?? {} })
+				: null;
 		const sharedKey =
 			job.shard && peers && !options.adaptiveConcurrency
 				? createSharedKeyConcurrency({
@@ -316,6 +331,8 @@ export async function runJob(options: RunJobOptions): Promise<RunJobResult> {
 						options.crawlKeysInMemory,
 						peers,
 						warnCrawl,
+						undefined,
+						options.lockLease?.leaseMs,
 					);
 		// A resumed crawl's robots.txt and sitemap credits of earlier sessions are spent already.
 		if (crawler) budget.commit(0, crawler.summary().sitemap_credits);

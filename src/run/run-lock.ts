@@ -70,11 +70,12 @@ export interface RunLock {
 
 export interface LockOptions {
 	/**
-	 * How long a holder on another host is trusted without a heartbeat, ms. @default 30000, or
-	 * SCRAPEJOB_LOCK_LEASE_MS. The one assumption: the hosts' clocks agree to well within the lease.
+	 * How long a holder on another host is trusted without a heartbeat, ms (the caller's
+	 * SCRAPEJOB_LOCK_LEASE_MS). @default 30000. The one assumption: the hosts' clocks agree to well
+	 * within the lease.
 	 */
 	readonly leaseMs?: number;
-	/** The name written as the holder's host. @default SCRAPEJOB_HOSTNAME, else os.hostname() */
+	/** The name written as the holder's host (the caller's SCRAPEJOB_HOSTNAME). @default os.hostname() */
 	readonly host?: string;
 	/** The wall clock the heartbeats are written with (other hosts compare them with theirs). @default Date.now */
 	readonly now?: () => number;
@@ -87,12 +88,13 @@ export interface LockOptions {
 	readonly name?: string;
 }
 
-const DEFAULT_LEASE_MS = 30_000;
+/**
+ * How locks are taken and judged, the same for every lock of one process: the lease and this host's
+ * name (resolved once by the caller from its configuration; each has its default).
+ */
+export type LockLease = Pick<LockOptions, "leaseMs" | "host">;
 
-function defaultLeaseMs(): number {
-	const configured = Number(process.env.SCRAPEJOB_LOCK_LEASE_MS);
-	return Number.isFinite(configured) && configured > 0 ? configured : DEFAULT_LEASE_MS;
-}
+const DEFAULT_LEASE_MS = 30_000;
 
 /** Why a holder no longer holds the lock, or null when it still does. */
 function staleness(
@@ -126,7 +128,7 @@ export function liveLockHolder(
 	path: string,
 	options: Pick<LockOptions, "leaseMs" | "host" | "now"> = {},
 ): LockInfo | null {
-	const host = options.host ?? (process.env.SCRAPEJOB_HOSTNAME || hostname());
+	const host = options.host ?? hostname();
 	let stat: ReturnType<typeof statSync>;
 	let holder: LockInfo;
 	try {
@@ -138,7 +140,7 @@ export function liveLockHolder(
 		return null;
 	}
 	const now = (options.now ?? Date.now)();
-	return staleness(holder, { host }, options.leaseMs ?? defaultLeaseMs(), now, stat.mtimeMs) === null ? holder : null;
+	return staleness(holder, { host }, options.leaseMs ?? DEFAULT_LEASE_MS, now, stat.mtimeMs) === null ? holder : null;
 }
 
 /**
@@ -151,8 +153,8 @@ export function liveLockHolder(
 export function acquireRunLock(jobDir: string, runId: string, options: LockOptions = {}): RunLock {
 	const path = join(jobDir, options.name ?? ".lock");
 	const now = options.now ?? Date.now;
-	const leaseMs = options.leaseMs ?? defaultLeaseMs();
-	const host = options.host ?? (process.env.SCRAPEJOB_HOSTNAME || hostname());
+	const leaseMs = options.leaseMs ?? DEFAULT_LEASE_MS;
+	const host = options.host ?? hostname();
 	const info: LockInfo = {
 		pid: process.pid,
 		host,

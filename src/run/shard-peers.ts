@@ -1,7 +1,7 @@
 import { join } from "node:path";
 import { shardIsIdle } from "../crawl/index.js";
 import type { ShardSpec } from "../job/index.js";
-import { liveLockHolder } from "./run-lock.js";
+import { type LockLease, liveLockHolder } from "./run-lock.js";
 
 /** The other shards of this run's layout, as their locks in the job folder say (`.lock-shard-J-of-N`). */
 export interface ShardPeers {
@@ -17,6 +17,8 @@ export interface ShardPeers {
 export interface ShardPeersOptions {
 	/** How often the locks are read again, ms. @default 250 */
 	readonly intervalMs?: number;
+	/** The lease and host name the locks are judged by (as this shard's own lock was taken). */
+	readonly lease?: LockLease;
 }
 
 /**
@@ -39,7 +41,7 @@ export function watchShardPeers(
 			const holder =
 				index === shard.index
 					? { run_id: runId }
-					: liveLockHolder(join(jobDir, `.lock-shard-${index}-of-${shard.count}`));
+					: liveLockHolder(join(jobDir, `.lock-shard-${index}-of-${shard.count}`), options.lease);
 			if (!holder) continue;
 			found.push(index);
 			if (shardIsIdle(jobDir, index, shard.count, holder.run_id)) resting.add(index);

@@ -99,10 +99,8 @@ describe("lease fencing", () => {
 
 	it("the job lock the CLI and runJobFile take (lockJobOutput) fences too: a takeover is seen at the next isHeld", () => {
 		const outRoot = tempDir();
-		const saved = process.env.SCRAPEJOB_LOCK_LEASE_MS;
 		// A lease of 2 ms: half of it has passed by the time the file is replaced, so isHeld reads the file.
-		process.env.SCRAPEJOB_LOCK_LEASE_MS = "2";
-		const lock = lockJobOutput(outRoot, "shop", "run-a");
+		const lock = lockJobOutput(outRoot, "shop", "run-a", ".lock", { leaseMs: 2 });
 		try {
 			const theirs = { pid: 4242, host: "host-b", run_id: "run-b", started_at: new Date().toISOString() };
 			writeFileSync(`${lock.path}.b`, `${JSON.stringify(theirs)}\n`);
@@ -113,8 +111,6 @@ describe("lease fencing", () => {
 			}
 			expect(lock.isHeld()).toBe(false);
 		} finally {
-			if (saved === undefined) delete process.env.SCRAPEJOB_LOCK_LEASE_MS;
-			else process.env.SCRAPEJOB_LOCK_LEASE_MS = saved;
 			lock.release();
 		}
 	});

@@ -2,6 +2,7 @@ import { existsSync } from "node:fs";
 import { resolve } from "node:path";
 import { type Command, InvalidArgumentError } from "commander";
 import { UsageError } from "../../common/index.js";
+import { resolveFleetConfig } from "../../config/index.js";
 import {
 	checkExportTarget,
 	EXPORT_FORMATS,
@@ -86,10 +87,10 @@ Examples:
 				const columns = csvColumnsFor({ data: job.extraction?.dataColumns, carry: job.extraction?.carry });
 				if (flags.fleet !== undefined) {
 					if (flags.accept !== undefined) throw new UsageError("--accept promotes a local run: not with --fleet");
-					const schema = ctx.env.SCRAPEJOB_FLEET_SCHEMA;
+					const { fleetSchema } = resolveFleetConfig(undefined, ctx.env);
 					const written = await exportFleetLatest(
 						job.name,
-						{ url: flags.fleet, ...(schema ? { schema } : {}) },
+						{ url: flags.fleet, schema: fleetSchema },
 						flags.format,
 						out,
 						columns,

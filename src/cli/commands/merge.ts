@@ -31,6 +31,7 @@ Examples:
 			const { summary, finishCommands } = await mergeShardRuns(
 				dirs.map((dir) => resolve(ctx.cwd, dir)),
 				outDir,
+				{ cwd: ctx.cwd },
 			);
 			const report = await rebuildReport(outDir).catch(() => null);
 			if (flags.json) writeLine(ctx.stdout, JSON.stringify({ ...summary, out_dir: outDir, report }));

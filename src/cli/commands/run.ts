@@ -15,31 +15,23 @@ import {
 	formatProblem,
 	type Job,
 	JobValidationError,
-	jobUsesBrowser,
 	loadJob,
-	parseShard,
 	shardBalanceWarning,
 	streamTargetBatches,
-	type TargetCounts,
 } from "../../job/index.js";
 import {
-	checkAccept,
-	checkFleetJob,
-	connectBrowser,
-	connectScraper,
-	fleetUrlSecrets,
-	lockPlannedRuns,
-	NoScraperAccessError,
+	fleetRunComplete,
+	type LoadedRunJob,
 	nothingToRetry,
 	type PlannedRun,
 	type PlannedRunOutcome,
-	planFleetRuns,
-	planRuns,
-	type RunServices,
+	type PreparedRuns,
+	prepareRuns,
+	type RunOptions,
 	releasePlannedRuns,
 	runPlannedJob,
 	runSucceeded,
-	savedItemsFor,
+	shardJobs,
 } from "../../library/index.js";
 import { csvColumnsFor, formatSummary, jobOutputDir } from "../../output/index.js";
 import { CorruptResultsError, checkCost, forecastJob, type ProgressSnapshot, surveyTargets } from "../../run/index.js";
@@ -53,7 +45,6 @@ import { acceptCommand, fleetWorkerCommand, jobPathForHint, repairCommand, resum
 import {
 	addServiceOptions,
 	connectService,
-	noKeyError,
 	type ServiceConnection,
 	type ServiceFlags,
 	sandboxNotice,
@@ -255,19 +246,6 @@ function withFresh(job: Job, deselected: number): string {
 	return job.freshnessMs > 0 && deselected > 0 ? `${job.name} (${deselected} fresh)` : job.name;
 }
 
-/** `--shard`: each job narrowed to its shard; the loader's counts were for all targets, so they are dropped. */
-function withShard(jobs: LoadedRunJob[], text: string, env: NodeJS.ProcessEnv): LoadedRunJob[] {
-	const shard = parseShard(text, env);
-	if (typeof shard === "string") throw new UsageError(shard);
-	return jobs.map(({ job }) => ({ job: { ...job, shard }, counts: null }));
-}
-
-interface LoadedRunJob {
-	job: Job;
-	/** Counted while validating the sources, so the run does not parse them a second time up front. */
-	counts: TargetCounts | null;
-}
-
 async function loadJobs(ctx: CliContext, paths: string[], env: NodeJS.ProcessEnv): Promise<LoadedRunJob[] | null> {
 	const jobs: LoadedRunJob[] = [];
 	let invalid = false;
@@ -319,7 +297,7 @@ function stderrLogger(ctx: CliContext, quiet: boolean, secrets: string[], notes:
 
 async function runCommand(ctx: CliContext, paths: string[], flags: RunFlags): Promise<number> {
 	let connection: ServiceConnection | undefined;
-	let planned: PlannedRun[] = [];
+	let planned: readonly PlannedRun[] = [];
 	let jobs: LoadedRunJob[] = [];
 	const releaseOnExit = () => releasePlannedRuns(planned);
 	try {
@@ -334,72 +312,34 @@ async function runCommand(ctx: CliContext, paths: string[], flags: RunFlags): Pr
 		const env = connection?.demoSiteUrl ? { ...ctx.env, SCRAPEJOB_DEMO_SITE: connection.demoSiteUrl } : ctx.env;
 		const loaded = await loadJobs(ctx, paths, env);
 		if (!loaded) return EXIT.invalidInput;
-		jobs = flags.shard === undefined ? loaded : withShard(loaded, flags.shard, ctx.env);
+		jobs = shardJobs(loaded, flags.shard, ctx.env);
 		if (flags.dryRun) return await dryRun(ctx, jobs, flags, connection);
 
 		// Keys and addresses (and the fleet's database) resolved: nothing is sent yet.
 		connection ??= await connectService(ctx, flags);
-		const fleetUrl = connection.config.fleetUrl;
-		if (fleetUrl === undefined && flags.fleetRun !== undefined)
-			throw new UsageError("--fleet-run names a fleet run: it needs --fleet URL (or SCRAPEJOB_FLEET_URL)");
-		if (fleetUrl !== undefined) {
-			refuseFleetFlags(flags);
-			for (const { job } of jobs) checkFleetJob(job, {});
-		}
-		// Which runs to start or continue, and their locks, before the first request (nothing sent on a refusal).
-		const outRoot = resolve(ctx.cwd, flags.out);
-		const plans =
-			fleetUrl !== undefined
-				? { planned: planFleetRuns(jobs), notes: [] }
-				: planRuns(jobs, outRoot, flags.resume, flags.repair === true, flags.continue === true);
-		for (const note of plans.notes) writeLine(ctx.stdout, note);
-		planned = plans.planned;
-		if (planned.length === 0) return EXIT.ok;
-		checkAccept(planned, outRoot, flags.accept);
-		for (const message of lockPlannedRuns(planned, outRoot)) {
-			if (!flags.quiet) writeLine(ctx.stderr, `scrapejob: ${message}`);
-		}
-		// A second Ctrl-C exits at once: the locks go with the process rather than waiting to be taken over.
-		process.once("exit", releaseOnExit);
-
-		const { config } = connection;
-		if (!config.accountKey && !config.scraperKey) throw noKeyError();
-		// Health ping URLs are secrets like the keys (anyone holding one can ping).
-		const pings = [flags.healthcheck, ...jobs.map(({ job }) => job.healthcheck)];
-		const secrets = [
-			config.accountKey,
-			config.scraperKey,
-			...pings,
-			...(fleetUrl === undefined ? [] : fleetUrlSecrets(fleetUrl)),
-		].filter((key): key is string => Boolean(key));
-
-		const scraper = await connectScraper(ctx, connection);
-		secrets.push(scraper.secret);
-		if (scraper.access && scraper.access.concurrency < 1) {
-			throw new NoScraperAccessError("the account's scraper concurrency is 0; nothing was sent");
-		}
-		// Jobs with browser_session: targets need the browser service: no access stops here, before any fetch.
-		const browser = jobs.some(({ job }) => jobUsesBrowser(job)) ? await connectBrowser(ctx, connection) : undefined;
-		if (browser) secrets.push(browser.key);
+		// The library's one set-up (as runJobFile's): plans, locks, keys, services, secrets, choices.
+		const prepared = await prepareRuns(loaded, runOptions(flags), connection, {
+			env: ctx.env,
+			cwd: ctx.cwd,
+			signal: ctx.signal,
+			onNote: (note) => writeLine(ctx.stdout, note),
+			onLocked: (locked, tookOver) => {
+				planned = locked;
+				for (const message of tookOver) if (!flags.quiet) writeLine(ctx.stderr, `scrapejob: ${message}`);
+				// A second Ctrl-C exits at once: the locks go with the process rather than waiting to be taken over.
+				process.once("exit", releaseOnExit);
+			},
+		});
+		if (!prepared) return EXIT.ok;
+		const { services } = prepared;
 		const notes: TerminalNotes = { display: undefined, pending: [] };
-		const logger = stderrLogger(ctx, flags.quiet === true, secrets, notes);
+		const logger = stderrLogger(ctx, flags.quiet === true, [...services.secrets], notes);
 		if (flags.sandbox && ctx.stderr.isTTY !== true) logger.info({ sandbox: true }, sandboxNotice());
-		const services: RunServices = {
-			clientFor: scraper.clientFor,
-			accountConcurrency: scraper.access?.concurrency ?? null,
-			access: scraper.access,
-			secrets,
-			browser,
-			savedItems: savedItemsFor(scraper),
-			...(fleetUrl !== undefined
-				? { fleet: { url: fleetUrl, ...(config.fleetSchema ? { schema: config.fleetSchema } : {}) } }
-				: {}),
-		};
 
 		let worst: number = EXIT.ok;
-		for (const plan of planned) {
+		for (const plan of prepared.planned) {
 			if (ctx.signal.aborted) break;
-			const code = await runOne(ctx, plan, flags, services, logger, notes);
+			const code = await runOne(ctx, plan, flags, prepared, logger, notes);
 			worst = Math.max(worst, code);
 			if (code === EXIT.authOrCredits || code === EXIT.interrupted) break;
 		}
@@ -415,16 +355,28 @@ async function runCommand(ctx: CliContext, paths: string[], flags: RunFlags): Pr
 	}
 }
 
-/** Flags that choose a local run folder, which a fleet worker does not: refused before anything is sent. */
-function refuseFleetFlags(flags: RunFlags): void {
-	const refused = [
-		flags.resume !== undefined ? "--resume (use --continue: the fleet run goes on by itself)" : null,
-		flags.repair ? "--repair" : null,
-		flags.shard !== undefined ? "--shard (the fleet splits the work itself)" : null,
-		flags.retryFailed !== undefined ? "--retry-failed" : null,
-		flags.accept !== undefined ? "--accept" : null,
-	].filter((flag): flag is string => flag !== null);
-	if (refused.length > 0) throw new UsageError(`not with --fleet: ${refused.join(", ")}`);
+/** The flags as the library's run options (the same words `runJobFile` takes). */
+function runOptions(flags: RunFlags): RunOptions {
+	return {
+		out: flags.out,
+		resume: flags.resume,
+		continue: flags.continue,
+		force: flags.force,
+		repair: flags.repair,
+		shard: flags.shard,
+		maxCredits: flags.maxCredits,
+		concurrency: flags.concurrency,
+		freshnessMs: flags.freshness,
+		retryFailed: flags.retryFailed,
+		accept: flags.accept,
+		notify: flags.notify,
+		metrics: flags.metrics,
+		healthcheck: flags.healthcheck,
+		taskPollMs: flags.taskPollMs,
+		gracePeriodMs: flags.gracePeriod,
+		outageTimeoutMs: flags.outageTimeout,
+		fleetRun: flags.fleetRun,
+	};
 }
 
 /** A damaged results.jsonl of a run to resume: the error names the command that repairs it, as it must be pasted. */
@@ -551,7 +503,7 @@ async function runOne(
 	ctx: CliContext,
 	plan: PlannedRun,
 	flags: RunFlags,
-	services: RunServices,
+	{ services, choices }: PreparedRuns,
 	logger: Logger,
 	notes: TerminalNotes,
 ): Promise<number> {
@@ -561,31 +513,14 @@ async function runOne(
 	let outcome: PlannedRunOutcome;
 	try {
 		outcome = await runPlannedJob(plan, services, {
-			outRoot: resolve(ctx.cwd, flags.out),
-			signal: ctx.signal,
+			...choices,
 			logger,
-			...(ctx.lastWords ? { lastWords: ctx.lastWords } : {}),
-			...(flags.concurrency !== undefined ? { concurrency: flags.concurrency } : {}),
-			...(flags.maxCredits !== undefined ? { maxCredits: flags.maxCredits } : {}),
-			...(flags.freshness !== undefined ? { freshnessMs: flags.freshness } : {}),
-			...(flags.retryFailed !== undefined ? { retryFailed: flags.retryFailed } : {}),
-			...(flags.force ? { force: true } : {}),
-			...(flags.repair ? { repair: true } : {}),
-			...(flags.gracePeriod !== undefined ? { gracePeriodMs: flags.gracePeriod } : {}),
-			...(flags.taskPollMs !== undefined ? { taskPollMs: flags.taskPollMs } : {}),
-			...(flags.outageTimeout !== undefined ? { outageTimeoutMs: flags.outageTimeout } : {}),
-			...(flags.notify !== undefined ? { notifyUrl: flags.notify } : {}),
-			...(flags.accept !== undefined ? { accept: flags.accept } : {}),
-			...(services.fleet ? { fleet: fleetChoice(services.fleet, flags, ctx.env) } : {}),
+			lastWords: ctx.lastWords,
 			onAccepted: (runId, promoted) =>
 				writeLine(
 					ctx.stderr,
 					`scrapejob: ${promoted ? `run ${runId} accepted: its records are promoted to latest` : `run ${runId} is not held back by its contract: nothing to accept`}`,
 				),
-			...(flags.metrics !== undefined ? { metricsFile: resolve(ctx.cwd, flags.metrics) } : {}),
-			...(flags.healthcheck !== undefined ? { healthcheck: flags.healthcheck } : {}),
-			env: ctx.env,
-			...crawlKeysInMemory(ctx.env),
 			// Said even with --quiet: a cron run is quiet, and a hook that never hears must not go unnoticed.
 			onNotifyWarning: (message) => writeLine(ctx.stderr, `scrapejob: ${message}`),
 			onStart: ({ job, survey, concurrency, adaptive, runDir }) => {
@@ -635,7 +570,7 @@ async function runOne(
 	// Ctrl-C while validating or counting: nothing was sent.
 	if (!outcome) return EXIT.interrupted;
 	if (outcome.skipped === "fleet_complete") {
-		const message = `${outcome.job.name}: fleet run ${outcome.fleetRun} is complete, nothing to do`;
+		const message = fleetRunComplete(outcome.job.name, outcome.fleetRun);
 		writeLine(
 			ctx.stdout,
 			flags.json
@@ -710,20 +645,4 @@ async function runOne(
 	if ((summary.breakers?.length ?? 0) > 0) return EXIT.breakerOpen;
 	// Incomplete, a failed or skipped target, or a required extract field filled below `min_fill`.
 	return runSucceeded(outcome) ? EXIT.ok : EXIT.someTargetsFailed;
-}
-
-/** The fleet a worker joins: the database, the run's name, and the lease (SCRAPEJOB_LOCK_LEASE_MS, as the job lock's). */
-function fleetChoice(fleet: NonNullable<RunServices["fleet"]>, flags: RunFlags, env: NodeJS.ProcessEnv) {
-	const leaseMs = Number(env.SCRAPEJOB_LOCK_LEASE_MS);
-	return {
-		...fleet,
-		...(flags.fleetRun !== undefined ? { runName: flags.fleetRun } : {}),
-		...(Number.isInteger(leaseMs) && leaseMs >= 1000 ? { leaseMs } : {}),
-	};
-}
-
-/** SCRAPEJOB_CRAWL_KEYS_IN_MEMORY: a crawl's URL keys held in memory before older ones spill to disk. */
-function crawlKeysInMemory(env: NodeJS.ProcessEnv): { crawlKeysInMemory?: number } {
-	const value = Number(env.SCRAPEJOB_CRAWL_KEYS_IN_MEMORY);
-	return Number.isInteger(value) && value > 0 ? { crawlKeysInMemory: value } : {};
 }
