@@ -7,7 +7,7 @@ export const LOAD_BATCH = 1000;
 
 /**
  * Insert targets of `runId` (and rows for their hosts, with the run's politeness), each URL key once:
- * a key already in the run is skipped (`ON CONFLICT`), or, still queued, takes a shallower depth found now. `parent`, when given, is the target
+ * a key already in the run is skipped (`ON CONFLICT DO NOTHING`), or, still queued, takes a shallower depth found now. `parent`, when given, is the target
  * whose page linked to these. Returns how many were new.
  */
 export async function insertTargets(
@@ -57,12 +57,20 @@ export async function insertTargets(
 		), inserted AS (
 			INSERT INTO targets (run_id, target_id, url_key, url, host, depth, parent, input)
 			SELECT $1, i.target_id, i.url_key, i.url, i.host, i.depth, $8, i.input FROM input i
-			ON CONFLICT (run_id, url_key) DO UPDATE SET depth = EXCLUDED.depth, parent = EXCLUDED.parent
+			ON CONFLICT DO NOTHING
+			RETURNING 1
+		), shallower AS (
 			-- Found again shallower while still queued: the shallowest finder's depth (depth-exact crawls).
-			WHERE targets.state = 'queued' AND EXCLUDED.depth < targets.depth
-			RETURNING (xmax = 0) AS new
+			-- Rows locked in URL key order, as inserts meet them: two finders never wait on each other in a cycle.
+			SELECT q.target_id, i.depth FROM targets q JOIN input i ON i.url_key = q.url_key
+			WHERE q.run_id = $1 AND q.state = 'queued' AND i.depth < q.depth
+			ORDER BY q.url_key
+			FOR UPDATE OF q
+		), deepened AS (
+			UPDATE targets t SET depth = s.depth, parent = $8
+			FROM shallower s WHERE t.run_id = $1 AND t.target_id = s.target_id
 		)
-		SELECT count(*) FILTER (WHERE new)::int AS n FROM inserted`,
+		SELECT count(*)::int AS n FROM inserted`,
 		parent === null
 			? [runId, ids, keys, urls, hosts, depths, inputs, null]
 			: [runId, ids, keys, urls, hosts, depths, inputs, parent.targetId, parent.epoch],

@@ -126,7 +126,7 @@ export function createFleetCrawl(options: FleetCrawlOptions): FleetCrawl {
 					id: createTargetKey(url, optionsJson).id,
 					url,
 					// The frontier (a table other workers read) never holds URL credentials: a crawled page is
-					// fetched without them (docs/guides/fleet.md, "Not in a fleet run").
+					// fetched without them (docs/guides/fleet.md, "Crawls in a fleet").
 					params: { ...page.params, url },
 					origin: page.origin,
 					crawl: { depth, parent: page.id, profile: page.crawl.profile },

@@ -88,6 +88,31 @@ describe("the crawl's frontier", () => {
 		expect(total).toBe(4000);
 	});
 
+	it("a queued page found again shallower takes the shallower depth and finder; a deeper find changes nothing; claims go level by level", async () => {
+		const { workers } = await runWithWorkers(await cluster(), [page(0)], 1);
+		const { fleet, worker } = workers[0]!;
+		const [seed] = await claimTargets(fleet, worker, 1, 60_000);
+		// First found three levels down (a slow path), then from the seed itself.
+		expect(
+			await addDiscovered(fleet, seed!, [
+				{ ...page(7), depth: 3 },
+				{ ...page(8), depth: 2 },
+			]),
+		).toBe(2);
+		expect(await addDiscovered(fleet, seed!, [page(7)])).toBe(0);
+		expect(await addDiscovered(fleet, seed!, [{ ...page(8), depth: 4 }])).toBe(0);
+		const rows = await fleet.query<{ url_key: string; depth: number; parent: string | null }>(
+			"SELECT url_key, depth, parent FROM targets WHERE url_key IN ('site.test/7', 'site.test/8') ORDER BY url_key",
+		);
+		expect(rows).toEqual([
+			{ url_key: "site.test/7", depth: 1, parent: seed!.targetId },
+			{ url_key: "site.test/8", depth: 2, parent: seed!.targetId },
+		]);
+		// The seed (depth 0) unsettled: depth 1 may be claimed, depth 2 not yet.
+		const first = await claimTargets(fleet, worker, 5, 60_000);
+		expect(first.map((lease) => lease.urlKey)).toEqual(["site.test/7"]);
+	});
+
 	it("isComplete holds while a leased page may still add links, and is one query over the run", async () => {
 		const { workers, runId } = await runWithWorkers(await cluster(), [page(0)], 2);
 		const [a, b] = workers as [(typeof workers)[0], (typeof workers)[0]];
