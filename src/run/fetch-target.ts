@@ -135,6 +135,8 @@ export async function fetchTarget(
 	let spent = 0;
 	/** The outage monitor's epoch when the last attempt was sent (outage-monitor.ts, `answered`). */
 	let sentInEpoch = 0;
+	/** When the latest attempt was sent: a silent service's outage is counted from there. */
+	let sentAt = 0;
 	let taskId: string | null = resumeTaskId;
 	let pendingTaskId: string | null = resumeTaskId;
 	let lastHeaders: ScraperHeaders = {};
@@ -243,6 +245,7 @@ export async function fetchTarget(
 	const sendOnce = async (): Promise<AttemptOutcome> => {
 		if (!deps.gate.tryAcquire()) await deps.gate.acquire(deps.signal);
 		sentInEpoch = deps.outage.epoch;
+		sentAt = deps.clock();
 		attempts += 1;
 		spent += 1;
 		let releaseHold: (() => void) | undefined;
@@ -352,7 +355,7 @@ export async function fetchTarget(
 			case "retry": {
 				// This attempt's slot is released already: what the gate counts in flight are other fetches.
 				let sign = decision.serviceDown
-					? deps.outage.failed(targetId, deps.gate.inFlight > 0, isNoAnswer(failure))
+					? deps.outage.failed(targetId, deps.gate.inFlight > 0, isNoAnswer(failure), sentAt)
 					: "count";
 				if (sign === "probe") {
 					try {

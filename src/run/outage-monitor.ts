@@ -17,7 +17,13 @@ export interface OutageMonitor {
 	 * service failed the fetch before this one too, so this may be an outage — retry without spending an
 	 * attempt; `outage`: the run is in one — wait at the gate with the whole queue.
 	 */
-	failed(targetId: string, othersInFlight?: boolean, noAnswer?: boolean): "count" | "free" | "outage" | "probe";
+	failed(
+		targetId: string,
+		othersInFlight?: boolean,
+		noAnswer?: boolean,
+		/** When the failed fetch was sent, for one the service never answered (the silence began by then). */
+		sentAt?: number,
+	): "count" | "free" | "outage" | "probe";
 	/**
 	 * After `probe`: one free health check decides. The service answers: the failure was this target's
 	 * (`count`); it does not: the run is in an outage (`outage`, the queue held as for any outage).
@@ -131,10 +137,12 @@ export function createOutageMonitor(options: OutageMonitorOptions): OutageMonito
 	}
 
 	return {
-		failed(targetId, othersInFlight = false, noAnswer = false) {
+		failed(targetId, othersInFlight = false, noAnswer = false, sentAt) {
 			if (streak === 0) {
 				streakEpoch += 1;
-				streakStartedAt = options.clock();
+				// A silent service was down from the unanswered send on, not from the client's deadline two
+				// minutes later: outage_timeout bounds the whole outage, those minutes included.
+				streakStartedAt = noAnswer && sentAt !== undefined ? Math.min(sentAt, options.clock()) : options.clock();
 				streakFirstTarget = targetId;
 				streakTargets = 1;
 			} else if (streakTargets === 1 && targetId !== streakFirstTarget) streakTargets = 2;

@@ -89,6 +89,50 @@ describe("the outage monitor", () => {
 		expect(outage.failed("a")).toBe("count");
 	});
 
+	it("a silent service's outage counts from the unanswered send, not from the client's deadline: outage_timeout bounds it whole", () => {
+		let now = 1_000_000;
+		const events: string[] = [];
+		const outage = createOutageMonitor({
+			gate: createSendGate(
+				() => now,
+				async () => undefined,
+			),
+			probe: () => new Promise(() => undefined),
+			clock: () => now,
+			sleep: () => new Promise(() => undefined),
+			timeoutMs: 600_000,
+			threshold: 2,
+			onOutage: () => events.push("outage"),
+			onRecovered: () => events.push("recovered"),
+			onTimeout: () => events.push("timeout"),
+		});
+		closers.push(async () => outage.close());
+		// Two fetches sent at 1,000,000 hang until the client's 120 s deadline: no status line at all.
+		now += 120_000;
+		expect(outage.failed("a", true, true, 1_000_000)).toBe("count");
+		expect(outage.failed("b", false, true, 1_000_000)).toBe("outage");
+		expect(outage.totalMs()).toBe(120_000);
+		// A failure with an answer (a 503) starts counting when it came.
+		const other = createOutageMonitor({
+			gate: createSendGate(
+				() => now,
+				async () => undefined,
+			),
+			probe: () => new Promise(() => undefined),
+			clock: () => now,
+			sleep: () => new Promise(() => undefined),
+			timeoutMs: 600_000,
+			threshold: 2,
+			onOutage: () => undefined,
+			onRecovered: () => undefined,
+			onTimeout: () => undefined,
+		});
+		closers.push(async () => other.close());
+		expect(other.failed("a", true, false, 1_000_000)).toBe("count");
+		expect(other.failed("b", false, false, 1_000_000)).toBe("outage");
+		expect(other.totalMs()).toBe(0);
+	});
+
 	it("an answer to a fetch sent before the failures began does not break their streak (a server shutting down answers what it had)", () => {
 		const { outage } = monitor();
 		const before = outage.epoch;
