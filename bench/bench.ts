@@ -19,6 +19,7 @@ import { benchCrawl, benchCrawlFeed, formatCrawlFeedRow, formatCrawlRow } from "
 import { benchEconomics, formatEconomicsRow } from "./economics-bench.js";
 import { benchExtract, formatExtractRow } from "./extract-bench.js";
 import { benchFleet, formatFleetRow } from "./fleet-bench.js";
+import { benchFleetKills, formatFleetKillsRow } from "./fleet-kills-bench.js";
 import { benchHistory, formatHistoryRow } from "./history-bench.js";
 import { jsonText } from "./json-text.js";
 import { summarizeProfile } from "./profile-top.js";
@@ -132,6 +133,7 @@ function parseArgs(argv: readonly string[]): Options {
 				value === REEXTRACT_ROW ||
 				value === SHARDS_ROW ||
 				value === FLEET_ROW ||
+				value === FLEET_KILLS_ROW ||
 				value === ECONOMICS_ROW
 			) {
 				only = value;
@@ -141,7 +143,7 @@ function parseArgs(argv: readonly string[]): Options {
 			const scenario = byIndex ?? SCENARIOS.find((s) => s.name === value);
 			if (!scenario) {
 				throw new Error(
-					`--only: no row ${value}; rows: ${[...SCENARIOS.map((s) => s.name), REPORT_ROW, EXTRACT_ROW, CRAWL_ROW, HISTORY_ROW, REEXTRACT_ROW, SHARDS_ROW, FLEET_ROW, ECONOMICS_ROW].join(", ")}`,
+					`--only: no row ${value}; rows: ${[...SCENARIOS.map((s) => s.name), REPORT_ROW, EXTRACT_ROW, CRAWL_ROW, HISTORY_ROW, REEXTRACT_ROW, SHARDS_ROW, FLEET_ROW, FLEET_KILLS_ROW, ECONOMICS_ROW].join(", ")}`,
 				);
 			}
 			only = scenario.name;
@@ -691,6 +693,8 @@ const REEXTRACT_ROW = "reextract";
 const SHARDS_ROW = "shards";
 /** 1, 2 and 4 fleet workers on one key through PostgreSQL against one local process (`--only=fleet`; not in a full run). */
 const FLEET_ROW = "fleet";
+/** Kill trials of a fleet run: fetches paid twice per SIGKILL (`--only=fleet-kills`; not in a full run). */
+const FLEET_KILLS_ROW = "fleet-kills";
 /** `mode: adaptive` against auto and browser, credits per useful record, and the forecast's error (`--only=economics`; not in a full run). */
 const ECONOMICS_ROW = "economics";
 
@@ -730,6 +734,11 @@ async function run(): Promise<number> {
 		const row = await benchShards(root, options.quick, (line) => process.stdout.write(`${line}\n`));
 		process.stdout.write(`\n${formatShardsRow(row)}\n`);
 		return row.verdicts.every((verdict) => verdict.met) ? 0 : 1;
+	}
+	if (options.only === FLEET_KILLS_ROW) {
+		const row = await benchFleetKills(root, options.quick, (line) => process.stdout.write(`${line}\n`));
+		process.stdout.write(`\n${formatFleetKillsRow(row)}\n`);
+		return row.everyTargetOnce ? 0 : 1;
 	}
 	if (options.only === FLEET_ROW) {
 		const row = await benchFleet(root, options.quick, (line) => process.stdout.write(`${line}\n`));

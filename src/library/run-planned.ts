@@ -217,6 +217,32 @@ interface RunMonitor {
 	path?: string;
 }
 
+/** The job's in-flight limit: the account's, or the job's (or `--concurrency`) when lower, with its warnings said. */
+function concurrencyOf(job: Job, services: RunServices, choices: RunChoices) {
+	const wanted = choices.concurrency ?? (job.concurrency === "auto" ? null : job.concurrency);
+	const limits = resolveConcurrency({ accountLimit: services.accountConcurrency, wanted });
+	for (const warning of limits.warnings) choices.logger?.warn({ job: job.name, limit: limits.ceiling }, warning);
+	return limits;
+}
+
+/** The run is about to start: the caller's display and the metrics, fed from one progress callback. */
+function startProgress(
+	monitor: RunMonitor,
+	start: RunStart,
+	choices: RunChoices,
+	warn: (message: string) => void,
+	worker = "",
+): ((snapshot: ProgressSnapshot) => void) | undefined {
+	const shown = choices.onStart?.(start);
+	const measured = startMonitors(monitor, start.job, start.concurrency, choices, warn, worker);
+	if (shown && measured)
+		return (snapshot: ProgressSnapshot) => {
+			measured(snapshot);
+			shown(snapshot);
+		};
+	return shown ?? measured;
+}
+
 function startMonitors(
 	monitor: RunMonitor,
 	job: Job,
@@ -285,9 +311,7 @@ async function runWithHistory(
 		Object.assign(plan, { job: withLiteralTargetIds(plan.job) });
 	const { job, counts, selection, nothingToRetry } = await selectTargets(plan, history, choices);
 	if (services.savedItems) await checkSavedIds(job, services.savedItems, choices.signal);
-	const wanted = choices.concurrency ?? (job.concurrency === "auto" ? null : job.concurrency);
-	const limits = resolveConcurrency({ accountLimit: services.accountConcurrency, wanted });
-	for (const warning of limits.warnings) choices.logger?.warn({ job: job.name, limit: limits.ceiling }, warning);
+	const limits = concurrencyOf(job, services, choices);
 	const concurrency = limits.ceiling;
 
 	const survey = await surveyTargets(job, counts, choices.signal);
@@ -300,15 +324,12 @@ async function runWithHistory(
 	const retrying = selection.retry_failed !== false;
 	if (retrying && (job.crawl ? nothingToRetry : survey.total === 0)) return { skipped: "nothing_to_retry", job };
 	const runDir = plan.resumeDir ?? join(jobOutputDir(choices.outRoot, job.name), plan.runId);
-	const shown = choices.onStart?.({ job, survey, concurrency, adaptive: limits.adaptive, runDir });
-	const measured = startMonitors(monitor, job, concurrency, choices, warn);
-	const onProgress =
-		shown && measured
-			? (snapshot: ProgressSnapshot) => {
-					measured(snapshot);
-					shown(snapshot);
-				}
-			: (shown ?? measured);
+	const onProgress = startProgress(
+		monitor,
+		{ job, survey, concurrency, adaptive: limits.adaptive, runDir },
+		choices,
+		warn,
+	);
 	const result = await runJob({
 		...(choices.lastWords ? { lastWords: choices.lastWords } : {}),
 		job,
@@ -358,9 +379,7 @@ async function runFleetWorker(
 	const { job } = plan;
 	checkFleetJob(job, choices);
 	if (services.savedItems) await checkSavedIds(job, services.savedItems, choices.signal);
-	const wanted = choices.concurrency ?? (job.concurrency === "auto" ? null : job.concurrency);
-	const limits = resolveConcurrency({ accountLimit: services.accountConcurrency, wanted });
-	for (const warning of limits.warnings) choices.logger?.warn({ job: job.name, limit: limits.ceiling }, warning);
+	const limits = concurrencyOf(job, services, choices);
 	const concurrency = limits.ceiling;
 	const survey = await surveyTargets(job, plan.counts, choices.signal);
 	if (choices.signal.aborted) return null;
@@ -379,15 +398,8 @@ async function runFleetWorker(
 		);
 		const runsDir = join(jobOutputDir(choices.outRoot, job.name), "fleet");
 		const runDir = join(runsDir, plan.runId);
-		const shown = choices.onStart?.({ job, survey, concurrency, adaptive: limits.adaptive, runDir });
-		const measured = startMonitors(monitor, job, concurrency, choices, warn, setup.worker.id);
-		const onProgress =
-			shown && measured
-				? (snapshot: ProgressSnapshot) => {
-						measured(snapshot);
-						shown(snapshot);
-					}
-				: (shown ?? measured);
+		const start = { job, survey, concurrency, adaptive: limits.adaptive, runDir };
+		const onProgress = startProgress(monitor, start, choices, warn, setup.worker.id);
 		const result = await runJob({
 			...(choices.lastWords ? { lastWords: choices.lastWords } : {}),
 			job,

@@ -2,7 +2,6 @@ import { spawn } from "node:child_process";
 import { chmodSync, existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { constants } from "node:os";
 import { join } from "node:path";
-import pg from "pg";
 import { beforeAll, describe, expect, it } from "vitest";
 import { parse } from "yaml";
 import type { ResultRecord } from "../../src/output/index.js";
@@ -17,6 +16,7 @@ import {
 	serverRuleProblems,
 } from "../helpers/kubernetes.js";
 import { useCluster } from "../helpers/postgres.js";
+import { queryDatabase } from "../helpers/postgres-cluster.js";
 import { type TestService, useTestService } from "../helpers/service.js";
 import { assertBuilt, BIN } from "../helpers/spawn-cli.js";
 import { startTargetSite } from "../helpers/target-site.js";
@@ -26,14 +26,8 @@ const cluster = useCluster();
 
 /** The URLs of the fleet's records of the job `shop`, read from PostgreSQL. */
 async function fleetRecords(url: string): Promise<string[]> {
-	const client = new pg.Client({ connectionString: url });
-	await client.connect();
-	try {
-		const { rows } = await client.query<{ url: string }>("SELECT record->>'url' AS url FROM scrapejob.records");
-		return rows.map((row) => row.url);
-	} finally {
-		await client.end();
-	}
+	const rows = await queryDatabase<{ url: string }>(url, "SELECT record->>'url' AS url FROM scrapejob.records");
+	return rows.map((row) => row.url);
 }
 const files = readdirSync(dir).filter((name) => name.endsWith(".yaml"));
 const manifests = files.map((file) => ({ file, manifest: parse(readFileSync(join(dir, file), "utf8")) as Manifest }));

@@ -1,22 +1,12 @@
-import pg from "pg";
 import { describe, expect, it } from "vitest";
 import { expectBfsPages, siteBfs } from "../crawl/site-bfs.js";
 import { tempDir, writeJob } from "../helpers/job-files.js";
 import { useCluster } from "../helpers/postgres.js";
+import { queryDatabase as query } from "../helpers/postgres-cluster.js";
 import { useTestService } from "../helpers/service.js";
 import { assertBuilt, type SpawnedCli, spawnCli } from "../helpers/spawn-cli.js";
 
 const cluster = useCluster();
-
-async function query<Row>(url: string, text: string): Promise<Row[]> {
-	const client = new pg.Client({ connectionString: url });
-	await client.connect();
-	try {
-		return (await client.query(text)).rows as Row[];
-	} finally {
-		await client.end();
-	}
-}
 
 /** Resolves once `check` is true (polled: the workers are other processes; before the tables exist, not yet). */
 async function until(check: () => Promise<boolean>, timeoutMs = 30_000): Promise<void> {

@@ -1,9 +1,9 @@
 import { existsSync, readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
-import pg from "pg";
 import { describe, expect, it } from "vitest";
 import { tempDir, writeJob } from "../helpers/job-files.js";
 import { useCluster } from "../helpers/postgres.js";
+import { queryDatabase as query } from "../helpers/postgres-cluster.js";
 import { useTestService } from "../helpers/service.js";
 import { assertBuilt, type SpawnedCli, spawnCli } from "../helpers/spawn-cli.js";
 import { html, startTargetSite } from "../helpers/target-site.js";
@@ -16,16 +16,6 @@ function listJob(origin: string, count: number): { dir: string; file: string } {
 	const dir = tempDir("scrapejob-fleet-kill-");
 	const lines = Array.from({ length: count }, (_, i) => `  - ${origin}/p/${i}`).join("\n");
 	return { dir, file: writeJob(dir, "killjob", `name: killjob\ndefaults:\n  mode: request\ntargets:\n${lines}\n`) };
-}
-
-async function query<Row>(url: string, text: string): Promise<Row[]> {
-	const client = new pg.Client({ connectionString: url });
-	await client.connect();
-	try {
-		return (await client.query(text)).rows as Row[];
-	} finally {
-		await client.end();
-	}
 }
 
 /** Resolves once `check` is true (polled: the workers are other processes). */

@@ -1,9 +1,9 @@
 import { existsSync, readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
-import pg from "pg";
 import { describe, expect, it } from "vitest";
 import { tempDir, writeJob } from "../helpers/job-files.js";
 import { useCluster } from "../helpers/postgres.js";
+import { queryDatabase } from "../helpers/postgres-cluster.js";
 import { useTestService } from "../helpers/service.js";
 import { assertBuilt, type SpawnedCli, spawnCli } from "../helpers/spawn-cli.js";
 import { html, startTargetSite } from "../helpers/target-site.js";
@@ -19,19 +19,11 @@ function listJob(origin: string, count: number, extra = ""): { dir: string; file
 }
 
 /** The fleet's records of the job (every run), read straight from PostgreSQL. */
-async function fleetRecords(
-	url: string,
-): Promise<Array<{ target_id: string; record: { credits_used: number; status: string; url: string } }>> {
-	const client = new pg.Client({ connectionString: url });
-	await client.connect();
-	try {
-		const { rows } = await client.query(
-			"SELECT r.target_id, r.record FROM scrapejob.records r JOIN scrapejob.runs u ON u.id = r.run_id WHERE u.job_name = 'fleetjob'",
-		);
-		return rows;
-	} finally {
-		await client.end();
-	}
+function fleetRecords(url: string) {
+	return queryDatabase<{ target_id: string; record: { credits_used: number; status: string; url: string } }>(
+		url,
+		"SELECT r.target_id, r.record FROM scrapejob.records r JOIN scrapejob.runs u ON u.id = r.run_id WHERE u.job_name = 'fleetjob'",
+	);
 }
 
 function worker(

@@ -221,3 +221,14 @@ function clusterHandle(server: ChildProcess, pid: number, port: number, remove: 
 		},
 	};
 }
+
+/** One statement on a database of the cluster, on a connection of its own (a test reading what workers wrote). */
+export async function queryDatabase<Row>(url: string, text: string): Promise<Row[]> {
+	const client = new pg.Client({ connectionString: url });
+	await client.connect();
+	try {
+		return (await client.query(text)).rows as Row[];
+	} finally {
+		await client.end();
+	}
+}

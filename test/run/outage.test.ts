@@ -47,16 +47,17 @@ function jobText(siteUrl: string, count: number, extra = ""): string {
 const _waitMs = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 describe("the outage monitor", () => {
-	function monitor() {
-		const gate = createSendGate(Date.now, async () => undefined);
+	function monitor(options: { clock?: () => number; threshold?: number } = {}) {
+		const clock = options.clock ?? Date.now;
+		const gate = createSendGate(clock, async () => undefined);
 		const events: string[] = [];
 		const outage = createOutageMonitor({
 			gate,
 			probe: () => new Promise(() => undefined), // never answers: the hold stays
-			clock: Date.now,
+			clock,
 			sleep: () => new Promise(() => undefined),
 			timeoutMs: 600_000,
-			threshold: 5,
+			threshold: options.threshold ?? 5,
 			onOutage: () => events.push("outage"),
 			onRecovered: () => events.push("recovered"),
 			onTimeout: () => events.push("timeout"),
@@ -91,46 +92,18 @@ describe("the outage monitor", () => {
 
 	it("a silent service's outage counts from the unanswered send, not from the client's deadline: outage_timeout bounds it whole", () => {
 		let now = 1_000_000;
-		const events: string[] = [];
-		const outage = createOutageMonitor({
-			gate: createSendGate(
-				() => now,
-				async () => undefined,
-			),
-			probe: () => new Promise(() => undefined),
-			clock: () => now,
-			sleep: () => new Promise(() => undefined),
-			timeoutMs: 600_000,
-			threshold: 2,
-			onOutage: () => events.push("outage"),
-			onRecovered: () => events.push("recovered"),
-			onTimeout: () => events.push("timeout"),
-		});
-		closers.push(async () => outage.close());
+		const clock = () => now;
 		// Two fetches sent at 1,000,000 hang until the client's 120 s deadline: no status line at all.
 		now += 120_000;
-		expect(outage.failed("a", true, true, 1_000_000)).toBe("count");
-		expect(outage.failed("b", false, true, 1_000_000)).toBe("outage");
-		expect(outage.totalMs()).toBe(120_000);
+		const silent = monitor({ clock, threshold: 2 }).outage;
+		expect(silent.failed("a", true, true, 1_000_000)).toBe("count");
+		expect(silent.failed("b", false, true, 1_000_000)).toBe("outage");
+		expect(silent.totalMs()).toBe(120_000);
 		// A failure with an answer (a 503) starts counting when it came.
-		const other = createOutageMonitor({
-			gate: createSendGate(
-				() => now,
-				async () => undefined,
-			),
-			probe: () => new Promise(() => undefined),
-			clock: () => now,
-			sleep: () => new Promise(() => undefined),
-			timeoutMs: 600_000,
-			threshold: 2,
-			onOutage: () => undefined,
-			onRecovered: () => undefined,
-			onTimeout: () => undefined,
-		});
-		closers.push(async () => other.close());
-		expect(other.failed("a", true, false, 1_000_000)).toBe("count");
-		expect(other.failed("b", false, false, 1_000_000)).toBe("outage");
-		expect(other.totalMs()).toBe(0);
+		const answered = monitor({ clock, threshold: 2 }).outage;
+		expect(answered.failed("a", true, false, 1_000_000)).toBe("count");
+		expect(answered.failed("b", false, false, 1_000_000)).toBe("outage");
+		expect(answered.totalMs()).toBe(0);
 	});
 
 	it("an answer to a fetch sent before the failures began does not break their streak (a server shutting down answers what it had)", () => {
