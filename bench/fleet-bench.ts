@@ -99,7 +99,7 @@ export async function benchFleet(root: string, quick: boolean, log: (line: strin
 	if (!existsSync(bin)) throw new Error(`${bin} is missing: run npm run build first`);
 	const targets = quick ? TARGETS / 5 : TARGETS;
 	const site = await startDemoSite({ latencyMs: LATENCY_MS });
-	const emulator = await startEmulator({ scenario: { concurrency: LIMIT } });
+	const emulator = await startEmulator({ scenario: { concurrency: LIMIT, credits: 1e9 } });
 	const cluster = await startCluster();
 	const dir = mkdtempSync(join(tmpdir(), "scrapejob-bench-fleet-"));
 	const rows: FleetBenchRow[] = [];

@@ -49,7 +49,7 @@ export async function benchFleetKills(
 	});
 	await new Promise<void>((resolve) => site.listen(0, "127.0.0.1", resolve));
 	const origin = `http://127.0.0.1:${(site.address() as { port: number }).port}`;
-	const emulator = await startEmulator({ scenario: { concurrency: LIMIT, timeout_ms: 80 } });
+	const emulator = await startEmulator({ scenario: { concurrency: LIMIT, timeout_ms: 80, credits: 1e9 } });
 	const cluster = await startCluster();
 	const dir = mkdtempSync(join(tmpdir(), "scrapejob-bench-fleet-kills-"));
 	let everyTargetOnce = true;
