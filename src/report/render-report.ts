@@ -194,6 +194,13 @@ export function renderReportHtml(data: ReportData): string {
 		summary.contract && !summary.contract.passed
 			? ` <span class="badge bad">contract broken: not promoted (${escapeHtml(summary.contract.broken.map((rule) => rule.message).join("; "))})</span>`
 			: "";
+	// Each domain whose paid-failure breaker is open: what it parked and saved (docs/behaviour.md, "Breakers").
+	const breakers = (summary.breakers ?? [])
+		.map(
+			(breaker) =>
+				` <span class="badge bad">breaker open: ${escapeHtml(breaker.domain)} (${escapeHtml(breaker.reason)}); ${number(breaker.parked)} parked, ${number(breaker.credits_saved)} credits saved</span>`,
+		)
+		.join("");
 	const pauses = data.pauses.length;
 	// A re-extraction fetched nothing: throughput, latency, credits and pauses would chart nothing. It shows
 	// what it did instead: pages read, fields filled, changes, pages missing.
@@ -259,7 +266,7 @@ export function renderReportHtml(data: ReportData): string {
 <style>${assets.style}${STYLE}</style>
 </head>
 <body>
-<header><h1>${escapeHtml(summary.job)}<small>run ${escapeHtml(summary.run_id)}</small>${state}${reextracted}${contract}</h1></header>
+<header><h1>${escapeHtml(summary.job)}<small>run ${escapeHtml(summary.run_id)}</small>${state}${reextracted}${contract}${breakers}</h1></header>
 <div class="tiles">${tiles}</div>
 <main>${charts}${tables}</main>
 <footer>Generated ${escapeHtml(data.generated_at)} by scrapejob from this run folder's files. Started ${escapeHtml(summary.started_at)}, finished ${escapeHtml(summary.finished_at)}.</footer>

@@ -33,7 +33,13 @@ function slackText(summary: RunSummary, event: NotifyEvent, runDir: string): str
 	const s = summary.targets.by_status;
 	const mark = event === "completed" ? "✅" : event === "failed" ? "⚠️" : "🛑";
 	const stop = summary.stopped_reason ? ` — stopped: ${summary.stopped_reason}` : "";
-	return `${mark} scrapejob ${summary.job} ${summary.run_id}: ${s.ok} ok, ${s.failed} failed of ${summary.targets.total ?? "?"}; ${summary.credits.used} credits${stop}\n${runDir}`;
+	const breakers = (summary.breakers ?? [])
+		.map(
+			(breaker) =>
+				`\nbreaker open: ${breaker.domain} (${breaker.reason}); ${breaker.parked} parked, ${breaker.credits_saved} credits saved`,
+		)
+		.join("");
+	return `${mark} scrapejob ${summary.job} ${summary.run_id}: ${s.ok} ok, ${s.failed} failed of ${summary.targets.total ?? "?"}; ${summary.credits.used} credits${stop}${breakers}\n${runDir}`;
 }
 
 /**

@@ -1,4 +1,4 @@
-import { readdirSync } from "node:fs";
+import { readdirSync, readFileSync } from "node:fs";
 import { basename, join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { readRecords, readSummary, tempDir, writeJob } from "../helpers/job-files.js";
@@ -68,6 +68,10 @@ describe("breaker", () => {
 			},
 		]);
 		expect(result.stdout).toMatch(/breaker +localhost open since .*; 7 targets parked, 7 credits saved/);
+		// The report names it too (the notify payload is the summary itself).
+		expect(readFileSync(join(runDir, "report.html"), "utf8")).toContain(
+			"breaker open: localhost (8 of the last 8 charged fetches",
+		);
 
 		// The block lifted: a new service without the scenario key.
 		const lifted = await useTestService();

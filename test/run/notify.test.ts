@@ -196,6 +196,27 @@ describe("notifications when a run ends", () => {
 		expect(hook.received).toHaveLength(3);
 		expect(waits).toEqual([1000, 2000]);
 		expect(JSON.parse(hook.received[0]!.body).text).toMatch(/scrapejob j r: 1 ok, 0 failed of 1/);
+		// An open breaker is named in the Slack text, with what it parked and saved.
+		await notifyRunEnd(
+			{ url: hook.url, format: "slack" },
+			{
+				...summary,
+				breakers: [
+					{
+						domain: "shop.test",
+						reason: "8 of the last 10 charged fetches were useless",
+						opened_at: "x",
+						parked: 5,
+						credits_saved: 5,
+					},
+				],
+			},
+			"/out/j/r",
+			{ warn: () => undefined, sleep: async () => undefined },
+		);
+		expect(JSON.parse(hook.received.at(-1)!.body).text).toContain(
+			"breaker open: shop.test (8 of the last 10 charged fetches were useless); 5 parked, 5 credits saved",
+		);
 		expect(warnings).toHaveLength(1);
 	});
 });
