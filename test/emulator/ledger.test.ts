@@ -50,7 +50,7 @@ describe("ledger", () => {
 
 	test("a test can check that nothing was sent during a 429 pause", async () => {
 		const site = await useDemoSite();
-		const emulator = await useEmulator({ scenario: { reset_seconds: 1, faults: [{ kind: "rate_limit", times: 1 }] } });
+		const emulator = await useEmulator({ scenario: { reset_seconds: 60, faults: [{ kind: "rate_limit", times: 1 }] } });
 		expect((await scrapeGet(emulator, { url: `${site.url}/page/1` })).status).toBe(429);
 		const [window] = emulator.ledger.rateLimits;
 		if (!window) throw new Error("no 429 recorded");
