@@ -388,7 +388,9 @@ describe("the job's store (history.sqlite)", () => {
 			made.close();
 		}
 		const jobDir = tempDir();
-		writeRun(jobDir, "20261121T000000Z-aaaaaa", [record(A, { ...at("2026-11-21T00:00:01.000Z"), content_hash: hex(1) })]);
+		writeRun(jobDir, "20261121T000000Z-aaaaaa", [
+			record(A, { ...at("2026-11-21T00:00:01.000Z"), content_hash: hex(1) }),
+		]);
 		const require = createRequire(import.meta.url);
 		const Sqlite = require("better-sqlite3") as typeof import("better-sqlite3");
 		const older = new Sqlite(join(jobDir, HISTORY_FILE));
