@@ -183,8 +183,8 @@ describe("references that cannot drift", () => {
 		for (const key of Object.keys(schema.properties)) expect(section).toContain(`| \`${key}\``);
 	});
 
-	it("the command line reference has every command and, under it, every flag the commander definitions declare", () => {
-		const program = createProgram(createTestContext(ROOT).ctx);
+	it("the command line reference has every command and, under it, every flag the commander definitions declare", async () => {
+		const program = await createProgram(createTestContext(ROOT).ctx);
 		const page = readDoc("docs/reference/cli.md");
 		const connection = page.slice(
 			page.indexOf("## Connection flags"),

@@ -6,8 +6,12 @@ import type { CliContext } from "./context.js";
 import { exitCodeForError } from "./error-exit.js";
 import { EXIT } from "./exit-codes.js";
 
-/** Build the program. Commands write to `ctx` streams and report their outcome via `ctx.exitCode` or a thrown error. */
-export function createProgram(ctx: CliContext): Command {
+/**
+ * Build the program, with every command (`argv` omitted) or with the commands `argv` needs (the one it
+ * names: a command's modules are loaded only when it runs). Commands write to `ctx` streams and report
+ * their outcome via `ctx.exitCode` or a thrown error.
+ */
+export async function createProgram(ctx: CliContext, argv?: readonly string[]): Promise<Command> {
 	const program = new Command();
 	program
 		.name("scrapejob")
@@ -19,7 +23,7 @@ export function createProgram(ctx: CliContext): Command {
 			writeErr: (text) => ctx.stderr.write(text),
 		})
 		.exitOverride();
-	registerCommands(program, ctx);
+	await registerCommands(program, ctx, argv);
 	return program;
 }
 
@@ -28,8 +32,8 @@ export function createProgram(ctx: CliContext): Command {
  * 4 lock held · 130 interrupted).
  */
 export async function main(argv: readonly string[], ctx: CliContext): Promise<number> {
-	const program = createProgram(ctx);
 	try {
+		const program = await createProgram(ctx, argv);
 		await program.parseAsync([...argv], { from: "user" });
 		return ctx.exitCode;
 	} catch (error) {

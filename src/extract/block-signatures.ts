@@ -50,13 +50,51 @@ function textPattern(texts: readonly string[]): RegExp {
 	return pattern;
 }
 
-/** The first text signature found in `html` (as the job wrote it), or null. */
-export function matchTextSignature(html: string, texts: readonly string[]): string | null {
-	if (texts.length === 0 || html === "") return null;
-	const found = textPattern(texts).exec(html);
+/**
+ * How much of a page the default set is searched in: its first 64 KiB. Each default text is a marker of
+ * an interstitial, a page of a few kilobytes (the test pages under test/run/block-pages/ have theirs in
+ * their first 700 bytes); the search reads about a millisecond per megabyte, so a 300 KB product page
+ * no longer pays for a search of all of it. A job's own texts are searched in the whole page.
+ */
+export const DEFAULT_SIGNATURE_SCAN_BYTES = 64 * 1024;
+
+/** Whether every text is ASCII, per list. */
+const asciiLists = new WeakMap<readonly string[], boolean>();
+
+function isAsciiList(texts: readonly string[]): boolean {
+	let ascii = asciiLists.get(texts);
+	if (ascii === undefined) {
+		ascii = texts.every((text) => !/[^\p{ASCII}]/u.test(text));
+		asciiLists.set(texts, ascii);
+	}
+	return ascii;
+}
+
+/**
+ * The first text signature found in a page (as the job wrote it), or null: `html` is the page's text, or
+ * its bytes (UTF-8). Texts of ASCII only are searched in the bytes read as Latin-1, which needs no decode
+ * and finds what the decoded page would give: a case-insensitive match of an ASCII text is a run of ASCII
+ * characters (no other character case-folds to one), and ASCII bytes are the same characters either way.
+ */
+export function matchTextSignature(html: string | Buffer, texts: readonly string[]): string | null {
+	if (texts.length === 0 || html.length === 0) return null;
+	const found = textPattern(texts).exec(searchedText(html, texts));
 	if (!found) return null;
 	const lower = found[0].toLowerCase();
-	return texts.find((text) => text.toLowerCase() === lower) ?? found[0];
+	return texts.find((entry) => entry.toLowerCase() === lower) ?? found[0];
+}
+
+/** The part of the page searched, as text: the default set's first 64 KiB (of its UTF-8 bytes), or all of it. */
+function searchedText(html: string | Buffer, texts: readonly string[]): string {
+	const limit = texts === DEFAULT_BLOCK_SIGNATURE_SET.text ? DEFAULT_SIGNATURE_SCAN_BYTES : Number.POSITIVE_INFINITY;
+	if (typeof html === "string") {
+		// Under a third of the limit in characters is under it in bytes.
+		if (html.length * 3 <= limit) return html;
+		const bytes = Buffer.from(html.slice(0, limit), "utf8");
+		return bytes.toString("latin1", 0, Math.min(bytes.length, limit));
+	}
+	const end = Math.min(html.length, limit);
+	return isAsciiList(texts) ? html.toString("latin1", 0, end) : html.toString("utf8", 0, end);
 }
 
 const compiledCss = new Map<string, CompiledSelector>();

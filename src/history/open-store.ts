@@ -33,15 +33,24 @@ const BUSY_TIMEOUT_MS = 5_000;
 export const STORE_CACHE_KIB = 2_000;
 
 /**
- * WAL pages a commit may leave before it copies them back into the store (`PRAGMA wal_autocheckpoint`).
- * SQLite's 1,000 (4 MB) is less than a batch of a large job writes (ids are random: a 2,000-record batch
- * dirties ~2,000 pages of the id index past ~100,000 targets), so every batch ended in a checkpoint and
- * its fsync, on the event loop. At 10,000 (40 MB of WAL on disk at most) a page rewritten by several
- * batches is copied back once: ~25 % less CPU a record. Larger batches would save more but hold the
- * run's event loop longer per batch (bench/README.md).
- * @default 10,000 pages
+ * The page size of a store made now (`PRAGMA page_size`; a store keeps the size it was made with). Ids are
+ * random, so each record of a batch lands on its own page of the id index once the index outgrows the
+ * cache: larger pages hold more of the index per page read and per page written to the WAL (the store
+ * alone, 200,000 records: ~20 % less CPU a record than 4 KiB pages; bench/README.md).
+ * @default 16,384 bytes
  */
-export const STORE_CHECKPOINT_PAGES = 10_000;
+export const STORE_PAGE_BYTES = 16_384;
+
+/**
+ * WAL bytes a commit may leave before it copies them back into the store (`PRAGMA wal_autocheckpoint`,
+ * in pages of the store's size). SQLite's 1,000 pages (4 MB) is less than a batch of a large job writes
+ * (ids are random: a 2,000-record batch dirties ~2,000 pages of the id index past ~100,000 targets), so
+ * every batch ended in a checkpoint and its fsync, on the event loop. At 40 MB of WAL on disk at most a
+ * page rewritten by several batches is copied back once: ~25 % less CPU a record. Larger batches would
+ * save more but hold the run's event loop longer per batch (bench/README.md).
+ * @default 40,960,000 bytes
+ */
+export const STORE_CHECKPOINT_BYTES = 10_000 * 4096;
 
 export interface OpenedStore {
 	readonly db: Database;
@@ -132,12 +141,15 @@ function connect(path: string, create: boolean): Database {
 		throw error;
 	}
 	try {
+		// Before the first page is written (a no-op on a store that exists).
+		if (create) db.pragma(`page_size = ${STORE_PAGE_BYTES}`);
 		// WAL: a run's batches do not block readers (another shard's lookups, an export), and commit cheaply.
 		db.pragma("journal_mode = WAL");
 		// A cache of the run folders: a commit lost to a power cut is folded in again from them.
 		db.pragma("synchronous = NORMAL");
 		db.pragma(`cache_size = -${STORE_CACHE_KIB}`);
-		db.pragma(`wal_autocheckpoint = ${STORE_CHECKPOINT_PAGES}`);
+		const pageBytes = db.pragma("page_size", { simple: true }) as number;
+		db.pragma(`wal_autocheckpoint = ${Math.ceil(STORE_CHECKPOINT_BYTES / pageBytes)}`);
 		return db;
 	} catch (error) {
 		db.close();

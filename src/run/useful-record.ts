@@ -31,17 +31,18 @@ function uselessReason(
 ): string | null {
 	// A body that streamed to disk on its way in (over 1 MB, nobody reading it) is no interstitial: not searched.
 	const searched = result.kind === "ok" && result.spilled === undefined && isHtmlResult(target, result);
-	const html = () => (searched && result.kind === "ok" ? pageHtml(result) : null);
+	// The body's bytes as they are (matchTextSignature reads them without decoding the page).
+	const html = () => (searched && result.kind === "ok" ? (result.json ? pageHtml(result) : result.body) : null);
 	return uselessReasonOf(record, html, target.extract?.fields ?? [], job, read?.blocked);
 }
 
 /**
  * The one rule, for a fetched record and a re-extracted one alike: null when the record is useful, else why not.
- * `html` is asked for only when the job has text signatures.
+ * `html` (the page's text, or its UTF-8 bytes) is asked for only when the job has text signatures.
  */
 export function uselessReasonOf(
 	record: Pick<ResultRecord, "status" | "error" | "data">,
-	html: () => string | null,
+	html: () => string | Buffer | null,
 	fields: ReadonlyArray<{ readonly name: string; readonly required: boolean }>,
 	job: Pick<Job, "blockSignatures">,
 	/** The CSS signature the page pool found in the page, if any. */

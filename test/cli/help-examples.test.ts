@@ -15,8 +15,8 @@ import { createTestContext } from "../job/helpers.js";
 const repo = join(import.meta.dirname, "..", "..");
 
 /** Every command of the program, as `scrapejob --help` lists them. */
-function commandNames(): string[] {
-	return createProgram(createTestContext(repo).ctx).commands.map((command) => command.name());
+async function commandNames(): Promise<string[]> {
+	return (await createProgram(createTestContext(repo).ctx)).commands.map((command) => command.name());
 }
 
 /** The lines of a help text's `Examples:` block: indented lines up to the first blank one. */
@@ -45,7 +45,7 @@ function matches(pattern: string): number {
 const OTHER_TOOLS = ["sqlite3 "];
 
 it("every --help example starts with `npx scrapejob <its command>`, and names job files that exist", async () => {
-	const names = commandNames();
+	const names = await commandNames();
 	expect(names).toEqual(expect.arrayContaining(["run", "validate", "export", "extract"]));
 	const offending: string[] = [];
 	let examples = 0;

@@ -15,6 +15,7 @@ import { createRequire } from "node:module";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { HISTORY_FILE, OLD_HISTORY_FILE, openJobHistory } from "../../src/history/index.js";
+import { STORE_SCHEMA } from "../../src/history/store-schema.js";
 import { OutputError, type ResultRecord } from "../../src/output/index.js";
 import { tempDir } from "../helpers/job-files.js";
 import { readDoc } from "../helpers/manual.js";
@@ -155,7 +156,7 @@ describe("the job's store (history.sqlite)", () => {
 		const jobDir = twoRuns();
 		const path = join(jobDir, HISTORY_FILE);
 		// Cut the last page off: SQLite's own check finds it (the old index took such a file as valid).
-		truncateSync(path, statSync(path).size - 4096);
+		truncateSync(path, statSync(path).size - pageSizeOf(readFileSync(path)));
 		const history = openJobHistory(jobDir);
 		expect(history.warnings).toEqual([
 			expect.stringMatching(/history\.sqlite: it (is damaged|cannot be read).*rebuilt from the run folders/),
@@ -177,9 +178,10 @@ describe("the job's store (history.sqlite)", () => {
 		const path = join(jobDir, HISTORY_FILE);
 		// Page 1 holds the header and the schema; the last pages belong to the targets table and its index.
 		const bytes = readFileSync(path);
-		const pages = bytes.length / 4096;
+		const pageSize = pageSizeOf(bytes);
+		const pages = bytes.length / pageSize;
 		expect(pages).toBeGreaterThan(20);
-		bytes.fill(0xa5, (pages - 8) * 4096 + 16, (pages - 7) * 4096);
+		bytes.fill(0xa5, (pages - 8) * pageSize + 16, (pages - 7) * pageSize);
 		writeFileSync(path, bytes);
 		const history = openJobHistory(jobDir);
 		expect(history.warnings).toEqual([
@@ -376,4 +378,40 @@ describe("the job's store (history.sqlite)", () => {
 			history.close();
 		}
 	});
+
+	it("a store is made with 16 KiB pages; one made with 4 KiB pages is used as it is; either checkpoints at 40 MB of WAL", () => {
+		const made = openJobHistory(twoRuns());
+		try {
+			expect(made.db.pragma("page_size", { simple: true })).toBe(16_384);
+			expect(made.db.pragma("wal_autocheckpoint", { simple: true })).toBe(2_500);
+		} finally {
+			made.close();
+		}
+		const jobDir = tempDir();
+		writeRun(jobDir, "20261121T000000Z-aaaaaa", [
+			record(A, { ...at("2026-11-21T00:00:01.000Z"), content_hash: hex(1) }),
+		]);
+		const require = createRequire(import.meta.url);
+		const Sqlite = require("better-sqlite3") as typeof import("better-sqlite3");
+		const older = new Sqlite(join(jobDir, HISTORY_FILE));
+		older.pragma("page_size = 4096");
+		older.pragma("journal_mode = WAL");
+		older.exec(STORE_SCHEMA);
+		older.close();
+		const history = openJobHistory(jobDir);
+		try {
+			expect(history.warnings).toEqual([]);
+			expect(history.db.pragma("page_size", { simple: true })).toBe(4096);
+			expect(history.db.pragma("wal_autocheckpoint", { simple: true })).toBe(10_000);
+			expect(history.get(A)).toMatchObject({ latest: "ok", okHash: hex(1) });
+		} finally {
+			history.close();
+		}
+	});
 });
+
+/** A SQLite file's page size, from its header (offset 16, big-endian; 1 stands for 65,536). */
+function pageSizeOf(bytes: Buffer): number {
+	const size = bytes.readUInt16BE(16);
+	return size === 1 ? 65_536 : size;
+}

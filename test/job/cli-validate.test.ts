@@ -151,9 +151,9 @@ describe("scrapejob schema", () => {
 		expect(stdout.text).toContain("# yaml-language-server: $schema=./job.schema.json");
 	});
 
-	it("both commands are registered", () => {
+	it("both commands are registered", async () => {
 		const { ctx } = createTestContext("/");
-		const names = createProgram(ctx).commands.map((command) => command.name());
+		const names = (await createProgram(ctx)).commands.map((command) => command.name());
 		expect(names).toEqual(expect.arrayContaining(["validate", "schema"]));
 	});
 });

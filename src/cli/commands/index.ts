@@ -1,38 +1,37 @@
 import type { Command } from "commander";
 import type { CliContext } from "../context.js";
-import { registerAccountCommand } from "./account.js";
-import { registerEmulatorCommand } from "./emulator.js";
-import { registerExportCommand } from "./export.js";
-import { registerExtractCommand } from "./extract.js";
-import { registerFleetCommand } from "./fleet.js";
-import { registerHealthCommand } from "./health.js";
-import { registerMergeCommand } from "./merge.js";
-import { registerProxiesCommand } from "./proxies.js";
-import { registerReportCommand } from "./report.js";
-import { registerRunCommand } from "./run.js";
-import { registerSchemaCommand } from "./schema.js";
-import { registerTargetingCommand } from "./targeting.js";
-import { registerTaskCommand } from "./task.js";
-import { registerUsageCommand } from "./usage.js";
-import { registerValidateCommand } from "./validate.js";
+
+type Register = (program: Command, ctx: CliContext) => void;
 
 /**
- * Each command lives in its own file and registers itself here; the order is the order `--help` lists them.
+ * Every command, in the order `--help` lists them, each loaded from its own file when asked for: a
+ * command's file brings in what its work needs (the run the fetch client, the job store and the report;
+ * the emulator its server), so `scrapejob validate` does not load what `run` or `emulator` need.
  */
-export function registerCommands(program: Command, ctx: CliContext): void {
-	registerRunCommand(program, ctx);
-	registerReportCommand(program, ctx);
-	registerMergeCommand(program, ctx);
-	registerExportCommand(program, ctx);
-	registerExtractCommand(program, ctx);
-	registerFleetCommand(program, ctx);
-	registerValidateCommand(program, ctx);
-	registerAccountCommand(program, ctx);
-	registerUsageCommand(program, ctx);
-	registerTargetingCommand(program, ctx);
-	registerProxiesCommand(program, ctx);
-	registerHealthCommand(program, ctx);
-	registerTaskCommand(program, ctx);
-	registerEmulatorCommand(program, ctx);
-	registerSchemaCommand(program, ctx);
+export const COMMANDS: ReadonlyArray<readonly [name: string, load: () => Promise<Register>]> = [
+	["run", async () => (await import("./run.js")).registerRunCommand],
+	["report", async () => (await import("./report.js")).registerReportCommand],
+	["merge", async () => (await import("./merge.js")).registerMergeCommand],
+	["export", async () => (await import("./export.js")).registerExportCommand],
+	["extract", async () => (await import("./extract.js")).registerExtractCommand],
+	["fleet", async () => (await import("./fleet.js")).registerFleetCommand],
+	["validate", async () => (await import("./validate.js")).registerValidateCommand],
+	["account", async () => (await import("./account.js")).registerAccountCommand],
+	["usage", async () => (await import("./usage.js")).registerUsageCommand],
+	["targeting", async () => (await import("./targeting.js")).registerTargetingCommand],
+	["proxies", async () => (await import("./proxies.js")).registerProxiesCommand],
+	["health", async () => (await import("./health.js")).registerHealthCommand],
+	["task", async () => (await import("./task.js")).registerTaskCommand],
+	["emulator", async () => (await import("./emulator.js")).registerEmulatorCommand],
+	["schema", async () => (await import("./schema.js")).registerSchemaCommand],
+];
+
+/**
+ * Register the commands `argv` needs on `program`: the one it names, or every command when it names
+ * none of them (`--help`, `--version`, `help`, a misspelt name that gets a "did you mean").
+ */
+export async function registerCommands(program: Command, ctx: CliContext, argv?: readonly string[]): Promise<void> {
+	const named = argv === undefined ? undefined : COMMANDS.find(([name]) => name === argv[0]);
+	const registers = await Promise.all((named ? [named] : COMMANDS).map(([, load]) => load()));
+	for (const register of registers) register(program, ctx);
 }
