@@ -1,7 +1,10 @@
-import pg from "pg";
-import { errorMessage, maskUrlCredentials, redactSecrets, ScrapejobError } from "../common/index.js";
+import type pg from "pg";
+import { errorMessage, lazyModule, maskUrlCredentials, redactSecrets, ScrapejobError } from "../common/index.js";
 import { FleetDatabaseError } from "./errors.js";
 import { ensureSchema } from "./schema.js";
+
+/** The PostgreSQL driver, loaded by the first fleet connection: a run without `--fleet` never loads it. */
+const driver = lazyModule<typeof pg>("pg");
 
 /** The schema the fleet's tables live in unless told otherwise (the CLI reads `SCRAPEJOB_FLEET_SCHEMA`). */
 export const DEFAULT_FLEET_SCHEMA = "scrapejob";
@@ -92,7 +95,7 @@ export async function connectFleet(options: FleetOptions): Promise<Fleet> {
 	};
 	let pool: pg.Pool;
 	try {
-		pool = new pg.Pool({
+		pool = new (driver().Pool)({
 			connectionString: options.url,
 			max: options.maxConnections ?? 4,
 			options: `-c search_path=${schema}`,
