@@ -150,7 +150,7 @@ function parseArgs(argv: readonly string[]): Options {
 		} else if (arg === "--help" || arg === "-h") {
 			process.stdout.write(
 				"usage: npm run bench -- [--quick] [--only=latency|cpu|memory|scale|report|extract|crawl|history|reextract|shards|economics|peers|1|2|3|4] [--repeat=K] [--profile] [--keep] [--crawl-pages=N]\n" +
-					"  --quick    N/10 targets per row\n" +
+					"  --quick    N/10 targets per row (peers: N/4, two rounds)\n" +
 					`  --repeat   runs of each client per row, in ABBA order; the fastest is shown (default ${DEFAULT_REPEAT}; the cpu row 4, the scale row 1)\n` +
 					"  --profile  run each client's first run under --cpu-prof; print the top functions\n" +
 					"  --keep     keep the temporary folders (job, URLs, outputs)\n" +

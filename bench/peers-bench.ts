@@ -9,10 +9,12 @@
  *   `CONCURRENT_REQUESTS_PER_DOMAIN` = C, no download delay, no autothrottle, default retries, items
  *   to a JSONL feed (`FEEDS`);
  * - Crawlee (`@crawlee/http`, installed at bench time into a folder outside the repository, never a
- *   dependency of the project): an `HttpCrawler` at min = max concurrency C (`client-crawlee.ts`).
+ *   dependency of the project): an `HttpCrawler` at min = max = desired concurrency C
+ *   (`client-crawlee.ts`), once with its default request queue (kept on disk) and once with the queue
+ *   in memory only (`CRAWLEE_PERSIST_STORAGE=false`; the `crawlee-memory` column).
  *
  * One emulator and demo site (the site answering after a fixed latency) in this process; one process
- * per measured run, in ABC CBA order, repeated. Each client measures its run (wall and user + system
+ * per measured run, in ABCD DCBA order, repeated. Each client measures its run (wall and user + system
  * CPU from just before the work to its end, module loading apart) and this process polls the client's
  * `VmHWM` (`/proc/<pid>/status`) as well; the peak RSS shown is the higher of the two. After each run
  * the emulator's ledger must hold exactly one realtime request per target, each answered 200, and the
@@ -36,15 +38,16 @@ const CRAWLEE_PREFIX = join(tmpdir(), "scrapejob-bench-crawlee");
 const TARGETS = 2_000;
 const CONCURRENCY = 20;
 const LATENCY_MS = 50;
-/** Rounds of ABC CBA ABC: each tool runs this many times (three keep the row near 2.5 min on a busy 2-core machine). */
+/** Rounds of ABCD DCBA ABCD: each tool runs this many times (three keep the row under 3 min on a busy 2-core machine). */
 const ROUNDS = 3;
 const WARM_UP_TARGETS = 1_000;
 const RUN_TIMEOUT_MS = 180_000;
 const RSS_POLL_MS = 50;
 const MB = 1024 * 1024;
 
-export type PeerTool = "scrapejob" | "scrapy" | "crawlee";
-const TOOLS: readonly PeerTool[] = ["scrapejob", "scrapy", "crawlee"];
+/** `crawlee-memory`: the same crawler with its request queue kept in memory only (`CRAWLEE_PERSIST_STORAGE=false`). */
+export type PeerTool = "scrapejob" | "scrapy" | "crawlee" | "crawlee-memory";
+const TOOLS: readonly PeerTool[] = ["scrapejob", "scrapy", "crawlee", "crawlee-memory"];
 
 /** One measured run of one tool. */
 export interface PeerRun {
@@ -350,7 +353,7 @@ function checkLedger(tool: PeerTool, emulator: Emulator, siteFetches: number, ta
 
 // --- the row -----------------------------------------------------------------------------------------
 
-/** Tools in ABC CBA order, `rounds` times each. */
+/** Tools in ABCD DCBA order, `rounds` times each. */
 function runOrder(tools: readonly PeerTool[], rounds: number): PeerTool[] {
 	const order: PeerTool[] = [];
 	for (let round = 0; round < rounds; round++) order.push(...(round % 2 === 0 ? tools : [...tools].reverse()));
@@ -371,8 +374,10 @@ export async function benchPeers(root: string, quick: boolean, log: (line: strin
 	if (scrapy.version) versions.set("scrapy", scrapy.version);
 	else skipped.push({ tool: "scrapy", reason: scrapy.note ?? "" });
 	const crawlee = ensureCrawlee(log);
-	if (crawlee.version) versions.set("crawlee", crawlee.version);
-	else skipped.push({ tool: "crawlee", reason: crawlee.note ?? "" });
+	if (crawlee.version) {
+		versions.set("crawlee", crawlee.version);
+		versions.set("crawlee-memory", crawlee.version);
+	} else skipped.push({ tool: "crawlee", reason: crawlee.note ?? "" });
 	for (const { reason } of skipped) log(`peers: ${reason}`);
 	const tools = TOOLS.filter((tool) => versions.has(tool));
 
@@ -430,7 +435,7 @@ export async function benchPeers(root: string, quick: boolean, log: (line: strin
 					env: runnerEnv(emulator),
 					execArgv: [],
 				});
-			} else if (tool === "crawlee") {
+			} else if (tool === "crawlee" || tool === "crawlee-memory") {
 				const config: CrawleeClientConfig = {
 					urlsFile,
 					concurrency: CONCURRENCY,
@@ -442,7 +447,12 @@ export async function benchPeers(root: string, quick: boolean, log: (line: strin
 				child = fork(join(HERE, "client-crawlee.js"), [JSON.stringify(config)], {
 					stdio: ["ignore", "pipe", "pipe", "ipc"],
 					cwd: out,
-					env: { ...process.env, CRAWLEE_STORAGE_DIR: join(out, "storage"), CRAWLEE_LOG_LEVEL: "WARNING" },
+					env: {
+						...process.env,
+						CRAWLEE_STORAGE_DIR: join(out, "storage"),
+						CRAWLEE_LOG_LEVEL: "WARNING",
+						...(tool === "crawlee-memory" ? { CRAWLEE_PERSIST_STORAGE: "false" } : {}),
+					},
 					execArgv: [],
 				});
 			} else {
@@ -546,7 +556,7 @@ export function formatPeersRow(row: PeersBench): string {
 	const base = figures.find((figure) => figure.column.tool === "scrapejob");
 	const ratio = (value: number, of: number | undefined) => (of === undefined ? "—" : `${(value / of).toFixed(2)}×`);
 	const lines = [
-		`peers: N=${row.targets} pages, C=${row.concurrency}, demo site latency ${row.latencyMs} ms, through the emulator's realtime API; ${row.rounds} runs of each tool (ABC CBA order), ${(row.wallMs / 1000).toFixed(0)} s`,
+		`peers: N=${row.targets} pages, C=${row.concurrency}, demo site latency ${row.latencyMs} ms, through the emulator's realtime API; ${row.rounds} runs of each tool (ABCD DCBA order), ${(row.wallMs / 1000).toFixed(0)} s`,
 		`Node ${row.node}${row.python ? `, Python ${row.python}` : ""}; ${row.columns.map((column) => `${column.tool} ${column.version}`).join(", ")}`,
 		"",
 		"| tool | wall s, median (min–max) | pages/s | wall with start-up s | CPU ms/page (min–max) | process CPU s | peak RSS MB (min–max) | wall ÷ scrapejob | CPU ÷ scrapejob | RSS ÷ scrapejob |",
