@@ -22,6 +22,7 @@ import { benchFleet, formatFleetRow } from "./fleet-bench.js";
 import { benchFleetKills, formatFleetKillsRow } from "./fleet-kills-bench.js";
 import { benchHistory, formatHistoryRow } from "./history-bench.js";
 import { jsonText } from "./json-text.js";
+import { benchPeers, formatPeersRow } from "./peers-bench.js";
 import { summarizeProfile } from "./profile-top.js";
 import type { ClientConfig, ClientReport, ServeCommand, ServeConfig, ServeMessage } from "./protocol.js";
 import { benchReextract, formatReextractRow } from "./reextract-bench.js";
@@ -134,7 +135,8 @@ function parseArgs(argv: readonly string[]): Options {
 				value === SHARDS_ROW ||
 				value === FLEET_ROW ||
 				value === FLEET_KILLS_ROW ||
-				value === ECONOMICS_ROW
+				value === ECONOMICS_ROW ||
+				value === PEERS_ROW
 			) {
 				only = value;
 				continue;
@@ -143,14 +145,14 @@ function parseArgs(argv: readonly string[]): Options {
 			const scenario = byIndex ?? SCENARIOS.find((s) => s.name === value);
 			if (!scenario) {
 				throw new Error(
-					`--only: no row ${value}; rows: ${[...SCENARIOS.map((s) => s.name), REPORT_ROW, EXTRACT_ROW, CRAWL_ROW, HISTORY_ROW, REEXTRACT_ROW, SHARDS_ROW, FLEET_ROW, FLEET_KILLS_ROW, ECONOMICS_ROW].join(", ")}`,
+					`--only: no row ${value}; rows: ${[...SCENARIOS.map((s) => s.name), REPORT_ROW, EXTRACT_ROW, CRAWL_ROW, HISTORY_ROW, REEXTRACT_ROW, SHARDS_ROW, FLEET_ROW, FLEET_KILLS_ROW, ECONOMICS_ROW, PEERS_ROW].join(", ")}`,
 				);
 			}
 			only = scenario.name;
 		} else if (arg === "--help" || arg === "-h") {
 			process.stdout.write(
-				"usage: npm run bench -- [--quick] [--only=latency|cpu|memory|scale|report|extract|crawl|history|reextract|shards|economics|1|2|3|4] [--repeat=K] [--profile] [--keep] [--crawl-pages=N]\n" +
-					"  --quick    N/10 targets per row\n" +
+				"usage: npm run bench -- [--quick] [--only=latency|cpu|memory|scale|report|extract|crawl|history|reextract|shards|economics|peers|1|2|3|4] [--repeat=K] [--profile] [--keep] [--crawl-pages=N]\n" +
+					"  --quick    N/10 targets per row (peers: N/4, two rounds)\n" +
 					`  --repeat   runs of each client per row, in ABBA order; the fastest is shown (default ${DEFAULT_REPEAT}; the cpu row 4, the scale row 1)\n` +
 					"  --profile  run each client's first run under --cpu-prof; print the top functions\n" +
 					"  --keep     keep the temporary folders (job, URLs, outputs)\n" +
@@ -697,6 +699,8 @@ const FLEET_ROW = "fleet";
 const FLEET_KILLS_ROW = "fleet-kills";
 /** `mode: adaptive` against auto and browser, credits per useful record, and the forecast's error (`--only=economics`; not in a full run). */
 const ECONOMICS_ROW = "economics";
+/** The same list job through the same emulator API: scrapejob against Scrapy and Crawlee (`--only=peers`; not in a full run). */
+const PEERS_ROW = "peers";
 
 async function run(): Promise<number> {
 	const options = parseArgs(process.argv.slice(2));
@@ -728,6 +732,11 @@ async function run(): Promise<number> {
 	if (options.only === ECONOMICS_ROW) {
 		const row = await benchEconomics(options.quick, (line) => process.stdout.write(`${line}\n`));
 		process.stdout.write(`\n${formatEconomicsRow(row)}\n`);
+		return 0;
+	}
+	if (options.only === PEERS_ROW) {
+		const row = await benchPeers(root, options.quick, (line) => process.stderr.write(`bench: ${line}\n`));
+		process.stdout.write(`\n${formatPeersRow(row)}\n`);
 		return 0;
 	}
 	if (options.only === SHARDS_ROW) {
