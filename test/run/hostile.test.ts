@@ -347,12 +347,14 @@ describe("hostile input: the disk", () => {
 		const service = await useTestService({ concurrency: 2 });
 		const dir = tempDir();
 		const out = join(dir, "out");
-		const urls = Array.from({ length: 120 }, (_, index) => `${service.site.url}/page/${index + 1}`);
-		const job = writeJob(dir, "disk", targetsYaml("disk", urls, "output:\n  content: none"));
-		// The kernel refuses writes past 48 KiB for this process (EFBIG): a disk filling up mid-run.
+		// Pages of about 8 KB kept inline: results.jsonl grows ~9 KB a record.
+		const urls = Array.from({ length: 120 }, (_, index) => `${service.site.url}/large/${index + 1}?kb=8`);
+		const job = writeJob(dir, "disk", targetsYaml("disk", urls, "output:\n  content: inline"));
+		// The kernel refuses writes past 512 KiB a file for this process (EFBIG): a disk filling up mid-run
+		// (after the job store's first pages, before the records' end).
 		const child = spawn(
 			"sh",
-			["-c", `trap "" XFSZ; ulimit -f 96; exec "${process.execPath}" "${BIN}" run "${job}" --out "${out}" --quiet`],
+			["-c", `trap "" XFSZ; ulimit -f 1024; exec "${process.execPath}" "${BIN}" run "${job}" --out "${out}" --quiet`],
 			{
 				env: { PATH: process.env.PATH, ...service.env },
 				stdio: ["ignore", "pipe", "pipe"],
@@ -364,7 +366,10 @@ describe("hostile input: the disk", () => {
 		});
 		const code = await new Promise<number>((resolve) => child.on("close", (exit) => resolve(exit ?? -1)));
 		expect(code).toBe(5);
-		expect(stderr).toMatch(/output failed: cannot write .*results\.(jsonl|csv).*nothing more was sent/);
+		// Whichever file reaches the limit first (the records, or the job store growing a page at a time).
+		expect(stderr).toMatch(
+			/output failed: cannot write .*(results\.(jsonl|csv)|history\.sqlite).*nothing more was sent/,
+		);
 		const runDir = onlyRun(out, "disk");
 		const lines = readFileSync(join(runDir, "results.jsonl"), "utf8").split("\n");
 		expect(lines.at(-1)).toBe("");
