@@ -13,7 +13,7 @@ export { type Crawler, type CrawlerOptions, type CrawlSummary, createCrawler } f
 export { FRONTIER_FILE } from "./frontier-file.js";
 export { createLinkScope, type LinkScope } from "./link-scope.js";
 export { normalizeUrl, withSeedCredentials } from "./normalize-url.js";
-export { createRobots, type Robots } from "./robots.js";
+export { createRobots, type Robots, readRobotsBody } from "./robots.js";
 export { ROBOTS_MAX_BYTES } from "./robots-rules.js";
 export { hasUnreadLinks, inboxName, openShardInbox, type ShardInbox, shardIsIdle } from "./shard-inbox.js";
 export { SITEMAP_MAX_BYTES, SITEMAP_MAX_URLS, type SitemapBounds } from "./sitemap-stream.js";

@@ -22,6 +22,7 @@ export {
 export { LOAD_BATCH } from "./load-targets.js";
 export { loadTargets, type OpenFleetRunOptions, type OpenFleetRunResult, openFleetRun } from "./open-run.js";
 export { pauseFleet, setHostPoliteness } from "./politeness.js";
+export { claimRobots, type FleetRobots, storeRobots } from "./robots.js";
 export { FLEET_SCHEMA_VERSION } from "./schema.js";
 export { acquireSlot, acquireSlots, type FleetSlot, releaseSlot, setConcurrencyLimit } from "./slots.js";
 export { type FleetStatus, finishFleetRun, fleetStatus, isComplete, listFleetRuns } from "./status.js";

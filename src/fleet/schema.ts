@@ -112,6 +112,16 @@ CREATE INDEX records_target ON records (target_id, written_at DESC);
 ALTER TABLE hosts ADD COLUMN starting_until timestamptz;
 -- A crawl's claims go level by level: the shallowest depth not yet settled, found quickly.
 CREATE INDEX targets_unsettled_depth ON targets (run_id, depth) WHERE state IN ('queued', 'leased');
+-- A crawl's robots.txt, fetched by one worker for the whole run (null body: missing, allows everything).
+CREATE TABLE robots (
+	run_id bigint NOT NULL REFERENCES runs ON DELETE CASCADE,
+	url text NOT NULL,
+	state text NOT NULL DEFAULT 'fetching' CHECK (state IN ('fetching', 'done')),
+	fetcher text,
+	fetching_until timestamptz,
+	body text,
+	PRIMARY KEY (run_id, url)
+);
 `,
 ];
 

@@ -48,8 +48,8 @@ export interface FleetCrawlOptions {
  * A crawl's part in a fleet worker: the runner hands it each crawled page's links (`pageFetched`), the
  * worker takes the ones to follow (`take`) and adds them to the fleet's frontier before the page's record
  * settles, so the run cannot complete while a page that adds links is unsettled. The frontier itself
- * (each URL once, depth, max_pages) is PostgreSQL's. robots.txt is read once per origin by each worker
- * that meets it (not once per fleet run) and kept in its own run folder.
+ * (each URL once, depth, max_pages) is PostgreSQL's, and so is each origin's robots.txt (fetched once per
+ * fleet run, by the first worker that meets it).
  */
 export function createFleetCrawl(options: FleetCrawlOptions): FleetCrawl {
 	const spec = options.job.crawl;
@@ -168,7 +168,14 @@ export async function fleetCrawlFor(
 ): Promise<FleetCrawl> {
 	const seeds: Target[] = [];
 	for await (const batch of streamTargetBatches(job)) seeds.push(...batch);
-	const crawl = createFleetCrawl({ ...options, job, seeds, onCrawlDelay: fleet.crawlDelay });
+	const crawl = createFleetCrawl({
+		...options,
+		// robots.txt read once per fleet run (the database keeps it for every worker).
+		fetchSitemap: fleet.sharedRobots(options.fetchSitemap, options.isStopping),
+		job,
+		seeds,
+		onCrawlDelay: fleet.crawlDelay,
+	});
 	fleet.useCrawl(crawl);
 	return crawl;
 }

@@ -1,8 +1,17 @@
 import type { Logger } from "pino";
-import { type Clock, creditCostRange, errorMessage, type Sleep, type TaskQueue } from "../common/index.js";
+import {
+	type Clock,
+	creditCostRange,
+	errorMessage,
+	type Sleep,
+	type TaskQueue,
+	writeFileAtomic,
+} from "../common/index.js";
+import { readRobotsBody, type SitemapFetch } from "../crawl/index.js";
 import {
 	acquireSlots,
 	addDiscovered,
+	claimRobots,
 	claimTargets,
 	completeTarget,
 	type Fleet,
@@ -20,6 +29,7 @@ import {
 	renewLeases,
 	reserveCredits,
 	setHostPoliteness,
+	storeRobots,
 	storeTaskId,
 } from "../fleet/index.js";
 import type { Job } from "../job/index.js";
@@ -326,6 +336,34 @@ export function createFleetCoordination(
 		/** A crawl job: pages' links go to the fleet's frontier. */
 		useCrawl(fleetCrawl: FleetCrawl): void {
 			crawl = fleetCrawl;
+		},
+		/**
+		 * robots.txt once per fleet run: the first worker to ask for an origin's fetches it (through
+		 * `fetch`, paid once) and stores it in the database; the others wait for it and read it from there.
+		 */
+		sharedRobots(fetch: SitemapFetch, isStopping: () => boolean): SitemapFetch {
+			return async (url, seed, path) => {
+				const parsed = new URL(url);
+				// Keyed without the seed's credentials: the table is read by every worker.
+				const key = `${parsed.origin}${parsed.pathname}`;
+				for (;;) {
+					const claim = await claimRobots(fleet, run.id, key, worker.id, leaseMs);
+					if (claim === "mine") {
+						const fetched = await fetch(url, seed, path);
+						// Not fetched (a stop): the claim lapses and another worker fetches it.
+						if (fetched.kind === "stopped") return fetched;
+						await storeRobots(fleet, run.id, key, fetched.kind === "stored" ? readRobotsBody(path).body : null);
+						return fetched;
+					}
+					if (claim.state === "done") {
+						if (claim.body === null) return { kind: "missing", credits: 0 };
+						writeFileAtomic(path, claim.body);
+						return { kind: "stored", credits: 0 };
+					}
+					if (isStopping()) return { kind: "stopped" };
+					await sleep(IDLE_POLL_MS);
+				}
+			};
 		},
 		/** A host's robots.txt `Crawl-delay`: the fleet's delay for it (never below the job's). */
 		crawlDelay(host: string, delayMs: number): void {

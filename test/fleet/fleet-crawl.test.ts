@@ -80,5 +80,8 @@ describe("run --fleet with crawl:", () => {
 			if (paid !== record.credits) expect(leased.has(record.url), `${record.url}: paid ${paid}`).toBe(true);
 		}
 		expect(service.emulator.ledger.maxInFlight()).toBeLessThanOrEqual(4);
+		// robots.txt once for the whole fleet run (one worker fetched it, the others read it from the database).
+		const robots = service.emulator.ledger.byEndpoint("realtime").filter((entry) => entry.url?.endsWith("/robots.txt"));
+		expect(robots).toHaveLength(1);
 	}, 120_000);
 });

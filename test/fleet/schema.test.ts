@@ -23,6 +23,7 @@ describe("the fleet's schema", () => {
 		expect(tables.map((table) => table.name)).toEqual([
 			"hosts",
 			"records",
+			"robots",
 			"runs",
 			"schema_version",
 			"slots",
