@@ -25,3 +25,27 @@ export async function freshTargetIds(
 	);
 	return new Set(rows.map((row) => row.target_id));
 }
+
+/**
+ * Which of `targetIds` last failed in the job's fleet runs (`--retry-failed` with `--fleet`): their
+ * newest record, in any run of the job, is a failed one.
+ */
+export async function failedTargetIds(
+	fleet: Fleet,
+	jobName: string,
+	targetIds: readonly string[],
+): Promise<Set<string>> {
+	if (targetIds.length === 0) return new Set();
+	const rows = await fleet.query<{ target_id: string }>(
+		`SELECT newest.target_id FROM (
+			SELECT DISTINCT ON (rec.target_id) rec.target_id, rec.record->>'status' AS status
+			FROM records rec JOIN runs r ON r.id = rec.run_id
+			WHERE r.job_name = $1 AND rec.target_id = ANY($2::text[])
+			ORDER BY rec.target_id, rec.written_at DESC
+		) newest
+		WHERE newest.status = 'failed'`,
+		[jobName, targetIds],
+		"fleet_failed",
+	);
+	return new Set(rows.map((row) => row.target_id));
+}

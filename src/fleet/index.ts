@@ -8,7 +8,7 @@ export { commitCredits, releaseCredits, reserveCredits } from "./budget.js";
 export { connectFleet, DEFAULT_FLEET_SCHEMA, type Fleet, type FleetOptions, fleetUrlSecrets } from "./connect.js";
 export { addDiscovered } from "./discovered.js";
 export { FleetDatabaseError, FleetSchemaTooNewError } from "./errors.js";
-export { freshTargetIds } from "./fresh.js";
+export { failedTargetIds, freshTargetIds } from "./fresh.js";
 export { latestFleetRecords } from "./latest-records.js";
 export {
 	claimTargets,

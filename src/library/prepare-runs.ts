@@ -119,7 +119,9 @@ export async function prepareRuns(
 		throw new UsageError("--fleet-run names a fleet run: it needs --fleet URL (or SCRAPEJOB_FLEET_URL)");
 	if (fleetUrl !== undefined) refuseFleetOptions(options);
 	const jobs = shardJobs(loaded, options.shard, context.env);
-	if (fleetUrl !== undefined) for (const { job } of jobs) checkFleetJob(job, {});
+	if (fleetUrl !== undefined)
+		for (const { job } of jobs)
+			checkFleetJob(job, options.retryFailed !== undefined ? { retryFailed: options.retryFailed } : {});
 	const outRoot = resolve(context.cwd, options.out ?? "output");
 	const plans =
 		fleetUrl !== undefined
@@ -194,7 +196,6 @@ function refuseFleetOptions(options: RunOptions): void {
 		options.resume !== undefined ? "--resume (use --continue: the fleet run goes on by itself)" : null,
 		options.repair ? "--repair" : null,
 		options.shard !== undefined ? "--shard (the fleet splits the work itself)" : null,
-		options.retryFailed !== undefined ? "--retry-failed" : null,
 		options.accept !== undefined ? "--accept" : null,
 	].filter((flag): flag is string => flag !== null);
 	if (refused.length > 0) throw new UsageError(`not with --fleet: ${refused.join(", ")}`);

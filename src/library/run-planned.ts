@@ -387,6 +387,7 @@ async function runFleetWorker(
 		...choices.fleet,
 		concurrency,
 		freshnessMs: choices.freshnessMs ?? job.freshnessMs,
+		retryFailed: choices.retryFailed === true,
 		...(choices.maxCredits !== undefined ? { maxCredits: choices.maxCredits } : {}),
 	});
 	if (joined.outcome === "complete") return { skipped: "fleet_complete", job, fleetRun: joined.run.runName };
@@ -432,14 +433,19 @@ async function runFleetWorker(
 }
 
 /**
- * What a fleet run does not do (yet), refused before anything is sent with what to do instead:
- * `--retry-failed` and the contract read the job's local store, which a fleet's records never enter.
- * (Freshness is the fleet's own: a new fleet run leaves out what the job's fleet runs fetched lately.)
+ * What a fleet run does not do (yet), refused before anything is sent with what to do instead: the
+ * contract reads the job's local store, which a fleet's records never enter. (Freshness and
+ * `--retry-failed` are the fleet's own: a new fleet run selects its targets from the job's fleet records.)
  */
 export function checkFleetJob(job: Job, choices: Pick<RunChoices, "retryFailed" | "accept">): void {
 	const instead = "run the job without --fleet for that";
-	if (choices.retryFailed !== undefined && choices.retryFailed !== false)
-		throw new UsageError(`--retry-failed reads the job's local runs, not a fleet's: ${instead}`);
+	// `--retry-failed` alone reads the fleet's records; a run id names a local run folder.
+	if (typeof choices.retryFailed === "string")
+		throw new UsageError(
+			`--retry-failed ${choices.retryFailed} names a local run: with --fleet, --retry-failed takes no run id`,
+		);
+	if (choices.retryFailed === true && job.crawl)
+		throw new UsageError(`${job.name}: --retry-failed of a fleet crawl is not built yet: ${instead}`);
 	if (job.contract)
 		throw new UsageError(`${job.name}: data contracts hold runs back in the job's local store: ${instead}`);
 	if (job.crawl?.sitemaps)

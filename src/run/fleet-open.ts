@@ -5,6 +5,7 @@ import {
 	type Fleet,
 	type FleetRun,
 	type FleetTargetInput,
+	failedTargetIds,
 	freshTargetIds,
 	openFleetRun,
 } from "../fleet/index.js";
@@ -31,6 +32,8 @@ export interface FleetJoinOptions {
 	readonly leaseMs?: number;
 	/** A new run leaves out targets whose newest record in the job's fleet runs is ok and younger, ms. @default 0 */
 	readonly freshnessMs?: number;
+	/** `--retry-failed`: a new run holds only the targets whose newest record in the job's fleet runs failed. */
+	readonly retryFailed?: boolean;
 }
 
 export type FleetJoin =
@@ -49,7 +52,7 @@ export async function joinFleetRun(job: Job, options: FleetJoinOptions): Promise
 		const opened = await openFleetRun(fleet, {
 			jobName: job.name,
 			...(options.runName !== undefined ? { runName: options.runName } : {}),
-			source: () => fleetTargets(fleet, job, plans, options.freshnessMs ?? 0),
+			source: () => fleetTargets(fleet, job, plans, options),
 			maxCredits: options.maxCredits ?? job.maxCredits,
 			concurrencyLimit: options.concurrency,
 			hostDelayMs: job.perHostDelayMs ?? 0,
@@ -94,23 +97,21 @@ async function budgetOf(fleet: Fleet, runId: number, raised: number | undefined)
 
 /**
  * The job's targets as the frontier stores them, streamed: each keyed by its id (unique in the job),
- * fresh ones (`freshness`) left out a batch at a time.
+ * fresh ones (`freshness`) left out, or only the failed ones kept (`--retry-failed`), a batch at a time.
  */
 async function* fleetTargets(
 	fleet: Fleet,
 	job: Job,
 	plans: ReturnType<typeof plansOf>,
-	freshnessMs: number,
+	selection: Pick<FleetJoinOptions, "freshnessMs" | "retryFailed">,
 ): AsyncIterable<FleetTargetInput> {
 	for await (const batch of streamTargetBatches(job)) {
-		const fresh = await freshTargetIds(
-			fleet,
-			job.name,
-			batch.map((target) => target.id),
-			freshnessMs,
-		);
+		const ids = batch.map((target) => target.id);
+		// Retrying failures is explicit: every target whose newest record failed, however recent.
+		const failed = selection.retryFailed ? await failedTargetIds(fleet, job.name, ids) : null;
+		const fresh = failed ? new Set<string>() : await freshTargetIds(fleet, job.name, ids, selection.freshnessMs ?? 0);
 		for (const target of batch) {
-			if (fresh.has(target.id)) continue;
+			if (fresh.has(target.id) || (failed && !failed.has(target.id))) continue;
 			// A crawl's seeds are its first pages, keyed by URL as the links it finds are (each URL once).
 			if (job.crawl) yield toFleetInput(asCrawlSeed(target), plans, normalizeUrl(target.url) ?? target.id);
 			else yield toFleetInput(target, plans, target.id);

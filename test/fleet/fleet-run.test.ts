@@ -146,6 +146,37 @@ describe("run --fleet: workers of one fleet run", () => {
 		expect(times.at(-1)! - times[0]!).toBeGreaterThanOrEqual(11 * 200 - 50);
 	}, 60_000);
 
+	it("--retry-failed opens a fleet run of only the targets whose newest fleet record failed", async () => {
+		assertBuilt();
+		const url = await (await cluster()).createDatabase();
+		const service = await useTestService({ concurrency: 4 });
+		// Two pages answer 404 the first time, 200 after.
+		const answered = new Set<string>();
+		const site = await startTargetSite((req, res) => {
+			const path = req.url ?? "/";
+			const first = !answered.has(path);
+			answered.add(path);
+			if (first && (path === "/p/1" || path === "/p/4")) html(res, "<p>gone</p>", 404);
+			else html(res, "<p>page</p>");
+		});
+		const { dir, file } = listJob(site.origin, 6);
+		const night = await worker(file, dir, service.env, url, [], "night").done;
+		expect(night.code).toBe(1);
+		const fetched = service.emulator.ledger.byEndpoint("realtime").length;
+		const retry = await worker(file, dir, service.env, url, ["--retry-failed"], "retry").done;
+		expect(retry.code, retry.stderr).toBe(0);
+		const again = service.emulator.ledger.byEndpoint("realtime").slice(fetched);
+		expect(again.map((entry) => new URL(entry.url!).pathname).sort()).toEqual(["/p/1", "/p/4"]);
+		const records = await queryDatabase<{ run: string; status: string }>(
+			url,
+			"SELECT u.run_name AS run, r.record->>'status' AS status FROM scrapejob.records r JOIN scrapejob.runs u ON u.id = r.run_id WHERE u.run_name = 'retry'",
+		);
+		expect(records).toEqual([
+			{ run: "retry", status: "ok" },
+			{ run: "retry", status: "ok" },
+		]);
+	}, 60_000);
+
 	it("refuses what a fleet worker cannot do, before anything is sent", async () => {
 		assertBuilt();
 		const url = await (await cluster()).createDatabase();
@@ -154,9 +185,9 @@ describe("run --fleet: workers of one fleet run", () => {
 		const resumed = await worker(file, dir, service.env, url, ["--resume"]).done;
 		expect(resumed.code).toBe(2);
 		expect(resumed.stderr).toContain("not with --fleet: --resume");
-		const retry = await worker(file, dir, service.env, url, ["--retry-failed"]).done;
+		const retry = await worker(file, dir, service.env, url, ["--retry-failed", "20261127T000000Z-abc123"]).done;
 		expect(retry.code).toBe(2);
-		expect(retry.stderr).toContain("not with --fleet: --retry-failed");
+		expect(retry.stderr).toContain("names a local run: with --fleet, --retry-failed takes no run id");
 		const bad = await spawnCli(["run", file, "--fleet", "postgres://u:secret-pw@127.0.0.1:9/db"], service.env, dir)
 			.done;
 		expect(bad.code).toBe(3);
