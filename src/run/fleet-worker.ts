@@ -69,6 +69,8 @@ interface HeldTarget {
 const LEASE_MARGIN_MS = 1000;
 /** Longest wait before a worker with nothing claimable asks again (the fleet may be paused or finishing). */
 const IDLE_POLL_MS = 250;
+/** How often a worker looks whether another worker's 429 paused the fleet. */
+const PAUSE_POLL_MS = 250;
 
 /**
  * The run core's coordination parts on PostgreSQL, for one worker of a fleet run: where targets come
@@ -138,6 +140,24 @@ export function createFleetCoordination(
 	};
 	const renewTimer = setInterval(() => void renew(), Math.max(100, Math.floor(leaseMs / 3)));
 	renewTimer.unref();
+
+	/** What this worker does when another worker's 429 paused the fleet (`watchPause`). */
+	let onFleetPause: ((ms: number) => void) | null = null;
+	/** Another worker's 429 reaches this one within this long: its sends wait at its gate until the reset. */
+	const pauseTimer = setInterval(() => {
+		if (onFleetPause === null) return;
+		void fleet
+			.query<{ ms: number | null }>(
+				"SELECT (extract(epoch FROM paused_until - now()) * 1000)::int AS ms FROM runs WHERE id = $1 AND paused_until > now()",
+				[run.id],
+				"fleet_paused",
+			)
+			.then(([row]) => {
+				if (row?.ms != null && row.ms > 0) onFleetPause?.(row.ms);
+			})
+			.catch(() => undefined);
+	}, PAUSE_POLL_MS);
+	pauseTimer.unref();
 
 	const mayWrite = (id: string): boolean => {
 		const target = held.get(id);
@@ -381,6 +401,10 @@ export function createFleetCoordination(
 			const target = held.get(targetId);
 			if (target) later(targetId, storeTaskId(fleet, target.lease, taskId));
 		},
+		/** Another worker's 429: `pause` holds this worker's sends (its gate) until the reset. */
+		watchPause(pause: (ms: number) => void): void {
+			onFleetPause = pause;
+		},
 		/** A 429: every worker of the fleet waits until its reset (no claim, no slot before then). */
 		paused(pauseMs: number): void {
 			void pauseFleet(fleet, run.id, new Date(Date.now() + pauseMs)).catch((error) =>
@@ -397,6 +421,7 @@ export function createFleetCoordination(
 		/** The worker's work is over: stop renewing, and read where the whole fleet stands. */
 		async close(): Promise<void> {
 			clearInterval(renewTimer);
+			clearInterval(pauseTimer);
 			const status = await fleetStatus(fleet, run.id).catch(() => null);
 			ended = {
 				run: run.runName,

@@ -267,6 +267,8 @@ export async function runJob(options: RunJobOptions): Promise<RunJobResult> {
 			},
 		});
 		gate.observe(health.rateLimitRemaining);
+		// Another worker's 429 pauses this one's sends too (a 429 is the key's, not the worker's).
+		fleet?.watchPause((ms) => gate.pause(ms));
 		if (health.failure !== null) {
 			log.warn({ event: "health_failed", error: health.failure }, "health check failed; starting anyway");
 		}

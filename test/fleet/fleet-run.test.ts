@@ -146,6 +146,27 @@ describe("run --fleet: workers of one fleet run", () => {
 		expect(times.at(-1)! - times[0]!).toBeGreaterThanOrEqual(11 * 200 - 50);
 	}, 60_000);
 
+	it("a 429 to one worker pauses every worker of the fleet until its reset", async () => {
+		assertBuilt();
+		const url = await (await cluster()).createDatabase();
+		// One 429 at the 20th page, mid-run, with a 3 s reset.
+		const service = await useTestService({
+			concurrency: 6,
+			reset_seconds: 3,
+			faults: [{ kind: "rate_limit", match: "/p/20", times: 1 }],
+		});
+		const site = await startTargetSite((_req, res) => setTimeout(() => html(res, "<p>page</p>"), 40));
+		const { dir, file } = listJob(site.origin, 40);
+		const outcomes = await Promise.all(Array.from({ length: 3 }, () => worker(file, dir, service.env, url).done));
+		for (const outcome of outcomes) expect(outcome.code, outcome.stderr).toBe(0);
+		const [window] = service.emulator.ledger.rateLimits;
+		if (!window) throw new Error("no 429 was answered");
+		// Other workers learn of the pause within a quarter second: after that, nothing is sent until the reset.
+		const during = service.emulator.ledger.requestsDuring(window.at + 700, window.untilMs, "realtime");
+		expect(during.map((entry) => entry.url)).toEqual([]);
+		expect(await fleetRecords(url)).toHaveLength(40);
+	}, 60_000);
+
 	it("--retry-failed opens a fleet run of only the targets whose newest fleet record failed", async () => {
 		assertBuilt();
 		const url = await (await cluster()).createDatabase();
