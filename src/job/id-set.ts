@@ -6,7 +6,7 @@ import { createTargetKeySet } from "./dedupe.js";
  * systems fold case). Held as 64-bit hashes in the typed-array key set, not as strings, so a
  * million-row source costs megabytes, not tens of them.
  */
-export function createIdSet(): { add(id: string): boolean } {
+export function createCaseFoldedIdSet(): { add(id: string): boolean } {
 	const keys = createTargetKeySet();
 	return {
 		add(id) {

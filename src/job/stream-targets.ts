@@ -10,7 +10,7 @@ import {
 	type RequestedMode,
 	type ScrapeParams,
 } from "../common/index.js";
-import { createIdSet } from "./id-set.js";
+import { createCaseFoldedIdSet } from "./id-set.js";
 import { type JobProblem, JobValidationError, SourceScanStoppedError } from "./problems.js";
 import { isOwnShard } from "./shard.js";
 import { createHostTally } from "./shard-balance.js";
@@ -248,7 +248,7 @@ async function* scanWith(job: Job, options: ScanOptions, seen: SeenKeys): AsyncG
 	}
 	inline.finish();
 	// Ids from a source's `id_column` must not repeat each other or an inline target's.
-	const ids = createIdSet();
+	const ids = createCaseFoldedIdSet();
 	for (const target of inlineTargets) ids.add(target.id);
 	if (inlineTargets.length > 0) yield inlineTargets;
 
@@ -286,7 +286,7 @@ function createSourceScanner(
 	options: ScanOptions,
 	seen: SeenKeys,
 	duplicateMessage: DuplicateMessage,
-	ids: ReturnType<typeof createIdSet>,
+	ids: ReturnType<typeof createCaseFoldedIdSet>,
 	firstRows: FirstRows,
 ) {
 	const { counts } = options;

@@ -1,7 +1,7 @@
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
-import { jsonlLines, parseJsonLine, UsageError, writeFileAtomic } from "../common/index.js";
-import { type ResultRecord, RUN_FILES, type RunSummary } from "../output/index.js";
+import { jsonlLines, UsageError, writeFileAtomic } from "../common/index.js";
+import { parseRecordLine, type ResultRecord, RUN_FILES, type RunSummary } from "../output/index.js";
 import { createRecordAggregates, type RecordAggregates } from "./record-aggregates.js";
 import { renderReportHtml } from "./render-report.js";
 import type { ReportData } from "./report-data.js";
@@ -35,8 +35,11 @@ export async function rebuildReport(runDir: string): Promise<string> {
 	const summary = readSummary(runDir);
 	const aggregates = createRecordAggregates(runOrigin(runDir, summary));
 	for (const line of jsonlLines(join(runDir, RUN_FILES.jsonl))) {
-		const record = parseRecord(line.text);
-		if (record) aggregates.add(record);
+		// The one record validator (output/record-lines.ts): a torn or foreign line is skipped, and so is a
+		// record without the times the charts are drawn from.
+		const record = parseRecordLine(line.text);
+		if (record && typeof record.finished_at === "string" && typeof record.duration_ms === "number")
+			aggregates.add(record);
 	}
 	return writeReport(runDir, summary, aggregates);
 }
@@ -89,15 +92,4 @@ function runOrigin(runDir: string, summary: RunSummary): number {
 	}
 	const started = Date.parse(summary.started_at);
 	return Number.isFinite(started) ? started : 0;
-}
-
-/** A results.jsonl line as a record, or null for a torn or foreign line (the report skips it). */
-function parseRecord(line: string): ResultRecord | null {
-	const record = parseJsonLine(line) as ResultRecord | null | undefined;
-	return typeof record === "object" &&
-		record !== null &&
-		typeof record.finished_at === "string" &&
-		typeof record.duration_ms === "number"
-		? record
-		: null;
 }
