@@ -1,7 +1,7 @@
 import { hash } from "node:crypto";
 import { join } from "node:path";
 import { jsonlLines } from "../common/index.js";
-import { type AppendFile, openAppendFile, type ResultRecord } from "../output/index.js";
+import { type AppendFile, openAppendFile, parseRecordLine, type ResultRecord } from "../output/index.js";
 import type { JobHistory } from "./job-history.js";
 
 export const CHANGES_FILE = "changes.jsonl";
@@ -111,14 +111,13 @@ function setAddedFields(record: ResultRecord, added: string[]): void {
 
 /**
  * The `change` of the records already in a run's results.jsonl (a resumed run's earlier sessions;
- * none for a new run). The record's own `change` key comes before `data` and carried columns, and
- * quotes inside string values are escaped, so the first `"change":"` of a line is the record's.
+ * none for a new run), each line parsed by the one record validator (inline content left unparsed).
  */
 function countWrittenChanges(path: string): ChangeCounts {
 	const counts: ChangeCounts = { new: 0, changed: 0, unchanged: 0 };
 	for (const line of jsonlLines(path)) {
-		const match = /"change":"(new|changed|unchanged)"/.exec(line.text);
-		if (match) counts[match[1] as keyof ChangeCounts] += 1;
+		const change = parseRecordLine(line.text)?.change;
+		if (change === "new" || change === "changed" || change === "unchanged") counts[change] += 1;
 	}
 	return counts;
 }

@@ -2,7 +2,7 @@ import { existsSync } from "node:fs";
 import { basename, join } from "node:path";
 import type { Logger } from "pino";
 import type { SavedItemsClient, ScraperAccess, ScraperClient } from "../api/index.js";
-import { jsonlLines, type LastWords, parseJsonLine, UsageError } from "../common/index.js";
+import { jsonlLines, type LastWords, UsageError } from "../common/index.js";
 import { type FailedCrawledPage, type JobHistory, openJobHistory, type TargetHistory } from "../history/index.js";
 import {
 	type Job,
@@ -13,7 +13,7 @@ import {
 	type TargetCounts,
 	withLiteralTargetIds,
 } from "../job/index.js";
-import { jobOutputDir, newRunId } from "../output/index.js";
+import { jobOutputDir, newRunId, parseRecordLine } from "../output/index.js";
 import {
 	type FleetJoinOptions,
 	joinFleetRun,
@@ -565,11 +565,9 @@ function failedRecords(path: string): FailedRecords {
 	const ids = new Set<string>();
 	const pages: FailedCrawledPage[] = [];
 	for (const { text } of jsonlLines(path)) {
-		if (!text.includes('"status":"failed"')) continue;
-		const record = parseJsonLine(text) as
-			| { id?: unknown; status?: unknown; url?: unknown; depth?: unknown; parent?: unknown }
-			| undefined;
-		if (record?.status !== "failed" || typeof record.id !== "string") continue;
+		// Parsed by the one record validator, never matched as text (a page may quote `"status":"failed"`).
+		const record = parseRecordLine(text);
+		if (record?.status !== "failed") continue;
 		ids.add(record.id);
 		if (typeof record.url === "string" && Number.isSafeInteger(record.depth))
 			pages.push({
