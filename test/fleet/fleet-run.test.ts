@@ -93,6 +93,19 @@ describe("run --fleet: workers of one fleet run", () => {
 		expect(again.code, again.stderr).toBe(0);
 		expect(again.stdout).toContain('"skipped":"fleet_complete"');
 		expect(service.emulator.ledger.totalCharged()).toBe(charged);
+		// Each worker's metrics carry its worker id as a label (one series per worker in a shared file).
+		const metricsFile = join(dir, "fleet.prom");
+		const measured = await worker(
+			file,
+			dir,
+			service.env,
+			url,
+			["--metrics", metricsFile, "--freshness", "1h"],
+			"metrics-run",
+		).done;
+		expect(measured.code, measured.stderr).toBe(0);
+		const measuredWorker = JSON.parse(measured.stdout.trim().split("\n").at(-1)!).fleet.worker as string;
+		expect(readFileSync(metricsFile, "utf8")).toContain(`job="fleetjob",shard="",worker="${measuredWorker}"`);
 		// The next night's fleet run with freshness: every target's newest record is ok and recent, none is paid.
 		const next = await worker(file, dir, service.env, url, ["--freshness", "1h"], "next-night").done;
 		expect(next.code, next.stderr).toBe(0);
