@@ -5,27 +5,7 @@
 
 /** `PRAGMA user_version` of the current layout. */
 export const STORE_LAYOUT = 3;
-/** `CREATE TABLE domain_modes (
-	domain TEXT PRIMARY KEY,
-	mode TEXT NOT NULL,
-	proxy_type TEXT NOT NULL,
-	useful INTEGER NOT NULL,
-	run TEXT NOT NULL,
-	updated_at TEXT NOT NULL
-);
-CREATE TABLE host_costs (
-	run TEXT NOT NULL,
-	host TEXT NOT NULL,
-	targets INTEGER NOT NULL,
-	credits REAL NOT NULL,
-	credits_sq REAL NOT NULL,
-	first REAL NOT NULL,
-	first_sq REAL NOT NULL,
-	last REAL NOT NULL,
-	last_sq REAL NOT NULL,
-	PRIMARY KEY (run, host)
-);
-PRAGMA application_id`: "SJob", so a file of another program is not taken for a store. */
+/** `PRAGMA application_id`: "SJob", so a file of another program is not taken for a store. */
 export const STORE_APPLICATION_ID = 0x534a6f62;
 
 export const STORE_TABLES = ["runs", "targets", "domain_modes", "host_costs"] as const;
