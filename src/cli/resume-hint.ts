@@ -55,14 +55,16 @@ export function resumeCommand(
 /**
  * A fleet worker's hint: start a worker of the same fleet run again (`--fleet-run NAME --continue`; with
  * a larger `--max-credits` after a budget stop). The database URL is a secret and never printed: it
- * comes from SCRAPEJOB_FLEET_URL or the `--config` file, as it should for every worker.
+ * comes from SCRAPEJOB_FLEET_URL or the `--config` file, as it should for every worker; given with
+ * `--fleet` it is named as `"$SCRAPEJOB_FLEET_URL"` (left unset, the empty flag is refused: the pasted
+ * line can never fall back to a local run that pays for the job again).
  */
 export function fleetWorkerCommand(
 	ctx: { cwd: string },
 	job: Job,
-	flags: ResumeFlags,
+	flags: ResumeFlags & { readonly fleet?: string },
 	fleetRun: string | undefined,
-	stopped?: { summary: Pick<RunSummary, "stopped_reason" | "credits" | "targets">; dearestTarget: number },
+	stopped?: { summary: Pick<RunSummary, "stopped_reason" | "fleet">; dearestTarget: number },
 ): string {
 	// Without a name, `--continue` joins the job's newest unfinished fleet run: this one.
 	const words = [
@@ -70,9 +72,14 @@ export function fleetWorkerCommand(
 		...(fleetRun === undefined ? [] : ["--fleet-run", fleetRun]),
 		"--continue",
 	];
-	if (stopped?.summary.stopped_reason === "budget_exhausted")
-		words.push("--max-credits", String(budgetToFinish(stopped.summary, stopped.dearestTarget)));
-	return cliCommand(words);
+	const fleet = stopped?.summary.fleet;
+	if (stopped?.summary.stopped_reason === "budget_exhausted" && fleet) {
+		// The fleet's budget, not this worker's: what the fleet spent and every target left at the dearest.
+		const left = fleet.targets.queued + fleet.targets.leased;
+		words.push("--max-credits", String(fleet.credits_spent + Math.max(1, left) * Math.max(1, stopped.dearestTarget)));
+	}
+	const command = cliCommand(words);
+	return flags.fleet === undefined ? command : `${command} --fleet "$SCRAPEJOB_FLEET_URL"`;
 }
 
 /** The command that repairs THIS run's damaged results.jsonl and finishes it: `--resume RUN_ID --repair`. */

@@ -1,5 +1,5 @@
 import { type AccountClient, createAccountClient, createScraperClient, type ScraperClient } from "../api/index.js";
-import { ScrapejobError, type UsageError } from "../common/index.js";
+import { ScrapejobError, UsageError } from "../common/index.js";
 import { type ResolvedConfig, resolveConfig, resolveFleetConfig } from "../config/index.js";
 
 /** Where a connection reads its keys from: the CLI's context, or the library's options. */
@@ -60,6 +60,10 @@ const NO_KEY_HINT =
  * the emulator and keep-alive sockets never hold the process open.
  */
 export async function connectService(ctx: ConnectContext, flags: ServiceFlags): Promise<ServiceConnection> {
+	// An empty `--fleet` (an unset variable in a pasted line) is a mistake, never "no fleet": a local run
+	// in its place would pay for the fleet's targets again.
+	if (flags.fleet !== undefined && flags.fleet.trim() === "")
+		throw new UsageError("--fleet is empty: give the fleet's postgres:// URL (is SCRAPEJOB_FLEET_URL set?)");
 	if (flags.sandbox) {
 		// Loaded only here: a real run should not pay the emulator's start-up time and memory.
 		const { startDemoSite, startEmulator } = await import("../emulator/index.js");

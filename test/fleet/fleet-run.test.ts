@@ -5,7 +5,7 @@ import { tempDir, writeJob } from "../helpers/job-files.js";
 import { useCluster } from "../helpers/postgres.js";
 import { queryDatabase } from "../helpers/postgres-cluster.js";
 import { useTestService } from "../helpers/service.js";
-import { assertBuilt, type SpawnedCli, spawnCli } from "../helpers/spawn-cli.js";
+import { assertBuilt, runPrintedCommand, type SpawnedCli, spawnCli } from "../helpers/spawn-cli.js";
 import { html, startTargetSite } from "../helpers/target-site.js";
 
 const cluster = useCluster();
@@ -137,6 +137,33 @@ describe("run --fleet: workers of one fleet run", () => {
 		for (const outcome of outcomes) expect(outcome.code, outcome.stderr).toBe(1);
 		const records = await fleetRecords(url);
 		expect(records.reduce((sum, row) => sum + row.record.credits_used, 0)).toBe(service.emulator.ledger.totalCharged());
+	}, 60_000);
+
+	it("a worker stopped by the fleet's budget prints a worker command line that, pasted as printed, finishes the fleet run paying nothing twice", async () => {
+		assertBuilt();
+		const url = await (await cluster()).createDatabase();
+		const service = await useTestService({ concurrency: 4 });
+		const site = await startTargetSite((_req, res) => html(res, "<p>page</p>"));
+		const { dir, file } = listJob(site.origin, 30, "max_credits: 10\n");
+		// The URL given as a flag: the hint must not print it, nor lose it.
+		const stopped = await spawnCli(["run", file, "--fleet", url, "--fleet-run", "budget"], service.env, dir).done;
+		expect(stopped.code, stopped.stderr).toBe(1);
+		const hint = /finish with `([^`]+)`/.exec(stopped.stdout)?.[1];
+		expect(hint).toMatch(/--fleet-run budget --continue --max-credits \d+ --fleet "\$SCRAPEJOB_FLEET_URL"$/);
+		expect(hint).not.toContain("fleet-test-pw");
+		// Pasted where the variable is not set: refused, nothing sent (never a local run paying again).
+		const sent = service.emulator.ledger.byEndpoint("realtime").length;
+		const unset = await runPrintedCommand(hint!, service.env, dir).done;
+		expect(unset.code).toBe(2);
+		expect(unset.stderr).toContain("--fleet is empty");
+		expect(service.emulator.ledger.byEndpoint("realtime")).toHaveLength(sent);
+		// Pasted with it set: the fleet run finishes, every target once.
+		const finished = await runPrintedCommand(hint!, { ...service.env, SCRAPEJOB_FLEET_URL: url }, dir).done;
+		expect(finished.code, finished.stderr).toBe(0);
+		const records = await fleetRecords(url);
+		expect(records).toHaveLength(30);
+		const urls = service.emulator.ledger.byEndpoint("realtime").map((entry) => entry.url);
+		expect(new Set(urls).size).toBe(urls.length);
 	}, 60_000);
 
 	it("per_host_delay holds fleet-wide: no two fetches of the host closer than the delay, whichever worker sent them", async () => {
