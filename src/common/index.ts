@@ -37,6 +37,7 @@ export { MIN_NODE_MAJOR, NODE_TOO_OLD, nodeTooOld } from "./node-version.js";
 export { plural } from "./plural.js";
 export { ownStartTicks, type ProcessState, processState } from "./process-state.js";
 export { RECORD_COLUMNS } from "./record-columns.js";
+export { createDomainLookup, hostOfUrl } from "./registrable-domain.js";
 export {
 	FileTooLargeError,
 	NotRegularFileError,

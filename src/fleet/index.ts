@@ -4,6 +4,19 @@
  * per host, a pause for everyone.
  */
 
+export {
+	admitTarget,
+	breakerWatchList,
+	type FleetAdmission,
+	type FleetBreaker,
+	type FleetBreakerState,
+	openBreakers,
+	parkTarget,
+	probeLost,
+	recordBreakerOutcome,
+	releaseDueProbe,
+	settleProbe,
+} from "./breakers.js";
 export { commitCredits, releaseCredits, reserveCredits } from "./budget.js";
 export { connectFleet, DEFAULT_FLEET_SCHEMA, type Fleet, type FleetOptions, fleetUrlSecrets } from "./connect.js";
 export { addDiscovered } from "./discovered.js";
@@ -25,6 +38,13 @@ export { pauseFleet, setHostPoliteness } from "./politeness.js";
 export { claimRobots, type FleetRobots, storeRobots } from "./robots.js";
 export { FLEET_SCHEMA_VERSION } from "./schema.js";
 export { acquireSlot, acquireSlots, type FleetSlot, releaseSlot, setConcurrencyLimit } from "./slots.js";
-export { type FleetStatus, finishFleetRun, fleetStatus, isComplete, listFleetRuns } from "./status.js";
+export {
+	type FleetStatus,
+	finishFleetRun,
+	fleetStatus,
+	isComplete,
+	listFleetRuns,
+	onlyParkedLeft,
+} from "./status.js";
 export type { FleetLease, FleetRun, FleetTargetInput, FleetWorker } from "./types.js";
 export { registerWorker, type WorkerIdentity } from "./workers.js";

@@ -123,6 +123,29 @@ CREATE TABLE robots (
 	PRIMARY KEY (run_id, url)
 );
 `,
+	// The per-domain breakers, one row per domain for the whole fleet; an open breaker's targets wait parked.
+	`
+ALTER TABLE targets DROP CONSTRAINT targets_state_check;
+ALTER TABLE targets ADD CONSTRAINT targets_state_check
+	CHECK (state IN ('queued', 'leased', 'done', 'failed', 'parked'));
+-- The breaker (domain or host) a parked target waits on.
+ALTER TABLE targets ADD COLUMN breaker text;
+CREATE INDEX targets_parked ON targets (run_id, breaker, seq) WHERE state = 'parked';
+CREATE TABLE breakers (
+	run_id bigint NOT NULL REFERENCES runs ON DELETE CASCADE,
+	domain text NOT NULL,
+	-- The latest charged outcomes, oldest first (true: useless or failed), at most the job's window.
+	outcomes boolean[] NOT NULL DEFAULT '{}',
+	state text NOT NULL DEFAULT 'closed' CHECK (state IN ('closed', 'open', 'probing')),
+	opened_at timestamptz,
+	reason text,
+	-- The parked targets' worst cases, summed as they were parked.
+	credits_saved bigint NOT NULL DEFAULT 0,
+	-- The one target let through as the half-open breaker's probe.
+	probe_target text,
+	PRIMARY KEY (run_id, domain)
+);
+`,
 ];
 
 /** The version this scrapejob writes and reads. */

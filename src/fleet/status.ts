@@ -1,19 +1,33 @@
+import { type FleetBreaker, openBreakers } from "./breakers.js";
 import type { Fleet } from "./connect.js";
 import { toRun } from "./open-run.js";
 import type { FleetRun } from "./types.js";
 
 /**
- * True when the run has all its targets (loading ended) and none is queued or leased: a leased page may
- * still add links, so it holds the run open. One statement.
+ * True when the run has all its targets (loading ended) and none is queued, leased or parked: a leased page
+ * may still add links, and a parked one waits for its breaker, so each holds the run open. One statement.
  */
 export async function isComplete(fleet: Fleet, runId: number): Promise<boolean> {
 	const [row] = await fleet.query<{ complete: boolean }>(
 		`SELECT r.state IN ('running', 'complete')
-			AND NOT EXISTS (SELECT 1 FROM targets t WHERE t.run_id = r.id AND t.state IN ('queued', 'leased')) AS complete
+			AND NOT EXISTS (SELECT 1 FROM targets t WHERE t.run_id = r.id AND t.state IN ('queued', 'leased', 'parked')) AS complete
 		FROM runs r WHERE r.id = $1`,
 		[runId],
 	);
 	return row?.complete ?? false;
+}
+
+/** True when the run's only unsettled targets are parked behind breakers (none queued, none leased). */
+export async function onlyParkedLeft(fleet: Fleet, runId: number): Promise<boolean> {
+	const [row] = await fleet.query<{ parked: boolean }>(
+		`SELECT r.state IN ('running', 'complete')
+			AND NOT EXISTS (SELECT 1 FROM targets t WHERE t.run_id = r.id AND t.state IN ('queued', 'leased'))
+			AND EXISTS (SELECT 1 FROM targets t WHERE t.run_id = r.id AND t.state = 'parked') AS parked
+		FROM runs r WHERE r.id = $1`,
+		[runId],
+		"fleet_only_parked",
+	);
+	return row?.parked ?? false;
 }
 
 /** Mark the run complete if it is (as isComplete, in the same statement); true when it is complete now. */
@@ -21,7 +35,7 @@ export async function finishFleetRun(fleet: Fleet, runId: number): Promise<boole
 	const [row] = await fleet.query<{ state: string }>(
 		`UPDATE runs r SET state = 'complete', completed_at = coalesce(r.completed_at, now())
 		WHERE r.id = $1 AND r.state IN ('running', 'complete')
-			AND NOT EXISTS (SELECT 1 FROM targets t WHERE t.run_id = r.id AND t.state IN ('queued', 'leased'))
+			AND NOT EXISTS (SELECT 1 FROM targets t WHERE t.run_id = r.id AND t.state IN ('queued', 'leased', 'parked'))
 		RETURNING r.state`,
 		[runId],
 	);
@@ -35,6 +49,8 @@ export interface FleetStatus {
 		readonly leased: number;
 		readonly done: number;
 		readonly failed: number;
+		/** Waiting behind an open breaker. */
+		readonly parked: number;
 	};
 	readonly workers: ReadonlyArray<{
 		readonly id: string;
@@ -49,6 +65,8 @@ export interface FleetStatus {
 	readonly credits: { readonly spent: number; readonly reserved: number; readonly max: number | null };
 	/** Null when the fleet is not paused now. */
 	readonly pausedUntil: Date | null;
+	/** Breakers not closed now, in the order they opened. */
+	readonly breakers: readonly FleetBreaker[];
 	/** The database's clock when this was read. */
 	readonly at: Date;
 }
@@ -83,7 +101,13 @@ export async function fleetStatus(fleet: Fleet, runId: number): Promise<FleetSta
 	const count = (state: string) => row.counts?.[state] ?? 0;
 	return {
 		run: toRun(row),
-		targets: { queued: count("queued"), leased: count("leased"), done: count("done"), failed: count("failed") },
+		targets: {
+			queued: count("queued"),
+			leased: count("leased"),
+			done: count("done"),
+			failed: count("failed"),
+			parked: count("parked"),
+		},
 		workers: (row.workers ?? []).map((worker) => ({
 			id: worker.id,
 			hostname: worker.hostname,
@@ -99,6 +123,7 @@ export async function fleetStatus(fleet: Fleet, runId: number): Promise<FleetSta
 			max: row.max_credits === null ? null : Number(row.max_credits),
 		},
 		pausedUntil: row.paused_until,
+		breakers: await openBreakers(fleet, runId),
 		at: row.at,
 	};
 }

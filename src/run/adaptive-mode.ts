@@ -1,8 +1,5 @@
-import { lazyModule, type Mode, type ProxyType, type ScrapeParams } from "../common/index.js";
+import { createDomainLookup, hostOfUrl, type Mode, type ProxyType, type ScrapeParams } from "../common/index.js";
 import type { DomainMode } from "../history/index.js";
-
-/** Public-suffix domains (tldts), loaded by the first adaptive target. */
-const tldts = lazyModule<typeof import("tldts")>("tldts");
 
 /** One step of the ladder: a service mode and the proxy it goes through. */
 export interface Rung {
@@ -103,7 +100,7 @@ export function createAdaptiveModes(remembered: readonly DomainMode[]): Adaptive
 	}
 	/** Which domains this run wrote records of (the report and the store name only those). */
 	const touched = new Set<string>();
-	const domainOfHost = new Map<string, string>();
+	const domainOf = createDomainLookup();
 	const state = (domain: string): DomainState => {
 		let found = domains.get(domain);
 		if (!found) {
@@ -115,18 +112,9 @@ export function createAdaptiveModes(remembered: readonly DomainMode[]): Adaptive
 
 	return {
 		domainOf(url) {
-			let host: string;
-			try {
-				host = new URL(url).hostname;
-			} catch {
-				return url;
-			}
-			let domain = domainOfHost.get(host);
-			if (domain === undefined) {
-				domain = tldts().getDomain(host) ?? host;
-				domainOfHost.set(host, domain);
-			}
-			return domain;
+			// A text that is not a URL is its own domain.
+			const host = hostOfUrl(url);
+			return host === url ? url : domainOf(host);
 		},
 		ladderOf(params) {
 			// A screenshot needs a browser; a proxy the job names keeps every rung on it.

@@ -1,15 +1,13 @@
-import { type Clock, isoTime, lazyModule } from "../common/index.js";
+import { type Clock, createDomainLookup, hostOfUrl, isoTime } from "../common/index.js";
 import type { BreakerSpec } from "../job/index.js";
 import type { BreakerReport } from "../output/index.js";
-
-/** Public-suffix domains (tldts), loaded by the first run with a breaker `by: domain`. */
-const tldts = lazyModule<typeof import("tldts")>("tldts");
 
 /** What a target of a domain may do: be fetched, be the half-open breaker's one probe, or wait parked. */
 export type Admission = "fetch" | "probe" | "park";
 
 /** What the breaker reads of a written record. */
 export interface JudgedRecord {
+	readonly id: string;
 	readonly credits_used: number;
 	readonly useful?: boolean;
 	readonly useless_reason?: string | null;
@@ -18,12 +16,15 @@ export interface JudgedRecord {
 export interface Breakers {
 	/** The breaker's key of a target URL (its host; grouped by registrable domain inside): once per target. */
 	keyOf(url: string): string;
-	/** Whether a target of `key` is fetched; a parked one's worst case counts as saved. */
-	admit(key: string, worstCase: number): Admission;
+	/**
+	 * Whether target `targetId` of `key` is fetched; a parked one's worst case counts as saved. A promise only
+	 * where the answer is someone else's (a fleet's breaker not closed): the usual answer costs no microtask.
+	 */
+	admit(key: string, worstCase: number, targetId: string): Admission | Promise<Admission>;
 	/** A written record of `key`: charged ones count; a probe's answer closes (useful) or re-opens the breaker. */
 	settle(key: string, record: JudgedRecord, probe: boolean): void;
 	/** A probe that ended without a record: the next target of `key` may probe instead. */
-	probeLost(key: string): void;
+	probeLost(key: string, targetId: string): void;
 	/** The breakers open now (a probe in flight included), in the order they opened. */
 	open(): BreakerReport[];
 }
@@ -61,23 +62,9 @@ export function createBreakers(spec: BreakerSpec, clock: Clock, events: BreakerE
 	 * list (tldts: a few MB).
 	 */
 	let byDomain = false;
-	const domainOfHost = new Map<string, string>();
-	const keyOf = (url: string): string => {
-		try {
-			return new URL(url).hostname;
-		} catch {
-			return url;
-		}
-	};
-	const bucket = (host: string): string => {
-		if (!byDomain) return host;
-		let domain = domainOfHost.get(host);
-		if (domain === undefined) {
-			domain = tldts().getDomain(host) ?? host;
-			domainOfHost.set(host, domain);
-		}
-		return domain;
-	};
+	const domainOf = createDomainLookup();
+	const keyOf = hostOfUrl;
+	const bucket = (host: string): string => (byDomain ? domainOf(host) : host);
 	const groupByDomain = () => {
 		if (byDomain || spec.by === "host") return;
 		byDomain = true;

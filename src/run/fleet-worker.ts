@@ -23,7 +23,10 @@ import {
 	finishFleetRun,
 	fleetStatus,
 	isComplete,
+	onlyParkedLeft,
+	parkTarget,
 	pauseFleet,
+	releaseDueProbe,
 	releaseSlot,
 	releaseTarget,
 	renewLeases,
@@ -32,9 +35,11 @@ import {
 	storeRobots,
 	storeTaskId,
 } from "../fleet/index.js";
-import type { Job } from "../job/index.js";
+import type { BreakerSpec, Job } from "../job/index.js";
 import type { FleetSummary, ResultRecord } from "../output/index.js";
+import type { BreakerEvents, Breakers } from "./breaker.js";
 import { type CreditBudget, createCreditBudget } from "./credit-budget.js";
+import { createFleetBreakers } from "./fleet-breakers.js";
 import type { FleetCrawl } from "./fleet-crawl.js";
 import { fromFleetLease, plansOf } from "./fleet-targets.js";
 import type { StopController } from "./stop-controller.js";
@@ -63,6 +68,8 @@ interface HeldTarget {
 	charged: number;
 	/** Its record once written locally (scrubbed): it goes to the fleet's records when the target settles. */
 	record: ResultRecord | null;
+	/** Parked behind its domain's open breaker: it settles parked, not back in the queue. */
+	parked: { readonly domain: string; readonly worstCase: number } | null;
 }
 
 /** A claim is trusted locally this much less than the database gives it: clocks of hosts drift apart. */
@@ -206,7 +213,9 @@ export function createFleetCoordination(
 			if (links.length > 0) await addDiscovered(fleet, target.lease, await withinMaxPages(links));
 			const settled = target.record
 				? await completeTarget(fleet, target.lease, target.record, target.charged)
-				: await releaseTarget(fleet, target.lease, { retry: true, credits: target.charged });
+				: target.parked
+					? await parkTarget(fleet, target.lease, target.parked.domain, target.parked.worstCase)
+					: await releaseTarget(fleet, target.lease, { retry: true, credits: target.charged });
 			if (!settled && target.record)
 				log.warn(
 					{ event: "fleet_fenced", id },
@@ -316,6 +325,12 @@ export function createFleetCoordination(
 					fleetComplete = await finishFleetRun(fleet, run.id);
 					if (fleetComplete) break;
 				}
+				// Only parked targets left: a breaker whose cool-down passed sends one as its probe, else the
+				// worker ends with its breakers open (as a local run does: `--continue` takes them later).
+				if (held.size === 0 && breakers !== null) {
+					if ((await releaseDueProbe(fleet, run.id, breakers.coolDownMs)) > 0) continue;
+					if (await onlyParkedLeft(fleet, run.id)) break;
+				}
 				await pauseFeeder(IDLE_POLL_MS);
 				continue;
 			}
@@ -327,6 +342,7 @@ export function createFleetCoordination(
 					lost: false,
 					charged: 0,
 					record: null,
+					parked: null,
 				});
 				if (lease.taskId !== null) tasks.set(lease.targetId, lease.taskId);
 				const target = fromFleetLease(lease, plans);
@@ -349,10 +365,31 @@ export function createFleetCoordination(
 		for (const slot of spare.splice(0)) await releaseSlot(fleet, slot).catch(() => false);
 	};
 
+	/** The fleet's breakers (`breaker:`), when the job has them. */
+	let breakers: FleetBreakers | null = null;
+
 	return {
 		budget,
 		tasks,
 		feed,
+		/** The job's breakers, one row per domain in the fleet: parked targets wait there, not in the queue. */
+		useBreakers(spec: BreakerSpec, events: BreakerEvents): Breakers {
+			breakers = createFleetBreakers(
+				spec,
+				{
+					fleet,
+					runId: run.id,
+					track: later,
+					park(targetId, domain, worstCase) {
+						const target = held.get(targetId);
+						if (target) target.parked = { domain, worstCase };
+					},
+				},
+				events,
+			);
+			breakers.start();
+			return breakers;
+		},
 		/** A crawl job: pages' links go to the fleet's frontier. */
 		useCrawl(fleetCrawl: FleetCrawl): void {
 			crawl = fleetCrawl;
@@ -422,11 +459,12 @@ export function createFleetCoordination(
 		async close(): Promise<void> {
 			clearInterval(renewTimer);
 			clearInterval(pauseTimer);
+			await breakers?.stop();
 			const status = await fleetStatus(fleet, run.id).catch(() => null);
 			ended = {
 				run: run.runName,
 				worker: worker.id,
-				targets: status?.targets ?? { queued: 0, leased: 0, done: 0, failed: 0 },
+				targets: status?.targets ?? { queued: 0, leased: 0, done: 0, failed: 0, parked: 0 },
 				credits_spent: status?.credits.spent ?? 0,
 				max_credits: setup.maxCredits,
 			};
@@ -435,3 +473,4 @@ export function createFleetCoordination(
 }
 
 export type FleetCoordination = ReturnType<typeof createFleetCoordination>;
+type FleetBreakers = ReturnType<typeof createFleetBreakers>;

@@ -24,7 +24,7 @@ import {
 	writeSummary,
 } from "../output/index.js";
 import { createReportCollector } from "../report/index.js";
-import { createBreakers } from "./breaker.js";
+import { type BreakerEvents, createBreakers } from "./breaker.js";
 import { createSessionLimiter } from "./browser-target.js";
 import { createContractCheck } from "./contract-check.js";
 import { crawlerFor, serviceSitemapFetch } from "./crawl-hook.js";
@@ -399,20 +399,23 @@ export async function runJob(options: RunJobOptions): Promise<RunJobResult> {
 		});
 		const browser = options.browser ?? null;
 		// The per-domain paid-failure breakers (docs/behaviour.md, "Breakers"): said in run.log and on the terminal.
-		const breakers =
-			job.breaker && !fleet
-				? createBreakers(job.breaker, clock, {
-						onOpen: (open) => {
-							const message = `breaker open for ${open.domain}: ${open.reason}; its remaining targets are parked (--resume takes them)`;
-							log.warn({ event: "breaker_open", domain: open.domain, reason: open.reason }, message);
-							options.logger?.warn({ domain: open.domain }, message);
-						},
-						onClose: (domain) => {
-							log.info({ event: "breaker_closed", domain }, `breaker closed for ${domain}: the probe was useful`);
-							options.logger?.info({ domain }, `breaker closed for ${domain}: the probe was useful`);
-						},
-					})
-				: null;
+		// A fleet's are rows in its database, shared by every worker.
+		const breakerEvents: BreakerEvents = {
+			onOpen: (open) => {
+				const message = `breaker open for ${open.domain}: ${open.reason}; its remaining targets are parked (${fleet ? "--continue" : "--resume"} takes them)`;
+				log.warn({ event: "breaker_open", domain: open.domain, reason: open.reason }, message);
+				options.logger?.warn({ domain: open.domain }, message);
+			},
+			onClose: (domain) => {
+				log.info({ event: "breaker_closed", domain }, `breaker closed for ${domain}: the probe was useful`);
+				options.logger?.info({ domain }, `breaker closed for ${domain}: the probe was useful`);
+			},
+		};
+		const breakers = !job.breaker
+			? null
+			: fleet
+				? fleet.useBreakers(job.breaker, breakerEvents)
+				: createBreakers(job.breaker, clock, breakerEvents);
 		// `mode: adaptive` and the forecast: what the job's store remembers of modes and costs (run-economics.ts).
 		const economics = createRunEconomics(job, history, options.logger);
 		const runner = createTargetRunner({

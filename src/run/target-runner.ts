@@ -527,19 +527,20 @@ export function createTargetRunner(parts: TargetRunnerParts): TargetRunner {
 		// An open breaker parks the target: no fetch, no credit, no record (`--resume` takes it). One look-up.
 		const breakers = parts.breakers;
 		const domain = breakers === null ? "" : breakers.keyOf(target.url);
-		const admission = breakers === null ? "fetch" : breakers.admit(domain, worstCase);
+		let admission = breakers === null ? "fetch" : breakers.admit(domain, worstCase, target.id);
+		if (typeof admission !== "string") admission = await admission;
 		if (admission === "park") return;
 		const probe = admission === "probe";
 		// No record when it does not fit: the target is left for `--resume --max-credits <larger>`.
 		// Booked at once when it fits (nearly always): the wait for other fetches to settle is the rare case.
 		if (!budget.tryReserve(worstCase) && !(await reserveOrStop(budget, stops, worstCase))) {
-			if (probe) breakers?.probeLost(domain);
+			if (probe) breakers?.probeLost(domain, target.id);
 			return;
 		}
 		const started = clock();
 		if (stops.guardOutput(() => journal.started(target.id)) === undefined && stops.outputFailure) {
 			budget.release(worstCase);
-			if (probe) breakers?.probeLost(domain);
+			if (probe) breakers?.probeLost(domain, target.id);
 			return;
 		}
 		const paid = parts.resumePaid.get(target.id);
@@ -554,7 +555,7 @@ export function createTargetRunner(parts: TargetRunnerParts): TargetRunner {
 				parts.resumeTasks.get(target.id) ?? null,
 				parts.bodySpill,
 			));
-		if (probe && result.kind !== "ok" && result.kind !== "failed") breakers?.probeLost(domain);
+		if (probe && result.kind !== "ok" && result.kind !== "failed") breakers?.probeLost(domain, target.id);
 		if (result.kind !== "ok" && result.kind !== "failed") {
 			settleUnwritten(target.id, result, worstCase);
 			return;
@@ -576,7 +577,7 @@ export function createTargetRunner(parts: TargetRunnerParts): TargetRunner {
 		}
 		if (!record) {
 			stats.abandoned += 1;
-			if (probe) breakers?.probeLost(domain);
+			if (probe) breakers?.probeLost(domain, target.id);
 		} else {
 			parts.economics?.costs.add(
 				target.url,

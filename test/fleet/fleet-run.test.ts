@@ -71,7 +71,7 @@ describe("run --fleet: workers of one fleet run", () => {
 		expect(status.code, status.stderr).toBe(0);
 		const [run] = JSON.parse(status.stdout);
 		expect(run).toMatchObject({ job: "fleetjob", run: "nightly", state: "complete", in_flight: 0 });
-		expect(run.targets).toEqual({ queued: 0, leased: 0, done: 60, failed: 0 });
+		expect(run.targets).toEqual({ queued: 0, leased: 0, done: 60, failed: 0, parked: 0 });
 		expect(run.workers).toHaveLength(4);
 		expect(run.credits.spent).toBe(service.emulator.ledger.totalCharged());
 		const text = await spawnCli(["fleet", "status", file, "--fleet", url], {}, dir).done;

@@ -21,6 +21,7 @@ describe("the fleet's schema", () => {
 			"SELECT table_name AS name FROM information_schema.tables WHERE table_schema = 'scrapejob' ORDER BY 1",
 		);
 		expect(tables.map((table) => table.name)).toEqual([
+			"breakers",
 			"hosts",
 			"records",
 			"robots",

@@ -34,7 +34,7 @@ describe("fleet status", () => {
 		const status = await fleetStatus(b.fleet, runId);
 		expect(status).toMatchObject({
 			run: { id: runId, jobName: "job", state: "running" },
-			targets: { queued: 3, leased: 1, done: 1, failed: 1 },
+			targets: { queued: 3, leased: 1, done: 1, failed: 1, parked: 0 },
 			inFlight: 1,
 			concurrencyLimit: 3,
 			credits: { spent: 5, reserved: 7, max: 50 },

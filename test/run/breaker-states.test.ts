@@ -11,22 +11,22 @@ describe("breaker states", () => {
 		const key = breakers.keyOf("https://shop.example.co.uk/a");
 		expect(key).toBe("shop.example.co.uk");
 		const sibling = breakers.keyOf("https://www.example.co.uk/b");
-		const useless = { credits_used: 1, useful: false, useless_reason: "block_signature: x" };
+		const useless = { id: "t", credits_used: 1, useful: false, useless_reason: "block_signature: x" };
 		for (let index = 0; index < 3; index++) {
-			expect(breakers.admit(key, 2)).toBe("fetch");
+			expect(breakers.admit(key, 2, "t")).toBe("fetch");
 			breakers.settle(key, useless, false);
 		}
-		expect(breakers.admit(key, 2)).toBe("park");
-		expect(breakers.admit(sibling, 2)).toBe("park");
+		expect(breakers.admit(key, 2, "t")).toBe("park");
+		expect(breakers.admit(sibling, 2, "t")).toBe("park");
 		now = 1000;
-		expect(breakers.admit(key, 2)).toBe("probe");
-		expect(breakers.admit(key, 2)).toBe("park");
+		expect(breakers.admit(key, 2, "t")).toBe("probe");
+		expect(breakers.admit(key, 2, "t")).toBe("park");
 		breakers.settle(key, useless, true);
 		expect(breakers.open()).toMatchObject([{ domain: "example.co.uk", parked: 3, credits_saved: 6 }]);
 		now = 2000;
-		expect(breakers.admit(key, 2)).toBe("probe");
-		breakers.settle(key, { credits_used: 1, useful: true }, true);
+		expect(breakers.admit(key, 2, "t")).toBe("probe");
+		breakers.settle(key, { id: "t", credits_used: 1, useful: true }, true);
 		expect(breakers.open()).toEqual([]);
-		expect(breakers.admit(key, 2)).toBe("fetch");
+		expect(breakers.admit(key, 2, "t")).toBe("fetch");
 	});
 });

@@ -20,7 +20,9 @@ export function registerFleetCommand(program: Command, ctx: CliContext): void {
 		.description("the job's fleet runs in PostgreSQL (run --fleet): where each stands");
 	fleet
 		.command("status")
-		.description("a job's fleet runs: targets queued / leased / done / failed, workers, in flight, credits, pause")
+		.description(
+			"a job's fleet runs: targets queued / leased / done / failed / parked, workers, in flight, credits, pause, breakers",
+		)
 		.argument("<job>", "the job file (its name finds the job's fleet runs)")
 		.option("--fleet <url>", "the fleet's PostgreSQL, postgres://… (env SCRAPEJOB_FLEET_URL)")
 		.option("--config <file>", "KEY=VALUE file setting SCRAPEJOB_* variables (flags and env win over it)")
@@ -88,6 +90,14 @@ function statusJson(status: FleetStatus) {
 		concurrency_limit: status.concurrencyLimit,
 		credits: status.credits,
 		paused_until: status.pausedUntil?.toISOString() ?? null,
+		breakers: status.breakers.map((breaker) => ({
+			domain: breaker.domain,
+			state: breaker.state,
+			reason: breaker.reason,
+			opened_at: breaker.openedAt.toISOString(),
+			parked: breaker.parked,
+			credits_saved: breaker.creditsSaved,
+		})),
 		at: status.at.toISOString(),
 	};
 }
@@ -96,11 +106,15 @@ function statusText(status: FleetStatus): string {
 	const { targets, credits } = status;
 	const lines = [
 		`${status.run.jobName} · fleet run ${status.run.runName} · ${status.run.state} (opened ${status.run.createdAt.toISOString()})`,
-		`  targets    ${targets.queued} queued, ${targets.leased} leased, ${targets.done} done, ${targets.failed} failed`,
+		`  targets    ${targets.queued} queued, ${targets.leased} leased, ${targets.done} done, ${targets.failed} failed${targets.parked > 0 ? `, ${targets.parked} parked` : ""}`,
 		`  in flight  ${status.inFlight} of ${status.concurrencyLimit}`,
 		`  credits    ${credits.spent} spent, ${credits.reserved} reserved${credits.max === null ? "" : ` of ${credits.max}`}`,
 	];
 	if (status.pausedUntil) lines.push(`  paused     until ${status.pausedUntil.toISOString()} (429)`);
+	for (const breaker of status.breakers)
+		lines.push(
+			`  breaker    ${breaker.domain} ${breaker.state} since ${breaker.openedAt.toISOString()}; ${breaker.parked} parked, ${breaker.creditsSaved} credits saved: ${breaker.reason}`,
+		);
 	if (status.workers.length > 0) {
 		const rows = status.workers.map((worker) => [
 			worker.id,
