@@ -24,6 +24,7 @@ export { FleetDatabaseError, FleetSchemaTooNewError } from "./errors.js";
 export { failedTargetIds, freshTargetIds } from "./fresh.js";
 export { latestFleetRecords } from "./latest-records.js";
 export {
+	type ClaimOptions,
 	claimTargets,
 	completeTarget,
 	fetchStarting,
@@ -46,5 +47,5 @@ export {
 	listFleetRuns,
 	onlyParkedLeft,
 } from "./status.js";
-export type { FleetLease, FleetRun, FleetTargetInput, FleetWorker } from "./types.js";
+export type { FleetLease, FleetPreviousRecord, FleetRun, FleetTargetInput, FleetWorker } from "./types.js";
 export { registerWorker, type WorkerIdentity } from "./workers.js";

@@ -15,6 +15,9 @@ interface LeaseRow {
 	input: unknown;
 	claimed_at: Date;
 	lease_until: Date;
+	previous_hash?: string | null;
+	previous_at?: string | null;
+	previous_data?: unknown;
 }
 
 function toLease(row: LeaseRow): FleetLease {
@@ -32,6 +35,10 @@ function toLease(row: LeaseRow): FleetLease {
 		input: row.input,
 		claimedAt: row.claimed_at,
 		leaseUntil: row.lease_until,
+		previousOk:
+			row.previous_at === undefined || row.previous_at === null
+				? null
+				: { contentHash: row.previous_hash ?? null, finishedAt: row.previous_at, data: row.previous_data ?? null },
 	};
 }
 
@@ -82,14 +89,29 @@ export async function claimTargets(
 	worker: FleetWorker,
 	n: number,
 	leaseMs: number,
+	options: ClaimOptions = {},
 ): Promise<FleetLease[]> {
-	const claimed = await claimQueued(fleet, worker, n, leaseMs);
+	const claimed = await claimQueued(fleet, worker, n, leaseMs, options);
 	// Lapsed leases are looked for only when the queue comes up short: a full claim costs one statement.
 	if (claimed.length === n || (await reapExpiredLeases(fleet, worker.runId)) === 0) return claimed;
-	return [...claimed, ...(await claimQueued(fleet, worker, n - claimed.length, leaseMs))];
+	return [...claimed, ...(await claimQueued(fleet, worker, n - claimed.length, leaseMs, options))];
 }
 
-async function claimQueued(fleet: Fleet, worker: FleetWorker, n: number, leaseMs: number): Promise<FleetLease[]> {
+export interface ClaimOptions {
+	/**
+	 * The job whose earlier fleet runs' records each claimed target is compared with (change tracking):
+	 * its newest ok record there comes with the lease (`previousOk`), in the same statement.
+	 */
+	readonly previousOf?: string;
+}
+
+async function claimQueued(
+	fleet: Fleet,
+	worker: FleetWorker,
+	n: number,
+	leaseMs: number,
+	options: ClaimOptions,
+): Promise<FleetLease[]> {
 	const rows = await fleet.query<LeaseRow>(
 		`WITH run AS (
 			SELECT id FROM runs
@@ -134,8 +156,17 @@ async function claimQueued(fleet: Fleet, worker: FleetWorker, n: number, leaseMs
 			FROM (SELECT host, count(*)::int AS n FROM picked GROUP BY host) c
 			WHERE h.run_id = $1 AND h.host = c.host
 		)
-		SELECT * FROM claimed`,
-		[worker.runId, worker.id, n, leaseMs],
+		SELECT c.*, p.previous_hash, p.previous_at, p.previous_data FROM claimed c
+		LEFT JOIN LATERAL (
+			SELECT rec.record->>'content_hash' AS previous_hash, rec.record->>'finished_at' AS previous_at,
+				rec.record->'data' AS previous_data
+			FROM records rec JOIN runs r ON r.id = rec.run_id
+			WHERE $5::text IS NOT NULL AND rec.target_id = c.target_id AND rec.run_id <> $1 AND r.job_name = $5
+				AND rec.record->>'status' = 'ok'
+			ORDER BY rec.written_at DESC
+			LIMIT 1
+		) p ON true`,
+		[worker.runId, worker.id, n, leaseMs, options.previousOf ?? null],
 		"fleet_claim",
 	);
 	return rows.map(toLease);

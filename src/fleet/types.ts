@@ -42,6 +42,15 @@ export interface FleetLease {
 	/** The database's clock when the claim was made: a fetch to the host may start from then. */
 	readonly claimedAt: Date;
 	readonly leaseUntil: Date;
+	/** The target's newest ok record in the job's earlier fleet runs, when the claim asked (change tracking). */
+	readonly previousOk: FleetPreviousRecord | null;
+}
+
+/** What change tracking compares a new record with. */
+export interface FleetPreviousRecord {
+	readonly contentHash: string | null;
+	readonly finishedAt: string;
+	readonly data: unknown;
 }
 
 export interface FleetWorker {

@@ -4,6 +4,9 @@ import { jsonlLines } from "../common/index.js";
 import { type AppendFile, openAppendFile, parseRecordLine, type ResultRecord } from "../output/index.js";
 import type { JobHistory } from "./job-history.js";
 
+/** Where change tracking finds each target's previous ok record: the job's store, or a fleet's earlier runs. */
+export type PreviousRecords = Pick<JobHistory, "previous" | "readOkRecord">;
+
 export const CHANGES_FILE = "changes.jsonl";
 
 export interface ChangeCounts {
@@ -26,7 +29,7 @@ function canonical(value: unknown): string {
  * target's previous ok record in this job. A changed target gets a line in `changes.jsonl` with each
  * field's old and new value (the old record is read back from its run's results.jsonl).
  */
-export function createChangeTracker(history: JobHistory, runDir: string, extracts: boolean) {
+export function createChangeTracker(history: PreviousRecords, runDir: string, extracts: boolean) {
 	// A resumed run's summary counts every session: what earlier ones wrote is counted from their records.
 	const counts: ChangeCounts = countWrittenChanges(join(runDir, "results.jsonl"));
 	let changes: AppendFile | null = null;

@@ -3,7 +3,13 @@
  * what freshness and --retry-failed select from it, and `export --latest`.
  */
 
-export { CHANGES_FILE, type ChangeCounts, type ChangeTracker, createChangeTracker } from "./change-tracker.js";
+export {
+	CHANGES_FILE,
+	type ChangeCounts,
+	type ChangeTracker,
+	createChangeTracker,
+	type PreviousRecords,
+} from "./change-tracker.js";
 export {
 	CONTRACT_FILE,
 	CONTRACT_STATES,

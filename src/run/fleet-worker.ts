@@ -35,6 +35,7 @@ import {
 	storeRobots,
 	storeTaskId,
 } from "../fleet/index.js";
+import type { PreviousRecords, TargetHistory } from "../history/index.js";
 import type { BreakerSpec, Job } from "../job/index.js";
 import type { FleetSummary, ResultRecord } from "../output/index.js";
 import type { BreakerEvents, Breakers } from "./breaker.js";
@@ -89,10 +90,17 @@ const PAUSE_POLL_MS = 250;
  */
 export function createFleetCoordination(
 	setup: FleetWorkerSetup,
-	deps: { readonly job: Job; readonly clock: Clock; readonly sleep: Sleep; readonly log: Logger },
+	deps: {
+		readonly job: Job;
+		readonly clock: Clock;
+		readonly sleep: Sleep;
+		readonly log: Logger;
+		/** Change tracking is on: each claim brings the target's previous ok record. @default false */
+		readonly tracksChanges?: boolean;
+	},
 ) {
 	const { fleet, worker, run, leaseMs } = setup;
-	const { job, clock, sleep, log } = deps;
+	const { job, clock, sleep, log, tracksChanges = false } = deps;
 	/** A crawl's links go to the fleet's frontier as their page settles (`useCrawl`). */
 	let crawl: FleetCrawl | null = null;
 	/** Hosts may have a delay (the job's, or robots.txt's Crawl-delay): each fetch stamps its start. */
@@ -101,6 +109,10 @@ export function createFleetCoordination(
 	const held = new Map<string, HeldTarget>();
 	/** Task ids an earlier holder stored: polled, not paid for again (the runner reads this map). */
 	const tasks = new Map<string, string>();
+	/** Change tracking: each held target's newest ok record in the job's earlier fleet runs (from its claim). */
+	const previous = new Map<string, TargetHistory>();
+	const previousData = new WeakMap<TargetHistory, unknown>();
+	const claimOptions = tracksChanges ? { previousOf: run.jobName } : {};
 	/** Writes about a target still on their way to the database: its settlement waits for them. */
 	const pending = new Map<string, Promise<unknown>>();
 	const margin = Math.min(LEASE_MARGIN_MS, leaseMs / 10);
@@ -227,6 +239,7 @@ export function createFleetCoordination(
 		} finally {
 			tasks.delete(id);
 			pending.delete(id);
+			previous.delete(id);
 		}
 	};
 
@@ -310,7 +323,7 @@ export function createFleetCoordination(
 			try {
 				const slots = spare.splice(0, free);
 				if (slots.length < free) slots.push(...(await acquireSlots(fleet, worker, free - slots.length, leaseMs)));
-				const leases = slots.length === 0 ? [] : await claimTargets(fleet, worker, slots.length, leaseMs);
+				const leases = slots.length === 0 ? [] : await claimTargets(fleet, worker, slots.length, leaseMs, claimOptions);
 				// Slots without a target go back: another worker may have targets for them.
 				for (const slot of slots.slice(leases.length)) await releaseSlot(fleet, slot);
 				claimed = leases.map((lease, index) => ({ lease, slot: slots[index]! }));
@@ -345,6 +358,17 @@ export function createFleetCoordination(
 					parked: null,
 				});
 				if (lease.taskId !== null) tasks.set(lease.targetId, lease.taskId);
+				if (lease.previousOk) {
+					const entry: TargetHistory = {
+						latest: "ok",
+						okAt: Date.parse(lease.previousOk.finishedAt),
+						okHash: lease.previousOk.contentHash,
+						okRun: null,
+						okOffset: -1,
+					};
+					previous.set(lease.targetId, entry);
+					previousData.set(entry, lease.previousOk.data);
+				}
 				const target = fromFleetLease(lease, plans);
 				queue.add(async () => {
 					try {
@@ -372,6 +396,14 @@ export function createFleetCoordination(
 		budget,
 		tasks,
 		feed,
+		/** Change tracking's previous records: the fleet's, as each target's claim brought them. */
+		previousRecords: {
+			previous: (id: string) => previous.get(id) ?? null,
+			readOkRecord: (entry: TargetHistory) => {
+				const data = previousData.get(entry);
+				return data === undefined ? null : ({ data } as ResultRecord);
+			},
+		} satisfies PreviousRecords,
 		/** The job's breakers, one row per domain in the fleet: parked targets wait there, not in the queue. */
 		useBreakers(spec: BreakerSpec, events: BreakerEvents): Breakers {
 			breakers = createFleetBreakers(

@@ -201,11 +201,17 @@ export async function runJob(options: RunJobOptions): Promise<RunJobResult> {
 		const journal = openJournal(join(runDir, RUN_FILES.journal));
 		journal.session(runId, prior !== null);
 		const { jsonl, sinks } = openRecordSinks(job, runDir);
-		// Incremental runs: each ok record is compared with the target's previous one (history).
 		// A fleet worker's records are the fleet's (PostgreSQL): the job's local store does not see them.
 		const history = options.fleet ? null : (options.history ?? null);
 		const historyRun = history ? history.runIndex(basename(runDir)) : 0;
-		const changes = history ? createChangeTracker(history, runDir, Boolean(job.extraction)) : null;
+		// The fleet's coordination parts (fleet-worker.ts) in place of the local ones, chosen here once.
+		const fleet = options.fleet
+			? createFleetCoordination(options.fleet, { job, clock, sleep, log, tracksChanges: true })
+			: null;
+		// Incremental runs: each ok record is compared with the target's previous one (the job's store, or
+		// the fleet's earlier runs).
+		const previousRecords = fleet?.previousRecords ?? history;
+		const changes = previousRecords ? createChangeTracker(previousRecords, runDir, Boolean(job.extraction)) : null;
 		const fill = await createRunFillStats(job, prior ? join(runDir, RUN_FILES.jsonl) : null);
 		// The data contract: field rules per record as written, the job's checks once the run completes.
 		const contract = job.contract ? createContractCheck(job.contract) : null;
@@ -220,8 +226,6 @@ export async function runJob(options: RunJobOptions): Promise<RunJobResult> {
 		const stats = prior?.statistics ?? createRunStatistics();
 		// A resumed run's earlier records are on disk only: its report is rebuilt from the folder instead.
 		const report = prior === null ? createReportCollector(startedAt) : null;
-		// The fleet's coordination parts (fleet-worker.ts) in place of the local ones, chosen here once.
-		const fleet = options.fleet ? createFleetCoordination(options.fleet, { job, clock, sleep, log }) : null;
 		const budget = fleet?.budget ?? createCreditBudget(maxCredits, stats.creditsUsed);
 		// Signals, the lease, outages, the budget, failed writes: one stop reason, one grace period.
 		const stops = createStopController({

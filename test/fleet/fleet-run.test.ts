@@ -258,4 +258,49 @@ describe("run --fleet: workers of one fleet run", () => {
 		expect(service.emulator.ledger.entries.map((entry) => entry.path)).toEqual(["/public/scraper"]);
 		expect(existsSync(join(dir, "output", "fleetjob", "fleet"))).toBe(false);
 	}, 60_000);
+	it("change tracking across fleet runs: each record is new, changed or unchanged against the target's newest ok record in the job's earlier fleet runs, changes.jsonl per worker names the fields", async () => {
+		assertBuilt();
+		const url = await (await cluster()).createDatabase();
+		const service = await useTestService({ concurrency: 4 });
+		const prices = new Map<string, string>();
+		const site = await startTargetSite((req, res) =>
+			html(res, `<h1 class="price">${prices.get(req.url ?? "") ?? "1.00"}</h1>`),
+		);
+		const { dir, file } = listJob(site.origin, 20, "extract:\n  price: {css: .price}\n");
+		const night = async (name: string) => {
+			const outcomes = await Promise.all([1, 2].map(() => worker(file, dir, service.env, url, [], name).done));
+			for (const outcome of outcomes) expect(outcome.code, outcome.stderr).toBe(0);
+			return outcomes.map((outcome) => JSON.parse(outcome.stdout.trim().split("\n").at(-1)!));
+		};
+		const first = await night("night-1");
+		expect(first.reduce((sum, summary) => sum + summary.changes.new, 0)).toBe(20);
+		// Three prices move; the rest stay.
+		for (const page of ["/p/3", "/p/7", "/p/11"]) prices.set(page, "2.50");
+		const second = await night("night-2");
+		const total = (key: "new" | "changed" | "unchanged") =>
+			second.reduce((sum, summary) => sum + summary.changes[key], 0);
+		expect({ new: total("new"), changed: total("changed"), unchanged: total("unchanged") }).toEqual({
+			new: 0,
+			changed: 3,
+			unchanged: 17,
+		});
+		// The fleet's records carry `change`: what `export --latest --fleet` shows.
+		const records = await queryDatabase<{ change: string; url: string }>(
+			url,
+			"SELECT r.record->>'change' AS change, r.record->>'url' AS url FROM scrapejob.records r JOIN scrapejob.runs u ON u.id = r.run_id WHERE u.run_name = 'night-2' AND r.record->>'change' = 'changed' ORDER BY 2",
+		);
+		expect(records.map((row) => new URL(row.url).pathname).sort()).toEqual(["/p/11", "/p/3", "/p/7"]);
+		// Each worker's changes.jsonl holds the changes it found, with the field's old and new value.
+		const lines = second.flatMap((summary) => {
+			const path = join(dir, "output", "fleetjob", "fleet", summary.run_id, "changes.jsonl");
+			return existsSync(path)
+				? readFileSync(path, "utf8")
+						.trim()
+						.split("\n")
+						.map((line) => JSON.parse(line))
+				: [];
+		});
+		expect(lines).toHaveLength(3);
+		for (const line of lines) expect(line.fields).toEqual({ price: { old: "1.00", new: "2.50" } });
+	}, 60_000);
 });
