@@ -20,7 +20,13 @@ export interface PagePool {
 	 * signal's reason when `signal` aborts first (a stop past its grace period: the worker is ended).
 	 */
 	run(
-		page: { html: string; url: string; plan: ExtractPlan | null; links: boolean; blockCss?: readonly string[] },
+		page: {
+			html: string | Uint8Array;
+			url: string;
+			plan: ExtractPlan | null;
+			links: boolean;
+			blockCss?: readonly string[];
+		},
 		signal?: AbortSignal,
 	): Promise<PageTaskResult>;
 	/** Whether pages run in worker threads (false where the worker's file is missing: TypeScript sources). */
@@ -83,8 +89,13 @@ export async function createPagePool(options: PagePoolOptions = {}): Promise<Pag
 		run: (page, signal) =>
 			slots.run(async () => {
 				signal?.throwIfAborted();
+				// A page's bytes cross without a string's structured clone (which holds the page twice more on this
+				// thread while it is sent): shared memory as it is (a large answer is read into it), else a copy
+				// moved to the worker. The caller keeps its own.
+				const shared = typeof page.html !== "string" && page.html.buffer instanceof SharedArrayBuffer;
+				const bytes = typeof page.html === "string" || shared ? null : new Uint8Array(page.html);
 				const task: PageTask = {
-					html: page.html,
+					html: bytes ?? page.html,
 					url: page.url,
 					fields: page.plan ? fieldsTextOf(page.plan) : null,
 					links: page.links,
@@ -94,6 +105,7 @@ export async function createPagePool(options: PagePoolOptions = {}): Promise<Pag
 				try {
 					return (await pool.run(task, {
 						signal: signal ? AbortSignal.any([timeout, signal]) : timeout,
+						...(bytes ? { transferList: [bytes.buffer] } : {}),
 					})) as PageTaskResult;
 				} catch (error) {
 					if (signal?.aborted) throw signal.reason;

@@ -10,7 +10,11 @@ import { extractLinks, type ParsedPage, parseHtml } from "./parse-html.js";
  * functions, so its fields travel as written and are compiled once per worker).
  */
 export interface PageTask {
-	readonly html: string;
+	/**
+	 * The page: its text, or its UTF-8 bytes, decoded only in the thread that reads it (a large page then
+	 * crosses to the worker as one moved buffer and is never a string on the caller's thread).
+	 */
+	readonly html: string | Uint8Array;
 	/** The page's address: links and `url` fields resolve against it. */
 	readonly url: string;
 	/** The target's `extract:` fields as written (JSON of name → field), or null when nothing is extracted. */
@@ -51,16 +55,17 @@ function planFor(fields: string): ExtractPlan {
  * page-pool.ts) or, where no worker can start, on the caller's thread.
  */
 export function runPageTask(task: PageTask): PageTaskResult {
+	const html = typeof task.html === "string" ? task.html : textOf(task.html);
 	const plan = task.fields === null ? null : planFor(task.fields);
 	const blockCss = task.blockCss ?? [];
 	// Links and CSS block signatures need the tree; fields alone go through extractPage, which parses only when a field needs it.
-	const page: ParsedPage | null = task.links || blockCss.length > 0 ? parseHtml(task.html, task.url) : null;
+	const page: ParsedPage | null = task.links || blockCss.length > 0 ? parseHtml(html, task.url) : null;
 	const blocked = page && blockCss.length > 0 ? matchCssSignature(page, blockCss) : null;
 	let data: ExtractedData | undefined;
 	let error: string | undefined;
 	if (plan) {
 		try {
-			data = page ? extractFields(page, plan) : extractPage(task.html, task.url, plan);
+			data = page ? extractFields(page, plan) : extractPage(html, task.url, plan);
 		} catch (cause) {
 			// A page a selector chokes on must not cost the record: its fields are null, and the record says why.
 			error = cause instanceof Error ? cause.message : String(cause);
@@ -72,4 +77,9 @@ export function runPageTask(task: PageTask): PageTaskResult {
 		...(error !== undefined ? { error } : {}),
 		...(blocked !== null ? { blocked } : {}),
 	};
+}
+
+/** UTF-8 bytes as text, decoded as `Buffer#toString("utf8")` does (malformed bytes become U+FFFD). */
+function textOf(bytes: Uint8Array): string {
+	return Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength).toString("utf8");
 }

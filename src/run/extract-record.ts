@@ -117,12 +117,19 @@ export function pageWorkOf(
 	wantsLinks: boolean,
 	/** The job's CSS block signatures: a page is parsed for them only when there are some. */
 	blockCss: readonly string[] = [],
-): { html: string; url: string; plan: ExtractPlan | null; links: boolean; blockCss?: readonly string[] } | null {
+): {
+	html: string | Uint8Array;
+	url: string;
+	plan: ExtractPlan | null;
+	links: boolean;
+	blockCss?: readonly string[];
+} | null {
 	if (result.kind !== "ok") return null;
 	const plan = target.extract && target.extract.fields.length > 0 ? target.extract : null;
 	if ((plan === null && !wantsLinks && blockCss.length === 0) || !isHtml(target, result)) return null;
 	return {
-		html: pageHtml(result),
+		// The body's bytes: decoded in the page worker, never held as a string here.
+		html: result.json ? pageHtml(result) : result.body,
 		url: result.finalUrl ?? target.url,
 		plan,
 		links: wantsLinks,
