@@ -124,7 +124,9 @@ export async function finishRun(parts: FinishParts): Promise<RunJobResult> {
 	const verdict = parts.contract && finished ? judgeContract(parts, summary, stops) : null;
 	if (parts.heldBack && history && finished) {
 		const passed = verdict?.passed ?? true;
-		stops.guardOutput(() => writeContractState(runDir, passed ? "passed" : "held", passed ? undefined : verdict?.broken));
+		stops.guardOutput(() =>
+			writeContractState(runDir, passed ? "passed" : "held", passed ? undefined : verdict?.broken),
+		);
 		if (passed) {
 			try {
 				history.foldRun(basename(runDir));

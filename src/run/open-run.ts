@@ -146,9 +146,7 @@ export function readRunDigest(runDir: string): string | null {
  * re-extraction both start, after the job's lock is taken.
  */
 export function createRunFolder(outRoot: string, jobName: string, runId: string, runsDir?: string): string {
-	return runsDir
-		? createRunDir(dirname(runsDir), basename(runsDir), runId)
-		: createRunDir(outRoot, jobName, runId);
+	return runsDir ? createRunDir(dirname(runsDir), basename(runsDir), runId) : createRunDir(outRoot, jobName, runId);
 }
 
 function readMeta(runDir: string): RunMeta {
