@@ -31,6 +31,7 @@ export {
 	openJsonlReader,
 	parseJsonLine,
 } from "./jsonl-lines.js";
+export { KeyTable, normalizedKeyLow } from "./key-table.js";
 export { createLastWords, type LastWord, type LastWords } from "./last-words.js";
 export { lazyModule } from "./lazy-module.js";
 export { MIN_NODE_MAJOR, NODE_TOO_OLD, nodeTooOld } from "./node-version.js";

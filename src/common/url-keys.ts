@@ -1,13 +1,14 @@
 import { closeSync, mkdirSync, openSync, readSync, rmSync, writeSync } from "node:fs";
 import { join } from "node:path";
+import { KeyTable, normalizedKeyLow } from "./key-table.js";
 
 /**
  * The crawl's URL keys: every URL seen (seeded or discovered: journalled once) and, of those, the ones
  * claimed (handed out for fetching, or fetched as a redirect's final address: fetched once). A claimed
  * URL is always a seen one, so one structure holds both.
  *
- * Recent keys live in an open-addressing table of 64-bit keys (SHA-256 bits of the normalized URL)
- * with a claimed bit per slot, outside the JS heap. When it holds `inMemory` keys they are sorted and
+ * Recent keys live in an open-addressing table of 64-bit keys (key-table.ts: SHA-256 bits of the
+ * normalized URL) with a claimed bit per slot, outside the JS heap. When it holds `inMemory` keys they are sorted and
  * spilled to a file (a "run"), and the table starts again empty. A run keeps in memory only what
  * finds a key without reading the disk for most misses: a Bloom filter (10 bits a key, ~1 % false
  * positives), the first key of each 256-key block, and the claimed bits — about 1.5 bytes a URL
@@ -34,97 +35,10 @@ export interface UrlKeysOptions {
 	readonly inMemory?: number;
 }
 
-const INITIAL_SLOTS = 1024;
-const MAX_LOAD = 0.7;
 /** Keys per block of a spilled run: the unit one lookup reads (2 KiB). */
 const BLOCK = 256;
 const BLOOM_BITS_PER_KEY = 10;
 const BLOOM_HASHES = 7;
-
-/** (0, 0) marks an empty slot: a real (0, 0) key is kept as (0, 1). */
-function normalizedLow(high: number, low: number): number {
-	return high === 0 && low === 0 ? 1 : low;
-}
-
-/** The in-memory tier: open addressing, linear probing, a claimed bit per slot. */
-class KeyTable {
-	slots = INITIAL_SLOTS;
-	keys = new Uint32Array(INITIAL_SLOTS * 2);
-	claimed = new Uint32Array(INITIAL_SLOTS / 32);
-	size = 0;
-
-	/** The key's slot: where it is, or the empty slot where it would go. */
-	find(high: number, low: number): number {
-		return findSlot(this.keys, this.slots - 1, high, low);
-	}
-
-	isEmpty(slot: number): boolean {
-		return this.keys[slot * 2] === 0 && this.keys[slot * 2 + 1] === 0;
-	}
-
-	isClaimedAt(slot: number): boolean {
-		return ((this.claimed[slot >>> 5]! >>> (slot & 31)) & 1) === 1;
-	}
-
-	setClaimed(slot: number): void {
-		this.claimed[slot >>> 5]! |= 1 << (slot & 31);
-	}
-
-	/** Put a key in its empty slot; returns the key's slot afterwards (the table may have grown). */
-	insert(slot: number, high: number, low: number): number {
-		this.keys[slot * 2] = high;
-		this.keys[slot * 2 + 1] = low;
-		this.size++;
-		if (this.size <= this.slots * MAX_LOAD) return slot;
-		this.grow();
-		return this.find(high, low);
-	}
-
-	grow(): void {
-		const slots = this.slots * 2;
-		const keys = new Uint32Array(slots * 2);
-		const claimed = new Uint32Array(slots / 32);
-		for (let slot = 0; slot < this.slots; slot++) {
-			if (this.isEmpty(slot)) continue;
-			const h = this.keys[slot * 2]!;
-			const l = this.keys[slot * 2 + 1]!;
-			const to = findSlot(keys, slots - 1, h, l);
-			keys[to * 2] = h;
-			keys[to * 2 + 1] = l;
-			if (this.isClaimedAt(slot)) claimed[to >>> 5]! |= 1 << (to & 31);
-		}
-		this.slots = slots;
-		this.keys = keys;
-		this.claimed = claimed;
-	}
-
-	/**
-	 * Forget every key, keeping the arrays at their size. A fresh table would grow back by doubling
-	 * (1,024 slots to 512 Ki for the default 262,144 keys of the feed): ~8 MB allocated and freed per
-	 * spill, and glibc keeps freed blocks of that size for the next ones (it raises its mmap threshold
-	 * to the largest block freed), so a million-row run's resident memory crept up by a few MB a spill.
-	 */
-	clear(): void {
-		this.keys.fill(0);
-		this.claimed.fill(0);
-		this.size = 0;
-	}
-
-	get bytes(): number {
-		return this.keys.byteLength + this.claimed.byteLength;
-	}
-}
-
-function findSlot(table: Uint32Array, mask: number, high: number, low: number): number {
-	// The keys are SHA-256 bits already: the low word is a uniform hash as it is.
-	let slot = low & mask;
-	for (;;) {
-		const h = table[slot * 2]!;
-		const l = table[slot * 2 + 1]!;
-		if ((h === 0 && l === 0) || (h === high && l === low)) return slot;
-		slot = (slot + 1) & mask;
-	}
-}
 
 /** A spilled, sorted run of keys on disk, with what finds a key in it kept in memory. */
 class SpilledRun {
@@ -222,7 +136,7 @@ export function createUrlKeys(options: UrlKeysOptions = { dir: null }): UrlKeys 
 	const inMemory = options.inMemory ?? 1_000_000;
 	// Runs left by a killed process are stale: the keys are rebuilt from the frontier journal.
 	if (options.dir !== null) rmSync(options.dir, { recursive: true, force: true });
-	const table = new KeyTable();
+	const table = new KeyTable({ claims: true });
 	const runs: SpilledRun[] = [];
 	let spilledKeys = 0;
 
@@ -276,7 +190,7 @@ export function createUrlKeys(options: UrlKeysOptions = { dir: null }): UrlKeys 
 	return {
 		see(high, low) {
 			const h = high >>> 0;
-			const l = normalizedLow(h, low >>> 0);
+			const l = normalizedKeyLow(h, low >>> 0);
 			if (locate(h, l)) return false;
 			table.insert(foundAt, h, l);
 			afterAdd();
@@ -284,7 +198,7 @@ export function createUrlKeys(options: UrlKeysOptions = { dir: null }): UrlKeys 
 		},
 		claim(high, low) {
 			const h = high >>> 0;
-			const l = normalizedLow(h, low >>> 0);
+			const l = normalizedKeyLow(h, low >>> 0);
 			if (!locate(h, l)) {
 				table.setClaimed(table.insert(foundAt, h, l));
 				afterAdd();
@@ -298,7 +212,7 @@ export function createUrlKeys(options: UrlKeysOptions = { dir: null }): UrlKeys 
 		},
 		isClaimed(high, low) {
 			const h = high >>> 0;
-			if (!locate(h, normalizedLow(h, low >>> 0))) return false;
+			if (!locate(h, normalizedKeyLow(h, low >>> 0))) return false;
 			const run = foundRun as SpilledRun | null;
 			return run ? run.isClaimedAt(foundAt) : table.isClaimedAt(foundAt);
 		},

@@ -1,19 +1,13 @@
-import { hash } from "node:crypto";
 import { join } from "node:path";
 import { createUrlKeys, type UrlKeys } from "../common/index.js";
-import {
-	type CrawlSpec,
-	createTargetKey,
-	identityOptionsJson,
-	type Job,
-	type RetryCrawl,
-	shardOf,
-	type Target,
-} from "../job/index.js";
-import { FRONTIER_FILE, type FrontierEntry, type FrontierFile, openFrontierFile } from "./frontier-file.js";
-import { createLinkScope } from "./link-scope.js";
-import { normalizeUrl, withSeedCredentials } from "./normalize-url.js";
-import { createRobots, ROBOTS_PAID } from "./robots.js";
+import { type CrawlSpec, createTargetKey, type Job, type RetryCrawl, shardOf, type Target } from "../job/index.js";
+import { DepthIndex } from "./depth-index.js";
+import type { FrontierEntry } from "./frontier-file.js";
+import { createLinkScope, type LinkScope } from "./link-scope.js";
+import { normalizeUrl } from "./normalize-url.js";
+import { OutstandingPages } from "./outstanding-pages.js";
+import { createRobots, ROBOTS_PAID, type Robots } from "./robots.js";
+import { SeedProfiles } from "./seed-profiles.js";
 import type { ShardInbox } from "./shard-inbox.js";
 import type { SitemapBounds } from "./sitemap-stream.js";
 import { createSitemapReader, type SitemapFetch } from "./sitemaps.js";
@@ -102,15 +96,18 @@ export interface Crawler {
 	close(): void;
 }
 
-/** Seed options every page found from that seed inherits: one per distinct option set, held in memory. */
-interface Profile {
-	readonly optionsJson: string;
-	readonly seed: Target;
-}
-
 const BATCH = 256;
 
 const sameOrigin = (seed: Target, url: URL) => URL.canParse(seed.url) && new URL(seed.url).origin === url.origin;
+
+/** A batch of seeds as the crawl takes it: the ones to fetch, and the origins to read first. */
+interface SeedBatch {
+	readonly out: Target[];
+	/** Origins first seen in this batch, with their first seed (whose options fetch the sitemaps). */
+	readonly newOrigins: Target[];
+	/** Origins whose robots.txt is to be read before their seeds go out (its Crawl-delay paces them). */
+	readonly robotsOrigins: Target[];
+}
 
 /**
  * Breadth-first crawl over a journalled frontier. One set of 64-bit URL keys (url-keys.ts): seen
@@ -126,274 +123,175 @@ const sameOrigin = (seed: Target, url: URL) => URL.canParse(seed.url) && new URL
  * last of depth e−1) is journalled again at e; whichever entry is handed out first claims the URL, and
  * the shallower one is first. `max_depth` cuts where a BFS would; `max_pages` counts exactly.
  *
- * The frontier stays on disk: for each depth, the byte ranges of frontier.jsonl that hold its
- * entries (one range per run of appends of that depth: a handful per level) are read a chunk at a time.
+ * The frontier stays on disk, indexed by depth (depth-index.ts); pages in flight per depth are
+ * outstanding-pages.ts's, seeds' options seed-profiles.ts's.
  */
 export function createCrawler(options: CrawlerOptions): Crawler {
-	const { spec, done } = options;
-	const frontier: FrontierFile = openFrontierFile(join(options.runDir, FRONTIER_FILE));
-	const urls: UrlKeys = createUrlKeys({
-		dir: join(options.runDir, CRAWL_KEYS_DIR),
-		...(options.keysInMemory !== undefined ? { inMemory: options.keysInMemory } : {}),
-	});
-	const scope = createLinkScope(spec.scope);
-	const profiles = new Map<string, Profile>();
-	let handedOut = 0;
-	let fresh = 0;
-	let refetched = 0;
-	/** Seed origins whose sitemaps were asked for (`sitemaps: true`), each once per session. */
-	const seedOrigins = new Set<string>();
-	let stoppedBy: CrawlSummary["stopped_by"] = null;
-	/** Sitemap files were left unread because the crawl knew `max_pages` URLs already. */
-	let sitemapsCut = false;
-	const pagesBefore = done?.size ?? 0;
-	/** Per depth: byte ranges of frontier.jsonl holding its entries not handed out yet, in file order. */
-	const ranges = new Map<number, Array<{ from: number; to: number }>>();
-	/** Per depth: entries read from its first range and not handed out yet. */
-	const buffered = new Map<number, FrontierEntry[]>();
-	/** The depth whose range the last journalled entries extended (-1: none, or a mixed append). */
-	let lastRangeDepth = -1;
-	/** The deepest entry journalled (a link found shallower than it may have been journalled deeper first). */
-	let deepestJournalled = 0;
-	/** Per depth: pages handed out and not settled yet. */
-	const outstanding = new Map<number, number>();
-	let outstandingTotal = 0;
-	let wakeUp: (() => void) | null = null;
+	return new BreadthFirstCrawler(options);
+}
 
-	const urlKey = (url: string) => createTargetKey(url, "");
-	/** `--retry-failed`: failed seeds and pages are fetched again, and what they newly link. */
-	const retry = options.job.retryCrawl ?? null;
-	/** The shard a URL is fetched by: this one's index when unsharded. */
-	const shard = options.job.shard;
-	const shardOfUrl = (url: string) => (shard ? shardOf(url, shard.count, options.job.shardBy) : 1);
-	const mine = (url: string) => !shard || shardOfUrl(url) === shard.index;
-	const pagesLeft = () => spec.maxPages - pagesBefore - handedOut;
-
-	const profileOf = (seed: Target): string => {
-		const identity = seed.browserSession ? { ...seed.params, browser_session: seed.browserSession } : seed.params;
-		const optionsJson = identityOptionsJson(identity);
-		const key = hash("sha256", optionsJson, "hex").slice(0, 12);
-		if (!profiles.has(key)) profiles.set(key, { optionsJson, seed });
-		return key;
-	};
-
-	const discoveredTarget = (entry: FrontierEntry, profile: Profile): Target => {
-		const { seed } = profile;
-		const target: Target = {
-			id: createTargetKey(entry.u, profile.optionsJson).id,
-			url: entry.u,
-			// The journal never holds credentials: the fetch gets the seed's back on the seed's own origin.
-			params: { ...seed.params, url: withSeedCredentials(entry.u, seed.url) },
-			origin: seed.origin,
-			crawl: { depth: entry.d, parent: entry.p, profile: entry.k },
-		};
-		if (seed.browserSession) target.browserSession = seed.browserSession;
-		if (seed.extract !== undefined) target.extract = seed.extract;
-		return target;
-	};
-
-	/** Note that bytes [from, to) of frontier.jsonl hold entries of `depth` to hand out. */
-	const addRange = (depth: number, from: number, to: number, extend: boolean) => {
-		let list = ranges.get(depth);
-		if (!list) {
-			list = [];
-			ranges.set(depth, list);
-		}
-		const last = list.at(-1);
-		if (extend && last && last.to <= from) last.to = to;
-		else list.push({ from, to });
-		if (depth > deepestJournalled) deepestJournalled = depth;
-	};
-
-	/** Every entry goes to frontier.jsonl through here: pages to hand out are indexed by depth. */
-	const journal = (entries: readonly FrontierEntry[]) => {
-		if (entries.length === 0) return;
-		const from = frontier.size;
-		frontier.append(entries);
-		const to = frontier.size;
-		let depth = -1;
-		let mixed = false;
-		for (const entry of entries) {
-			// Sitemap files (d < 0) and redirect landings (claimed when journalled) are not handed out.
-			if (entry.d < 0 || entry.r === 1) continue;
-			if (depth === -1) depth = entry.d;
-			else if (entry.d !== depth) {
-				mixed = true;
-				break;
-			}
-		}
-		if (depth === -1) return;
-		if (!mixed) {
-			addRange(depth, from, to, lastRangeDepth === depth);
-			lastRangeDepth = depth;
-			return;
-		}
-		// Depths mixed in one append (an inbox read): each depth's range covers it, lines of others passed over.
-		const depths = new Set(entries.filter((entry) => entry.d >= 0 && entry.r !== 1).map((entry) => entry.d));
-		for (const each of depths) addRange(each, from, to, false);
-		lastRangeDepth = -1;
-	};
-
-	/** The lowest depth with entries to hand out, or null. */
-	const lowestPending = (): number | null => {
-		let lowest: number | null = null;
-		for (const [depth, list] of ranges) {
-			if ((lowest === null || depth < lowest) && (list.length > 0 || (buffered.get(depth)?.length ?? 0) > 0))
-				lowest = depth;
-		}
-		return lowest;
-	};
-
-	/** The lowest depth of a page handed out and not settled, or null. */
-	const lowestOutstanding = (): number | null => {
-		let lowest: number | null = null;
-		for (const depth of outstanding.keys()) if (lowest === null || depth < lowest) lowest = depth;
-		return lowest;
-	};
-
-	/** The next entry of `depth` to hand out (read from its ranges a chunk at a time), or null. */
-	const nextOf = (depth: number): FrontierEntry | null => {
-		for (;;) {
-			const held = buffered.get(depth);
-			if (held && held.length > 0) return held.pop()!;
-			const list = ranges.get(depth);
-			const range = list?.[0];
-			if (!list || !range) {
-				ranges.delete(depth);
-				buffered.delete(depth);
-				return null;
-			}
-			const read = frontier.readDepth(range.from, range.to, depth);
-			range.from = read.next;
-			if (range.from >= range.to) list.shift();
-			// Held reversed: pop() hands them out in file order.
-			buffered.set(depth, read.entries.reverse());
-		}
-	};
-
-	/** The job's scope as it is now: `scope`, `include`, `exclude` over a normalized URL. */
-	const inScope = (url: string): boolean => {
-		if (!scope.allows(new URL(url))) return false;
-		if (spec.include.length > 0 && !spec.include.some((pattern) => pattern.test(url))) return false;
-		return !spec.exclude.some((pattern) => pattern.test(url));
-	};
-
-	const follows = (href: string): string | null => {
-		const url = normalizeUrl(href);
-		return url !== null && inScope(url) ? url : null;
-	};
-
+class BreadthFirstCrawler implements Crawler {
+	private readonly spec: CrawlSpec;
+	private readonly done: CrawlerOptions["done"];
+	private readonly frontier: DepthIndex;
+	private readonly urls: UrlKeys;
+	private readonly scope: LinkScope;
+	private readonly profiles = new SeedProfiles();
+	private readonly outstanding = new OutstandingPages();
 	/** `robots: obey`: each crawled origin's robots.txt decides which discovered links are followed. */
-	const robots =
-		spec.robots === "obey" && options.fetchSitemap
-			? createRobots({
-					runDir: options.runDir,
-					fetch: options.fetchSitemap,
-					append: journal,
-					...(options.warn ? { warn: options.warn } : {}),
-				})
-			: null;
-	let robotsDisallowed = 0;
+	private readonly robots: Robots | null;
+	private readonly sitemaps: ReturnType<typeof createSitemapReader>;
+	/** `--retry-failed`: failed seeds and pages are fetched again, and what they newly link. */
+	private readonly retry: RetryCrawl | null;
+	/** The shard a URL is fetched by: this one's index when unsharded. */
+	private readonly shard: Job["shard"];
+	/** Pages with a record from earlier sessions of this run. */
+	private readonly pagesBefore: number;
+	/** Seed origins whose sitemaps were asked for (`sitemaps: true`), each once per session. */
+	private readonly seedOrigins = new Set<string>();
+	private handedOut = 0;
+	private fresh = 0;
+	private refetched = 0;
+	private robotsDisallowed = 0;
+	private stoppedBy: CrawlSummary["stopped_by"] = null;
+	/** Sitemap files were left unread because the crawl knew `max_pages` URLs already. */
+	private sitemapsCut = false;
 
-	const sitemaps = createSitemapReader({
-		// The robots.txt read for the rules is the one read for `Sitemap:` lines: paid once.
-		...(robots
-			? {
-					robotsFile: async (origin: string, seed: Target, profile: string) =>
-						(await robots.load(origin, seed, profile)) ? robots.bodyPath(origin) : ("stopped" as const),
-				}
-			: {}),
-		runDir: options.runDir,
-		...(options.warn ? { warn: options.warn } : {}),
-		...(options.sitemapBounds ? { bounds: options.sitemapBounds } : {}),
-		fetch: options.fetchSitemap ?? (async () => ({ kind: "stopped" })),
-		append: journal,
-		pageFound(href, profile) {
-			const url = follows(href);
-			// A sitemap page of another shard's host: that shard reads the same sitemap from its seed.
-			if (url === null || !mine(url)) return null;
-			const key = urlKey(url);
-			return urls.see(key.high, key.low) ? { u: url, d: 0, p: null, k: profile } : null;
-		},
-		isStopping: options.isStopping,
-		hasRoom: () => urls.size < spec.maxPages,
-	});
+	private readonly options: CrawlerOptions;
 
-	/** A resumed run knows every link journalled before: they are not journalled again. */
-	const rememberJournalled = () => {
-		const reader = openFrontierFile(join(options.runDir, FRONTIER_FILE));
-		try {
-			for (let lineStart = 0, entry = reader.next(); entry !== null; lineStart = reader.cursor, entry = reader.next()) {
-				if (entry.d < 0) {
-					if (entry.d === ROBOTS_PAID) robots?.remember(entry);
-					else sitemaps.remember(entry);
-					continue;
-				}
-				const key = urlKey(entry.u);
-				if (entry.r === 1) urls.claim(key.high, key.low);
-				else {
-					urls.see(key.high, key.low);
-					// Handed out again in depth order; what has a record (or a claim) is passed over then.
-					addRange(entry.d, lineStart, reader.cursor, lastRangeDepth === entry.d);
-					lastRangeDepth = entry.d;
-				}
-			}
-		} finally {
-			reader.close();
-		}
-	};
-	if (done !== null) rememberJournalled();
+	constructor(options: CrawlerOptions) {
+		this.options = options;
+		this.spec = options.spec;
+		this.done = options.done;
+		this.frontier = new DepthIndex(options.runDir);
+		this.urls = createUrlKeys({
+			dir: join(options.runDir, CRAWL_KEYS_DIR),
+			...(options.keysInMemory !== undefined ? { inMemory: options.keysInMemory } : {}),
+		});
+		this.scope = createLinkScope(this.spec.scope);
+		this.retry = options.job.retryCrawl ?? null;
+		this.shard = options.job.shard;
+		this.pagesBefore = this.done?.size ?? 0;
+		const journal = (entries: readonly FrontierEntry[]) => this.frontier.journal(entries);
+		this.robots =
+			this.spec.robots === "obey" && options.fetchSitemap
+				? createRobots({
+						runDir: options.runDir,
+						fetch: options.fetchSitemap,
+						append: journal,
+						...(options.warn ? { warn: options.warn } : {}),
+					})
+				: null;
+		const robots = this.robots;
+		this.sitemaps = createSitemapReader({
+			// The robots.txt read for the rules is the one read for `Sitemap:` lines: paid once.
+			...(robots
+				? {
+						robotsFile: async (origin: string, seed: Target, profile: string) =>
+							(await robots.load(origin, seed, profile)) ? robots.bodyPath(origin) : ("stopped" as const),
+					}
+				: {}),
+			runDir: options.runDir,
+			...(options.warn ? { warn: options.warn } : {}),
+			...(options.sitemapBounds ? { bounds: options.sitemapBounds } : {}),
+			fetch: options.fetchSitemap ?? (async () => ({ kind: "stopped" })),
+			append: journal,
+			pageFound: (href, profile) => {
+				const url = this.follows(href);
+				// A sitemap page of another shard's host: that shard reads the same sitemap from its seed.
+				if (url === null || !this.mine(url)) return null;
+				const key = urlKey(url);
+				return this.urls.see(key.high, key.low) ? { u: url, d: 0, p: null, k: profile } : null;
+			},
+			isStopping: options.isStopping,
+			hasRoom: () => this.urls.size < this.spec.maxPages,
+		});
+		if (this.done !== null) this.rememberJournalled();
+	}
 
-	async function* targets(seeds: AsyncIterable<Target[]>): AsyncIterable<Target[]> {
+	/** The seeds, then the journal, lowest depth first, each depth once the depth two above it has settled. */
+	async *targets(seeds: AsyncIterable<Target[]>): AsyncIterable<Target[]> {
 		for await (const batch of seeds) {
-			const out: Target[] = [];
-			/** Origins first seen in this batch, with their first seed (whose options fetch the sitemaps). */
-			const newOrigins: Target[] = [];
-			/** Origins whose robots.txt is to be read before their seeds go out (its Crawl-delay paces them). */
-			const robotsOrigins: Target[] = [];
-			for (const seed of batch) {
-				const url = normalizeUrl(seed.url);
-				const k = profileOf(seed);
-				seed.crawl = { depth: 0, parent: null, profile: k };
-				if (url !== null) {
-					const parsed = new URL(url);
-					scope.addSeed(parsed);
-					if (robots && mine(url) && robots.allows(url) === null && !robotsOrigins.some((t) => sameOrigin(t, parsed))) {
-						robotsOrigins.push(seed);
-					}
-					if (spec.sitemaps && mine(url) && !seedOrigins.has(parsed.origin)) {
-						seedOrigins.add(parsed.origin);
-						newOrigins.push(seed);
-					}
-					const key = urlKey(url);
-					urls.claim(key.high, key.low);
-				}
-				if (done?.has(seed.id)) continue;
-				// Every seed widens the scope and names its options; another shard's seed is that shard's to fetch.
-				if (!mine(seed.url)) continue;
-				// --retry-failed: only a seed whose latest record failed is fetched again.
-				if (retry && !retry.failed(seed)) continue;
-				if (handOut(seed)) out.push(seed);
-			}
+			const { out, newOrigins, robotsOrigins } = this.takeSeeds(batch);
 			// Sitemaps before the seeds that lead to them are fetched: a page they list is depth 0
 			// whatever the timing (no seed's link can have journalled it at depth 1 first).
 			for (const seed of robotsOrigins) {
 				const origin = new URL(normalizeUrl(seed.url)!).origin;
-				if (!(await robots!.load(origin, seed, seed.crawl?.profile ?? profileOf(seed)))) return;
+				if (!(await this.robots!.load(origin, seed, seed.crawl?.profile ?? this.profiles.keyOf(seed)))) return;
 			}
 			// --retry-failed: the sitemaps were read by the run that found their pages (failed ones come below).
-			if (!retry && !(await readSitemaps(newOrigins))) return;
+			if (!this.retry && !(await this.readSitemaps(newOrigins))) return;
 			if (out.length > 0) yield out;
 		}
-		if (retry) journalFailedPages(retry);
-		// Then the journal, lowest depth first, each depth once the depth two above it has settled.
+		if (this.retry) this.journalFailedPages(this.retry);
+		yield* this.discovered();
+	}
+
+	settled(target: Target): void {
+		if (!target.crawl) return;
+		this.outstanding.settle(target);
+	}
+
+	wake(): void {
+		this.outstanding.wake();
+	}
+
+	pageFetched(target: Target, links: readonly string[] | null, finalUrl?: string): void {
+		const crawl = target.crawl;
+		const found: FrontierEntry[] = [];
+		const landed = finalUrl === undefined ? null : normalizeUrl(finalUrl);
+		if (crawl && landed !== null && landed !== normalizeUrl(target.url)) {
+			// Fetched (and paid) as this page: never fetched again under its own address, even after a resume.
+			const key = urlKey(landed);
+			if (this.urls.claim(key.high, key.low))
+				found.push({ u: landed, d: crawl.depth, p: target.id, k: crawl.profile, r: 1 });
+		}
+		if (!crawl || crawl.depth >= this.spec.maxDepth || links === null) {
+			this.frontier.journal(found);
+			return;
+		}
+		const handed = this.linksFound(target.id, crawl, links, found);
+		this.frontier.journal(found);
+		for (const [owner, entries] of handed) this.options.handOff?.inbox.handOff(owner, entries);
+	}
+
+	summary(): CrawlSummary {
+		return {
+			pages: this.pagesBefore + this.handedOut,
+			discovered: this.urls.size,
+			max_depth: this.spec.maxDepth,
+			max_pages: this.spec.maxPages,
+			sitemap_credits: this.sitemaps.credits + (this.robots?.credits ?? 0),
+			robots_disallowed: this.robotsDisallowed,
+			fresh: this.fresh,
+			refetched_for_links: this.refetched,
+			stopped_by: this.stoppedBy ?? (this.sitemapsCut ? "max_pages" : null),
+		};
+	}
+
+	crawlDelayMs(host: string): number {
+		return this.robots?.crawlDelayMs(host) ?? 0;
+	}
+
+	sync(): void {
+		this.frontier.sync();
+	}
+
+	close(): void {
+		this.options.handOff?.inbox.close();
+		this.frontier.close();
+		this.urls.close();
+	}
+
+	/** The pages discovered, from the journal: handed out in batches as their depth comes due. */
+	private async *discovered(): AsyncIterable<Target[]> {
 		let out: Target[] = [];
 		for (;;) {
-			if (options.isStopping()) return;
-			const depth = lowestPending();
-			const lowestBusy = lowestOutstanding();
+			if (this.options.isStopping()) return;
+			const depth = this.frontier.lowestPending();
+			const lowestBusy = this.outstanding.lowest();
 			const due = depth !== null && (lowestBusy === null || lowestBusy >= depth - 1);
-			const entry = due ? nextOf(depth) : null;
+			const entry = due ? this.frontier.next(depth) : null;
 			if (entry === null) {
 				if (due) continue;
 				// Nothing due: hand out what is gathered, then wait for a page to settle (its links may be due).
@@ -402,27 +300,29 @@ export function createCrawler(options: CrawlerOptions): Crawler {
 					out = [];
 					continue;
 				}
-				if (outstandingTotal > 0) {
-					await new Promise<void>((resolve) => {
-						wakeUp = resolve;
-					});
-					wakeUp = null;
-					absorbInbox();
+				if (this.outstanding.total > 0) {
+					await this.outstanding.settled();
+					this.absorbInbox();
 					continue;
 				}
-				if (absorbInbox() > 0) continue;
+				if (this.absorbInbox() > 0) continue;
 				// Out of work: a sharded crawl waits for links from the others until the layout is out of work too.
-				if (!(await awaitInbox())) return;
+				if (!(await this.awaitInbox())) return;
 				continue;
 			}
 			// A link to an origin whose robots.txt is not read yet: read first (once per origin per run).
-			if (robots) {
-				const seed = profiles.get(entry.k)?.seed;
-				if (seed && robots.allows(entry.u) === null && !(await robots.load(new URL(entry.u).origin, seed, entry.k)))
+			if (this.robots) {
+				const seed = this.profiles.seedOf(entry.k);
+				if (
+					seed &&
+					this.robots.allows(entry.u) === null &&
+					!(await this.robots.load(new URL(entry.u).origin, seed, entry.k))
+				)
 					return;
 			}
-			take(entry);
-			if (stoppedBy) {
+			const target = this.take(entry);
+			if (target) out.push(target);
+			if (this.stoppedBy) {
 				if (out.length > 0) yield out;
 				return;
 			}
@@ -431,31 +331,123 @@ export function createCrawler(options: CrawlerOptions): Crawler {
 				out = [];
 			}
 		}
+	}
 
-		function take(entry: FrontierEntry): void {
-			if (entry.d < 0) return;
-			const key = urlKey(entry.u);
-			if (urls.isClaimed(key.high, key.low)) return;
-			const profile = profiles.get(entry.k);
-			// The seed whose options it carried is no longer in the job (a resume with --force): not fetched.
-			if (!profile) return;
-			const target = discoveredTarget(entry, profile);
-			// --retry-failed: a link to a page whose latest record is ok is not fetched again.
-			if (done?.has(target.id) || retry?.fetchedOk(target.id)) {
-				urls.claim(key.high, key.low);
-				return;
+	/** A batch of seeds: each widens the scope and names its options; this shard's new ones are handed out. */
+	private takeSeeds(batch: readonly Target[]): SeedBatch {
+		const taken: SeedBatch = { out: [], newOrigins: [], robotsOrigins: [] };
+		for (const seed of batch) {
+			const url = normalizeUrl(seed.url);
+			const k = this.profiles.keyOf(seed);
+			seed.crawl = { depth: 0, parent: null, profile: k };
+			if (url !== null) {
+				const parsed = new URL(url);
+				this.scope.addSeed(parsed);
+				if (
+					this.robots &&
+					this.mine(url) &&
+					this.robots.allows(url) === null &&
+					!taken.robotsOrigins.some((t) => sameOrigin(t, parsed))
+				) {
+					taken.robotsOrigins.push(seed);
+				}
+				if (this.spec.sitemaps && this.mine(url) && !this.seedOrigins.has(parsed.origin)) {
+					this.seedOrigins.add(parsed.origin);
+					taken.newOrigins.push(seed);
+				}
+				const key = urlKey(url);
+				this.urls.claim(key.high, key.low);
 			}
-			urls.claim(key.high, key.low);
-			// Journalled under an earlier job file (a resume after `exclude` was added) or by another shard
-			// (its inbox): the job's scope now decides. The line stays, so a wider scope later finds it again.
-			if (!inScope(entry.u)) return;
-			// Journalled as discovered, refused by its host's robots.txt: counted, never fetched.
-			if (robots && robots.allows(entry.u) === false) {
-				robotsDisallowed += 1;
-				return;
-			}
-			if (handOut(target)) out.push(target);
+			if (this.done?.has(seed.id)) continue;
+			// Every seed widens the scope and names its options; another shard's seed is that shard's to fetch.
+			if (!this.mine(seed.url)) continue;
+			// --retry-failed: only a seed whose latest record failed is fetched again.
+			if (this.retry && !this.retry.failed(seed)) continue;
+			if (this.handOut(seed)) taken.out.push(seed);
 		}
+		return taken;
+	}
+
+	/** A journalled entry, claimed: the target to fetch, or null when it is not fetched (and why is counted). */
+	private take(entry: FrontierEntry): Target | null {
+		if (entry.d < 0) return null;
+		const key = urlKey(entry.u);
+		if (this.urls.isClaimed(key.high, key.low)) return null;
+		// The seed whose options it carried is no longer in the job (a resume with --force): not fetched.
+		const target = this.profiles.targetOf(entry);
+		if (!target) return null;
+		// --retry-failed: a link to a page whose latest record is ok is not fetched again.
+		if (this.done?.has(target.id) || this.retry?.fetchedOk(target.id)) {
+			this.urls.claim(key.high, key.low);
+			return null;
+		}
+		this.urls.claim(key.high, key.low);
+		// Journalled under an earlier job file (a resume after `exclude` was added) or by another shard
+		// (its inbox): the job's scope now decides. The line stays, so a wider scope later finds it again.
+		if (!this.inScope(entry.u)) return null;
+		// Journalled as discovered, refused by its host's robots.txt: counted, never fetched.
+		if (this.robots && this.robots.allows(entry.u) === false) {
+			this.robotsDisallowed += 1;
+			return null;
+		}
+		return this.handOut(target) ? target : null;
+	}
+
+	/**
+	 * A fetched page's links one level down: this shard's new ones added to `found`, other shards' ones
+	 * returned per shard (for their inboxes).
+	 */
+	private linksFound(
+		parent: string,
+		crawl: NonNullable<Target["crawl"]>,
+		links: readonly string[],
+		found: FrontierEntry[],
+	): Map<number, FrontierEntry[]> {
+		const { shard } = this;
+		const depth = crawl.depth + 1;
+		// Deeper entries exist only while the last pages of this page's level finish: a link seen before may
+		// have been journalled deeper (from a page of the next level), so an unclaimed one is journalled at this depth too.
+		const mayBeDeeper = this.frontier.deepest > depth;
+		const handed = new Map<number, FrontierEntry[]>();
+		for (const href of links) {
+			const url = this.follows(href);
+			if (url === null) continue;
+			const owner = this.shardOfUrl(url);
+			// Another shard's host: handed to it (a crawl without inboxes leaves it out).
+			if (shard && owner !== shard.index && !this.options.handOff) continue;
+			const key = urlKey(url);
+			if (
+				!this.urls.see(key.high, key.low) &&
+				!(mayBeDeeper && owner === (shard?.index ?? 1) && !this.urls.isClaimed(key.high, key.low))
+			)
+				continue;
+			const entry = { u: url, d: depth, p: parent, k: crawl.profile };
+			if (shard && owner !== shard.index) {
+				const list = handed.get(owner) ?? [];
+				list.push(entry);
+				handed.set(owner, list);
+			} else found.push(entry);
+		}
+		return handed;
+	}
+
+	/** A resumed run knows every link journalled before: they are not journalled again. */
+	private rememberJournalled(): void {
+		this.frontier.replay((entry) => {
+			if (entry.d < 0) {
+				if (entry.d === ROBOTS_PAID) this.robots?.remember(entry);
+				else this.sitemaps.remember(entry);
+				return false;
+			}
+			const key = urlKey(entry.u);
+			if (entry.r === 1) {
+				this.urls.claim(key.high, key.low);
+				return false;
+			}
+			this.urls.see(key.high, key.low);
+			// Handed out again in depth order; what has a record (or a claim) is passed over then.
+			return true;
+		});
 	}
 
 	/**
@@ -463,48 +455,47 @@ export function createCrawler(options: CrawlerOptions): Crawler {
 	 * the options of the seed they were found from (the one whose options give their id). Seeds among them
 	 * were claimed when read (retried as seeds), and a resume finds the others journalled already.
 	 */
-	function journalFailedPages(retrying: RetryCrawl): void {
-		const candidates = [...profiles.entries()];
+	private journalFailedPages(retrying: RetryCrawl): void {
 		let found: FrontierEntry[] = [];
 		for (const page of retrying.pages()) {
 			const url = normalizeUrl(page.url);
-			if (url === null || !mine(url) || page.depth > spec.maxDepth) continue;
-			const profile = candidates.find(([, each]) => createTargetKey(url, each.optionsJson).id === page.id)?.[0];
+			if (url === null || !this.mine(url) || page.depth > this.spec.maxDepth) continue;
+			const profile = this.profiles.keyFor(url, page.id);
 			// Its seed's options are no longer in the job: not fetched (as a seed no longer listed).
 			if (profile === undefined) continue;
 			const key = urlKey(url);
 			// Seen already: a seed (claimed when read), or journalled by an earlier session of this run.
-			if (!urls.see(key.high, key.low)) continue;
+			if (!this.urls.see(key.high, key.low)) continue;
 			found.push({ u: url, d: page.depth, p: page.parent, k: profile });
 			if (found.length >= BATCH) {
-				journal(found);
+				this.frontier.journal(found);
 				found = [];
 			}
 		}
-		journal(found);
+		this.frontier.journal(found);
 	}
 
 	/** Links other shards handed to this one go to the frontier (each once; a seed's options must be known). */
-	function absorbInbox(): number {
-		const handOff = options.handOff;
+	private absorbInbox(): number {
+		const handOff = this.options.handOff;
 		if (!handOff) return 0;
 		const found: FrontierEntry[] = [];
 		for (const entry of handOff.inbox.readNew()) {
-			if (!profiles.has(entry.k)) continue;
+			if (!this.profiles.has(entry.k)) continue;
 			const key = urlKey(entry.u);
-			if (urls.see(key.high, key.low)) found.push({ u: entry.u, d: entry.d, p: entry.p, k: entry.k });
+			if (this.urls.see(key.high, key.low)) found.push({ u: entry.u, d: entry.d, p: entry.p, k: entry.k });
 		}
-		journal(found);
+		this.frontier.journal(found);
 		return found.length;
 	}
 
 	/** Wait until links arrive (true) or the whole layout is out of work or the run stops (false). */
-	async function awaitInbox(): Promise<boolean> {
-		const handOff = options.handOff;
+	private async awaitInbox(): Promise<boolean> {
+		const handOff = this.options.handOff;
 		if (!handOff) return false;
 		for (;;) {
-			if (options.isStopping()) return false;
-			if (absorbInbox() > 0) {
+			if (this.options.isStopping()) return false;
+			if (this.absorbInbox() > 0) {
 				handOff.inbox.setIdle(false);
 				return true;
 			}
@@ -518,114 +509,63 @@ export function createCrawler(options: CrawlerOptions): Crawler {
 	 * Whether a page is handed out: a fresh one with its page stored always (it is read, not fetched, and
 	 * is no page record: `max_pages` does not count it); any other while `max_pages` leaves room.
 	 */
-	function handOut(target: Target): boolean {
-		const freshPage = options.job.freshPage?.(target) ?? null;
+	private handOut(target: Target): boolean {
+		const freshPage = this.options.job.freshPage?.(target) ?? null;
 		if (freshPage?.path) {
 			target.crawl!.storedPage = freshPage.path;
-			fresh += 1;
-			busy(target, 1);
+			this.fresh += 1;
+			this.outstanding.add(target);
 			return true;
 		}
-		if (pagesLeft() <= 0) {
-			stoppedBy = "max_pages";
+		if (this.spec.maxPages - this.pagesBefore - this.handedOut <= 0) {
+			this.stoppedBy = "max_pages";
 			return false;
 		}
-		if (freshPage) refetched += 1;
-		handedOut += 1;
-		busy(target, 1);
+		if (freshPage) this.refetched += 1;
+		this.handedOut += 1;
+		this.outstanding.add(target);
 		return true;
-	}
-
-	/** Count a page handed out (+1) or settled (-1) at its depth. */
-	function busy(target: Target, change: 1 | -1): void {
-		const depth = target.crawl?.depth ?? 0;
-		const count = (outstanding.get(depth) ?? 0) + change;
-		if (count > 0) outstanding.set(depth, count);
-		else outstanding.delete(depth);
-		outstandingTotal += change;
 	}
 
 	/**
 	 * `sitemaps: true`: each new seed origin's sitemap pages join the frontier as seeds (depth 0, no
 	 * parent), journalled file by file (sitemaps.ts). False when the run stops while reading.
 	 */
-	async function readSitemaps(origins: readonly Target[]): Promise<boolean> {
-		if (!options.fetchSitemap) return true;
+	private async readSitemaps(origins: readonly Target[]): Promise<boolean> {
+		if (!this.options.fetchSitemap) return true;
 		for (const seed of origins) {
 			const origin = new URL(normalizeUrl(seed.url)!).origin;
-			const read = await sitemaps.read(origin, seed, seed.crawl?.profile ?? profileOf(seed));
+			const read = await this.sitemaps.read(origin, seed, seed.crawl?.profile ?? this.profiles.keyOf(seed));
 			if (read === "stopped") return false;
-			if (read === "cut") sitemapsCut = true;
+			if (read === "cut") this.sitemapsCut = true;
 		}
 		return true;
 	}
 
-	return {
-		targets,
-		pageFetched(target, links, finalUrl) {
-			const crawl = target.crawl;
-			const found: FrontierEntry[] = [];
-			const landed = finalUrl === undefined ? null : normalizeUrl(finalUrl);
-			if (crawl && landed !== null && landed !== normalizeUrl(target.url)) {
-				// Fetched (and paid) as this page: never fetched again under its own address, even after a resume.
-				const key = urlKey(landed);
-				if (urls.claim(key.high, key.low))
-					found.push({ u: landed, d: crawl.depth, p: target.id, k: crawl.profile, r: 1 });
-			}
-			if (!crawl || crawl.depth >= spec.maxDepth || links === null) {
-				journal(found);
-				return;
-			}
-			const depth = crawl.depth + 1;
-			// Deeper entries exist only while the last pages of this page's level finish: a link seen before may
-			// have been journalled deeper (from a page of the next level), so an unclaimed one is journalled at this depth too.
-			const mayBeDeeper = deepestJournalled > depth;
-			const handed = new Map<number, FrontierEntry[]>();
-			for (const href of links) {
-				const url = follows(href);
-				if (url === null) continue;
-				const owner = shardOfUrl(url);
-				// Another shard's host: handed to it (a crawl without inboxes leaves it out).
-				if (shard && owner !== shard.index && !options.handOff) continue;
-				const key = urlKey(url);
-				if (
-					!urls.see(key.high, key.low) &&
-					!(mayBeDeeper && owner === (shard?.index ?? 1) && !urls.isClaimed(key.high, key.low))
-				)
-					continue;
-				const entry = { u: url, d: depth, p: target.id, k: crawl.profile };
-				if (shard && owner !== shard.index) {
-					const list = handed.get(owner) ?? [];
-					list.push(entry);
-					handed.set(owner, list);
-				} else found.push(entry);
-			}
-			journal(found);
-			for (const [owner, entries] of handed) options.handOff?.inbox.handOff(owner, entries);
-		},
-		settled(target) {
-			if (!target.crawl) return;
-			busy(target, -1);
-			wakeUp?.();
-		},
-		wake: () => wakeUp?.(),
-		summary: () => ({
-			pages: pagesBefore + handedOut,
-			discovered: urls.size,
-			max_depth: spec.maxDepth,
-			max_pages: spec.maxPages,
-			sitemap_credits: sitemaps.credits + (robots?.credits ?? 0),
-			robots_disallowed: robotsDisallowed,
-			fresh,
-			refetched_for_links: refetched,
-			stopped_by: stoppedBy ?? (sitemapsCut ? "max_pages" : null),
-		}),
-		crawlDelayMs: (host) => robots?.crawlDelayMs(host) ?? 0,
-		sync: () => frontier.sync(),
-		close: () => {
-			options.handOff?.inbox.close();
-			frontier.close();
-			urls.close();
-		},
-	};
+	/** The job's scope as it is now: `scope`, `include`, `exclude` over a normalized URL. */
+	private inScope(url: string): boolean {
+		if (!this.scope.allows(new URL(url))) return false;
+		if (this.spec.include.length > 0 && !this.spec.include.some((pattern) => pattern.test(url))) return false;
+		return !this.spec.exclude.some((pattern) => pattern.test(url));
+	}
+
+	/** A link as the crawl follows it (normalized), or null when it is out of scope. */
+	private follows(href: string): string | null {
+		const url = normalizeUrl(href);
+		return url !== null && this.inScope(url) ? url : null;
+	}
+
+	private shardOfUrl(url: string): number {
+		return this.shard ? shardOf(url, this.shard.count, this.options.job.shardBy) : 1;
+	}
+
+	/** Whether this shard fetches `url` (always, unsharded). */
+	private mine(url: string): boolean {
+		return !this.shard || this.shardOfUrl(url) === this.shard.index;
+	}
+}
+
+/** A URL's 64-bit key in the crawl's set (no options: a URL is fetched once, whichever seed found it). */
+function urlKey(url: string) {
+	return createTargetKey(url, "");
 }

@@ -3,9 +3,10 @@
  * scoped, journalled to `frontier.jsonl` and fed back as targets, each URL fetched at most once.
  *
  * Map: normalize-url (one spelling per page) → link-scope (host | domain | any) → frontier-file
- * (the journalled frontier, read through a cursor) → sitemaps (robots.txt and sitemap files, streamed by
- * sitemap-stream, journalled per file) → crawler (seeds, then pages lowest depth first, fed continuously;
- * dedupe sets).
+ * (the journalled frontier, read through a cursor; depth-index: its entries by depth) → sitemaps
+ * (robots.txt and sitemap files, streamed by sitemap-stream, journalled per file) → crawler (seeds, then
+ * pages lowest depth first, fed continuously as outstanding-pages says a depth is due; seed-profiles:
+ * the seeds' options; dedupe sets).
  */
 
 export { createUrlKeys, type UrlKeys } from "../common/index.js";

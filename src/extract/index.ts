@@ -47,6 +47,7 @@ export {
 export {
 	createPagePool,
 	DEFAULT_PAGE_TIMEOUT_MS,
+	defaultPageThreads,
 	type PagePool,
 	type PagePoolOptions,
 	PageTooComplexError,

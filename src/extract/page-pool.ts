@@ -53,6 +53,11 @@ export class PageTooComplexError extends Error {
 }
 
 export const DEFAULT_PAGE_TIMEOUT_MS = 10_000;
+
+/** Worker threads of a page pool unless told: the cores but one (at least 1, at most 4), leaving one for the run's own loop. */
+export function defaultPageThreads(): number {
+	return Math.min(4, Math.max(1, availableParallelism() - 1));
+}
 const DEFAULT_HEAP_MB = 192;
 
 /** The built worker beside this module (dist/extract/page-worker.js); absent when running from sources. */
@@ -67,7 +72,7 @@ export async function createPagePool(options: PagePoolOptions = {}): Promise<Pag
 	if (filename === null) return inlinePool();
 	// Loaded only when a run reads pages: a list run without extract or crawl never starts a thread.
 	const { Piscina } = await import("piscina");
-	const threads = options.threads ?? Math.min(4, Math.max(1, availableParallelism() - 1));
+	const threads = options.threads ?? defaultPageThreads();
 	const heapMb = options.maxHeapMb ?? DEFAULT_HEAP_MB;
 	const pool = new Piscina({
 		filename,

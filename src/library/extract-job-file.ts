@@ -1,7 +1,7 @@
 import { existsSync } from "node:fs";
 import { resolve } from "node:path";
 import type { Logger } from "pino";
-import { UsageError } from "../common/index.js";
+import { type LastWords, UsageError } from "../common/index.js";
 import { environmentKeys, resolveRunSettings } from "../config/index.js";
 import { openJobHistory } from "../history/index.js";
 import { loadJob } from "../job/index.js";
@@ -27,6 +27,12 @@ export interface ExtractJobFileOptions {
 	readonly threads?: number;
 }
 
+/** `extractPlanned`'s options: the library's, and what only the CLI passes. */
+export interface ExtractPlannedOptions extends ExtractJobFileOptions {
+	/** A second signal ends the process at once: the re-extraction's summary.json is written as it stands. */
+	readonly lastWords?: LastWords;
+}
+
 /** What a re-extraction ends with: the run's outcome and the job it ran for (for the CLI's words). */
 export type ExtractOutcome = RunJobResult & { readonly jobName: string };
 
@@ -45,7 +51,7 @@ export async function extractJobFile(path: string, options: ExtractJobFileOption
 }
 
 /** The one re-extraction path: the CLI's `extract` and `extractJobFile` both call it. */
-export async function extractPlanned(path: string, options: ExtractJobFileOptions): Promise<ExtractOutcome> {
+export async function extractPlanned(path: string, options: ExtractPlannedOptions): Promise<ExtractOutcome> {
 	const cwd = options.cwd ?? process.cwd();
 	const env = options.env ?? process.env;
 	const signal = options.signal ?? new AbortController().signal;
@@ -71,10 +77,11 @@ export async function extractPlanned(path: string, options: ExtractJobFileOption
 				signal,
 				secrets,
 				runId,
+				lock,
+				...(options.lastWords ? { lastWords: options.lastWords } : {}),
 				...(options.logger ? { logger: options.logger } : {}),
 				...(options.threads !== undefined ? { threads: options.threads } : {}),
 			});
-			history.save();
 		} finally {
 			history.close();
 		}

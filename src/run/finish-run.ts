@@ -4,7 +4,14 @@ import { errorMessage } from "../common/index.js";
 import type { Crawler } from "../crawl/index.js";
 import type { FillStats, PagePool } from "../extract/index.js";
 import { type ChangeTracker, type JobHistory, writeContractState } from "../history/index.js";
-import { OutputError, type RecordSink, RUN_FILES, type RunSummary, writeSummary } from "../output/index.js";
+import {
+	type ContractVerdict,
+	OutputError,
+	type RecordSink,
+	RUN_FILES,
+	type RunSummary,
+	writeSummary,
+} from "../output/index.js";
 import { type ReportCollector, rebuildReport } from "../report/index.js";
 import { type ContractCheck, judgeCompletedRun } from "./contract-check.js";
 import { addCrawlSummary } from "./crawl-hook.js";
@@ -38,7 +45,8 @@ export interface FinishParts {
 	readonly failures: readonly unknown[];
 	/** Every sink, results.jsonl included. */
 	readonly sinks: readonly RecordSink[];
-	readonly journal: Journal;
+	/** The task journal; null for a re-extraction (nothing is sent, so nothing is journalled). */
+	readonly journal: Pick<Journal, "close"> | null;
 	readonly pagePool: PagePool | null;
 	readonly crawler: Crawler | null;
 	readonly discovered: DiscoveredTargets | null;
@@ -51,7 +59,10 @@ export interface FinishParts {
 	readonly fill: FillStats | null;
 	readonly changes: ChangeTracker | null;
 	readonly contract: ContractCheck | null;
-	/** The run's records wait for its contract's verdict before they go into "latest". */
+	/**
+	 * The run's records wait for its end before they go into "latest": promoted then if it completed
+	 * within its contract (or has none), else held.
+	 */
 	readonly heldBack: boolean;
 	readonly history: JobHistory | null;
 	readonly report: ReportCollector | null;
@@ -63,6 +74,8 @@ export interface FinishParts {
 	readonly runLog: { readonly log: Logger; close(): void };
 	/** The terminal's logger. */
 	readonly logger?: Logger;
+	/** What ended, in run.log and a broken contract's words. @default "run" */
+	readonly kind?: "run" | "re-extraction";
 }
 
 /**
@@ -79,7 +92,7 @@ export async function finishRun(parts: FinishParts): Promise<RunJobResult> {
 	}
 	for (const sink of parts.sinks) await sink.close();
 	await parts.pagePool?.close();
-	parts.journal.close();
+	parts.journal?.close();
 	parts.crawler?.close();
 	parts.filesClosed();
 	if (stops.leaseLost) {
@@ -106,24 +119,20 @@ export async function finishRun(parts: FinishParts): Promise<RunJobResult> {
 	addDiscoverySummary(summary, parts.discovered);
 	if (parts.fill) summary.extract = parts.fill.summary();
 	if (changes) summary.changes = { ...changes.counts };
-	if (parts.contract && summary.complete && stops.reason === null) {
-		const { verdict, brokenMessage } = judgeCompletedRun(parts.contract, summary, runDir, parts.deselected, "run");
-		if (brokenMessage !== null) {
-			stops.conclude("contract_failed", brokenMessage);
-			log.warn({ event: "contract_failed", broken: verdict.broken.length }, brokenMessage);
-			logger?.warn({ reason: "contract_failed" }, brokenMessage);
-		}
-		if (parts.heldBack && history) {
-			stops.guardOutput(() =>
-				writeContractState(runDir, verdict.passed ? "passed" : "held", verdict.passed ? undefined : verdict.broken),
-			);
-			if (verdict.passed) {
-				try {
-					history.foldRun(basename(runDir));
-				} catch (error) {
-					// The next open folds it in from results.jsonl: it passed, so nothing holds it back.
-					logger?.warn({ error: errorMessage(error) }, "could not promote the run in the job's history");
-				}
+	// Only a run that completed is judged and promoted: a stopped one stays `pending`, out of "latest".
+	const finished = summary.complete && stops.reason === null;
+	const verdict = parts.contract && finished ? judgeContract(parts, summary, stops) : null;
+	if (parts.heldBack && history && finished) {
+		const passed = verdict?.passed ?? true;
+		stops.guardOutput(() =>
+			writeContractState(runDir, passed ? "passed" : "held", passed ? undefined : verdict?.broken),
+		);
+		if (passed) {
+			try {
+				history.foldRun(basename(runDir));
+			} catch (error) {
+				// The next open folds it in from results.jsonl: it passed, so nothing holds it back.
+				logger?.warn({ error: errorMessage(error) }, "could not promote the run in the job's history");
 			}
 		}
 	}
@@ -151,7 +160,7 @@ export async function finishRun(parts: FinishParts): Promise<RunJobResult> {
 			done: summary.targets.done,
 			credits_used: summary.credits.used,
 		},
-		"run ended",
+		`${parts.kind ?? "run"} ended`,
 	);
 	runLog.close();
 	let reportPath: string | null = null;
@@ -168,4 +177,22 @@ export async function finishRun(parts: FinishParts): Promise<RunJobResult> {
 		reportPath,
 		dearestTarget: parts.budget.dearest,
 	};
+}
+
+/** The contract's verdict on a completed run; a broken one becomes the run's stop reason, in run.log and on the terminal. */
+function judgeContract(parts: FinishParts, summary: RunSummary, stops: StopController): ContractVerdict | null {
+	if (!parts.contract) return null;
+	const { verdict, brokenMessage } = judgeCompletedRun(
+		parts.contract,
+		summary,
+		parts.runDir,
+		parts.deselected,
+		parts.kind ?? "run",
+	);
+	if (brokenMessage !== null) {
+		stops.conclude("contract_failed", brokenMessage);
+		parts.runLog.log.warn({ event: "contract_failed", broken: verdict.broken.length }, brokenMessage);
+		parts.logger?.warn({ reason: "contract_failed" }, brokenMessage);
+	}
+	return verdict;
 }

@@ -141,6 +141,14 @@ export function readRunDigest(runDir: string): string | null {
 	}
 }
 
+/**
+ * A new run's folder, `<outRoot>/<job>/<run-id>/` (or under `runsDir`): where a fetched run and a
+ * re-extraction both start, after the job's lock is taken.
+ */
+export function createRunFolder(outRoot: string, jobName: string, runId: string, runsDir?: string): string {
+	return runsDir ? createRunDir(dirname(runsDir), basename(runsDir), runId) : createRunDir(outRoot, jobName, runId);
+}
+
 function readMeta(runDir: string): RunMeta {
 	try {
 		return JSON.parse(readFileSync(join(runDir, RUN_FILES.meta), "utf8")) as RunMeta;
@@ -221,9 +229,7 @@ export async function openRun(options: {
 			const carried = meta ? readCarried(runDir, meta) : null;
 			return { runId, runDir, prior, resumeTasks, resumePaid, lock, carried, maxCredits };
 		}
-		const runDir = options.runsDir
-			? createRunDir(dirname(options.runsDir), basename(options.runsDir), runId)
-			: createRunDir(options.outRoot, job.name, runId);
+		const runDir = createRunFolder(options.outRoot, job.name, runId, options.runsDir);
 		const created: RunMeta = {
 			run_id: runId,
 			job_name: job.name,

@@ -1,48 +1,42 @@
-import { existsSync } from "node:fs";
-import { availableParallelism } from "node:os";
 import { basename, extname, join } from "node:path";
 import type { Logger } from "pino";
-import { contentOf } from "../api/index.js";
-import {
-	errorMessage,
-	FileTooLargeError,
-	jsonlLines,
-	NotRegularFileError,
-	readRegularFile,
-	UsageError,
-} from "../common/index.js";
-import { createPagePool, type ExtractPlan, PageTooComplexError, serviceData } from "../extract/index.js";
+import { createTaskQueue, type LastWords, UsageError } from "../common/index.js";
+import { createPagePool, defaultPageThreads, type ExtractPlan } from "../extract/index.js";
 import { createChangeTracker, type JobHistory, writeContractState } from "../history/index.js";
 import type { Job } from "../job/index.js";
 import {
 	createPageStore,
 	createRecordScrubber,
-	createRunDir,
 	createRunLog,
 	findCorruptLines,
 	jobOutputDir,
 	newRunId,
 	openAppendFile,
-	parseRecordLine,
 	type ResultRecord,
 	RUN_FILES,
+	type RunSummary,
 	writeSummary,
 } from "../output/index.js";
 import { createReportCollector } from "../report/index.js";
-import { createContractCheck, judgeCompletedRun } from "./contract-check.js";
+import { createContractCheck } from "./contract-check.js";
 import { extractPlansOf } from "./extract-overrides.js";
 import { createRunFillStats } from "./extract-record.js";
+import { finishRun, type RunJobResult } from "./finish-run.js";
+import { lockJobOutput, warnIfTookOver } from "./job-lock.js";
+import { createRunFolder } from "./open-run.js";
 import { createRecordWriter, openRecordSinks } from "./record-writer.js";
+import { reextracted } from "./reextract-record.js";
+import { missingReason, type SourceEntry, sourceEntries, sourceRunDir, storedPagePath } from "./reextract-source.js";
 import { CorruptResultsError } from "./resume-state.js";
-import type { RunJobResult } from "./run-job.js";
+import type { LockLease, RunLock } from "./run-lock.js";
 import { buildSummary, createRunStatistics } from "./run-statistics.js";
-import { setUseful, uselessReasonOf } from "./useful-record.js";
+import { createStopController } from "./stop-controller.js";
 
 /** The run folder's list of the source's targets that had no stored page to read (no record each). */
 export const MISSING_PAGES_FILE = "missing-pages.txt";
 
-/** A stored page's place, as records name it: a file directly in the run folder's `pages/`. */
-const PAGE_PATH = /^pages\/[^/\\]+$/;
+/** What a stopped re-extraction says: it is not resumed, it is run again. */
+const STOPPED_MESSAGE = "stop requested: the re-extraction stopped; run it again";
 
 export interface ReextractOptions {
 	readonly job: Job;
@@ -54,19 +48,21 @@ export interface ReextractOptions {
 	readonly history: JobHistory;
 	/** Stop: no new page is read; the run folder says it is incomplete (and is never promoted). */
 	readonly signal: AbortSignal;
+	/** How long pages being read may finish after a stop, milliseconds. @default 30000 */
+	readonly gracePeriodMs?: number;
 	/** Scrubbed from records and run.log. */
 	readonly secrets?: readonly string[];
 	readonly logger?: Logger;
 	/** The new run's id. @default from the start time */
 	readonly runId?: string;
-	/** Page worker threads. @default the page pool's (cores but one, at most 4) */
+	/** Page worker threads. @default the page pool's (`defaultPageThreads`) */
 	readonly threads?: number;
-}
-
-/** One record of the source and the run folder its page is in. */
-interface SourceEntry {
-	readonly record: ResultRecord;
-	readonly runDir: string;
+	/** The job's lock, taken by the caller before the run folder; else taken here (and given back at the end). */
+	readonly lock?: RunLock;
+	/** The lease of the lock taken here (without `lock`). @default 30 s, the machine's name */
+	readonly lockLease?: LockLease;
+	/** A second signal ends the process at once: summary.json is then written as it stands. */
+	readonly lastWords?: LastWords;
 }
 
 /**
@@ -76,10 +72,12 @@ interface SourceEntry {
  * The source is read as a stream (a run's results.jsonl front to back, or the store's latest records
  * run by run) with a few pages in flight per worker, so memory does not grow with the page count.
  *
- * The records keep their page's fetch times (`started_at`, `finished_at`): freshness still counts from
- * the fetch, and the store's "latest" (the later finish wins; on a tie the later fold) takes them over
- * the records they were read from. The run is promoted when it ends, if it keeps the job's contract.
- * Throws `UsageError` (no such run, nothing to read with) before the run folder is made.
+ * It is a run on the run's parts: the job's lock and its fence on every write, the stop controller
+ * (a signal, a lost lease, a failed write), the task queue, and `finishRun` for the summary, the
+ * contract's verdict, the promotion and the report. The records keep their page's fetch times
+ * (`started_at`, `finished_at`): freshness still counts from the fetch, and the store's "latest" (the
+ * later finish wins; on a tie the later fold) takes them over the records they were read from. Throws
+ * `UsageError` (no such run, nothing to read with) before the run folder is made.
  */
 export async function reextractRun(options: ReextractOptions): Promise<RunJobResult> {
 	const { job, history } = options;
@@ -96,12 +94,32 @@ export async function reextractRun(options: ReextractOptions): Promise<RunJobRes
 		const corrupt = findCorruptLines(jsonl);
 		if (corrupt.count > 0) throw new CorruptResultsError(jsonl, corrupt.lines, corrupt.count);
 	}
-	/** The newest run the records were read from: what `reextracted_from` names for `--run latest`. */
-	let newestSource = sourceDir === null ? "" : basename(sourceDir);
-
 	const startedAt = Date.now();
 	const runId = options.runId ?? newRunId(new Date(startedAt));
-	const runDir = createRunDir(options.outRoot, job.name, runId);
+	// A re-extraction writes a run folder and the job's store like a run: under the job's lock, as a run.
+	const lock = options.lock ?? lockJobOutput(options.outRoot, job.name, runId, ".lock", options.lockLease);
+	if (!options.lock) warnIfTookOver(lock, options.logger);
+	try {
+		const runDir = createRunFolder(options.outRoot, job.name, runId);
+		return await readStoredPages({ ...options, plan, jobDir, sourceDir, runId, runDir, lock, startedAt });
+	} finally {
+		if (!options.lock) lock.release();
+	}
+}
+
+interface OpenedReextraction extends ReextractOptions {
+	readonly plan: ExtractPlan;
+	readonly jobDir: string;
+	readonly sourceDir: string | null;
+	readonly runId: string;
+	readonly runDir: string;
+	readonly lock: RunLock;
+	readonly startedAt: number;
+}
+
+/** The run itself, in its new folder: every stored page of the source read, written and finished. */
+async function readStoredPages(options: OpenedReextraction): Promise<RunJobResult> {
+	const { job, history, runId, runDir } = options;
 	// Kept out of "latest" until it ends within the job's contract (history/contract-state.ts).
 	writeContractState(runDir, "pending");
 	const runLog = createRunLog(join(runDir, RUN_FILES.log), options.secrets ?? []);
@@ -110,13 +128,20 @@ export async function reextractRun(options: ReextractOptions): Promise<RunJobRes
 		{ event: "run_start", run_id: runId, job: job.name, reextracted_from: options.from },
 		"re-extraction started",
 	);
-
+	const stops = createStopController({
+		signal: options.signal,
+		lock: options.lock,
+		log,
+		signalMessage: STOPPED_MESSAGE,
+		...(options.gracePeriodMs !== undefined ? { gracePeriodMs: options.gracePeriodMs } : {}),
+		...(options.logger ? { logger: options.logger } : {}),
+	});
 	const { jsonl, sinks } = openRecordSinks(job, runDir);
 	const changes = createChangeTracker(history, runDir, true);
 	const fill = await createRunFillStats(job, null);
 	const contract = job.contract ? createContractCheck(job.contract) : null;
 	const stats = createRunStatistics();
-	const report = createReportCollector(startedAt);
+	const report = createReportCollector(options.startedAt);
 	const pages = createPageStore(runDir);
 	const write = createRecordWriter({
 		scrub: createRecordScrubber(options.secrets ?? []),
@@ -130,272 +155,157 @@ export async function reextractRun(options: ReextractOptions): Promise<RunJobRes
 		historyRun: 0,
 		stats,
 		report,
+		// The same lease fence as a run's records: a folder taken over is not written to.
+		fence: stops,
 	});
-	let missing: ReturnType<typeof openAppendFile> | null = null;
-	let missingCount = 0;
-	const noteMissing = (id: string, url: string, reason: string) => {
-		missing ??= openAppendFile(join(runDir, MISSING_PAGES_FILE));
-		missing.append(`${oneLine(id)}\t${oneLine(url)}\t${reason}\n`);
-		missingCount += 1;
-	};
-
-	const pool = await createPagePool({
-		timeoutMs: job.pageTimeoutMs,
-		...(options.threads !== undefined ? { threads: options.threads } : {}),
-	});
-	// As many pages wait as the pool has workers, twice over (the pool's own default count).
-	const threads = options.threads ?? Math.min(4, Math.max(1, availableParallelism() - 1));
-	const inFlight = new Set<Promise<void>>();
+	const missing = createMissingList(runDir);
+	const threads = options.threads ?? defaultPageThreads();
+	const pool = await createPagePool({ timeoutMs: job.pageTimeoutMs, threads });
 	const failures: unknown[] = [];
+	// As many pages wait as the pool has workers, twice over: the rest of the source stays unread meanwhile.
+	const queue = createTaskQueue({ concurrency: threads * 2, onError: (error) => failures.push(error) });
+	stops.onStop(() => queue.clear());
+	/** The newest run the records were read from: what `reextracted_from` names for `--run latest`. */
+	let newestSource = options.sourceDir === null ? "" : basename(options.sourceDir);
 	let seen = 0;
-	// Each page with the fields it was fetched to be read with: a target's or its source's own `extract`.
-	const plans = await extractPlansOf(job, plan, options.signal);
+	let sourceRead = false;
+
+	const summarize = (reason: string | null): RunSummary => {
+		const summary = buildSummary(stats, {
+			job: job.name,
+			runId,
+			resumed: false,
+			stopReason: reason,
+			survey: { total: reason === null ? stats.done : seen, duplicates: 0, skippedRows: 0 },
+			maxCredits: null,
+			rateLimitPauses: 0,
+			concurrency: threads,
+			startedMs: options.startedAt,
+			finishedMs: Date.now(),
+		});
+		summary.reextracted_from = newestSource || options.from;
+		if (options.from === "latest") summary.reextracted_latest = true;
+		summary.missing_pages = missing.count;
+		summary.changes = { ...changes.counts };
+		return summary;
+	};
+	// A second signal: the process ends now; the summary is written as it stands (never promoted).
+	const removeLastWord =
+		options.lastWords?.add(() => {
+			if (stops.leaseLost) return "the job's lock was taken over: this run's folder is another process's now";
+			stats.abandoned += queue.pending;
+			const summary = summarize(stops.reason ?? "interrupted");
+			if (fill) summary.extract = fill.summary();
+			writeSummary(join(runDir, RUN_FILES.summary), summary);
+			return `summary.json written in ${runDir}`;
+		}) ?? (() => undefined);
+
+	try {
+		const planOf = planChooser(await extractPlansOf(job, options.plan, options.signal), log, options.logger);
+		const readOne = async (entry: SourceEntry, pagePath: string) => {
+			const record = await reextracted(entry.record, pagePath, planOf(entry.record), job, pool.run, stops.inflight);
+			if (record === null) return;
+			stops.guardOutput(() => {
+				record.content_path = pages.share(record.id, pagePath, extname(pagePath).slice(1) || "html");
+				write(record, null);
+			});
+		};
+		const noteMissing = (id: string, url: string, reason: string) =>
+			stops.guardOutput(() => missing.add(id, url, reason));
+		for (const entry of sourceEntries(options.jobDir, history, options.sourceDir, noteMissing)) {
+			if (stops.stopping) break;
+			const source = basename(entry.runDir);
+			if (source > newestSource) newestSource = source;
+			const pagePath = storedPagePath(entry);
+			if (pagePath === null) {
+				noteMissing(entry.record.id, entry.record.url, missingReason(entry.record));
+				continue;
+			}
+			seen += 1;
+			queue.add(() => readOne(entry, pagePath));
+			await queue.onSizeLessThan(1);
+		}
+		sourceRead = !stops.stopping;
+	} catch (error) {
+		// The source could not be read to its end: the run ends as an internal error, its summary says so.
+		failures.push(error);
+	}
+	await queue.onIdle();
+	// Ctrl-C after the last page went to a worker, every page read within the grace period: complete.
+	if (sourceRead && stats.done >= seen && stops.finishedDespiteSignal())
+		log.info({ event: "run_complete_despite_stop" }, "every page has its record: the re-extraction is complete");
+	stops.close();
+	stops.guardOutput(() => missing.close());
+	const result = await finishRun({
+		runDir,
+		stops,
+		summarize,
+		failures,
+		sinks,
+		journal: null,
+		pagePool: pool,
+		crawler: null,
+		discovered: null,
+		deselected: 0,
+		// Nothing is paid in a re-extraction: no target has a cost.
+		budget: { dearest: 0 },
+		freshness: false,
+		fill,
+		changes,
+		contract,
+		heldBack: true,
+		history,
+		report,
+		browser: null,
+		filesClosed: removeLastWord,
+		runLog,
+		kind: "re-extraction",
+		...(options.logger ? { logger: options.logger } : {}),
+	});
+	// A bug (not a page's failure): said as one, after the folder says where the re-extraction stopped.
+	if (failures.length > 0) throw failures[0];
+	return result;
+}
+
+/**
+ * Each page with the fields it was fetched to be read with (a target's or its source's own `extract`);
+ * a crawl's pages whose seed had its own are read with the job's, said once.
+ */
+function planChooser(
+	plans: Awaited<ReturnType<typeof extractPlansOf>>,
+	log: Logger,
+	logger: Logger | undefined,
+): (record: ResultRecord) => ExtractPlan {
 	let unmatchedWarned = false;
-	const planOf = (record: ResultRecord): ExtractPlan => {
+	return (record) => {
 		if (plans.crawledPagesUnmatched && (record.depth ?? 0) > 0 && !unmatchedWarned) {
 			unmatchedWarned = true;
 			const message =
 				"seeds of this crawl set their own extract: pages found from them are read with the job's own fields (a record does not say which seed found it)";
 			log.warn({ event: "extract_override_unmatched" }, message);
-			options.logger?.warn({}, message);
+			logger?.warn({}, message);
 		}
 		return plans.planOf(record.id);
 	};
-	const readOne = async (entry: SourceEntry, pagePath: string) => {
-		const record = await reextracted(entry.record, pagePath, planOf(entry.record), job, pool.run, options.signal);
-		if (record === null) return;
-		record.content_path = pages.share(record.id, pagePath, extname(pagePath).slice(1) || "html");
-		write(record, null);
-	};
-	try {
-		for (const entry of sourceEntries(jobDir, history, sourceDir, noteMissing)) {
-			if (options.signal.aborted) break;
-			const source = basename(entry.runDir);
-			if (source > newestSource) newestSource = source;
-			const pagePath = storedPagePath(entry);
-			if (pagePath === null) {
-				const record = entry.record;
-				noteMissing(
-					record.id,
-					record.url,
-					record.status === "ok" ? "no stored page" : `no stored page (${record.error ?? record.status})`,
-				);
-				continue;
-			}
-			seen += 1;
-			const task: Promise<void> = readOne(entry, pagePath)
-				.catch((error: unknown) => {
-					failures.push(error);
-				})
-				.finally(() => inFlight.delete(task));
-			inFlight.add(task);
-			// A few pages per worker wait their turn; the rest of the source stays unread meanwhile.
-			if (inFlight.size >= threads * 2) await Promise.race(inFlight);
-		}
-		await Promise.all(inFlight);
-	} finally {
-		await pool.close();
-		for (const sink of sinks) await sink.close();
-		(missing as ReturnType<typeof openAppendFile> | null)?.close();
-		changes.close();
-	}
-	if (failures.length > 0) {
-		runLog.close();
-		throw failures[0];
-	}
+}
 
-	const stopReason = options.signal.aborted ? ("interrupted" as const) : null;
-	const summary = buildSummary(stats, {
-		job: job.name,
-		runId,
-		resumed: false,
-		stopReason,
-		survey: { total: stopReason === null ? stats.done : seen, duplicates: 0, skippedRows: 0 },
-		maxCredits: null,
-		rateLimitPauses: 0,
-		concurrency: threads,
-		startedMs: startedAt,
-		finishedMs: Date.now(),
-	});
-	summary.reextracted_from = newestSource || options.from;
-	if (options.from === "latest") summary.reextracted_latest = true;
-	summary.missing_pages = missingCount;
-	summary.changes = { ...changes.counts };
-	if (fill) summary.extract = fill.summary();
-	let finalReason: RunJobResult["stopReason"] = stopReason;
-	let stopMessage: string | null = stopReason ? "stop requested: the re-extraction stopped; run it again" : null;
-	if (summary.complete) {
-		const judged = contract ? judgeCompletedRun(contract, summary, runDir, 0, "re-extraction") : null;
-		if (judged?.brokenMessage) {
-			finalReason = "contract_failed";
-			stopMessage = judged.brokenMessage;
-			writeContractState(runDir, "held", judged.verdict.broken);
-			log.warn({ event: "contract_failed", broken: judged.verdict.broken.length }, stopMessage);
-		} else {
-			writeContractState(runDir, "passed");
-			try {
-				history.foldRun(runId);
-			} catch (error) {
-				// The next open folds it in from results.jsonl: it passed, so nothing holds it back.
-				options.logger?.warn({ error: errorMessage(error) }, "could not promote the run in the job's history");
-			}
-		}
-	}
-	summary.stop_message = stopMessage;
-	writeSummary(join(runDir, RUN_FILES.summary), summary);
-	log.info(
-		{
-			event: "run_end",
-			complete: summary.complete,
-			stopped_reason: summary.stopped_reason,
-			done: summary.targets.done,
+/** missing-pages.txt, opened at its first line: one target without a stored page a line. */
+function createMissingList(runDir: string) {
+	let file: ReturnType<typeof openAppendFile> | null = null;
+	let count = 0;
+	return {
+		get count() {
+			return count;
 		},
-		"re-extraction ended",
-	);
-	runLog.close();
-	let reportPath: string | null = null;
-	try {
-		reportPath = await report.write(runDir, summary);
-	} catch (error) {
-		options.logger?.warn({ error: errorMessage(error) }, "could not write report.html");
-	}
-	// Nothing is paid in a re-extraction: no target has a cost.
-	return { summary, runDir, stopReason: finalReason, stopMessage, reportPath, dearestTarget: 0 };
-}
-
-/** The folder of a run id of this job: a folder name under `<out>/<job>/`, with records. */
-function sourceRunDir(jobDir: string, runId: string, jobName: string, outRoot: string): string {
-	// A run id names a folder of this job, nothing else: no path may lead out of output/<job>/.
-	if (!/^[\w.-]+$/.test(runId) || runId.startsWith("."))
-		throw new UsageError(
-			`--run: ${JSON.stringify(runId)} is not a run id (a folder name under output/<job>/) nor latest`,
-		);
-	const dir = join(jobDir, runId);
-	if (!existsSync(join(dir, RUN_FILES.jsonl)))
-		throw new UsageError(`--run: no run ${runId} of job ${jobName} under ${outRoot}`);
-	return dir;
-}
-
-/**
- * The source's records, one at a time: a run's results.jsonl front to back, or the latest ok record of
- * every target (the store's, run by run), then the targets that never had one (no page to read: listed).
- */
-function* sourceEntries(
-	jobDir: string,
-	history: JobHistory,
-	sourceDir: string | null,
-	noteMissing: (id: string, url: string, reason: string) => void,
-): Generator<SourceEntry> {
-	if (sourceDir !== null) {
-		for (const record of readRecords(join(sourceDir, RUN_FILES.jsonl))) yield { record, runDir: sourceDir };
-		return;
-	}
-	for (const { record, run } of history.latestOkEntries()) yield { record, runDir: join(jobDir, run) };
-	for (const { id, url } of history.neverOk()) noteMissing(id, url, "never fetched ok");
-}
-
-/** A run's records, a megabyte of the file at a time (a results.jsonl may be larger than memory). */
-function* readRecords(path: string): Generator<ResultRecord> {
-	for (const line of jsonlLines(path)) {
-		const record = parseRecordLine(line.text, true);
-		if (record !== null) yield record;
-	}
-}
-
-/** Where a record's page is, when it was kept and is still there. */
-function storedPagePath(entry: SourceEntry): string | null {
-	const path = entry.record.content_path;
-	if (typeof path !== "string" || !PAGE_PATH.test(path)) return null;
-	const absolute = join(entry.runDir, path);
-	return existsSync(absolute) ? absolute : null;
-}
-
-/** The record read again from its stored page: the same page and fetch, this job's fields, no credits. */
-async function reextracted(
-	source: ResultRecord,
-	pagePath: string,
-	plan: ExtractPlan,
-	job: Job,
-	run: Awaited<ReturnType<typeof createPagePool>>["run"],
-	signal: AbortSignal,
-): Promise<ResultRecord | null> {
-	const { content: _inline, content_hash: _hash, change: _change, ...kept } = source;
-	const record: ResultRecord = {
-		...kept,
-		status: "ok",
-		error: null,
-		message: null,
-		// Nothing was sent: no credits, no attempts, no task.
-		credits_used: 0,
-		credits_remaining: null,
-		attempts: 0,
-		task_id: null,
-		content_path: null,
-		content_hash: null,
-		change: null,
+		add(id: string, url: string, reason: string) {
+			file ??= openAppendFile(join(runDir, MISSING_PAGES_FILE));
+			file.append(`${oneLine(id)}\t${oneLine(url)}\t${reason}\n`);
+			count += 1;
+		},
+		close() {
+			file?.close();
+		},
 	};
-	for (const name of job.extraction?.carry ?? []) {
-		const carried = record as unknown as Record<string, unknown>;
-		carried[name] = carried[name] ?? null;
-	}
-	let body: Buffer;
-	try {
-		// Only a regular file within the job's body cap: a FIFO blocked the whole extract, a link to /dev/zero
-		// or a 600 MB page ran it out of memory. That page fails; the others are read.
-		body = readRegularFile(pagePath, job.maxBodyBytes);
-	} catch (error) {
-		if (!(error instanceof NotRegularFileError || error instanceof FileTooLargeError)) throw error;
-		const failed: ResultRecord = {
-			...record,
-			status: "failed",
-			error: "page_unreadable",
-			message: errorMessage(error),
-		};
-		setUseful(failed, "page_unreadable");
-		return failed;
-	}
-	let html: string | null;
-	let json: Record<string, unknown> | null = null;
-	const extension = extname(pagePath).toLowerCase();
-	if (extension === ".json") {
-		try {
-			json = JSON.parse(body.toString("utf8")) as Record<string, unknown>;
-		} catch {
-			json = null;
-		}
-		const content = json ? contentOf(json) : null;
-		html = typeof content === "string" ? content : null;
-	} else html = extension === ".html" || extension === ".htm" ? body.toString("utf8") : null;
-	const data: Record<string, unknown> = {};
-	const blockCss = job.blockSignatures?.css ?? [];
-	let cssBlocked: string | undefined;
-	if (html === null) {
-		record.message = `the stored page ${basename(pagePath)} is not html: nothing to extract`;
-	} else {
-		try {
-			const read = await run({ html, url: source.url, plan, links: false, blockCss }, signal);
-			Object.assign(data, read.data);
-			cssBlocked = read.blocked;
-			if (read.error !== undefined) record.message = `extraction failed: ${read.error}`.slice(0, 2000);
-		} catch (error) {
-			if (signal.aborted) return null;
-			if (!(error instanceof PageTooComplexError)) throw error;
-			record.status = "failed";
-			record.error = "page_too_complex";
-			record.message = error.message;
-			delete record.data;
-			setUseful(record, "page_too_complex");
-			return record;
-		}
-	}
-	for (const field of plan.fields) if (!(field.name in data)) data[field.name] = null;
-	const fromService = json ? serviceData(json) : null;
-	record.data = fromService ? { ...data, ...fromService } : data;
-	setUseful(
-		record,
-		uselessReasonOf(record, () => html, plan.fields, job, cssBlocked),
-	);
-	return record;
 }
 
 /** A value on one line of missing-pages.txt (tabs and newlines would cut it). */

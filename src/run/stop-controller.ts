@@ -36,6 +36,8 @@ export interface StopControllerOptions {
 	readonly log: Logger;
 	/** The terminal's logger (stderr). */
 	readonly logger?: Logger;
+	/** What a stop request (the signal) says: a re-extraction sends nothing, so "no new fetches" would be wrong. */
+	readonly signalMessage?: string;
 }
 
 export interface StopController {
@@ -123,7 +125,8 @@ export function createStopController(options: StopControllerOptions): StopContro
 		graceTimer = setTimeout(() => inflight.abort(new Error("grace period over")), options.gracePeriodMs ?? 30_000);
 		graceTimer.unref();
 	};
-	const onSignal = () => stop("interrupted", "stop requested: no new fetches; in-flight ones may finish");
+	const onSignal = () =>
+		stop("interrupted", options.signalMessage ?? "stop requested: no new fetches; in-flight ones may finish");
 	options.lock.onLost?.((holder) => {
 		leaseLost = true;
 		stop(

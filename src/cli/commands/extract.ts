@@ -44,6 +44,11 @@ Examples:
   npx scrapejob extract jobs/example-shop.yaml --run 20261122T021500Z-3f9a1c --out /srv/scrape/output`,
 		)
 		.action(async (jobFile: string, flags: ExtractFlags) => {
+			// Stopped, a re-extraction is run again (it is not resumed): the same command, pasteable.
+			const out = flags.out === "output" ? [] : ["--out", flags.out];
+			const again = cliCommand(["extract", jobFile, "--run", flags.run, ...out]);
+			// A second Ctrl-C ends the process at once (bin.ts): its line says how to run it again.
+			const removeLastWord = ctx.lastWords?.add(() => `run it again with \`${again}\``);
 			let outcome: Awaited<ReturnType<typeof extractPlanned>>;
 			try {
 				outcome = await extractPlanned(jobFile, {
@@ -52,11 +57,11 @@ Examples:
 					cwd: ctx.cwd,
 					env: ctx.env,
 					signal: ctx.signal,
+					...(ctx.lastWords ? { lastWords: ctx.lastWords } : {}),
 				});
 			} catch (error) {
 				if (error instanceof CorruptResultsError) {
 					// The source run's records were damaged: the command that repairs that run, as it must be pasted.
-					const out = flags.out === "output" ? [] : ["--out", flags.out];
 					const runId = basename(dirname(error.path));
 					throw error.withRepair(cliCommand(["run", jobFile, ...out, "--resume", runId, "--repair"]));
 				}
@@ -64,27 +69,36 @@ Examples:
 				for (const problem of error.problems) writeLine(ctx.stderr, formatProblem(problem));
 				ctx.exitCode = EXIT.invalidInput;
 				return;
+			} finally {
+				removeLastWord?.();
 			}
 			const { summary, runDir, reportPath } = outcome;
 			if (flags.json) writeLine(ctx.stdout, JSON.stringify({ ...summary, run_dir: runDir, report: reportPath }));
 			else {
-				// Stopped, a re-extraction is run again (it is not resumed): the same command, pasteable.
-				const out = flags.out === "output" ? [] : ["--out", flags.out];
-				const again = ["extract", jobFile, "--run", flags.run, ...out];
 				// A held re-extraction is promoted as any held run is: `--accept` with its folder's name.
 				const accept = acceptCommand(jobFile, summary.job, flags.out, runDir);
-				ctx.stdout.write(formatSummary(summary, runDir, { resume: cliCommand(again), accept }));
+				ctx.stdout.write(formatSummary(summary, runDir, { resume: again, accept }));
 				if (reportPath) writeLine(ctx.stdout, `report     ${reportPath}`);
 			}
 			ctx.exitCode = extractExitCode(outcome);
+			// Said even with --json, as `run` says them: a full disk or a lost lock is what the cron mail must tell.
+			if (outcome.stopReason === "output_failed" || outcome.stopReason === "lease_lost")
+				writeLine(ctx.stderr, `scrapejob: ${outcome.stopMessage ?? outcome.stopReason}`);
 		});
 }
 
-/** 0: every page read and the contract kept · 1: a page failed or the contract broke · 130: stopped. */
+/**
+ * 0: every page read and the contract kept · 1: a page failed or the contract broke · 4: the lease was
+ * lost · 5: the output could not be written · 130: stopped. The same codes as `run` for the same stops.
+ */
 function extractExitCode(outcome: Awaited<ReturnType<typeof extractPlanned>>): number {
 	switch (outcome.stopReason) {
 		case "interrupted":
 			return EXIT.interrupted;
+		case "output_failed":
+			return EXIT.outputFailed;
+		case "lease_lost":
+			return EXIT.lockHeld;
 		case null:
 			return outcome.summary.targets.by_status.failed > 0 ? EXIT.someTargetsFailed : EXIT.ok;
 		default:
