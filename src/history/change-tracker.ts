@@ -1,6 +1,6 @@
 import { hash } from "node:crypto";
 import { join } from "node:path";
-import { jsonlLines } from "../common/index.js";
+import { canonicalJson, jsonlLines } from "../common/index.js";
 import { type AppendFile, openAppendFile, parseRecordLine, type ResultRecord } from "../output/index.js";
 import type { JobHistory } from "./job-history.js";
 
@@ -13,14 +13,6 @@ export interface ChangeCounts {
 	new: number;
 	changed: number;
 	unchanged: number;
-}
-
-/** JSON with object keys sorted at every depth: the same data hashes the same however it was built. */
-function canonical(value: unknown): string {
-	if (value === null || typeof value !== "object") return JSON.stringify(value) ?? "null";
-	if (Array.isArray(value)) return `[${value.map(canonical).join(",")}]`;
-	const entries = Object.entries(value as Record<string, unknown>).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
-	return `{${entries.map(([key, member]) => `${JSON.stringify(key)}:${canonical(member)}`).join(",")}}`;
 }
 
 /**
@@ -41,7 +33,7 @@ export function createChangeTracker(history: PreviousRecords, runDir: string, ex
 		stamp(record: ResultRecord, body: Buffer | { readonly sha1: string } | null): void {
 			lastAppended = false;
 			if (record.status !== "ok") return;
-			const data = extracts && record.data ? canonical(record.data) : null;
+			const data = extracts && record.data ? canonicalJson(record.data) : null;
 			if (data === null && body === null) return;
 			// A body that left memory on its way in was hashed as it streamed: the same SHA-1.
 			const sha1 =
@@ -70,7 +62,7 @@ export function createChangeTracker(history: PreviousRecords, runDir: string, ex
 						if (value !== null && value !== undefined) added.push(name);
 						continue;
 					}
-					if (canonical(oldData[name] ?? null) !== canonical(value ?? null))
+					if (canonicalJson(oldData[name] ?? null) !== canonicalJson(value ?? null))
 						fields[name] = { old: oldData[name] ?? null, new: value ?? null };
 				}
 				if (added.length > 0) setAddedFields(record, added);

@@ -1,7 +1,7 @@
 import { createHash } from "node:crypto";
 import { basename, extname, isAbsolute, relative, resolve } from "node:path";
 import type { z } from "zod";
-import { DEFAULT_CSV_MAX_CELL, parseDuration, type ScrapeParams } from "../common/index.js";
+import { canonicalJson, DEFAULT_CSV_MAX_CELL, parseDuration, type ScrapeParams } from "../common/index.js";
 import { DEFAULT_PAGE_TIMEOUT_MS } from "../extract/index.js";
 import { normalizeBlockSignatures } from "./block-signatures.js";
 import { type BrowserSession, browserSessionSchema, mergeBrowserSessions } from "./browser-session.js";
@@ -18,7 +18,7 @@ import {
 	sourceSchema,
 	targetSchema,
 } from "./schema.js";
-import { canonicalJson, createListedTargetKey, identityOptionsJson } from "./target-id.js";
+import { createListedTargetKey, identityOptionsJson } from "./target-id.js";
 import type { Job, SourceSpec, Target } from "./types.js";
 
 /** Everything normalization needs to know about where the job file is. */

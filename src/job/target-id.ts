@@ -1,19 +1,5 @@
 import { hash } from "node:crypto";
-import { hexWord, type ScrapeParams, urlIdentity } from "../common/index.js";
-
-/**
- * JSON with object keys sorted at every depth and `undefined` members dropped, so two option sets
- * that mean the same thing serialize the same whatever order they were written in.
- */
-export function canonicalJson(value: unknown): string {
-	if (value === null || typeof value !== "object") return JSON.stringify(value) ?? "null";
-	if (Array.isArray(value))
-		return `[${value.map((item) => canonicalJson(item === undefined ? null : item)).join(",")}]`;
-	const entries = Object.entries(value as Record<string, unknown>)
-		.filter(([, member]) => member !== undefined)
-		.sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
-	return `{${entries.map(([key, member]) => `${JSON.stringify(key)}:${canonicalJson(member)}`).join(",")}}`;
-}
+import { canonicalJson, hexWord, type ScrapeParams, urlIdentity } from "../common/index.js";
 
 /**
  * The options part of a target's identity: the effective options (defaults merged with the

@@ -1,10 +1,10 @@
 // biome-ignore-all lint/suspicious/noTemplateCurlyInString: job files spell variables as ${NAME}
 import { describe, expect, it } from "vitest";
-import { didYouMean, editDistance } from "../../src/common/index.js";
+import { canonicalJson, didYouMean, editDistance } from "../../src/common/index.js";
 import { createTargetKeySet } from "../../src/job/dedupe.js";
 import { expandString } from "../../src/job/expand-env.js";
 import { formatProblem } from "../../src/job/index.js";
-import { canonicalJson, identityOptionsJson } from "../../src/job/target-id.js";
+import { createTargetKey, identityOptionsJson } from "../../src/job/target-id.js";
 
 describe("editDistance (optimal string alignment)", () => {
 	it.each([
@@ -72,6 +72,16 @@ describe("canonicalJson and identity options", () => {
 		expect(canonicalJson({ b: 1, a: { d: [1, { z: 1, y: 2 }], c: undefined } })).toBe(
 			'{"a":{"d":[1,{"y":2,"z":1}]},"b":1}',
 		);
+	});
+
+	it("target ids do not change between versions: earlier runs, stores and fleets are found by them", () => {
+		// Computed by the version that first wrote them; a change here orphans every user's history.
+		const id = (url: string, options: Parameters<typeof identityOptionsJson>[0]) =>
+			createTargetKey(url, identityOptionsJson(options)).id;
+		expect(id("https://shop.example/p/1?b=2&a=1", { proxy_country: "US", mode: "browser" })).toBe("1d62c5413dd4bc31");
+		expect(id("https://shop.example/p/1", {})).toBe("1cbf5e58180c18f1");
+		const scheme = { b: [1, { z: 1, y: undefined }], a: "x" } as unknown as string;
+		expect(id("https://shop.example/p/1", { mode: "auto", extract_scheme: scheme })).toBe("8e8fc71c6a50a1af");
 	});
 
 	it("spells out the default mode, so written and implied auto are one identity", () => {
