@@ -1,5 +1,11 @@
 #!/usr/bin/env node
-import { NODE_TOO_OLD } from "../common/index.js";
+import nodeModule from "node:module";
+
+// Start-up is mostly compiling this CLI's modules: Node keeps their compiled code between runs (in
+// NODE_COMPILE_CACHE, else a folder of the system's temporary directory). A failure to keep it costs nothing;
+// an older Node without it gets to the version check below (a named import would fail before it).
+(nodeModule as { enableCompileCache?: () => unknown }).enableCompileCache?.();
+const { NODE_TOO_OLD } = await import("../common/node-version.js");
 
 // Before anything else is loaded: on an older Node the job store's native addon crashes the process.
 if (NODE_TOO_OLD !== null) {
