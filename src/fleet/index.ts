@@ -28,6 +28,7 @@ export {
 	claimTargets,
 	completeTarget,
 	fetchStarting,
+	finishTarget,
 	reapExpiredLeases,
 	releaseTarget,
 	renewLeases,
@@ -38,6 +39,7 @@ export { loadTargets, type OpenFleetRunOptions, type OpenFleetRunResult, openFle
 export { pauseFleet, setHostPoliteness } from "./politeness.js";
 export { claimRobots, type FleetRobots, storeRobots } from "./robots.js";
 export { FLEET_SCHEMA_VERSION } from "./schema.js";
+export { addListedPages, addProgress, readProgress } from "./sitemaps.js";
 export { acquireSlot, acquireSlots, type FleetSlot, releaseSlot, setConcurrencyLimit } from "./slots.js";
 export {
 	type FleetStatus,

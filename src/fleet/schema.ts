@@ -146,6 +146,11 @@ CREATE TABLE breakers (
 	PRIMARY KEY (run_id, domain)
 );
 `,
+	// A crawl's sitemaps (\`sitemaps: true\`) are read by one worker per seed origin, as a target of depth -1:
+	// what its holder has read so far is kept on the row, so a worker taking it over pays none of it again.
+	`
+ALTER TABLE targets ADD COLUMN progress jsonb;
+`,
 ];
 
 /** The version this scrapejob writes and reads. */

@@ -18,6 +18,8 @@ export interface FleetTargetInput {
 	readonly host?: string;
 	/** @default 0 */
 	readonly depth?: number;
+	/** The target whose page linked this one (a crawl's). @default null */
+	readonly parent?: string | null;
 	/** The target's own fields (params, metadata), handed back with its claim. */
 	readonly input?: unknown;
 }

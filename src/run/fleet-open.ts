@@ -9,9 +9,9 @@ import {
 	freshTargetIds,
 	openFleetRun,
 } from "../fleet/index.js";
-import { type Job, streamTargetBatches } from "../job/index.js";
+import { type Job, streamTargetBatches, type Target } from "../job/index.js";
 import { asCrawlSeed } from "./fleet-crawl.js";
-import { plansOf, toFleetInput } from "./fleet-targets.js";
+import { plansOf, toFleetInput, toSitemapTask } from "./fleet-targets.js";
 import type { FleetWorkerSetup } from "./fleet-worker.js";
 
 /** How long a claim lasts without renewal unless told otherwise (a worker renews a third of the way in). */
@@ -105,7 +105,10 @@ async function* fleetTargets(
 	plans: ReturnType<typeof plansOf>,
 	selection: Pick<FleetJoinOptions, "freshnessMs" | "retryFailed">,
 ): AsyncIterable<FleetTargetInput> {
+	// `sitemaps: true`: one task per seed origin (a retry reads none: the run that found the pages read them).
+	const origins = job.crawl?.sitemaps && !selection.retryFailed ? new Set<string>() : null;
 	for await (const batch of streamTargetBatches(job)) {
+		if (origins) for (const task of sitemapTasks(batch, plans, origins)) yield task;
 		const ids = batch.map((target) => target.id);
 		// Retrying failures is explicit: every target whose newest record failed, however recent.
 		const failed = selection.retryFailed ? await failedTargetIds(fleet, job.name, ids) : null;
@@ -116,5 +119,21 @@ async function* fleetTargets(
 			if (job.crawl) yield toFleetInput(asCrawlSeed(target), plans, normalizeUrl(target.url) ?? target.id);
 			else yield toFleetInput(target, plans, target.id);
 		}
+	}
+}
+
+/** The sitemap tasks of a batch of seeds: one per origin not met before, with that origin's first seed. */
+function* sitemapTasks(
+	seeds: readonly Target[],
+	plans: ReturnType<typeof plansOf>,
+	origins: Set<string>,
+): Iterable<FleetTargetInput> {
+	for (const seed of seeds) {
+		const url = normalizeUrl(seed.url);
+		if (url === null) continue;
+		const origin = new URL(url).origin;
+		if (origins.has(origin)) continue;
+		origins.add(origin);
+		yield toSitemapTask(asCrawlSeed(seed), plans, origin);
 	}
 }
