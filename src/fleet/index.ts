@@ -21,7 +21,7 @@ export { commitCredits, releaseCredits, reserveCredits } from "./budget.js";
 export { connectFleet, DEFAULT_FLEET_SCHEMA, type Fleet, type FleetOptions, fleetUrlSecrets } from "./connect.js";
 export { addDiscovered } from "./discovered.js";
 export { FleetDatabaseError, FleetSchemaTooNewError } from "./errors.js";
-export { failedTargetIds, freshTargetIds } from "./fresh.js";
+export { type FailedCrawlPage, failedCrawlPages, failedTargetIds, freshTargetIds, okTargetIds } from "./fresh.js";
 export { latestFleetRecords } from "./latest-records.js";
 export {
 	type ClaimOptions,

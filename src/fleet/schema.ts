@@ -151,6 +151,11 @@ CREATE TABLE breakers (
 	`
 ALTER TABLE targets ADD COLUMN progress jsonb;
 `,
+	// \`--retry-failed\` of a crawl: every worker of the run (whatever its own flags) follows no link to a
+	// page whose newest record in the job's fleet runs is ok.
+	`
+ALTER TABLE runs ADD COLUMN retry_failed boolean NOT NULL DEFAULT false;
+`,
 ];
 
 /** The version this scrapejob writes and reads. */

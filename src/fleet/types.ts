@@ -5,6 +5,8 @@ export interface FleetRun {
 	readonly runName: string;
 	readonly state: "opening" | "loading" | "running" | "complete";
 	readonly createdAt: Date;
+	/** Opened by `--retry-failed`: it holds only the job's targets whose newest fleet record failed. */
+	readonly retryFailed: boolean;
 }
 
 /** A target as the job gives it to the frontier. */

@@ -444,8 +444,6 @@ export function checkFleetJob(job: Job, choices: Pick<RunChoices, "retryFailed" 
 		throw new UsageError(
 			`--retry-failed ${choices.retryFailed} names a local run: with --fleet, --retry-failed takes no run id`,
 		);
-	if (choices.retryFailed === true && job.crawl)
-		throw new UsageError(`${job.name}: --retry-failed of a fleet crawl is not built yet: ${instead}`);
 	if (job.contract)
 		throw new UsageError(`${job.name}: data contracts hold runs back in the job's local store: ${instead}`);
 	if (job.shard) throw new UsageError("--shard splits a job between processes itself: not with --fleet");

@@ -21,12 +21,14 @@ import {
 	type FleetLease,
 	type FleetRun,
 	type FleetSlot,
+	type FleetTargetInput,
 	type FleetWorker,
 	fetchStarting,
 	finishFleetRun,
 	finishTarget,
 	fleetStatus,
 	isComplete,
+	okTargetIds,
 	onlyParkedLeft,
 	parkTarget,
 	pauseFleet,
@@ -240,7 +242,7 @@ export function createFleetCoordination(
 		try {
 			// Links first, while the page is still leased: the run cannot complete between the two.
 			const links = crawl ? await crawl.take(fromFleetLease(target.lease, plans), plans) : [];
-			if (links.length > 0) await addDiscovered(fleet, target.lease, await withinMaxPages(links));
+			if (links.length > 0) await addDiscovered(fleet, target.lease, await withinMaxPages(await notFetchedOk(links)));
 			const settled = target.record
 				? await completeTarget(fleet, target.lease, target.record, target.charged)
 				: target.finished
@@ -288,6 +290,17 @@ export function createFleetCoordination(
 			}
 			await sleep(IDLE_POLL_MS);
 		}
+	};
+
+	/** A retried crawl (`--retry-failed`) follows no link to a page whose newest fleet record is ok. */
+	const notFetchedOk = async (links: readonly FleetTargetInput[]): Promise<readonly FleetTargetInput[]> => {
+		if (!run.retryFailed) return links;
+		const ok = await okTargetIds(
+			fleet,
+			run.jobName,
+			links.map((link) => link.targetId ?? link.url),
+		);
+		return links.filter((link) => !ok.has(link.targetId ?? link.url));
 	};
 
 	/** Pages the frontier holds now (a sitemap task, depth -1, is none). */
