@@ -38,6 +38,7 @@ import {
 	releaseTarget,
 	renewLeases,
 	reserveCredits,
+	setConcurrencyLimit,
 	setHostPoliteness,
 	storeRobots,
 	storeTaskId,
@@ -147,6 +148,15 @@ export function createFleetCoordination(
 	 * rather than back to the table (two statements saved a target); given back when a claim comes up short.
 	 */
 	const spare: FleetSlot[] = [];
+	/** The fleet's limit as this worker last set it from `X-RateLimit-Limit` (null: not yet). */
+	let limitSeen: number | null = null;
+	const aboveLimit = (): FleetSlot[] => {
+		if (limitSeen === null) return [];
+		const ceiling = limitSeen;
+		const above = spare.filter((slot) => slot.slot >= ceiling);
+		if (above.length > 0) spare.splice(0, spare.length, ...spare.filter((slot) => slot.slot < ceiling));
+		return above;
+	};
 	const wake = () => {
 		const resume = wakeFeeder;
 		wakeFeeder = null;
@@ -383,6 +393,8 @@ export function createFleetCoordination(
 			let claimed: Array<{ lease: FleetLease; slot: FleetSlot }>;
 			const started = clock();
 			try {
+				// Spare slots above a lowered limit go back: the fleet's ceiling is the table's, not this worker's.
+				for (const slot of aboveLimit()) await releaseSlot(fleet, slot);
 				const slots = spare.splice(0, free);
 				if (slots.length < free) slots.push(...(await acquireSlots(fleet, worker, free - slots.length, leaseMs)));
 				const leases = slots.length === 0 ? [] : await claimTargets(fleet, worker, slots.length, leaseMs, claimOptions);
@@ -522,6 +534,17 @@ export function createFleetCoordination(
 					await sleep(IDLE_POLL_MS);
 				}
 			};
+		},
+		/**
+		 * The service's `X-RateLimit-Limit` on an answer: the fleet's limit follows it up and down (never
+		 * above the job's own `concurrency`), as a learned local run's does. Written when it changes.
+		 */
+		rateLimitSeen(limit: number | undefined): void {
+			if (limit === undefined || !Number.isSafeInteger(limit) || limit < 1) return;
+			const next = typeof job.concurrency === "number" ? Math.min(job.concurrency, limit) : limit;
+			if (next === limitSeen) return;
+			limitSeen = next;
+			later("", setConcurrencyLimit(fleet, run.id, next));
 		},
 		/** A host's robots.txt `Crawl-delay`: the fleet's delay for it (never below the job's). */
 		crawlDelay(host: string, delayMs: number): void {

@@ -303,6 +303,7 @@ export async function runJob(options: RunJobOptions): Promise<RunJobResult> {
 			onHeaders: (headers) => {
 				stats.creditsSeen(headers.creditsRemaining);
 				queue.concurrency = concurrency.answered(headers, queue.concurrency);
+				fleet?.rateLimitSeen(headers.rateLimitLimit);
 			},
 			...(fleet ? { onTask: fleet.taskStarted } : {}),
 			log,
