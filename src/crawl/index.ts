@@ -11,7 +11,7 @@
 
 export { createUrlKeys, type UrlKeys } from "../common/index.js";
 export { type Crawler, type CrawlerOptions, type CrawlSummary, createCrawler } from "./crawler.js";
-export { FRONTIER_FILE } from "./frontier-file.js";
+export { FRONTIER_FILE, type FrontierEntry, isFrontierEntry } from "./frontier-file.js";
 export { createLinkScope, type LinkScope } from "./link-scope.js";
 export { normalizeUrl, withSeedCredentials } from "./normalize-url.js";
 export { createRobots, type Robots, readRobotsBody } from "./robots.js";
@@ -19,6 +19,7 @@ export { ROBOTS_MAX_BYTES } from "./robots-rules.js";
 export { hasUnreadLinks, inboxName, openShardInbox, type ShardInbox, shardIsIdle } from "./shard-inbox.js";
 export { SITEMAP_MAX_BYTES, SITEMAP_MAX_URLS, type SitemapBounds } from "./sitemap-stream.js";
 export {
+	createSitemapReader,
 	MAX_SITEMAP_FILES,
 	SITEMAP_BODIES_DIR,
 	type SitemapFetch,

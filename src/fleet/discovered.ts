@@ -13,6 +13,6 @@ export async function addDiscovered(
 	page: Pick<FleetLease, "runId" | "targetId" | "epoch" | "depth">,
 	links: readonly FleetTargetInput[],
 ): Promise<number> {
-	const withDepth = links.map((link) => ({ ...link, depth: link.depth ?? page.depth + 1 }));
+	const withDepth = links.map((link) => ({ ...link, depth: link.depth ?? page.depth + 1, parent: page.targetId }));
 	return insertTargets(fleet.query, page.runId, withDepth, { targetId: page.targetId, epoch: page.epoch });
 }

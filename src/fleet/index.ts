@@ -21,13 +21,14 @@ export { commitCredits, releaseCredits, reserveCredits } from "./budget.js";
 export { connectFleet, DEFAULT_FLEET_SCHEMA, type Fleet, type FleetOptions, fleetUrlSecrets } from "./connect.js";
 export { addDiscovered } from "./discovered.js";
 export { FleetDatabaseError, FleetSchemaTooNewError } from "./errors.js";
-export { failedTargetIds, freshTargetIds } from "./fresh.js";
+export { type FailedCrawlPage, failedCrawlPages, failedTargetIds, freshTargetIds, okTargetIds } from "./fresh.js";
 export { latestFleetRecords } from "./latest-records.js";
 export {
 	type ClaimOptions,
 	claimTargets,
 	completeTarget,
 	fetchStarting,
+	finishTarget,
 	reapExpiredLeases,
 	releaseTarget,
 	renewLeases,
@@ -38,6 +39,7 @@ export { loadTargets, type OpenFleetRunOptions, type OpenFleetRunResult, openFle
 export { pauseFleet, setHostPoliteness } from "./politeness.js";
 export { claimRobots, type FleetRobots, storeRobots } from "./robots.js";
 export { FLEET_SCHEMA_VERSION } from "./schema.js";
+export { addListedPages, addProgress, readProgress } from "./sitemaps.js";
 export { acquireSlot, acquireSlots, type FleetSlot, releaseSlot, setConcurrencyLimit } from "./slots.js";
 export {
 	type FleetStatus,

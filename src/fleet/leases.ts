@@ -256,6 +256,14 @@ export async function releaseTarget(
 	});
 }
 
+/**
+ * A target that was work of the fleet's own, not a page (a seed origin's sitemaps), ends done without a
+ * record; `credits` its fetches cost are the run's spending. Fenced as completeTarget.
+ */
+export async function finishTarget(fleet: Fleet, lease: LeaseRef, credits: number): Promise<boolean> {
+	return settle(fleet, lease, "done", { record: undefined, credits, error: null });
+}
+
 async function settle(
 	fleet: Fleet,
 	lease: LeaseRef,

@@ -7,14 +7,15 @@ export const LOAD_BATCH = 1000;
 
 /**
  * Insert targets of `runId` (and rows for their hosts, with the run's politeness), each URL key once:
- * a key already in the run is skipped (`ON CONFLICT DO NOTHING`), or, still queued, takes a shallower depth found now. `parent`, when given, is the target
- * whose page linked to these. Returns how many were new.
+ * a key already in the run is skipped (`ON CONFLICT DO NOTHING`), or, still queued, takes a shallower
+ * depth (and that finder's parent) found now. `fence`, when given, is the leased target that found these:
+ * nothing enters unless its lease is still that epoch's. Returns how many were new.
  */
 export async function insertTargets(
 	query: Fleet["query"],
 	runId: number,
 	targets: readonly FleetTargetInput[],
-	parent: { readonly targetId: string; readonly epoch: number } | null = null,
+	fence: { readonly targetId: string; readonly epoch: number } | null = null,
 ): Promise<number> {
 	if (targets.length === 0) return 0;
 	const ids: string[] = [];
@@ -23,6 +24,7 @@ export async function insertTargets(
 	const hosts: string[] = [];
 	const depths: number[] = [];
 	const inputs: (string | null)[] = [];
+	const parents: (string | null)[] = [];
 	// In URL key order: workers inserting overlapping keys at once meet each other's uncommitted rows in
 	// one order, so none can wait on another that waits on it.
 	const sorted = targets
@@ -35,19 +37,20 @@ export async function insertTargets(
 		hosts.push(target.host ?? hostOf(target.url));
 		depths.push(target.depth ?? 0);
 		inputs.push(target.input === undefined ? null : JSON.stringify(target.input));
+		parents.push(target.parent ?? null);
 	}
 	// A discovered link enters only while the page that found it is still leased under the finder's
 	// epoch: a worker whose lease passed to another adds nothing.
-	const fence =
-		parent === null
+	const fenced =
+		fence === null
 			? "true"
-			: "EXISTS (SELECT 1 FROM targets p WHERE p.run_id = $1 AND p.target_id = $8 AND p.lease_epoch = $9 AND p.state = 'leased')";
+			: "EXISTS (SELECT 1 FROM targets p WHERE p.run_id = $1 AND p.target_id = $9 AND p.lease_epoch = $10 AND p.state = 'leased')";
 	const rows = await query<{ n: number }>(
 		`WITH input AS (
 			-- One row per URL key (a statement may update a row once): the shallowest.
-			SELECT DISTINCT ON (i.url_key) * FROM unnest($2::text[], $3::text[], $4::text[], $5::text[], $6::int[], $7::jsonb[])
-				AS i(target_id, url_key, url, host, depth, input)
-			WHERE ${fence}
+			SELECT DISTINCT ON (i.url_key) * FROM unnest($2::text[], $3::text[], $4::text[], $5::text[], $6::int[], $7::jsonb[], $8::text[])
+				AS i(target_id, url_key, url, host, depth, input, parent)
+			WHERE ${fenced}
 			ORDER BY i.url_key, i.depth
 		), new_hosts AS (
 			INSERT INTO hosts (run_id, host, delay_ms, max_in_flight)
@@ -56,25 +59,25 @@ export async function insertTargets(
 			ON CONFLICT DO NOTHING
 		), inserted AS (
 			INSERT INTO targets (run_id, target_id, url_key, url, host, depth, parent, input)
-			SELECT $1, i.target_id, i.url_key, i.url, i.host, i.depth, $8, i.input FROM input i
+			SELECT $1, i.target_id, i.url_key, i.url, i.host, i.depth, i.parent, i.input FROM input i
 			ON CONFLICT DO NOTHING
 			RETURNING 1
 		), shallower AS (
 			-- Found again shallower while still queued: the shallowest finder's depth (depth-exact crawls).
 			-- Rows locked in URL key order, as inserts meet them: two finders never wait on each other in a cycle.
-			SELECT q.target_id, i.depth FROM targets q JOIN input i ON i.url_key = q.url_key
+			SELECT q.target_id, i.depth, i.parent FROM targets q JOIN input i ON i.url_key = q.url_key
 			WHERE q.run_id = $1 AND q.state = 'queued' AND i.depth < q.depth
 			ORDER BY q.url_key
 			FOR UPDATE OF q
 		), deepened AS (
-			UPDATE targets t SET depth = s.depth, parent = $8
+			UPDATE targets t SET depth = s.depth, parent = s.parent
 			FROM shallower s WHERE t.run_id = $1 AND t.target_id = s.target_id
 		)
 		SELECT count(*)::int AS n FROM inserted`,
-		parent === null
-			? [runId, ids, keys, urls, hosts, depths, inputs, null]
-			: [runId, ids, keys, urls, hosts, depths, inputs, parent.targetId, parent.epoch],
-		parent === null ? "fleet_insert_targets" : "fleet_insert_links",
+		fence === null
+			? [runId, ids, keys, urls, hosts, depths, inputs, parents]
+			: [runId, ids, keys, urls, hosts, depths, inputs, parents, fence.targetId, fence.epoch],
+		fence === null ? "fleet_insert_targets" : "fleet_insert_links",
 	);
 	return rows[0]?.n ?? 0;
 }

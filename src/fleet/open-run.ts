@@ -17,6 +17,8 @@ export interface OpenFleetRunOptions {
 	readonly hostDelayMs?: number;
 	/** Fetches in flight per host at most. @default no limit */
 	readonly hostConcurrency?: number | null;
+	/** A new run is a `--retry-failed` one (`FleetRun.retryFailed`). @default false */
+	readonly retryFailed?: boolean;
 	/** How long the loader role lasts without a sign of life (renewed each batch), ms. @default 60,000 */
 	readonly loaderLeaseMs?: number;
 	/** Targets written per statement while loading (the other workers see them batch by batch). @default 1,000 */
@@ -41,6 +43,7 @@ interface RunRow {
 	run_name: string;
 	state: FleetRun["state"];
 	created_at: Date;
+	retry_failed?: boolean;
 }
 
 export function toRun(row: RunRow): FleetRun {
@@ -50,10 +53,11 @@ export function toRun(row: RunRow): FleetRun {
 		runName: row.run_name,
 		state: row.state,
 		createdAt: row.created_at,
+		retryFailed: row.retry_failed === true,
 	};
 }
 
-const RUN_COLUMNS = "id, job_name, run_name, state, created_at";
+const RUN_COLUMNS = "id, job_name, run_name, state, created_at, retry_failed";
 
 /**
  * Join the job's fleet run or open one. The worker that opens a run (or finds a loader gone past its
@@ -82,8 +86,8 @@ export async function openFleetRun(fleet: Fleet, options: OpenFleetRunOptions): 
 			const runName = options.runName ?? `${new Date().toISOString()}-${randomBytes(3).toString("hex")}`;
 			const limit = options.concurrencyLimit;
 			[row] = await query<RunRow>(
-				`INSERT INTO runs (job_name, run_name, max_credits, concurrency_limit, host_delay_ms, host_concurrency)
-				VALUES ($1, $2, $3, $4, $5, $6) RETURNING ${RUN_COLUMNS}`,
+				`INSERT INTO runs (job_name, run_name, max_credits, concurrency_limit, host_delay_ms, host_concurrency, retry_failed)
+				VALUES ($1, $2, $3, $4, $5, $6, $7) RETURNING ${RUN_COLUMNS}`,
 				[
 					options.jobName,
 					runName,
@@ -91,6 +95,7 @@ export async function openFleetRun(fleet: Fleet, options: OpenFleetRunOptions): 
 					limit,
 					options.hostDelayMs ?? 0,
 					options.hostConcurrency ?? null,
+					options.retryFailed === true,
 				],
 			);
 			await query("INSERT INTO slots (run_id, slot) SELECT $1, generate_series(0, $2 - 1)", [row!.id, limit]);

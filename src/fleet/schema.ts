@@ -146,6 +146,16 @@ CREATE TABLE breakers (
 	PRIMARY KEY (run_id, domain)
 );
 `,
+	// A crawl's sitemaps (\`sitemaps: true\`) are read by one worker per seed origin, as a target of depth -1:
+	// what its holder has read so far is kept on the row, so a worker taking it over pays none of it again.
+	`
+ALTER TABLE targets ADD COLUMN progress jsonb;
+`,
+	// \`--retry-failed\` of a crawl: every worker of the run (whatever its own flags) follows no link to a
+	// page whose newest record in the job's fleet runs is ok.
+	`
+ALTER TABLE runs ADD COLUMN retry_failed boolean NOT NULL DEFAULT false;
+`,
 ];
 
 /** The version this scrapejob writes and reads. */

@@ -44,6 +44,7 @@ export async function finishFleetRun(fleet: Fleet, runId: number): Promise<boole
 
 export interface FleetStatus {
 	readonly run: FleetRun;
+	/** The run's pages by state (a crawl's sitemap reading, depth -1, is not one of them). */
 	readonly targets: {
 		readonly queued: number;
 		readonly leased: number;
@@ -89,9 +90,9 @@ export async function fleetStatus(fleet: Fleet, runId: number): Promise<FleetSta
 		in_flight: number;
 		workers: Array<{ id: string; hostname: string; pid: number; started_at: string; last_beat: string }> | null;
 	}>(
-		`SELECT r.id, r.job_name, r.run_name, r.state, r.created_at, r.spent, r.reserved, r.max_credits,
+		`SELECT r.id, r.job_name, r.run_name, r.state, r.created_at, r.retry_failed, r.spent, r.reserved, r.max_credits,
 			r.concurrency_limit, CASE WHEN r.paused_until > now() THEN r.paused_until END AS paused_until, now() AS at,
-			(SELECT jsonb_object_agg(state, n) FROM (SELECT state, count(*)::int AS n FROM targets WHERE run_id = r.id GROUP BY state) c) AS counts,
+			(SELECT jsonb_object_agg(state, n) FROM (SELECT state, count(*)::int AS n FROM targets WHERE run_id = r.id AND depth >= 0 GROUP BY state) c) AS counts,
 			(SELECT count(*)::int FROM slots s WHERE s.run_id = r.id AND s.holder IS NOT NULL AND s.held_until >= now()) AS in_flight,
 			(SELECT jsonb_agg(w ORDER BY w.started_at) FROM (SELECT id, hostname, pid, started_at, last_beat FROM workers WHERE run_id = r.id) w) AS workers
 		FROM runs r WHERE r.id = $1`,
@@ -131,7 +132,7 @@ export async function fleetStatus(fleet: Fleet, runId: number): Promise<FleetSta
 /** The job's fleet runs, newest first. */
 export async function listFleetRuns(fleet: Fleet, jobName: string): Promise<FleetRun[]> {
 	const rows = await fleet.query<Parameters<typeof toRun>[0]>(
-		"SELECT id, job_name, run_name, state, created_at FROM runs WHERE job_name = $1 ORDER BY created_at DESC, id DESC",
+		"SELECT id, job_name, run_name, state, created_at, retry_failed FROM runs WHERE job_name = $1 ORDER BY created_at DESC, id DESC",
 		[jobName],
 	);
 	return rows.map(toRun);

@@ -5,6 +5,8 @@ export interface FleetRun {
 	readonly runName: string;
 	readonly state: "opening" | "loading" | "running" | "complete";
 	readonly createdAt: Date;
+	/** Opened by `--retry-failed`: it holds only the job's targets whose newest fleet record failed. */
+	readonly retryFailed: boolean;
 }
 
 /** A target as the job gives it to the frontier. */
@@ -18,6 +20,8 @@ export interface FleetTargetInput {
 	readonly host?: string;
 	/** @default 0 */
 	readonly depth?: number;
+	/** The target whose page linked this one (a crawl's). @default null */
+	readonly parent?: string | null;
 	/** The target's own fields (params, metadata), handed back with its claim. */
 	readonly input?: unknown;
 }

@@ -444,14 +444,8 @@ export function checkFleetJob(job: Job, choices: Pick<RunChoices, "retryFailed" 
 		throw new UsageError(
 			`--retry-failed ${choices.retryFailed} names a local run: with --fleet, --retry-failed takes no run id`,
 		);
-	if (choices.retryFailed === true && job.crawl)
-		throw new UsageError(`${job.name}: --retry-failed of a fleet crawl is not built yet: ${instead}`);
 	if (job.contract)
 		throw new UsageError(`${job.name}: data contracts hold runs back in the job's local store: ${instead}`);
-	if (job.crawl?.sitemaps)
-		throw new UsageError(
-			`${job.name}: a fleet crawl does not read sitemaps yet: set crawl.sitemaps: false, or ${instead}`,
-		);
 	if (job.shard) throw new UsageError("--shard splits a job between processes itself: not with --fleet");
 	if (choices.accept !== undefined) throw new UsageError(`--accept promotes a local run: ${instead}`);
 }

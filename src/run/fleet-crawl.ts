@@ -10,8 +10,9 @@ import {
 import type { ExtractPlan } from "../extract/index.js";
 import type { FleetTargetInput } from "../fleet/index.js";
 import { createTargetKey, identityOptionsJson, type Job, streamTargetBatches, type Target } from "../job/index.js";
+import { readSitemapTask } from "./fleet-sitemaps.js";
 import { toFleetInput } from "./fleet-targets.js";
-import type { FleetCoordination } from "./fleet-worker.js";
+import type { FleetCoordination, SitemapTaskReader } from "./fleet-worker.js";
 
 /** A crawl's seed as a fleet run loads it: depth 0, and a profile naming its fetch options. */
 export function asCrawlSeed(target: Target): Target {
@@ -29,6 +30,23 @@ export interface FleetCrawl extends Crawler {
 	 * the frontier stores them, one depth below it; forgotten here once taken.
 	 */
 	take(page: Target, plans: readonly ExtractPlan[]): Promise<FleetTargetInput[]>;
+	/**
+	 * The URLs of `hrefs` the crawl follows from `page` (normalized, in scope, allowed by robots.txt), as
+	 * the frontier stores them at `depth`, with `page`'s options. A sitemap's pages go through here too.
+	 */
+	follow(
+		hrefs: Iterable<string>,
+		page: Target,
+		depth: number,
+		plans: readonly ExtractPlan[],
+	): Promise<FleetTargetInput[]>;
+	/**
+	 * `robots: obey`: the stored body of `origin`'s robots.txt as the rules read it (null: none; "stopped":
+	 * not fetched), so the sitemap reader pays for it no second time; undefined without the rules.
+	 */
+	readonly robotsFile?: (origin: string, seed: Target) => Promise<string | null | "stopped">;
+	/** Credits this worker's sitemap reading cost, for its summary. */
+	addSitemapCredits(credits: number): void;
 }
 
 export interface FleetCrawlOptions {
@@ -72,6 +90,7 @@ export function createFleetCrawl(options: FleetCrawlOptions): FleetCrawl {
 	let pages = 0;
 	let discovered = 0;
 	let robotsDisallowed = 0;
+	let sitemapCredits = 0;
 
 	const inScope = (url: string): boolean => {
 		if (!scope.allows(new URL(url))) return false;
@@ -97,52 +116,73 @@ export function createFleetCrawl(options: FleetCrawlOptions): FleetCrawl {
 		return verdict !== false;
 	};
 
+	const follow = async (
+		hrefs: Iterable<string>,
+		page: Target,
+		depth: number,
+		plans: readonly ExtractPlan[],
+	): Promise<FleetTargetInput[]> => {
+		if (!page.crawl) return [];
+		const optionsJson = identityOptionsJson(page.params);
+		const seen = new Set<string>();
+		const inputs: FleetTargetInput[] = [];
+		for (const href of hrefs) {
+			if (options.isStopping()) break;
+			const url = normalizeUrl(href);
+			if (url === null || seen.has(url) || !inScope(url)) continue;
+			seen.add(url);
+			const verdict = await allowed(url, page);
+			if (verdict === null) break;
+			if (!verdict) {
+				robotsDisallowed += 1;
+				continue;
+			}
+			const link: Target = {
+				id: createTargetKey(url, optionsJson).id,
+				url,
+				// The frontier (a table other workers read) never holds URL credentials: a crawled page is
+				// fetched without them (docs/guides/fleet.md, "Crawls in a fleet").
+				params: { ...page.params, url },
+				origin: page.origin,
+				crawl: { depth, parent: depth === 0 ? null : page.id, profile: page.crawl.profile },
+			};
+			if (page.extract) link.extract = page.extract;
+			inputs.push(toFleetInput(link, plans, url));
+		}
+		discovered += inputs.length;
+		return inputs;
+	};
+
 	return {
 		pageFetched(target, links) {
 			pages += 1;
 			if (links === null || !target.crawl || target.crawl.depth >= spec.maxDepth) return;
 			found.set(target.id, links);
 		},
-		async take(page, plans) {
+		take(page, plans) {
 			const links = found.get(page.id);
 			found.delete(page.id);
-			if (!links || !page.crawl) return [];
-			const depth = page.crawl.depth + 1;
-			const optionsJson = identityOptionsJson(page.params);
-			const seen = new Set<string>();
-			const inputs: FleetTargetInput[] = [];
-			for (const href of links) {
-				if (options.isStopping()) break;
-				const url = normalizeUrl(href);
-				if (url === null || seen.has(url) || !inScope(url)) continue;
-				seen.add(url);
-				const verdict = await allowed(url, page);
-				if (verdict === null) break;
-				if (!verdict) {
-					robotsDisallowed += 1;
-					continue;
+			if (!links || !page.crawl) return Promise.resolve([]);
+			return follow(links, page, page.crawl.depth + 1, plans);
+		},
+		follow: (hrefs, page, depth, plans) => follow(hrefs, page, depth, plans),
+		...(robots
+			? {
+					robotsFile: async (origin: string, seed: Target) =>
+						(await robots.load(origin, seed, seed.crawl?.profile ?? profileOf(seed)))
+							? robots.bodyPath(origin)
+							: ("stopped" as const),
 				}
-				const link: Target = {
-					id: createTargetKey(url, optionsJson).id,
-					url,
-					// The frontier (a table other workers read) never holds URL credentials: a crawled page is
-					// fetched without them (docs/guides/fleet.md, "Crawls in a fleet").
-					params: { ...page.params, url },
-					origin: page.origin,
-					crawl: { depth, parent: page.id, profile: page.crawl.profile },
-				};
-				if (page.extract) link.extract = page.extract;
-				inputs.push(toFleetInput(link, plans, url));
-			}
-			discovered += inputs.length;
-			return inputs;
+			: {}),
+		addSitemapCredits(credits) {
+			sitemapCredits += credits;
 		},
 		summary: (): CrawlSummary => ({
 			pages,
 			discovered,
 			max_depth: spec.maxDepth,
 			max_pages: spec.maxPages,
-			sitemap_credits: robots?.credits ?? 0,
+			sitemap_credits: (robots?.credits ?? 0) + sitemapCredits,
 			robots_disallowed: robotsDisallowed,
 			fresh: 0,
 			refetched_for_links: 0,
@@ -176,6 +216,21 @@ export async function fleetCrawlFor(
 		seeds,
 		onCrawlDelay: fleet.crawlDelay,
 	});
-	fleet.useCrawl(crawl);
+	const sitemaps: SitemapTaskReader | null = job.crawl.sitemaps
+		? (seed, origin, plans, store) =>
+				readSitemapTask({
+					crawl,
+					seed,
+					origin,
+					plans,
+					store,
+					runDir: options.runDir,
+					// Paid once per file for the fleet: the task's lease, not the robots.txt table, makes it once.
+					fetch: options.fetchSitemap,
+					warn: options.warn,
+					isStopping: options.isStopping,
+				})
+		: null;
+	fleet.useCrawl(crawl, sitemaps);
 	return crawl;
 }

@@ -5,13 +5,15 @@ import {
 	type Fleet,
 	type FleetRun,
 	type FleetTargetInput,
+	failedCrawlPages,
 	failedTargetIds,
 	freshTargetIds,
+	LOAD_BATCH,
 	openFleetRun,
 } from "../fleet/index.js";
-import { type Job, streamTargetBatches } from "../job/index.js";
+import { type Job, streamTargetBatches, type Target } from "../job/index.js";
 import { asCrawlSeed } from "./fleet-crawl.js";
-import { plansOf, toFleetInput } from "./fleet-targets.js";
+import { plansOf, toFleetInput, toSitemapTask } from "./fleet-targets.js";
 import type { FleetWorkerSetup } from "./fleet-worker.js";
 
 /** How long a claim lasts without renewal unless told otherwise (a worker renews a third of the way in). */
@@ -57,6 +59,7 @@ export async function joinFleetRun(job: Job, options: FleetJoinOptions): Promise
 			concurrencyLimit: options.concurrency,
 			hostDelayMs: job.perHostDelayMs ?? 0,
 			hostConcurrency: job.perHostConcurrency ?? null,
+			retryFailed: options.retryFailed === true,
 		});
 		if (opened.outcome === "complete") {
 			await fleet.close();
@@ -105,7 +108,13 @@ async function* fleetTargets(
 	plans: ReturnType<typeof plansOf>,
 	selection: Pick<FleetJoinOptions, "freshnessMs" | "retryFailed">,
 ): AsyncIterable<FleetTargetInput> {
+	// `sitemaps: true`: one task per seed origin (a retry reads none: the run that found the pages read them).
+	const origins = job.crawl?.sitemaps && !selection.retryFailed ? new Set<string>() : null;
+	/** A retried crawl's seed options: a failed page found from a seed no longer in the job is not retried. */
+	const profiles = new Set<string>();
 	for await (const batch of streamTargetBatches(job)) {
+		if (origins) for (const task of sitemapTasks(batch, plans, origins)) yield task;
+		if (job.crawl && selection.retryFailed) for (const seed of batch) profiles.add(asCrawlSeed(seed).crawl!.profile);
 		const ids = batch.map((target) => target.id);
 		// Retrying failures is explicit: every target whose newest record failed, however recent.
 		const failed = selection.retryFailed ? await failedTargetIds(fleet, job.name, ids) : null;
@@ -116,5 +125,44 @@ async function* fleetTargets(
 			if (job.crawl) yield toFleetInput(asCrawlSeed(target), plans, normalizeUrl(target.url) ?? target.id);
 			else yield toFleetInput(target, plans, target.id);
 		}
+	}
+	if (job.crawl && selection.retryFailed) yield* failedPages(fleet, job.name, job.crawl.maxDepth, profiles);
+}
+
+/**
+ * `--retry-failed` of a crawl: its crawled pages whose newest fleet record failed, at the depth and with
+ * the parent their run gave them (a failed seed among them is loaded once, as the seed it is).
+ */
+async function* failedPages(
+	fleet: Fleet,
+	jobName: string,
+	maxDepth: number,
+	profiles: ReadonlySet<string>,
+): AsyncIterable<FleetTargetInput> {
+	for (let after: string | null = null; ; ) {
+		const pages = await failedCrawlPages(fleet, jobName, after, LOAD_BATCH);
+		for (const page of pages) {
+			const profile = (page.input as { crawl?: { profile?: unknown } } | null)?.crawl?.profile;
+			if (page.depth > maxDepth || typeof profile !== "string" || !profiles.has(profile)) continue;
+			yield { ...page };
+		}
+		if (pages.length < LOAD_BATCH) return;
+		after = pages.at(-1)!.targetId;
+	}
+}
+
+/** The sitemap tasks of a batch of seeds: one per origin not met before, with that origin's first seed. */
+function* sitemapTasks(
+	seeds: readonly Target[],
+	plans: ReturnType<typeof plansOf>,
+	origins: Set<string>,
+): Iterable<FleetTargetInput> {
+	for (const seed of seeds) {
+		const url = normalizeUrl(seed.url);
+		if (url === null) continue;
+		const origin = new URL(url).origin;
+		if (origins.has(origin)) continue;
+		origins.add(origin);
+		yield toSitemapTask(asCrawlSeed(seed), plans, origin);
 	}
 }

@@ -10,6 +10,8 @@ interface StoredTarget {
 	readonly plan?: number;
 	readonly carried?: Target["carried"];
 	readonly crawl?: { readonly profile: string };
+	/** A crawl's task of reading this seed origin's sitemaps (fleet-sitemaps.ts), not a page. */
+	readonly sitemaps?: string;
 }
 
 /**
@@ -40,7 +42,7 @@ export function toFleetInput(target: Target, plans: readonly ExtractPlan[], urlK
 		url: target.url,
 		urlKey,
 		targetId: target.id,
-		...(target.crawl ? { depth: target.crawl.depth } : {}),
+		...(target.crawl ? { depth: target.crawl.depth, parent: target.crawl.parent } : {}),
 		input: stored,
 	};
 }
@@ -59,4 +61,27 @@ export function fromFleetLease(lease: FleetLease, plans: readonly ExtractPlan[])
 	if (stored.carried) target.carried = stored.carried;
 	if (stored.crawl) target.crawl = { depth: lease.depth, parent: lease.parent, profile: stored.crawl.profile };
 	return target;
+}
+
+/**
+ * `sitemaps: true`: reading a seed origin's sitemaps as a task of the frontier, at depth -1 — claimed,
+ * leased and taken over as a page is, and, while unsettled, holding back every page below the seeds (a
+ * page a sitemap lists is a seed's depth whatever the timing). Its key is no URL's: it never meets a page.
+ */
+export function toSitemapTask(seed: Target, plans: readonly ExtractPlan[], origin: string): FleetTargetInput {
+	const page = toFleetInput(seed, plans, origin);
+	const key = `sitemaps ${origin}`;
+	return {
+		...page,
+		urlKey: key,
+		targetId: key,
+		depth: -1,
+		input: { ...(page.input as StoredTarget), sitemaps: origin },
+	};
+}
+
+/** The seed origin whose sitemaps a claim is the task of reading; null for a page. */
+export function sitemapOriginOf(lease: FleetLease): string | null {
+	const stored = (lease.input ?? {}) as Partial<StoredTarget>;
+	return typeof stored.sitemaps === "string" ? stored.sitemaps : null;
 }

@@ -8,9 +8,12 @@ import {
 	writeFileAtomic,
 } from "../common/index.js";
 import { readRobotsBody, type SitemapFetch } from "../crawl/index.js";
+import type { ExtractPlan } from "../extract/index.js";
 import {
 	acquireSlots,
 	addDiscovered,
+	addListedPages,
+	addProgress,
 	claimRobots,
 	claimTargets,
 	completeTarget,
@@ -18,31 +21,37 @@ import {
 	type FleetLease,
 	type FleetRun,
 	type FleetSlot,
+	type FleetTargetInput,
 	type FleetWorker,
 	fetchStarting,
 	finishFleetRun,
+	finishTarget,
 	fleetStatus,
 	isComplete,
+	okTargetIds,
 	onlyParkedLeft,
 	parkTarget,
 	pauseFleet,
+	readProgress,
 	releaseDueProbe,
 	releaseSlot,
 	releaseTarget,
 	renewLeases,
 	reserveCredits,
+	setConcurrencyLimit,
 	setHostPoliteness,
 	storeRobots,
 	storeTaskId,
 } from "../fleet/index.js";
 import type { PreviousRecords, TargetHistory } from "../history/index.js";
-import type { BreakerSpec, Job } from "../job/index.js";
+import type { BreakerSpec, Job, Target } from "../job/index.js";
 import type { FleetSummary, ResultRecord } from "../output/index.js";
 import type { BreakerEvents, Breakers } from "./breaker.js";
 import { type CreditBudget, createCreditBudget } from "./credit-budget.js";
 import { createFleetBreakers } from "./fleet-breakers.js";
 import type { FleetCrawl } from "./fleet-crawl.js";
-import { fromFleetLease, plansOf } from "./fleet-targets.js";
+import type { SitemapTaskStore } from "./fleet-sitemaps.js";
+import { fromFleetLease, plansOf, sitemapOriginOf } from "./fleet-targets.js";
 import type { StopController } from "./stop-controller.js";
 import type { TargetRunner } from "./target-runner.js";
 
@@ -71,7 +80,17 @@ interface HeldTarget {
 	record: ResultRecord | null;
 	/** Parked behind its domain's open breaker: it settles parked, not back in the queue. */
 	parked: { readonly domain: string; readonly worstCase: number } | null;
+	/** A task of the fleet's own (a seed origin's sitemaps) ran to its end: it settles done, with no record. */
+	finished: boolean;
 }
+
+/** Reads a seed origin's sitemaps for the fleet (fleet-sitemaps.ts); true when the task is done. */
+export type SitemapTaskReader = (
+	seed: Target,
+	origin: string,
+	plans: readonly ExtractPlan[],
+	store: SitemapTaskStore,
+) => Promise<boolean>;
 
 /** A claim is trusted locally this much less than the database gives it: clocks of hosts drift apart. */
 const LEASE_MARGIN_MS = 1000;
@@ -103,6 +122,8 @@ export function createFleetCoordination(
 	const { job, clock, sleep, log, tracksChanges = false } = deps;
 	/** A crawl's links go to the fleet's frontier as their page settles (`useCrawl`). */
 	let crawl: FleetCrawl | null = null;
+	/** `sitemaps: true`: how this worker reads a seed origin's sitemaps when it claims that task. */
+	let readSitemaps: SitemapTaskReader | null = null;
 	/** Hosts may have a delay (the job's, or robots.txt's Crawl-delay): each fetch stamps its start. */
 	const paced = (job.perHostDelayMs ?? 0) > 0 || job.crawl?.robots === "obey";
 	const plans = plansOf(job);
@@ -127,6 +148,15 @@ export function createFleetCoordination(
 	 * rather than back to the table (two statements saved a target); given back when a claim comes up short.
 	 */
 	const spare: FleetSlot[] = [];
+	/** The fleet's limit as this worker last set it from `X-RateLimit-Limit` (null: not yet). */
+	let limitSeen: number | null = null;
+	const aboveLimit = (): FleetSlot[] => {
+		if (limitSeen === null) return [];
+		const ceiling = limitSeen;
+		const above = spare.filter((slot) => slot.slot >= ceiling);
+		if (above.length > 0) spare.splice(0, spare.length, ...spare.filter((slot) => slot.slot < ceiling));
+		return above;
+	};
 	const wake = () => {
 		const resume = wakeFeeder;
 		wakeFeeder = null;
@@ -222,12 +252,14 @@ export function createFleetCoordination(
 		try {
 			// Links first, while the page is still leased: the run cannot complete between the two.
 			const links = crawl ? await crawl.take(fromFleetLease(target.lease, plans), plans) : [];
-			if (links.length > 0) await addDiscovered(fleet, target.lease, await withinMaxPages(links));
+			if (links.length > 0) await addDiscovered(fleet, target.lease, await withinMaxPages(await notFetchedOk(links)));
 			const settled = target.record
 				? await completeTarget(fleet, target.lease, target.record, target.charged)
-				: target.parked
-					? await parkTarget(fleet, target.lease, target.parked.domain, target.parked.worstCase)
-					: await releaseTarget(fleet, target.lease, { retry: true, credits: target.charged });
+				: target.finished
+					? await finishTarget(fleet, target.lease, target.charged)
+					: target.parked
+						? await parkTarget(fleet, target.lease, target.parked.domain, target.parked.worstCase)
+						: await releaseTarget(fleet, target.lease, { retry: true, credits: target.charged });
 			if (!settled && target.record)
 				log.warn(
 					{ event: "fleet_fenced", id },
@@ -270,16 +302,56 @@ export function createFleetCoordination(
 		}
 	};
 
+	/** A retried crawl (`--retry-failed`) follows no link to a page whose newest fleet record is ok. */
+	const notFetchedOk = async (links: readonly FleetTargetInput[]): Promise<readonly FleetTargetInput[]> => {
+		if (!run.retryFailed) return links;
+		const ok = await okTargetIds(
+			fleet,
+			run.jobName,
+			links.map((link) => link.targetId ?? link.url),
+		);
+		return links.filter((link) => !ok.has(link.targetId ?? link.url));
+	};
+
+	/** Pages the frontier holds now (a sitemap task, depth -1, is none). */
+	const frontierSize = async (): Promise<number> => {
+		const [row] = await fleet.query<{ n: number }>(
+			"SELECT count(*)::int AS n FROM targets WHERE run_id = $1 AND depth >= 0",
+			[run.id],
+			"fleet_frontier_size",
+		);
+		return row?.n ?? 0;
+	};
+
 	/** A crawl's `max_pages` is the fleet's: the frontier never grows past it. */
 	const withinMaxPages = async <T>(links: readonly T[]): Promise<readonly T[]> => {
 		const maxPages = job.crawl?.maxPages;
 		if (maxPages === undefined) return links;
-		const [row] = await fleet.query<{ n: number }>(
-			"SELECT count(*)::int AS n FROM targets WHERE run_id = $1",
-			[run.id],
-			"fleet_frontier_size",
-		);
-		return links.slice(0, Math.max(0, maxPages - (row?.n ?? 0)));
+		return links.slice(0, Math.max(0, maxPages - (await frontierSize())));
+	};
+
+	/** A sitemap task's writes, each under its lease: journal lines on its row, listed pages into the frontier. */
+	const sitemapStore = (lease: FleetLease): SitemapTaskStore => ({
+		progress: () => readProgress(fleet, lease),
+		note: (steps) => addProgress(fleet, lease, steps),
+		async addPages(pages) {
+			const added = await addListedPages(fleet, lease, await withinMaxPages(pages));
+			if (added === null) return null;
+			const maxPages = job.crawl?.maxPages;
+			return maxPages === undefined ? Number.POSITIVE_INFINITY : maxPages - (await frontierSize());
+		},
+	});
+
+	/** Read the sitemaps a claimed task names; true when they are read (the task then settles done). */
+	const sitemapTask = async (lease: FleetLease, seed: Target, origin: string): Promise<boolean> => {
+		if (readSitemaps === null) return false;
+		try {
+			return await readSitemaps(seed, origin, plans, sitemapStore(lease));
+		} catch (error) {
+			// Back to the queue: the next holder goes on from the files noted read.
+			log.warn({ event: "fleet_sitemaps_failed", origin, error: errorMessage(error) }, "could not read the sitemaps");
+			return false;
+		}
 	};
 
 	/** Wait until a held target settles, or `ms` passes. */
@@ -321,6 +393,8 @@ export function createFleetCoordination(
 			let claimed: Array<{ lease: FleetLease; slot: FleetSlot }>;
 			const started = clock();
 			try {
+				// Spare slots above a lowered limit go back: the fleet's ceiling is the table's, not this worker's.
+				for (const slot of aboveLimit()) await releaseSlot(fleet, slot);
 				const slots = spare.splice(0, free);
 				if (slots.length < free) slots.push(...(await acquireSlots(fleet, worker, free - slots.length, leaseMs)));
 				const leases = slots.length === 0 ? [] : await claimTargets(fleet, worker, slots.length, leaseMs, claimOptions);
@@ -356,6 +430,7 @@ export function createFleetCoordination(
 					charged: 0,
 					record: null,
 					parked: null,
+					finished: false,
 				});
 				if (lease.taskId !== null) tasks.set(lease.targetId, lease.taskId);
 				if (lease.previousOk) {
@@ -370,12 +445,17 @@ export function createFleetCoordination(
 					previousData.set(entry, lease.previousOk.data);
 				}
 				const target = fromFleetLease(lease, plans);
+				const sitemaps = sitemapOriginOf(lease);
 				queue.add(async () => {
 					try {
 						if (await reserveFor(lease, creditCostRange(target.params).max, stops)) {
 							// A delayed host's next claim waits a delay from now, when this fetch starts.
 							if (paced) await fetchStarting(fleet, lease);
-							await runner.run(target);
+							if (sitemaps === null) await runner.run(target);
+							else if (await sitemapTask(lease, target, sitemaps)) {
+								const holding = held.get(lease.targetId);
+								if (holding) holding.finished = true;
+							}
 						}
 					} finally {
 						await settle(lease.targetId);
@@ -423,8 +503,9 @@ export function createFleetCoordination(
 			return breakers;
 		},
 		/** A crawl job: pages' links go to the fleet's frontier. */
-		useCrawl(fleetCrawl: FleetCrawl): void {
+		useCrawl(fleetCrawl: FleetCrawl, sitemapReader: SitemapTaskReader | null = null): void {
 			crawl = fleetCrawl;
+			readSitemaps = sitemapReader;
 		},
 		/**
 		 * robots.txt once per fleet run: the first worker to ask for an origin's fetches it (through
@@ -453,6 +534,17 @@ export function createFleetCoordination(
 					await sleep(IDLE_POLL_MS);
 				}
 			};
+		},
+		/**
+		 * The service's `X-RateLimit-Limit` on an answer: the fleet's limit follows it up and down (never
+		 * above the job's own `concurrency`), as a learned local run's does. Written when it changes.
+		 */
+		rateLimitSeen(limit: number | undefined): void {
+			if (limit === undefined || !Number.isSafeInteger(limit) || limit < 1) return;
+			const next = typeof job.concurrency === "number" ? Math.min(job.concurrency, limit) : limit;
+			if (next === limitSeen) return;
+			limitSeen = next;
+			later("", setConcurrencyLimit(fleet, run.id, next));
 		},
 		/** A host's robots.txt `Crawl-delay`: the fleet's delay for it (never below the job's). */
 		crawlDelay(host: string, delayMs: number): void {

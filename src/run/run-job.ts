@@ -234,6 +234,7 @@ export async function runJob(options: RunJobOptions): Promise<RunJobResult> {
 			fleet,
 			onAnswer: (headers) => {
 				queue.concurrency = concurrency.answered(headers, queue.concurrency);
+				fleet?.rateLimitSeen(headers.rateLimitLimit);
 			},
 			clock,
 			sleep,
