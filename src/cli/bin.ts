@@ -5,7 +5,7 @@ import nodeModule from "node:module";
 // NODE_COMPILE_CACHE, else a folder of the system's temporary directory). A failure to keep it costs nothing;
 // an older Node without it gets to the version check below (a named import would fail before it).
 (nodeModule as { enableCompileCache?: () => unknown }).enableCompileCache?.();
-const { NODE_TOO_OLD } = await import("../common/node-version.js");
+const { NODE_TOO_OLD } = await import("../common/index.js");
 
 // Before anything else is loaded: on an older Node the job store's native addon crashes the process.
 if (NODE_TOO_OLD !== null) {
