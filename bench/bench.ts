@@ -10,7 +10,7 @@
  */
 import { type ChildProcess, fork } from "node:child_process";
 import { createReadStream, existsSync, rmSync } from "node:fs";
-import { mkdir, mkdtemp, readdir, readFile, rm, stat, writeFile } from "node:fs/promises";
+import { appendFile, mkdir, mkdtemp, readdir, readFile, rm, stat, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { createInterface } from "node:readline";
@@ -44,6 +44,8 @@ interface Scenario {
 	readonly judgeCpu: boolean;
 	/** Runs of each client, when not `--repeat` (the 1M row runs once each: minutes per run). */
 	readonly repeat?: number;
+	/** The runner's job extracts three fields a page (`extract:`); the bare pool only fetches. */
+	readonly extract?: boolean;
 }
 
 const SCENARIOS: readonly Scenario[] = [
@@ -69,6 +71,17 @@ const SCENARIOS: readonly Scenario[] = [
 		judgeCpu: true,
 		repeat: 1,
 	},
+	{
+		name: "scale-extract",
+		purpose: "memory flat to 1M with extract: and the job store",
+		targets: 1_000_000,
+		concurrency: 50,
+		latencyMs: 1,
+		// Each page parsed in the page workers: not the list run's CPU target.
+		judgeCpu: false,
+		repeat: 1,
+		extract: true,
+	},
 ];
 
 /** Targets of the issue (#4). */
@@ -77,6 +90,8 @@ const TARGETS = { wallRatio: 1.05, cpuMsPerTarget: 0.5, peakRssMb: 150, rssGrowt
 const WARM_UP_TARGETS = 1_000;
 /** Longest a measured client may take before the bench gives up on it, ms (the 1M row takes ~5 min on a busy 2-core machine). */
 const CLIENT_TIMEOUT_MS = 900_000;
+/** Per target past that, ms: `--targets=10000000` runs for tens of minutes a client. */
+const CLIENT_TIMEOUT_MS_PER_TARGET = 1;
 /**
  * `BENCH_NODE_ARGS="--trace-gc …"`: Node options given to every measured client (both), to try a V8
  * flag or trace one; a flag the runner would set itself then stays the user's (`src/cli/heap-growth.ts`).
@@ -102,6 +117,8 @@ interface Options {
 	readonly repeatGiven: boolean;
 	/** `--crawl-pages=N`: the crawl row's generated site size (default 100,000; `--quick` 10,000). */
 	readonly crawlPages: number | null;
+	/** `--targets=N`: the rows' target count instead of their own (`--only=scale --targets=10000000`). */
+	readonly targets: number | null;
 }
 
 function parseArgs(argv: readonly string[]): Options {
@@ -112,11 +129,16 @@ function parseArgs(argv: readonly string[]): Options {
 	let repeat = DEFAULT_REPEAT;
 	let repeatGiven = false;
 	let crawlPages: number | null = null;
+	let targets: number | null = null;
 	for (const arg of argv) {
 		if (arg === "--quick") quick = true;
 		else if (arg === "--profile") profile = true;
 		else if (arg === "--keep") keep = true;
-		else if (arg.startsWith("--crawl-pages=")) {
+		else if (arg.startsWith("--targets=")) {
+			targets = Number(arg.slice("--targets=".length));
+			if (!Number.isSafeInteger(targets) || targets < 1)
+				throw new Error(`--targets must be a positive integer, got ${arg}`);
+		} else if (arg.startsWith("--crawl-pages=")) {
 			crawlPages = Number(arg.slice("--crawl-pages=".length));
 			if (!Number.isInteger(crawlPages) || crawlPages < 1)
 				throw new Error(`--crawl-pages must be a positive integer, got ${arg}`);
@@ -151,17 +173,18 @@ function parseArgs(argv: readonly string[]): Options {
 			only = scenario.name;
 		} else if (arg === "--help" || arg === "-h") {
 			process.stdout.write(
-				"usage: npm run bench -- [--quick] [--only=latency|cpu|memory|scale|report|extract|crawl|history|reextract|shards|economics|peers|1|2|3|4] [--repeat=K] [--profile] [--keep] [--crawl-pages=N]\n" +
+				"usage: npm run bench -- [--quick] [--only=latency|cpu|memory|scale|scale-extract|report|extract|crawl|history|reextract|shards|economics|peers|1|2|3|4|5] [--targets=N] [--repeat=K] [--profile] [--keep] [--crawl-pages=N]\n" +
 					"  --quick    N/10 targets per row (peers: N/4, two rounds)\n" +
 					`  --repeat   runs of each client per row, in ABBA order; the fastest is shown (default ${DEFAULT_REPEAT}; the cpu row 4, the scale row 1)\n` +
 					"  --profile  run each client's first run under --cpu-prof; print the top functions\n" +
 					"  --keep     keep the temporary folders (job, URLs, outputs)\n" +
+					"  --targets  the rows' N instead of their own (--only=scale --targets=10000000: ten million list targets, tens of minutes a client)\n" +
 					"  --crawl-pages  the crawl row's generated site size (default 100000; 1000000 discovers ~2.2M URLs)\n",
 			);
 			process.exit(0);
 		} else throw new Error(`unknown argument ${arg} (try --help)`);
 	}
-	return { quick, repeat, only, profile, keep, repeatGiven, crawlPages };
+	return { quick, repeat, only, profile, keep, repeatGiven, crawlPages, targets };
 }
 
 /** The package's root: the first folder above this file that has a package.json (works from the build folder). */
@@ -270,11 +293,12 @@ async function serverStats(server: Child): Promise<Stats> {
 async function runClient(
 	script: string,
 	config: ClientConfig,
-	options: { env?: NodeJS.ProcessEnv; execArgv?: string[] } = {},
+	options: { env?: NodeJS.ProcessEnv; execArgv?: string[]; targets?: number } = {},
 ): Promise<{ report: ClientReport; lifetimeMs: number }> {
 	const started = performance.now();
 	const child = startChild(script, config, options);
-	const report = await child.next<ClientReport>("report", CLIENT_TIMEOUT_MS);
+	const timeoutMs = Math.max(CLIENT_TIMEOUT_MS, (options.targets ?? 0) * CLIENT_TIMEOUT_MS_PER_TARGET);
+	const report = await child.next<ClientReport>("report", timeoutMs);
 	const code = await child.exited();
 	if (code !== 0) throw new Error(`${script} exited with code ${code}:\n${child.output()}`);
 	return { report, lifetimeMs: performance.now() - started };
@@ -293,18 +317,41 @@ async function forEachLine(file: string, onLine: (line: string, index: number) =
 	return count;
 }
 
+/**
+ * The pages seen, one bit each (`/page/<n>`, n from 1 to N): ten million URLs in 1.25 MB, where a set
+ * of their strings took gigabytes. Returns how many were seen for the first time.
+ */
+function createPageBits(pages: number): { see(url: string): boolean; readonly distinct: number } {
+	const bits = new Uint8Array((pages >> 3) + 1);
+	let distinct = 0;
+	return {
+		see(url) {
+			const page = Number(url.slice(url.lastIndexOf("/") + 1));
+			if (!Number.isSafeInteger(page) || page < 1 || page > pages) return false;
+			const mask = 1 << (page & 7);
+			if ((bits[page >> 3]! & mask) !== 0) return false;
+			bits[page >> 3]! |= mask;
+			distinct += 1;
+			return true;
+		},
+		get distinct() {
+			return distinct;
+		},
+	};
+}
+
 /** Every target once, every answer a 200. */
 async function checkBare(file: string, expected: number): Promise<void> {
-	const urls = new Set<string>();
+	const urls = createPageBits(expected);
 	let bad = "";
 	const count = await forEachLine(file, (line) => {
 		const record = JSON.parse(line) as { url: string; status: number };
-		urls.add(record.url);
+		urls.see(record.url);
 		if (record.status !== 200 && !bad) bad = line;
 	});
 	if (bad) throw new Error(`bare client: an answer was not 200: ${bad}`);
-	if (count !== expected || urls.size !== expected) {
-		throw new Error(`bare client: ${count} lines, ${urls.size} distinct URLs; expected ${expected}`);
+	if (count !== expected || urls.distinct !== expected) {
+		throw new Error(`bare client: ${count} lines, ${urls.distinct} distinct URLs; expected ${expected}`);
 	}
 }
 
@@ -312,7 +359,7 @@ async function checkBare(file: string, expected: number): Promise<void> {
  * Exit code 0, one results.jsonl under the out folder with one `ok` record per target. Returns the
  * time the runner spent before its run started (validation, account look-up, counting pass), ms.
  */
-async function checkRunner(report: ClientReport, outDir: string, expected: number): Promise<number> {
+async function checkRunner(report: ClientReport, outDir: string, expected: number, extract: boolean): Promise<number> {
 	if (report.exitCode !== 0) throw new Error(`runner exited with code ${report.exitCode}:\n${report.output ?? ""}`);
 	const jobDir = join(outDir, "bench");
 	const runs: string[] = [];
@@ -322,16 +369,18 @@ async function checkRunner(report: ClientReport, outDir: string, expected: numbe
 	const [run] = runs;
 	if (runs.length !== 1 || run === undefined) throw new Error(`runner: expected one run folder in ${jobDir}`);
 	const file = join(jobDir, run, "results.jsonl");
-	const ids = new Set<string>();
+	// One record per page, each page once: N distinct pages are N distinct targets (one set of options).
+	const pages = createPageBits(expected);
 	let bad = "";
 	const count = await forEachLine(file, (line) => {
-		const record = JSON.parse(line) as { id: string; status: string };
-		ids.add(record.id);
+		const record = JSON.parse(line) as { url: string; status: string; data?: Record<string, unknown> };
+		pages.see(record.url);
 		if (record.status !== "ok" && !bad) bad = line;
+		if (extract && record.data?.title == null && !bad) bad = line;
 	});
-	if (bad) throw new Error(`runner: a record is not ok: ${bad}`);
-	if (count !== expected || ids.size !== expected) {
-		throw new Error(`runner: ${count} records, ${ids.size} distinct ids in ${file}; expected ${expected}`);
+	if (bad) throw new Error(`runner: a record is not ok${extract ? " or has no extracted title" : ""}: ${bad}`);
+	if (count !== expected || pages.distinct !== expected) {
+		throw new Error(`runner: ${count} records, ${pages.distinct} distinct pages in ${file}; expected ${expected}`);
 	}
 	const summary = JSON.parse(await readFile(join(jobDir, run, "summary.json"), "utf8")) as { started_at: string };
 	return Date.parse(summary.started_at) - report.startEpochMs;
@@ -387,7 +436,7 @@ interface Row {
 	readonly serverCpuMsPerTargetByRun: readonly number[];
 }
 
-function jobYaml(concurrency: number): string {
+function jobYaml(concurrency: number, extract: boolean): string {
 	return [
 		"name: bench",
 		`concurrency: ${concurrency}`,
@@ -395,6 +444,8 @@ function jobYaml(concurrency: number): string {
 		"  mode: request",
 		"sources:",
 		"  - file: urls.txt",
+		// Three fields of the demo site's generic page (`/page/<n>`): its heading, first paragraph and next link.
+		...(extract ? ["extract:", "  title: h1", "  intro: p", "  next: {css: p a, attr: href, type: url}"] : []),
 		"output:",
 		"  formats: [jsonl]",
 		"  content: none",
@@ -441,11 +492,16 @@ async function runScenario(scenario: Scenario, targets: number, options: Options
 	try {
 		const ready = await server.next<Ready>("ready", SERVER_START_TIMEOUT_MS);
 		const urlsFile = join(dir, "urls.txt");
-		const urls: string[] = [];
-		for (let page = 1; page <= targets; page++) urls.push(`${ready.siteUrl}/page/${page}\n`);
-		await writeFile(urlsFile, urls.join(""));
+		// A chunk at a time: ten million URLs held as strings would take gigabytes.
+		await writeFile(urlsFile, "");
+		for (let first = 1; first <= targets; first += 100_000) {
+			const urls: string[] = [];
+			for (let page = first; page < first + 100_000 && page <= targets; page++)
+				urls.push(`${ready.siteUrl}/page/${page}\n`);
+			await appendFile(urlsFile, urls.join(""));
+		}
 		const jobFile = join(dir, "job.yaml");
-		await writeFile(jobFile, jobYaml(concurrency));
+		await writeFile(jobFile, jobYaml(concurrency, scenario.extract === true));
 		const realtimeUrl = `${ready.scraperUrl}/scraper/realtime`;
 		const bareConfig = (outFile: string, limit?: number): ClientConfig => ({
 			urlsFile,
@@ -479,17 +535,17 @@ async function runScenario(scenario: Scenario, targets: number, options: Options
 			const busyBefore = await machineBusyMs();
 			const { report, lifetimeMs } =
 				client === "bare"
-					? await runClient("client-bare.js", bareConfig(`${out}.jsonl`), { execArgv })
+					? await runClient("client-bare.js", bareConfig(`${out}.jsonl`), { execArgv, targets })
 					: await runClient(
 							"client-runner.js",
 							{ urlsFile, concurrency, jobFile, outDir: out },
-							{ env: runnerEnv(ready), execArgv },
+							{ env: runnerEnv(ready), execArgv, targets },
 						);
 			const busyAfter = await machineBusyMs();
 			const after = await serverStats(server);
 			let setupMs: number | null = null;
 			if (client === "bare") await checkBare(`${out}.jsonl`, targets);
-			else setupMs = await checkRunner(report, out, targets);
+			else setupMs = await checkRunner(report, out, targets, scenario.extract === true);
 			// Outputs of 200,000 targets are large; what had to be checked has been.
 			if (!options.keep) await rm(client === "bare" ? `${out}.jsonl` : out, { recursive: true, force: true });
 			const serverCpuMs = after.cpuMs - before.cpuMs;
@@ -766,7 +822,7 @@ async function run(): Promise<number> {
 	const rows: Row[] = [];
 	for (const scenario of SCENARIOS) {
 		if (options.only !== null && scenario.name !== options.only) continue;
-		const targets = options.quick ? Math.round(scenario.targets / 10) : scenario.targets;
+		const targets = options.targets ?? (options.quick ? Math.round(scenario.targets / 10) : scenario.targets);
 		rows.push(...(await runScenario(scenario, targets, options, root)));
 	}
 	const seconds = (performance.now() - started) / 1000;
