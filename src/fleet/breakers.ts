@@ -1,4 +1,5 @@
 import type { Fleet } from "./connect.js";
+import { parkLeasedTarget } from "./leases.js";
 import type { FleetLease } from "./types.js";
 
 /**
@@ -123,29 +124,13 @@ export async function parkTarget(
 	domain: string,
 	worstCase: number,
 ): Promise<boolean> {
-	const [row] = await fleet.query<{ n: number }>(
-		`WITH current AS (
-			SELECT target_id, host, reserved FROM targets
-			WHERE run_id = $1 AND target_id = $2 AND lease_epoch = $3 AND state = 'leased'
-			FOR UPDATE
-		), parked AS (
-			UPDATE targets t SET state = 'parked', breaker = $4, lease_owner = NULL, lease_until = NULL, reserved = 0
-			FROM current c WHERE t.run_id = $1 AND t.target_id = c.target_id
-			RETURNING c.host, c.reserved
-		), host_freed AS (
-			UPDATE hosts h SET in_flight = greatest(h.in_flight - 1, 0), starting_until = NULL
-			FROM parked p WHERE h.run_id = $1 AND h.host = p.host
-		), budget AS (
-			UPDATE runs r SET reserved = r.reserved - p.reserved FROM parked p WHERE r.id = $1 AND p.reserved <> 0
-		), saved AS (
-			UPDATE breakers b SET credits_saved = b.credits_saved + $5
-			FROM (SELECT count(*) AS n FROM parked) p WHERE b.run_id = $1 AND b.domain = $4 AND p.n > 0
-		)
-		SELECT count(*)::int AS n FROM parked`,
-		[lease.runId, lease.targetId, lease.epoch, domain, worstCase],
-		"fleet_park",
+	if (!(await parkLeasedTarget(fleet, lease, domain))) return false;
+	await fleet.query(
+		"UPDATE breakers SET credits_saved = credits_saved + $3 WHERE run_id = $1 AND domain = $2",
+		[lease.runId, domain, worstCase],
+		"fleet_breaker_saved",
 	);
-	return row?.n === 1;
+	return true;
 }
 
 /**

@@ -264,11 +264,19 @@ export async function finishTarget(fleet: Fleet, lease: LeaseRef, credits: numbe
 	return settle(fleet, lease, "done", { record: undefined, credits, error: null });
 }
 
+/**
+ * The target waits behind breaker `breaker` (a domain or host): no record, no credit, its reservation and
+ * its host's in-flight place given back. Fenced as completeTarget.
+ */
+export async function parkLeasedTarget(fleet: Fleet, lease: LeaseRef, breaker: string): Promise<boolean> {
+	return settle(fleet, lease, "parked", { record: undefined, credits: 0, error: null, breaker });
+}
+
 async function settle(
 	fleet: Fleet,
 	lease: LeaseRef,
-	state: "done" | "failed" | "queued",
-	what: { record: unknown; credits: number; error: string | null },
+	state: "done" | "failed" | "queued" | "parked",
+	what: { record: unknown; credits: number; error: string | null; breaker?: string },
 ): Promise<boolean> {
 	const [row] = await fleet.query<{ n: number }>(
 		`WITH current AS (
@@ -277,7 +285,7 @@ async function settle(
 			FOR UPDATE
 		), settled AS (
 			UPDATE targets t SET state = $4, lease_owner = NULL, lease_until = NULL, reserved = 0,
-				credits = t.credits + $5, error = $6
+				credits = t.credits + $5, error = $6, breaker = $8
 			FROM current c WHERE t.run_id = $1 AND t.target_id = c.target_id
 			RETURNING c.host, c.reserved
 		), record AS (
@@ -300,6 +308,7 @@ async function settle(
 			what.credits,
 			what.error,
 			what.record === undefined ? null : JSON.stringify(what.record),
+			what.breaker ?? null,
 		],
 		"fleet_settle",
 	);

@@ -47,6 +47,29 @@ async function startSite(): Promise<string> {
 	return `http://127.0.0.1:${(site.address() as AddressInfo).port}`;
 }
 
+/**
+ * Peak resident memory of a running process, KB (its page workers are threads of the same process), read
+ * from /proc while it runs: VmHWM only grows, so the last reading is the peak so far.
+ */
+function watchPeakRss(pid: number): { stop(): number } {
+	let peakKb = 0;
+	const read = () => {
+		try {
+			const status = readFileSync(`/proc/${pid}/status`, "utf8");
+			peakKb = Math.max(peakKb, Number(/VmHWM:\s+(\d+)/.exec(status)?.[1] ?? 0));
+		} catch {
+			// Ended meanwhile.
+		}
+	};
+	const timer = setInterval(read, 50);
+	return {
+		stop() {
+			clearInterval(timer);
+			return peakKb;
+		},
+	};
+}
+
 function onlyRun(out: string, job: string): string {
 	const runs = readdirSync(join(out, job)).filter(isRunFolderName);
 	expect(runs).toHaveLength(1);
@@ -80,19 +103,9 @@ describe("hostile pages", () => {
 			].join("\n"),
 		);
 		const run = spawnCli(["run", job, "--out", out, "--quiet"], service.env);
-		// Peak resident memory of the run (its page workers are threads of the same process), read
-		// from /proc while it runs: VmHWM only grows, so the last reading is the peak so far.
-		let peakKb = 0;
-		const watch = setInterval(() => {
-			try {
-				const status = readFileSync(`/proc/${run.child.pid}/status`, "utf8");
-				peakKb = Math.max(peakKb, Number(/VmHWM:\s+(\d+)/.exec(status)?.[1] ?? 0));
-			} catch {
-				// Ended meanwhile.
-			}
-		}, 50);
+		const peak = watchPeakRss(run.child.pid!);
 		const result = await run.done;
-		clearInterval(watch);
+		const peakKb = peak.stop();
 		expect(peakKb).toBeGreaterThan(0);
 		expect(peakKb / 1024).toBeLessThan(512);
 		expect(result.code).toBe(1);
@@ -181,17 +194,9 @@ describe("hostile pages", () => {
 			].join("\n"),
 		);
 		const run = spawnCli(["run", job, "--out", out, "--quiet"], service.env);
-		let peakKb = 0;
-		const watch = setInterval(() => {
-			try {
-				const status = readFileSync(`/proc/${run.child.pid}/status`, "utf8");
-				peakKb = Math.max(peakKb, Number(/VmHWM:\s+(\d+)/.exec(status)?.[1] ?? 0));
-			} catch {
-				// Ended meanwhile.
-			}
-		}, 50);
+		const peak = watchPeakRss(run.child.pid!);
 		const result = await run.done;
-		clearInterval(watch);
+		const peakKb = peak.stop();
 		const records = readRecords(onlyRun(out, "bigpages"));
 		expect(
 			records.map((record) => record.status),
