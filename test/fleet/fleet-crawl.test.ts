@@ -5,17 +5,9 @@ import { useCluster } from "../helpers/postgres.js";
 import { queryDatabase as query } from "../helpers/postgres-cluster.js";
 import { useTestService } from "../helpers/service.js";
 import { assertBuilt, type SpawnedCli, spawnCli } from "../helpers/spawn-cli.js";
+import { until } from "../helpers/until.js";
 
 const cluster = useCluster();
-
-/** Resolves once `check` is true (polled: the workers are other processes; before the tables exist, not yet). */
-async function until(check: () => Promise<boolean>, timeoutMs = 30_000): Promise<void> {
-	const deadline = Date.now() + timeoutMs;
-	while (!(await check().catch(() => false))) {
-		if (Date.now() > deadline) throw new Error("timed out waiting");
-		await new Promise((resolve) => setTimeout(resolve, 20));
-	}
-}
 
 describe("run --fleet with crawl:", () => {
 	it("4 workers crawl one site together, one killed mid-crawl and replaced: every reachable page once, at its BFS depth, links fenced by their page's lease", async () => {

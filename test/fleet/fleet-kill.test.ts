@@ -7,6 +7,7 @@ import { queryDatabase as query } from "../helpers/postgres-cluster.js";
 import { useTestService } from "../helpers/service.js";
 import { assertBuilt, type SpawnedCli, spawnCli } from "../helpers/spawn-cli.js";
 import { html, startTargetSite } from "../helpers/target-site.js";
+import { until } from "../helpers/until.js";
 
 const cluster = useCluster();
 /** Short leases, so a dead or stopped worker's targets pass to the others within a test. */
@@ -16,20 +17,6 @@ function listJob(origin: string, count: number): { dir: string; file: string } {
 	const dir = tempDir("scrapejob-fleet-kill-");
 	const lines = Array.from({ length: count }, (_, i) => `  - ${origin}/p/${i}`).join("\n");
 	return { dir, file: writeJob(dir, "killjob", `name: killjob\ndefaults:\n  mode: request\ntargets:\n${lines}\n`) };
-}
-
-/** Resolves once `check` is true (polled: the workers are other processes). */
-async function until(check: () => Promise<boolean> | boolean, timeoutMs = 30_000): Promise<void> {
-	const deadline = Date.now() + timeoutMs;
-	// Before the first worker created the tables, a query fails: not yet.
-	while (
-		!(await Promise.resolve()
-			.then(check)
-			.catch(() => false))
-	) {
-		if (Date.now() > deadline) throw new Error("timed out waiting");
-		await new Promise((resolve) => setTimeout(resolve, 20));
-	}
 }
 
 const doneCount = async (url: string) =>

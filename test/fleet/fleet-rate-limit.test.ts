@@ -6,17 +6,9 @@ import { queryDatabase as query } from "../helpers/postgres-cluster.js";
 import { useTestService } from "../helpers/service.js";
 import { assertBuilt, spawnCli } from "../helpers/spawn-cli.js";
 import { html, startTargetSite } from "../helpers/target-site.js";
+import { until } from "../helpers/until.js";
 
 const cluster = useCluster();
-
-/** Resolves once `check` is true (polled: the workers are other processes). */
-async function until(check: () => Promise<boolean>, timeoutMs = 30_000): Promise<void> {
-	const deadline = Date.now() + timeoutMs;
-	while (!(await check().catch(() => false))) {
-		if (Date.now() > deadline) throw new Error("timed out waiting");
-		await new Promise((resolve) => setTimeout(resolve, 20));
-	}
-}
 
 /** Most of `entries` on the wire at once. */
 function mostAtOnce(entries: readonly LedgerEntry[]): number {
