@@ -63,3 +63,28 @@ async function settleReservation(fleet: Fleet, lease: LeaseRef, actual: number):
 	);
 	return rows.length === 1;
 }
+
+/**
+ * A fetch booked on a lease beyond the target's own (a crawl's robots.txt or sitemap file, a re-fetch in
+ * a stronger mode) is over: `reserved` leaves the target's and the run's reservations (unless the lease
+ * lapsed meanwhile: the reaper gave them back already) and `actual` joins the run's spending. One statement.
+ */
+export async function settleExtraCredits(
+	fleet: Fleet,
+	lease: LeaseRef,
+	reserved: number,
+	actual: number,
+): Promise<void> {
+	await fleet.query(
+		`WITH held AS (
+			UPDATE targets SET reserved = greatest(reserved - $4, 0)
+			WHERE run_id = $1 AND target_id = $2 AND lease_epoch = $3 AND state = 'leased'
+			RETURNING 1
+		)
+		UPDATE runs SET spent = spent + $5,
+			reserved = reserved - CASE WHEN EXISTS (SELECT 1 FROM held) THEN $4 ELSE 0 END
+		WHERE id = $1`,
+		[lease.runId, lease.targetId, lease.epoch, reserved, actual],
+		"fleet_extra_credits",
+	);
+}

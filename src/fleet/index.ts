@@ -17,7 +17,7 @@ export {
 	releaseDueProbe,
 	settleProbe,
 } from "./breakers.js";
-export { commitCredits, releaseCredits, reserveCredits } from "./budget.js";
+export { commitCredits, releaseCredits, reserveCredits, settleExtraCredits } from "./budget.js";
 export { connectFleet, DEFAULT_FLEET_SCHEMA, type Fleet, type FleetOptions, fleetUrlSecrets } from "./connect.js";
 export { addDiscovered } from "./discovered.js";
 export { FleetDatabaseError, FleetSchemaTooNewError } from "./errors.js";

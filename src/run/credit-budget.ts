@@ -3,21 +3,24 @@
  * happen with no `await` between them, so concurrent workers can never jointly overshoot the budget.
  */
 export interface CreditBudget {
-	/** Book `worstCase` credits if they still fit; false (and nothing booked) otherwise. */
-	tryReserve(worstCase: number): boolean;
+	/**
+	 * Book `worstCase` credits if they still fit; false (and nothing booked) otherwise. `targetId` names the
+	 * target the fetch is for (a fleet worker books a target's later fetches on its lease).
+	 */
+	tryReserve(worstCase: number, targetId?: string): boolean;
 	/**
 	 * Book `worstCase` credits, waiting while other fetches hold reservations (they often cost less than
 	 * booked) and trying again each time one settles. False when it can no longer fit, or once
 	 * `isStopping()` says so.
 	 */
-	reserve(worstCase: number, isStopping: () => boolean): Promise<boolean>;
+	reserve(worstCase: number, isStopping: () => boolean, targetId?: string): Promise<boolean>;
 	/**
 	 * Replace a reservation with what the fetch really cost. `targetId` names the target it was for (a
 	 * fleet worker settles each target's credits with the target itself).
 	 */
 	commit(reserved: number, actual: number, targetId?: string): void;
 	/** Drop a reservation that was not spent (the fetch failed or never ran). */
-	release(reserved: number): void;
+	release(reserved: number, targetId?: string): void;
 	readonly spent: number;
 	readonly reserved: number;
 	/** `null` when the job has no budget. */

@@ -40,6 +40,7 @@ import {
 	reserveCredits,
 	setConcurrencyLimit,
 	setHostPoliteness,
+	settleExtraCredits,
 	storeRobots,
 	storeTaskId,
 } from "../fleet/index.js";
@@ -78,6 +79,8 @@ interface HeldTarget {
 	charged: number;
 	/** Its record once written locally (scrubbed): it goes to the fleet's records when the target settles. */
 	record: ResultRecord | null;
+	/** Credits reserved on the lease for its first fetch and not booked by it yet (with a fleet budget). */
+	prepaid: number;
 	/** Parked behind its domain's open breaker: it settles parked, not back in the queue. */
 	parked: { readonly domain: string; readonly worstCase: number } | null;
 	/** A task of the fleet's own (a seed origin's sitemaps) ran to its end: it settles done, with no record. */
@@ -213,20 +216,68 @@ export function createFleetCoordination(
 		return target !== undefined && !target.lost && clock() < target.validUntil;
 	};
 
-	/** The runner's budget: a local ledger (the fleet's is reserved per target before the runner gets it). */
+	/**
+	 * The runner's budget: a local ledger, the fleet's in the database. A target's first fetch was reserved on
+	 * its lease before the runner got it (`reserveFor`); any other fetch — a re-fetch in a stronger mode, a
+	 * crawl's robots.txt or sitemap file — is reserved on a lease too (the target's, else one this worker
+	 * holds), so a worker that dies gives it back with the lease and the fleet never passes `max_credits`.
+	 */
 	const local = createCreditBudget(null);
+	/** Reservations of fetches of no target, on the lease that holds them. */
+	const untargeted: Array<{ readonly lease: FleetLease; readonly amount: number }> = [];
+	const takeUntargeted = (amount: number) => {
+		const index = untargeted.findIndex((booking) => booking.amount === amount);
+		return index < 0 ? undefined : untargeted.splice(index, 1)[0];
+	};
+	const limited = setup.maxCredits !== null;
 	const budget: CreditBudget = {
-		tryReserve: (worstCase) => local.tryReserve(worstCase),
-		reserve: (worstCase, isStopping) => local.reserve(worstCase, isStopping),
+		tryReserve(worstCase, targetId) {
+			const target = targetId === undefined ? undefined : held.get(targetId);
+			if (!limited || (target !== undefined && target.prepaid >= worstCase)) {
+				if (target) target.prepaid = 0;
+				return local.tryReserve(worstCase);
+			}
+			return false;
+		},
+		async reserve(worstCase, isStopping, targetId) {
+			if (!limited) return local.reserve(worstCase, isStopping);
+			// A seed origin's sitemap task (depth -1) has its own first reservation: its first file takes it.
+			const task =
+				targetId === undefined
+					? [...held.values()].find((target) => target.lease.depth < 0 && target.prepaid >= worstCase)
+					: undefined;
+			if (task) {
+				task.prepaid = 0;
+				untargeted.push({ lease: task.lease, amount: worstCase });
+				return local.tryReserve(worstCase);
+			}
+			const holder =
+				(targetId === undefined ? undefined : held.get(targetId)) ?? [...held.values()].find((target) => !target.lost);
+			if (!holder || !(await waitForCredits(holder.lease, worstCase, isStopping))) return false;
+			if (targetId === undefined) untargeted.push({ lease: holder.lease, amount: worstCase });
+			return local.tryReserve(worstCase);
+		},
 		commit(reserved, actual, targetId) {
 			local.commit(reserved, actual);
 			const target = targetId === undefined ? undefined : held.get(targetId);
 			if (target) target.charged += actual;
-			// A fetch of no target's (a crawl's robots.txt): the fleet's spending all the same.
-			else if (targetId === undefined && actual > 0)
-				later("", fleet.query("UPDATE runs SET spent = spent + $2 WHERE id = $1", [run.id, actual]));
+			// A fetch of no target's (a crawl's robots.txt, a sitemap): the fleet's spending all the same, and
+			// its reservation leaves the lease that held it.
+			else if (targetId === undefined && (actual > 0 || reserved > 0)) {
+				const booking = reserved > 0 ? takeUntargeted(reserved) : undefined;
+				later(
+					"",
+					booking
+						? settleExtraCredits(fleet, booking.lease, booking.amount, actual)
+						: fleet.query("UPDATE runs SET spent = spent + $2 WHERE id = $1", [run.id, actual]),
+				);
+			}
 		},
-		release: (reserved) => local.release(reserved),
+		release(reserved, targetId) {
+			local.release(reserved);
+			const booking = targetId === undefined && reserved > 0 ? takeUntargeted(reserved) : undefined;
+			if (booking) later("", settleExtraCredits(fleet, booking.lease, booking.amount, 0));
+		},
 		get spent() {
 			return local.spent;
 		},
@@ -276,30 +327,47 @@ export function createFleetCoordination(
 	};
 
 	/**
+	 * Book `worstCase` of the fleet's budget on `lease`. While other fetches hold reservations that may cost
+	 * less, it waits; false when no other fetch holds one and it does not fit (the budget is spent), or on a
+	 * stop.
+	 */
+	const waitForCredits = async (lease: FleetLease, worstCase: number, isStopping: () => boolean): Promise<boolean> => {
+		for (;;) {
+			if (await reserveCredits(fleet, lease, worstCase)) return true;
+			const [row] = await fleet.query<{ spent: string; reserved: string; mine: string | null }>(
+				`SELECT r.spent, r.reserved, t.reserved AS mine FROM runs r
+				LEFT JOIN targets t ON t.run_id = r.id AND t.target_id = $2 WHERE r.id = $1`,
+				[run.id, lease.targetId],
+				"fleet_budget",
+			);
+			// Only other fetches' reservations can make room: this lease's own wait for it to settle.
+			const others = Number(row?.reserved ?? 0) - Number(row?.mine ?? 0);
+			const spent = Number(row?.spent ?? 0);
+			if (others <= 0 || spent + worstCase > (setup.maxCredits ?? 0) || isStopping()) return false;
+			await sleep(IDLE_POLL_MS);
+		}
+	};
+
+	/**
 	 * The fleet's budget for one claimed target: its worst case reserved on its lease. While other fetches
 	 * hold reservations that may cost less, it waits; when nothing is in flight and it does not fit, the
 	 * budget is spent and the worker stops.
 	 */
 	const reserveFor = async (lease: FleetLease, worstCase: number, stops: StopController): Promise<boolean> => {
 		if (setup.maxCredits === null) return true;
-		for (;;) {
-			if (await reserveCredits(fleet, lease, worstCase)) return true;
-			const [row] = await fleet.query<{ spent: string; reserved: string }>(
-				"SELECT spent, reserved FROM runs WHERE id = $1",
-				[run.id],
-				"fleet_budget",
-			);
-			const spent = Number(row?.spent ?? 0);
-			if (Number(row?.reserved ?? 0) === 0 || spent + worstCase > setup.maxCredits || stops.stopping) {
-				if (!stops.stopping)
-					stops.stop(
-						"budget_exhausted",
-						`stopping: the fleet's max_credits ${setup.maxCredits} reached (${spent} spent; the next fetch may cost ${worstCase}); raise it with --max-credits <larger> and start workers again`,
-					);
-				return false;
-			}
-			await sleep(IDLE_POLL_MS);
+		if (await waitForCredits(lease, worstCase, () => stops.stopping)) {
+			const target = held.get(lease.targetId);
+			if (target) target.prepaid = worstCase;
+			return true;
 		}
+		if (!stops.stopping) {
+			const [row] = await fleet.query<{ spent: string }>("SELECT spent FROM runs WHERE id = $1", [run.id]);
+			stops.stop(
+				"budget_exhausted",
+				`stopping: the fleet's max_credits ${setup.maxCredits} reached (${Number(row?.spent ?? 0)} spent; the next fetch may cost ${worstCase}); raise it with --max-credits <larger> and start workers again`,
+			);
+		}
+		return false;
 	};
 
 	/** A retried crawl (`--retry-failed`) follows no link to a page whose newest fleet record is ok. */
@@ -431,6 +499,7 @@ export function createFleetCoordination(
 					record: null,
 					parked: null,
 					finished: false,
+					prepaid: 0,
 				});
 				if (lease.taskId !== null) tasks.set(lease.targetId, lease.taskId);
 				if (lease.previousOk) {

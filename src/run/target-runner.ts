@@ -75,8 +75,13 @@ export function createPaidFailureWatch(limit = PAID_FAILURES_IN_A_ROW) {
 }
 
 /** Book a fetch's worst case, or stop the run (`budget_exhausted`) when it can no longer fit. */
-export async function reserveOrStop(budget: CreditBudget, stops: StopController, worstCase: number): Promise<boolean> {
-	if (await budget.reserve(worstCase, () => stops.stopping)) return true;
+export async function reserveOrStop(
+	budget: CreditBudget,
+	stops: StopController,
+	worstCase: number,
+	targetId?: string,
+): Promise<boolean> {
+	if (await budget.reserve(worstCase, () => stops.stopping, targetId)) return true;
 	stops.stop(
 		"budget_exhausted",
 		`stopping: max_credits ${budget.limit} reached (${budget.spent} spent; the next fetch may cost ${worstCase}); continue with --resume --max-credits <larger>`,
@@ -397,7 +402,7 @@ export function createTargetRunner(parts: TargetRunnerParts): TargetRunner {
 	/** A target left without a record: what its failed attempts were charged is still spent. */
 	const bookWithoutRecord = (targetId: string, worstCase: number, charged: number) => {
 		if (charged === 0) {
-			budget.release(worstCase);
+			budget.release(worstCase, targetId);
 			return;
 		}
 		budget.commit(worstCase, charged, targetId);
@@ -451,7 +456,7 @@ export function createTargetRunner(parts: TargetRunnerParts): TargetRunner {
 				const next = ladder[step.at + 1]!;
 				const params = modes.paramsOf(target.params, next);
 				const worstCase = creditCostRange(params).max;
-				if (budget.tryReserve(worstCase) || (await reserveOrStop(budget, stops, worstCase))) {
+				if (budget.tryReserve(worstCase, target.id) || (await reserveOrStop(budget, stops, worstCase, target.id))) {
 					settleKept(target, built.kept);
 					log.info(
 						{ event: "mode_upgrade", id: target.id, domain, from: rungName(rung), to: rungName(next) },
@@ -533,13 +538,13 @@ export function createTargetRunner(parts: TargetRunnerParts): TargetRunner {
 		const probe = admission === "probe";
 		// No record when it does not fit: the target is left for `--resume --max-credits <larger>`.
 		// Booked at once when it fits (nearly always): the wait for other fetches to settle is the rare case.
-		if (!budget.tryReserve(worstCase) && !(await reserveOrStop(budget, stops, worstCase))) {
+		if (!budget.tryReserve(worstCase, target.id) && !(await reserveOrStop(budget, stops, worstCase, target.id))) {
 			if (probe) breakers?.probeLost(domain, target.id);
 			return;
 		}
 		const started = clock();
 		if (stops.guardOutput(() => journal.started(target.id)) === undefined && stops.outputFailure) {
-			budget.release(worstCase);
+			budget.release(worstCase, target.id);
 			if (probe) breakers?.probeLost(domain, target.id);
 			return;
 		}

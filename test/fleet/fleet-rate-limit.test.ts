@@ -30,7 +30,8 @@ describe("run --fleet: the fleet's limit follows X-RateLimit-Limit", () => {
 	it("the service's limit going from 2 to 5 and then to 2 mid-run: the fleet's limit follows it both ways, and in flight with it", async () => {
 		assertBuilt();
 		const url = await (await cluster()).createDatabase();
-		const service = await useTestService({ concurrency: 2, latency_ms: 40 });
+		// A 429 while the workers catch up with a lowered limit pauses the fleet until its reset: a short one.
+		const service = await useTestService({ concurrency: 2, latency_ms: 40, reset_seconds: 1 });
 		const dir = tempDir("scrapejob-fleet-limit-");
 		const site = await startTargetSite((_req, res) => html(res, "a page"));
 		const targets = Array.from({ length: 240 }, (_, index) => `  - ${site.origin}/p/${index + 1}`);

@@ -171,4 +171,30 @@ describe("run --fleet with crawl.sitemaps: true", () => {
 		const [task] = await query<{ state: string }>(url, "SELECT state FROM scrapejob.targets WHERE depth = -1");
 		expect(task?.state).toBe("done");
 	}, 120_000);
+	it("max_credits holds for the sitemap files too: each is reserved on a lease before it is sent, so the fleet stops within the budget", async () => {
+		assertBuilt();
+		const url = await (await cluster()).createDatabase();
+		const service = await useTestService({ concurrency: 4 });
+		const dir = tempDir("scrapejob-fleet-sitemaps-budget-");
+		const site = await startTargetSite(sitemapSite());
+		const job = writeJob(
+			dir,
+			"smjob",
+			jobYaml(`${site.origin}/home`).replace("defaults:", "max_credits: 3\ndefaults:"),
+		);
+		const workers = Array.from({ length: 2 }, () =>
+			spawnCli(["run", job, "--quiet", "--fleet", url, "--fleet-run", "budget"], service.env, dir),
+		);
+		const outcomes = await Promise.all(workers.map((worker) => worker.done));
+		const charged = service.emulator.ledger.totalCharged();
+		// Without the reservations, robots.txt, the index and both sitemaps went out whatever the budget.
+		expect(charged, outcomes.map((outcome) => outcome.stderr).join("\n")).toBeLessThanOrEqual(3);
+		expect(charged, outcomes.map((outcome) => outcome.stdout + outcome.stderr).join("\n")).toBeGreaterThan(0);
+		expect(outcomes.some((outcome) => outcome.code === 1)).toBe(true);
+		const [run] = await query<{ spent: number; reserved: number }>(
+			url,
+			"SELECT spent::int, reserved::int FROM scrapejob.runs WHERE run_name = 'budget'",
+		);
+		expect(run).toEqual({ spent: charged, reserved: 0 });
+	}, 60_000);
 });
