@@ -3,6 +3,7 @@ import {
 	type Clock,
 	creditCostRange,
 	errorMessage,
+	type ScrapeParams,
 	type Sleep,
 	type TaskQueue,
 	writeFileAtomic,
@@ -332,6 +333,10 @@ export function createFleetCoordination(
 	 * stop.
 	 */
 	const waitForCredits = async (lease: FleetLease, worstCase: number, isStopping: () => boolean): Promise<boolean> => {
+		// Other fetches' reservations may themselves wait (a page's fetch waiting for the robots.txt this
+		// reservation is for): past a lease with no room made, the budget counts as spent.
+		let deadline = clock() + leaseMs;
+		let room = Number.NaN;
 		for (;;) {
 			if (await reserveCredits(fleet, lease, worstCase)) return true;
 			const [row] = await fleet.query<{ spent: string; reserved: string; mine: string | null }>(
@@ -344,6 +349,11 @@ export function createFleetCoordination(
 			const others = Number(row?.reserved ?? 0) - Number(row?.mine ?? 0);
 			const spent = Number(row?.spent ?? 0);
 			if (others <= 0 || spent + worstCase > (setup.maxCredits ?? 0) || isStopping()) return false;
+			const left = (setup.maxCredits ?? 0) - spent - Number(row?.reserved ?? 0);
+			if (left !== room) {
+				room = left;
+				deadline = clock() + leaseMs;
+			} else if (clock() > deadline) return false;
 			await sleep(IDLE_POLL_MS);
 		}
 	};
@@ -390,6 +400,13 @@ export function createFleetCoordination(
 		);
 		return row?.n ?? 0;
 	};
+
+	/**
+	 * What a target's first fetch may cost, reserved before the runner gets it. An adaptive target's first
+	 * mode is the runner's choice: it reserves its own rung's worst case on the lease when it starts.
+	 */
+	const firstWorstCase = (params: ScrapeParams): number =>
+		params.mode === "adaptive" ? 0 : creditCostRange(params).max;
 
 	/** A crawl's `max_pages` is the fleet's: the frontier never grows past it. */
 	const withinMaxPages = async <T>(links: readonly T[]): Promise<readonly T[]> => {
@@ -517,7 +534,7 @@ export function createFleetCoordination(
 				const sitemaps = sitemapOriginOf(lease);
 				queue.add(async () => {
 					try {
-						if (await reserveFor(lease, creditCostRange(target.params).max, stops)) {
+						if (await reserveFor(lease, firstWorstCase(target.params), stops)) {
 							// A delayed host's next claim waits a delay from now, when this fetch starts.
 							if (paced) await fetchStarting(fleet, lease);
 							if (sitemaps === null) await runner.run(target);

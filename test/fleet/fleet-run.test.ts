@@ -139,6 +139,31 @@ describe("run --fleet: workers of one fleet run", () => {
 		expect(records.reduce((sum, row) => sum + row.record.credits_used, 0)).toBe(service.emulator.ledger.totalCharged());
 	}, 60_000);
 
+	it("adaptive mode's re-fetch in a stronger mode is reserved on the target's lease: 2 workers never pass the fleet's budget", async () => {
+		assertBuilt();
+		const url = await (await cluster()).createDatabase();
+		// Datacenter requests to `localhost` get a block page (charged, useless): each target climbs to residential.
+		const service = await useTestService({ concurrency: 4, block_datacenter: ["//localhost:"] });
+		const port = new URL(service.site.url).port;
+		const dir = tempDir("scrapejob-fleet-");
+		const lines = Array.from({ length: 12 }, (_, i) => `  - http://localhost:${port}/product/${i + 1}`).join("\n");
+		const file = writeJob(
+			dir,
+			"fleetjob",
+			`name: fleetjob\nmax_credits: 10\nbreaker: false\ndefaults: {mode: adaptive}\ntargets:\n${lines}\n`,
+		);
+		const outcomes = await Promise.all([1, 2].map(() => worker(file, dir, service.env, url).done));
+		const charged = service.emulator.ledger.totalCharged();
+		expect(charged, outcomes.map((outcome) => outcome.stderr).join("\n")).toBeLessThanOrEqual(10);
+		// Some targets did climb (two charges on one record): the budget held across re-fetches, not only first fetches.
+		const records = await fleetRecords(url);
+		expect(
+			records.some((row) => row.record.credits_used > 1),
+			outcomes.map((outcome) => `${outcome.code} ${outcome.stdout} ${outcome.stderr}`).join("\n"),
+		).toBe(true);
+		expect(records.reduce((sum, row) => sum + row.record.credits_used, 0)).toBe(charged);
+	}, 60_000);
+
 	it("a worker stopped by the fleet's budget prints a worker command line that, pasted as printed, finishes the fleet run paying nothing twice", async () => {
 		assertBuilt();
 		const url = await (await cluster()).createDatabase();

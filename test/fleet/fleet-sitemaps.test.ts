@@ -183,7 +183,11 @@ describe("run --fleet with crawl.sitemaps: true", () => {
 			jobYaml(`${site.origin}/home`).replace("defaults:", "max_credits: 3\ndefaults:"),
 		);
 		const workers = Array.from({ length: 2 }, () =>
-			spawnCli(["run", job, "--quiet", "--fleet", url, "--fleet-run", "budget"], service.env, dir),
+			spawnCli(
+				["run", job, "--quiet", "--fleet", url, "--fleet-run", "budget"],
+				{ ...service.env, SCRAPEJOB_LOCK_LEASE_MS: "2000" },
+				dir,
+			),
 		);
 		const outcomes = await Promise.all(workers.map((worker) => worker.done));
 		const charged = service.emulator.ledger.totalCharged();
