@@ -164,6 +164,24 @@ describe("run --fleet: workers of one fleet run", () => {
 		expect(records.reduce((sum, row) => sum + row.record.credits_used, 0)).toBe(charged);
 	}, 60_000);
 
+	it("extract --fleet is refused before anything is read, naming the command that reads the fleet's records; run as printed, it writes them", async () => {
+		assertBuilt();
+		const url = await (await cluster()).createDatabase();
+		const service = await useTestService({ concurrency: 2 });
+		const site = await startTargetSite((_req, res) => html(res, "<p>page</p>"));
+		const { dir, file } = listJob(site.origin, 5);
+		const ran = await worker(file, dir, service.env, url).done;
+		expect(ran.code, ran.stderr).toBe(0);
+		const refused = await spawnCli(["extract", file, "--run", "latest", "--fleet", url], service.env, dir).done;
+		expect(refused.code).toBe(2);
+		expect(refused.stderr).not.toContain("fleet-test-pw");
+		const printed = /the fleet's records: (.+latest\.csv)/.exec(refused.stderr)?.[1];
+		expect(printed, refused.stderr).toContain('--fleet "$SCRAPEJOB_FLEET_URL"');
+		const exported = await runPrintedCommand(printed!, { SCRAPEJOB_FLEET_URL: url }, dir).done;
+		expect(exported.code, exported.stderr).toBe(0);
+		expect(readFileSync(join(dir, "latest.csv"), "utf8").trim().split("\n")).toHaveLength(6);
+	}, 60_000);
+
 	it("a worker stopped by the fleet's budget prints a worker command line that, pasted as printed, finishes the fleet run paying nothing twice", async () => {
 		assertBuilt();
 		const url = await (await cluster()).createDatabase();

@@ -1,6 +1,6 @@
 import { basename, dirname } from "node:path";
 import type { Command } from "commander";
-import { cliCommand } from "../../common/index.js";
+import { cliCommand, UsageError } from "../../common/index.js";
 import { formatProblem, JobValidationError } from "../../job/index.js";
 import { extractPlanned } from "../../library/index.js";
 import { formatSummary } from "../../output/index.js";
@@ -13,6 +13,7 @@ interface ExtractFlags {
 	run: string;
 	out: string;
 	json?: boolean;
+	fleet?: string;
 }
 
 export function registerExtractCommand(program: Command, ctx: CliContext): void {
@@ -28,6 +29,10 @@ export function registerExtractCommand(program: Command, ctx: CliContext): void 
 		)
 		.option("--out <dir>", "root folder of results (what run --out names): <dir>/<job>/<run-id>/", "output")
 		.option("--json", "print the summary as JSON")
+		.option(
+			"--fleet <url>",
+			"refused: re-extraction reads a local run's folder; a fleet's records are read with export --latest --fleet",
+		)
 		.addHelpText(
 			"after",
 			`
@@ -44,6 +49,10 @@ Examples:
   npx scrapejob extract jobs/example-shop.yaml --run 20261122T021500Z-3f9a1c --out /srv/scrape/output`,
 		)
 		.action(async (jobFile: string, flags: ExtractFlags) => {
+			if (flags.fleet !== undefined)
+				throw new UsageError(
+					`extract reads a local run's stored pages: re-reading a fleet run's pages (each worker's folder <out>/<job>/fleet/<run-id>/) is not built; the fleet's records: ${cliCommand(["export", jobFile, "--latest", "--fleet", "$SCRAPEJOB_FLEET_URL"]).replace("'$SCRAPEJOB_FLEET_URL'", '"$SCRAPEJOB_FLEET_URL"')} --out latest.csv`,
+				);
 			// Stopped, a re-extraction is run again (it is not resumed): the same command, pasteable.
 			const out = flags.out === "output" ? [] : ["--out", flags.out];
 			const again = cliCommand(["extract", jobFile, "--run", flags.run, ...out]);
