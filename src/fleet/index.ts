@@ -48,6 +48,7 @@ export {
 	isComplete,
 	listFleetRuns,
 	onlyParkedLeft,
+	targetCounts,
 } from "./status.js";
 export type { FleetLease, FleetPreviousRecord, FleetRun, FleetTargetInput, FleetWorker } from "./types.js";
 export { registerWorker, type WorkerIdentity } from "./workers.js";

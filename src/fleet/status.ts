@@ -137,3 +137,18 @@ export async function listFleetRuns(fleet: Fleet, jobName: string): Promise<Flee
 	);
 	return rows.map(toRun);
 }
+
+/**
+ * A run's targets by state as summaries and `fleet status --json` print them: `parked` (behind an open
+ * breaker) only when some are, so the usual four states keep their shape.
+ */
+export function targetCounts(targets: FleetStatus["targets"]): {
+	queued: number;
+	leased: number;
+	done: number;
+	failed: number;
+	parked?: number;
+} {
+	const { parked, ...states } = targets;
+	return parked > 0 ? { ...states, parked } : states;
+}

@@ -13,7 +13,7 @@ import {
 import { type ExportFormat, exportLatest } from "../history/index.js";
 import type { ResultRecord } from "../output/index.js";
 
-export { type FleetStatus, fleetUrlSecrets } from "../fleet/index.js";
+export { type FleetStatus, fleetUrlSecrets, targetCounts } from "../fleet/index.js";
 
 /** Where the fleet's tables are: its database (a secret) and schema. */
 export interface FleetAddress {

@@ -16,6 +16,7 @@ export {
 	type FleetStatus,
 	fleetStatusOf,
 	fleetUrlSecrets,
+	targetCounts,
 } from "./fleet.js";
 export {
 	type LoadedRunJob,

@@ -147,7 +147,8 @@ export interface FleetSummary {
 	/** This worker's id in `fleet status`. */
 	worker: string;
 	/** The whole fleet's targets by state when this worker ended. */
-	targets: { queued: number; leased: number; done: number; failed: number; parked: number };
+	/** `parked` (behind an open breaker) only when some are: the four states otherwise, as always. */
+	targets: { queued: number; leased: number; done: number; failed: number; parked?: number };
 	/** Credits the whole fleet run spent, and its budget (null: none). */
 	credits_spent: number;
 	max_credits: number | null;

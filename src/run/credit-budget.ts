@@ -30,6 +30,8 @@ export interface CreditBudget {
 	 * target left to be sure to finish (the budget-stop hint, cli/resume-hint.ts). 0 before any.
 	 */
 	readonly dearest: number;
+	/** What a stop for want of credits says, when not the local run's words (a fleet's: its workers). */
+	exhausted?(worstCase: number): string;
 }
 
 export function createCreditBudget(limit: number | null, alreadySpent = 0): CreditBudget {

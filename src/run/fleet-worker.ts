@@ -44,6 +44,7 @@ import {
 	settleExtraCredits,
 	storeRobots,
 	storeTaskId,
+	targetCounts,
 } from "../fleet/index.js";
 import type { PreviousRecords, TargetHistory } from "../history/index.js";
 import type { BreakerSpec, Job, Target } from "../job/index.js";
@@ -289,7 +290,10 @@ export function createFleetCoordination(
 			return local.dearest;
 		},
 		limit: setup.maxCredits,
+		exhausted: (worstCase) => exhaustedMessage(null, worstCase),
 	};
+	const exhaustedMessage = (spent: number | null, worstCase: number) =>
+		`stopping: the fleet's max_credits ${setup.maxCredits} reached (${spent === null ? "" : `${spent} spent; `}the next fetch may cost ${worstCase}); raise it with --max-credits <larger> and start workers again`;
 
 	/** The target ends here: its record (or its return to the queue) and its credits in one statement. */
 	const settle = async (id: string) => {
@@ -364,7 +368,8 @@ export function createFleetCoordination(
 	 * budget is spent and the worker stops.
 	 */
 	const reserveFor = async (lease: FleetLease, worstCase: number, stops: StopController): Promise<boolean> => {
-		if (setup.maxCredits === null) return true;
+		// Nothing to book up front (no budget, or an adaptive target booking its own first rung).
+		if (setup.maxCredits === null || worstCase === 0) return true;
 		if (await waitForCredits(lease, worstCase, () => stops.stopping)) {
 			const target = held.get(lease.targetId);
 			if (target) target.prepaid = worstCase;
@@ -372,10 +377,7 @@ export function createFleetCoordination(
 		}
 		if (!stops.stopping) {
 			const [row] = await fleet.query<{ spent: string }>("SELECT spent FROM runs WHERE id = $1", [run.id]);
-			stops.stop(
-				"budget_exhausted",
-				`stopping: the fleet's max_credits ${setup.maxCredits} reached (${Number(row?.spent ?? 0)} spent; the next fetch may cost ${worstCase}); raise it with --max-credits <larger> and start workers again`,
-			);
+			stops.stop("budget_exhausted", exhaustedMessage(Number(row?.spent ?? 0), worstCase));
 		}
 		return false;
 	};
@@ -674,7 +676,7 @@ export function createFleetCoordination(
 			ended = {
 				run: run.runName,
 				worker: worker.id,
-				targets: status?.targets ?? { queued: 0, leased: 0, done: 0, failed: 0, parked: 0 },
+				targets: targetCounts(status?.targets ?? { queued: 0, leased: 0, done: 0, failed: 0, parked: 0 }),
 				credits_spent: status?.credits.spent ?? 0,
 				max_credits: setup.maxCredits,
 			};
@@ -683,4 +685,5 @@ export function createFleetCoordination(
 }
 
 export type FleetCoordination = ReturnType<typeof createFleetCoordination>;
+
 type FleetBreakers = ReturnType<typeof createFleetBreakers>;

@@ -84,7 +84,8 @@ export async function reserveOrStop(
 	if (await budget.reserve(worstCase, () => stops.stopping, targetId)) return true;
 	stops.stop(
 		"budget_exhausted",
-		`stopping: max_credits ${budget.limit} reached (${budget.spent} spent; the next fetch may cost ${worstCase}); continue with --resume --max-credits <larger>`,
+		budget.exhausted?.(worstCase) ??
+			`stopping: max_credits ${budget.limit} reached (${budget.spent} spent; the next fetch may cost ${worstCase}); continue with --resume --max-credits <larger>`,
 	);
 	return false;
 }

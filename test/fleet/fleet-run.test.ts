@@ -71,7 +71,7 @@ describe("run --fleet: workers of one fleet run", () => {
 		expect(status.code, status.stderr).toBe(0);
 		const [run] = JSON.parse(status.stdout);
 		expect(run).toMatchObject({ job: "fleetjob", run: "nightly", state: "complete", in_flight: 0 });
-		expect(run.targets).toEqual({ queued: 0, leased: 0, done: 60, failed: 0, parked: 0 });
+		expect(run.targets).toEqual({ queued: 0, leased: 0, done: 60, failed: 0 });
 		expect(run.workers).toHaveLength(4);
 		expect(run.credits.spent).toBe(service.emulator.ledger.totalCharged());
 		const text = await spawnCli(["fleet", "status", file, "--fleet", url], {}, dir).done;
@@ -162,6 +162,15 @@ describe("run --fleet: workers of one fleet run", () => {
 			outcomes.map((outcome) => `${outcome.code} ${outcome.stdout} ${outcome.stderr}`).join("\n"),
 		).toBe(true);
 		expect(records.reduce((sum, row) => sum + row.record.credits_used, 0)).toBe(charged);
+		// The stop speaks of the fleet (workers to start again), never of a local --resume.
+		const stopped = outcomes
+			.map((outcome) => JSON.parse(outcome.stdout.trim().split("\n").at(-1)!))
+			.filter((summary) => summary.stopped_reason === "budget_exhausted");
+		expect(stopped.length).toBeGreaterThan(0);
+		for (const summary of stopped) {
+			expect(summary.stop_message).toContain("start workers again");
+			expect(summary.stop_message).not.toContain("--resume");
+		}
 	}, 60_000);
 
 	it("extract --fleet is refused before anything is read, naming the command that reads the fleet's records; run as printed, it writes them", async () => {

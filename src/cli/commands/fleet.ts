@@ -2,7 +2,7 @@ import { resolve } from "node:path";
 import type { Command } from "commander";
 import { UsageError } from "../../common/index.js";
 import { formatProblem, JobValidationError, loadJob } from "../../job/index.js";
-import { type FleetStatus, fleetStatusOf } from "../../library/index.js";
+import { type FleetStatus, fleetStatusOf, targetCounts } from "../../library/index.js";
 import { type CliContext, writeLine } from "../context.js";
 import { EXIT } from "../exit-codes.js";
 import { formatTable } from "../format/index.js";
@@ -77,7 +77,7 @@ function statusJson(status: FleetStatus) {
 		run: status.run.runName,
 		state: status.run.state,
 		created_at: status.run.createdAt.toISOString(),
-		targets: status.targets,
+		targets: targetCounts(status.targets),
 		workers: status.workers.map((worker) => ({
 			id: worker.id,
 			hostname: worker.hostname,
