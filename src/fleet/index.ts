@@ -40,7 +40,15 @@ export { pauseFleet, setHostPoliteness } from "./politeness.js";
 export { claimRobots, type FleetRobots, storeRobots } from "./robots.js";
 export { FLEET_SCHEMA_VERSION } from "./schema.js";
 export { addListedPages, addProgress, readProgress } from "./sitemaps.js";
-export { acquireSlot, acquireSlots, type FleetSlot, releaseSlot, setConcurrencyLimit } from "./slots.js";
+export {
+	acquireSlot,
+	acquireSlots,
+	type FleetLimit,
+	type FleetSlot,
+	readConcurrencyLimit,
+	releaseSlot,
+	setConcurrencyLimit,
+} from "./slots.js";
 export {
 	type FleetStatus,
 	finishFleetRun,

@@ -156,6 +156,11 @@ ALTER TABLE targets ADD COLUMN progress jsonb;
 	`
 ALTER TABLE runs ADD COLUMN retry_failed boolean NOT NULL DEFAULT false;
 `,
+	// The fleet's limit changes only on an answer to a fetch sent after its last change (a late answer
+	// carrying the service's old limit must not undo a newer one): each change raises this count.
+	`
+ALTER TABLE runs ADD COLUMN limit_epoch bigint NOT NULL DEFAULT 0;
+`,
 ];
 
 /** The version this scrapejob writes and reads. */

@@ -67,16 +67,46 @@ export async function releaseSlot(fleet: Fleet, slot: FleetSlot): Promise<boolea
 	return rows.length === 1;
 }
 
+/** The fleet's in-flight ceiling and how many times it changed (a worker's view of it, read at once). */
+export interface FleetLimit {
+	readonly limit: number;
+	readonly epoch: number;
+}
+
+/** Read the fleet's limit and its change count. */
+export async function readConcurrencyLimit(fleet: Fleet, runId: number): Promise<FleetLimit | null> {
+	const [row] = await fleet.query<{ limit: number; epoch: string }>(
+		"SELECT concurrency_limit AS limit, limit_epoch AS epoch FROM runs WHERE id = $1",
+		[runId],
+		"fleet_read_limit",
+	);
+	return row ? { limit: row.limit, epoch: Number(row.epoch) } : null;
+}
+
 /**
- * Change the fleet's in-flight ceiling (a lower `X-RateLimit-Limit`, the account's concurrency). Slots
- * above a lowered limit are no longer handed out; those held finish their fetch first.
+ * Change the fleet's in-flight ceiling (a lower `X-RateLimit-Limit`, the account's concurrency), only
+ * while it is still at change `sinceEpoch`: the answer that asks for the change was sent after it, so it
+ * is newer than the one that set the limit there. Null when the limit changed since (or already is
+ * `limit`). Slots above a lowered limit are no longer handed out; those held finish their fetch first.
  */
-export async function setConcurrencyLimit(fleet: Fleet, runId: number, limit: number): Promise<void> {
-	await fleet.transaction(async (query) => {
-		await query("UPDATE runs SET concurrency_limit = $2 WHERE id = $1", [runId, limit]);
+export async function setConcurrencyLimit(
+	fleet: Fleet,
+	runId: number,
+	limit: number,
+	sinceEpoch: number,
+): Promise<FleetLimit | null> {
+	return await fleet.transaction(async (query) => {
+		const [row] = await query<{ epoch: string }>(
+			`UPDATE runs SET concurrency_limit = $2, limit_epoch = limit_epoch + 1
+			WHERE id = $1 AND limit_epoch = $3 AND concurrency_limit <> $2
+			RETURNING limit_epoch AS epoch`,
+			[runId, limit, sinceEpoch],
+		);
+		if (!row) return null;
 		await query("INSERT INTO slots (run_id, slot) SELECT $1, generate_series(0, $2 - 1) ON CONFLICT DO NOTHING", [
 			runId,
 			limit,
 		]);
+		return { limit, epoch: Number(row.epoch) };
 	});
 }

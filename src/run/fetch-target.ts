@@ -44,8 +44,11 @@ export interface FetchTargetDeps {
 	readonly signal: AbortSignal;
 	/** True once the run is stopping: no further retries start. */
 	isStopping(): boolean;
-	/** Every scraper response's headers, for rate-limit learning and the credit balance. */
-	onHeaders(headers: ScraperHeaders): void;
+	/**
+	 * Every scraper response's headers, for rate-limit learning and the credit balance, with when (on
+	 * `clock`) the fetch they answer was sent: a fleet orders what answers say by it.
+	 */
+	onHeaders(headers: ScraperHeaders, sentAt: number): void;
 	/** Called (and must have journalled the id) before the task is polled. */
 	onTaskId(targetId: string, taskId: string): void;
 	onRetry(targetId: string, kind: string): void;
@@ -291,7 +294,7 @@ class TargetFetch {
 		releaseHold?.();
 		deps.gate.release(outcome.headers.rateLimitRemaining);
 		this.lastHeaders = outcome.headers;
-		deps.onHeaders(outcome.headers);
+		deps.onHeaders(outcome.headers, this.sentAt);
 		deps.outage.answered(this.sentInEpoch);
 		switch (outcome.kind) {
 			case "content":
@@ -366,7 +369,7 @@ class TargetFetch {
 	}
 
 	private finishedTask(id: string, task: FinishedTask): AttemptOutcome {
-		this.deps.onHeaders(task.headers);
+		this.deps.onHeaders(task.headers, this.sentAt);
 		if (task.state === "failed") {
 			// The target's own answer, as for a realtime passthrough: final, not retried.
 			if (task.targetStatus !== undefined) {

@@ -20,6 +20,7 @@ import {
 	completeTarget,
 	type Fleet,
 	type FleetLease,
+	type FleetLimit,
 	type FleetRun,
 	type FleetSlot,
 	type FleetTargetInput,
@@ -103,6 +104,8 @@ const LEASE_MARGIN_MS = 1000;
 const IDLE_POLL_MS = 250;
 /** How often a worker looks whether another worker's 429 paused the fleet. */
 const PAUSE_POLL_MS = 250;
+/** Changes of the fleet's limit a worker remembers (each answer is placed under the one it was sent under). */
+const KNOWN_LIMITS = 16;
 
 /**
  * The run core's coordination parts on PostgreSQL, for one worker of a fleet run: where targets come
@@ -153,11 +156,29 @@ export function createFleetCoordination(
 	 * rather than back to the table (two statements saved a target); given back when a claim comes up short.
 	 */
 	const spare: FleetSlot[] = [];
-	/** The fleet's limit as this worker last set it from `X-RateLimit-Limit` (null: not yet). */
-	let limitSeen: number | null = null;
+	/**
+	 * The fleet's limit as this worker last read it, and since when (on `clock`) it knew each of the latest
+	 * changes: an answer may change the limit only from the change its fetch was sent under.
+	 */
+	const limits: Array<FleetLimit & { readonly knownSince: number }> = [];
+	const learnLimit = (known: FleetLimit) => {
+		const last = limits.at(-1);
+		if (last && last.epoch >= known.epoch) return;
+		limits.push({ ...known, knownSince: clock() });
+		if (limits.length > KNOWN_LIMITS) limits.shift();
+	};
+	/** The change this worker knew of when it sent at `sentAt` (null: before any it still remembers). */
+	const limitAt = (sentAt: number): FleetLimit | null => {
+		for (let index = limits.length - 1; index >= 0; index--)
+			if (limits[index]!.knownSince <= sentAt) return limits[index]!;
+		return null;
+	};
+	/** This worker's changes of the fleet's limit, in the order its answers asked for them. */
+	let limitWrites: Promise<void> = Promise.resolve();
 	const aboveLimit = (): FleetSlot[] => {
-		if (limitSeen === null) return [];
-		const ceiling = limitSeen;
+		const known = limits.at(-1);
+		if (known === undefined) return [];
+		const ceiling = known.limit;
 		const above = spare.filter((slot) => slot.slot >= ceiling);
 		if (above.length > 0) spare.splice(0, spare.length, ...spare.filter((slot) => slot.slot < ceiling));
 		return above;
@@ -197,20 +218,27 @@ export function createFleetCoordination(
 
 	/** What this worker does when another worker's 429 paused the fleet (`watchPause`). */
 	let onFleetPause: ((ms: number) => void) | null = null;
-	/** Another worker's 429 reaches this one within this long: its sends wait at its gate until the reset. */
-	const pauseTimer = setInterval(() => {
-		if (onFleetPause === null) return;
-		void fleet
-			.query<{ ms: number | null }>(
-				"SELECT (extract(epoch FROM paused_until - now()) * 1000)::int AS ms FROM runs WHERE id = $1 AND paused_until > now()",
+	/**
+	 * Another worker's 429 reaches this one within this long (its sends wait at its gate until the reset),
+	 * and so does a change of the fleet's limit (spare slots above a lowered one go back).
+	 */
+	const watchRun = () =>
+		fleet
+			.query<{ ms: number | null; limit: number; epoch: string }>(
+				`SELECT CASE WHEN paused_until > now() THEN (extract(epoch FROM paused_until - now()) * 1000)::int END AS ms,
+					concurrency_limit AS limit, limit_epoch AS epoch
+				FROM runs WHERE id = $1`,
 				[run.id],
-				"fleet_paused",
+				"fleet_watch_run",
 			)
 			.then(([row]) => {
-				if (row?.ms != null && row.ms > 0) onFleetPause?.(row.ms);
+				if (!row) return;
+				learnLimit({ limit: row.limit, epoch: Number(row.epoch) });
+				if (row.ms != null && row.ms > 0) onFleetPause?.(row.ms);
 			})
 			.catch(() => undefined);
-	}, PAUSE_POLL_MS);
+	void watchRun();
+	const pauseTimer = setInterval(() => void watchRun(), PAUSE_POLL_MS);
 	pauseTimer.unref();
 
 	const mayWrite = (id: string): boolean => {
@@ -624,15 +652,23 @@ export function createFleetCoordination(
 			};
 		},
 		/**
-		 * The service's `X-RateLimit-Limit` on an answer: the fleet's limit follows it up and down (never
-		 * above the job's own `concurrency`), as a learned local run's does. Written when it changes.
+		 * The service's `X-RateLimit-Limit` on an answer to a fetch sent at `sentAt`: the fleet's limit follows
+		 * it up and down (never above the job's own `concurrency`), as a learned local run's does. Written
+		 * only while the limit is still the one the fetch was sent under: answers arrive out of order, and
+		 * one that left the service before the limit's last change must not undo it.
 		 */
-		rateLimitSeen(limit: number | undefined): void {
+		rateLimitSeen(limit: number | undefined, sentAt: number): void {
 			if (limit === undefined || !Number.isSafeInteger(limit) || limit < 1) return;
 			const next = typeof job.concurrency === "number" ? Math.min(job.concurrency, limit) : limit;
-			if (next === limitSeen) return;
-			limitSeen = next;
-			later("", setConcurrencyLimit(fleet, run.id, next));
+			const sentUnder = limitAt(sentAt);
+			if (sentUnder === null || next === limits.at(-1)?.limit) return;
+			// One at a time: a change this worker made is known before its next answer is weighed.
+			limitWrites = limitWrites
+				.then(() => setConcurrencyLimit(fleet, run.id, next, sentUnder.epoch))
+				.then((changed) => {
+					if (changed) learnLimit(changed);
+				})
+				.catch((error) => log.warn({ event: "fleet_write", error: errorMessage(error) }, "fleet write failed"));
 		},
 		/** A host's robots.txt `Crawl-delay`: the fleet's delay for it (never below the job's). */
 		crawlDelay(host: string, delayMs: number): void {
@@ -663,6 +699,11 @@ export function createFleetCoordination(
 		get complete() {
 			return fleetComplete;
 		},
+		/** The fleet's limit and its change count as this worker last read them (null: not yet). */
+		get limit(): FleetLimit | null {
+			const known = limits.at(-1);
+			return known ? { limit: known.limit, epoch: known.epoch } : null;
+		},
 		/** Where the fleet stood when this worker ended, for its summary; null before `close`. */
 		get ended() {
 			return ended;
@@ -672,6 +713,8 @@ export function createFleetCoordination(
 			clearInterval(renewTimer);
 			clearInterval(pauseTimer);
 			await breakers?.stop();
+			// Its changes of the limit are in before the fleet's state is read for the summary.
+			await limitWrites;
 			const status = await fleetStatus(fleet, run.id).catch(() => null);
 			ended = {
 				run: run.runName,

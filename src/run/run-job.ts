@@ -232,9 +232,9 @@ export async function runJob(options: RunJobOptions): Promise<RunJobResult> {
 			stats,
 			budget,
 			fleet,
-			onAnswer: (headers) => {
+			onAnswer: (headers, sentAt) => {
 				queue.concurrency = concurrency.answered(headers, queue.concurrency);
-				fleet?.rateLimitSeen(headers.rateLimitLimit);
+				fleet?.rateLimitSeen(headers.rateLimitLimit, sentAt);
 			},
 			clock,
 			sleep,

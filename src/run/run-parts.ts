@@ -186,8 +186,8 @@ export function createFetching(input: {
 	readonly stats: RunStatistics;
 	readonly budget: CreditBudget;
 	readonly fleet: FleetCoordination | null;
-	/** Each answer's headers: the queue's concurrency follows them. */
-	readonly onAnswer: (headers: ScraperHeaders) => void;
+	/** Each answer's headers (and when its fetch was sent): the queue's concurrency follows them. */
+	readonly onAnswer: (headers: ScraperHeaders, sentAt: number) => void;
 	readonly clock: Clock;
 	readonly sleep: Sleep;
 	readonly random: () => number;
@@ -219,9 +219,9 @@ export function createFetching(input: {
 		sleep,
 		random: input.random,
 		secrets: options.secrets,
-		onHeaders: (headers) => {
+		onHeaders: (headers, sentAt) => {
 			stats.creditsSeen(headers.creditsRemaining);
-			input.onAnswer(headers);
+			input.onAnswer(headers, sentAt);
 		},
 		...(fleet ? { onTask: fleet.taskStarted } : {}),
 		log,

@@ -105,7 +105,7 @@ export interface FetchDepsParts {
 	readonly random: () => number;
 	/** Keys to redact from task ids before they reach the journal. */
 	readonly secrets: readonly string[];
-	readonly onHeaders: (headers: ScraperHeaders) => void;
+	readonly onHeaders: (headers: ScraperHeaders, sentAt: number) => void;
 	/** A fetch goes on as a task (after its journal line): a fleet worker stores the id on its lease. */
 	readonly onTask?: (targetId: string, taskId: string) => void;
 	/** run.log's logger. */

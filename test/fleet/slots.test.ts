@@ -4,6 +4,7 @@ import {
 	claimTargets,
 	fleetStatus,
 	pauseFleet,
+	readConcurrencyLimit,
 	releaseSlot,
 	renewLeases,
 	setConcurrencyLimit,
@@ -65,12 +66,27 @@ describe("one concurrency limit for the fleet", () => {
 	it("a lowered limit hands out no slot above it; a raised one adds slots", async () => {
 		const { workers, runId } = await runWithWorkers(await cluster(), targetsOn(1), 1, { concurrencyLimit: 3 });
 		const { fleet, worker } = workers[0]!;
-		await setConcurrencyLimit(fleet, runId, 1);
+		expect(await setConcurrencyLimit(fleet, runId, 1, 0)).toEqual({ limit: 1, epoch: 1 });
 		expect(await acquireSlot(fleet, worker, 60_000)).not.toBeNull();
 		expect(await acquireSlot(fleet, worker, 60_000)).toBeNull();
-		await setConcurrencyLimit(fleet, runId, 5);
+		await setConcurrencyLimit(fleet, runId, 5, 1);
 		for (let i = 0; i < 4; i++) expect(await acquireSlot(fleet, worker, 60_000)).not.toBeNull();
 		expect(await acquireSlot(fleet, worker, 60_000)).toBeNull();
+	});
+
+	it("a change asked from an older change of the limit is refused: a late answer never undoes a newer limit", async () => {
+		const { workers, runId } = await runWithWorkers(await cluster(), targetsOn(1), 2, { concurrencyLimit: 5 });
+		const [a, b] = workers as [(typeof workers)[0], (typeof workers)[0]];
+		expect(await readConcurrencyLimit(a.fleet, runId)).toEqual({ limit: 5, epoch: 0 });
+		// A's answer, sent under change 0, lowers the limit to 2.
+		expect(await setConcurrencyLimit(a.fleet, runId, 2, 0)).toEqual({ limit: 2, epoch: 1 });
+		// B's answer was also sent under change 0, and still says 5: it left the service before the change.
+		expect(await setConcurrencyLimit(b.fleet, runId, 5, 0)).toBeNull();
+		// Asking for the limit it already has changes nothing.
+		expect(await setConcurrencyLimit(b.fleet, runId, 2, 1)).toBeNull();
+		expect(await readConcurrencyLimit(b.fleet, runId)).toEqual({ limit: 2, epoch: 1 });
+		// An answer sent under change 1 raises it again.
+		expect(await setConcurrencyLimit(b.fleet, runId, 4, 1)).toEqual({ limit: 4, epoch: 2 });
 	});
 
 	it("a pause (a 429) stops every worker's claims and slots until it ends, and is never shortened", async () => {
