@@ -18,6 +18,7 @@ import { createCreditBudget } from "./credit-budget.js";
 import { type FeedOutcome, feedTargets, hostGateFor, whenIdle } from "./feeder.js";
 import { finishRun, type RunJobResult } from "./finish-run.js";
 import { createFleetCoordination, type FleetWorkerSetup } from "./fleet-worker.js";
+import type { HostGate } from "./host-gate.js";
 import { lockJobOutput, warnIfTookOver } from "./job-lock.js";
 import { type OpenedRun, openRun, type RunSelection } from "./open-run.js";
 import { createPaidAnswers } from "./paid-answers.js";
@@ -178,194 +179,266 @@ export async function runJob(options: RunJobOptions): Promise<RunJobResult> {
 			...(options.maxCredits !== undefined ? { maxCredits: options.maxCredits } : {}),
 			...(options.selection ? { selection: options.selection } : {}),
 		});
-		return await execute(opened, health);
+		return await execute({ options, job, survey, opened, health, lock, startedAt, clock, sleep, random });
 	} finally {
 		if (!options.lock) lock.release();
 	}
+}
 
-	async function execute(opened: OpenedRun, health: HealthReading): Promise<RunJobResult> {
-		const { runId, runDir, prior, resumeTasks, resumePaid, maxCredits } = opened;
-		const runLog = createRunLog(join(runDir, RUN_FILES.log), options.secrets);
-		const log = runLog.log;
-		// The fleet's coordination parts (fleet-worker.ts) in place of the local ones, chosen here once.
-		const fleet = options.fleet
-			? createFleetCoordination(options.fleet, { job, clock, sleep, log, tracksChanges: true })
-			: null;
-		// A fleet worker's records are the fleet's (PostgreSQL): the job's local store does not see them.
-		const history = options.fleet ? null : (options.history ?? null);
-		const records = await openRecordParts({
-			job,
-			opened,
-			history,
-			previous: fleet?.previousRecords ?? null,
-			startedAt,
-		});
-		const { journal, sinks, fill, pages, stats } = records;
-		const budget = fleet?.budget ?? createCreditBudget(maxCredits, stats.creditsUsed);
-		// Signals, the lease, outages, the budget, failed writes: one stop reason, one grace period.
-		const stops = createStopController({
-			signal: options.signal,
-			...(options.gracePeriodMs !== undefined ? { gracePeriodMs: options.gracePeriodMs } : {}),
-			lock,
-			log,
-			...(options.logger ? { logger: options.logger } : {}),
-		});
-		const { peers, concurrency, queue, failures, gate } = createFlowControl({
-			job,
-			runDir,
-			runId,
-			concurrency: options.concurrency,
-			adaptiveConcurrency: options.adaptiveConcurrency === true,
-			lockLease: options.lockLease,
-			health,
-			fleet,
-			clock,
-			sleep,
-			log,
-		});
-		const { outage, fetchDeps, fetchSitemap } = createFetching({
-			options,
-			job,
-			gate,
-			stops,
-			journal,
-			stats,
-			budget,
-			fleet,
-			onAnswer: (headers, sentAt) => {
-				queue.concurrency = concurrency.answered(headers, queue.concurrency);
-				fleet?.rateLimitSeen(headers.rateLimitLimit, sentAt);
-			},
-			clock,
-			sleep,
-			random,
-			log,
-		});
-		const { crawler, pagePool } = await openCrawl({
-			options,
-			job,
-			runDir,
-			done: prior?.done ?? null,
-			fleet,
-			peers,
-			fetchSitemap,
-			stops,
-			queue,
-			budget,
-			log,
-		});
-		const syncTimer = startRun({ log, opened, job, survey, options, stops, sinks, journal, crawler });
-		const progress = createProgressReporter({
-			stats,
-			// A crawl's total is the pages it knows of (seeds and links found, up to max_pages): it grows.
-			total: crawler ? () => knownPages(crawler.summary()) : () => survey.total,
-			inFlight: () => queue.pending,
-			gate,
-			clock,
-			...(options.onProgress ? { onProgress: options.onProgress } : {}),
-		});
+/** What every part of a run is built from: the caller's options and the run folder opened for it. */
+interface RunContext {
+	readonly options: RunJobOptions;
+	readonly job: Job;
+	readonly survey: TargetSurvey;
+	readonly opened: OpenedRun;
+	readonly health: HealthReading;
+	readonly lock: RunLock;
+	readonly startedAt: number;
+	readonly clock: Clock;
+	readonly sleep: Sleep;
+	readonly random: () => number;
+}
 
-		/** The one record path (record-writer.ts): no record or journal line reaches a file by another route. */
-		const write = createRecordWriter({
-			...records,
-			scrub: createRecordScrubber(options.secrets),
-			history: records.heldBack ? null : history,
-			onWritten: progress.report,
-			fence: stops,
-			...(fleet ? { targetFence: fleet.mayWrite, onRecord: fleet.written } : {}),
-		});
-		const browser = options.browser ?? null;
-		const breakers = createRunBreakers(job, fleet, clock, log, options.logger);
-		// `mode: adaptive` and the forecast: what the job's store remembers of modes and costs (run-economics.ts).
-		const economics = createRunEconomics(job, history, options.logger);
-		const runner = createTargetRunner({
-			job,
-			stops,
-			budget,
-			journal,
-			write,
-			stats,
-			fetchDeps,
-			crawler,
-			pagePool,
-			content: { mode: job.output.content, pages },
-			resumeTasks: fleet?.tasks ?? resumeTasks,
-			resumePaid,
-			paidAnswers: createPaidAnswers(runDir),
-			bodySpill: bodySpillFor(job, crawler, pages),
-			browser: browser ? { access: browser, sessions: createSessionLimiter(browser) } : null,
-			clock,
-			sleep,
-			random,
-			breakers,
-			economics,
-			log,
-		});
+/** The opened run's parts, built in order (each side needs the one before), fed, and concluded. */
+async function execute(context: RunContext): Promise<RunJobResult> {
+	const records = await openRecordSide(context);
+	const fetching = await openFetchSide(context, records);
+	const running = openRunnerSide(context, records, fetching);
+	const fed = await feedRun(context, records, fetching, running);
+	return await concludeRun(context, { records, fetching, running }, fed);
+}
 
-		const summarize = summarizerOf({ stats, job, opened, survey, gate, concurrency, queue, startedAt, clock });
-		const summarizeAll = (reason: string | null) =>
-			withOutcomes(summarize(reason), reason, { breakers, fleet, economics, runId });
-		const lastWord = lastWordOf({ runDir, stops, queue, stats, fill, summarize });
-		// The process's own hooks are the CLI's (bin.ts): a library caller that wants the same word passes `lastWords`.
-		const removeLastWord = options.lastWords?.add(lastWord) ?? (() => undefined);
+/** run.log, the fleet's coordination (or none), the record files, the budget and the one stop controller. */
+async function openRecordSide(context: RunContext) {
+	const { options, job, opened, lock, startedAt, clock, sleep } = context;
+	const runLog = createRunLog(join(opened.runDir, RUN_FILES.log), options.secrets);
+	const log = runLog.log;
+	// The fleet's coordination parts (fleet-worker.ts) in place of the local ones, chosen here once.
+	const fleet = options.fleet
+		? createFleetCoordination(options.fleet, { job, clock, sleep, log, tracksChanges: true })
+		: null;
+	// A fleet worker's records are the fleet's (PostgreSQL): the job's local store does not see them.
+	const history = options.fleet ? null : (options.history ?? null);
+	const records = await openRecordParts({
+		job,
+		opened,
+		history,
+		previous: fleet?.previousRecords ?? null,
+		startedAt,
+	});
+	const budget = fleet?.budget ?? createCreditBudget(opened.maxCredits, records.stats.creditsUsed);
+	// Signals, the lease, outages, the budget, failed writes: one stop reason, one grace period.
+	const stops = createStopController({
+		signal: options.signal,
+		...(options.gracePeriodMs !== undefined ? { gracePeriodMs: options.gracePeriodMs } : {}),
+		lock,
+		log,
+		...(options.logger ? { logger: options.logger } : {}),
+	});
+	return { runLog, log, fleet, history, records, budget, stops };
+}
+type RecordSide = Awaited<ReturnType<typeof openRecordSide>>;
 
+/** Concurrency, the send gate, fetching with its outage watch, and the crawler with its page pool. */
+async function openFetchSide(context: RunContext, side: RecordSide) {
+	const { options, job, opened, health, clock, sleep, random } = context;
+	const { log, fleet, records, budget, stops } = side;
+	const { runDir, runId, prior } = opened;
+	const flow = createFlowControl({
+		job,
+		runDir,
+		runId,
+		concurrency: options.concurrency,
+		adaptiveConcurrency: options.adaptiveConcurrency === true,
+		lockLease: options.lockLease,
+		health,
+		fleet,
+		clock,
+		sleep,
+		log,
+	});
+	const { concurrency, queue } = flow;
+	const fetching = createFetching({
+		options,
+		job,
+		gate: flow.gate,
+		stops,
+		journal: records.journal,
+		stats: records.stats,
+		budget,
+		fleet,
+		onAnswer: (headers, sentAt) => {
+			queue.concurrency = concurrency.answered(headers, queue.concurrency);
+			fleet?.rateLimitSeen(headers.rateLimitLimit, sentAt);
+		},
+		clock,
+		sleep,
+		random,
+		log,
+	});
+	const crawl = await openCrawl({
+		options,
+		job,
+		runDir,
+		done: prior?.done ?? null,
+		fleet,
+		peers: flow.peers,
+		fetchSitemap: fetching.fetchSitemap,
+		stops,
+		queue,
+		budget,
+		log,
+	});
+	return { ...flow, ...fetching, ...crawl };
+}
+type FetchSide = Awaited<ReturnType<typeof openFetchSide>>;
+
+/** The run's start in its files, its progress, the one record path, and the target runner over them all. */
+function openRunnerSide(context: RunContext, side: RecordSide, fetching: FetchSide) {
+	const { options, job, survey, opened, startedAt, clock, sleep, random } = context;
+	const { log, fleet, history, records, budget, stops } = side;
+	const { crawler, pagePool, queue, gate, concurrency } = fetching;
+	const { runDir, runId } = opened;
+	const { journal, sinks, fill, pages, stats } = records;
+	const syncTimer = startRun({ log, opened, job, survey, options, stops, sinks, journal, crawler });
+	const progress = createProgressReporter({
+		stats,
+		// A crawl's total is the pages it knows of (seeds and links found, up to max_pages): it grows.
+		total: crawler ? () => knownPages(crawler.summary()) : () => survey.total,
+		inFlight: () => queue.pending,
+		gate,
+		clock,
+		...(options.onProgress ? { onProgress: options.onProgress } : {}),
+	});
+	/** The one record path (record-writer.ts): no record or journal line reaches a file by another route. */
+	const write = createRecordWriter({
+		...records,
+		scrub: createRecordScrubber(options.secrets),
+		history: records.heldBack ? null : history,
+		onWritten: progress.report,
+		fence: stops,
+		...(fleet ? { targetFence: fleet.mayWrite, onRecord: fleet.written } : {}),
+	});
+	const browser = options.browser ?? null;
+	const breakers = createRunBreakers(job, fleet, clock, log, options.logger);
+	// `mode: adaptive` and the forecast: what the job's store remembers of modes and costs (run-economics.ts).
+	const economics = createRunEconomics(job, history, options.logger);
+	const runner = createTargetRunner({
+		job,
+		stops,
+		budget,
+		journal,
+		write,
+		stats,
+		fetchDeps: fetching.fetchDeps,
+		crawler,
+		pagePool,
+		content: { mode: job.output.content, pages },
+		resumeTasks: fleet?.tasks ?? opened.resumeTasks,
+		resumePaid: opened.resumePaid,
+		paidAnswers: createPaidAnswers(runDir),
+		bodySpill: bodySpillFor(job, crawler, pages),
+		browser: browser ? { access: browser, sessions: createSessionLimiter(browser) } : null,
+		clock,
+		sleep,
+		random,
+		breakers,
+		economics,
+		log,
+	});
+	const summarize = summarizerOf({ stats, job, opened, survey, gate, concurrency, queue, startedAt, clock });
+	const summarizeAll = (reason: string | null) =>
+		withOutcomes(summarize(reason), reason, { breakers, fleet, economics, runId });
+	const lastWord = lastWordOf({ runDir, stops, queue, stats, fill, summarize });
+	// The process's own hooks are the CLI's (bin.ts): a library caller that wants the same word passes `lastWords`.
+	const removeLastWord = options.lastWords?.add(lastWord) ?? (() => undefined);
+	return { syncTimer, progress, browser, runner, summarizeAll, removeLastWord };
+}
+type RunnerSide = ReturnType<typeof openRunnerSide>;
+
+/** Targets into the queue: a fleet worker's claims, or the job's sources read here (with their duplicate check). */
+async function feedRun(
+	context: RunContext,
+	side: RecordSide,
+	fetching: FetchSide,
+	running: RunnerSide,
+): Promise<FeedOutcome & { readonly hosts: HostGate | null }> {
+	const { options, job, opened, clock, sleep } = context;
+	const { log, fleet, budget, stops } = side;
+	const { queue, crawler } = fetching;
+	const { runner } = running;
+	if (fleet) {
 		// A fleet's politeness is in its claims (each host's clock is a row): no gate of this worker's own.
-		const hosts = fleet ? null : hostGateFor(job, queue, crawler, clock, sleep);
-		const { discovered, feedError } = fleet
-			? await fleet.feed({ queue, runner, stops, concurrency: options.concurrency }).then(() => FLEET_FED)
-			: await feedTargets({
-					job,
-					client: options.client,
-					runDir,
-					queue,
-					hosts,
-					crawler,
-					done: prior?.done ?? null,
-					stops,
-					budget,
-					// The duplicate check of the rows read: past `feedKeysInMemory` keys, older ones go to sorted files
-					// in the run folder with ~1.5 bytes a row left in memory (at a million rows: ~5 MB, not 16).
-					feedKeys: createUrlKeys({
-						dir: join(runDir, FEED_KEYS_DIR),
-						inMemory: options.feedKeysInMemory ?? FEED_KEYS_IN_MEMORY,
-					}),
-					concurrency: options.concurrency,
-					runner,
-					log,
-					...(options.logger ? { logger: options.logger } : {}),
-				});
-		await whenIdle(queue, hosts);
-		await fleet?.close();
-		outage.close();
-		peers?.close();
-		if (feedError !== null) stops.conclude("invalid_source", null);
-		// Ctrl-C after the last target went out, its fetch finished in the grace period: nothing is left for
-		// --resume, so the run is complete (not "INCOMPLETE, 0 remaining: finish with --resume", exit 130).
-		// A crawl's or a discovery source's total is not the survey's: those keep the stop.
-		if (!crawler && discovered === null && stats.done >= survey.total && stops.finishedDespiteSignal())
-			log.info({ event: "run_complete_despite_stop" }, "every target has its record: the run is complete");
-		stops.close();
-		clearInterval(syncTimer);
-		progress.close();
-		return finishRun({
-			...records,
-			runDir,
-			stops,
-			summarize: summarizeAll,
-			failures,
-			pagePool,
-			crawler,
-			discovered,
-			deselected: survey.deselected,
-			budget,
-			freshness: job.freshnessMs > 0,
-			history,
-			browser,
-			filesClosed: removeLastWord,
-			runLog,
-			...(options.logger ? { logger: options.logger } : {}),
-		});
+		await fleet.feed({ queue, runner, stops, concurrency: options.concurrency });
+		return { ...FLEET_FED, hosts: null };
 	}
+	const hosts = hostGateFor(job, queue, crawler, clock, sleep);
+	const fed = await feedTargets({
+		job,
+		client: options.client,
+		runDir: opened.runDir,
+		queue,
+		hosts,
+		crawler,
+		done: opened.prior?.done ?? null,
+		stops,
+		budget,
+		// The duplicate check of the rows read: past `feedKeysInMemory` keys, older ones go to sorted files
+		// in the run folder with ~1.5 bytes a row left in memory (at a million rows: ~5 MB, not 16).
+		feedKeys: createUrlKeys({
+			dir: join(opened.runDir, FEED_KEYS_DIR),
+			inMemory: options.feedKeysInMemory ?? FEED_KEYS_IN_MEMORY,
+		}),
+		concurrency: options.concurrency,
+		runner,
+		log,
+		...(options.logger ? { logger: options.logger } : {}),
+	});
+	return { ...fed, hosts };
+}
+
+/** Wait for what is in flight, close every part, and write the run's outcome (finish-run.ts). */
+async function concludeRun(
+	context: RunContext,
+	parts: { readonly records: RecordSide; readonly fetching: FetchSide; readonly running: RunnerSide },
+	fed: FeedOutcome & { readonly hosts: HostGate | null },
+): Promise<RunJobResult> {
+	const { options, job, survey, opened } = context;
+	const { log, fleet, history, records, budget, stops, runLog } = parts.records;
+	const { queue, crawler, pagePool, outage, peers, failures } = parts.fetching;
+	const { syncTimer, progress, browser, summarizeAll, removeLastWord } = parts.running;
+	const { discovered, feedError } = fed;
+	await whenIdle(queue, fed.hosts);
+	await fleet?.close();
+	outage.close();
+	peers?.close();
+	if (feedError !== null) stops.conclude("invalid_source", null);
+	// Ctrl-C after the last target went out, its fetch finished in the grace period: nothing is left for
+	// --resume, so the run is complete (not "INCOMPLETE, 0 remaining: finish with --resume", exit 130).
+	// A crawl's or a discovery source's total is not the survey's: those keep the stop.
+	if (!crawler && discovered === null && records.stats.done >= survey.total && stops.finishedDespiteSignal())
+		log.info({ event: "run_complete_despite_stop" }, "every target has its record: the run is complete");
+	stops.close();
+	clearInterval(syncTimer);
+	progress.close();
+	return finishRun({
+		...records,
+		runDir: opened.runDir,
+		stops,
+		summarize: summarizeAll,
+		failures,
+		pagePool,
+		crawler,
+		discovered,
+		deselected: survey.deselected,
+		budget,
+		freshness: job.freshnessMs > 0,
+		history,
+		browser,
+		filesClosed: removeLastWord,
+		runLog,
+		...(options.logger ? { logger: options.logger } : {}),
+	});
 }
 
 /**
