@@ -108,34 +108,11 @@ export async function finishRun(parts: FinishParts): Promise<RunJobResult> {
 		};
 	}
 	const internalError = failures.length ? `internal error: ${errorMessage(failures[0])}` : null;
-	const summary = summarize(stops.reason ?? internalError);
-	if (parts.browser) {
-		const { creditsBefore } = parts.browser;
-		const after = await parts.browser.readCredits().catch(() => null);
-		summary.browser_credits_used = creditsBefore !== null && after !== null ? Math.max(0, creditsBefore - after) : null;
-	}
-	if (parts.freshness) summary.targets.fresh = parts.deselected;
-	addCrawlSummary(summary, parts.crawler);
-	addDiscoverySummary(summary, parts.discovered);
-	if (parts.fill) summary.extract = parts.fill.summary();
-	if (changes) summary.changes = { ...changes.counts };
+	const summary = await summaryOf(parts, summarize(stops.reason ?? internalError));
 	// Only a run that completed is judged and promoted: a stopped one stays `pending`, out of "latest".
 	const finished = summary.complete && stops.reason === null;
 	const verdict = parts.contract && finished ? judgeContract(parts, summary, stops) : null;
-	if (parts.heldBack && history && finished) {
-		const passed = verdict?.passed ?? true;
-		stops.guardOutput(() =>
-			writeContractState(runDir, passed ? "passed" : "held", passed ? undefined : verdict?.broken),
-		);
-		if (passed) {
-			try {
-				history.foldRun(basename(runDir));
-			} catch (error) {
-				// The next open folds it in from results.jsonl: it passed, so nothing holds it back.
-				logger?.warn({ error: errorMessage(error) }, "could not promote the run in the job's history");
-			}
-		}
-	}
+	if (parts.heldBack && history && finished) promote(parts, history, verdict);
 	if (changes) {
 		stops.guardOutput(() => changes.close());
 		try {
@@ -177,6 +154,36 @@ export async function finishRun(parts: FinishParts): Promise<RunJobResult> {
 		reportPath,
 		dearestTarget: parts.budget.dearest,
 	};
+}
+
+/** The run's summary with what its parts add: browser credits, fresh targets, crawl, discovery, extraction, changes. */
+async function summaryOf(parts: FinishParts, summary: RunSummary): Promise<RunSummary> {
+	if (parts.browser) {
+		const { creditsBefore } = parts.browser;
+		const after = await parts.browser.readCredits().catch(() => null);
+		summary.browser_credits_used = creditsBefore !== null && after !== null ? Math.max(0, creditsBefore - after) : null;
+	}
+	if (parts.freshness) summary.targets.fresh = parts.deselected;
+	addCrawlSummary(summary, parts.crawler);
+	addDiscoverySummary(summary, parts.discovered);
+	if (parts.fill) summary.extract = parts.fill.summary();
+	if (parts.changes) summary.changes = { ...parts.changes.counts };
+	return summary;
+}
+
+/** A completed run held back from "latest": its contract state written, and promoted when it passed. */
+function promote(parts: FinishParts, history: JobHistory, verdict: ContractVerdict | null): void {
+	const passed = verdict?.passed ?? true;
+	parts.stops.guardOutput(() =>
+		writeContractState(parts.runDir, passed ? "passed" : "held", passed ? undefined : verdict?.broken),
+	);
+	if (!passed) return;
+	try {
+		history.foldRun(basename(parts.runDir));
+	} catch (error) {
+		// The next open folds it in from results.jsonl: it passed, so nothing holds it back.
+		parts.logger?.warn({ error: errorMessage(error) }, "could not promote the run in the job's history");
+	}
 }
 
 /** The contract's verdict on a completed run; a broken one becomes the run's stop reason, in run.log and on the terminal. */

@@ -174,85 +174,114 @@ export async function mergeShardRuns(
 }
 
 async function mergeInto(metas: readonly ShardMeta[], outDir: string, cwd: string): Promise<MergeResult["summary"]> {
-	const first = metas[0]!;
-
-	// One CSV header for all: shards of one job have the same columns (extracted fields included).
-	const csvPaths = metas.map((meta) => join(meta.dir, RUN_FILES.csv));
-	const csvHeaders = csvPaths.map((path) => (existsSync(path) ? readCsvHeader(path) : null));
-	const header = csvHeaders.find((columns) => columns !== null) ?? null;
-	for (const [index, columns] of csvHeaders.entries()) {
-		if (columns !== null && JSON.stringify(columns) !== JSON.stringify(header))
-			throw new UsageError(`${metas[index]!.dir}'s results.csv has other columns than ${metas[0]!.dir}'s`);
-	}
-
 	const stats = createRunStatistics();
 	// 64-bit keys of the ids written, not a Map of the ids: 16 MB at a million records, not ~100.
 	const seen = createTargetKeySet();
 	const jsonl = openAppendFile(join(outDir, RUN_FILES.jsonl));
-	// The CSV is written from the records, as a run writes it (not copied line by line: a quoted cell
-	// may hold line breaks, and a killed shard's CSV may be a row ahead of or behind its JSONL).
-	const csv =
-		header !== null
-			? createCsvSink(join(outDir, RUN_FILES.csv), {
-					columns: header,
-					// run.json is read as hostile: a limit the job file could not have set is not used.
-					...(Number.isSafeInteger(first.csv_max_cell) &&
-					(first.csv_max_cell === 0 || first.csv_max_cell! >= MIN_CSV_MAX_CELL)
-						? { maxCell: first.csv_max_cell }
-						: {}),
-					bom: csvPaths.some((path, index) => csvHeaders[index] !== null && startsWithBom(path)),
-				})
-			: null;
-	let startedMs = Number.POSITIVE_INFINITY;
-	let finishedMs = 0;
+	const csv = openMergedCsv(metas, outDir);
 	const summaries: Array<RunSummary | null> = [];
 	try {
 		for (const meta of metas) {
-			const path = join(meta.dir, RUN_FILES.jsonl);
-			/** A line that is not a record: allowed only as the last line (a killed shard's torn write). */
-			let bad: number | null = null;
-			let followed = false;
-			for (const { text: line, number: lineNumber } of jsonlLines(path, { unterminated: true })) {
-				if (bad !== null) {
-					followed = true;
-					break;
-				}
-				const record = parseJsonLine(line) as ResultRecord | null;
-				if (!isResultRecord(record)) {
-					bad = lineNumber;
-					continue;
-				}
-				const key = idKey(record.id);
-				if (!seen.add(key[0], key[1])) {
-					// The key was seen: the id itself most likely (or another id with the same 64 bits: read back to tell).
-					const earlier = await shardWithRecordBefore(metas, meta, lineNumber, record.id);
-					if (earlier !== null) {
-						throw new UsageError(
-							`target ${record.id} has a record in shard ${earlier} and in shard ${meta.shard.index}: the shards overlap`,
-						);
-					}
-				}
-				jsonl.appendLine(line);
-				csv?.write(record);
-				stats.recordFinished(record);
-			}
-			if (bad !== null && followed) {
-				throw new UsageError(
-					`${path} line ${bad} is not a record (and more lines follow it): repair the shard first with ${repairCommand(meta, cwd)} (and the flags that chose its service, such as --sandbox or --config)`,
-				);
-			}
-			const summary = readSummary(meta.dir);
-			summaries.push(summary);
-			if (summary) {
-				startedMs = Math.min(startedMs, Date.parse(summary.started_at));
-				finishedMs = Math.max(finishedMs, Date.parse(summary.finished_at));
-			}
+			await copyShardRecords(meta, { metas, jsonl, csv, seen, stats, cwd });
+			summaries.push(readSummary(meta.dir));
 		}
 	} finally {
 		jsonl.close();
 		await csv?.close();
 	}
+	const summary = mergedSummary(metas, stats, summaries);
+	writeSummary(join(outDir, RUN_FILES.summary), summary);
+	const first = metas[0]!;
+	writeFileAtomic(
+		join(outDir, MERGE_FILE),
+		`${JSON.stringify({ job_name: first.job_name, targets_digest: first.targets_digest, shards: metas.map((meta) => ({ index: meta.shard.index, dir: meta.dir, run_id: meta.run_id })) }, null, 2)}\n`,
+	);
+	return summary;
+}
 
+/**
+ * The merged CSV, with one header for all (shards of one job have the same columns, extracted fields
+ * included), or null when no shard wrote one. Written from the records, as a run writes it (not copied
+ * line by line: a quoted cell may hold line breaks, and a killed shard's CSV may be a row ahead of or
+ * behind its JSONL).
+ */
+function openMergedCsv(metas: readonly ShardMeta[], outDir: string) {
+	const first = metas[0]!;
+	const csvPaths = metas.map((meta) => join(meta.dir, RUN_FILES.csv));
+	const csvHeaders = csvPaths.map((path) => (existsSync(path) ? readCsvHeader(path) : null));
+	const header = csvHeaders.find((columns) => columns !== null) ?? null;
+	for (const [index, columns] of csvHeaders.entries()) {
+		if (columns !== null && JSON.stringify(columns) !== JSON.stringify(header))
+			throw new UsageError(`${metas[index]!.dir}'s results.csv has other columns than ${first.dir}'s`);
+	}
+	if (header === null) return null;
+	return createCsvSink(join(outDir, RUN_FILES.csv), {
+		columns: header,
+		// run.json is read as hostile: a limit the job file could not have set is not used.
+		...(Number.isSafeInteger(first.csv_max_cell) &&
+		(first.csv_max_cell === 0 || first.csv_max_cell! >= MIN_CSV_MAX_CELL)
+			? { maxCell: first.csv_max_cell }
+			: {}),
+		bom: csvPaths.some((path, index) => csvHeaders[index] !== null && startsWithBom(path)),
+	});
+}
+
+/**
+ * One shard's records into the merged files, each id once across shards (an overlap is refused). A line
+ * that is not a record is allowed only as the last line (a killed shard's torn write).
+ */
+async function copyShardRecords(
+	meta: ShardMeta,
+	into: {
+		readonly metas: readonly ShardMeta[];
+		readonly jsonl: ReturnType<typeof openAppendFile>;
+		readonly csv: ReturnType<typeof openMergedCsv>;
+		readonly seen: ReturnType<typeof createTargetKeySet>;
+		readonly stats: ReturnType<typeof createRunStatistics>;
+		readonly cwd: string;
+	},
+): Promise<void> {
+	const path = join(meta.dir, RUN_FILES.jsonl);
+	let bad: number | null = null;
+	let followed = false;
+	for (const { text: line, number: lineNumber } of jsonlLines(path, { unterminated: true })) {
+		if (bad !== null) {
+			followed = true;
+			break;
+		}
+		const record = parseJsonLine(line) as ResultRecord | null;
+		if (!isResultRecord(record)) {
+			bad = lineNumber;
+			continue;
+		}
+		const key = idKey(record.id);
+		if (!into.seen.add(key[0], key[1])) {
+			// The key was seen: the id itself most likely (or another id with the same 64 bits: read back to tell).
+			const earlier = await shardWithRecordBefore(into.metas, meta, lineNumber, record.id);
+			if (earlier !== null) {
+				throw new UsageError(
+					`target ${record.id} has a record in shard ${earlier} and in shard ${meta.shard.index}: the shards overlap`,
+				);
+			}
+		}
+		into.jsonl.appendLine(line);
+		into.csv?.write(record);
+		into.stats.recordFinished(record);
+	}
+	if (bad !== null && followed) {
+		throw new UsageError(
+			`${path} line ${bad} is not a record (and more lines follow it): repair the shard first with ${repairCommand(meta, into.cwd)} (and the flags that chose its service, such as --sandbox or --config)`,
+		);
+	}
+}
+
+/** The merged summary: totals over every shard the merge saw, and which shards are missing or incomplete. */
+function mergedSummary(
+	metas: readonly ShardMeta[],
+	stats: ReturnType<typeof createRunStatistics>,
+	summaries: ReadonlyArray<RunSummary | null>,
+): MergeResult["summary"] {
+	const first = metas[0]!;
 	const count = first.shard.count;
 	const present = new Set(metas.map((meta) => meta.shard.index));
 	const shards: MergedShards = {
@@ -273,6 +302,10 @@ async function mergeInto(metas: readonly ShardMeta[], outDir: string, cwd: strin
 			]
 				.filter(Boolean)
 				.join("; ");
+	const started = Math.min(
+		...summaries.map((summary) => (summary ? Date.parse(summary.started_at) : Number.POSITIVE_INFINITY)),
+	);
+	const finished = Math.max(0, ...summaries.map((summary) => (summary ? Date.parse(summary.finished_at) : 0)));
 	const base = buildSummary(stats, {
 		job: first.job_name,
 		runId: `merged-${metas.map((meta) => meta.run_id).join("+")}`.slice(0, 200),
@@ -282,11 +315,11 @@ async function mergeInto(metas: readonly ShardMeta[], outDir: string, cwd: strin
 		maxCredits: null,
 		rateLimitPauses: summaries.reduce((sum, summary) => sum + (summary?.rate_limit_pauses ?? 0), 0),
 		concurrency: Math.max(0, ...summaries.map((summary) => summary?.concurrency ?? 0)),
-		startedMs: Number.isFinite(startedMs) ? startedMs : Date.now(),
-		finishedMs: finishedMs || Date.now(),
+		startedMs: Number.isFinite(started) ? started : Date.now(),
+		finishedMs: finished || Date.now(),
 	});
 	// Totals over every shard the merge saw, whatever its statistics counted before (sessions, duplicates).
-	const summary = {
+	return {
 		...base,
 		complete,
 		targets: {
@@ -299,12 +332,6 @@ async function mergeInto(metas: readonly ShardMeta[], outDir: string, cwd: strin
 		},
 		shards,
 	};
-	writeSummary(join(outDir, RUN_FILES.summary), summary);
-	writeFileAtomic(
-		join(outDir, MERGE_FILE),
-		`${JSON.stringify({ job_name: first.job_name, targets_digest: first.targets_digest, shards: metas.map((meta) => ({ index: meta.shard.index, dir: meta.dir, run_id: meta.run_id })) }, null, 2)}\n`,
-	);
-	return summary;
 }
 
 function startsWithBom(path: string): boolean {

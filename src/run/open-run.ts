@@ -158,12 +158,8 @@ function readMeta(runDir: string): RunMeta {
 	}
 }
 
-/**
- * Take the job's lock, then create a new run folder, or reopen one to resume: check the targets did
- * not change, cut torn lines, bring the CSV level with the JSONL, and read what is done and which
- * tasks are pending. Throws `LockHeldError` or `ResumeError` before anything is sent.
- */
-export async function openRun(options: {
+/** What `openRun` is given: the job, where its runs go, and a new run's or a resume's choices. */
+export interface OpenRunOptions {
 	job: Job;
 	survey: TargetSurvey;
 	outRoot: string;
@@ -183,7 +179,14 @@ export async function openRun(options: {
 	selection?: RunSelection;
 	/** Where a new run folder goes. @default `<outRoot>/<job>/` */
 	runsDir?: string;
-}): Promise<OpenedRun> {
+}
+
+/**
+ * Take the job's lock, then create a new run folder, or reopen one to resume: check the targets did
+ * not change, cut torn lines, bring the CSV level with the JSONL, and read what is done and which
+ * tasks are pending. Throws `LockHeldError` or `ResumeError` before anything is sent.
+ */
+export async function openRun(options: OpenRunOptions): Promise<OpenedRun> {
 	const { job, survey } = options;
 	const meta = options.resumeDir ? readMeta(options.resumeDir) : null;
 	if (meta && meta.targets_digest !== survey.digest && !options.force) {
@@ -197,66 +200,82 @@ export async function openRun(options: {
 	const lock = options.lock ?? acquireRunLock(jobDir, runId);
 	if (!options.lock) warnIfTookOver(lock, options.logger);
 	try {
-		if (options.resumeDir) {
-			const runDir = options.resumeDir;
-			if (options.repair) {
-				const moved = await repairResults(
-					join(runDir, RUN_FILES.jsonl),
-					join(runDir, RUN_FILES.csv),
-					job.output.csvMaxCell,
-				);
-				if (moved > 0)
-					options.logger?.warn(
-						{ moved },
-						`--repair: moved ${moved} line(s) that were not records to ${CORRUPT_FILE}; their targets run again`,
-					);
-			}
-			const prior = await readPriorProgress(join(runDir, RUN_FILES.jsonl));
-			const journalled = await readJournalTasks(join(runDir, RUN_FILES.journal));
-			const resumeTasks = new Map<string, string>();
-			for (const [id, taskId] of journalled.tasks) if (!prior.done.has(id)) resumeTasks.set(id, taskId);
-			const resumePaid = new Map<string, PaidAnswer>();
-			for (const [id, answer] of journalled.paid) if (!prior.done.has(id)) resumePaid.set(id, answer);
-			if (job.output.formats.includes("csv")) {
-				const missing = csvCatchUp(join(runDir, RUN_FILES.csv), prior.lastRecord, job.output.csvMaxCell);
-				if (missing) {
-					const csv = openAppendFile(join(runDir, RUN_FILES.csv));
-					csv.append(missing);
-					csv.close();
-				}
-			}
-			const maxCredits = resumedBudget(runDir, meta, options.maxCredits, prior.statistics.creditsUsed, job.maxCredits);
-			const carried = meta ? readCarried(runDir, meta) : null;
-			return { runId, runDir, prior, resumeTasks, resumePaid, lock, carried, maxCredits };
-		}
-		const runDir = createRunFolder(options.outRoot, job.name, runId, options.runsDir);
-		const created: RunMeta = {
-			run_id: runId,
-			job_name: job.name,
-			job_file: job.file,
-			job_fingerprint: job.fingerprint,
-			targets_digest: survey.digest,
-			total: survey.total,
-			created_at: new Date(options.startedAt).toISOString(),
-			...(job.shard ? { shard: { index: job.shard.index, count: job.shard.count } } : {}),
-			max_credits: options.maxCredits ?? job.maxCredits,
-			csv_max_cell: job.output.csvMaxCell,
-			...(options.selection ? { selection: options.selection } : {}),
-			target_ids: "url_identity",
-		};
-		writeMeta(runDir, created);
-		return {
-			runId,
-			runDir,
-			prior: null,
-			resumeTasks: new Map(),
-			resumePaid: new Map(),
-			lock,
-			carried: null,
-			maxCredits: created.max_credits ?? null,
-		};
+		return options.resumeDir
+			? await reopenRun(options, options.resumeDir, { runId, meta, lock })
+			: createRun(options, { runId, lock });
 	} catch (error) {
 		lock.release();
 		throw error;
 	}
+}
+
+/** A resume: `--repair` first, then what is done, the journal's tasks and paid answers, the CSV caught up. */
+async function reopenRun(
+	options: OpenRunOptions,
+	runDir: string,
+	run: { readonly runId: string; readonly meta: RunMeta | null; readonly lock: RunLock },
+): Promise<OpenedRun> {
+	const { job, logger } = options;
+	if (options.repair) {
+		const moved = await repairResults(
+			join(runDir, RUN_FILES.jsonl),
+			join(runDir, RUN_FILES.csv),
+			job.output.csvMaxCell,
+		);
+		if (moved > 0)
+			logger?.warn(
+				{ moved },
+				`--repair: moved ${moved} line(s) that were not records to ${CORRUPT_FILE}; their targets run again`,
+			);
+	}
+	const prior = await readPriorProgress(join(runDir, RUN_FILES.jsonl));
+	const journalled = await readJournalTasks(join(runDir, RUN_FILES.journal));
+	const resumeTasks = new Map<string, string>();
+	for (const [id, taskId] of journalled.tasks) if (!prior.done.has(id)) resumeTasks.set(id, taskId);
+	const resumePaid = new Map<string, PaidAnswer>();
+	for (const [id, answer] of journalled.paid) if (!prior.done.has(id)) resumePaid.set(id, answer);
+	if (job.output.formats.includes("csv")) {
+		const missing = csvCatchUp(join(runDir, RUN_FILES.csv), prior.lastRecord, job.output.csvMaxCell);
+		if (missing) {
+			const csv = openAppendFile(join(runDir, RUN_FILES.csv));
+			csv.append(missing);
+			csv.close();
+		}
+	}
+	const { meta } = run;
+	const maxCredits = resumedBudget(runDir, meta, options.maxCredits, prior.statistics.creditsUsed, job.maxCredits);
+	const carried = meta ? readCarried(runDir, meta) : null;
+	return { runId: run.runId, runDir, prior, resumeTasks, resumePaid, lock: run.lock, carried, maxCredits };
+}
+
+/** A new run: its folder and its run.json, written before any request. */
+function createRun(options: OpenRunOptions, run: { readonly runId: string; readonly lock: RunLock }): OpenedRun {
+	const { job, survey } = options;
+	const { runId } = run;
+	const runDir = createRunFolder(options.outRoot, job.name, runId, options.runsDir);
+	const created: RunMeta = {
+		run_id: runId,
+		job_name: job.name,
+		job_file: job.file,
+		job_fingerprint: job.fingerprint,
+		targets_digest: survey.digest,
+		total: survey.total,
+		created_at: new Date(options.startedAt).toISOString(),
+		...(job.shard ? { shard: { index: job.shard.index, count: job.shard.count } } : {}),
+		max_credits: options.maxCredits ?? job.maxCredits,
+		csv_max_cell: job.output.csvMaxCell,
+		...(options.selection ? { selection: options.selection } : {}),
+		target_ids: "url_identity",
+	};
+	writeMeta(runDir, created);
+	return {
+		runId,
+		runDir,
+		prior: null,
+		resumeTasks: new Map(),
+		resumePaid: new Map(),
+		lock: run.lock,
+		carried: null,
+		maxCredits: created.max_credits ?? null,
+	};
 }

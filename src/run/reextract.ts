@@ -119,6 +119,77 @@ interface OpenedReextraction extends ReextractOptions {
 
 /** The run itself, in its new folder: every stored page of the source read, written and finished. */
 async function readStoredPages(options: OpenedReextraction): Promise<RunJobResult> {
+	const { job, runDir } = options;
+	const parts = await openReextractionParts(options);
+	const { stops, stats, missing, fill } = parts;
+	const threads = options.threads ?? defaultPageThreads();
+	const pool = await createPagePool({ timeoutMs: job.pageTimeoutMs, threads });
+	const failures: unknown[] = [];
+	// As many pages wait as the pool has workers, twice over: the rest of the source stays unread meanwhile.
+	const queue = createTaskQueue({ concurrency: threads * 2, onError: (error) => failures.push(error) });
+	stops.onStop(() => queue.clear());
+	const progress: SourceProgress = {
+		newestSource: options.sourceDir === null ? "" : basename(options.sourceDir),
+		seen: 0,
+		read: false,
+	};
+	const summarize = (reason: string | null) => reextractionSummary(options, parts, progress, reason, threads);
+	// A second signal: the process ends now; the summary is written as it stands (never promoted).
+	const removeLastWord =
+		options.lastWords?.add(() => {
+			if (stops.leaseLost) return "the job's lock was taken over: this run's folder is another process's now";
+			stats.abandoned += queue.pending;
+			const summary = summarize(stops.reason ?? "interrupted");
+			if (fill) summary.extract = fill.summary();
+			writeSummary(join(runDir, RUN_FILES.summary), summary);
+			return `summary.json written in ${runDir}`;
+		}) ?? (() => undefined);
+	try {
+		await readSource(options, parts, { pool, queue, progress });
+	} catch (error) {
+		// The source could not be read to its end: the run ends as an internal error, its summary says so.
+		failures.push(error);
+	}
+	await queue.onIdle();
+	// Ctrl-C after the last page went to a worker, every page read within the grace period: complete.
+	if (progress.read && stats.done >= progress.seen && stops.finishedDespiteSignal())
+		parts.log.info({ event: "run_complete_despite_stop" }, "every page has its record: the re-extraction is complete");
+	stops.close();
+	stops.guardOutput(() => missing.close());
+	const result = await finishRun({
+		...parts,
+		runDir,
+		summarize,
+		failures,
+		journal: null,
+		pagePool: pool,
+		crawler: null,
+		discovered: null,
+		deselected: 0,
+		// Nothing is paid in a re-extraction: no target has a cost.
+		budget: { dearest: 0 },
+		freshness: false,
+		heldBack: true,
+		history: options.history,
+		browser: null,
+		filesClosed: removeLastWord,
+		kind: "re-extraction",
+		...(options.logger ? { logger: options.logger } : {}),
+	});
+	// A bug (not a page's failure): said as one, after the folder says where the re-extraction stopped.
+	if (failures.length > 0) throw failures[0];
+	return result;
+}
+
+/** How far the source has been read: the newest run read from, pages handed out, and whether it ended. */
+interface SourceProgress {
+	newestSource: string;
+	seen: number;
+	read: boolean;
+}
+
+/** run.log, the stop controller and the record side (sinks, changes, fill, contract, report) of the new folder. */
+async function openReextractionParts(options: OpenedReextraction) {
 	const { job, history, runId, runDir } = options;
 	// Kept out of "latest" until it ends within the job's contract (history/contract-state.ts).
 	writeContractState(runDir, "pending");
@@ -142,7 +213,6 @@ async function readStoredPages(options: OpenedReextraction): Promise<RunJobResul
 	const contract = job.contract ? createContractCheck(job.contract) : null;
 	const stats = createRunStatistics();
 	const report = createReportCollector(options.startedAt);
-	const pages = createPageStore(runDir);
 	const write = createRecordWriter({
 		scrub: createRecordScrubber(options.secrets ?? []),
 		changes,
@@ -159,112 +229,77 @@ async function readStoredPages(options: OpenedReextraction): Promise<RunJobResul
 		fence: stops,
 	});
 	const missing = createMissingList(runDir);
-	const threads = options.threads ?? defaultPageThreads();
-	const pool = await createPagePool({ timeoutMs: job.pageTimeoutMs, threads });
-	const failures: unknown[] = [];
-	// As many pages wait as the pool has workers, twice over: the rest of the source stays unread meanwhile.
-	const queue = createTaskQueue({ concurrency: threads * 2, onError: (error) => failures.push(error) });
-	stops.onStop(() => queue.clear());
-	/** The newest run the records were read from: what `reextracted_from` names for `--run latest`. */
-	let newestSource = options.sourceDir === null ? "" : basename(options.sourceDir);
-	let seen = 0;
-	let sourceRead = false;
+	const pages = createPageStore(runDir);
+	return { runLog, log, stops, sinks, changes, fill, contract, stats, report, write, missing, pages };
+}
+type ReextractionParts = Awaited<ReturnType<typeof openReextractionParts>>;
 
-	const summarize = (reason: string | null): RunSummary => {
-		const summary = buildSummary(stats, {
-			job: job.name,
-			runId,
-			resumed: false,
-			stopReason: reason,
-			survey: { total: reason === null ? stats.done : seen, duplicates: 0, skippedRows: 0 },
-			maxCredits: null,
-			rateLimitPauses: 0,
-			concurrency: threads,
-			startedMs: options.startedAt,
-			finishedMs: Date.now(),
+/** Every stored page of the source to the page pool, a page at a time as the queue has room; missing ones listed. */
+async function readSource(
+	options: OpenedReextraction,
+	parts: ReextractionParts,
+	reading: {
+		readonly pool: Awaited<ReturnType<typeof createPagePool>>;
+		readonly queue: ReturnType<typeof createTaskQueue>;
+		readonly progress: SourceProgress;
+	},
+): Promise<void> {
+	const { job, history } = options;
+	const { stops, pages, write, missing } = parts;
+	const { pool, queue, progress } = reading;
+	const planOf = planChooser(await extractPlansOf(job, options.plan, options.signal), parts.log, options.logger);
+	const readOne = async (entry: SourceEntry, pagePath: string) => {
+		const record = await reextracted(entry.record, pagePath, planOf(entry.record), job, pool.run, stops.inflight);
+		if (record === null) return;
+		stops.guardOutput(() => {
+			record.content_path = pages.share(record.id, pagePath, extname(pagePath).slice(1) || "html");
+			write(record, null);
 		});
-		summary.reextracted_from = newestSource || options.from;
-		if (options.from === "latest") summary.reextracted_latest = true;
-		summary.missing_pages = missing.count;
-		summary.changes = { ...changes.counts };
-		return summary;
 	};
-	// A second signal: the process ends now; the summary is written as it stands (never promoted).
-	const removeLastWord =
-		options.lastWords?.add(() => {
-			if (stops.leaseLost) return "the job's lock was taken over: this run's folder is another process's now";
-			stats.abandoned += queue.pending;
-			const summary = summarize(stops.reason ?? "interrupted");
-			if (fill) summary.extract = fill.summary();
-			writeSummary(join(runDir, RUN_FILES.summary), summary);
-			return `summary.json written in ${runDir}`;
-		}) ?? (() => undefined);
-
-	try {
-		const planOf = planChooser(await extractPlansOf(job, options.plan, options.signal), log, options.logger);
-		const readOne = async (entry: SourceEntry, pagePath: string) => {
-			const record = await reextracted(entry.record, pagePath, planOf(entry.record), job, pool.run, stops.inflight);
-			if (record === null) return;
-			stops.guardOutput(() => {
-				record.content_path = pages.share(record.id, pagePath, extname(pagePath).slice(1) || "html");
-				write(record, null);
-			});
-		};
-		const noteMissing = (id: string, url: string, reason: string) =>
-			stops.guardOutput(() => missing.add(id, url, reason));
-		for (const entry of sourceEntries(options.jobDir, history, options.sourceDir, noteMissing)) {
-			if (stops.stopping) break;
-			const source = basename(entry.runDir);
-			if (source > newestSource) newestSource = source;
-			const pagePath = storedPagePath(entry);
-			if (pagePath === null) {
-				noteMissing(entry.record.id, entry.record.url, missingReason(entry.record));
-				continue;
-			}
-			seen += 1;
-			queue.add(() => readOne(entry, pagePath));
-			await queue.onSizeLessThan(1);
+	const noteMissing = (id: string, url: string, reason: string) =>
+		stops.guardOutput(() => missing.add(id, url, reason));
+	for (const entry of sourceEntries(options.jobDir, history, options.sourceDir, noteMissing)) {
+		if (stops.stopping) break;
+		const source = basename(entry.runDir);
+		if (source > progress.newestSource) progress.newestSource = source;
+		const pagePath = storedPagePath(entry);
+		if (pagePath === null) {
+			noteMissing(entry.record.id, entry.record.url, missingReason(entry.record));
+			continue;
 		}
-		sourceRead = !stops.stopping;
-	} catch (error) {
-		// The source could not be read to its end: the run ends as an internal error, its summary says so.
-		failures.push(error);
+		progress.seen += 1;
+		queue.add(() => readOne(entry, pagePath));
+		await queue.onSizeLessThan(1);
 	}
-	await queue.onIdle();
-	// Ctrl-C after the last page went to a worker, every page read within the grace period: complete.
-	if (sourceRead && stats.done >= seen && stops.finishedDespiteSignal())
-		log.info({ event: "run_complete_despite_stop" }, "every page has its record: the re-extraction is complete");
-	stops.close();
-	stops.guardOutput(() => missing.close());
-	const result = await finishRun({
-		runDir,
-		stops,
-		summarize,
-		failures,
-		sinks,
-		journal: null,
-		pagePool: pool,
-		crawler: null,
-		discovered: null,
-		deselected: 0,
-		// Nothing is paid in a re-extraction: no target has a cost.
-		budget: { dearest: 0 },
-		freshness: false,
-		fill,
-		changes,
-		contract,
-		heldBack: true,
-		history,
-		report,
-		browser: null,
-		filesClosed: removeLastWord,
-		runLog,
-		kind: "re-extraction",
-		...(options.logger ? { logger: options.logger } : {}),
+	progress.read = !stops.stopping;
+}
+
+/** The re-extraction's summary as it stands: the source it read, the pages missing, the changes. */
+function reextractionSummary(
+	options: OpenedReextraction,
+	parts: ReextractionParts,
+	progress: SourceProgress,
+	reason: string | null,
+	threads: number,
+): RunSummary {
+	const { stats, missing, changes } = parts;
+	const summary = buildSummary(stats, {
+		job: options.job.name,
+		runId: options.runId,
+		resumed: false,
+		stopReason: reason,
+		survey: { total: reason === null ? stats.done : progress.seen, duplicates: 0, skippedRows: 0 },
+		maxCredits: null,
+		rateLimitPauses: 0,
+		concurrency: threads,
+		startedMs: options.startedAt,
+		finishedMs: Date.now(),
 	});
-	// A bug (not a page's failure): said as one, after the folder says where the re-extraction stopped.
-	if (failures.length > 0) throw failures[0];
-	return result;
+	summary.reextracted_from = progress.newestSource || options.from;
+	if (options.from === "latest") summary.reextracted_latest = true;
+	summary.missing_pages = missing.count;
+	summary.changes = { ...changes.counts };
+	return summary;
 }
 
 /**

@@ -516,19 +516,58 @@ export function createTargetRunner(parts: TargetRunnerParts): TargetRunner {
 		}
 	};
 
+	/** `mode: adaptive`: the first fetch goes on the domain's starting rung (adaptive-mode.ts). */
+	const firstStep = (target: Target): ClimbStep => {
+		const modes = adaptiveModes();
+		const domain = modes.domainOf(target.url);
+		const ladder = modes.ladderOf(target.params);
+		return { modes, domain, ladder, at: modes.firstStep(domain, ladder) };
+	};
+
+	/** A written record's outcomes: its costs learnt, its domain's breaker, the paid-failures stop, run.log. */
+	const recorded = (
+		target: Target,
+		record: ResultRecord,
+		charged: number,
+		cost: TargetCost | null,
+		// Positional, not an object: this runs once a target.
+		domain: string,
+		probe: boolean,
+	) => {
+		parts.economics?.costs.add(
+			target.url,
+			cost?.total ?? charged,
+			cost?.first ?? charged,
+			cost?.last ?? charged,
+			creditCostRange(target.params),
+		);
+		parts.breakers?.settle(domain, record, probe);
+		const paidFailure = paidFailures.record(record.status, record.error, record.credits_used);
+		if (paidFailure !== null) {
+			stops.stop(
+				"paid_failures",
+				`stopping: ${PAID_FAILURES_IN_A_ROW} fetches in a row were charged and failed with ${paidFailure}; no more credits go to it (continue with --resume once its cause is fixed)`,
+			);
+		}
+		if (record.status === "failed") {
+			log.info(
+				{
+					event: "target_failed",
+					id: target.id,
+					error: record.error,
+					http_status: record.http_status,
+					attempts: record.attempts,
+				},
+				record.message ?? "failed",
+			);
+		}
+	};
+
 	const run = async (target: Target) => {
 		if (stops.stopping) return;
 		if (target.browserSession) return runBrowserTarget(target as Parameters<typeof runBrowserTarget>[0]);
-		// `mode: adaptive`: the first fetch goes on the domain's starting rung (adaptive-mode.ts).
-		let step: ClimbStep | null = null;
-		let params = target.params;
-		if (params.mode === "adaptive") {
-			const modes = adaptiveModes();
-			const domain = modes.domainOf(target.url);
-			const ladder = modes.ladderOf(params);
-			step = { modes, domain, ladder, at: modes.firstStep(domain, ladder) };
-			params = modes.paramsOf(params, ladder[step.at]!);
-		}
+		const step = target.params.mode === "adaptive" ? firstStep(target) : null;
+		const params = step === null ? target.params : step.modes.paramsOf(target.params, step.ladder[step.at]!);
 		const worstCase = creditCostRange(params).max;
 		// An open breaker parks the target: no fetch, no credit, no record (`--resume` takes it). One look-up.
 		const breakers = parts.breakers;
@@ -581,37 +620,10 @@ export function createTargetRunner(parts: TargetRunnerParts): TargetRunner {
 				? await writeReadFetched(target, result, charged, started)
 				: writeFetched(target, result, charged, started, NO_PAGE);
 		}
-		if (!record) {
+		if (record) recorded(target, record, charged, cost, domain, probe);
+		else {
 			stats.abandoned += 1;
 			if (probe) breakers?.probeLost(domain, target.id);
-		} else {
-			parts.economics?.costs.add(
-				target.url,
-				cost?.total ?? charged,
-				cost?.first ?? charged,
-				cost?.last ?? charged,
-				creditCostRange(target.params),
-			);
-			breakers?.settle(domain, record, probe);
-			const paidFailure = paidFailures.record(record.status, record.error, record.credits_used);
-			if (paidFailure !== null) {
-				stops.stop(
-					"paid_failures",
-					`stopping: ${PAID_FAILURES_IN_A_ROW} fetches in a row were charged and failed with ${paidFailure}; no more credits go to it (continue with --resume once its cause is fixed)`,
-				);
-			}
-			if (record.status === "failed") {
-				log.info(
-					{
-						event: "target_failed",
-						id: target.id,
-						error: record.error,
-						http_status: record.http_status,
-						attempts: record.attempts,
-					},
-					record.message ?? "failed",
-				);
-			}
 		}
 		if (after !== undefined && after.result.kind !== "ok" && after.result.kind !== "failed")
 			settleUnwritten(target.id, after.result, after.worstCase);
