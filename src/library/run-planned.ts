@@ -20,6 +20,7 @@ import {
 	type LockLease,
 	notifyRunEnd,
 	type ProgressSnapshot,
+	type RunJobOptions,
 	type RunJobResult,
 	type RunSelection,
 	readRunDigest,
@@ -331,37 +332,55 @@ async function runWithHistory(
 		warn,
 	);
 	const result = await runJob({
-		...(choices.lastWords ? { lastWords: choices.lastWords } : {}),
-		job,
-		survey,
-		client: services.clientFor(concurrency),
-		concurrency,
+		...runJobOptionsOf({ plan, services, choices, job, survey, concurrency, onProgress }),
 		adaptiveConcurrency: limits.adaptive,
-		outRoot: choices.outRoot,
-		...(choices.maxCredits !== undefined ? { maxCredits: choices.maxCredits } : {}),
+		maxCredits: choices.maxCredits,
 		...(plan.resumeDir ? { resumeDir: plan.resumeDir } : { runId: plan.runId, selection }),
-		...(plan.lock ? { lock: plan.lock } : {}),
-		lockLease: choices.lockLease,
 		force: choices.force === true,
 		repair: choices.repair === true,
-		signal: choices.signal,
-		...(choices.gracePeriodMs !== undefined ? { gracePeriodMs: choices.gracePeriodMs } : {}),
-		...(choices.taskPollMs !== undefined
-			? { taskPoll: { initialIntervalMs: choices.taskPollMs, maxIntervalMs: choices.taskPollMs * 10 } }
-			: {}),
-		secrets: services.secrets,
 		history,
-		...(choices.outageTimeoutMs !== undefined ? { outageTimeoutMs: choices.outageTimeoutMs } : {}),
-		...(services.browser && jobUsesBrowser(job) ? { browser: services.browser } : {}),
-		...(choices.crawlKeysInMemory !== undefined ? { crawlKeysInMemory: choices.crawlKeysInMemory } : {}),
-		...(choices.logger ? { logger: choices.logger } : {}),
-		...(onProgress ? { onProgress } : {}),
+		crawlKeysInMemory: choices.crawlKeysInMemory,
 	});
 	const notify = choices.notifyUrl ? { ...job.notify, url: choices.notifyUrl } : job.notify;
 	if (notify) {
 		await notifyRunEnd(notify, result.summary, result.runDir, { warn });
 	}
 	return { ...result, job };
+}
+
+/**
+ * What a local run and a fleet worker pass `runJob` alike, from the run's plan, services and choices.
+ * Options the caller left out stay undefined: `runJob` reads each with its default.
+ */
+function runJobOptionsOf(input: {
+	readonly plan: PlannedRun;
+	readonly services: RunServices;
+	readonly choices: RunChoices;
+	readonly job: Job;
+	readonly survey: TargetSurvey;
+	readonly concurrency: number;
+	readonly onProgress: RunJobOptions["onProgress"] | null;
+}): RunJobOptions {
+	const { plan, services, choices, job, concurrency } = input;
+	const { taskPollMs } = choices;
+	return {
+		job,
+		survey: input.survey,
+		client: services.clientFor(concurrency),
+		concurrency,
+		outRoot: choices.outRoot,
+		lock: plan.lock,
+		lockLease: choices.lockLease,
+		lastWords: choices.lastWords,
+		signal: choices.signal,
+		gracePeriodMs: choices.gracePeriodMs,
+		taskPoll: taskPollMs === undefined ? undefined : { initialIntervalMs: taskPollMs, maxIntervalMs: taskPollMs * 10 },
+		outageTimeoutMs: choices.outageTimeoutMs,
+		secrets: services.secrets,
+		browser: services.browser && jobUsesBrowser(job) ? services.browser : undefined,
+		logger: choices.logger,
+		onProgress: input.onProgress ?? undefined,
+	};
 }
 
 /**
@@ -402,26 +421,9 @@ async function runFleetWorker(
 		const start = { job, survey, concurrency, adaptive: limits.adaptive, runDir };
 		const onProgress = startProgress(monitor, start, choices, warn, setup.worker.id);
 		const result = await runJob({
-			...(choices.lastWords ? { lastWords: choices.lastWords } : {}),
-			job,
-			survey,
-			client: services.clientFor(concurrency),
-			concurrency,
-			outRoot: choices.outRoot,
+			...runJobOptionsOf({ plan, services, choices, job, survey, concurrency, onProgress }),
 			runsDir,
 			runId: plan.runId,
-			...(plan.lock ? { lock: plan.lock } : {}),
-			lockLease: choices.lockLease,
-			signal: choices.signal,
-			...(choices.gracePeriodMs !== undefined ? { gracePeriodMs: choices.gracePeriodMs } : {}),
-			...(choices.taskPollMs !== undefined
-				? { taskPoll: { initialIntervalMs: choices.taskPollMs, maxIntervalMs: choices.taskPollMs * 10 } }
-				: {}),
-			secrets: services.secrets,
-			...(choices.outageTimeoutMs !== undefined ? { outageTimeoutMs: choices.outageTimeoutMs } : {}),
-			...(services.browser && jobUsesBrowser(job) ? { browser: services.browser } : {}),
-			...(choices.logger ? { logger: choices.logger } : {}),
-			...(onProgress ? { onProgress } : {}),
 			fleet: setup,
 		});
 		const notify = choices.notifyUrl ? { ...job.notify, url: choices.notifyUrl } : job.notify;

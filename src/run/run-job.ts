@@ -175,9 +175,9 @@ export async function runJob(options: RunJobOptions): Promise<RunJobResult> {
 			logger: options.logger,
 			lock,
 			runId: newId,
-			...(options.runsDir !== undefined ? { runsDir: options.runsDir } : {}),
-			...(options.maxCredits !== undefined ? { maxCredits: options.maxCredits } : {}),
-			...(options.selection ? { selection: options.selection } : {}),
+			runsDir: options.runsDir,
+			maxCredits: options.maxCredits,
+			selection: options.selection,
 		});
 		return await execute({ options, job, survey, opened, health, lock, startedAt, clock, sleep, random });
 	} finally {
@@ -230,10 +230,10 @@ async function openRecordSide(context: RunContext) {
 	// Signals, the lease, outages, the budget, failed writes: one stop reason, one grace period.
 	const stops = createStopController({
 		signal: options.signal,
-		...(options.gracePeriodMs !== undefined ? { gracePeriodMs: options.gracePeriodMs } : {}),
+		gracePeriodMs: options.gracePeriodMs,
 		lock,
 		log,
-		...(options.logger ? { logger: options.logger } : {}),
+		logger: options.logger,
 	});
 	return { runLog, log, fleet, history, records, budget, stops };
 }
@@ -308,7 +308,7 @@ function openRunnerSide(context: RunContext, side: RecordSide, fetching: FetchSi
 		inFlight: () => queue.pending,
 		gate,
 		clock,
-		...(options.onProgress ? { onProgress: options.onProgress } : {}),
+		onProgress: options.onProgress,
 	});
 	/** The one record path (record-writer.ts): no record or journal line reaches a file by another route. */
 	const write = createRecordWriter({
@@ -392,7 +392,7 @@ async function feedRun(
 		concurrency: options.concurrency,
 		runner,
 		log,
-		...(options.logger ? { logger: options.logger } : {}),
+		logger: options.logger,
 	});
 	return { ...fed, hosts };
 }
@@ -437,7 +437,7 @@ async function concludeRun(
 		browser,
 		filesClosed: removeLastWord,
 		runLog,
-		...(options.logger ? { logger: options.logger } : {}),
+		logger: options.logger,
 	});
 }
 
