@@ -17,6 +17,9 @@ import type { BreakerEvents, Breakers } from "./breaker.js";
 /** How often a worker reads which breakers the other workers opened. */
 const WATCH_POLL_MS = 250;
 
+/** A fleet run's breakers: started and stopped with the worker, their cool-down read by its claim feed. */
+export type FleetBreakers = Breakers & { start(): void; stop(): Promise<void>; readonly coolDownMs: number };
+
 export interface FleetBreakerDeps {
 	readonly fleet: Fleet;
 	readonly runId: number;
@@ -38,7 +41,7 @@ export function createFleetBreakers(
 	spec: BreakerSpec,
 	deps: FleetBreakerDeps,
 	events: BreakerEvents = {},
-): Breakers & { start(): void; stop(): Promise<void>; readonly coolDownMs: number } {
+): FleetBreakers {
 	const { fleet, runId } = deps;
 	const domainOf = createDomainLookup();
 	const bucket = (host: string) => (spec.by === "host" ? host : domainOf(host));

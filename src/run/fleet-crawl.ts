@@ -10,9 +10,9 @@ import {
 import type { ExtractPlan } from "../extract/index.js";
 import type { FleetTargetInput } from "../fleet/index.js";
 import { createTargetKey, identityOptionsJson, type Job, streamTargetBatches, type Target } from "../job/index.js";
-import { readSitemapTask } from "./fleet-sitemaps.js";
+import { readSitemapTask, type SitemapTaskReader } from "./fleet-sitemaps.js";
 import { toFleetInput } from "./fleet-targets.js";
-import type { FleetCoordination, SitemapTaskReader } from "./fleet-worker.js";
+import type { FleetCoordination } from "./fleet-worker.js";
 
 /** A crawl's seed as a fleet run loads it: depth 0, and a profile naming its fetch options. */
 export function asCrawlSeed(target: Target): Target {

@@ -20,6 +20,14 @@ export interface SitemapTaskStore {
 	addPages(pages: readonly FleetTargetInput[]): Promise<number | null>;
 }
 
+/** Reads a seed origin's sitemaps for the fleet (`readSitemapTask`, set up by fleet-crawl.ts); true when the task is done. */
+export type SitemapTaskReader = (
+	seed: Target,
+	origin: string,
+	plans: readonly ExtractPlan[],
+	store: SitemapTaskStore,
+) => Promise<boolean>;
+
 export interface SitemapTaskOptions {
 	readonly crawl: FleetCrawl;
 	/** The seed whose options fetch the origin's robots.txt and sitemaps, and its pages'. */
