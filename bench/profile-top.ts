@@ -24,7 +24,7 @@ interface CpuProfile {
 /** Folder name of the bench's build, see tsconfig.bench.json. */
 const BUILD_DIR = "scrapejob-bench";
 
-/** Shorten a script URL to what names it: `undici/lib/…`, `src/run/run-job.js`, `node:internal/…`. */
+/** Shorten a script URL to what names it: `undici/lib/…`, `src/run/core/run-job.js`, `node:internal/…`. */
 function shortFile(url: string): string {
 	if (url === "") return "(native)";
 	// The bench's own build (tsconfig.bench.json) lives under node_modules/.cache: name it by its source path.

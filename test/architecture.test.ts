@@ -139,6 +139,54 @@ it("imports flow one way, and across folders only through index.ts (read by the 
 	expect(offending).toEqual([]);
 });
 
+/**
+ * The runner's rooms follow a target's path (docs/architecture.md): a room may use only the rooms
+ * listed here, so the tree reads top-down and no two rooms lean on each other.
+ */
+const RUN_ROOMS: Readonly<Record<string, readonly string[]>> = {
+	locks: [],
+	economics: [],
+	flow: ["locks"],
+	records: ["flow"],
+	target: ["records", "flow", "locks", "economics"],
+	feed: ["target", "records", "flow"],
+	fleet: ["target", "economics", "flow", "records", "locks"],
+	merge: ["records"],
+	core: ["feed", "target", "records", "flow", "locks", "economics", "fleet"],
+	reextract: ["core", "target", "records", "flow", "locks"],
+};
+
+/** Imports between the runner's rooms that `RUN_ROOMS` does not allow (a room's own files are free). */
+function roomViolations(graph: Map<string, { target: string; line: number }[]>): string[] {
+	const offending: string[] = [];
+	for (const [relative, targets] of graph) {
+		const [folder, room, file] = relative.split("/");
+		if (folder !== "run" || file === undefined) continue;
+		for (const { target, line } of targets) {
+			const [targetFolder, targetRoom, targetFile] = target.split("/");
+			if (targetFolder !== "run" || targetFile === undefined || targetRoom === room) continue;
+			if (!(RUN_ROOMS[room!] ?? []).includes(targetRoom!)) offending.push(`${relative}:${line} → ${target}`);
+		}
+	}
+	return offending;
+}
+
+it("the runner's rooms import one way (core → feed → target → records → flow → locks), read by the compiler", async () => {
+	const graph = importGraph(await parseSources());
+	const rooms = new Set(
+		[...graph.keys()]
+			.filter((file) => file.split("/").length === 3 && file.startsWith("run/"))
+			.map((file) => file.split("/")[1]),
+	);
+	// Every room has its rule: a new room is placed in the order, not let through.
+	expect([...rooms].sort()).toEqual(Object.keys(RUN_ROOMS).sort());
+	expect(roomViolations(graph)).toEqual([]);
+	// A planted edge against the order is caught.
+	const planted = new Map(graph);
+	planted.set("run/locks/run-lock.ts", [{ target: "run/target/journal.js", line: 1 }]);
+	expect(roomViolations(planted)).toEqual(["run/locks/run-lock.ts:1 → run/target/journal.js"]);
+});
+
 it("below the CLI every import() names its module: a computed one hides an edge from the rules above", async () => {
 	const offending: string[] = [];
 	for (const { relative, folder, tree } of await parseSources()) {
@@ -263,7 +311,7 @@ it("the syntax-tree check sees through what a text match missed", () => {
 it("the runner assembles named parts: run-job.ts keeps no mutable state of its own (one stop controller)", async () => {
 	// Its stop reason, flags and counters live in the stop controller, the budget, the statistics and
 	// the other parts it wires together; a `let` here is state that one of them should own.
-	const text = await readFile(join(src, "run", "run-job.ts"), "utf8");
+	const text = await readFile(join(src, "run", "core", "run-job.ts"), "utf8");
 	const code = text.replace(/\/\*[\s\S]*?\*\//g, "").replace(/^\s*\/\/.*$/gm, "");
 	expect(code.match(/^\s*let\s+\w+.*$/gm) ?? []).toEqual([]);
 });

@@ -18,7 +18,7 @@ export interface DomainMode {
 /**
  * What one run's records of one host cost (table `host_costs`): targets, and sums and sums of squares of
  * credits per target — all its fetches, its first fetch only, its last fetch only. The forecast reads them
- * (src/run/forecast.ts).
+ * (src/run/economics/forecast.ts).
  */
 export interface HostCost {
 	readonly host: string;

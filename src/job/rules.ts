@@ -30,7 +30,7 @@ type Plain = Record<string, unknown>;
 
 /**
  * The options as the service will see them: `mode: adaptive` is checked as its cheapest rung (a request),
- * the one mode every adaptive ladder has (src/run/adaptive-mode.ts).
+ * the one mode every adaptive ladder has (src/run/economics/adaptive-mode.ts).
  */
 function asSent(options: Plain): Plain {
 	return options.mode === "adaptive" ? { ...options, mode: "request" } : options;

@@ -2,7 +2,7 @@ import pino from "pino";
 import { describe, expect, it } from "vitest";
 import { pauseFleet } from "../../src/fleet/index.js";
 import type { Job } from "../../src/job/index.js";
-import { createFleetCoordination } from "../../src/run/fleet-worker.js";
+import { createFleetCoordination } from "../../src/run/fleet/fleet-worker.js";
 import { runWithWorkers, targetsOn } from "../helpers/fleet.js";
 import { useCluster } from "../helpers/postgres.js";
 

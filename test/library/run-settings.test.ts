@@ -3,7 +3,7 @@ import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { resolveRunSettings } from "../../src/config/index.js";
 import { runJobFile } from "../../src/index.js";
-import type { LockInfo } from "../../src/run/run-lock.js";
+import type { LockInfo } from "../../src/run/locks/run-lock.js";
 import { tempDir, writeJob } from "../helpers/job-files.js";
 import { runCli } from "../helpers/run-cli.js";
 import { useTestService } from "../helpers/service.js";

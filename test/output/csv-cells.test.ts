@@ -5,7 +5,7 @@ import { join } from "node:path";
 import { parse } from "csv-parse/sync";
 import { afterEach, describe, expect, it } from "vitest";
 import { createCsvSink, cutCell, type ResultRecord } from "../../src/output/index.js";
-import { csvCatchUp } from "../../src/run/resume-state.js";
+import { csvCatchUp } from "../../src/run/records/resume-state.js";
 import { isRunFolderName, readCsv, readRecords, tempDir, writeJob } from "../helpers/job-files.js";
 import { runCli } from "../helpers/run-cli.js";
 import { startTestService, type TestService } from "../helpers/service.js";

@@ -11,7 +11,7 @@ import {
 	neutraliseFormula,
 	RECORD_COLUMNS,
 } from "../../src/output/index.js";
-import { csvCatchUp, readPriorProgress } from "../../src/run/resume-state.js";
+import { csvCatchUp, readPriorProgress } from "../../src/run/records/resume-state.js";
 import { record } from "../helpers/records.js";
 
 const tempDir = () => mkdtempSync(join(tmpdir(), "scrapejob-output-"));

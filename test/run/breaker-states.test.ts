@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { createBreakers } from "../../src/run/breaker.js";
+import { createBreakers } from "../../src/run/economics/breaker.js";
 
 /** The breaker's states (docs/behaviour.md, "Breakers"): closed → open → probe after cool_down → closed or open. */
 describe("breaker states", () => {

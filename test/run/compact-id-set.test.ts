@@ -1,6 +1,6 @@
 import { createHash } from "node:crypto";
 import { describe, expect, it } from "vitest";
-import { createIdSet } from "../../src/run/compact-id-set.js";
+import { createIdSet } from "../../src/run/records/compact-id-set.js";
 
 const hexId = (n: number) => createHash("sha256").update(String(n)).digest("hex").slice(0, 16);
 

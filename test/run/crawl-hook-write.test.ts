@@ -4,9 +4,9 @@ import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import type { Target } from "../../src/job/index.js";
 import { OutputError } from "../../src/output/index.js";
-import { serviceSitemapFetch } from "../../src/run/crawl-hook.js";
-import { createCreditBudget } from "../../src/run/credit-budget.js";
-import type { FetchResult } from "../../src/run/fetch-target.js";
+import { createCreditBudget } from "../../src/run/flow/credit-budget.js";
+import { serviceSitemapFetch } from "../../src/run/target/crawl-hook.js";
+import type { FetchResult } from "../../src/run/target/fetch-target.js";
 
 const seed = {
 	id: "seed",

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
-import { createCreditBudget } from "../../src/run/credit-budget.js";
-import { fullJitterDelayMs } from "../../src/run/retry-timing.js";
+import { createCreditBudget } from "../../src/run/flow/credit-budget.js";
+import { fullJitterDelayMs } from "../../src/run/target/retry-timing.js";
 
 describe("credit budget", () => {
 	it("books worst cases synchronously and never lets reservations overshoot", () => {

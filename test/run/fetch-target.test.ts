@@ -10,9 +10,9 @@ import {
 	startDemoSite,
 	startEmulator,
 } from "../../src/emulator/index.js";
-import { type FetchTargetDeps, fetchTarget } from "../../src/run/fetch-target.js";
-import { createOutageMonitor } from "../../src/run/outage-monitor.js";
-import { createSendGate } from "../../src/run/send-gate.js";
+import { createOutageMonitor } from "../../src/run/flow/outage-monitor.js";
+import { createSendGate } from "../../src/run/flow/send-gate.js";
+import { type FetchTargetDeps, fetchTarget } from "../../src/run/target/fetch-target.js";
 
 let closers: Array<() => Promise<void>> = [];
 afterEach(async () => {

@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import type { HostCost } from "../../src/history/index.js";
-import { forecastCredits, forecastReport } from "../../src/run/forecast.js";
-import { hostOf } from "../../src/run/host-costs.js";
+import { forecastCredits, forecastReport } from "../../src/run/economics/forecast.js";
+import { hostOf } from "../../src/run/economics/host-costs.js";
 
 /** A host's past: `costs` are the credits of each of its targets (every fetch, first and last alike). */
 function past(host: string, costs: readonly number[], first = costs, last = costs): HostCost {

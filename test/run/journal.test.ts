@@ -1,7 +1,7 @@
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
-import { openJournal, readJournalTasks } from "../../src/run/journal.js";
+import { openJournal, readJournalTasks } from "../../src/run/target/journal.js";
 import { tempDir } from "../helpers/job-files.js";
 
 function lines(path: string): Array<Record<string, unknown>> {

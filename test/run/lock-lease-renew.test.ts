@@ -1,7 +1,7 @@
 import { mkdirSync, readFileSync, unlinkSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
-import { acquireRunLock, LockHeldError, type LockInfo } from "../../src/run/run-lock.js";
+import { acquireRunLock, LockHeldError, type LockInfo } from "../../src/run/locks/run-lock.js";
 import { tempDir } from "../helpers/job-files.js";
 
 /**

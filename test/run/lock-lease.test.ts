@@ -4,7 +4,7 @@ import { hostname } from "node:os";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { processState } from "../../src/common/index.js";
-import { acquireRunLock, LockHeldError } from "../../src/run/run-lock.js";
+import { acquireRunLock, LockHeldError } from "../../src/run/locks/run-lock.js";
 import { isRunFolderName, readRecords, tempDir, waitForRecords, writeJob } from "../helpers/job-files.js";
 import { startTestService, type TestService } from "../helpers/service.js";
 import { assertBuilt, spawnCli } from "../helpers/spawn-cli.js";

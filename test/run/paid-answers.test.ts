@@ -1,7 +1,7 @@
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { expect, it } from "vitest";
-import { createPaidAnswers, PAID_DIR, paidAnswerOf } from "../../src/run/paid-answers.js";
+import { createPaidAnswers, PAID_DIR, paidAnswerOf } from "../../src/run/target/paid-answers.js";
 import { tempDir } from "../helpers/job-files.js";
 
 const ok = {

@@ -1,7 +1,7 @@
 import { createWriteStream } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
-import { readPriorProgress } from "../../src/run/resume-state.js";
+import { readPriorProgress } from "../../src/run/records/resume-state.js";
 import { tempDir } from "../helpers/job-files.js";
 import { record } from "../helpers/records.js";
 import { targetIdForTest } from "../helpers/target-ids.js";

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import type { Sleep } from "../../src/common/index.js";
-import { createSendGate } from "../../src/run/send-gate.js";
+import { createSendGate } from "../../src/run/flow/send-gate.js";
 
 /** A clock that only moves when the gate sleeps, so waits are observed exactly. */
 function virtualTime() {

@@ -1,8 +1,8 @@
 import { readdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
-import { readPriorProgress } from "../../src/run/resume-state.js";
-import { buildSummary, createRunStatistics } from "../../src/run/run-statistics.js";
+import { readPriorProgress } from "../../src/run/records/resume-state.js";
+import { buildSummary, createRunStatistics } from "../../src/run/records/run-statistics.js";
 import { isRunFolderName, readRecords, readSummary, tempDir, writeJob } from "../helpers/job-files.js";
 import { record } from "../helpers/records.js";
 import { runCli } from "../helpers/run-cli.js";

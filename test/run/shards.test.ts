@@ -6,7 +6,7 @@ import { parse } from "csv-parse/sync";
 import { afterEach, describe, expect, it } from "vitest";
 import { type DemoSite, startDemoSite } from "../../src/emulator/index.js";
 import { parseShard, shardOf } from "../../src/job/index.js";
-import { createSharedKeyConcurrency, shareOf } from "../../src/run/shared-key-concurrency.js";
+import { createSharedKeyConcurrency, shareOf } from "../../src/run/flow/shared-key-concurrency.js";
 import { isRunFolderName, readCsv, readRecords, readSummary, tempDir, writeJob } from "../helpers/job-files.js";
 import { runCli } from "../helpers/run-cli.js";
 import { startTestService, type TestService } from "../helpers/service.js";

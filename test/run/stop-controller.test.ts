@@ -2,8 +2,8 @@ import { once } from "node:events";
 import pino from "pino";
 import { describe, expect, it } from "vitest";
 import { OutputError } from "../../src/output/index.js";
-import type { LockInfo, RunLock } from "../../src/run/run-lock.js";
-import { createStopController } from "../../src/run/stop-controller.js";
+import { createStopController } from "../../src/run/flow/stop-controller.js";
+import type { LockInfo, RunLock } from "../../src/run/locks/run-lock.js";
 
 /** A lock whose takeover the test triggers: `lose()` tells the listeners, as the heartbeat would. */
 function lockForTest() {

@@ -1,0 +1,287 @@
+import { mkdirSync, readFileSync } from "node:fs";
+import { basename, dirname, join } from "node:path";
+import type { Logger } from "pino";
+import { ScrapejobError, writeFileAtomic } from "../../common/index.js";
+import type { Job } from "../../job/index.js";
+import { createRunDir, jobOutputDir, newRunId, openAppendFile, RUN_FILES } from "../../output/index.js";
+import type { TargetSurvey } from "../feed/survey-targets.js";
+import { warnIfTookOver } from "../locks/job-lock.js";
+import { acquireRunLock, type RunLock } from "../locks/run-lock.js";
+import {
+	CORRUPT_FILE,
+	csvCatchUp,
+	type PriorProgress,
+	readPriorProgress,
+	repairResults,
+} from "../records/resume-state.js";
+import { type CarriedFigures, carriedFrom } from "../records/run-statistics.js";
+import { readJournalTasks } from "../target/journal.js";
+import type { PaidAnswer } from "../target/paid-answers.js";
+
+/** `--resume` cannot go on: the job's targets changed (without `--force`), or the run folder is unusable. */
+export class ResumeError extends ScrapejobError {
+	constructor(message: string, options?: { cause?: unknown }) {
+		super("SCRAPEJOB_USAGE", message, options);
+	}
+}
+
+/**
+ * How a run chose its targets (`--retry-failed`, freshness), kept in run.json so that a plain `--resume`
+ * (the printed hint, `runJobFile(path, { resume: true })`) goes on with the same targets.
+ */
+export interface RunSelection {
+	/** `--retry-failed`: `true` (across the job's runs), the run id it named, or `false`. */
+	readonly retry_failed: boolean | string;
+	/** The freshness the run selected with, ms (0: none). */
+	readonly freshness_ms: number;
+}
+
+/** `run.json`: what a resumed session checks the job against. */
+interface RunMeta {
+	run_id: string;
+	job_name: string;
+	job_file: string;
+	job_fingerprint: string;
+	targets_digest: string;
+	total: number;
+	created_at: string;
+	/** `run --shard I/N`: this folder holds shard `index` of `count` (merge checks them). */
+	shard?: { index: number; count: number };
+	/**
+	 * The run's credit budget (job `max_credits` or `--max-credits`), kept so a plain `--resume` stays
+	 * within it; `--resume --max-credits N` replaces it. Absent in folders of older versions.
+	 */
+	max_credits?: number | null;
+	/** The job's `output.csv_max_cell`: `merge` writes the shards' CSV with the cells cut as the runs cut them. */
+	csv_max_cell?: number;
+	/** How the run chose its targets; absent in folders of older versions (a resume then takes the flags and the job's keys). */
+	selection?: RunSelection;
+	/**
+	 * `url_identity`: target ids derived from each URL's identity. Absent in folders of older versions,
+	 * whose ids came from URLs as written: their resumes keep those.
+	 */
+	target_ids?: "url_identity";
+}
+
+export interface OpenedRun {
+	readonly runId: string;
+	readonly runDir: string;
+	/** What earlier sessions of this run did; null for a new run. */
+	readonly prior: PriorProgress | null;
+	/** Task ids journalled for targets that have no record yet: polled, not paid for again. */
+	readonly resumeTasks: ReadonlyMap<string, string>;
+	/** Answers an earlier session was charged for and kept before their page was read, without a record. */
+	readonly resumePaid: ReadonlyMap<string, PaidAnswer>;
+	readonly lock: RunLock;
+	/** What earlier sessions measured that no record holds (their last summary.json); null for a new run. */
+	readonly carried: CarriedFigures | null;
+	/** The run's credit budget: this session's `--max-credits`, else the one kept in run.json, else the job's. */
+	readonly maxCredits: number | null;
+}
+
+/** The last summary.json of a run folder (unreadable or missing after a killed session: nothing is carried). */
+function readCarried(runDir: string, meta: RunMeta): CarriedFigures {
+	let previous: unknown = null;
+	try {
+		previous = JSON.parse(readFileSync(join(runDir, RUN_FILES.summary), "utf8"));
+	} catch {
+		// A session killed before its end wrote no summary: its wall time and pauses are not known.
+	}
+	const created = Date.parse(meta.created_at);
+	return carriedFrom(previous, Number.isFinite(created) ? created : null);
+}
+
+function writeMeta(runDir: string, meta: RunMeta): void {
+	writeFileAtomic(join(runDir, RUN_FILES.meta), `${JSON.stringify(meta, null, 2)}\n`);
+}
+
+/**
+ * A resumed run's budget (docs/behaviour.md, "Budget"): the one kept in run.json stays in
+ * force; `--max-credits N` replaces it (and is kept in its place) only when N is above what the run has
+ * spent — at or below it, the session could send nothing, so it is refused (exit 2) naming the figure.
+ */
+function resumedBudget(
+	runDir: string,
+	meta: RunMeta | null,
+	flag: number | undefined,
+	spent: number,
+	jobBudget: number | null,
+): number | null {
+	if (flag === undefined) return meta && meta.max_credits !== undefined ? meta.max_credits : jobBudget;
+	if (flag <= spent) {
+		throw new ResumeError(
+			`--max-credits ${flag} is not above the ${spent} credits this run has already spent; resume with --max-credits larger than ${spent}`,
+		);
+	}
+	if (meta) writeMeta(runDir, { ...meta, max_credits: flag });
+	return flag;
+}
+
+/** The selection a run folder was started with (null: an older folder, or no readable run.json). */
+export function readRunSelection(runDir: string): RunSelection | null {
+	try {
+		return (JSON.parse(readFileSync(join(runDir, RUN_FILES.meta), "utf8")) as RunMeta).selection ?? null;
+	} catch {
+		return null;
+	}
+}
+
+/**
+ * Whether a run folder's targets are numbered from their URLs as written (a version before URL
+ * identity): resuming it keeps those ids. An unreadable run.json says no (resuming it is refused anyway).
+ */
+export function runHasLiteralTargetIds(runDir: string): boolean {
+	try {
+		return (JSON.parse(readFileSync(join(runDir, RUN_FILES.meta), "utf8")) as RunMeta).target_ids !== "url_identity";
+	} catch {
+		return false;
+	}
+}
+
+/** The digest of the targets a run folder was started with (null: no readable run.json). */
+export function readRunDigest(runDir: string): string | null {
+	try {
+		return (JSON.parse(readFileSync(join(runDir, RUN_FILES.meta), "utf8")) as RunMeta).targets_digest ?? null;
+	} catch {
+		return null;
+	}
+}
+
+/**
+ * A new run's folder, `<outRoot>/<job>/<run-id>/` (or under `runsDir`): where a fetched run and a
+ * re-extraction both start, after the job's lock is taken.
+ */
+export function createRunFolder(outRoot: string, jobName: string, runId: string, runsDir?: string): string {
+	return runsDir ? createRunDir(dirname(runsDir), basename(runsDir), runId) : createRunDir(outRoot, jobName, runId);
+}
+
+function readMeta(runDir: string): RunMeta {
+	try {
+		return JSON.parse(readFileSync(join(runDir, RUN_FILES.meta), "utf8")) as RunMeta;
+	} catch (error) {
+		const message = `cannot resume ${runDir}: its ${RUN_FILES.meta} is missing or unreadable`;
+		throw new ResumeError(message, { cause: error });
+	}
+}
+
+/** What `openRun` is given: the job, where its runs go, and a new run's or a resume's choices. */
+export interface OpenRunOptions {
+	job: Job;
+	survey: TargetSurvey;
+	outRoot: string;
+	resumeDir: string | undefined;
+	force: boolean;
+	startedAt: number;
+	logger: Logger | undefined;
+	/** The job's lock, when the caller took it before sending anything; else it is taken here. */
+	lock?: RunLock;
+	/** The new run's id, when the caller chose it (with the lock); else one from `startedAt`. */
+	runId?: string;
+	/** `--repair`: move lines of results.jsonl that are not records aside before resuming. */
+	repair?: boolean;
+	/** `--max-credits`: the budget of a new run, or the new budget of a resumed one (above what it spent). */
+	maxCredits?: number;
+	/** How a new run chose its targets: kept in run.json for its resumes. */
+	selection?: RunSelection;
+	/** Where a new run folder goes. @default `<outRoot>/<job>/` */
+	runsDir?: string;
+}
+
+/**
+ * Take the job's lock, then create a new run folder, or reopen one to resume: check the targets did
+ * not change, cut torn lines, bring the CSV level with the JSONL, and read what is done and which
+ * tasks are pending. Throws `LockHeldError` or `ResumeError` before anything is sent.
+ */
+export async function openRun(options: OpenRunOptions): Promise<OpenedRun> {
+	const { job, survey } = options;
+	const meta = options.resumeDir ? readMeta(options.resumeDir) : null;
+	if (meta && meta.targets_digest !== survey.digest && !options.force) {
+		throw new ResumeError(
+			`the job's targets changed since run ${meta.run_id} started (${meta.total} then, ${survey.total} now); resume with --force to run changed targets as new, or start a new run without --resume`,
+		);
+	}
+	const runId = meta?.run_id ?? options.runId ?? newRunId(new Date(options.startedAt));
+	const jobDir = jobOutputDir(options.outRoot, job.name);
+	mkdirSync(jobDir, { recursive: true });
+	const lock = options.lock ?? acquireRunLock(jobDir, runId);
+	if (!options.lock) warnIfTookOver(lock, options.logger);
+	try {
+		return options.resumeDir
+			? await reopenRun(options, options.resumeDir, { runId, meta, lock })
+			: createRun(options, { runId, lock });
+	} catch (error) {
+		lock.release();
+		throw error;
+	}
+}
+
+/** A resume: `--repair` first, then what is done, the journal's tasks and paid answers, the CSV caught up. */
+async function reopenRun(
+	options: OpenRunOptions,
+	runDir: string,
+	run: { readonly runId: string; readonly meta: RunMeta | null; readonly lock: RunLock },
+): Promise<OpenedRun> {
+	const { job, logger } = options;
+	if (options.repair) {
+		const moved = await repairResults(
+			join(runDir, RUN_FILES.jsonl),
+			join(runDir, RUN_FILES.csv),
+			job.output.csvMaxCell,
+		);
+		if (moved > 0)
+			logger?.warn(
+				{ moved },
+				`--repair: moved ${moved} line(s) that were not records to ${CORRUPT_FILE}; their targets run again`,
+			);
+	}
+	const prior = await readPriorProgress(join(runDir, RUN_FILES.jsonl));
+	const journalled = await readJournalTasks(join(runDir, RUN_FILES.journal));
+	const resumeTasks = new Map<string, string>();
+	for (const [id, taskId] of journalled.tasks) if (!prior.done.has(id)) resumeTasks.set(id, taskId);
+	const resumePaid = new Map<string, PaidAnswer>();
+	for (const [id, answer] of journalled.paid) if (!prior.done.has(id)) resumePaid.set(id, answer);
+	if (job.output.formats.includes("csv")) {
+		const missing = csvCatchUp(join(runDir, RUN_FILES.csv), prior.lastRecord, job.output.csvMaxCell);
+		if (missing) {
+			const csv = openAppendFile(join(runDir, RUN_FILES.csv));
+			csv.append(missing);
+			csv.close();
+		}
+	}
+	const { meta } = run;
+	const maxCredits = resumedBudget(runDir, meta, options.maxCredits, prior.statistics.creditsUsed, job.maxCredits);
+	const carried = meta ? readCarried(runDir, meta) : null;
+	return { runId: run.runId, runDir, prior, resumeTasks, resumePaid, lock: run.lock, carried, maxCredits };
+}
+
+/** A new run: its folder and its run.json, written before any request. */
+function createRun(options: OpenRunOptions, run: { readonly runId: string; readonly lock: RunLock }): OpenedRun {
+	const { job, survey } = options;
+	const { runId } = run;
+	const runDir = createRunFolder(options.outRoot, job.name, runId, options.runsDir);
+	const created: RunMeta = {
+		run_id: runId,
+		job_name: job.name,
+		job_file: job.file,
+		job_fingerprint: job.fingerprint,
+		targets_digest: survey.digest,
+		total: survey.total,
+		created_at: new Date(options.startedAt).toISOString(),
+		...(job.shard ? { shard: { index: job.shard.index, count: job.shard.count } } : {}),
+		max_credits: options.maxCredits ?? job.maxCredits,
+		csv_max_cell: job.output.csvMaxCell,
+		...(options.selection ? { selection: options.selection } : {}),
+		target_ids: "url_identity",
+	};
+	writeMeta(runDir, created);
+	return {
+		runId,
+		runDir,
+		prior: null,
+		resumeTasks: new Map(),
+		resumePaid: new Map(),
+		lock: run.lock,
+		carried: null,
+		maxCredits: created.max_credits ?? null,
+	};
+}

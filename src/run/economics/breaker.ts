@@ -1,0 +1,172 @@
+import { type Clock, createDomainLookup, hostOfUrl, isoTime } from "../../common/index.js";
+import type { BreakerSpec } from "../../job/index.js";
+import type { BreakerReport } from "../../output/index.js";
+
+/** What a target of a domain may do: be fetched, be the half-open breaker's one probe, or wait parked. */
+export type Admission = "fetch" | "probe" | "park";
+
+/** What the breaker reads of a written record. */
+export interface JudgedRecord {
+	readonly id: string;
+	readonly credits_used: number;
+	readonly useful?: boolean;
+	readonly useless_reason?: string | null;
+}
+
+export interface Breakers {
+	/** The breaker's key of a target URL (its host; grouped by registrable domain inside): once per target. */
+	keyOf(url: string): string;
+	/**
+	 * Whether target `targetId` of `key` is fetched; a parked one's worst case counts as saved. A promise only
+	 * where the answer is someone else's (a fleet's breaker not closed): the usual answer costs no microtask.
+	 */
+	admit(key: string, worstCase: number, targetId: string): Admission | Promise<Admission>;
+	/** A written record of `key`: charged ones count; a probe's answer closes (useful) or re-opens the breaker. */
+	settle(key: string, record: JudgedRecord, probe: boolean): void;
+	/** A probe that ended without a record: the next target of `key` may probe instead. */
+	probeLost(key: string, targetId: string): void;
+	/** The breakers open now (a probe in flight included), in the order they opened. */
+	open(): BreakerReport[];
+}
+
+export interface BreakerEvents {
+	onOpen?(report: BreakerReport): void;
+	onClose?(domain: string): void;
+}
+
+interface DomainState {
+	/** The latest `window` charged outcomes, true = useless or failed (a ring). */
+	readonly outcomes: boolean[];
+	next: number;
+	bad: number;
+	state: "closed" | "open" | "probing";
+	openedMs: number;
+	reason: string;
+	parked: number;
+	saved: number;
+}
+
+/**
+ * The per-domain paid-failure breaker (`breaker:`): when `trip` of a domain's latest `window` charged
+ * fetches were useless or failed, its breaker opens and its remaining targets are parked — no fetch, no
+ * credit, no record — until, `cool_down` after it opened, one target goes as a probe: a useful answer closes
+ * it, any other charged answer opens it again. One map look-up per target.
+ */
+export function createBreakers(spec: BreakerSpec, clock: Clock, events: BreakerEvents = {}): Breakers {
+	const domains = new Map<string, DomainState>();
+
+	/**
+	 * Targets are keyed by host; hosts are grouped by registrable domain only once a charged fetch has gone
+	 * wrong. Until then every window holds good outcomes only, which never trip a breaker, so starting the
+	 * domain windows afresh loses nothing — and a run where nothing goes wrong never loads the public-suffix
+	 * list (tldts: a few MB).
+	 */
+	let byDomain = false;
+	const domainOf = createDomainLookup();
+	const keyOf = hostOfUrl;
+	const bucket = (host: string): string => (byDomain ? domainOf(host) : host);
+	const groupByDomain = () => {
+		if (byDomain || spec.by === "host") return;
+		byDomain = true;
+		domains.clear();
+	};
+
+	const stateOf = (key: string): DomainState => {
+		let state = domains.get(key);
+		if (state === undefined) {
+			state = {
+				outcomes: [],
+				next: 0,
+				bad: 0,
+				state: "closed",
+				openedMs: 0,
+				reason: "",
+				parked: 0,
+				saved: 0,
+			};
+			domains.set(key, state);
+		}
+		return state;
+	};
+
+	const reportOf = (domain: string, state: DomainState): BreakerReport => ({
+		domain,
+		reason: state.reason,
+		opened_at: isoTime(state.openedMs),
+		parked: state.parked,
+		credits_saved: state.saved,
+	});
+
+	const open = (domain: string, state: DomainState, reason: string) => {
+		state.state = "open";
+		state.openedMs = clock();
+		state.reason = reason;
+		events.onOpen?.(reportOf(domain, state));
+	};
+
+	return {
+		keyOf,
+		admit(host, worstCase) {
+			const state = domains.get(bucket(host));
+			if (state === undefined || state.state === "closed") return "fetch";
+			if (state.state === "open" && clock() - state.openedMs >= spec.coolDownMs) {
+				state.state = "probing";
+				return "probe";
+			}
+			state.parked += 1;
+			state.saved += worstCase;
+			return "park";
+		},
+		settle(host, record, probe) {
+			if (!probe && record.credits_used > 0 && record.useful !== true) groupByDomain();
+			const key = bucket(host);
+			const state = stateOf(key);
+			if (probe) {
+				if (record.credits_used <= 0) {
+					state.state = "open";
+					state.openedMs = clock() - spec.coolDownMs;
+					return;
+				}
+				if (record.useful === true) {
+					state.state = "closed";
+					state.outcomes.length = 0;
+					state.next = 0;
+					state.bad = 0;
+					events.onClose?.(key);
+				} else {
+					open(key, state, `the probe after cool_down was useless: ${record.useless_reason ?? "not useful"}`);
+				}
+				return;
+			}
+			// Only charged fetches count; answers of fetches sent before the breaker opened change nothing.
+			if (record.credits_used <= 0 || state.state !== "closed") return;
+			const bad = record.useful !== true;
+			if (state.outcomes.length < spec.window) state.outcomes.push(bad);
+			else {
+				if (state.outcomes[state.next]) state.bad -= 1;
+				state.outcomes[state.next] = bad;
+				state.next = (state.next + 1) % spec.window;
+			}
+			if (bad) state.bad += 1;
+			if (state.bad >= spec.trip) {
+				open(
+					key,
+					state,
+					`${state.bad} of the last ${state.outcomes.length} charged fetches were useless or failed (last: ${record.useless_reason ?? "not useful"})`,
+				);
+			}
+		},
+		probeLost(host) {
+			const state = domains.get(bucket(host));
+			if (state?.state !== "probing") return;
+			state.state = "open";
+			// Due at once: the next target of the domain probes.
+			state.openedMs = clock() - spec.coolDownMs;
+		},
+		open() {
+			const reports: BreakerReport[] = [];
+			for (const [domain, state] of domains) if (state.state !== "closed") reports.push(reportOf(domain, state));
+			return reports.sort((a, b) => a.opened_at.localeCompare(b.opened_at));
+		},
+	};
+}

@@ -1,0 +1,113 @@
+import { lazyModule } from "../../common/index.js";
+import type { DomainMode, HostCost } from "../../history/index.js";
+import type { HostTargets } from "./host-costs.js";
+
+/** Public-suffix domains (tldts): loaded only when the store has costs to group. */
+const tldts = lazyModule<typeof import("tldts")>("tldts");
+
+/** The normal quantile of a two-sided 80 % interval. */
+const Z_80 = 1.2816;
+
+/** A run's expected cost and its 80 % interval, credits. */
+export interface Forecast {
+	expected: number;
+	low: number;
+	high: number;
+}
+
+/** What the forecast knows of one domain's past: targets, and sums of credits per target and of their squares. */
+interface DomainPast {
+	targets: number;
+	sum: number;
+	sumSq: number;
+}
+
+function domainOfHost(host: string): string {
+	return tldts().getDomain(host) ?? host;
+}
+
+const round = (value: number) => Math.round(value * 100) / 100;
+
+/**
+ * The forecast of a run's credits (docs/behaviour.md, "Forecast"), or null when the store knows none of its
+ * domains. Per registrable domain, the mean and spread of credits per target in the latest run that fetched
+ * each of its hosts, scaled by this run's targets of the domain; the total's spread adds each target's
+ * (independent targets) and the mean's own uncertainty. A domain the store does not know adds its targets'
+ * static range (docs/service.md, "Modes and costs"): its middle to the expected figure, its ends to the interval's.
+ *
+ * Under `mode: adaptive` a domain with a remembered rung is forecast from its targets' last fetch (the next
+ * run starts on the rung that worked), and one where no rung worked from its first (no upgrade is tried).
+ */
+export function forecastCredits(
+	targets: readonly HostTargets[],
+	past: readonly HostCost[],
+	modes: readonly DomainMode[],
+	adaptive: boolean,
+): Forecast | null {
+	if (past.length === 0 || targets.length === 0) return null;
+	const learned = new Map(adaptive ? modes.map((mode) => [mode.domain, mode.useful] as const) : []);
+	const known = new Map<string, DomainPast>();
+	for (const cost of past) {
+		const domain = domainOfHost(cost.host);
+		const useful = learned.get(domain);
+		const [sum, sumSq] =
+			useful === true
+				? [cost.last, cost.lastSq]
+				: useful === false
+					? [cost.first, cost.firstSq]
+					: [cost.credits, cost.creditsSq];
+		const entry = known.get(domain) ?? { targets: 0, sum: 0, sumSq: 0 };
+		entry.targets += cost.targets;
+		entry.sum += sum;
+		entry.sumSq += sumSq;
+		known.set(domain, entry);
+	}
+	const now = new Map<string, HostTargets>();
+	for (const host of targets) {
+		const domain = domainOfHost(host.host);
+		const entry = now.get(domain);
+		now.set(
+			domain,
+			entry
+				? { host: domain, targets: entry.targets + host.targets, min: entry.min + host.min, max: entry.max + host.max }
+				: { ...host, host: domain },
+		);
+	}
+	let expected = 0;
+	let variance = 0;
+	let staticLow = 0;
+	let staticHigh = 0;
+	let anyKnown = false;
+	for (const [domain, run] of now) {
+		const history = known.get(domain);
+		if (!history || history.targets === 0) {
+			expected += (run.min + run.max) / 2;
+			staticLow += run.min;
+			staticHigh += run.max;
+			continue;
+		}
+		anyKnown = true;
+		const mean = history.sum / history.targets;
+		const spread = Math.max(0, history.sumSq / history.targets - mean * mean);
+		expected += run.targets * mean;
+		variance += run.targets * spread + (run.targets * run.targets * spread) / history.targets;
+	}
+	if (!anyKnown) return null;
+	const knownExpected = expected - (staticLow + staticHigh) / 2;
+	const margin = Z_80 * Math.sqrt(variance);
+	return {
+		expected: round(expected),
+		low: round(Math.max(0, knownExpected - margin) + staticLow),
+		high: round(knownExpected + margin + staticHigh),
+	};
+}
+
+/** `summary.forecast`: the forecast, what the run spent on the same targets, and the relative error. */
+export function forecastReport(forecast: Forecast, spent: number): Forecast & { spent: number; error: number | null } {
+	return {
+		...forecast,
+		spent: round(spent),
+		error:
+			forecast.expected > 0 ? Math.round(((spent - forecast.expected) / forecast.expected) * 10_000) / 10_000 : null,
+	};
+}

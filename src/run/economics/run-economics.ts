@@ -1,0 +1,83 @@
+import type { Logger } from "pino";
+import { errorMessage } from "../../common/index.js";
+import {
+	addHostCosts,
+	type DomainMode,
+	type HostCost,
+	type JobHistory,
+	readDomainModes,
+	readLatestHostCosts,
+	writeDomainModes,
+} from "../../history/index.js";
+import type { Job } from "../../job/index.js";
+import type { RunSummary } from "../../output/index.js";
+import { type AdaptiveModes, createAdaptiveModes } from "./adaptive-mode.js";
+import { forecastCredits, forecastReport } from "./forecast.js";
+import { createHostCosts, type HostCosts } from "./host-costs.js";
+
+/** What the target runner needs of a run's economics: the adaptive ladder (null without adaptive targets) and the cost tally. */
+export interface TargetEconomics {
+	readonly adaptive: AdaptiveModes | null;
+	readonly costs: HostCosts;
+}
+
+export interface RunEconomics extends TargetEconomics {
+	/**
+	 * At the end of a session: `summary.modes` and `summary.forecast` added, and what was learned kept in
+	 * the job's store (a store that fails is said once; the next run learns again).
+	 */
+	finish(summary: RunSummary, runId: string, at: string): void;
+}
+
+/** Whether any of the job's targets may be adaptive: its defaults, a source's or an inline target's options. */
+function usesAdaptive(job: Job): boolean {
+	return (
+		job.defaults.mode === "adaptive" ||
+		job.sources.some((source) => source.options.mode === "adaptive") ||
+		job.targets.some((target) => target.params.mode === "adaptive")
+	);
+}
+
+/**
+ * A run's economics (docs/behaviour.md, "Adaptive mode" and "Forecast"): what the job's store remembers
+ * of each domain's mode and each host's cost, read when the run starts (before this run adds its own), and
+ * written back when it ends.
+ */
+export function createRunEconomics(job: Job, history: JobHistory | null, logger?: Logger): RunEconomics {
+	let modes: DomainMode[] = [];
+	let past: HostCost[] = [];
+	if (history) {
+		try {
+			modes = readDomainModes(history.db);
+			past = readLatestHostCosts(history.db);
+		} catch (error) {
+			logger?.warn({ error: errorMessage(error) }, "could not read the job's remembered modes and costs");
+		}
+	}
+	const adaptiveJob = usesAdaptive(job);
+	const adaptive = adaptiveJob ? createAdaptiveModes(modes) : null;
+	const costs = createHostCosts();
+	let finished = false;
+	return {
+		adaptive,
+		costs,
+		finish(summary, runId, at) {
+			if (finished) return;
+			finished = true;
+			const report = adaptive?.report();
+			if (report) summary.modes = report;
+			const forecast = forecastCredits(costs.targets(), past, modes, adaptiveJob);
+			if (forecast) summary.forecast = forecastReport(forecast, costs.spent);
+			if (!history) return;
+			try {
+				addHostCosts(history.db, runId, costs.rows());
+				if (adaptive) writeDomainModes(history.db, runId, at, adaptive.remembered());
+			} catch (error) {
+				logger?.warn(
+					{ error: errorMessage(error) },
+					"could not keep the run's modes and costs in the job's store; the next run learns them again",
+				);
+			}
+		},
+	};
+}

@@ -1,0 +1,137 @@
+import { createDomainLookup, hostOfUrl, isoTime } from "../../common/index.js";
+import {
+	admitTarget,
+	breakerWatchList,
+	type Fleet,
+	type FleetBreaker,
+	type FleetBreakerState,
+	openBreakers,
+	probeLost,
+	recordBreakerOutcome,
+	settleProbe,
+} from "../../fleet/index.js";
+import type { BreakerSpec } from "../../job/index.js";
+import type { BreakerReport } from "../../output/index.js";
+import type { BreakerEvents, Breakers } from "../economics/breaker.js";
+
+/** How often a worker reads which breakers the other workers opened. */
+const WATCH_POLL_MS = 250;
+
+/** A fleet run's breakers: started and stopped with the worker, their cool-down read by its claim feed. */
+export type FleetBreakers = Breakers & { start(): void; stop(): Promise<void>; readonly coolDownMs: number };
+
+export interface FleetBreakerDeps {
+	readonly fleet: Fleet;
+	readonly runId: number;
+	/** A write about a target: its settlement in the fleet waits for it (the coordination's `later`). */
+	readonly track: (targetId: string, write: Promise<unknown>) => void;
+	/** The target was parked: its settlement parks it in the fleet instead of returning it to the queue. */
+	readonly park: (targetId: string, domain: string, worstCase: number) => void;
+}
+
+/**
+ * The breakers of a fleet run (docs/behaviour.md, "Breakers"): the same rule as a local run's, kept in one
+ * row per domain that every worker reads and writes, so a domain going wrong on one worker parks its
+ * targets on all of them. Good outcomes are written only for domains whose window holds wrong ones (a clean
+ * run writes nothing); each worker polls which domains those are, and asks the database before fetching a
+ * target of one of them: its breaker may have opened on another worker (the target is parked), or be due
+ * a probe.
+ */
+export function createFleetBreakers(
+	spec: BreakerSpec,
+	deps: FleetBreakerDeps,
+	events: BreakerEvents = {},
+): FleetBreakers {
+	const { fleet, runId } = deps;
+	const domainOf = createDomainLookup();
+	const bucket = (host: string) => (spec.by === "host" ? host : domainOf(host));
+	/** Domains with a breaker not closed, or wrong outcomes in its window: their targets concern the fleet. */
+	let watched = new Map<string, FleetBreakerState>();
+	let final: BreakerReport[] = [];
+	let timer: NodeJS.Timeout | null = null;
+
+	const refresh = async () => {
+		const rows = await breakerWatchList(fleet, runId);
+		watched = new Map(rows.map((row) => [row.domain, row.state]));
+	};
+	const reportOf = (breaker: FleetBreaker): BreakerReport => ({
+		domain: breaker.domain,
+		reason: breaker.reason,
+		opened_at: isoTime(breaker.openedAt.getTime()),
+		parked: breaker.parked,
+		credits_saved: breaker.creditsSaved,
+	});
+	const opened = (domain: string, reason: string) => {
+		watched.set(domain, "open");
+		events.onOpen?.({ domain, reason, opened_at: isoTime(Date.now()), parked: 0, credits_saved: 0 });
+	};
+
+	return {
+		coolDownMs: spec.coolDownMs,
+		keyOf: hostOfUrl,
+		admit(host, worstCase, targetId) {
+			if (watched.size === 0) return "fetch";
+			const domain = bucket(host);
+			// A domain with wrong outcomes may have opened on another worker a moment ago: the row decides.
+			if (!watched.has(domain)) return "fetch";
+			return admitTarget(fleet, { runId, targetId }, domain, spec.coolDownMs).then((admission) => {
+				if (admission === "park") deps.park(targetId, domain, worstCase);
+				return admission;
+			});
+		},
+		settle(host, record, probe) {
+			const domain = bucket(host);
+			if (probe) {
+				if (record.credits_used <= 0) {
+					deps.track(record.id, probeLost(fleet, runId, domain, record.id, spec.coolDownMs));
+					return;
+				}
+				const answer =
+					record.useful === true
+						? ({ useful: true } as const)
+						: ({
+								useful: false,
+								reason: `the probe after cool_down was useless: ${record.useless_reason ?? "not useful"}`,
+							} as const);
+				const settled = settleProbe(fleet, runId, domain, record.id, answer).then((changed) => {
+					if (!changed) return;
+					if (answer.useful) {
+						watched.delete(domain);
+						events.onClose?.(domain);
+					} else opened(domain, answer.reason);
+				});
+				deps.track(record.id, settled);
+				return;
+			}
+			if (record.credits_used <= 0) return;
+			const bad = record.useful !== true;
+			// A good answer matters only to a window that holds wrong ones: a clean domain writes nothing.
+			if (!bad && !watched.has(domain)) return;
+			if (bad && !watched.has(domain)) watched.set(domain, "closed");
+			const write = recordBreakerOutcome(
+				fleet,
+				runId,
+				domain,
+				{ bad, why: record.useless_reason ?? "not useful" },
+				spec,
+			).then((reason) => {
+				if (reason !== null) opened(domain, reason);
+			});
+			deps.track(record.id, write);
+		},
+		probeLost(host, targetId) {
+			deps.track(targetId, probeLost(fleet, runId, bucket(host), targetId, spec.coolDownMs));
+		},
+		open: () => final,
+		start() {
+			void refresh().catch(() => undefined);
+			timer = setInterval(() => void refresh().catch(() => undefined), WATCH_POLL_MS);
+			timer.unref();
+		},
+		/** The worker ends: stop polling and read the fleet's breakers not closed, for the summary. */
+		async stop() {
+			if (timer) clearInterval(timer);
+			final = (await openBreakers(fleet, runId).catch(() => [])).map(reportOf);
+		},
+	};
+}

@@ -1,0 +1,204 @@
+import type { Logger } from "pino";
+import { type Clock, errorMessage, type TaskQueue } from "../../common/index.js";
+import type { ExtractPlan } from "../../extract/index.js";
+import {
+	acquireSlots,
+	claimTargets,
+	type Fleet,
+	type FleetLease,
+	type FleetRun,
+	type FleetSlot,
+	type FleetWorker,
+	fetchStarting,
+	finishFleetRun,
+	isComplete,
+	onlyParkedLeft,
+	releaseDueProbe,
+	releaseSlot,
+} from "../../fleet/index.js";
+import type { Target } from "../../job/index.js";
+import type { StopController } from "../flow/stop-controller.js";
+import type { TargetRunner } from "../target/target-runner.js";
+import type { FleetBreakers } from "./fleet-breakers.js";
+import { type FleetBudget, firstWorstCase } from "./fleet-budget.js";
+import type { ClaimCarryOver } from "./fleet-carry-over.js";
+import type { FleetFrontier } from "./fleet-frontier.js";
+import type { FleetLeases } from "./fleet-leases.js";
+import type { FleetLimitWatch } from "./fleet-limit.js";
+import { fromFleetLease, sitemapOriginOf } from "./fleet-targets.js";
+
+/** Longest wait before a worker with nothing claimable asks again (the fleet may be paused or finishing). */
+const IDLE_POLL_MS = 250;
+
+/** The run core's parts the feed fills and watches. */
+export interface FleetFeedParts {
+	readonly queue: TaskQueue;
+	readonly runner: TargetRunner;
+	readonly stops: StopController;
+	/** Targets this worker holds at most at once. */
+	readonly concurrency: number;
+}
+
+export interface FleetFeedDeps {
+	readonly fleet: Fleet;
+	readonly run: FleetRun;
+	readonly worker: FleetWorker;
+	/** How long a claim and a slot last without renewal, ms. */
+	readonly leaseMs: number;
+	readonly clock: Clock;
+	readonly log: Logger;
+	readonly plans: readonly ExtractPlan[];
+	/** Hosts may have a delay (the job's, or robots.txt's Crawl-delay): each fetch stamps its start. */
+	readonly paced: boolean;
+	readonly leases: FleetLeases;
+	readonly limits: FleetLimitWatch;
+	readonly budget: FleetBudget;
+	readonly frontier: FleetFrontier;
+	readonly carryOver: ClaimCarryOver;
+	/** The fleet's breakers once the job set them up (`useBreakers`), else null. */
+	readonly breakers: () => FleetBreakers | null;
+}
+
+/** What an empty claim means: the worker ends, claims again at once, or waits before it claims again. */
+type NoClaim = "end" | "again" | "wait";
+
+/**
+ * Claims targets into the run's queue, as many as there are free places in it and free fleet slots, until
+ * the fleet run is complete or the worker stops. A slot is taken before the claim: a claim is the
+ * permission to start a host's fetch now (its politeness clock moved on), so nothing may hold it back
+ * afterwards.
+ */
+export class FleetFeed {
+	readonly #deps: FleetFeedDeps;
+	/** The fleet run finished while this worker fed it (it wrote the run's end). */
+	#complete = false;
+	/** Ends the feed's current wait early: a held target settled, or the worker stops. */
+	#wakeFeeder: (() => void) | null = null;
+
+	constructor(deps: FleetFeedDeps) {
+		this.#deps = deps;
+	}
+
+	get complete(): boolean {
+		return this.#complete;
+	}
+
+	/** A slot came free or the worker stops: the feed claims again now rather than after its wait. */
+	wake(): void {
+		const resume = this.#wakeFeeder;
+		this.#wakeFeeder = null;
+		resume?.();
+	}
+
+	/** Feed `parts.queue` until the fleet run is complete or the worker stops; then settle what is held. */
+	async run(parts: FleetFeedParts): Promise<void> {
+		const { queue, stops, concurrency } = parts;
+		const { leases, clock } = this.#deps;
+		stops.onStop(() => this.wake());
+		while (!stops.stopping) {
+			const unreachable = leases.unreachable;
+			if (unreachable !== null) {
+				stops.stop("fleet_unavailable", `stopping: the fleet's database stopped answering (${unreachable})`);
+				break;
+			}
+			const free = concurrency - leases.size;
+			if (free <= 0) {
+				await this.#pause(IDLE_POLL_MS);
+				continue;
+			}
+			const claimedAt = clock();
+			const claimed = await this.#claim(free);
+			if (claimed !== null && claimed.length > 0) {
+				for (const { lease, slot } of claimed) this.#start(lease, slot, claimedAt, parts);
+				continue;
+			}
+			const next = claimed === null ? "wait" : await this.#noClaim();
+			if (next === "end") break;
+			if (next === "wait") await this.#pause(IDLE_POLL_MS);
+		}
+		// A stop: claimed targets the queue dropped never started; they go back for the others now.
+		await queue.onIdle();
+		await leases.settleAll();
+		for (const slot of leases.takeSpare()) await releaseSlot(this.#deps.fleet, slot).catch(() => false);
+	}
+
+	/** Slots, then as many targets as slots were had; null when the database failed (logged). */
+	async #claim(free: number): Promise<Array<{ lease: FleetLease; slot: FleetSlot }> | null> {
+		const { fleet, worker, leaseMs, leases, limits, carryOver, log } = this.#deps;
+		try {
+			// Spare slots above a lowered limit go back: the fleet's ceiling is the table's, not this worker's.
+			for (const slot of leases.spareAbove(limits.ceiling)) await releaseSlot(fleet, slot);
+			const slots = leases.takeSpare(free);
+			if (slots.length < free) slots.push(...(await acquireSlots(fleet, worker, free - slots.length, leaseMs)));
+			const claimed =
+				slots.length === 0 ? [] : await claimTargets(fleet, worker, slots.length, leaseMs, carryOver.claimOptions);
+			// Slots without a target go back: another worker may have targets for them.
+			for (const slot of slots.slice(claimed.length)) await releaseSlot(fleet, slot);
+			return claimed.map((lease, index) => ({ lease, slot: slots[index]! }));
+		} catch (error) {
+			const message = errorMessage(error);
+			leases.claimFailed(message);
+			log.warn({ event: "fleet_claim_failed", error: message }, "could not claim targets");
+			return null;
+		}
+	}
+
+	/** Nothing claimed: the fleet run may be complete, or hold only targets parked behind breakers. */
+	async #noClaim(): Promise<NoClaim> {
+		const { fleet, run, leases } = this.#deps;
+		if (leases.size === 0 && (await isComplete(fleet, run.id))) {
+			this.#complete = await finishFleetRun(fleet, run.id);
+			if (this.#complete) return "end";
+		}
+		// Only parked targets left: a breaker whose cool-down passed sends one as its probe, else the
+		// worker ends with its breakers open (as a local run does: `--continue` takes them later).
+		const breakers = this.#deps.breakers();
+		if (leases.size === 0 && breakers !== null) {
+			if ((await releaseDueProbe(fleet, run.id, breakers.coolDownMs)) > 0) return "again";
+			if (await onlyParkedLeft(fleet, run.id)) return "end";
+		}
+		return "wait";
+	}
+
+	/** A claimed target held and queued: its first fetch reserved, run, and settled whatever happens. */
+	#start(lease: FleetLease, slot: FleetSlot, claimedAt: number, parts: FleetFeedParts): void {
+		this.#deps.leases.hold(lease, slot, claimedAt);
+		this.#deps.carryOver.note(lease);
+		const target = fromFleetLease(lease, this.#deps.plans);
+		parts.queue.add(async () => {
+			try {
+				await this.#work(lease, target, parts);
+			} finally {
+				await this.#deps.leases.settle(lease.targetId);
+			}
+		});
+	}
+
+	/** A held target's work: a page goes to the runner, a sitemap task to the frontier's reader. */
+	async #work(lease: FleetLease, target: Target, parts: FleetFeedParts): Promise<void> {
+		const { fleet, paced, leases, budget, frontier } = this.#deps;
+		const sitemaps = sitemapOriginOf(lease);
+		if (!(await budget.reserveFor(lease, firstWorstCase(target.params), parts.stops))) return;
+		// A delayed host's next claim waits a delay from now, when this fetch starts.
+		if (paced) await fetchStarting(fleet, lease);
+		if (sitemaps === null) await parts.runner.run(target);
+		else if (await frontier.readSitemaps(lease, target, sitemaps)) {
+			const holding = leases.get(lease.targetId);
+			if (holding) holding.finished = true;
+		}
+	}
+
+	/** Wait until a held target settles, or `ms` passes. */
+	#pause(ms: number): Promise<void> {
+		return new Promise<void>((resolve) => {
+			const timer = setTimeout(() => {
+				this.#wakeFeeder = null;
+				resolve();
+			}, ms);
+			this.#wakeFeeder = () => {
+				clearTimeout(timer);
+				resolve();
+			};
+		});
+	}
+}

@@ -1,0 +1,116 @@
+import type { Logger } from "pino";
+import { errorMessage } from "../../common/index.js";
+import type { ExtractPlan } from "../../extract/index.js";
+import {
+	addDiscovered,
+	addListedPages,
+	addProgress,
+	type Fleet,
+	type FleetLease,
+	type FleetRun,
+	type FleetTargetInput,
+	okTargetIds,
+	readProgress,
+} from "../../fleet/index.js";
+import type { Target } from "../../job/index.js";
+import type { FleetCrawl } from "./fleet-crawl.js";
+import type { SitemapTaskReader, SitemapTaskStore } from "./fleet-sitemaps.js";
+import { fromFleetLease } from "./fleet-targets.js";
+
+export interface FleetFrontierDeps {
+	readonly fleet: Fleet;
+	readonly run: FleetRun;
+	/** The crawl's `max_pages`: the fleet's, so the frontier never grows past it. */
+	readonly maxPages: number | undefined;
+	readonly plans: readonly ExtractPlan[];
+	readonly log: Logger;
+}
+
+/**
+ * A crawl job's side of a fleet worker: a settled page's links and a seed origin's sitemaps go to the
+ * fleet's frontier (its targets table), within the crawl's `max_pages`. Does nothing until `use`.
+ */
+export class FleetFrontier {
+	readonly #deps: FleetFrontierDeps;
+	/** A crawl's links go to the fleet's frontier as their page settles. */
+	#crawl: FleetCrawl | null = null;
+	/** `sitemaps: true`: how this worker reads a seed origin's sitemaps when it claims that task. */
+	#sitemapReader: SitemapTaskReader | null = null;
+
+	constructor(deps: FleetFrontierDeps) {
+		this.#deps = deps;
+	}
+
+	/** A crawl job: pages' links (and, with a reader, seed origins' sitemaps) go to the fleet's frontier. */
+	use(crawl: FleetCrawl, sitemapReader: SitemapTaskReader | null): void {
+		this.#crawl = crawl;
+		this.#sitemapReader = sitemapReader;
+	}
+
+	/** The links a leased page's crawl follows, into the frontier under its lease (before the page settles). */
+	async addLinks(lease: FleetLease): Promise<void> {
+		if (this.#crawl === null) return;
+		const { fleet, plans } = this.#deps;
+		const links = await this.#crawl.take(fromFleetLease(lease, plans), plans);
+		if (links.length > 0)
+			await addDiscovered(fleet, lease, await this.#withinMaxPages(await this.#notFetchedOk(links)));
+	}
+
+	/** Read the sitemaps a claimed task names; true when they are read (the task then settles done). */
+	async readSitemaps(lease: FleetLease, seed: Target, origin: string): Promise<boolean> {
+		if (this.#sitemapReader === null) return false;
+		try {
+			return await this.#sitemapReader(seed, origin, this.#deps.plans, this.#taskStore(lease));
+		} catch (error) {
+			// Back to the queue: the next holder goes on from the files noted read.
+			this.#deps.log.warn(
+				{ event: "fleet_sitemaps_failed", origin, error: errorMessage(error) },
+				"could not read the sitemaps",
+			);
+			return false;
+		}
+	}
+
+	/** A sitemap task's writes, each under its lease: journal lines on its row, listed pages into the frontier. */
+	#taskStore(lease: FleetLease): SitemapTaskStore {
+		const { fleet, maxPages } = this.#deps;
+		return {
+			progress: () => readProgress(fleet, lease),
+			note: (steps) => addProgress(fleet, lease, steps),
+			addPages: async (pages) => {
+				const added = await addListedPages(fleet, lease, await this.#withinMaxPages(pages));
+				if (added === null) return null;
+				return maxPages === undefined ? Number.POSITIVE_INFINITY : maxPages - (await this.#size());
+			},
+		};
+	}
+
+	/** A crawl's `max_pages` is the fleet's: the frontier never grows past it. */
+	async #withinMaxPages<T>(links: readonly T[]): Promise<readonly T[]> {
+		const { maxPages } = this.#deps;
+		if (maxPages === undefined) return links;
+		return links.slice(0, Math.max(0, maxPages - (await this.#size())));
+	}
+
+	/** Pages the frontier holds now (a sitemap task, depth -1, is none). */
+	async #size(): Promise<number> {
+		const [row] = await this.#deps.fleet.query<{ n: number }>(
+			"SELECT count(*)::int AS n FROM targets WHERE run_id = $1 AND depth >= 0",
+			[this.#deps.run.id],
+			"fleet_frontier_size",
+		);
+		return row?.n ?? 0;
+	}
+
+	/** A retried crawl (`--retry-failed`) follows no link to a page whose newest fleet record is ok. */
+	async #notFetchedOk(links: readonly FleetTargetInput[]): Promise<readonly FleetTargetInput[]> {
+		const { fleet, run } = this.#deps;
+		if (!run.retryFailed) return links;
+		const ok = await okTargetIds(
+			fleet,
+			run.jobName,
+			links.map((link) => link.targetId ?? link.url),
+		);
+		return links.filter((link) => !ok.has(link.targetId ?? link.url));
+	}
+}

@@ -1,0 +1,217 @@
+import type { Logger } from "pino";
+import { type Clock, errorMessage } from "../../common/index.js";
+import {
+	completeTarget,
+	type Fleet,
+	type FleetLease,
+	type FleetSlot,
+	type FleetWorker,
+	finishTarget,
+	parkTarget,
+	releaseTarget,
+	renewLeases,
+} from "../../fleet/index.js";
+import type { ResultRecord } from "../../output/index.js";
+
+/** A claim is trusted locally this much less than the database gives it: clocks of hosts drift apart. */
+const LEASE_MARGIN_MS = 1000;
+
+/** A claimed target while this worker holds it. */
+export interface HeldTarget {
+	readonly lease: FleetLease;
+	readonly slot: FleetSlot;
+	/** Local clock time until which the lease is surely still this worker's (a margin before the database's). */
+	validUntil: number;
+	/** The lease passed to another worker (a renewal no longer found it): nothing more is written for it. */
+	lost: boolean;
+	/** Credits its fetches were charged, settled with the target in one statement. */
+	charged: number;
+	/** Its record once written locally (scrubbed): it goes to the fleet's records when the target settles. */
+	record: ResultRecord | null;
+	/** Credits reserved on the lease for its first fetch and not booked by it yet (with a fleet budget). */
+	prepaid: number;
+	/** Parked behind its domain's open breaker: it settles parked, not back in the queue. */
+	parked: { readonly domain: string; readonly worstCase: number } | null;
+	/** A task of the fleet's own (a seed origin's sitemaps) ran to its end: it settles done, with no record. */
+	finished: boolean;
+}
+
+export interface FleetLeaseDeps {
+	readonly fleet: Fleet;
+	readonly worker: FleetWorker;
+	/** How long a claim and a slot last without renewal, ms. */
+	readonly leaseMs: number;
+	readonly clock: Clock;
+	readonly log: Logger;
+	/** A crawled page's links into the frontier: done before it settles, while the page is still leased. */
+	readonly addLinks: (lease: FleetLease) => Promise<void>;
+	/** The target settled (or could not): what its claim brought is no longer needed. */
+	readonly forget: (targetId: string) => void;
+	/** A held target's slot came free: the claim feed may take the next target now. */
+	readonly slotFreed: () => void;
+}
+
+/**
+ * The targets this worker holds in the fleet and the slots it holds for them. Leases are renewed on a
+ * timer: a worker that stops renewing (killed, stalled) loses its targets to the others, and its late
+ * writes are refused (the fence, `mayWrite`).
+ */
+export class FleetLeases {
+	readonly #deps: FleetLeaseDeps;
+	readonly #held = new Map<string, HeldTarget>();
+	/**
+	 * Slots held with no target on them: a settled target's slot goes to the next claim rather than back to
+	 * the table (two statements saved a target); given back when a claim comes up short.
+	 */
+	readonly #spare: FleetSlot[] = [];
+	/** Writes about a target still on their way to the database: its settlement waits for them. */
+	readonly #pending = new Map<string, Promise<unknown>>();
+	readonly #margin: number;
+	readonly #renewTimer: NodeJS.Timeout;
+	#lastRenewal: number;
+	/** Why the fleet's database last failed this worker (a renewal or a claim); null once it answers again. */
+	#failure: string | null = null;
+
+	constructor(deps: FleetLeaseDeps) {
+		this.#deps = deps;
+		this.#margin = Math.min(LEASE_MARGIN_MS, deps.leaseMs / 10);
+		this.#lastRenewal = deps.clock();
+		this.#renewTimer = setInterval(() => void this.#renew(), Math.max(100, Math.floor(deps.leaseMs / 3)));
+		this.#renewTimer.unref();
+	}
+
+	/** Targets held now. */
+	get size(): number {
+		return this.#held.size;
+	}
+
+	get(targetId: string): HeldTarget | undefined {
+		return this.#held.get(targetId);
+	}
+
+	/** The first held target `matches` accepts. */
+	find(matches: (target: HeldTarget) => boolean): HeldTarget | undefined {
+		return [...this.#held.values()].find(matches);
+	}
+
+	/** A claim's target, held from now: its lease is this worker's until `claimedAt` plus a lease. */
+	hold(lease: FleetLease, slot: FleetSlot, claimedAt: number): void {
+		this.#held.set(lease.targetId, {
+			lease,
+			slot,
+			validUntil: claimedAt + this.#deps.leaseMs - this.#margin,
+			lost: false,
+			charged: 0,
+			record: null,
+			parked: null,
+			finished: false,
+			prepaid: 0,
+		});
+	}
+
+	/** The record fence: a target's record is written only while its lease is surely this worker's. */
+	mayWrite(targetId: string): boolean {
+		const target = this.#held.get(targetId);
+		return target !== undefined && !target.lost && this.#deps.clock() < target.validUntil;
+	}
+
+	/** A write about a target (or, with `""`, about none), after the ones before it; its failure is logged. */
+	track(targetId: string, write: Promise<unknown>): void {
+		const before = this.#pending.get(targetId) ?? Promise.resolve();
+		const chained = before.then(() => write).catch((error) => this.#warnWrite(targetId, error));
+		this.#pending.set(targetId, chained);
+	}
+
+	/** The database has failed this worker for longer than a lease (its leases are gone): why, else null. */
+	get unreachable(): string | null {
+		if (this.#failure === null || this.#deps.clock() - this.#lastRenewal <= this.#deps.leaseMs) return null;
+		return this.#failure;
+	}
+
+	/** A claim failed: counted as the database failing until a renewal gets through. */
+	claimFailed(message: string): void {
+		this.#failure = message;
+	}
+
+	/** Up to `count` spare slots, taken for a claim (all of them without `count`). */
+	takeSpare(count = Number.POSITIVE_INFINITY): FleetSlot[] {
+		return this.#spare.splice(0, count);
+	}
+
+	/** Spare slots at or above a lowered `ceiling`, taken to go back (the fleet's ceiling is the table's). */
+	spareAbove(ceiling: number | null): FleetSlot[] {
+		if (ceiling === null) return [];
+		const above = this.#spare.filter((slot) => slot.slot >= ceiling);
+		if (above.length > 0)
+			this.#spare.splice(0, this.#spare.length, ...this.#spare.filter((slot) => slot.slot < ceiling));
+		return above;
+	}
+
+	/** Every target held now, settled (a stop: those the queue dropped go back for the others). */
+	async settleAll(): Promise<void> {
+		for (const id of [...this.#held.keys()]) await this.settle(id);
+	}
+
+	/** The target ends here: its record (or its return to the queue) and its credits in one statement. */
+	async settle(targetId: string): Promise<void> {
+		const target = this.#held.get(targetId);
+		if (!target) return;
+		// Its fetch is over: the slot goes to the next claim now, while this target's writes go out (the
+		// claim and the completion overlap instead of following each other: a round trip less a target).
+		this.#held.delete(targetId);
+		this.#spare.push(target.slot);
+		this.#deps.slotFreed();
+		await this.#pending.get(targetId);
+		const { fleet, log } = this.#deps;
+		try {
+			// Links first, while the page is still leased: the run cannot complete between the two.
+			await this.#deps.addLinks(target.lease);
+			if (!(await settleInFleet(fleet, target)) && target.record)
+				log.warn(
+					{ event: "fleet_fenced", id: targetId },
+					"the target's lease passed to another worker: its record is not the fleet's",
+				);
+		} catch (error) {
+			// The lease lapses and another worker takes the target (the database is the fleet's memory).
+			log.warn({ event: "fleet_settle_failed", id: targetId, error: errorMessage(error) }, "could not settle a target");
+		} finally {
+			this.#pending.delete(targetId);
+			this.#deps.forget(targetId);
+		}
+	}
+
+	/** Renewals end (the worker's work is over): its leases lapse unless settled. */
+	stop(): void {
+		clearInterval(this.#renewTimer);
+	}
+
+	/** Extend this worker's leases; those a renewal no longer finds passed to another worker. */
+	async #renew(): Promise<void> {
+		const { fleet, worker, leaseMs, clock, log } = this.#deps;
+		const started = clock();
+		try {
+			const still = new Set(await renewLeases(fleet, worker, leaseMs));
+			this.#lastRenewal = started;
+			this.#failure = null;
+			for (const [id, target] of this.#held) {
+				if (still.has(id)) target.validUntil = Math.max(target.validUntil, started + leaseMs - this.#margin);
+				else if (clock() > target.validUntil) target.lost = true;
+			}
+		} catch (error) {
+			this.#failure = errorMessage(error);
+			log.warn({ event: "fleet_renew_failed", error: this.#failure }, "could not renew the fleet leases");
+		}
+	}
+
+	#warnWrite(targetId: string, error: unknown): void {
+		this.#deps.log.warn({ event: "fleet_write", id: targetId, error: errorMessage(error) }, "fleet write failed");
+	}
+}
+
+/** A held target's end in the fleet: done with its record, done as a task, parked, or back in the queue. */
+function settleInFleet(fleet: Fleet, target: HeldTarget): Promise<boolean> {
+	if (target.record) return completeTarget(fleet, target.lease, target.record, target.charged);
+	if (target.finished) return finishTarget(fleet, target.lease, target.charged);
+	if (target.parked) return parkTarget(fleet, target.lease, target.parked.domain, target.parked.worstCase);
+	return releaseTarget(fleet, target.lease, { retry: true, credits: target.charged });
+}

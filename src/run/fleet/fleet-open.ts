@@ -1,0 +1,168 @@
+import { normalizeUrl } from "../../crawl/index.js";
+import {
+	connectFleet,
+	DEFAULT_FLEET_SCHEMA,
+	type Fleet,
+	type FleetRun,
+	type FleetTargetInput,
+	failedCrawlPages,
+	failedTargetIds,
+	freshTargetIds,
+	LOAD_BATCH,
+	openFleetRun,
+} from "../../fleet/index.js";
+import { type Job, streamTargetBatches, type Target } from "../../job/index.js";
+import { asCrawlSeed } from "./fleet-crawl.js";
+import { plansOf, toFleetInput, toSitemapTask } from "./fleet-targets.js";
+import type { FleetWorkerSetup } from "./fleet-worker.js";
+
+/** How long a claim lasts without renewal unless told otherwise (a worker renews a third of the way in). */
+export const DEFAULT_FLEET_LEASE_MS = 30_000;
+
+export interface FleetJoinOptions {
+	/** `postgres://…`: a secret, never shown as given. */
+	readonly url: string;
+	/** @default "scrapejob" */
+	readonly schema?: string;
+	/** `--fleet-run NAME`: join or open the run of that name; without it the newest unfinished one, or a new one. */
+	readonly runName?: string;
+	/** The key's limit this worker sees: a new fleet run's in-flight ceiling. */
+	readonly concurrency: number;
+	/** `--max-credits`: a new run's budget, or a raised budget for the run joined. @default the job's */
+	readonly maxCredits?: number;
+	/** @default 30,000 */
+	readonly leaseMs?: number;
+	/** A new run leaves out targets whose newest record in the job's fleet runs is ok and younger, ms. @default 0 */
+	readonly freshnessMs?: number;
+	/** `--retry-failed`: a new run holds only the targets whose newest record in the job's fleet runs failed. */
+	readonly retryFailed?: boolean;
+}
+
+export type FleetJoin =
+	| { readonly outcome: "complete"; readonly run: FleetRun }
+	| { readonly outcome: "opened" | "joined"; readonly setup: FleetWorkerSetup };
+
+/**
+ * Connect to the fleet's database and join the job's fleet run, or open it (loading the job's targets
+ * into the frontier, once, whoever opens it). The connection is the caller's to close (`setup.fleet`),
+ * except for a complete run, where nothing is left to do and it is closed here.
+ */
+export async function joinFleetRun(job: Job, options: FleetJoinOptions): Promise<FleetJoin> {
+	const fleet = await connectFleet({ url: options.url, schema: options.schema ?? DEFAULT_FLEET_SCHEMA });
+	try {
+		const plans = plansOf(job);
+		const opened = await openFleetRun(fleet, {
+			jobName: job.name,
+			...(options.runName !== undefined ? { runName: options.runName } : {}),
+			source: () => fleetTargets(fleet, job, plans, options),
+			maxCredits: options.maxCredits ?? job.maxCredits,
+			concurrencyLimit: options.concurrency,
+			hostDelayMs: job.perHostDelayMs ?? 0,
+			hostConcurrency: job.perHostConcurrency ?? null,
+			retryFailed: options.retryFailed === true,
+		});
+		if (opened.outcome === "complete") {
+			await fleet.close();
+			return { outcome: "complete", run: opened.run };
+		}
+		const maxCredits = await budgetOf(
+			fleet,
+			opened.run.id,
+			opened.outcome === "joined" ? options.maxCredits : undefined,
+		);
+		return {
+			outcome: opened.outcome,
+			setup: {
+				fleet,
+				run: opened.run,
+				worker: opened.worker,
+				maxCredits,
+				leaseMs: options.leaseMs ?? DEFAULT_FLEET_LEASE_MS,
+			},
+		};
+	} catch (error) {
+		await fleet.close().catch(() => undefined);
+		throw error;
+	}
+}
+
+/** The run's budget; a `--max-credits` given when joining replaces it (the fleet's budget is one). */
+async function budgetOf(fleet: Fleet, runId: number, raised: number | undefined): Promise<number | null> {
+	const [row] =
+		raised === undefined
+			? await fleet.query<{ max_credits: string | null }>("SELECT max_credits FROM runs WHERE id = $1", [runId])
+			: await fleet.query<{ max_credits: string | null }>(
+					"UPDATE runs SET max_credits = $2 WHERE id = $1 RETURNING max_credits",
+					[runId, raised],
+				);
+	return row?.max_credits == null ? null : Number(row.max_credits);
+}
+
+/**
+ * The job's targets as the frontier stores them, streamed: each keyed by its id (unique in the job),
+ * fresh ones (`freshness`) left out, or only the failed ones kept (`--retry-failed`), a batch at a time.
+ */
+async function* fleetTargets(
+	fleet: Fleet,
+	job: Job,
+	plans: ReturnType<typeof plansOf>,
+	selection: Pick<FleetJoinOptions, "freshnessMs" | "retryFailed">,
+): AsyncIterable<FleetTargetInput> {
+	// `sitemaps: true`: one task per seed origin (a retry reads none: the run that found the pages read them).
+	const origins = job.crawl?.sitemaps && !selection.retryFailed ? new Set<string>() : null;
+	/** A retried crawl's seed options: a failed page found from a seed no longer in the job is not retried. */
+	const profiles = new Set<string>();
+	for await (const batch of streamTargetBatches(job)) {
+		if (origins) for (const task of sitemapTasks(batch, plans, origins)) yield task;
+		if (job.crawl && selection.retryFailed) for (const seed of batch) profiles.add(asCrawlSeed(seed).crawl!.profile);
+		const ids = batch.map((target) => target.id);
+		// Retrying failures is explicit: every target whose newest record failed, however recent.
+		const failed = selection.retryFailed ? await failedTargetIds(fleet, job.name, ids) : null;
+		const fresh = failed ? new Set<string>() : await freshTargetIds(fleet, job.name, ids, selection.freshnessMs ?? 0);
+		for (const target of batch) {
+			if (fresh.has(target.id) || (failed && !failed.has(target.id))) continue;
+			// A crawl's seeds are its first pages, keyed by URL as the links it finds are (each URL once).
+			if (job.crawl) yield toFleetInput(asCrawlSeed(target), plans, normalizeUrl(target.url) ?? target.id);
+			else yield toFleetInput(target, plans, target.id);
+		}
+	}
+	if (job.crawl && selection.retryFailed) yield* failedPages(fleet, job.name, job.crawl.maxDepth, profiles);
+}
+
+/**
+ * `--retry-failed` of a crawl: its crawled pages whose newest fleet record failed, at the depth and with
+ * the parent their run gave them (a failed seed among them is loaded once, as the seed it is).
+ */
+async function* failedPages(
+	fleet: Fleet,
+	jobName: string,
+	maxDepth: number,
+	profiles: ReadonlySet<string>,
+): AsyncIterable<FleetTargetInput> {
+	for (let after: string | null = null; ; ) {
+		const pages = await failedCrawlPages(fleet, jobName, after, LOAD_BATCH);
+		for (const page of pages) {
+			const profile = (page.input as { crawl?: { profile?: unknown } } | null)?.crawl?.profile;
+			if (page.depth > maxDepth || typeof profile !== "string" || !profiles.has(profile)) continue;
+			yield { ...page };
+		}
+		if (pages.length < LOAD_BATCH) return;
+		after = pages.at(-1)!.targetId;
+	}
+}
+
+/** The sitemap tasks of a batch of seeds: one per origin not met before, with that origin's first seed. */
+function* sitemapTasks(
+	seeds: readonly Target[],
+	plans: ReturnType<typeof plansOf>,
+	origins: Set<string>,
+): Iterable<FleetTargetInput> {
+	for (const seed of seeds) {
+		const url = normalizeUrl(seed.url);
+		if (url === null) continue;
+		const origin = new URL(url).origin;
+		if (origins.has(origin)) continue;
+		origins.add(origin);
+		yield toSitemapTask(asCrawlSeed(seed), plans, origin);
+	}
+}

@@ -1,0 +1,243 @@
+import type { Logger } from "pino";
+import type { Clock, Sleep } from "../../common/index.js";
+import type { SitemapFetch } from "../../crawl/index.js";
+import {
+	type Fleet,
+	type FleetLimit,
+	type FleetRun,
+	type FleetWorker,
+	fleetStatus,
+	setHostPoliteness,
+	storeTaskId,
+	targetCounts,
+} from "../../fleet/index.js";
+import type { PreviousRecords } from "../../history/index.js";
+import type { BreakerSpec, Job } from "../../job/index.js";
+import type { FleetSummary, ResultRecord } from "../../output/index.js";
+import type { BreakerEvents, Breakers } from "../economics/breaker.js";
+import type { CreditBudget } from "../flow/credit-budget.js";
+import { createFleetBreakers, type FleetBreakers } from "./fleet-breakers.js";
+import { FleetBudget } from "./fleet-budget.js";
+import { ClaimCarryOver } from "./fleet-carry-over.js";
+import type { FleetCrawl } from "./fleet-crawl.js";
+import { FleetFeed, type FleetFeedParts } from "./fleet-feed.js";
+import { FleetFrontier } from "./fleet-frontier.js";
+import { FleetLeases } from "./fleet-leases.js";
+import { FleetLimitWatch } from "./fleet-limit.js";
+import { sharedRobots } from "./fleet-robots.js";
+import type { SitemapTaskReader } from "./fleet-sitemaps.js";
+import { plansOf } from "./fleet-targets.js";
+
+/** A worker's place in a fleet run, as `openFleetRun` gave it (docs/guides/fleet.md). */
+export interface FleetWorkerSetup {
+	readonly fleet: Fleet;
+	readonly run: FleetRun;
+	readonly worker: FleetWorker;
+	/** The fleet run's budget (its `max_credits`), null without one. */
+	readonly maxCredits: number | null;
+	/** How long a claim and a slot last without renewal, ms. */
+	readonly leaseMs: number;
+}
+
+export interface FleetCoordinationDeps {
+	readonly job: Job;
+	readonly clock: Clock;
+	readonly sleep: Sleep;
+	readonly log: Logger;
+	/** Change tracking is on: each claim brings the target's previous ok record. @default false */
+	readonly tracksChanges?: boolean;
+}
+
+/**
+ * The run core's coordination parts on PostgreSQL, for one worker of a fleet run: where targets come
+ * from (claims with leases instead of the job's sources: fleet-feed.ts), the budget (reserved in the
+ * database on the target's lease: fleet-budget.ts), the concurrency limit (the fleet's slots, one held per
+ * target: fleet-limit.ts), politeness (claims honour each host's clock), the task journal (a task id
+ * stored on the lease) and the fence (a record is written only while its lease is this worker's:
+ * fleet-leases.ts). Callbacks the run core takes unbound (`mayWrite`, `written`, `taskStarted`,
+ * `crawlDelay`) are arrow properties.
+ */
+export class FleetCoordination {
+	/** The runner's budget: the fleet's `max_credits`, reserved on leases. */
+	readonly budget: CreditBudget;
+	/** Task ids an earlier holder stored: polled, not paid for again (the runner reads this map). */
+	readonly tasks: Map<string, string>;
+	/** Change tracking's previous records: the fleet's, as each target's claim brought them. */
+	readonly previousRecords: PreviousRecords;
+	readonly #setup: FleetWorkerSetup;
+	readonly #job: Job;
+	readonly #sleep: Sleep;
+	readonly #leases: FleetLeases;
+	readonly #limits: FleetLimitWatch;
+	readonly #frontier: FleetFrontier;
+	readonly #feed: FleetFeed;
+	/** The fleet's breakers (`breaker:`), when the job has them. */
+	#breakers: FleetBreakers | null = null;
+	/** Where the fleet stood when this worker ended (read once, at `close`). */
+	#ended: FleetSummary | null = null;
+
+	constructor(setup: FleetWorkerSetup, deps: FleetCoordinationDeps) {
+		const { fleet, worker, run, leaseMs } = setup;
+		const { job, clock, sleep, log, tracksChanges = false } = deps;
+		this.#setup = setup;
+		this.#job = job;
+		this.#sleep = sleep;
+		const plans = plansOf(job);
+		const carryOver = new ClaimCarryOver(tracksChanges ? run.jobName : null);
+		this.tasks = carryOver.tasks;
+		this.previousRecords = carryOver.previousRecords;
+		const frontier = new FleetFrontier({ fleet, run, maxPages: job.crawl?.maxPages, plans, log });
+		this.#frontier = frontier;
+		const leases = new FleetLeases({
+			fleet,
+			worker,
+			leaseMs,
+			clock,
+			log,
+			addLinks: (lease) => frontier.addLinks(lease),
+			forget: (targetId) => carryOver.forget(targetId),
+			slotFreed: () => this.#feed.wake(),
+		});
+		this.#leases = leases;
+		const limits = new FleetLimitWatch({ fleet, runId: run.id, jobConcurrency: job.concurrency, clock, log });
+		this.#limits = limits;
+		const budget = new FleetBudget({
+			fleet,
+			runId: run.id,
+			maxCredits: setup.maxCredits,
+			leaseMs,
+			clock,
+			sleep,
+			leases,
+		});
+		this.budget = budget;
+		this.#feed = new FleetFeed({
+			fleet,
+			run,
+			worker,
+			leaseMs,
+			clock,
+			log,
+			plans,
+			leases,
+			limits,
+			budget,
+			frontier,
+			carryOver,
+			paced: (job.perHostDelayMs ?? 0) > 0 || job.crawl?.robots === "obey",
+			breakers: () => this.#breakers,
+		});
+	}
+
+	/** Claim targets into the run's queue until the fleet run is complete or the worker stops. */
+	feed(parts: FleetFeedParts): Promise<void> {
+		return this.#feed.run(parts);
+	}
+
+	/** The job's breakers, one row per domain in the fleet: parked targets wait there, not in the queue. */
+	useBreakers(spec: BreakerSpec, events: BreakerEvents): Breakers {
+		const leases = this.#leases;
+		const breakers = createFleetBreakers(
+			spec,
+			{
+				fleet: this.#setup.fleet,
+				runId: this.#setup.run.id,
+				track: (targetId, write) => leases.track(targetId, write),
+				park(targetId, domain, worstCase) {
+					const target = leases.get(targetId);
+					if (target) target.parked = { domain, worstCase };
+				},
+			},
+			events,
+		);
+		this.#breakers = breakers;
+		breakers.start();
+		return breakers;
+	}
+
+	/** A crawl job: pages' links go to the fleet's frontier. */
+	useCrawl(fleetCrawl: FleetCrawl, sitemapReader: SitemapTaskReader | null = null): void {
+		this.#frontier.use(fleetCrawl, sitemapReader);
+	}
+
+	/** robots.txt once per fleet run, through `fetch` by the first worker to ask (fleet-robots.ts). */
+	sharedRobots(fetch: SitemapFetch, isStopping: () => boolean): SitemapFetch {
+		const { fleet, run, worker, leaseMs } = this.#setup;
+		return sharedRobots({ fleet, runId: run.id, workerId: worker.id, leaseMs, sleep: this.#sleep }, fetch, isStopping);
+	}
+
+	/** The service's `X-RateLimit-Limit` on an answer to a fetch sent at `sentAt` (fleet-limit.ts). */
+	rateLimitSeen(limit: number | undefined, sentAt: number): void {
+		this.#limits.rateLimitSeen(limit, sentAt);
+	}
+
+	/** A host's robots.txt `Crawl-delay`: the fleet's delay for it (never below the job's). */
+	readonly crawlDelay = (host: string, delayMs: number): void => {
+		const { fleet, run } = this.#setup;
+		const politeness = { delayMs, maxInFlight: this.#job.perHostConcurrency ?? null };
+		this.#leases.track("", setHostPoliteness(fleet, run.id, host, politeness));
+	};
+
+	/** The record fence: asked right before a record's first byte and again after its last. */
+	readonly mayWrite = (targetId: string): boolean => this.#leases.mayWrite(targetId);
+
+	/** A record written locally: it goes to the fleet when its target settles. */
+	readonly written = (record: ResultRecord): void => {
+		const target = this.#leases.get(record.id);
+		if (target) target.record = record;
+	};
+
+	/** An async task's id: stored on the lease before it is waited on, so a successor polls it. */
+	readonly taskStarted = (targetId: string, taskId: string): void => {
+		const target = this.#leases.get(targetId);
+		if (target) this.#leases.track(targetId, storeTaskId(this.#setup.fleet, target.lease, taskId));
+	};
+
+	/** Another worker's 429: `pause` holds this worker's sends (its gate) until the reset. */
+	watchPause(pause: (ms: number) => void): void {
+		this.#limits.watchPause(pause);
+	}
+
+	/** A 429: every worker of the fleet waits until its reset (no claim, no slot before then). */
+	paused(pauseMs: number): void {
+		this.#limits.paused(pauseMs);
+	}
+
+	/** The fleet run finished while this worker fed it. */
+	get complete(): boolean {
+		return this.#feed.complete;
+	}
+
+	/** The fleet's limit and its change count as this worker last read them (null: not yet). */
+	get limit(): FleetLimit | null {
+		return this.#limits.limit;
+	}
+
+	/** Where the fleet stood when this worker ended, for its summary; null before `close`. */
+	get ended(): FleetSummary | null {
+		return this.#ended;
+	}
+
+	/** The worker's work is over: stop renewing, and read where the whole fleet stands. */
+	async close(): Promise<void> {
+		const { fleet, run, worker, maxCredits } = this.#setup;
+		this.#leases.stop();
+		this.#limits.stop();
+		await this.#breakers?.stop();
+		// Its changes of the limit are in before the fleet's state is read for the summary.
+		await this.#limits.written();
+		const status = await fleetStatus(fleet, run.id).catch(() => null);
+		this.#ended = {
+			run: run.runName,
+			worker: worker.id,
+			targets: targetCounts(status?.targets ?? { queued: 0, leased: 0, done: 0, failed: 0, parked: 0 }),
+			credits_spent: status?.credits.spent ?? 0,
+			max_credits: maxCredits,
+		};
+	}
+}
+
+/** One worker's coordination in the fleet run `setup` names; its timers start now. */
+export function createFleetCoordination(setup: FleetWorkerSetup, deps: FleetCoordinationDeps): FleetCoordination {
+	return new FleetCoordination(setup, deps);
+}

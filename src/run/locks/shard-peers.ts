@@ -1,0 +1,57 @@
+import { join } from "node:path";
+import { shardIsIdle } from "../../crawl/index.js";
+import type { ShardSpec } from "../../job/index.js";
+import { type LockLease, liveLockHolder } from "./run-lock.js";
+
+/** The other shards of this run's layout, as their locks in the job folder say (`.lock-shard-J-of-N`). */
+export interface ShardPeers {
+	/** Shards (1-based) of the layout whose lock is held now, this one included; refreshed every `intervalMs`. */
+	live(): readonly number[];
+	/** Live shards (this one included) that said they are out of work: a crawl shard waiting for links. */
+	idle(): ReadonlySet<number>;
+	/** Read the locks again now. */
+	refresh(): readonly number[];
+	close(): void;
+}
+
+export interface ShardPeersOptions {
+	/** How often the locks are read again, ms. @default 250 */
+	readonly intervalMs?: number;
+	/** The lease and host name the locks are judged by (as this shard's own lock was taken). */
+	readonly lease?: LockLease;
+}
+
+/**
+ * Watch which shards of a layout are running: a shard runs while its lock is held by a live process
+ * (or, on another host, while its lease is renewed), and is idle while its crawl inbox state (of the
+ * run its lock names) says so. Reads a few small files every `intervalMs`.
+ */
+export function watchShardPeers(
+	jobDir: string,
+	shard: ShardSpec,
+	runId: string,
+	options: ShardPeersOptions = {},
+): ShardPeers {
+	let live: readonly number[] = [shard.index];
+	let idle: ReadonlySet<number> = new Set();
+	const refresh = () => {
+		const found: number[] = [];
+		const resting = new Set<number>();
+		for (let index = 1; index <= shard.count; index += 1) {
+			const holder =
+				index === shard.index
+					? { run_id: runId }
+					: liveLockHolder(join(jobDir, `.lock-shard-${index}-of-${shard.count}`), options.lease);
+			if (!holder) continue;
+			found.push(index);
+			if (shardIsIdle(jobDir, index, shard.count, holder.run_id)) resting.add(index);
+		}
+		live = found;
+		idle = resting;
+		return live;
+	};
+	refresh();
+	const timer = setInterval(refresh, options.intervalMs ?? 250);
+	timer.unref();
+	return { live: () => live, idle: () => idle, refresh, close: () => clearInterval(timer) };
+}

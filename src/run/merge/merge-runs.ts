@@ -1,0 +1,375 @@
+import {
+	closeSync,
+	existsSync,
+	mkdirSync,
+	openSync,
+	readdirSync,
+	readFileSync,
+	readSync,
+	renameSync,
+	rmdirSync,
+	rmSync,
+} from "node:fs";
+import { dirname, isAbsolute, join, relative, resolve } from "node:path";
+import {
+	cliCommand,
+	jsonlLines,
+	MIN_CSV_MAX_CELL,
+	parseJsonLine,
+	UsageError,
+	writeFileAtomic,
+} from "../../common/index.js";
+import { idKey } from "../../history/index.js";
+import { createTargetKeySet } from "../../job/index.js";
+import {
+	createCsvSink,
+	isResultRecord,
+	openAppendFile,
+	type ResultRecord,
+	RUN_FILES,
+	type RunSummary,
+	readCsvHeader,
+	UTF8_BOM,
+	writeSummary,
+} from "../../output/index.js";
+import { isRunComplete } from "../records/find-runs.js";
+import { buildSummary, createRunStatistics } from "../records/run-statistics.js";
+
+/** What `merge` reads of each shard folder's run.json. */
+interface ShardMeta {
+	readonly dir: string;
+	readonly run_id: string;
+	readonly job_name: string;
+	readonly job_file?: string;
+	/** Absent in folders of older versions (which cut at the default). */
+	readonly csv_max_cell?: number;
+	readonly targets_digest: string;
+	readonly total: number;
+	readonly shard: { readonly index: number; readonly count: number };
+}
+
+export interface MergeResult {
+	readonly outDir: string;
+	readonly summary: RunSummary & { shards: MergedShards };
+	/** What finishes the layout, as it must be pasted: a resume per incomplete shard, a run per missing one. */
+	readonly finishCommands: readonly string[];
+}
+
+export interface MergedShards {
+	readonly count: number;
+	readonly merged: number[];
+	/** Shards no folder was given for. */
+	readonly missing: number[];
+	/** Shards whose run did not finish (their summary says so, or there is none), or was handed links after it ended. */
+	readonly incomplete: number[];
+}
+
+/** The file `merge` writes instead of run.json: a merged folder is not a run that `--resume` could continue. */
+export const MERGE_FILE = "merge.json";
+
+/**
+ * A `run` of shard `index` of the layout `meta` belongs to: the job file and results root from the
+ * folder itself (`<out>/<job>/<run id>`), so it works as printed from the directory merge ran in.
+ */
+function shardRunCommand(meta: ShardMeta, index: number, tail: readonly string[], cwd: string): string {
+	const out = pathFromHere(dirname(dirname(meta.dir)), cwd);
+	const jobFile = meta.job_file ? pathFromHere(meta.job_file, cwd) : "JOB.yaml";
+	const words = ["run", jobFile, "--shard", `${index}/${meta.shard.count}`];
+	if (out !== "output") words.push("--out", out);
+	return cliCommand([...words, ...tail]);
+}
+
+const repairCommand = (meta: ShardMeta, cwd: string) =>
+	shardRunCommand(meta, meta.shard.index, ["--resume", meta.run_id, "--repair"], cwd);
+
+/** A path as short as it is clear: relative below the working directory `cwd`, else absolute. */
+function pathFromHere(path: string, cwd: string): string {
+	const fromHere = relative(cwd, path);
+	return fromHere === "" ? "." : fromHere.startsWith("..") || isAbsolute(fromHere) ? resolve(path) : fromHere;
+}
+
+function readMeta(dir: string): ShardMeta {
+	let meta: Partial<ShardMeta>;
+	try {
+		meta = JSON.parse(readFileSync(join(dir, RUN_FILES.meta), "utf8")) as Partial<ShardMeta>;
+	} catch {
+		throw new UsageError(`${dir} is not a run folder: cannot read ${RUN_FILES.meta}`);
+	}
+	const shard = meta.shard;
+	if (!shard || !Number.isInteger(shard.index) || !Number.isInteger(shard.count)) {
+		throw new UsageError(`${dir} is not a shard's run folder (made without --shard): nothing to merge it with`);
+	}
+	return { ...(meta as ShardMeta), dir };
+}
+
+/** The shard folders must be of one job (same name and targets) and one shard count, each shard at most once. */
+function checkShards(metas: readonly ShardMeta[]): void {
+	const [first] = metas;
+	if (!first) throw new UsageError("merge needs at least one shard run folder");
+	const byIndex = new Map<number, string>();
+	for (const meta of metas) {
+		if (meta.job_name !== first.job_name) {
+			throw new UsageError(
+				`${meta.dir} is a run of job ${meta.job_name}, ${first.dir} of job ${first.job_name}: refusing to merge different jobs`,
+			);
+		}
+		if (meta.targets_digest !== first.targets_digest) {
+			throw new UsageError(
+				`${meta.dir} and ${first.dir} ran different targets (the job or its sources changed): refusing to merge them`,
+			);
+		}
+		if (meta.shard.count !== first.shard.count) {
+			throw new UsageError(
+				`${meta.dir} is shard ${meta.shard.index} of ${meta.shard.count}, ${first.dir} of ${first.shard.count}: refusing to merge different shard counts`,
+			);
+		}
+		const other = byIndex.get(meta.shard.index);
+		if (other)
+			throw new UsageError(
+				`${meta.dir} and ${other} are both shard ${meta.shard.index} of ${meta.shard.count}: overlapping shards`,
+			);
+		byIndex.set(meta.shard.index, meta.dir);
+	}
+}
+
+/**
+ * `scrapejob merge`: one results.jsonl, results.csv and summary.json from the run folders of a sharded
+ * job's shards. Each target exactly once (verified: an id seen in two shards is an error, not a
+ * duplicate row), credits summed through the same statistics as a run's, incomplete and missing shards
+ * named in the summary. `cwd` is where relative folders are resolved and what the printed commands
+ * (`finishCommands`, a repair's) are relative to: the caller's working directory.
+ */
+export async function mergeShardRuns(
+	dirs: readonly string[],
+	outDir: string,
+	options: { readonly cwd: string },
+): Promise<MergeResult> {
+	const { cwd } = options;
+	const metas = dirs.map((dir) => readMeta(resolve(cwd, dir))).sort((a, b) => a.shard.index - b.shard.index);
+	checkShards(metas);
+	const finalDir = resolve(cwd, outDir);
+	if (existsSync(finalDir) && readdirSync(finalDir).length > 0)
+		throw new UsageError(`${outDir} is not empty: merge writes into a new or empty folder`);
+	// Everything is written beside --out first and renamed into place only when every check passed: a
+	// refusal found while reading (an overlap, a damaged line) leaves --out as it was.
+	const workDir = `${finalDir}.merging-${process.pid}`;
+	rmSync(workDir, { recursive: true, force: true });
+	mkdirSync(workDir, { recursive: true });
+	try {
+		const result = await mergeInto(metas, workDir, cwd);
+		// rename(2) replaces an empty directory: --out given as an empty folder is fine.
+		if (existsSync(finalDir)) rmdirSync(finalDir);
+		renameSync(workDir, finalDir);
+		const { incomplete, missing } = result.shards;
+		const finishCommands = [
+			...metas
+				.filter((meta) => incomplete.includes(meta.shard.index))
+				.map((meta) => shardRunCommand(meta, meta.shard.index, ["--resume", meta.run_id], cwd)),
+			...missing.map((index) => shardRunCommand(metas[0]!, index, [], cwd)),
+		];
+		return { outDir, summary: result, finishCommands };
+	} finally {
+		rmSync(workDir, { recursive: true, force: true });
+	}
+}
+
+async function mergeInto(metas: readonly ShardMeta[], outDir: string, cwd: string): Promise<MergeResult["summary"]> {
+	const stats = createRunStatistics();
+	// 64-bit keys of the ids written, not a Map of the ids: 16 MB at a million records, not ~100.
+	const seen = createTargetKeySet();
+	const jsonl = openAppendFile(join(outDir, RUN_FILES.jsonl));
+	const csv = openMergedCsv(metas, outDir);
+	const summaries: Array<RunSummary | null> = [];
+	try {
+		for (const meta of metas) {
+			await copyShardRecords(meta, { metas, jsonl, csv, seen, stats, cwd });
+			summaries.push(readSummary(meta.dir));
+		}
+	} finally {
+		jsonl.close();
+		await csv?.close();
+	}
+	const summary = mergedSummary(metas, stats, summaries);
+	writeSummary(join(outDir, RUN_FILES.summary), summary);
+	const first = metas[0]!;
+	writeFileAtomic(
+		join(outDir, MERGE_FILE),
+		`${JSON.stringify({ job_name: first.job_name, targets_digest: first.targets_digest, shards: metas.map((meta) => ({ index: meta.shard.index, dir: meta.dir, run_id: meta.run_id })) }, null, 2)}\n`,
+	);
+	return summary;
+}
+
+/**
+ * The merged CSV, with one header for all (shards of one job have the same columns, extracted fields
+ * included), or null when no shard wrote one. Written from the records, as a run writes it (not copied
+ * line by line: a quoted cell may hold line breaks, and a killed shard's CSV may be a row ahead of or
+ * behind its JSONL).
+ */
+function openMergedCsv(metas: readonly ShardMeta[], outDir: string) {
+	const first = metas[0]!;
+	const csvPaths = metas.map((meta) => join(meta.dir, RUN_FILES.csv));
+	const csvHeaders = csvPaths.map((path) => (existsSync(path) ? readCsvHeader(path) : null));
+	const header = csvHeaders.find((columns) => columns !== null) ?? null;
+	for (const [index, columns] of csvHeaders.entries()) {
+		if (columns !== null && JSON.stringify(columns) !== JSON.stringify(header))
+			throw new UsageError(`${metas[index]!.dir}'s results.csv has other columns than ${first.dir}'s`);
+	}
+	if (header === null) return null;
+	return createCsvSink(join(outDir, RUN_FILES.csv), {
+		columns: header,
+		// run.json is read as hostile: a limit the job file could not have set is not used.
+		...(Number.isSafeInteger(first.csv_max_cell) &&
+		(first.csv_max_cell === 0 || first.csv_max_cell! >= MIN_CSV_MAX_CELL)
+			? { maxCell: first.csv_max_cell }
+			: {}),
+		bom: csvPaths.some((path, index) => csvHeaders[index] !== null && startsWithBom(path)),
+	});
+}
+
+/**
+ * One shard's records into the merged files, each id once across shards (an overlap is refused). A line
+ * that is not a record is allowed only as the last line (a killed shard's torn write).
+ */
+async function copyShardRecords(
+	meta: ShardMeta,
+	into: {
+		readonly metas: readonly ShardMeta[];
+		readonly jsonl: ReturnType<typeof openAppendFile>;
+		readonly csv: ReturnType<typeof openMergedCsv>;
+		readonly seen: ReturnType<typeof createTargetKeySet>;
+		readonly stats: ReturnType<typeof createRunStatistics>;
+		readonly cwd: string;
+	},
+): Promise<void> {
+	const path = join(meta.dir, RUN_FILES.jsonl);
+	let bad: number | null = null;
+	let followed = false;
+	for (const { text: line, number: lineNumber } of jsonlLines(path, { unterminated: true })) {
+		if (bad !== null) {
+			followed = true;
+			break;
+		}
+		const record = parseJsonLine(line) as ResultRecord | null;
+		if (!isResultRecord(record)) {
+			bad = lineNumber;
+			continue;
+		}
+		const key = idKey(record.id);
+		if (!into.seen.add(key[0], key[1])) {
+			// The key was seen: the id itself most likely (or another id with the same 64 bits: read back to tell).
+			const earlier = await shardWithRecordBefore(into.metas, meta, lineNumber, record.id);
+			if (earlier !== null) {
+				throw new UsageError(
+					`target ${record.id} has a record in shard ${earlier} and in shard ${meta.shard.index}: the shards overlap`,
+				);
+			}
+		}
+		into.jsonl.appendLine(line);
+		into.csv?.write(record);
+		into.stats.recordFinished(record);
+	}
+	if (bad !== null && followed) {
+		throw new UsageError(
+			`${path} line ${bad} is not a record (and more lines follow it): repair the shard first with ${repairCommand(meta, into.cwd)} (and the flags that chose its service, such as --sandbox or --config)`,
+		);
+	}
+}
+
+/** The merged summary: totals over every shard the merge saw, and which shards are missing or incomplete. */
+function mergedSummary(
+	metas: readonly ShardMeta[],
+	stats: ReturnType<typeof createRunStatistics>,
+	summaries: ReadonlyArray<RunSummary | null>,
+): MergeResult["summary"] {
+	const first = metas[0]!;
+	const count = first.shard.count;
+	const present = new Set(metas.map((meta) => meta.shard.index));
+	const shards: MergedShards = {
+		count,
+		merged: [...present],
+		missing: Array.from({ length: count }, (_, index) => index + 1).filter((index) => !present.has(index)),
+		incomplete: metas
+			.filter((meta, index) => !isRunComplete(meta.dir, summaries[index] ?? null))
+			.map((meta) => meta.shard.index),
+	};
+	const total = metas.reduce((sum, meta) => sum + meta.total, 0);
+	const complete = shards.missing.length === 0 && shards.incomplete.length === 0;
+	const stopReason = complete
+		? null
+		: [
+				shards.missing.length ? `missing shards ${shards.missing.join(", ")}` : "",
+				shards.incomplete.length ? `incomplete shards ${shards.incomplete.join(", ")}` : "",
+			]
+				.filter(Boolean)
+				.join("; ");
+	const started = Math.min(
+		...summaries.map((summary) => (summary ? Date.parse(summary.started_at) : Number.POSITIVE_INFINITY)),
+	);
+	const finished = Math.max(0, ...summaries.map((summary) => (summary ? Date.parse(summary.finished_at) : 0)));
+	const base = buildSummary(stats, {
+		job: first.job_name,
+		runId: `merged-${metas.map((meta) => meta.run_id).join("+")}`.slice(0, 200),
+		resumed: false,
+		stopReason,
+		survey: { total, duplicates: 0, skippedRows: 0 },
+		maxCredits: null,
+		rateLimitPauses: summaries.reduce((sum, summary) => sum + (summary?.rate_limit_pauses ?? 0), 0),
+		concurrency: Math.max(0, ...summaries.map((summary) => summary?.concurrency ?? 0)),
+		startedMs: Number.isFinite(started) ? started : Date.now(),
+		finishedMs: finished || Date.now(),
+	});
+	// Totals over every shard the merge saw, whatever its statistics counted before (sessions, duplicates).
+	return {
+		...base,
+		complete,
+		targets: {
+			...base.targets,
+			duplicates: summaries.reduce((sum, s) => sum + (s?.targets.duplicates ?? 0), 0),
+			skipped_rows: summaries.reduce((sum, s) => sum + (s?.targets.skipped_rows ?? 0), 0),
+			// Without every shard the total is unknown: the missing shards' targets were never counted.
+			total: shards.missing.length ? null : total,
+			remaining: shards.missing.length ? null : Math.max(0, total - base.targets.done),
+		},
+		shards,
+	};
+}
+
+function startsWithBom(path: string): boolean {
+	const fd = openSync(path, "r");
+	try {
+		const head = Buffer.alloc(3);
+		return readSync(fd, head, 0, 3, 0) === 3 && head.toString("utf8") === UTF8_BOM;
+	} finally {
+		closeSync(fd);
+	}
+}
+
+function readSummary(dir: string): RunSummary | null {
+	try {
+		return JSON.parse(readFileSync(join(dir, RUN_FILES.summary), "utf8")) as RunSummary;
+	} catch {
+		return null;
+	}
+}
+
+/**
+ * The shard of the first record of `id` before line `beforeLine` of `current`'s results.jsonl, in merge
+ * order; null when there is none (two ids sharing 64 bits). Read again only when the key set says seen.
+ */
+async function shardWithRecordBefore(
+	metas: readonly ShardMeta[],
+	current: ShardMeta,
+	beforeLine: number,
+	id: string,
+): Promise<number | null> {
+	const needle = `"id":${JSON.stringify(id)}`;
+	for (const meta of metas) {
+		for (const { text, number } of jsonlLines(join(meta.dir, RUN_FILES.jsonl), { unterminated: true })) {
+			if (meta === current && number >= beforeLine) return null;
+			if (!text.includes(needle)) continue;
+			if ((parseJsonLine(text) as { id?: unknown } | undefined)?.id === id) return meta.shard.index;
+		}
+		if (meta === current) return null;
+	}
+	return null;
+}

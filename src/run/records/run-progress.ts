@@ -1,0 +1,74 @@
+import type { Clock } from "../../common/index.js";
+import type { SendGate } from "../flow/send-gate.js";
+import type { RunStatistics } from "./run-statistics.js";
+
+/** Where a run stands, as `onProgress` receives it (as records are written, and each second of a pause). */
+export interface ProgressSnapshot {
+	readonly done: number;
+	readonly total: number;
+	readonly ok: number;
+	readonly failed: number;
+	readonly skipped: number;
+	readonly creditsUsed: number;
+	readonly retries: number;
+	readonly inFlight: number;
+	/** Records written in this session (a resumed run's `done` includes the earlier sessions'): for rates. */
+	readonly sessionDone: number;
+	/** While the service holds every send: why, and for how long still (null: until probes get an answer). */
+	readonly paused: { readonly reason: "rate_limited" | "service_unavailable"; readonly leftMs: number | null } | null;
+}
+
+export interface ProgressParts {
+	readonly stats: RunStatistics;
+	/** Targets the run knows of: a crawl's grows as it discovers pages. */
+	readonly total: () => number;
+	readonly inFlight: () => number;
+	readonly gate: SendGate;
+	readonly clock: Clock;
+	readonly onProgress?: (snapshot: ProgressSnapshot) => void;
+}
+
+export interface ProgressReporter {
+	/** Tell the caller where the run stands (after each record). */
+	report(): void;
+	close(): void;
+}
+
+/**
+ * The run's progress for the caller (the terminal's progress line, a library's callback): after each
+ * record, and once a second while the service holds every send (nothing is written then).
+ */
+export function createProgressReporter(parts: ProgressParts): ProgressReporter {
+	const { stats, gate, clock, onProgress } = parts;
+	const pauseState = (): ProgressSnapshot["paused"] => {
+		const reason = gate.pauseReason();
+		if (reason === null) return null;
+		const left = gate.pausedUntil - clock();
+		return { reason, leftMs: reason === "rate_limited" && left > 0 ? left : null };
+	};
+	const report = () => {
+		onProgress?.({
+			done: stats.done,
+			// A crawl's total grows as it discovers pages: never shown below what is done.
+			total: Math.max(parts.total(), stats.done),
+			ok: stats.byStatus.ok,
+			failed: stats.byStatus.failed,
+			skipped: stats.byStatus.skipped,
+			creditsUsed: stats.creditsUsed,
+			retries: stats.retries,
+			inFlight: parts.inFlight(),
+			sessionDone: stats.sessionDone,
+			paused: pauseState(),
+		});
+	};
+	const pauseTicker = onProgress
+		? setInterval(() => {
+				if (gate.pauseReason() !== null) report();
+			}, 1000)
+		: undefined;
+	pauseTicker?.unref();
+	return {
+		report: onProgress ? report : () => undefined,
+		close: () => clearInterval(pauseTicker),
+	};
+}

@@ -1,0 +1,123 @@
+import { jsonlLines, parseJsonLine } from "../../common/index.js";
+import { type AppendFile, openAppendFile } from "../../output/index.js";
+import type { PaidAnswer } from "./paid-answers.js";
+
+/**
+ * `journal.jsonl`: what happened to targets between start and record, appended with synchronous
+ * writes as it happens. Together with `results.jsonl` (the finished records) it is what `--resume`
+ * reads: a target with a record is done; a target with a journalled task id is polled, not paid again.
+ */
+export type JournalEvent =
+	| { e: "session"; run_id: string; at: string; resumed: boolean }
+	| { e: "start"; id: string }
+	| { e: "task"; id: string; task_id: string }
+	| { e: "paid"; answer: PaidAnswer };
+
+export interface Journal {
+	session(runId: string, resumed: boolean): void;
+	started(id: string): void;
+	/** Written before the task is polled, so a crash while polling leaves the id for resume. */
+	task(id: string, taskId: string): void;
+	/** Written once a paid answer's body is kept and before its page is read: a resume reads it, never pays again. */
+	paid(answer: PaidAnswer): void;
+	sync(): void;
+	close(): void;
+}
+
+/** Bytes of "start" lines gathered before they are written. */
+const START_BUFFER_BYTES = 64 * 1024;
+const START_PREFIX = '{"e":"start","id":';
+/** Ids written as they are between quotes: nothing JSON would escape, one byte a character. */
+const PLAIN_ID = /^[0-9A-Za-z._~-]*$/;
+const QUOTE = 0x22;
+const CLOSE_BRACE = 0x7d;
+const NEWLINE = 0x0a;
+
+export function openJournal(path: string): Journal {
+	const file: AppendFile = openAppendFile(path);
+	// "start" lines only explain a crash afterwards; resume does not need them. They are gathered in a
+	// fixed buffer and written with the next line that matters (a task id), by the periodic sync, or
+	// when the buffer is full: a system call saved per target, and no string per target left waiting
+	// (a second's worth of them outlived young collections and reached the old space).
+	const starts = Buffer.allocUnsafe(START_BUFFER_BYTES);
+	let used = 0;
+	const flush = () => {
+		if (used === 0) return;
+		const bytes = starts.subarray(0, used);
+		used = 0;
+		file.append(bytes);
+	};
+	const write = (event: JournalEvent) => {
+		flush();
+		file.appendLine(JSON.stringify(event));
+	};
+	return {
+		session: (runId, resumed) => write({ e: "session", run_id: runId, at: new Date().toISOString(), resumed }),
+		started: (id) => {
+			// A derived id (16 hex digits) needs no escaping; a source's own id may need JSON's.
+			const quoted = PLAIN_ID.test(id) ? null : JSON.stringify(id);
+			const longest = START_PREFIX.length + 4 + (quoted === null ? id.length + 2 : Buffer.byteLength(quoted));
+			if (used + longest > starts.length) flush();
+			if (longest > starts.length) {
+				file.append(`${START_PREFIX}${quoted ?? JSON.stringify(id)}}\n`);
+				return;
+			}
+			used += starts.write(START_PREFIX, used, "latin1");
+			if (quoted === null) {
+				starts[used++] = QUOTE;
+				used += starts.write(id, used, "latin1");
+				starts[used++] = QUOTE;
+			} else {
+				used += starts.write(quoted, used, "utf8");
+			}
+			starts[used++] = CLOSE_BRACE;
+			starts[used++] = NEWLINE;
+		},
+		task: (id, taskId) => write({ e: "task", id, task_id: taskId }),
+		paid: (answer) => write({ e: "paid", answer }),
+		sync: () => {
+			flush();
+			file.sync();
+		},
+		close: () => {
+			flush();
+			file.close();
+		},
+	};
+}
+
+/**
+ * Read the task ids journalled for targets, ignoring a torn last line. Returns only the latest
+ * task id per target; the caller drops those that have a record.
+ */
+export async function readJournalTasks(
+	path: string,
+): Promise<{ tasks: Map<string, string>; paid: Map<string, PaidAnswer>; started: number }> {
+	const tasks = new Map<string, string>();
+	const paid = new Map<string, PaidAnswer>();
+	let started = 0;
+	for (const { text } of jsonlLines(path)) {
+		if (!text.endsWith("}")) continue;
+		const event = parseJsonLine(text) as JournalEvent | null | undefined;
+		if (typeof event !== "object" || event === null) continue;
+		if (event.e === "task") tasks.set(event.id, event.task_id);
+		else if (event.e === "start") started += 1;
+		else if (event.e === "paid" && isPaidAnswer(event.answer)) paid.set(event.answer.id, event.answer);
+	}
+	return { tasks, paid, started };
+}
+
+/** A journal line read back is hostile like any file: only a well-formed answer is trusted. */
+function isPaidAnswer(value: unknown): value is PaidAnswer {
+	if (value === null || typeof value !== "object") return false;
+	const answer = value as Partial<PaidAnswer>;
+	return (
+		typeof answer.id === "string" &&
+		/^(?!\.{1,2}$)[A-Za-z0-9._-]{1,128}$/.test(answer.id) &&
+		typeof answer.credits === "number" &&
+		Number.isFinite(answer.credits) &&
+		answer.credits >= 0 &&
+		typeof answer.httpStatus === "number" &&
+		typeof answer.attempts === "number"
+	);
+}

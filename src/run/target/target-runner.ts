@@ -1,0 +1,649 @@
+import type { Logger } from "pino";
+import { type BodySpill, MAX_RESET_SECONDS, type ScraperClient, type ScraperHeaders } from "../../api/index.js";
+import type { BrowserServiceAccess } from "../../browser/index.js";
+import { type Clock, creditCostRange, redactSecrets, type Sleep, type TaskQueue } from "../../common/index.js";
+import type { Crawler } from "../../crawl/index.js";
+import { type PagePool, type PageTaskResult, PageTooComplexError } from "../../extract/index.js";
+import type { Job, Target } from "../../job/index.js";
+import { OutputError, type PageStore, type ResultRecord } from "../../output/index.js";
+import { type AdaptiveModes, adaptiveModeUsed, createAdaptiveModes, rungName } from "../economics/adaptive-mode.js";
+import type { Breakers } from "../economics/breaker.js";
+import type { TargetCost } from "../economics/host-costs.js";
+import type { TargetEconomics } from "../economics/run-economics.js";
+import type { CreditBudget } from "../flow/credit-budget.js";
+import type { OutageMonitor } from "../flow/outage-monitor.js";
+import type { SendGate } from "../flow/send-gate.js";
+import type { StopController } from "../flow/stop-controller.js";
+import type { StampedBody } from "../records/record-writer.js";
+import type { RunStatistics } from "../records/run-statistics.js";
+import { fetchBrowserTarget } from "./browser-target.js";
+import { storedPageHtml } from "./crawl-hook.js";
+import { addExtraction, isHtmlResult, needsPageRead, pageWorkOf } from "./extract-record.js";
+import { type FetchResult, type FetchTargetDeps, fetchTarget } from "./fetch-target.js";
+import type { Journal } from "./journal.js";
+import { type PaidAnswer, type PaidAnswers, paidAnswerOf } from "./paid-answers.js";
+import { fetchedRecord } from "./result-record.js";
+import type { TaskPollOptions } from "./task-poller.js";
+import { judgeUseful } from "./useful-record.js";
+
+/** Where an adaptive target is on its ladder: `at` indexes `ladder`, itself indexes `LADDER`. */
+interface ClimbStep {
+	readonly modes: AdaptiveModes;
+	readonly domain: string;
+	readonly ladder: readonly number[];
+	at: number;
+}
+
+/** What the page pool read of a page that it was not asked to read. */
+const NO_PAGE: { read?: PageTaskResult; tooComplex?: string } = Object.freeze({});
+
+/** A record built without reading its page, in `readFetched`'s shape. */
+function withoutPage(
+	record: ResultRecord | undefined,
+): { record: ResultRecord; page: { read?: PageTaskResult }; kept: boolean } | undefined {
+	return record === undefined ? undefined : { record, page: NO_PAGE, kept: false };
+}
+
+/**
+ * Charged failures of one kind in a row, across targets, that stop the run (`paid_failures`): the service
+ * answers (so it is no outage, whose retries are free) and charges, and nothing comes of it — a block, a
+ * broken answer. Any other outcome in between starts the count again (docs/behaviour.md, "Pay once, never
+ * lose a record").
+ */
+export const PAID_FAILURES_IN_A_ROW = 20;
+
+/** Counts charged failures of one kind in a row; says when the run should stop. */
+export function createPaidFailureWatch(limit = PAID_FAILURES_IN_A_ROW) {
+	let kind: string | null = null;
+	let inRow = 0;
+	return {
+		/** One record's outcome: the kind that failed `limit` times in a row, charged each time, or null. */
+		record(status: string, error: string | null, credits: number): string | null {
+			if (status !== "failed" || credits <= 0 || error === null) {
+				kind = null;
+				inRow = 0;
+				return null;
+			}
+			if (error !== kind) {
+				kind = error;
+				inRow = 0;
+			}
+			inRow += 1;
+			return inRow >= limit ? kind : null;
+		},
+	};
+}
+
+/** Book a fetch's worst case, or stop the run (`budget_exhausted`) when it can no longer fit. */
+export async function reserveOrStop(
+	budget: CreditBudget,
+	stops: StopController,
+	worstCase: number,
+	targetId?: string,
+): Promise<boolean> {
+	if (await budget.reserve(worstCase, () => stops.stopping, targetId)) return true;
+	stops.stop(
+		"budget_exhausted",
+		budget.exhausted?.(worstCase) ??
+			`stopping: max_credits ${budget.limit} reached (${budget.spent} spent; the next fetch may cost ${worstCase}); continue with --resume --max-credits <larger>`,
+	);
+	return false;
+}
+
+export interface FetchDepsParts {
+	readonly client: ScraperClient;
+	readonly gate: SendGate;
+	readonly outage: OutageMonitor;
+	readonly job: Job;
+	readonly stops: StopController;
+	readonly journal: Journal;
+	readonly stats: RunStatistics;
+	readonly taskPoll: TaskPollOptions;
+	readonly method: "GET" | "POST";
+	readonly clock: Clock;
+	readonly sleep: Sleep;
+	readonly random: () => number;
+	/** Keys to redact from task ids before they reach the journal. */
+	readonly secrets: readonly string[];
+	readonly onHeaders: (headers: ScraperHeaders, sentAt: number) => void;
+	/** A fetch goes on as a task (after its journal line): a fleet worker stores the id on its lease. */
+	readonly onTask?: (targetId: string, taskId: string) => void;
+	/** run.log's logger. */
+	readonly log: Logger;
+	/** The terminal's. */
+	readonly logger?: Logger;
+}
+
+/** One set of dependencies for every fetch of a run: nothing per target but the target itself. */
+export function createFetchDeps(parts: FetchDepsParts): FetchTargetDeps {
+	const { log, journal, stats, stops } = parts;
+	let resetCapWarned = false;
+	return {
+		client: parts.client,
+		gate: parts.gate,
+		outage: parts.outage,
+		maxBodyBytes: parts.job.maxBodyBytes,
+		onResetCapped: () => {
+			if (resetCapWarned) return;
+			resetCapWarned = true;
+			const message = `a 429 asked to wait more than ${MAX_RESET_SECONDS} s; waiting ${MAX_RESET_SECONDS} s (the cap) instead`;
+			log.warn({ event: "reset_capped", cap_s: MAX_RESET_SECONDS }, message);
+			parts.logger?.warn({ cap_s: MAX_RESET_SECONDS }, message);
+		},
+		clock: parts.clock,
+		sleep: parts.sleep,
+		random: parts.random,
+		retry: parts.job.retry,
+		taskPoll: parts.taskPoll,
+		signal: stops.inflight,
+		method: parts.method,
+		isStopping: () => stops.stopping,
+		onHeaders: parts.onHeaders,
+		onTaskId: (targetId, taskId) => {
+			// A task id echoing a key is written redacted (the resume then fetches again rather than leak it).
+			const safe = redactSecrets(taskId, parts.secrets);
+			journal.task(targetId, safe);
+			parts.onTask?.(targetId, safe);
+			stats.taskCreated();
+			log.info({ event: "task", id: targetId, task_id: taskId }, "fetch continues as a task");
+		},
+		onRetry: (targetId, kind) => {
+			log.info({ event: "retry", id: targetId, kind }, "retrying");
+		},
+	};
+}
+
+export interface TargetRunnerParts {
+	readonly job: Job;
+	readonly stops: StopController;
+	readonly budget: CreditBudget;
+	readonly journal: Journal;
+	/** The run's one record path (record-writer.ts): false when the lease fence kept the record out. */
+	readonly write: (record: ResultRecord, body: StampedBody) => boolean;
+	readonly stats: RunStatistics;
+	readonly fetchDeps: FetchTargetDeps;
+	readonly crawler: Crawler | null;
+	/** Where `extract:` and `crawl:` read pages (worker threads bounded by `page_timeout`); null when nothing reads them. */
+	readonly pagePool: PagePool | null;
+	/** Where a page's content goes: `output.content` and the run's page store. */
+	readonly content: { readonly mode: "inline" | "files" | "none"; readonly pages: PageStore | null };
+	/** Task ids a resumed run finds in its journal: those fetches continue as polls, not new sends. */
+	readonly resumeTasks: ReadonlyMap<string, string>;
+	/** Answers an earlier session paid for and kept before their page was read: read back, not fetched. */
+	readonly resumePaid: ReadonlyMap<string, PaidAnswer>;
+	/** Where a paid answer waits while its page is read (`paid/<id>`). */
+	readonly paidAnswers: PaidAnswers;
+	/** Where large pages go instead of memory when nothing reads them. */
+	readonly bodySpill: BodySpill | undefined;
+	/** The remote browser service and its session limit, for `browser_session:` targets. */
+	readonly browser: { readonly access: BrowserServiceAccess; readonly sessions: TaskQueue } | null;
+	readonly clock: Clock;
+	readonly sleep: Sleep;
+	readonly random: () => number;
+	/** The per-domain breakers (`breaker:`); null with `breaker: false`. */
+	readonly breakers: Breakers | null;
+	/** `mode: adaptive`'s ladder and the run's cost per host (run-economics.ts); absent: a ladder that remembers nothing, no tally. */
+	readonly economics?: TargetEconomics;
+	/** run.log's logger. */
+	readonly log: Logger;
+}
+
+export interface TargetRunner {
+	/** Fetch one target and write its record (or leave it for `--resume`): reserve → fetch → commit/release. */
+	run(target: Target): Promise<void>;
+	/** A fresh crawled page: its links from its stored page, nothing fetched, no record. */
+	followStoredPage(target: Target): Promise<void>;
+}
+
+/**
+ * The work of one target: book its worst-case credits, journal it as started, fetch it (or run its
+ * browser session), read the page in the page pool, then hand the record to the record writer and
+ * settle the booking with what it cost. Every outcome of a fetch is accounted for here: written,
+ * left for `--resume`, abandoned, or a stop.
+ */
+export function createTargetRunner(parts: TargetRunnerParts): TargetRunner {
+	const { job, stops, budget, journal, stats, crawler, pagePool, clock, log } = parts;
+	const maxDepth = job.crawl?.maxDepth ?? 0;
+	/** The job's CSS block signatures: the page pool parses a page for them only when there are some. */
+	const blockCss = job.blockSignatures?.css ?? [];
+	const wantsLinksOf = (target: Target) =>
+		crawler !== null && target.crawl !== undefined && target.crawl.depth < maxDepth;
+	const paidFailures = createPaidFailureWatch();
+	/** Targets whose paid answer this session read back from `paid/` instead of fetching. */
+	const restored = new Set<string>();
+
+	/**
+	 * What the page pool reads from a fetched page (fields, links), or why it could not (past
+	 * `page_timeout` or its worker's memory: `page_too_complex`). Off this thread: the run's timers,
+	 * signals and other targets go on meanwhile.
+	 */
+	const readPage = async (
+		target: Target,
+		result: FetchResult,
+	): Promise<{ read?: PageTaskResult; tooComplex?: string; abandoned?: true }> => {
+		const work = pagePool ? pageWorkOf(target, result, wantsLinksOf(target), blockCss) : null;
+		if (!work || !pagePool) return {};
+		try {
+			return { read: await pagePool.run(work, stops.inflight) };
+		} catch (error) {
+			if (error instanceof PageTooComplexError) return { tooComplex: error.message };
+			// A stop past its grace period ends the page's worker too: the fetch is abandoned like any in flight.
+			if (stops.inflight.aborted) return { abandoned: true };
+			throw error;
+		}
+	};
+
+	/** The record of a page the pool gave up on: failed, its page file kept (`content: files`). */
+	const markTooComplex = (record: ResultRecord, message: string) => {
+		record.status = "failed";
+		record.error = "page_too_complex";
+		record.message = message;
+		delete record.data;
+	};
+
+	/**
+	 * The record of a fetched target whose page the pool reads first; undefined when the output has
+	 * failed or the lease was lost (checked again after the page pool's answer: nothing is written past
+	 * either).
+	 */
+	const writeReadFetched = async (
+		target: Target,
+		result: Extract<FetchResult, { kind: "ok" | "failed" }>,
+		charged: number,
+		started: number,
+	): Promise<ResultRecord | undefined> => {
+		const built = await readFetched(target, result, charged, started);
+		return built === undefined ? undefined : commitRead(target, result, built);
+	};
+
+	/** A fetched target's page kept (paid, not read yet), read by the page pool, and its record built; nothing written. */
+	const readFetched = async (
+		target: Target,
+		result: Extract<FetchResult, { kind: "ok" | "failed" }>,
+		charged: number,
+		started: number,
+	): Promise<{ record: ResultRecord; page: { read?: PageTaskResult }; kept: boolean } | undefined> => {
+		if (!stops.mayWrite()) return undefined;
+		// Paid, and its page not read yet: kept and journalled first, so a process that dies while the page
+		// pool reads it leaves an answer a resume finishes without paying again.
+		const kept =
+			pagePool !== null && !restored.has(target.id) && needsPageRead(target, result, wantsLinksOf(target), blockCss);
+		if (kept && result.kind === "ok") {
+			const stored = stops.guardOutput(() => {
+				parts.paidAnswers.keep(target.id, result.body);
+				journal.paid(paidAnswerOf(target.id, result, charged));
+				return true;
+			});
+			if (stored === undefined) return undefined;
+		}
+		const page = await readPage(target, result);
+		if (page.abandoned) return undefined;
+		const record = buildFetched(target, result, charged, started, page);
+		return record === undefined ? undefined : { record, page, kept };
+	};
+
+	/** Write a record `readFetched` built, and let its kept answer go. */
+	const commitRead = (
+		target: Target,
+		result: Extract<FetchResult, { kind: "ok" | "failed" }>,
+		built: { record: ResultRecord; page: { read?: PageTaskResult }; kept: boolean },
+	): ResultRecord | undefined => {
+		const record = commitFetched(target, result, built.record, built.page);
+		if (record) settleKept(target, built.kept);
+		return record;
+	};
+
+	/** A kept or restored answer whose record is written (or that a stronger fetch replaces): its file goes. */
+	const settleKept = (target: Target, kept: boolean) => {
+		if (kept || restored.has(target.id)) {
+			parts.paidAnswers.settled(target.id);
+			restored.delete(target.id);
+		}
+	};
+
+	/**
+	 * The record of a fetched target, built and written; undefined when the output has failed or the
+	 * lease was lost. Synchronous: without a page pool (no `extract:`, no crawl) nothing is awaited
+	 * between the answer and its record.
+	 */
+	const writeFetched = (
+		target: Target,
+		result: Extract<FetchResult, { kind: "ok" | "failed" }>,
+		charged: number,
+		started: number,
+		page: { read?: PageTaskResult; tooComplex?: string },
+	): ResultRecord | undefined => {
+		const record = buildFetched(target, result, charged, started, page);
+		return record === undefined ? undefined : commitFetched(target, result, record, page);
+	};
+
+	/** A fetched target's record, built and judged (useful-record.ts), not written; undefined when the output failed. */
+	const buildFetched = (
+		target: Target,
+		result: Extract<FetchResult, { kind: "ok" | "failed" }>,
+		charged: number,
+		started: number,
+		page: { read?: PageTaskResult; tooComplex?: string },
+	): ResultRecord | undefined => {
+		if (!stops.mayWrite()) return undefined;
+		try {
+			const record = addExtraction(
+				fetchedRecord(target, result, charged, started, clock(), parts.content),
+				target,
+				result,
+				job,
+				page.read,
+			);
+			if (page.tooComplex !== undefined) markTooComplex(record, page.tooComplex);
+			return judgeUseful(record, target, result, job, page.read);
+		} catch (error) {
+			stops.outputFailed(error);
+			return undefined;
+		}
+	};
+
+	/** Write a built record (its page's links to the frontier first); undefined when the output failed or the lease was lost. */
+	const commitFetched = (
+		target: Target,
+		result: Extract<FetchResult, { kind: "ok" | "failed" }>,
+		record: ResultRecord,
+		page: { read?: PageTaskResult },
+	): ResultRecord | undefined => {
+		if (!stops.mayWrite()) return undefined;
+		try {
+			// Links go to the frontier before the record is written: a crash between the two loses nothing.
+			if (crawler && result.kind === "ok" && isHtmlResult(target, result))
+				crawler.pageFetched(target, page.read?.links ?? null, result.finalUrl);
+			const body = record.status === "ok" && result.kind === "ok" ? (result.spilled ?? result.body) : null;
+			return parts.write(record, body) ? record : undefined;
+		} catch (error) {
+			stops.outputFailed(error);
+			return undefined;
+		}
+	};
+
+	/** A `browser_session:` target: a fresh remote-browser session (browser credits: not in the budget). */
+	const runBrowserTarget = async (target: Target & { browserSession: NonNullable<Target["browserSession"]> }) => {
+		const started = clock();
+		if (stops.guardOutput(() => journal.started(target.id)) === undefined && stops.outputFailure) return;
+		if (!parts.browser) throw new Error("a browser_session target needs the browser service's access");
+		const { result, evaluated } = await fetchBrowserTarget(target, {
+			access: parts.browser.access,
+			sessions: parts.browser.sessions,
+			retry: job.retry,
+			clock,
+			sleep: parts.sleep,
+			random: parts.random,
+			signal: stops.inflight,
+			isStopping: () => stops.stopping,
+			onRetry: parts.fetchDeps.onRetry,
+		});
+		if (result.kind === "aborted") {
+			stops.stop(result.reason, `stopping: ${result.message}`);
+			return;
+		}
+		if (result.kind === "abandoned") return;
+		// `extract:` reads the final page's HTML, as for a scraper fetch (docs/guides/browser.md).
+		const page = await readPage(target, result);
+		if (page.abandoned) return;
+		const record = addExtraction(
+			fetchedRecord(target, result, result.creditsUsed ?? 0, started, clock(), parts.content),
+			target,
+			result,
+			job,
+			page.read,
+		);
+		if (page.tooComplex !== undefined) markTooComplex(record, page.tooComplex);
+		if (evaluated.length > 0)
+			record.data = { ...record.data, evaluate: evaluated.length === 1 ? evaluated[0] : evaluated };
+		judgeUseful(record, target, result, job, page.read);
+		stops.guardOutput(() => parts.write(record, result.kind === "ok" ? result.body : null));
+	};
+
+	/** A target left without a record: what its failed attempts were charged is still spent. */
+	const bookWithoutRecord = (targetId: string, worstCase: number, charged: number) => {
+		if (charged === 0) {
+			budget.release(worstCase, targetId);
+			return;
+		}
+		budget.commit(worstCase, charged, targetId);
+		stats.chargedWithoutRecord(charged);
+	};
+
+	/** Adaptive targets of a job built without economics (a library caller's): a ladder that remembers nothing. */
+	let ownAdaptive: AdaptiveModes | null = null;
+	const adaptiveModes = (): AdaptiveModes => {
+		const given = parts.economics?.adaptive;
+		if (given) return given;
+		ownAdaptive ??= createAdaptiveModes([]);
+		return ownAdaptive;
+	};
+
+	/**
+	 * `mode: adaptive` past its first fetch (adaptive-mode.ts): while the record is useless in a way a
+	 * stronger rung can fix, the next rung is booked (its own worst case) and fetched — a new fetch, paid
+	 * again; the record written is the last one, with every rung's credits and attempts. A stronger fetch
+	 * that comes to no answer (a stop, an abort) leaves the record of the one before it written, and its
+	 * own outcome to the caller.
+	 */
+	const climb = async (
+		target: Target,
+		step: ClimbStep,
+		first: Extract<FetchResult, { kind: "ok" | "failed" }>,
+		firstCharged: number,
+		started: number,
+	): Promise<{
+		record: ResultRecord | undefined;
+		cost: TargetCost;
+		after?: { result: FetchResult; worstCase: number };
+	}> => {
+		const { modes, domain, ladder } = step;
+		let current = first;
+		let total = firstCharged;
+		let last = firstCharged;
+		let earlierAttempts = 0;
+		for (;;) {
+			const built = pagePool
+				? await readFetched(target, current, total, started)
+				: withoutPage(buildFetched(target, current, total, started, NO_PAGE));
+			const cost = { total, first: firstCharged, last };
+			if (built === undefined) return { record: undefined, cost };
+			const rung = ladder[step.at]!;
+			built.record.attempts += earlierAttempts;
+			built.record.mode_used = adaptiveModeUsed(current.modeUsed, rung);
+			const fixable = modes.fixable(built.record);
+			const atTop = step.at >= ladder.length - 1;
+			if (fixable && !atTop && !modes.isHopeless(domain) && !stops.stopping) {
+				const next = ladder[step.at + 1]!;
+				const params = modes.paramsOf(target.params, next);
+				const worstCase = creditCostRange(params).max;
+				if (budget.tryReserve(worstCase, target.id) || (await reserveOrStop(budget, stops, worstCase, target.id))) {
+					settleKept(target, built.kept);
+					log.info(
+						{ event: "mode_upgrade", id: target.id, domain, from: rungName(rung), to: rungName(next) },
+						`${built.record.useless_reason ?? "useless"}: fetched again as ${rungName(next)}`,
+					);
+					earlierAttempts = built.record.attempts;
+					step.at += 1;
+					const result = await fetchTarget(target.id, params, parts.fetchDeps, null, parts.bodySpill);
+					if (result.kind === "ok" || result.kind === "failed") {
+						last = result.creditsUsed ?? worstCase;
+						budget.commit(worstCase, last, target.id);
+						total += last;
+						current = result;
+						continue;
+					}
+					const record = commitRead(target, current, built);
+					if (record) modes.settle(domain, rung, record, false);
+					return { record, cost, after: { result, worstCase } };
+				}
+			}
+			const record = commitRead(target, current, built);
+			if (record) modes.settle(domain, rung, record, fixable && atTop);
+			return { record, cost };
+		}
+	};
+
+	/** An answer that became no record (an abort, a stop, an unwritable page): booked, and the run told. */
+	const settleUnwritten = (
+		targetId: string,
+		result: Exclude<FetchResult, { kind: "ok" | "failed" }>,
+		worstCase: number,
+	) => {
+		switch (result.kind) {
+			case "aborted":
+				bookWithoutRecord(targetId, worstCase, result.charged);
+				stops.stop(result.reason, `stopping: ${result.message}`);
+				return;
+			case "output_failed":
+				// The answer came (and was paid) but its page could not be written: no record, the run stops.
+				budget.commit(worstCase, worstCase, targetId);
+				stats.abandoned += 1;
+				stops.guardOutput(() => {
+					throw new OutputError(result.path, result.cause);
+				});
+				return;
+			case "abandoned":
+				bookWithoutRecord(targetId, worstCase, result.charged);
+				if (result.taskId) stats.tasks.leftPending += 1;
+				// Sent but given up (a stop past its grace period): the service may still charge it.
+				if (result.attempts > 0) stats.abandoned += 1;
+				return;
+			default: {
+				const unreachable: never = result;
+				throw new Error(`unhandled result ${JSON.stringify(unreachable)}`);
+			}
+		}
+	};
+
+	/** `mode: adaptive`: the first fetch goes on the domain's starting rung (adaptive-mode.ts). */
+	const firstStep = (target: Target): ClimbStep => {
+		const modes = adaptiveModes();
+		const domain = modes.domainOf(target.url);
+		const ladder = modes.ladderOf(target.params);
+		return { modes, domain, ladder, at: modes.firstStep(domain, ladder) };
+	};
+
+	/** A written record's outcomes: its costs learnt, its domain's breaker, the paid-failures stop, run.log. */
+	const recorded = (
+		target: Target,
+		record: ResultRecord,
+		charged: number,
+		cost: TargetCost | null,
+		// Positional, not an object: this runs once a target.
+		domain: string,
+		probe: boolean,
+	) => {
+		parts.economics?.costs.add(
+			target.url,
+			cost?.total ?? charged,
+			cost?.first ?? charged,
+			cost?.last ?? charged,
+			creditCostRange(target.params),
+		);
+		parts.breakers?.settle(domain, record, probe);
+		const paidFailure = paidFailures.record(record.status, record.error, record.credits_used);
+		if (paidFailure !== null) {
+			stops.stop(
+				"paid_failures",
+				`stopping: ${PAID_FAILURES_IN_A_ROW} fetches in a row were charged and failed with ${paidFailure}; no more credits go to it (continue with --resume once its cause is fixed)`,
+			);
+		}
+		if (record.status === "failed") {
+			log.info(
+				{
+					event: "target_failed",
+					id: target.id,
+					error: record.error,
+					http_status: record.http_status,
+					attempts: record.attempts,
+				},
+				record.message ?? "failed",
+			);
+		}
+	};
+
+	const run = async (target: Target) => {
+		if (stops.stopping) return;
+		if (target.browserSession) return runBrowserTarget(target as Parameters<typeof runBrowserTarget>[0]);
+		const step = target.params.mode === "adaptive" ? firstStep(target) : null;
+		const params = step === null ? target.params : step.modes.paramsOf(target.params, step.ladder[step.at]!);
+		const worstCase = creditCostRange(params).max;
+		// An open breaker parks the target: no fetch, no credit, no record (`--resume` takes it). One look-up.
+		const breakers = parts.breakers;
+		const domain = breakers === null ? "" : breakers.keyOf(target.url);
+		let admission = breakers === null ? "fetch" : breakers.admit(domain, worstCase, target.id);
+		if (typeof admission !== "string") admission = await admission;
+		if (admission === "park") return;
+		const probe = admission === "probe";
+		// No record when it does not fit: the target is left for `--resume --max-credits <larger>`.
+		// Booked at once when it fits (nearly always): the wait for other fetches to settle is the rare case.
+		if (!budget.tryReserve(worstCase, target.id) && !(await reserveOrStop(budget, stops, worstCase, target.id))) {
+			if (probe) breakers?.probeLost(domain, target.id);
+			return;
+		}
+		const started = clock();
+		if (stops.guardOutput(() => journal.started(target.id)) === undefined && stops.outputFailure) {
+			budget.release(worstCase, target.id);
+			if (probe) breakers?.probeLost(domain, target.id);
+			return;
+		}
+		const paid = parts.resumePaid.get(target.id);
+		const kept = paid === undefined ? null : parts.paidAnswers.restore(paid, job.maxBodyBytes);
+		if (kept !== null) restored.add(target.id);
+		const result =
+			kept ??
+			(await fetchTarget(
+				target.id,
+				params,
+				parts.fetchDeps,
+				parts.resumeTasks.get(target.id) ?? null,
+				parts.bodySpill,
+			));
+		if (probe && result.kind !== "ok" && result.kind !== "failed") breakers?.probeLost(domain, target.id);
+		if (result.kind !== "ok" && result.kind !== "failed") {
+			settleUnwritten(target.id, result, worstCase);
+			return;
+		}
+		// An ok fetch whose cost went unreported (or came back negative or garbled) is booked at its worst case.
+		const charged = result.creditsUsed ?? worstCase;
+		budget.commit(worstCase, charged, target.id);
+		// What the target cost: one fetch, unless it climbed (no object per target for the usual case).
+		let cost: TargetCost | null = null;
+		let after: { result: FetchResult; worstCase: number } | undefined;
+		let record: ResultRecord | undefined;
+		if (step !== null) {
+			({ record, cost, after } = await climb(target, step, result, charged, started));
+		} else {
+			// Without a page pool the record is written in this turn: no promise, no microtask per target.
+			record = pagePool
+				? await writeReadFetched(target, result, charged, started)
+				: writeFetched(target, result, charged, started, NO_PAGE);
+		}
+		if (record) recorded(target, record, charged, cost, domain, probe);
+		else {
+			stats.abandoned += 1;
+			if (probe) breakers?.probeLost(domain, target.id);
+		}
+		if (after !== undefined && after.result.kind !== "ok" && after.result.kind !== "failed")
+			settleUnwritten(target.id, after.result, after.worstCase);
+	};
+
+	const followStoredPage = async (target: Target) => {
+		const html = storedPageHtml(target, job.maxBodyBytes);
+		if (html === null || !pagePool || !crawler) return;
+		const wantsLinks = target.crawl !== undefined && target.crawl.depth < maxDepth;
+		let links: readonly string[] | null = null;
+		if (wantsLinks) {
+			try {
+				links = (await pagePool.run({ html, url: target.url, plan: null, links: true }, stops.inflight)).links ?? null;
+			} catch {
+				// Too complex or stopped: the page stays fresh, its links unread.
+				return;
+			}
+		}
+		stops.guardOutput(() => crawler.pageFetched(target, links));
+	};
+
+	return { run, followStoredPage };
+}
