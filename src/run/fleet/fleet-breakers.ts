@@ -49,6 +49,8 @@ export function createFleetBreakers(
 	let watched = new Map<string, FleetBreakerState>();
 	let final: BreakerReport[] = [];
 	let timer: NodeJS.Timeout | null = null;
+	/** The first read of the breakers' rows, until it is in. */
+	let firstRead: Promise<void> | null = null;
 
 	const refresh = async () => {
 		const rows = await breakerWatchList(fleet, runId);
@@ -69,7 +71,10 @@ export function createFleetBreakers(
 	return {
 		coolDownMs: spec.coolDownMs,
 		keyOf: hostOfUrl,
-		admit(host, worstCase, targetId) {
+		admit(host, worstCase, targetId): ReturnType<Breakers["admit"]> {
+			// Not before the first read of the rows: a worker joining as a probe goes out would take the probe
+			// for a plain target (its answer would not settle the probe, and another probe would follow it).
+			if (firstRead !== null) return firstRead.then(() => this.admit(host, worstCase, targetId));
 			if (watched.size === 0) return "fetch";
 			const domain = bucket(host);
 			// A domain with wrong outcomes may have opened on another worker a moment ago: the row decides.
@@ -124,7 +129,11 @@ export function createFleetBreakers(
 		},
 		open: () => final,
 		start() {
-			void refresh().catch(() => undefined);
+			firstRead = refresh()
+				.catch(() => undefined)
+				.finally(() => {
+					firstRead = null;
+				});
 			timer = setInterval(() => void refresh().catch(() => undefined), WATCH_POLL_MS);
 			timer.unref();
 		},
