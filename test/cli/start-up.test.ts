@@ -109,6 +109,14 @@ describe("start-up: a command loads what it uses", () => {
 		}
 	});
 
+	it("`--version` prints the version without loading any command", async () => {
+		const { code, loaded, output } = await modulesLoadedBy(["--version"]);
+		expect(code, output).toBe(0);
+		expect(output.trim()).toMatch(/^\d+\.\d+\.\d+$/);
+		expect(loaded.filter((path) => /^(dist|src)\/cli\/main\.[jt]s$/.test(path))).toHaveLength(1);
+		expect(loaded.filter((path) => /^(dist|src)\/(cli\/commands\/(?!index\.)|job\/)/.test(path))).toEqual([]);
+	});
+
 	it("`--help` still lists every command", async () => {
 		const { code, output } = await modulesLoadedBy(["--help"]);
 		expect(code).toBe(0);

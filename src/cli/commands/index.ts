@@ -26,11 +26,15 @@ export const COMMANDS: ReadonlyArray<readonly [name: string, load: () => Promise
 	["schema", async () => (await import("./schema.js")).registerSchemaCommand],
 ];
 
+/** What asks for the program's version, which needs no command. */
+const VERSION_FLAGS: ReadonlySet<string> = new Set(["-V", "--version"]);
+
 /**
- * Register the commands `argv` needs on `program`: the one it names, or every command when it names
- * none of them (`--help`, `--version`, `help`, a misspelt name that gets a "did you mean").
+ * Register the commands `argv` needs on `program`: the one it names, none for `--version`, or every
+ * command when it names none of them (`--help`, `help`, a misspelt name that gets a "did you mean").
  */
 export async function registerCommands(program: Command, ctx: CliContext, argv?: readonly string[]): Promise<void> {
+	if (argv?.[0] !== undefined && VERSION_FLAGS.has(argv[0])) return;
 	const named = argv === undefined ? undefined : COMMANDS.find(([name]) => name === argv[0]);
 	const registers = await Promise.all((named ? [named] : COMMANDS).map(([, load]) => load()));
 	for (const register of registers) register(program, ctx);
