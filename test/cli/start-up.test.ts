@@ -3,8 +3,10 @@ import { existsSync, readFileSync } from "node:fs";
 import { join, relative } from "node:path";
 import { fileURLToPath } from "node:url";
 import { beforeAll, describe, expect, it } from "vitest";
+import { createProgram } from "../../src/cli/index.js";
 import { tempDir, writeJob } from "../helpers/job-files.js";
 import { assertBuilt, BIN } from "../helpers/spawn-cli.js";
+import { createTestContext } from "../job/helpers.js";
 
 const ROOT = join(BIN, "..", "..", "..");
 const CLI_DIR = join(BIN, "..");
@@ -117,9 +119,28 @@ describe("start-up: a command loads what it uses", () => {
 		expect(loaded.filter((path) => /^(dist|src)\/(cli\/commands\/(?!index\.)|job\/)/.test(path))).toEqual([]);
 	});
 
-	it("`--help` still lists every command", async () => {
-		const { code, output } = await modulesLoadedBy(["--help"]);
-		expect(code).toBe(0);
+	it("`--help` lists every command from the commands' summaries, without loading a command's file", async () => {
+		const { code, loaded, output } = await modulesLoadedBy(["--help"]);
+		expect(code, output).toBe(0);
 		for (const name of ["run", "validate", "export", "emulator", "schema"]) expect(output).toContain(`  ${name}`);
+		expect(loaded.filter((path) => /^(dist|src)\/cli\/commands\/index\.[jt]s$/.test(path))).toHaveLength(1);
+		expect(loaded.filter((path) => /^(dist|src)\/(cli\/commands\/(?!index\.)|job\/|run\/)/.test(path))).toEqual([]);
+	});
+
+	it("the program's help from the summaries is the help every command's own registration gives, at any width", async () => {
+		const help = async (argv: readonly string[] | undefined, width: number) => {
+			const program = await createProgram(createTestContext(ROOT).ctx, argv);
+			return program.configureHelp({ helpWidth: width }).helpInformation();
+		};
+		for (const width of [40, 80, 200]) {
+			const full = await help(undefined, width);
+			expect(full).toContain("  validate [options] <jobs...>");
+			// A difference: update COMMANDS in src/cli/commands/index.ts (arguments, options, description).
+			for (const argv of [["--help"], ["help"], [], ["vallidate"]]) expect(await help(argv, width)).toBe(full);
+		}
+		// A command named, also as `help NAME`, is its own registration.
+		const run = await createProgram(createTestContext(ROOT).ctx, ["help", "run"]);
+		expect(run.commands.map((command) => command.name())).toEqual(["run"]);
+		expect(run.commands[0]!.options.map((option) => option.long)).toContain("--max-credits");
 	});
 });
