@@ -1,6 +1,6 @@
 import { spawn } from "node:child_process";
 import { existsSync, readFileSync } from "node:fs";
-import { join, relative } from "node:path";
+import { dirname, join, relative } from "node:path";
 import { fileURLToPath } from "node:url";
 import { beforeAll, describe, expect, it } from "vitest";
 import { createProgram } from "../../src/cli/index.js";
@@ -109,6 +109,18 @@ describe("start-up: a command loads what it uses", () => {
 			expect(existsSync(join(ROOT, "node_modules", name, "package.json")), name).toBe(true);
 			expect(NOT_FOR_VALIDATE.test(`node_modules/${name}/index.js`), name).toBe(true);
 		}
+	});
+
+	it("the bundle's page pool has its worker beside it: without it, pages would be parsed on the run's thread", () => {
+		// src/extract/page-pool.ts starts `./page-worker.js` next to its own module, and falls back to parsing
+		// inline when there is none.
+		expect(existsSync(BUNDLE_MODULES), "npm run build writes the bundle").toBe(true);
+		const bundle = JSON.parse(readFileSync(BUNDLE_MODULES, "utf8")) as Record<string, string[]>;
+		const pools = Object.keys(bundle).filter((file) => bundle[file]!.includes("src/extract/page-pool.ts"));
+		expect(pools).toHaveLength(1);
+		const worker = join(dirname(pools[0]!), "page-worker.js");
+		expect(bundle[worker]).toContain("src/extract/page-worker.ts");
+		expect(existsSync(join(CLI_DIR, worker))).toBe(true);
 	});
 
 	it("`--version` prints the version without loading any command", async () => {
