@@ -14,6 +14,7 @@ COPY package.json package-lock.json ./
 # better-sqlite3, ships prebuilt Node-API binaries in its package: nothing to compile.
 RUN npm ci --ignore-scripts --no-audit --no-fund
 COPY tsconfig.json tsconfig.build.json ./
+COPY scripts/bundle-cli.mjs scripts/bundled-modules.js scripts/
 COPY src src
 RUN npm run build
 

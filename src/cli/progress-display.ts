@@ -1,6 +1,10 @@
-import cliProgress from "cli-progress";
+import type CliProgress from "cli-progress";
+import { lazyModule } from "../common/index.js";
 import type { ProgressSnapshot } from "../run/index.js";
 import type { CliContext } from "./context.js";
+
+/** The bar's library, loaded when a bar is drawn (a terminal): a run in cron or CI logs lines instead. */
+const cliProgress = lazyModule<typeof CliProgress>("cli-progress");
 
 export interface ProgressDisplay {
 	update(snapshot: ProgressSnapshot): void;
@@ -38,8 +42,9 @@ export function createProgressBar(
 	total: number,
 	options: { crawl?: boolean } = {},
 ): ProgressDisplay {
+	const { SingleBar, Presets } = cliProgress();
 	const progress = options.crawl ? "{value}/{total} pages known" : "{value}/{total} | {rate}/s | ETA {eta_formatted}";
-	const bar = new cliProgress.SingleBar(
+	const bar = new SingleBar(
 		{
 			stream: ctx.stderr,
 			format: `${jobName} {bar} ${progress}${options.crawl ? " | {rate}/s" : ""} | credits {credits} | retries {retries} | failed {failed}{note}`,
@@ -53,7 +58,7 @@ export function createProgressBar(
 			barsize: 24,
 			formatTime: etaText,
 		},
-		cliProgress.Presets.shades_classic,
+		Presets.shades_classic,
 	);
 	const started = Date.now();
 	let known = total;

@@ -1,17 +1,41 @@
 import { spawn } from "node:child_process";
-import { join } from "node:path";
-import { pathToFileURL } from "node:url";
+import { existsSync, readFileSync } from "node:fs";
+import { dirname, join, relative } from "node:path";
+import { fileURLToPath } from "node:url";
 import { beforeAll, describe, expect, it } from "vitest";
+import { createProgram } from "../../src/cli/index.js";
 import { tempDir, writeJob } from "../helpers/job-files.js";
 import { assertBuilt, BIN } from "../helpers/spawn-cli.js";
+import { createTestContext } from "../job/helpers.js";
 
-/** What a command that sends nothing has no use for: the fetch client, the job store, the run, the report, the emulator. */
+const ROOT = join(BIN, "..", "..", "..");
+const CLI_DIR = join(BIN, "..");
+/** Written by scripts/bundle-cli.mjs: the source modules each file of the CLI's bundle holds. */
+const BUNDLE_MODULES = join(CLI_DIR, "bundle", "modules.json");
+
+/**
+ * What a command that sends nothing has no use for: the fetch client, the job store, the run, the
+ * report, the emulator, the fleet, the browser, Parquet, OpenTelemetry, metrics, the page workers and
+ * logging — a package under node_modules/, or one of the product's folders as a tsc-built file
+ * (dist/run/…) or as a source module of the bundle (src/run/…).
+ */
 const NOT_FOR_VALIDATE =
-	/node_modules\/(undici|better-sqlite3|pg|pino|piscina|playwright-core|prom-client|@opentelemetry\/[^/]+|parquetjs[^/]*|hyparquet[^/]*)\/|\/dist\/(run|history|report|emulator|fleet|crawl|browser|api)\//;
+	/node_modules\/(undici|better-sqlite3|pg|pg-[^/]+|pino|piscina|playwright-core|prom-client|@opentelemetry\/[^/]+|parquetjs[^/]*|hyparquet[^/]*|node-html-markdown|cli-progress|uplot|csv-stringify|htmlparser2)\/|^(dist|src)\/(run|history|report|emulator|fleet|crawl|browser|api|library|output)\/|^(dist|src)\/extract\/page-worker\./;
 
 beforeAll(() => assertBuilt());
 
-/** Run the built CLI with `args` in a fresh process and list every file module it loaded. */
+/**
+ * Every module that loading `url` brought in, as a path below the repository: a file of the bundle
+ * stands for the modules it holds (`src/job/schema.ts`, `node_modules/zod/…`), any other file for itself
+ * (`dist/job/schema.js` when bin.js is tsc's own, unbundled; `node_modules/css-select/…`).
+ */
+function modulesOf(url: string, bundle: Readonly<Record<string, readonly string[]>>): readonly string[] {
+	const path = fileURLToPath(url);
+	const inBundle = bundle[relative(CLI_DIR, path)];
+	return path.startsWith(join(CLI_DIR, "bundle")) && inBundle ? inBundle : [relative(ROOT, path)];
+}
+
+/** Run the built CLI with `args` in a fresh process and list every module it loaded. */
 async function modulesLoadedBy(args: readonly string[]): Promise<{ code: number; loaded: string[]; output: string }> {
 	const dir = tempDir();
 	const log = join(dir, "modules.json");
@@ -36,30 +60,99 @@ async function modulesLoadedBy(args: readonly string[]): Promise<{ code: number;
 		output += chunk.toString();
 	});
 	const code = await new Promise<number>((resolve) => child.on("close", (exit) => resolve(exit ?? -1)));
-	const { readFileSync } = await import("node:fs");
-	const loaded = (JSON.parse(readFileSync(log, "utf8")) as string[]).filter((url) => url.startsWith("file:"));
-	return { code, loaded, output };
+	const bundle = existsSync(BUNDLE_MODULES)
+		? (JSON.parse(readFileSync(BUNDLE_MODULES, "utf8")) as Record<string, string[]>)
+		: {};
+	const urls = (JSON.parse(readFileSync(log, "utf8")) as string[]).filter((url) => url.startsWith("file:"));
+	return { code, loaded: [...new Set(urls.flatMap((url) => modulesOf(url, bundle)))], output };
 }
 
 describe("start-up: a command loads what it uses", () => {
-	it("`validate` loads neither the fetch client, the job store, the run nor the emulator", async () => {
+	it("`validate` loads neither the fetch client, the job store, the run, the report, the emulator nor a page worker", async () => {
 		const dir = tempDir();
+		// CSS fields: validating them compiles their selectors (css-select), as a run does before its first request.
 		const job = writeJob(
 			dir,
 			"job",
-			"name: plain\ndefaults:\n  mode: request\ntargets:\n  - https://example.com/a\n  - https://example.com/b\n",
+			"name: plain\ndefaults:\n  mode: request\ntargets:\n  - https://example.com/a\n  - https://example.com/b\nextract:\n  title: h1\n",
 		);
 		const { code, loaded, output } = await modulesLoadedBy(["validate", job]);
 		expect(code, output).toBe(0);
 		expect(output).toContain("valid");
 		// The hook saw the CLI itself load: an empty list would pass for the wrong reason.
-		expect(loaded).toContain(pathToFileURL(join(BIN, "..", "commands", "validate.js")).href);
-		expect(loaded.filter((url) => NOT_FOR_VALIDATE.test(url))).toEqual([]);
+		expect(loaded.filter((path) => /^(dist|src)\/cli\/commands\/validate\.[jt]s$/.test(path))).toHaveLength(1);
+		expect(loaded.filter((path) => /^(dist|src)\/job\/schema\.[jt]s$/.test(path))).toHaveLength(1);
+		expect(loaded.filter((path) => NOT_FOR_VALIDATE.test(path))).toEqual([]);
 	});
 
-	it("`--help` still lists every command", async () => {
-		const { code, output } = await modulesLoadedBy(["--help"]);
-		expect(code).toBe(0);
+	it("the list of what `validate` must not load names real modules, in both of their built forms", () => {
+		// A path that no longer matches the layout would make the check above pass for nothing.
+		for (const module of [
+			"run/run-job",
+			"history/open-store",
+			"report/render-report",
+			"emulator/server",
+			"extract/page-worker",
+		]) {
+			expect(existsSync(join(ROOT, "src", `${module}.ts`)), module).toBe(true);
+			for (const path of [`dist/${module}.js`, `src/${module}.ts`])
+				expect(NOT_FOR_VALIDATE.test(path), path).toBe(true);
+		}
+		for (const name of [
+			"undici",
+			"pg",
+			"better-sqlite3",
+			"playwright-core",
+			"@opentelemetry/sdk-metrics",
+			"hyparquet-writer",
+		]) {
+			expect(existsSync(join(ROOT, "node_modules", name, "package.json")), name).toBe(true);
+			expect(NOT_FOR_VALIDATE.test(`node_modules/${name}/index.js`), name).toBe(true);
+		}
+	});
+
+	it("the bundle's page pool has its worker beside it: without it, pages would be parsed on the run's thread", () => {
+		// src/extract/page-pool.ts starts `./page-worker.js` next to its own module, and falls back to parsing
+		// inline when there is none.
+		expect(existsSync(BUNDLE_MODULES), "npm run build writes the bundle").toBe(true);
+		const bundle = JSON.parse(readFileSync(BUNDLE_MODULES, "utf8")) as Record<string, string[]>;
+		const pools = Object.keys(bundle).filter((file) => bundle[file]!.includes("src/extract/page-pool.ts"));
+		expect(pools).toHaveLength(1);
+		const worker = join(dirname(pools[0]!), "page-worker.js");
+		expect(bundle[worker]).toContain("src/extract/page-worker.ts");
+		expect(existsSync(join(CLI_DIR, worker))).toBe(true);
+	});
+
+	it("`--version` prints the version without loading any command", async () => {
+		const { code, loaded, output } = await modulesLoadedBy(["--version"]);
+		expect(code, output).toBe(0);
+		expect(output.trim()).toMatch(/^\d+\.\d+\.\d+$/);
+		expect(loaded.filter((path) => /^(dist|src)\/cli\/main\.[jt]s$/.test(path))).toHaveLength(1);
+		expect(loaded.filter((path) => /^(dist|src)\/(cli\/commands\/(?!index\.)|job\/)/.test(path))).toEqual([]);
+	});
+
+	it("`--help` lists every command from the commands' summaries, without loading a command's file", async () => {
+		const { code, loaded, output } = await modulesLoadedBy(["--help"]);
+		expect(code, output).toBe(0);
 		for (const name of ["run", "validate", "export", "emulator", "schema"]) expect(output).toContain(`  ${name}`);
+		expect(loaded.filter((path) => /^(dist|src)\/cli\/commands\/index\.[jt]s$/.test(path))).toHaveLength(1);
+		expect(loaded.filter((path) => /^(dist|src)\/(cli\/commands\/(?!index\.)|job\/|run\/)/.test(path))).toEqual([]);
+	});
+
+	it("the program's help from the summaries is the help every command's own registration gives, at any width", async () => {
+		const help = async (argv: readonly string[] | undefined, width: number) => {
+			const program = await createProgram(createTestContext(ROOT).ctx, argv);
+			return program.configureHelp({ helpWidth: width }).helpInformation();
+		};
+		for (const width of [40, 80, 200]) {
+			const full = await help(undefined, width);
+			expect(full).toContain("  validate [options] <jobs...>");
+			// A difference: update COMMANDS in src/cli/commands/index.ts (arguments, options, description).
+			for (const argv of [["--help"], ["help"], [], ["vallidate"]]) expect(await help(argv, width)).toBe(full);
+		}
+		// A command named, also as `help NAME`, is its own registration.
+		const run = await createProgram(createTestContext(ROOT).ctx, ["help", "run"]);
+		expect(run.commands.map((command) => command.name())).toEqual(["run"]);
+		expect(run.commands[0]!.options.map((option) => option.long)).toContain("--max-credits");
 	});
 });

@@ -27,9 +27,9 @@ export function staleSource(): string | undefined {
 
 /**
  * Vitest's global set-up: the tests of the built CLI run dist/cli/bin.js, so dist/ is rebuilt
- * (`tsc -p tsconfig.build.json`, what `npm run build` runs) when any source file is newer than its
- * output. A single test file run after editing src/ then tests the code as edited, never the last
- * build; when dist/ is current nothing is built.
+ * (`tsc -p tsconfig.build.json`, then the CLI's bundle: what `npm run build` runs) when any source file
+ * is newer than its output. A single test file run after editing src/ then tests the code as edited,
+ * never the last build; when dist/ is current nothing is built.
  */
 export default function setup(): void {
 	const stale = staleSource();
@@ -37,8 +37,11 @@ export default function setup(): void {
 	const tsc = join(root, "node_modules", "typescript", "bin", "tsc");
 	try {
 		execFileSync(process.execPath, [tsc, "-p", "tsconfig.build.json"], { cwd: root, stdio: "pipe" });
+		execFileSync(process.execPath, [join(root, "scripts", "bundle-cli.mjs")], { cwd: root, stdio: "pipe" });
 	} catch (error) {
-		const output = (error as { stdout?: Buffer }).stdout?.toString() ?? String(error);
+		// tsc reports on stdout, esbuild on stderr.
+		const { stdout, stderr } = error as { stdout?: Buffer; stderr?: Buffer };
+		const output = `${stdout?.toString() ?? ""}${stderr?.toString() ?? ""}` || String(error);
 		throw new Error(`dist/ is older than src/ (${stale}) and \`npm run build\` failed:\n${output}`);
 	}
 }
