@@ -110,6 +110,27 @@ describe("the retry loop (fetchTarget) against the emulator", () => {
 		expect(sends[1]!.taskId).toBeDefined();
 	});
 
+	it("asks `beforeSend` before every attempt's request, retries included, and sends only once it settles", async () => {
+		const { emulator, site } = await services({
+			faults: [{ kind: "scraping_error", message: "Page crashed", times: 2 }],
+		});
+		const asked: Array<{ id: string; sentBefore: number }> = [];
+		const { deps } = depsFor(clientOf(emulator), virtualTime(), {
+			// A fleet worker's slot exchange: the request waits for it.
+			beforeSend: (id) => {
+				asked.push({ id, sentBefore: emulator.ledger.byEndpoint("realtime").length });
+				return new Promise<void>((resolve) => setTimeout(resolve, 20));
+			},
+		});
+		const result = await fetchTarget("t1", { url: `${site.url}/product/1`, mode: "request" }, deps);
+		expect(result).toMatchObject({ kind: "ok", attempts: 3 });
+		expect(asked).toEqual([
+			{ id: "t1", sentBefore: 0 },
+			{ id: "t1", sentBefore: 1 },
+			{ id: "t1", sentBefore: 2 },
+		]);
+	});
+
 	it("waits a full-jitter backoff before each retry: 1 s, then 2 s (capped by max_backoff_ms)", async () => {
 		const { emulator, site } = await services({
 			faults: [{ kind: "scraping_error", message: "Page crashed", times: 2 }],

@@ -1,6 +1,7 @@
 import type { Logger } from "pino";
-import { type Clock, errorMessage } from "../../common/index.js";
+import { type Clock, errorMessage, type Sleep } from "../../common/index.js";
 import {
+	acquireSlots,
 	completeTarget,
 	type Fleet,
 	type FleetLease,
@@ -8,6 +9,7 @@ import {
 	type FleetWorker,
 	finishTarget,
 	parkTarget,
+	releaseSlot,
 	releaseTarget,
 	renewLeases,
 } from "../../fleet/index.js";
@@ -15,11 +17,14 @@ import type { ResultRecord } from "../../output/index.js";
 
 /** A claim is trusted locally this much less than the database gives it: clocks of hosts drift apart. */
 const LEASE_MARGIN_MS = 1000;
+/** How often a target waiting for a slot below a lowered limit asks again, ms. */
+const SLOT_POLL_MS = 100;
 
 /** A claimed target while this worker holds it. */
 export interface HeldTarget {
 	readonly lease: FleetLease;
-	readonly slot: FleetSlot;
+	/** Exchanged for one below the fleet's limit when that was lowered under it (`slotBelowLimit`). */
+	slot: FleetSlot;
 	/** Local clock time until which the lease is surely still this worker's (a margin before the database's). */
 	validUntil: number;
 	/** The lease passed to another worker (a renewal no longer found it): nothing more is written for it. */
@@ -42,6 +47,7 @@ export interface FleetLeaseDeps {
 	/** How long a claim and a slot last without renewal, ms. */
 	readonly leaseMs: number;
 	readonly clock: Clock;
+	readonly sleep: Sleep;
 	readonly log: Logger;
 	/** A crawled page's links into the frontier: done before it settles, while the page is still leased. */
 	readonly addLinks: (lease: FleetLease) => Promise<void>;
@@ -92,6 +98,41 @@ export class FleetLeases {
 	/** The first held target `matches` accepts. */
 	find(matches: (target: HeldTarget) => boolean): HeldTarget | undefined {
 		return [...this.#held.values()].find(matches);
+	}
+
+	/**
+	 * Before each of a held target's fetches: a slot at or above the fleet's `ceiling` (a lowered limit) is
+	 * exchanged for one below it first, waiting for one to come free. A target keeps its slot across
+	 * retries, so without this a retry after the service refused it (its limit lowered) kept the fleet above
+	 * the service's limit. Undefined (nothing to wait for) in the usual case.
+	 */
+	slotBelow(targetId: string, ceiling: () => number | null, isStopping: () => boolean): Promise<void> | undefined {
+		const target = this.#held.get(targetId);
+		const limit = ceiling();
+		if (target === undefined || limit === null || target.slot.slot < limit) return undefined;
+		return this.#exchangeSlot(target, ceiling, isStopping);
+	}
+
+	async #exchangeSlot(target: HeldTarget, ceiling: () => number | null, isStopping: () => boolean): Promise<void> {
+		const { fleet, worker, leaseMs, log } = this.#deps;
+		try {
+			for (;;) {
+				const limit = ceiling();
+				if (limit === null || target.slot.slot < limit || isStopping() || !this.#held.has(target.lease.targetId))
+					return;
+				const [below] = await acquireSlots(fleet, worker, 1, leaseMs);
+				if (below) {
+					const above = target.slot;
+					target.slot = below;
+					await releaseSlot(fleet, above);
+					return;
+				}
+				await this.#deps.sleep(SLOT_POLL_MS);
+			}
+		} catch (error) {
+			// The database failing: the fetch goes on its slot (failed renewals stop the worker in time).
+			log.warn({ event: "fleet_slot_exchange_failed", error: errorMessage(error) }, "could not exchange a slot");
+		}
 	}
 
 	/** A claim's target, held from now: its lease is this worker's until `claimedAt` plus a lease. */

@@ -93,6 +93,7 @@ export class FleetCoordination {
 			worker,
 			leaseMs,
 			clock,
+			sleep,
 			log,
 			addLinks: (lease) => frontier.addLinks(lease),
 			forget: (targetId) => carryOver.forget(targetId),
@@ -192,6 +193,15 @@ export class FleetCoordination {
 		const target = this.#leases.get(targetId);
 		if (target) this.#leases.track(targetId, storeTaskId(this.#setup.fleet, target.lease, taskId));
 	};
+
+	/**
+	 * Before each of a held target's fetches: a slot at or above a lowered limit is exchanged for one below
+	 * it first (waiting for one to come free). A target keeps its slot across retries, so without this a
+	 * retry after the service refused it (its limit lowered) kept the fleet above the service's limit.
+	 * Undefined (nothing to wait for) in the usual case.
+	 */
+	readonly slotBelowLimit = (targetId: string, isStopping: () => boolean): Promise<void> | undefined =>
+		this.#leases.slotBelow(targetId, () => this.#limits.ceiling, isStopping);
 
 	/** Another worker's 429: `pause` holds this worker's sends (its gate) until the reset. */
 	watchPause(pause: (ms: number) => void): void {

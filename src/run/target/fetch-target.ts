@@ -51,6 +51,8 @@ export interface FetchTargetDeps {
 	onHeaders(headers: ScraperHeaders, sentAt: number): void;
 	/** Called (and must have journalled the id) before the task is polled. */
 	onTaskId(targetId: string, taskId: string): void;
+	/** Before each send of a target's request: a fleet worker's slot below the fleet's limit (undefined: go). */
+	beforeSend?(targetId: string, isStopping: () => boolean): Promise<void> | undefined;
 	onRetry(targetId: string, kind: string): void;
 	/** A 429 asked for more than the cap: said once per run by the caller. */
 	onResetCapped(): void;
@@ -262,6 +264,8 @@ class TargetFetch {
 	/** One request to the service, through the send gate: an answer, a task to follow, or a failure. */
 	private async send(): Promise<AttemptOutcome> {
 		const { deps } = this;
+		const slot = deps.beforeSend?.(this.targetId, deps.isStopping);
+		if (slot !== undefined) await slot;
 		if (!deps.gate.tryAcquire()) await deps.gate.acquire(deps.signal);
 		this.sentInEpoch = deps.outage.epoch;
 		this.sentAt = deps.clock();

@@ -108,6 +108,8 @@ export interface FetchDepsParts {
 	readonly onHeaders: (headers: ScraperHeaders, sentAt: number) => void;
 	/** A fetch goes on as a task (after its journal line): a fleet worker stores the id on its lease. */
 	readonly onTask?: (targetId: string, taskId: string) => void;
+	/** Before each send (a fleet worker: its slot below the fleet's limit). */
+	readonly beforeSend?: FetchTargetDeps["beforeSend"];
 	/** run.log's logger. */
 	readonly log: Logger;
 	/** The terminal's. */
@@ -139,6 +141,7 @@ export function createFetchDeps(parts: FetchDepsParts): FetchTargetDeps {
 		method: parts.method,
 		isStopping: () => stops.stopping,
 		onHeaders: parts.onHeaders,
+		beforeSend: parts.beforeSend,
 		onTaskId: (targetId, taskId) => {
 			// A task id echoing a key is written redacted (the resume then fetches again rather than leak it).
 			const safe = redactSecrets(taskId, parts.secrets);

@@ -1,0 +1,67 @@
+import pino from "pino";
+import { describe, expect, it } from "vitest";
+import { acquireSlot, acquireSlots, claimTargets, releaseSlot, setConcurrencyLimit } from "../../src/fleet/index.js";
+import { FleetLeases } from "../../src/run/fleet/fleet-leases.js";
+import { runWithWorkers, targetsOn } from "../helpers/fleet.js";
+import { useCluster } from "../helpers/postgres.js";
+import { queryDatabase } from "../helpers/postgres-cluster.js";
+
+const cluster = useCluster();
+
+describe("a held target's slot under a lowered limit", () => {
+	it("is exchanged before its next fetch for one below the limit, once one comes free; the one above goes back", async () => {
+		const { url, workers, runId } = await runWithWorkers(await cluster(), targetsOn(2, 1), 2, { concurrencyLimit: 3 });
+		const [a, b] = workers as [(typeof workers)[0], (typeof workers)[0]];
+		const leases = new FleetLeases({
+			fleet: a.fleet,
+			worker: a.worker,
+			leaseMs: 60_000,
+			clock: Date.now,
+			sleep: (ms) => new Promise((resolve) => setTimeout(resolve, ms)),
+			log: pino({ level: "silent" }),
+			addLinks: async () => undefined,
+			forget: () => undefined,
+			slotFreed: () => undefined,
+		});
+		try {
+			// A holds slot 2 for its target; B holds slot 0 (its own fetch).
+			const [slot0, slot1, slot2] = await acquireSlots(a.fleet, a.worker, 3, 60_000);
+			expect([slot0?.slot, slot1?.slot, slot2?.slot]).toEqual([0, 1, 2]);
+			await releaseSlot(a.fleet, slot0!);
+			await releaseSlot(a.fleet, slot1!);
+			const held = await acquireSlot(b.fleet, b.worker, 60_000);
+			expect(held?.slot).toBe(0);
+			const [lease] = await claimTargets(a.fleet, a.worker, 1, 60_000);
+			leases.hold(lease!, slot2!, Date.now());
+			// The service lowered its limit to 2: slot 2 is above it; slot 1 is free, so the exchange is at once.
+			await setConcurrencyLimit(a.fleet, runId, 2, 0);
+			let ceiling = 2;
+			const stopping = () => false;
+			await leases.slotBelow(lease!.targetId, () => ceiling, stopping);
+			expect(leases.get(lease!.targetId)?.slot.slot).toBe(1);
+			// Lowered to 1 while B holds slot 0: the next fetch waits for it.
+			await setConcurrencyLimit(a.fleet, runId, 1, 1);
+			ceiling = 1;
+			const exchanged = leases.slotBelow(lease!.targetId, () => ceiling, stopping);
+			expect(exchanged).toBeDefined();
+			let done = false;
+			void exchanged!.then(() => {
+				done = true;
+			});
+			await new Promise((resolve) => setTimeout(resolve, 300));
+			expect(done).toBe(false);
+			await releaseSlot(b.fleet, held!);
+			await exchanged;
+			expect(leases.get(lease!.targetId)?.slot.slot).toBe(0);
+			// A slot below the limit needs nothing: no promise, no statement.
+			expect(leases.slotBelow(lease!.targetId, () => ceiling, stopping)).toBeUndefined();
+			const holders = await queryDatabase<{ slot: number; holder: string | null }>(
+				url,
+				"SELECT slot, holder FROM scrapejob.slots ORDER BY slot",
+			);
+			expect(holders.filter((row) => row.holder !== null)).toEqual([{ slot: 0, holder: a.worker.id }]);
+		} finally {
+			leases.stop();
+		}
+	});
+});
