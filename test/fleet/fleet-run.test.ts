@@ -322,7 +322,12 @@ describe("run --fleet: workers of one fleet run", () => {
 		const night = async (name: string) => {
 			const outcomes = await Promise.all([1, 2].map(() => worker(file, dir, service.env, url, [], name).done));
 			for (const outcome of outcomes) expect(outcome.code, outcome.stderr).toBe(0);
-			return outcomes.map((outcome) => JSON.parse(outcome.stdout.trim().split("\n").at(-1)!));
+			const lasts = outcomes.map((outcome) => JSON.parse(outcome.stdout.trim().split("\n").at(-1)!));
+			// A worker that joins once the other has done every target finds the fleet run complete.
+			for (const last of lasts) if (last.skipped !== undefined) expect(last.skipped).toBe("fleet_complete");
+			const summaries = lasts.filter((last) => last.skipped === undefined);
+			expect(summaries.length).toBeGreaterThan(0);
+			return summaries;
 		};
 		const first = await night("night-1");
 		expect(first.reduce((sum, summary) => sum + summary.changes.new, 0)).toBe(20);
