@@ -2,6 +2,7 @@ import { mkdirSync, readdirSync } from "node:fs";
 import type { IncomingMessage, ServerResponse } from "node:http";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
+import { expectFleetRunDone } from "../helpers/fleet.js";
 import { isRunFolderName, readRecords, tempDir, writeJob } from "../helpers/job-files.js";
 import { useCluster } from "../helpers/postgres.js";
 import { queryDatabase as query } from "../helpers/postgres-cluster.js";
@@ -112,7 +113,7 @@ describe("run --fleet --retry-failed of a crawl", () => {
 		state.broken = false;
 		for (const outcome of await Promise.all(workers("retry-1", ["--retry-failed"]).map((worker) => worker.done))) {
 			expect(outcome.code, outcome.stderr).toBe(0);
-			expect(JSON.parse(outcome.stdout.trim().split("\n").at(-1)!)).toMatchObject({ complete: true });
+			expectFleetRunDone(outcome.stdout);
 		}
 		const retry = await fleetRecords(url, "retry-1");
 		expect(placesOf(retry, await fleetRecords(url, "crawl-1"))).toEqual(expected);

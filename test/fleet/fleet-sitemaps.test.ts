@@ -2,6 +2,7 @@ import { mkdirSync, readdirSync } from "node:fs";
 import type { IncomingMessage, ServerResponse } from "node:http";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
+import { expectFleetRunDone } from "../helpers/fleet.js";
 import { isRunFolderName, readRecords, tempDir, writeJob } from "../helpers/job-files.js";
 import { useCluster } from "../helpers/postgres.js";
 import { queryDatabase as query } from "../helpers/postgres-cluster.js";
@@ -123,7 +124,7 @@ describe("run --fleet with crawl.sitemaps: true", () => {
 		);
 		for (const outcome of await Promise.all(workers.map((worker) => worker.done))) {
 			expect(outcome.code, outcome.stderr).toBe(0);
-			expect(JSON.parse(outcome.stdout.trim().split("\n").at(-1)!)).toMatchObject({ complete: true });
+			expectFleetRunDone(outcome.stdout);
 		}
 		const records = await fleetRecords(url);
 		expect(placesOf(records)).toEqual(expected);
@@ -161,7 +162,7 @@ describe("run --fleet with crawl.sitemaps: true", () => {
 		const second = start();
 		const outcome = await second.done;
 		expect(outcome.code, outcome.stderr).toBe(0);
-		expect(JSON.parse(outcome.stdout.trim().split("\n").at(-1)!)).toMatchObject({ complete: true });
+		expectFleetRunDone(outcome.stdout);
 		const records = await fleetRecords(url);
 		expect(records.map((record) => new URL(record.url).pathname).sort()).toEqual([...PAGES].sort());
 		const fetches = fetchesOf(service, site);

@@ -1,4 +1,4 @@
-import { onTestFinished } from "vitest";
+import { expect, onTestFinished } from "vitest";
 import {
 	connectFleet,
 	type Fleet,
@@ -49,4 +49,14 @@ export async function runWithWorkers(
 		joined.push({ fleet, worker: opened.worker, run: opened.run });
 	}
 	return { url, workers: joined, runId: joined[0]!.run.id };
+}
+
+/**
+ * A worker's last JSON line says the fleet run is done: its summary (complete), or — a worker that joined
+ * once the others had done every target — that it found the fleet run complete.
+ */
+export function expectFleetRunDone(stdout: string): void {
+	const last = JSON.parse(stdout.trim().split("\n").at(-1)!);
+	if (last.skipped !== undefined) expect(last).toMatchObject({ skipped: "fleet_complete" });
+	else expect(last).toMatchObject({ complete: true });
 }

@@ -63,7 +63,7 @@ describe("lease fencing", () => {
 		// Host A wakes: its answers arrived while it slept; it must notice before it appends any.
 		hostA.child.kill("SIGCONT");
 		const ended = await hostA.done;
-		expect(ended.code).toBe(4);
+		expect(ended.code, ended.stderr).toBe(4);
 		expect(ended.stderr).toMatch(/lease lost/);
 		expect(readFileSync(join(runDir, "results.jsonl"), "utf8")).toBe(afterB);
 		const ids = readRecords(runDir).map((record) => record.id);
