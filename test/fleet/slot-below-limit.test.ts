@@ -12,6 +12,7 @@ describe("a held target's slot under a lowered limit", () => {
 	it("is exchanged before its next fetch for one below the limit, once one comes free; the one above goes back", async () => {
 		const { url, workers, runId } = await runWithWorkers(await cluster(), targetsOn(2, 1), 2, { concurrencyLimit: 3 });
 		const [a, b] = workers as [(typeof workers)[0], (typeof workers)[0]];
+		let ceiling: number | null = null;
 		const leases = new FleetLeases({
 			fleet: a.fleet,
 			worker: a.worker,
@@ -22,6 +23,7 @@ describe("a held target's slot under a lowered limit", () => {
 			addLinks: async () => undefined,
 			forget: () => undefined,
 			slotFreed: () => undefined,
+			ceiling: () => ceiling,
 		});
 		try {
 			// A holds slot 2 for its target; B holds slot 0 (its own fetch).
@@ -35,14 +37,14 @@ describe("a held target's slot under a lowered limit", () => {
 			leases.hold(lease!, slot2!, Date.now());
 			// The service lowered its limit to 2: slot 2 is above it; slot 1 is free, so the exchange is at once.
 			await setConcurrencyLimit(a.fleet, runId, 2, 0);
-			let ceiling = 2;
+			ceiling = 2;
 			const stopping = () => false;
-			await leases.slotBelow(lease!.targetId, () => ceiling, stopping);
+			await leases.slotBelow(lease!.targetId, stopping);
 			expect(leases.get(lease!.targetId)?.slot.slot).toBe(1);
 			// Lowered to 1 while B holds slot 0: the next fetch waits for it.
 			await setConcurrencyLimit(a.fleet, runId, 1, 1);
 			ceiling = 1;
-			const exchanged = leases.slotBelow(lease!.targetId, () => ceiling, stopping);
+			const exchanged = leases.slotBelow(lease!.targetId, stopping);
 			expect(exchanged).toBeDefined();
 			let done = false;
 			void exchanged!.then(() => {
@@ -54,7 +56,7 @@ describe("a held target's slot under a lowered limit", () => {
 			await exchanged;
 			expect(leases.get(lease!.targetId)?.slot.slot).toBe(0);
 			// A slot below the limit needs nothing: no promise, no statement.
-			expect(leases.slotBelow(lease!.targetId, () => ceiling, stopping)).toBeUndefined();
+			expect(leases.slotBelow(lease!.targetId, stopping)).toBeUndefined();
 			const holders = await queryDatabase<{ slot: number; holder: string | null }>(
 				url,
 				"SELECT slot, holder FROM scrapejob.slots ORDER BY slot",

@@ -49,6 +49,8 @@ export interface FleetLeaseDeps {
 	readonly clock: Clock;
 	readonly sleep: Sleep;
 	readonly log: Logger;
+	/** The fleet's in-flight limit as this worker last read it (null: not yet). */
+	readonly ceiling: () => number | null;
 	/** A crawled page's links into the frontier: done before it settles, while the page is still leased. */
 	readonly addLinks: (lease: FleetLease) => Promise<void>;
 	/** The target settled (or could not): what its claim brought is no longer needed. */
@@ -106,15 +108,15 @@ export class FleetLeases {
 	 * retries, so without this a retry after the service refused it (its limit lowered) kept the fleet above
 	 * the service's limit. Undefined (nothing to wait for) in the usual case.
 	 */
-	slotBelow(targetId: string, ceiling: () => number | null, isStopping: () => boolean): Promise<void> | undefined {
+	slotBelow(targetId: string, isStopping: () => boolean): Promise<void> | undefined {
 		const target = this.#held.get(targetId);
-		const limit = ceiling();
+		const limit = this.#deps.ceiling();
 		if (target === undefined || limit === null || target.slot.slot < limit) return undefined;
-		return this.#exchangeSlot(target, ceiling, isStopping);
+		return this.#exchangeSlot(target, isStopping);
 	}
 
-	async #exchangeSlot(target: HeldTarget, ceiling: () => number | null, isStopping: () => boolean): Promise<void> {
-		const { fleet, worker, leaseMs, log } = this.#deps;
+	async #exchangeSlot(target: HeldTarget, isStopping: () => boolean): Promise<void> {
+		const { fleet, worker, leaseMs, log, ceiling } = this.#deps;
 		try {
 			for (;;) {
 				const limit = ceiling();

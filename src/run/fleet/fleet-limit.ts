@@ -27,6 +27,8 @@ export class FleetLimitWatch {
 	readonly #deps: FleetLimitDeps;
 	/** The fleet's limit as last read, and since when (on `clock`) this worker knew each of the latest changes. */
 	readonly #known: Array<FleetLimit & { readonly knownSince: number }> = [];
+	/** The last change this worker asked for, and under which change: the same request is not sent twice. */
+	#asked: FleetLimit | null = null;
 	/** This worker's changes of the fleet's limit, in the order its answers asked for them. */
 	#writes: Promise<void> = Promise.resolve();
 	/** What this worker does when another worker's 429 paused the fleet (`watchPause`). */
@@ -74,15 +76,23 @@ export class FleetLimitWatch {
 		if (limit === undefined || !Number.isSafeInteger(limit) || limit < 1) return;
 		const { fleet, runId, jobConcurrency, log } = this.#deps;
 		const next = typeof jobConcurrency === "number" ? Math.min(jobConcurrency, limit) : limit;
+		if (next === this.ceiling) return;
 		const sentUnder = this.#knownAt(sentAt);
-		if (sentUnder === null || next === this.ceiling) return;
+		if (sentUnder === null) return;
+		// Asked once per change: the answers after it say the same until this worker reads the new limit.
+		if (this.#asked !== null && this.#asked.epoch === sentUnder.epoch && this.#asked.limit === next) return;
+		this.#asked = { limit: next, epoch: sentUnder.epoch };
 		// One at a time: a change this worker made is known before its next answer is weighed.
 		this.#writes = this.#writes
 			.then(() => setConcurrencyLimit(fleet, runId, next, sentUnder.epoch))
 			.then((changed) => {
 				if (changed) this.#learn(changed);
 			})
-			.catch((error) => log.warn({ event: "fleet_write", error: errorMessage(error) }, "fleet write failed"));
+			.catch((error) => {
+				// Not written: the next answer asks again.
+				this.#asked = null;
+				log.warn({ event: "fleet_write", error: errorMessage(error) }, "fleet write failed");
+			});
 	}
 
 	/** The polls end (the worker's work is over). */

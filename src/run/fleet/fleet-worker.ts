@@ -98,6 +98,7 @@ export class FleetCoordination {
 			addLinks: (lease) => frontier.addLinks(lease),
 			forget: (targetId) => carryOver.forget(targetId),
 			slotFreed: () => this.#feed.wake(),
+			ceiling: () => this.#limits.ceiling,
 		});
 		this.#leases = leases;
 		const limits = new FleetLimitWatch({ fleet, runId: run.id, jobConcurrency: job.concurrency, clock, log });
@@ -201,7 +202,7 @@ export class FleetCoordination {
 	 * Undefined (nothing to wait for) in the usual case.
 	 */
 	readonly slotBelowLimit = (targetId: string, isStopping: () => boolean): Promise<void> | undefined =>
-		this.#leases.slotBelow(targetId, () => this.#limits.ceiling, isStopping);
+		this.#leases.slotBelow(targetId, isStopping);
 
 	/** Another worker's 429: `pause` holds this worker's sends (its gate) until the reset. */
 	watchPause(pause: (ms: number) => void): void {
