@@ -68,22 +68,24 @@ export function createFleetBreakers(
 		events.onOpen?.({ domain, reason, opened_at: isoTime(Date.now()), parked: 0, credits_saved: 0 });
 	};
 
+	const admit: Breakers["admit"] = (host, worstCase, targetId) => {
+		// Not before the first read of the rows: a worker joining as a probe goes out would take the probe
+		// for a plain target (its answer would not settle the probe, and another probe would follow it).
+		if (firstRead !== null) return firstRead.then(() => admit(host, worstCase, targetId));
+		if (watched.size === 0) return "fetch";
+		const domain = bucket(host);
+		// A domain with wrong outcomes may have opened on another worker a moment ago: the row decides.
+		if (!watched.has(domain)) return "fetch";
+		return admitTarget(fleet, { runId, targetId }, domain, spec.coolDownMs).then((admission) => {
+			if (admission === "park") deps.park(targetId, domain, worstCase);
+			return admission;
+		});
+	};
+
 	return {
 		coolDownMs: spec.coolDownMs,
 		keyOf: hostOfUrl,
-		admit(host, worstCase, targetId): ReturnType<Breakers["admit"]> {
-			// Not before the first read of the rows: a worker joining as a probe goes out would take the probe
-			// for a plain target (its answer would not settle the probe, and another probe would follow it).
-			if (firstRead !== null) return firstRead.then(() => this.admit(host, worstCase, targetId));
-			if (watched.size === 0) return "fetch";
-			const domain = bucket(host);
-			// A domain with wrong outcomes may have opened on another worker a moment ago: the row decides.
-			if (!watched.has(domain)) return "fetch";
-			return admitTarget(fleet, { runId, targetId }, domain, spec.coolDownMs).then((admission) => {
-				if (admission === "park") deps.park(targetId, domain, worstCase);
-				return admission;
-			});
-		},
+		admit,
 		settle(host, record, probe) {
 			const domain = bucket(host);
 			if (probe) {
