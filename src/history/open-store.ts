@@ -81,7 +81,12 @@ export function openStore(path: string): OpenedStore {
 				if (unusable === null) return { db, unusable: null, created: false };
 			}
 		} catch (error) {
-			if (error instanceof NativeModuleError) throw error;
+			// Held by another process (shards of one job open it together) is not damaged: removed, it took
+			// the others' open file with it (disk I/O error there).
+			if (error instanceof NativeModuleError || isBusy(error)) {
+				db?.close();
+				throw error;
+			}
 			unusable = `it cannot be read (${errorMessage(error)})`;
 		}
 		try {
@@ -144,7 +149,7 @@ function connect(path: string, create: boolean): Database {
 		// Before the first page is written (a no-op on a store that exists).
 		if (create) db.pragma(`page_size = ${STORE_PAGE_BYTES}`);
 		// WAL: a run's batches do not block readers (another shard's lookups, an export), and commit cheaply.
-		db.pragma("journal_mode = WAL");
+		setWal(db);
 		// A cache of the run folders: a commit lost to a power cut is folded in again from them.
 		db.pragma("synchronous = NORMAL");
 		db.pragma(`cache_size = -${STORE_CACHE_KIB}`);
@@ -155,6 +160,34 @@ function connect(path: string, create: boolean): Database {
 		db.close();
 		throw error;
 	}
+}
+
+/**
+ * Switch to WAL. The switch takes the file's exclusive lock in one try: while another connection holds
+ * the write lock (a shard making the store's tables) SQLite answers SQLITE_BUSY at once, not after the
+ * busy timeout. Three shards opening a new store together met it about one start in twenty.
+ */
+function setWal(db: Database): void {
+	const deadline = Date.now() + BUSY_TIMEOUT_MS;
+	for (let pause = 2; ; pause = Math.min(pause * 2, 100)) {
+		try {
+			if (db.pragma("journal_mode", { simple: true }) !== "wal") db.pragma("journal_mode = WAL");
+			return;
+		} catch (error) {
+			if (!isBusy(error) || Date.now() >= deadline) throw error;
+			Atomics.wait(PAUSE, 0, 0, pause);
+		}
+	}
+}
+
+const PAUSE = new Int32Array(new SharedArrayBuffer(4));
+
+/** SQLITE_BUSY and its extended codes: another connection holds the lock. */
+function isBusy(error: unknown): boolean {
+	return (
+		typeof (error as { code?: unknown })?.code === "string" &&
+		(error as { code: string }).code.startsWith("SQLITE_BUSY")
+	);
 }
 
 /** A database with no schema and no application id: made by `connect`, its tables not yet. */

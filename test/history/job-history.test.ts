@@ -1,4 +1,5 @@
-import { execFileSync } from "node:child_process";
+import { execFileSync, spawn } from "node:child_process";
+import { once } from "node:events";
 import {
 	appendFileSync,
 	chmodSync,
@@ -368,6 +369,37 @@ describe("the job's store (history.sqlite)", () => {
 		} finally {
 			other.close();
 		}
+	});
+
+	it("a store another process holds the write lock of when it is opened is switched to WAL once the lock is free, not taken for damaged and removed", async () => {
+		const jobDir = tempDir();
+		mkdirSync(jobDir, { recursive: true });
+		const path = join(jobDir, HISTORY_FILE);
+		// The other process: it made the store without WAL yet (as a connection does before its switch)
+		// and holds its write lock for 300 ms. The switch to WAL needs the exclusive lock, and SQLite
+		// refuses it at once, not after the busy timeout.
+		const script = [
+			"import sqlite3, sys, time",
+			"db = sqlite3.connect(sys.argv[1], isolation_level=None)",
+			"db.executescript(sys.argv[2])",
+			"db.execute('BEGIN IMMEDIATE')",
+			"print('held', flush=True)",
+			"time.sleep(0.3)",
+			"db.execute('COMMIT')",
+		].join("\n");
+		const reader = spawn("python3", ["-c", script, path, STORE_SCHEMA], { stdio: ["ignore", "pipe", "inherit"] });
+		const ended = once(reader, "close");
+		await once(reader.stdout, "data");
+		const inode = statSync(path).ino;
+		const history = openJobHistory(jobDir);
+		try {
+			expect(history.warnings).toEqual([]);
+			expect(history.db.pragma("journal_mode", { simple: true })).toBe("wal");
+		} finally {
+			history.close();
+		}
+		expect(statSync(path).ino).toBe(inode);
+		expect((await ended)[0]).toBe(0);
 	});
 
 	it("a run's connection keeps a 2 MB page cache (better-sqlite3's 16 MB made peak RSS grow with the job)", () => {
