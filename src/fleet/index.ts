@@ -43,6 +43,7 @@ export { addListedPages, addProgress, readProgress } from "./sitemaps.js";
 export {
 	acquireSlot,
 	acquireSlots,
+	exchangeSlot,
 	type FleetLimit,
 	type FleetSlot,
 	readConcurrencyLimit,

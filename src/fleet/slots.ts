@@ -10,27 +10,38 @@ export interface FleetSlot {
 }
 
 /**
- * Take a free slot for one fetch, or null when all the run's `concurrency_limit` slots are held (or
- * the fleet is paused). A slot whose holder stopped renewing it (renewLeases) is free again once its
- * time passes, so a dead worker's fetches stop counting against the limit.
+ * The free slots a worker may take: below the run's limit, while the fleet is not paused, and no more
+ * than the limit less every slot held now. After the limit was lowered, the slots above it still finish
+ * their fetches: counted here, they keep the fleet at the limit instead of the limit plus them. Two
+ * workers taking slots in the same instant may each see the same room (each statement reads its own
+ * snapshot); they still take distinct slots below the limit, so the fleet passes the limit only while
+ * fetches that started above it are in flight. `$4` is how many are wanted; `$5` a slot not to count
+ * (one being exchanged, -1 for none).
+ */
+const FREE_SLOTS = `
+	SELECT f.slot FROM slots f JOIN runs r ON r.id = f.run_id
+	WHERE f.run_id = $1 AND f.slot < r.concurrency_limit
+		AND (r.paused_until IS NULL OR r.paused_until <= now())
+		AND (f.holder IS NULL OR f.held_until < now())
+	ORDER BY f.slot
+	LIMIT GREATEST(0, LEAST($4::int, (
+		SELECT r.concurrency_limit - count(*) FILTER (WHERE h.holder IS NOT NULL AND h.held_until >= now() AND h.slot <> $5::int)
+		FROM runs r JOIN slots h ON h.run_id = r.id WHERE r.id = $1 GROUP BY r.concurrency_limit
+	)))
+	FOR UPDATE OF f SKIP LOCKED`;
+
+const TAKE_SLOTS = `UPDATE slots s SET holder = $2, epoch = s.epoch + 1, held_until = now() + make_interval(secs => $3::float8 / 1000)
+	WHERE s.run_id = $1 AND s.slot IN (${FREE_SLOTS})
+	RETURNING s.slot, s.epoch`;
+
+/**
+ * Take a free slot for one fetch, or null when the run's `concurrency_limit` slots are held (or the
+ * fleet is paused). A slot whose holder stopped renewing it (renewLeases) is free again once its time
+ * passes, so a dead worker's fetches stop counting against the limit.
  */
 export async function acquireSlot(fleet: Fleet, worker: FleetWorker, holdMs: number): Promise<FleetSlot | null> {
-	const [row] = await fleet.query<{ slot: number; epoch: string }>(
-		`UPDATE slots s SET holder = $2, epoch = s.epoch + 1, held_until = now() + make_interval(secs => $3::float8 / 1000)
-		WHERE s.run_id = $1 AND s.slot = (
-			SELECT f.slot FROM slots f JOIN runs r ON r.id = f.run_id
-			WHERE f.run_id = $1 AND f.slot < r.concurrency_limit
-				AND (r.paused_until IS NULL OR r.paused_until <= now())
-				AND (f.holder IS NULL OR f.held_until < now())
-			ORDER BY f.slot
-			LIMIT 1
-			FOR UPDATE OF f SKIP LOCKED
-		)
-		RETURNING s.slot, s.epoch`,
-		[worker.runId, worker.id, holdMs],
-		"fleet_acquire_slot",
-	);
-	return row ? { runId: worker.runId, slot: row.slot, epoch: Number(row.epoch) } : null;
+	const [slot] = await acquireSlots(fleet, worker, 1, holdMs);
+	return slot ?? null;
 }
 
 /**
@@ -40,21 +51,35 @@ export async function acquireSlot(fleet: Fleet, worker: FleetWorker, holdMs: num
 export async function acquireSlots(fleet: Fleet, worker: FleetWorker, n: number, holdMs: number): Promise<FleetSlot[]> {
 	if (n <= 0) return [];
 	const rows = await fleet.query<{ slot: number; epoch: string }>(
-		`UPDATE slots s SET holder = $2, epoch = s.epoch + 1, held_until = now() + make_interval(secs => $3::float8 / 1000)
-		WHERE s.run_id = $1 AND s.slot IN (
-			SELECT f.slot FROM slots f JOIN runs r ON r.id = f.run_id
-			WHERE f.run_id = $1 AND f.slot < r.concurrency_limit
-				AND (r.paused_until IS NULL OR r.paused_until <= now())
-				AND (f.holder IS NULL OR f.held_until < now())
-			ORDER BY f.slot
-			LIMIT $4
-			FOR UPDATE OF f SKIP LOCKED
-		)
-		RETURNING s.slot, s.epoch`,
-		[worker.runId, worker.id, holdMs, n],
+		TAKE_SLOTS,
+		[worker.runId, worker.id, holdMs, n, -1],
 		"fleet_acquire_slots",
 	);
 	return rows.map((row) => ({ runId: worker.runId, slot: row.slot, epoch: Number(row.epoch) }));
+}
+
+/**
+ * A slot at or above a lowered limit exchanged for one below it, in one statement: the one given up is
+ * not counted against the limit (two targets waiting to exchange would otherwise wait for each other).
+ * Null, and nothing changed, while no slot below the limit may be taken.
+ */
+export async function exchangeSlot(
+	fleet: Fleet,
+	worker: FleetWorker,
+	above: FleetSlot,
+	holdMs: number,
+): Promise<FleetSlot | null> {
+	const [row] = await fleet.query<{ slot: number; epoch: string }>(
+		`WITH taken AS (${TAKE_SLOTS}),
+		given_back AS (
+			UPDATE slots SET holder = NULL, held_until = NULL
+			WHERE run_id = $1 AND slot = $5 AND epoch = $6 AND holder IS NOT NULL AND EXISTS (SELECT 1 FROM taken)
+		)
+		SELECT slot, epoch FROM taken`,
+		[worker.runId, worker.id, holdMs, 1, above.slot, above.epoch],
+		"fleet_exchange_slot",
+	);
+	return row ? { runId: worker.runId, slot: row.slot, epoch: Number(row.epoch) } : null;
 }
 
 /** Give the slot back; false when it had already lapsed and passed to another fetch. */

@@ -1,7 +1,9 @@
 import { describe, expect, it } from "vitest";
 import {
 	acquireSlot,
+	acquireSlots,
 	claimTargets,
+	exchangeSlot,
 	fleetStatus,
 	pauseFleet,
 	readConcurrencyLimit,
@@ -72,6 +74,41 @@ describe("one concurrency limit for the fleet", () => {
 		await setConcurrencyLimit(fleet, runId, 5, 1);
 		for (let i = 0; i < 4; i++) expect(await acquireSlot(fleet, worker, 60_000)).not.toBeNull();
 		expect(await acquireSlot(fleet, worker, 60_000)).toBeNull();
+	});
+
+	it("after the limit is lowered, the slots still held above it count: no slot is handed out until fewer than the limit are held", async () => {
+		const { workers, runId } = await runWithWorkers(await cluster(), targetsOn(1), 2, { concurrencyLimit: 4 });
+		const [a, b] = workers as [(typeof workers)[0], (typeof workers)[0]];
+		const held = (await acquireSlots(a.fleet, a.worker, 4, 60_000)).sort((x, y) => x.slot - y.slot);
+		expect(held.map((slot) => slot.slot)).toEqual([0, 1, 2, 3]);
+		await setConcurrencyLimit(a.fleet, runId, 2, 0);
+		// Slot 0 comes free, but 1, 2 and 3 are in flight: three against a limit of two.
+		await releaseSlot(a.fleet, held[0]!);
+		expect(await acquireSlot(b.fleet, b.worker, 60_000)).toBeNull();
+		await releaseSlot(a.fleet, held[3]!);
+		expect(await acquireSlot(b.fleet, b.worker, 60_000)).toBeNull();
+		// One in flight (slot 1; slot 2 done): one more may go.
+		await releaseSlot(a.fleet, held[2]!);
+		expect((await acquireSlots(b.fleet, b.worker, 3, 60_000)).map((slot) => slot.slot)).toEqual([0]);
+		expect((await fleetStatus(b.fleet, runId))?.inFlight).toBe(2);
+	});
+
+	it("two targets on slots above a lowered limit exchange them for the two below it, neither waiting on the other", async () => {
+		const { workers, runId } = await runWithWorkers(await cluster(), targetsOn(1), 1, { concurrencyLimit: 4 });
+		const { fleet, worker } = workers[0]!;
+		const held = (await acquireSlots(fleet, worker, 4, 60_000)).sort((x, y) => x.slot - y.slot);
+		await releaseSlot(fleet, held[0]!);
+		await releaseSlot(fleet, held[1]!);
+		await setConcurrencyLimit(fleet, runId, 2, 0);
+		const first = await exchangeSlot(fleet, worker, held[2]!, 60_000);
+		const second = await exchangeSlot(fleet, worker, held[3]!, 60_000);
+		expect([first?.slot, second?.slot]).toEqual([0, 1]);
+		// The ones given up are free, the limit held: nothing more for anyone.
+		expect(await acquireSlot(fleet, worker, 60_000)).toBeNull();
+		expect((await fleetStatus(fleet, runId))?.inFlight).toBe(2);
+		// An exchange that finds no room changes nothing.
+		expect(await exchangeSlot(fleet, worker, first!, 60_000)).toBeNull();
+		expect(await releaseSlot(fleet, first!)).toBe(true);
 	});
 
 	it("a change asked from an older change of the limit is refused: a late answer never undoes a newer limit", async () => {

@@ -1,15 +1,14 @@
 import type { Logger } from "pino";
 import { type Clock, errorMessage, type Sleep } from "../../common/index.js";
 import {
-	acquireSlots,
 	completeTarget,
+	exchangeSlot,
 	type Fleet,
 	type FleetLease,
 	type FleetSlot,
 	type FleetWorker,
 	finishTarget,
 	parkTarget,
-	releaseSlot,
 	releaseTarget,
 	renewLeases,
 } from "../../fleet/index.js";
@@ -122,11 +121,9 @@ export class FleetLeases {
 				const limit = ceiling();
 				if (limit === null || target.slot.slot < limit || isStopping() || !this.#held.has(target.lease.targetId))
 					return;
-				const [below] = await acquireSlots(fleet, worker, 1, leaseMs);
+				const below = await exchangeSlot(fleet, worker, target.slot, leaseMs);
 				if (below) {
-					const above = target.slot;
 					target.slot = below;
-					await releaseSlot(fleet, above);
 					return;
 				}
 				await this.#deps.sleep(SLOT_POLL_MS);
