@@ -169,7 +169,7 @@ export class FleetFeed {
 			try {
 				await this.#work(lease, target, parts);
 			} finally {
-				await this.#deps.leases.settle(lease.targetId);
+				this.#deps.leases.settleLater(lease.targetId);
 			}
 		});
 	}

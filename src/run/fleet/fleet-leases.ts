@@ -71,6 +71,8 @@ export class FleetLeases {
 	 * the table (two statements saved a target); given back when a claim comes up short.
 	 */
 	readonly #spare: FleetSlot[] = [];
+	/** Settlements on their way to the database (`settleLater`): a stop waits for them. */
+	readonly #settling = new Set<Promise<void>>();
 	/** Writes about a target still on their way to the database: its settlement waits for them. */
 	readonly #pending = new Map<string, Promise<unknown>>();
 	readonly #margin: number;
@@ -187,9 +189,21 @@ export class FleetLeases {
 		return above;
 	}
 
-	/** Every target held now, settled (a stop: those the queue dropped go back for the others). */
+	/**
+	 * The target's fetch is over: it settles without holding its place in the run's queue, so the next
+	 * claim's fetch starts while this one's record goes to the database (with one worker, the queue place
+	 * held for the completion's round trip made each target's turn that much longer).
+	 */
+	settleLater(targetId: string): void {
+		const settling = this.settle(targetId);
+		this.#settling.add(settling);
+		void settling.finally(() => this.#settling.delete(settling));
+	}
+
+	/** Every target held now settled (a stop: those the queue dropped go back for the others), and every settlement in flight done. */
 	async settleAll(): Promise<void> {
 		for (const id of [...this.#held.keys()]) await this.settle(id);
+		await Promise.all(this.#settling);
 	}
 
 	/** The target ends here: its record (or its return to the queue) and its credits in one statement. */
