@@ -8,6 +8,7 @@ import { queryDatabase } from "../helpers/postgres-cluster.js";
 import { useTestService } from "../helpers/service.js";
 import { assertBuilt, runPrintedCommand, type SpawnedCli, spawnCli } from "../helpers/spawn-cli.js";
 import { html, startTargetSite } from "../helpers/target-site.js";
+import { until } from "../helpers/until.js";
 
 const cluster = useCluster();
 
@@ -129,6 +130,31 @@ describe("run --fleet: workers of one fleet run", () => {
 					expect(readFileSync(path, "utf8")).not.toContain("fleet-test-pw");
 			}
 		}
+	}, 60_000);
+
+	it("a worker that joins a busy fleet gets its part of the limit: the first worker gives back the slots over its share", async () => {
+		assertBuilt();
+		const url = await (await cluster()).createDatabase();
+		const service = await useTestService({ concurrency: 4 });
+		let fetched = 0;
+		const site = await startTargetSite((_req, res) => {
+			fetched += 1;
+			setTimeout(() => html(res, "<p>page</p>"), 100);
+		});
+		const { dir, file } = listJob(site.origin, 160);
+		const first = worker(file, dir, service.env, url);
+		// The first worker holds all four slots, and keeps each for its next target, before the second starts.
+		await until(() => fetched >= 8, "the first worker's fetches");
+		const second = worker(file, dir, service.env, url);
+		const [a, b] = await Promise.all([first.done, second.done]);
+		expect(a.code, a.stderr).toBe(0);
+		expect(b.code, b.stderr).toBe(0);
+		const done = [a, b].map((outcome) => JSON.parse(outcome.stdout.trim().split("\n").at(-1)!).targets.done as number);
+		expect(done[0]! + done[1]!, JSON.stringify(done)).toBe(160);
+		// Two slots each from the second worker's first poll on: about half of what was left is its (a
+		// worker that kept every slot it had left it the fetches that came free between two of its claims).
+		expect(done[1]).toBeGreaterThanOrEqual(30);
+		expect(service.emulator.ledger.maxInFlight()).toBeLessThanOrEqual(4);
 	}, 60_000);
 
 	it("a budget below the job's cost is the fleet's: 4 workers never pass it together", async () => {

@@ -72,6 +72,8 @@ export class FleetFeed {
 	readonly #deps: FleetFeedDeps;
 	/** The fleet run finished while this worker fed it (it wrote the run's end). */
 	#complete = false;
+	/** A wake came while the feed was not waiting: its next wait ends at once. */
+	#woken = false;
 	/** Ends the feed's current wait early: a held target settled, or the worker stops. */
 	#wakeFeeder: (() => void) | null = null;
 
@@ -83,11 +85,16 @@ export class FleetFeed {
 		return this.#complete;
 	}
 
-	/** A slot came free or the worker stops: the feed claims again now rather than after its wait. */
+	/**
+	 * A slot came free, a settlement reached the database (its host's place with it), or the worker
+	 * stops: the feed claims again now rather than after its wait. A wake while a claim is out is kept for
+	 * the next wait: that claim may have read the database before the change.
+	 */
 	wake(): void {
 		const resume = this.#wakeFeeder;
 		this.#wakeFeeder = null;
-		resume?.();
+		if (resume) resume();
+		else this.#woken = true;
 	}
 
 	/** Feed `parts.queue` until the fleet run is complete or the worker stops; then settle what is held. */
@@ -101,7 +108,10 @@ export class FleetFeed {
 				stops.stop("fleet_unavailable", `stopping: the fleet's database stopped answering (${unreachable})`);
 				break;
 			}
-			const free = concurrency - leases.size;
+			const share = this.#deps.limits.share(concurrency);
+			// Spare slots over this worker's share go back: another worker may be waiting for them.
+			if (!(await this.#giveBack(leases.spareOver(share)))) continue;
+			const free = share - leases.size;
 			if (free <= 0) {
 				await this.#pause(IDLE_POLL_MS);
 				continue;
@@ -140,6 +150,23 @@ export class FleetFeed {
 			leases.claimFailed(message);
 			log.warn({ event: "fleet_claim_failed", error: message }, "could not claim targets");
 			return null;
+		}
+	}
+
+	/** Slots back to the fleet; false when the database failed (logged, and the loop waits). */
+	async #giveBack(slots: readonly FleetSlot[]): Promise<boolean> {
+		let given = 0;
+		try {
+			for (; given < slots.length; given++) await releaseSlot(this.#deps.fleet, slots[given]!);
+			return true;
+		} catch (error) {
+			// Kept, not forgotten: the renewals go on extending every slot this worker holds.
+			this.#deps.leases.keepSpare(slots.slice(given));
+			const message = errorMessage(error);
+			this.#deps.leases.claimFailed(message);
+			this.#deps.log.warn({ event: "fleet_claim_failed", error: message }, "could not give slots back");
+			await this.#pause(IDLE_POLL_MS);
+			return false;
 		}
 	}
 
@@ -190,6 +217,10 @@ export class FleetFeed {
 
 	/** Wait until a held target settles, or `ms` passes. */
 	#pause(ms: number): Promise<void> {
+		if (this.#woken) {
+			this.#woken = false;
+			return Promise.resolve();
+		}
 		return new Promise<void>((resolve) => {
 			const timer = setTimeout(() => {
 				this.#wakeFeeder = null;

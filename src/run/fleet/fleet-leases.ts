@@ -54,7 +54,7 @@ export interface FleetLeaseDeps {
 	readonly addLinks: (lease: FleetLease) => Promise<void>;
 	/** The target settled (or could not): what its claim brought is no longer needed. */
 	readonly forget: (targetId: string) => void;
-	/** A held target's slot came free: the claim feed may take the next target now. */
+	/** A held target's slot came free, or its settlement reached the database: the claim feed may take the next target now. */
 	readonly slotFreed: () => void;
 }
 
@@ -175,6 +175,17 @@ export class FleetLeases {
 		this.#failure = message;
 	}
 
+	/** Spare slots beyond what `share` (this worker's part of the limit) leaves room for with the targets held, taken to go back. */
+	spareOver(share: number): FleetSlot[] {
+		const over = this.#held.size + this.#spare.length - share;
+		return over > 0 ? this.#spare.splice(Math.max(0, this.#spare.length - over), over) : [];
+	}
+
+	/** Slots taken to go back that could not: spare again. */
+	keepSpare(slots: readonly FleetSlot[]): void {
+		this.#spare.push(...slots);
+	}
+
 	/** Up to `count` spare slots, taken for a claim (all of them without `count`). */
 	takeSpare(count = Number.POSITIVE_INFINITY): FleetSlot[] {
 		return this.#spare.splice(0, count);
@@ -231,6 +242,8 @@ export class FleetLeases {
 		} finally {
 			this.#pending.delete(targetId);
 			this.#deps.forget(targetId);
+			// Its host's place is free in the database now: a claim that found the host full may try again.
+			this.#deps.slotFreed();
 		}
 	}
 

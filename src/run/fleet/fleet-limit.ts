@@ -13,6 +13,8 @@ export interface FleetLimitDeps {
 	readonly runId: number;
 	/** The job's own `concurrency`: the fleet's limit never follows the service above a number. */
 	readonly jobConcurrency: Job["concurrency"];
+	/** How long a worker's heartbeat counts it alive, ms (its lease). */
+	readonly leaseMs: number;
 	readonly clock: Clock;
 	readonly log: Logger;
 }
@@ -31,6 +33,8 @@ export class FleetLimitWatch {
 	#asked: FleetLimit | null = null;
 	/** This worker's changes of the fleet's limit, in the order its answers asked for them. */
 	#writes: Promise<void> = Promise.resolve();
+	/** Workers of the run alive at the last poll (null before the first). */
+	#liveWorkers: number | null = null;
 	/** What this worker does when another worker's 429 paused the fleet (`watchPause`). */
 	#onPause: ((ms: number) => void) | null = null;
 	readonly #pollTimer: NodeJS.Timeout;
@@ -51,6 +55,17 @@ export class FleetLimitWatch {
 	/** The fleet's in-flight ceiling as last read (null: not yet). */
 	get ceiling(): number | null {
 		return this.#known.at(-1)?.limit ?? null;
+	}
+
+	/**
+	 * How many targets this worker may hold: its part of the fleet's limit among the live workers (rounded
+	 * up), at most `concurrency`. A settled target's slot stays with its worker for the next claim, so
+	 * without a part the first worker kept every slot and a worker added to a busy fleet got none.
+	 */
+	share(concurrency: number): number {
+		const ceiling = this.ceiling;
+		if (ceiling === null || this.#liveWorkers === null) return concurrency;
+		return Math.min(concurrency, Math.max(1, Math.ceil(ceiling / this.#liveWorkers)));
 	}
 
 	/** Another worker's 429: `pause` holds this worker's sends (its gate) until the reset. */
@@ -119,19 +134,22 @@ export class FleetLimitWatch {
 		return null;
 	}
 
-	/** The fleet's pause (what is left of it) and its limit, in one statement. */
+	/** The fleet's pause (what is left of it), its limit and its live workers, in one statement. */
 	async #poll(): Promise<void> {
-		const { fleet, runId } = this.#deps;
+		const { fleet, runId, leaseMs } = this.#deps;
 		try {
-			const [row] = await fleet.query<{ ms: number | null; limit: number; epoch: string }>(
+			const [row] = await fleet.query<{ ms: number | null; limit: number; epoch: string; workers: number }>(
 				`SELECT CASE WHEN paused_until > now() THEN (extract(epoch FROM paused_until - now()) * 1000)::int END AS ms,
-					concurrency_limit AS limit, limit_epoch AS epoch
-				FROM runs WHERE id = $1`,
-				[runId],
+					concurrency_limit AS limit, limit_epoch AS epoch,
+					(SELECT count(*)::int FROM workers w
+					WHERE w.run_id = r.id AND w.last_beat > now() - make_interval(secs => $2::float8 / 1000)) AS workers
+				FROM runs r WHERE id = $1`,
+				[runId, leaseMs],
 				"fleet_watch_run",
 			);
 			if (!row) return;
 			this.#learn({ limit: row.limit, epoch: Number(row.epoch) });
+			this.#liveWorkers = Math.max(1, row.workers);
 			if (row.ms != null && row.ms > 0) this.#onPause?.(row.ms);
 		} catch {
 			// A missed poll: the next one, a quarter second on, reads the same row.

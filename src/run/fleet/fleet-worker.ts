@@ -101,7 +101,7 @@ export class FleetCoordination {
 			ceiling: () => this.#limits.ceiling,
 		});
 		this.#leases = leases;
-		const limits = new FleetLimitWatch({ fleet, runId: run.id, jobConcurrency: job.concurrency, clock, log });
+		const limits = new FleetLimitWatch({ fleet, runId: run.id, jobConcurrency: job.concurrency, leaseMs, clock, log });
 		this.#limits = limits;
 		const budget = new FleetBudget({
 			fleet,
