@@ -62,7 +62,7 @@ export async function reapExpiredLeases(fleet: Fleet, runId: number): Promise<nu
 		), hosts_freed AS (
 			UPDATE hosts h SET in_flight = greatest(h.in_flight - c.n, 0)
 			FROM (SELECT host, count(*)::int AS n FROM requeued GROUP BY host) c
-			WHERE h.run_id = $1 AND h.host = c.host
+			WHERE h.run_id = $1 AND h.host = c.host AND h.max_in_flight IS NOT NULL
 		), credits_freed AS (
 			UPDATE runs SET reserved = reserved - c.total
 			FROM (SELECT sum(reserved) AS total FROM requeued) c
@@ -150,7 +150,7 @@ async function claimQueued(
 			RETURNING t.run_id, t.target_id, t.lease_epoch, t.url, t.url_key, t.host, t.depth, t.parent, t.task_id,
 				t.attempts, t.input, now() AS claimed_at, t.lease_until
 		), hosts_taken AS (
-			UPDATE hosts h SET in_flight = h.in_flight + c.n,
+			UPDATE hosts h SET in_flight = CASE WHEN h.max_in_flight IS NULL THEN h.in_flight ELSE h.in_flight + c.n END,
 				next_allowed_at = now() + make_interval(secs => h.delay_ms::float8 / 1000),
 				starting_until = CASE WHEN h.delay_ms > 0 THEN now() + make_interval(secs => $4::float8 / 1000) END
 			FROM (SELECT host, count(*)::int AS n FROM picked GROUP BY host) c
@@ -292,9 +292,13 @@ async function settle(
 			INSERT INTO records (run_id, target_id, epoch, record)
 			SELECT $1, $2, $3, $7::jsonb FROM settled WHERE $7::jsonb IS NOT NULL
 		), host_freed AS (
-			-- A settled fetch surely started: the host's next claim waits only for its delay.
-			UPDATE hosts h SET in_flight = greatest(h.in_flight - 1, 0), starting_until = NULL
+			-- A settled fetch surely started: the host's next claim waits only for its delay. A host with
+			-- neither a concurrency nor a fetch starting is left alone: every settle locking the row of a
+			-- one-host job's host made the claims that met the lock come back empty.
+			UPDATE hosts h SET starting_until = NULL,
+				in_flight = CASE WHEN h.max_in_flight IS NULL THEN h.in_flight ELSE greatest(h.in_flight - 1, 0) END
 			FROM settled s WHERE h.run_id = $1 AND h.host = s.host
+				AND (h.max_in_flight IS NOT NULL OR h.starting_until IS NOT NULL)
 		), budget AS (
 			UPDATE runs r SET spent = r.spent + $5, reserved = r.reserved - s.reserved
 			FROM settled s WHERE r.id = $1 AND ($5 <> 0 OR s.reserved <> 0)

@@ -13,7 +13,8 @@ export async function pauseFleet(fleet: Fleet, runId: number, until: Date): Prom
 
 /**
  * Set a host's politeness for the whole fleet (robots.txt `Crawl-delay` raising the job's delay, a
- * per-host concurrency). Creates the host's row when no target of it arrived yet.
+ * per-host concurrency). Creates the host's row when no target of it arrived yet. A host's in-flight
+ * count is kept only while it has a concurrency: it is counted afresh from its leased targets here.
  */
 export async function setHostPoliteness(
 	fleet: Fleet,
@@ -22,8 +23,11 @@ export async function setHostPoliteness(
 	politeness: { readonly delayMs: number; readonly maxInFlight?: number | null },
 ): Promise<void> {
 	await fleet.query(
-		`INSERT INTO hosts (run_id, host, delay_ms, max_in_flight) VALUES ($1, $2, $3, $4)
-		ON CONFLICT (run_id, host) DO UPDATE SET delay_ms = EXCLUDED.delay_ms, max_in_flight = EXCLUDED.max_in_flight`,
+		`INSERT INTO hosts (run_id, host, delay_ms, max_in_flight, in_flight)
+		VALUES ($1, $2, $3, $4,
+			(SELECT count(*)::int FROM targets t WHERE t.run_id = $1 AND t.host = $2 AND t.state = 'leased'))
+		ON CONFLICT (run_id, host) DO UPDATE
+		SET delay_ms = EXCLUDED.delay_ms, max_in_flight = EXCLUDED.max_in_flight, in_flight = EXCLUDED.in_flight`,
 		[runId, host, politeness.delayMs, politeness.maxInFlight ?? null],
 	);
 }

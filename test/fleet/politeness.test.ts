@@ -9,6 +9,7 @@ import {
 } from "../../src/fleet/index.js";
 import { runWithWorkers, targetsOn } from "../helpers/fleet.js";
 import { useCluster } from "../helpers/postgres.js";
+import { queryDatabase } from "../helpers/postgres-cluster.js";
 
 const cluster = useCluster();
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
@@ -110,5 +111,22 @@ describe("politeness held fleet-wide", () => {
 		);
 		expect(claims).toHaveLength(30);
 		expect(most).toBe(2);
+	});
+
+	it("a concurrency set on a host mid-run counts the fetches already out: a host without one keeps no count", async () => {
+		const { url, workers, runId } = await runWithWorkers(await cluster(), targetsOn(6, 1), 1);
+		const { fleet, worker } = workers[0]!;
+		const out = await claimTargets(fleet, worker, 3, 60_000);
+		expect(out).toHaveLength(3);
+		await completeTarget(fleet, out[0]!, {}, 1);
+		const inFlight = async () =>
+			(await queryDatabase<{ in_flight: number }>(url, "SELECT in_flight FROM scrapejob.hosts"))[0]!.in_flight;
+		expect(await inFlight()).toBe(0);
+		// Two still out when the host gets a concurrency of 2: nothing more of it until one settles.
+		await setHostPoliteness(fleet, runId, "host0.test", { delayMs: 0, maxInFlight: 2 });
+		expect(await inFlight()).toBe(2);
+		expect(await claimTargets(fleet, worker, 3, 60_000)).toHaveLength(0);
+		await completeTarget(fleet, out[1]!, {}, 1);
+		expect(await claimTargets(fleet, worker, 3, 60_000)).toHaveLength(1);
 	});
 });
