@@ -41,7 +41,8 @@ describe("breaker", () => {
 		const dir = tempDir();
 		const out = join(dir, "out");
 		const job = writeJob(dir, "breaker", jobYaml(blocking));
-		const result = await runCli(["run", job, "--out", out], { env: blocking.env });
+		const metrics = join(dir, "metrics", "scrapejob.prom");
+		const result = await runCli(["run", job, "--out", out, "--metrics", metrics], { env: blocking.env });
 		expect(result.code, result.stderr).toBe(6);
 		const runDir = onlyRunDir(out);
 		const records = readRecords(runDir);
@@ -72,13 +73,21 @@ describe("breaker", () => {
 		expect(readFileSync(join(runDir, "report.html"), "utf8")).toContain(
 			"breaker open: localhost (8 of the last 8 charged fetches",
 		);
+		// And the metrics: a series for the open breaker's domain only (the good domain has none).
+		const breakerSeries = () =>
+			readFileSync(metrics, "utf8")
+				.split("\n")
+				.filter((line) => line.startsWith("scrapejob_breaker_open{"));
+		expect(breakerSeries()).toEqual([expect.stringMatching(/^scrapejob_breaker_open\{.*domain="localhost".*\} 1$/)]);
 
 		// The block lifted: a new service without the scenario key.
 		const lifted = await useTestService();
-		const resumed = await runCli(["run", job, "--out", out, "--resume", basename(runDir), "--quiet"], {
-			env: { ...lifted.env },
-		});
+		const resumed = await runCli(
+			["run", job, "--out", out, "--resume", basename(runDir), "--quiet", "--metrics", metrics],
+			{ env: { ...lifted.env } },
+		);
 		expect(resumed.code, resumed.stderr).toBe(0);
+		expect(breakerSeries()).toEqual([]);
 		expect(spentOn(lifted, "localhost")).toEqual({ credits: BLOCKED - 8, fetches: BLOCKED - 8 });
 		expect(spentOn(lifted, "127.0.0.1").fetches).toBe(0);
 		const all = readRecords(runDir);
