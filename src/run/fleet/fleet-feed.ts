@@ -108,9 +108,16 @@ export class FleetFeed {
 				stops.stop("fleet_unavailable", `stopping: the fleet's database stopped answering (${unreachable})`);
 				break;
 			}
+			const { ceiling } = this.#deps.limits;
 			const share = this.#deps.limits.share(concurrency);
-			// Spare slots over this worker's share go back: another worker may be waiting for them.
-			if (!(await this.#giveBack(leases.spareOver(share)))) continue;
+			// Spare slots go back above a lowered limit (the fleet's ceiling is the table's, not this worker's)
+			// and over this worker's share (another worker may be waiting for them).
+			const back = leases.spareAbove(ceiling);
+			back.push(...leases.spareOver(share));
+			if (!(await this.#giveBack(back))) {
+				await this.#pause(IDLE_POLL_MS);
+				continue;
+			}
 			const free = share - leases.size;
 			if (free <= 0) {
 				await this.#pause(IDLE_POLL_MS);
@@ -134,18 +141,19 @@ export class FleetFeed {
 
 	/** Slots, then as many targets as slots were had; null when the database failed (logged). */
 	async #claim(free: number): Promise<Array<{ lease: FleetLease; slot: FleetSlot }> | null> {
-		const { fleet, worker, leaseMs, leases, limits, carryOver, log } = this.#deps;
+		const { fleet, worker, leaseMs, leases, carryOver, log } = this.#deps;
+		const slots = leases.takeSpare(free);
 		try {
-			// Spare slots above a lowered limit go back: the fleet's ceiling is the table's, not this worker's.
-			for (const slot of leases.spareAbove(limits.ceiling)) await releaseSlot(fleet, slot);
-			const slots = leases.takeSpare(free);
 			if (slots.length < free) slots.push(...(await acquireSlots(fleet, worker, free - slots.length, leaseMs)));
 			const claimed =
 				slots.length === 0 ? [] : await claimTargets(fleet, worker, slots.length, leaseMs, carryOver.claimOptions);
 			// Slots without a target go back: another worker may have targets for them.
-			for (const slot of slots.slice(claimed.length)) await releaseSlot(fleet, slot);
+			await this.#giveBack(slots.slice(claimed.length));
 			return claimed.map((lease, index) => ({ lease, slot: slots[index]! }));
 		} catch (error) {
+			// The slots stay spare, not forgotten: this worker's renewals go on extending every slot it holds,
+			// and each one held counts against the fleet's limit.
+			leases.keepSpare(slots);
 			const message = errorMessage(error);
 			leases.claimFailed(message);
 			log.warn({ event: "fleet_claim_failed", error: message }, "could not claim targets");
@@ -153,19 +161,17 @@ export class FleetFeed {
 		}
 	}
 
-	/** Slots back to the fleet; false when the database failed (logged, and the loop waits). */
+	/** Slots back to the fleet; false when the database failed (logged; those not given back stay spare). */
 	async #giveBack(slots: readonly FleetSlot[]): Promise<boolean> {
 		let given = 0;
 		try {
 			for (; given < slots.length; given++) await releaseSlot(this.#deps.fleet, slots[given]!);
 			return true;
 		} catch (error) {
-			// Kept, not forgotten: the renewals go on extending every slot this worker holds.
 			this.#deps.leases.keepSpare(slots.slice(given));
 			const message = errorMessage(error);
 			this.#deps.leases.claimFailed(message);
 			this.#deps.log.warn({ event: "fleet_claim_failed", error: message }, "could not give slots back");
-			await this.#pause(IDLE_POLL_MS);
 			return false;
 		}
 	}

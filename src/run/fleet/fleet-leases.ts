@@ -100,7 +100,8 @@ export class FleetLeases {
 
 	/** The first held target `matches` accepts. */
 	find(matches: (target: HeldTarget) => boolean): HeldTarget | undefined {
-		return [...this.#held.values()].find(matches);
+		for (const target of this.#held.values()) if (matches(target)) return target;
+		return undefined;
 	}
 
 	/**
@@ -193,10 +194,9 @@ export class FleetLeases {
 
 	/** Spare slots at or above a lowered `ceiling`, taken to go back (the fleet's ceiling is the table's). */
 	spareAbove(ceiling: number | null): FleetSlot[] {
-		if (ceiling === null) return [];
+		if (ceiling === null || !this.#spare.some((slot) => slot.slot >= ceiling)) return [];
 		const above = this.#spare.filter((slot) => slot.slot >= ceiling);
-		if (above.length > 0)
-			this.#spare.splice(0, this.#spare.length, ...this.#spare.filter((slot) => slot.slot < ceiling));
+		this.#spare.splice(0, this.#spare.length, ...this.#spare.filter((slot) => slot.slot < ceiling));
 		return above;
 	}
 
