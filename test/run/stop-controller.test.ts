@@ -142,4 +142,23 @@ describe("stop controller", () => {
 		expect(stops.reason).toBe("contract_failed");
 		stops.close();
 	});
+	it("an output failure found after the lease passed on is the lost lease (exit 4), not the disk (exit 5)", () => {
+		// The holder was paused past its lease; the new holder's resume swept its temporary page file, so
+		// the rename failed. The lock, asked, finds the takeover (as a real lock's isHeld does).
+		const { lock, lose } = lockForTest();
+		let takenOver = false;
+		const asked: RunLock = {
+			...lock,
+			isHeld: () => {
+				if (takenOver) lose();
+				return lock.isHeld();
+			},
+		};
+		const stops = createStopController({ signal: new AbortController().signal, lock: asked, log: logs().log });
+		takenOver = true;
+		stops.outputFailed(new OutputError("/out/shop/run/pages/a.html", new Error("ENOENT: no such file or directory")));
+		expect(stops.reason).toBe("lease_lost");
+		expect(stops.outputFailure).toBeNull();
+		stops.close();
+	});
 });

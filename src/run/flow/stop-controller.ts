@@ -143,6 +143,9 @@ export function createStopController(options: StopControllerOptions): StopContro
 	};
 	const outputFailed = (error: unknown) => {
 		if (!(error instanceof OutputError)) throw error;
+		// A write that failed after the lease passed on (the new holder's resume swept its temporary file) is
+		// the lost lease, not the disk: the run stops as lease_lost (exit 4), as the fence would have had it.
+		if (!wroteInTime()) return;
 		outputFailure = error;
 		log.error({ event: "output_failed", path: error.path }, error.message);
 		stop("output_failed", error.message);
