@@ -33,6 +33,9 @@ const result = await build({
 	absWorkingDir: ROOT,
 	entryPoints: {
 		[`${CHUNKS}/cli`]: "src/cli/bin.ts",
+		// `main()` of the same bundle, for a process that runs the CLI in-process as users run it (the
+		// bench's runner client: its memory and CPU are then those of the bundle, not of tsc's modules).
+		[`${CHUNKS}/main`]: "src/cli/main.ts",
 		// The page pool starts `./page-worker.js` beside its own module (src/extract/page-pool.ts), which in
 		// the bundle is a chunk of dist/cli/bundle/.
 		[`${CHUNKS}/page-worker`]: "src/extract/page-worker.ts",
