@@ -8,7 +8,7 @@
  * counts against another's. Prints one table and a verdict per target, and writes
  * `bench/results/latest.json` (git-ignored).
  */
-import { type ChildProcess, fork } from "node:child_process";
+import { type ChildProcess, fork, spawnSync } from "node:child_process";
 import { createReadStream, existsSync, rmSync } from "node:fs";
 import { appendFile, mkdir, mkdtemp, readdir, readFile, rm, stat, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
@@ -119,6 +119,8 @@ interface Options {
 	readonly crawlPages: number | null;
 	/** `--targets=N`: the rows' target count instead of their own (`--only=scale --targets=10000000`). */
 	readonly targets: number | null;
+	/** `--node=PATH`: Node executables both clients also run under, beside the bench's own Node. */
+	readonly nodes: readonly string[];
 }
 
 function parseArgs(argv: readonly string[]): Options {
@@ -130,11 +132,16 @@ function parseArgs(argv: readonly string[]): Options {
 	let repeatGiven = false;
 	let crawlPages: number | null = null;
 	let targets: number | null = null;
+	const nodes: string[] = [];
 	for (const arg of argv) {
 		if (arg === "--quick") quick = true;
 		else if (arg === "--profile") profile = true;
 		else if (arg === "--keep") keep = true;
-		else if (arg.startsWith("--targets=")) {
+		else if (arg.startsWith("--node=")) {
+			const path = arg.slice("--node=".length);
+			if (path === "") throw new Error("--node needs the path of a node executable, e.g. --node=/usr/bin/node");
+			nodes.push(path);
+		} else if (arg.startsWith("--targets=")) {
 			targets = Number(arg.slice("--targets=".length));
 			if (!Number.isSafeInteger(targets) || targets < 1)
 				throw new Error(`--targets must be a positive integer, got ${arg}`);
@@ -173,18 +180,19 @@ function parseArgs(argv: readonly string[]): Options {
 			only = scenario.name;
 		} else if (arg === "--help" || arg === "-h") {
 			process.stdout.write(
-				"usage: npm run bench -- [--quick] [--only=latency|cpu|memory|scale|scale-extract|report|extract|crawl|history|reextract|shards|economics|peers|1|2|3|4|5] [--targets=N] [--repeat=K] [--profile] [--keep] [--crawl-pages=N]\n" +
+				"usage: npm run bench -- [--quick] [--only=latency|cpu|memory|scale|scale-extract|report|extract|crawl|history|reextract|shards|economics|peers|1|2|3|4|5] [--targets=N] [--repeat=K] [--node=PATH] [--profile] [--keep] [--crawl-pages=N]\n" +
 					"  --quick    N/10 targets per row (peers: N/4, two rounds)\n" +
 					`  --repeat   runs of each client per row, in ABBA order; the fastest is shown (default ${DEFAULT_REPEAT}; the cpu row 4, the scale row 1)\n` +
 					"  --profile  run each client's first run under --cpu-prof; print the top functions\n" +
 					"  --keep     keep the temporary folders (job, URLs, outputs)\n" +
+					`  --node     also run both clients under this Node (${MIN_NODE.join(".")} or later), alternated with the bench's own (${process.version}); repeatable\n` +
 					"  --targets  the rows' N instead of their own (--only=scale --targets=10000000: ten million list targets, tens of minutes a client)\n" +
 					"  --crawl-pages  the crawl row's generated site size (default 100000; 1000000 discovers ~2.2M URLs)\n",
 			);
 			process.exit(0);
 		} else throw new Error(`unknown argument ${arg} (try --help)`);
 	}
-	return { quick, repeat, only, profile, keep, repeatGiven, crawlPages, targets };
+	return { quick, repeat, only, profile, keep, repeatGiven, crawlPages, targets, nodes };
 }
 
 /** The package's root: the first folder above this file that has a package.json (works from the build folder). */
@@ -228,12 +236,13 @@ interface Child {
 function startChild(
 	script: string,
 	config: ServeConfig | ClientConfig,
-	options: { env?: NodeJS.ProcessEnv; execArgv?: string[] } = {},
+	options: { env?: NodeJS.ProcessEnv; execArgv?: string[]; execPath?: string } = {},
 ): Child {
 	const child = fork(join(HERE, script), [JSON.stringify(config)], {
 		stdio: ["ignore", "pipe", "pipe", "ipc"],
 		env: options.env ?? process.env,
 		execArgv: options.execArgv ?? [],
+		...(options.execPath !== undefined ? { execPath: options.execPath } : {}),
 	});
 	live.add(child);
 	let output = "";
@@ -293,7 +302,7 @@ async function serverStats(server: Child): Promise<Stats> {
 async function runClient(
 	script: string,
 	config: ClientConfig,
-	options: { env?: NodeJS.ProcessEnv; execArgv?: string[]; targets?: number } = {},
+	options: { env?: NodeJS.ProcessEnv; execArgv?: string[]; execPath?: string; targets?: number } = {},
 ): Promise<{ report: ClientReport; lifetimeMs: number }> {
 	const started = performance.now();
 	const child = startChild(script, config, options);
@@ -390,9 +399,37 @@ async function checkRunner(report: ClientReport, outDir: string, expected: numbe
 
 type ClientName = "bare" | "runner";
 
+/** A Node the clients run under: its executable and version (`v24.11.0`). */
+interface NodeUnderTest {
+	readonly path: string;
+	readonly version: string;
+}
+
+/** The oldest Node scrapejob runs on (package.json `engines`): the runner client needs its job store's addon. */
+const MIN_NODE = [22, 12] as const;
+
+/** The bench's own Node, then each `--node`, checked to be one scrapejob runs on. */
+function nodesUnderTest(paths: readonly string[]): NodeUnderTest[] {
+	const nodes: NodeUnderTest[] = [{ path: process.execPath, version: process.version }];
+	for (const path of paths) {
+		const probe = spawnSync(path, ["--version"], { encoding: "utf8", timeout: 30_000 });
+		const version = probe.stdout?.trim() ?? "";
+		const [major = 0, minor = 0] = version.replace(/^v/, "").split(".").map(Number);
+		if (probe.status !== 0 || !/^v\d+\.\d+\.\d+/.test(version))
+			throw new Error(
+				`--node=${path}: not a node executable (${probe.error?.message ?? (probe.stderr.trim() || `exit ${probe.status}`)})`,
+			);
+		if (major < MIN_NODE[0] || (major === MIN_NODE[0] && minor < MIN_NODE[1]))
+			throw new Error(`--node=${path} is Node ${version}; scrapejob needs ${MIN_NODE.join(".")} or later`);
+		if (!nodes.some((node) => node.version === version)) nodes.push({ path, version });
+	}
+	return nodes;
+}
+
 /** One measured run of one client. */
 interface Run {
 	readonly client: ClientName;
+	readonly node: string;
 	readonly report: ClientReport;
 	/** CPU of the server process (emulator + demo site) during the run, ms. */
 	readonly serverCpuMs: number;
@@ -407,6 +444,8 @@ interface Run {
 interface Row {
 	readonly scenario: string;
 	readonly client: ClientName;
+	/** The Node it ran under (`v24.11.0`). */
+	readonly node: string;
 	readonly targets: number;
 	readonly concurrency: number;
 	readonly latencyMs: number;
@@ -476,15 +515,27 @@ async function machineBusyMs(): Promise<number | null> {
 	}
 }
 
-/** Clients in ABBA order (bare, runner, runner, bare, …), so that drift in the machine's speed evens out. */
-function runOrder(repeat: number): ClientName[] {
-	const order: ClientName[] = [];
-	for (let i = 0; i < repeat; i++)
-		order.push(...(i % 2 === 0 ? (["bare", "runner"] as const) : (["runner", "bare"] as const)));
+/**
+ * Clients in ABBA order (bare, runner, runner, bare, …), each Node's pair in turn and the whole round
+ * reversed every other time, so that drift in the machine's speed evens out.
+ */
+function runOrder(
+	repeat: number,
+	nodes: readonly NodeUnderTest[],
+): Array<{ readonly client: ClientName; readonly node: NodeUnderTest }> {
+	const round = nodes.flatMap((node) => (["bare", "runner"] as const).map((client) => ({ client, node })));
+	const order: Array<{ client: ClientName; node: NodeUnderTest }> = [];
+	for (let i = 0; i < repeat; i++) order.push(...(i % 2 === 0 ? round : [...round].reverse()));
 	return order;
 }
 
-async function runScenario(scenario: Scenario, targets: number, options: Options, root: string): Promise<Row[]> {
+async function runScenario(
+	scenario: Scenario,
+	targets: number,
+	options: Options,
+	root: string,
+	nodes: readonly NodeUnderTest[],
+): Promise<Row[]> {
 	const { concurrency, latencyMs } = scenario;
 	const dir = await mkdtemp(join(tmpdir(), `scrapejob-bench-${scenario.name}-`));
 	if (!options.keep) temporary.add(dir);
@@ -513,33 +564,35 @@ async function runScenario(scenario: Scenario, targets: number, options: Options
 		});
 		const profileDir = join(root, "bench", "results", "profiles");
 		if (options.profile) await mkdir(profileDir, { recursive: true });
-		const profileFile = (client: ClientName) => join(profileDir, `${client}-${scenario.name}.cpuprofile`);
+		const profileName = (client: ClientName, node: NodeUnderTest) =>
+			`${client}-${scenario.name}${nodes.length > 1 ? `-${node.version}` : ""}.cpuprofile`;
 
 		progress(`${scenario.name} (${scenario.purpose}): N=${targets} C=${concurrency} L=${latencyMs} ms — warm-up`);
 		await runClient("client-bare.js", bareConfig(join(dir, "warm-up.jsonl"), Math.min(targets, WARM_UP_TARGETS)));
 
 		const runs: Run[] = [];
 		const repeat = options.repeatGiven ? options.repeat : (scenario.repeat ?? options.repeat);
-		for (const [index, client] of runOrder(repeat).entries()) {
-			progress(`${scenario.name}: ${client} (run ${index + 1} of ${repeat * 2})`);
+		const order = runOrder(repeat, nodes);
+		for (const [index, { client, node }] of order.entries()) {
+			const under = nodes.length > 1 ? `, Node ${node.version}` : "";
+			progress(`${scenario.name}: ${client}${under} (run ${index + 1} of ${order.length})`);
 			// Only the first run of each client is profiled: the profile file would be overwritten anyway.
-			const profiled = options.profile && !runs.some((run) => run.client === client);
+			const profiled = options.profile && !runs.some((run) => run.client === client && run.node === node.version);
 			const execArgv = [
 				...CLIENT_NODE_ARGS,
-				...(profiled
-					? ["--cpu-prof", "--cpu-prof-dir", profileDir, "--cpu-prof-name", `${client}-${scenario.name}.cpuprofile`]
-					: []),
+				...(profiled ? ["--cpu-prof", "--cpu-prof-dir", profileDir, "--cpu-prof-name", profileName(client, node)] : []),
 			];
+			const execPath = node.path;
 			const out = join(dir, `${client}-${index}`);
 			const before = await serverStats(server);
 			const busyBefore = await machineBusyMs();
 			const { report, lifetimeMs } =
 				client === "bare"
-					? await runClient("client-bare.js", bareConfig(`${out}.jsonl`), { execArgv, targets })
+					? await runClient("client-bare.js", bareConfig(`${out}.jsonl`), { execArgv, execPath, targets })
 					: await runClient(
 							"client-runner.js",
 							{ urlsFile, concurrency, jobFile, outDir: out },
-							{ env: runnerEnv(ready), execArgv, targets },
+							{ env: runnerEnv(ready), execArgv, execPath, targets },
 						);
 			const busyAfter = await machineBusyMs();
 			const after = await serverStats(server);
@@ -556,6 +609,7 @@ async function runScenario(scenario: Scenario, targets: number, options: Options
 					: Math.max(0, busyAfter - busyBefore - report.processCpuMs - serverCpuMs) / lifetimeMs;
 			runs.push({
 				client,
+				node: node.version,
 				report,
 				serverCpuMs,
 				otherCores,
@@ -563,20 +617,22 @@ async function runScenario(scenario: Scenario, targets: number, options: Options
 				connections: after.connections - before.connections,
 			});
 			if (profiled) {
+				const file = join(profileDir, profileName(client, node));
 				process.stdout.write(
-					`\n${client} client, ${scenario.name} (${profileFile(client)}):\n${await summarizeProfile(profileFile(client), 15)}\n`,
+					`\n${client} client${under}, ${scenario.name} (${file}):\n${await summarizeProfile(file, 15)}\n`,
 				);
 			}
 		}
 
-		const row = (client: ClientName, wallRatio: number | null): Row => {
-			const mine = runs.filter((run) => run.client === client);
+		const row = (client: ClientName, node: string, wallRatio: number | null): Row => {
+			const mine = runs.filter((run) => run.client === client && run.node === node);
 			const best = mine.reduce((a, b) => (b.report.wallMs < a.report.wallMs ? b : a));
 			const { report } = best;
 			const peak = (pick: (report: ClientReport) => number) => Math.max(...mine.map((run) => pick(run.report))) / MB;
 			return {
 				scenario: scenario.name,
 				client,
+				node,
 				targets,
 				concurrency,
 				latencyMs,
@@ -599,9 +655,11 @@ async function runScenario(scenario: Scenario, targets: number, options: Options
 				serverCpuMsPerTargetByRun: mine.map((run) => run.serverCpuMs / targets),
 			};
 		};
-		const bare = row("bare", null);
-		const runner = row("runner", null);
-		return [bare, { ...runner, wallRatio: runner.wallMs / bare.wallMs }];
+		return nodes.flatMap(({ version }) => {
+			const bare = row("bare", version, null);
+			const runner = row("runner", version, null);
+			return [bare, { ...runner, wallRatio: runner.wallMs / bare.wallMs }];
+		});
 	} finally {
 		if (server.process.connected) server.process.send({ type: "close" } satisfies ServeCommand);
 		const closed = await Promise.race([server.exited(), new Promise((resolve) => setTimeout(resolve, 5_000))]);
@@ -624,6 +682,7 @@ function table(rows: readonly Row[]): string {
 	const columns: ReadonlyArray<readonly [string, (row: Row) => string]> = [
 		["row", (row) => row.scenario],
 		["client", (row) => row.client],
+		...(new Set(rows.map((row) => row.node)).size > 1 ? [["node", (row: Row) => row.node] as const] : []),
 		["N", (row) => row.targets.toLocaleString("en-US")],
 		["C", (row) => String(row.concurrency)],
 		["L ms", (row) => String(row.latencyMs)],
@@ -640,7 +699,7 @@ function table(rows: readonly Row[]): string {
 	const header = columns.map(([title]) => title);
 	const body = rows.map((row) => columns.map(([, cell]) => cell(row)));
 	const widths = header.map((title, i) => Math.max(title.length, ...body.map((cells) => (cells[i] ?? "").length)));
-	const left = (i: number) => i < 2;
+	const left = (i: number) => i < columns.findIndex(([title]) => title === "N");
 	const line = (cells: readonly string[]) =>
 		`| ${cells.map((cell, i) => (left(i) ? cell.padEnd(widths[i] ?? 0) : cell.padStart(widths[i] ?? 0))).join(" | ")} |`;
 	const rule = `|${widths.map((width, i) => (left(i) ? `:${"-".repeat(width + 1)}` : `${"-".repeat(width + 1)}:`)).join("|")}|`;
@@ -654,7 +713,8 @@ interface Verdict {
 }
 
 function verdicts(rows: readonly Row[]): Verdict[] {
-	const runners = rows.filter((row) => row.client === "runner");
+	// The targets are judged on the bench's own Node; a `--node` is there to compare with.
+	const runners = rows.filter((row) => row.client === "runner" && row.node === process.version);
 	if (runners.length === 0) return [];
 	const list = (format: (row: Row) => string) => runners.map((row) => `${row.scenario} ${format(row)}`).join(", ");
 	const wall: Verdict = {
@@ -695,15 +755,18 @@ function verdicts(rows: readonly Row[]): Verdict[] {
  */
 function pairedRatios(rows: readonly Row[]): string {
 	const lines: string[] = [];
+	const several = new Set(rows.map((row) => row.node)).size > 1;
 	for (const runner of rows.filter((row) => row.client === "runner")) {
-		const bare = rows.find((row) => row.client === "bare" && row.scenario === runner.scenario);
+		const bare = rows.find(
+			(row) => row.client === "bare" && row.scenario === runner.scenario && row.node === runner.node,
+		);
 		if (!bare || runner.wallsMs.length < 2) continue;
 		const ratios = runner.wallsMs.map((wall, i) => wall / (bare.wallsMs[i] ?? Number.NaN));
 		const sorted = [...ratios].sort((a, b) => a - b);
 		const middle = sorted.length / 2;
 		const median = sorted.length % 2 === 1 ? sorted[Math.floor(middle)]! : (sorted[middle - 1]! + sorted[middle]!) / 2;
 		lines.push(
-			`${runner.scenario} ${ratios.map((ratio) => ratio.toFixed(3)).join(" ")} (median ${median.toFixed(3)}×)`,
+			`${runner.scenario}${several ? ` ${runner.node}` : ""} ${ratios.map((ratio) => ratio.toFixed(3)).join(" ")} (median ${median.toFixed(3)}×)`,
 		);
 	}
 	return lines.length === 0 ? "" : `runner/bare wall of each adjacent pair of runs: ${lines.join("; ")}.\n`;
@@ -714,17 +777,18 @@ function pairedRatios(rows: readonly Row[]): string {
  * is out of line, this says whether the client, the server or both spent more on each target.
  */
 function cpuByRun(rows: readonly Row[]): string {
-	const scenarios = [...new Set(rows.map((row) => row.scenario))];
-	const lines = scenarios.map((scenario) => {
+	const several = new Set(rows.map((row) => row.node)).size > 1;
+	const groups = [...new Set(rows.map((row) => `${row.scenario}${several ? ` ${row.node}` : ""}`))];
+	const lines = groups.map((group) => {
 		const clients = rows
-			.filter((row) => row.scenario === scenario)
+			.filter((row) => `${row.scenario}${several ? ` ${row.node}` : ""}` === group)
 			.map((row) => {
 				const runs = row.cpuMsPerTargetByRun.map(
 					(cpu, i) => `${cpu.toFixed(3)}/${(row.serverCpuMsPerTargetByRun[i] ?? Number.NaN).toFixed(3)}`,
 				);
 				return `${row.client} ${runs.join(" ")}`;
 			});
-		return `${scenario}: ${clients.join(", ")}`;
+		return `${group}: ${clients.join(", ")}`;
 	});
 	return `CPU ms/target of each run in its client's order, client/server: ${lines.join("; ")}.\n`;
 }
@@ -762,6 +826,14 @@ async function run(): Promise<number> {
 	const options = parseArgs(process.argv.slice(2));
 	const root = packageRoot();
 	const started = performance.now();
+	if (
+		options.nodes.length > 0 &&
+		options.only !== null &&
+		!SCENARIOS.some((scenario) => scenario.name === options.only)
+	)
+		throw new Error(
+			`--node: only the list rows (${SCENARIOS.map((scenario) => scenario.name).join(", ")}) run under another Node`,
+		);
 	if (options.only === REPORT_ROW) {
 		const row = await benchReport(options.quick ? REPORT_RECORDS / 10 : REPORT_RECORDS, (line) =>
 			process.stdout.write(`${line}\n`),
@@ -819,11 +891,12 @@ async function run(): Promise<number> {
 		process.stdout.write(`\n${formatExtractRow(row)}\n`);
 		return 0;
 	}
+	const nodes = nodesUnderTest(options.nodes);
 	const rows: Row[] = [];
 	for (const scenario of SCENARIOS) {
 		if (options.only !== null && scenario.name !== options.only) continue;
 		const targets = options.targets ?? (options.quick ? Math.round(scenario.targets / 10) : scenario.targets);
-		rows.push(...(await runScenario(scenario, targets, options, root)));
+		rows.push(...(await runScenario(scenario, targets, options, root, nodes)));
 	}
 	const seconds = (performance.now() - started) / 1000;
 	const results = verdicts(rows);
@@ -843,7 +916,7 @@ async function run(): Promise<number> {
 	if (disturbed.length > 0) {
 		process.stdout.write(
 			`WARNING: the machine was busy with other work (> ${BUSY_MACHINE_CORES} cores) during ${disturbed
-				.map((row) => `${row.scenario}/${row.client}`)
+				.map((row) => `${row.scenario}/${row.client}${nodes.length > 1 ? `/${row.node}` : ""}`)
 				.join(", ")}; wall times are disturbed.\n`,
 		);
 	}
