@@ -3,8 +3,11 @@ import { open } from "node:fs/promises";
 import type { Readable } from "node:stream";
 import { StringDecoder } from "node:string_decoder";
 import { createGunzip } from "node:zlib";
-import { Parser } from "htmlparser2";
+import { lazyModule } from "../common/index.js";
 import { ROBOTS_MAX_BYTES } from "./robots-rules.js";
+
+/** The XML parser, loaded by the first sitemap read: a run without sitemaps never parses one (see `lazyModule`). */
+const htmlparser2 = lazyModule<typeof import("htmlparser2")>("htmlparser2");
 
 /** What a sitemap file lists: pages (`<urlset>`) or further sitemap files (`<sitemapindex>`). */
 export type SitemapKind = "urlset" | "sitemapindex";
@@ -77,7 +80,7 @@ export async function readSitemapFile(
 	let urls = 0;
 	let longLocs = 0;
 	const localName = (name: string) => name.slice(name.indexOf(":") + 1).toLowerCase();
-	const parser = new Parser(
+	const parser = new (htmlparser2().Parser)(
 		{
 			onopentag(name) {
 				const local = localName(name);

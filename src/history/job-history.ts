@@ -145,9 +145,10 @@ export function openJobHistory(jobDir: string): JobHistory {
 	} catch (error) {
 		// The addon or the Node, not the disk: said as what it is.
 		if (error instanceof NativeModuleError || error instanceof UsageError) throw error;
-		// No store can be made (a read-only folder, a full disk): a run without its history would refetch
-		// what is fresh and call every page new, so it does not start (exit 5, like any output failure).
-		throw new OutputError(path, error);
+		// No store can be made (a read-only folder, a full disk, a lock held past the busy timeout): a run
+		// without its history would refetch what is fresh and call every page new, so it does not start
+		// (exit 5, like any output failure).
+		throw storeOutputError(path, error);
 	}
 	try {
 		const folders = runFolders(jobDir);
@@ -163,9 +164,15 @@ export function openJobHistory(jobDir: string): JobHistory {
 		rmSync(oldIndex, { force: true });
 	} catch (error) {
 		db.close();
-		throw new OutputError(path, error);
+		throw storeOutputError(path, error);
 	}
 	return createJobHistory(db, jobDir, warnings);
+}
+
+/** The store could not be opened or folded into: a lock held elsewhere says who may hold it, as `save` does. */
+function storeOutputError(path: string, error: unknown): OutputError {
+	const hinted = lockedHint(error);
+	return new OutputError(path, hinted === errorMessage(error) ? error : new Error(hinted, { cause: error }));
 }
 
 function createJobHistory(db: Database, jobDir: string, warnings: readonly string[]): JobHistory {

@@ -1,11 +1,14 @@
 import { closeSync, openSync, readSync, statSync } from "node:fs";
-import { parse } from "csv-parse/sync";
-import { stringify } from "csv-stringify/sync";
+import { lazyModule } from "../common/index.js";
 import { openAppendFile } from "./append-file.js";
 import { cutCell, DEFAULT_CSV_MAX_CELL } from "./csv-cell.js";
 import { columnValue } from "./csv-columns.js";
 import { RECORD_COLUMNS, type ResultRecord } from "./record.js";
 import type { RecordSink } from "./record-sink.js";
+
+/** The CSV libraries, loaded by the first CSV line written or header read: a run without CSV output needs neither (see `lazyModule`). */
+const csvParse = lazyModule<typeof import("csv-parse/sync")>("csv-parse/sync");
+const csvStringify = lazyModule<typeof import("csv-stringify/sync")>("csv-stringify/sync");
 
 /**
  * Cells a spreadsheet would run as a formula get a leading apostrophe (OWASP "CSV injection").
@@ -31,6 +34,8 @@ export function readCsvHeader(path: string): string[] | null {
 	} catch {
 		return null;
 	}
+	// Loaded outside the try: a parser that cannot load is an error, not a file without a header.
+	const { parse } = csvParse();
 	try {
 		const buffer = Buffer.alloc(64 * 1024);
 		const length = readSync(fd, buffer, 0, buffer.length, 0);
@@ -48,7 +53,10 @@ export function readCsvHeader(path: string): string[] | null {
 
 /** Render records as RFC 4180 CSV lines (CRLF, quoted where needed). */
 export function csvLines(rows: ReadonlyArray<ReadonlyArray<string | number>>): string {
-	return stringify(rows as Array<Array<string | number>>, { record_delimiter: "windows", quoted_match: /^\s|\s$/ });
+	return csvStringify().stringify(rows as Array<Array<string | number>>, {
+		record_delimiter: "windows",
+		quoted_match: /^\s|\s$/,
+	});
 }
 
 /**

@@ -1,10 +1,11 @@
 import { spawn } from "node:child_process";
-import { existsSync, readFileSync } from "node:fs";
+import { existsSync, readdirSync, readFileSync } from "node:fs";
 import { dirname, join, relative } from "node:path";
 import { fileURLToPath } from "node:url";
 import { beforeAll, describe, expect, it } from "vitest";
 import { createProgram } from "../../src/cli/index.js";
-import { tempDir, writeJob } from "../helpers/job-files.js";
+import { isRunFolderName, readCsv, readRecords, tempDir, writeJob } from "../helpers/job-files.js";
+import { useTestService } from "../helpers/service.js";
 import { assertBuilt, BIN } from "../helpers/spawn-cli.js";
 import { createTestContext } from "../job/helpers.js";
 
@@ -22,6 +23,14 @@ const BUNDLE_MODULES = join(CLI_DIR, "bundle", "modules.json");
 const NOT_FOR_VALIDATE =
 	/node_modules\/(undici|better-sqlite3|pg|pg-[^/]+|pino|piscina|playwright-core|prom-client|@opentelemetry\/[^/]+|parquetjs[^/]*|hyparquet[^/]*|node-html-markdown|cli-progress|uplot|csv-stringify|htmlparser2)\/|^(dist|src)\/(run|history|report|emulator|fleet|crawl|browser|api|library|output)\/|^(dist|src)\/extract\/page-worker\./;
 
+/**
+ * What a list run without `crawl:` or CSV output has no use for, loaded from disk: the HTML parser
+ * (htmlparser2, which brings domhandler, domutils, dom-serializer and entities), the CSV writer and the
+ * CSV header reader. css-select's domutils and domhandler are left out: the bundle carries them unrun.
+ */
+const NOT_FOR_PLAIN_RUN =
+	/node_modules\/(htmlparser2|csv-stringify)\/|node_modules\/csv-parse\/(lib\/sync\.js|dist\/cjs\/sync\.cjs)$/;
+
 beforeAll(() => assertBuilt());
 
 /**
@@ -35,8 +44,12 @@ function modulesOf(url: string, bundle: Readonly<Record<string, readonly string[
 	return path.startsWith(join(CLI_DIR, "bundle")) && inBundle ? inBundle : [relative(ROOT, path)];
 }
 
-/** Run the built CLI with `args` in a fresh process and list every module it loaded. */
-async function modulesLoadedBy(args: readonly string[]): Promise<{ code: number; loaded: string[]; output: string }> {
+/** Run the built CLI with `args` (and `env`, in `cwd`) in a fresh process and list every module it loaded. */
+async function modulesLoadedBy(
+	args: readonly string[],
+	env: NodeJS.ProcessEnv = {},
+	cwd?: string,
+): Promise<{ code: number; loaded: string[]; output: string }> {
 	const dir = tempDir();
 	const log = join(dir, "modules.json");
 	// A hook registered before the CLI is imported sees every module it loads, ESM and CommonJS alike.
@@ -50,7 +63,7 @@ async function modulesLoadedBy(args: readonly string[]): Promise<{ code: number;
 	const child = spawn(
 		process.execPath,
 		["--import", `data:text/javascript,${encodeURIComponent(hook)}`, BIN, ...args],
-		{ env: { PATH: process.env.PATH, TMPDIR: process.env.TMPDIR }, stdio: ["ignore", "pipe", "pipe"] },
+		{ env: { PATH: process.env.PATH, TMPDIR: process.env.TMPDIR, ...env }, cwd, stdio: ["ignore", "pipe", "pipe"] },
 	);
 	let output = "";
 	child.stdout.on("data", (chunk: Buffer) => {
@@ -65,6 +78,14 @@ async function modulesLoadedBy(args: readonly string[]): Promise<{ code: number;
 		: {};
 	const urls = (JSON.parse(readFileSync(log, "utf8")) as string[]).filter((url) => url.startsWith("file:"));
 	return { code, loaded: [...new Set(urls.flatMap((url) => modulesOf(url, bundle)))], output };
+}
+
+/** The one run folder of job `name` run in `dir`. */
+function runFolder(dir: string, name: string): string {
+	const jobDir = join(dir, "output", name);
+	const runs = readdirSync(jobDir).filter(isRunFolderName);
+	expect(runs).toHaveLength(1);
+	return join(jobDir, runs[0]!);
 }
 
 describe("start-up: a command loads what it uses", () => {
@@ -121,6 +142,59 @@ describe("start-up: a command loads what it uses", () => {
 		const worker = join(dirname(pools[0]!), "page-worker.js");
 		expect(bundle[worker]).toContain("src/extract/page-worker.ts");
 		expect(existsSync(join(CLI_DIR, worker))).toBe(true);
+	});
+
+	it("a list run without `crawl:` or CSV output loads neither the HTML parser nor the CSV libraries", async () => {
+		const service = await useTestService();
+		const dir = tempDir();
+		const site = service.site.url;
+		const job = writeJob(
+			dir,
+			"plain",
+			`name: plain\ndefaults: {mode: request}\noutput: {formats: [jsonl]}\ntargets: [${site}/product/1, ${site}/product/2]\n`,
+		);
+		const { code, loaded, output } = await modulesLoadedBy(["run", job], service.env, dir);
+		expect(code, output).toBe(0);
+		expect(readRecords(runFolder(dir, "plain")).map((record) => record.status)).toEqual(["ok", "ok"]);
+		// The hook saw the run itself load and fetch: an empty list would pass for the wrong reason.
+		expect(loaded.filter((path) => /^(dist|src)\/run\/core\/run-job\.[jt]s$/.test(path))).toHaveLength(1);
+		expect(loaded.some((path) => path.startsWith("node_modules/undici/"))).toBe(true);
+		expect(loaded.filter((path) => NOT_FOR_PLAIN_RUN.test(path))).toEqual([]);
+	});
+
+	it("a crawl that reads sitemaps and writes CSV loads both when it needs them, and writes both", async () => {
+		// The other side of the test above: the list names what such a run really loads.
+		const service = await useTestService();
+		const dir = tempDir();
+		const job = writeJob(
+			dir,
+			"crawl",
+			[
+				"name: crawl",
+				"defaults: {mode: request}",
+				"output: {formats: [jsonl, csv]}",
+				// A few of the sitemaps' pages: the crawl ends complete.
+				'crawl: {sitemaps: true, max_depth: 1, include: ["/product/[12]$"]}',
+				`targets: [${service.site.url}/]`,
+				"",
+			].join("\n"),
+		);
+		const { code, loaded, output } = await modulesLoadedBy(["run", job], service.env, dir);
+		expect(code, output).toBe(0);
+		const runDir = runFolder(dir, "crawl");
+		const records = readRecords(runDir);
+		expect(records.length).toBeGreaterThan(1);
+		expect(readCsv(runDir).map((row) => row.url)).toEqual(records.map((record) => record.url));
+		// The sitemap index was parsed: the product sitemap it names and a page that sitemap lists are journalled.
+		const frontier = readFileSync(join(runDir, "frontier.jsonl"), "utf8")
+			.split("\n")
+			.filter((line) => line !== "")
+			.map((line) => JSON.parse(line) as { u: string; d: number; p: string | null });
+		expect(frontier.some((entry) => entry.u.endsWith("/sitemap-products.xml") && entry.d === -1)).toBe(true);
+		expect(frontier.some((entry) => entry.u.endsWith("/product/1") && entry.d === 0 && entry.p === null)).toBe(true);
+		const loadedHere = loaded.filter((path) => NOT_FOR_PLAIN_RUN.test(path));
+		expect(loadedHere.some((path) => path.startsWith("node_modules/htmlparser2/"))).toBe(true);
+		expect(loadedHere.some((path) => path.startsWith("node_modules/csv-stringify/"))).toBe(true);
 	});
 
 	it("`--version` prints the version without loading any command", async () => {

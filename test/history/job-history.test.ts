@@ -402,6 +402,41 @@ describe("the job's store (history.sqlite)", () => {
 		expect((await ended)[0]).toBe(0);
 	});
 
+	it("a store another process holds the write lock of past the busy timeout at open: an output error naming who may hold it, the store kept", async () => {
+		const jobDir = tempDir();
+		const path = join(jobDir, HISTORY_FILE);
+		// As above, but held until this test lets go (its stdin closed): the switch to WAL gives up.
+		const script = [
+			"import sqlite3, sys",
+			"db = sqlite3.connect(sys.argv[1], isolation_level=None)",
+			"db.executescript(sys.argv[2])",
+			"db.execute('BEGIN IMMEDIATE')",
+			"print('held', flush=True)",
+			"sys.stdin.read()",
+			"db.execute('COMMIT')",
+		].join("\n");
+		const holder = spawn("python3", ["-c", script, path, STORE_SCHEMA], { stdio: ["pipe", "pipe", "inherit"] });
+		const ended = once(holder, "close");
+		try {
+			await once(holder.stdout, "data");
+			const inode = statSync(path).ino;
+			let thrown: unknown;
+			try {
+				openJobHistory(jobDir).close();
+			} catch (error) {
+				thrown = error;
+			}
+			expect(thrown).toBeInstanceOf(OutputError);
+			expect((thrown as Error).message).toBe(
+				`output failed: cannot write ${path}: database is locked: another process holds a write on history.sqlite — another run of the job, an export, or a sqlite3 shell left in a transaction; nothing more was sent`,
+			);
+			expect(statSync(path).ino).toBe(inode);
+		} finally {
+			holder.stdin.end();
+		}
+		expect((await ended)[0]).toBe(0);
+	});
+
 	it("a run's connection keeps a 2 MB page cache (better-sqlite3's 16 MB made peak RSS grow with the job)", () => {
 		const history = openJobHistory(twoRuns());
 		try {

@@ -1,4 +1,5 @@
 import { execFileSync, spawn } from "node:child_process";
+import { once } from "node:events";
 import { existsSync, readdirSync, statSync, truncateSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
@@ -158,4 +159,41 @@ describe("a store another process holds", () => {
 			holder.kill("SIGKILL");
 		}
 	});
+
+	// Three 5 s busy waits: the second run's costs and its records, the third run's open.
+	it("a store held locked when a run must write to it at open (records to fold in) stops the run, exit 5, naming who may hold it", async () => {
+		service = await startTestService();
+		const dir = tempDir();
+		const out = join(dir, "out");
+		const job = shopJob(dir, service.site.url);
+		await run(job, out);
+		// A sqlite3 shell left in a transaction, as above; it ends with this test.
+		const holder = spawn(
+			"python3",
+			[
+				"-c",
+				"import sqlite3,sys,time\nd=sqlite3.connect(sys.argv[1],isolation_level=None)\nd.execute('BEGIN IMMEDIATE')\nprint('held',flush=True)\ntime.sleep(60)",
+				join(out, "shop", HISTORY_FILE),
+			],
+			{ stdio: ["ignore", "pipe", "inherit"] },
+		);
+		try {
+			await once(holder.stdout, "data");
+			// This run completes, but its records stay out of the store: the next open must fold them in.
+			const second = await runCli(["run", job, "--out", out], { env: service.env });
+			expect(second.code, second.stderr).toBe(0);
+			expect(second.stderr).toContain("could not save the job's history");
+			const paidBefore = paid();
+			expect(paidBefore).toBe(2 * TARGETS);
+			const third = await runCli(["run", job, "--out", out], { env: service.env });
+			expect(third.code, third.stderr).toBe(5);
+			expect(third.stderr).toContain(`cannot write ${join(out, "shop", HISTORY_FILE)}: database is locked`);
+			expect(third.stderr).toContain(
+				"another process holds a write on history.sqlite — another run of the job, an export, or a sqlite3 shell left in a transaction",
+			);
+			expect(paid()).toBe(paidBefore);
+		} finally {
+			holder.kill("SIGKILL");
+		}
+	}, 60_000);
 });
