@@ -28,14 +28,14 @@ function row(record: ResultRecord, columns: readonly string[], maxCell: number):
 
 /** The header row of an existing CSV file (its first record), or null when there is none to read. */
 export function readCsvHeader(path: string): string[] | null {
+	// Loaded first, outside the tries: a parser that cannot load is an error, not a file without a header.
+	const { parse } = csvParse();
 	let fd: number;
 	try {
 		fd = openSync(path, "r");
 	} catch {
 		return null;
 	}
-	// Loaded outside the try: a parser that cannot load is an error, not a file without a header.
-	const { parse } = csvParse();
 	try {
 		const buffer = Buffer.alloc(64 * 1024);
 		const length = readSync(fd, buffer, 0, buffer.length, 0);
