@@ -142,7 +142,8 @@ export class FleetLimitWatch {
 				`SELECT CASE WHEN paused_until > now() THEN (extract(epoch FROM paused_until - now()) * 1000)::int END AS ms,
 					concurrency_limit AS limit, limit_epoch AS epoch,
 					(SELECT count(*)::int FROM workers w
-					WHERE w.run_id = r.id AND w.last_beat > now() - make_interval(secs => $2::float8 / 1000)) AS workers
+					WHERE w.run_id = r.id AND w.ended_at IS NULL
+						AND w.last_beat > now() - make_interval(secs => $2::float8 / 1000)) AS workers
 				FROM runs r WHERE id = $1`,
 				[runId, leaseMs],
 				"fleet_watch_run",
