@@ -156,6 +156,7 @@ export class FleetCoordination {
 			events,
 		);
 		this.#breakers = breakers;
+		this.#limits.watchBreakers(breakers.seen);
 		breakers.start();
 		return breakers;
 	}
