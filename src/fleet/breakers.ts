@@ -28,16 +28,20 @@ export type FleetAdmission = "fetch" | "probe" | "park";
 /** The cool-down parameter (ms) as an interval, `$n` in the statement. */
 const coolDown = (n: number) => `make_interval(secs => $${n}::float8 / 1000)`;
 
+/** A breaker row `b` on the watch list: not closed, or closed with wrong outcomes in its window. */
+export const BREAKER_WATCHED = "(b.state <> 'closed' OR true = ANY(b.outcomes))";
+
 /**
  * The domains a worker must ask about before fetching (a breaker not closed) or must report good
- * outcomes of (a closed breaker with wrong outcomes in its window). One statement, for a worker's poll.
+ * outcomes of (a closed breaker with wrong outcomes in its window). A worker's polls read them with the
+ * fleet's limit (`watchFleetRun`); this is its first read.
  */
 export async function breakerWatchList(
 	fleet: Fleet,
 	runId: number,
 ): Promise<Array<{ domain: string; state: FleetBreakerState }>> {
 	return fleet.query<{ domain: string; state: FleetBreakerState }>(
-		"SELECT domain, state FROM breakers WHERE run_id = $1 AND (state <> 'closed' OR true = ANY(outcomes))",
+		`SELECT domain, state FROM breakers b WHERE run_id = $1 AND ${BREAKER_WATCHED}`,
 		[runId],
 		"fleet_breakers_watch",
 	);

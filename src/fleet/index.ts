@@ -60,4 +60,5 @@ export {
 	targetCounts,
 } from "./status.js";
 export type { FleetLease, FleetPreviousRecord, FleetRun, FleetTargetInput, FleetWorker } from "./types.js";
-export { registerWorker, type WorkerIdentity } from "./workers.js";
+export { type FleetRunWatch, watchFleetRun } from "./watch.js";
+export { endWorker, registerWorker, type WorkerIdentity } from "./workers.js";

@@ -179,7 +179,8 @@ async function claimQueued(
 export async function renewLeases(fleet: Fleet, worker: FleetWorker, leaseMs: number): Promise<string[]> {
 	const rows = await fleet.query<{ target_id: string }>(
 		`WITH beat AS (
-			UPDATE workers SET last_beat = now() WHERE id = $2
+			-- An ended worker's row keeps the beat it ended with: a renewal on its way at the end is no sign of life.
+			UPDATE workers SET last_beat = now() WHERE id = $2 AND ended_at IS NULL
 		), slots_kept AS (
 			UPDATE slots SET held_until = now() + make_interval(secs => $3::float8 / 1000)
 			WHERE run_id = $1 AND holder = $2

@@ -161,6 +161,11 @@ ALTER TABLE runs ADD COLUMN retry_failed boolean NOT NULL DEFAULT false;
 	`
 ALTER TABLE runs ADD COLUMN limit_epoch bigint NOT NULL DEFAULT 0;
 `,
+	// A worker that stops cleanly says so: it leaves the live workers (whose count divides the limit) at
+	// once, not a lease after its last heartbeat.
+	`
+ALTER TABLE workers ADD COLUMN ended_at timestamptz;
+`,
 ];
 
 /** The version this scrapejob writes and reads. */

@@ -59,6 +59,8 @@ export interface FleetStatus {
 		readonly pid: number;
 		readonly startedAt: Date;
 		readonly lastBeat: Date;
+		/** When it stopped cleanly (it no longer counts among the live workers); null while it runs or once killed. */
+		readonly endedAt: Date | null;
 	}>;
 	/** Slots held now (not lapsed) against the run's limit. */
 	readonly inFlight: number;
@@ -88,13 +90,20 @@ export async function fleetStatus(fleet: Fleet, runId: number): Promise<FleetSta
 		at: Date;
 		counts: Record<string, number> | null;
 		in_flight: number;
-		workers: Array<{ id: string; hostname: string; pid: number; started_at: string; last_beat: string }> | null;
+		workers: Array<{
+			id: string;
+			hostname: string;
+			pid: number;
+			started_at: string;
+			last_beat: string;
+			ended_at: string | null;
+		}> | null;
 	}>(
 		`SELECT r.id, r.job_name, r.run_name, r.state, r.created_at, r.retry_failed, r.spent, r.reserved, r.max_credits,
 			r.concurrency_limit, CASE WHEN r.paused_until > now() THEN r.paused_until END AS paused_until, now() AS at,
 			(SELECT jsonb_object_agg(state, n) FROM (SELECT state, count(*)::int AS n FROM targets WHERE run_id = r.id AND depth >= 0 GROUP BY state) c) AS counts,
 			(SELECT count(*)::int FROM slots s WHERE s.run_id = r.id AND s.holder IS NOT NULL AND s.held_until >= now()) AS in_flight,
-			(SELECT jsonb_agg(w ORDER BY w.started_at) FROM (SELECT id, hostname, pid, started_at, last_beat FROM workers WHERE run_id = r.id) w) AS workers
+			(SELECT jsonb_agg(w ORDER BY w.started_at) FROM (SELECT id, hostname, pid, started_at, last_beat, ended_at FROM workers WHERE run_id = r.id) w) AS workers
 		FROM runs r WHERE r.id = $1`,
 		[runId],
 	);
@@ -115,6 +124,7 @@ export async function fleetStatus(fleet: Fleet, runId: number): Promise<FleetSta
 			pid: worker.pid,
 			startedAt: new Date(worker.started_at),
 			lastBeat: new Date(worker.last_beat),
+			endedAt: worker.ended_at === null ? null : new Date(worker.ended_at),
 		})),
 		inFlight: row.in_flight,
 		concurrencyLimit: row.concurrency_limit,

@@ -25,3 +25,15 @@ export async function registerWorker(
 	]);
 	return { id, runId };
 }
+
+/**
+ * The worker stopped cleanly: it leaves the run's live workers now, so the others' part of the limit
+ * grows at once instead of a lease after its last beat. A later beat does not bring it back.
+ */
+export async function endWorker(fleet: Fleet, worker: FleetWorker): Promise<void> {
+	await fleet.query(
+		"UPDATE workers SET ended_at = now() WHERE id = $1 AND ended_at IS NULL",
+		[worker.id],
+		"fleet_end_worker",
+	);
+}

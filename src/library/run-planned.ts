@@ -3,6 +3,7 @@ import { basename, join } from "node:path";
 import type { Logger } from "pino";
 import type { SavedItemsClient, ScraperAccess, ScraperClient } from "../api/index.js";
 import { jsonlLines, type LastWords, UsageError } from "../common/index.js";
+import { endWorker } from "../fleet/index.js";
 import { type FailedCrawledPage, type JobHistory, openJobHistory, type TargetHistory } from "../history/index.js";
 import {
 	type Job,
@@ -430,6 +431,8 @@ async function runFleetWorker(
 		if (notify) await notifyRunEnd(notify, result.summary, result.runDir, { warn });
 		return { ...result, job };
 	} finally {
+		// A worker whose run failed before its coordination closed (which ends it) leaves the live ones too.
+		await endWorker(setup.fleet, setup.worker).catch(() => undefined);
 		await setup.fleet.close().catch(() => undefined);
 	}
 }

@@ -1,8 +1,12 @@
+import pino from "pino";
 import { describe, expect, it } from "vitest";
-import { claimTargets, parkTarget, recordBreakerOutcome, releaseDueProbe } from "../../src/fleet/index.js";
+import { claimTargets, type Fleet, parkTarget, recordBreakerOutcome, releaseDueProbe } from "../../src/fleet/index.js";
+import type { Job } from "../../src/job/index.js";
 import { createFleetBreakers } from "../../src/run/fleet/fleet-breakers.js";
+import { createFleetCoordination } from "../../src/run/fleet/fleet-worker.js";
 import { runWithWorkers, targetsOn } from "../helpers/fleet.js";
 import { useCluster } from "../helpers/postgres.js";
+import { until } from "../helpers/until.js";
 
 const cluster = useCluster();
 const SPEC = { window: 4, trip: 3, coolDownMs: 0, by: "host" } as const;
@@ -31,6 +35,45 @@ describe("a worker's view of the fleet's breakers", () => {
 			expect(await breakers.admit("host0.test", 1, probe!.targetId)).toBe("probe");
 		} finally {
 			await breakers.stop();
+		}
+	});
+
+	it("a breaker opened on another worker reaches this one through its poll of the fleet's limit: one statement a poll", async () => {
+		const { workers, runId } = await runWithWorkers(await cluster(), targetsOn(3, 1), 2);
+		const [a, b] = workers as [(typeof workers)[0], (typeof workers)[0]];
+		/** The names of the statements worker A sends (its queries outside transactions). */
+		const sent: string[] = [];
+		const counted: Fleet = {
+			...a.fleet,
+			query: (text, values, name) => {
+				sent.push(name ?? text);
+				return a.fleet.query(text, values, name);
+			},
+		};
+		const coordination = createFleetCoordination(
+			{ fleet: counted, run: a.run, worker: a.worker, maxCredits: null, leaseMs: 30_000 },
+			{
+				job: { name: "job", targets: [], sources: [] } as unknown as Job,
+				clock: Date.now,
+				sleep: (ms) => new Promise((resolve) => setTimeout(resolve, ms)),
+				log: pino({ level: "silent" }),
+			},
+		);
+		try {
+			const spec = { ...SPEC, coolDownMs: 60_000 };
+			const breakers = coordination.useBreakers(spec, {});
+			expect(await breakers.admit("host0.test", 1, "t")).toBe("fetch");
+			// The breaker opens on worker B.
+			for (let i = 0; i < 3; i++)
+				await recordBreakerOutcome(b.fleet, runId, "host0.test", { bad: true, why: "captcha" }, spec);
+			await until(async () => (await breakers.admit("host0.test", 1, "t")) === "park", "A parking host0's targets");
+			const polls = () => sent.filter((name) => name === "fleet_watch_run").length;
+			const seenAt = polls();
+			await until(() => polls() >= seenAt + 2, "two more polls");
+			// The watch list was read on its own once, when the breakers started; every poll since read it.
+			expect(sent.filter((name) => name === "fleet_breakers_watch")).toHaveLength(1);
+		} finally {
+			await coordination.close();
 		}
 	});
 });

@@ -55,6 +55,34 @@ describe("the fleet's schema", () => {
 		expect(state).toEqual({ version: FLEET_SCHEMA_VERSION + 1, targets: 3 });
 	});
 
+	it("a database of the previous version is upgraded in place when a worker connects: workers get ended_at, every row kept", async () => {
+		const url = await (await cluster()).createDatabase();
+		const fleet = await fleetFor(url);
+		const opened = await openFleetRun(fleet, {
+			jobName: "job",
+			concurrencyLimit: 1,
+			source: () => streamOf(targetsOn(3)),
+		});
+		if (opened.outcome === "complete") throw new Error("the new run is complete");
+		// The previous version's tables: the last migration undone, and its version number.
+		await fleet.query("ALTER TABLE workers DROP COLUMN ended_at");
+		await fleet.query("UPDATE schema_version SET version = $1", [FLEET_SCHEMA_VERSION - 1]);
+		const upgraded = await fleetFor(url);
+		const [state] = await upgraded.query(
+			`SELECT (SELECT version FROM schema_version) AS version, (SELECT count(*)::int FROM targets) AS targets,
+				(SELECT jsonb_agg(jsonb_build_object('id', id, 'ended_at', ended_at)) FROM workers) AS workers`,
+		);
+		expect(state).toEqual({
+			version: FLEET_SCHEMA_VERSION,
+			targets: 3,
+			workers: [{ id: opened.worker.id, ended_at: null }],
+		});
+		const [column] = await upgraded.query(
+			"SELECT data_type AS type, is_nullable AS nullable FROM information_schema.columns WHERE table_schema = 'scrapejob' AND table_name = 'workers' AND column_name = 'ended_at'",
+		);
+		expect(column).toEqual({ type: "timestamp with time zone", nullable: "YES" });
+	});
+
 	it("tables go in the schema asked for; a name that is not a plain identifier is refused", async () => {
 		const url = await (await cluster()).createDatabase();
 		const fleet = await fleetFor(url, { schema: "fleet_b" });

@@ -31,8 +31,8 @@ export function registerFleetCommand(program: Command, ctx: CliContext): void {
 			"after",
 			`
 Reads the fleet's tables (schema SCRAPEJOB_FLEET_SCHEMA, default scrapejob); sends nothing to the service.
-Shows the newest ten runs of the job. A worker whose last beat is older than the lease (30 s) is gone:
-its targets and slots pass to the others.
+Shows the newest ten runs of the job. A worker that stopped cleanly shows when it ended; one whose last
+beat is older than the lease (30 s) is gone (killed): its targets and slots pass to the others.
 
 Examples:
   npx scrapejob fleet status jobs/example-shop.yaml --fleet "$SCRAPEJOB_FLEET_URL"
@@ -85,6 +85,7 @@ function statusJson(status: FleetStatus) {
 			started_at: worker.startedAt.toISOString(),
 			last_beat: worker.lastBeat.toISOString(),
 			last_beat_age_s: Math.max(0, (status.at.getTime() - worker.lastBeat.getTime()) / 1000),
+			ended_at: worker.endedAt?.toISOString() ?? null,
 		})),
 		in_flight: status.inFlight,
 		concurrency_limit: status.concurrencyLimit,
@@ -120,10 +121,16 @@ function statusText(status: FleetStatus): string {
 			worker.id,
 			worker.hostname,
 			String(worker.pid),
-			`${Math.round((status.at.getTime() - worker.lastBeat.getTime()) / 1000)} s ago`,
+			worker.endedAt === null
+				? `${secondsAgo(status.at, worker.lastBeat)} s ago`
+				: `ended ${secondsAgo(status.at, worker.endedAt)} s ago`,
 		]);
 		const columns = ["worker", "host", "pid", "last beat"].map((header) => ({ header }));
 		lines.push(...formatTable(columns, rows, { indent: "  " }));
 	}
 	return lines.join("\n");
+}
+
+function secondsAgo(now: Date, then: Date): number {
+	return Math.round((now.getTime() - then.getTime()) / 1000);
 }

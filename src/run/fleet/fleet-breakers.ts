@@ -14,11 +14,16 @@ import type { BreakerSpec } from "../../job/index.js";
 import type { BreakerReport } from "../../output/index.js";
 import type { BreakerEvents, Breakers } from "../economics/breaker.js";
 
-/** How often a worker reads which breakers the other workers opened. */
-const WATCH_POLL_MS = 250;
-
-/** A fleet run's breakers: started and stopped with the worker, their cool-down read by its claim feed. */
-export type FleetBreakers = Breakers & { start(): void; stop(): Promise<void>; readonly coolDownMs: number };
+/**
+ * A fleet run's breakers: started and stopped with the worker, their cool-down read by its claim feed, the
+ * watch list brought by the worker's poll of the fleet (`seen`, from fleet-limit.ts).
+ */
+export type FleetBreakers = Breakers & {
+	start(): void;
+	stop(): Promise<void>;
+	seen(rows: ReadonlyArray<{ readonly domain: string; readonly state: FleetBreakerState }>): void;
+	readonly coolDownMs: number;
+};
 
 export interface FleetBreakerDeps {
 	readonly fleet: Fleet;
@@ -33,9 +38,9 @@ export interface FleetBreakerDeps {
  * The breakers of a fleet run (docs/behaviour.md, "Breakers"): the same rule as a local run's, kept in one
  * row per domain that every worker reads and writes, so a domain going wrong on one worker parks its
  * targets on all of them. Good outcomes are written only for domains whose window holds wrong ones (a clean
- * run writes nothing); each worker polls which domains those are, and asks the database before fetching a
- * target of one of them: its breaker may have opened on another worker (the target is parked), or be due
- * a probe.
+ * run writes nothing); each worker polls which domains those are (in its poll of the fleet's limit, four
+ * times a second), and asks the database before fetching a target of one of them: its breaker may have
+ * opened on another worker (the target is parked), or be due a probe.
  */
 export function createFleetBreakers(
 	spec: BreakerSpec,
@@ -48,12 +53,10 @@ export function createFleetBreakers(
 	/** Domains with a breaker not closed, or wrong outcomes in its window: their targets concern the fleet. */
 	let watched = new Map<string, FleetBreakerState>();
 	let final: BreakerReport[] = [];
-	let timer: NodeJS.Timeout | null = null;
 	/** The first read of the breakers' rows, until it is in. */
 	let firstRead: Promise<void> | null = null;
 
-	const refresh = async () => {
-		const rows = await breakerWatchList(fleet, runId);
+	const seen: FleetBreakers["seen"] = (rows) => {
 		watched = new Map(rows.map((row) => [row.domain, row.state]));
 	};
 	const reportOf = (breaker: FleetBreaker): BreakerReport => ({
@@ -130,18 +133,18 @@ export function createFleetBreakers(
 			deps.track(targetId, probeLost(fleet, runId, bucket(host), targetId, spec.coolDownMs));
 		},
 		open: () => final,
+		seen,
+		/** The first read of the watch list, at once: the worker's next poll may be a quarter second away. */
 		start() {
-			firstRead = refresh()
+			firstRead = breakerWatchList(fleet, runId)
+				.then(seen)
 				.catch(() => undefined)
 				.finally(() => {
 					firstRead = null;
 				});
-			timer = setInterval(() => void refresh().catch(() => undefined), WATCH_POLL_MS);
-			timer.unref();
 		},
-		/** The worker ends: stop polling and read the fleet's breakers not closed, for the summary. */
+		/** The worker ends: read the fleet's breakers not closed, for the summary. */
 		async stop() {
-			if (timer) clearInterval(timer);
 			final = (await openBreakers(fleet, runId).catch(() => [])).map(reportOf);
 		},
 	};

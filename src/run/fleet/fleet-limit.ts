@@ -1,9 +1,16 @@
 import type { Logger } from "pino";
 import { type Clock, errorMessage } from "../../common/index.js";
-import { type Fleet, type FleetLimit, pauseFleet, setConcurrencyLimit } from "../../fleet/index.js";
+import {
+	type Fleet,
+	type FleetLimit,
+	type FleetRunWatch,
+	pauseFleet,
+	setConcurrencyLimit,
+	watchFleetRun,
+} from "../../fleet/index.js";
 import type { Job } from "../../job/index.js";
 
-/** How often a worker looks whether another worker's 429 paused the fleet, or its limit changed. */
+/** How often a worker reads the fleet's pause (another worker's 429), its limit, its live workers and breakers. */
 const PAUSE_POLL_MS = 250;
 /** Changes of the fleet's limit a worker remembers (each answer is placed under the one it was sent under). */
 const KNOWN_LIMITS = 16;
@@ -23,7 +30,8 @@ export interface FleetLimitDeps {
  * The fleet's pause and concurrency limit as one worker sees and changes them. Another worker's 429 reaches
  * this one within a poll (its sends wait at its gate until the reset), and so does a change of the limit
  * (spare slots above a lowered one go back). The service's `X-RateLimit-Limit` changes the limit only from
- * the change its fetch was sent under: answers arrive out of order.
+ * the change its fetch was sent under: answers arrive out of order. The same statement reads the breakers'
+ * watch list for fleet-breakers.ts (`watchBreakers`): one round trip a poll, not one per part.
  */
 export class FleetLimitWatch {
 	readonly #deps: FleetLimitDeps;
@@ -37,6 +45,8 @@ export class FleetLimitWatch {
 	#liveWorkers: number | null = null;
 	/** What this worker does when another worker's 429 paused the fleet (`watchPause`). */
 	#onPause: ((ms: number) => void) | null = null;
+	/** Where each poll's breakers' watch list goes (`watchBreakers`). */
+	#onBreakers: ((rows: FleetRunWatch["breakers"]) => void) | null = null;
 	readonly #pollTimer: NodeJS.Timeout;
 
 	constructor(deps: FleetLimitDeps) {
@@ -71,6 +81,11 @@ export class FleetLimitWatch {
 	/** Another worker's 429: `pause` holds this worker's sends (its gate) until the reset. */
 	watchPause(pause: (ms: number) => void): void {
 		this.#onPause = pause;
+	}
+
+	/** Each poll's breakers' watch list goes to `seen` (the job's breakers, fleet-breakers.ts). */
+	watchBreakers(seen: (rows: FleetRunWatch["breakers"]) => void): void {
+		this.#onBreakers = seen;
 	}
 
 	/** A 429: every worker of the fleet waits until its reset (no claim, no slot before then). */
@@ -134,23 +149,16 @@ export class FleetLimitWatch {
 		return null;
 	}
 
-	/** The fleet's pause (what is left of it), its limit and its live workers, in one statement. */
+	/** The fleet's pause (what is left of it), its limit, its live workers and its breakers, in one statement. */
 	async #poll(): Promise<void> {
 		const { fleet, runId, leaseMs } = this.#deps;
 		try {
-			const [row] = await fleet.query<{ ms: number | null; limit: number; epoch: string; workers: number }>(
-				`SELECT CASE WHEN paused_until > now() THEN (extract(epoch FROM paused_until - now()) * 1000)::int END AS ms,
-					concurrency_limit AS limit, limit_epoch AS epoch,
-					(SELECT count(*)::int FROM workers w
-					WHERE w.run_id = r.id AND w.last_beat > now() - make_interval(secs => $2::float8 / 1000)) AS workers
-				FROM runs r WHERE id = $1`,
-				[runId, leaseMs],
-				"fleet_watch_run",
-			);
-			if (!row) return;
-			this.#learn({ limit: row.limit, epoch: Number(row.epoch) });
-			this.#liveWorkers = Math.max(1, row.workers);
-			if (row.ms != null && row.ms > 0) this.#onPause?.(row.ms);
+			const watch = await watchFleetRun(fleet, runId, leaseMs);
+			if (!watch) return;
+			this.#learn(watch.limit);
+			this.#liveWorkers = Math.max(1, watch.liveWorkers);
+			this.#onBreakers?.(watch.breakers);
+			if (watch.pauseMs !== null && watch.pauseMs > 0) this.#onPause?.(watch.pauseMs);
 		} catch {
 			// A missed poll: the next one, a quarter second on, reads the same row.
 		}

@@ -1,7 +1,8 @@
 import type { Logger } from "pino";
-import type { Clock, Sleep } from "../../common/index.js";
+import { type Clock, errorMessage, type Sleep } from "../../common/index.js";
 import type { SitemapFetch } from "../../crawl/index.js";
 import {
+	endWorker,
 	type Fleet,
 	type FleetLimit,
 	type FleetRun,
@@ -67,6 +68,7 @@ export class FleetCoordination {
 	readonly #setup: FleetWorkerSetup;
 	readonly #job: Job;
 	readonly #sleep: Sleep;
+	readonly #log: Logger;
 	readonly #leases: FleetLeases;
 	readonly #limits: FleetLimitWatch;
 	readonly #frontier: FleetFrontier;
@@ -82,6 +84,7 @@ export class FleetCoordination {
 		this.#setup = setup;
 		this.#job = job;
 		this.#sleep = sleep;
+		this.#log = log;
 		const plans = plansOf(job);
 		const carryOver = new ClaimCarryOver(tracksChanges ? run.jobName : null);
 		this.tasks = carryOver.tasks;
@@ -153,6 +156,7 @@ export class FleetCoordination {
 			events,
 		);
 		this.#breakers = breakers;
+		this.#limits.watchBreakers(breakers.seen);
 		breakers.start();
 		return breakers;
 	}
@@ -229,11 +233,18 @@ export class FleetCoordination {
 		return this.#ended;
 	}
 
-	/** The worker's work is over: stop renewing, and read where the whole fleet stands. */
+	/**
+	 * The worker's work is over: stop renewing, leave the live workers (the others' part of the limit grows
+	 * now, not a lease later), and read where the whole fleet stands.
+	 */
 	async close(): Promise<void> {
 		const { fleet, run, worker, maxCredits } = this.#setup;
 		this.#leases.stop();
 		this.#limits.stop();
+		await endWorker(fleet, worker).catch((error) =>
+			// Not written: the worker leaves the live ones a lease after its last beat, as a killed one does.
+			this.#log.warn({ event: "fleet_end_failed", error: errorMessage(error) }, "could not mark the worker ended"),
+		);
 		await this.#breakers?.stop();
 		// Its changes of the limit are in before the fleet's state is read for the summary.
 		await this.#limits.written();
