@@ -94,7 +94,9 @@ export async function claimTargets(
 	const claimed = await claimQueued(fleet, worker, n, leaseMs, options);
 	// Lapsed leases are looked for only when the queue comes up short: a full claim costs one statement.
 	if (claimed.length === n || (await reapExpiredLeases(fleet, worker.runId)) === 0) return claimed;
-	return [...claimed, ...(await claimQueued(fleet, worker, n - claimed.length, leaseMs, options))];
+	// The first claim's targets took the lowest slots; the rest are for the second.
+	const rest = options.slots === undefined ? options : { ...options, slots: options.slots.slice(claimed.length) };
+	return [...claimed, ...(await claimQueued(fleet, worker, n - claimed.length, leaseMs, rest))];
 }
 
 export interface ClaimOptions {
@@ -103,6 +105,12 @@ export interface ClaimOptions {
 	 * its newest ok record there comes with the lease (`previousOk`), in the same statement.
 	 */
 	readonly previousOf?: string;
+	/**
+	 * The slots the claimed targets are to take, lowest first: only as many targets are claimed as of these
+	 * are below the run's limit when the statement runs. A worker's spare slots were taken under the limit
+	 * it knew, and another worker may have lowered it since (this one reads it four times a second).
+	 */
+	readonly slots?: readonly number[];
 }
 
 async function claimQueued(
@@ -116,6 +124,12 @@ async function claimQueued(
 		`WITH run AS (
 			SELECT id FROM runs
 			WHERE id = $1 AND state IN ('loading', 'running') AND (paused_until IS NULL OR paused_until <= now())
+		), room AS (
+			-- How many of the claim's slots are below the limit now (a CTE of its own: \`run\`, used once, is
+			-- planned into the host scan; used twice it would be computed apart, and the scan ~30× slower).
+			SELECT CASE WHEN $6::int[] IS NULL THEN $3::int
+				ELSE (SELECT count(*)::int FROM unnest($6::int[]) AS s(slot) WHERE s.slot < runs.concurrency_limit) END AS n
+			FROM runs WHERE id = $1
 		), level AS (
 			-- Depth-exact crawls: a page is claimed only once every page two levels above it has settled, so
 			-- no unsettled page can still find it shallower (a list's targets are all at depth 0).
@@ -143,17 +157,21 @@ async function claimQueued(
 				FOR UPDATE SKIP LOCKED
 			) t
 			LIMIT $3
+		), chosen AS (
+			-- Cut to the slots below the limit on the few rows picked, not in the scans' LIMITs: the planner
+			-- plans those scans for the parameter's count.
+			SELECT * FROM picked LIMIT (SELECT n FROM room)
 		), claimed AS (
 			UPDATE targets t SET state = 'leased', lease_owner = $2, lease_epoch = t.lease_epoch + 1,
 				lease_until = now() + make_interval(secs => $4::float8 / 1000), attempts = t.attempts + 1
-			FROM picked p WHERE t.run_id = $1 AND t.target_id = p.target_id
+			FROM chosen p WHERE t.run_id = $1 AND t.target_id = p.target_id
 			RETURNING t.run_id, t.target_id, t.lease_epoch, t.url, t.url_key, t.host, t.depth, t.parent, t.task_id,
 				t.attempts, t.input, now() AS claimed_at, t.lease_until
 		), hosts_taken AS (
 			UPDATE hosts h SET in_flight = CASE WHEN h.max_in_flight IS NULL THEN h.in_flight ELSE h.in_flight + c.n END,
 				next_allowed_at = now() + make_interval(secs => h.delay_ms::float8 / 1000),
 				starting_until = CASE WHEN h.delay_ms > 0 THEN now() + make_interval(secs => $4::float8 / 1000) END
-			FROM (SELECT host, count(*)::int AS n FROM picked GROUP BY host) c
+			FROM (SELECT host, count(*)::int AS n FROM chosen GROUP BY host) c
 			WHERE h.run_id = $1 AND h.host = c.host
 		)
 		SELECT c.*, p.previous_hash, p.previous_at, p.previous_data FROM claimed c
@@ -166,7 +184,7 @@ async function claimQueued(
 			ORDER BY rec.written_at DESC
 			LIMIT 1
 		) p ON true`,
-		[worker.runId, worker.id, n, leaseMs, options.previousOf ?? null],
+		[worker.runId, worker.id, n, leaseMs, options.previousOf ?? null, options.slots ?? null],
 		"fleet_claim",
 	);
 	return rows.map(toLease);

@@ -66,4 +66,20 @@ describe("a held target's slot under a lowered limit", () => {
 			leases.stop();
 		}
 	});
+
+	it("a claim with spare slots takes targets only for those still below the limit, whatever limit the worker last read", async () => {
+		const { workers, runId } = await runWithWorkers(await cluster(), targetsOn(6), 1, { concurrencyLimit: 4 });
+		const [a] = workers as [(typeof workers)[0]];
+		// Four slots taken under a limit of 4, kept spare by the worker; another worker's answer lowers it to 2.
+		const slots = await acquireSlots(a.fleet, a.worker, 4, 60_000);
+		expect(slots.map((slot) => slot.slot).sort()).toEqual([0, 1, 2, 3]);
+		await setConcurrencyLimit(a.fleet, runId, 2, 0);
+		// Slots 2 and 3 are above it now: two targets, not four.
+		const claimed = await claimTargets(a.fleet, a.worker, 4, 60_000, { slots: [0, 1, 2, 3] });
+		expect(claimed).toHaveLength(2);
+		// Only slots above the limit: nothing claimed, and the targets stay queued for slots below it.
+		expect(await claimTargets(a.fleet, a.worker, 2, 60_000, { slots: [2, 3] })).toHaveLength(0);
+		// Without slots named (a claim for slots just taken below the limit) the count is the claim's own.
+		expect(await claimTargets(a.fleet, a.worker, 3, 60_000)).toHaveLength(3);
+	});
 });

@@ -145,8 +145,16 @@ export class FleetFeed {
 		const slots = leases.takeSpare(free);
 		try {
 			if (slots.length < free) slots.push(...(await acquireSlots(fleet, worker, free - slots.length, leaseMs)));
+			// Lowest first: the claim counts only slots still below the fleet's limit (a spare one may be above
+			// a limit another worker lowered since this one last read it), and those are the lowest.
+			slots.sort((a, b) => a.slot - b.slot);
 			const claimed =
-				slots.length === 0 ? [] : await claimTargets(fleet, worker, slots.length, leaseMs, carryOver.claimOptions);
+				slots.length === 0
+					? []
+					: await claimTargets(fleet, worker, slots.length, leaseMs, {
+							...carryOver.claimOptions,
+							slots: slots.map((slot) => slot.slot),
+						});
 			// Slots without a target go back: another worker may have targets for them.
 			await this.#giveBack(slots.slice(claimed.length));
 			return claimed.map((lease, index) => ({ lease, slot: slots[index]! }));
