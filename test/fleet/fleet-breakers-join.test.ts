@@ -76,4 +76,37 @@ describe("a worker's view of the fleet's breakers", () => {
 			await coordination.close();
 		}
 	});
+
+	it("this worker's own outcome that trips the breaker is in its row before its next target of the domain is admitted", async () => {
+		const { workers, runId } = await runWithWorkers(await cluster(), targetsOn(3, 1), 1);
+		const [a] = workers as [(typeof workers)[0]];
+		const spec = { ...SPEC, coolDownMs: 60_000 };
+		for (let i = 0; i < 2; i++)
+			await recordBreakerOutcome(a.fleet, runId, "host0.test", { bad: true, why: "captcha" }, spec);
+		// The outcome writes (transactions) wait at a gate: a settlement still on its way when the slot is reused.
+		let openGate = () => {};
+		const gate = new Promise<void>((resolve) => {
+			openGate = resolve;
+		});
+		const gated: Fleet = { ...a.fleet, transaction: async (work) => gate.then(() => a.fleet.transaction(work)) };
+		const breakers = createFleetBreakers(spec, { fleet: gated, runId, track: () => undefined, park: () => undefined });
+		breakers.start();
+		try {
+			expect(await breakers.admit("host0.test", 1, "t1")).toBe("fetch");
+			// The third wrong outcome of host0 (the trip) is settled; its write has not landed yet.
+			breakers.settle("host0.test", { id: "t1", credits_used: 1, useful: false, useless_reason: "captcha" }, false);
+			let admitted: string | null = null;
+			const next = Promise.resolve(breakers.admit("host0.test", 1, "t2")).then((admission) => {
+				admitted = admission;
+			});
+			// A round trip of the database later, the admission still waits for the outcome.
+			await a.fleet.query("SELECT 1");
+			expect(admitted).toBeNull();
+			openGate();
+			await next;
+			expect(admitted).toBe("park");
+		} finally {
+			await breakers.stop();
+		}
+	});
 });

@@ -55,6 +55,19 @@ export function createFleetBreakers(
 	let final: BreakerReport[] = [];
 	/** The first read of the breakers' rows, until it is in. */
 	let firstRead: Promise<void> | null = null;
+	/**
+	 * Each domain's outcome on its way to its row. A settled target's slot goes to this worker's next claim
+	 * before its writes land: a target of the same domain is admitted only after them, or the outcome that
+	 * trips the breaker would let this worker's own next fetch through.
+	 */
+	const writing = new Map<string, Promise<unknown>>();
+	const writes = (domain: string, write: Promise<unknown>) => {
+		writing.set(domain, write);
+		const landed = () => {
+			if (writing.get(domain) === write) writing.delete(domain);
+		};
+		write.then(landed, landed);
+	};
 
 	const seen: FleetBreakers["seen"] = (rows) => {
 		watched = new Map(rows.map((row) => [row.domain, row.state]));
@@ -75,14 +88,18 @@ export function createFleetBreakers(
 		// Not before the first read of the rows: a worker joining as a probe goes out would take the probe
 		// for a plain target (its answer would not settle the probe, and another probe would follow it).
 		if (firstRead !== null) return firstRead.then(() => admit(host, worstCase, targetId));
-		if (watched.size === 0) return "fetch";
+		if (watched.size === 0 && writing.size === 0) return "fetch";
 		const domain = bucket(host);
-		// A domain with wrong outcomes may have opened on another worker a moment ago: the row decides.
-		if (!watched.has(domain)) return "fetch";
-		return admitTarget(fleet, { runId, targetId }, domain, spec.coolDownMs).then((admission) => {
-			if (admission === "park") deps.park(targetId, domain, worstCase);
-			return admission;
-		});
+		// A domain with wrong outcomes may have opened on another worker a moment ago: the row decides. (A
+		// poll that read the rows before this worker's outcome landed leaves the domain out of `watched`.)
+		if (!watched.has(domain) && !writing.has(domain)) return "fetch";
+		const ask = () =>
+			admitTarget(fleet, { runId, targetId }, domain, spec.coolDownMs).then((admission) => {
+				if (admission === "park") deps.park(targetId, domain, worstCase);
+				return admission;
+			});
+		const landing = writing.get(domain);
+		return landing === undefined ? ask() : landing.then(ask, ask);
 	};
 
 	return {
@@ -110,6 +127,7 @@ export function createFleetBreakers(
 						events.onClose?.(domain);
 					} else opened(domain, answer.reason);
 				});
+				writes(domain, settled);
 				deps.track(record.id, settled);
 				return;
 			}
@@ -127,6 +145,7 @@ export function createFleetBreakers(
 			).then((reason) => {
 				if (reason !== null) opened(domain, reason);
 			});
+			writes(domain, write);
 			deps.track(record.id, write);
 		},
 		probeLost(host, targetId) {
