@@ -143,7 +143,7 @@ beforeAll(() => {
 describe("scrapejob run keeps undici's HTTP parser on V8's baseline WebAssembly code", () => {
 	it("never compiles it with TurboFan (a ~30 MB moment of memory), unless the user chose a WebAssembly tier", async () => {
 		// V8 13 (Node 24) no longer honours --liftoff-only set at run time: the parser's one large function is
-		// tiered up there (docs/benchmarks.md, "Node 24"). Where V8 honours it, nothing is.
+		// tiered up there (docs/benchmarks.md, "Node 24 or Node 22?"). Where V8 honours it, nothing is.
 		const honoured = Number(process.versions.v8.split(".")[0]) < 13;
 		expect(await turbofanWasmCompiles([])).toBeLessThanOrEqual(honoured ? 0 : 1);
 		// A tier the user names wins: with V8's own setting named, the parser is tiered up as usual.
