@@ -1,4 +1,4 @@
-import { execFileSync, spawn } from "node:child_process";
+import { type ChildProcess, execFileSync, spawn } from "node:child_process";
 import { once } from "node:events";
 import { existsSync, readdirSync, statSync, truncateSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
@@ -130,6 +130,24 @@ describe("a damaged store, end to end", () => {
 	);
 });
 
+/**
+ * A sqlite3 shell left in a transaction (`BEGIN EXCLUSIVE` or `IMMEDIATE`): it holds the store's write lock
+ * until it is killed. Resolves once the lock is held.
+ */
+async function holdStore(path: string, mode: "EXCLUSIVE" | "IMMEDIATE"): Promise<ChildProcess> {
+	const holder = spawn(
+		"python3",
+		[
+			"-c",
+			`import sqlite3,sys,time\nd=sqlite3.connect(sys.argv[1],isolation_level=None)\nd.execute('BEGIN ${mode}')\nprint('held',flush=True)\ntime.sleep(60)`,
+			path,
+		],
+		{ stdio: ["ignore", "pipe", "inherit"] },
+	);
+	await once(holder.stdout, "data");
+	return holder;
+}
+
 describe("a store another process holds", () => {
 	it("a write lock held elsewhere costs the run seconds, not 30: said once with who may hold it, the run completes (its records fold in next time)", async () => {
 		service = await startTestService();
@@ -137,18 +155,8 @@ describe("a store another process holds", () => {
 		const out = join(dir, "out");
 		const job = shopJob(dir, service.site.url);
 		await run(job, out);
-		// A sqlite3 shell left in a transaction: it holds the store's write lock until it ends.
-		const holder = spawn(
-			"python3",
-			[
-				"-c",
-				"import sqlite3,sys,time\nd=sqlite3.connect(sys.argv[1],isolation_level=None)\nd.execute('BEGIN EXCLUSIVE')\nprint('held',flush=True)\ntime.sleep(60)",
-				join(out, "shop", HISTORY_FILE),
-			],
-			{ stdio: ["ignore", "pipe", "inherit"] },
-		);
+		const holder = await holdStore(join(out, "shop", HISTORY_FILE), "EXCLUSIVE");
 		try {
-			await new Promise<void>((resolve) => holder.stdout.once("data", () => resolve()));
 			const started = Date.now();
 			const second = await runCli(["run", job, "--out", out], { env: service!.env });
 			expect(Date.now() - started).toBeLessThan(20_000);
@@ -167,18 +175,8 @@ describe("a store another process holds", () => {
 		const out = join(dir, "out");
 		const job = shopJob(dir, service.site.url);
 		await run(job, out);
-		// A sqlite3 shell left in a transaction, as above; it ends with this test.
-		const holder = spawn(
-			"python3",
-			[
-				"-c",
-				"import sqlite3,sys,time\nd=sqlite3.connect(sys.argv[1],isolation_level=None)\nd.execute('BEGIN IMMEDIATE')\nprint('held',flush=True)\ntime.sleep(60)",
-				join(out, "shop", HISTORY_FILE),
-			],
-			{ stdio: ["ignore", "pipe", "inherit"] },
-		);
+		const holder = await holdStore(join(out, "shop", HISTORY_FILE), "IMMEDIATE");
 		try {
-			await once(holder.stdout, "data");
 			// This run completes, but its records stay out of the store: the next open must fold them in.
 			const second = await runCli(["run", job, "--out", out], { env: service.env });
 			expect(second.code, second.stderr).toBe(0);
