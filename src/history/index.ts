@@ -37,6 +37,7 @@ export {
 	type FailedCrawledPage,
 	HISTORY_FILE,
 	type JobHistory,
+	lockedHint,
 	OLD_HISTORY_FILE,
 	openJobHistory,
 	type TargetHistory,

@@ -393,7 +393,7 @@ function resultsSize(jobDir: string, runId: string): number {
 }
 
 /** A store error in words; a lock held elsewhere says who may hold it. */
-function lockedHint(error: unknown): string {
+export function lockedHint(error: unknown): string {
 	const text = errorMessage(error);
 	return /database is locked|SQLITE_BUSY/i.test(text)
 		? `${text}: another process holds a write on history.sqlite — another run of the job, an export, or a sqlite3 shell left in a transaction`

@@ -163,6 +163,12 @@ describe("a store another process holds", () => {
 			expect(second.code, second.stderr).toBe(0);
 			expect(second.stderr).toContain("another process holds a write on history.sqlite");
 			expect(second.stderr.match(/could not save the job's history/g)).toHaveLength(1);
+			// The run's costs could not be kept either: said with the same hint.
+			const costs = second.stderr
+				.split("\n")
+				.filter((line) => line.includes("could not keep the run's modes and costs"));
+			expect(costs).toHaveLength(1);
+			expect(JSON.parse(costs[0]!).error).toContain("another process holds a write on history.sqlite");
 		} finally {
 			holder.kill("SIGKILL");
 		}

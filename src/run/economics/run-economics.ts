@@ -1,10 +1,10 @@
 import type { Logger } from "pino";
-import { errorMessage } from "../../common/index.js";
 import {
 	addHostCosts,
 	type DomainMode,
 	type HostCost,
 	type JobHistory,
+	lockedHint,
 	readDomainModes,
 	readLatestHostCosts,
 	writeDomainModes,
@@ -51,7 +51,7 @@ export function createRunEconomics(job: Job, history: JobHistory | null, logger?
 			modes = readDomainModes(history.db);
 			past = readLatestHostCosts(history.db);
 		} catch (error) {
-			logger?.warn({ error: errorMessage(error) }, "could not read the job's remembered modes and costs");
+			logger?.warn({ error: lockedHint(error) }, "could not read the job's remembered modes and costs");
 		}
 	}
 	const adaptiveJob = usesAdaptive(job);
@@ -74,7 +74,7 @@ export function createRunEconomics(job: Job, history: JobHistory | null, logger?
 				if (adaptive) writeDomainModes(history.db, runId, at, adaptive.remembered());
 			} catch (error) {
 				logger?.warn(
-					{ error: errorMessage(error) },
+					{ error: lockedHint(error) },
 					"could not keep the run's modes and costs in the job's store; the next run learns them again",
 				);
 			}
