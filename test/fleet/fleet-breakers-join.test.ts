@@ -11,6 +11,15 @@ import { until } from "../helpers/until.js";
 const cluster = useCluster();
 const SPEC = { window: 4, trip: 3, coolDownMs: 0, by: "host" } as const;
 
+/** `fleet` whose transactions (the breakers' outcome writes) wait until `openGate()`: writes still on their way. */
+function gateTransactions(fleet: Fleet): { gated: Fleet; openGate: () => void } {
+	let openGate = () => {};
+	const gate = new Promise<void>((resolve) => {
+		openGate = resolve;
+	});
+	return { gated: { ...fleet, transaction: async (work) => gate.then(() => fleet.transaction(work)) }, openGate };
+}
+
 describe("a worker's view of the fleet's breakers", () => {
 	it("a worker that starts while a probe is out admits that target as the probe, not as a plain fetch", async () => {
 		const { workers, runId } = await runWithWorkers(await cluster(), targetsOn(3, 1), 1);
@@ -84,11 +93,7 @@ describe("a worker's view of the fleet's breakers", () => {
 		for (let i = 0; i < 2; i++)
 			await recordBreakerOutcome(a.fleet, runId, "host0.test", { bad: true, why: "captcha" }, spec);
 		// The outcome writes (transactions) wait at a gate: a settlement still on its way when the slot is reused.
-		let openGate = () => {};
-		const gate = new Promise<void>((resolve) => {
-			openGate = resolve;
-		});
-		const gated: Fleet = { ...a.fleet, transaction: async (work) => gate.then(() => a.fleet.transaction(work)) };
+		const { gated, openGate } = gateTransactions(a.fleet);
 		const breakers = createFleetBreakers(spec, { fleet: gated, runId, track: () => undefined, park: () => undefined });
 		breakers.start();
 		try {
@@ -100,6 +105,33 @@ describe("a worker's view of the fleet's breakers", () => {
 				admitted = admission;
 			});
 			// A round trip of the database later, the admission still waits for the outcome.
+			await a.fleet.query("SELECT 1");
+			expect(admitted).toBeNull();
+			openGate();
+			await next;
+			expect(admitted).toBe("park");
+		} finally {
+			await breakers.stop();
+		}
+	});
+
+	it("a poll that read the rows before this worker's first wrong outcome of a domain landed does not let its next target through", async () => {
+		const { workers, runId } = await runWithWorkers(await cluster(), targetsOn(3, 1), 1);
+		const [a] = workers as [(typeof workers)[0]];
+		// One wrong outcome trips it; the domain has no row yet, so no poll lists it.
+		const spec = { window: 4, trip: 1, coolDownMs: 60_000, by: "host" } as const;
+		const { gated, openGate } = gateTransactions(a.fleet);
+		const breakers = createFleetBreakers(spec, { fleet: gated, runId, track: () => undefined, park: () => undefined });
+		breakers.start();
+		try {
+			expect(await breakers.admit("host0.test", 1, "t1")).toBe("fetch");
+			breakers.settle("host0.test", { id: "t1", credits_used: 1, useful: false, useless_reason: "captcha" }, false);
+			// The worker's poll brings the rows as they were before the outcome landed: none.
+			breakers.seen([]);
+			let admitted: string | null = null;
+			const next = Promise.resolve(breakers.admit("host0.test", 1, "t2")).then((admission) => {
+				admitted = admission;
+			});
 			await a.fleet.query("SELECT 1");
 			expect(admitted).toBeNull();
 			openGate();
