@@ -2,7 +2,7 @@ import pino from "pino";
 import { describe, expect, it } from "vitest";
 import { claimTargets, type Fleet, parkTarget, recordBreakerOutcome, releaseDueProbe } from "../../src/fleet/index.js";
 import type { Job } from "../../src/job/index.js";
-import { createFleetBreakers } from "../../src/run/fleet/fleet-breakers.js";
+import { createFleetBreakers, type FleetBreakers } from "../../src/run/fleet/fleet-breakers.js";
 import { createFleetCoordination } from "../../src/run/fleet/fleet-worker.js";
 import { runWithWorkers, targetsOn } from "../helpers/fleet.js";
 import { useCluster } from "../helpers/postgres.js";
@@ -18,6 +18,22 @@ function gateTransactions(fleet: Fleet): { gated: Fleet; openGate: () => void } 
 		openGate = resolve;
 	});
 	return { gated: { ...fleet, transaction: async (work) => gate.then(() => fleet.transaction(work)) }, openGate };
+}
+
+/**
+ * host0's next target waits while the outcome is held at the gate (a round trip of the database later it
+ * is still not admitted), and is parked once the outcome lands.
+ */
+async function expectParkedOnceLanded(breakers: FleetBreakers, fleet: Fleet, openGate: () => void): Promise<void> {
+	let admitted: string | null = null;
+	const next = Promise.resolve(breakers.admit("host0.test", 1, "t2")).then((admission) => {
+		admitted = admission;
+	});
+	await fleet.query("SELECT 1");
+	expect(admitted).toBeNull();
+	openGate();
+	await next;
+	expect(admitted).toBe("park");
 }
 
 describe("a worker's view of the fleet's breakers", () => {
@@ -100,16 +116,7 @@ describe("a worker's view of the fleet's breakers", () => {
 			expect(await breakers.admit("host0.test", 1, "t1")).toBe("fetch");
 			// The third wrong outcome of host0 (the trip) is settled; its write has not landed yet.
 			breakers.settle("host0.test", { id: "t1", credits_used: 1, useful: false, useless_reason: "captcha" }, false);
-			let admitted: string | null = null;
-			const next = Promise.resolve(breakers.admit("host0.test", 1, "t2")).then((admission) => {
-				admitted = admission;
-			});
-			// A round trip of the database later, the admission still waits for the outcome.
-			await a.fleet.query("SELECT 1");
-			expect(admitted).toBeNull();
-			openGate();
-			await next;
-			expect(admitted).toBe("park");
+			await expectParkedOnceLanded(breakers, a.fleet, openGate);
 		} finally {
 			await breakers.stop();
 		}
@@ -128,15 +135,7 @@ describe("a worker's view of the fleet's breakers", () => {
 			breakers.settle("host0.test", { id: "t1", credits_used: 1, useful: false, useless_reason: "captcha" }, false);
 			// The worker's poll brings the rows as they were before the outcome landed: none.
 			breakers.seen([]);
-			let admitted: string | null = null;
-			const next = Promise.resolve(breakers.admit("host0.test", 1, "t2")).then((admission) => {
-				admitted = admission;
-			});
-			await a.fleet.query("SELECT 1");
-			expect(admitted).toBeNull();
-			openGate();
-			await next;
-			expect(admitted).toBe("park");
+			await expectParkedOnceLanded(breakers, a.fleet, openGate);
 		} finally {
 			await breakers.stop();
 		}
