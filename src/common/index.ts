@@ -35,7 +35,7 @@ export {
 export { KeyTable, normalizedKeyLow } from "./key-table.js";
 export { createLastWords, type LastWord, type LastWords } from "./last-words.js";
 export { lazyModule } from "./lazy-module.js";
-export { MIN_NODE_MAJOR, NODE_TOO_OLD, nodeTooOld } from "./node-version.js";
+export { MIN_NODE_VERSION, NODE_TOO_OLD, nodeTooOld } from "./node-version.js";
 export { plural } from "./plural.js";
 export { ownStartTicks, type ProcessState, processState } from "./process-state.js";
 export { RECORD_COLUMNS } from "./record-columns.js";

@@ -44,16 +44,20 @@ function modulesOf(url: string, bundle: Readonly<Record<string, readonly string[
 	return path.startsWith(join(CLI_DIR, "bundle")) && inBundle ? inBundle : [relative(ROOT, path)];
 }
 
-/** Run the built CLI with `args` (and `env`, in `cwd`) in a fresh process and list every module it loaded. */
+/**
+ * Run the built CLI with `args` (and `env`, in `cwd`, after the code `prelude`) in a fresh process and
+ * list every module it loaded.
+ */
 async function modulesLoadedBy(
 	args: readonly string[],
 	env: NodeJS.ProcessEnv = {},
 	cwd?: string,
+	prelude = "",
 ): Promise<{ code: number; loaded: string[]; output: string }> {
 	const dir = tempDir();
 	const log = join(dir, "modules.json");
 	// A hook registered before the CLI is imported sees every module it loads, ESM and CommonJS alike.
-	const hook = `
+	const hook = `${prelude}
 		import { registerHooks } from "node:module";
 		import { writeFileSync } from "node:fs";
 		const loaded = [];
@@ -203,6 +207,19 @@ describe("start-up: a command loads what it uses", () => {
 		expect(output.trim()).toMatch(/^\d+\.\d+\.\d+$/);
 		expect(loaded.filter((path) => /^(dist|src)\/cli\/main\.[jt]s$/.test(path))).toHaveLength(1);
 		expect(loaded.filter((path) => /^(dist|src)\/(cli\/commands\/(?!index\.)|job\/)/.test(path))).toEqual([]);
+	});
+
+	it("under a Node older than scrapejob supports, `run` says so and how to get Node 24, exit 2, before it loads a command or writes anything", async () => {
+		const dir = tempDir();
+		const job = writeJob(dir, "job", "name: old-node\ndefaults:\n  mode: request\ntargets:\n  - https://example.com/a\n");
+		const asNode20 = `Object.defineProperty(process, "version", { value: "v20.20.2" });`;
+		const { code, loaded, output } = await modulesLoadedBy(["run", job, "--sandbox"], {}, dir, asNode20);
+		expect(output.trim()).toBe(
+			"scrapejob needs Node 22.12.0 or later (Node 24 recommended); this is Node v20.20.2. Without root or a version manager: `npm install --prefix ~/.local/node24 node@24`, then `export PATH=~/.local/node24/node_modules/node/bin:$PATH` (docs/guides/deploying.md)",
+		);
+		expect(code).toBe(2);
+		expect(loaded.filter((path) => /^(dist|src)\/cli\/(main|commands\/)/.test(path))).toEqual([]);
+		expect(existsSync(join(dir, "output"))).toBe(false);
 	});
 
 	it("`--help` lists every command from the commands' summaries, without loading a command's file", async () => {
