@@ -211,7 +211,11 @@ describe("start-up: a command loads what it uses", () => {
 
 	it("under a Node older than scrapejob supports, `run` says so and how to get Node 24, exit 2, before it loads a command or writes anything", async () => {
 		const dir = tempDir();
-		const job = writeJob(dir, "job", "name: old-node\ndefaults:\n  mode: request\ntargets:\n  - https://example.com/a\n");
+		const job = writeJob(
+			dir,
+			"job",
+			"name: old-node\ndefaults:\n  mode: request\ntargets:\n  - https://example.com/a\n",
+		);
 		const asNode20 = `Object.defineProperty(process, "version", { value: "v20.20.2" });`;
 		const { code, loaded, output } = await modulesLoadedBy(["run", job, "--sandbox"], {}, dir, asNode20);
 		expect(output.trim()).toBe(
