@@ -6,10 +6,13 @@
  * locator reads the container itself). And `ai_enhance`: a
  * deterministic placeholder object, so the wiring can be tested offline without a model.
  */
-import { selectAll, selectOne } from "css-select";
 import type { AnyNode, Element } from "domhandler";
-import { textContent } from "domutils";
-import { parseDocument } from "htmlparser2";
+import { lazyModule } from "../common/index.js";
+
+// Loaded on the first `extract_scheme` answered: a `--sandbox` run of plain pages never needs them.
+const cssSelect = lazyModule<typeof import("css-select")>("css-select");
+const domutils = lazyModule<typeof import("domutils")>("domutils");
+const htmlparser2 = lazyModule<typeof import("htmlparser2")>("htmlparser2");
 
 /** What a JSON delivery body gains for service-side extraction and AI. */
 export interface ServiceExtraction {
@@ -27,14 +30,16 @@ export interface ServiceExtractionOptions {
 type Rule = Record<string, unknown>;
 
 function text(node: AnyNode): string {
-	return textContent(node).replace(/\s+/g, " ").trim();
+	return domutils().textContent(node).replace(/\s+/g, " ").trim();
 }
 
 function select(selector: string, scope: AnyNode | AnyNode[], all: true): Element[];
 function select(selector: string, scope: AnyNode | AnyNode[], all: false): Element | null;
 function select(selector: string, scope: AnyNode | AnyNode[], all: boolean): Element[] | Element | null {
 	try {
-		return all ? selectAll<AnyNode, Element>(selector, scope) : selectOne<AnyNode, Element>(selector, scope);
+		return all
+			? cssSelect().selectAll<AnyNode, Element>(selector, scope)
+			: cssSelect().selectOne<AnyNode, Element>(selector, scope);
 	} catch {
 		// A selector the engine cannot compile finds nothing, as a lenient service would answer.
 		return all ? [] : null;
@@ -104,7 +109,7 @@ export function serviceExtraction(html: string, title: string, options: ServiceE
 	const { scheme } = options;
 	if (scheme !== undefined && scheme !== null) {
 		const rules = Array.isArray(scheme) ? scheme : [scheme];
-		result.extracted_data = applyRules(rules, parseDocument(html), html);
+		result.extracted_data = applyRules(rules, htmlparser2().parseDocument(html), html);
 	}
 	if (options.ai) {
 		result.ai_data = {

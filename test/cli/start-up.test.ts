@@ -166,6 +166,22 @@ describe("start-up: a command loads what it uses", () => {
 		expect(loaded.filter((path) => NOT_FOR_PLAIN_RUN.test(path))).toEqual([]);
 	});
 
+	it("the same run against `--sandbox` (the emulator in the process) loads no HTML parser either", async () => {
+		const service = await useTestService();
+		const dir = tempDir();
+		const site = service.site.url;
+		const job = writeJob(
+			dir,
+			"plain",
+			`name: plain\ndefaults: {mode: request}\noutput: {formats: [jsonl]}\ntargets: [${site}/product/1, ${site}/product/2]\n`,
+		);
+		const { code, loaded, output } = await modulesLoadedBy(["run", job, "--sandbox"], {}, dir);
+		expect(code, output).toBe(0);
+		expect(readRecords(runFolder(dir, "plain")).map((record) => record.status)).toEqual(["ok", "ok"]);
+		expect(loaded.filter((path) => /^(dist|src)\/emulator\/server\.[jt]s$/.test(path))).toHaveLength(1);
+		expect(loaded.filter((path) => NOT_FOR_PLAIN_RUN.test(path))).toEqual([]);
+	});
+
 	it("a crawl that reads sitemaps and writes CSV loads both when it needs them, and writes both", async () => {
 		// The other side of the test above: the list names what such a run really loads.
 		const service = await useTestService();
