@@ -1,0 +1,73 @@
+import { existsSync, readdirSync, readFileSync } from "node:fs";
+import { join } from "node:path";
+import { afterAll, describe, expect, it } from "vitest";
+import { tempDir, writeJob } from "../helpers/job-files.js";
+import { queryDatabase as query, startCluster, type TestCluster } from "../helpers/postgres-cluster.js";
+import { useTestService } from "../helpers/service.js";
+import { assertBuilt, spawnCli } from "../helpers/spawn-cli.js";
+import { html, startTargetSite } from "../helpers/target-site.js";
+import { until } from "../helpers/until.js";
+
+/** A cluster of this file's own: its server is shut down and started again mid-run. */
+let started: Promise<TestCluster> | null = null;
+const cluster = () => {
+	started ??= startCluster();
+	return started;
+};
+afterAll(async () => (await started?.catch(() => null))?.stop());
+
+/** The warnings a worker logged in its run folder's run.log (`<dir>/output/<job>/fleet/<run>/run.log`). */
+function runLog(dir: string, job: string): string {
+	const fleet = join(dir, "output", job, "fleet");
+	if (!existsSync(fleet)) return "";
+	return readdirSync(fleet)
+		.map((run) => join(fleet, run, "run.log"))
+		.filter(existsSync)
+		.map((path) => readFileSync(path, "utf8"))
+		.join("");
+}
+
+describe("a fleet worker whose database goes down for a moment", () => {
+	it("records the fetches that ended during the outage once the database is back: the run completes, each target paid once", async () => {
+		assertBuilt();
+		const pg = await cluster();
+		const url = await pg.createDatabase();
+		const service = await useTestService({ concurrency: 2 });
+		// The first two fetches are held until the database is down: they end during the outage.
+		let release: () => void = () => undefined;
+		const gate = new Promise<void>((resolve) => {
+			release = resolve;
+		});
+		const site = await startTargetSite((_req, res) => {
+			void gate.then(() => html(res, "<p>page</p>"));
+		});
+		const dir = tempDir("scrapejob-fleet-outage-");
+		const lines = Array.from({ length: 6 }, (_, i) => `  - ${site.origin}/p/${i}`).join("\n");
+		const file = writeJob(dir, "outage", `name: outage\ndefaults:\n  mode: request\ntargets:\n${lines}\n`);
+		// A lease longer than the outage: the worker is not cut off, its claims stay its own.
+		const env = { ...service.env, SCRAPEJOB_LOCK_LEASE_MS: "8000" };
+		const worker = spawnCli(["run", file, "--quiet", "--fleet", url, "--fleet-run", "nightly"], env, dir);
+		await until(() => site.requests.length >= 2, "two fetches in flight");
+		await pg.down();
+		release();
+		await until(() => runLog(dir, "outage").includes("fleet_settle_failed"), "a settlement refused by the database");
+		await pg.up();
+		// Not a hang: the worker ends well within the time a lease and the rest of the run take.
+		const ended = await Promise.race([
+			worker.done,
+			new Promise<null>((resolve) => setTimeout(() => resolve(null), 20_000)),
+		]);
+		if (ended === null) worker.child.kill("SIGKILL");
+		expect(ended, "the worker never ended: its unsettled targets stayed leased to it").not.toBeNull();
+		expect(ended!.code, ended!.stderr).toBe(0);
+		const records = await query<{ url: string; credits: number }>(
+			url,
+			"SELECT record->>'url' AS url, (record->>'credits_used')::int AS credits FROM scrapejob.records",
+		);
+		expect(records).toHaveLength(6);
+		expect(new Set(records.map((row) => row.url)).size).toBe(6);
+		// The fetches that ended during the outage were recorded, not paid again.
+		expect(records.reduce((sum, row) => sum + row.credits, 0)).toBe(service.emulator.ledger.totalCharged());
+		expect(site.requests).toHaveLength(6);
+	}, 60_000);
+});
