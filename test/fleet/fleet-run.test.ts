@@ -342,7 +342,22 @@ describe("run --fleet: workers of one fleet run", () => {
 		// The account look-up (free) only: no scrape, no health check.
 		expect(service.emulator.ledger.entries.map((entry) => entry.path)).toEqual(["/public/scraper"]);
 		expect(existsSync(join(dir, "output", "fleetjob", "fleet"))).toBe(false);
+		// Not a PostgreSQL URL, a schema name that cannot be: a usage error (exit 2), no retry can help.
+		const notPostgres = await spawnCli(["run", file, "--fleet", "mysql://u:secret-pw@127.0.0.1:9/db"], service.env, dir)
+			.done;
+		expect(notPostgres.code, notPostgres.stderr).toBe(2);
+		expect(notPostgres.stderr).toContain("expected postgres://");
+		expect(notPostgres.stderr).not.toContain("secret-pw");
+		const badSchema = await spawnCli(
+			["run", file, "--fleet", url],
+			{ ...service.env, SCRAPEJOB_FLEET_SCHEMA: "Fleet-B" },
+			dir,
+		).done;
+		expect(badSchema.code, badSchema.stderr).toBe(2);
+		expect(badSchema.stderr).toContain("lower-case letters, digits and _");
+		expect(service.emulator.ledger.totalCharged()).toBe(0);
 	}, 60_000);
+
 	it("change tracking across fleet runs: each record is new, changed or unchanged against the target's newest ok record in the job's earlier fleet runs, changes.jsonl per worker names the fields", async () => {
 		assertBuilt();
 		const url = await (await cluster()).createDatabase();
