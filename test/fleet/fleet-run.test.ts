@@ -251,6 +251,28 @@ describe("run --fleet: workers of one fleet run", () => {
 		expect(new Set(urls).size).toBe(urls.length);
 	}, 60_000);
 
+	it("a worker that joins once the fleet's budget is spent, and fetched nothing, prints a --max-credits that finishes the run", async () => {
+		assertBuilt();
+		const url = await (await cluster()).createDatabase();
+		const service = await useTestService({ concurrency: 4 });
+		const site = await startTargetSite((_req, res) => html(res, "<p>page</p>"));
+		const { dir, file } = listJob(site.origin, 10, "max_credits: 6\n");
+		const env = { ...service.env, SCRAPEJOB_FLEET_URL: url };
+		const first = await spawnCli(["run", file, "--fleet-run", "late"], env, dir).done;
+		expect(first.code, first.stderr).toBe(1);
+		// The budget is spent: this worker sends nothing, and its hint is the only one its operator sees.
+		const sent = service.emulator.ledger.byEndpoint("realtime").length;
+		const late = await spawnCli(["run", file, "--fleet-run", "late"], env, dir).done;
+		expect(late.code, late.stderr).toBe(1);
+		expect(service.emulator.ledger.byEndpoint("realtime")).toHaveLength(sent);
+		const hint = /finish with `([^`]+)`/.exec(late.stdout)?.[1];
+		// Spent 6, 7 targets left at 2 credits each (request mode's worst case).
+		expect(hint).toMatch(/--fleet-run late --continue --max-credits 20$/);
+		const finished = await runPrintedCommand(hint!, env, dir).done;
+		expect(finished.code, finished.stderr).toBe(0);
+		expect(await fleetRecords(url)).toHaveLength(10);
+	}, 60_000);
+
 	it("per_host_delay holds fleet-wide: no two fetches of the host closer than the delay, whichever worker sent them", async () => {
 		assertBuilt();
 		const url = await (await cluster()).createDatabase();
