@@ -4,7 +4,7 @@ import { afterAll, describe, expect, it } from "vitest";
 import { tempDir, writeJob } from "../helpers/job-files.js";
 import { queryDatabase as query, startCluster, type TestCluster } from "../helpers/postgres-cluster.js";
 import { useTestService } from "../helpers/service.js";
-import { assertBuilt, spawnCli } from "../helpers/spawn-cli.js";
+import { assertBuilt, type SpawnedCli, spawnCli } from "../helpers/spawn-cli.js";
 import { html, startTargetSite } from "../helpers/target-site.js";
 import { until } from "../helpers/until.js";
 
@@ -28,12 +28,10 @@ function runLog(dir: string, job: string): string {
 }
 
 describe("a fleet worker whose database goes down for a moment", () => {
-	it("records the fetches that ended during the outage once the database is back: the run completes, each target paid once", async () => {
-		assertBuilt();
-		const pg = await cluster();
+	/** A worker of a 6-target job whose first two fetches end once the database is down, its settlement refused. */
+	async function workerThroughOutage(pg: TestCluster, leaseMs: number) {
 		const url = await pg.createDatabase();
 		const service = await useTestService({ concurrency: 2 });
-		// The first two fetches are held until the database is down: they end during the outage.
 		let release: () => void = () => undefined;
 		const gate = new Promise<void>((resolve) => {
 			release = resolve;
@@ -44,20 +42,37 @@ describe("a fleet worker whose database goes down for a moment", () => {
 		const dir = tempDir("scrapejob-fleet-outage-");
 		const lines = Array.from({ length: 6 }, (_, i) => `  - ${site.origin}/p/${i}`).join("\n");
 		const file = writeJob(dir, "outage", `name: outage\ndefaults:\n  mode: request\ntargets:\n${lines}\n`);
-		// A lease longer than the outage: the worker is not cut off, its claims stay its own.
-		const env = { ...service.env, SCRAPEJOB_LOCK_LEASE_MS: "8000" };
+		const env = { ...service.env, SCRAPEJOB_LOCK_LEASE_MS: String(leaseMs) };
 		const worker = spawnCli(["run", file, "--quiet", "--fleet", url, "--fleet-run", "nightly"], env, dir);
 		await until(() => site.requests.length >= 2, "two fetches in flight");
 		await pg.down();
 		release();
 		await until(() => runLog(dir, "outage").includes("fleet_settle_failed"), "a settlement refused by the database");
-		await pg.up();
-		// Not a hang: the worker ends well within the time a lease and the rest of the run take.
+		return { url, service, site, worker };
+	}
+
+	/** The worker's outcome, or null (it killed) when it has not ended within `ms`. */
+	async function endedWithin(worker: SpawnedCli, ms: number) {
+		let timer: NodeJS.Timeout | undefined;
 		const ended = await Promise.race([
 			worker.done,
-			new Promise<null>((resolve) => setTimeout(() => resolve(null), 20_000)),
+			new Promise<null>((resolve) => {
+				timer = setTimeout(() => resolve(null), ms);
+			}),
 		]);
+		clearTimeout(timer);
 		if (ended === null) worker.child.kill("SIGKILL");
+		return ended;
+	}
+
+	it("records the fetches that ended during the outage once the database is back: the run completes, each target paid once", async () => {
+		assertBuilt();
+		const pg = await cluster();
+		// A lease longer than the outage: the worker is not cut off, its claims stay its own.
+		const { url, service, site, worker } = await workerThroughOutage(pg, 8000);
+		await pg.up();
+		// Not a hang: the worker ends well within the time a lease and the rest of the run take.
+		const ended = await endedWithin(worker, 20_000);
 		expect(ended, "the worker never ended: its unsettled targets stayed leased to it").not.toBeNull();
 		expect(ended!.code, ended!.stderr).toBe(0);
 		const records = await query<{ url: string; credits: number }>(
@@ -69,5 +84,19 @@ describe("a fleet worker whose database goes down for a moment", () => {
 		// The fetches that ended during the outage were recorded, not paid again.
 		expect(records.reduce((sum, row) => sum + row.credits, 0)).toBe(service.emulator.ledger.totalCharged());
 		expect(site.requests).toHaveLength(6);
+	}, 60_000);
+
+	it("Ctrl-C during the outage ends the worker at once (exit 130): its refused settlements are not sent again for a lease", async () => {
+		assertBuilt();
+		const pg = await cluster();
+		const { worker } = await workerThroughOutage(pg, 20_000);
+		try {
+			worker.child.kill("SIGINT");
+			const ended = await endedWithin(worker, 5000);
+			expect(ended, "the stopped worker went on sending its settlements").not.toBeNull();
+			expect(ended!.code, ended!.stderr).toBe(130);
+		} finally {
+			await pg.up();
+		}
 	}, 60_000);
 });

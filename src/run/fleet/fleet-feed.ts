@@ -101,7 +101,10 @@ export class FleetFeed {
 	async run(parts: FleetFeedParts): Promise<void> {
 		const { queue, stops, concurrency } = parts;
 		const { leases, clock } = this.#deps;
-		stops.onStop(() => this.wake());
+		stops.onStop(() => {
+			leases.stopping();
+			this.wake();
+		});
 		while (!stops.stopping) {
 			const unreachable = leases.unreachable;
 			if (unreachable !== null) {

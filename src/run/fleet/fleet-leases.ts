@@ -86,6 +86,8 @@ export class FleetLeases {
 	readonly #margin: number;
 	readonly #renewTimer: NodeJS.Timeout;
 	#lastRenewal: number;
+	/** The worker stops (Ctrl-C, SIGTERM): a settlement the database refuses is not sent again. */
+	#stopping = false;
 	/** Why the fleet's database last failed this worker (a renewal or a claim); null once it answers again. */
 	#failure: string | null = null;
 
@@ -252,7 +254,7 @@ export class FleetLeases {
 					// The database out for a moment (restarted, failed over): its record was paid for and written
 					// here, so it is sent again while the lease is surely this worker's, not fetched again by
 					// another worker once the lease lapses.
-					if (!isConnectionFailure(error) || target.lost || clock() >= target.validUntil) throw error;
+					if (!isConnectionFailure(error) || this.#stopping || target.lost || clock() >= target.validUntil) throw error;
 					if (attempt === 1)
 						log.warn(
 							{ event: "fleet_settle_failed", id: targetId, error: errorMessage(error) },
@@ -271,6 +273,15 @@ export class FleetLeases {
 			// Its host's place is free in the database now: a claim that found the host full may try again.
 			this.#deps.slotFreed();
 		}
+	}
+
+	/**
+	 * The worker was asked to stop: settlements the database refuses are given up at once rather than sent
+	 * again for up to a lease (their targets go to the others when their leases lapse), so a stop during an
+	 * outage ends the worker now.
+	 */
+	stopping(): void {
+		this.#stopping = true;
 	}
 
 	/** Renewals end (the worker's work is over): its leases lapse unless settled. */
