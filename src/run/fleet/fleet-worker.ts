@@ -38,6 +38,11 @@ export interface FleetWorkerSetup {
 	readonly maxCredits: number | null;
 	/** How long a claim and a slot last without renewal, ms. */
 	readonly leaseMs: number;
+	/**
+	 * Take over loading the job's targets when the run's loader stopped renewing its role mid-load (true
+	 * when this worker took it and loaded). Absent: nothing to take over.
+	 */
+	readonly takeOverLoading?: () => Promise<boolean>;
 }
 
 export interface FleetCoordinationDeps {
@@ -130,6 +135,7 @@ export class FleetCoordination {
 			frontier,
 			carryOver,
 			paced: (job.perHostDelayMs ?? 0) > 0 || job.crawl?.robots === "obey",
+			takeOverLoading: setup.takeOverLoading ?? (async () => false),
 			breakers: () => this.#breakers,
 		});
 	}
