@@ -266,8 +266,9 @@ describe("run --fleet: workers of one fleet run", () => {
 		expect(late.code, late.stderr).toBe(1);
 		expect(service.emulator.ledger.byEndpoint("realtime")).toHaveLength(sent);
 		const hint = /finish with `([^`]+)`/.exec(late.stdout)?.[1];
-		// Spent 6, 7 targets left at 2 credits each (request mode's worst case).
+		// Spent 6, 7 targets left at 2 credits each (request mode's worst case): the fleet's 7, not this worker's 10.
 		expect(hint).toMatch(/--fleet-run late --continue --max-credits 20$/);
+		expect(late.stdout).toContain("remaining  7 targets: finish with");
 		const finished = await runPrintedCommand(hint!, env, dir).done;
 		expect(finished.code, finished.stderr).toBe(0);
 		expect(await fleetRecords(url)).toHaveLength(10);
