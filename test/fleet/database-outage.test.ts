@@ -86,6 +86,43 @@ describe("a fleet worker whose database goes down for a moment", () => {
 		expect(site.requests).toHaveLength(6);
 	}, 60_000);
 
+	it("a crawled page whose links the database refused is fetched again, its links found again: the crawl loses no page", async () => {
+		assertBuilt();
+		const pg = await cluster();
+		const url = await pg.createDatabase();
+		const service = await useTestService({ concurrency: 2 });
+		// The seed's answer waits until the database is down: its links and its record meet the outage.
+		let release: () => void = () => undefined;
+		const gate = new Promise<void>((resolve) => {
+			release = resolve;
+		});
+		let seedAnswers = 0;
+		const site = await startTargetSite((req, res) => {
+			if (req.url !== "/") return html(res, "<p>leaf</p>");
+			const answer = () => html(res, '<a href="/a">a</a> <a href="/b">b</a>');
+			if (seedAnswers++ === 0) void gate.then(answer);
+			else answer();
+		});
+		const dir = tempDir("scrapejob-fleet-outage-");
+		const file = writeJob(
+			dir,
+			"outage",
+			`name: outage\ndefaults: {mode: request}\ncrawl: {max_depth: 1, robots: ignore, sitemaps: false}\ntargets: [${site.origin}/]\n`,
+		);
+		const env = { ...service.env, SCRAPEJOB_LOCK_LEASE_MS: "6000" };
+		const worker = spawnCli(["run", file, "--quiet", "--fleet", url, "--fleet-run", "nightly"], env, dir);
+		await until(() => site.requests.length >= 1, "the seed's fetch in flight");
+		await pg.down();
+		release();
+		await until(() => runLog(dir, "outage").includes("fleet_settle_failed"), "a settlement refused by the database");
+		await pg.up();
+		const ended = await endedWithin(worker, 30_000);
+		expect(ended).not.toBeNull();
+		expect(ended!.code, ended!.stderr).toBe(0);
+		const pages = await query<{ url: string }>(url, "SELECT record->>'url' AS url FROM scrapejob.records");
+		expect(pages.map((row) => new URL(row.url).pathname).sort()).toEqual(["/", "/a", "/b"]);
+	}, 60_000);
+
 	it("Ctrl-C during the outage ends the worker at once (exit 130): its refused settlements are not sent again for a lease", async () => {
 		assertBuilt();
 		const pg = await cluster();

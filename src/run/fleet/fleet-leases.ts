@@ -240,10 +240,12 @@ export class FleetLeases {
 		await this.#pending.get(targetId);
 		const { fleet, log, clock, sleep } = this.#deps;
 		try {
+			// Links first, while the page is still leased: the run cannot complete between the two. Sent once:
+			// the crawl hands a page's links over when asked, so a second try would settle the page without them
+			// (on a failure the lease lapses and the page is fetched again, its links found again).
+			await this.#deps.addLinks(target.lease);
 			for (let attempt = 1; ; attempt++) {
 				try {
-					// Links first, while the page is still leased: the run cannot complete between the two.
-					await this.#deps.addLinks(target.lease);
 					if (!(await settleInFleet(fleet, target)) && target.record)
 						log.warn(
 							{ event: "fleet_fenced", id: targetId },
