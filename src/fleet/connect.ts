@@ -1,5 +1,12 @@
 import type pg from "pg";
-import { errorMessage, lazyModule, maskUrlCredentials, redactSecrets, ScrapejobError } from "../common/index.js";
+import {
+	errorMessage,
+	lazyModule,
+	maskUrlCredentials,
+	redactSecrets,
+	ScrapejobError,
+	UsageError,
+} from "../common/index.js";
 import { FleetDatabaseError } from "./errors.js";
 import { ensureSchema } from "./schema.js";
 
@@ -75,13 +82,14 @@ function showUrl(url: string): string {
 export async function connectFleet(options: FleetOptions): Promise<Fleet> {
 	const schema = options.schema ?? DEFAULT_FLEET_SCHEMA;
 	const maskedUrl = showUrl(options.url);
+	// A name or URL that cannot be is the command's mistake (exit 2): no retry gets it through.
 	if (!SCHEMA_NAME.test(schema)) {
-		throw new FleetDatabaseError(
+		throw new UsageError(
 			`fleet schema name ${JSON.stringify(schema)}: use lower-case letters, digits and _ (at most 63)`,
 		);
 	}
 	if (!/^postgres(ql)?:\/\//i.test(options.url)) {
-		throw new FleetDatabaseError(`fleet URL ${maskedUrl}: expected postgres://user:password@host:port/database`);
+		throw new UsageError(`fleet URL ${maskedUrl}: expected postgres://user:password@host:port/database`);
 	}
 	const secrets = fleetUrlSecrets(options.url);
 	const failure = (error: unknown) => {

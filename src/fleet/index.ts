@@ -35,7 +35,13 @@ export {
 	storeTaskId,
 } from "./leases.js";
 export { LOAD_BATCH } from "./load-targets.js";
-export { loadTargets, type OpenFleetRunOptions, type OpenFleetRunResult, openFleetRun } from "./open-run.js";
+export {
+	loadTargets,
+	type OpenFleetRunOptions,
+	type OpenFleetRunResult,
+	openFleetRun,
+	takeOverLoading,
+} from "./open-run.js";
 export { pauseFleet, setHostPoliteness } from "./politeness.js";
 export { claimRobots, type FleetRobots, storeRobots } from "./robots.js";
 export { FLEET_SCHEMA_VERSION } from "./schema.js";

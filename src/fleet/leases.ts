@@ -192,9 +192,17 @@ async function claimQueued(
 
 /**
  * Extend every lease and slot `worker` holds, and note its heartbeat. A worker that stops calling this
- * loses its targets and slots to the others once their time passes. Returns the ids of the targets still held.
+ * loses its targets and slots to the others once their time passes. With `targetIds`, only those targets'
+ * leases are extended: a target the worker no longer keeps track of (its settlement failed and was given
+ * up) lapses to the others instead of staying leased to a live worker for ever. Returns the ids of the
+ * targets still held (of `targetIds`, when given).
  */
-export async function renewLeases(fleet: Fleet, worker: FleetWorker, leaseMs: number): Promise<string[]> {
+export async function renewLeases(
+	fleet: Fleet,
+	worker: FleetWorker,
+	leaseMs: number,
+	targetIds?: readonly string[],
+): Promise<string[]> {
 	const rows = await fleet.query<{ target_id: string }>(
 		`WITH beat AS (
 			-- An ended worker's row keeps the beat it ended with: a renewal on its way at the end is no sign of life.
@@ -205,10 +213,11 @@ export async function renewLeases(fleet: Fleet, worker: FleetWorker, leaseMs: nu
 		), renewed AS (
 			UPDATE targets SET lease_until = now() + make_interval(secs => $3::float8 / 1000)
 			WHERE run_id = $1 AND lease_owner = $2 AND state = 'leased'
+				AND ($4::text[] IS NULL OR target_id = ANY($4::text[]))
 			RETURNING target_id
 		)
 		SELECT target_id FROM renewed`,
-		[worker.runId, worker.id, leaseMs],
+		[worker.runId, worker.id, leaseMs, targetIds === undefined ? null : [...targetIds]],
 		"fleet_renew",
 	);
 	return rows.map((row) => row.target_id);

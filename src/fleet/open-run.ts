@@ -119,6 +119,30 @@ export async function openFleetRun(fleet: Fleet, options: OpenFleetRunOptions): 
 }
 
 /**
+ * The loader of the worker's run stopped renewing its role mid-load (killed, cut off): take the role and
+ * load the targets again (idempotent per URL key). A worker that joined while the loader was alive asks
+ * this when it finds nothing to claim; without it the run stayed `loading` — never complete — until some
+ * other worker happened to join. True when this worker took the role (and loaded).
+ */
+export async function takeOverLoading(
+	fleet: Fleet,
+	worker: FleetWorker,
+	source: () => AsyncIterable<FleetTargetInput>,
+	loaderLeaseMs = 60_000,
+	batchSize = LOAD_BATCH,
+): Promise<boolean> {
+	const [taken] = await fleet.query(
+		`UPDATE runs SET loader = $2, loader_until = now() + make_interval(secs => $3::float8 / 1000)
+		WHERE id = $1 AND state = 'loading' AND loader_until < now() RETURNING id`,
+		[worker.runId, worker.id, loaderLeaseMs],
+		"fleet_take_over_loading",
+	);
+	if (!taken) return false;
+	await loadTargets(fleet, worker, source(), loaderLeaseMs, batchSize);
+	return true;
+}
+
+/**
  * Stream targets into the run in batches, renewing the loader role with each; then mark the run running.
  * Stops early (returning the run as it is) when the role passed to another worker: loading is idempotent
  * per URL key, so the one that took over loads everything again without duplicates.

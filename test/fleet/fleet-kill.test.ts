@@ -1,6 +1,9 @@
 import { existsSync, readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
+import { connectFleet, openFleetRun } from "../../src/fleet/index.js";
+import { loadJob, streamTargetBatches } from "../../src/job/index.js";
+import { plansOf, toFleetInput } from "../../src/run/fleet/fleet-targets.js";
 import { tempDir, writeJob } from "../helpers/job-files.js";
 import { useCluster } from "../helpers/postgres.js";
 import { queryDatabase as query } from "../helpers/postgres-cluster.js";
@@ -74,6 +77,64 @@ describe("fleet workers killed and stopped", () => {
 			expect(service.emulator.ledger.maxInFlight()).toBeLessThanOrEqual(6);
 		}
 	}, 240_000);
+
+	it("a loader killed mid-load: a worker that joined while it was alive loads the rest once its role lapses, and the run completes", async () => {
+		assertBuilt();
+		const url = await (await cluster()).createDatabase();
+		const service = await useTestService({ concurrency: 4 });
+		const site = await startTargetSite((_req, res) => html(res, "<p>page</p>"));
+		const { dir, file } = listJob(site.origin, 6);
+		// The first worker opens the run and dies after loading 2 of the 6 targets (as the CLI's loader
+		// would: the same target ids), its loader role renewed for 4 s from its last batch.
+		const { job } = await loadJob(file, { cwd: dir, env: {} });
+		const plans = plansOf(job);
+		const loader = await connectFleet({ url, maxConnections: 2 });
+		try {
+			async function* diesAfterTwo() {
+				let sent = 0;
+				for await (const batch of streamTargetBatches(job)) {
+					for (const target of batch) {
+						if (sent++ === 2) throw new Error("killed mid-load");
+						yield toFleetInput(target, plans, target.id);
+					}
+				}
+			}
+			await expect(
+				openFleetRun(loader, {
+					jobName: job.name,
+					runName: "loading",
+					concurrencyLimit: 4,
+					source: diesAfterTwo,
+					loaderLeaseMs: 4000,
+					loadBatchSize: 1,
+				}),
+			).rejects.toThrow("killed mid-load");
+		} finally {
+			await loader.close();
+		}
+		// Joins while the loader's role still runs: it works on what is loaded, then finds nothing to claim.
+		const env = { ...service.env, SCRAPEJOB_LOCK_LEASE_MS: String(LEASE_MS) };
+		const worker = spawnCli(["run", file, "--quiet", "--fleet", url, "--fleet-run", "loading"], env, dir);
+		await until(async () => (await doneCount(url)) >= 2, "the loaded targets done");
+		const [run] = await query<{ state: string; lapsed: boolean }>(
+			url,
+			"SELECT state, loader_until < now() AS lapsed FROM scrapejob.runs",
+		);
+		expect(run).toEqual({ state: "loading", lapsed: false });
+		let timer: NodeJS.Timeout | undefined;
+		const ended = await Promise.race([
+			worker.done,
+			new Promise<null>((resolve) => {
+				timer = setTimeout(() => resolve(null), 15_000);
+			}),
+		]);
+		clearTimeout(timer);
+		if (ended === null) worker.child.kill("SIGKILL");
+		expect(ended, "the worker waited for ever on a run whose loader is dead").not.toBeNull();
+		expect(ended!.code, ended!.stderr).toBe(0);
+		expect(await doneCount(url)).toBe(6);
+		expect(service.emulator.ledger.totalCharged()).toBe(12);
+	}, 60_000);
 
 	it("a worker stopped past its lease (SIGSTOP, then SIGCONT) writes nothing for the targets another worker took over", async () => {
 		assertBuilt();

@@ -251,6 +251,29 @@ describe("run --fleet: workers of one fleet run", () => {
 		expect(new Set(urls).size).toBe(urls.length);
 	}, 60_000);
 
+	it("a worker that joins once the fleet's budget is spent, and fetched nothing, prints a --max-credits that finishes the run", async () => {
+		assertBuilt();
+		const url = await (await cluster()).createDatabase();
+		const service = await useTestService({ concurrency: 4 });
+		const site = await startTargetSite((_req, res) => html(res, "<p>page</p>"));
+		const { dir, file } = listJob(site.origin, 10, "max_credits: 6\n");
+		const env = { ...service.env, SCRAPEJOB_FLEET_URL: url };
+		const first = await spawnCli(["run", file, "--fleet-run", "late"], env, dir).done;
+		expect(first.code, first.stderr).toBe(1);
+		// The budget is spent: this worker sends nothing, and its hint is the only one its operator sees.
+		const sent = service.emulator.ledger.byEndpoint("realtime").length;
+		const late = await spawnCli(["run", file, "--fleet-run", "late"], env, dir).done;
+		expect(late.code, late.stderr).toBe(1);
+		expect(service.emulator.ledger.byEndpoint("realtime")).toHaveLength(sent);
+		const hint = /finish with `([^`]+)`/.exec(late.stdout)?.[1];
+		// Spent 6, 7 targets left at 2 credits each (request mode's worst case): the fleet's 7, not this worker's 10.
+		expect(hint).toMatch(/--fleet-run late --continue --max-credits 20$/);
+		expect(late.stdout).toContain("remaining  7 targets: finish with");
+		const finished = await runPrintedCommand(hint!, env, dir).done;
+		expect(finished.code, finished.stderr).toBe(0);
+		expect(await fleetRecords(url)).toHaveLength(10);
+	}, 60_000);
+
 	it("per_host_delay holds fleet-wide: no two fetches of the host closer than the delay, whichever worker sent them", async () => {
 		assertBuilt();
 		const url = await (await cluster()).createDatabase();
@@ -342,7 +365,22 @@ describe("run --fleet: workers of one fleet run", () => {
 		// The account look-up (free) only: no scrape, no health check.
 		expect(service.emulator.ledger.entries.map((entry) => entry.path)).toEqual(["/public/scraper"]);
 		expect(existsSync(join(dir, "output", "fleetjob", "fleet"))).toBe(false);
+		// Not a PostgreSQL URL, a schema name that cannot be: a usage error (exit 2), no retry can help.
+		const notPostgres = await spawnCli(["run", file, "--fleet", "mysql://u:secret-pw@127.0.0.1:9/db"], service.env, dir)
+			.done;
+		expect(notPostgres.code, notPostgres.stderr).toBe(2);
+		expect(notPostgres.stderr).toContain("expected postgres://");
+		expect(notPostgres.stderr).not.toContain("secret-pw");
+		const badSchema = await spawnCli(
+			["run", file, "--fleet", url],
+			{ ...service.env, SCRAPEJOB_FLEET_SCHEMA: "Fleet-B" },
+			dir,
+		).done;
+		expect(badSchema.code, badSchema.stderr).toBe(2);
+		expect(badSchema.stderr).toContain("lower-case letters, digits and _");
+		expect(service.emulator.ledger.totalCharged()).toBe(0);
 	}, 60_000);
+
 	it("change tracking across fleet runs: each record is new, changed or unchanged against the target's newest ok record in the job's earlier fleet runs, changes.jsonl per worker names the fields", async () => {
 		assertBuilt();
 		const url = await (await cluster()).createDatabase();

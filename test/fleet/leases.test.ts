@@ -73,6 +73,19 @@ describe("leases and epoch fencing", () => {
 		expect(await renewLeases(a.fleet, a.worker, 300)).toHaveLength(0);
 	});
 
+	it("a renewal of the targets a worker keeps track of lets its other leases lapse (a settlement it gave up on)", async () => {
+		const { workers } = await runWithWorkers(await cluster(), targetsOn(2), 2);
+		const [a, b] = workers as [(typeof workers)[0], (typeof workers)[0]];
+		const [kept, forgotten] = await claimTargets(a.fleet, a.worker, 2, 1000);
+		for (let i = 0; i < 4; i++) {
+			await sleep(300);
+			expect(await renewLeases(a.fleet, a.worker, 1000, [kept!.targetId])).toEqual([kept!.targetId]);
+		}
+		// A's renewals went on (it is alive), but not for the target it no longer holds: B takes that one.
+		const taken = await claimTargets(b.fleet, b.worker, 2, 60_000);
+		expect(taken).toEqual([expect.objectContaining({ targetId: forgotten!.targetId, epoch: 2 })]);
+	});
+
 	it("a target released for retry goes back to the queue; one failed for good does not", async () => {
 		const { workers, runId } = await runWithWorkers(await cluster(), targetsOn(2), 1);
 		const { fleet, worker } = workers[0]!;

@@ -1,11 +1,6 @@
 import { describe, expect, it } from "vitest";
-import {
-	connectFleet,
-	FLEET_SCHEMA_VERSION,
-	FleetDatabaseError,
-	FleetSchemaTooNewError,
-	openFleetRun,
-} from "../../src/fleet/index.js";
+import { UsageError } from "../../src/common/index.js";
+import { connectFleet, FLEET_SCHEMA_VERSION, FleetSchemaTooNewError, openFleetRun } from "../../src/fleet/index.js";
 import { fleetFor, streamOf, targetsOn } from "../helpers/fleet.js";
 import { useCluster } from "../helpers/postgres.js";
 
@@ -92,9 +87,7 @@ describe("the fleet's schema", () => {
 			"SELECT to_regclass('fleet_b.targets') IS NOT NULL AS ours, to_regclass('scrapejob.targets') IS NOT NULL AS default",
 		);
 		expect(found).toEqual({ ours: true, default: false });
-		await expect(connectFleet({ url, schema: 'x"; DROP SCHEMA fleet_b; --' })).rejects.toBeInstanceOf(
-			FleetDatabaseError,
-		);
+		await expect(connectFleet({ url, schema: 'x"; DROP SCHEMA fleet_b; --' })).rejects.toBeInstanceOf(UsageError);
 		const [still] = await fleet.query("SELECT count(*)::int AS n FROM fleet_b.targets");
 		expect(still).toEqual({ n: 2 });
 	});

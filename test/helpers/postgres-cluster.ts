@@ -27,6 +27,13 @@ export interface TestCluster {
 	readonly password: string;
 	/** A fresh, empty database; its URL (with the password in it). */
 	createDatabase(): Promise<string>;
+	/**
+	 * The server shuts down (fast: every connection cut, new ones refused) and stays down, its data kept,
+	 * until `up`: the fleet's database lost mid-run.
+	 */
+	down(): Promise<void>;
+	/** The server started again on the same port, on the same data, once it accepts connections. */
+	up(): Promise<void>;
 	stop(): Promise<void>;
 }
 
@@ -112,9 +119,7 @@ export async function startCluster(): Promise<TestCluster> {
 		const stderr = (error as { stderr?: Buffer }).stderr?.toString().trim();
 		throw new Error(`initdb failed: ${stderr || (error as Error).message}`);
 	}
-	let lastError = "";
-	for (let attempt = 0; attempt < 3; attempt++) {
-		const port = await freePort();
+	const spawnServer = async (port: number): Promise<Server | string> => {
 		const [postgres, args] = asAccount(account, join(bin, "postgres"), [
 			"-D",
 			data,
@@ -141,9 +146,16 @@ export async function startCluster(): Promise<TestCluster> {
 			log = (log + chunk.toString()).slice(-4000);
 		});
 		const ready = await waitReady(server, port, () => log);
-		if (ready === true) return clusterHandle(server, postmasterPid(data) ?? server.pid!, port, remove);
-		lastError = ready;
+		if (ready === true) return { process: server, pid: postmasterPid(data) ?? server.pid! };
 		server.kill("SIGKILL");
+		return ready;
+	};
+	let lastError = "";
+	for (let attempt = 0; attempt < 3; attempt++) {
+		const port = await freePort();
+		const server = await spawnServer(port);
+		if (typeof server !== "string") return clusterHandle(server, port, spawnServer, remove);
+		lastError = server;
 	}
 	remove();
 	throw new Error(`PostgreSQL did not start: ${lastError}`);
@@ -177,14 +189,41 @@ function postmasterPid(data: string): number | null {
 	}
 }
 
-function clusterHandle(server: ChildProcess, pid: number, port: number, remove: () => void): TestCluster {
+/** A running server: the spawned process (maybe `runuser`) and the postmaster's own pid. */
+interface Server {
+	readonly process: ChildProcess;
+	readonly pid: number;
+}
+
+function clusterHandle(
+	first: Server,
+	port: number,
+	spawnServer: (port: number) => Promise<Server | string>,
+	remove: () => void,
+): TestCluster {
 	let databases = 0;
+	let server: Server | null = first;
 	const signal = (name: NodeJS.Signals) => {
+		if (server === null) return;
 		try {
-			process.kill(pid, name);
+			process.kill(server.pid, name);
 		} catch {
 			// Already gone.
 		}
+	};
+	/** The server shut down with `how` (SIGINT: fast, SIGQUIT: immediate), SIGKILL past 5 s. */
+	const shutDown = async (how: NodeJS.Signals) => {
+		if (server === null) return;
+		const child = server.process;
+		const exited = new Promise<void>((resolve) => {
+			if (child.exitCode !== null || child.signalCode !== null) resolve();
+			else child.once("exit", () => resolve());
+		});
+		signal(how);
+		const timer = setTimeout(() => signal("SIGKILL"), 5_000);
+		await exited;
+		clearTimeout(timer);
+		server = null;
 	};
 	// A test process that dies without its afterAll leaves no server behind.
 	const onExit = () => {
@@ -192,30 +231,43 @@ function clusterHandle(server: ChildProcess, pid: number, port: number, remove: 
 		remove();
 	};
 	process.once("exit", onExit);
-	const admin = new pg.Client({ host: "127.0.0.1", port, user: USER, password: PASSWORD, database: "postgres" });
-	const adminReady = admin.connect();
+	let admin: pg.Client | null = null;
+	const adminClient = async () => {
+		if (admin === null) {
+			admin = new pg.Client({ host: "127.0.0.1", port, user: USER, password: PASSWORD, database: "postgres" });
+			admin.on("error", () => undefined);
+			await admin.connect();
+		}
+		return admin;
+	};
+	const closeAdmin = async () => {
+		await admin?.end().catch(() => undefined);
+		admin = null;
+	};
 	return {
 		host: "127.0.0.1",
 		port,
 		user: USER,
 		password: PASSWORD,
 		async createDatabase() {
-			await adminReady;
 			const name = `t${process.pid}_${++databases}`;
-			await admin.query(`CREATE DATABASE ${name}`);
+			await (await adminClient()).query(`CREATE DATABASE ${name}`);
 			return `postgres://${USER}:${PASSWORD}@127.0.0.1:${port}/${name}`;
 		},
+		async down() {
+			await closeAdmin();
+			await shutDown("SIGINT");
+		},
+		async up() {
+			if (server !== null) return;
+			const started = await spawnServer(port);
+			if (typeof started === "string") throw new Error(`PostgreSQL did not start again: ${started}`);
+			server = started;
+		},
 		async stop() {
-			await admin.end().catch(() => undefined);
-			const exited = new Promise<void>((resolve) => {
-				if (server.exitCode !== null || server.signalCode !== null) resolve();
-				else server.once("exit", () => resolve());
-			});
+			await closeAdmin();
 			// SIGQUIT: immediate shutdown, no checkpoint: the folder is removed next.
-			signal("SIGQUIT");
-			const timer = setTimeout(() => signal("SIGKILL"), 5_000);
-			await exited;
-			clearTimeout(timer);
+			await shutDown("SIGQUIT");
 			process.off("exit", onExit);
 			remove();
 		},

@@ -258,6 +258,8 @@ export function withOutcomes(
 	if (fleet && fleetSummary) {
 		summary.fleet = fleetSummary;
 		summary.complete = reason === null && fleet.complete;
+		// What is left is the fleet's to do, not this worker's share of the job's targets.
+		if (!summary.complete) summary.targets.remaining = fleet.left;
 	}
 	parts.economics.finish(summary, parts.runId, summary.finished_at);
 	return summary;

@@ -41,6 +41,11 @@ export class FleetBudget implements CreditBudget {
 	readonly #local = createCreditBudget(null);
 	/** Reservations of fetches of no target, on the lease that holds them. */
 	readonly #untargeted: Array<{ readonly lease: FleetLease; readonly amount: number }> = [];
+	/**
+	 * The dearest worst case asked of the fleet's budget, booked or not: a worker whose first reservation
+	 * found the budget spent booked nothing locally, and its hint still needs the price of a target left.
+	 */
+	#asked = 0;
 
 	constructor(deps: FleetBudgetDeps) {
 		this.#deps = deps;
@@ -56,7 +61,7 @@ export class FleetBudget implements CreditBudget {
 	}
 
 	get dearest(): number {
-		return this.#local.dearest;
+		return Math.max(this.#local.dearest, this.#asked);
 	}
 
 	tryReserve(worstCase: number, targetId?: string): boolean {
@@ -69,6 +74,7 @@ export class FleetBudget implements CreditBudget {
 	}
 
 	async reserve(worstCase: number, isStopping: () => boolean, targetId?: string): Promise<boolean> {
+		this.#asked = Math.max(this.#asked, worstCase);
 		if (this.limit === null) return this.#local.reserve(worstCase, isStopping);
 		const { leases } = this.#deps;
 		// A seed origin's sitemap task (depth -1) has its own first reservation: its first file takes it.
@@ -123,6 +129,7 @@ export class FleetBudget implements CreditBudget {
 	async reserveFor(lease: FleetLease, worstCase: number, stops: StopController): Promise<boolean> {
 		// Nothing to book up front (no budget, or an adaptive target booking its own first rung).
 		if (this.limit === null || worstCase === 0) return true;
+		this.#asked = Math.max(this.#asked, worstCase);
 		if (await this.#waitForCredits(lease, worstCase, () => stops.stopping)) {
 			const target = this.#deps.leases.get(lease.targetId);
 			if (target) target.prepaid = worstCase;

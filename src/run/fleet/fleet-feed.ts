@@ -57,6 +57,8 @@ export interface FleetFeedDeps {
 	readonly carryOver: ClaimCarryOver;
 	/** The fleet's breakers once the job set them up (`useBreakers`), else null. */
 	readonly breakers: () => FleetBreakers | null;
+	/** Load the job's targets when the run's loader died mid-load; true when this worker did. */
+	readonly takeOverLoading: () => Promise<boolean>;
 }
 
 /** What an empty claim means: the worker ends, claims again at once, or waits before it claims again. */
@@ -101,7 +103,10 @@ export class FleetFeed {
 	async run(parts: FleetFeedParts): Promise<void> {
 		const { queue, stops, concurrency } = parts;
 		const { leases, clock } = this.#deps;
-		stops.onStop(() => this.wake());
+		stops.onStop(() => {
+			leases.stopping();
+			this.wake();
+		});
 		while (!stops.stopping) {
 			const unreachable = leases.unreachable;
 			if (unreachable !== null) {
@@ -191,6 +196,8 @@ export class FleetFeed {
 			this.#complete = await finishFleetRun(fleet, run.id);
 			if (this.#complete) return "end";
 		}
+		// The run is still loading and its loader is gone (killed mid-load): this worker loads the rest.
+		if (await this.#deps.takeOverLoading()) return "again";
 		// Only parked targets left: a breaker whose cool-down passed sends one as its probe, else the
 		// worker ends with its breakers open (as a local run does: `--continue` takes them later).
 		const breakers = this.#deps.breakers();

@@ -4,6 +4,7 @@ import {
 	completeTarget,
 	exchangeSlot,
 	type Fleet,
+	FleetDatabaseError,
 	type FleetLease,
 	type FleetSlot,
 	type FleetWorker,
@@ -18,6 +19,8 @@ import type { ResultRecord } from "../../output/index.js";
 const LEASE_MARGIN_MS = 1000;
 /** How often a target waiting for a slot below a lowered limit asks again, ms. */
 const SLOT_POLL_MS = 100;
+/** How often a settlement the database could not take is sent again while the lease is still this worker's, ms. */
+const SETTLE_RETRY_MS = 250;
 
 /** A claimed target while this worker holds it. */
 export interface HeldTarget {
@@ -67,6 +70,11 @@ export class FleetLeases {
 	readonly #deps: FleetLeaseDeps;
 	readonly #held = new Map<string, HeldTarget>();
 	/**
+	 * Targets whose fetch is over and whose settlement is on its way to the database (sent again while the
+	 * database is out): renewals keep their leases until it lands.
+	 */
+	readonly #unsettled = new Map<string, HeldTarget>();
+	/**
 	 * Slots held with no target on them: a settled target's slot goes to the next claim rather than back to
 	 * the table (two statements saved a target); given back when a claim comes up short.
 	 */
@@ -78,6 +86,8 @@ export class FleetLeases {
 	readonly #margin: number;
 	readonly #renewTimer: NodeJS.Timeout;
 	#lastRenewal: number;
+	/** The worker stops (Ctrl-C, SIGTERM): a settlement the database refuses is not sent again. */
+	#stopping = false;
 	/** Why the fleet's database last failed this worker (a renewal or a claim); null once it answers again. */
 	#failure: string | null = null;
 
@@ -224,27 +234,56 @@ export class FleetLeases {
 		// Its fetch is over: the slot goes to the next claim now, while this target's writes go out (the
 		// claim and the completion overlap instead of following each other: a round trip less a target).
 		this.#held.delete(targetId);
+		this.#unsettled.set(targetId, target);
 		this.#spare.push(target.slot);
 		this.#deps.slotFreed();
 		await this.#pending.get(targetId);
-		const { fleet, log } = this.#deps;
+		const { fleet, log, clock, sleep } = this.#deps;
 		try {
-			// Links first, while the page is still leased: the run cannot complete between the two.
+			// Links first, while the page is still leased: the run cannot complete between the two. Sent once:
+			// the crawl hands a page's links over when asked, so a second try would settle the page without them
+			// (on a failure the lease lapses and the page is fetched again, its links found again).
 			await this.#deps.addLinks(target.lease);
-			if (!(await settleInFleet(fleet, target)) && target.record)
-				log.warn(
-					{ event: "fleet_fenced", id: targetId },
-					"the target's lease passed to another worker: its record is not the fleet's",
-				);
+			for (let attempt = 1; ; attempt++) {
+				try {
+					if (!(await settleInFleet(fleet, target)) && target.record)
+						log.warn(
+							{ event: "fleet_fenced", id: targetId },
+							"the target's lease passed to another worker: its record is not the fleet's",
+						);
+					break;
+				} catch (error) {
+					// The database out for a moment (restarted, failed over): its record was paid for and written
+					// here, so it is sent again while the lease is surely this worker's, not fetched again by
+					// another worker once the lease lapses.
+					if (!isConnectionFailure(error) || this.#stopping || target.lost || clock() >= target.validUntil) throw error;
+					if (attempt === 1)
+						log.warn(
+							{ event: "fleet_settle_failed", id: targetId, error: errorMessage(error) },
+							"could not settle a target: trying again while its lease lasts",
+						);
+					await sleep(SETTLE_RETRY_MS);
+				}
+			}
 		} catch (error) {
 			// The lease lapses and another worker takes the target (the database is the fleet's memory).
 			log.warn({ event: "fleet_settle_failed", id: targetId, error: errorMessage(error) }, "could not settle a target");
 		} finally {
+			this.#unsettled.delete(targetId);
 			this.#pending.delete(targetId);
 			this.#deps.forget(targetId);
 			// Its host's place is free in the database now: a claim that found the host full may try again.
 			this.#deps.slotFreed();
 		}
+	}
+
+	/**
+	 * The worker was asked to stop: settlements the database refuses are given up at once rather than sent
+	 * again for up to a lease (their targets go to the others when their leases lapse), so a stop during an
+	 * outage ends the worker now.
+	 */
+	stopping(): void {
+		this.#stopping = true;
 	}
 
 	/** Renewals end (the worker's work is over): its leases lapse unless settled. */
@@ -257,10 +296,12 @@ export class FleetLeases {
 		const { fleet, worker, leaseMs, clock, log } = this.#deps;
 		const started = clock();
 		try {
-			const still = new Set(await renewLeases(fleet, worker, leaseMs));
+			// Only the targets this worker keeps track of: one it gave up on lapses to the others.
+			const kept = [...this.#held.keys(), ...this.#unsettled.keys()];
+			const still = new Set(await renewLeases(fleet, worker, leaseMs, kept));
 			this.#lastRenewal = started;
 			this.#failure = null;
-			for (const [id, target] of this.#held) {
+			for (const [id, target] of [...this.#held, ...this.#unsettled]) {
 				if (still.has(id)) target.validUntil = Math.max(target.validUntil, started + leaseMs - this.#margin);
 				else if (clock() > target.validUntil) target.lost = true;
 			}
@@ -273,6 +314,18 @@ export class FleetLeases {
 	#warnWrite(targetId: string, error: unknown): void {
 		this.#deps.log.warn({ event: "fleet_write", id: targetId, error: errorMessage(error) }, "fleet write failed");
 	}
+}
+
+/**
+ * The database could not be reached or dropped the connection (PostgreSQL restarting, a failover, the
+ * network): a statement sent again may get through. A statement the server refused is not sent again.
+ */
+function isConnectionFailure(error: unknown): boolean {
+	if (!(error instanceof FleetDatabaseError)) return false;
+	const state = error.sqlState;
+	// No SQLSTATE: the connection ended under the statement; E…: the client's socket error (ECONNREFUSED, …);
+	// 08: connection exceptions; 57P01–57P03: the server shutting down, crashed, or not yet accepting.
+	return state === undefined || /^E[A-Z]+$/.test(state) || state.startsWith("08") || /^57P0[123]$/.test(state);
 }
 
 /** A held target's end in the fleet: done with its record, done as a task, parked, or back in the queue. */

@@ -38,6 +38,11 @@ export interface FleetWorkerSetup {
 	readonly maxCredits: number | null;
 	/** How long a claim and a slot last without renewal, ms. */
 	readonly leaseMs: number;
+	/**
+	 * Take over loading the job's targets when the run's loader stopped renewing its role mid-load (true
+	 * when this worker took it and loaded). Absent: nothing to take over.
+	 */
+	readonly takeOverLoading?: () => Promise<boolean>;
 }
 
 export interface FleetCoordinationDeps {
@@ -77,6 +82,8 @@ export class FleetCoordination {
 	#breakers: FleetBreakers | null = null;
 	/** Where the fleet stood when this worker ended (read once, at `close`). */
 	#ended: FleetSummary | null = null;
+	/** The fleet's targets left (queued, leased, parked) when this worker ended; null when unread. */
+	#left: number | null = null;
 
 	constructor(setup: FleetWorkerSetup, deps: FleetCoordinationDeps) {
 		const { fleet, worker, run, leaseMs } = setup;
@@ -130,6 +137,7 @@ export class FleetCoordination {
 			frontier,
 			carryOver,
 			paced: (job.perHostDelayMs ?? 0) > 0 || job.crawl?.robots === "obey",
+			takeOverLoading: setup.takeOverLoading ?? (async () => false),
 			breakers: () => this.#breakers,
 		});
 	}
@@ -228,6 +236,14 @@ export class FleetCoordination {
 		return this.#limits.limit;
 	}
 
+	/**
+	 * The fleet run's targets left when this worker ended (queued, leased, parked): what a worker started
+	 * again has to do, whoever had them. Null before `close`, or when the database could not say.
+	 */
+	get left(): number | null {
+		return this.#left;
+	}
+
 	/** Where the fleet stood when this worker ended, for its summary; null before `close`. */
 	get ended(): FleetSummary | null {
 		return this.#ended;
@@ -249,6 +265,7 @@ export class FleetCoordination {
 		// Its changes of the limit are in before the fleet's state is read for the summary.
 		await this.#limits.written();
 		const status = await fleetStatus(fleet, run.id).catch(() => null);
+		this.#left = status === null ? null : status.targets.queued + status.targets.leased + status.targets.parked;
 		this.#ended = {
 			run: run.runName,
 			worker: worker.id,

@@ -1,0 +1,139 @@
+import { existsSync, readdirSync, readFileSync } from "node:fs";
+import { join } from "node:path";
+import { afterAll, describe, expect, it } from "vitest";
+import { tempDir, writeJob } from "../helpers/job-files.js";
+import { queryDatabase as query, startCluster, type TestCluster } from "../helpers/postgres-cluster.js";
+import { useTestService } from "../helpers/service.js";
+import { assertBuilt, type SpawnedCli, spawnCli } from "../helpers/spawn-cli.js";
+import { html, startTargetSite } from "../helpers/target-site.js";
+import { until } from "../helpers/until.js";
+
+/** A cluster of this file's own: its server is shut down and started again mid-run. */
+let started: Promise<TestCluster> | null = null;
+const cluster = () => {
+	started ??= startCluster();
+	return started;
+};
+afterAll(async () => (await started?.catch(() => null))?.stop());
+
+/** The warnings a worker logged in its run folder's run.log (`<dir>/output/<job>/fleet/<run>/run.log`). */
+function runLog(dir: string, job: string): string {
+	const fleet = join(dir, "output", job, "fleet");
+	if (!existsSync(fleet)) return "";
+	return readdirSync(fleet)
+		.map((run) => join(fleet, run, "run.log"))
+		.filter(existsSync)
+		.map((path) => readFileSync(path, "utf8"))
+		.join("");
+}
+
+describe("a fleet worker whose database goes down for a moment", () => {
+	/** A worker of a 6-target job whose first two fetches end once the database is down, its settlement refused. */
+	async function workerThroughOutage(pg: TestCluster, leaseMs: number) {
+		const url = await pg.createDatabase();
+		const service = await useTestService({ concurrency: 2 });
+		let release: () => void = () => undefined;
+		const gate = new Promise<void>((resolve) => {
+			release = resolve;
+		});
+		const site = await startTargetSite((_req, res) => {
+			void gate.then(() => html(res, "<p>page</p>"));
+		});
+		const dir = tempDir("scrapejob-fleet-outage-");
+		const lines = Array.from({ length: 6 }, (_, i) => `  - ${site.origin}/p/${i}`).join("\n");
+		const file = writeJob(dir, "outage", `name: outage\ndefaults:\n  mode: request\ntargets:\n${lines}\n`);
+		const env = { ...service.env, SCRAPEJOB_LOCK_LEASE_MS: String(leaseMs) };
+		const worker = spawnCli(["run", file, "--quiet", "--fleet", url, "--fleet-run", "nightly"], env, dir);
+		await until(() => site.requests.length >= 2, "two fetches in flight");
+		await pg.down();
+		release();
+		await until(() => runLog(dir, "outage").includes("fleet_settle_failed"), "a settlement refused by the database");
+		return { url, service, site, worker };
+	}
+
+	/** The worker's outcome, or null (it killed) when it has not ended within `ms`. */
+	async function endedWithin(worker: SpawnedCli, ms: number) {
+		let timer: NodeJS.Timeout | undefined;
+		const ended = await Promise.race([
+			worker.done,
+			new Promise<null>((resolve) => {
+				timer = setTimeout(() => resolve(null), ms);
+			}),
+		]);
+		clearTimeout(timer);
+		if (ended === null) worker.child.kill("SIGKILL");
+		return ended;
+	}
+
+	it("records the fetches that ended during the outage once the database is back: the run completes, each target paid once", async () => {
+		assertBuilt();
+		const pg = await cluster();
+		// A lease longer than the outage: the worker is not cut off, its claims stay its own.
+		const { url, service, site, worker } = await workerThroughOutage(pg, 8000);
+		await pg.up();
+		// Not a hang: the worker ends well within the time a lease and the rest of the run take.
+		const ended = await endedWithin(worker, 20_000);
+		expect(ended, "the worker never ended: its unsettled targets stayed leased to it").not.toBeNull();
+		expect(ended!.code, ended!.stderr).toBe(0);
+		const records = await query<{ url: string; credits: number }>(
+			url,
+			"SELECT record->>'url' AS url, (record->>'credits_used')::int AS credits FROM scrapejob.records",
+		);
+		expect(records).toHaveLength(6);
+		expect(new Set(records.map((row) => row.url)).size).toBe(6);
+		// The fetches that ended during the outage were recorded, not paid again.
+		expect(records.reduce((sum, row) => sum + row.credits, 0)).toBe(service.emulator.ledger.totalCharged());
+		expect(site.requests).toHaveLength(6);
+	}, 60_000);
+
+	it("a crawled page whose links the database refused is fetched again, its links found again: the crawl loses no page", async () => {
+		assertBuilt();
+		const pg = await cluster();
+		const url = await pg.createDatabase();
+		const service = await useTestService({ concurrency: 2 });
+		// The seed's answer waits until the database is down: its links and its record meet the outage.
+		let release: () => void = () => undefined;
+		const gate = new Promise<void>((resolve) => {
+			release = resolve;
+		});
+		let seedAnswers = 0;
+		const site = await startTargetSite((req, res) => {
+			if (req.url !== "/") return html(res, "<p>leaf</p>");
+			const answer = () => html(res, '<a href="/a">a</a> <a href="/b">b</a>');
+			if (seedAnswers++ === 0) void gate.then(answer);
+			else answer();
+		});
+		const dir = tempDir("scrapejob-fleet-outage-");
+		const file = writeJob(
+			dir,
+			"outage",
+			`name: outage\ndefaults: {mode: request}\ncrawl: {max_depth: 1, robots: ignore, sitemaps: false}\ntargets: [${site.origin}/]\n`,
+		);
+		const env = { ...service.env, SCRAPEJOB_LOCK_LEASE_MS: "6000" };
+		const worker = spawnCli(["run", file, "--quiet", "--fleet", url, "--fleet-run", "nightly"], env, dir);
+		await until(() => site.requests.length >= 1, "the seed's fetch in flight");
+		await pg.down();
+		release();
+		await until(() => runLog(dir, "outage").includes("fleet_settle_failed"), "a settlement refused by the database");
+		await pg.up();
+		const ended = await endedWithin(worker, 30_000);
+		expect(ended).not.toBeNull();
+		expect(ended!.code, ended!.stderr).toBe(0);
+		const pages = await query<{ url: string }>(url, "SELECT record->>'url' AS url FROM scrapejob.records");
+		expect(pages.map((row) => new URL(row.url).pathname).sort()).toEqual(["/", "/a", "/b"]);
+	}, 60_000);
+
+	it("Ctrl-C during the outage ends the worker at once (exit 130): its refused settlements are not sent again for a lease", async () => {
+		assertBuilt();
+		const pg = await cluster();
+		const { worker } = await workerThroughOutage(pg, 20_000);
+		try {
+			worker.child.kill("SIGINT");
+			const ended = await endedWithin(worker, 5000);
+			expect(ended, "the stopped worker went on sending its settlements").not.toBeNull();
+			expect(ended!.code, ended!.stderr).toBe(130);
+		} finally {
+			await pg.up();
+		}
+	}, 60_000);
+});
