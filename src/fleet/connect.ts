@@ -8,7 +8,7 @@ import {
 	UsageError,
 } from "../common/index.js";
 import { FleetDatabaseError } from "./errors.js";
-import { ensureSchema } from "./schema.js";
+import { checkSchemaReadable, ensureSchema } from "./schema.js";
 
 /** The PostgreSQL driver, loaded by the first fleet connection: a run without `--fleet` never loads it. */
 const driver = lazyModule<typeof pg>("pg");
@@ -26,6 +26,11 @@ export interface FleetOptions {
 	readonly schema?: string;
 	/** Connections this process keeps open at most. @default 4 */
 	readonly maxConnections?: number;
+	/**
+	 * Only reading (`fleet status`, `export --fleet`): the tables must be there at this code's version;
+	 * nothing is created or upgraded. @default false
+	 */
+	readonly readOnly?: boolean;
 }
 
 /** One process's connection to the fleet's database: a pool whose every connection uses the fleet's schema. */
@@ -160,7 +165,7 @@ export async function connectFleet(options: FleetOptions): Promise<Fleet> {
 		},
 	};
 	try {
-		await ensureSchema(fleet);
+		await (options.readOnly ? checkSchemaReadable(fleet) : ensureSchema(fleet));
 	} catch (error) {
 		await pool.end().catch(() => undefined);
 		throw failure(error);

@@ -16,6 +16,17 @@ export class FleetSchemaTooNewError extends ScrapejobError {
 }
 
 /**
+ * A command that only reads the fleet (`fleet status`, `export --fleet`) found no tables it can read in the
+ * schema: none at all (a mistyped schema or database, or no worker has run there yet), or tables of an older
+ * version that only a worker may upgrade. Nothing was created or changed.
+ */
+export class FleetSchemaUnreadableError extends ScrapejobError {
+	constructor(message: string) {
+		super("SCRAPEJOB_FLEET_SCHEMA", message);
+	}
+}
+
+/**
  * The fleet's database could not be reached or refused a statement. The message names the server with
  * its password masked and never carries the connection URL as given.
  */

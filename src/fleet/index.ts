@@ -20,7 +20,7 @@ export {
 export { commitCredits, releaseCredits, reserveCredits, settleExtraCredits } from "./budget.js";
 export { connectFleet, DEFAULT_FLEET_SCHEMA, type Fleet, type FleetOptions, fleetUrlSecrets } from "./connect.js";
 export { addDiscovered } from "./discovered.js";
-export { FleetDatabaseError, FleetSchemaTooNewError } from "./errors.js";
+export { FleetDatabaseError, FleetSchemaTooNewError, FleetSchemaUnreadableError } from "./errors.js";
 export { type FailedCrawlPage, failedCrawlPages, failedTargetIds, freshTargetIds, okTargetIds } from "./fresh.js";
 export { latestFleetRecords } from "./latest-records.js";
 export {

@@ -1,5 +1,5 @@
 import type { Fleet } from "./connect.js";
-import { FleetDatabaseError, FleetSchemaTooNewError } from "./errors.js";
+import { FleetDatabaseError, FleetSchemaTooNewError, FleetSchemaUnreadableError } from "./errors.js";
 
 /**
  * The fleet's tables, one migration per version: version N is reached by running migrations 1..N in
@@ -171,25 +171,53 @@ ALTER TABLE workers ADD COLUMN ended_at timestamptz;
 /** The version this scrapejob writes and reads. */
 export const FLEET_SCHEMA_VERSION = MIGRATIONS.length;
 
+/** The version of the fleet's tables in `fleet.schema`, 0 when there are none; `query` may be a transaction's. */
+async function schemaVersion(fleet: Fleet, query: Fleet["query"]): Promise<number> {
+	const [table] = await query<{ found: string | null }>("SELECT to_regclass($1)::text AS found", [
+		`${fleet.schema}.schema_version`,
+	]);
+	if (!table?.found) return 0;
+	const [row] = await query<{ version: number }>(`SELECT version FROM ${fleet.schema}.schema_version`);
+	return row?.version ?? 0;
+}
+
+async function checkServerVersion(fleet: Fleet): Promise<void> {
+	const [server] = await fleet.query<{ version: string }>("SELECT current_setting('server_version_num') AS version");
+	if (Number(server?.version) < 130000) {
+		throw new FleetDatabaseError(`the fleet needs PostgreSQL 13 or later (the server is ${server?.version})`);
+	}
+}
+
+/**
+ * For a command that only reads the fleet: its tables are there at the version this code reads, else it
+ * says why not. Creates and upgrades nothing (a mistyped schema must not become an empty one, and workers
+ * of the older version may still be running on older tables).
+ */
+export async function checkSchemaReadable(fleet: Fleet): Promise<void> {
+	await checkServerVersion(fleet);
+	const version = await schemaVersion(fleet, fleet.query);
+	if (version > FLEET_SCHEMA_VERSION) throw new FleetSchemaTooNewError(fleet.schema, version, FLEET_SCHEMA_VERSION);
+	if (version === 0) {
+		throw new FleetSchemaUnreadableError(
+			`no fleet tables in schema "${fleet.schema}" at ${fleet.maskedUrl}: no worker has run with this database and schema (check --fleet and SCRAPEJOB_FLEET_SCHEMA); nothing was created`,
+		);
+	}
+	if (version < FLEET_SCHEMA_VERSION) {
+		throw new FleetSchemaUnreadableError(
+			`the fleet's tables in schema "${fleet.schema}" are at version ${version}, older than this scrapejob reads (${FLEET_SCHEMA_VERSION}): a worker of this version upgrades them when it starts, or use the scrapejob that wrote them`,
+		);
+	}
+}
+
 /**
  * Create or upgrade the fleet's tables in one transaction, under an advisory lock so that workers
  * starting together do it once. A version newer than this code knows is refused before anything else.
  */
 export async function ensureSchema(fleet: Fleet): Promise<void> {
-	const [server] = await fleet.query<{ version: string }>("SELECT current_setting('server_version_num') AS version");
-	if (Number(server?.version) < 130000) {
-		throw new FleetDatabaseError(`the fleet needs PostgreSQL 13 or later (the server is ${server?.version})`);
-	}
+	await checkServerVersion(fleet);
 	await fleet.transaction(async (query) => {
 		await query("SELECT pg_advisory_xact_lock(hashtext($1))", [`scrapejob fleet schema ${fleet.schema}`]);
-		const [table] = await query<{ found: string | null }>("SELECT to_regclass($1)::text AS found", [
-			`${fleet.schema}.schema_version`,
-		]);
-		let version = 0;
-		if (table?.found) {
-			const [row] = await query<{ version: number }>(`SELECT version FROM ${fleet.schema}.schema_version`);
-			version = row?.version ?? 0;
-		}
+		const version = await schemaVersion(fleet, query);
 		if (version > FLEET_SCHEMA_VERSION) throw new FleetSchemaTooNewError(fleet.schema, version, FLEET_SCHEMA_VERSION);
 		if (version === FLEET_SCHEMA_VERSION) return;
 		await query(`CREATE SCHEMA IF NOT EXISTS ${fleet.schema}`);

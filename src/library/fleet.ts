@@ -31,7 +31,11 @@ const STATUS_RUNS = 10;
  * budget and its pause. Reads only; sends nothing to the service.
  */
 export async function fleetStatusOf(jobName: string, address: FleetAddress): Promise<FleetStatus[]> {
-	const fleet = await connectFleet({ url: address.url, schema: address.schema ?? DEFAULT_FLEET_SCHEMA });
+	const fleet = await connectFleet({
+		url: address.url,
+		schema: address.schema ?? DEFAULT_FLEET_SCHEMA,
+		readOnly: true,
+	});
 	try {
 		const runs = (await listFleetRuns(fleet, jobName)).slice(0, STATUS_RUNS);
 		const statuses: FleetStatus[] = [];
@@ -60,7 +64,11 @@ export async function exportFleetLatest(
 	csvMaxCell?: number,
 ): Promise<number> {
 	const spool = join(dirname(outFile), `.${randomBytes(6).toString("hex")}.fleet-spool.jsonl`);
-	const fleet = await connectFleet({ url: address.url, schema: address.schema ?? DEFAULT_FLEET_SCHEMA });
+	const fleet = await connectFleet({
+		url: address.url,
+		schema: address.schema ?? DEFAULT_FLEET_SCHEMA,
+		readOnly: true,
+	});
 	try {
 		const fd = openSync(spool, "wx", 0o600);
 		try {

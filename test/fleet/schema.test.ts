@@ -1,10 +1,14 @@
-import { describe, expect, it } from "vitest";
+import { beforeAll, describe, expect, it } from "vitest";
 import { UsageError } from "../../src/common/index.js";
 import { connectFleet, FLEET_SCHEMA_VERSION, FleetSchemaTooNewError, openFleetRun } from "../../src/fleet/index.js";
 import { fleetFor, streamOf, targetsOn } from "../helpers/fleet.js";
+import { tempDir, writeJob } from "../helpers/job-files.js";
 import { useCluster } from "../helpers/postgres.js";
+import { assertBuilt, spawnCli } from "../helpers/spawn-cli.js";
 
 const cluster = useCluster();
+
+beforeAll(() => assertBuilt());
 
 describe("the fleet's schema", () => {
 	it("workers starting together create the tables once, with a version row", async () => {
@@ -90,5 +94,51 @@ describe("the fleet's schema", () => {
 		await expect(connectFleet({ url, schema: 'x"; DROP SCHEMA fleet_b; --' })).rejects.toBeInstanceOf(UsageError);
 		const [still] = await fleet.query("SELECT count(*)::int AS n FROM fleet_b.targets");
 		expect(still).toEqual({ n: 2 });
+	});
+
+	it("`fleet status` and `export --fleet` only read: a schema without tables, or of an older version, is named and left as it is (exit 2)", async () => {
+		const url = await (await cluster()).createDatabase();
+		const dir = tempDir();
+		const job = writeJob(dir, "job", "name: job\ndefaults: {mode: request}\ntargets: [https://example.com/a]\n");
+		const schemas = async () =>
+			(
+				await (
+					await fleetFor(url, { schema: "probe" })
+				).query<{ name: string }>(
+					"SELECT nspname AS name FROM pg_namespace WHERE nspname IN ('scrapejob', 'scrapejb') ORDER BY 1",
+				)
+			).map((row) => row.name);
+		const typo = { SCRAPEJOB_FLEET_SCHEMA: "scrapejb" };
+		const status = await spawnCli(["fleet", "status", job, "--fleet", url], typo, dir).done;
+		expect(status.code, status.stderr).toBe(2);
+		expect(status.stderr).toContain('no fleet tables in schema "scrapejb" at postgres://');
+		expect(status.stderr).toContain("check --fleet and SCRAPEJOB_FLEET_SCHEMA");
+		expect(status.stderr).not.toContain("fleet-test-pw");
+		const exported = await spawnCli(
+			["export", job, "--latest", "--fleet", url, "--out", `${dir}/latest.csv`],
+			typo,
+			dir,
+		).done;
+		expect(exported.code, exported.stderr).toBe(2);
+		expect(exported.stderr).toContain('no fleet tables in schema "scrapejb"');
+		expect(await schemas()).toEqual([]);
+
+		// Tables of the previous version: a worker upgrades them; a reader neither upgrades nor reads them.
+		const fleet = await fleetFor(url);
+		await openFleetRun(fleet, { jobName: "job", concurrencyLimit: 1, source: () => streamOf(targetsOn(3)) });
+		await fleet.query("ALTER TABLE workers DROP COLUMN ended_at");
+		await fleet.query("UPDATE schema_version SET version = $1", [FLEET_SCHEMA_VERSION - 1]);
+		const older = await spawnCli(["fleet", "status", job, "--fleet", url], {}, dir).done;
+		expect(older.code, older.stderr).toBe(2);
+		expect(older.stderr).toContain(`are at version ${FLEET_SCHEMA_VERSION - 1}, older than this scrapejob reads`);
+		const [kept] = await fleet.query("SELECT version FROM schema_version");
+		expect(kept).toEqual({ version: FLEET_SCHEMA_VERSION - 1 });
+		expect(await schemas()).toEqual(["scrapejob"]);
+
+		// At this version it reads.
+		await fleetFor(url);
+		const read = await spawnCli(["fleet", "status", job, "--fleet", url], {}, dir).done;
+		expect(read.code, read.stderr).toBe(0);
+		expect(read.stdout).toContain("job · fleet run");
 	});
 });
