@@ -107,9 +107,14 @@ export function allowedKeysAt(schema: z.ZodType, path: DataPath): string[] {
 	};
 	for (const segment of path) {
 		const node = unwrap(current);
-		const def = node?._zod.def as { type?: string; element?: z.core.$ZodType } | undefined;
+		const def = node?._zod.def as { type?: string; element?: z.core.$ZodType; valueType?: z.core.$ZodType } | undefined;
 		if (typeof segment === "number" && def?.type === "array") {
 			current = def.element;
+			continue;
+		}
+		// A map of names to one kind of value (extract's fields): every name's keys are the value's.
+		if (def?.type === "record") {
+			current = def.valueType;
 			continue;
 		}
 		const object = objectOf(node);

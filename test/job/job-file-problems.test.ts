@@ -65,6 +65,21 @@ const schemaCases: Case[] = [
 		],
 	},
 	{
+		name: "typos inside extract field rules (a map of fields): did you mean, as everywhere else",
+		yaml: [
+			"name: t",
+			`targets: [${OK}]`,
+			"extract:",
+			"  price: {css: .price, tpye: number}",
+			"  sku: {regx: 'SKU (\\d+)'}",
+		].join("\n"),
+		errors: [
+			'job.yaml:4:24 extract.price.tpye: unknown key; did you mean "type"?',
+			"job.yaml:5:8 extract.sku: needs one of css, regex, jsonld, meta",
+			'job.yaml:5:9 extract.sku.regx: unknown key; did you mean "regex"?',
+		],
+	},
+	{
 		name: "concurrency: zero",
 		yaml: `name: t\nconcurrency: 0\ntargets: [${OK}]\n`,
 		errors: ["job.yaml:2:14 concurrency: must be greater than 0 (got 0)"],
