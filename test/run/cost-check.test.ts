@@ -77,3 +77,26 @@ describe("the dry run's cost check", () => {
 		expect(scraperOnly.stdout).toContain("The account's balance is unknown: only a scraper key is set");
 	});
 });
+
+describe("run --dry-run with the flags that choose a run's targets", () => {
+	it("says that its estimate is the whole job file's: freshness, --retry-failed, --resume and --continue are not applied", async () => {
+		service = await startTestService();
+		const dir = tempDir();
+		const targets = [1, 2].map((index) => `  - ${service?.site.url}/product/${index}`);
+		const job = writeJob(dir, "shop", ["name: shop", "freshness: 1h", "targets:", ...targets, ""].join("\n"));
+		const plain = await runCli(["run", job, "--dry-run", "--freshness", "0"], { env: service.env });
+		expect(plain.code).toBe(0);
+		expect(plain.stderr).not.toContain("not applied");
+		for (const flags of [[], ["--retry-failed"], ["--resume"], ["--continue", "--freshness", "20h"]]) {
+			const result = await runCli(["run", job, "--dry-run", ...flags, "--freshness", flags.length ? "20h" : "1h"], {
+				env: service.env,
+			});
+			expect(result.code, result.stderr).toBe(0);
+			expect(result.stdout).toContain("shop: 2 targets");
+			expect(result.stderr).toMatch(
+				/shop: the estimate counts every target of the job file: --dry-run does not apply (freshness|--retry-failed|--resume|--continue)/,
+			);
+		}
+		expect(service.emulator.ledger.byEndpoint("realtime")).toHaveLength(0);
+	});
+});

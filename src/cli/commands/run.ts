@@ -143,7 +143,7 @@ export function registerRunCommand(program: Command, ctx: CliContext): void {
 		)
 		.option(
 			"--dry-run",
-			"validate, list the targets (id, mode, url) and the estimated credit range, held against the budget and the account's balance (one free look-up); fetch nothing",
+			"validate, list the targets (id, mode, url) and the estimated credit range, held against the budget and the account's balance (one free look-up); fetch nothing (the whole job file: freshness, --retry-failed, --resume, --continue are not applied)",
 		)
 		.option("--concurrency <n>", "in-flight fetches (never above the account's limit)", positiveInt("--concurrency"))
 		.option(
@@ -407,6 +407,12 @@ async function dryRun(
 		const { hosts, ...survey } = await surveyTargets(job, counts, ctx.signal);
 		const imbalance = shardBalanceWarning(hosts, job.shard, job.shardBy);
 		if (imbalance) writeLine(ctx.stderr, `scrapejob: ${job.name}: ${imbalance}`);
+		const notApplied = dryRunNotApplied(flags, job.freshnessMs);
+		if (notApplied.length > 0)
+			writeLine(
+				ctx.stderr,
+				`scrapejob: ${job.name}: the estimate counts every target of the job file: --dry-run does not apply ${notApplied.join(", ")} (the run itself may fetch fewer targets)`,
+			);
 		// A crawl's pages are not known before it runs: its worst case is max_pages at the dearest seed's price.
 		const crawlBound = crawlCreditBound(job, survey);
 		const estimate = { min: survey.creditRange.min, max: Math.max(survey.creditRange.max, crawlBound ?? 0) };
@@ -458,6 +464,20 @@ async function dryRun(
 	}
 	if (flags.json) writeLine(ctx.stdout, JSON.stringify(reports, null, 2));
 	return EXIT.ok;
+}
+
+/**
+ * What chooses a run's targets that a dry run leaves aside (it surveys the job file): freshness (the
+ * flag's, else the job's), --retry-failed, --resume (a run's own targets and budget) and --continue.
+ */
+function dryRunNotApplied(flags: RunFlags, jobFreshnessMs: number): string[] {
+	const freshness = flags.freshness ?? jobFreshnessMs;
+	return [
+		freshness > 0 ? "freshness" : null,
+		flags.retryFailed !== undefined && flags.retryFailed !== false ? "--retry-failed" : null,
+		flags.resume !== undefined && flags.resume !== false ? "--resume" : null,
+		flags.continue ? "--continue" : null,
+	].filter((word): word is string => word !== null);
 }
 
 /**
