@@ -80,6 +80,11 @@ const schemaCases: Case[] = [
 		],
 	},
 	{
+		name: "unknown key far from any in a large object: the schema command, in the form that runs as printed",
+		yaml: `name: t\ntargets: [${OK}]\ndefaults:\n  zqxwv: 1\n`,
+		errors: ["job.yaml:4:3 defaults.zqxwv: unknown key (run `npx scrapejob schema` for the allowed keys)"],
+	},
+	{
 		name: "concurrency: zero",
 		yaml: `name: t\nconcurrency: 0\ntargets: [${OK}]\n`,
 		errors: ["job.yaml:2:14 concurrency: must be greater than 0 (got 0)"],
