@@ -121,6 +121,11 @@ describe("run --dry-run with the flags that choose a run's targets", () => {
 				`shop: --dry-run does not apply ${flag}: the estimate may count targets the run itself does not fetch`,
 			);
 		}
+		// A fleet's run chooses from the fleet's records, not this folder's store: not previewed, and said.
+		const fleet = await dry("--fleet", "postgres://scrapejob@127.0.0.1:1/none");
+		expect(fleet.code, fleet.stderr).toBe(0);
+		expect(fleet.stdout).toContain("shop: 2 targets");
+		expect(fleet.stderr).toContain("shop: --dry-run does not apply freshness:");
 		expect(service.emulator.ledger.byEndpoint("realtime")).toHaveLength(paid);
 	});
 });

@@ -11,6 +11,7 @@ import {
 	redactSecrets,
 	UsageError,
 } from "../../common/index.js";
+import { resolveFleetConfig } from "../../config/index.js";
 import {
 	formatProblem,
 	type Job,
@@ -405,12 +406,15 @@ async function dryRun(
 	const reports = [];
 	const balance = await readBalance(ctx, flags, sandbox);
 	for (const loaded of jobs) {
-		// The targets a new run would fetch: freshness and --retry-failed read from the job's store.
-		const preview = await previewSelection(loaded.job, {
-			freshnessMs: flags.freshness,
-			retryFailed: flags.retryFailed,
-			outRoot: resolve(ctx.cwd, flags.out),
-		});
+		// The targets a new run would fetch: freshness and --retry-failed read from the job's store (a
+		// fleet's run reads them from the fleet's records: not previewed).
+		const preview = fleetNamed(flags, ctx.env)
+			? { job: loaded.job, leftOut: null, warnings: [], close: () => {} }
+			: await previewSelection(loaded.job, {
+					freshnessMs: flags.freshness,
+					retryFailed: flags.retryFailed,
+					outRoot: resolve(ctx.cwd, flags.out),
+				});
 		try {
 			for (const warning of preview.warnings) writeLine(ctx.stderr, `scrapejob: warning: ${warning}`);
 			const job = preview.job;
@@ -418,7 +422,7 @@ async function dryRun(
 			const { hosts, ...survey } = await surveyTargets(job, counts, ctx.signal);
 			const imbalance = shardBalanceWarning(hosts, job.shard, job.shardBy);
 			if (imbalance) writeLine(ctx.stderr, `scrapejob: ${job.name}: ${imbalance}`);
-			const notApplied = dryRunNotApplied(flags, job);
+			const notApplied = dryRunNotApplied(flags, job, fleetNamed(flags, ctx.env));
 			if (notApplied.length > 0)
 				writeLine(
 					ctx.stderr,
@@ -480,15 +484,21 @@ async function dryRun(
 	return EXIT.ok;
 }
 
+/** A fleet named by --fleet or SCRAPEJOB_FLEET_URL: its runs choose targets from the fleet's records. */
+function fleetNamed(flags: RunFlags, env: NodeJS.ProcessEnv): boolean {
+	return resolveFleetConfig(flags.fleet, env).fleetUrl !== undefined;
+}
+
 /**
  * What chooses a run's targets that a dry run leaves aside: --resume (a run's own targets and budget) and
  * --continue, which pick a run; for a crawl (its pages are found as it runs) freshness and --retry-failed.
  */
-function dryRunNotApplied(flags: RunFlags, job: Job): string[] {
+function dryRunNotApplied(flags: RunFlags, job: Job, fleet: boolean): string[] {
 	const freshness = flags.freshness ?? job.freshnessMs;
+	const whole = job.crawl !== undefined || fleet;
 	return [
-		job.crawl && freshness > 0 ? "freshness" : null,
-		job.crawl && flags.retryFailed !== undefined && flags.retryFailed !== false ? "--retry-failed" : null,
+		whole && freshness > 0 ? "freshness" : null,
+		whole && flags.retryFailed !== undefined && flags.retryFailed !== false ? "--retry-failed" : null,
 		flags.resume !== undefined && flags.resume !== false ? "--resume" : null,
 		flags.continue ? "--continue" : null,
 	].filter((word): word is string => word !== null);
