@@ -1,4 +1,4 @@
-import { errorMessage, ScrapejobError } from "../common/index.js";
+import { cliCommand, errorMessage, ScrapejobError } from "../common/index.js";
 
 /** Fields of the service's error record (docs/service.md, "Errors") that a caller may act on. */
 export interface ServiceErrorFields {
@@ -129,7 +129,7 @@ export class ScraperNotFoundError extends ScrapejobError {
 	constructor(baseUrl: string, cause: unknown) {
 		super(
 			"SCRAPEJOB_NOT_THE_SERVICE",
-			`the scraper service is not at ${baseUrl}: ${errorMessage(cause)}. Check --scraper-url / SCRAPEJOB_SCRAPER_URL (the scraper API's address ends in /api/v1); \`scrapejob health\` checks it without running a job`,
+			`the scraper service is not at ${baseUrl}: ${errorMessage(cause)}. Check --scraper-url / SCRAPEJOB_SCRAPER_URL (the scraper API's address ends in /api/v1); \`${cliCommand(["health"])}\` checks it without running a job`,
 			{ cause },
 		);
 		this.baseUrl = baseUrl;

@@ -33,7 +33,7 @@ export const RUN_EXIT_TABLE: readonly RunExitRow[] = [
 		code: EXIT.someTargetsFailed,
 		meaning: "the run ended with failed targets, at max_credits, or with its data contract broken",
 		scheduler:
-			"do not retry: a new run would pay again; the next scheduled run (--continue) fetches the failed targets, never fresh",
+			"do not retry: a new run would pay again; the next scheduled run (--continue) fetches the failed targets, never fresh; a run stopped at max_credits stays stopped (--continue resumes it within its budget) until resumed with a larger --max-credits (the printed hint)",
 	},
 	{
 		code: EXIT.invalidInput,

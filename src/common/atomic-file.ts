@@ -72,12 +72,21 @@ export function openAtomicFile(path: string, options: AtomicWriteOptions = {}): 
 	};
 }
 
+/**
+ * Write all of `data` at the file's position: `writeSync` may write less than it was given (a disk
+ * that fills up mid-write answers a short count first, ENOSPC only at the next call), so what it did not
+ * take is written again until all is written or the file system refuses with an error.
+ */
+export function writeAll(fd: number, data: string | Uint8Array): void {
+	const bytes = typeof data === "string" ? Buffer.from(data, "utf8") : data;
+	for (let offset = 0; offset < bytes.byteLength; ) offset += writeSync(fd, bytes, offset);
+}
+
 /** Replace `path` with `data`, atomically (see `openAtomicFile`). Throws the file system's error; nothing is left behind. */
 export function writeFileAtomic(path: string, data: string | Uint8Array, options: AtomicWriteOptions = {}): void {
 	const file = openAtomicFile(path, options);
 	try {
-		const bytes = typeof data === "string" ? Buffer.from(data, "utf8") : data;
-		for (let offset = 0; offset < bytes.byteLength; ) offset += writeSync(file.fd, bytes, offset);
+		writeAll(file.fd, data);
 	} catch (error) {
 		try {
 			file.discard();

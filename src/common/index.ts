@@ -3,6 +3,7 @@ export {
 	type AtomicWriteOptions,
 	isAtomicTemporaryName,
 	openAtomicFile,
+	writeAll,
 	writeFileAtomic,
 } from "./atomic-file.js";
 export { isLoopbackHost, joinUrl, parseBaseUrl } from "./base-url.js";

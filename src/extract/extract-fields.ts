@@ -1,4 +1,5 @@
 import type { Element } from "domhandler";
+import type { UserRegexMatch } from "../common/index.js";
 import type { CompiledField, ExtractPlan } from "./compile-fields.js";
 import type { FieldValue } from "./field-spec.js";
 import { domutils } from "./html-libraries.js";
@@ -62,15 +63,22 @@ function cssValue(field: Extract<CompiledField, { locator: "css" }>, page: Parse
 	return values.length > 0 ? values : null;
 }
 
+/**
+ * The first capture group, or the whole match when the pattern has none. A group that took no part in
+ * the match (`price: (\d+)?` before no digits) found nothing: null (or "" in a list), never the whole match.
+ */
+function regexCapture(match: UserRegexMatch): string | null {
+	return match.length > 1 ? (match[1] ?? null) : match[0];
+}
+
 function regexValue(field: Extract<CompiledField, { locator: "regex" }>, page: ParsedPage): FieldValue {
-	// The first capture group, or the whole match when the pattern has none.
 	if (!field.all) {
 		const match = field.regex.exec(page.html);
-		const raw = match ? (match[1] ?? match[0]) : undefined;
-		return raw === undefined ? null : convert(raw, field, page);
+		const raw = match ? regexCapture(match) : null;
+		return raw === null ? null : convert(raw, field, page);
 	}
 	const values: Array<string | number> = [];
-	for (const match of field.regex.matchAll(page.html)) values.push(listItem(match[1] ?? match[0], field, page));
+	for (const match of field.regex.matchAll(page.html)) values.push(listItem(regexCapture(match), field, page));
 	return values.length > 0 ? values : null;
 }
 

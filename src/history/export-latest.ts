@@ -1,7 +1,7 @@
 import { fstatSync, lstatSync, writeSync } from "node:fs";
 import type BetterSqlite3 from "better-sqlite3";
-import { lazyModule } from "../common/index.js";
-import { csvLines, csvRow, RECORD_COLUMNS, type ResultRecord } from "../output/index.js";
+import { lazyModule, ScrapejobError, writeAll } from "../common/index.js";
+import { csvLines, csvRow, OutputError, RECORD_COLUMNS, type ResultRecord } from "../output/index.js";
 import { createTemporaryFile, type TemporaryFile } from "./export-target.js";
 import type { JobHistory } from "./job-history.js";
 
@@ -102,11 +102,11 @@ function writeLines(fd: number, lines: Iterable<string>): void {
 	for (const line of lines) {
 		pending += line;
 		if (pending.length >= FLUSH_CHARS) {
-			writeSync(fd, pending);
+			writeAll(fd, pending);
 			pending = "";
 		}
 	}
-	if (pending) writeSync(fd, pending);
+	if (pending) writeAll(fd, pending);
 }
 
 /** The records as exported: without inline content (it belongs in the run folders, not in a table). */
@@ -262,14 +262,25 @@ export async function exportLatest(
 ): Promise<number> {
 	const count = { records: 0 };
 	const extra = csvColumns.filter((column) => !FIXED.has(column));
-	const file = createTemporaryFile(outFile);
+	// A disk that is full or read-only is the output's failure (exit 5, naming the file), as in a run;
+	// what reading the runs' records threw is said as it is.
+	const notWritten = (error: unknown) =>
+		new OutputError(outFile, error, "the export was not written (nothing is left there)");
+	let file: TemporaryFile;
+	try {
+		file = createTemporaryFile(outFile);
+	} catch (error) {
+		throw notWritten(error);
+	}
+	const reads = readsTagged(history);
+	const records = reads.history;
 	try {
 		switch (format) {
 			case "jsonl":
 				writeLines(
 					file.fd,
 					(function* () {
-						for (const record of exportedRecords(history, count)) yield `${JSON.stringify(record)}\n`;
+						for (const record of exportedRecords(records, count)) yield `${JSON.stringify(record)}\n`;
 					})(),
 				);
 				break;
@@ -278,16 +289,16 @@ export async function exportLatest(
 					file.fd,
 					(function* () {
 						yield csvLines([[...csvColumns]]);
-						for (const record of exportedRecords(history, count))
+						for (const record of exportedRecords(records, count))
 							yield csvLines([csvRow(record, csvColumns, csvMaxCell)]);
 					})(),
 				);
 				break;
 			case "parquet":
-				await writeParquet(file, history, typedColumns(history, extra), count);
+				await writeParquet(file, records, typedColumns(records, extra), count);
 				break;
 			case "sqlite":
-				writeSqlite(file, history, typedColumns(history, extra), count);
+				writeSqlite(file, records, typedColumns(records, extra), count);
 				break;
 			default: {
 				const unreachable: never = format;
@@ -297,7 +308,33 @@ export async function exportLatest(
 		file.commit();
 	} catch (error) {
 		file.discard();
-		throw error;
+		throw isWriteFailure(error) && !reads.failed(error) ? notWritten(error) : error;
 	}
 	return count.records;
+}
+
+/** A file system's or SQLite's refusal (ENOSPC, SQLITE_FULL, EROFS…), not a bug nor one of ours. */
+function isWriteFailure(error: unknown): boolean {
+	return !(error instanceof ScrapejobError) && typeof (error as { code?: unknown } | null)?.code === "string";
+}
+
+/** `history`, with what its records' reading threw remembered: that is no failure of the export's file. */
+function readsTagged(history: Pick<JobHistory, "latestOkRecords">): {
+	history: Pick<JobHistory, "latestOkRecords">;
+	failed(error: unknown): boolean;
+} {
+	const thrown = new WeakSet<object>();
+	return {
+		history: {
+			*latestOkRecords() {
+				try {
+					yield* history.latestOkRecords();
+				} catch (error) {
+					if (typeof error === "object" && error !== null) thrown.add(error);
+					throw error;
+				}
+			},
+		},
+		failed: (error) => typeof error === "object" && error !== null && thrown.has(error),
+	};
 }

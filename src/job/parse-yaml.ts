@@ -1,7 +1,7 @@
 import type { FileHandle } from "node:fs/promises";
 import { open, stat } from "node:fs/promises";
 import { type Document, isAlias, isMap, isScalar, isSeq, LineCounter, parseDocument } from "yaml";
-import { errorMessage } from "../common/index.js";
+import { cliCommand, errorMessage } from "../common/index.js";
 import type { Position } from "./positions.js";
 
 /**
@@ -210,7 +210,7 @@ export function parseJobYaml(text: string): ParsedYaml {
 	}));
 	if (errors.length === 0) {
 		const contents = doc.contents;
-		const expected = "expected a mapping of keys such as name, defaults, targets and sources (see `scrapejob schema`)";
+		const expected = `expected a mapping of keys such as name, defaults, targets and sources (see \`${cliCommand(["schema"])}\`)`;
 		if (contents === null || (isScalar(contents) && contents.value === null)) {
 			errors.push({ line: 1, col: 1, message: `the job file is empty; ${expected}` });
 		} else if (isSeq(contents)) {

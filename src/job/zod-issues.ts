@@ -1,5 +1,5 @@
 import type { z } from "zod";
-import { didYouMean, SCRAPE_PARAM_NAMES } from "../common/index.js";
+import { cliCommand, didYouMean, SCRAPE_PARAM_NAMES } from "../common/index.js";
 import type { DataPath } from "./positions.js";
 import { describeValue } from "./problems.js";
 
@@ -107,9 +107,14 @@ export function allowedKeysAt(schema: z.ZodType, path: DataPath): string[] {
 	};
 	for (const segment of path) {
 		const node = unwrap(current);
-		const def = node?._zod.def as { type?: string; element?: z.core.$ZodType } | undefined;
+		const def = node?._zod.def as { type?: string; element?: z.core.$ZodType; valueType?: z.core.$ZodType } | undefined;
 		if (typeof segment === "number" && def?.type === "array") {
 			current = def.element;
+			continue;
+		}
+		// A map of names to one kind of value (extract's fields): every name's keys are the value's.
+		if (def?.type === "record") {
+			current = def.valueType;
 			continue;
 		}
 		const object = objectOf(node);
@@ -127,7 +132,7 @@ function unknownKeyMessage(key: string, allowed: string[], atRoot: boolean): str
 	if (suggestion) return `unknown key; did you mean ${JSON.stringify(suggestion)}?`;
 	if (atRoot && SCRAPE_PARAMS.has(key)) return "unknown key; scrape options go under `defaults` or on a target";
 	if (allowed.length > 0 && allowed.length <= 12) return `unknown key; allowed: ${allowed.join(", ")}`;
-	return "unknown key (run `scrapejob schema` for the allowed keys)";
+	return `unknown key (run \`${cliCommand(["schema"])}\` for the allowed keys)`;
 }
 
 function valueAt(data: unknown, path: DataPath): unknown {

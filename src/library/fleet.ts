@@ -1,7 +1,7 @@
 import { randomBytes } from "node:crypto";
-import { closeSync, openSync, rmSync, writeSync } from "node:fs";
+import { closeSync, openSync, rmSync } from "node:fs";
 import { dirname, join } from "node:path";
-import { jsonlLines, parseJsonLine } from "../common/index.js";
+import { jsonlLines, parseJsonLine, writeAll } from "../common/index.js";
 import {
 	connectFleet,
 	DEFAULT_FLEET_SCHEMA,
@@ -76,11 +76,11 @@ export async function exportFleetLatest(
 			for await (const record of latestFleetRecords(fleet, jobName)) {
 				pending += `${JSON.stringify(record)}\n`;
 				if (pending.length >= 1 << 20) {
-					writeSync(fd, pending);
+					writeAll(fd, pending);
 					pending = "";
 				}
 			}
-			if (pending) writeSync(fd, pending);
+			if (pending) writeAll(fd, pending);
 		} finally {
 			closeSync(fd);
 		}

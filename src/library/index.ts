@@ -46,6 +46,7 @@ export {
 export {
 	checkFleetJob,
 	type PlannedRunOutcome,
+	previewSelection,
 	type RunChoices,
 	type RunServices,
 	type RunStart,

@@ -138,6 +138,7 @@ export async function runJobFile(path: string, options: RunJobFileOptions = {}):
 	// The sandbox starts first so that jobs can name its demo site; it costs nothing.
 	const connection = await connectService(context, {
 		sandbox: options.sandbox,
+		out: options.out,
 		config: options.config,
 		fleet: options.fleet,
 	});

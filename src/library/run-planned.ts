@@ -479,9 +479,9 @@ async function continuedOrNew(plan: PlannedRun, force: boolean, warn: (message: 
  * target "fresh" or "not failed": a target this run already did is one of its targets (resume skips it).
  */
 async function selectTargets(
-	plan: PlannedRun,
+	plan: Pick<PlannedRun, "job" | "counts" | "resumeDir">,
 	history: JobHistory,
-	choices: RunChoices,
+	choices: Pick<RunChoices, "retryFailed" | "freshnessMs" | "outRoot">,
 ): Promise<{ job: Job; counts: TargetCounts | null; selection: RunSelection; nothingToRetry?: boolean }> {
 	const kept = plan.resumeDir ? readRunSelection(plan.resumeDir) : null;
 	const retry = choices.retryFailed ?? kept?.retry_failed ?? false;
@@ -543,6 +543,39 @@ async function selectTargets(
 		return !(freshnessMs > 0 && isFresh(entry, now, freshnessMs));
 	};
 	return { job: { ...plan.job, freshnessMs, select }, counts: null, selection };
+}
+
+/**
+ * `run --dry-run`'s view of a new run's targets: the job with the selection the run would make from the
+ * job's store (freshness, `--retry-failed`), so its count, estimate and forecast are the run's. A crawl is
+ * surveyed whole (its pages are found as it runs). `close` once the targets are read: the selection
+ * looks each one up in the store.
+ */
+export async function previewSelection(
+	job: Job,
+	choices: Pick<RunChoices, "retryFailed" | "freshnessMs" | "outRoot">,
+): Promise<{ job: Job; leftOut: "fresh" | "not failed" | null; warnings: readonly string[]; close(): void }> {
+	const retry = choices.retryFailed ?? false;
+	const retrying = retry !== false;
+	const freshnessMs = retrying ? 0 : (choices.freshnessMs ?? job.freshnessMs);
+	const whole = { job, leftOut: null, warnings: [], close: () => {} };
+	if (job.crawl || (!retrying && freshnessMs <= 0)) return whole;
+	const leftOut = retrying ? "not failed" : "fresh";
+	const jobDir = jobOutputDir(choices.outRoot, job.name);
+	if (!existsSync(jobDir)) {
+		if (typeof retry === "string")
+			throw new UsageError(`--retry-failed: no run ${retry} of job ${job.name} under ${choices.outRoot}`);
+		// No run yet: nothing is fresh, nothing failed.
+		return retrying ? { ...whole, job: { ...job, select: () => false }, leftOut } : whole;
+	}
+	const history = openJobHistory(jobDir);
+	try {
+		const selected = await selectTargets({ job, counts: null, resumeDir: undefined }, history, choices);
+		return { job: selected.job, leftOut, warnings: history.warnings, close: () => history.close() };
+	} catch (error) {
+		history.close();
+		throw error;
+	}
 }
 
 /**

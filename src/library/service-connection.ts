@@ -1,3 +1,5 @@
+import { createHash } from "node:crypto";
+import { resolve } from "node:path";
 import { type AccountClient, createAccountClient, createScraperClient, type ScraperClient } from "../api/index.js";
 import { ScrapejobError, UsageError } from "../common/index.js";
 import { type ResolvedConfig, resolveConfig, resolveFleetConfig } from "../config/index.js";
@@ -22,6 +24,17 @@ export const SANDBOX_SCENARIO = {
 
 const SANDBOX_DEMO_SITE_PORT = 8701;
 
+/**
+ * The ports the sandbox's demo site tries, in order: 8701, then four derived from the results root, then
+ * any. A job names the site as `${SCRAPEJOB_DEMO_SITE}`, so its address is in every target's URL and id:
+ * when 8701 is taken (a user's own `scrapejob emulator --demo-site` listens there), a port of its own
+ * each time made `--sandbox --resume` (the printed hint, same `--out`) find every target changed.
+ */
+function sandboxDemoSitePorts(outRoot: string): number[] {
+	const digest = createHash("sha256").update(outRoot).digest();
+	return [SANDBOX_DEMO_SITE_PORT, ...[0, 2, 4, 6].map((at) => 20_000 + (digest.readUInt16BE(at) % 20_000))];
+}
+
 /** Flags every command that talks to the service accepts. */
 export interface ServiceFlags {
 	config?: string;
@@ -30,6 +43,8 @@ export interface ServiceFlags {
 	sandbox?: boolean;
 	/** `run --fleet URL` (else SCRAPEJOB_FLEET_URL, else the config file's). */
 	fleet?: string;
+	/** The results root (`run --out`, relative to the cwd; default `output`): picks the sandbox demo site's port when 8701 is taken. */
+	out?: string;
 }
 
 export class MissingKeyError extends ScrapejobError {
@@ -67,9 +82,14 @@ export async function connectService(ctx: ConnectContext, flags: ServiceFlags): 
 	if (flags.sandbox) {
 		// Loaded only here: a real run should not pay the emulator's start-up time and memory.
 		const { startDemoSite, startEmulator } = await import("../emulator/index.js");
-		// A fixed port when free, so the demo's URLs (and so its target ids) stay the same from one
-		// sandbox run to the next and `--resume` works there too.
-		const demoSite = await startDemoSite({ port: SANDBOX_DEMO_SITE_PORT }).catch(() => startDemoSite({}));
+		// A fixed port when free (else one fixed for the results root), so the demo's URLs (and so its
+		// target ids) stay the same from one sandbox run to the next and `--resume` works there too.
+		let demoSite: Awaited<ReturnType<typeof startDemoSite>> | undefined;
+		for (const port of sandboxDemoSitePorts(resolve(ctx.cwd, flags.out ?? "output"))) {
+			demoSite = await startDemoSite({ port }).catch(() => undefined);
+			if (demoSite) break;
+		}
+		demoSite ??= await startDemoSite({});
 		const emulator = await startEmulator({ port: 0, scenario: SANDBOX_SCENARIO, ledger: false });
 		const config: ResolvedConfig = {
 			accountKey: emulator.accountKey,

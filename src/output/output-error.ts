@@ -8,14 +8,11 @@ import { ScrapejobError } from "../common/index.js";
  */
 export class OutputError extends ScrapejobError {
 	readonly path: string;
-	constructor(path: string, cause: unknown) {
-		super(
-			"SCRAPEJOB_OUTPUT",
-			`output failed: cannot write ${path}: ${describeWriteError(cause)}; nothing more was sent`,
-			{
-				cause,
-			},
-		);
+	/** `outcome`: what the failure left, after the cause (a run's: nothing more was sent). */
+	constructor(path: string, cause: unknown, outcome = "nothing more was sent") {
+		super("SCRAPEJOB_OUTPUT", `output failed: cannot write ${path}: ${describeWriteError(cause)}; ${outcome}`, {
+			cause,
+		});
 		this.path = path;
 	}
 }
@@ -29,6 +26,9 @@ function describeWriteError(error: unknown): string {
 	switch (code) {
 		case "ENOSPC":
 			return "no space left on the device (ENOSPC)";
+		// SQLite's own word for it ("database or disk is full"): the job store, a SQLite export.
+		case "SQLITE_FULL":
+			return "no space left on the device (SQLITE_FULL)";
 		case "EDQUOT":
 			return "disk quota exceeded (EDQUOT)";
 		case "EROFS":

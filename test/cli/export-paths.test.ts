@@ -1,8 +1,11 @@
+import { execFileSync, spawnSync } from "node:child_process";
+import { randomBytes } from "node:crypto";
 import { mkdirSync, readdirSync, readFileSync, symlinkSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { tempDir, writeJob } from "../helpers/job-files.js";
 import { record } from "../helpers/records.js";
+import { assertBuilt, BIN } from "../helpers/spawn-cli.js";
 import { runCli } from "./cli-harness.js";
 
 /** A job with one run folder of two ok records under `<dir>/out/shop/`. */
@@ -91,4 +94,67 @@ describe("export --out: where an export may be written", () => {
 				.sort(),
 		).toEqual(["latest.csv", "latest.jsonl", "latest.parquet", "latest.sqlite"]);
 	});
+});
+
+/** Whether this process may mount a file system of its own (a user and mount namespace). */
+function canMountTmpfs(): boolean {
+	try {
+		execFileSync("unshare", ["-rm", "sh", "-c", 'd=$(mktemp -d) && mount -t tmpfs -o size=16k tmpfs "$d"'], {
+			stdio: "ignore",
+		});
+		return true;
+	} catch {
+		return false;
+	}
+}
+
+describe("export --out on a full disk", () => {
+	it.skipIf(!canMountTmpfs())(
+		"every format: exit 5 (the output could not be written), the message names the file and ENOSPC, nothing left there",
+		() => {
+			assertBuilt();
+			const dir = tempDir();
+			const job = writeJob(dir, "shop", "name: shop\ntargets:\n  - https://shop.test/p/1\n");
+			const runDir = join(dir, "out", "shop", "20261121T000000Z-aaaaaa");
+			mkdirSync(runDir, { recursive: true });
+			// 200 records with 1 KB of random text each (in the URL, a column of every format): more than the 16 KB disk holds in any format.
+			const ids = Array.from({ length: 200 }, (_, index) => (index + 1).toString(16).padStart(16, "0"));
+			writeFileSync(
+				join(runDir, "results.jsonl"),
+				ids
+					.map(
+						(id) =>
+							`${JSON.stringify(record(id, { content_hash: id, url: `https://shop.test/p/${randomBytes(512).toString("hex")}` }))}\n`,
+					)
+					.join(""),
+			);
+			const full = join(dir, "full");
+			mkdirSync(full);
+			for (const format of ["csv", "jsonl", "parquet", "sqlite"]) {
+				const result = spawnSync(
+					"unshare",
+					[
+						"-rm",
+						"sh",
+						"-c",
+						'mount -t tmpfs -o size=16k tmpfs "$1" && "$2" "$3" export "$4" --latest --from "$5" --format "$6" --out "$1/latest.$6"; code=$?; ls -A "$1"; exit $code',
+						"sh",
+						full,
+						process.execPath,
+						BIN,
+						job,
+						join(dir, "out"),
+						format,
+					],
+					{ env: { PATH: process.env.PATH }, encoding: "utf8" },
+				);
+				expect(result.stderr, format).toMatch(
+					/cannot write .*latest\.(csv|jsonl|parquet|sqlite).*no space left on the device \((ENOSPC|SQLITE_FULL)\)/,
+				);
+				expect(result.status, `${format}: ${result.stderr}`).toBe(5);
+				// No half file, no temporary one.
+				expect(result.stdout, format).toBe("");
+			}
+		},
+	);
 });

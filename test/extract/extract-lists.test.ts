@@ -85,4 +85,31 @@ output:
 		expect(readSummary(runDir).extract?.fields.blanks?.filled).toBe(0);
 		expect(readSummary(runDir).extract?.fields.names?.filled).toBe(1);
 	});
+
+	it("a capture group that took no part in a match found nothing: not the whole match in its place", async () => {
+		service = await startTestService();
+		const origin = await startSite();
+		const dir = tempDir();
+		const out = join(dir, "out");
+		const job = writeJob(
+			dir,
+			"groups",
+			`name: groups
+defaults:
+  mode: request
+targets:
+  - ${origin}/table
+extract:
+  codes: {regex: "code=(x\\\\d)?;", all: true}
+  first_y: {regex: "code=(y\\\\d)?;"}
+  whole: {regex: "code=x\\\\d;", all: true}
+output:
+  content: none
+`,
+		);
+		const result = await runCli(["run", job, "--out", out, "--quiet"], { env: service.env });
+		expect(result.code, result.stderr).toBe(0);
+		const [record] = readRecords(onlyRun(join(out, "groups")));
+		expect(record!.data).toEqual({ codes: ["x1", "", "x3"], first_y: null, whole: ["code=x1;", "code=x3;"] });
+	});
 });

@@ -4,7 +4,7 @@ import { describe, expect, it } from "vitest";
 import { JobValidationError, loadJob, MAX_JOB_FILE_BYTES } from "../../src/job/index.js";
 import { loadIn, loadYaml, makeTempDir } from "./helpers.js";
 
-const EXPECTED = "expected a mapping of keys such as name, defaults, targets and sources (see `scrapejob schema`)";
+const EXPECTED = "expected a mapping of keys such as name, defaults, targets and sources (see `npx scrapejob schema`)";
 
 /** Files that are not job files at all: one clear problem each, never a stack trace. */
 const cases: Array<{ name: string; content: string | Buffer; errors: string[] }> = [

@@ -65,6 +65,26 @@ const schemaCases: Case[] = [
 		],
 	},
 	{
+		name: "typos inside extract field rules (a map of fields): did you mean, as everywhere else",
+		yaml: [
+			"name: t",
+			`targets: [${OK}]`,
+			"extract:",
+			"  price: {css: .price, tpye: number}",
+			"  sku: {regx: 'SKU (\\d+)'}",
+		].join("\n"),
+		errors: [
+			'job.yaml:4:24 extract.price.tpye: unknown key; did you mean "type"?',
+			"job.yaml:5:8 extract.sku: needs one of css, regex, jsonld, meta",
+			'job.yaml:5:9 extract.sku.regx: unknown key; did you mean "regex"?',
+		],
+	},
+	{
+		name: "unknown key far from any in a large object: the schema command, in the form that runs as printed",
+		yaml: `name: t\ntargets: [${OK}]\ndefaults:\n  zqxwv: 1\n`,
+		errors: ["job.yaml:4:3 defaults.zqxwv: unknown key (run `npx scrapejob schema` for the allowed keys)"],
+	},
+	{
 		name: "concurrency: zero",
 		yaml: `name: t\nconcurrency: 0\ntargets: [${OK}]\n`,
 		errors: ["job.yaml:2:14 concurrency: must be greater than 0 (got 0)"],

@@ -34,6 +34,14 @@ describe("run --continue", () => {
 		expect(paidFirst).toBeGreaterThan(0);
 		expect(paidFirst).toBeLessThan(5);
 
+		// The same command line again, the budget unchanged (the next night's cron line): the run is
+		// resumed within its budget, so nothing is sent, and it says how to finish it.
+		const again = await run();
+		expect(again.code, again.stderr).toBe(1);
+		expect(runFolders(out)).toEqual([started]);
+		expect(paid()).toBe(paidFirst);
+		expect(again.stdout).toMatch(/finish with `npx scrapejob run .* --resume --max-credits \d+`/);
+
 		// The same command line again (a restarted pod, with a larger budget): the same run goes on.
 		const second = await run("--max-credits", "10");
 		expect(second.code, second.stderr).toBe(0);

@@ -77,3 +77,55 @@ describe("the dry run's cost check", () => {
 		expect(scraperOnly.stdout).toContain("The account's balance is unknown: only a scraper key is set");
 	});
 });
+
+describe("run --dry-run with the flags that choose a run's targets", () => {
+	it("counts and estimates what the run would fetch: freshness and --retry-failed read from the store; --resume and --continue said to be left aside", async () => {
+		service = await startTestService();
+		const dir = tempDir();
+		const out = join(dir, "out");
+		// One target ok, one failed (a 404): after one run, the first is fresh and the second failed.
+		const targets = [`  - ${service.site.url}/product/1`, `  - ${service.site.url}/product/999`];
+		const job = writeJob(
+			dir,
+			"shop",
+			["name: shop", "freshness: 1h", "defaults: {mode: request}", "targets:", ...targets, ""].join("\n"),
+		);
+		const dry = (...flags: string[]) =>
+			runCli(["run", job, "--out", out, "--dry-run", ...flags], { env: service?.env });
+
+		const before = await dry();
+		expect(before.code, before.stderr).toBe(0);
+		expect(before.stdout).toContain(
+			"shop: 2 targets (request 2, browser 0, auto 0), 0 duplicates; estimated 4–4 credits",
+		);
+		expect((await runCli(["run", job, "--out", out, "--quiet"], { env: service.env })).code).toBe(1);
+		const paid = service.emulator.ledger.byEndpoint("realtime").length;
+
+		// The job's freshness: the ok target is fresh, the failed one is not.
+		const fresh = await dry();
+		expect(fresh.stdout).toContain(
+			"shop: 1 target (request 1, browser 0, auto 0), 0 duplicates, 1 left out (fresh); estimated 2–2 credits",
+		);
+		expect(fresh.stdout).toContain("/product/999\n");
+		expect(fresh.stdout).not.toContain("/product/1\n");
+		expect(fresh.stderr).toBe("");
+		const all = await dry("--freshness", "0");
+		expect(all.stdout).toContain("shop: 2 targets");
+		const failed = await dry("--retry-failed", "--json");
+		expect(JSON.parse(failed.stdout)[0]).toMatchObject({ targets: 1, deselected: 1, credits: { min: 2, max: 2 } });
+		// --resume and --continue pick a run, which a dry run does not: said.
+		for (const flag of ["--resume", "--continue"]) {
+			const result = await dry(flag);
+			expect(result.code, result.stderr).toBe(0);
+			expect(result.stderr).toContain(
+				`shop: --dry-run does not apply ${flag}: the estimate may count targets the run itself does not fetch`,
+			);
+		}
+		// A fleet's run chooses from the fleet's records, not this folder's store: not previewed, and said.
+		const fleet = await dry("--fleet", "postgres://scrapejob@127.0.0.1:1/none");
+		expect(fleet.code, fleet.stderr).toBe(0);
+		expect(fleet.stdout).toContain("shop: 2 targets");
+		expect(fleet.stderr).toContain("shop: --dry-run does not apply freshness:");
+		expect(service.emulator.ledger.byEndpoint("realtime")).toHaveLength(paid);
+	});
+});

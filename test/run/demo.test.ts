@@ -1,8 +1,11 @@
-import { readdirSync } from "node:fs";
+import { existsSync, readdirSync } from "node:fs";
+import { createServer } from "node:net";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
-import { isRunFolderName, readCsv, readRecords, readSummary, tempDir } from "../helpers/job-files.js";
+import { isRunFolderName, readCsv, readRecords, readSummary, tempDir, writeJob } from "../helpers/job-files.js";
 import { runCli } from "../helpers/run-cli.js";
+import { assertBuilt, runPrintedCommand, spawnCli } from "../helpers/spawn-cli.js";
+import { until } from "../helpers/until.js";
 
 const root = join(import.meta.dirname, "..", "..");
 
@@ -25,5 +28,51 @@ describe("the offline demo (npm run demo)", () => {
 		expect(result.stdout).toContain("39 of 39 done: 39 ok");
 		// Non-TTY: JSON log lines on stderr, no bar.
 		expect(result.stderr.split("\n")[0]).toMatch(/^\{"level":30/);
+	});
+});
+
+/** Listen on 127.0.0.1:`port` until closed, when nothing else does: as a user's own `scrapejob emulator --demo-site` would. */
+async function holdPort(port: number): Promise<{ close(): Promise<void> }> {
+	const server = createServer();
+	const held = await new Promise<boolean>((resolve) => {
+		server.once("error", () => resolve(false));
+		server.listen(port, "127.0.0.1", () => resolve(true));
+	});
+	return { close: () => (held ? new Promise((resolve) => server.close(() => resolve())) : Promise.resolve()) };
+}
+
+describe("a sandbox run stopped while port 8701 is taken", () => {
+	it("resumes with the hint it printed: its demo site is back on the same address, every target once", async () => {
+		assertBuilt();
+		const held = await holdPort(8701);
+		try {
+			const dir = tempDir();
+			const urls = Array.from({ length: 60 }, (_, index) => `  - \${SCRAPEJOB_DEMO_SITE}/product/${index + 1}`);
+			writeJob(dir, "sbx", `name: sbx\ndefaults: {mode: request}\ntargets:\n${urls.join("\n")}\n`);
+			const first = spawnCli(["run", "sbx.yaml", "--sandbox", "--out", "out"], {}, dir);
+			const results = () => {
+				const runs = existsSync(join(dir, "out", "sbx"))
+					? readdirSync(join(dir, "out", "sbx")).filter(isRunFolderName)
+					: [];
+				return runs.length === 1 ? join(dir, "out", "sbx", runs[0]!) : undefined;
+			};
+			await until(() => {
+				const runDir = results();
+				return runDir !== undefined && readRecords(runDir).length >= 3;
+			}, "the first records");
+			first.child.kill("SIGINT");
+			const stopped = await first.done;
+			expect(stopped.code, stopped.stderr).toBe(130);
+			const hint = /finish with `([^`]+)`/.exec(stopped.stdout)?.[1];
+			expect(hint).toBe("npx scrapejob run sbx.yaml --out out --sandbox --resume");
+			const resumed = await runPrintedCommand(hint!, {}, dir).done;
+			expect(resumed.code, resumed.stderr).toBe(0);
+			const records = readRecords(results()!);
+			expect(records).toHaveLength(60);
+			expect(new Set(records.map((record) => record.id)).size).toBe(60);
+			expect(records.every((record) => record.status === "ok")).toBe(true);
+		} finally {
+			await held.close();
+		}
 	});
 });

@@ -450,6 +450,56 @@ describe("hostile input: a read-only file system", () => {
 	);
 });
 
+describe("hostile input: a full disk before --resume", () => {
+	it.skipIf(!canMountReadOnly())(
+		"the job's lock cannot be written: exit 5 naming it and ENOSPC, no empty lock left behind, nothing sent",
+		async () => {
+			assertBuilt();
+			const service = await useTestService();
+			const dir = tempDir();
+			const mounted = join(dir, "disk");
+			mkdirSync(mounted);
+			const urls = [1, 2, 3, 4].map((index) => `${service.site.url}/page/${index}`);
+			// The budget stops the first run after two fetches: a run to resume.
+			const job = writeJob(dir, "full", targetsYaml("full", urls, "max_credits: 4"));
+			const child = spawn(
+				"unshare",
+				[
+					"-rm",
+					"sh",
+					"-c",
+					[
+						'mount -t tmpfs -o size=1m tmpfs "$1" || exit 99',
+						'"$2" "$3" run "$4" --out "$1/out" --quiet > /dev/null 2>&1',
+						// Fill the disk to the last block.
+						'head -c 2000000 /dev/zero > "$1/filler" 2> /dev/null',
+						'"$2" "$3" run "$4" --out "$1/out" --resume',
+						"code=$?",
+						'ls -A "$1/out/full" >&2',
+						"exit $code",
+					].join("\n"),
+					"sh",
+					mounted,
+					process.execPath,
+					BIN,
+					job,
+				],
+				{ env: { PATH: process.env.PATH, ...service.env }, stdio: ["ignore", "pipe", "pipe"] },
+			);
+			let stderr = "";
+			child.stderr.on("data", (chunk: Buffer) => {
+				stderr += chunk.toString();
+			});
+			const code = await new Promise<number>((resolve) => child.on("close", (exit) => resolve(exit ?? -1)));
+			expect(stderr).toMatch(/output failed: cannot write .*full\/\.lock: no space left on the device \(ENOSPC\)/);
+			expect(code, stderr).toBe(5);
+			// The folder listing: the run and the store, no lock file of a process that never held it.
+			expect(stderr).not.toMatch(/^\.lock$/m);
+			expect(service.emulator.ledger.byEndpoint("realtime")).toHaveLength(2);
+		},
+	);
+});
+
 describe("hostile input: a damaged results.jsonl before --resume", () => {
 	it("is refused naming the lines that are not records; --repair moves them aside and their targets run again", async () => {
 		const service = await useTestService({ concurrency: 1 });

@@ -96,6 +96,7 @@ describe("how a run starts: lock first, nothing sent on a refusal", () => {
 			expect(result.code, result.stderr).toBe(3);
 			expect(result.stderr).toContain(`the scraper service is not at ${new URL(scraperUrl).href}`);
 			expect(result.stderr).toContain("ends in /api/v1");
+			expect(result.stderr).toContain("`npx scrapejob health` checks it");
 			const jobDir = join(out, "shop");
 			expect(existsSync(jobDir) ? readdirSync(jobDir).filter(isRunFolderName) : []).toEqual([]);
 		}

@@ -11,6 +11,7 @@ import {
 	redactSecrets,
 	UsageError,
 } from "../../common/index.js";
+import { resolveFleetConfig } from "../../config/index.js";
 import {
 	formatProblem,
 	type Job,
@@ -27,6 +28,7 @@ import {
 	type PlannedRunOutcome,
 	type PreparedRuns,
 	prepareRuns,
+	previewSelection,
 	type RunOptions,
 	releasePlannedRuns,
 	runPlannedJob,
@@ -143,7 +145,7 @@ export function registerRunCommand(program: Command, ctx: CliContext): void {
 		)
 		.option(
 			"--dry-run",
-			"validate, list the targets (id, mode, url) and the estimated credit range, held against the budget and the account's balance (one free look-up); fetch nothing",
+			"validate, list the targets (id, mode, url) and the estimated credit range, held against the budget and the account's balance (one free look-up); fetch nothing (freshness and --retry-failed applied from the job's store; --resume and --continue not)",
 		)
 		.option("--concurrency <n>", "in-flight fetches (never above the account's limit)", positiveInt("--concurrency"))
 		.option(
@@ -403,61 +405,103 @@ async function dryRun(
 ): Promise<number> {
 	const reports = [];
 	const balance = await readBalance(ctx, flags, sandbox);
-	for (const { job, counts } of jobs) {
-		const { hosts, ...survey } = await surveyTargets(job, counts, ctx.signal);
-		const imbalance = shardBalanceWarning(hosts, job.shard, job.shardBy);
-		if (imbalance) writeLine(ctx.stderr, `scrapejob: ${job.name}: ${imbalance}`);
-		// A crawl's pages are not known before it runs: its worst case is max_pages at the dearest seed's price.
-		const crawlBound = crawlCreditBound(job, survey);
-		const estimate = { min: survey.creditRange.min, max: Math.max(survey.creditRange.max, crawlBound ?? 0) };
-		const cost = checkCost(estimate, flags.maxCredits ?? job.maxCredits, balance);
-		// What earlier runs of the job actually cost per domain (docs/behaviour.md, "Forecast"); null without them.
-		const forecast = await forecastJob(job, jobOutputDir(resolve(ctx.cwd, flags.out), job.name), ctx.signal);
-		const csvColumns = job.output.formats.includes("csv")
-			? csvColumnsFor({ data: job.extraction?.dataColumns, carry: job.extraction?.carry })
-			: null;
-		// The same names `validate --json` uses, in the same style (snake_case): one vocabulary for scripts.
-		reports.push({
-			job: job.name,
-			file: job.file,
-			targets: survey.targets,
-			total: survey.total,
-			duplicates: survey.duplicates,
-			skipped_rows: survey.skippedRows,
-			deselected: survey.deselected,
-			by_mode: survey.byMode,
-			credits: survey.creditRange,
-			credits_by_mode: survey.creditRangeByMode,
-			csv_columns: csvColumns,
-			budget: cost.budget,
-			balance: cost.balance,
-			cost_check: cost.sentences,
-			...(forecast ? { forecast } : {}),
-			...(imbalance ? { shard_warning: imbalance } : {}),
-		});
-		if (flags.json) continue;
-		for await (const batch of streamTargetBatches(job)) {
-			ctx.stdout.write(
-				batch
-					.map((target) => `${target.id}\t${target.params.mode ?? "auto"}\t${maskUrlCredentials(target.url)}\n`)
-					.join(""),
-			);
-		}
-		writeLine(
-			ctx.stdout,
-			`${job.name}: ${plural(survey.total, "target")} (request ${survey.byMode.request}, browser ${survey.byMode.browser}, auto ${survey.byMode.auto}${survey.byMode.adaptive ? `, adaptive ${survey.byMode.adaptive}` : ""}${survey.byMode.browser_session ? `, browser_session ${survey.byMode.browser_session}` : ""}), ${plural(survey.duplicates, "duplicate")}; estimated ${survey.creditRange.min}–${survey.creditRange.max} credits if every target succeeds once. Nothing was fetched (--dry-run).`,
-		);
-		if (forecast)
+	for (const loaded of jobs) {
+		// The targets a new run would fetch: freshness and --retry-failed read from the job's store (a
+		// fleet's run reads them from the fleet's records: not previewed).
+		const preview = fleetNamed(flags, ctx.env)
+			? { job: loaded.job, leftOut: null, warnings: [], close: () => {} }
+			: await previewSelection(loaded.job, {
+					freshnessMs: flags.freshness,
+					retryFailed: flags.retryFailed,
+					outRoot: resolve(ctx.cwd, flags.out),
+				});
+		try {
+			for (const warning of preview.warnings) writeLine(ctx.stderr, `scrapejob: warning: ${warning}`);
+			const job = preview.job;
+			const counts = job === loaded.job ? loaded.counts : null;
+			const { hosts, ...survey } = await surveyTargets(job, counts, ctx.signal);
+			const imbalance = shardBalanceWarning(hosts, job.shard, job.shardBy);
+			if (imbalance) writeLine(ctx.stderr, `scrapejob: ${job.name}: ${imbalance}`);
+			const notApplied = dryRunNotApplied(flags, job, fleetNamed(flags, ctx.env));
+			if (notApplied.length > 0)
+				writeLine(
+					ctx.stderr,
+					`scrapejob: ${job.name}: --dry-run does not apply ${notApplied.join(", ")}: the estimate may count targets the run itself does not fetch`,
+				);
+			// A crawl's pages are not known before it runs: its worst case is max_pages at the dearest seed's price.
+			const crawlBound = crawlCreditBound(job, survey);
+			const estimate = { min: survey.creditRange.min, max: Math.max(survey.creditRange.max, crawlBound ?? 0) };
+			const cost = checkCost(estimate, flags.maxCredits ?? job.maxCredits, balance);
+			// What earlier runs of the job actually cost per domain (docs/behaviour.md, "Forecast"); null without them.
+			const forecast = await forecastJob(job, jobOutputDir(resolve(ctx.cwd, flags.out), job.name), ctx.signal);
+			const csvColumns = job.output.formats.includes("csv")
+				? csvColumnsFor({ data: job.extraction?.dataColumns, carry: job.extraction?.carry })
+				: null;
+			// The same names `validate --json` uses, in the same style (snake_case): one vocabulary for scripts.
+			reports.push({
+				job: job.name,
+				file: job.file,
+				targets: survey.targets,
+				total: survey.total,
+				duplicates: survey.duplicates,
+				skipped_rows: survey.skippedRows,
+				deselected: survey.deselected,
+				by_mode: survey.byMode,
+				credits: survey.creditRange,
+				credits_by_mode: survey.creditRangeByMode,
+				csv_columns: csvColumns,
+				budget: cost.budget,
+				balance: cost.balance,
+				cost_check: cost.sentences,
+				...(forecast ? { forecast } : {}),
+				...(imbalance ? { shard_warning: imbalance } : {}),
+			});
+			if (flags.json) continue;
+			for await (const batch of streamTargetBatches(job)) {
+				ctx.stdout.write(
+					batch
+						.map((target) => `${target.id}\t${target.params.mode ?? "auto"}\t${maskUrlCredentials(target.url)}\n`)
+						.join(""),
+				);
+			}
 			writeLine(
 				ctx.stdout,
-				`${job.name}: forecast from earlier runs: ${forecast.expected} credits expected (80 % interval ${forecast.low}–${forecast.high}).`,
+				`${job.name}: ${plural(survey.total, "target")} (request ${survey.byMode.request}, browser ${survey.byMode.browser}, auto ${survey.byMode.auto}${survey.byMode.adaptive ? `, adaptive ${survey.byMode.adaptive}` : ""}${survey.byMode.browser_session ? `, browser_session ${survey.byMode.browser_session}` : ""}), ${plural(survey.duplicates, "duplicate")}${preview.leftOut && survey.deselected > 0 ? `, ${survey.deselected} left out (${preview.leftOut})` : ""}; estimated ${survey.creditRange.min}–${survey.creditRange.max} credits if every target succeeds once. Nothing was fetched (--dry-run).`,
 			);
-		for (const line of crawlDryRunLines(job, survey)) writeLine(ctx.stdout, line);
-		for (const sentence of cost.sentences) writeLine(ctx.stdout, `${job.name}: ${sentence}`);
-		if (csvColumns) writeLine(ctx.stdout, `${job.name}: results.csv columns: ${csvColumns.join(", ")}`);
+			if (forecast)
+				writeLine(
+					ctx.stdout,
+					`${job.name}: forecast from earlier runs: ${forecast.expected} credits expected (80 % interval ${forecast.low}–${forecast.high}).`,
+				);
+			for (const line of crawlDryRunLines(job, survey)) writeLine(ctx.stdout, line);
+			for (const sentence of cost.sentences) writeLine(ctx.stdout, `${job.name}: ${sentence}`);
+			if (csvColumns) writeLine(ctx.stdout, `${job.name}: results.csv columns: ${csvColumns.join(", ")}`);
+		} finally {
+			preview.close();
+		}
 	}
 	if (flags.json) writeLine(ctx.stdout, JSON.stringify(reports, null, 2));
 	return EXIT.ok;
+}
+
+/** A fleet named by --fleet or SCRAPEJOB_FLEET_URL: its runs choose targets from the fleet's records. */
+function fleetNamed(flags: RunFlags, env: NodeJS.ProcessEnv): boolean {
+	return resolveFleetConfig(flags.fleet, env).fleetUrl !== undefined;
+}
+
+/**
+ * What chooses a run's targets that a dry run leaves aside: --resume (a run's own targets and budget) and
+ * --continue, which pick a run; for a crawl (its pages are found as it runs) freshness and --retry-failed.
+ */
+function dryRunNotApplied(flags: RunFlags, job: Job, fleet: boolean): string[] {
+	const freshness = flags.freshness ?? job.freshnessMs;
+	const whole = job.crawl !== undefined || fleet;
+	return [
+		whole && freshness > 0 ? "freshness" : null,
+		whole && flags.retryFailed !== undefined && flags.retryFailed !== false ? "--retry-failed" : null,
+		flags.resume !== undefined && flags.resume !== false ? "--resume" : null,
+		flags.continue ? "--continue" : null,
+	].filter((word): word is string => word !== null);
 }
 
 /**

@@ -1,5 +1,7 @@
 import { mkdirSync, rmdirSync } from "node:fs";
+import { join } from "node:path";
 import type { Logger } from "pino";
+import { ScrapejobError } from "../../common/index.js";
 import { jobOutputDir, OutputError } from "../../output/index.js";
 import { checkShardLayout } from "./layout-guard.js";
 import { acquireRunLock, type LockLease, type RunLock } from "./run-lock.js";
@@ -31,6 +33,9 @@ export function lockJobOutput(
 		lock = acquireRunLock(jobDir, runId, { ...lease, name: lockName });
 	} catch (error) {
 		if (created) removeIfEmpty(jobDir);
+		// The lock file could not be written (a full disk, a read-only folder): the output's failure, exit 5.
+		if (!(error instanceof ScrapejobError) && typeof (error as { code?: unknown })?.code === "string")
+			throw new OutputError(join(jobDir, lockName), error);
 		throw error;
 	}
 	try {

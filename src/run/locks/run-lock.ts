@@ -1,18 +1,8 @@
-import {
-	closeSync,
-	fstatSync,
-	ftruncateSync,
-	openSync,
-	readFileSync,
-	statSync,
-	unlinkSync,
-	writeFileSync,
-	writeSync,
-} from "node:fs";
+import { closeSync, fstatSync, ftruncateSync, openSync, readFileSync, statSync, unlinkSync, writeSync } from "node:fs";
 import { hostname } from "node:os";
 import { join } from "node:path";
 import { performance } from "node:perf_hooks";
-import { ownStartTicks, processState, ScrapejobError } from "../../common/index.js";
+import { ownStartTicks, processState, ScrapejobError, writeAll } from "../../common/index.js";
 
 /** Another live run of the same job holds the lock (cron overlap). Nothing was sent. */
 export class LockHeldError extends ScrapejobError {
@@ -167,7 +157,7 @@ export function acquireRunLock(jobDir: string, runId: string, options: LockOptio
 	let tookOver: LockInfo | null = null;
 	for (let tries = 0; tries < 3; tries += 1) {
 		try {
-			writeFileSync(path, `${JSON.stringify(info)}\n`, { flag: "wx" });
+			createLockFile(path, `${JSON.stringify(info)}\n`);
 			return holdLock(path, info, tookOver, leaseMs, now, options.monotonic ?? (() => performance.now()));
 		} catch (error) {
 			const code = (error as NodeJS.ErrnoException).code;
@@ -220,6 +210,27 @@ export function acquireRunLock(jobDir: string, runId: string, options: LockOptio
 		}
 	}
 	throw new LockHeldError(path, { pid: -1, host: "unknown", started_at: "unknown", run_id: "unknown" }, "contended");
+}
+
+/**
+ * Create the lock file exclusively and write its holder. A write that fails (a full disk) removes the
+ * file it made, while the path still names it: an empty lock left there would read as a dead holder's
+ * to the next run ("took over the lock of pid -1").
+ */
+function createLockFile(path: string, text: string): void {
+	const fd = openSync(path, "wx");
+	try {
+		writeAll(fd, text);
+	} catch (error) {
+		try {
+			if (sameFile(fd, path)) unlinkSync(path);
+		} catch {
+			// The write's error is the one to report.
+		}
+		throw error;
+	} finally {
+		closeSync(fd);
+	}
 }
 
 /** A lock file's holder; a file that holds none (torn by a crash mid-write, not JSON) is stale. */
