@@ -30,7 +30,8 @@ export function registerFleetCommand(program: Command, ctx: CliContext): void {
 		.addHelpText(
 			"after",
 			`
-Reads the fleet's tables (schema SCRAPEJOB_FLEET_SCHEMA, default scrapejob); sends nothing to the service.
+Reads the fleet's tables (schema SCRAPEJOB_FLEET_SCHEMA, default scrapejob); sends nothing to the service
+and creates or upgrades nothing: a schema without fleet tables, or with an older scrapejob's, exits 2.
 Shows the newest ten runs of the job. A worker that stopped cleanly shows when it ended; one whose last
 beat is older than the lease (30 s) is gone (killed): its targets and slots pass to the others.
 
