@@ -78,10 +78,18 @@ export function readLatestHostCosts(db: Database): HostCost[] {
 
 /**
  * Add one session's costs per host to its run's rows (one transaction). A host's rows of earlier runs go:
- * the forecast reads only its latest, and the table stays one row a host.
+ * the forecast reads only its latest, and the table stays one row a host. With `newHostsOnly` (a
+ * `--retry-failed` run: its targets are the failures, a sample of nothing but them), a host that an
+ * earlier run already costed keeps that run's row, so the next full run is not forecast from its failures.
  */
-export function addHostCosts(db: Database, runId: string, costs: readonly HostCost[]): void {
+export function addHostCosts(
+	db: Database,
+	runId: string,
+	costs: readonly HostCost[],
+	options: { readonly newHostsOnly?: boolean } = {},
+): void {
 	if (costs.length === 0) return;
+	const costedBefore = db.prepare("SELECT 1 FROM host_costs WHERE host = ? AND run <> ? LIMIT 1").pluck();
 	const upsert = db.prepare(
 		`INSERT INTO host_costs (run, host, targets, credits, credits_sq, first, first_sq, last, last_sq)
 		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
@@ -93,6 +101,7 @@ export function addHostCosts(db: Database, runId: string, costs: readonly HostCo
 	const older = db.prepare("DELETE FROM host_costs WHERE host = ? AND run < ?");
 	db.transaction(() => {
 		for (const c of costs) {
+			if (options.newHostsOnly && costedBefore.get(c.host, runId) !== undefined) continue;
 			upsert.run(runId, c.host, c.targets, c.credits, c.creditsSq, c.first, c.firstSq, c.last, c.lastSq);
 			older.run(c.host, runId);
 		}

@@ -1,7 +1,17 @@
-import { describe, expect, it } from "vitest";
+import { join } from "node:path";
+import { afterEach, describe, expect, it } from "vitest";
 import type { HostCost } from "../../src/history/index.js";
 import { forecastCredits, forecastReport } from "../../src/run/economics/forecast.js";
 import { hostOf } from "../../src/run/economics/host-costs.js";
+import { tempDir, writeJob } from "../helpers/job-files.js";
+import { runCli } from "../helpers/run-cli.js";
+import { startTestService, type TestService } from "../helpers/service.js";
+
+let service: TestService | undefined;
+afterEach(async () => {
+	await service?.close();
+	service = undefined;
+});
 
 /** A host's past: `costs` are the credits of each of its targets (every fetch, first and last alike). */
 function past(host: string, costs: readonly number[], first = costs, last = costs): HostCost {
@@ -105,5 +115,31 @@ describe("hostOf", () => {
 		])
 			expect(hostOf(url), url).toBe(new URL(url).hostname);
 		expect(hostOf("not a url")).toBe("not a url");
+	});
+});
+
+describe("the forecast across runs of a job", () => {
+	it("a --retry-failed run (its failures only) does not replace what the full run cost: the next full run is forecast from that", async () => {
+		service = await startTestService();
+		const dir = tempDir();
+		const out = join(dir, "out");
+		// Three pages that answer and one 404: the retry run fetches only the 404.
+		const targets = ["1", "2", "3", "999"].map((page) => `  - ${service?.site.url}/product/${page}`);
+		const job = writeJob(
+			dir,
+			"shop",
+			["name: shop", "defaults: {mode: request}", "targets:", ...targets, ""].join("\n"),
+		);
+		const run = async (...flags: string[]) => {
+			const result = await runCli(["run", job, "--out", out, "--json", ...flags], { env: service?.env });
+			return JSON.parse(result.stdout.trim().split("\n").at(-1)!) as { credits: { used: number } };
+		};
+		const full = (await run()).credits.used;
+		const retried = (await run("--retry-failed")).credits.used;
+		// The retry's one target costs other than the full run's mean: a forecast from it would differ.
+		expect(retried * 4).not.toBe(full);
+		const dry = await runCli(["run", job, "--out", out, "--dry-run", "--json"], { env: service.env });
+		expect(dry.code, dry.stderr).toBe(0);
+		expect(JSON.parse(dry.stdout)[0].forecast.expected).toBe(full);
 	});
 });

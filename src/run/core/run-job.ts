@@ -30,7 +30,7 @@ import { createPaidAnswers } from "../target/paid-answers.js";
 import { createTargetRunner } from "../target/target-runner.js";
 import type { TaskPollOptions } from "../target/task-poller.js";
 import { finishRun, type RunJobResult } from "./finish-run.js";
-import { type OpenedRun, openRun, type RunSelection } from "./open-run.js";
+import { type OpenedRun, openRun, type RunSelection, readRunSelection } from "./open-run.js";
 import {
 	createFetching,
 	createFlowControl,
@@ -322,7 +322,9 @@ function openRunnerSide(context: RunContext, side: RecordSide, fetching: FetchSi
 	const browser = options.browser ?? null;
 	const breakers = createRunBreakers(job, fleet, clock, log, options.logger);
 	// `mode: adaptive` and the forecast: what the job's store remembers of modes and costs (run-economics.ts).
-	const economics = createRunEconomics(job, history, options.logger);
+	// A `--retry-failed` run's costs are its failures': they do not stand for the job's next full run.
+	const retry = (options.selection ?? readRunSelection(opened.runDir))?.retry_failed ?? false;
+	const economics = createRunEconomics(job, history, { logger: options.logger, retryingFailures: retry !== false });
 	const runner = createTargetRunner({
 		job,
 		stops,

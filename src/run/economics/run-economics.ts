@@ -43,7 +43,12 @@ function usesAdaptive(job: Job): boolean {
  * of each domain's mode and each host's cost, read when the run starts (before this run adds its own), and
  * written back when it ends.
  */
-export function createRunEconomics(job: Job, history: JobHistory | null, logger?: Logger): RunEconomics {
+export function createRunEconomics(
+	job: Job,
+	history: JobHistory | null,
+	options: { readonly logger?: Logger | undefined; readonly retryingFailures?: boolean } = {},
+): RunEconomics {
+	const { logger } = options;
 	let modes: DomainMode[] = [];
 	let past: HostCost[] = [];
 	if (history) {
@@ -70,7 +75,7 @@ export function createRunEconomics(job: Job, history: JobHistory | null, logger?
 			if (forecast) summary.forecast = forecastReport(forecast, costs.spent);
 			if (!history) return;
 			try {
-				addHostCosts(history.db, runId, costs.rows());
+				addHostCosts(history.db, runId, costs.rows(), { newHostsOnly: options.retryingFailures === true });
 				if (adaptive) writeDomainModes(history.db, runId, at, adaptive.remembered());
 			} catch (error) {
 				logger?.warn(
