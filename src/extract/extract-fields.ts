@@ -33,6 +33,13 @@ function convert(raw: string, field: CompiledField, page: ParsedPage): string | 
 }
 
 /**
+ * Items an `all: true` list keeps (the first ones, in document order): a page of a million matches would
+ * otherwise carry them all to the run's thread, into the record and the job's store (`regex: a` over a
+ * 6 MB page peaked at ~860 MB).
+ */
+export const MAX_LIST_ITEMS = 10_000;
+
+/**
  * One item of an `all: true` list. Every match keeps its place, an empty one (no text, `href=""`, a
  * missing attribute, a number with no digits) as "", so lists read from the same rows stay aligned.
  */
@@ -58,8 +65,10 @@ function cssValue(field: Extract<CompiledField, { locator: "css" }>, page: Parse
 		return raw === null ? null : convert(raw, field, page);
 	}
 	const values: Array<string | number> = [];
-	for (const element of selectEvery(field.selector, page.document))
+	for (const element of selectEvery(field.selector, page.document)) {
 		values.push(listItem(elementValue(element, field), field, page));
+		if (values.length === MAX_LIST_ITEMS) break;
+	}
 	return values.length > 0 ? values : null;
 }
 
@@ -78,7 +87,10 @@ function regexValue(field: Extract<CompiledField, { locator: "regex" }>, page: P
 		return raw === null ? null : convert(raw, field, page);
 	}
 	const values: Array<string | number> = [];
-	for (const match of field.regex.matchAll(page.html)) values.push(listItem(regexCapture(match), field, page));
+	for (const match of field.regex.matchAll(page.html)) {
+		values.push(listItem(regexCapture(match), field, page));
+		if (values.length === MAX_LIST_ITEMS) break;
+	}
 	return values.length > 0 ? values : null;
 }
 

@@ -25,7 +25,7 @@ export {
 	fieldsTextOf,
 	planOf,
 } from "./compile-fields.js";
-export { type ExtractedData, extractFields } from "./extract-fields.js";
+export { type ExtractedData, extractFields, MAX_LIST_ITEMS } from "./extract-fields.js";
 export { extractPage } from "./extract-page.js";
 export { brokenRule, FIELD_RULES, type FieldRule, type FieldRules, fieldRulesOf } from "./field-rules.js";
 export {

@@ -1,5 +1,12 @@
 import { describe, expect, it } from "vitest";
-import { compileFields, extractFields, extractLinks, extractPage, parseHtml } from "../../src/extract/index.js";
+import {
+	compileFields,
+	extractFields,
+	extractLinks,
+	extractPage,
+	MAX_LIST_ITEMS,
+	parseHtml,
+} from "../../src/extract/index.js";
 
 function plan(spec: Parameters<typeof compileFields>[0]) {
 	const compiled = compileFields(spec);
@@ -61,5 +68,18 @@ describe("one parse serves fields and links", () => {
 		expect(extractFields(page, plan({ block: { css: ".x", type: "html" } }))).toEqual({
 			block: '<div class="x"><p>Fish &amp; chips &lt;3 — café</p></div>',
 		});
+	});
+
+	it("an `all: true` list keeps its first 10,000 items, by regex and by CSS, in document order", () => {
+		expect(MAX_LIST_ITEMS).toBe(10_000);
+		const items = Array.from({ length: 25_000 }, (_, i) => `<li>i${i};</li>`).join("");
+		const page = parseHtml(`<ul>${items}</ul>`, "https://shop.example/");
+		const data = extractFields(
+			page,
+			plan({ byRegex: { regex: "i(\\d+);", all: true }, byCss: { css: "li", all: true } }),
+		);
+		const expected = Array.from({ length: 10_000 }, (_, i) => `${i}`);
+		expect(data.byRegex).toEqual(expected);
+		expect(data.byCss).toEqual(expected.map((i) => `i${i};`));
 	});
 });
