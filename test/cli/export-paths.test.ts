@@ -1,9 +1,9 @@
-import { execFileSync, spawnSync } from "node:child_process";
 import { randomBytes } from "node:crypto";
 import { mkdirSync, readdirSync, readFileSync, symlinkSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { tempDir, writeJob } from "../helpers/job-files.js";
+import { canMountPrivately, inPrivateMount } from "../helpers/private-mount.js";
 import { record } from "../helpers/records.js";
 import { assertBuilt, BIN } from "../helpers/spawn-cli.js";
 import { runCli } from "./cli-harness.js";
@@ -96,22 +96,10 @@ describe("export --out: where an export may be written", () => {
 	});
 });
 
-/** Whether this process may mount a file system of its own (a user and mount namespace). */
-function canMountTmpfs(): boolean {
-	try {
-		execFileSync("unshare", ["-rm", "sh", "-c", 'd=$(mktemp -d) && mount -t tmpfs -o size=16k tmpfs "$d"'], {
-			stdio: "ignore",
-		});
-		return true;
-	} catch {
-		return false;
-	}
-}
-
 describe("export --out on a full disk", () => {
-	it.skipIf(!canMountTmpfs())(
+	it.skipIf(!canMountPrivately())(
 		"every format: exit 5 (the output could not be written), the message names the file and ENOSPC, nothing left there",
-		() => {
+		async () => {
 			assertBuilt();
 			const dir = tempDir();
 			const job = writeJob(dir, "shop", "name: shop\ntargets:\n  - https://shop.test/p/1\n");
@@ -131,27 +119,15 @@ describe("export --out on a full disk", () => {
 			const full = join(dir, "full");
 			mkdirSync(full);
 			for (const format of ["csv", "jsonl", "parquet", "sqlite"]) {
-				const result = spawnSync(
-					"unshare",
-					[
-						"-rm",
-						"sh",
-						"-c",
-						'mount -t tmpfs -o size=16k tmpfs "$1" && "$2" "$3" export "$4" --latest --from "$5" --format "$6" --out "$1/latest.$6"; code=$?; ls -A "$1"; exit $code',
-						"sh",
-						full,
-						process.execPath,
-						BIN,
-						job,
-						join(dir, "out"),
-						format,
-					],
-					{ env: { PATH: process.env.PATH }, encoding: "utf8" },
+				const result = await inPrivateMount(
+					'mount -t tmpfs -o size=16k tmpfs "$1" && "$2" "$3" export "$4" --latest --from "$5" --format "$6" --out "$1/latest.$6"; code=$?; ls -A "$1"; exit $code',
+					[full, process.execPath, BIN, job, join(dir, "out"), format],
+					{},
 				);
 				expect(result.stderr, format).toMatch(
 					/cannot write .*latest\.(csv|jsonl|parquet|sqlite).*no space left on the device \((ENOSPC|SQLITE_FULL)\)/,
 				);
-				expect(result.status, `${format}: ${result.stderr}`).toBe(5);
+				expect(result.code, `${format}: ${result.stderr}`).toBe(5);
 				// No half file, no temporary one.
 				expect(result.stdout, format).toBe("");
 			}

@@ -16,6 +16,7 @@ import { describe, expect, it } from "vitest";
 import { toServiceError } from "../../src/api/error-body.js";
 import { isRunFolderName, readRecords, readSummary, tempDir, writeJob } from "../helpers/job-files.js";
 import { listenForTest } from "../helpers/loopback.js";
+import { canMountPrivately, inPrivateMount } from "../helpers/private-mount.js";
 import { runCli } from "../helpers/run-cli.js";
 import { useTestService } from "../helpers/service.js";
 import { assertBuilt, BIN, runPrintedCommand } from "../helpers/spawn-cli.js";
@@ -400,20 +401,8 @@ describe("hostile input: the disk", () => {
 	});
 });
 
-/** Whether this process may mount a read-only file system of its own (a user and mount namespace). */
-function canMountReadOnly(): boolean {
-	try {
-		execFileSync("unshare", ["-rm", "sh", "-c", 'd=$(mktemp -d) && mount -t tmpfs -o ro tmpfs "$d"'], {
-			stdio: "ignore",
-		});
-		return true;
-	} catch {
-		return false;
-	}
-}
-
 describe("hostile input: a read-only file system", () => {
-	it.skipIf(!canMountReadOnly())(
+	it.skipIf(!canMountPrivately())(
 		"--out on it says read-only (EROFS), exit 5 (Node's recursive mkdir said ENOENT: no such file or directory)",
 		async () => {
 			assertBuilt();
@@ -422,26 +411,11 @@ describe("hostile input: a read-only file system", () => {
 			const mounted = join(dir, "ro");
 			mkdirSync(mounted);
 			const job = writeJob(dir, "rofs", targetsYaml("rofs", [`${service.site.url}/page/1`]));
-			const child = spawn(
-				"unshare",
-				[
-					"-rm",
-					"sh",
-					"-c",
-					'mount -t tmpfs -o ro tmpfs "$1" && exec "$2" "$3" run "$4" --out "$1/out"',
-					"sh",
-					mounted,
-					process.execPath,
-					BIN,
-					job,
-				],
-				{ env: { PATH: process.env.PATH, ...service.env }, stdio: ["ignore", "pipe", "pipe"] },
+			const { code, stderr } = await inPrivateMount(
+				'mount -t tmpfs -o ro tmpfs "$1" && exec "$2" "$3" run "$4" --out "$1/out"',
+				[mounted, process.execPath, BIN, job],
+				service.env,
 			);
-			let stderr = "";
-			child.stderr.on("data", (chunk: Buffer) => {
-				stderr += chunk.toString();
-			});
-			const code = await new Promise<number>((resolve) => child.on("close", (exit) => resolve(exit ?? -1)));
 			expect(stderr).toMatch(/output failed: cannot write .*the file system is read-only \(EROFS\)/);
 			expect(stderr).not.toMatch(/ENOENT|no such file/);
 			expect(code).toBe(5);
@@ -451,7 +425,7 @@ describe("hostile input: a read-only file system", () => {
 });
 
 describe("hostile input: a full disk before --resume", () => {
-	it.skipIf(!canMountReadOnly())(
+	it.skipIf(!canMountPrivately())(
 		"the job's lock cannot be written: exit 5 naming it and ENOSPC, no empty lock left behind, nothing sent",
 		async () => {
 			assertBuilt();
@@ -462,35 +436,20 @@ describe("hostile input: a full disk before --resume", () => {
 			const urls = [1, 2, 3, 4].map((index) => `${service.site.url}/page/${index}`);
 			// The budget stops the first run after two fetches: a run to resume.
 			const job = writeJob(dir, "full", targetsYaml("full", urls, "max_credits: 4"));
-			const child = spawn(
-				"unshare",
+			const { code, stderr } = await inPrivateMount(
 				[
-					"-rm",
-					"sh",
-					"-c",
-					[
-						'mount -t tmpfs -o size=1m tmpfs "$1" || exit 99',
-						'"$2" "$3" run "$4" --out "$1/out" --quiet > /dev/null 2>&1',
-						// Fill the disk to the last block.
-						'head -c 2000000 /dev/zero > "$1/filler" 2> /dev/null',
-						'"$2" "$3" run "$4" --out "$1/out" --resume',
-						"code=$?",
-						'ls -A "$1/out/full" >&2',
-						"exit $code",
-					].join("\n"),
-					"sh",
-					mounted,
-					process.execPath,
-					BIN,
-					job,
-				],
-				{ env: { PATH: process.env.PATH, ...service.env }, stdio: ["ignore", "pipe", "pipe"] },
+					'mount -t tmpfs -o size=1m tmpfs "$1" || exit 99',
+					'"$2" "$3" run "$4" --out "$1/out" --quiet > /dev/null 2>&1',
+					// Fill the disk to the last block.
+					'head -c 2000000 /dev/zero > "$1/filler" 2> /dev/null',
+					'"$2" "$3" run "$4" --out "$1/out" --resume',
+					"code=$?",
+					'ls -A "$1/out/full" >&2',
+					"exit $code",
+				].join("\n"),
+				[mounted, process.execPath, BIN, job],
+				service.env,
 			);
-			let stderr = "";
-			child.stderr.on("data", (chunk: Buffer) => {
-				stderr += chunk.toString();
-			});
-			const code = await new Promise<number>((resolve) => child.on("close", (exit) => resolve(exit ?? -1)));
 			expect(stderr).toMatch(/output failed: cannot write .*full\/\.lock: no space left on the device \(ENOSPC\)/);
 			expect(code, stderr).toBe(5);
 			// The folder listing: the run and the store, no lock file of a process that never held it.
