@@ -148,7 +148,8 @@ describe("start-up: a command loads what it uses", () => {
 		expect(existsSync(join(CLI_DIR, worker))).toBe(true);
 	});
 
-	it("a list run without `crawl:` or CSV output loads neither the HTML parser nor the CSV libraries", async () => {
+	/** A JSONL-only list run of two pages against the test service, or with `--sandbox`: what it loaded. */
+	async function plainListRun(sandbox: boolean) {
 		const service = await useTestService();
 		const dir = tempDir();
 		const site = service.site.url;
@@ -157,29 +158,27 @@ describe("start-up: a command loads what it uses", () => {
 			"plain",
 			`name: plain\ndefaults: {mode: request}\noutput: {formats: [jsonl]}\ntargets: [${site}/product/1, ${site}/product/2]\n`,
 		);
-		const { code, loaded, output } = await modulesLoadedBy(["run", job], service.env, dir);
+		const { code, loaded, output } = await modulesLoadedBy(
+			["run", job, ...(sandbox ? ["--sandbox"] : [])],
+			sandbox ? {} : service.env,
+			dir,
+		);
 		expect(code, output).toBe(0);
 		expect(readRecords(runFolder(dir, "plain")).map((record) => record.status)).toEqual(["ok", "ok"]);
+		expect(loaded.filter((path) => NOT_FOR_PLAIN_RUN.test(path))).toEqual([]);
+		return loaded;
+	}
+
+	it("a list run without `crawl:` or CSV output loads neither the HTML parser nor the CSV libraries", async () => {
+		const loaded = await plainListRun(false);
 		// The hook saw the run itself load and fetch: an empty list would pass for the wrong reason.
 		expect(loaded.filter((path) => /^(dist|src)\/run\/core\/run-job\.[jt]s$/.test(path))).toHaveLength(1);
 		expect(loaded.some((path) => path.startsWith("node_modules/undici/"))).toBe(true);
-		expect(loaded.filter((path) => NOT_FOR_PLAIN_RUN.test(path))).toEqual([]);
 	});
 
 	it("the same run against `--sandbox` (the emulator in the process) loads no HTML parser either", async () => {
-		const service = await useTestService();
-		const dir = tempDir();
-		const site = service.site.url;
-		const job = writeJob(
-			dir,
-			"plain",
-			`name: plain\ndefaults: {mode: request}\noutput: {formats: [jsonl]}\ntargets: [${site}/product/1, ${site}/product/2]\n`,
-		);
-		const { code, loaded, output } = await modulesLoadedBy(["run", job, "--sandbox"], {}, dir);
-		expect(code, output).toBe(0);
-		expect(readRecords(runFolder(dir, "plain")).map((record) => record.status)).toEqual(["ok", "ok"]);
+		const loaded = await plainListRun(true);
 		expect(loaded.filter((path) => /^(dist|src)\/emulator\/server\.[jt]s$/.test(path))).toHaveLength(1);
-		expect(loaded.filter((path) => NOT_FOR_PLAIN_RUN.test(path))).toEqual([]);
 	});
 
 	it("a crawl that reads sitemaps and writes CSV loads both when it needs them, and writes both", async () => {
