@@ -47,7 +47,12 @@ describe("a fleet worker whose database goes down for a moment", () => {
 		await until(() => site.requests.length >= 2, "two fetches in flight");
 		await pg.down();
 		release();
-		await until(() => runLog(dir, "outage").includes("fleet_settle_failed"), "a settlement refused by the database");
+		try {
+			await until(() => runLog(dir, "outage").includes("fleet_settle_failed"), "a settlement refused by the database");
+		} catch (error) {
+			await pg.up();
+			throw error;
+		}
 		return { url, service, site, worker };
 	}
 
@@ -68,8 +73,9 @@ describe("a fleet worker whose database goes down for a moment", () => {
 	it("records the fetches that ended during the outage once the database is back: the run completes, each target paid once", async () => {
 		assertBuilt();
 		const pg = await cluster();
-		// A lease longer than the outage: the worker is not cut off, its claims stay its own.
-		const { url, service, site, worker } = await workerThroughOutage(pg, 8000);
+		// A lease longer than the outage (and a loaded machine's shutdown of the server): the worker is not
+		// cut off, its claims stay its own.
+		const { url, service, site, worker } = await workerThroughOutage(pg, 15_000);
 		await pg.up();
 		// Not a hang: the worker ends well within the time a lease and the rest of the run take.
 		const ended = await endedWithin(worker, 20_000);
@@ -109,19 +115,24 @@ describe("a fleet worker whose database goes down for a moment", () => {
 			"outage",
 			`name: outage\ndefaults: {mode: request}\ncrawl: {max_depth: 1, robots: ignore, sitemaps: false}\ntargets: [${site.origin}/]\n`,
 		);
-		const env = { ...service.env, SCRAPEJOB_LOCK_LEASE_MS: "6000" };
+		// A lease longer than a loaded machine's shutdown of the server: the seed's answer meets the outage
+		// while its lease is still the worker's. It lapses after the failure, and the seed is fetched again.
+		const env = { ...service.env, SCRAPEJOB_LOCK_LEASE_MS: "12000" };
 		const worker = spawnCli(["run", file, "--quiet", "--fleet", url, "--fleet-run", "nightly"], env, dir);
 		await until(() => site.requests.length >= 1, "the seed's fetch in flight");
 		await pg.down();
-		release();
-		await until(() => runLog(dir, "outage").includes("fleet_settle_failed"), "a settlement refused by the database");
-		await pg.up();
-		const ended = await endedWithin(worker, 30_000);
+		try {
+			release();
+			await until(() => runLog(dir, "outage").includes("fleet_settle_failed"), "a settlement refused by the database");
+		} finally {
+			await pg.up();
+		}
+		const ended = await endedWithin(worker, 40_000);
 		expect(ended).not.toBeNull();
 		expect(ended!.code, ended!.stderr).toBe(0);
 		const pages = await query<{ url: string }>(url, "SELECT record->>'url' AS url FROM scrapejob.records");
 		expect(pages.map((row) => new URL(row.url).pathname).sort()).toEqual(["/", "/a", "/b"]);
-	}, 60_000);
+	}, 90_000);
 
 	it("Ctrl-C during the outage ends the worker at once (exit 130): its refused settlements are not sent again for a lease", async () => {
 		assertBuilt();

@@ -56,25 +56,25 @@ describe("run --fleet: the fleet's limit follows X-RateLimit-Limit", () => {
 		await until(async () => (await records()) >= 120);
 		service.emulator.setConcurrency(2);
 		await until(async () => (await limit()) === 2);
-		// Fetches that held a slot above the new limit finish; after them, at most 2 at once.
-		const loweredFrom = service.emulator.ledger.requestCount + 8;
+		const loweredFrom = service.emulator.ledger.requestCount;
 		const loweredAt = Date.now();
 		for (const outcome of await Promise.all(workers.map((worker) => worker.done)))
 			expect(outcome.code, outcome.stderr).toBe(0);
 		const realtime = service.emulator.ledger.byEndpoint("realtime");
-		const raised = realtime.filter((entry) => entry.seq > raisedFrom && entry.seq <= loweredFrom - 8);
-		const lowered = realtime.filter((entry) => entry.seq > loweredFrom);
-		expect(lowered.length).toBeGreaterThan(20);
+		const raised = realtime.filter((entry) => entry.seq > raisedFrom && entry.seq <= loweredFrom);
 		expect(mostAtOnce(raised)).toBeGreaterThan(2);
-		expect(mostAtOnce(lowered)).toBeLessThanOrEqual(2);
-		// Not by the service refusing them: no fetch past its limit once the fleet's had followed it down and
-		// the fetches sent before every worker read the new limit (a poll, 250 ms) have finished — those hold
-		// their slots above it to their end (docs/fleet.md), and under load one may take over a second.
+		// The fetches sent before every worker read the new limit (a poll, 250 ms; under a loaded machine's
+		// CPU, up to a second) hold their slots above it to their end (docs/fleet.md). After them: at most 2
+		// at once, and none refused by the service.
 		const stragglersEnd = Math.max(
 			...realtime.filter((entry) => entry.at <= loweredAt + 250).map((entry) => entry.finishedAt ?? entry.at),
 		);
+		const settled = Math.max(loweredAt + 1000, stragglersEnd);
+		const lowered = realtime.filter((entry) => entry.at > settled);
+		expect(lowered.length).toBeGreaterThan(20);
+		expect(mostAtOnce(lowered)).toBeLessThanOrEqual(2);
 		const refused = service.emulator.ledger.rateLimits.filter(
-			(window) => window.cause === "concurrency" && window.at > Math.max(loweredAt + 1000, stragglersEnd),
+			(window) => window.cause === "concurrency" && window.at > settled,
 		);
 		expect(refused).toEqual([]);
 	}, 120_000);
