@@ -170,7 +170,9 @@ describe("an evaluate value far past the limit never reaches this process", () =
 		const [record] = readRecords(join(out, "vast", readdirSync(join(out, "vast")).filter(isRunFolderName)[0]!));
 		expect(record).toMatchObject({ status: "failed", error: "browser_step_failed" });
 		expect(record?.message).toMatch(/150000002 characters of JSON, above the 1000000 kept/);
-		// The value came over whole before (peak ~860 MB): measured in the page, nothing of it crosses.
-		expect(printed.maxRssMb).toBeLessThan(300);
+		// The value came over whole before (peak ~860 MB): measured in the page, nothing of it crosses. The run
+		// peaks at ~165 MB on a quiet machine, ~340 MB beside the whole suite (its collector starved of CPU);
+		// the string alone is 150 MB and its copy as it crosses 300 MB more.
+		expect(printed.maxRssMb).toBeLessThan(450);
 	}, 90_000);
 });
