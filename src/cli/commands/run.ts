@@ -405,10 +405,11 @@ async function dryRun(
 ): Promise<number> {
 	const reports = [];
 	const balance = await readBalance(ctx, flags, sandbox);
+	const fleet = fleetNamed(flags, ctx.env);
 	for (const loaded of jobs) {
 		// The targets a new run would fetch: freshness and --retry-failed read from the job's store (a
 		// fleet's run reads them from the fleet's records: not previewed).
-		const preview = fleetNamed(flags, ctx.env)
+		const preview = fleet
 			? { job: loaded.job, leftOut: null, warnings: [], close: () => {} }
 			: await previewSelection(loaded.job, {
 					freshnessMs: flags.freshness,
@@ -422,7 +423,7 @@ async function dryRun(
 			const { hosts, ...survey } = await surveyTargets(job, counts, ctx.signal);
 			const imbalance = shardBalanceWarning(hosts, job.shard, job.shardBy);
 			if (imbalance) writeLine(ctx.stderr, `scrapejob: ${job.name}: ${imbalance}`);
-			const notApplied = dryRunNotApplied(flags, job, fleetNamed(flags, ctx.env));
+			const notApplied = dryRunNotApplied(flags, job, fleet);
 			if (notApplied.length > 0)
 				writeLine(
 					ctx.stderr,
