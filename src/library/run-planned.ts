@@ -403,11 +403,13 @@ async function runFleetWorker(
 	const concurrency = limits.ceiling;
 	const survey = await surveyTargets(job, plan.counts, choices.signal);
 	if (choices.signal.aborted) return null;
+	const retryFailed = choices.retryFailed === true;
+	const freshnessMs = choices.freshnessMs ?? job.freshnessMs;
 	const joined = await joinFleetRun(job, {
 		...choices.fleet,
 		concurrency,
-		freshnessMs: choices.freshnessMs ?? job.freshnessMs,
-		retryFailed: choices.retryFailed === true,
+		freshnessMs,
+		retryFailed,
 		...(choices.maxCredits !== undefined ? { maxCredits: choices.maxCredits } : {}),
 	});
 	if (joined.outcome === "complete") return { skipped: "fleet_complete", job, fleetRun: joined.run.runName };
@@ -421,8 +423,10 @@ async function runFleetWorker(
 		const runDir = join(runsDir, plan.runId);
 		const start = { job, survey, concurrency, adaptive: limits.adaptive, runDir };
 		const onProgress = startProgress(monitor, start, choices, warn, setup.worker.id);
+		// The summary counts what the loading left out as fresh when freshness chose it, as a local run's does.
+		const selected = { ...job, freshnessMs: retryFailed ? 0 : freshnessMs };
 		const result = await runJob({
-			...runJobOptionsOf({ plan, services, choices, job, survey, concurrency, onProgress }),
+			...runJobOptionsOf({ plan, services, choices, job: selected, survey, concurrency, onProgress }),
 			runsDir,
 			runId: plan.runId,
 			fleet: setup,

@@ -68,6 +68,8 @@ describe("run --fleet: workers of one fleet run", () => {
 			expect(summary.complete).toBe(true);
 			expect(summary.fleet.run).toBe("nightly");
 			expect(summary.fleet.targets.done).toBe(60);
+			// Nothing is left of a complete fleet run, whatever this worker's share of it was.
+			expect(summary.targets).toMatchObject({ total: 60, remaining: 0 });
 		}
 		expect(summaries.reduce((sum, summary) => sum + summary.targets.done, 0)).toBe(60);
 		// Each worker's own folder under <job>/fleet/, one writer each; nothing in the job's local store.
@@ -118,6 +120,9 @@ describe("run --fleet: workers of one fleet run", () => {
 		const next = await worker(file, dir, service.env, url, ["--freshness", "1h"], "next-night").done;
 		expect(next.code, next.stderr).toBe(0);
 		expect(service.emulator.ledger.totalCharged()).toBe(charged);
+		// Its summary says why nothing was fetched, as a local run's does: every target fresh, none left.
+		const nextSummary = JSON.parse(next.stdout.trim().split("\n").at(-1)!);
+		expect(nextSummary).toMatchObject({ complete: true, targets: { total: 0, done: 0, remaining: 0, fresh: 60 } });
 		// Without it, the next run pays them all again (the check above is not vacuous).
 		const full = await worker(file, dir, service.env, url, [], "full").done;
 		expect(full.code, full.stderr).toBe(0);

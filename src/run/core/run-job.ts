@@ -35,6 +35,7 @@ import {
 	createFetching,
 	createFlowControl,
 	createRunBreakers,
+	fleetLeftOut,
 	lastWordOf,
 	openCrawl,
 	openRecordParts,
@@ -350,7 +351,7 @@ function openRunnerSide(context: RunContext, side: RecordSide, fetching: FetchSi
 	});
 	const summarize = summarizerOf({ stats, job, opened, survey, gate, concurrency, queue, startedAt, clock });
 	const summarizeAll = (reason: string | null) =>
-		withOutcomes(summarize(reason), reason, { breakers, fleet, economics, runId });
+		withOutcomes(summarize(reason), reason, { breakers, fleet, economics, runId, listed: listedTargets(job, survey) });
 	const lastWord = lastWordOf({ runDir, stops, queue, stats, fill, summarize });
 	// The process's own hooks are the CLI's (bin.ts): a library caller that wants the same word passes `lastWords`.
 	const removeLastWord = options.lastWords?.add(lastWord) ?? (() => undefined);
@@ -399,6 +400,11 @@ async function feedRun(
 	return { ...fed, hosts };
 }
 
+/** The job's listed targets: null for a crawl or a discovery source, whose runs count the pages they find. */
+function listedTargets(job: Job, survey: TargetSurvey): number | null {
+	return job.crawl || (job.discovery?.length ?? 0) > 0 ? null : survey.total;
+}
+
 /** Wait for what is in flight, close every part, and write the run's outcome (finish-run.ts). */
 async function concludeRun(
 	context: RunContext,
@@ -432,7 +438,7 @@ async function concludeRun(
 		pagePool,
 		crawler,
 		discovered,
-		deselected: survey.deselected,
+		deselected: fleet ? (fleetLeftOut(fleet, listedTargets(job, survey)) ?? 0) : survey.deselected,
 		budget,
 		freshness: job.freshnessMs > 0,
 		history,

@@ -249,6 +249,8 @@ export function withOutcomes(
 		readonly fleet: FleetCoordination | null;
 		readonly economics: RunEconomics;
 		readonly runId: string;
+		/** The job's listed targets (null for a crawl or a discovery source, whose totals are the pages found). */
+		readonly listed: number | null;
 	},
 ): RunSummary {
 	const open = parts.breakers?.open() ?? [];
@@ -259,10 +261,26 @@ export function withOutcomes(
 		summary.fleet = fleetSummary;
 		summary.complete = reason === null && fleet.complete;
 		// What is left is the fleet's to do, not this worker's share of the job's targets.
-		if (!summary.complete) summary.targets.remaining = fleet.left;
+		summary.targets.remaining = summary.complete ? 0 : fleet.left;
+		// The fleet run's targets, as a local run counts its own: those its loading left out are not among them.
+		const leftOut = fleetLeftOut(fleet, parts.listed);
+		if (leftOut !== null && summary.targets.total !== null) summary.targets.total -= leftOut;
 	}
 	parts.economics.finish(summary, parts.runId, summary.finished_at);
 	return summary;
+}
+
+/**
+ * The listed targets a complete fleet run's loading left out on purpose (fresh ones, or those
+ * `--retry-failed` did not take): the job's listed targets less those the fleet run held. Null while the
+ * run is not complete, when the database could not say, and for a crawl or a discovery source (give
+ * `listed` null: their runs hold pages the job does not list).
+ */
+export function fleetLeftOut(fleet: FleetCoordination, listed: number | null): number | null {
+	const ended = fleet.ended;
+	if (listed === null || !fleet.complete || fleet.left === null || ended === null) return null;
+	const { queued, leased, done, failed, parked = 0 } = ended.targets;
+	return Math.max(0, listed - (queued + leased + done + failed + parked));
 }
 
 /**
