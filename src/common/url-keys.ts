@@ -15,8 +15,8 @@ import { KeyTable, normalizedKeyLow } from "./key-table.js";
  * where the table takes 12–23. A lookup the filter lets through reads one 2 KiB block.
  *
  * Every lookup asks each run in turn, so runs of one size are merged once there are four of them (up
- * to MAX_MERGED_KEYS): at ten million keys a lookup asks ~5 runs, not 38, and reads a block for ~5 %
- * of misses, not ~38 %.
+ * to MAX_MERGED_KEYS): a duplicate check spilling every 262,144 keys asks 11 runs at ten million
+ * keys, not 38 (2.4 against 7.0 µs a key there, random keys, one run each).
  */
 export interface UrlKeys {
 	/** Note the URL as seen; `true` when it was not seen before. */
@@ -46,10 +46,11 @@ const BLOOM_HASHES = 7;
 /** Runs of one size merged into one when there are this many. */
 const MERGE_FANOUT = 4;
 /**
- * No run larger than this is made by a merge: a merge runs on the event loop (~0.1 µs a key), so the
- * largest one holds it well under a second, once every four million keys.
+ * No run larger than this is made by a merge: a merge runs on the event loop, and one of a million keys
+ * holds it 0.3–0.6 s on a loaded 2-core machine (a spill of 262,144 keys 0.1–0.3 s), once a million keys.
+ * Four million held it ~3 s.
  */
-const MAX_MERGED_KEYS = 4_194_304;
+const MAX_MERGED_KEYS = 1_048_576;
 /** Keys read or written per system call while merging (64 KiB). */
 const IO_KEYS = 8192;
 
