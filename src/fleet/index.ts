@@ -36,11 +36,11 @@ export {
 } from "./leases.js";
 export { LOAD_BATCH } from "./load-targets.js";
 export {
+	loadingTakeOver,
 	loadTargets,
 	type OpenFleetRunOptions,
 	type OpenFleetRunResult,
 	openFleetRun,
-	takeOverLoading,
 } from "./open-run.js";
 export { pauseFleet, setHostPoliteness } from "./politeness.js";
 export { claimRobots, type FleetRobots, storeRobots } from "./robots.js";

@@ -122,24 +122,34 @@ export async function openFleetRun(fleet: Fleet, options: OpenFleetRunOptions): 
  * The loader of the worker's run stopped renewing its role mid-load (killed, cut off): take the role and
  * load the targets again (idempotent per URL key). A worker that joined while the loader was alive asks
  * this when it finds nothing to claim; without it the run stayed `loading` — never complete — until some
- * other worker happened to join. True when this worker took the role (and loaded).
+ * other worker happened to join. The function returned is true when this worker took the role (and
+ * loaded); once it has seen the run past loading it asks the database no more (a run never goes back).
  */
-export async function takeOverLoading(
+export function loadingTakeOver(
 	fleet: Fleet,
 	worker: FleetWorker,
 	source: () => AsyncIterable<FleetTargetInput>,
 	loaderLeaseMs = 60_000,
 	batchSize = LOAD_BATCH,
-): Promise<boolean> {
-	const [taken] = await fleet.query(
-		`UPDATE runs SET loader = $2, loader_until = now() + make_interval(secs => $3::float8 / 1000)
-		WHERE id = $1 AND state = 'loading' AND loader_until < now() RETURNING id`,
-		[worker.runId, worker.id, loaderLeaseMs],
-		"fleet_take_over_loading",
-	);
-	if (!taken) return false;
-	await loadTargets(fleet, worker, source(), loaderLeaseMs, batchSize);
-	return true;
+): () => Promise<boolean> {
+	let loading = true;
+	return async () => {
+		if (!loading) return false;
+		const [row] = await fleet.query<{ state: string; taken: boolean }>(
+			`WITH taken AS (
+				UPDATE runs SET loader = $2, loader_until = now() + make_interval(secs => $3::float8 / 1000)
+				WHERE id = $1 AND state = 'loading' AND loader_until < now() RETURNING id
+			)
+			SELECT state, EXISTS (SELECT 1 FROM taken) AS taken FROM runs WHERE id = $1`,
+			[worker.runId, worker.id, loaderLeaseMs],
+			"fleet_take_over_loading",
+		);
+		if (row?.state !== "loading") loading = false;
+		if (!row?.taken) return false;
+		await loadTargets(fleet, worker, source(), loaderLeaseMs, batchSize);
+		loading = false;
+		return true;
+	};
 }
 
 /**

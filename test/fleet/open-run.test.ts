@@ -6,6 +6,7 @@ import {
 	finishFleetRun,
 	isComplete,
 	listFleetRuns,
+	loadingTakeOver,
 	openFleetRun,
 } from "../../src/fleet/index.js";
 import { fleetFor, streamOf, targetsOn } from "../helpers/fleet.js";
@@ -90,6 +91,53 @@ describe("opening and joining a fleet run", () => {
 		expect(taken).toMatchObject({ outcome: "joined", loaded: true, run: { state: "running" } });
 		const [count] = await second.query("SELECT count(*)::int AS n FROM targets WHERE run_id = $1", [run!.id]);
 		expect(count).toEqual({ n: 25 });
+	});
+
+	it("a worker asks whether to take over the loading while the run loads, and no more once it has seen it running", async () => {
+		const url = await (await cluster()).createDatabase();
+		const [first, second] = [await fleetFor(url), await fleetFor(url)];
+		// The loader loads 10 targets, then holds the rest until the asks made while it loads are done.
+		let release: () => void = () => undefined;
+		const held = new Promise<void>((resolve) => {
+			release = resolve;
+		});
+		const targets = targetsOn(20);
+		const source = async function* () {
+			yield* targets.slice(0, 10);
+			await held;
+			yield* targets.slice(10);
+		};
+		const loading = openFleetRun(first, {
+			jobName: "job",
+			concurrencyLimit: 5,
+			source,
+			loaderLeaseMs: 10_000,
+			loadBatchSize: 10,
+		});
+		await sleep(50);
+		const joined = await openFleetRun(second, { jobName: "job", concurrencyLimit: 5, source, loaderLeaseMs: 10_000 });
+		if (joined.outcome === "complete") throw new Error("the new run is complete");
+		// The database's statements of the take-over, counted as the worker sends them.
+		let asked = 0;
+		const counted = {
+			...second,
+			query: ((text, values, name) => {
+				if (name === "fleet_take_over_loading") asked++;
+				return second.query(text, values, name);
+			}) as typeof second.query,
+		};
+		const takeOver = loadingTakeOver(counted, joined.worker, () => streamOf(targets), 10_000);
+		// The loader is alive: not taken, asked each time.
+		expect(await takeOver()).toBe(false);
+		expect(await takeOver()).toBe(false);
+		expect(asked).toBe(2);
+		release();
+		expect(await loading).toMatchObject({ run: { state: "running" } });
+		// Running: the first ask after says so, and the worker never asks again.
+		expect(await takeOver()).toBe(false);
+		expect(await takeOver()).toBe(false);
+		expect(await takeOver()).toBe(false);
+		expect(asked).toBe(3);
 	});
 
 	it("a named run that is complete is reported, never reopened; without a name the newest unfinished run is joined", async () => {

@@ -9,8 +9,8 @@ import {
 	failedTargetIds,
 	freshTargetIds,
 	LOAD_BATCH,
+	loadingTakeOver,
 	openFleetRun,
-	takeOverLoading,
 } from "../../fleet/index.js";
 import { type Job, streamTargetBatches, type Target } from "../../job/index.js";
 import { asCrawlSeed } from "./fleet-crawl.js";
@@ -79,7 +79,7 @@ export async function joinFleetRun(job: Job, options: FleetJoinOptions): Promise
 				worker: opened.worker,
 				maxCredits,
 				leaseMs: options.leaseMs ?? DEFAULT_FLEET_LEASE_MS,
-				takeOverLoading: () => takeOverLoading(fleet, opened.worker, () => fleetTargets(fleet, job, plans, options)),
+				takeOverLoading: loadingTakeOver(fleet, opened.worker, () => fleetTargets(fleet, job, plans, options)),
 			},
 		};
 	} catch (error) {
