@@ -191,4 +191,31 @@ describe("crawl with --shard", () => {
 		},
 		60_000,
 	);
+
+	it("the shard's inbox state that cannot be written once it runs out of work stops it as an output failure: exit 5 naming the file", async () => {
+		assertBuilt();
+		const dir = tempDir();
+		const out = join(dir, "out");
+		let state = "";
+		// While the seed is fetched, a folder (not empty) takes the state file's place: the next write of the
+		// state (the shard out of work) cannot rename over it.
+		const a = await site((path) => {
+			if (path === "/" && state !== "") {
+				rmSync(state, { force: true });
+				mkdirSync(join(state, "in-the-way"), { recursive: true });
+			}
+			return [];
+		});
+		state = join(out, "crawl", `.inbox-shard-${shardOf(a, 2)}-of-2.state`);
+		emulator = await startEmulator({ scenario: { concurrency: 2 } });
+		const env = { SCRAPEJOB_ACCOUNT_KEY: emulator.accountKey, SCRAPEJOB_API_URL: emulator.apiUrl };
+		const job = writeJob(
+			dir,
+			"crawl",
+			["name: crawl", "defaults: {mode: request}", "crawl: {max_depth: 3}", "targets:", `  - ${a}/`, ""].join("\n"),
+		);
+		const result = await spawnCli(["run", job, "--out", out, "--quiet", "--shard", `${shardOf(a, 2)}/2`], env).done;
+		expect(result.stderr).toMatch(/output failed: cannot write .*\.inbox-shard-\d-of-2\.state/);
+		expect(result.code, result.stderr).toBe(5);
+	});
 });
