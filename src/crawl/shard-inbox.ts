@@ -1,7 +1,8 @@
-import { closeSync, fstatSync, openSync, readdirSync, readFileSync, readSync, statSync, writeSync } from "node:fs";
+import { closeSync, openSync, readdirSync, readFileSync, readSync, statSync } from "node:fs";
 import { join } from "node:path";
 import { type JsonlReader, openJsonlReader, parseJsonLine, writeFileAtomic } from "../common/index.js";
 import type { ShardSpec } from "../job/index.js";
+import { type AppendFile, OutputError, openAppendFile } from "../output/index.js";
 import { type FrontierEntry, isFrontierEntry } from "./frontier-file.js";
 
 /**
@@ -53,7 +54,10 @@ export interface ShardInboxOptions {
 }
 
 export interface ShardInbox {
-	/** Hand links of shard `index`'s hosts to it: appended to the one file of theirs this shard writes. */
+	/**
+	 * Hand links of shard `index`'s hosts to it: appended to the one file of theirs this shard writes, whole
+	 * lines only. Throws `OutputError` naming the file (a full disk: the run stops, exit 5).
+	 */
 	handOff(index: number, entries: readonly FrontierEntry[]): void;
 	/** Entries written to this shard's inboxes since the last call (whole lines only); any read makes it not idle. */
 	readNew(): FrontierEntry[];
@@ -121,11 +125,16 @@ function inboxFiles(jobDir: string, count: number): Map<number, string[]> {
 }
 
 /** Whether the file's last byte is a newline (or it is empty): a writer killed mid-line leaves it not. */
-function endsWithNewline(fd: number, size: number): boolean {
+function endsWithNewline(path: string, size: number): boolean {
 	if (size === 0) return true;
-	const last = Buffer.alloc(1);
-	readSync(fd, last, 0, 1, size - 1);
-	return last[0] === 10;
+	const fd = openSync(path, "r");
+	try {
+		const last = Buffer.alloc(1);
+		readSync(fd, last, 0, 1, size - 1);
+		return last[0] === 10;
+	} finally {
+		closeSync(fd);
+	}
 }
 
 /**
@@ -149,11 +158,35 @@ export function openShardInbox(
 	const offsets = new Map<string, FileOffsets>();
 	const readers = new Map<string, JsonlReader>();
 	let idle = false;
-	const writers = new Map<number, number>();
+	const writers = new Map<number, AppendFile>();
 
 	const publish = () => {
 		const state: InboxState = { run_id: runId, files: Object.fromEntries(offsets), idle, at: now() };
-		writeFileAtomic(join(jobDir, stateName(shard.index, shard.count)), `${JSON.stringify(state)}\n`);
+		const path = join(jobDir, stateName(shard.index, shard.count));
+		try {
+			writeFileAtomic(path, `${JSON.stringify(state)}\n`);
+		} catch (error) {
+			// A full disk or a read-only folder: the run stops as for any output (exit 5), naming the file.
+			throw new OutputError(path, error);
+		}
+	};
+
+	/** The file of shard `index`'s inbox this shard writes, opened at its first hand-off. Throws `OutputError`. */
+	const writerFor = (index: number): AppendFile => {
+		const open = writers.get(index);
+		if (open) return open;
+		const path = join(jobDir, inboxName(index, shard.count, shard.index));
+		const file = openAppendFile(path);
+		try {
+			// An earlier run of this shard killed mid-line: the torn line is ended, so it is passed over
+			// alone and the next entry is whole.
+			if (!endsWithNewline(path, file.size)) file.append("\n");
+		} catch (error) {
+			file.close();
+			throw error instanceof OutputError ? error : new OutputError(path, error);
+		}
+		writers.set(index, file);
+		return file;
 	};
 
 	/** Start reading the inbox files that appeared since (a writer's first hand-off creates its file). */
@@ -179,15 +212,10 @@ export function openShardInbox(
 	return {
 		handOff(index, entries) {
 			if (entries.length === 0) return;
-			let fd = writers.get(index);
-			if (fd === undefined) {
-				fd = openSync(join(jobDir, inboxName(index, shard.count, shard.index)), "a+");
-				// An earlier run of this shard killed mid-line: the torn line is ended, so it is passed over
-				// alone and the next entry is whole.
-				if (!endsWithNewline(fd, fstatSync(fd).size)) writeSync(fd, "\n");
-				writers.set(index, fd);
-			}
-			for (const entry of entries) writeSync(fd, `${JSON.stringify(entry)}\n`);
+			const file = writerFor(index);
+			// A line the disk takes only part of is cut back off (an append file's failed write): the reader
+			// never waits on a torn line, and the error (`OutputError`) names the file.
+			for (const entry of entries) file.appendLine(JSON.stringify(entry));
 		},
 		readNew() {
 			openNewFiles(ownFiles());
@@ -242,8 +270,17 @@ export function openShardInbox(
 		close() {
 			for (const reader of readers.values()) reader.close();
 			readers.clear();
-			for (const fd of writers.values()) closeSync(fd);
+			// Every file is closed even when one's last sync fails; that failure (`OutputError`) is then thrown.
+			let failure: unknown = null;
+			for (const file of writers.values()) {
+				try {
+					file.close();
+				} catch (error) {
+					failure ??= error;
+				}
+			}
 			writers.clear();
+			if (failure !== null) throw failure;
 		},
 	};
 }

@@ -134,6 +134,8 @@ export async function prepareRuns(
 	const tookOver = lockPlannedRuns(planned, outRoot, settings.lockLease);
 	try {
 		context.onLocked?.(planned, tookOver);
+		// A sandbox run's demo site port, for its --resume (a fleet's runs are not in the results root).
+		if (fleetUrl === undefined) connection.rememberDemoSite();
 		if (!config.accountKey && !config.scraperKey) throw noKeyError();
 		const scraper = await connectScraper(context, connection);
 		if (scraper.access && scraper.access.concurrency < 1) {

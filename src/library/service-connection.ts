@@ -1,8 +1,10 @@
 import { createHash } from "node:crypto";
-import { resolve } from "node:path";
+import { readFileSync } from "node:fs";
+import { join, resolve } from "node:path";
 import { type AccountClient, createAccountClient, createScraperClient, type ScraperClient } from "../api/index.js";
-import { ScrapejobError, UsageError } from "../common/index.js";
+import { ScrapejobError, UsageError, writeFileAtomic } from "../common/index.js";
 import { type ResolvedConfig, resolveConfig, resolveFleetConfig } from "../config/index.js";
+import { OutputError } from "../output/index.js";
 
 /** Where a connection reads its keys from: the CLI's context, or the library's options. */
 export interface ConnectContext {
@@ -25,14 +27,34 @@ export const SANDBOX_SCENARIO = {
 const SANDBOX_DEMO_SITE_PORT = 8701;
 
 /**
- * The ports the sandbox's demo site tries, in order: 8701, then four derived from the results root, then
- * any. A job names the site as `${SCRAPEJOB_DEMO_SITE}`, so its address is in every target's URL and id:
- * when 8701 is taken (a user's own `scrapejob emulator --demo-site` listens there), a port of its own
- * each time made `--sandbox --resume` (the printed hint, same `--out`) find every target changed.
+ * `<results root>/.sandbox-demo-site-port`: the port the last sandbox run of this `--out` gave its demo
+ * site. A job names the site as `${SCRAPEJOB_DEMO_SITE}`, so its address is in every target's URL and id.
+ */
+export const SANDBOX_PORT_FILE = ".sandbox-demo-site-port";
+
+/**
+ * The ports the sandbox's demo site tries, in order: the one remembered for the results root, 8701, then
+ * four derived from the results root, then any. Without the remembered one, a run that found 8701 taken
+ * (a user's own `scrapejob emulator --demo-site` listens there) and its `--sandbox --resume` once 8701
+ * was free again had two addresses, and the resume found every target changed.
  */
 function sandboxDemoSitePorts(outRoot: string): number[] {
 	const digest = createHash("sha256").update(outRoot).digest();
-	return [SANDBOX_DEMO_SITE_PORT, ...[0, 2, 4, 6].map((at) => 20_000 + (digest.readUInt16BE(at) % 20_000))];
+	const derived = [0, 2, 4, 6].map((at) => 20_000 + (digest.readUInt16BE(at) % 20_000));
+	const remembered = rememberedDemoSitePort(outRoot);
+	return [...new Set([...(remembered === null ? [] : [remembered]), SANDBOX_DEMO_SITE_PORT, ...derived])];
+}
+
+/** The port in the results root's `.sandbox-demo-site-port`; null when there is none (or it is not a port). */
+function rememberedDemoSitePort(outRoot: string): number | null {
+	let text: string;
+	try {
+		text = readFileSync(join(outRoot, SANDBOX_PORT_FILE), "utf8");
+	} catch {
+		return null;
+	}
+	const port = Number(text.trim());
+	return Number.isInteger(port) && port > 0 && port < 65_536 ? port : null;
 }
 
 /** Flags every command that talks to the service accepts. */
@@ -43,7 +65,7 @@ export interface ServiceFlags {
 	sandbox?: boolean;
 	/** `run --fleet URL` (else SCRAPEJOB_FLEET_URL, else the config file's). */
 	fleet?: string;
-	/** The results root (`run --out`, relative to the cwd; default `output`): picks the sandbox demo site's port when 8701 is taken. */
+	/** The results root (`run --out`, relative to the cwd; default `output`): where the sandbox demo site's port is remembered, and what picks one when 8701 is taken. */
 	out?: string;
 }
 
@@ -64,6 +86,12 @@ export interface ServiceConnection {
 	 * `connections`, on at most that many sockets (a run's concurrency).
 	 */
 	scraper(key: string, baseUrl: string | undefined, connections?: number): ScraperClient;
+	/**
+	 * A run goes ahead in the results root (its folder made): the sandbox's demo site port is written
+	 * there (`.sandbox-demo-site-port`), so that root's next sandbox run (`--resume`) takes it again.
+	 * Nothing without the sandbox. Throws `OutputError`.
+	 */
+	rememberDemoSite(): void;
 	close(): Promise<void>;
 }
 
@@ -82,10 +110,11 @@ export async function connectService(ctx: ConnectContext, flags: ServiceFlags): 
 	if (flags.sandbox) {
 		// Loaded only here: a real run should not pay the emulator's start-up time and memory.
 		const { startDemoSite, startEmulator } = await import("../emulator/index.js");
-		// A fixed port when free (else one fixed for the results root), so the demo's URLs (and so its
+		// The results root's remembered port, else a fixed one when free, so the demo's URLs (and so its
 		// target ids) stay the same from one sandbox run to the next and `--resume` works there too.
 		let demoSite: Awaited<ReturnType<typeof startDemoSite>> | undefined;
-		for (const port of sandboxDemoSitePorts(resolve(ctx.cwd, flags.out ?? "output"))) {
+		const outRoot = resolve(ctx.cwd, flags.out ?? "output");
+		for (const port of sandboxDemoSitePorts(outRoot)) {
 			demoSite = await startDemoSite({ port }).catch(() => undefined);
 			if (demoSite) break;
 		}
@@ -110,6 +139,16 @@ export async function connectService(ctx: ConnectContext, flags: ServiceFlags): 
 					baseUrl: baseUrl ?? emulator.scraperUrl,
 					...(connections !== undefined ? { connections } : {}),
 				}),
+			rememberDemoSite() {
+				const port = new URL(demoSite.url).port;
+				if (Number(port) === rememberedDemoSitePort(outRoot)) return;
+				const path = join(outRoot, SANDBOX_PORT_FILE);
+				try {
+					writeFileAtomic(path, `${port}\n`);
+				} catch (error) {
+					throw new OutputError(path, error, "nothing was sent");
+				}
+			},
 			close: async () => {
 				await emulator.close();
 				await demoSite.close();
@@ -142,6 +181,7 @@ export async function connectService(ctx: ConnectContext, flags: ServiceFlags): 
 				...((config.scraperUrl ?? baseUrl) ? { baseUrl: config.scraperUrl ?? baseUrl } : {}),
 				...(connections !== undefined ? { connections } : {}),
 			}),
+		rememberDemoSite() {},
 		close: async () => {},
 	};
 }

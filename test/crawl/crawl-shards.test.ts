@@ -1,4 +1,4 @@
-import { readdirSync } from "node:fs";
+import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, symlinkSync } from "node:fs";
 import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { join } from "node:path";
@@ -139,4 +139,83 @@ describe("crawl with --shard", () => {
 				.sort(),
 		).toEqual(urlsOf(whole));
 	}, 60_000);
+
+	// /dev/full answers every write with ENOSPC: the disk filled up while the crawl went on.
+	it.skipIf(!existsSync("/dev/full"))(
+		"a link that cannot be handed over (a full disk) stops the shard as an output failure: exit 5 naming the inbox file",
+		async () => {
+			assertBuilt();
+			let a = "";
+			let b = "";
+			for (let tries = 0; tries < 20 && (a === "" || shardOf(a, 2) === shardOf(b, 2)); tries += 1) {
+				a = await site((path) => (path === "/" ? [`${b}/deep`] : []));
+				b = await site(() => []);
+			}
+			expect(shardOf(a, 2)).not.toBe(shardOf(b, 2));
+			emulator = await startEmulator({ scenario: { concurrency: 2 } });
+			const env = { SCRAPEJOB_ACCOUNT_KEY: emulator.accountKey, SCRAPEJOB_API_URL: emulator.apiUrl };
+			const dir = tempDir();
+			const job = writeJob(
+				dir,
+				"crawl",
+				[
+					"name: crawl",
+					"defaults: {mode: request}",
+					"crawl: {max_depth: 3}",
+					"targets:",
+					`  - ${a}/`,
+					`  - ${b}/`,
+					"",
+				].join("\n"),
+			);
+			const out = join(dir, "out");
+			const inbox = `inbox-shard-${shardOf(b, 2)}-from-${shardOf(a, 2)}-of-2.jsonl`;
+			mkdirSync(join(out, "crawl"), { recursive: true });
+			symlinkSync("/dev/full", join(out, "crawl", inbox));
+			const result = await spawnCli(["run", job, "--out", out, "--quiet", "--shard", `${shardOf(a, 2)}/2`], env).done;
+			expect(result.stderr).toMatch(
+				new RegExp(
+					`output failed: cannot write .*${inbox.replaceAll(".", "\\.")}: no space left on the device \\(ENOSPC\\)`,
+				),
+			);
+			expect(result.code, result.stderr).toBe(5);
+			// Room again: the resume hands the link over (the page's record was not written, so it is done again).
+			rmSync(join(out, "crawl", inbox));
+			const resumed = await spawnCli(
+				["run", job, "--out", out, "--quiet", "--shard", `${shardOf(a, 2)}/2`, "--resume"],
+				// The other shard never starts: waited for one short lease, not 30 s.
+				{ ...env, SCRAPEJOB_LOCK_LEASE_MS: "2000" },
+			).done;
+			expect(resumed.code, resumed.stderr).toBe(0);
+			expect(readFileSync(join(out, "crawl", inbox), "utf8")).toContain(`"${b}/deep"`);
+		},
+		60_000,
+	);
+
+	it("the shard's inbox state that cannot be written once it runs out of work stops it as an output failure: exit 5 naming the file", async () => {
+		assertBuilt();
+		const dir = tempDir();
+		const out = join(dir, "out");
+		let state = "";
+		// While the seed is fetched, a folder (not empty) takes the state file's place: the next write of the
+		// state (the shard out of work) cannot rename over it.
+		const a = await site((path) => {
+			if (path === "/" && state !== "") {
+				rmSync(state, { force: true });
+				mkdirSync(join(state, "in-the-way"), { recursive: true });
+			}
+			return [];
+		});
+		state = join(out, "crawl", `.inbox-shard-${shardOf(a, 2)}-of-2.state`);
+		emulator = await startEmulator({ scenario: { concurrency: 2 } });
+		const env = { SCRAPEJOB_ACCOUNT_KEY: emulator.accountKey, SCRAPEJOB_API_URL: emulator.apiUrl };
+		const job = writeJob(
+			dir,
+			"crawl",
+			["name: crawl", "defaults: {mode: request}", "crawl: {max_depth: 3}", "targets:", `  - ${a}/`, ""].join("\n"),
+		);
+		const result = await spawnCli(["run", job, "--out", out, "--quiet", "--shard", `${shardOf(a, 2)}/2`], env).done;
+		expect(result.stderr).toMatch(/output failed: cannot write .*\.inbox-shard-\d-of-2\.state/);
+		expect(result.code, result.stderr).toBe(5);
+	});
 });

@@ -1,8 +1,12 @@
-import { appendFileSync, existsSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
+import { appendFileSync, existsSync, mkdirSync, readdirSync, readFileSync, symlinkSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
+import { pathToFileURL } from "node:url";
 import { describe, expect, it } from "vitest";
 import { openShardInbox } from "../../src/crawl/index.js";
+import { OutputError } from "../../src/output/index.js";
 import { tempDir } from "../helpers/job-files.js";
+import { canMountPrivately, inPrivateMount } from "../helpers/private-mount.js";
+import { assertBuilt, BIN } from "../helpers/spawn-cli.js";
 
 const LAYOUT = 3;
 const entry = (u: string, d = 1) => ({ u, d, p: "parent", k: "0" });
@@ -101,4 +105,65 @@ describe("shard inboxes: one writer per file", () => {
 		expect(existsSync(join(dir, "inbox-shard-2-of-3.jsonl"))).toBe(false);
 		for (const inbox of [one, three, reader]) inbox.close();
 	});
+});
+
+describe("shard inboxes on a full disk", () => {
+	// /dev/full answers every write with ENOSPC.
+	it.skipIf(!existsSync("/dev/full"))(
+		"a hand-off that cannot be written is an output failure naming the inbox file (exit 5), not the disk's bare error",
+		() => {
+			const dir = tempDir();
+			const path = join(dir, "inbox-shard-2-from-1-of-3.jsonl");
+			symlinkSync("/dev/full", path);
+			const one = open(dir, 1, "w1");
+			let thrown: unknown;
+			try {
+				one.handOff(2, [entry("https://a/1")]);
+			} catch (error) {
+				thrown = error;
+			}
+			expect(thrown).toBeInstanceOf(OutputError);
+			expect((thrown as OutputError).path).toBe(path);
+			expect((thrown as OutputError).message).toMatch(/no space left on the device \(ENOSPC\)/);
+			one.close();
+		},
+	);
+
+	it.skipIf(!canMountPrivately())(
+		"a line the disk takes only part of is cut back off: the file holds whole lines, and the error names it",
+		async () => {
+			assertBuilt();
+			const dir = tempDir();
+			const disk = join(dir, "disk");
+			mkdirSync(disk);
+			const crawl = pathToFileURL(join(BIN, "..", "..", "crawl", "index.js")).href;
+			const script = [
+				`const { openShardInbox } = await import(${JSON.stringify(crawl)});`,
+				'const { openSync, writeSync, closeSync, readFileSync } = await import("node:fs");',
+				"const dir = process.argv[1];",
+				'const entry = (u) => ({ u, d: 1, p: "parent", k: "0" });',
+				"const one = openShardInbox(dir, { index: 1, count: 3 }, 'w1', false, { startGraceMs: 0 });",
+				'one.handOff(2, [entry("https://a/1")]);',
+				// The disk filled to its last block: the inbox's own block has room left for part of a line.
+				'const filler = openSync(dir + "/filler", "w");',
+				"try { for (;;) writeSync(filler, Buffer.alloc(4096)); } catch {}",
+				"closeSync(filler);",
+				"let message = 'no error';",
+				'try { one.handOff(2, [entry("https://a/" + "x".repeat(8000)), entry("https://a/3")]); } catch (error) { message = error.constructor.name + ": " + error.message; }',
+				"console.log(JSON.stringify({ message, inbox: readFileSync(dir + '/inbox-shard-2-from-1-of-3.jsonl', 'utf8') }));",
+			].join("\n");
+			const result = await inPrivateMount(
+				'mount -t tmpfs -o size=64k tmpfs "$1" && exec "$2" --input-type=module -e "$3" "$1"',
+				[disk, process.execPath, script],
+				{},
+			);
+			expect(result.code, result.stderr).toBe(0);
+			const { message, inbox } = JSON.parse(result.stdout) as { message: string; inbox: string };
+			expect(message).toMatch(
+				/^OutputError: output failed: cannot write .*inbox-shard-2-from-1-of-3\.jsonl: no space left on the device \(ENOSPC\)/,
+			);
+			// The line before the failure, whole; nothing of the one the disk had no room for.
+			expect(inbox).toBe(`${JSON.stringify(entry("https://a/1"))}\n`);
+		},
+	);
 });

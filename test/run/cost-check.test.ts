@@ -1,3 +1,4 @@
+import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { checkCost } from "../../src/run/index.js";
@@ -126,6 +127,14 @@ describe("run --dry-run with the flags that choose a run's targets", () => {
 		expect(fleet.code, fleet.stderr).toBe(0);
 		expect(fleet.stdout).toContain("shop: 2 targets");
 		expect(fleet.stderr).toContain("shop: --dry-run does not apply freshness:");
+		// The fleet named in the --config file alone, as the run itself reads it: the same.
+		const config = join(dir, "fleet.env");
+		writeFileSync(config, "SCRAPEJOB_FLEET_URL=postgres://scrapejob:db-pass-in-config@127.0.0.1:1/none\n");
+		const configured = await dry("--config", config);
+		expect(configured.code, configured.stderr).toBe(0);
+		expect(configured.stdout).toContain("shop: 2 targets");
+		expect(configured.stderr).toContain("shop: --dry-run does not apply freshness:");
+		expect(`${configured.stdout}${configured.stderr}`).not.toContain("db-pass-in-config");
 		expect(service.emulator.ledger.byEndpoint("realtime")).toHaveLength(paid);
 	});
 });

@@ -38,7 +38,51 @@ async function holdPort(port: number): Promise<{ close(): Promise<void> }> {
 		server.once("error", () => resolve(false));
 		server.listen(port, "127.0.0.1", () => resolve(true));
 	});
-	return { close: () => (held ? new Promise((resolve) => server.close(() => resolve())) : Promise.resolve()) };
+	let open = held;
+	return {
+		close: () => {
+			if (!open) return Promise.resolve();
+			open = false;
+			return new Promise((resolve) => server.close(() => resolve()));
+		},
+	};
+}
+
+/**
+ * A sandbox run of 60 demo pages stopped (SIGINT) after its first records while 8701 is held, then
+ * `between()`, then resumed with the hint it printed: every target once, each with the id of its first run.
+ */
+async function stopAndResume(between: () => Promise<void>): Promise<void> {
+	const dir = tempDir();
+	const urls = Array.from({ length: 60 }, (_, index) => `  - \${SCRAPEJOB_DEMO_SITE}/product/${index + 1}`);
+	writeJob(dir, "sbx", `name: sbx\ndefaults: {mode: request}\ntargets:\n${urls.join("\n")}\n`);
+	const first = spawnCli(["run", "sbx.yaml", "--sandbox", "--out", "out"], {}, dir);
+	const results = () => {
+		const runs = existsSync(join(dir, "out", "sbx"))
+			? readdirSync(join(dir, "out", "sbx")).filter(isRunFolderName)
+			: [];
+		return runs.length === 1 ? join(dir, "out", "sbx", runs[0]!) : undefined;
+	};
+	await until(() => {
+		const runDir = results();
+		return runDir !== undefined && readRecords(runDir).length >= 3;
+	}, "the first records");
+	first.child.kill("SIGINT");
+	const stopped = await first.done;
+	expect(stopped.code, stopped.stderr).toBe(130);
+	const firstIds = readRecords(results()!).map((record) => record.id);
+	const hint = /finish with `([^`]+)`/.exec(stopped.stdout)?.[1];
+	expect(hint).toBe("npx scrapejob run sbx.yaml --out out --sandbox --resume");
+	await between();
+	const resumed = await runPrintedCommand(hint!, {}, dir).done;
+	expect(resumed.code, resumed.stderr).toBe(0);
+	const records = readRecords(results()!);
+	expect(records).toHaveLength(60);
+	expect(new Set(records.map((record) => record.id)).size).toBe(60);
+	expect(records.every((record) => record.status === "ok")).toBe(true);
+	// The same demo site address: the targets the first run wrote are the resume's (none fetched again).
+	expect(records.slice(0, firstIds.length).map((record) => record.id)).toEqual(firstIds);
+	expect(new Set(records.map((record) => new URL(record.url).port)).size).toBe(1);
 }
 
 describe("a sandbox run stopped while port 8701 is taken", () => {
@@ -46,31 +90,17 @@ describe("a sandbox run stopped while port 8701 is taken", () => {
 		assertBuilt();
 		const held = await holdPort(8701);
 		try {
-			const dir = tempDir();
-			const urls = Array.from({ length: 60 }, (_, index) => `  - \${SCRAPEJOB_DEMO_SITE}/product/${index + 1}`);
-			writeJob(dir, "sbx", `name: sbx\ndefaults: {mode: request}\ntargets:\n${urls.join("\n")}\n`);
-			const first = spawnCli(["run", "sbx.yaml", "--sandbox", "--out", "out"], {}, dir);
-			const results = () => {
-				const runs = existsSync(join(dir, "out", "sbx"))
-					? readdirSync(join(dir, "out", "sbx")).filter(isRunFolderName)
-					: [];
-				return runs.length === 1 ? join(dir, "out", "sbx", runs[0]!) : undefined;
-			};
-			await until(() => {
-				const runDir = results();
-				return runDir !== undefined && readRecords(runDir).length >= 3;
-			}, "the first records");
-			first.child.kill("SIGINT");
-			const stopped = await first.done;
-			expect(stopped.code, stopped.stderr).toBe(130);
-			const hint = /finish with `([^`]+)`/.exec(stopped.stdout)?.[1];
-			expect(hint).toBe("npx scrapejob run sbx.yaml --out out --sandbox --resume");
-			const resumed = await runPrintedCommand(hint!, {}, dir).done;
-			expect(resumed.code, resumed.stderr).toBe(0);
-			const records = readRecords(results()!);
-			expect(records).toHaveLength(60);
-			expect(new Set(records.map((record) => record.id)).size).toBe(60);
-			expect(records.every((record) => record.status === "ok")).toBe(true);
+			await stopAndResume(async () => {});
+		} finally {
+			await held.close();
+		}
+	});
+
+	it("resumes on the same address when 8701 is free again: the port is remembered for the --out folder", async () => {
+		assertBuilt();
+		const held = await holdPort(8701);
+		try {
+			await stopAndResume(() => held.close());
 		} finally {
 			await held.close();
 		}

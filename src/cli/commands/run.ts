@@ -11,7 +11,6 @@ import {
 	redactSecrets,
 	UsageError,
 } from "../../common/index.js";
-import { resolveFleetConfig } from "../../config/index.js";
 import {
 	formatProblem,
 	type Job,
@@ -403,9 +402,26 @@ async function dryRun(
 	flags: RunFlags,
 	sandbox: ServiceConnection | undefined,
 ): Promise<number> {
+	// The connection a run would make (--config, environment, flags; or the sandbox's): whether a fleet is
+	// named is read from it, as `run` reads it (a fleet URL in the --config file names one too).
+	const connection = sandbox ?? (await connectService(ctx, flags));
+	try {
+		return await dryRunJobs(ctx, jobs, flags, connection);
+	} finally {
+		if (connection !== sandbox) await connection.close();
+	}
+}
+
+/** Each job's listing, count and estimate, with the connection the run would make. */
+async function dryRunJobs(
+	ctx: CliContext,
+	jobs: LoadedRunJob[],
+	flags: RunFlags,
+	connection: ServiceConnection,
+): Promise<number> {
 	const reports = [];
-	const balance = await readBalance(ctx, flags, sandbox);
-	const fleet = fleetNamed(flags, ctx.env);
+	const balance = await readBalance(ctx, connection);
+	const fleet = connection.config.fleetUrl !== undefined;
 	for (const loaded of jobs) {
 		// The targets a new run would fetch: freshness and --retry-failed read from the job's store (a
 		// fleet's run reads them from the fleet's records: not previewed).
@@ -485,11 +501,6 @@ async function dryRun(
 	return EXIT.ok;
 }
 
-/** A fleet named by --fleet or SCRAPEJOB_FLEET_URL: its runs choose targets from the fleet's records. */
-function fleetNamed(flags: RunFlags, env: NodeJS.ProcessEnv): boolean {
-	return resolveFleetConfig(flags.fleet, env).fleetUrl !== undefined;
-}
-
 /**
  * What chooses a run's targets that a dry run leaves aside: --resume (a run's own targets and budget) and
  * --continue, which pick a run; for a crawl (its pages are found as it runs) freshness and --retry-failed.
@@ -510,14 +521,8 @@ function dryRunNotApplied(flags: RunFlags, job: Job, fleet: boolean): string[] {
  * when an account key is set; otherwise, or when it fails, why the balance is unknown (never an error:
  * a dry run still lists and estimates).
  */
-async function readBalance(
-	ctx: CliContext,
-	flags: RunFlags,
-	sandbox: ServiceConnection | undefined,
-): Promise<Parameters<typeof checkCost>[2]> {
-	let connection = sandbox;
+async function readBalance(ctx: CliContext, connection: ServiceConnection): Promise<Parameters<typeof checkCost>[2]> {
 	try {
-		connection ??= await connectService(ctx, flags);
 		if (!connection.account) {
 			return {
 				credits: null,
@@ -529,14 +534,10 @@ async function readBalance(
 		const access = await connection.account.scraperAccess(ctx.signal);
 		return { credits: access.credits };
 	} catch (error) {
-		// A mistake of the command line (an unreadable --config, a bad address) is one, as it is for `run`.
-		if (error instanceof UsageError) throw error;
-		const secrets = [connection?.config.accountKey, connection?.config.scraperKey].filter((key): key is string =>
+		const secrets = [connection.config.accountKey, connection.config.scraperKey].filter((key): key is string =>
 			Boolean(key),
 		);
 		return { credits: null, unknownBecause: `the look-up failed (${redactSecrets(errorMessage(error), secrets)})` };
-	} finally {
-		if (connection !== sandbox) await connection?.close();
 	}
 }
 

@@ -3,6 +3,7 @@ import type { ScraperClient } from "../../api/index.js";
 import { type Clock, errorMessage, type Sleep, type TaskQueue, type UrlKeys } from "../../common/index.js";
 import type { Crawler } from "../../crawl/index.js";
 import { type Job, streamTargetBatches, type Target } from "../../job/index.js";
+import { OutputError } from "../../output/index.js";
 import type { CreditBudget } from "../flow/credit-budget.js";
 import { createHostGate, type HostGate } from "../flow/host-gate.js";
 import type { StopController } from "../flow/stop-controller.js";
@@ -117,6 +118,12 @@ export async function feedTargets(parts: FeedParts): Promise<FeedOutcome> {
 		}
 		return { discovered, feedError: null };
 	} catch (error) {
+		// A file of the run the feed writes (a crawl's frontier or inboxes, the discovery journal) on a full
+		// disk: the run stops as for any output failure (exit 5), not as a source that changed.
+		if (error instanceof OutputError) {
+			stops.outputFailed(error);
+			return { discovered, feedError: null };
+		}
 		// A source changed under the run (unreadable, or a bad row): stop feeding; the targets read
 		// before the bad row were valid, so they still run.
 		const feedError = errorMessage(error);
