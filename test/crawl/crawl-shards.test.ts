@@ -34,6 +34,25 @@ async function site(links: (path: string) => string[]): Promise<string> {
 	return `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
 }
 
+/**
+ * Sites A and B whose hosts fall in different shards of 2 (new ones tried until they do), linking as
+ * `links` says given both origins, and the emulator with the crawl job of their two seeds.
+ */
+async function twoShardCrawl(links: (site: "a" | "b", path: string, origins: { a: string; b: string }) => string[]) {
+	const origins = { a: "", b: "" };
+	for (let tries = 0; tries < 20 && (origins.a === "" || shardOf(origins.a, 2) === shardOf(origins.b, 2)); tries += 1) {
+		origins.a = await site((path) => links("a", path, origins));
+		origins.b = await site((path) => links("b", path, origins));
+	}
+	expect(shardOf(origins.a, 2)).not.toBe(shardOf(origins.b, 2));
+	emulator = await startEmulator({ scenario: { concurrency: 2 } });
+	const env = { SCRAPEJOB_ACCOUNT_KEY: emulator.accountKey, SCRAPEJOB_API_URL: emulator.apiUrl };
+	const dir = tempDir();
+	const lines = ["name: crawl", "defaults: {mode: request}", "crawl: {max_depth: 3}", "targets:"];
+	const job = writeJob(dir, "crawl", [...lines, `  - ${origins.a}/`, `  - ${origins.b}/`, ""].join("\n"));
+	return { ...origins, env, dir, job };
+}
+
 describe("crawl with --shard", () => {
 	it("a link to another shard's host is left to that shard: each page fetched by one shard only", async () => {
 		assertBuilt();
@@ -84,30 +103,11 @@ describe("crawl with --shard", () => {
 
 	it("a link to another shard's host is handed to it through its inbox: the merged crawl is the unsharded crawl", async () => {
 		assertBuilt();
-		let a = "";
-		let b = "";
 		// Only a page of A links to a page of B that B's seed does not lead to, and that page links back to A.
-		for (let tries = 0; tries < 20 && (a === "" || shardOf(a, 2) === shardOf(b, 2)); tries += 1) {
-			a = await site((path) => (path === "/" ? [`${b}/deep`] : []));
-			b = await site((path) => (path === "/deep" ? [`${a}/back`] : []));
-		}
-		expect(shardOf(a, 2)).not.toBe(shardOf(b, 2));
-		emulator = await startEmulator({ scenario: { concurrency: 2 } });
-		const env = { SCRAPEJOB_ACCOUNT_KEY: emulator.accountKey, SCRAPEJOB_API_URL: emulator.apiUrl };
-		const dir = tempDir();
-		const job = writeJob(
-			dir,
-			"crawl",
-			[
-				"name: crawl",
-				"defaults: {mode: request}",
-				"crawl: {max_depth: 3}",
-				"targets:",
-				`  - ${a}/`,
-				`  - ${b}/`,
-				"",
-			].join("\n"),
-		);
+		const { a, b, env, dir, job } = await twoShardCrawl((site, path, { a, b }) => {
+			if (site === "a") return path === "/" ? [`${b}/deep`] : [];
+			return path === "/deep" ? [`${a}/back`] : [];
+		});
 		const urlsOf = (out: string) =>
 			readdirSync(join(out, "crawl"))
 				.filter(isRunFolderName)
@@ -145,28 +145,8 @@ describe("crawl with --shard", () => {
 		"a link that cannot be handed over (a full disk) stops the shard as an output failure: exit 5 naming the inbox file",
 		async () => {
 			assertBuilt();
-			let a = "";
-			let b = "";
-			for (let tries = 0; tries < 20 && (a === "" || shardOf(a, 2) === shardOf(b, 2)); tries += 1) {
-				a = await site((path) => (path === "/" ? [`${b}/deep`] : []));
-				b = await site(() => []);
-			}
-			expect(shardOf(a, 2)).not.toBe(shardOf(b, 2));
-			emulator = await startEmulator({ scenario: { concurrency: 2 } });
-			const env = { SCRAPEJOB_ACCOUNT_KEY: emulator.accountKey, SCRAPEJOB_API_URL: emulator.apiUrl };
-			const dir = tempDir();
-			const job = writeJob(
-				dir,
-				"crawl",
-				[
-					"name: crawl",
-					"defaults: {mode: request}",
-					"crawl: {max_depth: 3}",
-					"targets:",
-					`  - ${a}/`,
-					`  - ${b}/`,
-					"",
-				].join("\n"),
+			const { a, b, env, dir, job } = await twoShardCrawl((site, path, { b }) =>
+				site === "a" && path === "/" ? [`${b}/deep`] : [],
 			);
 			const out = join(dir, "out");
 			const inbox = `inbox-shard-${shardOf(b, 2)}-from-${shardOf(a, 2)}-of-2.jsonl`;
