@@ -27,6 +27,23 @@ function runLog(dir: string, job: string): string {
 		.join("");
 }
 
+/**
+ * Resolves once the worker logged a settlement the database refused (run.log is written in batches: the
+ * outage's other warnings push it out). A worker that ends first fails the wait at once, with its stderr.
+ */
+async function settlementRefused(dir: string, worker: SpawnedCli): Promise<void> {
+	const seen: { ended: Awaited<SpawnedCli["done"]> | null } = { ended: null };
+	void worker.done.then((outcome) => {
+		seen.ended = outcome;
+	});
+	const refused = () => runLog(dir, "outage").includes("fleet_settle_failed");
+	await until(() => refused() || seen.ended !== null, "a settlement refused by the database");
+	const { ended } = seen;
+	if (ended !== null && !refused()) {
+		throw new Error(`the worker ended (exit ${ended.code}) before a settlement was refused: ${ended.stderr.trim()}`);
+	}
+}
+
 describe("a fleet worker whose database goes down for a moment", () => {
 	/** A worker of a 6-target job whose first two fetches end once the database is down, its settlement refused. */
 	async function workerThroughOutage(pg: TestCluster, leaseMs: number) {
@@ -48,7 +65,7 @@ describe("a fleet worker whose database goes down for a moment", () => {
 		await pg.down();
 		release();
 		try {
-			await until(() => runLog(dir, "outage").includes("fleet_settle_failed"), "a settlement refused by the database");
+			await settlementRefused(dir, worker);
 		} catch (error) {
 			await pg.up();
 			throw error;
@@ -123,7 +140,7 @@ describe("a fleet worker whose database goes down for a moment", () => {
 		await pg.down();
 		try {
 			release();
-			await until(() => runLog(dir, "outage").includes("fleet_settle_failed"), "a settlement refused by the database");
+			await settlementRefused(dir, worker);
 		} finally {
 			await pg.up();
 		}

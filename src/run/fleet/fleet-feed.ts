@@ -5,6 +5,7 @@ import {
 	acquireSlots,
 	claimTargets,
 	type Fleet,
+	FleetDatabaseError,
 	type FleetLease,
 	type FleetRun,
 	type FleetSlot,
@@ -146,7 +147,7 @@ export class FleetFeed {
 
 	/** Slots, then as many targets as slots were had; null when the database failed (logged). */
 	async #claim(free: number): Promise<Array<{ lease: FleetLease; slot: FleetSlot }> | null> {
-		const { fleet, worker, leaseMs, leases, carryOver, log } = this.#deps;
+		const { fleet, worker, leaseMs, leases, carryOver } = this.#deps;
 		const slots = leases.takeSpare(free);
 		try {
 			if (slots.length < free) slots.push(...(await acquireSlots(fleet, worker, free - slots.length, leaseMs)));
@@ -167,11 +168,16 @@ export class FleetFeed {
 			// The slots stay spare, not forgotten: this worker's renewals go on extending every slot it holds,
 			// and each one held counts against the fleet's limit.
 			leases.keepSpare(slots);
-			const message = errorMessage(error);
-			leases.claimFailed(message);
-			log.warn({ event: "fleet_claim_failed", error: message }, "could not claim targets");
+			this.#claimFailed(error, "could not claim targets");
 			return null;
 		}
+	}
+
+	/** A claim's statement failed: logged, and counted as the database failing until a renewal gets through. */
+	#claimFailed(error: unknown, message: string): void {
+		const reason = errorMessage(error);
+		this.#deps.leases.claimFailed(reason);
+		this.#deps.log.warn({ event: "fleet_claim_failed", error: reason }, message);
 	}
 
 	/** Slots back to the fleet; false when the database failed (logged; those not given back stay spare). */
@@ -182,15 +188,27 @@ export class FleetFeed {
 			return true;
 		} catch (error) {
 			this.#deps.leases.keepSpare(slots.slice(given));
-			const message = errorMessage(error);
-			this.#deps.leases.claimFailed(message);
-			this.#deps.log.warn({ event: "fleet_claim_failed", error: message }, "could not give slots back");
+			this.#claimFailed(error, "could not give slots back");
 			return false;
 		}
 	}
 
-	/** Nothing claimed: the fleet run may be complete, or hold only targets parked behind breakers. */
+	/**
+	 * Nothing claimed: what the run's state says to do next. The database may go down right after the empty
+	 * claim: the worker then waits and claims again, as after a failed claim, rather than end on the error.
+	 */
 	async #noClaim(): Promise<NoClaim> {
+		try {
+			return await this.#afterEmptyClaim();
+		} catch (error) {
+			if (!(error instanceof FleetDatabaseError)) throw error;
+			this.#claimFailed(error, "could not read the fleet run's state");
+			return "wait";
+		}
+	}
+
+	/** Nothing claimed: the fleet run may be complete, or hold only targets parked behind breakers. */
+	async #afterEmptyClaim(): Promise<NoClaim> {
 		const { fleet, run, leases } = this.#deps;
 		if (leases.size === 0 && (await isComplete(fleet, run.id))) {
 			this.#complete = await finishFleetRun(fleet, run.id);
