@@ -1,7 +1,7 @@
 import pino from "pino";
 import { describe, expect, it } from "vitest";
 import { createTaskQueue } from "../../src/common/index.js";
-import { type Fleet, FleetDatabaseError, takeOverLoading } from "../../src/fleet/index.js";
+import { type Fleet, FleetDatabaseError, loadingTakeOver } from "../../src/fleet/index.js";
 import type { Job } from "../../src/job/index.js";
 import type { ResultRecord } from "../../src/output/index.js";
 import type { FleetFeedParts } from "../../src/run/fleet/fleet-feed.js";
@@ -119,7 +119,7 @@ describe("a claim the database fails", () => {
 					maxCredits: null,
 					leaseMs: 30_000,
 					// As the CLI's worker has it (fleet-open.ts): a statement on the same database.
-					takeOverLoading: () => takeOverLoading(failing, worker, () => streamOf(targetsOn(1))),
+					takeOverLoading: loadingTakeOver(failing, worker, () => streamOf(targetsOn(1))),
 				},
 				{
 					job,
