@@ -14,12 +14,16 @@ const BATCH_UNITS = 4096;
  * of a run hung the process in `close`, deaf to SIGTERM. A write that fails here ends the log (its
  * later lines are dropped) and leaves only whole lines; the records' own writes report the failure.
  */
-export function createRunLog(path: string, secrets: ReadonlyArray<string | undefined>): { log: Logger; close(): void } {
+export function createRunLog(
+	path: string,
+	secrets: ReadonlyArray<string | undefined>,
+): { log: Logger; close(options?: { readonly flush?: boolean }): void } {
 	// Opened synchronously so `close` can always flush, however short the run.
 	const file: AppendFile = openAppendFile(path);
 	const known = secrets.filter((secret): secret is string => typeof secret === "string" && secret.length >= 4);
 	let batch = "";
 	let broken = false;
+	let closed = false;
 	const flush = () => {
 		if (broken || batch.length === 0) return;
 		const text = batch;
@@ -48,8 +52,11 @@ export function createRunLog(path: string, secrets: ReadonlyArray<string | undef
 	);
 	return {
 		log,
-		close() {
-			flush();
+		/** Write what is batched (unless `flush: false`: the folder is not this run's any more) and close; once. */
+		close(options = {}) {
+			if (closed) return;
+			closed = true;
+			if (options.flush !== false) flush();
 			batch = "";
 			broken = true;
 			try {

@@ -5,6 +5,7 @@ import type { BrowserServiceAccess } from "../../browser/index.js";
 import {
 	type Clock,
 	createUrlKeys,
+	errorMessage,
 	type LastWords,
 	sleep as realSleep,
 	type Sleep,
@@ -203,10 +204,19 @@ interface RunContext {
 /** The opened run's parts, built in order (each side needs the one before), fed, and concluded. */
 async function execute(context: RunContext): Promise<RunJobResult> {
 	const records = await openRecordSide(context);
-	const fetching = await openFetchSide(context, records);
-	const running = openRunnerSide(context, records, fetching);
-	const fed = await feedRun(context, records, fetching, running);
-	return await concludeRun(context, { records, fetching, running }, fed);
+	try {
+		const fetching = await openFetchSide(context, records);
+		const running = openRunnerSide(context, records, fetching);
+		const fed = await feedRun(context, records, fetching, running);
+		return await concludeRun(context, { records, fetching, running }, fed);
+	} catch (error) {
+		// An error no stop handles ends the run: run.log keeps its last lines and the error, which say why,
+		// unless the folder is another process's now (the lease lost: nothing more is written there).
+		const mine = !records.stops.leaseLost;
+		if (mine) records.log.error({ event: "run_failed", error: errorMessage(error) }, "the run ended on an error");
+		records.runLog.close({ flush: mine });
+		throw error;
+	}
 }
 
 /** run.log, the fleet's coordination (or none), the record files, the budget and the one stop controller. */
