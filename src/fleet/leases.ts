@@ -170,8 +170,10 @@ async function claimQueued(
 		), hosts_taken AS (
 			UPDATE hosts h SET in_flight = CASE WHEN h.max_in_flight IS NULL THEN h.in_flight ELSE h.in_flight + c.n END,
 				next_allowed_at = now() + make_interval(secs => h.delay_ms::float8 / 1000),
-				starting_until = CASE WHEN h.delay_ms > 0 THEN now() + make_interval(secs => $4::float8 / 1000) END
-			FROM (SELECT host, count(*)::int AS n FROM chosen GROUP BY host) c
+				starting_until = CASE WHEN h.delay_ms > 0 THEN now() + make_interval(secs => $4::float8 / 1000) END,
+				-- A host with a delay gives one target a claim: the one whose start it waits on.
+				starting_target = CASE WHEN h.delay_ms > 0 THEN c.target END
+			FROM (SELECT host, count(*)::int AS n, min(target_id) AS target FROM chosen GROUP BY host) c
 			WHERE h.run_id = $1 AND h.host = c.host
 		)
 		SELECT c.*, p.previous_hash, p.previous_at, p.previous_data FROM claimed c
@@ -231,7 +233,7 @@ type LeaseRef = Pick<FleetLease, "runId" | "targetId" | "epoch">;
  */
 export async function fetchStarting(fleet: Fleet, lease: LeaseRef & Pick<FleetLease, "host">): Promise<boolean> {
 	const rows = await fleet.query(
-		`UPDATE hosts h SET starting_until = NULL,
+		`UPDATE hosts h SET starting_until = NULL, starting_target = NULL,
 			next_allowed_at = greatest(h.next_allowed_at, now() + make_interval(secs => h.delay_ms::float8 / 1000))
 		WHERE h.run_id = $1 AND h.host = $4 AND h.delay_ms > 0 AND EXISTS (
 			SELECT 1 FROM targets t WHERE t.run_id = $1 AND t.target_id = $2 AND t.lease_epoch = $3 AND t.state = 'leased'
@@ -315,18 +317,22 @@ async function settle(
 			UPDATE targets t SET state = $4, lease_owner = NULL, lease_until = NULL, reserved = 0,
 				credits = t.credits + $5, error = $6, breaker = $8
 			FROM current c WHERE t.run_id = $1 AND t.target_id = c.target_id
-			RETURNING c.host, c.reserved
+			RETURNING c.target_id, c.host, c.reserved
 		), record AS (
 			INSERT INTO records (run_id, target_id, epoch, record)
 			SELECT $1, $2, $3, $7::jsonb FROM settled WHERE $7::jsonb IS NOT NULL
 		), host_freed AS (
-			-- A settled fetch surely started: the host's next claim waits only for its delay. A host with
-			-- neither a concurrency nor a fetch starting is left alone: every settle locking the row of a
-			-- one-host job's host made the claims that met the lock come back empty.
-			UPDATE hosts h SET starting_until = NULL,
+			-- A target settled before its fetch started (parked, given back): the host waits no longer on it.
+			-- Only that target's settle frees it: an earlier fetch settling after the next claim must not let
+			-- a claim past a fetch that has not started. A host with neither a concurrency nor a start awaited
+			-- from this target is left alone: every settle locking the row of a one-host job's host made the
+			-- claims that met the lock come back empty.
+			UPDATE hosts h SET
+				starting_until = CASE WHEN h.starting_target = s.target_id THEN NULL ELSE h.starting_until END,
+				starting_target = CASE WHEN h.starting_target = s.target_id THEN NULL ELSE h.starting_target END,
 				in_flight = CASE WHEN h.max_in_flight IS NULL THEN h.in_flight ELSE greatest(h.in_flight - 1, 0) END
 			FROM settled s WHERE h.run_id = $1 AND h.host = s.host
-				AND (h.max_in_flight IS NOT NULL OR h.starting_until IS NOT NULL)
+				AND (h.max_in_flight IS NOT NULL OR h.starting_target = s.target_id)
 		), budget AS (
 			UPDATE runs r SET spent = r.spent + $5, reserved = r.reserved - s.reserved
 			FROM settled s WHERE r.id = $1 AND ($5 <> 0 OR s.reserved <> 0)

@@ -166,6 +166,11 @@ ALTER TABLE runs ADD COLUMN limit_epoch bigint NOT NULL DEFAULT 0;
 	`
 ALTER TABLE workers ADD COLUMN ended_at timestamptz;
 `,
+	// The claimed target a host with a delay waits on to start: only its own settle (it never started)
+	// frees the host early; the settle of an earlier fetch must not let the next claim past it.
+	`
+ALTER TABLE hosts ADD COLUMN starting_target text;
+`,
 ];
 
 /** The version this scrapejob writes and reads. */

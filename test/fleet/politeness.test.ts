@@ -84,6 +84,25 @@ describe("politeness held fleet-wide", () => {
 		expect(runId).toBeGreaterThan(0);
 	});
 
+	it("the settle of an earlier fetch does not let a claim past a claimed fetch that has not started; that target's own settle does", async () => {
+		const { workers } = await runWithWorkers(await cluster(), targetsOn(3, 1), 3, { hostDelayMs: 150 });
+		const [a, b, c] = workers;
+		const [first] = await claimTargets(a!.fleet, a!.worker, 1, 60_000);
+		expect(await fetchStarting(a!.fleet, first!)).toBe(true);
+		let second: FleetLease[] = [];
+		while (second.length === 0) {
+			second = await claimTargets(b!.fleet, b!.worker, 1, 60_000);
+			if (second.length === 0) await sleep(10);
+		}
+		// The first fetch settles after the second was claimed, before the second started.
+		expect(await completeTarget(a!.fleet, first!, {}, 1)).toBe(true);
+		await sleep(250);
+		expect(await claimTargets(c!.fleet, c!.worker, 1, 60_000), "a claim came past a fetch not started").toHaveLength(0);
+		// The second is given back unfetched (parked, budget): the host waits on it no more.
+		expect(await completeTarget(b!.fleet, second[0]!, {}, 0)).toBe(true);
+		expect(await claimTargets(c!.fleet, c!.worker, 1, 60_000)).toHaveLength(1);
+	});
+
 	it("4 workers never claim a host closer than its delay, Crawl-delay raising one host's", async () => {
 		const { workers, runId } = await runWithWorkers(await cluster(), targetsOn(24, 3), 4, { hostDelayMs: 120 });
 		await setHostPoliteness(workers[0]!.fleet, runId, "host2.test", { delayMs: 250 });
