@@ -1,5 +1,5 @@
 import type { Logger } from "pino";
-import { type Clock, errorMessage, type TaskQueue } from "../../common/index.js";
+import { type Clock, errorMessage, type Sleep, type TaskQueue } from "../../common/index.js";
 import type { ExtractPlan } from "../../extract/index.js";
 import {
 	acquireSlots,
@@ -24,12 +24,14 @@ import type { FleetBreakers } from "./fleet-breakers.js";
 import { type FleetBudget, firstWorstCase } from "./fleet-budget.js";
 import type { ClaimCarryOver } from "./fleet-carry-over.js";
 import type { FleetFrontier } from "./fleet-frontier.js";
-import type { FleetLeases } from "./fleet-leases.js";
+import { type FleetLeases, isConnectionFailure } from "./fleet-leases.js";
 import type { FleetLimitWatch } from "./fleet-limit.js";
 import { fromFleetLease, sitemapOriginOf } from "./fleet-targets.js";
 
 /** Longest wait before a worker with nothing claimable asks again (the fleet may be paused or finishing). */
 const IDLE_POLL_MS = 250;
+/** How often a statement a fetch waits for (its reservation, its host's stamp) is sent again through an outage, ms. */
+const BEFORE_FETCH_RETRY_MS = 250;
 
 /** The run core's parts the feed fills and watches. */
 export interface FleetFeedParts {
@@ -47,6 +49,7 @@ export interface FleetFeedDeps {
 	/** How long a claim and a slot last without renewal, ms. */
 	readonly leaseMs: number;
 	readonly clock: Clock;
+	readonly sleep: Sleep;
 	readonly log: Logger;
 	readonly plans: readonly ExtractPlan[];
 	/** Hosts may have a delay (the job's, or robots.txt's Crawl-delay): each fetch stamps its start. */
@@ -242,15 +245,66 @@ export class FleetFeed {
 
 	/** A held target's work: a page goes to the runner, a sitemap task to the frontier's reader. */
 	async #work(lease: FleetLease, target: Target, parts: FleetFeedParts): Promise<void> {
-		const { fleet, paced, leases, budget, frontier } = this.#deps;
+		const { paced, leases, frontier } = this.#deps;
 		const sitemaps = sitemapOriginOf(lease);
-		if (!(await budget.reserveFor(lease, firstWorstCase(target.params), parts.stops))) return;
+		if (!(await this.#reserved(lease, target, parts.stops))) return;
 		// A delayed host's next claim waits a delay from now, when this fetch starts.
-		if (paced) await fetchStarting(fleet, lease);
+		if (paced && !(await this.#stamped(lease, parts.stops))) return;
 		if (sitemaps === null) await parts.runner.run(target);
 		else if (await frontier.readSitemaps(lease, target, sitemaps)) {
 			const holding = leases.get(lease.targetId);
 			if (holding) holding.finished = true;
+		}
+	}
+
+	/** The target's first fetch reserved on its lease; false when it may not be sent (the budget spent, a stop). */
+	async #reserved(lease: FleetLease, target: Target, stops: StopController): Promise<boolean> {
+		const reserve = () => this.#deps.budget.reserveFor(lease, firstWorstCase(target.params), stops);
+		const what = "reserve a target's credits";
+		return (await this.#beforeFetch(lease, stops, "fleet_reserve_failed", what, reserve)) === true;
+	}
+
+	/** The fetch's start stamped on its host (its delay runs from now); false when the target was given up. */
+	async #stamped(lease: FleetLease, stops: StopController): Promise<boolean> {
+		const stamp = () => fetchStarting(this.#deps.fleet, lease);
+		const what = "stamp a fetch's start on its host";
+		return (await this.#beforeFetch(lease, stops, "fleet_fetch_start_failed", what, stamp)) !== null;
+	}
+
+	/**
+	 * A statement a target's fetch waits for, sent again through a short outage (counted as a failed claim)
+	 * while the lease is surely this worker's; null when the worker stops or the lease may have passed on:
+	 * nothing was sent for the target, so it goes back unpaid for another worker or a later `--continue`.
+	 * A reservation booked but unanswered is booked again: the target's settlement gives back all it holds.
+	 */
+	async #beforeFetch<T>(
+		lease: FleetLease,
+		stops: StopController,
+		event: string,
+		what: string,
+		statement: () => Promise<T>,
+	): Promise<T | null> {
+		const { leases, log, sleep } = this.#deps;
+		for (let attempt = 1; ; attempt++) {
+			try {
+				return await statement();
+			} catch (error) {
+				// A statement the server refused is a bug, not an outage: it ends the run as one.
+				if (!isConnectionFailure(error)) throw error;
+				const reason = errorMessage(error);
+				leases.claimFailed(reason);
+				const again = !stops.stopping && leases.mayWrite(lease.targetId);
+				if (!again) {
+					log.warn({ event, id: lease.targetId, error: reason }, `could not ${what}: the target goes back unfetched`);
+					return null;
+				}
+				if (attempt === 1)
+					log.warn(
+						{ event, id: lease.targetId, error: reason },
+						`could not ${what}: trying again while its lease lasts`,
+					);
+				await sleep(BEFORE_FETCH_RETRY_MS);
+			}
 		}
 	}
 

@@ -320,7 +320,7 @@ export class FleetLeases {
  * The database could not be reached or dropped the connection (PostgreSQL restarting, a failover, the
  * network): a statement sent again may get through. A statement the server refused is not sent again.
  */
-function isConnectionFailure(error: unknown): boolean {
+export function isConnectionFailure(error: unknown): boolean {
 	if (!(error instanceof FleetDatabaseError)) return false;
 	const state = error.sqlState;
 	// No SQLSTATE: the connection ended under the statement; E…: the client's socket error (ECONNREFUSED, …);

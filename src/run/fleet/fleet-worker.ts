@@ -129,6 +129,7 @@ export class FleetCoordination {
 			worker,
 			leaseMs,
 			clock,
+			sleep,
 			log,
 			plans,
 			leases,
