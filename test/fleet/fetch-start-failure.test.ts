@@ -5,7 +5,7 @@ import { type Fleet, FleetDatabaseError, type OpenFleetRunOptions } from "../../
 import type { Job } from "../../src/job/index.js";
 import type { ResultRecord } from "../../src/output/index.js";
 import type { FleetFeedParts } from "../../src/run/fleet/fleet-feed.js";
-import { createFleetCoordination } from "../../src/run/fleet/fleet-worker.js";
+import { createFleetCoordination, type FleetCoordination } from "../../src/run/fleet/fleet-worker.js";
 import { runWithWorkers, targetsOn } from "../helpers/fleet.js";
 import { useCluster } from "../helpers/postgres.js";
 import { queryDatabase } from "../helpers/postgres-cluster.js";
@@ -23,7 +23,12 @@ const outage = () => new FleetDatabaseError("PostgreSQL: terminating connection 
 async function workerRefusing(
 	name: string,
 	refusing: (refusals: number) => boolean,
-	settings: { readonly open: Partial<OpenFleetRunOptions>; readonly job: Partial<Job> },
+	settings: {
+		readonly open: Partial<OpenFleetRunOptions>;
+		readonly job: Partial<Job>;
+		/** What the runner does for a target before its record (a second fetch's reservation). */
+		readonly beforeRecord?: (coordination: FleetCoordination, targetId: string) => Promise<void>;
+	},
 ) {
 	const { url, workers } = await runWithWorkers(await cluster(), targetsOn(3, 3), 1, {
 		concurrencyLimit: 3,
@@ -66,6 +71,7 @@ async function workerRefusing(
 		concurrency: 3,
 		runner: {
 			run: async (target: { id: string; url: string }) => {
+				await settings.beforeRecord?.(coordination, target.id);
 				fetched.push(target.id);
 				coordination.written({ id: target.id, url: target.url } as ResultRecord);
 			},
@@ -138,5 +144,44 @@ describe.each([
 		expect(targets).toEqual(Array(3).fill({ state: "queued", credits: "0", reserved: "0" }));
 		const records = await queryDatabase(worker.url, "SELECT 1 FROM scrapejob.records");
 		expect(records).toEqual([]);
+	}, 15_000);
+});
+
+describe("a second fetch's reservation (a stronger mode, a crawl's robots.txt) while the database goes down", () => {
+	it("is sent again while the lease is the worker's: the fetch gets its credits, the run completes (it ended in an internal error)", async () => {
+		// Armed just before the runner's own reservation: the statement refused is that one, not a first one.
+		let armed = false;
+		let once = true;
+		const reserved: boolean[] = [];
+		const worker = await workerRefusing(
+			"fleet_reserve",
+			() => {
+				const refuse = armed;
+				armed = false;
+				return refuse;
+			},
+			{
+				open: { maxCredits: 1000 },
+				job: {},
+				beforeRecord: async (coordination, targetId) => {
+					armed = once;
+					once = false;
+					const booking = coordination.budget.reserve(5, () => false, targetId);
+					armed = false;
+					reserved.push(await booking);
+					coordination.budget.commit(5, 5, targetId);
+				},
+			},
+		);
+		await worker.feed();
+		expect(worker.refusals()).toBe(1);
+		expect(worker.failures).toEqual([]);
+		expect(reserved).toEqual([true, true, true]);
+		expect(worker.coordination.complete).toBe(true);
+		const runs = await queryDatabase<{ state: string; reserved: string }>(
+			worker.url,
+			"SELECT state, reserved FROM scrapejob.runs",
+		);
+		expect(runs).toEqual([{ state: "complete", reserved: "0" }]);
 	}, 15_000);
 });

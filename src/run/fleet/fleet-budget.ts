@@ -1,8 +1,8 @@
-import { type Clock, creditCostRange, type ScrapeParams, type Sleep } from "../../common/index.js";
+import { type Clock, creditCostRange, errorMessage, type ScrapeParams, type Sleep } from "../../common/index.js";
 import { type Fleet, type FleetLease, reserveCredits, settleExtraCredits } from "../../fleet/index.js";
 import { type CreditBudget, createCreditBudget } from "../flow/credit-budget.js";
 import type { StopController } from "../flow/stop-controller.js";
-import type { FleetLeases } from "./fleet-leases.js";
+import { type FleetLeases, isConnectionFailure } from "./fleet-leases.js";
 
 /** How often a reservation that does not fit asks again while other fetches hold theirs. */
 const BUDGET_POLL_MS = 250;
@@ -88,7 +88,7 @@ export class FleetBudget implements CreditBudget {
 			return this.#local.tryReserve(worstCase);
 		}
 		const holder = (targetId === undefined ? undefined : leases.get(targetId)) ?? leases.find((target) => !target.lost);
-		if (!holder || !(await this.#waitForCredits(holder.lease, worstCase, isStopping))) return false;
+		if (!holder || !(await this.#throughOutage(holder.lease, worstCase, isStopping))) return false;
 		if (targetId === undefined) this.#untargeted.push({ lease: holder.lease, amount: worstCase });
 		return this.#local.tryReserve(worstCase);
 	}
@@ -141,6 +141,27 @@ export class FleetBudget implements CreditBudget {
 			stops.stop("budget_exhausted", this.#exhaustedMessage(Number(row?.spent ?? 0), worstCase));
 		}
 		return false;
+	}
+
+	/**
+	 * `#waitForCredits` for a fetch after a target's first (a re-fetch in a stronger mode, a crawl's
+	 * robots.txt or sitemap file), sent again through a short database outage while the lease it goes on is
+	 * surely this worker's, as the first reservation is (fleet-feed.ts); false on a stop. Past the lease the
+	 * error stands: the worker is cut off, and its targets go to the others.
+	 */
+	async #throughOutage(lease: FleetLease, worstCase: number, isStopping: () => boolean): Promise<boolean> {
+		const { leases, sleep } = this.#deps;
+		for (;;) {
+			try {
+				return await this.#waitForCredits(lease, worstCase, isStopping);
+			} catch (error) {
+				if (!isConnectionFailure(error)) throw error;
+				if (isStopping()) return false;
+				if (!leases.mayWrite(lease.targetId)) throw error;
+				leases.claimFailed(errorMessage(error));
+				await sleep(BUDGET_POLL_MS);
+			}
+		}
 	}
 
 	/**
