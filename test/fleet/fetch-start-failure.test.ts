@@ -121,6 +121,9 @@ describe.each([
 			"SELECT state, reserved FROM scrapejob.runs",
 		);
 		expect(runs).toEqual([{ state: "complete", reserved: "0" }]);
+		// Sent again, not given back: each target was claimed once.
+		const attempts = await queryDatabase<{ attempts: number }>(worker.url, "SELECT attempts FROM scrapejob.targets");
+		expect(attempts).toEqual(Array(3).fill({ attempts: 1 }));
 	}, 15_000);
 
 	it("refused until the worker stops: the target goes back unfetched and unpaid, not an internal error", async () => {

@@ -1,4 +1,4 @@
-import { type Clock, creditCostRange, errorMessage, type ScrapeParams, type Sleep } from "../../common/index.js";
+import { type Clock, creditCostRange, type ScrapeParams, type Sleep } from "../../common/index.js";
 import { type Fleet, type FleetLease, reserveCredits, settleExtraCredits } from "../../fleet/index.js";
 import { type CreditBudget, createCreditBudget } from "../flow/credit-budget.js";
 import type { StopController } from "../flow/stop-controller.js";
@@ -150,17 +150,13 @@ export class FleetBudget implements CreditBudget {
 	 * error stands: the worker is cut off, and its targets go to the others.
 	 */
 	async #throughOutage(lease: FleetLease, worstCase: number, isStopping: () => boolean): Promise<boolean> {
-		const { leases, sleep } = this.#deps;
-		for (;;) {
-			try {
-				return await this.#waitForCredits(lease, worstCase, isStopping);
-			} catch (error) {
-				if (!isConnectionFailure(error)) throw error;
-				if (isStopping()) return false;
-				if (!leases.mayWrite(lease.targetId)) throw error;
-				leases.claimFailed(errorMessage(error));
-				await sleep(BUDGET_POLL_MS);
-			}
+		try {
+			return await this.#deps.leases.throughOutage(lease.targetId, isStopping, () =>
+				this.#waitForCredits(lease, worstCase, isStopping),
+			);
+		} catch (error) {
+			if (isConnectionFailure(error) && isStopping()) return false;
+			throw error;
 		}
 	}
 

@@ -1,5 +1,5 @@
 import type { Logger } from "pino";
-import { type Clock, errorMessage, type Sleep, type TaskQueue } from "../../common/index.js";
+import { type Clock, errorMessage, type TaskQueue } from "../../common/index.js";
 import type { ExtractPlan } from "../../extract/index.js";
 import {
 	acquireSlots,
@@ -30,8 +30,6 @@ import { fromFleetLease, sitemapOriginOf } from "./fleet-targets.js";
 
 /** Longest wait before a worker with nothing claimable asks again (the fleet may be paused or finishing). */
 const IDLE_POLL_MS = 250;
-/** How often a statement a fetch waits for (its reservation, its host's stamp) is sent again through an outage, ms. */
-const BEFORE_FETCH_RETRY_MS = 250;
 
 /** The run core's parts the feed fills and watches. */
 export interface FleetFeedParts {
@@ -49,7 +47,6 @@ export interface FleetFeedDeps {
 	/** How long a claim and a slot last without renewal, ms. */
 	readonly leaseMs: number;
 	readonly clock: Clock;
-	readonly sleep: Sleep;
 	readonly log: Logger;
 	readonly plans: readonly ExtractPlan[];
 	/** Hosts may have a delay (the job's, or robots.txt's Crawl-delay): each fetch stamps its start. */
@@ -272,10 +269,10 @@ export class FleetFeed {
 	}
 
 	/**
-	 * A statement a target's fetch waits for, sent again through a short outage (counted as a failed claim)
-	 * while the lease is surely this worker's; null when the worker stops or the lease may have passed on:
-	 * nothing was sent for the target, so it goes back unpaid for another worker or a later `--continue`.
-	 * A reservation booked but unanswered is booked again: the target's settlement gives back all it holds.
+	 * A statement a target's fetch waits for, sent again through a short outage while the lease is surely
+	 * this worker's (`throughOutage`); null when the worker stops or the lease may have passed on: nothing
+	 * was sent for the target, so it goes back unpaid for another worker or a later `--continue`. A
+	 * reservation booked but unanswered is booked again: the target's settlement gives back all it holds.
 	 */
 	async #beforeFetch<T>(
 		lease: FleetLease,
@@ -284,27 +281,20 @@ export class FleetFeed {
 		what: string,
 		statement: () => Promise<T>,
 	): Promise<T | null> {
-		const { leases, log, sleep } = this.#deps;
-		for (let attempt = 1; ; attempt++) {
-			try {
-				return await statement();
-			} catch (error) {
-				// A statement the server refused is a bug, not an outage: it ends the run as one.
-				if (!isConnectionFailure(error)) throw error;
-				const reason = errorMessage(error);
-				leases.claimFailed(reason);
-				const again = !stops.stopping && leases.mayWrite(lease.targetId);
-				if (!again) {
-					log.warn({ event, id: lease.targetId, error: reason }, `could not ${what}: the target goes back unfetched`);
-					return null;
-				}
-				if (attempt === 1)
-					log.warn(
-						{ event, id: lease.targetId, error: reason },
-						`could not ${what}: trying again while its lease lasts`,
-					);
-				await sleep(BEFORE_FETCH_RETRY_MS);
-			}
+		const { leases, log } = this.#deps;
+		const warn = (reason: string, then: string) =>
+			log.warn({ event, id: lease.targetId, error: reason }, `could not ${what}: ${then}`);
+		try {
+			return await leases.throughOutage(
+				lease.targetId,
+				() => stops.stopping,
+				statement,
+				(reason) => warn(reason, "trying again while its lease lasts"),
+			);
+		} catch (error) {
+			if (!isConnectionFailure(error)) throw error;
+			warn(errorMessage(error), "the target goes back unfetched");
+			return null;
 		}
 	}
 

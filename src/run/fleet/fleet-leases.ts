@@ -181,6 +181,32 @@ export class FleetLeases {
 		return this.#failure;
 	}
 
+	/**
+	 * `statement` about a held target sent again through a short database outage (a connection lost: the
+	 * server restarted, failed over) while the target's lease is surely this worker's and no stop came;
+	 * each failure counts as the database failing, the first is passed to `onFirstFailure`. Otherwise the
+	 * error is thrown: a statement the server refused is a bug, not an outage.
+	 */
+	async throughOutage<T>(
+		targetId: string,
+		isStopping: () => boolean,
+		statement: () => Promise<T>,
+		onFirstFailure?: (reason: string) => void,
+	): Promise<T> {
+		for (let attempt = 1; ; attempt++) {
+			try {
+				return await statement();
+			} catch (error) {
+				if (!isConnectionFailure(error)) throw error;
+				const reason = errorMessage(error);
+				this.claimFailed(reason);
+				if (isStopping() || !this.mayWrite(targetId)) throw error;
+				if (attempt === 1) onFirstFailure?.(reason);
+				await this.#deps.sleep(SETTLE_RETRY_MS);
+			}
+		}
+	}
+
 	/** A claim failed: counted as the database failing until a renewal gets through. */
 	claimFailed(message: string): void {
 		this.#failure = message;

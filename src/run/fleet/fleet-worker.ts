@@ -129,7 +129,6 @@ export class FleetCoordination {
 			worker,
 			leaseMs,
 			clock,
-			sleep,
 			log,
 			plans,
 			leases,
