@@ -34,8 +34,9 @@ function runWords(ctx: { cwd: string }, job: Job, flags: ResumeFlags): string[] 
  * The command that resumes THIS run, as it must be pasted (docs/behaviour.md, "Summaries and hints"):
  * the same job file, `--out` when it was not the default, `--shard I/N` for a shard, the flags that
  * chose the service (`--sandbox`, `--config`), the run id when a newer run of the job exists (plain
- * `--resume` picks the newest), and after a budget stop a larger `--max-credits` (a plain `--resume`
- * keeps the run's budget, so it would stop again at once).
+ * `--resume` picks the newest), after a budget stop a larger `--max-credits` (a plain `--resume`
+ * keeps the run's budget, so it would stop again at once), and after a source changed under the run
+ * `--force` (a plain `--resume` refuses targets that changed).
  */
 export function resumeCommand(
 	ctx: { cwd: string },
@@ -49,6 +50,8 @@ export function resumeCommand(
 	if (listRuns(dirname(runDir))[0]?.runId !== runId) words.push(runId);
 	if (stopped?.summary.stopped_reason === "budget_exhausted")
 		words.push("--max-credits", String(budgetToFinish(stopped.summary, stopped.dearestTarget)));
+	// The run stopped because a source changed: a plain --resume refuses changed targets.
+	if (stopped?.summary.stopped_reason === "invalid_source") words.push("--force");
 	return cliCommand(words);
 }
 

@@ -26,6 +26,7 @@ export { withLiteralTargetIds } from "./literal-ids.js";
 export { type LoadedJob, type LoadJobOptions, loadJob } from "./load-job.js";
 export { MAX_JOB_FILE_BYTES } from "./parse-yaml.js";
 export { formatProblem, type JobProblem, JobValidationError, SourceScanStoppedError } from "./problems.js";
+export type { ScanWitness } from "./scan-witness.js";
 export {
 	BAD_ROW_POLICIES,
 	type BadRowPolicy,

@@ -12,6 +12,13 @@ import {
 } from "../common/index.js";
 import { createCaseFoldedIdSet } from "./id-set.js";
 import { type JobProblem, JobValidationError, SourceScanStoppedError } from "./problems.js";
+import {
+	createWitnessRecorder,
+	fileIdentity,
+	type ScanWitness,
+	type WitnessRecorder,
+	witnessedKeys,
+} from "./scan-witness.js";
 import { isOwnShard } from "./shard.js";
 import { createHostTally } from "./shard-balance.js";
 import { readSourceRows, type SourceRow } from "./sources.js";
@@ -36,6 +43,12 @@ export interface StreamTargetsOptions {
 	 * to a temporary folder past SCAN_KEYS_IN_MEMORY; a run's feed passes its own, spilling to its folder.
 	 */
 	seenKeys?: SeenKeys;
+	/**
+	 * What the validation pass saw of these very files (`counts.witness` of `countTargets`): the
+	 * duplicate check then holds only the keys it found repeated, and a source file that changed since
+	 * ends the stream with `JobValidationError`. Takes the place of `seenKeys`.
+	 */
+	witness?: ScanWitness;
 }
 
 /** The duplicate check's set of 64-bit target keys. */
@@ -71,6 +84,11 @@ interface ScanOptions {
 	/** False when only the counts are wanted: rows are checked and counted, but no target is built. */
 	materialize: boolean;
 	seenKeys?: SeenKeys;
+	witness?: ScanWitness;
+	/** Notes what the witness needs (a counting pass). */
+	recorder?: WitnessRecorder;
+	/** Whether a duplicate's warning names the row it repeats (a map of the first rows is kept for it). */
+	namesFirstRows: boolean;
 	/** Stops the scan between batches of rows with `SourceScanStoppedError`: a 10M-row file takes ~30 s. */
 	signal?: AbortSignal;
 }
@@ -126,14 +144,25 @@ async function* scanTargets(job: Job, options: ScanOptions): AsyncGenerator<Targ
 	// Bounded whatever the row count: past SCAN_KEYS_IN_MEMORY keys, older ones go to sorted files in a
 	// temporary folder (removed when the scan ends). A set in memory took 16 MB at a million rows, and
 	// its growth by doubling left the allocator holding large blocks for the rest of the run.
-	if (!options.seenKeys) removeOrphanedKeyFolders(tmpdir());
-	const ownKeys = options.seenKeys
+	const given = options.witness ? witnessedKeys(options.witness) : options.seenKeys;
+	if (!given) removeOrphanedKeyFolders(tmpdir());
+	const ownKeys = given
 		? null
 		: createUrlKeys({
 				dir: join(tmpdir(), `${KEY_FOLDER_PREFIX}${process.pid}-${randomBytes(4).toString("hex")}`),
 				inMemory: SCAN_KEYS_IN_MEMORY,
 			});
-	const seen: SeenKeys = options.seenKeys ?? { add: (high, low) => ownKeys!.see(high, low) };
+	const keys: SeenKeys = given ?? { add: (high, low) => ownKeys!.see(high, low) };
+	const { recorder } = options;
+	const seen: SeenKeys = recorder
+		? {
+				add(high, low) {
+					if (keys.add(high, low)) return true;
+					recorder.repeated(high, low);
+					return false;
+				},
+			}
+		: keys;
 	try {
 		yield* scanWith(job, options, seen);
 	} finally {
@@ -194,6 +223,9 @@ interface FirstRows {
 
 const FIRST_ROWS_KEPT = 16_384;
 
+/** For a scan whose warnings go nowhere (a run's feed): nothing noted. */
+const NO_FIRST_ROWS: FirstRows = { note: () => undefined, get: () => undefined };
+
 function createFirstRows(): FirstRows {
 	const rows = new Map<string, { file: string; line: number; url: string }>();
 	return {
@@ -207,7 +239,7 @@ function createFirstRows(): FirstRows {
 /** The scan itself, with its duplicate check. */
 async function* scanWith(job: Job, options: ScanOptions, seen: SeenKeys): AsyncGenerator<Target[]> {
 	const { counts } = options;
-	const firstRows = createFirstRows();
+	const firstRows = options.namesFirstRows ? createFirstRows() : NO_FIRST_ROWS;
 	const duplicateMessage: DuplicateMessage = (url, key) => {
 		const first = firstRows.get(key);
 		// The first row's spelling when it differs: `HTTP://X/p` repeats `https://x/p#top`.
@@ -256,8 +288,12 @@ async function* scanWith(job: Job, options: ScanOptions, seen: SeenKeys): AsyncG
 	let rowsRead = 0;
 	for (const source of job.sources) {
 		const scanner = createSourceScanner(job, source, options, seen, duplicateMessage, ids, firstRows);
+		const validated = options.witness?.files.get(source.path);
+		options.recorder?.opening(source);
 		for await (const rows of readSourceRows(source)) {
 			if (options.signal?.aborted) throw new SourceScanStoppedError(rowsRead);
+			// Looked at after the rows were read: equal, they are the bytes the validation pass read.
+			if (options.witness && fileIdentity(source.path) !== validated) changedSince(source, rows[0], options);
 			rowsRead += rows.length;
 			const targets: Target[] = [];
 			try {
@@ -273,7 +309,25 @@ async function* scanWith(job: Job, options: ScanOptions, seen: SeenKeys): AsyncG
 			if (targets.length > 0) yield targets;
 		}
 		scanner.finish();
+		options.recorder?.ended(source);
 	}
+}
+
+/** A source file that is no longer the one validated: the stream ends before its rows. */
+function changedSince(source: SourceSpec, next: SourceRow | undefined, options: ScanOptions): never {
+	const at =
+		next === undefined
+			? source.origin
+			: next.kind === "fatal"
+				? next.at
+				: { file: source.displayPath, line: next.line, col: next.col };
+	const problem: JobProblem = {
+		...at,
+		severity: "error",
+		message: `source ${JSON.stringify(source.displayPath)} changed while the run read it: its rows from here on were not validated, so they are not run (run the job again to validate the file as it is now)`,
+	};
+	options.report(problem);
+	throw new JobValidationError([problem]);
 }
 
 /**
@@ -413,7 +467,9 @@ export function streamTargetBatches(job: Job, options: StreamTargetsOptions = {}
 		problemsPerFile: options.problemsPerFile ?? DEFAULT_PROBLEMS_PER_FILE,
 		counts: options.counts ?? createEmptyCounts(),
 		materialize: true,
+		namesFirstRows: options.onProblem !== undefined,
 		...(options.seenKeys === undefined ? {} : { seenKeys: options.seenKeys }),
+		...(options.witness === undefined ? {} : { witness: options.witness }),
 	});
 }
 
@@ -425,17 +481,21 @@ export async function scanJob(
 	const problems: JobProblem[] = [];
 	const counts = createEmptyCounts();
 	if (job.shard && job.shardBy !== "url") counts.hosts = createHostTally();
+	const recorder = createWitnessRecorder();
 	const targets = scanTargets(job, {
 		report: (problem) => problems.push(problem),
 		stopOnError: false,
 		problemsPerFile: options.problemsPerFile ?? DEFAULT_PROBLEMS_PER_FILE,
 		counts,
 		materialize: false,
+		namesFirstRows: true,
+		recorder,
 		...(options.signal ? { signal: options.signal } : {}),
 	});
 	for await (const _batch of targets) {
 		// Counting happens inside the scan; the targets themselves are not kept.
 	}
+	counts.witness = recorder.finish();
 	return { counts, problems };
 }
 

@@ -4,6 +4,7 @@ import type { BrowserSession } from "./browser-session.js";
 import type { CrawlSpec } from "./crawl-spec.js";
 import type { DiscoverySpec } from "./discovery-spec.js";
 import type { JobContract, JobExtraction } from "./extract-normalize.js";
+import type { ScanWitness } from "./scan-witness.js";
 import type { BadRowPolicy, ContentMode, OutputFormat, ScrapeOptions } from "./schema.js";
 import type { ShardBy, ShardSpec } from "./shard.js";
 import type { HostTally } from "./shard-balance.js";
@@ -181,6 +182,11 @@ export interface TargetCounts {
 	creditRangeByMode: Record<RequestedMode, { min: number; max: number }>;
 	/** A sharded job's survey: every shard's targets by host (shard-balance.ts), for the balance warning. */
 	hosts?: HostTally;
+	/**
+	 * What the counting pass saw of the source files, for a run's feed that reads them next
+	 * (scan-witness.ts); null when it cannot vouch for them (a file changed while it was read).
+	 */
+	witness?: ScanWitness | null;
 }
 
 /**

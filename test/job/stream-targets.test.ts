@@ -1,4 +1,5 @@
-import { appendFile, writeFile } from "node:fs/promises";
+import { appendFileSync } from "node:fs";
+import { appendFile, rename, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import {
@@ -200,7 +201,9 @@ describe("countTargets", () => {
 			].join("\n"),
 			{ "a.txt": `${U}/a1\n${U}/a2\n${U}/a1\nbad\n` },
 		);
-		expect(await countTargets(job)).toEqual({
+		const { witness, ...counts } = await countTargets(job);
+		expect(witness?.repeated.size).toBe(1);
+		expect(counts).toEqual({
 			targets: 5,
 			duplicates: 1,
 			skippedRows: 1,
@@ -244,5 +247,73 @@ describe("countTargets", () => {
 		const error = await countTargets(job).catch((e: unknown) => e);
 		expect(error).toBeInstanceOf(JobValidationError);
 		expect((error as JobValidationError).problems.map((p) => `${p.file}:${p.line}`)).toEqual(["a.txt:1", "a.txt:2"]);
+	});
+});
+
+describe("a run's feed under the validation pass's witness", () => {
+	const rows = (from: number, to: number) => Array.from({ length: to - from }, (_, n) => `${U}/p/${from + n}`);
+
+	it("drops the repeated rows the validation pass found, and no other, without a key set of every row", async () => {
+		const list = [...rows(0, 300), `${U}/p/7`, `https://SHOP.EXAMPLE:443/p/8#top`, `${U}/p/7`, ...rows(300, 400)];
+		const { job, counts } = await setup("sources:\n  - a.txt\n", { "a.txt": `${list.join("\n")}\n` });
+		const witness = counts?.witness;
+		expect(witness?.repeated.size).toBe(2);
+		const viaWitness = await collect(streamTargets(job, { witness: witness! }));
+		const viaKeys = await collect(streamTargets(job));
+		expect(viaWitness.map((target) => target.url)).toEqual(viaKeys.map((target) => target.url));
+		expect(viaWitness).toHaveLength(400);
+		expect(new Set(viaWitness.map((target) => target.id)).size).toBe(400);
+	});
+
+	it("a source written after validation ends the stream before the rows it was not validated with", async () => {
+		// Rows read in chunks: the change lands while the feed is part-way through the file.
+		const list = rows(0, 20_000);
+		const { job, dir, counts } = await setup("sources:\n  - a.txt\n", { "a.txt": `${list.join("\n")}\n` });
+		const witness = counts!.witness!;
+		const seen: string[] = [];
+		const problems: JobProblem[] = [];
+		const error = await (async () => {
+			for await (const target of streamTargets(job, { witness, onProblem: (p) => problems.push(p) })) {
+				seen.push(target.url);
+				// The first row again at the end: without the witness's check it would be a second target of one id.
+				if (seen.length === 1) await appendFile(join(dir, "a.txt"), `${U}/p/0\n`);
+			}
+		})().catch((e: unknown) => e);
+		expect(error).toBeInstanceOf(JobValidationError);
+		expect(seen.length).toBeLessThan(20_000);
+		expect(new Set(seen).size).toBe(seen.length);
+		expect(problems).toHaveLength(1);
+		expect(problems[0]?.message).toContain('source "a.txt" changed while the run read it');
+		expect(problems[0]?.file).toBe("a.txt");
+		expect(problems[0]?.line).toBeGreaterThan(1);
+	});
+
+	it("a source replaced between the passes (renamed over, same bytes) is not the one validated", async () => {
+		const { job, dir, counts } = await setup("sources:\n  - a.txt\n", { "a.txt": `${rows(0, 10).join("\n")}\n` });
+		await writeFile(join(dir, "b.txt"), `${rows(0, 10).join("\n")}\n`);
+		await rename(join(dir, "b.txt"), join(dir, "a.txt"));
+		const error = await collect(streamTargets(job, { witness: counts!.witness! })).catch((e: unknown) => e);
+		expect(error).toBeInstanceOf(JobValidationError);
+	});
+
+	it("no witness when a source changed while the validation pass read it, or repeats too many rows to list", async () => {
+		const { job, dir } = await setup("sources:\n  - a.txt\n", { "a.txt": `${rows(0, 20_000).join("\n")}\n` });
+		let appended = false;
+		const changing = {
+			...job,
+			select: () => {
+				if (!appended) {
+					appended = true;
+					appendFileSync(join(dir, "a.txt"), `${U}/p/0\n`);
+				}
+				return true;
+			},
+		};
+		expect((await countTargets(changing)).witness).toBeNull();
+		await writeFile(join(dir, "a.txt"), `${[...rows(0, 70_000), ...rows(0, 70_000)].join("\n")}\n`);
+		const repeats = await countTargets(job);
+		expect(repeats.duplicates).toBe(70_000);
+		expect(repeats.witness).toBeNull();
+		expect((await countTargets({ ...job, sources: job.sources })).targets).toBe(70_000);
 	});
 });

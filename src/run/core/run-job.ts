@@ -376,7 +376,7 @@ async function feedRun(
 	fetching: FetchSide,
 	running: RunnerSide,
 ): Promise<FeedOutcome & { readonly hosts: HostGate | null }> {
-	const { options, job, opened, clock, sleep } = context;
+	const { options, job, survey, opened, clock, sleep } = context;
 	const { log, fleet, budget, stops } = side;
 	const { queue, crawler } = fetching;
 	const { runner } = running;
@@ -402,6 +402,7 @@ async function feedRun(
 			dir: join(opened.runDir, FEED_KEYS_DIR),
 			inMemory: options.feedKeysInMemory ?? FEED_KEYS_IN_MEMORY,
 		}),
+		witness: survey.witness ?? null,
 		concurrency: options.concurrency,
 		runner,
 		log,

@@ -2,7 +2,7 @@ import type { Logger } from "pino";
 import type { ScraperClient } from "../../api/index.js";
 import { type Clock, errorMessage, type Sleep, type TaskQueue, type UrlKeys } from "../../common/index.js";
 import type { Crawler } from "../../crawl/index.js";
-import { type Job, streamTargetBatches, type Target } from "../../job/index.js";
+import { type Job, type ScanWitness, streamTargetBatches, type Target } from "../../job/index.js";
 import { OutputError } from "../../output/index.js";
 import type { CreditBudget } from "../flow/credit-budget.js";
 import { createHostGate, type HostGate } from "../flow/host-gate.js";
@@ -48,6 +48,8 @@ export interface FeedParts {
 	readonly budget: CreditBudget;
 	/** The duplicate check of the rows read (spills to the run folder past its memory share). */
 	readonly feedKeys: UrlKeys;
+	/** What the validation pass saw of the sources: with it, `feedKeys` is not needed for a list. */
+	readonly witness: ScanWitness | null;
 	/** The run's concurrency: the queue is refilled in batches of it. */
 	readonly concurrency: number;
 	readonly runner: TargetRunner;
@@ -81,9 +83,13 @@ export async function feedTargets(parts: FeedParts): Promise<FeedOutcome> {
 		if (discovered) parts.budget.commit(0, discovered.credits);
 		const targets = withDiscovered(
 			// A sharded crawl reads every shard's seeds (its scope and seed options); it fetches only its own.
-			streamTargetBatches(crawler && job.shard ? unshardedJob(job) : job, {
-				seenKeys: { add: (high, low) => parts.feedKeys.see(high, low) },
-			}),
+			streamTargetBatches(
+				crawler && job.shard ? unshardedJob(job) : job,
+				// The rows the validation pass vouched for need no key set of their own (scan-witness.ts).
+				!crawler && parts.witness
+					? { witness: parts.witness }
+					: { seenKeys: { add: (high, low) => parts.feedKeys.see(high, low) } },
+			),
 			discovered,
 		);
 		/** A crawled page's work, which tells the crawler when it has ended (the next depth may be due). */
