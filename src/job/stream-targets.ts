@@ -324,7 +324,7 @@ function changedSince(source: SourceSpec, next: SourceRow | undefined, options: 
 	const problem: JobProblem = {
 		...at,
 		severity: "error",
-		message: `source ${JSON.stringify(source.displayPath)} changed while the run read it: its rows from here on were not validated, so they are not run (run the job again to validate the file as it is now)`,
+		message: `source ${JSON.stringify(source.displayPath)} changed after the run validated it: its rows from here on are not run (they were not validated); run the job again to validate the file as it is now`,
 	};
 	options.report(problem);
 	throw new JobValidationError([problem]);

@@ -283,7 +283,7 @@ describe("a run's feed under the validation pass's witness", () => {
 		expect(seen.length).toBeLessThan(20_000);
 		expect(new Set(seen).size).toBe(seen.length);
 		expect(problems).toHaveLength(1);
-		expect(problems[0]?.message).toContain('source "a.txt" changed while the run read it');
+		expect(problems[0]?.message).toContain('source "a.txt" changed after the run validated it');
 		expect(problems[0]?.file).toBe("a.txt");
 		expect(problems[0]?.line).toBeGreaterThan(1);
 	});

@@ -70,7 +70,7 @@ describe("the feed reads the rows the validation pass vouched for", () => {
 		expect(stopped.code, stopped.stderr).toBe(2);
 		const runDir = join(dir, "out", "shop", readdirSync(join(dir, "out", "shop")).filter(isRunFolderName)[0]!);
 		expect(readSummary(runDir).stopped_reason).toBe("invalid_source");
-		expect(readFileSync(join(runDir, "run.log"), "utf8")).toContain('urls.txt\\" changed while the run read it');
+		expect(readFileSync(join(runDir, "run.log"), "utf8")).toContain('urls.txt\\" changed after the run validated it');
 		const before = fetched().map((entry) => entry.url);
 		expect(before.length).toBeLessThan(600);
 		expect(new Set(before).size).toBe(before.length);
