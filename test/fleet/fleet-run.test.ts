@@ -426,10 +426,14 @@ describe("run --fleet: workers of one fleet run", () => {
 			"three workers joined",
 		);
 		const site = await startTargetSite((_req, res) => {
-			void joined.then(() => setTimeout(() => html(res, "<p>page</p>"), 40));
+			joined.then(
+				() => setTimeout(() => html(res, "<p>page</p>"), 40),
+				() => res.destroy(),
+			);
 		});
 		const { dir, file } = listJob(site.origin, 40);
 		const outcomes = await Promise.all(Array.from({ length: 3 }, () => worker(file, dir, service.env, url).done));
+		await joined;
 		for (const outcome of outcomes) expect(outcome.code, outcome.stderr).toBe(0);
 		const [window] = service.emulator.ledger.rateLimits;
 		if (!window) throw new Error("no 429 was answered");
@@ -437,8 +441,9 @@ describe("run --fleet: workers of one fleet run", () => {
 		// worker's gate opening a pause window writes it back: one `seen` write each).
 		const [first, ...later] = await pauseWrites(url);
 		expect(first, "the 429 paused the fleet").toMatchObject({ seen: false });
-		expect(later.filter((write) => write.seen)).toHaveLength(2);
-		const seenAt = later.find((write) => write.seen)!.at;
+		const seen = later.filter((write) => write.seen && write.at < first!.until);
+		expect(seen).toHaveLength(2);
+		const seenAt = seen[0]!.at;
 		// No target claimed from the moment the pause was surely committed until its end (one clock).
 		const { claims } = await hostTurns(url);
 		expect(claims.filter((claim) => claim.at >= seenAt && claim.at < first!.until)).toEqual([]);
