@@ -103,7 +103,7 @@ describe("crawl.robots", () => {
 		expect(summary.crawl?.sitemap_credits).toBeGreaterThan(0);
 	});
 
-	it("obey: Crawl-delay spaces the fetch starts to the host (the emulator's ledger), seeds included", async () => {
+	it("obey: Crawl-delay spaces the fetch starts to the host (the records' start times), seeds included", async () => {
 		const service = await useTestService({ concurrency: 4 });
 		const site = await startSite(ROBOTS);
 		const { runDir } = await crawl(crawlYaml(site.origin, "obey"), service.env);
@@ -158,7 +158,7 @@ describe("crawl.robots", () => {
 });
 
 describe("per_host_delay", () => {
-	it("spaces fetch starts to one host by at least the delay (the emulator's ledger), any job", async () => {
+	it("spaces fetch starts to one host by at least the delay (the records' start times), any job", async () => {
 		const service = await useTestService({ concurrency: 8 });
 		const targets = Array.from({ length: 6 }, (_, index) => `  - ${service.site.url}/product/${index + 1}`);
 		const dir = tempDir();
