@@ -56,6 +56,38 @@ async function recordHostTurns(url: string): Promise<void> {
 	`);
 }
 
+/**
+ * Note, on the database's clock, each write of the fleet's pause (`runs.paused_until`, a 429's reset): when
+ * the writer held the row (clock_timestamp() in the trigger, after any wait for a write before it), until
+ * when, and whether the row it replaced already held a pause in force. A worker that learns of another's
+ * 429 from the database pauses its own sends and writes the pause back: those writes are the `seen` ones,
+ * made after the first pause was committed, so any claim that starts later reads it.
+ */
+async function recordPauses(url: string): Promise<void> {
+	const fleet = await fleetFor(url);
+	await fleet.query(`
+		CREATE TABLE public.pauses (at timestamptz NOT NULL, until timestamptz NOT NULL, seen boolean NOT NULL);
+		CREATE FUNCTION public.note_pause() RETURNS trigger LANGUAGE plpgsql AS $$
+		BEGIN
+			INSERT INTO public.pauses
+			VALUES (clock_timestamp(), NEW.paused_until, coalesce(OLD.paused_until > clock_timestamp(), false));
+			RETURN NULL;
+		END $$;
+		CREATE TRIGGER note_pause AFTER UPDATE OF paused_until ON runs FOR EACH ROW
+			WHEN (NEW.paused_until IS NOT NULL) EXECUTE FUNCTION public.note_pause();
+	`);
+}
+
+/** What `recordPauses` noted, in time order (µs since the epoch, the database's clock). */
+async function pauseWrites(url: string): Promise<Array<{ at: number; until: number; seen: boolean }>> {
+	const rows = await queryDatabase<{ at: string; until: string; seen: boolean }>(
+		url,
+		`SELECT (extract(epoch FROM at) * 1000000)::bigint AS at, (extract(epoch FROM until) * 1000000)::bigint AS until, seen
+		FROM public.pauses ORDER BY at`,
+	);
+	return rows.map((row) => ({ at: Number(row.at), until: Number(row.until), seen: row.seen }));
+}
+
 interface Turn {
 	readonly url: string;
 	readonly worker: string;
@@ -377,21 +409,50 @@ describe("run --fleet: workers of one fleet run", () => {
 	it("a 429 to one worker pauses every worker of the fleet until its reset", async () => {
 		assertBuilt();
 		const url = await (await cluster()).createDatabase();
+		// Events, not a time after the 429: other workers learn of it by polling the database, and a loaded
+		// machine delays each step (the pause's write, a poll, a request on its way) by any amount.
+		await recordHostTurns(url);
+		await recordPauses(url);
 		// One 429 at the 20th page, mid-run, with a 3 s reset.
 		const service = await useTestService({
 			concurrency: 6,
 			reset_seconds: 3,
 			faults: [{ kind: "rate_limit", match: "/p/20", times: 1 }],
 		});
-		const site = await startTargetSite((_req, res) => setTimeout(() => html(res, "<p>page</p>"), 40));
+		// No page is answered before all three workers have joined the run: each is polling when the 429 comes.
+		const joined = until(
+			async () =>
+				(await queryDatabase<{ n: number }>(url, "SELECT count(*)::int AS n FROM scrapejob.workers"))[0]?.n === 3,
+			"three workers joined",
+		);
+		const site = await startTargetSite((_req, res) => {
+			joined.then(
+				() => setTimeout(() => html(res, "<p>page</p>"), 40),
+				() => res.destroy(),
+			);
+		});
 		const { dir, file } = listJob(site.origin, 40);
 		const outcomes = await Promise.all(Array.from({ length: 3 }, () => worker(file, dir, service.env, url).done));
+		await joined;
 		for (const outcome of outcomes) expect(outcome.code, outcome.stderr).toBe(0);
 		const [window] = service.emulator.ledger.rateLimits;
 		if (!window) throw new Error("no 429 was answered");
-		// Other workers learn of the pause within a quarter second: after that, nothing is sent until the reset.
-		const during = service.emulator.ledger.requestsDuring(window.at + 700, window.untilMs, "realtime");
-		expect(during.map((entry) => entry.url)).toEqual([]);
+		// The answered worker paused the fleet; each of the other two read it and paused its own sends (a
+		// worker's gate opening a pause window writes it back: one `seen` write each).
+		const [first, ...later] = await pauseWrites(url);
+		expect(first, "the 429 paused the fleet").toMatchObject({ seen: false });
+		const seen = later.filter((write) => write.seen && write.at < first!.until);
+		expect(seen).toHaveLength(2);
+		const seenAt = seen[0]!.at;
+		// No target claimed from the moment the pause was surely committed until its end (one clock).
+		const { claims } = await hostTurns(url);
+		expect(claims.filter((claim) => claim.at >= seenAt && claim.at < first!.until)).toEqual([]);
+		// The 429's own target is sent again only after the reset (its worker paused from the answer on).
+		const again = service.emulator.ledger
+			.byEndpoint("realtime")
+			.filter((entry) => entry.url?.endsWith("/p/20") && entry.at > window.at);
+		expect(again.length).toBeGreaterThan(0);
+		for (const entry of again) expect(entry.at).toBeGreaterThanOrEqual(window.untilMs);
 		expect(await fleetRecords(url)).toHaveLength(40);
 	}, 60_000);
 

@@ -70,6 +70,71 @@ function watchPeakRss(pid: number): { stop(): number } {
 	};
 }
 
+/**
+ * What the run's main thread does with large byte runs (8 MiB and more: far above a module's source,
+ * which the loader decodes, far below a 40 MB page), counted by a module loaded before the CLI
+ * (`--import`, main thread only) and written to `file` at exit: each one sent to a worker (as a string,
+ * shared memory, a moved buffer or a cloned copy), each `Buffer.concat` and each decode to a string
+ * (`Buffer#toString`, `TextDecoder#decode`). Counts, not memory readings: the same however busy the
+ * machine is.
+ */
+function pageCrossingsHook(file: string): string {
+	const hook = `
+		import { writeFileSync } from "node:fs";
+		import { isMainThread, MessagePort, Worker } from "node:worker_threads";
+		if (isMainThread) {
+			const BIG = 8 * 1024 * 1024;
+			const seen = { sent: [], joined: [], decoded: [] };
+			const find = (value, moved, depth, found) => {
+				if (typeof value === "string") {
+					if (value.length >= BIG) found.push({ kind: "string", bytes: value.length });
+				} else if (ArrayBuffer.isView(value) || value instanceof ArrayBuffer || value instanceof SharedArrayBuffer) {
+					const buffer = ArrayBuffer.isView(value) ? value.buffer : value;
+					const kind = buffer instanceof SharedArrayBuffer ? "shared" : moved.includes(buffer) ? "moved" : "cloned";
+					if (value.byteLength >= BIG) found.push({ kind, bytes: value.byteLength });
+				} else if (value !== null && typeof value === "object" && depth < 5) {
+					for (const inner of Object.values(value)) find(inner, moved, depth + 1, found);
+				}
+			};
+			for (const proto of [MessagePort.prototype, Worker.prototype]) {
+				const post = proto.postMessage;
+				proto.postMessage = function (message, transfer) {
+					const moved = Array.isArray(transfer) ? transfer : (transfer?.transfer ?? []);
+					const found = [];
+					find(message, moved, 0, found);
+					seen.sent.push(...found);
+					return post.call(this, message, transfer);
+				};
+			}
+			const concat = Buffer.concat;
+			Buffer.concat = function (list, length) {
+				const joined = concat.call(this, list, length);
+				if (joined.length >= BIG) seen.joined.push(joined.length);
+				return joined;
+			};
+			const toString = Buffer.prototype.toString;
+			Buffer.prototype.toString = function (encoding, start = 0, end = this.length) {
+				const bytes = Math.min(end, this.length) - Math.max(start, 0);
+				if (bytes >= BIG) seen.decoded.push(bytes);
+				return toString.apply(this, arguments);
+			};
+			const decode = TextDecoder.prototype.decode;
+			TextDecoder.prototype.decode = function (input, options) {
+				if (input !== undefined && input.byteLength >= BIG) seen.decoded.push(input.byteLength);
+				return decode.call(this, input, options);
+			};
+			process.on("exit", () => writeFileSync(${JSON.stringify(file)}, JSON.stringify(seen)));
+		}
+	`;
+	return `--import=data:text/javascript,${encodeURIComponent(hook)}`;
+}
+
+interface PageCrossings {
+	sent: Array<{ kind: "string" | "shared" | "moved" | "cloned"; bytes: number }>;
+	joined: number[];
+	decoded: number[];
+}
+
 function onlyRun(out: string, job: string): string {
 	const runs = readdirSync(join(out, job)).filter(isRunFolderName);
 	expect(runs).toHaveLength(1);
@@ -167,7 +232,7 @@ describe("hostile pages", () => {
 		expect(Date.now() - signalled).toBeLessThan(10_000);
 		expect(result.code).toBe(130);
 	}, 60_000);
-	it("a crawl reading three 40 MB pages at once stays well under 512 MB: each page is read into one buffer and crosses to its worker as bytes, never as a string on the main thread", async () => {
+	it("a crawl reading three 40 MB pages at once holds each once on the main thread, as bytes: read into one buffer, never joined or decoded there, crossing to its worker as shared memory", async () => {
 		service = await startTestService({ concurrency: 3 });
 		// Two-byte text (é): as a string it is 40 MB again, and its copy sent to a worker another 40 MB.
 		const big = Buffer.from(`<html><body><p>${"é".repeat(20 * 1024 * 1024)}</p><a href="/leaf">x</a></body></html>`);
@@ -193,7 +258,11 @@ describe("hostile pages", () => {
 				"",
 			].join("\n"),
 		);
-		const run = spawnCli(["run", job, "--out", out, "--quiet"], service.env);
+		const crossings = join(dir, "crossings.json");
+		const run = spawnCli(["run", job, "--out", out, "--quiet"], {
+			...service.env,
+			NODE_OPTIONS: pageCrossingsHook(crossings),
+		});
 		const peak = watchPeakRss(run.child.pid!);
 		const result = await run.done;
 		const peakKb = peak.stop();
@@ -203,7 +272,14 @@ describe("hostile pages", () => {
 			JSON.stringify(records.map((r) => [r.error, r.message])),
 		).toEqual(["ok", "ok", "ok", "ok"]);
 		expect(result.code, result.stderr).toBe(0);
-		// Measured 400–430 MB here; the main thread's string and its copy to the worker made it 530–590.
-		expect(peakKb / 1024).toBeLessThan(480);
+		const seen = JSON.parse(readFileSync(crossings, "utf8")) as PageCrossings;
+		// Peak RSS said this once (400–430 MB alone, 530–590 with the copies), but it also follows the
+		// collector's timing and the pages' overlap, which a loaded machine shifts: shown, not asserted.
+		console.info(`three 40 MB pages: peak RSS ${(peakKb / 1024).toFixed(0)} MB`);
+		// What the main thread does with a page, counted: each crossed once, as the shared buffer it was read
+		// into; none joined from chunks (a second copy), decoded (a third) or cloned to its worker (a fourth).
+		expect(seen.sent).toEqual(Array.from({ length: 3 }, () => ({ kind: "shared", bytes: big.length })));
+		expect(seen.joined).toEqual([]);
+		expect(seen.decoded).toEqual([]);
 	}, 90_000);
 });
