@@ -44,6 +44,8 @@ interface Feature {
 	readonly name: string;
 	/** The job under test (YAML), on `site`. */
 	job(site: string): string;
+	/** Source files written beside the job (name → text), on `site`. */
+	files?(site: string): Record<string, string>;
 	/** Earlier runs that the run under test builds on (history): their job file and faults. */
 	readonly setup?: { readonly job: (site: string) => string };
 	/** Emulator faults (the setup run meets them; `times` makes them run out before the run under test). */
@@ -111,9 +113,15 @@ const FEATURES: readonly Feature[] = [
 				"  price: {css: .price, type: number}",
 				"  sku: {regex: 'SKU-(\\d+)'}",
 				"targets:",
-				...products(site, 1, 8),
+				...products(site, 1, 4),
+				"sources:",
+				"  - urls.txt",
 				"",
 			].join("\n"),
+		// Rows repeating a row or an inline target (one page): each runs once, resumed or not.
+		files: (site) => ({
+			"urls.txt": `${range(5, 8, `${site}/product/`).join("\n")}\n${site}/product/6#top\n${site}/product/2\n${site}/product/7\n`,
+		}),
 		flags: [],
 		options: {},
 		budget: 3,
@@ -405,6 +413,9 @@ function pathsOf(records: readonly ResultRecord[]): string[] {
 							side.ledgerFrom = emulator.ledger.byEndpoint("realtime").length;
 						}
 						writeJob(dir, "shop", feature.job(site.url));
+						for (const [name, text] of Object.entries(feature.files?.(site.url) ?? {})) {
+							writeFileSync(join(dir, name), text);
+						}
 						return side;
 					}),
 				);
