@@ -1,10 +1,12 @@
 import { readdirSync } from "node:fs";
+import { createServer } from "node:http";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import type { HostCost } from "../../src/history/index.js";
 import { forecastCredits, forecastReport } from "../../src/run/economics/forecast.js";
 import { createHostCosts, hostOf } from "../../src/run/economics/host-costs.js";
 import { readSummary, tempDir, writeJob } from "../helpers/job-files.js";
+import { listenForTest } from "../helpers/loopback.js";
 import { runCli } from "../helpers/run-cli.js";
 import { startTestService, type TestService, useTestService } from "../helpers/service.js";
 
@@ -299,5 +301,95 @@ describe("the adaptive forecast against the ledger", () => {
 			expected: crawled,
 			spent: crawled,
 		});
+	});
+});
+
+/**
+ * A service that charges failed attempts (the emulator charges none): every fetch's first attempt is a
+ * "Page crashed" 500 that costs 1 credit, retried; `b.example` serves datacenter addresses a block page.
+ */
+async function chargingService(): Promise<{ env: NodeJS.ProcessEnv; charged: () => number }> {
+	let charged = 0;
+	const attempts = new Map<string, number>();
+	const server = createServer((req, res) => {
+		if (req.url?.includes("/scraper/health")) {
+			res.writeHead(200, { "content-type": "application/json" });
+			res.end('{"success":true}');
+			return;
+		}
+		let body = "";
+		req.on("data", (chunk) => {
+			body += chunk;
+		});
+		req.on("end", () => {
+			const query = new URL(req.url ?? "/", "http://service").searchParams;
+			const params: Record<string, unknown> = body ? JSON.parse(body) : Object.fromEntries(query);
+			const { url, mode, proxy_type: proxy } = params as { url: string; mode: string; proxy_type?: string };
+			const key = `${url} ${mode} ${proxy}`;
+			const attempt = (attempts.get(key) ?? 0) + 1;
+			attempts.set(key, attempt);
+			charged += 1;
+			if (attempt % 2 === 1) {
+				res.writeHead(500, { "content-type": "application/json" });
+				res.end('{"success":false,"error":"Scraping failed","message":"Page crashed","credits_used":1}');
+				return;
+			}
+			const datacenter = mode === "request" && proxy === "datacenter";
+			const credits = mode === "browser" ? 5 : datacenter ? 1 : 2;
+			charged += credits - 1;
+			const blocked = datacenter && url.includes("b.example");
+			res.writeHead(200, { "content-type": "text/html", "x-credits-used": String(credits), "x-mode-used": mode });
+			res.end(
+				blocked
+					? "<html><head><title>Access Denied</title></head><body><h1>Access Denied</h1></body></html>"
+					: '<html><body><h1>Item</h1><span class="price">9.99</span></body></html>',
+			);
+		});
+	});
+	const origin = await listenForTest(server);
+	return {
+		env: { SCRAPEJOB_SCRAPER_KEY: "charging-test-key-0123456789", SCRAPEJOB_SCRAPER_URL: `${origin}/api/v1` },
+		charged: () => charged,
+	};
+}
+
+describe("the adaptive forecast and charged retries", () => {
+	it("failed attempts the service charged are in what the targets cost, and so in the next run's forecast", async () => {
+		const service = await chargingService();
+		const dir = tempDir();
+		const out = join(dir, "out");
+		const targets = [1, 2, 3, 4, 5, 6].flatMap((page) => [
+			`  - https://a.example/${page}`,
+			`  - https://b.example/${page}`,
+		]);
+		const job = writeJob(
+			dir,
+			"retries",
+			[
+				"name: retries",
+				"concurrency: 1",
+				"breaker: false",
+				"defaults: {mode: adaptive}",
+				"retry: {attempts: 2, backoff_ms: 5, max_backoff_ms: 10}",
+				"extract:",
+				"  price: {css: .price, required: true}",
+				"targets:",
+				...targets,
+				"",
+			].join("\n"),
+		);
+		const run = async () => {
+			const before = service.charged();
+			const result = await runCli(["run", job, "--out", out, "--quiet"], { env: service.env });
+			expect(result.code, result.stderr).toBe(0);
+			return service.charged() - before;
+		};
+		await run();
+		const dry = await runCli(["run", job, "--out", out, "--dry-run", "--json"], { env: service.env });
+		expect(dry.code, dry.stderr).toBe(0);
+		const forecast = JSON.parse(dry.stdout)[0].forecast as { expected: number };
+		// a.example: a charged crash (1) and a datacenter fetch (1); b.example: a crash (1) and a residential fetch (2).
+		expect(await run()).toBe(6 * 2 + 6 * 3);
+		expect(forecast.expected).toBe(6 * 2 + 6 * 3);
 	});
 });
