@@ -17,7 +17,8 @@ export interface DomainMode {
 
 /**
  * What one run's records of one host cost (table `host_costs`): targets, and sums and sums of squares of
- * credits per target — all its fetches, its first fetch only, its last fetch only. The forecast reads them
+ * credits per target — all its fetches, its first fetch only, and its last fetch only (under `mode: adaptive`:
+ * what it pays from the rung its domain's next run starts on, src/run/economics/host-costs.ts). The forecast reads them
  * (src/run/economics/forecast.ts).
  */
 export interface HostCost {

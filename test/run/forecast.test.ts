@@ -1,11 +1,14 @@
+import { readdirSync } from "node:fs";
+import { createServer } from "node:http";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import type { HostCost } from "../../src/history/index.js";
 import { forecastCredits, forecastReport } from "../../src/run/economics/forecast.js";
-import { hostOf } from "../../src/run/economics/host-costs.js";
-import { tempDir, writeJob } from "../helpers/job-files.js";
+import { createHostCosts, hostOf } from "../../src/run/economics/host-costs.js";
+import { readSummary, tempDir, writeJob } from "../helpers/job-files.js";
+import { listenForTest } from "../helpers/loopback.js";
 import { runCli } from "../helpers/run-cli.js";
-import { startTestService, type TestService } from "../helpers/service.js";
+import { startTestService, type TestService, useTestService } from "../helpers/service.js";
 
 let service: TestService | undefined;
 afterEach(async () => {
@@ -103,6 +106,57 @@ describe("forecastCredits", () => {
 	});
 });
 
+describe("what the store keeps of adaptive targets", () => {
+	// The full ladder: rungs 0–3 (request+datacenter 1, request+residential 2, auto 2–6, browser 5).
+	const LADDER = [0, 1, 2, 3];
+	const range = { min: 1, max: 14 };
+
+	it("a target fetched before its domain climbed is costed on the rung the next run starts it on", () => {
+		const costs = createHostCosts();
+		// Two pages never needed more than the cheapest rung; the third was blocked there and climbed.
+		costs.add("http://shop.example/1", 1, 1, 1, range, {
+			domain: "shop.example",
+			ladder: LADDER,
+			from: 0,
+			charges: [1],
+		});
+		costs.add("http://shop.example/2", 1, 1, 1, range, {
+			domain: "shop.example",
+			ladder: LADDER,
+			from: 0,
+			charges: [1],
+		});
+		costs.add("http://shop.example/3", 3, 1, 2, range, {
+			domain: "shop.example",
+			ladder: LADDER,
+			from: 0,
+			charges: [1, 2],
+		});
+		// The domain's next run starts on rung 1: every target is one residential fetch (2).
+		const [row] = costs.rows(() => 1);
+		expect(row).toMatchObject({ targets: 3, credits: 5, first: 3, last: 6, lastSq: 12 });
+		// Had the domain stayed on rung 0, each target would pay its fetches from there: the climb again.
+		expect(costs.rows(() => 0)[0]).toMatchObject({ last: 5, lastSq: 1 + 1 + 9 });
+	});
+
+	it("a page no rung makes useful, on a domain that stays cheap, climbs again next run: every rung is in its cost", () => {
+		const costs = createHostCosts();
+		costs.add("http://shop.example/1", 1, 1, 1, range, {
+			domain: "shop.example",
+			ladder: LADDER,
+			from: 0,
+			charges: [1],
+		});
+		costs.add("http://shop.example/page", 10, 1, 5, range, {
+			domain: "shop.example",
+			ladder: LADDER,
+			from: 0,
+			charges: [1, 2, 2, 5],
+		});
+		expect(costs.rows(() => 0)[0]).toMatchObject({ last: 11, lastSq: 101 });
+	});
+});
+
 describe("hostOf", () => {
 	it("reads the usual URL's host without parsing it, and any other as the URL parser does", () => {
 		for (const url of [
@@ -141,5 +195,201 @@ describe("the forecast across runs of a job", () => {
 		const dry = await runCli(["run", job, "--out", out, "--dry-run", "--json"], { env: service.env });
 		expect(dry.code, dry.stderr).toBe(0);
 		expect(JSON.parse(dry.stdout)[0].forecast.expected).toBe(full);
+	});
+});
+
+/**
+ * The forecast against what the emulator charged, under `mode: adaptive` on mixed domains: `localhost`
+ * blocks datacenter addresses everywhere; `127.0.0.1` serves them, except two product pages that block
+ * them, and two pages with no price that no rung makes useful.
+ */
+describe("the adaptive forecast against the ledger", () => {
+	const yaml = (port: number, extra = "") => {
+		const targets: string[] = [];
+		for (let page = 1; page <= 12; page++)
+			targets.push(`  - http://127.0.0.1:${port}/product/${page}`, `  - http://localhost:${port}/product/${page}`);
+		targets.push(`  - http://127.0.0.1:${port}/page/1`, `  - http://127.0.0.1:${port}/page/2`);
+		return [
+			"name: mixed",
+			"concurrency: 2",
+			"breaker: false",
+			"defaults: {mode: adaptive}",
+			"retry: {attempts: 8, backoff_ms: 5, max_backoff_ms: 10}",
+			extra,
+			"extract:",
+			"  price: {css: .price, required: true}",
+			"targets:",
+			...targets,
+			"",
+		].join("\n");
+	};
+
+	it("the run after the store learned each domain's rung costs what was forecast, pages fetched before their domain climbed included", async () => {
+		const service = await useTestService({
+			block_datacenter: ["//localhost:", "/127\\.0\\.0\\.1:\\d+\\/product\\/(10|11)$/"],
+			// Service 503s on both runs: retried (eight attempts: 0.3⁸ that a target fails), never charged.
+			faults: [{ kind: "unavailable", probability: 0.3 }],
+		});
+		const dir = tempDir();
+		const out = join(dir, "out");
+		const job = writeJob(dir, "mixed", yaml(service.site.port));
+		const dryRun = async () => {
+			const dry = await runCli(["run", job, "--out", out, "--dry-run", "--json"], { env: service.env });
+			expect(dry.code, dry.stderr).toBe(0);
+			return JSON.parse(dry.stdout)[0].forecast as { expected: number; low: number; high: number } | undefined;
+		};
+		const run = async () => {
+			const before = service.emulator.ledger.totalCharged();
+			const result = await runCli(["run", job, "--out", out, "--quiet"], { env: service.env });
+			expect(result.code, result.stderr).toBe(0);
+			const dirs = readdirSync(join(out, "mixed")).filter((name) => /^\d/.test(name));
+			const summary = readSummary(join(out, "mixed", dirs.sort().at(-1)!));
+			return { charged: service.emulator.ledger.totalCharged() - before, summary };
+		};
+		// No store yet: no forecast, only the static range.
+		expect(await dryRun()).toBeUndefined();
+		const first = await run();
+		expect(first.summary.forecast).toBeUndefined();
+		// 127.0.0.1 ends on the residential rung (its two blocked pages needed it), localhost too.
+		expect(first.summary.modes?.["127.0.0.1"]).toMatchObject({ mode: "request", proxy_type: "residential" });
+
+		const forecast = (await dryRun())!;
+		const second = await run();
+		// Every target of a domain now goes on its learned rung; the two priceless pages climb again.
+		expect(second.charged).toBe(12 * 2 + 12 * 2 + 2 * (2 + 2 + 5));
+		expect(forecast.expected).toBe(second.charged);
+		expect(second.summary.forecast).toMatchObject({ expected: second.charged, spent: second.charged, error: 0 });
+		// Learned, the next run costs the same.
+		expect((await dryRun())!.expected).toBe(second.charged);
+	});
+
+	it("a crawl's dry run forecasts its seeds only (the pages it finds are not known before it runs); the run's own forecast covers every page it wrote", async () => {
+		const service = await useTestService();
+		const dir = tempDir();
+		const out = join(dir, "out");
+		const job = writeJob(
+			dir,
+			"crawl",
+			[
+				"name: crawl",
+				"defaults: {mode: request}",
+				"crawl: {max_depth: 1, robots: ignore}",
+				"targets:",
+				`  - http://127.0.0.1:${service.site.port}/graph/1`,
+				"",
+			].join("\n"),
+		);
+		const run = async () => {
+			const before = service.emulator.ledger.totalCharged();
+			const result = await runCli(["run", job, "--out", out, "--quiet"], { env: service.env });
+			expect(result.code, result.stderr).toBe(0);
+			return service.emulator.ledger.totalCharged() - before;
+		};
+		const crawled = await run();
+		// The seed and the pages it links to, 2 credits each.
+		expect(crawled).toBeGreaterThan(2);
+		const dry = await runCli(["run", job, "--out", out, "--dry-run", "--json"], { env: service.env });
+		// One seed at 2 credits: the pages the run will find again are not in it.
+		expect(JSON.parse(dry.stdout)[0].forecast).toEqual({ expected: 2, low: 2, high: 2 });
+		const text = await runCli(["run", job, "--out", out, "--dry-run"], { env: service.env });
+		expect(text.stdout).toContain(
+			"forecast from earlier runs: 2 credits expected (80 % interval 2–2) for the listed targets only",
+		);
+		expect(await run()).toBe(crawled);
+		const dirs = readdirSync(join(out, "crawl")).filter((name) => /^\d/.test(name));
+		expect(readSummary(join(out, "crawl", dirs.sort().at(-1)!)).forecast).toMatchObject({
+			expected: crawled,
+			spent: crawled,
+		});
+	});
+});
+
+/**
+ * A service that charges failed attempts (the emulator charges none): every fetch's first attempt is a
+ * "Page crashed" 500 that costs 1 credit, retried; `b.example` serves datacenter addresses a block page.
+ */
+async function chargingService(): Promise<{ env: NodeJS.ProcessEnv; charged: () => number }> {
+	let charged = 0;
+	const attempts = new Map<string, number>();
+	const server = createServer((req, res) => {
+		if (req.url?.includes("/scraper/health")) {
+			res.writeHead(200, { "content-type": "application/json" });
+			res.end('{"success":true}');
+			return;
+		}
+		let body = "";
+		req.on("data", (chunk) => {
+			body += chunk;
+		});
+		req.on("end", () => {
+			const query = new URL(req.url ?? "/", "http://service").searchParams;
+			const params: Record<string, unknown> = body ? JSON.parse(body) : Object.fromEntries(query);
+			const { url, mode, proxy_type: proxy } = params as { url: string; mode: string; proxy_type?: string };
+			const key = `${url} ${mode} ${proxy}`;
+			const attempt = (attempts.get(key) ?? 0) + 1;
+			attempts.set(key, attempt);
+			charged += 1;
+			if (attempt % 2 === 1) {
+				res.writeHead(500, { "content-type": "application/json" });
+				res.end('{"success":false,"error":"Scraping failed","message":"Page crashed","credits_used":1}');
+				return;
+			}
+			const datacenter = mode === "request" && proxy === "datacenter";
+			const credits = mode === "browser" ? 5 : datacenter ? 1 : 2;
+			charged += credits - 1;
+			const blocked = datacenter && url.includes("b.example");
+			res.writeHead(200, { "content-type": "text/html", "x-credits-used": String(credits), "x-mode-used": mode });
+			res.end(
+				blocked
+					? "<html><head><title>Access Denied</title></head><body><h1>Access Denied</h1></body></html>"
+					: '<html><body><h1>Item</h1><span class="price">9.99</span></body></html>',
+			);
+		});
+	});
+	const origin = await listenForTest(server);
+	return {
+		env: { SCRAPEJOB_SCRAPER_KEY: "charging-test-key-0123456789", SCRAPEJOB_SCRAPER_URL: `${origin}/api/v1` },
+		charged: () => charged,
+	};
+}
+
+describe("the adaptive forecast and charged retries", () => {
+	it("failed attempts the service charged are in what the targets cost, and so in the next run's forecast", async () => {
+		const service = await chargingService();
+		const dir = tempDir();
+		const out = join(dir, "out");
+		const targets = [1, 2, 3, 4, 5, 6].flatMap((page) => [
+			`  - https://a.example/${page}`,
+			`  - https://b.example/${page}`,
+		]);
+		const job = writeJob(
+			dir,
+			"retries",
+			[
+				"name: retries",
+				"concurrency: 1",
+				"breaker: false",
+				"defaults: {mode: adaptive}",
+				"retry: {attempts: 2, backoff_ms: 5, max_backoff_ms: 10}",
+				"extract:",
+				"  price: {css: .price, required: true}",
+				"targets:",
+				...targets,
+				"",
+			].join("\n"),
+		);
+		const run = async () => {
+			const before = service.charged();
+			const result = await runCli(["run", job, "--out", out, "--quiet"], { env: service.env });
+			expect(result.code, result.stderr).toBe(0);
+			return service.charged() - before;
+		};
+		await run();
+		const dry = await runCli(["run", job, "--out", out, "--dry-run", "--json"], { env: service.env });
+		expect(dry.code, dry.stderr).toBe(0);
+		const forecast = JSON.parse(dry.stdout)[0].forecast as { expected: number };
+		// a.example: a charged crash (1) and a datacenter fetch (1); b.example: a crash (1) and a residential fetch (2).
+		expect(await run()).toBe(6 * 2 + 6 * 3);
+		expect(forecast.expected).toBe(6 * 2 + 6 * 3);
 	});
 });

@@ -485,10 +485,12 @@ async function dryRunJobs(
 				ctx.stdout,
 				`${job.name}: ${plural(survey.total, "target")} (request ${survey.byMode.request}, browser ${survey.byMode.browser}, auto ${survey.byMode.auto}${survey.byMode.adaptive ? `, adaptive ${survey.byMode.adaptive}` : ""}${survey.byMode.browser_session ? `, browser_session ${survey.byMode.browser_session}` : ""}), ${plural(survey.duplicates, "duplicate")}${preview.leftOut && survey.deselected > 0 ? `, ${survey.deselected} left out (${preview.leftOut})` : ""}; estimated ${survey.creditRange.min}–${survey.creditRange.max} credits if every target succeeds once. Nothing was fetched (--dry-run).`,
 			);
+			// Pages a crawl or a map/search source finds are known only when the run fetches them: not in the forecast.
+			const found = job.crawl !== undefined || (job.discovery?.length ?? 0) > 0;
 			if (forecast)
 				writeLine(
 					ctx.stdout,
-					`${job.name}: forecast from earlier runs: ${forecast.expected} credits expected (80 % interval ${forecast.low}–${forecast.high}).`,
+					`${job.name}: forecast from earlier runs: ${forecast.expected} credits expected (80 % interval ${forecast.low}–${forecast.high})${found ? " for the listed targets only: the pages the run finds (crawl, map, search) are not known before it runs" : ""}.`,
 				);
 			for (const line of crawlDryRunLines(job, survey)) writeLine(ctx.stdout, line);
 			for (const sentence of cost.sentences) writeLine(ctx.stdout, `${job.name}: ${sentence}`);

@@ -67,6 +67,8 @@ export interface AdaptiveModes {
 	settle(domain: string, rung: number, record: AdaptiveRecord, exhausted: boolean): void;
 	/** What the store remembers: domains with a useful rung, and those where none was. */
 	remembered(): DomainMode[];
+	/** The rung (index into `LADDER`) the domain's targets start on now: where its next run starts. */
+	startOf(domain: string): number;
 	/** `summary.modes`; absent when no adaptive target was written. */
 	report(): ModesReport | undefined;
 }
@@ -162,6 +164,9 @@ export function createAdaptiveModes(remembered: readonly DomainMode[]): Adaptive
 				rows.push({ domain, mode, proxyType, useful: usefulSeen });
 			}
 			return rows;
+		},
+		startOf(domain) {
+			return domains.get(domain)?.start ?? 0;
 		},
 		report() {
 			if (touched.size === 0) return undefined;

@@ -35,8 +35,9 @@ const round = (value: number) => Math.round(value * 100) / 100;
  * (independent targets) and the mean's own uncertainty. A domain the store does not know adds its targets'
  * static range (docs/service.md, "Modes and costs"): its middle to the expected figure, its ends to the interval's.
  *
- * Under `mode: adaptive` a domain with a remembered rung is forecast from its targets' last fetch (the next
- * run starts on the rung that worked), and one where no rung worked from its first (no upgrade is tried).
+ * Under `mode: adaptive` a domain with a remembered rung is forecast from `last`: what each target pays from
+ * the rung the next run starts it on (host-costs.ts), and one where no rung worked from its first fetch (no
+ * upgrade is tried).
  */
 export function forecastCredits(
 	targets: readonly HostTargets[],

@@ -5,6 +5,48 @@ export interface TargetCost {
 	readonly total: number;
 	readonly first: number;
 	readonly last: number;
+	/** Under `mode: adaptive`: where on its ladder it was fetched, and what each fetch cost. */
+	readonly climb?: TargetClimb;
+}
+
+/** An adaptive target's fetches: its domain, the rungs its options allow, the step it started on, each step's charge. */
+export interface TargetClimb {
+	readonly domain: string;
+	/** Indexes into `LADDER` (adaptive-mode.ts), cheapest first. */
+	readonly ladder: readonly number[];
+	/** The step of `ladder` its first fetch was on. */
+	readonly from: number;
+	/** Credits of each fetch, from step `from` up. */
+	readonly charges: readonly number[];
+}
+
+/** Targets, and sums of credits per target and of their squares. */
+interface Sums {
+	targets: number;
+	sum: number;
+	sumSq: number;
+}
+
+const noSums = (): Sums => ({ targets: 0, sum: 0, sumSq: 0 });
+
+function addTo(sums: Sums, credits: number): void {
+	sums.targets += 1;
+	sums.sum += credits;
+	sums.sumSq += credits * credits;
+}
+
+/**
+ * A host's adaptive targets of one domain and ladder, by the step a run might start them on: what they
+ * would pay from there (their fetches on that step and above: a target that climbed climbs again), and,
+ * for those whose last fetch was below it, that fetch (they are sent on the step next time).
+ */
+interface LadderCosts {
+	readonly domain: string;
+	readonly ladder: readonly number[];
+	readonly fromStep: Sums[];
+	readonly below: Sums[];
+	/** Last fetches by the step they were on: what one fetch there costs the domain. */
+	readonly lastOn: Sums[];
 }
 
 interface HostTotals {
@@ -15,6 +57,8 @@ interface HostTotals {
 	firstSq: number;
 	last: number;
 	lastSq: number;
+	/** Adaptive targets, kept out of `last` until the run knows the rung each domain's next run starts on. */
+	ladders: LadderCosts[] | null;
 	/** The targets' static ranges (docs/service.md, "Modes and costs"), for a host the store knows nothing of. */
 	min: number;
 	max: number;
@@ -60,11 +104,23 @@ export function createHostCosts() {
 			first: number,
 			last: number,
 			range: { readonly min: number; readonly max: number },
+			climb?: TargetClimb,
 		): void {
 			const host = hostOf(url);
 			let totals = hosts.get(host);
 			if (!totals) {
-				totals = { targets: 0, credits: 0, creditsSq: 0, first: 0, firstSq: 0, last: 0, lastSq: 0, min: 0, max: 0 };
+				totals = {
+					targets: 0,
+					credits: 0,
+					creditsSq: 0,
+					first: 0,
+					firstSq: 0,
+					last: 0,
+					lastSq: 0,
+					ladders: null,
+					min: 0,
+					max: 0,
+				};
 				hosts.set(host, totals);
 			}
 			totals.targets += 1;
@@ -72,8 +128,10 @@ export function createHostCosts() {
 			totals.creditsSq += total * total;
 			totals.first += first;
 			totals.firstSq += first * first;
-			totals.last += last;
-			totals.lastSq += last * last;
+			if (climb === undefined) {
+				totals.last += last;
+				totals.lastSq += last * last;
+			} else addClimb(totals, climb);
 			totals.min += range.min;
 			totals.max += range.max;
 			spent += total;
@@ -82,17 +140,25 @@ export function createHostCosts() {
 		get spent(): number {
 			return spent;
 		},
-		rows(): HostCost[] {
-			return [...hosts].map(([host, t]) => ({
-				host,
-				targets: t.targets,
-				credits: t.credits,
-				creditsSq: t.creditsSq,
-				first: t.first,
-				firstSq: t.firstSq,
-				last: t.last,
-				lastSq: t.lastSq,
-			}));
+		/**
+		 * The rows the store keeps. `startOf` names the rung each domain's next run starts on (adaptive-mode.ts):
+		 * an adaptive target's `last` is what it pays from that rung up (see `fromStart`).
+		 */
+		rows(startOf: (domain: string) => number = () => 0): HostCost[] {
+			const perRung = lastFetchPerRung(hosts.values());
+			return [...hosts].map(([host, t]) => {
+				const [last, lastSq] = fromStart(t, startOf, perRung);
+				return {
+					host,
+					targets: t.targets,
+					credits: t.credits,
+					creditsSq: t.creditsSq,
+					first: t.first,
+					firstSq: t.firstSq,
+					last,
+					lastSq,
+				};
+			});
 		},
 		targets(): HostTargets[] {
 			return [...hosts].map(([host, t]) => ({ host, targets: t.targets, min: t.min, max: t.max }));
@@ -100,3 +166,78 @@ export function createHostCosts() {
 	};
 }
 export type HostCosts = ReturnType<typeof createHostCosts>;
+
+function addClimb(totals: HostTotals, climb: TargetClimb): void {
+	totals.ladders ??= [];
+	const { domain, ladder, from, charges } = climb;
+	let costs = totals.ladders.find((entry) => entry.ladder === ladder && entry.domain === domain);
+	if (!costs) {
+		costs = { domain, ladder, fromStep: ladder.map(noSums), below: ladder.map(noSums), lastOn: ladder.map(noSums) };
+		totals.ladders.push(costs);
+	}
+	const lastStep = from + charges.length - 1;
+	const last = charges.at(-1)!;
+	addTo(costs.lastOn[lastStep]!, last);
+	let paid = 0;
+	for (let step = ladder.length - 1; step >= 0; step--) {
+		if (step > lastStep) addTo(costs.below[step]!, last);
+		else {
+			// A run starts a domain no lower than any of this run's targets started: below `from` is its whole climb.
+			if (step >= from) paid += charges[step - from]!;
+			addTo(costs.fromStep[step]!, paid);
+		}
+	}
+}
+
+/** Per rung and domain (`rung domain`): the last fetches of every host's adaptive targets there. */
+function lastFetchPerRung(hosts: Iterable<HostTotals>): Map<string, Sums> {
+	const perRung = new Map<string, Sums>();
+	for (const totals of hosts)
+		for (const costs of totals.ladders ?? [])
+			costs.ladder.forEach((rung, step) => {
+				const on = costs.lastOn[step]!;
+				if (on.targets === 0) return;
+				const key = `${rung} ${costs.domain}`;
+				const entry = perRung.get(key) ?? noSums();
+				entry.targets += on.targets;
+				entry.sum += on.sum;
+				entry.sumSq += on.sumSq;
+				perRung.set(key, entry);
+			});
+	return perRung;
+}
+
+/**
+ * A host's `last` and `lastSq` under `mode: adaptive`: what each target pays when the next run sends it
+ * on its domain's rung. A target fetched there this run pays its fetches from there up again (a page that
+ * climbed past it climbs again). One whose last fetch was lower (fetched before its domain climbed, and
+ * never needed to) is sent there next time: it counts at what a last fetch on that rung cost the domain,
+ * or at its own when none was.
+ */
+function fromStart(
+	totals: HostTotals,
+	startOf: (domain: string) => number,
+	perRung: Map<string, Sums>,
+): [number, number] {
+	let last = totals.last;
+	let lastSq = totals.lastSq;
+	for (const costs of totals.ladders ?? []) {
+		const start = startOf(costs.domain);
+		const found = costs.ladder.findIndex((rung) => rung >= start);
+		const step = found < 0 ? costs.ladder.length - 1 : found;
+		const from = costs.fromStep[step]!;
+		const below = costs.below[step]!;
+		last += from.sum;
+		lastSq += from.sumSq;
+		if (below.targets === 0) continue;
+		const there = perRung.get(`${costs.ladder[step]} ${costs.domain}`);
+		if (there === undefined) {
+			last += below.sum;
+			lastSq += below.sumSq;
+			continue;
+		}
+		last += (below.targets * there.sum) / there.targets;
+		lastSq += (below.targets * there.sumSq) / there.targets;
+	}
+	return [last, lastSq];
+}

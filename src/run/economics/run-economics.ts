@@ -75,7 +75,9 @@ export function createRunEconomics(
 			if (forecast) summary.forecast = forecastReport(forecast, costs.spent);
 			if (!history) return;
 			try {
-				addHostCosts(history.db, runId, costs.rows(), { newHostsOnly: options.retryingFailures === true });
+				addHostCosts(history.db, runId, costs.rows(adaptive ? (domain) => adaptive.startOf(domain) : undefined), {
+					newHostsOnly: options.retryingFailures === true,
+				});
 				if (adaptive) writeDomainModes(history.db, runId, at, adaptive.remembered());
 			} catch (error) {
 				logger?.warn(

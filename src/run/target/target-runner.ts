@@ -445,13 +445,16 @@ export function createTargetRunner(parts: TargetRunnerParts): TargetRunner {
 		let total = firstCharged;
 		let last = firstCharged;
 		let earlierAttempts = 0;
+		const from = step.at;
+		// Each fetch's charge, from the starting rung up: the forecast costs the target from the rung its next run starts on.
+		const charges = [firstCharged];
 		for (;;) {
 			const built = pagePool
 				? await readFetched(target, current, total, started)
 				: withoutPage(buildFetched(target, current, total, started, NO_PAGE));
-			const cost = { total, first: firstCharged, last };
-			if (built === undefined) return { record: undefined, cost };
 			const rung = ladder[step.at]!;
+			const cost = { total, first: firstCharged, last, climb: { domain, ladder, from, charges } };
+			if (built === undefined) return { record: undefined, cost };
 			built.record.attempts += earlierAttempts;
 			built.record.mode_used = adaptiveModeUsed(current.modeUsed, rung);
 			const fixable = modes.fixable(built.record);
@@ -473,6 +476,7 @@ export function createTargetRunner(parts: TargetRunnerParts): TargetRunner {
 						last = result.creditsUsed ?? worstCase;
 						budget.commit(worstCase, last, target.id);
 						total += last;
+						charges.push(last);
 						current = result;
 						continue;
 					}
@@ -543,6 +547,7 @@ export function createTargetRunner(parts: TargetRunnerParts): TargetRunner {
 			cost?.first ?? charged,
 			cost?.last ?? charged,
 			creditCostRange(target.params),
+			cost?.climb,
 		);
 		parts.breakers?.settle(domain, record, probe);
 		const paidFailure = paidFailures.record(record.status, record.error, record.credits_used);
