@@ -110,28 +110,15 @@ describe("what the store keeps of adaptive targets", () => {
 	// The full ladder: rungs 0–3 (request+datacenter 1, request+residential 2, auto 2–6, browser 5).
 	const LADDER = [0, 1, 2, 3];
 	const range = { min: 1, max: 14 };
+	/** A target of shop.example that started on the cheapest rung and paid `charges`, one a rung. */
+	const climbed = (...charges: number[]) => ({ domain: "shop.example", ladder: LADDER, from: 0, charges });
 
 	it("a target fetched before its domain climbed is costed on the rung the next run starts it on", () => {
 		const costs = createHostCosts();
 		// Two pages never needed more than the cheapest rung; the third was blocked there and climbed.
-		costs.add("http://shop.example/1", 1, 1, 1, range, {
-			domain: "shop.example",
-			ladder: LADDER,
-			from: 0,
-			charges: [1],
-		});
-		costs.add("http://shop.example/2", 1, 1, 1, range, {
-			domain: "shop.example",
-			ladder: LADDER,
-			from: 0,
-			charges: [1],
-		});
-		costs.add("http://shop.example/3", 3, 1, 2, range, {
-			domain: "shop.example",
-			ladder: LADDER,
-			from: 0,
-			charges: [1, 2],
-		});
+		costs.add("http://shop.example/1", 1, 1, 1, range, climbed(1));
+		costs.add("http://shop.example/2", 1, 1, 1, range, climbed(1));
+		costs.add("http://shop.example/3", 3, 1, 2, range, climbed(1, 2));
 		// The domain's next run starts on rung 1: every target is one residential fetch (2).
 		const [row] = costs.rows(() => 1);
 		expect(row).toMatchObject({ targets: 3, credits: 5, first: 3, last: 6, lastSq: 12 });
@@ -141,18 +128,8 @@ describe("what the store keeps of adaptive targets", () => {
 
 	it("a page no rung makes useful, on a domain that stays cheap, climbs again next run: every rung is in its cost", () => {
 		const costs = createHostCosts();
-		costs.add("http://shop.example/1", 1, 1, 1, range, {
-			domain: "shop.example",
-			ladder: LADDER,
-			from: 0,
-			charges: [1],
-		});
-		costs.add("http://shop.example/page", 10, 1, 5, range, {
-			domain: "shop.example",
-			ladder: LADDER,
-			from: 0,
-			charges: [1, 2, 2, 5],
-		});
+		costs.add("http://shop.example/1", 1, 1, 1, range, climbed(1));
+		costs.add("http://shop.example/page", 10, 1, 5, range, climbed(1, 2, 2, 5));
 		expect(costs.rows(() => 0)[0]).toMatchObject({ last: 11, lastSq: 101 });
 	});
 });
