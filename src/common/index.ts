@@ -9,6 +9,7 @@ export {
 export { isLoopbackHost, joinUrl, parseBaseUrl } from "./base-url.js";
 export type { BodySink } from "./body-sink.js";
 export { canonicalJson } from "./canonical-json.js";
+export { closeEach } from "./close-each.js";
 export { DEFAULT_CSV_MAX_CELL, MIN_CSV_MAX_CELL } from "./csv-cell-limit.js";
 export { didYouMean, editDistance } from "./did-you-mean.js";
 export { DURATION_HINT, DURATION_UNITS, formatDuration, parseDuration } from "./duration.js";

@@ -1,5 +1,5 @@
 import { join } from "node:path";
-import { createUrlKeys, type UrlKeys } from "../common/index.js";
+import { closeEach, createUrlKeys, type UrlKeys } from "../common/index.js";
 import { type CrawlSpec, createTargetKey, type Job, type RetryCrawl, shardOf, type Target } from "../job/index.js";
 import { DepthIndex } from "./depth-index.js";
 import type { FrontierEntry } from "./frontier-file.js";
@@ -278,9 +278,8 @@ class BreadthFirstCrawler implements Crawler {
 	}
 
 	close(): void {
-		this.options.handOff?.inbox.close();
-		this.frontier.close();
-		this.urls.close();
+		// Each file is closed even when one before it failed; the first failure is the one reported.
+		closeEach([() => this.options.handOff?.inbox.close(), () => this.frontier.close(), () => this.urls.close()]);
 	}
 
 	/** The pages discovered, from the journal: handed out in batches as their depth comes due. */

@@ -1,4 +1,4 @@
-import { cutTornTail, openJsonlReader, parseJsonLine } from "../common/index.js";
+import { closeEach, cutTornTail, openJsonlReader, parseJsonLine } from "../common/index.js";
 import { type AppendFile, openAppendFile } from "../output/index.js";
 
 /** `frontier.jsonl` in the run folder: every URL the crawl discovered, in discovery order. */
@@ -114,8 +114,7 @@ export function openFrontierFile(path: string): FrontierFile {
 		},
 		sync: () => writer.sync(),
 		close() {
-			writer.close();
-			lines.close();
+			closeEach([() => writer.close(), () => lines.close()]);
 		},
 	};
 }

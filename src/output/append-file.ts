@@ -125,9 +125,20 @@ export function openAppendFile(path: string): AppendFile {
 		},
 		close() {
 			if (closed) return;
-			file.sync();
+			// The descriptor is let go even when the last flush failed (the run goes on to write its summary).
+			let failure: OutputError | null = null;
+			try {
+				file.sync();
+			} catch (error) {
+				failure = error as OutputError;
+			}
 			closed = true;
-			closeSync(fd);
+			try {
+				closeSync(fd);
+			} catch (error) {
+				failure ??= new OutputError(path, error);
+			}
+			if (failure) throw failure;
 		},
 	};
 	return file;

@@ -23,6 +23,13 @@ export function writeJob(dir: string, name: string, yaml: string): string {
 	return path;
 }
 
+/** The one run folder of `job` under `out` (fails the test when there is not exactly one). */
+export function onlyRunDir(out: string, job: string): string {
+	const runs = readdirSync(join(out, job)).filter(isRunFolderName);
+	if (runs.length !== 1) throw new Error(`expected one run folder of ${job}, found ${runs.length}: ${runs.join(", ")}`);
+	return join(out, job, runs[0]!);
+}
+
 export function readRecords(runDir: string): ResultRecord[] {
 	const text = readFileSync(join(runDir, "results.jsonl"), "utf8");
 	return text

@@ -90,10 +90,7 @@ export async function finishRun(parts: FinishParts): Promise<RunJobResult> {
 	if (failures.length > 0) {
 		log.error({ event: "internal_error", error: errorMessage(failures[0]) }, "internal error while running targets");
 	}
-	for (const sink of parts.sinks) await sink.close();
-	await parts.pagePool?.close();
-	parts.journal?.close();
-	parts.crawler?.close();
+	await closeFiles(parts);
 	parts.filesClosed();
 	if (stops.leaseLost) {
 		// Summary, history and report belong to the process that holds the folder now.
@@ -154,6 +151,30 @@ export async function finishRun(parts: FinishParts): Promise<RunJobResult> {
 		reportPath,
 		dearestTarget: parts.budget.dearest,
 	};
+}
+
+/**
+ * Close every file the run holds, each even when one before it failed. A failed last flush (a full disk,
+ * an NFS or EFS mount reporting a lost write-back) ends the run as an output failure, with its summary
+ * written; anything else is a bug, thrown once every file is closed.
+ */
+async function closeFiles(parts: FinishParts): Promise<void> {
+	const closers: ReadonlyArray<() => unknown> = [
+		...parts.sinks.map((sink) => () => sink.close()),
+		() => parts.pagePool?.close(),
+		() => parts.journal?.close(),
+		() => parts.crawler?.close(),
+	];
+	let bug: unknown = null;
+	for (const close of closers) {
+		try {
+			await close();
+		} catch (error) {
+			if (error instanceof OutputError) parts.stops.outputFailed(error);
+			else bug ??= error;
+		}
+	}
+	if (bug !== null) throw bug;
 }
 
 /** The run's summary with what its parts add: browser credits, fresh targets, crawl, discovery, extraction, changes. */

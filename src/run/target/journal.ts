@@ -80,8 +80,11 @@ export function openJournal(path: string): Journal {
 			file.sync();
 		},
 		close: () => {
-			flush();
-			file.close();
+			try {
+				flush();
+			} finally {
+				file.close();
+			}
 		},
 	};
 }
