@@ -1,3 +1,4 @@
+import { spawn } from "node:child_process";
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
@@ -5,6 +6,13 @@ import { failingSyncEnv } from "../helpers/failing-sync.js";
 import { onlyRunDir, readRecords, readSummary, tempDir, writeJob } from "../helpers/job-files.js";
 import { useTestService } from "../helpers/service.js";
 import { assertBuilt, spawnCli } from "../helpers/spawn-cli.js";
+
+const LIBRARY = join(import.meta.dirname, "..", "..", "dist", "index.js");
+
+function threeTargets(name: string, site: string): string {
+	const urls = [1, 2, 3].map((index) => `  - url: ${site}/page/${index}`);
+	return [`name: ${name}`, "defaults:", "  mode: request", "targets:", ...urls, ""].join("\n");
+}
 
 /**
  * A run's last flush failing (an NFS or EFS mount reporting a write-back error when the file is synced
@@ -18,14 +26,7 @@ describe("a file's final flush fails when the run closes it", () => {
 			const service = await useTestService();
 			const dir = tempDir();
 			const out = join(dir, "out");
-			const urls = [1, 2, 3].map((index) => `${service.site.url}/page/${index}`);
-			const job = writeJob(
-				dir,
-				"flush",
-				["name: flush", "defaults:", "  mode: request", "targets:", ...urls.map((url) => `  - url: ${url}`), ""].join(
-					"\n",
-				),
-			);
+			const job = writeJob(dir, "flush", threeTargets("flush", service.site.url));
 			const failing = failingSyncEnv(join(dir, "preload"), `/${file}`);
 			const run = await spawnCli(["run", job, "--out", out, "--quiet"], {
 				...service.env,
@@ -49,4 +50,37 @@ describe("a file's final flush fails when the run closes it", () => {
 			expect(service.emulator.ledger.byEndpoint("realtime")).toHaveLength(paid);
 		});
 	}
+
+	it("through the library: runJobFile returns the summary as output_failed, written to summary.json", async () => {
+		assertBuilt();
+		const service = await useTestService();
+		const dir = tempDir();
+		const out = join(dir, "out");
+		const job = writeJob(dir, "lib", threeTargets("lib", service.site.url));
+		// The library in a process of its own: the failing flush is preloaded into that process only.
+		const script = `import { runJobFile } from ${JSON.stringify(LIBRARY)};
+const result = await runJobFile(${JSON.stringify(job)}, { out: ${JSON.stringify(out)} });
+process.stdout.write(JSON.stringify({ reason: result.stopped_reason, complete: result.complete }));`;
+		const child = spawn(process.execPath, ["--input-type=module", "-e", script], {
+			env: {
+				PATH: process.env.PATH,
+				TMPDIR: process.env.TMPDIR,
+				...service.env,
+				...failingSyncEnv(join(dir, "preload"), "/results.jsonl"),
+			},
+			stdio: ["ignore", "pipe", "pipe"],
+		});
+		let stdout = "";
+		let stderr = "";
+		child.stdout.on("data", (chunk: Buffer) => {
+			stdout += chunk.toString();
+		});
+		child.stderr.on("data", (chunk: Buffer) => {
+			stderr += chunk.toString();
+		});
+		const code = await new Promise<number | null>((resolve) => child.on("close", resolve));
+		expect(code, stderr).toBe(0);
+		expect(JSON.parse(stdout)).toEqual({ reason: "output_failed", complete: false });
+		expect(readSummary(onlyRunDir(out, "lib")).stopped_reason).toBe("output_failed");
+	});
 });
