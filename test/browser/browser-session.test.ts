@@ -2,15 +2,9 @@ import { existsSync, readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { demoSearchResults } from "../../src/emulator/index.js";
-import { isRunFolderName, readRecords, readSummary, tempDir, writeJob } from "../helpers/job-files.js";
+import { onlyRunDir, readRecords, readSummary, tempDir, writeJob } from "../helpers/job-files.js";
 import { runCli } from "../helpers/run-cli.js";
 import { useTestService } from "../helpers/service.js";
-
-function onlyRun(out: string, job: string): string {
-	const runs = readdirSync(join(out, job)).filter(isRunFolderName);
-	expect(runs).toHaveLength(1);
-	return join(out, job, runs[0]!);
-}
 
 /** Every file of a run folder and what the command printed: none may hold the browser key. */
 function expectNoKey(runDir: string, printed: string, key: string) {
@@ -64,7 +58,7 @@ describe("browser_session: targets in the service's remote browser (real Chromiu
 		const result = await runCli(["run", job, "--out", out, "--quiet"], { env: service.env });
 		expect(result.stderr).toBe("");
 		expect(result.code).toBe(0);
-		const runDir = onlyRun(out, "shop");
+		const runDir = onlyRunDir(out, "shop");
 		const records = readRecords(runDir);
 		const byPath = new Map(records.map((record) => [new URL(record.url).pathname, record]));
 		const expected = demoSearchResults("laptop", 100);
@@ -112,7 +106,7 @@ describe("browser_session: targets in the service's remote browser (real Chromiu
 		expect(sessions.started).toBe(4);
 		expect(sessions.peakActive).toBe(2);
 		expect(sessions.refused[429]).toBeUndefined();
-		expect(readRecords(onlyRun(out, "many")).every((record) => record.status === "ok")).toBe(true);
+		expect(readRecords(onlyRunDir(out, "many")).every((record) => record.status === "ok")).toBe(true);
 	});
 
 	it("retries a session the service cut short, and fails one whose steps cannot fit in the session's length", async () => {
@@ -147,7 +141,9 @@ describe("browser_session: targets in the service's remote browser (real Chromiu
 		);
 		const result = await runCli(["run", job, "--out", out, "--quiet"], { env: service.env });
 		expect(result.code).toBe(1);
-		const records = new Map(readRecords(onlyRun(out, "cut")).map((record) => [new URL(record.url).pathname, record]));
+		const records = new Map(
+			readRecords(onlyRunDir(out, "cut")).map((record) => [new URL(record.url).pathname, record]),
+		);
 		// The first session was cut by the service mid-wait: the target is retried in a fresh session.
 		expect(records.get("/product/1")).toMatchObject({ status: "ok", attempts: 2 });
 		// A 30 s wait in a 10 s session: refused by the runner before the service would cut it, not retried.
@@ -168,7 +164,7 @@ describe("browser_session: targets in the service's remote browser (real Chromiu
 		const result = await runCli(["run", job, "--out", out], { env: service.env });
 		expect(result.code).toBe(3);
 		expect(result.stdout + result.stderr).toMatch(/401 Unauthorized/);
-		const runDir = onlyRun(out, "refused");
+		const runDir = onlyRunDir(out, "refused");
 		expect(readRecords(runDir)).toEqual([]);
 		expect(readSummary(runDir).stopped_reason).toBe("unauthorized");
 		expectNoKey(runDir, result.stdout + result.stderr, "revoked-browser-key-0123456789");

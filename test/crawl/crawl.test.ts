@@ -1,8 +1,8 @@
-import { existsSync, readdirSync, readFileSync } from "node:fs";
+import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import type { ResultRecord } from "../../src/output/index.js";
-import { isRunFolderName, readRecords, readSummary, tempDir, writeJob } from "../helpers/job-files.js";
+import { onlyRunDir, readRecords, readSummary, tempDir, writeJob } from "../helpers/job-files.js";
 import { runCli } from "../helpers/run-cli.js";
 import { startTestService, type TestService } from "../helpers/service.js";
 import { runPrintedCommand } from "../helpers/spawn-cli.js";
@@ -13,12 +13,6 @@ afterEach(async () => {
 	await service?.close();
 	service = undefined;
 });
-
-function onlyRunDir(out: string, job: string): string {
-	const runs = readdirSync(join(out, job)).filter(isRunFolderName);
-	expect(runs).toHaveLength(1);
-	return join(out, job, runs[0]!);
-}
 
 /** Fetches the emulator was asked for, per target URL (a dead link's 404 is not charged, but still asked). */
 function requestedFetches(svc: TestService): Map<string, number> {

@@ -1,8 +1,7 @@
-import { readdirSync } from "node:fs";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { type DemoSite, type Emulator, startDemoSite, startEmulator } from "../../src/emulator/index.js";
-import { isRunFolderName, readRecords, readSummary, tempDir, writeJob } from "../helpers/job-files.js";
+import { onlyRunDir, readRecords, readSummary, tempDir, writeJob } from "../helpers/job-files.js";
 import { runCli } from "../helpers/run-cli.js";
 
 let site: DemoSite | undefined;
@@ -22,12 +21,6 @@ async function start(credits = 10_000): Promise<{ env: NodeJS.ProcessEnv; site: 
 		emulator,
 		env: { SCRAPEJOB_ACCOUNT_KEY: emulator.accountKey, SCRAPEJOB_API_URL: emulator.apiUrl },
 	};
-}
-
-function runDirOf(out: string, job: string): string {
-	const runs = readdirSync(join(out, job)).filter(isRunFolderName);
-	expect(runs).toHaveLength(1);
-	return join(out, job, runs[0]!);
 }
 
 describe("map: and search: sources", () => {
@@ -52,7 +45,7 @@ describe("map: and search: sources", () => {
 		);
 		const result = await runCli(["run", job, "--out", out, "--quiet"], { env: service.env });
 		expect(result.stderr).toBe("");
-		const runDir = runDirOf(out, "found");
+		const runDir = onlyRunDir(out, "found");
 		const records = readRecords(runDir);
 		const mapped = records.filter((record) => record.url.includes("/product/"));
 		// The demo site's sitemap index lists /product/1…30 (and the graph pages, which url_pattern leaves out).
@@ -98,7 +91,7 @@ describe("map: and search: sources", () => {
 		);
 		const result = await runCli(["run", job, "--out", out, "--quiet"], { env: service.env });
 		expect(result.code).toBe(0);
-		const runDir = runDirOf(out, "bad");
+		const runDir = onlyRunDir(out, "bad");
 		expect(readRecords(runDir)).toHaveLength(1);
 		// 10 credits: the map call takes 2; the search's 10 queries cost 10, more than is left: refused.
 		const discovery = readSummary(runDir).discovery!;

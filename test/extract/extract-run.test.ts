@@ -1,8 +1,8 @@
-import { readdirSync, readFileSync, writeFileSync } from "node:fs";
+import { readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { demoProductBrand, demoProductPrice, demoProductTags } from "../../src/emulator/index.js";
-import { isRunFolderName, readCsv, readRecords, readSummary, tempDir, writeJob } from "../helpers/job-files.js";
+import { onlyRunDir, readCsv, readRecords, readSummary, tempDir, writeJob } from "../helpers/job-files.js";
 import { runCli } from "../helpers/run-cli.js";
 import { startTestService, type TestService } from "../helpers/service.js";
 
@@ -11,12 +11,6 @@ afterEach(async () => {
 	await service?.close();
 	service = undefined;
 });
-
-function onlyRun(out: string, job: string): string {
-	const runs = readdirSync(join(out, job)).filter(isRunFolderName);
-	expect(runs).toHaveLength(1);
-	return join(out, job, runs[0]!);
-}
 
 const FAST_RETRY = "retry:\n  attempts: 2\n  backoff_ms: 5\n  max_backoff_ms: 10\n";
 
@@ -61,7 +55,7 @@ output:
 		const result = await run(job, out);
 		expect(result.stderr).toBe("");
 		expect(result.code).toBe(0);
-		const runDir = onlyRun(out, "fields");
+		const runDir = onlyRunDir(out, "fields");
 		const records = readRecords(runDir);
 		const product = records.find((record) => record.url.endsWith("/product/3"))!;
 		const price = Number(demoProductPrice(3));
@@ -150,7 +144,7 @@ sources:
 		);
 		const result = await run(job, out);
 		expect(result.code).toBe(0);
-		const runDir = onlyRun(out, "over");
+		const runDir = onlyRunDir(out, "over");
 		const records = readRecords(runDir);
 		expect(records.find((r) => r.url.endsWith("/product/4"))!.data).toEqual({
 			name: Number(demoProductPrice(4)),
@@ -194,7 +188,7 @@ output:
 		const result = await run(job, out);
 		expect(result.stderr).toBe("");
 		expect(result.code).toBe(0);
-		const runDir = onlyRun(out, "carry");
+		const runDir = onlyRunDir(out, "carry");
 		const records = readRecords(runDir) as unknown as Array<Record<string, unknown>>;
 		const first = records.find((r) => r.id === "A-1")!;
 		expect(first).toMatchObject({ category: "tools", note: "first, with comma", content_path: "pages/A-1.html" });
@@ -228,7 +222,7 @@ extract_checks:
 		const failing = await runCli(["run", writeJob(dir, "fill", yaml(0.8)), "--out", out], { env: service.env });
 		expect(failing.code).toBe(1);
 		expect(failing.stdout).toMatch(/checks\s+FAILED: price filled below min_fill 80%/);
-		const runDir = onlyRun(out, "fill");
+		const runDir = onlyRunDir(out, "fill");
 		const summary = readSummary(runDir);
 		expect(summary.targets.by_status.ok).toBe(4);
 		expect(summary.extract).toEqual({
@@ -247,7 +241,7 @@ extract_checks:
 			env: service.env,
 		});
 		expect(passing.code).toBe(0);
-		expect(readSummary(onlyRun(out2, "fill")).extract?.below_min_fill).toEqual([]);
+		expect(readSummary(onlyRunDir(out2, "fill")).extract?.below_min_fill).toEqual([]);
 	});
 
 	it("service-side extract_scheme and ai_enhance with delivery: json land in data and get CSV columns", async () => {
@@ -286,7 +280,7 @@ targets:
 		const result = await run(job, out);
 		expect(result.stderr).toBe("");
 		expect(result.code).toBe(0);
-		const runDir = onlyRun(out, "service");
+		const runDir = onlyRunDir(out, "service");
 		const [record] = readRecords(runDir);
 		expect(record!.data).toMatchObject({
 			price: Number(demoProductPrice(3)),
@@ -334,7 +328,7 @@ targets:
 		const result = await runCli(["run", job, "--out", out, "--quiet", "--task-poll-ms", "5"], { env: service.env });
 		expect(result.stderr).toBe("");
 		expect(result.code).toBe(0);
-		const [record] = readRecords(onlyRun(out, "task"));
+		const [record] = readRecords(onlyRunDir(out, "task"));
 		expect(record!.task_id).not.toBeNull();
 		expect(record!.data).toMatchObject({ heading: "Product 7", price: Number(demoProductPrice(7)) });
 	});
@@ -363,7 +357,7 @@ extract_checks:
 		);
 		// 5 credits pay for two fetches (2 each): the third is refused with 402 and the run stops.
 		expect((await run(job, out)).code).toBe(3);
-		const runDir = onlyRun(out, "resume");
+		const runDir = onlyRunDir(out, "resume");
 		expect(readRecords(runDir)).toHaveLength(2);
 		service.emulator.setCredits(100);
 		const resumed = await run(job, out, ["--resume"]);

@@ -14,7 +14,7 @@ import { createServer } from "node:http";
 import { basename, join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { toServiceError } from "../../src/api/error-body.js";
-import { isRunFolderName, readRecords, readSummary, tempDir, writeJob } from "../helpers/job-files.js";
+import { isRunFolderName, onlyRunDir, readRecords, readSummary, tempDir, writeJob } from "../helpers/job-files.js";
 import { listenForTest } from "../helpers/loopback.js";
 import { canMountPrivately, inPrivateMount } from "../helpers/private-mount.js";
 import { runCli } from "../helpers/run-cli.js";
@@ -45,12 +45,6 @@ async function hostileScraper(
 		env: { SCRAPEJOB_SCRAPER_KEY: "hostile-test-key-0123456789", SCRAPEJOB_SCRAPER_URL: base },
 		requests: () => requests,
 	};
-}
-
-function onlyRun(out: string, job: string): string {
-	const runs = readdirSync(join(out, job)).filter(isRunFolderName);
-	expect(runs).toHaveLength(1);
-	return join(out, job, runs[0]!);
 }
 
 function targetsYaml(name: string, urls: string[], extra = ""): string {
@@ -152,7 +146,7 @@ describe("hostile input: the service and the target URLs", () => {
 		expect(dry.stdout).toContain(`http://***@${site.host}/product/1`);
 		const result = await runCli(["run", job, "--out", out, "--quiet"], { env: service.env });
 		expect(result.code).toBe(0);
-		const runDir = onlyRun(out, "creds");
+		const runDir = onlyRunDir(out, "creds");
 		for (const file of ["results.jsonl", "results.csv", "run.log"]) {
 			const text = readFileSync(join(runDir, file), "utf8");
 			expect(text, file).not.toContain("pa55word");
@@ -181,7 +175,7 @@ describe("hostile input: the service and the target URLs", () => {
 		const job = writeJob(dir, "redir", targetsYaml("redir", ["https://example.com/a"]));
 		const result = await runCli(["run", job, "--out", out, "--quiet"], { env: hostile.env });
 		expect(result.code).toBe(1);
-		expect(readRecords(onlyRun(out, "redir"))[0]).toMatchObject({ status: "failed", error: "unexpected_response" });
+		expect(readRecords(onlyRunDir(out, "redir"))[0]).toMatchObject({ status: "failed", error: "unexpected_response" });
 	});
 
 	it("a run whose every target failed on the service's side (404s to a healthy check) is never promoted to latest", async () => {
@@ -203,7 +197,9 @@ describe("hostile input: the service and the target URLs", () => {
 		expect(result.stdout).toMatch(
 			/BROKEN, not promoted to latest.*every target failed on the service's side \(http_404 2\)/,
 		);
-		const summary = readSummary(onlyRun(out, "gone")) as { contract: { passed: boolean; broken: { rule: string }[] } };
+		const summary = readSummary(onlyRunDir(out, "gone")) as {
+			contract: { passed: boolean; broken: { rule: string }[] };
+		};
 		expect(summary.contract.passed).toBe(false);
 		expect(summary.contract.broken.map((rule) => rule.rule)).toEqual(["service_failed"]);
 	});
@@ -229,7 +225,7 @@ describe("hostile input: the service and the target URLs", () => {
 		);
 		const result = await runCli(["run", job, "--out", out, "--quiet"], { env: hostile.env });
 		expect(result.code).toBe(1);
-		const [record] = readRecords(onlyRun(out, "big"));
+		const [record] = readRecords(onlyRunDir(out, "big"));
 		expect(record).toMatchObject({ status: "failed", error: "body_too_large", credits_used: 2 });
 		expect(record!.content).toBeUndefined();
 	});
@@ -251,7 +247,7 @@ describe("hostile input: the service and the target URLs", () => {
 		const result = await runCli(["run", job, "--out", out, "--quiet", "--max-credits", "10"], { env: hostile.env });
 		expect(result.code).toBe(1);
 		expect(hostile.requests()).toBe(5);
-		const summary = readSummary(onlyRun(out, "bypass"));
+		const summary = readSummary(onlyRunDir(out, "bypass"));
 		expect(summary).toMatchObject({ stopped_reason: "budget_exhausted", credits: { used: 10 } });
 	});
 });
@@ -295,13 +291,13 @@ describe("hostile input: credits charged on attempts that fail", () => {
 			const job = writeJob(dir, "paid", targetsYaml("paid", urls, "concurrency: 1"));
 			const result = await runCli(["run", job, "--out", out, "--quiet"], { env: hostile.env });
 			expect(result.code, result.stderr).toBe(1);
-			const records = readRecords(onlyRun(out, "paid"));
+			const records = readRecords(onlyRunDir(out, "paid"));
 			expect(records).toHaveLength(3);
 			const recorded = records.reduce((sum, record) => sum + Number(record.credits_used), 0);
 			// Every answer the service sent was charged: the records hold them all.
 			expect(recorded).toBe(sent * credits);
 			for (const record of records) expect(record.credits_used).toBe(Number(record.attempts) * credits);
-			expect(readSummary(onlyRun(out, "paid"))).toMatchObject({ credits: { used: sent * credits } });
+			expect(readSummary(onlyRunDir(out, "paid"))).toMatchObject({ credits: { used: sent * credits } });
 			expect(result.stdout).not.toMatch(/outage/);
 		});
 	}
@@ -320,7 +316,7 @@ describe("hostile input: credits charged on attempts that fail", () => {
 		const result = await runCli(["run", job, "--out", out, "--quiet"], { env: hostile.env });
 		expect(result.code, result.stderr).toBe(1);
 		expect(result.stderr).toContain("20 fetches in a row were charged and failed with page_crashed");
-		const runDir = onlyRun(out, "burn");
+		const runDir = onlyRunDir(out, "burn");
 		expect(readRecords(runDir)).toHaveLength(20);
 		// Two attempts each (retry.attempts: 2), every one charged and on its record; the last 10 never sent.
 		expect(sent).toBe(40);
@@ -338,7 +334,7 @@ describe("hostile input: credits charged on attempts that fail", () => {
 		const result = await runCli(["run", job, "--out", out, "--quiet"], { env: hostile.env });
 		expect(result.code, result.stderr).toBe(0);
 		// request mode's worst case is 2 credits a fetch.
-		expect(readSummary(onlyRun(out, "huge"))).toMatchObject({ credits: { used: 4 } });
+		expect(readSummary(onlyRunDir(out, "huge"))).toMatchObject({ credits: { used: 4 } });
 	});
 });
 
@@ -371,7 +367,7 @@ describe("hostile input: the disk", () => {
 		expect(stderr).toMatch(
 			/output failed: cannot write .*(results\.(jsonl|csv)|history\.sqlite).*nothing more was sent/,
 		);
-		const runDir = onlyRun(out, "disk");
+		const runDir = onlyRunDir(out, "disk");
 		const lines = readFileSync(join(runDir, "results.jsonl"), "utf8").split("\n");
 		expect(lines.at(-1)).toBe("");
 		for (const line of lines.slice(0, -1)) expect(() => JSON.parse(line)).not.toThrow();
@@ -467,7 +463,7 @@ describe("hostile input: a damaged results.jsonl before --resume", () => {
 		const urls = Array.from({ length: 6 }, (_, index) => `${service.site.url}/page/${index + 1}`);
 		const job = writeJob(dir, "dmg", targetsYaml("dmg", urls, "max_credits: 8"));
 		expect((await runCli(["run", job, "--out", out, "--quiet"], { env: service.env })).code).toBe(1);
-		const runDir = onlyRun(out, "dmg");
+		const runDir = onlyRunDir(out, "dmg");
 		const path = join(runDir, "results.jsonl");
 		const lines = readFileSync(path, "utf8").trim().split("\n");
 		expect(lines).toHaveLength(4);
@@ -507,7 +503,7 @@ describe("hostile input: a complete run whose results.jsonl was damaged since", 
 		expect((await runCli(["run", "done.yaml", "--out", "out", "--quiet"], { env: service.env, cwd: dir })).code).toBe(
 			0,
 		);
-		const runDir = onlyRun(join(dir, "out"), "done");
+		const runDir = onlyRunDir(join(dir, "out"), "done");
 		const path = join(runDir, "results.jsonl");
 		const lines = readFileSync(path, "utf8").trim().split("\n");
 		const damaged = [JSON.parse(lines[1]!).id, JSON.parse(lines[3]!).id];
@@ -560,7 +556,7 @@ describe("hostile input: FIFOs, devices and huge files inside run folders", () =
 			targetsYaml("pages", urls, "max_body_mb: 1\nextract:\n  title: h1\noutput:\n  content: files"),
 		);
 		expect((await runCli(["run", job, "--out", out, "--quiet"], { env: service.env })).code).toBe(0);
-		const runDir = onlyRun(out, "pages");
+		const runDir = onlyRunDir(out, "pages");
 		const pages = readRecords(runDir).map((record) => join(runDir, String(record.content_path)));
 		rmSync(pages[0]!);
 		execFileSync("mkfifo", [pages[0]!]);
@@ -666,7 +662,7 @@ describe("hostile input: huge pages stream to disk", () => {
 		const result = await runCli(["run", job, "--out", out, "--quiet"], { env: hostile.env });
 		expect(result.code).toBe(0);
 		expect(sawPartial).toBe(true);
-		const runDir = onlyRun(out, "big");
+		const runDir = onlyRunDir(out, "big");
 		const [record] = readRecords(runDir);
 		expect(record).toMatchObject({ status: "ok", bytes: half.length * 2, content_path: `pages/${record!.id}.html` });
 		const page = Buffer.concat([half, half]);
@@ -691,7 +687,7 @@ describe("hostile input: huge pages stream to disk", () => {
 		);
 		const result = await runCli(["run", job, "--out", out, "--quiet"], { env: hostile.env });
 		expect(result.code).toBe(1);
-		expect(readRecords(onlyRun(out, "cut"))[0]).toMatchObject({ status: "failed", error: "body_too_large" });
+		expect(readRecords(onlyRunDir(out, "cut"))[0]).toMatchObject({ status: "failed", error: "body_too_large" });
 		// Past 1 MiB the body was on its way to a `.partial-*` file: the page store removed it.
 		expect(pageFiles(out, "cut")).toEqual([]);
 	});
@@ -720,7 +716,7 @@ describe("hostile input: huge pages stream to disk", () => {
 		expect(code).toBe(5);
 		expect(stderr).toMatch(/output failed: cannot write .*pages.*nothing more was sent/);
 		expect(hostile.requests()).toBe(1);
-		expect(readRecords(onlyRun(out, "full"))).toHaveLength(0);
+		expect(readRecords(onlyRunDir(out, "full"))).toHaveLength(0);
 		expect(pageFiles(out, "full")).toEqual([]);
 	});
 
@@ -749,7 +745,7 @@ describe("hostile input: huge pages stream to disk", () => {
 		expect(code).toBe(5);
 		// The grace period is 30 s: ending in-flight fetches at once is what makes this fast.
 		expect(Date.now() - started).toBeLessThan(15_000);
-		expect(readSummary(onlyRun(out, "full")).abandoned).toBeGreaterThanOrEqual(1);
+		expect(readSummary(onlyRunDir(out, "full")).abandoned).toBeGreaterThanOrEqual(1);
 	}, 40_000);
 
 	it("a key echoed back in X-Mode-Used and in a task id never reaches a file of the run folder", async () => {
@@ -772,7 +768,7 @@ describe("hostile input: huge pages stream to disk", () => {
 		const job = writeJob(dir, "echo", targetsYaml("echo", urls, "concurrency: 1"));
 		const result = await runCli(["run", job, "--out", out, "--quiet", "--task-poll-ms", "20"], { env: hostile.env });
 		expect(result.stdout + result.stderr).not.toContain(key);
-		const runDir = onlyRun(out, "echo");
+		const runDir = onlyRunDir(out, "echo");
 		const records = readRecords(runDir);
 		expect(records.map((record) => record.mode_used)).toEqual(
 			expect.arrayContaining([expect.stringContaining("request")]),
@@ -799,7 +795,7 @@ describe("hostile input: huge pages stream to disk", () => {
 		});
 		expect(result.code, result.stderr).toBe(1);
 		expect(result.stdout + result.stderr).not.toContain(accountKey);
-		const runDir = onlyRun(out, "echoed");
+		const runDir = onlyRunDir(out, "echoed");
 		const [record] = readRecords(runDir);
 		// The rest of the service's words are kept: only the key is taken out.
 		expect(record!.message).toContain("bad key");
@@ -816,7 +812,7 @@ describe("hostile input: huge pages stream to disk", () => {
 		const urls = Array.from({ length: 4 }, (_, index) => `${service.site.url}/page/${index + 1}`);
 		const job = writeJob(dir, "left", targetsYaml("left", urls, "max_credits: 4\noutput:\n  content: files"));
 		expect((await runCli(["run", job, "--out", out, "--quiet"], { env: service.env })).code).toBe(1);
-		const runDir = onlyRun(out, "left");
+		const runDir = onlyRunDir(out, "left");
 		const pagesDir = join(runDir, "pages");
 		const kept = readdirSync(pagesDir);
 		expect(kept).toHaveLength(2);
@@ -843,7 +839,7 @@ describe("hostile input: huge pages stream to disk", () => {
 		const out = join(dir, "out");
 		const job = writeJob(dir, "none", targetsYaml("none", ["https://example.com/a"], "output:\n  content: none"));
 		expect((await runCli(["run", job, "--out", out, "--quiet"], { env: hostile.env })).code).toBe(0);
-		const [record] = readRecords(onlyRun(out, "none"));
+		const [record] = readRecords(onlyRunDir(out, "none"));
 		expect(record).toMatchObject({ status: "ok", bytes: page.length, content_path: null });
 		expect(record!.content_hash).toBe(createHash("sha1").update(page).digest("hex").slice(0, 16));
 		expect(pageFiles(out, "none")).toEqual([]);
