@@ -22,7 +22,12 @@ export interface SpawnedCli {
 
 /** Start the built CLI as a real process, as cron would. */
 export function spawnCli(args: string[], env: NodeJS.ProcessEnv, cwd?: string): SpawnedCli {
-	const child = spawn(process.execPath, [BIN, ...args], {
+	return spawnNode([BIN, ...args], env, cwd);
+}
+
+/** Start this Node with `args` (a script of the library's, say) as a process of its own. */
+export function spawnNode(args: string[], env: NodeJS.ProcessEnv, cwd?: string): SpawnedCli {
+	const child = spawn(process.execPath, args, {
 		// TMPDIR: the test run's own temporary folder (test/helpers/temp-root.ts).
 		env: { PATH: process.env.PATH, TMPDIR: process.env.TMPDIR, ...env },
 		cwd,

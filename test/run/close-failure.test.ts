@@ -1,11 +1,10 @@
-import { spawn } from "node:child_process";
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { failingSyncEnv } from "../helpers/failing-sync.js";
 import { onlyRunDir, readRecords, readSummary, tempDir, writeJob } from "../helpers/job-files.js";
 import { useTestService } from "../helpers/service.js";
-import { assertBuilt, spawnCli } from "../helpers/spawn-cli.js";
+import { assertBuilt, spawnCli, spawnNode } from "../helpers/spawn-cli.js";
 
 const LIBRARY = join(import.meta.dirname, "..", "..", "dist", "index.js");
 
@@ -61,24 +60,10 @@ describe("a file's final flush fails when the run closes it", () => {
 		const script = `import { runJobFile } from ${JSON.stringify(LIBRARY)};
 const result = await runJobFile(${JSON.stringify(job)}, { out: ${JSON.stringify(out)} });
 process.stdout.write(JSON.stringify({ reason: result.stopped_reason, complete: result.complete }));`;
-		const child = spawn(process.execPath, ["--input-type=module", "-e", script], {
-			env: {
-				PATH: process.env.PATH,
-				TMPDIR: process.env.TMPDIR,
-				...service.env,
-				...failingSyncEnv(join(dir, "preload"), "/results.jsonl"),
-			},
-			stdio: ["ignore", "pipe", "pipe"],
-		});
-		let stdout = "";
-		let stderr = "";
-		child.stdout.on("data", (chunk: Buffer) => {
-			stdout += chunk.toString();
-		});
-		child.stderr.on("data", (chunk: Buffer) => {
-			stderr += chunk.toString();
-		});
-		const code = await new Promise<number | null>((resolve) => child.on("close", resolve));
+		const { code, stdout, stderr } = await spawnNode(["--input-type=module", "-e", script], {
+			...service.env,
+			...failingSyncEnv(join(dir, "preload"), "/results.jsonl"),
+		}).done;
 		expect(code, stderr).toBe(0);
 		expect(JSON.parse(stdout)).toEqual({ reason: "output_failed", complete: false });
 		expect(readSummary(onlyRunDir(out, "lib")).stopped_reason).toBe("output_failed");
