@@ -227,6 +227,8 @@ export interface SummaryHints {
 	readonly accept?: string;
 	/** The job file as the hints name it: a crawl stopped at `max_pages` finishes once it is raised there. */
 	readonly jobFile?: string;
+	/** The job's `breaker.cool_down`: an open breaker's line says from when a resume probes it. */
+	readonly breakerCoolDownMs?: number;
 }
 
 /** A compact, human-readable summary for the end of a run (stdout). */
@@ -264,7 +266,7 @@ export function formatSummary(summary: RunSummary, runDir: string, hints: Summar
 	for (const breaker of summary.breakers ?? []) {
 		rows.push([
 			"breaker",
-			`${breaker.domain} open since ${breaker.opened_at}: ${breaker.reason}; ${plural(breaker.parked, "target")} parked, ${breaker.credits_saved} credits saved`,
+			`${breaker.domain} open since ${breaker.opened_at}: ${breaker.reason}; ${plural(breaker.parked, "target")} parked, ${breaker.credits_saved} credits saved${probeFrom(breaker.opened_at, hints.breakerCoolDownMs)}`,
 		]);
 	}
 	const errors = Object.entries(summary.errors_by_kind);
@@ -318,6 +320,13 @@ export function formatSummary(summary: RunSummary, runDir: string, hints: Summar
 	}
 	rows.push(["output", runDir]);
 	return `${rows.map(([label, value]) => `${pad(label, 10)} ${value}`).join("\n")}\n`;
+}
+
+/** When a resume sends an open breaker's probe: before then its targets stay parked and nothing is sent. */
+function probeFrom(openedAt: string, coolDownMs: number | undefined): string {
+	const opened = Date.parse(openedAt);
+	if (coolDownMs === undefined || !Number.isFinite(opened)) return "";
+	return `; a resume sends one target as its probe from ${new Date(opened + coolDownMs).toISOString()}, nothing before`;
 }
 
 /** A resumed run's figures are the run's: the last session's share is named next to them. */

@@ -5,6 +5,7 @@ import { readRecords, readSummary, tempDir, writeJob } from "../helpers/job-file
 import { runCli } from "../helpers/run-cli.js";
 import type { TestService } from "../helpers/service.js";
 import { useTestService } from "../helpers/service.js";
+import { until } from "../helpers/until.js";
 
 /**
  * The per-domain paid-failure breaker (docs/behaviour.md, "Breakers"): the demo site reached as
@@ -35,12 +36,16 @@ function onlyRunDir(out: string) {
 	return join(runs, readdirSync(runs).find((name) => /^\d/.test(name))!);
 }
 
+/** A short cool-down: the resume after it is waited for on the clock. */
+const COOL_DOWN = "1s";
+const COOL_DOWN_MS = 1000;
+
 describe("breaker", () => {
-	it("a blocking domain's breaker opens after trip of window charged useless fetches: the rest parked, the good domain done, exit 6; --resume after the block lifts fetches the parked targets once", async () => {
+	it("a blocking domain's breaker opens after trip of window charged useless fetches: the rest parked, the good domain done, exit 6; a --resume within the cool-down sends nothing; after it, the block lifted, the parked targets are fetched once", async () => {
 		const blocking = await useTestService({ block_datacenter: ["//localhost:"] });
 		const dir = tempDir();
 		const out = join(dir, "out");
-		const job = writeJob(dir, "breaker", jobYaml(blocking));
+		const job = writeJob(dir, "breaker", jobYaml(blocking, `breaker: {cool_down: ${COOL_DOWN}}\n`));
 		const metrics = join(dir, "metrics", "scrapejob.prom");
 		const result = await runCli(["run", job, "--out", out, "--metrics", metrics], { env: blocking.env });
 		expect(result.code, result.stderr).toBe(6);
@@ -79,8 +84,24 @@ describe("breaker", () => {
 				.split("\n")
 				.filter((line) => line.startsWith("scrapejob_breaker_open{"));
 		expect(breakerSeries()).toEqual([expect.stringMatching(/^scrapejob_breaker_open\{.*domain="localhost".*\} 1$/)]);
+		const openedAt = Date.parse(summary.breakers![0]!.opened_at);
+		expect(result.stdout).toContain(
+			`a resume sends one target as its probe from ${new Date(openedAt + COOL_DOWN_MS).toISOString()}, nothing before`,
+		);
 
-		// The block lifted: a new service without the scenario key.
+		// At once: the breaker is still open (the earlier session's), so its targets stay parked and nothing is sent.
+		const early = await runCli(["run", job, "--out", out, "--resume", basename(runDir), "--quiet"], {
+			env: blocking.env,
+		});
+		expect(early.code, early.stderr).toBe(6);
+		expect(spentOn(blocking, "localhost")).toEqual({ credits: 8, fetches: 8 });
+		expect(readRecords(runDir)).toHaveLength(8 + GOOD);
+		expect(readSummary(runDir).breakers).toEqual([
+			expect.objectContaining({ domain: "localhost", parked: BLOCKED - 8 }),
+		]);
+
+		// The cool-down over and the block lifted (a new service without the scenario key).
+		await until(() => Date.now() >= openedAt + COOL_DOWN_MS, "the breaker's cool-down");
 		const lifted = await useTestService();
 		const resumed = await runCli(
 			["run", job, "--out", out, "--resume", basename(runDir), "--quiet", "--metrics", metrics],
@@ -96,6 +117,28 @@ describe("breaker", () => {
 		const after = readSummary(runDir);
 		expect(after.complete).toBe(true);
 		expect(after.breakers).toBeUndefined();
+	});
+
+	it("a --continue after the cool-down, the domain still blocking, pays for one probe, not another window", async () => {
+		const blocking = await useTestService({ block_datacenter: ["//localhost:"] });
+		const dir = tempDir();
+		const out = join(dir, "out");
+		const job = writeJob(dir, "breaker", jobYaml(blocking, `breaker: {cool_down: ${COOL_DOWN}}\n`));
+		expect((await runCli(["run", job, "--out", out, "--quiet"], { env: blocking.env })).code).toBe(6);
+		const runDir = onlyRunDir(out);
+		const openedAt = Date.parse(readSummary(runDir).breakers![0]!.opened_at);
+		await until(() => Date.now() >= openedAt + COOL_DOWN_MS, "the breaker's cool-down");
+		const resumed = await runCli(["run", job, "--out", out, "--continue", "--quiet"], { env: blocking.env });
+		expect(resumed.code, resumed.stderr).toBe(6);
+		// The probe's block page re-opened it: one credit more, the other six still parked.
+		expect(spentOn(blocking, "localhost")).toEqual({ credits: 9, fetches: 9 });
+		expect(readSummary(runDir).breakers).toEqual([
+			expect.objectContaining({
+				domain: "localhost",
+				reason: expect.stringMatching(/^the probe after cool_down was useless: block_signature/),
+				parked: BLOCKED - 9,
+			}),
+		]);
 	});
 
 	it("`breaker: false` fetches every target of the blocking domain", async () => {

@@ -646,6 +646,7 @@ async function runOne(
 					: resumeCommand(ctx, job, flags, outcome.runDir, { summary, dearestTarget: outcome.dearestTarget }),
 				accept: acceptCommand(jobPathForHint(ctx.cwd, job.file), job.name, flags.out, outcome.runDir),
 				jobFile: jobPathForHint(ctx.cwd, job.file),
+				...(job.breaker && !summary.fleet ? { breakerCoolDownMs: job.breaker.coolDownMs } : {}),
 			}),
 		);
 		if (outcome.reportPath) writeLine(ctx.stdout, `report     ${outcome.reportPath}`);

@@ -1,7 +1,7 @@
 import { basename, dirname, join } from "node:path";
 import type { Logger } from "pino";
 import type { ScraperHeaders } from "../../api/index.js";
-import { type Clock, createTaskQueue, type Sleep, type TaskQueue } from "../../common/index.js";
+import { type Clock, createTaskQueue, isoTime, type Sleep, type TaskQueue } from "../../common/index.js";
 import type { SitemapFetch } from "../../crawl/index.js";
 import { createPagePool, type FillStats } from "../../extract/index.js";
 import {
@@ -30,7 +30,12 @@ import type { LockLease } from "../locks/run-lock.js";
 import { type ShardPeers, watchShardPeers } from "../locks/shard-peers.js";
 import { createContractCheck } from "../records/contract-check.js";
 import { openRecordSinks } from "../records/record-writer.js";
-import { buildSummary, createRunStatistics, type RunStatistics } from "../records/run-statistics.js";
+import {
+	buildSummary,
+	type CarriedBreaker,
+	createRunStatistics,
+	type RunStatistics,
+} from "../records/run-statistics.js";
 import { crawlerFor, serviceSitemapFetch } from "../target/crawl-hook.js";
 import { createRunFillStats } from "../target/extract-record.js";
 import { fetchTarget } from "../target/fetch-target.js";
@@ -154,9 +159,10 @@ export function createRunBreakers(
 	job: Job,
 	fleet: FleetCoordination | null,
 	clock: Clock,
-	log: Logger,
-	logger: Logger | undefined,
+	loggers: { readonly log: Logger; readonly logger: Logger | undefined },
+	carried: readonly CarriedBreaker[] = [],
 ): Breakers | null {
+	const { log, logger } = loggers;
 	if (!job.breaker) return null;
 	const events: BreakerEvents = {
 		onOpen: (open) => {
@@ -169,7 +175,14 @@ export function createRunBreakers(
 			logger?.info({ domain }, `breaker closed for ${domain}: the probe was useful`);
 		},
 	};
-	return fleet ? fleet.useBreakers(job.breaker, events) : createBreakers(job.breaker, clock, events);
+	if (fleet) return fleet.useBreakers(job.breaker, events);
+	const { coolDownMs } = job.breaker;
+	for (const open of carried) {
+		const message = `breaker still open for ${open.domain} (an earlier session's): its targets stay parked until ${isoTime(open.openedMs + coolDownMs)}, then one goes as the probe`;
+		log.warn({ event: "breaker_carried", domain: open.domain, opened_at: isoTime(open.openedMs) }, message);
+		logger?.warn({ domain: open.domain }, message);
+	}
+	return createBreakers(job.breaker, clock, events, carried);
 }
 
 /**

@@ -1,6 +1,7 @@
 import { type Clock, createDomainLookup, hostOfUrl, isoTime } from "../../common/index.js";
 import type { BreakerSpec } from "../../job/index.js";
 import type { BreakerReport } from "../../output/index.js";
+import type { CarriedBreaker } from "../records/run-statistics.js";
 
 /** What a target of a domain may do: be fetched, be the half-open breaker's one probe, or wait parked. */
 export type Admission = "fetch" | "probe" | "park";
@@ -52,7 +53,12 @@ interface DomainState {
  * credit, no record — until, `cool_down` after it opened, one target goes as a probe: a useful answer closes
  * it, any other charged answer opens it again. One map look-up per target.
  */
-export function createBreakers(spec: BreakerSpec, clock: Clock, events: BreakerEvents = {}): Breakers {
+export function createBreakers(
+	spec: BreakerSpec,
+	clock: Clock,
+	events: BreakerEvents = {},
+	carried: readonly CarriedBreaker[] = [],
+): Breakers {
 	const domains = new Map<string, DomainState>();
 
 	/**
@@ -88,6 +94,16 @@ export function createBreakers(spec: BreakerSpec, clock: Clock, events: BreakerE
 		}
 		return state;
 	};
+
+	// An earlier session's open breakers stay open: a resume sends nothing to their domains before their
+	// cool-down, then one probe (not a new window of charged fetches).
+	if (carried.length > 0) groupByDomain();
+	for (const breaker of carried) {
+		const state = stateOf(breaker.domain);
+		state.state = "open";
+		state.openedMs = breaker.openedMs;
+		state.reason = breaker.reason;
+	}
 
 	const reportOf = (domain: string, state: DomainState): BreakerReport => ({
 		domain,

@@ -14,6 +14,16 @@ export interface CarriedFigures {
 	readonly runStartedMs: number | null;
 	/** The account's credits as the last answer of an earlier session reported them. */
 	readonly creditsRemaining: number | null;
+	/** The breakers the last session ended with open: a resume keeps them open until their cool-down. */
+	readonly openBreakers: readonly CarriedBreaker[];
+}
+
+/** A breaker an earlier session of the run left open (its summary's `breakers`). */
+export interface CarriedBreaker {
+	readonly domain: string;
+	readonly reason: string;
+	/** When it last opened, ms since the epoch. */
+	readonly openedMs: number;
 }
 
 /** The figures a summary.json of an earlier session carries over, or none when it is missing or not a summary. */
@@ -26,7 +36,24 @@ export function carriedFrom(previous: unknown, runStartedMs: number | null): Car
 		abandoned: count(summary.abandoned),
 		runStartedMs,
 		creditsRemaining: typeof summary.credits?.remaining === "number" ? count(summary.credits.remaining) : null,
+		openBreakers: carriedBreakers(summary.breakers),
 	};
+}
+
+/** The open breakers of a summary, each checked (the file is read back from disk). */
+function carriedBreakers(breakers: unknown): CarriedBreaker[] {
+	if (!Array.isArray(breakers)) return [];
+	const carried: CarriedBreaker[] = [];
+	for (const entry of breakers as unknown[]) {
+		const { domain, reason, opened_at } = (typeof entry === "object" && entry !== null ? entry : {}) as Record<
+			string,
+			unknown
+		>;
+		const openedMs = typeof opened_at === "string" ? Date.parse(opened_at) : Number.NaN;
+		if (typeof domain !== "string" || domain === "" || !Number.isFinite(openedMs)) continue;
+		carried.push({ domain, reason: typeof reason === "string" ? reason : "", openedMs });
+	}
+	return carried;
 }
 
 /**
@@ -139,6 +166,7 @@ const NONE_CARRIED: CarriedFigures = {
 	abandoned: 0,
 	runStartedMs: null,
 	creditsRemaining: null,
+	openBreakers: [],
 };
 
 /**
