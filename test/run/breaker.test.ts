@@ -141,6 +141,21 @@ describe("breaker", () => {
 		]);
 	});
 
+	it("a job changed since the breaker opened (another proxy), resumed with --force, is fetched at once", async () => {
+		const blocking = await useTestService({ block_datacenter: ["//localhost:"] });
+		const dir = tempDir();
+		const out = join(dir, "out");
+		const job = writeJob(dir, "breaker", jobYaml(blocking));
+		expect((await runCli(["run", job, "--out", out, "--quiet"], { env: blocking.env })).code).toBe(6);
+		// The cause fixed: residential addresses are not blocked. The default cool-down (5m) has not passed.
+		writeJob(dir, "breaker", jobYaml(blocking).replace("proxy_type: datacenter", "proxy_type: residential"));
+		const resumed = await runCli(["run", job, "--out", out, "--resume", "--force", "--quiet"], { env: blocking.env });
+		expect(resumed.code, resumed.stderr).toBe(0);
+		expect(readSummary(onlyRunDir(out)).breakers).toBeUndefined();
+		// Every target again, each once, on residential addresses (the changed targets are new ones).
+		expect(spentOn(blocking, "localhost").fetches).toBe(8 + BLOCKED);
+	});
+
 	it("`breaker: false` fetches every target of the blocking domain", async () => {
 		const blocking = await useTestService({ block_datacenter: ["//localhost:"] });
 		const dir = tempDir();

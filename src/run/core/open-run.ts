@@ -80,7 +80,7 @@ export interface OpenedRun {
 }
 
 /** The last summary.json of a run folder (unreadable or missing after a killed session: nothing is carried). */
-function readCarried(runDir: string, meta: RunMeta): CarriedFigures {
+function readCarried(runDir: string, meta: RunMeta, fingerprint: string): CarriedFigures {
 	let previous: unknown = null;
 	try {
 		previous = JSON.parse(readFileSync(join(runDir, RUN_FILES.summary), "utf8"));
@@ -88,7 +88,10 @@ function readCarried(runDir: string, meta: RunMeta): CarriedFigures {
 		// A session killed before its end wrote no summary: its wall time and pauses are not known.
 	}
 	const created = Date.parse(meta.created_at);
-	return carriedFrom(previous, Number.isFinite(created) ? created : null);
+	const carried = carriedFrom(previous, Number.isFinite(created) ? created : null);
+	// Breakers judged the fetches the run was started with: a job changed since (another mode or proxy,
+	// resumed with --force) gets its fix tried at once.
+	return meta.job_fingerprint === fingerprint ? carried : { ...carried, openBreakers: [] };
 }
 
 function writeMeta(runDir: string, meta: RunMeta): void {
@@ -250,7 +253,7 @@ async function reopenRun(
 	}
 	const { meta } = run;
 	const maxCredits = resumedBudget(runDir, meta, options.maxCredits, prior.statistics.creditsUsed, job.maxCredits);
-	const carried = meta ? readCarried(runDir, meta) : null;
+	const carried = meta ? readCarried(runDir, meta, job.fingerprint) : null;
 	return { runId: run.runId, runDir, prior, resumeTasks, resumePaid, lock: run.lock, carried, maxCredits };
 }
 
