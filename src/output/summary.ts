@@ -255,7 +255,7 @@ export function formatSummary(summary: RunSummary, runDir: string, hints: Summar
 		const perUseful =
 			mode.credits_per_useful === null
 				? "no useful record"
-				: `${plural(mode.credits_per_useful, "credit")} per useful record`;
+				: `${mode.credits_per_useful === 1 ? "1 credit" : `${round(mode.credits_per_useful)} credits`} per useful record`;
 		rows.push(["mode", `${domain}: ${mode.mode}+${mode.proxy_type} next run; ${perUseful}`]);
 	}
 	if (summary.forecast) {

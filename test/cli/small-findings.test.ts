@@ -88,6 +88,13 @@ describe("small things a new user noticed", () => {
 		expect(formatSummary({ ...summary, retries: 2, tasks: { ...summary.tasks, created: 0 } }, "/o")).toContain(
 			"2 retries, 1 rate-limit pause, 0 tasks",
 		);
+		// A domain's credits per useful record are rounded as the run's are (2.83, not 2.833).
+		const modes = { "shop.example": { mode: "request", proxy_type: "residential", credits_per_useful: 17 / 6 } };
+		expect(formatSummary({ ...summary, modes }, "/o")).toContain(
+			"mode       shop.example: request+residential next run; 2.83 credits per useful record",
+		);
+		const single = { "shop.example": { ...modes["shop.example"], credits_per_useful: 1 } };
+		expect(formatSummary({ ...summary, modes: single }, "/o")).toContain("next run; 1 credit per useful record");
 
 		service = await startTestService();
 		const one = await runCli(["targeting", "--product", "rp", "--search", "germany"], { env: service.env });
