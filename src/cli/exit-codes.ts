@@ -62,7 +62,7 @@ export const RUN_EXIT_TABLE: readonly RunExitRow[] = [
 		meaning:
 			"the run ended with a domain's breaker open (its fetches were charged and useless or failed): its remaining targets are parked, the rest done",
 		scheduler:
-			"do not retry now: a retry pays the same block again; fix the cause (mode, proxy, block) or wait, then --resume / the next scheduled run (--continue) fetches the parked targets",
+			"do not retry now: a retry pays the same block again; fix the cause (mode, proxy, block) or wait, then --resume / the next scheduled run (--continue) fetches the parked targets: before the breaker's cool_down is over it sends nothing, after it one target probes first",
 	},
 	{
 		code: EXIT.interrupted,

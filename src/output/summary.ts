@@ -34,6 +34,11 @@ export interface RunSummary {
 		skipped_rows: number;
 		/** With `freshness:`: targets not fetched because their latest ok record is younger (no record in this run). */
 		fresh?: number;
+		/**
+		 * Records of targets the job no longer has, after a resume with `--force` whose job's targets changed:
+		 * in results.jsonl, `by_status` and the credits, not in `done`. Absent when there are none.
+		 */
+		superseded?: number;
 	};
 	credits: {
 		used: number;
@@ -200,6 +205,7 @@ function targetsLine(summary: RunSummary): string {
 	if (targets.fresh) extras.push(`${targets.fresh} fresh (not fetched: freshness)`);
 	if (targets.skipped_rows) extras.push(`${plural(targets.skipped_rows, "bad source row")} skipped`);
 	if (targets.duplicates) extras.push(plural(targets.duplicates, "duplicate"));
+	if (targets.superseded) extras.push(`${plural(targets.superseded, "record")} of replaced targets (not done)`);
 	const total = targets.total !== null ? ` of ${targets.total}` : "";
 	return `${targets.done}${total} done: ${s.ok} ok, ${s.failed} failed, ${s.skipped} skipped${extras.length ? `; ${extras.join(", ")}` : ""}`;
 }

@@ -324,6 +324,45 @@ describe("scrapejob run against the emulator", () => {
 		]);
 	});
 
+	it("a --force resume that changed every target counts only the job's targets as done: stopped early it is incomplete, and its printed resume finishes it without --force, paying each new target once", async () => {
+		service = await startTestService({ concurrency: 1 });
+		const dir = tempDir();
+		const out = join(dir, "out");
+		const paths = ["/product/1", "/product/2", "/product/3", "/product/4"];
+		const job = writeJob(dir, "shop", jobYaml(service.site.url, paths, "max_credits: 4\ndefaults:\n  mode: request"));
+		expect((await runCli(["run", job, "--out", out, "--quiet"], { env: service.env })).code).toBe(1);
+		expect(readRecords(onlyRun(out))).toHaveLength(2);
+
+		// Another proxy: every target is a new one. The forced session's budget lets three of the four go.
+		writeJob(
+			dir,
+			"shop",
+			jobYaml(service.site.url, paths, "max_credits: 4\ndefaults:\n  mode: request\n  proxy_type: residential"),
+		);
+		const forced = await runCli(["run", job, "--out", out, "--resume", "--force", "--max-credits", "10"], {
+			env: service.env,
+		});
+		expect(forced.code, forced.stderr).toBe(1);
+		const runDir = onlyRun(out);
+		expect(readSummary(runDir)).toMatchObject({
+			complete: false,
+			stopped_reason: "budget_exhausted",
+			targets: { total: 4, done: 3, remaining: 1, superseded: 2 },
+		});
+		expect(forced.stdout).toMatch(/targets +3 of 4 done: 5 ok, 0 failed, 0 skipped; 2 records of replaced targets/);
+		// The hint: the one target left at 2 credits above the 10 spent; no --force, the run is the job's now.
+		const hint = /remaining +1 target: finish with `npx scrapejob (run [^`]*)`/.exec(forced.stdout)?.[1];
+		expect(hint).toMatch(/^run \S+ --out \S+ --resume --max-credits 12$/);
+		// Pasted as printed (the temporary paths hold no spaces).
+		const finished = await runCli(hint!.split(" "), { env: service.env });
+		expect(finished.code, finished.stderr).toBe(0);
+		expect(readSummary(runDir)).toMatchObject({ complete: true, targets: { done: 4, remaining: 0, superseded: 2 } });
+		const charged = service.emulator.ledger.byEndpoint("realtime").filter((entry) => entry.creditsCharged > 0);
+		// Two on datacenter-or-default addresses before the change, then each of the four once.
+		expect(charged).toHaveLength(6);
+		expect(new Set(charged.slice(2).map((entry) => entry.url)).size).toBe(4);
+	});
+
 	it("stops at max_credits with no record for the rest; --resume --max-credits <larger> finishes the run", async () => {
 		service = await startTestService({ concurrency: 2 });
 		const dir = tempDir();

@@ -136,7 +136,7 @@ export function registerRunCommand(program: Command, ctx: CliContext): void {
 		)
 		.option(
 			"--force",
-			"with --resume or --continue: resume a run whose job's targets changed (changed targets run as new)",
+			"with --resume or --continue: resume a run whose job's targets changed (changed targets run as new; the run is then the changed job's, and records of targets it no longer has are not counted as done)",
 		)
 		.option(
 			"--repair",

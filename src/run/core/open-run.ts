@@ -2,11 +2,12 @@ import { mkdirSync, readFileSync } from "node:fs";
 import { basename, dirname, join } from "node:path";
 import type { Logger } from "pino";
 import { ScrapejobError, writeFileAtomic } from "../../common/index.js";
-import type { Job } from "../../job/index.js";
+import { type Job, streamTargetBatches } from "../../job/index.js";
 import { createRunDir, jobOutputDir, newRunId, openAppendFile, RUN_FILES } from "../../output/index.js";
 import type { TargetSurvey } from "../feed/survey-targets.js";
 import { warnIfTookOver } from "../locks/job-lock.js";
 import { acquireRunLock, type RunLock } from "../locks/run-lock.js";
+import { createIdSet, type IdSet } from "../records/compact-id-set.js";
 import {
 	CORRUPT_FILE,
 	csvCatchUp,
@@ -57,6 +58,11 @@ interface RunMeta {
 	/** How the run chose its targets; absent in folders of older versions (a resume then takes the flags and the job's keys). */
 	selection?: RunSelection;
 	/**
+	 * Records in results.jsonl of targets the job no longer has: a resume with `--force` after the job's
+	 * targets changed (the run then goes on with the changed job's targets). Not counted as done.
+	 */
+	superseded?: number;
+	/**
 	 * `url_identity`: target ids derived from each URL's identity. Absent in folders of older versions,
 	 * whose ids came from URLs as written: their resumes keep those.
 	 */
@@ -77,6 +83,8 @@ export interface OpenedRun {
 	readonly carried: CarriedFigures | null;
 	/** The run's credit budget: this session's `--max-credits`, else the one kept in run.json, else the job's. */
 	readonly maxCredits: number | null;
+	/** Records of earlier sessions whose targets the job no longer has (run.json's `superseded`); 0 for a new run. */
+	readonly superseded: number;
 }
 
 /** The last summary.json of a run folder (unreadable or missing after a killed session: nothing is carried). */
@@ -251,10 +259,49 @@ async function reopenRun(
 			csv.close();
 		}
 	}
-	const { meta } = run;
+	const carried = run.meta ? readCarried(runDir, run.meta, job.fingerprint) : null;
+	const meta = run.meta ? await adoptChangedTargets(options, runDir, run.meta, prior.done) : null;
 	const maxCredits = resumedBudget(runDir, meta, options.maxCredits, prior.statistics.creditsUsed, job.maxCredits);
-	const carried = meta ? readCarried(runDir, meta, job.fingerprint) : null;
-	return { runId: run.runId, runDir, prior, resumeTasks, resumePaid, lock: run.lock, carried, maxCredits };
+	const superseded = meta?.superseded ?? 0;
+	return { runId: run.runId, runDir, prior, resumeTasks, resumePaid, lock: run.lock, carried, maxCredits, superseded };
+}
+
+/**
+ * A resume with `--force` after the job's targets changed: from now on the run is the changed job's. Its
+ * run.json takes the job's digest, total and fingerprint (so the next `--resume` or `--continue` needs no
+ * `--force`, and does not start another run that pays for the same targets), and counts the records of
+ * targets the job no longer has, which stay in the file but are not done (a run stopped early must not
+ * look complete). Reads the job's targets once, only on such a resume. A crawl's or a discovery source's
+ * pages are found as it goes: none of its records is counted out.
+ */
+async function adoptChangedTargets(
+	options: OpenRunOptions,
+	runDir: string,
+	meta: RunMeta,
+	done: IdSet,
+): Promise<RunMeta> {
+	const { job, survey } = options;
+	if (meta.targets_digest === survey.digest) return meta;
+	const listed = !job.crawl && (job.discovery?.length ?? 0) === 0;
+	let current = 0;
+	if (listed && done.size > 0) {
+		const counted = createIdSet();
+		for await (const batch of streamTargetBatches(job))
+			for (const target of batch) {
+				if (!done.has(target.id) || counted.has(target.id)) continue;
+				counted.add(target.id);
+				current += 1;
+			}
+	}
+	const adopted: RunMeta = {
+		...meta,
+		job_fingerprint: job.fingerprint,
+		targets_digest: survey.digest,
+		total: survey.total,
+		superseded: listed ? done.size - current : 0,
+	};
+	writeMeta(runDir, adopted);
+	return adopted;
 }
 
 /** A new run: its folder and its run.json, written before any request. */
@@ -286,5 +333,6 @@ function createRun(options: OpenRunOptions, run: { readonly runId: string; reado
 		lock: run.lock,
 		carried: null,
 		maxCredits: created.max_credits ?? null,
+		superseded: 0,
 	};
 }

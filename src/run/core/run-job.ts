@@ -435,7 +435,8 @@ async function concludeRun(
 	// Ctrl-C after the last target went out, its fetch finished in the grace period: nothing is left for
 	// --resume, so the run is complete (not "INCOMPLETE, 0 remaining: finish with --resume", exit 130).
 	// A crawl's or a discovery source's total is not the survey's: those keep the stop.
-	if (!crawler && discovered === null && records.stats.done >= survey.total && stops.finishedDespiteSignal())
+	const doneHere = records.stats.done - opened.superseded;
+	if (!crawler && discovered === null && doneHere >= survey.total && stops.finishedDespiteSignal())
 		log.info({ event: "run_complete_despite_stop" }, "every target has its record: the run is complete");
 	stops.close();
 	clearInterval(syncTimer);

@@ -440,5 +440,6 @@ export function summarizerOf(input: {
 			startedMs: input.startedAt,
 			finishedMs: clock(),
 			...(opened.carried ? { carried: opened.carried } : {}),
+			superseded: opened.superseded,
 		});
 }

@@ -191,10 +191,13 @@ export function buildSummary(
 		finishedMs: number;
 		/** Earlier sessions' figures that no record holds (a resumed run). */
 		carried?: CarriedFigures;
+		/** Records of targets the job no longer has (a resume with --force): written, but not done. */
+		superseded?: number;
 	},
 ): RunSummary {
 	const carried = run.carried ?? NONE_CARRIED;
-	const done = stats.done;
+	const superseded = run.superseded ?? 0;
+	const done = Math.max(0, stats.done - superseded);
 	const sessionWallMs = Math.max(0, run.finishedMs - run.startedMs);
 	const wallMs = carried.wallMs + sessionWallMs;
 	const perSecond = (count: number, ms: number) => (ms > 0 ? (count * 1000) / ms : 0);
@@ -211,6 +214,7 @@ export function buildSummary(
 			by_status: { ...stats.byStatus },
 			duplicates: run.survey.duplicates,
 			skipped_rows: run.survey.skippedRows,
+			...(superseded > 0 ? { superseded } : {}),
 		},
 		credits: {
 			used: stats.creditsUsed,
