@@ -2,6 +2,7 @@ import { existsSync, readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { createScraperClient } from "../../src/api/index.js";
+import { runJobFile } from "../../src/index.js";
 import { isRunFolderName, readCsv, readRecords, readSummary, tempDir, writeJob } from "../helpers/job-files.js";
 import { runCli } from "../helpers/run-cli.js";
 import { startTestService, type TestService } from "../helpers/service.js";
@@ -353,9 +354,18 @@ describe("scrapejob run against the emulator", () => {
 		// The hint: the one target left at 2 credits above the 10 spent; no --force, the run is the job's now.
 		const hint = /remaining +1 target: finish with `npx scrapejob (run [^`]*)`/.exec(forced.stdout)?.[1];
 		expect(hint).toMatch(/^run \S+ --out \S+ --resume --max-credits 12$/);
-		// Pasted as printed (the temporary paths hold no spaces).
-		const finished = await runCli(hint!.split(" "), { env: service.env });
-		expect(finished.code, finished.stderr).toBe(0);
+		// Finished through the library as the hint says (no force, the budget it names): the progress it
+		// reports counts the job's targets only.
+		const progress: Array<{ done: number; total: number }> = [];
+		const finished = await runJobFile(job, {
+			out,
+			resume: true,
+			maxCredits: 12,
+			env: service.env,
+			onProgress: ({ done, total }) => progress.push({ done, total }),
+		});
+		expect(finished).toMatchObject({ complete: true, targets: { done: 4, remaining: 0, superseded: 2 } });
+		expect(progress.at(-1)).toEqual({ done: 4, total: 4 });
 		expect(readSummary(runDir)).toMatchObject({ complete: true, targets: { done: 4, remaining: 0, superseded: 2 } });
 		const charged = service.emulator.ledger.byEndpoint("realtime").filter((entry) => entry.creditsCharged > 0);
 		// Two on datacenter-or-default addresses before the change, then each of the four once.

@@ -320,6 +320,7 @@ function openRunnerSide(context: RunContext, side: RecordSide, fetching: FetchSi
 		gate,
 		clock,
 		onProgress: options.onProgress,
+		superseded: opened.superseded,
 	});
 	/** The one record path (record-writer.ts): no record or journal line reaches a file by another route. */
 	const write = createRecordWriter({

@@ -26,6 +26,8 @@ export interface ProgressParts {
 	readonly gate: SendGate;
 	readonly clock: Clock;
 	readonly onProgress?: (snapshot: ProgressSnapshot) => void;
+	/** Records of targets the job no longer has (a resume with --force): written, not done. @default 0 */
+	readonly superseded?: number;
 }
 
 export interface ProgressReporter {
@@ -40,6 +42,7 @@ export interface ProgressReporter {
  */
 export function createProgressReporter(parts: ProgressParts): ProgressReporter {
 	const { stats, gate, clock, onProgress } = parts;
+	const superseded = parts.superseded ?? 0;
 	const pauseState = (): ProgressSnapshot["paused"] => {
 		const reason = gate.pauseReason();
 		if (reason === null) return null;
@@ -48,9 +51,9 @@ export function createProgressReporter(parts: ProgressParts): ProgressReporter {
 	};
 	const report = () => {
 		onProgress?.({
-			done: stats.done,
+			done: stats.done - superseded,
 			// A crawl's total grows as it discovers pages: never shown below what is done.
-			total: Math.max(parts.total(), stats.done),
+			total: Math.max(parts.total(), stats.done - superseded),
 			ok: stats.byStatus.ok,
 			failed: stats.byStatus.failed,
 			skipped: stats.byStatus.skipped,
