@@ -176,6 +176,11 @@ ALTER TABLE hosts ADD COLUMN starting_target text;
 	`
 ALTER TABLE targets ADD COLUMN reservations text[] NOT NULL DEFAULT '{}';
 `,
+	// The job's targets a run's loading left out as fresh (\`freshness\`): in no state of the run, and
+	// \`fleet status\` says so rather than show a run of nothing.
+	`
+ALTER TABLE runs ADD COLUMN fresh integer NOT NULL DEFAULT 0;
+`,
 ];
 
 /** The version this scrapejob writes and reads. */
