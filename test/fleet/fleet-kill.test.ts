@@ -170,4 +170,52 @@ describe("fleet workers killed and stopped", () => {
 		});
 		expect(written.sort()).toEqual([0, 2]);
 	}, 60_000);
+
+	it("a worker stopped past its lease while it waits to send a retry sends nothing when it wakes: the target is paid once, by the worker that took it over", async () => {
+		assertBuilt();
+		const url = await (await cluster()).createDatabase();
+		// The first fetch is refused (429, reset in 3 s, not charged): the worker waits to send it again.
+		const service = await useTestService({
+			concurrency: 2,
+			reset_seconds: 3,
+			faults: [{ kind: "rate_limit", times: 1 }],
+		});
+		const site = await startTargetSite((_req, res) => html(res, "<p>page</p>"));
+		const { dir, file } = listJob(site.origin, 1);
+		const env = { ...service.env, SCRAPEJOB_LOCK_LEASE_MS: String(LEASE_MS) };
+		const start = () => spawnCli(["run", file, "--quiet", "--fleet", url, "--fleet-run", "lapse"], env, dir);
+		const first = start();
+		await until(() => service.emulator.ledger.rateLimits.length >= 1, "the first fetch refused");
+		first.child.kill("SIGSTOP");
+		try {
+			// Stopped while it waits for the reset, until its lease has lapsed in the database.
+			await until(
+				async () =>
+					(await query<{ lapsed: boolean }>(url, "SELECT lease_until < now() AS lapsed FROM scrapejob.targets"))[0]
+						?.lapsed === true,
+				"the stopped worker's lease lapsed",
+			);
+			const second = await start().done;
+			expect(second.code, second.stderr).toBe(0);
+		} finally {
+			first.child.kill("SIGCONT");
+		}
+		const firstDone = await first.done;
+		expect(firstDone.code, firstDone.stderr).toBe(0);
+		// One fetch reached the site and one was charged: the woken worker did not send its retry.
+		expect(site.requests).toHaveLength(1);
+		const records = await query<{ epoch: string; credits: number }>(
+			url,
+			"SELECT epoch, (record->>'credits_used')::int AS credits FROM scrapejob.records",
+		);
+		expect(records.map((row) => Number(row.epoch))).toEqual([2]);
+		expect(service.emulator.ledger.totalCharged()).toBe(records[0]!.credits);
+		// Nothing of the target in the woken worker's folder: only the successor's holds its record.
+		const folders = readdirSync(join(dir, "output", "killjob", "fleet"));
+		const written = folders.map((folder) => {
+			const path = join(dir, "output", "killjob", "fleet", folder, "results.jsonl");
+			return existsSync(path) ? readFileSync(path, "utf8").split("\n").filter(Boolean).length : 0;
+		});
+		expect(written.sort()).toEqual([0, 1]);
+	}, 60_000);
 });
