@@ -1,4 +1,4 @@
-import { describe, expect, it } from "vitest";
+import { describe, expect, it, onTestFinished } from "vitest";
 import {
 	claimTargets,
 	completeTarget,
@@ -9,7 +9,10 @@ import {
 	loadingTakeOver,
 	openFleetRun,
 } from "../../src/fleet/index.js";
+import { loadJob } from "../../src/job/index.js";
+import { type FleetJoin, joinFleetRun } from "../../src/run/fleet/fleet-open.js";
 import { fleetFor, streamOf, targetsOn } from "../helpers/fleet.js";
+import { tempDir, writeJob } from "../helpers/job-files.js";
 import { useCluster } from "../helpers/postgres.js";
 
 const cluster = useCluster();
@@ -138,6 +141,42 @@ describe("opening and joining a fleet run", () => {
 		expect(await takeOver()).toBe(false);
 		expect(await takeOver()).toBe(false);
 		expect(asked).toBe(3);
+	});
+
+	it("a worker that saw the run running when it joined never asks to take over the loading: no statement on the run's row after an empty claim", async () => {
+		const url = await (await cluster()).createDatabase();
+		const dir = tempDir("scrapejob-fleet-open-");
+		const file = writeJob(dir, "job", "name: job\ntargets:\n  - https://host0.test/p/0\n  - https://host0.test/p/1\n");
+		const { job } = await loadJob(file, { cwd: dir, env: {} });
+		const join = async () => {
+			const joined: FleetJoin = await joinFleetRun(job, { url, concurrency: 2, runName: "nightly" });
+			if (joined.outcome === "complete") throw new Error("the new run is complete");
+			onTestFinished(() => joined.setup.fleet.close());
+			return joined.setup;
+		};
+		// The opener loads the run and sees it running; a worker joining after sees it running too.
+		const opener = await join();
+		const joiner = await join();
+		expect([opener.run.state, joiner.run.state]).toEqual(["running", "running"]);
+		// Every statement that updates the run's row, matching rows or not, counted by the database.
+		const fleet = await fleetFor(url);
+		await fleet.query(`
+			CREATE TABLE public.run_updates (n integer NOT NULL);
+			INSERT INTO public.run_updates VALUES (0);
+			CREATE FUNCTION public.count_run_updates() RETURNS trigger LANGUAGE plpgsql AS $$
+			BEGIN
+				UPDATE public.run_updates SET n = n + 1;
+				RETURN NULL;
+			END $$;
+			CREATE TRIGGER count_run_updates AFTER UPDATE ON runs FOR EACH STATEMENT EXECUTE FUNCTION public.count_run_updates();
+		`);
+		// As a worker asks after each empty claim (fleet-worker.ts: none given, nothing to take over).
+		for (const setup of [opener, joiner]) {
+			const takeOver = setup.takeOverLoading ?? (async () => false);
+			for (let ask = 0; ask < 3; ask++) expect(await takeOver()).toBe(false);
+		}
+		const [counted] = await fleet.query("SELECT n FROM public.run_updates");
+		expect(counted).toEqual({ n: 0 });
 	});
 
 	it("a named run that is complete is reported, never reopened; without a name the newest unfinished run is joined", async () => {

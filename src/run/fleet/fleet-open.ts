@@ -80,7 +80,11 @@ export async function joinFleetRun(job: Job, options: FleetJoinOptions): Promise
 				worker: opened.worker,
 				maxCredits,
 				leaseMs: options.leaseMs ?? DEFAULT_FLEET_LEASE_MS,
-				takeOverLoading: loadingTakeOver(fleet, opened.worker, () => fleetTargets(fleet, job, plans, options)),
+				// A run seen running (this worker loaded it, or joined it loaded) never goes back to loading:
+				// nothing to ask the database after an empty claim.
+				...(opened.run.state === "loading"
+					? { takeOverLoading: loadingTakeOver(fleet, opened.worker, () => fleetTargets(fleet, job, plans, options)) }
+					: {}),
 			},
 		};
 	} catch (error) {
