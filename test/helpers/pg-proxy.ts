@@ -5,7 +5,8 @@ import { onTestFinished } from "vitest";
  * A TCP relay in front of a PostgreSQL server on 127.0.0.1 that can lose one answer: once armed with a
  * prepared statement's name, the next time a client sends that statement the server's whole answer is
  * held back until the server says it is ready again (the statement committed), and then the connection
- * is cut. The client sees a dropped connection for a statement that took effect.
+ * is cut. The client sees a dropped connection for a statement that took effect. It can also cut every
+ * client off for good (`cut`): the database lost to them, and to them only.
  */
 export interface AnswerLosingProxy {
 	/** The server's URL with the relay's port in it. */
@@ -14,6 +15,8 @@ export interface AnswerLosingProxy {
 	loseNextAnswer(name: string): void;
 	/** Resolves once an answer was lost (the connection cut after the server's ready message). */
 	readonly lost: Promise<void>;
+	/** Every connection through the relay dropped, and every new one closed at once, from now on. */
+	cut(): void;
 }
 
 /** A relay for `url` (a `postgres://…@127.0.0.1:port/db` URL), closed when the test finishes. */
@@ -25,7 +28,12 @@ export async function startAnswerLosingProxy(url: string): Promise<AnswerLosingP
 		markLost = resolve;
 	});
 	const sockets = new Set<Socket>();
+	let cut = false;
 	const server = createServer((client) => {
+		if (cut) {
+			client.destroy();
+			return;
+		}
 		const upstream = connect(Number(target.port), target.hostname);
 		sockets.add(client).add(upstream);
 		const end = () => {
@@ -83,5 +91,9 @@ export async function startAnswerLosingProxy(url: string): Promise<AnswerLosingP
 			armed = name;
 		},
 		lost,
+		cut() {
+			cut = true;
+			for (const socket of sockets) socket.destroy();
+		},
 	};
 }
