@@ -155,8 +155,8 @@ export function loadingTakeOver(
 /**
  * Stream targets into the run in batches, renewing the loader role with each; then mark the run running,
  * with the count of targets the source left out as fresh (a loader taking over reads them all again, and
- * sets it again). Stops early (returning the run as it is) when the role passed to another worker: loading is idempotent
- * per URL key, so the one that took over loads everything again without duplicates.
+ * sets it again). Stops early (returning the run as it is) when the role passed to another worker:
+ * loading is idempotent per URL key, so the one that took over loads everything again without duplicates.
  */
 export async function loadTargets(
 	fleet: Fleet,
