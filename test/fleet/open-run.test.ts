@@ -14,18 +14,23 @@ import { type FleetJoin, joinFleetRun } from "../../src/run/fleet/fleet-open.js"
 import { fleetFor, streamOf, targetsOn } from "../helpers/fleet.js";
 import { tempDir, writeJob } from "../helpers/job-files.js";
 import { useCluster } from "../helpers/postgres.js";
+import { until } from "../helpers/until.js";
 
 const cluster = useCluster();
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
-/** A source that yields slowly and counts how often it is read. */
-function slowSource(targets: readonly FleetTargetInput[], everyMs: number) {
+/**
+ * A source that yields slowly and counts how often it is read; past its first ten targets it waits for
+ * `rest` (the test's go-ahead), so another worker can join while it is surely still loading.
+ */
+function slowSource(targets: readonly FleetTargetInput[], everyMs: number, rest: Promise<void>) {
 	const reads = { opened: 0, yielded: 0 };
 	return {
 		reads,
 		source: async function* () {
 			reads.opened++;
 			for (const target of targets) {
+				if (reads.yielded === 10) await rest;
 				if (reads.yielded % 10 === 0) await sleep(everyMs);
 				reads.yielded++;
 				yield target;
@@ -38,10 +43,15 @@ describe("opening and joining a fleet run", () => {
 	it("two workers starting together: one loads, once; the other joins at once and helps while it loads", async () => {
 		const url = await (await cluster()).createDatabase();
 		const [first, second] = [await fleetFor(url), await fleetFor(url)];
-		const { reads, source } = slowSource(targetsOn(60), 25);
+		let goOn: () => void = () => undefined;
+		const rest = new Promise<void>((resolve) => {
+			goOn = resolve;
+		});
+		const { reads, source } = slowSource(targetsOn(60), 25, rest);
 		const options = { jobName: "job", concurrencyLimit: 5, source, loaderLeaseMs: 10_000, loadBatchSize: 10 };
 		const loading = openFleetRun(first, options);
-		await sleep(50);
+		// The second worker starts once the first batch is in (a fixed wait lost that race on a busy machine).
+		await until(async () => (await first.query<{ n: number }>("SELECT count(*)::int AS n FROM targets"))[0]?.n === 10);
 		const joined = await openFleetRun(second, options);
 		expect(joined).toMatchObject({ outcome: "joined", loaded: false, run: { state: "loading" } });
 		if (joined.outcome === "complete") throw new Error("unreachable");
@@ -50,6 +60,7 @@ describe("opening and joining a fleet run", () => {
 		expect(early).toBeDefined();
 		expect(await completeTarget(second, early!, {}, 1)).toBe(true);
 		expect(await isComplete(second, joined.run.id)).toBe(false);
+		goOn();
 		const loaded = await loading;
 		expect(loaded).toMatchObject({ outcome: "opened", loaded: true, run: { state: "running", id: joined.run.id } });
 		expect(reads).toEqual({ opened: 1, yielded: 60 });
