@@ -1,3 +1,4 @@
+import { randomUUID } from "node:crypto";
 import type { Fleet } from "./connect.js";
 import type { FleetLease } from "./types.js";
 
@@ -9,23 +10,33 @@ type LeaseRef = Pick<FleetLease, "runId" | "targetId" | "epoch">;
  * so concurrent reservers queue on it and the last one to fit is the last one booked. The booking sits
  * on the target too, so a lapsed lease gives it back. False (nothing booked) when it does not fit or the
  * lease is no longer this worker's.
+ *
+ * `token` names this one reservation: sent again with the same token (its answer was lost with the
+ * connection, the statement committed) it is not booked twice, and answers true.
  */
-export async function reserveCredits(fleet: Fleet, lease: LeaseRef, worstCase: number): Promise<boolean> {
+export async function reserveCredits(
+	fleet: Fleet,
+	lease: LeaseRef,
+	worstCase: number,
+	token: string = randomUUID(),
+): Promise<boolean> {
 	const rows = await fleet.query(
 		`WITH target AS (
-			SELECT target_id FROM targets
+			SELECT target_id, $5::text = ANY(reservations) AS booked FROM targets
 			WHERE run_id = $1 AND target_id = $2 AND lease_epoch = $3 AND state = 'leased'
 			FOR UPDATE
 		), booked AS (
 			UPDATE runs SET reserved = reserved + $4
-			WHERE id = $1 AND EXISTS (SELECT 1 FROM target)
+			WHERE id = $1 AND EXISTS (SELECT 1 FROM target WHERE NOT booked)
 				AND (max_credits IS NULL OR spent + reserved + $4 <= max_credits)
 			RETURNING id
+		), noted AS (
+			UPDATE targets t SET reserved = t.reserved + $4, reservations = array_append(t.reservations, $5::text)
+			FROM booked WHERE t.run_id = $1 AND t.target_id = $2
+			RETURNING 1
 		)
-		UPDATE targets t SET reserved = t.reserved + $4
-		FROM booked WHERE t.run_id = $1 AND t.target_id = $2
-		RETURNING 1`,
-		[lease.runId, lease.targetId, lease.epoch, worstCase],
+		SELECT 1 FROM noted UNION ALL SELECT 1 FROM target WHERE booked`,
+		[lease.runId, lease.targetId, lease.epoch, worstCase, token],
 		"fleet_reserve",
 	);
 	return rows.length === 1;

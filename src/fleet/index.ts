@@ -65,6 +65,13 @@ export {
 	onlyParkedLeft,
 	targetCounts,
 } from "./status.js";
-export type { FleetLease, FleetPreviousRecord, FleetRun, FleetTargetInput, FleetWorker } from "./types.js";
+export type {
+	FleetLease,
+	FleetPreviousRecord,
+	FleetRun,
+	FleetTargetInput,
+	FleetTargetSource,
+	FleetWorker,
+} from "./types.js";
 export { type FleetRunWatch, watchFleetRun } from "./watch.js";
 export { endWorker, registerWorker, type WorkerIdentity } from "./workers.js";

@@ -56,7 +56,7 @@ export async function reapExpiredLeases(fleet: Fleet, runId: number): Promise<nu
 			WHERE run_id = $1 AND state = 'leased' AND lease_until < now() AND (SELECT got FROM reaper)
 			FOR UPDATE SKIP LOCKED
 		), requeued AS (
-			UPDATE targets t SET state = 'queued', lease_owner = NULL, lease_until = NULL, reserved = 0
+			UPDATE targets t SET state = 'queued', lease_owner = NULL, lease_until = NULL, reserved = 0, reservations = '{}'
 			FROM expired e WHERE t.run_id = $1 AND t.target_id = e.target_id
 			RETURNING e.host, e.reserved
 		), hosts_freed AS (
@@ -314,7 +314,7 @@ async function settle(
 			WHERE run_id = $1 AND target_id = $2 AND lease_epoch = $3 AND state = 'leased'
 			FOR UPDATE
 		), settled AS (
-			UPDATE targets t SET state = $4, lease_owner = NULL, lease_until = NULL, reserved = 0,
+			UPDATE targets t SET state = $4, lease_owner = NULL, lease_until = NULL, reserved = 0, reservations = '{}',
 				credits = t.credits + $5, error = $6, breaker = $8
 			FROM current c WHERE t.run_id = $1 AND t.target_id = c.target_id
 			RETURNING c.target_id, c.host, c.reserved

@@ -1,7 +1,7 @@
 import { randomBytes } from "node:crypto";
 import type { Fleet } from "./connect.js";
 import { insertTargets, LOAD_BATCH } from "./load-targets.js";
-import type { FleetRun, FleetTargetInput, FleetWorker } from "./types.js";
+import type { FleetRun, FleetTargetInput, FleetTargetSource, FleetWorker } from "./types.js";
 import { registerWorker, type WorkerIdentity } from "./workers.js";
 
 export interface OpenFleetRunOptions {
@@ -9,7 +9,7 @@ export interface OpenFleetRunOptions {
 	/** Join or open the run of this name; without it, the job's newest unfinished run or a new one. */
 	readonly runName?: string;
 	/** The job's targets, streamed: read only by the worker that loads them. */
-	readonly source: () => AsyncIterable<FleetTargetInput>;
+	readonly source: () => FleetTargetSource;
 	/** The settings a new run starts with; a joined run keeps those it was opened with. */
 	readonly maxCredits?: number | null;
 	readonly concurrencyLimit: number;
@@ -128,7 +128,7 @@ export async function openFleetRun(fleet: Fleet, options: OpenFleetRunOptions): 
 export function loadingTakeOver(
 	fleet: Fleet,
 	worker: FleetWorker,
-	source: () => AsyncIterable<FleetTargetInput>,
+	source: () => FleetTargetSource,
 	loaderLeaseMs = 60_000,
 	batchSize = LOAD_BATCH,
 ): () => Promise<boolean> {
@@ -153,14 +153,15 @@ export function loadingTakeOver(
 }
 
 /**
- * Stream targets into the run in batches, renewing the loader role with each; then mark the run running.
- * Stops early (returning the run as it is) when the role passed to another worker: loading is idempotent
- * per URL key, so the one that took over loads everything again without duplicates.
+ * Stream targets into the run in batches, renewing the loader role with each; then mark the run running,
+ * with the count of targets the source left out as fresh (a loader taking over reads them all again, and
+ * sets it again). Stops early (returning the run as it is) when the role passed to another worker:
+ * loading is idempotent per URL key, so the one that took over loads everything again without duplicates.
  */
 export async function loadTargets(
 	fleet: Fleet,
 	worker: FleetWorker,
-	source: AsyncIterable<FleetTargetInput>,
+	source: FleetTargetSource,
 	loaderLeaseMs = 60_000,
 	batchSize = LOAD_BATCH,
 ): Promise<FleetRun> {
@@ -190,8 +191,8 @@ export async function loadTargets(
 	if (held && batch.length > 0) held = await flush();
 	if (held) {
 		await fleet.query(
-			"UPDATE runs SET state = 'running', loader = NULL, loader_until = NULL WHERE id = $1 AND state = 'loading' AND loader = $2",
-			[worker.runId, worker.id],
+			"UPDATE runs SET state = 'running', loader = NULL, loader_until = NULL, fresh = $3 WHERE id = $1 AND state = 'loading' AND loader = $2",
+			[worker.runId, worker.id, source.fresh ?? 0],
 		);
 		// Fresh statistics before the claims: freshly loaded tables planned without them made a claim over
 		// 20,000 hosts take ~100 ms instead of ~0.5 ms.

@@ -171,6 +171,16 @@ ALTER TABLE workers ADD COLUMN ended_at timestamptz;
 	`
 ALTER TABLE hosts ADD COLUMN starting_target text;
 `,
+	// The reservations booked on a target's lease, by the token each was sent with: one sent again after
+	// its answer was lost (the connection dropped after the commit) is not booked twice.
+	`
+ALTER TABLE targets ADD COLUMN reservations text[] NOT NULL DEFAULT '{}';
+`,
+	// The job's targets a run's loading left out as fresh (\`freshness\`): in no state of the run, and
+	// \`fleet status\` says so rather than show a run of nothing.
+	`
+ALTER TABLE runs ADD COLUMN fresh integer NOT NULL DEFAULT 0;
+`,
 ];
 
 /** The version this scrapejob writes and reads. */

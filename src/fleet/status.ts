@@ -62,7 +62,15 @@ export interface FleetStatus {
 		/** When it stopped cleanly (it no longer counts among the live workers); null while it runs or once killed. */
 		readonly endedAt: Date | null;
 	}>;
-	/** Slots held now (not lapsed) against the run's limit. */
+	/**
+	 * The job's targets the run's loading left out as fresh (`freshness`: their newest record ok and
+	 * recent): never fetched in this run, and in none of `targets`' states.
+	 */
+	readonly fresh: number;
+	/**
+	 * Slots held now (not lapsed) against the run's limit; 0 once the run is complete (a killed worker's
+	 * slots stay held until they lapse, with nothing left to fetch).
+	 */
 	readonly inFlight: number;
 	readonly concurrencyLimit: number;
 	readonly credits: { readonly spent: number; readonly reserved: number; readonly max: number | null };
@@ -90,6 +98,7 @@ export async function fleetStatus(fleet: Fleet, runId: number): Promise<FleetSta
 		at: Date;
 		counts: Record<string, number> | null;
 		in_flight: number;
+		fresh: number;
 		workers: Array<{
 			id: string;
 			hostname: string;
@@ -100,9 +109,10 @@ export async function fleetStatus(fleet: Fleet, runId: number): Promise<FleetSta
 		}> | null;
 	}>(
 		`SELECT r.id, r.job_name, r.run_name, r.state, r.created_at, r.retry_failed, r.spent, r.reserved, r.max_credits,
-			r.concurrency_limit, CASE WHEN r.paused_until > now() THEN r.paused_until END AS paused_until, now() AS at,
+			r.concurrency_limit, CASE WHEN r.paused_until > now() THEN r.paused_until END AS paused_until, now() AS at, r.fresh,
 			(SELECT jsonb_object_agg(state, n) FROM (SELECT state, count(*)::int AS n FROM targets WHERE run_id = r.id AND depth >= 0 GROUP BY state) c) AS counts,
-			(SELECT count(*)::int FROM slots s WHERE s.run_id = r.id AND s.holder IS NOT NULL AND s.held_until >= now()) AS in_flight,
+			CASE WHEN r.state = 'complete' THEN 0 ELSE
+				(SELECT count(*)::int FROM slots s WHERE s.run_id = r.id AND s.holder IS NOT NULL AND s.held_until >= now()) END AS in_flight,
 			(SELECT jsonb_agg(w ORDER BY w.started_at) FROM (SELECT id, hostname, pid, started_at, last_beat, ended_at FROM workers WHERE run_id = r.id) w) AS workers
 		FROM runs r WHERE r.id = $1`,
 		[runId],
@@ -126,6 +136,7 @@ export async function fleetStatus(fleet: Fleet, runId: number): Promise<FleetSta
 			lastBeat: new Date(worker.last_beat),
 			endedAt: worker.ended_at === null ? null : new Date(worker.ended_at),
 		})),
+		fresh: row.fresh,
 		inFlight: row.in_flight,
 		concurrencyLimit: row.concurrency_limit,
 		credits: {

@@ -27,6 +27,15 @@ export interface FleetTargetInput {
 }
 
 /**
+ * The targets a run's loading reads, streamed. `fresh`, read once they are all read, counts the job's
+ * targets the stream left out because their newest record was fresh (`freshness`): `fleet status` shows
+ * them, as they are in no state of the run. @default 0
+ */
+export interface FleetTargetSource extends AsyncIterable<FleetTargetInput> {
+	readonly fresh?: number;
+}
+
+/**
  * A claimed target: the lease a worker holds until `leaseUntil`. Every write about the target carries
  * `epoch`, so a worker whose lease passed to another writes nothing.
  */

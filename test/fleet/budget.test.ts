@@ -1,5 +1,7 @@
+import pino from "pino";
 import { describe, expect, it } from "vitest";
 import {
+	acquireSlot,
 	claimTargets,
 	commitCredits,
 	completeTarget,
@@ -7,7 +9,10 @@ import {
 	releaseTarget,
 	reserveCredits,
 } from "../../src/fleet/index.js";
-import { runWithWorkers, targetsOn } from "../helpers/fleet.js";
+import { FleetBudget } from "../../src/run/fleet/fleet-budget.js";
+import { FleetLeases } from "../../src/run/fleet/fleet-leases.js";
+import { fleetFor, runWithWorkers, targetsOn } from "../helpers/fleet.js";
+import { startAnswerLosingProxy } from "../helpers/pg-proxy.js";
 import { useCluster } from "../helpers/postgres.js";
 
 const cluster = useCluster();
@@ -82,5 +87,68 @@ describe("one budget for the fleet", () => {
 		expect(await reserveCredits(fleet, lease!, 10)).toBe(true);
 		expect(await completeTarget(fleet, lease!, {}, 3)).toBe(true);
 		expect(await books()).toEqual({ spent: 7, reserved: 0 });
+	});
+});
+
+describe("a reservation whose answer is lost", () => {
+	it("sent again through the outage is booked once: the statement committed, the connection dropped before its answer", async () => {
+		const { url, workers, runId } = await runWithWorkers(await cluster(), targetsOn(1), 1, { maxCredits: 100 });
+		const { fleet: direct, worker } = workers[0]!;
+		// The worker's statements go through a relay that cuts the connection right after the server commits
+		// the reservation: its answer never arrives, and the budget sends it again.
+		const proxy = await startAnswerLosingProxy(url);
+		const fleet = await fleetFor(proxy.url, { maxConnections: 1 });
+		const [lease] = await claimTargets(fleet, worker, 1, 60_000);
+		const slot = await acquireSlot(fleet, worker, 60_000);
+		const leases = new FleetLeases({
+			fleet,
+			worker,
+			leaseMs: 60_000,
+			clock: Date.now,
+			sleep: async () => undefined,
+			log: pino({ level: "silent" }),
+			ceiling: () => null,
+			addLinks: async () => undefined,
+			forget: () => undefined,
+			slotFreed: () => undefined,
+		});
+		try {
+			leases.hold(lease!, slot!, Date.now());
+			const budget = new FleetBudget({
+				fleet,
+				runId,
+				maxCredits: 100,
+				leaseMs: 60_000,
+				clock: Date.now,
+				sleep: async () => undefined,
+				leases,
+			});
+			proxy.loseNextAnswer("fleet_reserve");
+			// A re-fetch's reservation on the target's lease (its first fetch's is spent).
+			expect(await budget.reserve(7, () => false, lease!.targetId)).toBe(true);
+			await proxy.lost;
+		} finally {
+			leases.stop();
+		}
+		const [run] = await direct.query("SELECT spent::int, reserved::int FROM runs WHERE id = $1", [runId]);
+		const [target] = await direct.query("SELECT reserved::int FROM targets WHERE run_id = $1", [runId]);
+		expect({ run, target }).toEqual({ run: { spent: 0, reserved: 7 }, target: { reserved: 7 } });
+		// Settled, the target gives back what it booked: the run's reservations come to nothing.
+		expect(await completeTarget(direct, lease!, {}, 5)).toBe(true);
+		const [after] = await direct.query("SELECT spent::int, reserved::int FROM runs WHERE id = $1", [runId]);
+		expect(after).toEqual({ spent: 5, reserved: 0 });
+	});
+
+	it("a token sent twice books once; another token books again", async () => {
+		const { workers, runId } = await runWithWorkers(await cluster(), targetsOn(1), 1, { maxCredits: 20 });
+		const { fleet, worker } = workers[0]!;
+		const [lease] = await claimTargets(fleet, worker, 1, 60_000);
+		const reserved = async () =>
+			(await fleet.query<{ reserved: number }>("SELECT reserved::int FROM runs WHERE id = $1", [runId]))[0]!.reserved;
+		expect(await reserveCredits(fleet, lease!, 6, "first")).toBe(true);
+		expect(await reserveCredits(fleet, lease!, 6, "first")).toBe(true);
+		expect(await reserved()).toBe(6);
+		expect(await reserveCredits(fleet, lease!, 6, "second")).toBe(true);
+		expect(await reserved()).toBe(12);
 	});
 });

@@ -1,6 +1,6 @@
 import { expect, it } from "vitest";
 import { claimTargets, completeTarget, type Fleet } from "../../src/fleet/index.js";
-import { runWithWorkers, targetsOn } from "../helpers/fleet.js";
+import { fleetFor, runWithWorkers, targetsOn } from "../helpers/fleet.js";
 import { useCluster } from "../helpers/postgres.js";
 
 const cluster = useCluster();
@@ -100,3 +100,39 @@ it("a claim stays cheap over 20,000 hosts, before and after most of them are dra
 		expect(pages).toBeLessThan(hostPages!.pages);
 	}
 }, 120_000);
+
+/** A parameter as a SQL literal (numbers, text, null, arrays of numbers): for `EXECUTE name(…)`. */
+function literal(value: unknown): string {
+	if (value === null || value === undefined) return "NULL";
+	if (typeof value === "number") return String(value);
+	if (Array.isArray(value)) return `'{${value.join(",")}}'`;
+	return `'${String(value).replaceAll("'", "''")}'`;
+}
+
+it("the claim as a worker's connection runs it, prepared and executed many times, reads only the hosts it takes, whatever the database's plan_cache_mode", async () => {
+	const HOSTS = 2000;
+	const { url, workers } = await runWithWorkers(await cluster(), targetsOn(HOSTS, HOSTS), 1);
+	const { fleet: admin, worker } = workers[0]!;
+	// A database whose default is a generic plan for every prepared statement (a setting some tuning guides
+	// and poolers give): the claim's generic plan, made for no count in particular, walks every host.
+	const [database] = await admin.query<{ name: string }>("SELECT current_database() AS name");
+	await admin.query(`ALTER DATABASE "${database!.name}" SET plan_cache_mode = force_generic_plan`);
+	// One connection: the claim's prepared statement and the EXPLAIN below are on the same one, as a
+	// worker's claims are on the connections it keeps.
+	const fleet = await fleetFor(url, { maxConnections: 1 });
+	const lastClaim = watchClaims(fleet);
+	// Past the executions after which PostgreSQL may switch a prepared statement to a generic plan (5).
+	for (let i = 0; i < 8; i++) {
+		const [lease] = await claimTargets(fleet, worker, 1, 60_000, { slots: [0] });
+		await completeTarget(fleet, lease!, {}, 1);
+	}
+	const { values } = lastClaim();
+	const [prepared] = await fleet.query(
+		"SELECT count(*)::int AS n FROM pg_prepared_statements WHERE name = 'fleet_claim'",
+	);
+	expect(prepared).toEqual({ n: 1 });
+	const reads = await claimReads(fleet, { text: `EXECUTE fleet_claim(${values.map(literal).join(", ")})`, values: [] });
+	console.info(`the prepared claim over ${HOSTS} hosts reads ${reads.rows} rows, ${reads.pages} pages`);
+	// 6 rows here; a generic plan reads every host (about 2,000 rows).
+	expect(reads.rows).toBeLessThan(100);
+}, 60_000);

@@ -5,6 +5,7 @@ import { connectFleet, openFleetRun } from "../../src/fleet/index.js";
 import { loadJob, streamTargetBatches } from "../../src/job/index.js";
 import { plansOf, toFleetInput } from "../../src/run/fleet/fleet-targets.js";
 import { tempDir, writeJob } from "../helpers/job-files.js";
+import { startAnswerLosingProxy } from "../helpers/pg-proxy.js";
 import { useCluster } from "../helpers/postgres.js";
 import { queryDatabase as query } from "../helpers/postgres-cluster.js";
 import { useTestService } from "../helpers/service.js";
@@ -20,6 +21,20 @@ function listJob(origin: string, count: number): { dir: string; file: string } {
 	const dir = tempDir("scrapejob-fleet-kill-");
 	const lines = Array.from({ length: count }, (_, i) => `  - ${origin}/p/${i}`).join("\n");
 	return { dir, file: writeJob(dir, "killjob", `name: killjob\ndefaults:\n  mode: request\ntargets:\n${lines}\n`) };
+}
+
+/** The worker's outcome, or null (it is killed) when it has not ended within `ms`. */
+async function endedWithin(worker: SpawnedCli, ms: number) {
+	let timer: NodeJS.Timeout | undefined;
+	const ended = await Promise.race([
+		worker.done,
+		new Promise<null>((resolve) => {
+			timer = setTimeout(() => resolve(null), ms);
+		}),
+	]);
+	clearTimeout(timer);
+	if (ended === null) worker.child.kill("SIGKILL");
+	return ended;
 }
 
 const doneCount = async (url: string) =>
@@ -169,5 +184,97 @@ describe("fleet workers killed and stopped", () => {
 			return existsSync(path) ? readFileSync(path, "utf8").split("\n").filter(Boolean).length : 0;
 		});
 		expect(written.sort()).toEqual([0, 2]);
+	}, 60_000);
+
+	it("a worker stopped past its lease while it waits to send a retry sends nothing when it wakes: the target is paid once, by the worker that took it over", async () => {
+		assertBuilt();
+		const url = await (await cluster()).createDatabase();
+		// The first fetch is refused (429, reset in 3 s, not charged): the worker waits to send it again.
+		const service = await useTestService({
+			concurrency: 2,
+			reset_seconds: 3,
+			faults: [{ kind: "rate_limit", times: 1 }],
+		});
+		const site = await startTargetSite((_req, res) => html(res, "<p>page</p>"));
+		const { dir, file } = listJob(site.origin, 1);
+		const env = { ...service.env, SCRAPEJOB_LOCK_LEASE_MS: String(LEASE_MS) };
+		const start = () => spawnCli(["run", file, "--quiet", "--fleet", url, "--fleet-run", "lapse"], env, dir);
+		const first = start();
+		await until(() => service.emulator.ledger.rateLimits.length >= 1, "the first fetch refused");
+		first.child.kill("SIGSTOP");
+		try {
+			// Stopped while it waits for the reset, until its lease has lapsed in the database.
+			await until(
+				async () =>
+					(await query<{ lapsed: boolean }>(url, "SELECT lease_until < now() AS lapsed FROM scrapejob.targets"))[0]
+						?.lapsed === true,
+				"the stopped worker's lease lapsed",
+			);
+			const second = await start().done;
+			expect(second.code, second.stderr).toBe(0);
+		} finally {
+			first.child.kill("SIGCONT");
+		}
+		const firstDone = await first.done;
+		expect(firstDone.code, firstDone.stderr).toBe(0);
+		// One fetch reached the site and one was charged: the woken worker did not send its retry.
+		expect(site.requests).toHaveLength(1);
+		const records = await query<{ epoch: string; credits: number }>(
+			url,
+			"SELECT epoch, (record->>'credits_used')::int AS credits FROM scrapejob.records",
+		);
+		expect(records.map((row) => Number(row.epoch))).toEqual([2]);
+		expect(service.emulator.ledger.totalCharged()).toBe(records[0]!.credits);
+		// Nothing of the target in the woken worker's folder: only the successor's holds its record.
+		const folders = readdirSync(join(dir, "output", "killjob", "fleet"));
+		const written = folders.map((folder) => {
+			const path = join(dir, "output", "killjob", "fleet", folder, "results.jsonl");
+			return existsSync(path) ? readFileSync(path, "utf8").split("\n").filter(Boolean).length : 0;
+		});
+		expect(written.sort()).toEqual([0, 1]);
+	}, 60_000);
+
+	it("a worker cut off from the database past its lease gives its target up and stops (exit 3): the target retaken and paid once", async () => {
+		assertBuilt();
+		const url = await (await cluster()).createDatabase();
+		// The first fetch is refused (429, reset in 3 s, not charged): the worker is waiting to send it again
+		// when it loses the database.
+		const service = await useTestService({
+			concurrency: 2,
+			reset_seconds: 3,
+			faults: [{ kind: "rate_limit", times: 1 }],
+		});
+		const site = await startTargetSite((_req, res) => html(res, "<p>page</p>"));
+		const { dir, file } = listJob(site.origin, 1);
+		const env = { ...service.env, SCRAPEJOB_LOCK_LEASE_MS: String(LEASE_MS) };
+		const relay = await startAnswerLosingProxy(url);
+		const start = (fleet: string) =>
+			spawnCli(["run", file, "--quiet", "--fleet", fleet, "--fleet-run", "cut"], env, dir);
+		const first = start(relay.url);
+		await until(() => service.emulator.ledger.rateLimits.length >= 1, "the first fetch refused");
+		// Its renewals fail from now on; the other worker's database answers.
+		relay.cut();
+		// Well within the lease (2 s) plus the reset: not a worker that goes on without its database.
+		const firstDone = await endedWithin(first, 20_000);
+		expect(firstDone, "the cut-off worker never stopped").not.toBeNull();
+		expect(firstDone!.code, firstDone!.stderr).toBe(3);
+		expect(firstDone!.stderr).toContain("the fleet's database stopped answering");
+		expect(firstDone!.stderr).not.toContain("fleet-test-pw");
+		const second = await start(url).done;
+		expect(second.code, second.stderr).toBe(0);
+		// One fetch reached the site, paid once, recorded by the second worker under the next epoch.
+		expect(site.requests).toHaveLength(1);
+		const records = await query<{ epoch: string; credits: number }>(
+			url,
+			"SELECT epoch, (record->>'credits_used')::int AS credits FROM scrapejob.records",
+		);
+		expect(records.map((row) => Number(row.epoch))).toEqual([2]);
+		expect(service.emulator.ledger.totalCharged()).toBe(records[0]!.credits);
+		const folders = readdirSync(join(dir, "output", "killjob", "fleet"));
+		const written = folders.map((folder) => {
+			const path = join(dir, "output", "killjob", "fleet", folder, "results.jsonl");
+			return existsSync(path) ? readFileSync(path, "utf8").split("\n").filter(Boolean).length : 0;
+		});
+		expect(written.sort()).toEqual([0, 1]);
 	}, 60_000);
 });

@@ -1,4 +1,4 @@
-import { describe, expect, it } from "vitest";
+import { describe, expect, it, onTestFinished } from "vitest";
 import {
 	claimTargets,
 	completeTarget,
@@ -9,20 +9,28 @@ import {
 	loadingTakeOver,
 	openFleetRun,
 } from "../../src/fleet/index.js";
+import { loadJob } from "../../src/job/index.js";
+import { type FleetJoin, joinFleetRun } from "../../src/run/fleet/fleet-open.js";
 import { fleetFor, streamOf, targetsOn } from "../helpers/fleet.js";
+import { tempDir, writeJob } from "../helpers/job-files.js";
 import { useCluster } from "../helpers/postgres.js";
+import { until } from "../helpers/until.js";
 
 const cluster = useCluster();
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
-/** A source that yields slowly and counts how often it is read. */
-function slowSource(targets: readonly FleetTargetInput[], everyMs: number) {
+/**
+ * A source that yields slowly and counts how often it is read; past its first ten targets it waits for
+ * `rest` (the test's go-ahead), so another worker can join while it is surely still loading.
+ */
+function slowSource(targets: readonly FleetTargetInput[], everyMs: number, rest: Promise<void>) {
 	const reads = { opened: 0, yielded: 0 };
 	return {
 		reads,
 		source: async function* () {
 			reads.opened++;
 			for (const target of targets) {
+				if (reads.yielded === 10) await rest;
 				if (reads.yielded % 10 === 0) await sleep(everyMs);
 				reads.yielded++;
 				yield target;
@@ -35,10 +43,15 @@ describe("opening and joining a fleet run", () => {
 	it("two workers starting together: one loads, once; the other joins at once and helps while it loads", async () => {
 		const url = await (await cluster()).createDatabase();
 		const [first, second] = [await fleetFor(url), await fleetFor(url)];
-		const { reads, source } = slowSource(targetsOn(60), 25);
+		let goOn: () => void = () => undefined;
+		const rest = new Promise<void>((resolve) => {
+			goOn = resolve;
+		});
+		const { reads, source } = slowSource(targetsOn(60), 25, rest);
 		const options = { jobName: "job", concurrencyLimit: 5, source, loaderLeaseMs: 10_000, loadBatchSize: 10 };
 		const loading = openFleetRun(first, options);
-		await sleep(50);
+		// The second worker starts once the first batch is in (a fixed wait lost that race on a busy machine).
+		await until(async () => (await first.query<{ n: number }>("SELECT count(*)::int AS n FROM targets"))[0]?.n === 10);
 		const joined = await openFleetRun(second, options);
 		expect(joined).toMatchObject({ outcome: "joined", loaded: false, run: { state: "loading" } });
 		if (joined.outcome === "complete") throw new Error("unreachable");
@@ -47,6 +60,7 @@ describe("opening and joining a fleet run", () => {
 		expect(early).toBeDefined();
 		expect(await completeTarget(second, early!, {}, 1)).toBe(true);
 		expect(await isComplete(second, joined.run.id)).toBe(false);
+		goOn();
 		const loaded = await loading;
 		expect(loaded).toMatchObject({ outcome: "opened", loaded: true, run: { state: "running", id: joined.run.id } });
 		expect(reads).toEqual({ opened: 1, yielded: 60 });
@@ -138,6 +152,42 @@ describe("opening and joining a fleet run", () => {
 		expect(await takeOver()).toBe(false);
 		expect(await takeOver()).toBe(false);
 		expect(asked).toBe(3);
+	});
+
+	it("a worker that saw the run running when it joined never asks to take over the loading: no statement on the run's row after an empty claim", async () => {
+		const url = await (await cluster()).createDatabase();
+		const dir = tempDir("scrapejob-fleet-open-");
+		const file = writeJob(dir, "job", "name: job\ntargets:\n  - https://host0.test/p/0\n  - https://host0.test/p/1\n");
+		const { job } = await loadJob(file, { cwd: dir, env: {} });
+		const join = async () => {
+			const joined: FleetJoin = await joinFleetRun(job, { url, concurrency: 2, runName: "nightly" });
+			if (joined.outcome === "complete") throw new Error("the new run is complete");
+			onTestFinished(() => joined.setup.fleet.close());
+			return joined.setup;
+		};
+		// The opener loads the run and sees it running; a worker joining after sees it running too.
+		const opener = await join();
+		const joiner = await join();
+		expect([opener.run.state, joiner.run.state]).toEqual(["running", "running"]);
+		// Every statement that updates the run's row, matching rows or not, counted by the database.
+		const fleet = await fleetFor(url);
+		await fleet.query(`
+			CREATE TABLE public.run_updates (n integer NOT NULL);
+			INSERT INTO public.run_updates VALUES (0);
+			CREATE FUNCTION public.count_run_updates() RETURNS trigger LANGUAGE plpgsql AS $$
+			BEGIN
+				UPDATE public.run_updates SET n = n + 1;
+				RETURN NULL;
+			END $$;
+			CREATE TRIGGER count_run_updates AFTER UPDATE ON runs FOR EACH STATEMENT EXECUTE FUNCTION public.count_run_updates();
+		`);
+		// As a worker asks after each empty claim (fleet-worker.ts: none given, nothing to take over).
+		for (const setup of [opener, joiner]) {
+			const takeOver = setup.takeOverLoading ?? (async () => false);
+			for (let ask = 0; ask < 3; ask++) expect(await takeOver()).toBe(false);
+		}
+		const [counted] = await fleet.query("SELECT n FROM public.run_updates");
+		expect(counted).toEqual({ n: 0 });
 	});
 
 	it("a named run that is complete is reported, never reopened; without a name the newest unfinished run is joined", async () => {

@@ -54,7 +54,7 @@ describe("the fleet's schema", () => {
 		expect(state).toEqual({ version: FLEET_SCHEMA_VERSION + 1, targets: 3 });
 	});
 
-	it("a database of the previous version is upgraded in place when a worker connects: hosts get starting_target, every row kept", async () => {
+	it("a database of the previous version is upgraded in place when a worker connects: runs get fresh, every row kept", async () => {
 		const url = await (await cluster()).createDatabase();
 		const fleet = await fleetFor(url);
 		const opened = await openFleetRun(fleet, {
@@ -64,7 +64,7 @@ describe("the fleet's schema", () => {
 		});
 		if (opened.outcome === "complete") throw new Error("the new run is complete");
 		// The previous version's tables: the last migration undone, and its version number.
-		await fleet.query("ALTER TABLE hosts DROP COLUMN starting_target");
+		await fleet.query("ALTER TABLE runs DROP COLUMN fresh");
 		await fleet.query("UPDATE schema_version SET version = $1", [FLEET_SCHEMA_VERSION - 1]);
 		const upgraded = await fleetFor(url);
 		const [state] = await upgraded.query(
@@ -77,9 +77,9 @@ describe("the fleet's schema", () => {
 			workers: [{ id: opened.worker.id, ended_at: null }],
 		});
 		const [column] = await upgraded.query(
-			"SELECT data_type AS type, is_nullable AS nullable FROM information_schema.columns WHERE table_schema = 'scrapejob' AND table_name = 'hosts' AND column_name = 'starting_target'",
+			"SELECT data_type AS type, is_nullable AS nullable FROM information_schema.columns WHERE table_schema = 'scrapejob' AND table_name = 'runs' AND column_name = 'fresh'",
 		);
-		expect(column).toEqual({ type: "text", nullable: "YES" });
+		expect(column).toEqual({ type: "integer", nullable: "NO" });
 	});
 
 	it("tables go in the schema asked for; a name that is not a plain identifier is refused", async () => {
@@ -126,7 +126,7 @@ describe("the fleet's schema", () => {
 		// Tables of the previous version: a worker upgrades them; a reader neither upgrades nor reads them.
 		const fleet = await fleetFor(url);
 		await openFleetRun(fleet, { jobName: "job", concurrencyLimit: 1, source: () => streamOf(targetsOn(3)) });
-		await fleet.query("ALTER TABLE hosts DROP COLUMN starting_target");
+		await fleet.query("ALTER TABLE runs DROP COLUMN fresh");
 		await fleet.query("UPDATE schema_version SET version = $1", [FLEET_SCHEMA_VERSION - 1]);
 		const older = await spawnCli(["fleet", "status", job, "--fleet", url], {}, dir).done;
 		expect(older.code, older.stderr).toBe(2);

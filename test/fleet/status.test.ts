@@ -1,8 +1,10 @@
 import { describe, expect, it } from "vitest";
 import {
 	acquireSlot,
+	acquireSlots,
 	claimTargets,
 	completeTarget,
+	finishFleetRun,
 	fleetStatus,
 	pauseFleet,
 	releaseTarget,
@@ -10,7 +12,11 @@ import {
 	reserveCredits,
 } from "../../src/fleet/index.js";
 import { runWithWorkers, targetsOn } from "../helpers/fleet.js";
+import { tempDir, writeJob } from "../helpers/job-files.js";
 import { useCluster } from "../helpers/postgres.js";
+import { useTestService } from "../helpers/service.js";
+import { assertBuilt, spawnCli } from "../helpers/spawn-cli.js";
+import { html, startTargetSite } from "../helpers/target-site.js";
 
 const cluster = useCluster();
 
@@ -46,4 +52,54 @@ describe("fleet status", () => {
 		expect(status!.workers[1]!.lastBeat.getTime()).toBeGreaterThan(before!.workers[1]!.lastBeat.getTime());
 		expect(await fleetStatus(b.fleet, runId + 1000)).toBeNull();
 	});
+
+	it("a complete run has nothing in flight, though a killed worker's slots are held until they lapse (text and --json)", async () => {
+		assertBuilt();
+		const { url, workers, runId } = await runWithWorkers(await cluster(), targetsOn(2), 2, { concurrencyLimit: 3 });
+		const [killed, survivor] = workers as [(typeof workers)[0], (typeof workers)[0]];
+		// The killed worker took two slots for a minute, and never gave them back.
+		expect(await acquireSlots(killed.fleet, killed.worker, 2, 60_000)).toHaveLength(2);
+		for (const lease of await claimTargets(survivor.fleet, survivor.worker, 2, 60_000))
+			expect(await completeTarget(survivor.fleet, lease, {}, 1)).toBe(true);
+		expect(await finishFleetRun(survivor.fleet, runId)).toBe(true);
+		expect(await fleetStatus(survivor.fleet, runId)).toMatchObject({
+			run: { state: "complete" },
+			targets: { queued: 0, leased: 0, done: 2 },
+			inFlight: 0,
+		});
+		const dir = tempDir("scrapejob-fleet-status-");
+		const file = writeJob(dir, "job", "name: job\ntargets:\n  - https://host0.test/p/0\n");
+		const json = await spawnCli(["fleet", "status", file, "--fleet", url, "--json"], {}, dir).done;
+		expect(json.code, json.stderr).toBe(0);
+		expect(JSON.parse(json.stdout)[0]).toMatchObject({ state: "complete", in_flight: 0, concurrency_limit: 3 });
+		const text = await spawnCli(["fleet", "status", file, "--fleet", url], {}, dir).done;
+		expect(text.stdout).toContain("in flight  0 of 3");
+	}, 30_000);
+
+	it("a run whose every target was fresh says so: its targets counted as fresh, not a run of nothing (text and --json)", async () => {
+		assertBuilt();
+		const url = await (await cluster()).createDatabase();
+		const service = await useTestService({ concurrency: 2 });
+		const site = await startTargetSite((_req, res) => html(res, "<p>page</p>"));
+		const dir = tempDir("scrapejob-fleet-status-");
+		const lines = Array.from({ length: 3 }, (_, i) => `  - ${site.origin}/p/${i}`).join("\n");
+		const file = writeJob(dir, "freshjob", `name: freshjob\ndefaults:\n  mode: request\ntargets:\n${lines}\n`);
+		const run = (name: string, extra: string[] = []) =>
+			spawnCli(["run", file, "--quiet", "--fleet", url, "--fleet-run", name, ...extra], service.env, dir).done;
+		const first = await run("first");
+		expect(first.code, first.stderr).toBe(0);
+		const again = await run("again", ["--freshness", "1h"]);
+		expect(again.code, again.stderr).toBe(0);
+		expect(again.stdout).toContain("0 of 0 done: 0 ok, 0 failed, 0 skipped; 3 fresh (not fetched: freshness)");
+		expect(site.requests).toHaveLength(3);
+		const json = await spawnCli(["fleet", "status", file, "--fleet", url, "--json"], {}, dir).done;
+		expect(json.code, json.stderr).toBe(0);
+		const runs = JSON.parse(json.stdout) as Array<{ run: string; state: string; targets: Record<string, number> }>;
+		expect(runs.map(({ run, state, targets }) => ({ run, state, targets }))).toEqual([
+			{ run: "again", state: "complete", targets: { queued: 0, leased: 0, done: 0, failed: 0, fresh: 3 } },
+			{ run: "first", state: "complete", targets: { queued: 0, leased: 0, done: 3, failed: 0 } },
+		]);
+		const text = await spawnCli(["fleet", "status", file, "--fleet", url], {}, dir).done;
+		expect(text.stdout).toContain("0 queued, 0 leased, 0 done, 0 failed; 3 fresh (skipped: freshness)");
+	}, 60_000);
 });

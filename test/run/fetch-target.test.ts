@@ -131,6 +131,24 @@ describe("the retry loop (fetchTarget) against the emulator", () => {
 		]);
 	});
 
+	it("sends nothing once `maySend` says the target is no longer this worker's: the retry after a crash is given up, its gate place given back", async () => {
+		const { emulator, site } = await services({
+			faults: [{ kind: "scraping_error", message: "Page crashed", times: 1 }],
+		});
+		let mine = true;
+		const { deps } = depsFor(clientOf(emulator), virtualTime(), {
+			// A fleet worker's lease on the target lapses after the first attempt.
+			maySend: () => mine,
+			onRetry: () => {
+				mine = false;
+			},
+		});
+		const result = await fetchTarget("t1", { url: `${site.url}/product/1`, mode: "request" }, deps);
+		expect(result).toMatchObject({ kind: "abandoned", attempts: 1, leaseLapsed: true });
+		expect(emulator.ledger.byEndpoint("realtime")).toHaveLength(1);
+		expect(deps.gate.inFlight).toBe(0);
+	});
+
 	it("waits a full-jitter backoff before each retry: 1 s, then 2 s (capped by max_backoff_ms)", async () => {
 		const { emulator, site } = await services({
 			faults: [{ kind: "scraping_error", message: "Page crashed", times: 2 }],

@@ -78,7 +78,8 @@ function statusJson(status: FleetStatus) {
 		run: status.run.runName,
 		state: status.run.state,
 		created_at: status.run.createdAt.toISOString(),
-		targets: targetCounts(status.targets),
+		// Fresh targets only when some are, as parked ones: the usual four states keep their shape.
+		targets: { ...targetCounts(status.targets), ...(status.fresh > 0 ? { fresh: status.fresh } : {}) },
 		workers: status.workers.map((worker) => ({
 			id: worker.id,
 			hostname: worker.hostname,
@@ -108,7 +109,7 @@ function statusText(status: FleetStatus): string {
 	const { targets, credits } = status;
 	const lines = [
 		`${status.run.jobName} · fleet run ${status.run.runName} · ${status.run.state} (opened ${status.run.createdAt.toISOString()})`,
-		`  targets    ${targets.queued} queued, ${targets.leased} leased, ${targets.done} done, ${targets.failed} failed${targets.parked > 0 ? `, ${targets.parked} parked` : ""}`,
+		`  targets    ${targets.queued} queued, ${targets.leased} leased, ${targets.done} done, ${targets.failed} failed${targets.parked > 0 ? `, ${targets.parked} parked` : ""}${status.fresh > 0 ? `; ${status.fresh} fresh (skipped: freshness)` : ""}`,
 		`  in flight  ${status.inFlight} of ${status.concurrencyLimit}`,
 		`  credits    ${credits.spent} spent, ${credits.reserved} reserved${credits.max === null ? "" : ` of ${credits.max}`}`,
 	];

@@ -236,7 +236,7 @@ export function createFetching(input: {
 			stats.creditsSeen(headers.creditsRemaining);
 			input.onAnswer(headers, sentAt);
 		},
-		...(fleet ? { onTask: fleet.taskStarted, beforeSend: fleet.slotBelowLimit } : {}),
+		...(fleet ? { onTask: fleet.taskStarted, beforeSend: fleet.slotBelowLimit, maySend: fleet.maySend } : {}),
 		log,
 		...logger,
 	});

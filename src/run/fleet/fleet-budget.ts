@@ -1,3 +1,4 @@
+import { randomUUID } from "node:crypto";
 import { type Clock, creditCostRange, type ScrapeParams, type Sleep } from "../../common/index.js";
 import { type Fleet, type FleetLease, reserveCredits, settleExtraCredits } from "../../fleet/index.js";
 import { type CreditBudget, createCreditBudget } from "../flow/credit-budget.js";
@@ -124,13 +125,14 @@ export class FleetBudget implements CreditBudget {
 	/**
 	 * The fleet's budget for one claimed target: its worst case reserved on its lease. While other fetches
 	 * hold reservations that may cost less, it waits; when nothing is in flight and it does not fit, the
-	 * budget is spent and the worker stops.
+	 * budget is spent and the worker stops. A call sent again through an outage passes the same `token`:
+	 * a booking whose answer was lost is then found, not made twice.
 	 */
-	async reserveFor(lease: FleetLease, worstCase: number, stops: StopController): Promise<boolean> {
+	async reserveFor(lease: FleetLease, worstCase: number, stops: StopController, token: string): Promise<boolean> {
 		// Nothing to book up front (no budget, or an adaptive target booking its own first rung).
 		if (this.limit === null || worstCase === 0) return true;
 		this.#asked = Math.max(this.#asked, worstCase);
-		if (await this.#waitForCredits(lease, worstCase, () => stops.stopping)) {
+		if (await this.#waitForCredits(lease, worstCase, () => stops.stopping, token)) {
 			const target = this.#deps.leases.get(lease.targetId);
 			if (target) target.prepaid = worstCase;
 			return true;
@@ -147,12 +149,14 @@ export class FleetBudget implements CreditBudget {
 	 * `#waitForCredits` for a fetch after a target's first (a re-fetch in a stronger mode, a crawl's
 	 * robots.txt or sitemap file), sent again through a short database outage while the lease it goes on is
 	 * surely this worker's, as the first reservation is (fleet-feed.ts); false on a stop. Past the lease the
-	 * error stands: the worker is cut off, and its targets go to the others.
+	 * error stands: the worker is cut off, and its targets go to the others. Each try carries one token, so
+	 * a booking that committed with its answer lost is not booked again.
 	 */
 	async #throughOutage(lease: FleetLease, worstCase: number, isStopping: () => boolean): Promise<boolean> {
+		const token = randomUUID();
 		try {
 			return await this.#deps.leases.throughOutage(lease.targetId, isStopping, () =>
-				this.#waitForCredits(lease, worstCase, isStopping),
+				this.#waitForCredits(lease, worstCase, isStopping, token),
 			);
 		} catch (error) {
 			if (isConnectionFailure(error) && isStopping()) return false;
@@ -165,7 +169,12 @@ export class FleetBudget implements CreditBudget {
 	 * less, it waits; false when no other fetch holds one and it does not fit (the budget is spent), or on a
 	 * stop.
 	 */
-	async #waitForCredits(lease: FleetLease, worstCase: number, isStopping: () => boolean): Promise<boolean> {
+	async #waitForCredits(
+		lease: FleetLease,
+		worstCase: number,
+		isStopping: () => boolean,
+		token: string,
+	): Promise<boolean> {
 		const { fleet, runId, leaseMs, clock, sleep } = this.#deps;
 		const maxCredits = this.limit ?? 0;
 		// Other fetches' reservations may themselves wait (a page's fetch waiting for the robots.txt this
@@ -173,7 +182,7 @@ export class FleetBudget implements CreditBudget {
 		let deadline = clock() + leaseMs;
 		let room = Number.NaN;
 		for (;;) {
-			if (await reserveCredits(fleet, lease, worstCase)) return true;
+			if (await reserveCredits(fleet, lease, worstCase, token)) return true;
 			const [row] = await fleet.query<{ spent: string; reserved: string; mine: string | null }>(
 				`SELECT r.spent, r.reserved, t.reserved AS mine FROM runs r
 				LEFT JOIN targets t ON t.run_id = r.id AND t.target_id = $2 WHERE r.id = $1`,

@@ -1,3 +1,4 @@
+import { randomUUID } from "node:crypto";
 import type { Logger } from "pino";
 import { type Clock, errorMessage, type TaskQueue } from "../../common/index.js";
 import type { ExtractPlan } from "../../extract/index.js";
@@ -256,7 +257,9 @@ export class FleetFeed {
 
 	/** The target's first fetch reserved on its lease; false when it may not be sent (the budget spent, a stop). */
 	async #reserved(lease: FleetLease, target: Target, stops: StopController): Promise<boolean> {
-		const reserve = () => this.#deps.budget.reserveFor(lease, firstWorstCase(target.params), stops);
+		// One token for every try: a booking whose answer an outage lost is found again, not booked twice.
+		const token = randomUUID();
+		const reserve = () => this.#deps.budget.reserveFor(lease, firstWorstCase(target.params), stops, token);
 		const what = "reserve a target's credits";
 		return (await this.#beforeFetch(lease, stops, "fleet_reserve_failed", what, reserve)) === true;
 	}
@@ -271,8 +274,7 @@ export class FleetFeed {
 	/**
 	 * A statement a target's fetch waits for, sent again through a short outage while the lease is surely
 	 * this worker's (`throughOutage`); null when the worker stops or the lease may have passed on: nothing
-	 * was sent for the target, so it goes back unpaid for another worker or a later `--continue`. A
-	 * reservation booked but unanswered is booked again: the target's settlement gives back all it holds.
+	 * was sent for the target, so it goes back unpaid for another worker or a later `--continue`.
 	 */
 	async #beforeFetch<T>(
 		lease: FleetLease,

@@ -162,6 +162,15 @@ export class FleetLeases {
 		});
 	}
 
+	/**
+	 * A held target whose lease is no longer surely this worker's (the worker was stopped or cut off past
+	 * it): another worker may hold it now, so nothing more is sent for it. False for an id not held.
+	 */
+	lapsed(targetId: string): boolean {
+		const target = this.#held.get(targetId);
+		return target !== undefined && !this.mayWrite(targetId);
+	}
+
 	/** The record fence: a target's record is written only while its lease is surely this worker's. */
 	mayWrite(targetId: string): boolean {
 		const target = this.#held.get(targetId);

@@ -5,6 +5,7 @@ import {
 	type Fleet,
 	type FleetRun,
 	type FleetTargetInput,
+	type FleetTargetSource,
 	failedCrawlPages,
 	failedTargetIds,
 	freshTargetIds,
@@ -79,7 +80,11 @@ export async function joinFleetRun(job: Job, options: FleetJoinOptions): Promise
 				worker: opened.worker,
 				maxCredits,
 				leaseMs: options.leaseMs ?? DEFAULT_FLEET_LEASE_MS,
-				takeOverLoading: loadingTakeOver(fleet, opened.worker, () => fleetTargets(fleet, job, plans, options)),
+				// A run seen running (this worker loaded it, or joined it loaded) never goes back to loading:
+				// nothing to ask the database after an empty claim.
+				...(opened.run.state === "loading"
+					? { takeOverLoading: loadingTakeOver(fleet, opened.worker, () => fleetTargets(fleet, job, plans, options)) }
+					: {}),
 			},
 		};
 	} catch (error) {
@@ -102,13 +107,30 @@ async function budgetOf(fleet: Fleet, runId: number, raised: number | undefined)
 
 /**
  * The job's targets as the frontier stores them, streamed: each keyed by its id (unique in the job),
- * fresh ones (`freshness`) left out, or only the failed ones kept (`--retry-failed`), a batch at a time.
+ * fresh ones (`freshness`) left out and counted (`fresh`, for `fleet status`), or only the failed ones
+ * kept (`--retry-failed`), a batch at a time.
  */
-async function* fleetTargets(
+function fleetTargets(
 	fleet: Fleet,
 	job: Job,
 	plans: ReturnType<typeof plansOf>,
 	selection: Pick<FleetJoinOptions, "freshnessMs" | "retryFailed">,
+): FleetTargetSource {
+	const left = { fresh: 0 };
+	return {
+		get fresh() {
+			return left.fresh;
+		},
+		[Symbol.asyncIterator]: () => selectedTargets(fleet, job, plans, selection, left)[Symbol.asyncIterator](),
+	};
+}
+
+async function* selectedTargets(
+	fleet: Fleet,
+	job: Job,
+	plans: ReturnType<typeof plansOf>,
+	selection: Pick<FleetJoinOptions, "freshnessMs" | "retryFailed">,
+	left: { fresh: number },
 ): AsyncIterable<FleetTargetInput> {
 	// `sitemaps: true`: one task per seed origin (a retry reads none: the run that found the pages read them).
 	const origins = job.crawl?.sitemaps && !selection.retryFailed ? new Set<string>() : null;
@@ -121,6 +143,7 @@ async function* fleetTargets(
 		// Retrying failures is explicit: every target whose newest record failed, however recent.
 		const failed = selection.retryFailed ? await failedTargetIds(fleet, job.name, ids) : null;
 		const fresh = failed ? new Set<string>() : await freshTargetIds(fleet, job.name, ids, selection.freshnessMs ?? 0);
+		left.fresh += fresh.size;
 		for (const target of batch) {
 			if (fresh.has(target.id) || (failed && !failed.has(target.id))) continue;
 			// A crawl's seeds are its first pages, keyed by URL as the links it finds are (each URL once).

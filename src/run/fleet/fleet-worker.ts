@@ -216,6 +216,20 @@ export class FleetCoordination {
 	readonly slotBelowLimit = (targetId: string, isStopping: () => boolean): Promise<void> | undefined =>
 		this.#leases.slotBelow(targetId, isStopping);
 
+	/**
+	 * Right before a held target's request goes out: not once its lease is no longer surely this worker's.
+	 * A worker stopped past its lease while it waited to retry would otherwise pay again for a target
+	 * another worker took over. Fetches of no held target (robots.txt, sitemap files) go on.
+	 */
+	readonly maySend = (targetId: string): boolean => {
+		if (!this.#leases.lapsed(targetId)) return true;
+		this.#log.warn(
+			{ event: "fleet_lease_lapsed", id: targetId },
+			"the target's lease lapsed before its fetch was sent: nothing sent, another worker takes it",
+		);
+		return false;
+	};
+
 	/** Another worker's 429: `pause` holds this worker's sends (its gate) until the reset. */
 	watchPause(pause: (ms: number) => void): void {
 		this.#limits.watchPause(pause);

@@ -49,6 +49,8 @@ export type FetchResult =
 			readonly attempts: number;
 			/** Credits earlier attempts of this target were charged (booked though no record is written). */
 			readonly charged: number;
+			/** A fleet worker's lease on the target lapsed before a send: nothing was in flight, another worker has it. */
+			readonly leaseLapsed?: true;
 	  }
 	/** The page could not be written to its file (disk full, read-only): the run stops as for any output failure. */
 	| { readonly kind: "output_failed"; readonly path: string; readonly cause: unknown };

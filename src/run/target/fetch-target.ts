@@ -53,6 +53,12 @@ export interface FetchTargetDeps {
 	onTaskId(targetId: string, taskId: string): void;
 	/** Before each send of a target's request: a fleet worker's slot below the fleet's limit (undefined: go). */
 	beforeSend?(targetId: string, isStopping: () => boolean): Promise<void> | undefined;
+	/**
+	 * Asked last, once the send gate let the request through: false when the target is no longer this
+	 * worker's (a fleet lease that lapsed while the worker was stopped or cut off; another worker may be
+	 * paying for it now). Nothing is sent then, and the fetch ends with no record.
+	 */
+	maySend?(targetId: string): boolean;
 	onRetry(targetId: string, kind: string): void;
 	/** A 429 asked for more than the cap: said once per run by the caller. */
 	onResetCapped(): void;
@@ -267,6 +273,11 @@ class TargetFetch {
 		const slot = deps.beforeSend?.(this.targetId, deps.isStopping);
 		if (slot !== undefined) await slot;
 		if (!deps.gate.tryAcquire()) await deps.gate.acquire(deps.signal);
+		// The gate may have held the request for a 429's reset, long enough for the lease to lapse.
+		if (deps.maySend && !deps.maySend(this.targetId)) {
+			deps.gate.release(undefined);
+			return { result: this.lapsed() };
+		}
 		this.sentInEpoch = deps.outage.epoch;
 		this.sentAt = deps.clock();
 		this.attempts += 1;
@@ -410,6 +421,12 @@ class TargetFetch {
 
 	private abandoned(): FetchResult {
 		return { kind: "abandoned", taskId: this.taskId, attempts: this.attempts, charged: this.chargedBefore };
+	}
+
+	/** Given up before a send: the worker's fleet lease on the target lapsed (`maySend`). */
+	private lapsed(): FetchResult {
+		const { taskId, attempts, chargedBefore: charged } = this;
+		return { kind: "abandoned", taskId, attempts, charged, leaseLapsed: true };
 	}
 
 	/** The result with the earlier attempts' charges added (an unknown cost stays unknown: the worst case). */

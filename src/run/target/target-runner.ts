@@ -110,6 +110,8 @@ export interface FetchDepsParts {
 	readonly onTask?: (targetId: string, taskId: string) => void;
 	/** Before each send (a fleet worker: its slot below the fleet's limit). */
 	readonly beforeSend?: FetchTargetDeps["beforeSend"];
+	/** Right before each send, past the gate (a fleet worker: its lease on the target still its own). */
+	readonly maySend?: FetchTargetDeps["maySend"];
 	/** run.log's logger. */
 	readonly log: Logger;
 	/** The terminal's. */
@@ -142,6 +144,7 @@ export function createFetchDeps(parts: FetchDepsParts): FetchTargetDeps {
 		isStopping: () => stops.stopping,
 		onHeaders: parts.onHeaders,
 		beforeSend: parts.beforeSend,
+		...(parts.maySend ? { maySend: parts.maySend } : {}),
 		onTaskId: (targetId, taskId) => {
 			// A task id echoing a key is written redacted (the resume then fetches again rather than leak it).
 			const safe = redactSecrets(taskId, parts.secrets);
@@ -513,8 +516,9 @@ export function createTargetRunner(parts: TargetRunnerParts): TargetRunner {
 			case "abandoned":
 				bookWithoutRecord(targetId, worstCase, result.charged);
 				if (result.taskId) stats.tasks.leftPending += 1;
-				// Sent but given up (a stop past its grace period): the service may still charge it.
-				if (result.attempts > 0) stats.abandoned += 1;
+				// Sent but given up (a stop past its grace period): the service may still charge it. A lease that
+				// lapsed before a send left nothing in flight.
+				if (result.attempts > 0 && result.leaseLapsed !== true) stats.abandoned += 1;
 				return;
 			default: {
 				const unreachable: never = result;
