@@ -53,6 +53,15 @@ function filesUnder(folder: string): string[] {
 }
 
 describe("links", () => {
+	it("every guide is listed in the manual's index and in the README", () => {
+		const guides = readdirSync(join(ROOT, "docs", "guides")).filter((name) => name.endsWith(".md"));
+		expect(guides.length).toBeGreaterThan(0);
+		const index = readDoc("docs/README.md");
+		const readme = readDoc("README.md");
+		expect(guides.filter((name) => !index.includes(`](guides/${name})`))).toEqual([]);
+		expect(guides.filter((name) => !readme.includes(`](docs/guides/${name})`))).toEqual([]);
+	});
+
 	it("every relative link in README.md and docs/ names a file that exists, and a heading for #anchors", () => {
 		const broken: string[] = [];
 		for (const file of manualFiles()) {
