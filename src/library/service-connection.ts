@@ -57,6 +57,17 @@ function rememberedDemoSitePort(outRoot: string): number | null {
 	return Number.isInteger(port) && port > 0 && port < 65_536 ? port : null;
 }
 
+/**
+ * The environment an offline command (`export`, `extract`) reads a job file with. A job tried in the
+ * sandbox names its demo site as `${SCRAPEJOB_DEMO_SITE}`, which only `--sandbox` sets: left unset, it is
+ * the address the results root's sandbox runs used, so the job's targets (and ids) are the ones they ran.
+ */
+export function withSandboxDemoSite(env: NodeJS.ProcessEnv, outRoot: string): NodeJS.ProcessEnv {
+	if (env.SCRAPEJOB_DEMO_SITE !== undefined) return env;
+	const port = rememberedDemoSitePort(outRoot);
+	return port === null ? env : { ...env, SCRAPEJOB_DEMO_SITE: `http://127.0.0.1:${port}` };
+}
+
 /** Flags every command that talks to the service accepts. */
 export interface ServiceFlags {
 	config?: string;
