@@ -446,4 +446,15 @@ describe("unset variables", () => {
 			"job.yaml:5:5 targets[2]: environment variable OTHER is not set",
 		]);
 	});
+
+	it("the demo site's variable, which only run --sandbox sets, says what sets it and the address to give it", async () => {
+		const outcome = await loadYaml(`name: t\ntargets:\n  - \${SCRAPEJOB_DEMO_SITE}/a\n  - \${SCRAPEJOB_DEMO_SITE}/b\n`);
+		expect(outcome.errors).toEqual([
+			"job.yaml:3:5 targets[0]: environment variable SCRAPEJOB_DEMO_SITE is not set (used 2 times; this is the first): `run --sandbox` sets it to its demo site; elsewhere set it to the demo site's address, e.g. SCRAPEJOB_DEMO_SITE=http://127.0.0.1:8701 (`scrapejob emulator --demo-site`)",
+		]);
+		const valid = await loadYaml(`name: t\ntargets:\n  - \${SCRAPEJOB_DEMO_SITE}/a\n`, {
+			env: { SCRAPEJOB_DEMO_SITE: "http://127.0.0.1:8701" },
+		});
+		expect(valid.errors).toEqual([]);
+	});
 });
