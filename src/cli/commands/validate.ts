@@ -1,3 +1,4 @@
+import { resolve } from "node:path";
 import type { Command } from "commander";
 import { plural, REQUESTED_MODES } from "../../common/index.js";
 import {
@@ -11,6 +12,7 @@ import {
 import { type CliContext, writeJson, writeLine } from "../context.js";
 import { EXIT } from "../exit-codes.js";
 import { printJsonError } from "../json-error.js";
+import { jobPathForHint } from "../resume-hint.js";
 
 export interface ValidateFlags {
 	json?: boolean;
@@ -120,7 +122,8 @@ export async function validateJob(ctx: CliContext, path: string, flags: Validate
 		if (!(error instanceof JobValidationError)) throw error;
 		const errors = error.problems.filter((p) => p.severity === "error");
 		return {
-			file: errors[0]?.file ?? path,
+			// The job file, as a valid one is named: its first problem may be in a source (a CSV's row).
+			file: jobPathForHint(ctx.cwd, resolve(ctx.cwd, path)),
 			valid: false,
 			name: null,
 			targets: null,
