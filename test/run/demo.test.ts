@@ -156,3 +156,31 @@ describe("a sandbox job's offline commands (export, extract)", () => {
 		expect(rows.slice(1).every((row) => row.includes(`http://127.0.0.1:${port}/product/`))).toBe(true);
 	});
 });
+
+describe("scrapejob report on a run that never ended", () => {
+	it("says the run is still going or was killed, and that its --resume writes the report, not that it is no run folder", async () => {
+		assertBuilt();
+		const dir = tempDir();
+		const urls = Array.from({ length: 60 }, (_, index) => `  - \${SCRAPEJOB_DEMO_SITE}/product/${index + 1}`);
+		writeJob(dir, "sbx", `name: sbx\ndefaults: {mode: request}\ntargets:\n${urls.join("\n")}\n`);
+		const run = spawnCli(["run", "sbx.yaml", "--sandbox", "--out", "out", "--quiet"], {}, dir);
+		const runDir = () => readdirSync(join(dir, "out", "sbx")).filter(isRunFolderName)[0];
+		await until(() => {
+			const name = existsSync(join(dir, "out", "sbx")) ? runDir() : undefined;
+			return name !== undefined && readRecords(join(dir, "out", "sbx", name)).length >= 3;
+		}, "the first records");
+		// Killed as the kernel's OOM killer would: no summary.json, no report.html.
+		run.child.kill("SIGKILL");
+		await run.done;
+		const folder = join(dir, "out", "sbx", runDir()!);
+		const report = await runCli(["report", folder], { cwd: dir });
+		expect(report.code).toBe(2);
+		expect(report.stderr).toContain(
+			`${folder} has no summary.json yet: its run is still going, or was killed before it ended; the run's --resume finishes it and writes summary.json and report.html`,
+		);
+		const resumed = await runCli(["run", "sbx.yaml", "--sandbox", "--out", "out", "--resume", "--quiet"], { cwd: dir });
+		expect(resumed.code, resumed.stderr).toBe(0);
+		expect(existsSync(join(folder, "report.html"))).toBe(true);
+		expect((await runCli(["report", folder], { cwd: dir })).code).toBe(0);
+	});
+});
