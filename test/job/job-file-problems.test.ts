@@ -438,6 +438,20 @@ describe("valid jobs", () => {
 	});
 });
 
+describe("a section's key written at the top level", () => {
+	it("names the section it goes under (crawl, extract_checks, retry, output)", async () => {
+		const outcome = await loadYaml(
+			"name: t\nmax_pages: 5\nmin_fill: 0.9\nattempts: 3\nformats: [csv]\ntargets:\n  - https://shop.example/a\n",
+		);
+		expect(outcome.errors).toEqual([
+			"job.yaml:2:1 max_pages: unknown key; it goes under `crawl:` (crawl: {max_pages: …})",
+			"job.yaml:3:1 min_fill: unknown key; it goes under `extract_checks:` (extract_checks: {min_fill: …})",
+			"job.yaml:4:1 attempts: unknown key; it goes under `retry:` (retry: {attempts: …})",
+			"job.yaml:5:1 formats: unknown key; it goes under `output:` (output: {formats: …})",
+		]);
+	});
+});
+
 describe("unset variables", () => {
 	it("one variable used on many targets is reported once, at its first use, with a count", async () => {
 		const outcome = await loadYaml(`name: t\ntargets:\n  - \${SITE}/a\n  - url: \${SITE}/b\n  - \${OTHER}/c\n`);
