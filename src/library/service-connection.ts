@@ -3,7 +3,7 @@ import { readFileSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { type AccountClient, createAccountClient, createScraperClient, type ScraperClient } from "../api/index.js";
 import { ScrapejobError, UsageError, writeFileAtomic } from "../common/index.js";
-import { type ResolvedConfig, resolveConfig, resolveFleetConfig } from "../config/index.js";
+import { demoSiteIsSet, type ResolvedConfig, resolveConfig, resolveFleetConfig } from "../config/index.js";
 import { OutputError } from "../output/index.js";
 
 /** Where a connection reads its keys from: the CLI's context, or the library's options. */
@@ -63,7 +63,7 @@ function rememberedDemoSitePort(outRoot: string): number | null {
  * the address the results root's sandbox runs used, so the job's targets (and ids) are the ones they ran.
  */
 export function withSandboxDemoSite(env: NodeJS.ProcessEnv, outRoot: string): NodeJS.ProcessEnv {
-	if (env.SCRAPEJOB_DEMO_SITE !== undefined) return env;
+	if (demoSiteIsSet(env)) return env;
 	const port = rememberedDemoSitePort(outRoot);
 	return port === null ? env : { ...env, SCRAPEJOB_DEMO_SITE: `http://127.0.0.1:${port}` };
 }
