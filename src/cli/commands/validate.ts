@@ -1,4 +1,4 @@
-import { resolve } from "node:path";
+import { isAbsolute, relative, resolve } from "node:path";
 import type { Command } from "commander";
 import { plural, REQUESTED_MODES } from "../../common/index.js";
 import {
@@ -12,7 +12,6 @@ import {
 import { type CliContext, writeJson, writeLine } from "../context.js";
 import { EXIT } from "../exit-codes.js";
 import { printJsonError } from "../json-error.js";
-import { jobPathForHint } from "../resume-hint.js";
 
 export interface ValidateFlags {
 	json?: boolean;
@@ -95,6 +94,13 @@ export function describeValidJob(result: JobValidation): string {
 	return parts.join(", ");
 }
 
+/** A job file as its valid summary names it: relative to the current folder inside it, else absolute. */
+function asTyped(cwd: string, path: string): string {
+	const absolute = resolve(cwd, path);
+	const inside = relative(cwd, absolute);
+	return inside === "" || inside.startsWith("..") || isAbsolute(inside) ? absolute : inside;
+}
+
 export async function validateJob(ctx: CliContext, path: string, flags: ValidateFlags): Promise<JobValidation> {
 	const checkSources = flags.sources !== false;
 	try {
@@ -123,7 +129,7 @@ export async function validateJob(ctx: CliContext, path: string, flags: Validate
 		const errors = error.problems.filter((p) => p.severity === "error");
 		return {
 			// The job file, as a valid one is named: its first problem may be in a source (a CSV's row).
-			file: jobPathForHint(ctx.cwd, resolve(ctx.cwd, path)),
+			file: asTyped(ctx.cwd, path),
 			valid: false,
 			name: null,
 			targets: null,
