@@ -107,9 +107,9 @@ export function acceptCommand(jobFile: string, jobName: string, outRoot: string,
 
 /**
  * A budget that lets a stopped run finish ("finish with …" must mean it): what was spent and every
- * target left at the dearest worst case the run met (each fetch books its worst case before it starts,
- * so less would stop again short of the end). A crawl does not know how many pages are left: twice the
- * old budget. Always above what was spent (a resume refuses less).
+ * target left at the dearest worst case of the job's targets or the run's fetches (each fetch books its
+ * worst case before it starts, so less would stop again short of the end). A crawl does not know how
+ * many pages are left: twice the old budget. Always above what was spent (a resume refuses less).
  */
 function budgetToFinish(summary: Pick<RunSummary, "credits" | "targets">, dearestTarget: number): number {
 	const spent = Math.ceil(summary.credits.used);

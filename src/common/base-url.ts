@@ -14,6 +14,12 @@ export function isLoopbackHost(hostname: string): boolean {
  * paths can be appended with a single `/`.
  */
 export function parseBaseUrl(raw: string, what: string): URL {
+	// `localhost:8700` parses as a URL of scheme "localhost:", `127.0.0.1:8700` not at all: either way the
+	// scheme was left out, and saying so beats "must use https:// (got localhost:)".
+	if (!/^[A-Za-z][A-Za-z0-9+.-]*:\/\//.test(raw.trim()))
+		throw new UsageError(
+			`${what} needs its scheme: https://… (or http:// on loopback, as the emulator's http://127.0.0.1:8700); got ${JSON.stringify(raw)}`,
+		);
 	let url: URL;
 	try {
 		url = new URL(raw);

@@ -8,6 +8,7 @@ export {
 } from "./resolve-config.js";
 export {
 	debugStacks,
+	demoSiteIsSet,
 	environmentKeys,
 	type RunSettings,
 	resolveFleetConfig,

@@ -70,3 +70,8 @@ export function environmentKeys(env: NodeJS.ProcessEnv): string[] {
 export function debugStacks(env: NodeJS.ProcessEnv): boolean {
 	return Boolean(env.SCRAPEJOB_DEBUG);
 }
+
+/** Whether `SCRAPEJOB_DEMO_SITE` is set (by `--sandbox`, or by hand): a job's `${SCRAPEJOB_DEMO_SITE}` then reads it. */
+export function demoSiteIsSet(env: NodeJS.ProcessEnv): boolean {
+	return env.SCRAPEJOB_DEMO_SITE !== undefined;
+}

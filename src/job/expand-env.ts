@@ -10,12 +10,21 @@ export interface EnvProblem {
 	/** Character offset of the reference in the job file's text. */
 	offset: number;
 	message: string;
+	/** What sets the variable, said after the message (and its count of uses). */
+	hint?: string;
 }
 
 export interface ExpandResult {
 	value: string;
-	problems: Array<{ index: number; reference: string; message: string }>;
+	problems: Array<{ index: number; reference: string; message: string; hint?: string }>;
 }
+
+/**
+ * Only `run --sandbox` sets it, so a job tried there fails `validate` (and a run without the sandbox)
+ * for want of it: the problem says what sets it, and the address the emulator's own demo site takes.
+ */
+const DEMO_SITE_HINT =
+	": `run --sandbox` sets it to its demo site; elsewhere set it to the demo site's address, e.g. SCRAPEJOB_DEMO_SITE=http://127.0.0.1:8701 (`scrapejob emulator --demo-site`)";
 
 /**
  * Expand `${NAME}` from `env`. An unset variable is a problem naming it (an empty one is set, and
@@ -29,7 +38,12 @@ export function expandString(value: string, env: Readonly<Record<string, string 
 		if (name !== undefined) {
 			const replacement = env[name];
 			if (replacement !== undefined) return replacement;
-			problems.push({ index, reference: match, message: `environment variable ${name} is not set` });
+			problems.push({
+				index,
+				reference: match,
+				message: `environment variable ${name} is not set`,
+				...(name === "SCRAPEJOB_DEMO_SITE" ? { hint: DEMO_SITE_HINT } : {}),
+			});
 			return match;
 		}
 		problems.push({
@@ -80,7 +94,8 @@ export function expandEnvInDocument(
 				// Find the reference in the raw source (quotes and escapes shift it); fall back to the scalar.
 				const found = source.indexOf(problem.reference, cursor);
 				if (found !== -1) cursor = found + problem.reference.length;
-				problems.push({ path, offset: start + (found === -1 ? 0 : found), message: problem.message });
+				const offset = start + (found === -1 ? 0 : found);
+				problems.push({ path, offset, message: problem.message, ...(problem.hint ? { hint: problem.hint } : {}) });
 			}
 		}
 	};

@@ -107,7 +107,8 @@ async function loadJobUnredacted(path: string, options: LoadJobOptions): Promise
 		const at = lineCounter.linePos(problem.offset);
 		const more = count > 1 ? ` (used ${count} times; this is the first)` : "";
 		const pathText = formatPath(problem.path);
-		problems.push({ ...problemAt(at.line, at.col, `${pathText}: ${problem.message}${more}`), path: pathText });
+		const message = `${pathText}: ${problem.message}${more}${problem.hint ?? ""}`;
+		problems.push({ ...problemAt(at.line, at.col, message), path: pathText });
 	}
 	// A value with an unset variable has been reported; checking what is left of it would only add noise.
 	const reported = new Set(envProblems.map((p) => formatPath(p.path)));

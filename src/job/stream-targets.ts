@@ -67,6 +67,7 @@ export function createEmptyCounts(): TargetCounts {
 		skippedRows: 0,
 		deselected: 0,
 		creditRange: { min: 0, max: 0 },
+		dearest: 0,
 		byMode: Object.fromEntries(REQUESTED_MODES.map((mode) => [mode, 0])) as Record<RequestedMode, number>,
 		creditRangeByMode: Object.fromEntries(REQUESTED_MODES.map((mode) => [mode, { min: 0, max: 0 }])) as Record<
 			RequestedMode,
@@ -106,6 +107,7 @@ function countTarget(
 	counts.byMode[mode]++;
 	counts.creditRange.min += cost.min;
 	counts.creditRange.max += cost.max;
+	if (cost.max > counts.dearest) counts.dearest = cost.max;
 	counts.creditRangeByMode[mode].min += cost.min;
 	counts.creditRangeByMode[mode].max += cost.max;
 }

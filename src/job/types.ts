@@ -176,6 +176,11 @@ export interface TargetCounts {
 	deselected: number;
 	/** Credits if every target succeeds once, cheapest and dearest path (docs/service.md, "Modes and costs"). */
 	creditRange: { min: number; max: number };
+	/**
+	 * The largest worst case of one target: what a budget stop's `--resume --max-credits` needs per target
+	 * left to be sure to finish, whether or not the run reached a target that dear (cli/resume-hint.ts).
+	 */
+	dearest: number;
 	/** Distinct targets per effective mode (`auto` when not set). */
 	byMode: Record<RequestedMode, number>;
 	/** `creditRange` split by mode. */

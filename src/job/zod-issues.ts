@@ -127,10 +127,15 @@ export function allowedKeysAt(schema: z.ZodType, path: DataPath): string[] {
 
 const SCRAPE_PARAMS = new Set<string>(SCRAPE_PARAM_NAMES);
 
-function unknownKeyMessage(key: string, allowed: string[], atRoot: boolean): string {
+/** Sections whose keys a job file may write at its top level by mistake (`max_pages: 5` for `crawl: {max_pages: 5}`). */
+const SECTIONS = ["crawl", "extract_checks", "retry", "output"] as const;
+
+function unknownKeyMessage(key: string, allowed: string[], atRoot: boolean, schema: z.ZodType): string {
 	const suggestion = didYouMean(key, allowed);
 	if (suggestion) return `unknown key; did you mean ${JSON.stringify(suggestion)}?`;
 	if (atRoot && SCRAPE_PARAMS.has(key)) return "unknown key; scrape options go under `defaults` or on a target";
+	const section = atRoot ? SECTIONS.find((name) => allowedKeysAt(schema, [name]).includes(key)) : undefined;
+	if (section) return `unknown key; it goes under \`${section}:\` (${section}: {${key}: …})`;
 	if (allowed.length > 0 && allowed.length <= 12) return `unknown key; allowed: ${allowed.join(", ")}`;
 	return `unknown key (run \`${cliCommand(["schema"])}\` for the allowed keys)`;
 }
@@ -164,7 +169,7 @@ export function issuesToProblems(
 				problems.push({
 					path: [...path, key],
 					atKey: true,
-					message: unknownKeyMessage(key, allowed, path.length === 0),
+					message: unknownKeyMessage(key, allowed, path.length === 0, schema),
 				});
 			}
 			continue;

@@ -8,6 +8,7 @@ import { loadJob } from "../job/index.js";
 import { jobOutputDir, newRunId } from "../output/index.js";
 import { lockJobOutput, notifyRunEnd, type RunJobResult, reextractRun } from "../run/index.js";
 import type { RunJobFileResult } from "./run-job-file.js";
+import { withSandboxDemoSite } from "./service-connection.js";
 
 /** Options of `extractJobFile`: the flags of `scrapejob extract`. */
 export interface ExtractJobFileOptions {
@@ -53,10 +54,10 @@ export async function extractJobFile(path: string, options: ExtractJobFileOption
 /** The one re-extraction path: the CLI's `extract` and `extractJobFile` both call it. */
 export async function extractPlanned(path: string, options: ExtractPlannedOptions): Promise<ExtractOutcome> {
 	const cwd = options.cwd ?? process.cwd();
-	const env = options.env ?? process.env;
+	const outRoot = resolve(cwd, options.out ?? "output");
+	const env = withSandboxDemoSite(options.env ?? process.env, outRoot);
 	const signal = options.signal ?? new AbortController().signal;
 	const { job } = await loadJob(resolve(cwd, path), { env, cwd, signal, checkSources: false });
-	const outRoot = resolve(cwd, options.out ?? "output");
 	const jobDir = jobOutputDir(outRoot, job.name);
 	if (!existsSync(jobDir))
 		throw new UsageError(`no records of job ${job.name} under ${outRoot}: nothing to re-extract`);

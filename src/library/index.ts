@@ -64,4 +64,5 @@ export {
 	SANDBOX_SCENARIO,
 	type ServiceConnection,
 	type ServiceFlags,
+	withSandboxDemoSite,
 } from "./service-connection.js";

@@ -3,7 +3,7 @@ import { readFileSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { type AccountClient, createAccountClient, createScraperClient, type ScraperClient } from "../api/index.js";
 import { ScrapejobError, UsageError, writeFileAtomic } from "../common/index.js";
-import { type ResolvedConfig, resolveConfig, resolveFleetConfig } from "../config/index.js";
+import { demoSiteIsSet, type ResolvedConfig, resolveConfig, resolveFleetConfig } from "../config/index.js";
 import { OutputError } from "../output/index.js";
 
 /** Where a connection reads its keys from: the CLI's context, or the library's options. */
@@ -55,6 +55,17 @@ function rememberedDemoSitePort(outRoot: string): number | null {
 	}
 	const port = Number(text.trim());
 	return Number.isInteger(port) && port > 0 && port < 65_536 ? port : null;
+}
+
+/**
+ * The environment an offline command (`export`, `extract`) reads a job file with. A job tried in the
+ * sandbox names its demo site as `${SCRAPEJOB_DEMO_SITE}`, which only `--sandbox` sets: left unset, it is
+ * the address the results root's sandbox runs used, so the job's targets (and ids) are the ones they ran.
+ */
+export function withSandboxDemoSite(env: NodeJS.ProcessEnv, outRoot: string): NodeJS.ProcessEnv {
+	if (demoSiteIsSet(env)) return env;
+	const port = rememberedDemoSitePort(outRoot);
+	return port === null ? env : { ...env, SCRAPEJOB_DEMO_SITE: `http://127.0.0.1:${port}` };
 }
 
 /** Flags every command that talks to the service accepts. */

@@ -1,4 +1,4 @@
-import { readFileSync } from "node:fs";
+import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { jsonlLines, UsageError, writeFileAtomic } from "../common/index.js";
 import { parseRecordLine, type ResultRecord, RUN_FILES, type RunSummary } from "../output/index.js";
@@ -69,6 +69,12 @@ function readSummary(runDir: string): RunSummary {
 	try {
 		text = readFileSync(path, "utf8");
 	} catch (error) {
+		// A run folder (run.json) without a summary is a run still going, or one killed before its end.
+		if (existsSync(join(runDir, RUN_FILES.meta)))
+			throw new UsageError(
+				`${runDir} has no ${RUN_FILES.summary} yet: its run is still going, or was killed before it ended; the run's --resume finishes it and writes ${RUN_FILES.summary} and ${REPORT_FILE}`,
+				{ cause: error },
+			);
 		throw new UsageError(`${runDir} is not a run folder: cannot read ${RUN_FILES.summary}`, { cause: error });
 	}
 	try {

@@ -25,6 +25,14 @@ describe.each(FACTORIES)("%s client base addresses", (_name, create) => {
 		}
 	});
 
+	test("an address without its scheme (the emulator's host:port as typed) is refused saying so", () => {
+		for (const address of ["127.0.0.1:8700", "localhost:8700", "api.evomi.com"]) {
+			expect(refusal(() => create(address)).message).toContain(
+				`needs its scheme: https://… (or http:// on loopback, as the emulator's http://127.0.0.1:8700); got "${address}"`,
+			);
+		}
+	});
+
 	test("http:// on loopback (the emulator) and https:// anywhere are allowed", () => {
 		for (const address of [
 			"http://127.0.0.1:1",
@@ -52,7 +60,7 @@ describe.each(FACTORIES)("%s client base addresses", (_name, create) => {
 
 	test("other schemes and non-URLs are refused", () => {
 		expect(refusal(() => create("ftp://api.evomi.com")).message).toContain("must use https://");
-		expect(refusal(() => create("api.evomi.com")).message).toContain("is not a valid URL");
+		expect(refusal(() => create("https://")).message).toContain("is not a valid URL");
 	});
 });
 

@@ -121,4 +121,14 @@ describe("scrapejob task", () => {
 		const missing = await runCli(["task"], { env });
 		expect(missing.code).toBe(2);
 	});
+
+	it("with --sandbox, a task not found says that the sandbox's emulator holds no task of an earlier run", async () => {
+		const run = await runCli(["task", "task_7a2ce73d5b89a9bb", "--sandbox"], { cwd: tempDir });
+		expect(run.code).toBe(1);
+		expect(run.stdout).toContain("task task_7a2ce73d5b89a9bb: not found");
+		expect(run.stderr).toMatch(
+			/--sandbox starts an empty emulator for each command, so no task of an earlier run is in it/,
+		);
+		expect(run.stderr).toContain("npx scrapejob emulator --demo-site");
+	});
 });

@@ -186,6 +186,29 @@ describe("words and numbers a scheduler or a script reads", () => {
 		expect(camel(dry)).toEqual([]);
 	});
 
+	it("run --json with an invalid job file answers on stdout in JSON, as its other failures do", async () => {
+		const dir = tempDir();
+		writeJob(dir, "shop", "name: shop\nconcurency: 2\ntargets:\n  - https://example.com/a\n");
+		const invalid = await runCli(["run", "shop.yaml", "--json"], { cwd: dir });
+		expect(invalid.code).toBe(2);
+		expect(invalid.stderr).toContain('shop.yaml:2:1 concurency: unknown key; did you mean "concurrency"?');
+		const answer = JSON.parse(invalid.stdout) as {
+			error: { code: string; message: string; problems: Array<Record<string, unknown>> };
+		};
+		expect(answer.error.code).toBe("SCRAPEJOB_JOB_INVALID");
+		expect(answer.error.problems).toEqual([
+			expect.objectContaining({
+				file: "shop.yaml",
+				line: 2,
+				col: 1,
+				message: 'concurency: unknown key; did you mean "concurrency"?',
+			}),
+		]);
+		// The same answer as a usage error's, which run --json gave already.
+		const usage = await runCli(["run", "shop.yaml", "--json", "--resume", "--continue"], { cwd: dir });
+		expect(Object.keys(JSON.parse(usage.stdout) as object)).toEqual(["error"]);
+	});
+
 	it("a hint names a job file outside the current folder by its absolute path, as typed", async () => {
 		service = await startTestService();
 		const jobs = tempDir();

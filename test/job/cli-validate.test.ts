@@ -44,6 +44,23 @@ describe("scrapejob validate", () => {
 		expect(result.stderr).toMatch(/^good\.yaml:8:5 warning: duplicate target https:\/\/shop\.example\/a: /);
 	});
 
+	it("a job whose only problems are in its source is named by its job file, not the source's (line and --json)", async () => {
+		const files = {
+			"shop.yaml": "sources:\n  - file: products.csv\n    column: url\n    id_column: sku\n",
+			"products.csv": `sku,url\nbad id!,${U}/a\n`,
+		};
+		const result = await validate(files, ["shop.yaml"]);
+		expect(result.code).toBe(2);
+		expect(result.stderr).toMatch(/^products\.csv:2:1 sku: "bad id!" is not a usable id/);
+		expect(result.stderr.trimEnd().split("\n").at(-1)).toBe("shop.yaml: invalid, 1 problem");
+		const json = JSON.parse((await validate(files, ["shop.yaml", "--json"])).stdout) as {
+			jobs: Array<{ file: string; valid: boolean; errors: Array<{ file: string }> }>;
+		};
+		expect(json.jobs.map((job) => [job.file, job.valid, job.errors[0]?.file])).toEqual([
+			["shop.yaml", false, "products.csv"],
+		]);
+	});
+
 	it("invalid jobs: exit 2, every problem as file:line:col on stderr, valid ones still summarised", async () => {
 		const result = await validate(
 			{

@@ -438,6 +438,20 @@ describe("valid jobs", () => {
 	});
 });
 
+describe("a section's key written at the top level", () => {
+	it("names the section it goes under (crawl, extract_checks, retry, output)", async () => {
+		const outcome = await loadYaml(
+			"name: t\nmax_pages: 5\nmin_fill: 0.9\nattempts: 3\nformats: [csv]\ntargets:\n  - https://shop.example/a\n",
+		);
+		expect(outcome.errors).toEqual([
+			"job.yaml:2:1 max_pages: unknown key; it goes under `crawl:` (crawl: {max_pages: …})",
+			"job.yaml:3:1 min_fill: unknown key; it goes under `extract_checks:` (extract_checks: {min_fill: …})",
+			"job.yaml:4:1 attempts: unknown key; it goes under `retry:` (retry: {attempts: …})",
+			"job.yaml:5:1 formats: unknown key; it goes under `output:` (output: {formats: …})",
+		]);
+	});
+});
+
 describe("unset variables", () => {
 	it("one variable used on many targets is reported once, at its first use, with a count", async () => {
 		const outcome = await loadYaml(`name: t\ntargets:\n  - \${SITE}/a\n  - url: \${SITE}/b\n  - \${OTHER}/c\n`);
@@ -445,5 +459,16 @@ describe("unset variables", () => {
 			"job.yaml:3:5 targets[0]: environment variable SITE is not set (used 2 times; this is the first)",
 			"job.yaml:5:5 targets[2]: environment variable OTHER is not set",
 		]);
+	});
+
+	it("the demo site's variable, which only run --sandbox sets, says what sets it and the address to give it", async () => {
+		const outcome = await loadYaml(`name: t\ntargets:\n  - \${SCRAPEJOB_DEMO_SITE}/a\n  - \${SCRAPEJOB_DEMO_SITE}/b\n`);
+		expect(outcome.errors).toEqual([
+			"job.yaml:3:5 targets[0]: environment variable SCRAPEJOB_DEMO_SITE is not set (used 2 times; this is the first): `run --sandbox` sets it to its demo site; elsewhere set it to the demo site's address, e.g. SCRAPEJOB_DEMO_SITE=http://127.0.0.1:8701 (`scrapejob emulator --demo-site`)",
+		]);
+		const valid = await loadYaml(`name: t\ntargets:\n  - \${SCRAPEJOB_DEMO_SITE}/a\n`, {
+			env: { SCRAPEJOB_DEMO_SITE: "http://127.0.0.1:8701" },
+		});
+		expect(valid.errors).toEqual([]);
 	});
 });

@@ -148,6 +148,8 @@ describe("streamTargets", () => {
 			skippedRows: 0,
 			deselected: 0,
 			creditRange: { min: 7, max: 11 },
+			// auto's worst case, 6: the dearest single target
+			dearest: 6,
 			byMode: { request: 0, browser: 1, auto: 1, adaptive: 0, browser_session: 0 },
 			creditRangeByMode: {
 				request: { min: 0, max: 0 },
@@ -210,6 +212,7 @@ describe("countTargets", () => {
 			deselected: 0,
 			// request 2 + datacenter 1 + browser 5 + auto 2×(2…6)
 			creditRange: { min: 12, max: 20 },
+			dearest: 6,
 			byMode: { request: 2, browser: 1, auto: 2, adaptive: 0, browser_session: 0 },
 			creditRangeByMode: {
 				request: { min: 3, max: 3 },

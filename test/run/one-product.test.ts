@@ -89,6 +89,29 @@ describe("a budget survives --resume (CLI)", () => {
 	}, 60_000);
 });
 
+describe("a budget stop before the job's dear targets", () => {
+	it("prints a --max-credits that finishes the run: the targets it never reached are booked at their worst case", async () => {
+		service = await startTestService({ concurrency: 1 });
+		const dir = tempDir();
+		// Cheap targets listed first: the run stops among them, before any browser target (5 credits) was booked.
+		const browser = [7, 8, 9].map((index) => `  - {url: "${service!.site.url}/product/${index}", mode: browser}`);
+		writeJob(dir, "shop", `${productsJob(service.site.url, 6)}${browser.join("\n")}\n`);
+		const first = await runCli(["run", "shop.yaml", "--out", "out", "--max-credits", "4"], {
+			env: service.env,
+			cwd: dir,
+		});
+		expect(first.code, first.stderr).toBe(1);
+		const [runDir] = runDirs(join(dir, "out"));
+		expect(readSummary(runDir!)).toMatchObject({ stopped_reason: "budget_exhausted" });
+		expect(readRecords(runDir!).every((record) => record.mode_requested === "request")).toBe(true);
+		const hint = /finish with `([^`]+)`/.exec(first.stdout)?.[1] ?? "";
+		expect(hint).toMatch(/^npx scrapejob run shop\.yaml --out out --resume --max-credits \d+$/);
+		const resumed = await runPrintedCommand(hint, service.env, dir).done;
+		expect(resumed.code, resumed.stdout).toBe(0);
+		expect(readSummary(runDir!)).toMatchObject({ complete: true, stopped_reason: null, targets: { done: 9 } });
+	}, 60_000);
+});
+
 describe("runJobFile is scrapejob run", () => {
 	it("keeps the budget across resumes, and refuses a smaller one with ResumeError", async () => {
 		service = await startTestService({ concurrency: 2 });

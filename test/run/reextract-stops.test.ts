@@ -106,6 +106,10 @@ describe("Ctrl-C during extract --run", () => {
 		expect(written.length).toBeLessThan(pages);
 		// Every page handed to a worker finished within the grace period: no page was read and dropped.
 		expect(summary.targets.done).toBe(written.length);
+		// The source is read as a stream: how many pages it has left is not known, and no count is made up.
+		expect(summary.targets).toMatchObject({ total: null, remaining: null });
+		expect(stopped.stdout).toMatch(/^targets {4}\d+ done: /m);
+		expect(stopped.stdout).toMatch(/^remaining {2}finish with `/m);
 		// Never promoted: the folder stays `pending`, out of "latest".
 		expect(contractState(runDir)).toBe("pending");
 		const history = openJobHistory(join(out, "shop"));

@@ -11,7 +11,7 @@ import {
 	openJobHistory,
 } from "../../history/index.js";
 import { formatProblem, JobValidationError, loadJob } from "../../job/index.js";
-import { exportFleetLatest } from "../../library/index.js";
+import { exportFleetLatest, withSandboxDemoSite } from "../../library/index.js";
 import { csvColumnsFor, jobOutputDir } from "../../output/index.js";
 import { type CliContext, writeLine } from "../context.js";
 import { EXIT } from "../exit-codes.js";
@@ -73,7 +73,8 @@ Examples:
 			) => {
 				let job: Awaited<ReturnType<typeof loadJob>>["job"];
 				try {
-					({ job } = await loadJob(resolve(ctx.cwd, jobFile), { env: ctx.env, cwd: ctx.cwd, checkSources: false }));
+					const env = withSandboxDemoSite(ctx.env, resolve(ctx.cwd, flags.from));
+					({ job } = await loadJob(resolve(ctx.cwd, jobFile), { env, cwd: ctx.cwd, checkSources: false }));
 				} catch (error) {
 					if (!(error instanceof JobValidationError)) throw error;
 					for (const problem of error.problems) writeLine(ctx.stderr, formatProblem(problem));

@@ -11,7 +11,10 @@ export function registerMergeCommand(program: Command, ctx: CliContext): void {
 		.command("merge")
 		.description("merge the run folders of a sharded job's shards into one results.jsonl, results.csv and summary")
 		.argument("<run-dirs...>", "shard run folders (output/<job>/<run-id>-shard-I-of-N/)")
-		.requiredOption("--out <dir>", "folder to write the merged results into (new or empty)")
+		.requiredOption(
+			"--out <dir>",
+			"folder to write the merged results into (new, empty, or an earlier merge of the job, replaced)",
+		)
 		.option("--json", "print the merged summary as JSON (with out_dir and report)")
 		.addHelpText(
 			"after",

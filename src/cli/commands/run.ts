@@ -14,6 +14,7 @@ import {
 import {
 	formatProblem,
 	type Job,
+	type JobProblem,
 	JobValidationError,
 	loadJob,
 	shardBalanceWarning,
@@ -247,8 +248,19 @@ function withFresh(job: Job, deselected: number): string {
 	return job.freshnessMs > 0 && deselected > 0 ? `${job.name} (${deselected} fresh)` : job.name;
 }
 
-async function loadJobs(ctx: CliContext, paths: string[], env: NodeJS.ProcessEnv): Promise<LoadedRunJob[] | null> {
+/**
+ * Every job file loaded, or null when one is invalid: its problems are on stderr as `file:line:col`, and
+ * with `--json` also on stdout as one `{error}` line (code SCRAPEJOB_JOB_INVALID, with the problems),
+ * as every other failure of `run --json` answers.
+ */
+async function loadJobs(
+	ctx: CliContext,
+	paths: string[],
+	env: NodeJS.ProcessEnv,
+	json: boolean,
+): Promise<LoadedRunJob[] | null> {
 	const jobs: LoadedRunJob[] = [];
+	const problems: JobProblem[] = [];
 	let invalid = false;
 	for (const path of paths) {
 		try {
@@ -262,8 +274,17 @@ async function loadJobs(ctx: CliContext, paths: string[], env: NodeJS.ProcessEnv
 		} catch (error) {
 			if (!(error instanceof JobValidationError)) throw error;
 			invalid = true;
+			problems.push(...error.problems);
 			for (const problem of error.problems) writeLine(ctx.stderr, formatProblem(problem));
 		}
+	}
+	if (invalid && json) {
+		const invalidJobs = new JobValidationError(problems);
+		const errors = problems.filter((problem) => problem.severity === "error");
+		writeLine(
+			ctx.stdout,
+			JSON.stringify({ error: { code: invalidJobs.code, message: invalidJobs.message, problems: errors } }),
+		);
 	}
 	return invalid ? null : jobs;
 }
@@ -311,7 +332,7 @@ async function runCommand(ctx: CliContext, paths: string[], flags: RunFlags): Pr
 		// A terminal gets the sandbox's terms as a sentence; cron's stderr gets them as a log line below.
 		if (flags.sandbox && !flags.quiet && ctx.stderr.isTTY) writeLine(ctx.stderr, `scrapejob: ${sandboxNotice()}`);
 		const env = connection?.demoSiteUrl ? { ...ctx.env, SCRAPEJOB_DEMO_SITE: connection.demoSiteUrl } : ctx.env;
-		const loaded = await loadJobs(ctx, paths, env);
+		const loaded = await loadJobs(ctx, paths, env, flags.json === true);
 		if (!loaded) return EXIT.invalidInput;
 		jobs = shardJobs(loaded, flags.shard, ctx.env);
 		if (flags.dryRun) return await dryRun(ctx, jobs, flags, connection);

@@ -51,6 +51,12 @@ export async function runTask(ctx: CliContext, taskId: string, flags: TaskFlags)
 		if (state.state === "failed" || state.state === "not_found" || state.state === "unknown") {
 			ctx.exitCode = EXIT.someTargetsFailed;
 		}
+		// A task id from a sandbox run's record is never found by a second sandbox command: said, not left a puzzle.
+		if (state.state === "not_found" && flags.sandbox)
+			writeLine(
+				ctx.stderr,
+				"scrapejob: --sandbox starts an empty emulator for each command, so no task of an earlier run is in it; to look one up, run `npx scrapejob emulator --demo-site` and point both the run and `task` at it (docs/guides/emulator.md)",
+			);
 		if (flags.json) {
 			writeJson(ctx.stdout, taskJson(id, state, contentPath));
 			return;

@@ -1,3 +1,4 @@
+import { isAbsolute, relative, resolve } from "node:path";
 import type { Command } from "commander";
 import { plural, REQUESTED_MODES } from "../../common/index.js";
 import {
@@ -93,6 +94,13 @@ export function describeValidJob(result: JobValidation): string {
 	return parts.join(", ");
 }
 
+/** A job file as its valid summary names it: relative to the current folder inside it, else absolute. */
+function asTyped(cwd: string, path: string): string {
+	const absolute = resolve(cwd, path);
+	const inside = relative(cwd, absolute);
+	return inside === "" || inside.startsWith("..") || isAbsolute(inside) ? absolute : inside;
+}
+
 export async function validateJob(ctx: CliContext, path: string, flags: ValidateFlags): Promise<JobValidation> {
 	const checkSources = flags.sources !== false;
 	try {
@@ -120,7 +128,8 @@ export async function validateJob(ctx: CliContext, path: string, flags: Validate
 		if (!(error instanceof JobValidationError)) throw error;
 		const errors = error.problems.filter((p) => p.severity === "error");
 		return {
-			file: errors[0]?.file ?? path,
+			// The job file, as a valid one is named: its first problem may be in a source (a CSV's row).
+			file: asTyped(ctx.cwd, path),
 			valid: false,
 			name: null,
 			targets: null,

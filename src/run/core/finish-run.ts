@@ -30,8 +30,8 @@ export interface RunJobResult {
 	/** `report.html` in the run folder; null when it could not be written (the run's outcome stands). */
 	readonly reportPath: string | null;
 	/**
-	 * The dearest target this run met, in worst-case credits (0 when none was fetched): after a budget
-	 * stop, what each target left may need for a resume to finish.
+	 * The dearest target of the job or this run, in worst-case credits (0 when none): after a budget stop,
+	 * what each target left may need for a resume to finish.
 	 */
 	readonly dearestTarget: number;
 }

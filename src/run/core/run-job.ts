@@ -452,7 +452,9 @@ async function concludeRun(
 		crawler,
 		discovered,
 		deselected: fleet ? (fleetLeftOut(fleet, listedTargets(job, survey)) ?? 0) : survey.deselected,
-		budget,
+		// A budget stop's hint books every target left at the dearest the job holds, not only at the
+		// dearest the run reached: listed cheap targets first would otherwise ask a resume for too little.
+		budget: { dearest: Math.max(budget.dearest, survey.dearest) },
 		freshness: job.freshnessMs > 0,
 		history,
 		browser,

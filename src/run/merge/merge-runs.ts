@@ -132,6 +132,16 @@ function checkShards(metas: readonly ShardMeta[]): void {
 	}
 }
 
+/** Whether `dir` holds a merge of job `jobName` (its merge.json says so). */
+function isMergeOf(dir: string, jobName: string): boolean {
+	try {
+		const merge = JSON.parse(readFileSync(join(dir, MERGE_FILE), "utf8")) as { job_name?: unknown };
+		return merge.job_name === jobName;
+	} catch {
+		return false;
+	}
+}
+
 /**
  * `scrapejob merge`: one results.jsonl, results.csv and summary.json from the run folders of a sharded
  * job's shards. Each target exactly once (verified: an id seen in two shards is an error, not a
@@ -148,8 +158,13 @@ export async function mergeShardRuns(
 	const metas = dirs.map((dir) => readMeta(resolve(cwd, dir))).sort((a, b) => a.shard.index - b.shard.index);
 	checkShards(metas);
 	const finalDir = resolve(cwd, outDir);
-	if (existsSync(finalDir) && readdirSync(finalDir).length > 0)
-		throw new UsageError(`${outDir} is not empty: merge writes into a new or empty folder`);
+	// An incomplete merge names the shards to run, and then is made again: a folder an earlier merge of
+	// this job wrote is replaced (once the new one is complete), anything else is not touched.
+	const replacing = existsSync(finalDir) && readdirSync(finalDir).length > 0;
+	if (replacing && !isMergeOf(finalDir, metas[0]!.job_name))
+		throw new UsageError(
+			`${outDir} is not empty: merge writes into a new or empty folder, or one an earlier merge of job ${metas[0]!.job_name} wrote`,
+		);
 	// Everything is written beside --out first and renamed into place only when every check passed: a
 	// refusal found while reading (an overlap, a damaged line) leaves --out as it was.
 	const workDir = `${finalDir}.merging-${process.pid}`;
@@ -158,8 +173,16 @@ export async function mergeShardRuns(
 	try {
 		const result = await mergeInto(metas, workDir, cwd);
 		// rename(2) replaces an empty directory: --out given as an empty folder is fine.
-		if (existsSync(finalDir)) rmdirSync(finalDir);
-		renameSync(workDir, finalDir);
+		if (replacing) {
+			const earlier = `${finalDir}.replaced-${process.pid}`;
+			rmSync(earlier, { recursive: true, force: true });
+			renameSync(finalDir, earlier);
+			renameSync(workDir, finalDir);
+			rmSync(earlier, { recursive: true, force: true });
+		} else {
+			if (existsSync(finalDir)) rmdirSync(finalDir);
+			renameSync(workDir, finalDir);
+		}
 		const { incomplete, missing } = result.shards;
 		const finishCommands = [
 			...metas

@@ -295,6 +295,9 @@ function reextractionSummary(
 		startedMs: options.startedAt,
 		finishedMs: Date.now(),
 	});
+	// Stopped before the source's end: the pages it has left are not known (it is read as a stream), and
+	// the pages handed out so far are not the total ("1 target" left of a 400-page run stopped at 25).
+	if (reason !== null && !progress.read) summary.targets = { ...summary.targets, total: null, remaining: null };
 	summary.reextracted_from = progress.newestSource || options.from;
 	if (options.from === "latest") summary.reextracted_latest = true;
 	summary.missing_pages = missing.count;
