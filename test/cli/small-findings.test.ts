@@ -1,4 +1,4 @@
-import { writeFileSync } from "node:fs";
+import { existsSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { ServiceError } from "../../src/api/index.js";
@@ -100,6 +100,23 @@ describe("small things a new user noticed", () => {
 		const one = await runCli(["targeting", "--product", "rp", "--search", "germany"], { env: service.env });
 		expect(one.stdout).toContain("1 country");
 		expect(one.stdout).not.toContain("1 countries");
+	});
+
+	it("a job file named twice, or two files of one job name, are refused before anything is sent (exit 2)", async () => {
+		service = await startTestService();
+		const dir = tempDir();
+		const yaml = `name: twice\ndefaults:\n  mode: request\ntargets:\n  - ${service.site.url}/product/1\n`;
+		const job = writeJob(dir, "twice", yaml);
+		const copy = writeJob(dir, "copy", yaml);
+		const out = join(dir, "out");
+		const same = await runCli(["run", job, job, "--out", out], { env: service.env, cwd: dir });
+		expect(same.stderr).toContain("twice.yaml is named twice: each job runs once per command");
+		expect(same.code).toBe(2);
+		const named = await runCli(["run", job, copy, "--out", out], { env: service.env, cwd: dir });
+		expect(named.stderr).toContain('twice.yaml and copy.yaml both name the job "twice"');
+		expect(named.code).toBe(2);
+		expect(service.emulator.ledger.byEndpoint("realtime")).toHaveLength(0);
+		expect(existsSync(out)).toBe(false);
 	});
 
 	it("an invalid mode gives the service's words first, then the allowed values", async () => {

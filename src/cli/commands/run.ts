@@ -128,7 +128,7 @@ export function registerRunCommand(program: Command, ctx: CliContext): void {
 		.description(
 			"run jobs: validate, learn the account's concurrency and credits, fetch every target once, write results",
 		)
-		.argument("<jobs...>", "job files (YAML)")
+		.argument("<jobs...>", "job files (YAML), run one after the other; each job name once")
 		.option("--out <dir>", "root folder of results: <dir>/<job>/<run-id>/", "output")
 		.option("--resume [run-id]", "continue the latest incomplete run of each job (or the given run id)")
 		.option(
@@ -289,6 +289,25 @@ async function loadJobs(
 	return invalid ? null : jobs;
 }
 
+/**
+ * Two job files of one name (or one file named twice) would run one after the other under one folder,
+ * the second a new run that pays for the same targets again: refused before anything is sent.
+ */
+function refuseRepeatedJobs(ctx: CliContext, loaded: readonly LoadedRunJob[]): void {
+	const files = new Map<string, string>();
+	for (const { job } of loaded) {
+		const earlier = files.get(job.name);
+		const file = jobPathForHint(ctx.cwd, job.file);
+		if (earlier !== undefined)
+			throw new UsageError(
+				earlier === file
+					? `${file} is named twice: each job runs once per command`
+					: `${earlier} and ${file} both name the job "${job.name}": its runs share one folder, so one of them at a time`,
+			);
+		files.set(job.name, file);
+	}
+}
+
 /** Where a terminal run's warnings go while the progress bar owns the screen. */
 interface TerminalNotes {
 	display: ProgressDisplay | undefined;
@@ -334,6 +353,7 @@ async function runCommand(ctx: CliContext, paths: string[], flags: RunFlags): Pr
 		const env = connection?.demoSiteUrl ? { ...ctx.env, SCRAPEJOB_DEMO_SITE: connection.demoSiteUrl } : ctx.env;
 		const loaded = await loadJobs(ctx, paths, env, flags.json === true);
 		if (!loaded) return EXIT.invalidInput;
+		refuseRepeatedJobs(ctx, loaded);
 		jobs = shardJobs(loaded, flags.shard, ctx.env);
 		if (flags.dryRun) return await dryRun(ctx, jobs, flags, connection);
 
