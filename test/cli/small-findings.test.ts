@@ -102,7 +102,7 @@ describe("small things a new user noticed", () => {
 		expect(one.stdout).not.toContain("1 countries");
 	});
 
-	it("a job file named twice, or two files of one job name, are refused before anything is sent (exit 2)", async () => {
+	it("a job file named twice, or a copy of it, is refused before anything is sent (exit 2)", async () => {
 		service = await startTestService();
 		const dir = tempDir();
 		const yaml = `name: twice\ndefaults:\n  mode: request\ntargets:\n  - ${service.site.url}/product/1\n`;
@@ -113,7 +113,7 @@ describe("small things a new user noticed", () => {
 		expect(same.stderr).toContain("twice.yaml is named twice: each job runs once per command");
 		expect(same.code).toBe(2);
 		const named = await runCli(["run", job, copy, "--out", out], { env: service.env, cwd: dir });
-		expect(named.stderr).toContain('twice.yaml and copy.yaml both name the job "twice"');
+		expect(named.stderr).toContain('twice.yaml and copy.yaml are the same job ("twice", the same targets)');
 		expect(named.code).toBe(2);
 		expect(service.emulator.ledger.byEndpoint("realtime")).toHaveLength(0);
 		expect(existsSync(out)).toBe(false);

@@ -128,7 +128,7 @@ export function registerRunCommand(program: Command, ctx: CliContext): void {
 		.description(
 			"run jobs: validate, learn the account's concurrency and credits, fetch every target once, write results",
 		)
-		.argument("<jobs...>", "job files (YAML), run one after the other; each job name once")
+		.argument("<jobs...>", "job files (YAML), run one after the other; each job once")
 		.option("--out <dir>", "root folder of results: <dir>/<job>/<run-id>/", "output")
 		.option("--resume [run-id]", "continue the latest incomplete run of each job (or the given run id)")
 		.option(
@@ -290,21 +290,23 @@ async function loadJobs(
 }
 
 /**
- * Two job files of one name (or one file named twice) would run one after the other under one folder,
- * the second a new run that pays for the same targets again: refused before anything is sent.
+ * One job named twice (the same file, or a copy: one name, the same targets and settings) would run twice
+ * in a row, the second a new run paying for the same targets again: refused before anything is sent.
+ * Two files of one name with other targets run one after the other, as before.
  */
 function refuseRepeatedJobs(ctx: CliContext, loaded: readonly LoadedRunJob[]): void {
 	const files = new Map<string, string>();
 	for (const { job } of loaded) {
-		const earlier = files.get(job.name);
+		const key = `${job.name}\n${job.fingerprint}`;
+		const earlier = files.get(key);
 		const file = jobPathForHint(ctx.cwd, job.file);
 		if (earlier !== undefined)
 			throw new UsageError(
 				earlier === file
 					? `${file} is named twice: each job runs once per command`
-					: `${earlier} and ${file} both name the job "${job.name}": its runs share one folder, so one of them at a time`,
+					: `${earlier} and ${file} are the same job ("${job.name}", the same targets): it would be paid for twice; name one of them`,
 			);
-		files.set(job.name, file);
+		files.set(key, file);
 	}
 }
 
