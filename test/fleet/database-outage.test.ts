@@ -4,7 +4,7 @@ import { afterAll, describe, expect, it } from "vitest";
 import { tempDir, writeJob } from "../helpers/job-files.js";
 import { queryDatabase as query, startCluster, type TestCluster } from "../helpers/postgres-cluster.js";
 import { useTestService } from "../helpers/service.js";
-import { assertBuilt, type SpawnedCli, spawnCli } from "../helpers/spawn-cli.js";
+import { assertBuilt, endedWithin, type SpawnedCli, spawnCli } from "../helpers/spawn-cli.js";
 import { html, startTargetSite } from "../helpers/target-site.js";
 import { until } from "../helpers/until.js";
 
@@ -71,20 +71,6 @@ describe("a fleet worker whose database goes down for a moment", () => {
 			throw error;
 		}
 		return { url, service, site, worker };
-	}
-
-	/** The worker's outcome, or null (it killed) when it has not ended within `ms`. */
-	async function endedWithin(worker: SpawnedCli, ms: number) {
-		let timer: NodeJS.Timeout | undefined;
-		const ended = await Promise.race([
-			worker.done,
-			new Promise<null>((resolve) => {
-				timer = setTimeout(() => resolve(null), ms);
-			}),
-		]);
-		clearTimeout(timer);
-		if (ended === null) worker.child.kill("SIGKILL");
-		return ended;
 	}
 
 	it("records the fetches that ended during the outage once the database is back: the run completes, each target paid once", async () => {

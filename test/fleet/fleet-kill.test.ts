@@ -8,8 +8,8 @@ import { tempDir, writeJob } from "../helpers/job-files.js";
 import { startAnswerLosingProxy } from "../helpers/pg-proxy.js";
 import { useCluster } from "../helpers/postgres.js";
 import { queryDatabase as query } from "../helpers/postgres-cluster.js";
-import { useTestService } from "../helpers/service.js";
-import { assertBuilt, type SpawnedCli, spawnCli } from "../helpers/spawn-cli.js";
+import { type TestService, useTestService } from "../helpers/service.js";
+import { assertBuilt, endedWithin, type SpawnedCli, spawnCli } from "../helpers/spawn-cli.js";
 import { html, startTargetSite } from "../helpers/target-site.js";
 import { until } from "../helpers/until.js";
 
@@ -23,18 +23,24 @@ function listJob(origin: string, count: number): { dir: string; file: string } {
 	return { dir, file: writeJob(dir, "killjob", `name: killjob\ndefaults:\n  mode: request\ntargets:\n${lines}\n`) };
 }
 
-/** The worker's outcome, or null (it is killed) when it has not ended within `ms`. */
-async function endedWithin(worker: SpawnedCli, ms: number) {
-	let timer: NodeJS.Timeout | undefined;
-	const ended = await Promise.race([
-		worker.done,
-		new Promise<null>((resolve) => {
-			timer = setTimeout(() => resolve(null), ms);
-		}),
-	]);
-	clearTimeout(timer);
-	if (ended === null) worker.child.kill("SIGKILL");
-	return ended;
+/**
+ * A one-target fleet run whose first worker lost the target: one request reached the site, its charge is
+ * the one record's, written under the second lease (epoch 2), and only one worker folder holds it.
+ */
+async function expectPaidOnceBySuccessor(url: string, siteRequests: number, service: TestService, dir: string) {
+	expect(siteRequests).toBe(1);
+	const records = await query<{ epoch: string; credits: number }>(
+		url,
+		"SELECT epoch, (record->>'credits_used')::int AS credits FROM scrapejob.records",
+	);
+	expect(records.map((row) => Number(row.epoch))).toEqual([2]);
+	expect(service.emulator.ledger.totalCharged()).toBe(records[0]!.credits);
+	const folders = readdirSync(join(dir, "output", "killjob", "fleet"));
+	const written = folders.map((folder) => {
+		const path = join(dir, "output", "killjob", "fleet", folder, "results.jsonl");
+		return existsSync(path) ? readFileSync(path, "utf8").split("\n").filter(Boolean).length : 0;
+	});
+	expect(written.sort()).toEqual([0, 1]);
 }
 
 const doneCount = async (url: string) =>
@@ -218,20 +224,7 @@ describe("fleet workers killed and stopped", () => {
 		const firstDone = await first.done;
 		expect(firstDone.code, firstDone.stderr).toBe(0);
 		// One fetch reached the site and one was charged: the woken worker did not send its retry.
-		expect(site.requests).toHaveLength(1);
-		const records = await query<{ epoch: string; credits: number }>(
-			url,
-			"SELECT epoch, (record->>'credits_used')::int AS credits FROM scrapejob.records",
-		);
-		expect(records.map((row) => Number(row.epoch))).toEqual([2]);
-		expect(service.emulator.ledger.totalCharged()).toBe(records[0]!.credits);
-		// Nothing of the target in the woken worker's folder: only the successor's holds its record.
-		const folders = readdirSync(join(dir, "output", "killjob", "fleet"));
-		const written = folders.map((folder) => {
-			const path = join(dir, "output", "killjob", "fleet", folder, "results.jsonl");
-			return existsSync(path) ? readFileSync(path, "utf8").split("\n").filter(Boolean).length : 0;
-		});
-		expect(written.sort()).toEqual([0, 1]);
+		await expectPaidOnceBySuccessor(url, site.requests.length, service, dir);
 	}, 60_000);
 
 	it("a worker cut off from the database past its lease gives its target up and stops (exit 3): the target retaken and paid once", async () => {
@@ -263,18 +256,6 @@ describe("fleet workers killed and stopped", () => {
 		const second = await start(url).done;
 		expect(second.code, second.stderr).toBe(0);
 		// One fetch reached the site, paid once, recorded by the second worker under the next epoch.
-		expect(site.requests).toHaveLength(1);
-		const records = await query<{ epoch: string; credits: number }>(
-			url,
-			"SELECT epoch, (record->>'credits_used')::int AS credits FROM scrapejob.records",
-		);
-		expect(records.map((row) => Number(row.epoch))).toEqual([2]);
-		expect(service.emulator.ledger.totalCharged()).toBe(records[0]!.credits);
-		const folders = readdirSync(join(dir, "output", "killjob", "fleet"));
-		const written = folders.map((folder) => {
-			const path = join(dir, "output", "killjob", "fleet", folder, "results.jsonl");
-			return existsSync(path) ? readFileSync(path, "utf8").split("\n").filter(Boolean).length : 0;
-		});
-		expect(written.sort()).toEqual([0, 1]);
+		await expectPaidOnceBySuccessor(url, site.requests.length, service, dir);
 	}, 60_000);
 });

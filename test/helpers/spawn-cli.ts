@@ -70,3 +70,17 @@ export function runPrintedCommand(command: string, env: NodeJS.ProcessEnv, cwd: 
 	});
 	return { child, done: outcomeOf(child) };
 }
+
+/** The child's outcome, or null (it is then killed) when it has not ended within `ms`. */
+export async function endedWithin(child: SpawnedCli, ms: number): Promise<Awaited<SpawnedCli["done"]> | null> {
+	let timer: NodeJS.Timeout | undefined;
+	const ended = await Promise.race([
+		child.done,
+		new Promise<null>((resolve) => {
+			timer = setTimeout(() => resolve(null), ms);
+		}),
+	]);
+	clearTimeout(timer);
+	if (ended === null) child.child.kill("SIGKILL");
+	return ended;
+}
