@@ -73,7 +73,8 @@ describe("crawl with --shard: the inbox across a kill", () => {
 		const unshardedDone = { value: false };
 		// A's pages /1…/12 each link two pages of B (B's host is shard 2's): shard 1 hands them over one page
 		// at a time, so shard 2's inbox fills while it runs; shard 2 is killed once it has a few records.
-		for (let tries = 0; tries < 20 && (a === "" || shardOf(a, 2) !== 1 || shardOf(b, 2) !== 2); tries += 1) {
+		// Each site is started again until its port puts it on its shard: one in two each time, apart.
+		for (let tries = 0; tries < 64 && (a === "" || shardOf(a, 2) !== 1); tries += 1) {
 			a = await site(
 				(path) => {
 					if (path === "/") return Array.from({ length: PAGES }, (_, index) => `/${index + 1}`);
@@ -83,8 +84,8 @@ describe("crawl with --shard: the inbox across a kill", () => {
 				20,
 				(path) => (unshardedDone.value && Number(path.slice(1)) > PAGES - 3 ? afterKill : Promise.resolve()),
 			);
-			b = await site(() => [], 50);
 		}
+		for (let tries = 0; tries < 64 && (b === "" || shardOf(b, 2) !== 2); tries += 1) b = await site(() => [], 50);
 		expect([shardOf(a, 2), shardOf(b, 2)]).toEqual([1, 2]);
 		emulator = await startEmulator({ scenario: { concurrency: 8 } });
 		// A short lease: the killed shard's lock lapses quickly, and shard 1 ends without waiting 30 s for it.
@@ -310,13 +311,14 @@ describe("crawl with --shard: a shard that starts late", () => {
 		let b = "";
 		// A's pages link B's; B's pages link pages of A that only B links (`/late-…`): shard 1 learns of them
 		// only from shard 2, which starts after shard 1 has ended.
-		for (let tries = 0; tries < 20 && (a === "" || shardOf(a, 2) !== 1 || shardOf(b, 2) !== 2); tries += 1) {
+		// Each site is started again until its port puts it on its shard: one in two each time, apart.
+		for (let tries = 0; tries < 64 && (a === "" || shardOf(a, 2) !== 1); tries += 1)
 			a = await site(
 				(path) => (path === "/" ? ["/1", "/2", `${b}/x`] : path.startsWith("/late") ? [] : [`${b}/y${path}`]),
 				0,
 			);
+		for (let tries = 0; tries < 64 && (b === "" || shardOf(b, 2) !== 2); tries += 1)
 			b = await site((path) => (path === "/" ? [] : [`${a}/late${path.replaceAll("/", "-")}`]), 0);
-		}
 		expect([shardOf(a, 2), shardOf(b, 2)]).toEqual([1, 2]);
 		emulator = await startEmulator({ scenario: { concurrency: 4 } });
 		const env = {
