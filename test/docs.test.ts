@@ -8,6 +8,7 @@ import { existsSync, readdirSync, readFileSync, statSync } from "node:fs";
 import { dirname, join, normalize, relative } from "node:path";
 import { describe, expect, it } from "vitest";
 import { createProgram } from "../src/cli/index.js";
+import { CONFIG_VARIABLES } from "../src/config/index.js";
 import { manualFiles, ROOT, readDoc } from "./helpers/manual.js";
 import { createTestContext } from "./job/helpers.js";
 
@@ -177,6 +178,13 @@ describe("nothing points outside the repository", () => {
 });
 
 describe("references that cannot drift", () => {
+	it("the environment reference's first table is what a --config file may set", () => {
+		const text = readDoc("docs/reference/environment.md");
+		const table = text.slice(text.indexOf("| variable | meaning |"));
+		const rows = table.slice(0, table.indexOf("\n\n")).split("\n").slice(2);
+		expect(rows.map((row) => /^\| `([A-Z_]+)`/.exec(row)?.[1])).toEqual([...CONFIG_VARIABLES]);
+	});
+
 	it("the job file reference's key tables are what the schema says (scripts/job-file-reference.mjs)", async () => {
 		const { generated, START, END } = (await import(join(ROOT, "scripts", "job-file-reference.mjs"))) as {
 			generated: () => string;
