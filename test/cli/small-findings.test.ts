@@ -119,6 +119,34 @@ describe("small things a new user noticed", () => {
 		expect(existsSync(out)).toBe(false);
 	});
 
+	it("export --json and extract --json that fail answer on stdout in one JSON line, as run --json does", async () => {
+		const dir = tempDir();
+		const out = join(dir, "out");
+		const job = writeJob(dir, "none", "name: none\ntargets:\n  - https://a.example/\n");
+		const bad = writeJob(dir, "bad", "name: bad\ntargets:\n  - nope\n");
+		const answers: Array<{ error: { code: string; message: string; problems?: unknown[] } }> = [];
+		for (const argv of [
+			["export", job, "--latest", "--from", out, "--out", join(dir, "x.csv"), "--json"],
+			["export", bad, "--latest", "--from", out, "--out", join(dir, "x.csv"), "--json"],
+			["extract", job, "--run", "latest", "--out", out, "--json"],
+			["extract", bad, "--run", "latest", "--out", out, "--json"],
+		]) {
+			const result = await runCli(argv, { cwd: dir });
+			expect(result.code, `${argv.join(" ")}: ${result.stderr}`).toBe(2);
+			const lines = result.stdout.trim().split("\n");
+			expect(lines, argv.join(" ")).toHaveLength(1);
+			answers.push(JSON.parse(lines[0]!));
+		}
+		expect(answers.map((answer) => answer.error.code)).toEqual([
+			"SCRAPEJOB_USAGE",
+			"SCRAPEJOB_JOB_INVALID",
+			expect.stringMatching(/^SCRAPEJOB_/),
+			"SCRAPEJOB_JOB_INVALID",
+		]);
+		expect(answers[0]!.error.message).toContain("nothing to export");
+		expect(answers[1]!.error.problems).toEqual([expect.objectContaining({ line: 3 })]);
+	});
+
 	it("an invalid mode gives the service's words first, then the allowed values", async () => {
 		const dir = tempDir();
 		const job = writeJob(dir, "bad", "name: bad\ndefaults:\n  mode: browsr\ntargets:\n  - https://a.example/\n");

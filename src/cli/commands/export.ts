@@ -15,6 +15,7 @@ import { exportFleetLatest, withSandboxDemoSite } from "../../library/index.js";
 import { csvColumnsFor, jobOutputDir } from "../../output/index.js";
 import { type CliContext, writeLine } from "../context.js";
 import { EXIT } from "../exit-codes.js";
+import { answeringErrorsInJson, printJsonError } from "../json-error.js";
 
 function format(value: string): ExportFormat {
 	if (!(EXPORT_FORMATS as readonly string[]).includes(value)) {
@@ -70,58 +71,61 @@ Examples:
 					accept?: string;
 					fleet?: string;
 				},
-			) => {
-				let job: Awaited<ReturnType<typeof loadJob>>["job"];
-				try {
-					const env = withSandboxDemoSite(ctx.env, resolve(ctx.cwd, flags.from));
-					({ job } = await loadJob(resolve(ctx.cwd, jobFile), { env, cwd: ctx.cwd, checkSources: false }));
-				} catch (error) {
-					if (!(error instanceof JobValidationError)) throw error;
-					for (const problem of error.problems) writeLine(ctx.stderr, formatProblem(problem));
-					ctx.exitCode = EXIT.invalidInput;
-					return;
-				}
-				const jobDir = jobOutputDir(resolve(ctx.cwd, flags.from), job.name);
-				if (flags.out.trim() === "") throw new UsageError("--out is empty: name the file to write");
-				const out = resolve(ctx.cwd, flags.out);
-				checkExportTarget(out, jobDir, flags.force === true);
-				const columns = csvColumnsFor({ data: job.extraction?.dataColumns, carry: job.extraction?.carry });
-				if (flags.fleet !== undefined) {
-					if (flags.accept !== undefined) throw new UsageError("--accept promotes a local run: not with --fleet");
-					const { fleetSchema } = resolveFleetConfig(undefined, ctx.env);
-					const written = await exportFleetLatest(
-						job.name,
-						{ url: flags.fleet, schema: fleetSchema },
-						flags.format,
-						out,
-						columns,
-						job.output.csvMaxCell,
-					);
-					if (flags.json) writeLine(ctx.stdout, JSON.stringify({ records: written, format: flags.format, out }));
-					else writeLine(ctx.stdout, `${written} records (the newest ok one of each target, from the fleet) → ${out}`);
-					return;
-				}
-				if (!existsSync(jobDir))
-					throw new UsageError(`no records of job ${job.name} under ${jobDir}: nothing to export`);
-				const history = openJobHistory(jobDir);
-				for (const warning of history.warnings) writeLine(ctx.stderr, `scrapejob: warning: ${warning}`);
-				let records: number;
-				try {
-					if (flags.accept !== undefined) {
-						const promoted = history.accept(flags.accept);
-						writeLine(
-							ctx.stderr,
-							`scrapejob: ${promoted ? `run ${flags.accept} accepted: its records are promoted to latest` : `run ${flags.accept} is not held back by its contract: nothing to accept`}`,
-						);
+			) =>
+				answeringErrorsInJson(ctx, flags.json === true, async () => {
+					let job: Awaited<ReturnType<typeof loadJob>>["job"];
+					try {
+						const env = withSandboxDemoSite(ctx.env, resolve(ctx.cwd, flags.from));
+						({ job } = await loadJob(resolve(ctx.cwd, jobFile), { env, cwd: ctx.cwd, checkSources: false }));
+					} catch (error) {
+						if (!(error instanceof JobValidationError)) throw error;
+						for (const problem of error.problems) writeLine(ctx.stderr, formatProblem(problem));
+						if (flags.json) printJsonError(ctx, error);
+						ctx.exitCode = EXIT.invalidInput;
+						return;
 					}
-					if (history.size === 0)
+					const jobDir = jobOutputDir(resolve(ctx.cwd, flags.from), job.name);
+					if (flags.out.trim() === "") throw new UsageError("--out is empty: name the file to write");
+					const out = resolve(ctx.cwd, flags.out);
+					checkExportTarget(out, jobDir, flags.force === true);
+					const columns = csvColumnsFor({ data: job.extraction?.dataColumns, carry: job.extraction?.carry });
+					if (flags.fleet !== undefined) {
+						if (flags.accept !== undefined) throw new UsageError("--accept promotes a local run: not with --fleet");
+						const { fleetSchema } = resolveFleetConfig(undefined, ctx.env);
+						const written = await exportFleetLatest(
+							job.name,
+							{ url: flags.fleet, schema: fleetSchema },
+							flags.format,
+							out,
+							columns,
+							job.output.csvMaxCell,
+						);
+						if (flags.json) writeLine(ctx.stdout, JSON.stringify({ records: written, format: flags.format, out }));
+						else
+							writeLine(ctx.stdout, `${written} records (the newest ok one of each target, from the fleet) → ${out}`);
+						return;
+					}
+					if (!existsSync(jobDir))
 						throw new UsageError(`no records of job ${job.name} under ${jobDir}: nothing to export`);
-					records = await exportLatest(history, flags.format, out, columns, job.output.csvMaxCell);
-				} finally {
-					history.close();
-				}
-				if (flags.json) writeLine(ctx.stdout, JSON.stringify({ records, format: flags.format, out }));
-				else writeLine(ctx.stdout, `${records} records (the newest ok one of each target) → ${out}`);
-			},
+					const history = openJobHistory(jobDir);
+					for (const warning of history.warnings) writeLine(ctx.stderr, `scrapejob: warning: ${warning}`);
+					let records: number;
+					try {
+						if (flags.accept !== undefined) {
+							const promoted = history.accept(flags.accept);
+							writeLine(
+								ctx.stderr,
+								`scrapejob: ${promoted ? `run ${flags.accept} accepted: its records are promoted to latest` : `run ${flags.accept} is not held back by its contract: nothing to accept`}`,
+							);
+						}
+						if (history.size === 0)
+							throw new UsageError(`no records of job ${job.name} under ${jobDir}: nothing to export`);
+						records = await exportLatest(history, flags.format, out, columns, job.output.csvMaxCell);
+					} finally {
+						history.close();
+					}
+					if (flags.json) writeLine(ctx.stdout, JSON.stringify({ records, format: flags.format, out }));
+					else writeLine(ctx.stdout, `${records} records (the newest ok one of each target) → ${out}`);
+				}),
 		);
 }

@@ -7,6 +7,7 @@ import { formatSummary } from "../../output/index.js";
 import { CorruptResultsError } from "../../run/index.js";
 import { type CliContext, writeLine } from "../context.js";
 import { EXIT } from "../exit-codes.js";
+import { answeringErrorsInJson, printJsonError } from "../json-error.js";
 import { acceptCommand } from "../resume-hint.js";
 
 interface ExtractFlags {
@@ -48,52 +49,58 @@ Examples:
   npx scrapejob extract jobs/example-shop.yaml --run latest
   npx scrapejob extract jobs/example-shop.yaml --run 20261122T021500Z-3f9a1c --out /srv/scrape/output`,
 		)
-		.action(async (jobFile: string, flags: ExtractFlags) => {
-			if (flags.fleet !== undefined)
-				throw new UsageError(
-					`extract reads a local run's stored pages: re-reading a fleet run's pages (each worker's folder <out>/<job>/fleet/<run-id>/) is not built; the fleet's records: ${cliCommand(["export", jobFile, "--latest", "--fleet", "$SCRAPEJOB_FLEET_URL"]).replace("'$SCRAPEJOB_FLEET_URL'", '"$SCRAPEJOB_FLEET_URL"')} --out latest.csv`,
-				);
-			// Stopped, a re-extraction is run again (it is not resumed): the same command, pasteable.
-			const out = flags.out === "output" ? [] : ["--out", flags.out];
-			const again = cliCommand(["extract", jobFile, "--run", flags.run, ...out]);
-			// A second Ctrl-C ends the process at once (bin.ts): its line says how to run it again.
-			const removeLastWord = ctx.lastWords?.add(() => `run it again with \`${again}\``);
-			let outcome: Awaited<ReturnType<typeof extractPlanned>>;
-			try {
-				outcome = await extractPlanned(jobFile, {
-					run: flags.run,
-					out: flags.out,
-					cwd: ctx.cwd,
-					env: ctx.env,
-					signal: ctx.signal,
-					...(ctx.lastWords ? { lastWords: ctx.lastWords } : {}),
-				});
-			} catch (error) {
-				if (error instanceof CorruptResultsError) {
-					// The source run's records were damaged: the command that repairs that run, as it must be pasted.
-					const runId = basename(dirname(error.path));
-					throw error.withRepair(cliCommand(["run", jobFile, ...out, "--resume", runId, "--repair"]));
-				}
-				if (!(error instanceof JobValidationError)) throw error;
-				for (const problem of error.problems) writeLine(ctx.stderr, formatProblem(problem));
-				ctx.exitCode = EXIT.invalidInput;
-				return;
-			} finally {
-				removeLastWord?.();
-			}
-			const { summary, runDir, reportPath } = outcome;
-			if (flags.json) writeLine(ctx.stdout, JSON.stringify({ ...summary, run_dir: runDir, report: reportPath }));
-			else {
-				// A held re-extraction is promoted as any held run is: `--accept` with its folder's name.
-				const accept = acceptCommand(jobFile, summary.job, flags.out, runDir);
-				ctx.stdout.write(formatSummary(summary, runDir, { resume: again, accept }));
-				if (reportPath) writeLine(ctx.stdout, `report     ${reportPath}`);
-			}
-			ctx.exitCode = extractExitCode(outcome);
-			// Said even with --json, as `run` says them: a full disk or a lost lock is what the cron mail must tell.
-			if (outcome.stopReason === "output_failed" || outcome.stopReason === "lease_lost")
-				writeLine(ctx.stderr, `scrapejob: ${outcome.stopMessage ?? outcome.stopReason}`);
+		.action((jobFile: string, flags: ExtractFlags) =>
+			answeringErrorsInJson(ctx, flags.json === true, () => extractCommand(ctx, jobFile, flags)),
+		);
+}
+
+/** `extract`: a new run folder from a run's stored pages, its summary printed (or as JSON). */
+async function extractCommand(ctx: CliContext, jobFile: string, flags: ExtractFlags): Promise<void> {
+	if (flags.fleet !== undefined)
+		throw new UsageError(
+			`extract reads a local run's stored pages: re-reading a fleet run's pages (each worker's folder <out>/<job>/fleet/<run-id>/) is not built; the fleet's records: ${cliCommand(["export", jobFile, "--latest", "--fleet", "$SCRAPEJOB_FLEET_URL"]).replace("'$SCRAPEJOB_FLEET_URL'", '"$SCRAPEJOB_FLEET_URL"')} --out latest.csv`,
+		);
+	// Stopped, a re-extraction is run again (it is not resumed): the same command, pasteable.
+	const out = flags.out === "output" ? [] : ["--out", flags.out];
+	const again = cliCommand(["extract", jobFile, "--run", flags.run, ...out]);
+	// A second Ctrl-C ends the process at once (bin.ts): its line says how to run it again.
+	const removeLastWord = ctx.lastWords?.add(() => `run it again with \`${again}\``);
+	let outcome: Awaited<ReturnType<typeof extractPlanned>>;
+	try {
+		outcome = await extractPlanned(jobFile, {
+			run: flags.run,
+			out: flags.out,
+			cwd: ctx.cwd,
+			env: ctx.env,
+			signal: ctx.signal,
+			...(ctx.lastWords ? { lastWords: ctx.lastWords } : {}),
 		});
+	} catch (error) {
+		if (error instanceof CorruptResultsError) {
+			// The source run's records were damaged: the command that repairs that run, as it must be pasted.
+			const runId = basename(dirname(error.path));
+			throw error.withRepair(cliCommand(["run", jobFile, ...out, "--resume", runId, "--repair"]));
+		}
+		if (!(error instanceof JobValidationError)) throw error;
+		for (const problem of error.problems) writeLine(ctx.stderr, formatProblem(problem));
+		if (flags.json) printJsonError(ctx, error);
+		ctx.exitCode = EXIT.invalidInput;
+		return;
+	} finally {
+		removeLastWord?.();
+	}
+	const { summary, runDir, reportPath } = outcome;
+	if (flags.json) writeLine(ctx.stdout, JSON.stringify({ ...summary, run_dir: runDir, report: reportPath }));
+	else {
+		// A held re-extraction is promoted as any held run is: `--accept` with its folder's name.
+		const accept = acceptCommand(jobFile, summary.job, flags.out, runDir);
+		ctx.stdout.write(formatSummary(summary, runDir, { resume: again, accept }));
+		if (reportPath) writeLine(ctx.stdout, `report     ${reportPath}`);
+	}
+	ctx.exitCode = extractExitCode(outcome);
+	// Said even with --json, as `run` says them: a full disk or a lost lock is what the cron mail must tell.
+	if (outcome.stopReason === "output_failed" || outcome.stopReason === "lease_lost")
+		writeLine(ctx.stderr, `scrapejob: ${outcome.stopMessage ?? outcome.stopReason}`);
 }
 
 /**

@@ -278,14 +278,7 @@ async function loadJobs(
 			for (const problem of error.problems) writeLine(ctx.stderr, formatProblem(problem));
 		}
 	}
-	if (invalid && json) {
-		const invalidJobs = new JobValidationError(problems);
-		const errors = problems.filter((problem) => problem.severity === "error");
-		writeLine(
-			ctx.stdout,
-			JSON.stringify({ error: { code: invalidJobs.code, message: invalidJobs.message, problems: errors } }),
-		);
-	}
+	if (invalid && json) printJsonError(ctx, new JobValidationError(problems));
 	return invalid ? null : jobs;
 }
 
