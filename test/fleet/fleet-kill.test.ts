@@ -23,6 +23,20 @@ function listJob(origin: string, count: number): { dir: string; file: string } {
 	return { dir, file: writeJob(dir, "killjob", `name: killjob\ndefaults:\n  mode: request\ntargets:\n${lines}\n`) };
 }
 
+/** A fleet database, and a one-target job whose first fetch the service refuses (429, reset in 3 s, not charged). */
+async function oneTargetRefusedFirst() {
+	assertBuilt();
+	const url = await (await cluster()).createDatabase();
+	const service = await useTestService({
+		concurrency: 2,
+		reset_seconds: 3,
+		faults: [{ kind: "rate_limit", times: 1 }],
+	});
+	const site = await startTargetSite((_req, res) => html(res, "<p>page</p>"));
+	const { dir, file } = listJob(site.origin, 1);
+	return { url, service, site, dir, file, env: { ...service.env, SCRAPEJOB_LOCK_LEASE_MS: String(LEASE_MS) } };
+}
+
 /**
  * A one-target fleet run whose first worker lost the target: one request reached the site, its charge is
  * the one record's, written under the second lease (epoch 2), and only one worker folder holds it.
@@ -193,17 +207,8 @@ describe("fleet workers killed and stopped", () => {
 	}, 60_000);
 
 	it("a worker stopped past its lease while it waits to send a retry sends nothing when it wakes: the target is paid once, by the worker that took it over", async () => {
-		assertBuilt();
-		const url = await (await cluster()).createDatabase();
 		// The first fetch is refused (429, reset in 3 s, not charged): the worker waits to send it again.
-		const service = await useTestService({
-			concurrency: 2,
-			reset_seconds: 3,
-			faults: [{ kind: "rate_limit", times: 1 }],
-		});
-		const site = await startTargetSite((_req, res) => html(res, "<p>page</p>"));
-		const { dir, file } = listJob(site.origin, 1);
-		const env = { ...service.env, SCRAPEJOB_LOCK_LEASE_MS: String(LEASE_MS) };
+		const { url, service, site, dir, file, env } = await oneTargetRefusedFirst();
 		const start = () => spawnCli(["run", file, "--quiet", "--fleet", url, "--fleet-run", "lapse"], env, dir);
 		const first = start();
 		await until(() => service.emulator.ledger.rateLimits.length >= 1, "the first fetch refused");
@@ -228,18 +233,9 @@ describe("fleet workers killed and stopped", () => {
 	}, 60_000);
 
 	it("a worker cut off from the database past its lease gives its target up and stops (exit 3): the target retaken and paid once", async () => {
-		assertBuilt();
-		const url = await (await cluster()).createDatabase();
 		// The first fetch is refused (429, reset in 3 s, not charged): the worker is waiting to send it again
 		// when it loses the database.
-		const service = await useTestService({
-			concurrency: 2,
-			reset_seconds: 3,
-			faults: [{ kind: "rate_limit", times: 1 }],
-		});
-		const site = await startTargetSite((_req, res) => html(res, "<p>page</p>"));
-		const { dir, file } = listJob(site.origin, 1);
-		const env = { ...service.env, SCRAPEJOB_LOCK_LEASE_MS: String(LEASE_MS) };
+		const { url, service, site, dir, file, env } = await oneTargetRefusedFirst();
 		const relay = await startAnswerLosingProxy(url);
 		const start = (fleet: string) =>
 			spawnCli(["run", file, "--quiet", "--fleet", fleet, "--fleet-run", "cut"], env, dir);
