@@ -30,6 +30,7 @@ export { createRecordScrubber } from "./scrub-record.js";
 export {
 	type BreakerReport,
 	type BrokenRule,
+	type CarriedBreaker,
 	type ContractVerdict,
 	type FleetSummary,
 	formatSummary,

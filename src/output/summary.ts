@@ -1,6 +1,14 @@
 import { plural, writeFileAtomic } from "../common/index.js";
 import type { RecordStatus } from "./record.js";
 
+/** A breaker a session left open, as a resume reads it back from `summary.breakers` (its time parsed). */
+export interface CarriedBreaker {
+	readonly domain: string;
+	readonly reason: string;
+	/** When it last opened, ms since the epoch. */
+	readonly openedMs: number;
+}
+
 /** One open breaker in `summary.breakers`. */
 export interface BreakerReport {
 	/** The registrable domain (or host, `breaker.by: host`). */

@@ -12,7 +12,7 @@ import {
 	writeContractState,
 } from "../../history/index.js";
 import type { Job } from "../../job/index.js";
-import { createPageStore, RUN_FILES, type RunSummary, writeSummary } from "../../output/index.js";
+import { type CarriedBreaker, createPageStore, RUN_FILES, type RunSummary, writeSummary } from "../../output/index.js";
 import { createReportCollector } from "../../report/index.js";
 import { type BreakerEvents, type Breakers, createBreakers } from "../economics/breaker.js";
 import type { RunEconomics } from "../economics/run-economics.js";
@@ -30,12 +30,7 @@ import type { LockLease } from "../locks/run-lock.js";
 import { type ShardPeers, watchShardPeers } from "../locks/shard-peers.js";
 import { createContractCheck } from "../records/contract-check.js";
 import { openRecordSinks } from "../records/record-writer.js";
-import {
-	buildSummary,
-	type CarriedBreaker,
-	createRunStatistics,
-	type RunStatistics,
-} from "../records/run-statistics.js";
+import { buildSummary, createRunStatistics, type RunStatistics } from "../records/run-statistics.js";
 import { crawlerFor, serviceSitemapFetch } from "../target/crawl-hook.js";
 import { createRunFillStats } from "../target/extract-record.js";
 import { fetchTarget } from "../target/fetch-target.js";

@@ -1,6 +1,6 @@
 import { type Clock, createDomainLookup, hostOfUrl, isoTime } from "../../common/index.js";
 import type { BreakerSpec } from "../../job/index.js";
-import type { BreakerReport } from "../../output/index.js";
+import type { BreakerReport, CarriedBreaker } from "../../output/index.js";
 
 /** What a target of a domain may do: be fetched, be the half-open breaker's one probe, or wait parked. */
 export type Admission = "fetch" | "probe" | "park";
@@ -56,7 +56,7 @@ export function createBreakers(
 	spec: BreakerSpec,
 	clock: Clock,
 	events: BreakerEvents = {},
-	carried: readonly { readonly domain: string; readonly reason: string; readonly openedMs: number }[] = [],
+	carried: readonly CarriedBreaker[] = [],
 ): Breakers {
 	const domains = new Map<string, DomainState>();
 

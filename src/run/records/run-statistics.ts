@@ -1,4 +1,4 @@
-import type { RecordStatus, ResultRecord, RunSummary } from "../../output/index.js";
+import type { CarriedBreaker, RecordStatus, ResultRecord, RunSummary } from "../../output/index.js";
 import { createLatencyHistogram } from "./latency-histogram.js";
 
 /**
@@ -16,14 +16,6 @@ export interface CarriedFigures {
 	readonly creditsRemaining: number | null;
 	/** The breakers the last session ended with open: a resume keeps them open until their cool-down. */
 	readonly openBreakers: readonly CarriedBreaker[];
-}
-
-/** A breaker an earlier session of the run left open (its summary's `breakers`). */
-export interface CarriedBreaker {
-	readonly domain: string;
-	readonly reason: string;
-	/** When it last opened, ms since the epoch. */
-	readonly openedMs: number;
 }
 
 /** The figures a summary.json of an earlier session carries over, or none when it is missing or not a summary. */
