@@ -1,4 +1,4 @@
-import { closeSync, fdatasyncSync, fstatSync, ftruncateSync, openSync, writeSync } from "node:fs";
+import { closeSync, fdatasyncSync, fstatSync, ftruncateSync, openSync, readSync, writeSync } from "node:fs";
 import { OutputError } from "./output-error.js";
 
 /**
@@ -16,8 +16,9 @@ export interface AppendFile {
 	sync(): void;
 	/**
 	 * Take the last append back (a record written after the run's lease was lost): the file is cut back
-	 * to where that append began, but only while it still ends where the append ended — a line another
-	 * process appended after it is never cut. Returns whether the bytes were taken back.
+	 * to where that append began, but only while it still ends with that append's bytes — a line another
+	 * process appended after it is never cut. Asked once, right after the append. Returns whether the
+	 * bytes were taken back.
 	 */
 	retractLast(): boolean;
 	close(): void;
@@ -47,7 +48,12 @@ export function openAppendFile(path: string): AppendFile {
 	}
 	let closed = false;
 	let dirty = false;
-	/** Where the last append began: `retractLast` cuts back to it (-1: nothing to take back). */
+	/**
+	 * The last append, for `retractLast`: its text (held, not copied: the bytes are rebuilt only to take
+	 * it back) and the end of the file as this process knew it before the write (-1: nothing to take back).
+	 */
+	let lastText: string | Uint8Array = "";
+	let lastNewline = false;
 	let lastStart = -1;
 	/** Cut a half-written line back off, so a resume never meets a torn line in the middle. */
 	const failed = (written: number, error: unknown): OutputError => {
@@ -77,6 +83,8 @@ export function openAppendFile(path: string): AppendFile {
 			return size;
 		},
 		append(data) {
+			lastText = data;
+			lastNewline = false;
 			if (typeof data !== "string") return appendBytes(data, data.length);
 			lastStart = size;
 			let written = 0;
@@ -99,6 +107,9 @@ export function openAppendFile(path: string): AppendFile {
 			const length = LINE_STAGE.write(text, 0, "utf8");
 			LINE_STAGE[length] = NEWLINE;
 			appendBytes(LINE_STAGE, length + 1);
+			// The stage is shared and rewritten by the next line: the text is what can rebuild these bytes.
+			lastText = text;
+			lastNewline = true;
 		},
 		sync() {
 			if (!closed && dirty) {
@@ -111,16 +122,24 @@ export function openAppendFile(path: string): AppendFile {
 			}
 		},
 		retractLast() {
-			if (closed || lastStart < 0) return false;
+			const start = lastStart;
+			lastStart = -1;
+			if (closed || start < 0) return false;
+			const ours =
+				typeof lastText === "string" ? Buffer.from(lastNewline ? `${lastText}\n` : lastText, "utf8") : Buffer.from(lastText);
+			lastText = "";
 			try {
-				// Another writer's append after ours moved the end: our bytes are then in the middle, left as they are.
-				if (fstatSync(fd).size !== size) return false;
-				ftruncateSync(fd, lastStart);
+				// Another writer may have appended before this write landed (this process was paused after
+				// its lease check): the line is then past the end this process knew. It is cut only where it
+				// still ends the file; a line appended after it leaves it in the middle, as it is.
+				const end = fstatSync(fd).size;
+				const at = end - ours.length;
+				if (ours.length === 0 || at < start || !endsWith(path, at, ours)) return false;
+				ftruncateSync(fd, at);
+				size = at;
 			} catch {
 				return false;
 			}
-			size = lastStart;
-			lastStart = -1;
 			return true;
 		},
 		close() {
@@ -142,4 +161,21 @@ export function openAppendFile(path: string): AppendFile {
 		},
 	};
 	return file;
+}
+
+/** Whether the file holds exactly `bytes` from `at` (read through a descriptor of its own: appends are write-only). */
+function endsWith(path: string, at: number, bytes: Buffer): boolean {
+	const fd = openSync(path, "r");
+	try {
+		const tail = Buffer.allocUnsafe(bytes.length);
+		let read = 0;
+		while (read < tail.length) {
+			const n = readSync(fd, tail, read, tail.length - read, at + read);
+			if (n === 0) return false;
+			read += n;
+		}
+		return tail.equals(bytes);
+	} finally {
+		closeSync(fd);
+	}
 }

@@ -38,3 +38,40 @@ describe("appendLine", () => {
 		expect(readFileSync(join(dir, "b"), "utf8").split("\n")[99]).toBe(`b${"x".repeat(99)}`);
 	});
 });
+
+describe("retractLast", () => {
+	it("takes back its own last line, even when another writer appended before it (a stale end)", () => {
+		// A writer paused before its write (SIGSTOP) while another host took over and appended: the
+		// paused writer's line lands after the other's, past the end it knew. Found at the end, it is cut.
+		const path = join(tempDir(), "results.jsonl");
+		const paused = openAppendFile(path);
+		paused.appendLine('{"id":"a"}');
+		const successor = openAppendFile(path);
+		successor.appendLine('{"id":"b"}');
+		successor.appendLine('{"id":"c"}');
+		paused.appendLine('{"id":"b","late":true}');
+		expect(paused.retractLast()).toBe(true);
+		expect(readFileSync(path, "utf8")).toBe('{"id":"a"}\n{"id":"b"}\n{"id":"c"}\n');
+		successor.appendLine('{"id":"d"}');
+		expect(readFileSync(path, "utf8").endsWith('{"id":"c"}\n{"id":"d"}\n')).toBe(true);
+		paused.close();
+		successor.close();
+	});
+
+	it("never cuts a line another writer appended after its own, and tries once, right after its append", () => {
+		const path = join(tempDir(), "results.jsonl");
+		const first = openAppendFile(path);
+		const second = openAppendFile(path);
+		first.appendLine('{"id":"x"}');
+		second.appendLine('{"id":"y"}');
+		expect(first.retractLast()).toBe(false);
+		// The other's line ends the file; ours is in the middle, left as it is.
+		expect(readFileSync(path, "utf8")).toBe('{"id":"x"}\n{"id":"y"}\n');
+		expect(second.retractLast()).toBe(true);
+		// Ours ends the file now, but the moment has passed: nothing is taken back later.
+		expect(first.retractLast()).toBe(false);
+		expect(readFileSync(path, "utf8")).toBe('{"id":"x"}\n');
+		first.close();
+		second.close();
+	});
+});
