@@ -126,7 +126,9 @@ export function openAppendFile(path: string): AppendFile {
 			lastStart = -1;
 			if (closed || start < 0) return false;
 			const ours =
-				typeof lastText === "string" ? Buffer.from(lastNewline ? `${lastText}\n` : lastText, "utf8") : Buffer.from(lastText);
+				typeof lastText === "string"
+					? Buffer.from(lastNewline ? `${lastText}\n` : lastText, "utf8")
+					: Buffer.from(lastText);
 			lastText = "";
 			try {
 				// Another writer may have appended before this write landed (this process was paused after
