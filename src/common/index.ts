@@ -65,6 +65,8 @@ export {
 	type ParamProblem,
 	PROBLEMS,
 	PROXY_TYPES,
+	type PriceClass,
+	type PricedRange,
 	type ProxyType,
 	REQUESTED_MODES,
 	type RequestedMode,

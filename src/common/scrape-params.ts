@@ -180,25 +180,38 @@ export interface CreditRange {
 	readonly max: number;
 }
 
+/**
+ * What a target's fetches are priced as: its mode, and the proxy for `request`. The forecast keeps costs
+ * apart per price class, so a job switched from `request` to `browser` is not forecast at the old price.
+ */
+export type PriceClass = "request_residential" | "request_datacenter" | "browser" | "auto" | "adaptive";
+
+/** A credit range with the price class it is the range of. */
+export interface PricedRange extends CreditRange {
+	readonly price: PriceClass;
+}
+
+const priced = (price: PriceClass, min: number, max: number): PricedRange => Object.freeze({ price, min, max });
+
 /** One frozen range per case, shared: the runner asks for one per target, and a new object each time is garbage. */
 const COST_RANGES = {
-	requestResidential: Object.freeze({ min: CREDIT_COSTS.requestResidential, max: CREDIT_COSTS.requestResidential }),
-	requestDatacenter: Object.freeze({ min: CREDIT_COSTS.requestDatacenter, max: CREDIT_COSTS.requestDatacenter }),
-	browser: Object.freeze({ min: CREDIT_COSTS.browser, max: CREDIT_COSTS.browser }),
-	auto: Object.freeze({ min: CREDIT_COSTS.autoPlain, max: CREDIT_COSTS.autoUpgraded }),
+	requestResidential: priced("request_residential", CREDIT_COSTS.requestResidential, CREDIT_COSTS.requestResidential),
+	requestDatacenter: priced("request_datacenter", CREDIT_COSTS.requestDatacenter, CREDIT_COSTS.requestDatacenter),
+	browser: priced("browser", CREDIT_COSTS.browser, CREDIT_COSTS.browser),
+	auto: priced("auto", CREDIT_COSTS.autoPlain, CREDIT_COSTS.autoUpgraded),
 	// The cheapest rung at least; at most every rung of the ladder, each paid once (adaptive-mode.ts).
-	adaptive: Object.freeze({
-		min: CREDIT_COSTS.requestDatacenter,
-		max:
-			CREDIT_COSTS.requestDatacenter +
+	adaptive: priced(
+		"adaptive",
+		CREDIT_COSTS.requestDatacenter,
+		CREDIT_COSTS.requestDatacenter +
 			CREDIT_COSTS.requestResidential +
 			Math.max(CREDIT_COSTS.autoPlain, CREDIT_COSTS.autoUpgraded) +
 			CREDIT_COSTS.browser,
-	}),
+	),
 } as const;
 
 /** The least and most a successful fetch with these parameters can cost. */
-export function creditCostRange(params: Pick<ScrapeParams, "mode" | "proxy_type">): CreditRange {
+export function creditCostRange(params: Pick<ScrapeParams, "mode" | "proxy_type">): PricedRange {
 	const mode = params.mode ?? "auto";
 	switch (mode) {
 		case "request":

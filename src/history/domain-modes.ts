@@ -23,6 +23,8 @@ export interface DomainMode {
  */
 export interface HostCost {
 	readonly host: string;
+	/** The targets' price class (their mode and proxy, src/common/scrape-params.ts); '' in a row kept before classes were. */
+	readonly price: string;
 	readonly targets: number;
 	readonly credits: number;
 	readonly creditsSq: number;
@@ -54,19 +56,22 @@ export function writeDomainModes(db: Database, runId: string, at: string, modes:
 }
 
 /**
- * Each host's costs in the latest run that fetched it (run ids sort by start time). A resumed run's
- * sessions add to its rows, so a run's figures are its every session's.
+ * Each host's costs per price class in the latest run that fetched it so (run ids sort by start time).
+ * A resumed run's sessions add to its rows, so a run's figures are its every session's.
  */
 export function readLatestHostCosts(db: Database): HostCost[] {
+	// A store of layout 3 (read without writing, by a dry run, before a run migrates it) has no classes.
+	const price = (db.pragma("user_version", { simple: true }) as number) < 4 ? "''" : "price";
 	const rows = db
 		.prepare(
 			// SQLite's bare columns beside max(): the row of the latest run, in one pass over the table.
-			"SELECT host, targets, credits, credits_sq, first, first_sq, last, last_sq, max(run) FROM host_costs GROUP BY host",
+			`SELECT host, ${price}, targets, credits, credits_sq, first, first_sq, last, last_sq, max(run) FROM host_costs GROUP BY host, ${price}`,
 		)
 		.raw()
-		.all() as Array<[string, number, number, number, number, number, number, number, string]>;
-	return rows.map(([host, targets, credits, creditsSq, first, firstSq, last, lastSq]) => ({
+		.all() as Array<[string, string, number, number, number, number, number, number, number, string]>;
+	return rows.map(([host, price, targets, credits, creditsSq, first, firstSq, last, lastSq]) => ({
 		host,
+		price,
 		targets,
 		credits,
 		creditsSq,
@@ -78,10 +83,11 @@ export function readLatestHostCosts(db: Database): HostCost[] {
 }
 
 /**
- * Add one session's costs per host to its run's rows (one transaction). A host's rows of earlier runs go:
- * the forecast reads only its latest, and the table stays one row a host. With `newHostsOnly` (a
- * `--retry-failed` run: its targets are the failures, a sample of nothing but them), a host that an
- * earlier run already costed keeps that run's row, so the next full run is not forecast from its failures.
+ * Add one session's costs per host and price class to its run's rows (one transaction). The rows of
+ * earlier runs of that host and class go, with the host's row kept before classes were: the forecast
+ * reads only the latest, and the table stays one row a host and class. With `newHostsOnly` (a
+ * `--retry-failed` run: its targets are the failures, a sample of nothing but them), a host and class that
+ * an earlier run already costed keep that run's row, so the next full run is not forecast from its failures.
  */
 export function addHostCosts(
 	db: Database,
@@ -90,21 +96,23 @@ export function addHostCosts(
 	options: { readonly newHostsOnly?: boolean } = {},
 ): void {
 	if (costs.length === 0) return;
-	const costedBefore = db.prepare("SELECT 1 FROM host_costs WHERE host = ? AND run <> ? LIMIT 1").pluck();
+	const costedBefore = db
+		.prepare("SELECT 1 FROM host_costs WHERE host = ? AND price IN (?, '') AND run <> ? LIMIT 1")
+		.pluck();
 	const upsert = db.prepare(
-		`INSERT INTO host_costs (run, host, targets, credits, credits_sq, first, first_sq, last, last_sq)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
-		ON CONFLICT (run, host) DO UPDATE SET targets = targets + excluded.targets,
+		`INSERT INTO host_costs (run, host, price, targets, credits, credits_sq, first, first_sq, last, last_sq)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+		ON CONFLICT (run, host, price) DO UPDATE SET targets = targets + excluded.targets,
 			credits = credits + excluded.credits, credits_sq = credits_sq + excluded.credits_sq,
 			first = first + excluded.first, first_sq = first_sq + excluded.first_sq,
 			last = last + excluded.last, last_sq = last_sq + excluded.last_sq`,
 	);
-	const older = db.prepare("DELETE FROM host_costs WHERE host = ? AND run < ?");
+	const older = db.prepare("DELETE FROM host_costs WHERE host = ? AND price IN (?, '') AND run < ?");
 	db.transaction(() => {
 		for (const c of costs) {
-			if (options.newHostsOnly && costedBefore.get(c.host, runId) !== undefined) continue;
-			upsert.run(runId, c.host, c.targets, c.credits, c.creditsSq, c.first, c.firstSq, c.last, c.lastSq);
-			older.run(c.host, runId);
+			if (options.newHostsOnly && costedBefore.get(c.host, c.price, runId) !== undefined) continue;
+			upsert.run(runId, c.host, c.price, c.targets, c.credits, c.creditsSq, c.first, c.firstSq, c.last, c.lastSq);
+			older.run(c.host, c.price, runId);
 		}
 	}).immediate();
 }

@@ -10,7 +10,7 @@ import {
 	NODE_TOO_OLD,
 	UsageError,
 } from "../common/index.js";
-import { STORE_APPLICATION_ID, STORE_LAYOUT, STORE_SCHEMA, STORE_TABLES } from "./store-schema.js";
+import { STORE_APPLICATION_ID, STORE_LAYOUT, STORE_MIGRATIONS, STORE_SCHEMA, STORE_TABLES } from "./store-schema.js";
 
 /** Loaded when a store is opened: `validate` and the other commands that import this folder need none. */
 const sqlite = lazyModule<typeof BetterSqlite3>("better-sqlite3");
@@ -62,7 +62,7 @@ export interface OpenedStore {
 
 /**
  * Open the job's store at `path`: the integrity check (`PRAGMA quick_check`), then its layout (application
- * id, version, tables). A file that fails either is removed (it is a cache of the run folders) and a new
+ * id, version, tables; an older layout with migrations is brought up to date in place). A file that fails either is removed (it is a cache of the run folders) and a new
  * one made. Throws only when no store can be made at all (an unwritable folder, a full disk).
  */
 export function openStore(path: string): OpenedStore {
@@ -77,7 +77,11 @@ export function openStore(path: string): OpenedStore {
 			// "not a scrapejob store", it took the other process's open file with it (disk I/O error there).
 			blank = isBlank(db);
 			if (!blank) {
-				unusable = layoutProblem(db);
+				unusable = damageProblem(db);
+				if (unusable === null) {
+					migrate(db);
+					unusable = layoutProblem(db);
+				}
 				if (unusable === null) return { db, unusable: null, created: false };
 			}
 		} catch (error) {
@@ -110,7 +114,7 @@ export function openStore(path: string): OpenedStore {
 		}
 		db.exec("COMMIT");
 		if (!created) {
-			const problem = layoutProblem(db);
+			const problem = damageProblem(db) ?? layoutProblem(db);
 			if (problem !== null) throw new Error(`the store another run made ${problem}`);
 		}
 	} catch (error) {
@@ -190,14 +194,37 @@ function isBusy(error: unknown): boolean {
 	);
 }
 
+/**
+ * Bring a store of an older layout up to date in place when every step from its layout has a migration
+ * (store-schema.ts); otherwise leave it for `layoutProblem` (it is rebuilt). Under the write lock, the
+ * layout read again inside it: shards opening one store together migrate it once.
+ */
+function migrate(db: Database): void {
+	const layoutNow = () => db.pragma("user_version", { simple: true }) as number;
+	const migratable = (layout: number) => {
+		for (let step = layout; step < STORE_LAYOUT; step++) if (STORE_MIGRATIONS[step] === undefined) return false;
+		return layout < STORE_LAYOUT;
+	};
+	if ((db.pragma("application_id", { simple: true }) as number) !== STORE_APPLICATION_ID) return;
+	if (!migratable(layoutNow())) return;
+	db.exec("BEGIN IMMEDIATE");
+	try {
+		for (let layout = layoutNow(); migratable(layout); layout = layoutNow()) db.exec(STORE_MIGRATIONS[layout]!);
+		db.exec("COMMIT");
+	} catch (error) {
+		if (db.inTransaction) db.exec("ROLLBACK");
+		throw error;
+	}
+}
+
 /** A database with no schema and no application id: made by `connect`, its tables not yet. */
 function isBlank(db: Database): boolean {
 	const objects = db.prepare("SELECT count(*) FROM sqlite_schema").pluck().get() as number;
 	return objects === 0 && (db.pragma("application_id", { simple: true }) as number) === 0;
 }
 
-/** Why an opened file is not a store of the current layout, or null when it is one. */
-function layoutProblem(db: Database): string | null {
+/** Why an opened file is damaged, or null when SQLite's quick check finds it whole. */
+function damageProblem(db: Database): string | null {
 	// SQLite writes whole pages: a file a few bytes short was cut (its last page's tail is gone, and the
 	// quick check may not read that far). The write-ahead log is a file of its own.
 	const size = statSync(db.name).size;
@@ -209,6 +236,11 @@ function layoutProblem(db: Database): string | null {
 		.join("; ")
 		.replace(/\s*\n\s*/g, "; ");
 	if (verdict !== "ok") return `it is damaged (${verdict.slice(0, 200)})`;
+	return null;
+}
+
+/** Why a whole file is not a store of the current layout, or null when it is one. */
+function layoutProblem(db: Database): string | null {
 	const application = db.pragma("application_id", { simple: true }) as number;
 	const layout = db.pragma("user_version", { simple: true }) as number;
 	if (application !== STORE_APPLICATION_ID) return "it is not a scrapejob store";

@@ -1,10 +1,11 @@
 /**
  * The layout of `history.sqlite` (docs/guides/incremental-runs.md, "The job store: `history.sqlite`"). Any change to a table bumps `STORE_LAYOUT`:
- * a file of another layout is then rebuilt from the run folders, never misread.
+ * a file of an older layout is brought up to date in place by `STORE_MIGRATIONS` when it has one, and
+ * otherwise rebuilt from the run folders; never misread.
  */
 
 /** `PRAGMA user_version` of the current layout. */
-export const STORE_LAYOUT = 3;
+export const STORE_LAYOUT = 4;
 /** `PRAGMA application_id`: "SJob", so a file of another program is not taken for a store. */
 export const STORE_APPLICATION_ID = 0x534a6f62;
 
@@ -47,6 +48,7 @@ CREATE TABLE domain_modes (
 CREATE TABLE host_costs (
 	run TEXT NOT NULL,
 	host TEXT NOT NULL,
+	price TEXT NOT NULL,
 	targets INTEGER NOT NULL,
 	credits REAL NOT NULL,
 	credits_sq REAL NOT NULL,
@@ -54,11 +56,40 @@ CREATE TABLE host_costs (
 	first_sq REAL NOT NULL,
 	last REAL NOT NULL,
 	last_sq REAL NOT NULL,
-	PRIMARY KEY (run, host)
+	PRIMARY KEY (run, host, price)
 );
 PRAGMA application_id = ${STORE_APPLICATION_ID};
 PRAGMA user_version = ${STORE_LAYOUT};
 `;
+
+/**
+ * The steps that bring an older layout to the next one, in place, by the layout they start from. The
+ * run folders rebuild `runs` and `targets`, but not what a job learned (`domain_modes`, `host_costs`):
+ * a rebuild would make every adaptive domain climb again, paid. A layout with no step here is rebuilt.
+ */
+export const STORE_MIGRATIONS: Readonly<Record<number, string>> = {
+	// Costs kept per price class (mode and proxy). A row kept before has no class (''): the forecast
+	// uses it for any class, as it did, until a run of the host writes one with its class.
+	3: `
+CREATE TABLE host_costs_4 (
+	run TEXT NOT NULL,
+	host TEXT NOT NULL,
+	price TEXT NOT NULL,
+	targets INTEGER NOT NULL,
+	credits REAL NOT NULL,
+	credits_sq REAL NOT NULL,
+	first REAL NOT NULL,
+	first_sq REAL NOT NULL,
+	last REAL NOT NULL,
+	last_sq REAL NOT NULL,
+	PRIMARY KEY (run, host, price)
+);
+INSERT INTO host_costs_4 SELECT run, host, '', targets, credits, credits_sq, first, first_sq, last, last_sq FROM host_costs;
+DROP TABLE host_costs;
+ALTER TABLE host_costs_4 RENAME TO host_costs;
+PRAGMA user_version = 4;
+`,
+};
 
 /**
  * One record into `targets`, its values bound by position in this order (`changed_at` is the record's

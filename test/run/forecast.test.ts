@@ -1,3 +1,4 @@
+import { execFileSync } from "node:child_process";
 import { readdirSync } from "node:fs";
 import { createServer } from "node:http";
 import { join } from "node:path";
@@ -17,11 +18,12 @@ afterEach(async () => {
 });
 
 /** A host's past: `costs` are the credits of each of its targets (every fetch, first and last alike). */
-function past(host: string, costs: readonly number[], first = costs, last = costs): HostCost {
+function past(host: string, costs: readonly number[], first = costs, last = costs, price = "auto"): HostCost {
 	const sum = (values: readonly number[]) => values.reduce((a, b) => a + b, 0);
 	const squares = (values: readonly number[]) => values.reduce((a, b) => a + b * b, 0);
 	return {
 		host,
+		price,
 		targets: costs.length,
 		credits: sum(costs),
 		creditsSq: squares(costs),
@@ -36,7 +38,7 @@ function past(host: string, costs: readonly number[], first = costs, last = cost
 describe("forecastCredits", () => {
 	it("scales a domain's mean by its targets now; a steady domain has no spread", () => {
 		const forecast = forecastCredits(
-			[{ host: "shop.example", targets: 10, min: 20, max: 20 }],
+			[{ host: "shop.example", price: "auto" as const, targets: 10, min: 20, max: 20 }],
 			[past("shop.example", [2, 2, 2, 2])],
 			[],
 			false,
@@ -47,7 +49,7 @@ describe("forecastCredits", () => {
 	it("the 80 % interval is ±1.2816 sd of the total: each target's spread and the mean's own", () => {
 		// Mean 3, variance 1 over k = 4 targets; n = 16 now: variance 16·1 + 256·1/4 = 80.
 		const forecast = forecastCredits(
-			[{ host: "a.example", targets: 16, min: 32, max: 96 }],
+			[{ host: "a.example", price: "auto" as const, targets: 16, min: 32, max: 96 }],
 			[past("a.example", [2, 4, 2, 4])],
 			[],
 			false,
@@ -61,9 +63,9 @@ describe("forecastCredits", () => {
 	it("hosts are grouped by registrable domain; an unknown domain adds its static range, its middle expected", () => {
 		const forecast = forecastCredits(
 			[
-				{ host: "www.shop.example", targets: 2, min: 4, max: 4 },
-				{ host: "img.shop.example", targets: 2, min: 4, max: 4 },
-				{ host: "new.example", targets: 3, min: 6, max: 18 },
+				{ host: "www.shop.example", price: "auto" as const, targets: 2, min: 4, max: 4 },
+				{ host: "img.shop.example", price: "auto" as const, targets: 2, min: 4, max: 4 },
+				{ host: "new.example", price: "auto" as const, targets: 3, min: 6, max: 18 },
 			],
 			[past("shop.example", [1, 1])],
 			[],
@@ -73,16 +75,23 @@ describe("forecastCredits", () => {
 	});
 
 	it("no known domain, no forecast", () => {
-		expect(forecastCredits([{ host: "new.example", targets: 3, min: 6, max: 18 }], [], [], false)).toBeNull();
 		expect(
-			forecastCredits([{ host: "new.example", targets: 3, min: 6, max: 18 }], [past("old.example", [1])], [], false),
+			forecastCredits([{ host: "new.example", price: "auto" as const, targets: 3, min: 6, max: 18 }], [], [], false),
+		).toBeNull();
+		expect(
+			forecastCredits(
+				[{ host: "new.example", price: "auto" as const, targets: 3, min: 6, max: 18 }],
+				[past("old.example", [1])],
+				[],
+				false,
+			),
 		).toBeNull();
 	});
 
 	it("adaptive: a remembered rung forecasts from the last fetch, a domain given up from the first", () => {
 		const targets = [
-			{ host: "climbs.example", targets: 2, min: 2, max: 28 },
-			{ host: "blocked.example", targets: 2, min: 2, max: 28 },
+			{ host: "climbs.example", price: "auto" as const, targets: 2, min: 2, max: 28 },
+			{ host: "blocked.example", price: "auto" as const, targets: 2, min: 2, max: 28 },
 		];
 		const costs = [past("climbs.example", [10, 5], [1, 5], [5, 5]), past("blocked.example", [0, 0], [0, 0], [0, 0])];
 		const modes = [
@@ -109,7 +118,7 @@ describe("forecastCredits", () => {
 describe("what the store keeps of adaptive targets", () => {
 	// The full ladder: rungs 0–3 (request+datacenter 1, request+residential 2, auto 2–6, browser 5).
 	const LADDER = [0, 1, 2, 3];
-	const range = { min: 1, max: 14 };
+	const range = { price: "adaptive", min: 1, max: 14 } as const;
 	/** A target of shop.example that started on the cheapest rung and paid `charges`, one a rung. */
 	const climbed = (...charges: number[]) => ({ domain: "shop.example", ladder: LADDER, from: 0, charges });
 
@@ -368,5 +377,85 @@ describe("the adaptive forecast and charged retries", () => {
 		// a.example: a charged crash (1) and a datacenter fetch (1); b.example: a crash (1) and a residential fetch (2).
 		expect(await run()).toBe(6 * 2 + 6 * 3);
 		expect(forecast.expected).toBe(6 * 2 + 6 * 3);
+	});
+});
+
+/** Run SQL on a job's store with python3's sqlite3 (another SQLite than the runner's), answering rows as JSON. */
+function storeSql(storeFile: string, sql: string): unknown[] {
+	const script =
+		"import json, sqlite3, sys\n" +
+		"db = sqlite3.connect(sys.argv[1])\n" +
+		"rows = []\n" +
+		"for statement in sys.argv[2].split(';\\n'):\n" +
+		"    rows = db.execute(statement).fetchall()\n" +
+		"db.commit()\n" +
+		"print(json.dumps(rows))";
+	return JSON.parse(execFileSync("python3", ["-c", script, storeFile, sql], { encoding: "utf8" })) as unknown[];
+}
+
+describe("the forecast per price class", () => {
+	it("a job switched to another mode is not forecast at the old mode's price; a store kept before classes is migrated in place, nothing it learned lost", async () => {
+		service = await startTestService();
+		const site = service.site.url;
+		const dir = tempDir();
+		const out = join(dir, "out");
+		const store = join(out, "shop", "history.sqlite");
+		const job = (defaults: string) =>
+			writeJob(
+				dir,
+				"shop",
+				[
+					"name: shop",
+					`defaults: ${defaults}`,
+					"targets:",
+					...[1, 2, 3].map((page) => `  - ${site}/product/${page}`),
+					"",
+				].join("\n"),
+			);
+		const run = async (defaults: string) => {
+			const before = service!.emulator.ledger.totalCharged();
+			const result = await runCli(["run", job(defaults), "--out", out, "--quiet"], { env: service!.env });
+			expect(result.code, result.stderr).toBe(0);
+			return service!.emulator.ledger.totalCharged() - before;
+		};
+		const forecast = async (defaults: string) => {
+			const dry = await runCli(["run", job(defaults), "--out", out, "--dry-run", "--json"], { env: service!.env });
+			expect(dry.code, dry.stderr).toBe(0);
+			return (JSON.parse(dry.stdout)[0].forecast as { expected: number } | undefined)?.expected;
+		};
+		const DATACENTER = "{mode: request, proxy_type: datacenter}";
+		const BROWSER = "{mode: browser}";
+
+		expect(await run(DATACENTER)).toBe(3);
+		// The store as a release before price classes kept it (layout 3), with a domain's learned rung.
+		storeSql(
+			store,
+			[
+				"CREATE TABLE old (run TEXT NOT NULL, host TEXT NOT NULL, targets INTEGER NOT NULL, credits REAL NOT NULL, credits_sq REAL NOT NULL, first REAL NOT NULL, first_sq REAL NOT NULL, last REAL NOT NULL, last_sq REAL NOT NULL, PRIMARY KEY (run, host))",
+				"INSERT INTO old SELECT run, host, targets, credits, credits_sq, first, first_sq, last, last_sq FROM host_costs",
+				"DROP TABLE host_costs",
+				"ALTER TABLE old RENAME TO host_costs",
+				"INSERT INTO domain_modes VALUES ('learned.example', 'browser', 'residential', 1, 'r', '2026-01-01T00:00:00.000Z')",
+				"PRAGMA user_version = 3",
+			].join(";\n"),
+		);
+		// Read without writing (a dry run), the old store's rows stand for any class, as they did.
+		expect(await forecast(BROWSER)).toBe(3);
+		expect(await forecast(DATACENTER)).toBe(3);
+
+		// A run migrates the store in place: what it learned stays, its rows get their class.
+		expect(await run(DATACENTER)).toBe(3);
+		expect(storeSql(store, "PRAGMA user_version")).toEqual([[4]]);
+		expect(storeSql(store, "SELECT domain, mode FROM domain_modes")).toEqual([["learned.example", "browser"]]);
+		expect(storeSql(store, "SELECT host, price, targets, credits FROM host_costs")).toEqual([
+			["127.0.0.1", "request_datacenter", 3, 3],
+		]);
+
+		// Switched to browser: no browser run is known, so no forecast (the static range), not 3 credits.
+		expect(await forecast(BROWSER)).toBeUndefined();
+		expect(await run(BROWSER)).toBe(15);
+		expect(await forecast(BROWSER)).toBe(15);
+		// Each class keeps its own latest run: switching back forecasts the datacenter price again.
+		expect(await forecast(DATACENTER)).toBe(3);
 	});
 });

@@ -30,8 +30,8 @@ const round = (value: number) => Math.round(value * 100) / 100;
 
 /**
  * The forecast of a run's credits (docs/behaviour.md, "Forecast"), or null when the store knows none of its
- * domains. Per registrable domain, the mean and spread of credits per target in the latest run that fetched
- * each of its hosts, scaled by this run's targets of the domain; the total's spread adds each target's
+ * domains. Per registrable domain and price class (mode and proxy), the mean and spread of credits per
+ * target in the latest run that fetched each of its hosts so, scaled by this run's targets of the domain; the total's spread adds each target's
  * (independent targets) and the mean's own uncertainty. A domain the store does not know adds its targets'
  * static range (docs/service.md, "Modes and costs"): its middle to the expected figure, its ends to the interval's.
  *
@@ -47,9 +47,11 @@ export function forecastCredits(
 ): Forecast | null {
 	if (past.length === 0 || targets.length === 0) return null;
 	const learned = new Map(adaptive ? modes.map((mode) => [mode.domain, mode.useful] as const) : []);
+	// Per domain and price class: a job switched from `request` to `browser` is not forecast at the old price.
 	const known = new Map<string, DomainPast>();
 	for (const cost of past) {
 		const domain = domainOfHost(cost.host);
+		const key = `${domain} ${cost.price}`;
 		const useful = learned.get(domain);
 		const [sum, sumSq] =
 			useful === true
@@ -57,21 +59,21 @@ export function forecastCredits(
 				: useful === false
 					? [cost.first, cost.firstSq]
 					: [cost.credits, cost.creditsSq];
-		const entry = known.get(domain) ?? { targets: 0, sum: 0, sumSq: 0 };
+		const entry = known.get(key) ?? { targets: 0, sum: 0, sumSq: 0 };
 		entry.targets += cost.targets;
 		entry.sum += sum;
 		entry.sumSq += sumSq;
-		known.set(domain, entry);
+		known.set(key, entry);
 	}
 	const now = new Map<string, HostTargets>();
 	for (const host of targets) {
-		const domain = domainOfHost(host.host);
-		const entry = now.get(domain);
+		const key = `${domainOfHost(host.host)} ${host.price}`;
+		const entry = now.get(key);
 		now.set(
-			domain,
+			key,
 			entry
-				? { host: domain, targets: entry.targets + host.targets, min: entry.min + host.min, max: entry.max + host.max }
-				: { ...host, host: domain },
+				? { ...entry, targets: entry.targets + host.targets, min: entry.min + host.min, max: entry.max + host.max }
+				: { ...host, host: domainOfHost(host.host) },
 		);
 	}
 	let expected = 0;
@@ -79,8 +81,9 @@ export function forecastCredits(
 	let staticLow = 0;
 	let staticHigh = 0;
 	let anyKnown = false;
-	for (const [domain, run] of now) {
-		const history = known.get(domain);
+	for (const [key, run] of now) {
+		// A row kept before costs had classes (price '') stands for any class until one of its class is kept.
+		const history = known.get(key) ?? known.get(`${run.host} `);
 		if (!history || history.targets === 0) {
 			expected += (run.min + run.max) / 2;
 			staticLow += run.min;

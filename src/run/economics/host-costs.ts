@@ -1,3 +1,4 @@
+import type { PriceClass, PricedRange } from "../../common/index.js";
 import type { HostCost } from "../../history/index.js";
 
 /** What one target's record cost: every fetch, the first fetch, the last (they differ only under `mode: adaptive`). */
@@ -64,9 +65,10 @@ interface HostTotals {
 	max: number;
 }
 
-/** One host's targets in a run, with their static cost range (what the forecast scales). */
+/** One host's targets of one price class in a run, with their static cost range (what the forecast scales). */
 export interface HostTargets {
 	readonly host: string;
+	readonly price: PriceClass;
 	readonly targets: number;
 	readonly min: number;
 	readonly max: number;
@@ -90,23 +92,25 @@ export function hostOf(url: string): string {
 }
 
 /**
- * What this session's records cost per host (sums and sums of squares: the forecast's mean and spread),
- * kept in the job's store when the run ends (src/history/domain-modes.ts).
+ * What this session's records cost per host and price class (sums and sums of squares: the forecast's mean
+ * and spread), kept in the job's store when the run ends (src/history/domain-modes.ts).
  */
 export function createHostCosts() {
-	const hosts = new Map<string, HostTotals>();
+	// By price class, then host: the class is one of five shared strings, so no key is built a record.
+	const classes = new Map<PriceClass, Map<string, HostTotals>>();
 	let spent = 0;
+	const everyHost = function* (): Generator<[PriceClass, string, HostTotals]> {
+		for (const [price, hosts] of classes) for (const [host, totals] of hosts) yield [price, host, totals];
+	};
 	return {
 		/** One written record of a scraper target: what all its fetches, its first and its last cost. */
-		add(
-			url: string,
-			total: number,
-			first: number,
-			last: number,
-			range: { readonly min: number; readonly max: number },
-			climb?: TargetClimb,
-		): void {
+		add(url: string, total: number, first: number, last: number, range: PricedRange, climb?: TargetClimb): void {
 			const host = hostOf(url);
+			let hosts = classes.get(range.price);
+			if (!hosts) {
+				hosts = new Map();
+				classes.set(range.price, hosts);
+			}
 			let totals = hosts.get(host);
 			if (!totals) {
 				totals = {
@@ -145,11 +149,12 @@ export function createHostCosts() {
 		 * an adaptive target's `last` is what it pays from that rung up (see `fromStart`).
 		 */
 		rows(startOf: (domain: string) => number = () => 0): HostCost[] {
-			const perRung = lastFetchPerRung(hosts.values());
-			return [...hosts].map(([host, t]) => {
+			const perRung = lastFetchPerRung([...everyHost()].map(([, , totals]) => totals));
+			return [...everyHost()].map(([price, host, t]) => {
 				const [last, lastSq] = fromStart(t, startOf, perRung);
 				return {
 					host,
+					price,
 					targets: t.targets,
 					credits: t.credits,
 					creditsSq: t.creditsSq,
@@ -161,7 +166,7 @@ export function createHostCosts() {
 			});
 		},
 		targets(): HostTargets[] {
-			return [...hosts].map(([host, t]) => ({ host, targets: t.targets, min: t.min, max: t.max }));
+			return [...everyHost()].map(([price, host, t]) => ({ host, price, targets: t.targets, min: t.min, max: t.max }));
 		},
 	};
 }
