@@ -215,7 +215,17 @@ function targetsLine(summary: RunSummary): string {
 	if (targets.duplicates) extras.push(plural(targets.duplicates, "duplicate"));
 	if (targets.superseded) extras.push(`${plural(targets.superseded, "record")} of replaced targets (not done)`);
 	const total = targets.total !== null ? ` of ${targets.total}` : "";
-	return `${targets.done}${total} done: ${s.ok} ok, ${s.failed} failed, ${s.skipped} skipped${extras.length ? `; ${extras.join(", ")}` : ""}`;
+	// A fleet worker's records are its share: "2 of 39 done" alone reads as a run far from its end.
+	const by = summary.fleet ? " by this worker" : "";
+	return `${targets.done}${total} done${by}: ${s.ok} ok, ${s.failed} failed, ${s.skipped} skipped${extras.length ? `; ${extras.join(", ")}` : ""}`;
+}
+
+/** The whole fleet run when this worker ended: its targets by state and the credits every worker spent. */
+function fleetLine(fleet: FleetSummary): string {
+	const t = fleet.targets;
+	const parked = t.parked ? `, ${t.parked} parked` : "";
+	const budget = fleet.max_credits === null ? "" : ` of ${round(fleet.max_credits)}`;
+	return `run ${fleet.run}: ${t.done} done, ${t.failed} failed, ${t.queued} queued, ${t.leased} leased${parked}; ${round(fleet.credits_spent)} credits spent${budget} by every worker`;
 }
 
 /** Useful records of those written, and the credits each cost. */
@@ -251,6 +261,7 @@ export function formatSummary(summary: RunSummary, runDir: string, hints: Summar
 	const rows: Array<[string, string]> = [
 		["run", `${summary.job} ${summary.run_id}${summary.complete ? "" : " (INCOMPLETE)"}`],
 		["targets", targetsLine(summary)],
+		...(summary.fleet ? [["fleet", fleetLine(summary.fleet)] as [string, string]] : []),
 		[
 			"credits",
 			`${round(summary.credits.used)} used${summary.credits.remaining !== null ? `, ${round(summary.credits.remaining)} remaining` : ""}${formatByMode(summary.credits.by_mode)}`,

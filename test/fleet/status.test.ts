@@ -88,9 +88,16 @@ describe("fleet status", () => {
 			spawnCli(["run", file, "--quiet", "--fleet", url, "--fleet-run", name, ...extra], service.env, dir).done;
 		const first = await run("first");
 		expect(first.code, first.stderr).toBe(0);
+		// A worker's own records, then the whole fleet run's figures, so a share does not read as a run unfinished.
+		expect(first.stdout).toContain("3 of 3 done by this worker: 3 ok");
+		expect(first.stdout).toMatch(
+			/\nfleet +run first: 3 done, 0 failed, 0 queued, 0 leased; 6 credits spent by every worker\n/,
+		);
 		const again = await run("again", ["--freshness", "1h"]);
 		expect(again.code, again.stderr).toBe(0);
-		expect(again.stdout).toContain("0 of 0 done: 0 ok, 0 failed, 0 skipped; 3 fresh (not fetched: freshness)");
+		expect(again.stdout).toContain(
+			"0 of 0 done by this worker: 0 ok, 0 failed, 0 skipped; 3 fresh (not fetched: freshness)",
+		);
 		expect(site.requests).toHaveLength(3);
 		const json = await spawnCli(["fleet", "status", file, "--fleet", url, "--json"], {}, dir).done;
 		expect(json.code, json.stderr).toBe(0);
