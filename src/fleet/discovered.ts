@@ -1,4 +1,5 @@
 import type { Fleet } from "./connect.js";
+import { hostOf } from "./hosts.js";
 import { insertTargets } from "./load-targets.js";
 import type { FleetLease, FleetTargetInput } from "./types.js";
 
@@ -15,4 +16,30 @@ export async function addDiscovered(
 ): Promise<number> {
 	const withDepth = links.map((link) => ({ ...link, depth: link.depth ?? page.depth + 1, parent: page.targetId }));
 	return insertTargets(fleet.query, page.runId, withDepth, { targetId: page.targetId, epoch: page.epoch });
+}
+
+/**
+ * Where a leased page's redirects ended (an address other than its own): fetched and paid as that page,
+ * so it enters the run's targets as done — at depth -2, not a page: no record, not counted by
+ * `fleet status` or `max_pages` — and no worker fetches it under its own address. An address already
+ * queued no shallower than the page is taken out of the queue the same way (the page's links, followed
+ * from here, reach what it would); one leased or fetched, or queued shallower, is left as it is. Fenced
+ * by the page's lease, as its links are.
+ */
+export async function addLanding(
+	fleet: Fleet,
+	page: Pick<FleetLease, "runId" | "targetId" | "epoch" | "depth">,
+	landing: { readonly url: string; readonly targetId: string },
+): Promise<boolean> {
+	const rows = await fleet.query(
+		`INSERT INTO targets (run_id, target_id, url_key, url, host, depth, parent, state)
+		SELECT $1, $4, $5, $5, $6, -2, $2, 'done'
+		WHERE EXISTS (SELECT 1 FROM targets p WHERE p.run_id = $1 AND p.target_id = $2 AND p.lease_epoch = $3 AND p.state = 'leased')
+		ON CONFLICT (run_id, url_key) DO UPDATE SET state = 'done', depth = -2, parent = $2
+			WHERE targets.state = 'queued' AND targets.depth >= $7
+		RETURNING 1`,
+		[page.runId, page.targetId, page.epoch, landing.targetId, landing.url, hostOf(landing.url), page.depth],
+		"fleet_add_landing",
+	);
+	return rows.length === 1;
 }

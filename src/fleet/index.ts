@@ -19,7 +19,7 @@ export {
 } from "./breakers.js";
 export { commitCredits, releaseCredits, reserveCredits, settleExtraCredits } from "./budget.js";
 export { connectFleet, DEFAULT_FLEET_SCHEMA, type Fleet, type FleetOptions, fleetUrlSecrets } from "./connect.js";
-export { addDiscovered } from "./discovered.js";
+export { addDiscovered, addLanding } from "./discovered.js";
 export { FleetDatabaseError, FleetSchemaTooNewError, FleetSchemaUnreadableError } from "./errors.js";
 export { type FailedCrawlPage, failedCrawlPages, failedTargetIds, freshTargetIds, okTargetIds } from "./fresh.js";
 export { latestFleetRecords } from "./latest-records.js";

@@ -1,10 +1,12 @@
+import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { expectBfsPages, siteBfs } from "../crawl/site-bfs.js";
-import { tempDir, writeJob } from "../helpers/job-files.js";
+import { onlyRunDir, readRecords, tempDir, writeJob } from "../helpers/job-files.js";
 import { useCluster } from "../helpers/postgres.js";
 import { queryDatabase as query } from "../helpers/postgres-cluster.js";
 import { useTestService } from "../helpers/service.js";
 import { assertBuilt, type SpawnedCli, spawnCli } from "../helpers/spawn-cli.js";
+import { html, startTargetSite } from "../helpers/target-site.js";
 import { until } from "../helpers/until.js";
 
 const cluster = useCluster();
@@ -76,4 +78,94 @@ describe("run --fleet with crawl:", () => {
 		const robots = service.emulator.ledger.byEndpoint("realtime").filter((entry) => entry.url?.endsWith("/robots.txt"));
 		expect(robots).toHaveLength(1);
 	}, 120_000);
+});
+
+describe("the shipped crawl demo in a fleet", () => {
+	it("jobs/crawl-demo.yaml as written (max_credits 400, robots.txt obeyed), two workers: the pages a local run crawls, each paid once, within the budget", async () => {
+		assertBuilt();
+		const url = await (await cluster()).createDatabase();
+		const service = await useTestService({ concurrency: 4 });
+		const job = join(import.meta.dirname, "..", "..", "jobs", "crawl-demo.yaml");
+		const env = { ...service.env, SCRAPEJOB_DEMO_SITE: service.site.url };
+		const dir = tempDir("scrapejob-fleet-crawl-demo-");
+		const local = await spawnCli(["run", job, "--quiet", "--json", "--out", join(dir, "local")], env, dir).done;
+		expect([0, 1], local.stderr).toContain(local.code);
+		const localUrls = readRecords(onlyRunDir(join(dir, "local"), "crawl-demo")).map((record) => record.url);
+		const localCharged = service.emulator.ledger.totalCharged();
+
+		const start = () =>
+			spawnCli(
+				["run", job, "--quiet", "--json", "--out", join(dir, "fleet"), "--fleet", url, "--fleet-run", "demo"],
+				env,
+				dir,
+			);
+		const outcomes = await Promise.all([start().done, start().done]);
+		for (const outcome of outcomes) {
+			expect([0, 1], outcome.stderr).toContain(outcome.code);
+			expect(JSON.parse(outcome.stdout.trim().split("\n").at(-1)!)).toMatchObject({
+				complete: true,
+				stopped_reason: null,
+			});
+		}
+		const records = await query<{ url: string; credits: number }>(
+			url,
+			"SELECT record->>'url' AS url, (record->>'credits_used')::int AS credits FROM scrapejob.records",
+		);
+		// Every page the local run crawled; more only where two workers met a redirect's landing by a link
+		// before the redirect was fetched (a race a local crawl has too), never fewer.
+		const fleetUrls = new Set(records.map((record) => record.url));
+		expect(localUrls.filter((page) => !fleetUrls.has(page))).toEqual([]);
+		expect(records.length).toBeLessThanOrEqual(localUrls.length + 1);
+		// Every credit the fleet paid is on a record, but robots.txt's, paid once.
+		const fleetCharged = service.emulator.ledger.totalCharged() - localCharged;
+		const recorded = records.reduce((sum, record) => sum + record.credits, 0);
+		expect(fleetCharged - recorded).toBe(2);
+	}, 120_000);
+});
+
+describe("redirects in a fleet crawl", () => {
+	it("where a page's redirects end was fetched as that page: taken out of the queue and never fetched again under its own address", async () => {
+		assertBuilt();
+		const url = await (await cluster()).createDatabase();
+		const service = await useTestService();
+		// /start links /moved (a redirect to /new) and /new itself; /new's page links /other.
+		const site = await startTargetSite((req, res) => {
+			if (req.url === "/moved") {
+				res.writeHead(302, { location: "/new" });
+				res.end();
+			} else if (req.url === "/start") html(res, '<a href="/moved">moved</a> <a href="/new">new</a>');
+			else if (req.url === "/new") html(res, '<a href="/other">other</a>');
+			else html(res, "<p>leaf</p>");
+		});
+		const dir = tempDir("scrapejob-fleet-landing-");
+		const job = writeJob(
+			dir,
+			"landing",
+			[
+				"name: landing",
+				// One fetch at a time: /moved is fetched (and lands on /new) before /new's turn in the queue.
+				"concurrency: 1",
+				"defaults: {mode: request}",
+				"output: {content: none}",
+				"crawl: {max_depth: 3, robots: ignore}",
+				`targets: [${site.origin}/start]`,
+				"",
+			].join("\n"),
+		);
+		const worker = await spawnCli(["run", job, "--quiet", "--fleet", url, "--fleet-run", "landing"], service.env, dir)
+			.done;
+		expect(worker.code, worker.stderr).toBe(0);
+		const records = await query<{ url: string; depth: number }>(
+			url,
+			"SELECT record->>'url' AS url, (record->>'depth')::int AS depth FROM scrapejob.records ORDER BY 2, 1",
+		);
+		expect(records.map((record) => [new URL(record.url).pathname, record.depth])).toEqual([
+			["/start", 0],
+			["/moved", 1],
+			["/other", 2],
+		]);
+		expect(site.requests.filter((request) => request.path === "/new")).toHaveLength(1);
+		// Each page paid once: three records, three fetches.
+		expect(service.emulator.ledger.byEndpoint("realtime").filter((entry) => entry.creditsCharged > 0)).toHaveLength(3);
+	}, 60_000);
 });

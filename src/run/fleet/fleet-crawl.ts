@@ -31,6 +31,12 @@ export interface FleetCrawl extends Crawler {
 	 */
 	take(page: Target, plans: readonly ExtractPlan[]): Promise<FleetTargetInput[]>;
 	/**
+	 * Where `page`'s redirects ended, when elsewhere than its own address: fetched (and paid) as `page`, so
+	 * the frontier notes it and no worker fetches it again under its own address, as a local crawl does.
+	 * Forgotten here once taken.
+	 */
+	takeLanding(page: Target): { readonly url: string; readonly targetId: string } | undefined;
+	/**
 	 * The URLs of `hrefs` the crawl follows from `page` (normalized, in scope, allowed by robots.txt), as
 	 * the frontier stores them at `depth`, with `page`'s options. A sitemap's pages go through here too.
 	 */
@@ -86,6 +92,8 @@ export function createFleetCrawl(options: FleetCrawlOptions): FleetCrawl {
 				})
 			: null;
 	const found = new Map<string, readonly string[]>();
+	/** Pages whose redirects ended elsewhere, by page id, until their lease takes the landing to the frontier. */
+	const landings = new Map<string, { readonly url: string; readonly targetId: string }>();
 	const delaysSent = new Set<string>();
 	let pages = 0;
 	let discovered = 0;
@@ -154,10 +162,21 @@ export function createFleetCrawl(options: FleetCrawlOptions): FleetCrawl {
 	};
 
 	return {
-		pageFetched(target, links) {
+		pageFetched(target, links, finalUrl) {
 			pages += 1;
+			const landed = finalUrl === undefined ? null : normalizeUrl(finalUrl);
+			if (target.crawl && landed !== null && landed !== normalizeUrl(target.url))
+				landings.set(target.id, {
+					url: landed,
+					targetId: createTargetKey(landed, identityOptionsJson(target.params)).id,
+				});
 			if (links === null || !target.crawl || target.crawl.depth >= spec.maxDepth) return;
 			found.set(target.id, links);
+		},
+		takeLanding(page) {
+			const landing = landings.get(page.id);
+			landings.delete(page.id);
+			return landing;
 		},
 		take(page, plans) {
 			const links = found.get(page.id);

@@ -3,6 +3,7 @@ import { errorMessage } from "../../common/index.js";
 import type { ExtractPlan } from "../../extract/index.js";
 import {
 	addDiscovered,
+	addLanding,
 	addListedPages,
 	addProgress,
 	type Fleet,
@@ -47,11 +48,17 @@ export class FleetFrontier {
 		this.#sitemapReader = sitemapReader;
 	}
 
-	/** The links a leased page's crawl follows, into the frontier under its lease (before the page settles). */
+	/**
+	 * The links a leased page's crawl follows, and where its redirects ended, into the frontier under its
+	 * lease (before the page settles).
+	 */
 	async addLinks(lease: FleetLease): Promise<void> {
 		if (this.#crawl === null) return;
 		const { fleet, plans } = this.#deps;
-		const links = await this.#crawl.take(fromFleetLease(lease, plans), plans);
+		const page = fromFleetLease(lease, plans);
+		const landing = this.#crawl.takeLanding(page);
+		if (landing !== undefined) await addLanding(fleet, lease, landing);
+		const links = await this.#crawl.take(page, plans);
 		if (links.length > 0)
 			await addDiscovered(fleet, lease, await this.#withinMaxPages(await this.#notFetchedOk(links)));
 	}

@@ -108,9 +108,15 @@ export class FleetLeases {
 		return this.#held.get(targetId);
 	}
 
-	/** The first held target `matches` accepts. */
+	/**
+	 * The first target `matches` accepts whose lease this worker still has: held, or settling. A settling
+	 * page is still leased in the database while its links go to the frontier, and the robots.txt those
+	 * links need is reserved on its lease (a worker holding nothing else found no lease for it, and stopped
+	 * its crawl as if the budget were spent).
+	 */
 	find(matches: (target: HeldTarget) => boolean): HeldTarget | undefined {
 		for (const target of this.#held.values()) if (matches(target)) return target;
+		for (const target of this.#unsettled.values()) if (matches(target)) return target;
 		return undefined;
 	}
 
