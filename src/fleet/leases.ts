@@ -257,9 +257,10 @@ export async function storeTaskId(fleet: Fleet, lease: LeaseRef, taskId: string)
 }
 
 /**
- * The target's record, written once: the target becomes done, its record is stored with the epoch, its
- * reservation is dropped and `credits` are added to the run's spending, all in one statement. Fenced: a
- * lease whose epoch is no longer the target's (another worker took it over) writes nothing and gets false.
+ * The target's record, written once: the target becomes done (`failed` when its record failed, so
+ * `fleet status` counts failed records), its record is stored with the epoch, its reservation is
+ * dropped and `credits` are added to the run's spending, all in one statement. Fenced: a lease whose
+ * epoch is no longer the target's (another worker took it over) writes nothing and gets false.
  */
 export async function completeTarget(
 	fleet: Fleet,
@@ -267,7 +268,8 @@ export async function completeTarget(
 	record: unknown,
 	credits: number,
 ): Promise<boolean> {
-	return settle(fleet, lease, "done", { record, credits, error: null });
+	const failed = (record as { readonly status?: unknown } | null)?.status === "failed";
+	return settle(fleet, lease, failed ? "failed" : "done", { record, credits, error: null });
 }
 
 /**

@@ -80,7 +80,7 @@ describe("fleet status", () => {
 		assertBuilt();
 		const url = await (await cluster()).createDatabase();
 		const service = await useTestService({ concurrency: 2 });
-		const site = await startTargetSite((_req, res) => html(res, "<p>page</p>"));
+		const site = await startTargetSite((req, res) => html(res, "<p>page</p>", req.url === "/missing" ? 404 : 200));
 		const dir = tempDir("scrapejob-fleet-status-");
 		const lines = Array.from({ length: 3 }, (_, i) => `  - ${site.origin}/p/${i}`).join("\n");
 		const file = writeJob(dir, "freshjob", `name: freshjob\ndefaults:\n  mode: request\ntargets:\n${lines}\n`);
@@ -108,5 +108,21 @@ describe("fleet status", () => {
 		]);
 		const text = await spawnCli(["fleet", "status", file, "--fleet", url], {}, dir).done;
 		expect(text.stdout).toContain("0 queued, 0 leased, 0 done, 0 failed; 3 fresh (skipped: freshness)");
+		// A failed record counts as failed fleet-wide, as it does in the worker's own line.
+		const broken = writeJob(
+			dir,
+			"broken",
+			`name: broken\ndefaults:\n  mode: request\ntargets:\n${lines}\n  - ${site.origin}/missing\n`,
+		);
+		const withFailure = await spawnCli(
+			["run", broken, "--quiet", "--fleet", url, "--fleet-run", "broken"],
+			service.env,
+			dir,
+		).done;
+		expect(withFailure.code, withFailure.stderr).toBe(1);
+		expect(withFailure.stdout).toContain("4 of 4 done by this worker: 3 ok, 1 failed");
+		expect(withFailure.stdout).toMatch(/\nfleet +run broken: 3 done, 1 failed, 0 queued, 0 leased;/);
+		const brokenStatus = await spawnCli(["fleet", "status", broken, "--fleet", url], {}, dir).done;
+		expect(brokenStatus.stdout).toContain("0 queued, 0 leased, 3 done, 1 failed");
 	}, 60_000);
 });
