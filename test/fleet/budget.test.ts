@@ -139,6 +139,61 @@ describe("a reservation whose answer is lost", () => {
 		expect(after).toEqual({ spent: 5, reserved: 0 });
 	});
 
+	it("a reservation that did not fit while another fetch held credits books once that fetch settles, even when it settles between the two looks", async () => {
+		const { workers, runId } = await runWithWorkers(await cluster(), targetsOn(2), 1, { maxCredits: 10 });
+		const { fleet: direct, worker } = workers[0]!;
+		const [first, second] = await claimTargets(direct, worker, 2, 60_000);
+		const slot = await acquireSlot(direct, worker, 60_000);
+		// The first target's fetch holds 8 of the 10: the second's 6 does not fit until it settles.
+		expect(await reserveCredits(direct, first!, 8)).toBe(true);
+		// It settles (2 credits) right after the second's reservation was refused, before the budget reads
+		// why: no reservation is left by then, yet 2 + 6 fits.
+		let settled = false;
+		const fleet: typeof direct = {
+			...direct,
+			query: async (text, values, name) => {
+				const rows = await direct.query(text, values, name);
+				if (name === "fleet_reserve" && rows.length === 0 && !settled) {
+					settled = true;
+					expect(await completeTarget(direct, first!, { status: "ok" }, 2)).toBe(true);
+				}
+				return rows as never;
+			},
+			transaction: (work) => direct.transaction(work),
+			close: () => direct.close(),
+		};
+		const leases = new FleetLeases({
+			fleet,
+			worker,
+			leaseMs: 60_000,
+			clock: Date.now,
+			sleep: async () => undefined,
+			log: pino({ level: "silent" }),
+			ceiling: () => null,
+			addLinks: async () => undefined,
+			forget: () => undefined,
+			slotFreed: () => undefined,
+		});
+		try {
+			leases.hold(second!, slot!, Date.now());
+			const budget = new FleetBudget({
+				fleet,
+				runId,
+				maxCredits: 10,
+				leaseMs: 60_000,
+				clock: Date.now,
+				sleep: async () => undefined,
+				leases,
+			});
+			expect(await budget.reserve(6, () => false, second!.targetId)).toBe(true);
+		} finally {
+			leases.stop();
+		}
+		expect(settled).toBe(true);
+		const [run] = await direct.query("SELECT spent::int, reserved::int FROM runs WHERE id = $1", [runId]);
+		expect(run).toEqual({ spent: 2, reserved: 6 });
+	});
+
 	it("a token sent twice books once; another token books again", async () => {
 		const { workers, runId } = await runWithWorkers(await cluster(), targetsOn(1), 1, { maxCredits: 20 });
 		const { fleet, worker } = workers[0]!;

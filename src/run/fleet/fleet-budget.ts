@@ -181,6 +181,8 @@ export class FleetBudget implements CreditBudget {
 		// reservation is for): past a lease with no room made, the budget counts as spent.
 		let deadline = clock() + leaseMs;
 		let room = Number.NaN;
+		// Whether the last refusal was already asked again after the books showed room for it.
+		let askedAgain = false;
 		for (;;) {
 			if (await reserveCredits(fleet, lease, worstCase, token)) return true;
 			const [row] = await fleet.query<{ spent: string; reserved: string; mine: string | null }>(
@@ -190,10 +192,19 @@ export class FleetBudget implements CreditBudget {
 				"fleet_budget",
 			);
 			// Only other fetches' reservations can make room: this lease's own wait for it to settle.
-			const others = Number(row?.reserved ?? 0) - Number(row?.mine ?? 0);
+			const reserved = Number(row?.reserved ?? 0);
+			const others = reserved - Number(row?.mine ?? 0);
 			const spent = Number(row?.spent ?? 0);
-			if (others <= 0 || spent + worstCase > maxCredits || isStopping()) return false;
-			const left = maxCredits - spent - Number(row?.reserved ?? 0);
+			if (spent + worstCase > maxCredits || isStopping()) return false;
+			if (others <= 0) {
+				// The fetches that held credits settled between the refusal and this look: asked once more,
+				// it fits. Refused again (the lease is gone, or the room was taken), it is spent.
+				if (askedAgain || spent + reserved + worstCase > maxCredits) return false;
+				askedAgain = true;
+				continue;
+			}
+			askedAgain = false;
+			const left = maxCredits - spent - reserved;
 			if (left !== room) {
 				room = left;
 				deadline = clock() + leaseMs;
