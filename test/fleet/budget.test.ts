@@ -5,6 +5,8 @@ import {
 	claimTargets,
 	commitCredits,
 	completeTarget,
+	type Fleet,
+	type FleetWorker,
 	releaseCredits,
 	releaseTarget,
 	reserveCredits,
@@ -16,6 +18,22 @@ import { startAnswerLosingProxy } from "../helpers/pg-proxy.js";
 import { useCluster } from "../helpers/postgres.js";
 
 const cluster = useCluster();
+
+/** One worker's leases, renewed for a minute, with nothing else of a worker around them. */
+function leasesOf(fleet: Fleet, worker: FleetWorker): FleetLeases {
+	return new FleetLeases({
+		fleet,
+		worker,
+		leaseMs: 60_000,
+		clock: Date.now,
+		sleep: async () => undefined,
+		log: pino({ level: "silent" }),
+		ceiling: () => null,
+		addLinks: async () => undefined,
+		forget: () => undefined,
+		slotFreed: () => undefined,
+	});
+}
 
 describe("one budget for the fleet", () => {
 	it("8 workers reserving at once never book or spend past max_credits", async () => {
@@ -100,18 +118,7 @@ describe("a reservation whose answer is lost", () => {
 		const fleet = await fleetFor(proxy.url, { maxConnections: 1 });
 		const [lease] = await claimTargets(fleet, worker, 1, 60_000);
 		const slot = await acquireSlot(fleet, worker, 60_000);
-		const leases = new FleetLeases({
-			fleet,
-			worker,
-			leaseMs: 60_000,
-			clock: Date.now,
-			sleep: async () => undefined,
-			log: pino({ level: "silent" }),
-			ceiling: () => null,
-			addLinks: async () => undefined,
-			forget: () => undefined,
-			slotFreed: () => undefined,
-		});
+		const leases = leasesOf(fleet, worker);
 		try {
 			leases.hold(lease!, slot!, Date.now());
 			const budget = new FleetBudget({
@@ -162,18 +169,7 @@ describe("a reservation whose answer is lost", () => {
 			transaction: (work) => direct.transaction(work),
 			close: () => direct.close(),
 		};
-		const leases = new FleetLeases({
-			fleet,
-			worker,
-			leaseMs: 60_000,
-			clock: Date.now,
-			sleep: async () => undefined,
-			log: pino({ level: "silent" }),
-			ceiling: () => null,
-			addLinks: async () => undefined,
-			forget: () => undefined,
-			slotFreed: () => undefined,
-		});
+		const leases = leasesOf(fleet, worker);
 		try {
 			leases.hold(second!, slot!, Date.now());
 			const budget = new FleetBudget({
