@@ -19,6 +19,11 @@ export interface OpenFleetRunOptions {
 	readonly hostConcurrency?: number | null;
 	/** A new run is a `--retry-failed` one (`FleetRun.retryFailed`). @default false */
 	readonly retryFailed?: boolean;
+	/**
+	 * What decides the job's fetches (`Job.fingerprint`): kept by a run this worker opens; a run opened
+	 * with another is not joined (`changed`). @default none: any run is joined
+	 */
+	readonly jobFingerprint?: string;
 	/** How long the loader role lasts without a sign of life (renewed each batch), ms. @default 60,000 */
 	readonly loaderLeaseMs?: number;
 	/** Targets written per statement while loading (the other workers see them batch by batch). @default 1,000 */
@@ -29,6 +34,8 @@ export interface OpenFleetRunOptions {
 export type OpenFleetRunResult =
 	/** A named run that is already complete: nothing to do, nothing registered. */
 	| { readonly outcome: "complete"; readonly run: FleetRun }
+	/** The run to join was opened with another version of the job (its targets or options): not joined. */
+	| { readonly outcome: "changed"; readonly run: FleetRun }
 	| {
 			readonly outcome: "opened" | "joined";
 			readonly run: FleetRun;
@@ -44,6 +51,7 @@ interface RunRow {
 	state: FleetRun["state"];
 	created_at: Date;
 	retry_failed?: boolean;
+	job_fingerprint?: string | null;
 }
 
 export function toRun(row: RunRow): FleetRun {
@@ -72,22 +80,25 @@ export async function openFleetRun(fleet: Fleet, options: OpenFleetRunOptions): 
 		const found =
 			options.runName === undefined
 				? await query<RunRow>(
-						`SELECT ${RUN_COLUMNS} FROM runs WHERE job_name = $1 AND state <> 'complete' ORDER BY created_at DESC, id DESC LIMIT 1`,
+						`SELECT ${RUN_COLUMNS}, job_fingerprint FROM runs WHERE job_name = $1 AND state <> 'complete' ORDER BY created_at DESC, id DESC LIMIT 1`,
 						[options.jobName],
 					)
-				: await query<RunRow>(`SELECT ${RUN_COLUMNS} FROM runs WHERE job_name = $1 AND run_name = $2`, [
-						options.jobName,
-						options.runName,
-					]);
+				: await query<RunRow>(
+						`SELECT ${RUN_COLUMNS}, job_fingerprint FROM runs WHERE job_name = $1 AND run_name = $2`,
+						[options.jobName, options.runName],
+					);
 		let row = found[0];
 		if (row?.state === "complete") return { outcome: "complete" as const, run: toRun(row) };
+		const opener = row?.job_fingerprint ?? null;
+		if (opener !== null && options.jobFingerprint !== undefined && opener !== options.jobFingerprint)
+			return { outcome: "changed" as const, run: toRun(row!) };
 		const outcome = row === undefined ? ("opened" as const) : ("joined" as const);
 		if (row === undefined) {
 			const runName = options.runName ?? `${new Date().toISOString()}-${randomBytes(3).toString("hex")}`;
 			const limit = options.concurrencyLimit;
 			[row] = await query<RunRow>(
-				`INSERT INTO runs (job_name, run_name, max_credits, concurrency_limit, host_delay_ms, host_concurrency, retry_failed)
-				VALUES ($1, $2, $3, $4, $5, $6, $7) RETURNING ${RUN_COLUMNS}`,
+				`INSERT INTO runs (job_name, run_name, max_credits, concurrency_limit, host_delay_ms, host_concurrency, retry_failed, job_fingerprint)
+				VALUES ($1, $2, $3, $4, $5, $6, $7, $8) RETURNING ${RUN_COLUMNS}`,
 				[
 					options.jobName,
 					runName,
@@ -96,6 +107,7 @@ export async function openFleetRun(fleet: Fleet, options: OpenFleetRunOptions): 
 					options.hostDelayMs ?? 0,
 					options.hostConcurrency ?? null,
 					options.retryFailed === true,
+					options.jobFingerprint ?? null,
 				],
 			);
 			await query("INSERT INTO slots (run_id, slot) SELECT $1, generate_series(0, $2 - 1)", [row!.id, limit]);
@@ -111,7 +123,7 @@ export async function openFleetRun(fleet: Fleet, options: OpenFleetRunOptions): 
 		);
 		return { outcome, run: loader ? toRun(loader) : run, worker, loads: loader !== undefined };
 	});
-	if (opened.outcome === "complete") return opened;
+	if (opened.outcome === "complete" || opened.outcome === "changed") return opened;
 	const { outcome, worker } = opened;
 	if (!opened.loads) return { outcome, run: opened.run, worker, loaded: false };
 	const run = await loadTargets(fleet, worker, options.source(), loaderLeaseMs, options.loadBatchSize);

@@ -181,6 +181,11 @@ ALTER TABLE targets ADD COLUMN reservations text[] NOT NULL DEFAULT '{}';
 	`
 ALTER TABLE runs ADD COLUMN fresh integer NOT NULL DEFAULT 0;
 `,
+	// What decides the fetches of the job a run was opened with (its targets and options): a worker
+	// started with another version of the job file does not join it. Null: opened before, anyone joins.
+	`
+ALTER TABLE runs ADD COLUMN job_fingerprint text;
+`,
 ];
 
 /** The version this scrapejob writes and reads. */

@@ -1,4 +1,4 @@
-import { existsSync, readdirSync, readFileSync } from "node:fs";
+import { existsSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { expectFleetRunDone, fleetFor } from "../helpers/fleet.js";
@@ -336,6 +336,38 @@ describe("run --fleet: workers of one fleet run", () => {
 		expect(records).toHaveLength(30);
 		const urls = service.emulator.ledger.byEndpoint("realtime").map((entry) => entry.url);
 		expect(new Set(urls).size).toBe(urls.length);
+	}, 60_000);
+
+	it("a worker whose job file differs from the one its run was opened with (other targets or options) does not join it: exit 2, nothing sent; the run finishes with its own file", async () => {
+		assertBuilt();
+		const url = await (await cluster()).createDatabase();
+		const service = await useTestService({ concurrency: 4 });
+		const site = await startTargetSite((_req, res) => html(res, "<p>page</p>"));
+		const { dir, file } = listJob(site.origin, 10, "max_credits: 4\n");
+		const original = readFileSync(file, "utf8");
+		const worker = (...flags: string[]) =>
+			spawnCli(["run", file, "--quiet", "--fleet", url, ...flags], service.env, dir).done;
+		// The run stops at its budget, unfinished.
+		expect((await worker("--fleet-run", "nightly")).code).toBe(1);
+		const sent = service.emulator.ledger.byEndpoint("realtime").length;
+		// The job file edited meanwhile (another mode): its worker does not join, named or not.
+		writeFileSync(file, original.replace("mode: request", "mode: browser"));
+		const named = await worker("--fleet-run", "nightly", "--max-credits", "100");
+		expect(named.code).toBe(2);
+		expect(named.stderr).toContain("fleet run nightly was opened with another version of");
+		expect(named.stderr).toContain("--fleet-run <another name>");
+		const newest = await worker();
+		expect(newest.code).toBe(2);
+		expect(newest.stderr).toContain(
+			"the newest unfinished fleet run of job fleetjob, nightly, was opened with another version",
+		);
+		expect(service.emulator.ledger.byEndpoint("realtime")).toHaveLength(sent);
+		// The file it was opened with finishes it, each target once.
+		writeFileSync(file, original);
+		expect((await worker("--fleet-run", "nightly", "--max-credits", "100")).code).toBe(0);
+		const urls = service.emulator.ledger.byEndpoint("realtime").map((entry) => entry.url);
+		expect(urls).toHaveLength(10);
+		expect(new Set(urls).size).toBe(10);
 	}, 60_000);
 
 	it("a worker that joins once the fleet's budget is spent, and fetched nothing, prints a --max-credits that finishes the run", async () => {

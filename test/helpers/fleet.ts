@@ -45,7 +45,8 @@ export async function runWithWorkers(
 			...settings,
 			source: () => streamOf(targets),
 		});
-		if (opened.outcome === "complete") throw new Error("the new run is complete");
+		if (opened.outcome === "complete" || opened.outcome === "changed")
+			throw new Error(`the new run is ${opened.outcome}`);
 		joined.push({ fleet, worker: opened.worker, run: opened.run });
 	}
 	return { url, workers: joined, runId: joined[0]!.run.id };

@@ -1,3 +1,4 @@
+import { UsageError } from "../../common/index.js";
 import { normalizeUrl } from "../../crawl/index.js";
 import {
 	connectFleet,
@@ -62,11 +63,15 @@ export async function joinFleetRun(job: Job, options: FleetJoinOptions): Promise
 			hostDelayMs: job.perHostDelayMs ?? 0,
 			hostConcurrency: job.perHostConcurrency ?? null,
 			retryFailed: options.retryFailed === true,
+			jobFingerprint: job.fingerprint,
 		});
 		if (opened.outcome === "complete") {
 			await fleet.close();
 			return { outcome: "complete", run: opened.run };
 		}
+		// Joined, it would fetch the targets and options of the job file the run was opened with, not these
+		// (a job file edited while its run goes on, pods of a Job started before and after the edit).
+		if (opened.outcome === "changed") throw new UsageError(changedJobMessage(job, opened.run, options.runName));
 		const maxCredits = await budgetOf(
 			fleet,
 			opened.run.id,
@@ -91,6 +96,14 @@ export async function joinFleetRun(job: Job, options: FleetJoinOptions): Promise
 		await fleet.close().catch(() => undefined);
 		throw error;
 	}
+}
+
+function changedJobMessage(job: Job, run: FleetRun, named: string | undefined): string {
+	const which =
+		named === undefined
+			? `the newest unfinished fleet run of job ${job.name}, ${run.runName},`
+			: `fleet run ${run.runName}`;
+	return `${which} was opened with another version of ${job.file}: its targets or their options differ from this file's, so this worker does not join it. Run the job file the run was opened with to finish it, or open a new run of this one with --fleet-run <another name> (nothing was sent)`;
 }
 
 /** The run's budget; a `--max-credits` given when joining replaces it (the fleet's budget is one). */
