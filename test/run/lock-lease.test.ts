@@ -25,11 +25,13 @@ function writeLock(dir: string, info: Record<string, unknown>): string {
 }
 
 /**
- * A real zombie: a shell forks `sleep 0` in the background and then execs into `sleep 5`, which never
- * waits for that child — so for five seconds the child has exited but is not reaped.
+ * A real zombie: a shell forks a child and then execs into `sleep 60`, which never waits for it. The child
+ * exits only once its parent is `sleep` (a child that exited before the exec could be reaped by the shell,
+ * under load, and never become a zombie).
  */
 async function zombiePid(): Promise<number> {
-	const parent = spawn("sh", ["-c", "sleep 0 & echo $!; exec sleep 60"], { stdio: ["ignore", "pipe", "ignore"] });
+	const script = 'p=$$; (while [ "$(cat /proc/$p/comm)" != sleep ]; do sleep 0.01; done) & echo $!; exec sleep 60';
+	const parent = spawn("sh", ["-c", script], { stdio: ["ignore", "pipe", "ignore"] });
 	cleanups.push(() => parent.kill("SIGKILL"));
 	const pid = await new Promise<number>((resolve) =>
 		parent.stdout.once("data", (chunk: Buffer) => resolve(Number(chunk.toString().trim()))),
