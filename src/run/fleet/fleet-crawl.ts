@@ -35,7 +35,7 @@ export interface FleetCrawl extends Crawler {
 	 * the frontier notes it and no worker fetches it again under its own address, as a local crawl does.
 	 * Forgotten here once taken.
 	 */
-	takeLanding(page: Target): { readonly url: string; readonly targetId: string } | undefined;
+	takeLanding(pageId: string): { readonly url: string; readonly targetId: string } | undefined;
 	/**
 	 * The URLs of `hrefs` the crawl follows from `page` (normalized, in scope, allowed by robots.txt), as
 	 * the frontier stores them at `depth`, with `page`'s options. A sitemap's pages go through here too.
@@ -173,9 +173,9 @@ export function createFleetCrawl(options: FleetCrawlOptions): FleetCrawl {
 			if (links === null || !target.crawl || target.crawl.depth >= spec.maxDepth) return;
 			found.set(target.id, links);
 		},
-		takeLanding(page) {
-			const landing = landings.get(page.id);
-			landings.delete(page.id);
+		takeLanding(pageId) {
+			const landing = landings.get(pageId);
+			if (landing !== undefined) landings.delete(pageId);
 			return landing;
 		},
 		take(page, plans) {

@@ -48,16 +48,26 @@ export class FleetFrontier {
 		this.#sitemapReader = sitemapReader;
 	}
 
-	/**
-	 * The links a leased page's crawl follows, and where its redirects ended, into the frontier under its
-	 * lease (before the page settles).
-	 */
+	/** Where a leased page's redirects ended, into the frontier under its lease; resolves at once for any other page. */
+	noteLanding(lease: FleetLease): Promise<void> {
+		const landing = this.#crawl?.takeLanding(lease.targetId);
+		if (landing === undefined) return Promise.resolve();
+		return addLanding(this.#deps.fleet, lease, landing).then(
+			() => undefined,
+			// Not noted: the address may be fetched again under its own name, as if no redirect had led there.
+			(error) =>
+				this.#deps.log.warn(
+					{ event: "fleet_landing_failed", url: landing.url, error: errorMessage(error) },
+					"could not note where a page's redirects ended",
+				),
+		);
+	}
+
+	/** The links a leased page's crawl follows, into the frontier under its lease (before the page settles). */
 	async addLinks(lease: FleetLease): Promise<void> {
 		if (this.#crawl === null) return;
 		const { fleet, plans } = this.#deps;
 		const page = fromFleetLease(lease, plans);
-		const landing = this.#crawl.takeLanding(page);
-		if (landing !== undefined) await addLanding(fleet, lease, landing);
 		const links = await this.#crawl.take(page, plans);
 		if (links.length > 0)
 			await addDiscovered(fleet, lease, await this.#withinMaxPages(await this.#notFetchedOk(links)));

@@ -55,6 +55,11 @@ export interface FleetLeaseDeps {
 	readonly ceiling: () => number | null;
 	/** A crawled page's links into the frontier: done before it settles, while the page is still leased. */
 	readonly addLinks: (lease: FleetLease) => Promise<void>;
+	/**
+	 * A crawl's page whose redirects ended elsewhere: that address noted in the frontier before the
+	 * target's slot goes to the next claim, so that claim cannot take it. Resolves at once for any other.
+	 */
+	readonly noteLanding?: (lease: FleetLease) => Promise<void>;
 	/** The target settled (or could not): what its claim brought is no longer needed. */
 	readonly forget: (targetId: string) => void;
 	/** A held target's slot came free, or its settlement reached the database: the claim feed may take the next target now. */
@@ -276,6 +281,7 @@ export class FleetLeases {
 		// claim and the completion overlap instead of following each other: a round trip less a target).
 		this.#held.delete(targetId);
 		this.#unsettled.set(targetId, target);
+		await this.#deps.noteLanding?.(target.lease);
 		this.#spare.push(target.slot);
 		this.#deps.slotFreed();
 		await this.#pending.get(targetId);

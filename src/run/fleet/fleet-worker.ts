@@ -106,6 +106,7 @@ export class FleetCoordination {
 			sleep,
 			log,
 			addLinks: (lease) => frontier.addLinks(lease),
+			noteLanding: (lease) => frontier.noteLanding(lease),
 			forget: (targetId) => carryOver.forget(targetId),
 			slotFreed: () => this.#feed.wake(),
 			ceiling: () => this.#limits.ceiling,
