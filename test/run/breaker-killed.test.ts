@@ -64,7 +64,7 @@ function onlyRunDir(out: string) {
 	return join(runs, readdirSync(runs).find((name) => /^\d/.test(name))!);
 }
 
-/** The spawned CLI once it has printed `text` and `site` holds a request: then it is SIGKILLed. */
+/** SIGKILL the spawned CLI once it has printed `text` and the site holds its request (`holding`). */
 async function killOnce(cli: SpawnedCli, text: string, holding: () => boolean) {
 	let printed = "";
 	cli.child.stdout?.on("data", (chunk: Buffer) => {
