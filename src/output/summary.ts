@@ -1,7 +1,10 @@
 import { plural, writeFileAtomic } from "../common/index.js";
 import type { RecordStatus } from "./record.js";
 
-/** A breaker a session left open, as a resume reads it back from `summary.breakers` (its time parsed). */
+/**
+ * A breaker an earlier process of the run left open, as a resume reads it back from journal.jsonl or
+ * `summary.breakers` (its time parsed).
+ */
 export interface CarriedBreaker {
 	readonly domain: string;
 	readonly reason: string;

@@ -1,4 +1,4 @@
-import { readFileSync } from "node:fs";
+import { appendFileSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { openJournal, readJournalTasks } from "../../src/run/target/journal.js";
@@ -45,5 +45,38 @@ describe("journal.jsonl", () => {
 		journal.sync();
 		expect(lines(path).map((event) => event.id)).toEqual(["first", ...ids]);
 		journal.close();
+	});
+
+	it("a breaker line is on disk as soon as it is written; a resume reads each domain's latest, well-formed ones only", async () => {
+		const path = join(tempDir(), "journal.jsonl");
+		const journal = openJournal(path);
+		const fingerprint = "f".repeat(64);
+		const opened = (domain: string, at: string) =>
+			({ e: "breaker", domain, open: true, opened_at: at, reason: "8 of the last 8", fingerprint }) as const;
+		journal.started("waiting");
+		journal.breaker(opened("a.test", "2026-01-01T00:00:00.000Z"));
+		// No sync, no close: a process killed now has left both lines (the start line flushed before it).
+		expect(lines(path).map((event) => event.e)).toEqual(["start", "breaker"]);
+		journal.breaker(opened("b.test", "2026-01-01T00:01:00.000Z"));
+		journal.breaker({ e: "breaker", domain: "a.test", open: false, fingerprint });
+		journal.breaker(opened("c.test", "2026-01-01T00:02:00.000Z"));
+		journal.close();
+		// Read back as hostile: an open line without its time, a bad time, no fingerprint; a torn last line.
+		appendFileSync(
+			path,
+			[
+				JSON.stringify({ e: "breaker", domain: "c.test", open: true, reason: "x", fingerprint }),
+				JSON.stringify({ ...opened("c.test", "yesterday") }),
+				JSON.stringify({ e: "breaker", domain: "c.test", open: false }),
+				'{"e":"breaker","domain":"b.test","open":false,"finger',
+			].join("\n"),
+		);
+		const read = await readJournalTasks(path);
+		// In the order of each domain's latest change: a.test closed after b.test opened.
+		expect([...read.breakers.values()]).toEqual([
+			opened("b.test", "2026-01-01T00:01:00.000Z"),
+			{ e: "breaker", domain: "a.test", open: false, fingerprint },
+			opened("c.test", "2026-01-01T00:02:00.000Z"),
+		]);
 	});
 });

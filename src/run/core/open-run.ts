@@ -16,7 +16,7 @@ import {
 	repairResults,
 } from "../records/resume-state.js";
 import { type CarriedFigures, carriedFrom } from "../records/run-statistics.js";
-import { readJournalTasks } from "../target/journal.js";
+import { type BreakerChange, readJournalTasks } from "../target/journal.js";
 import type { PaidAnswer } from "../target/paid-answers.js";
 
 /** `--resume` cannot go on: the job's targets changed (without `--force`), or the run folder is unusable. */
@@ -79,7 +79,10 @@ export interface OpenedRun {
 	/** Answers an earlier session was charged for and kept before their page was read, without a record. */
 	readonly resumePaid: ReadonlyMap<string, PaidAnswer>;
 	readonly lock: RunLock;
-	/** What earlier sessions measured that no record holds (their last summary.json); null for a new run. */
+	/**
+	 * What the run's earlier invocations measured that no record holds (their last summary.json; the
+	 * breakers also from the journal); null for a new run.
+	 */
 	readonly carried: CarriedFigures | null;
 	/** The run's credit budget: this session's `--max-credits`, else the one kept in run.json, else the job's. */
 	readonly maxCredits: number | null;
@@ -87,8 +90,19 @@ export interface OpenedRun {
 	readonly superseded: number;
 }
 
-/** The last summary.json of a run folder (unreadable or missing after a killed session: nothing is carried). */
-function readCarried(runDir: string, meta: RunMeta, fingerprint: string): CarriedFigures {
+/**
+ * What the run's earlier invocations measured, from the folder's last summary.json (missing after a
+ * killed process: nothing of it is carried), and the breakers left open. Those come from the journal's
+ * breaker lines, written as each breaker changed: a process killed before its summary (SIGKILL, the OOM
+ * killer) still hands them on, and a breaker a later resume closed is not re-opened from an older
+ * summary. summary.json answers only for domains the journal does not name (a folder of an older version).
+ */
+function readCarried(
+	runDir: string,
+	meta: RunMeta,
+	fingerprint: string,
+	journalled: ReadonlyMap<string, BreakerChange>,
+): CarriedFigures {
 	let previous: unknown = null;
 	try {
 		previous = JSON.parse(readFileSync(join(runDir, RUN_FILES.summary), "utf8"));
@@ -97,9 +111,15 @@ function readCarried(runDir: string, meta: RunMeta, fingerprint: string): Carrie
 	}
 	const created = Date.parse(meta.created_at);
 	const carried = carriedFrom(previous, Number.isFinite(created) ? created : null);
-	// Breakers judged the fetches the run was started with: a job changed since (another mode or proxy,
+	// Breakers judged the fetches of the job as it was then: a job changed since (another mode or proxy,
 	// resumed with --force) gets its fix tried at once.
-	return meta.job_fingerprint === fingerprint ? carried : { ...carried, openBreakers: [] };
+	const summarized = meta.job_fingerprint === fingerprint ? carried.openBreakers : [];
+	const openBreakers = summarized.filter((breaker) => !journalled.has(breaker.domain));
+	for (const change of journalled.values()) {
+		if (!change.open || change.fingerprint !== fingerprint) continue;
+		openBreakers.push({ domain: change.domain, reason: change.reason, openedMs: Date.parse(change.opened_at) });
+	}
+	return { ...carried, openBreakers };
 }
 
 function writeMeta(runDir: string, meta: RunMeta): void {
@@ -259,7 +279,7 @@ async function reopenRun(
 			csv.close();
 		}
 	}
-	const carried = run.meta ? readCarried(runDir, run.meta, job.fingerprint) : null;
+	const carried = run.meta ? readCarried(runDir, run.meta, job.fingerprint, journalled.breakers) : null;
 	const meta = run.meta ? await adoptChangedTargets(options, runDir, run.meta, prior.done) : null;
 	const maxCredits = resumedBudget(runDir, meta, options.maxCredits, prior.statistics.creditsUsed, job.maxCredits);
 	const superseded = meta?.superseded ?? 0;

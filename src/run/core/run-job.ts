@@ -332,7 +332,14 @@ function openRunnerSide(context: RunContext, side: RecordSide, fetching: FetchSi
 		...(fleet ? { targetFence: fleet.mayWrite, onRecord: fleet.written } : {}),
 	});
 	const browser = options.browser ?? null;
-	const breakers = createRunBreakers(job, fleet, clock, { log, logger: options.logger }, opened.carried?.openBreakers);
+	const breakers = createRunBreakers(
+		job,
+		fleet,
+		clock,
+		{ log, logger: options.logger },
+		opened.carried?.openBreakers,
+		(change) => stops.guardOutput(() => records.journal.breaker(change)),
+	);
 	// `mode: adaptive` and the forecast: what the job's store remembers of modes and costs (run-economics.ts).
 	// A `--retry-failed` run's costs are its failures': they do not stand for the job's next full run.
 	const retry = (options.selection ?? readRunSelection(opened.runDir))?.retry_failed ?? false;

@@ -34,7 +34,7 @@ import { buildSummary, createRunStatistics, type RunStatistics } from "../record
 import { crawlerFor, serviceSitemapFetch } from "../target/crawl-hook.js";
 import { createRunFillStats } from "../target/extract-record.js";
 import { fetchTarget } from "../target/fetch-target.js";
-import { type Journal, openJournal } from "../target/journal.js";
+import { type BreakerChange, type Journal, openJournal } from "../target/journal.js";
 import { createFetchDeps, reserveOrStop } from "../target/target-runner.js";
 import { DEFAULT_TASK_POLL } from "../target/task-poller.js";
 import type { OpenedRun } from "./open-run.js";
@@ -148,7 +148,8 @@ export function createFlowControl(input: {
 
 /**
  * The per-domain paid-failure breakers (docs/behaviour.md, "Breakers"), said in run.log and on the
- * terminal; a fleet's are rows in its database, shared by every worker. Null with `breaker: false`.
+ * terminal, and each change journalled (`journal`) so a resume of a killed process still knows them; a
+ * fleet's are rows in its database, shared by every worker. Null with `breaker: false`.
  */
 export function createRunBreakers(
 	job: Job,
@@ -156,18 +157,25 @@ export function createRunBreakers(
 	clock: Clock,
 	loggers: { readonly log: Logger; readonly logger: Logger | undefined },
 	carried: readonly CarriedBreaker[] = [],
+	journal: ((change: BreakerChange) => void) | null = null,
 ): Breakers | null {
 	const { log, logger } = loggers;
 	if (!job.breaker) return null;
+	const { fingerprint } = job;
 	const events: BreakerEvents = {
 		onOpen: (open) => {
 			const message = `breaker open for ${open.domain}: ${open.reason}; its remaining targets are parked (${fleet ? "--continue" : "--resume"} takes them)`;
 			log.warn({ event: "breaker_open", domain: open.domain, reason: open.reason }, message);
 			logger?.warn({ domain: open.domain }, message);
+			if (!fleet) {
+				const { domain, opened_at, reason } = open;
+				journal?.({ e: "breaker", domain, open: true, opened_at, reason, fingerprint });
+			}
 		},
 		onClose: (domain) => {
 			log.info({ event: "breaker_closed", domain }, `breaker closed for ${domain}: the probe was useful`);
 			logger?.info({ domain }, `breaker closed for ${domain}: the probe was useful`);
+			if (!fleet) journal?.({ e: "breaker", domain, open: false, fingerprint });
 		},
 	};
 	if (fleet) return fleet.useBreakers(job.breaker, events);

@@ -14,7 +14,10 @@ export interface CarriedFigures {
 	readonly runStartedMs: number | null;
 	/** The account's credits as the last answer of an earlier session reported them. */
 	readonly creditsRemaining: number | null;
-	/** The breakers the last session ended with open: a resume keeps them open until their cool-down. */
+	/**
+	 * The breakers the run's earlier invocations left open (open-run.ts takes them from the journal, which a
+	 * killed process wrote too): a resume keeps them open until their cool-down.
+	 */
 	readonly openBreakers: readonly CarriedBreaker[];
 }
 

@@ -11,7 +11,17 @@ export type JournalEvent =
 	| { e: "session"; run_id: string; at: string; resumed: boolean }
 	| { e: "start"; id: string }
 	| { e: "task"; id: string; task_id: string }
-	| { e: "paid"; answer: PaidAnswer };
+	| { e: "paid"; answer: PaidAnswer }
+	| BreakerChange;
+
+/**
+ * A local run's breaker opening or closing (docs/behaviour.md, "Breakers"), with the fingerprint of the job
+ * that judged it: a resume carries the breakers whose latest line is `open`, even when the process that
+ * wrote it was killed before its summary.
+ */
+export type BreakerChange =
+	| { e: "breaker"; domain: string; open: true; opened_at: string; reason: string; fingerprint: string }
+	| { e: "breaker"; domain: string; open: false; fingerprint: string };
 
 export interface Journal {
 	session(runId: string, resumed: boolean): void;
@@ -20,6 +30,8 @@ export interface Journal {
 	task(id: string, taskId: string): void;
 	/** Written once a paid answer's body is kept and before its page is read: a resume reads it, never pays again. */
 	paid(answer: PaidAnswer): void;
+	/** A breaker opened or closed: a synchronous write, kept by a process killed right after. */
+	breaker(change: BreakerChange): void;
 	sync(): void;
 	close(): void;
 }
@@ -75,6 +87,7 @@ export function openJournal(path: string): Journal {
 		},
 		task: (id, taskId) => write({ e: "task", id, task_id: taskId }),
 		paid: (answer) => write({ e: "paid", answer }),
+		breaker: write,
 		sync: () => {
 			flush();
 			file.sync();
@@ -93,11 +106,16 @@ export function openJournal(path: string): Journal {
  * Read the task ids journalled for targets, ignoring a torn last line. Returns only the latest
  * task id per target; the caller drops those that have a record.
  */
-export async function readJournalTasks(
-	path: string,
-): Promise<{ tasks: Map<string, string>; paid: Map<string, PaidAnswer>; started: number }> {
+export async function readJournalTasks(path: string): Promise<{
+	tasks: Map<string, string>;
+	paid: Map<string, PaidAnswer>;
+	started: number;
+	/** Each domain's latest breaker line, in the order those lines were written. */
+	breakers: Map<string, BreakerChange>;
+}> {
 	const tasks = new Map<string, string>();
 	const paid = new Map<string, PaidAnswer>();
+	const breakers = new Map<string, BreakerChange>();
 	let started = 0;
 	for (const { text } of jsonlLines(path)) {
 		if (!text.endsWith("}")) continue;
@@ -106,8 +124,25 @@ export async function readJournalTasks(
 		if (event.e === "task") tasks.set(event.id, event.task_id);
 		else if (event.e === "start") started += 1;
 		else if (event.e === "paid" && isPaidAnswer(event.answer)) paid.set(event.answer.id, event.answer);
+		else if (event.e === "breaker" && isBreakerChange(event)) {
+			// Re-inserted: the map's order stays the order of each domain's latest change.
+			breakers.delete(event.domain);
+			breakers.set(event.domain, event);
+		}
 	}
-	return { tasks, paid, started };
+	return { tasks, paid, started, breakers };
+}
+
+function isBreakerChange(value: { readonly e: "breaker" }): value is BreakerChange {
+	const change = value as Partial<Record<string, unknown>>;
+	if (typeof change.domain !== "string" || typeof change.fingerprint !== "string") return false;
+	if (change.open === false) return true;
+	return (
+		change.open === true &&
+		typeof change.reason === "string" &&
+		typeof change.opened_at === "string" &&
+		Number.isFinite(Date.parse(change.opened_at))
+	);
 }
 
 /** A journal line read back is hostile like any file: only a well-formed answer is trusted. */
