@@ -48,10 +48,10 @@ export class FleetFrontier {
 		this.#sitemapReader = sitemapReader;
 	}
 
-	/** Where a leased page's redirects ended, into the frontier under its lease; resolves at once for any other page. */
-	noteLanding(lease: FleetLease): Promise<void> {
+	/** Where a leased page's redirects ended, into the frontier under its lease; undefined for any other page. */
+	noteLanding(lease: FleetLease): Promise<void> | undefined {
 		const landing = this.#crawl?.takeLanding(lease.targetId);
-		if (landing === undefined) return Promise.resolve();
+		if (landing === undefined) return undefined;
 		return addLanding(this.#deps.fleet, lease, landing).then(
 			() => undefined,
 			// Not noted: the address may be fetched again under its own name, as if no redirect had led there.

@@ -57,9 +57,9 @@ export interface FleetLeaseDeps {
 	readonly addLinks: (lease: FleetLease) => Promise<void>;
 	/**
 	 * A crawl's page whose redirects ended elsewhere: that address noted in the frontier before the
-	 * target's slot goes to the next claim, so that claim cannot take it. Resolves at once for any other.
+	 * target's slot goes to the next claim, so that claim cannot take it. Undefined for any other page.
 	 */
-	readonly noteLanding?: (lease: FleetLease) => Promise<void>;
+	readonly noteLanding?: (lease: FleetLease) => Promise<void> | undefined;
 	/** The target settled (or could not): what its claim brought is no longer needed. */
 	readonly forget: (targetId: string) => void;
 	/** A held target's slot came free, or its settlement reached the database: the claim feed may take the next target now. */
@@ -281,7 +281,9 @@ export class FleetLeases {
 		// claim and the completion overlap instead of following each other: a round trip less a target).
 		this.#held.delete(targetId);
 		this.#unsettled.set(targetId, target);
-		await this.#deps.noteLanding?.(target.lease);
+		// Awaited only when there is one: any other target's slot goes to the next claim at once.
+		const noting = this.#deps.noteLanding?.(target.lease);
+		if (noting !== undefined) await noting;
 		this.#spare.push(target.slot);
 		this.#deps.slotFreed();
 		await this.#pending.get(targetId);
