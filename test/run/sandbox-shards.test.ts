@@ -4,6 +4,7 @@ import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { readRecords, tempDir, writeJob } from "../helpers/job-files.js";
 import { runCli } from "../helpers/run-cli.js";
+import { useTestService } from "../helpers/service.js";
 import { assertBuilt, runPrintedCommand, spawnCli } from "../helpers/spawn-cli.js";
 import { until } from "../helpers/until.js";
 
@@ -115,5 +116,27 @@ describe("merge of sandbox shards", () => {
 			expect(merged.stderr).toContain(`ran in the sandbox with its demo site at ${address}`);
 		expect(merged.stderr).not.toContain("the job or its sources changed");
 		expect(existsSync(join(dir, "merged"))).toBe(false);
+	});
+
+	it("refuses a sandbox shard beside one run against the service, saying which ran where", async () => {
+		const service = await useTestService();
+		const dir = tempDir();
+		writeSandboxJob(
+			dir,
+			[1, 2, 3, 4, 5, 6].map((id) => `/product/${id}`),
+		);
+		const sandboxed = await runCli(["run", "sbx.yaml", "--sandbox", "--out", "out", "--shard", "1/2", "--quiet"], {
+			cwd: dir,
+		});
+		expect(sandboxed.code, sandboxed.stderr).toBe(0);
+		// The job's demo site named by hand, fetched through a service (the emulator's).
+		const env = { ...service.env, SCRAPEJOB_DEMO_SITE: service.site.url };
+		const served = await runCli(["run", "sbx.yaml", "--out", "out", "--shard", "2/2", "--quiet"], { env, cwd: dir });
+		expect(served.code, served.stderr).toBe(0);
+		const merged = await runCli(["merge", ...shardFolders(dir), "--out", "merged"], { cwd: dir });
+		expect(merged.code).toBe(2);
+		expect(merged.stderr).toContain("shard 2 ran against the service");
+		expect(merged.stderr).toContain("shard 1 ran in the sandbox with its demo site at http://127.0.0.1:");
+		expect(merged.stderr).toContain("all with --sandbox, or all against the service");
 	});
 });

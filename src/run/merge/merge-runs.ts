@@ -127,7 +127,7 @@ function checkShards(metas: readonly ShardMeta[]): void {
 			// Sandbox shards' targets name their demo site: a different address is the reason, not the job.
 			if (meta.sandbox !== first.sandbox)
 				throw new UsageError(
-					`${meta.dir} and ${first.dir} ran different targets: ${serviceOf(meta)}, ${serviceOf(first)}, and a sandbox job's target URLs name its demo site's address. Run every shard again with --sandbox and the same --out (shards started side by side share the demo site's port), then merge those folders`,
+					`${meta.dir} and ${first.dir} ran different targets: ${serviceOf(meta)}, ${serviceOf(first)}, and a sandbox job's target URLs name its demo site's address. ${meta.sandbox !== null && first.sandbox !== null ? "Run every shard again with --sandbox and the same --out (shards started side by side share the demo site's port)" : "Run every shard again the same way: all with --sandbox, or all against the service"}, then merge those folders`,
 				);
 			throw new UsageError(
 				`${meta.dir} and ${first.dir} ran different targets (the job or its sources changed): refusing to merge them`,
