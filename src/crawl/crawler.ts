@@ -90,6 +90,8 @@ export interface Crawler {
 	 */
 	pageFetched(target: Target, links: readonly string[] | null, finalUrl?: string): void;
 	summary(): CrawlSummary;
+	/** Of `summary().sitemap_credits`, the robots.txt and sitemap credits this session paid (not an earlier session of the run). */
+	sessionSitemapCredits(): number;
 	/** `robots: obey`: the `Crawl-delay` of `host`'s robots.txt in ms (0: none, or not read yet). */
 	crawlDelayMs(host: string): number;
 	sync(): void;
@@ -147,6 +149,8 @@ class BreadthFirstCrawler implements Crawler {
 	private readonly shard: Job["shard"];
 	/** Pages with a record from earlier sessions of this run. */
 	private readonly pagesBefore: number;
+	/** robots.txt and sitemap credits earlier sessions of the run paid (read back from the journal). */
+	private sitemapCreditsBefore = 0;
 	/** Seed origins whose sitemaps were asked for (`sitemaps: true`), each once per session. */
 	private readonly seedOrigins = new Set<string>();
 	private handedOut = 0;
@@ -206,7 +210,10 @@ class BreadthFirstCrawler implements Crawler {
 			isStopping: options.isStopping,
 			hasRoom: () => this.urls.size < this.spec.maxPages,
 		});
-		if (this.done !== null) this.rememberJournalled();
+		if (this.done !== null) {
+			this.rememberJournalled();
+			this.sitemapCreditsBefore = this.sitemaps.credits + (this.robots?.credits ?? 0);
+		}
 	}
 
 	/** The seeds, then the journal, lowest depth first, each depth once the depth two above it has settled. */
@@ -253,6 +260,10 @@ class BreadthFirstCrawler implements Crawler {
 		const handed = this.linksFound(target.id, crawl, links, found);
 		this.frontier.journal(found);
 		for (const [owner, entries] of handed) this.options.handOff?.inbox.handOff(owner, entries);
+	}
+
+	sessionSitemapCredits(): number {
+		return this.sitemaps.credits + (this.robots?.credits ?? 0) - this.sitemapCreditsBefore;
 	}
 
 	summary(): CrawlSummary {

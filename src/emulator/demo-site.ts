@@ -11,7 +11,7 @@
  * anything else is a 404 page.
  */
 import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
-import type { AddressInfo } from "node:net";
+import type { AddressInfo, ListenOptions } from "node:net";
 import { DEFAULT_HOST } from "./defaults.js";
 import { loadMorePage, searchPage } from "./demo-interactive-pages.js";
 import { calendarPage, graphPage, robotsTxt, sitemapXml } from "./link-graph.js";
@@ -25,6 +25,13 @@ export interface DemoSiteOptions {
 	readonly pages?: number;
 	/** Delay added to every answer, ms. @default 0 */
 	readonly latencyMs?: number;
+	/**
+	 * Share the port with other demo sites that ask the same (SO_REUSEPORT; where the system has no such
+	 * option, the port is taken alone): the shards of a sandbox job, run as separate processes, then
+	 * serve one address, so their targets' URLs agree. Closing then lets answers under way finish.
+	 * @default false
+	 */
+	readonly sharedPort?: boolean;
 }
 
 /** A running demo website: a shop, a link graph, slow and failing pages, robots.txt and sitemaps to scrape. */
@@ -64,26 +71,49 @@ export async function startDemoSite(options: DemoSiteOptions = {}): Promise<Demo
 		requests += 1;
 		later(latencyMs, () => answer(req, res, pages, later));
 	});
-	const port = await new Promise<number>((resolve, reject) => {
-		server.once("error", reject);
-		server.listen(options.port ?? 0, host, () => {
-			server.off("error", reject);
-			resolve((server.address() as AddressInfo).port);
+	const listen = (reusePort: boolean) =>
+		new Promise<number>((resolve, reject) => {
+			server.once("error", reject);
+			// `reusePort` (Node 22.12) is not in this version of the types.
+			server.listen({ port: options.port ?? 0, host, reusePort } as ListenOptions, () => {
+				server.off("error", reject);
+				resolve((server.address() as AddressInfo).port);
+			});
 		});
+	const shared = options.sharedPort === true;
+	const port = await listen(shared).catch((error: unknown) => {
+		// A system without load-balanced SO_REUSEPORT (macOS, Windows) refuses the option itself.
+		if (shared && isUnsupported(error)) return listen(false);
+		throw error;
 	});
 	const url = `http://${host.includes(":") ? `[${host}]` : host}:${port}`;
+	const dropAll = () => {
+		for (const timer of timers) clearTimeout(timer);
+		timers.clear();
+		server.closeAllConnections();
+	};
 	return {
 		url,
 		port,
 		requestCount: () => requests,
 		close: () =>
 			new Promise<void>((resolve) => {
-				for (const timer of timers) clearTimeout(timer);
-				timers.clear();
 				server.close(() => resolve());
-				server.closeAllConnections();
+				if (!shared) return dropAll();
+				// On a shared port, the answers under way may be another shard's fetches: they finish (a while at most).
+				server.closeIdleConnections();
+				const force = setTimeout(dropAll, SHARED_CLOSE_GRACE_MS);
+				server.once("close", () => clearTimeout(force));
 			}),
 	};
+}
+
+/** How long a demo site on a shared port waits for answers under way when it closes, ms. */
+const SHARED_CLOSE_GRACE_MS = 2000;
+
+function isUnsupported(error: unknown): boolean {
+	const code = (error as { code?: unknown } | null)?.code;
+	return code === "ENOTSUP" || code === "EOPNOTSUPP" || code === "EINVAL" || code === "ERR_INVALID_ARG_VALUE";
 }
 
 type Reply =

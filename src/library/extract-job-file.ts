@@ -43,7 +43,7 @@ export type ExtractOutcome = RunJobResult & { readonly jobName: string };
  * sent — tracked against the job's previous records and promoted to "latest" unless it breaks the
  * job's data contract. Returns the summary (`summary.json`'s fields, `reextracted_from`,
  * `missing_pages`) with `run_dir`, `report` and `stop_message`. Throws `JobValidationError`,
- * `LockHeldError` (a run of the job holds its lock) or `UsageError` (no such run, no records, no
+ * `LockHeldError` (a run of the job holds its lock) or `UsageError` (no such run, no records, no stored page, no
  * `extract:`) before the run folder is made.
  */
 export async function extractJobFile(path: string, options: ExtractJobFileOptions): Promise<RunJobFileResult> {

@@ -162,6 +162,7 @@ export async function prepareRuns(
 			browser,
 			savedItems: savedItemsFor(scraper),
 			fleet,
+			...(connection.demoSiteUrl !== undefined ? { sandboxDemoSite: connection.demoSiteUrl } : {}),
 		};
 		const choices: RunChoices = {
 			outRoot,

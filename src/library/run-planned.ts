@@ -60,6 +60,8 @@ export interface RunServices {
 	readonly savedItems?: SavedItemsClient;
 	/** The fleet's database (`run --fleet`, SCRAPEJOB_FLEET_URL): each job runs as one worker of its fleet run. */
 	readonly fleet?: { readonly url: string; readonly schema?: string };
+	/** `--sandbox`'s demo site address (its runs' folders say they were sandbox runs). */
+	readonly sandboxDemoSite?: string;
 }
 
 /**
@@ -381,6 +383,7 @@ function runJobOptionsOf(input: {
 		browser: services.browser && jobUsesBrowser(job) ? services.browser : undefined,
 		logger: choices.logger,
 		onProgress: input.onProgress ?? undefined,
+		...(services.sandboxDemoSite !== undefined ? { sandboxDemoSite: services.sandboxDemoSite } : {}),
 	};
 }
 

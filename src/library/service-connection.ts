@@ -126,7 +126,8 @@ export async function connectService(ctx: ConnectContext, flags: ServiceFlags): 
 		let demoSite: Awaited<ReturnType<typeof startDemoSite>> | undefined;
 		const outRoot = resolve(ctx.cwd, flags.out ?? "output");
 		for (const port of sandboxDemoSitePorts(outRoot)) {
-			demoSite = await startDemoSite({ port }).catch(() => undefined);
+			// Shared: the shards of one sandbox job, run side by side, get the same port and so the same targets.
+			demoSite = await startDemoSite({ port, sharedPort: true }).catch(() => undefined);
 			if (demoSite) break;
 		}
 		demoSite ??= await startDemoSite({});

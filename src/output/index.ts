@@ -24,7 +24,15 @@ export {
 } from "./record.js";
 export { findCorruptLines, isResultRecord, parseRecordLine } from "./record-lines.js";
 export type { RecordSink } from "./record-sink.js";
-export { createRunDir, jobOutputDir, newRunId, RUN_FILES } from "./run-folder.js";
+export {
+	createRunDir,
+	jobOutputDir,
+	newRunId,
+	RUN_FILES,
+	readSandboxRun,
+	SANDBOX_RUN_FILE,
+	writeSandboxRun,
+} from "./run-folder.js";
 export { createRunLog } from "./run-log.js";
 export { createRecordScrubber } from "./scrub-record.js";
 export {

@@ -1,6 +1,7 @@
 import { randomBytes } from "node:crypto";
-import { mkdirSync } from "node:fs";
+import { mkdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
+import { writeFileAtomic } from "../common/index.js";
 import { OutputError } from "./output-error.js";
 
 /** Files of one run folder (docs/reference/outputs.md). */
@@ -45,4 +46,29 @@ export function createRunDir(outRoot: string, jobName: string, runId: string): s
 		throw new OutputError(dir, error);
 	}
 	return dir;
+}
+
+/**
+ * `sandbox.json` in a run folder: the run fetched through `--sandbox`, its demo site at `demo_site`. The
+ * commands printed for the run's folder later (`merge`'s) need `--sandbox` to work as printed.
+ */
+export const SANDBOX_RUN_FILE = "sandbox.json";
+
+export function writeSandboxRun(runDir: string, demoSite: string): void {
+	const path = join(runDir, SANDBOX_RUN_FILE);
+	try {
+		writeFileAtomic(path, `${JSON.stringify({ demo_site: demoSite })}\n`);
+	} catch (error) {
+		throw new OutputError(path, error, "nothing was sent");
+	}
+}
+
+/** The demo site address of a sandbox run's folder; null for a run against the service (or of an older version). */
+export function readSandboxRun(runDir: string): string | null {
+	try {
+		const { demo_site } = JSON.parse(readFileSync(join(runDir, SANDBOX_RUN_FILE), "utf8")) as { demo_site?: unknown };
+		return typeof demo_site === "string" ? demo_site : null;
+	} catch {
+		return null;
+	}
 }

@@ -6,10 +6,12 @@ import { afterEach, describe, expect, it } from "vitest";
 import type { HostCost } from "../../src/history/index.js";
 import { forecastCredits, forecastReport } from "../../src/run/economics/forecast.js";
 import { createHostCosts, hostOf } from "../../src/run/economics/host-costs.js";
-import { readSummary, tempDir, writeJob } from "../helpers/job-files.js";
+import { isRunFolderName, readRecords, readSummary, tempDir, writeJob } from "../helpers/job-files.js";
 import { listenForTest } from "../helpers/loopback.js";
 import { runCli } from "../helpers/run-cli.js";
 import { startTestService, type TestService, useTestService } from "../helpers/service.js";
+import { assertBuilt, spawnCli } from "../helpers/spawn-cli.js";
+import { until } from "../helpers/until.js";
 
 let service: TestService | undefined;
 afterEach(async () => {
@@ -288,6 +290,78 @@ describe("the adaptive forecast against the ledger", () => {
 			spent: crawled,
 		});
 	});
+});
+
+describe("a crawl's --retry-failed run", () => {
+	it("says the credits it paid once: the forecast's spent is the credits line's figure, robots.txt and sitemaps included", async () => {
+		const service = await useTestService();
+		const dir = tempDir();
+		const out = join(dir, "out");
+		// The demo site's link graph has two dead links: the retry run fetches them, and robots.txt and the sitemaps again.
+		const job = writeJob(
+			dir,
+			"crawl",
+			[
+				"name: crawl",
+				"defaults: {mode: request}",
+				'crawl: {max_depth: 3, scope: host, exclude: ["/calendar/"]}',
+				"targets:",
+				`  - http://127.0.0.1:${service.site.port}/graph/1`,
+				"",
+			].join("\n"),
+		);
+		const full = await runCli(["run", job, "--out", out, "--quiet"], { env: service.env });
+		expect(full.code, full.stderr).toBe(1);
+		const before = service.emulator.ledger.totalCharged();
+		const retry = await runCli(["run", job, "--out", out, "--retry-failed"], { env: service.env });
+		expect(retry.code, retry.stderr).toBe(1);
+		const charged = service.emulator.ledger.totalCharged() - before;
+		// The dead links are free: what it paid is robots.txt and the sitemaps, which no target's record holds.
+		expect(charged).toBeGreaterThan(0);
+		expect(retry.stdout).toMatch(new RegExp(`^credits +${charged} used`, "m"));
+		expect(retry.stdout).toMatch(new RegExp(`^forecast .*; ${charged} spent`, "m"));
+		const dirs = readdirSync(join(out, "crawl")).filter((name) => /^\d/.test(name));
+		const summary = readSummary(join(out, "crawl", dirs.sort().at(-1)!));
+		expect(summary.forecast?.spent).toBe(summary.credits.used);
+		// Paid, not forecast: they are in expected too, so the error is the targets' own.
+		expect(summary.forecast?.expected).toBeGreaterThanOrEqual(charged);
+	});
+});
+
+describe("a crawl resumed after a kill", () => {
+	it("the resumed session's forecast counts the robots.txt and sitemaps it paid, not those of the session before", async () => {
+		assertBuilt();
+		service = await startTestService({ concurrency: 2, latency_ms: 40 });
+		const dir = tempDir();
+		const out = join(dir, "out");
+		const job = writeJob(
+			dir,
+			"crawl",
+			[
+				"name: crawl",
+				"defaults: {mode: request}",
+				'crawl: {max_depth: 3, scope: host, exclude: ["/calendar/"]}',
+				"targets:",
+				`  - http://127.0.0.1:${service.site.port}/graph/1`,
+				"",
+			].join("\n"),
+		);
+		// A first run teaches the store what the site costs: the next runs have a forecast.
+		expect((await runCli(["run", job, "--out", out, "--quiet"], { env: service.env })).code).toBe(1);
+		const [learned] = readdirSync(join(out, "crawl")).filter(isRunFolderName);
+		const second = spawnCli(["run", job, "--out", out, "--quiet"], service.env);
+		const runs = () => readdirSync(join(out, "crawl")).filter((name) => isRunFolderName(name) && name !== learned);
+		await until(() => runs().length === 1 && readRecords(join(out, "crawl", runs()[0]!)).length >= 10, "10 records");
+		second.child.kill("SIGKILL");
+		await second.done;
+		const runDir = join(out, "crawl", runs()[0]!);
+		const resumed = await runCli(["run", job, "--out", out, "--quiet", "--resume"], { env: service.env });
+		expect(resumed.code, resumed.stderr).toBe(1);
+		const summary = readSummary(runDir);
+		// robots.txt and the sitemaps were paid by the killed session (journalled), not again by this one.
+		expect(summary.crawl?.sitemap_credits).toBeGreaterThan(0);
+		expect(summary.forecast?.spent).toBe(summary.session?.credits_used);
+	}, 60_000);
 });
 
 /**

@@ -229,6 +229,39 @@ describe("a weekend with a wrong selector, fixed on Monday without paying again"
 	}, 60_000);
 });
 
+describe("a job that keeps no pages (output.content: none)", () => {
+	it("extract is refused with exit 2, saying why and what keeps pages; nothing is made; with content: files it then works", async () => {
+		const shop: Shop = { prices: new Map([[1, 10]]), moved: new Set<number>() };
+		const site = await startShop(shop);
+		emulator = await startEmulator({ scenario: { concurrency: 2 } });
+		const dir = tempDir();
+		const env = envOf();
+		const job = (content: string) =>
+			shopJob(site.origin, 1, ["price: {css: .price, type: number}"]).replace("content: files", `content: ${content}`);
+		writeJob(dir, "shop", job("none"));
+		expect((await runCli(["run", "shop.yaml", "--out", "out", "--quiet"], { env, cwd: dir })).code).toBe(0);
+		const [fetched] = runFolders(join(dir, "out"));
+		for (const run of ["latest", basename(fetched!)]) {
+			const refused = await runCli(["extract", "shop.yaml", "--run", run, "--out", "out"], { env, cwd: dir });
+			expect(refused.code, refused.stdout).toBe(2);
+			expect(refused.stdout).toBe("");
+			expect(refused.stderr).toContain("nothing to re-extract");
+			expect(refused.stderr).toContain("output.content: none");
+			expect(refused.stderr).toContain("Set `output: {content: files}` in shop.yaml");
+		}
+		const json = await runCli(["extract", "shop.yaml", "--run", "latest", "--out", "out", "--json"], { env, cwd: dir });
+		expect(json.code).toBe(2);
+		expect(JSON.parse(json.stdout)).toMatchObject({ error: { code: "SCRAPEJOB_USAGE" } });
+		expect(runFolders(join(dir, "out"))).toEqual([fetched]);
+		// As the message says: keep the pages, run again; extract then reads them.
+		writeJob(dir, "shop", job("files"));
+		expect((await runCli(["run", "shop.yaml", "--out", "out", "--quiet"], { env, cwd: dir })).code).toBe(0);
+		const ok = await runCli(["extract", "shop.yaml", "--run", "latest", "--out", "out"], { env, cwd: dir });
+		expect(ok.code, ok.stderr).toBe(0);
+		expect(readRecords(runFolders(join(dir, "out"))[2]!)[0]?.data).toEqual({ price: 10 });
+	}, 60_000);
+});
+
 describe("overrides: each page is read again with the fields it was fetched to be read with", () => {
 	it("a target's and a source's own extract apply to their pages, the job's to the rest", async () => {
 		const shop: Shop = {

@@ -13,6 +13,7 @@ import {
 	writeSummary,
 } from "../../output/index.js";
 import { type ReportCollector, rebuildReport } from "../../report/index.js";
+import { forecastReport } from "../economics/forecast.js";
 import { addDiscoverySummary, type DiscoveredTargets } from "../feed/discovery-sources.js";
 import type { CreditBudget } from "../flow/credit-budget.js";
 import type { StopController, StopReason } from "../flow/stop-controller.js";
@@ -187,9 +188,26 @@ async function summaryOf(parts: FinishParts, summary: RunSummary): Promise<RunSu
 	if (parts.freshness) summary.targets.fresh = parts.deselected;
 	addCrawlSummary(summary, parts.crawler);
 	addDiscoverySummary(summary, parts.discovered);
+	paidOutsideForecast(summary, (parts.crawler?.sessionSitemapCredits() ?? 0) + (parts.discovered?.sessionCredits ?? 0));
 	if (parts.fill) summary.extract = parts.fill.summary();
 	if (parts.changes) summary.changes = { ...parts.changes.counts };
 	return summary;
+}
+
+/**
+ * `summary.forecast` is of the session's target records, the credits line of every credit. What the
+ * session paid besides — robots.txt, sitemaps, map/search calls (`calls`), charges of targets left
+ * without a record — is known once paid, not forecast: it goes into expected (and its interval) and
+ * spent alike, so spent is all the session paid and the error stays the targets' own.
+ */
+function paidOutsideForecast(summary: RunSummary, calls: number): void {
+	const { forecast, session } = summary;
+	if (!forecast || !session) return;
+	const paid = session.credits_used + calls;
+	const outside = paid - forecast.spent;
+	if (outside <= 0) return;
+	const { expected, low, high } = forecast;
+	summary.forecast = forecastReport({ expected: expected + outside, low: low + outside, high: high + outside }, paid);
 }
 
 /** A completed run held back from "latest": its contract state written, and promoted when it passed. */

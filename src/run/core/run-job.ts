@@ -13,7 +13,14 @@ import {
 } from "../../common/index.js";
 import type { JobHistory } from "../../history/index.js";
 import type { Job } from "../../job/index.js";
-import { createRecordScrubber, createRunLog, newRunId, type PageStore, RUN_FILES } from "../../output/index.js";
+import {
+	createRecordScrubber,
+	createRunLog,
+	newRunId,
+	type PageStore,
+	RUN_FILES,
+	writeSandboxRun,
+} from "../../output/index.js";
 import { createRunEconomics } from "../economics/run-economics.js";
 import { type FeedOutcome, feedTargets, hostGateFor, whenIdle } from "../feed/feeder.js";
 import type { TargetSurvey } from "../feed/survey-targets.js";
@@ -139,6 +146,8 @@ export interface RunJobOptions {
 	readonly fleet?: FleetWorkerSetup;
 	/** Where the run folder goes. @default `<outRoot>/<job>/` */
 	readonly runsDir?: string;
+	/** `--sandbox`'s demo site address: the run folder says so (`sandbox.json`), for the commands printed for it later. */
+	readonly sandboxDemoSite?: string;
 }
 
 /**
@@ -181,6 +190,7 @@ export async function runJob(options: RunJobOptions): Promise<RunJobResult> {
 			maxCredits: options.maxCredits,
 			selection: options.selection,
 		});
+		if (options.sandboxDemoSite !== undefined) writeSandboxRun(opened.runDir, options.sandboxDemoSite);
 		return await execute({ options, job, survey, opened, health, lock, startedAt, clock, sleep, random });
 	} finally {
 		if (!options.lock) lock.release();

@@ -29,6 +29,8 @@ export interface DiscoveredTargets {
 	readonly targets: Target[];
 	/** Credits the discovery calls cost (every session of the run). */
 	readonly credits: number;
+	/** Of those, the credits of the calls this session made (the others' answers were read back). */
+	readonly sessionCredits: number;
 	/** For summary.json: per source, what it found and cost (or why it failed). */
 	readonly report: NonNullable<RunSummary["discovery"]>;
 }
@@ -62,6 +64,7 @@ export async function discoverTargets(
 	const seen = new Set<string>();
 	const report: DiscoveredTargets["report"] = [];
 	let credits = 0;
+	let sessionCredits = 0;
 	try {
 		for (const [index, spec] of specs.entries()) {
 			let answer = saved.get(index);
@@ -71,6 +74,7 @@ export async function discoverTargets(
 					// Credentials in an answer's URLs are never journalled (docs/behaviour.md, "Keys never written").
 					const urls = found.urls.map(stripUrlCredentials);
 					answer = { i: index, kind: spec.kind, urls, credits_used: found.creditsUsed ?? 0 };
+					sessionCredits += answer.credits_used;
 				} catch (error) {
 					answer = { i: index, kind: spec.kind, urls: [], credits_used: 0, error: errorMessage(error) };
 				}
@@ -96,7 +100,7 @@ export async function discoverTargets(
 	} finally {
 		file.close();
 	}
-	return { targets, credits, report };
+	return { targets, credits, sessionCredits, report };
 }
 
 /**

@@ -207,6 +207,8 @@ export function createFleetCrawl(options: FleetCrawlOptions): FleetCrawl {
 			refetched_for_links: 0,
 			stopped_by: null,
 		}),
+		// A worker's robots.txt and sitemap credits are its own session's: it reads back none of another's.
+		sessionSitemapCredits: () => (robots?.credits ?? 0) + sitemapCredits,
 		crawlDelayMs: (host) => robots?.crawlDelayMs(host) ?? 0,
 		// The frontier is the fleet's: nothing of the local crawler's feed, journal or files.
 		targets: () => {

@@ -29,6 +29,7 @@ import {
 	RUN_FILES,
 	type RunSummary,
 	readCsvHeader,
+	readSandboxRun,
 	UTF8_BOM,
 	writeSummary,
 } from "../../output/index.js";
@@ -46,6 +47,8 @@ interface ShardMeta {
 	readonly targets_digest: string;
 	readonly total: number;
 	readonly shard: { readonly index: number; readonly count: number };
+	/** The demo site of a `--sandbox` run (its sandbox.json); null for a run against the service. */
+	readonly sandbox: string | null;
 }
 
 export interface MergeResult {
@@ -76,6 +79,8 @@ function shardRunCommand(meta: ShardMeta, index: number, tail: readonly string[]
 	const jobFile = meta.job_file ? pathFromHere(meta.job_file, cwd) : "JOB.yaml";
 	const words = ["run", jobFile, "--shard", `${index}/${meta.shard.count}`];
 	if (out !== "output") words.push("--out", out);
+	// A sandbox job's targets name the demo site that only --sandbox starts: without it the line fails.
+	if (meta.sandbox !== null) words.push("--sandbox");
 	return cliCommand([...words, ...tail]);
 }
 
@@ -99,7 +104,12 @@ function readMeta(dir: string): ShardMeta {
 	if (!shard || !Number.isInteger(shard.index) || !Number.isInteger(shard.count)) {
 		throw new UsageError(`${dir} is not a shard's run folder (made without --shard): nothing to merge it with`);
 	}
-	return { ...(meta as ShardMeta), dir };
+	return { ...(meta as ShardMeta), dir, sandbox: readSandboxRun(dir) };
+}
+
+/** Where a shard's run fetched, as a refusal names it. */
+function serviceOf(meta: ShardMeta): string {
+	return `shard ${meta.shard.index} ${meta.sandbox === null ? "ran against the service" : `ran in the sandbox with its demo site at ${meta.sandbox}`}`;
 }
 
 /** The shard folders must be of one job (same name and targets) and one shard count, each shard at most once. */
@@ -114,6 +124,11 @@ function checkShards(metas: readonly ShardMeta[]): void {
 			);
 		}
 		if (meta.targets_digest !== first.targets_digest) {
+			// Sandbox shards' targets name their demo site: a different address is the reason, not the job.
+			if (meta.sandbox !== first.sandbox)
+				throw new UsageError(
+					`${meta.dir} and ${first.dir} ran different targets: ${serviceOf(meta)}, ${serviceOf(first)}, and a sandbox job's target URLs name its demo site's address. ${meta.sandbox !== null && first.sandbox !== null ? "Run every shard again with --sandbox and the same --out (shards started side by side share the demo site's port)" : "Run every shard again the same way: all with --sandbox, or all against the service"}, then merge those folders`,
+				);
 			throw new UsageError(
 				`${meta.dir} and ${first.dir} ran different targets (the job or its sources changed): refusing to merge them`,
 			);
@@ -293,7 +308,7 @@ async function copyShardRecords(
 	}
 	if (bad !== null && followed) {
 		throw new UsageError(
-			`${path} line ${bad} is not a record (and more lines follow it): repair the shard first with ${repairCommand(meta, into.cwd)} (and the flags that chose its service, such as --sandbox or --config)`,
+			`${path} line ${bad} is not a record (and more lines follow it): repair the shard first with ${repairCommand(meta, into.cwd)}${meta.sandbox === null ? " (and the flags that chose its service, such as --config)" : ""}`,
 		);
 	}
 }

@@ -64,3 +64,13 @@ export function storedPagePath(entry: SourceEntry): string | null {
 export function missingReason(record: ResultRecord): string {
 	return record.status === "ok" ? "no stored page" : `no stored page (${record.error ?? record.status})`;
 }
+
+/**
+ * Whether any record of the source has its page still stored: read until the first one that has (at once
+ * for a run that kept pages; to the end, a stream, for one that kept none).
+ */
+export function sourceHasStoredPage(jobDir: string, history: JobHistory, sourceDir: string | null): boolean {
+	for (const entry of sourceEntries(jobDir, history, sourceDir, () => {}))
+		if (storedPagePath(entry) !== null) return true;
+	return false;
+}

@@ -30,7 +30,14 @@ import { buildSummary, createRunStatistics } from "../records/run-statistics.js"
 import { extractPlansOf } from "../target/extract-overrides.js";
 import { createRunFillStats } from "../target/extract-record.js";
 import { reextracted } from "./reextract-record.js";
-import { missingReason, type SourceEntry, sourceEntries, sourceRunDir, storedPagePath } from "./reextract-source.js";
+import {
+	missingReason,
+	type SourceEntry,
+	sourceEntries,
+	sourceHasStoredPage,
+	sourceRunDir,
+	storedPagePath,
+} from "./reextract-source.js";
 
 /** The run folder's list of the source's targets that had no stored page to read (no record each). */
 export const MISSING_PAGES_FILE = "missing-pages.txt";
@@ -94,6 +101,8 @@ export async function reextractRun(options: ReextractOptions): Promise<RunJobRes
 		const corrupt = findCorruptLines(jsonl);
 		if (corrupt.count > 0) throw new CorruptResultsError(jsonl, corrupt.lines, corrupt.count);
 	}
+	// No page kept anywhere in the source: an empty run that says success would hide why nothing was read.
+	if (!sourceHasStoredPage(jobDir, history, sourceDir)) throw noStoredPagesError(job, options.from);
 	const startedAt = Date.now();
 	const runId = options.runId ?? newRunId(new Date(startedAt));
 	// A re-extraction writes a run folder and the job's store like a run: under the job's lock, as a run.
@@ -105,6 +114,18 @@ export async function reextractRun(options: ReextractOptions): Promise<RunJobRes
 	} finally {
 		if (!options.lock) lock.release();
 	}
+}
+
+/** Why a source with no stored page cannot be re-extracted, and what keeps pages for the next time. */
+function noStoredPagesError(job: Job, from: string): UsageError {
+	const source = from === "latest" ? `the latest records of job ${job.name}` : `run ${from} of job ${job.name}`;
+	const why =
+		job.output.content === "files"
+			? "its runs kept no page file (they ran before output.content was files, or no target was fetched ok)"
+			: `the job keeps no page files (output.content: ${job.output.content}): re-extraction reads the pages a run kept with output.content: files`;
+	return new UsageError(
+		`nothing to re-extract: ${source} ${from === "latest" ? "have" : "has"} no stored page; ${why}. ${job.output.content === "files" ? "Run" : `Set \`output: {content: files}\` in ${job.displayFile}, run`} the job again to keep its pages, then extract reads them with any later extract: for 0 credits`,
+	);
 }
 
 interface OpenedReextraction extends ReextractOptions {
