@@ -123,8 +123,9 @@ export interface RunSummary {
 	modes?: Record<string, { mode: string; proxy_type: string; credits_per_useful: number | null }>;
 	/**
 	 * The forecast of this session's credits from the job's earlier runs (docs/behaviour.md, "Forecast"):
-	 * expected and its 80 % interval, what the session spent on its targets, and `error` = (spent −
-	 * expected) / expected. Absent when the job's store knew none of the run's domains.
+	 * expected and its 80 % interval (its targets', plus what it paid besides them: robots.txt, sitemaps,
+	 * map/search calls), what the session spent in all, and `error` = (spent − expected) / expected.
+	 * Absent when the job's store knew none of the run's domains.
 	 */
 	forecast?: { expected: number; low: number; high: number; spent: number; error: number | null };
 	/** Browser credits the run's `browser_session:` targets used (the account's balance before and after); absent without them. */
