@@ -123,6 +123,61 @@ describe("the shipped crawl demo in a fleet", () => {
 	}, 120_000);
 });
 
+describe("a fleet crawl's worker stopped cleanly", () => {
+	it("a worker stopped with SIGTERM while its pages are in flight: they settle with their links in the frontier, and the next worker crawls what a local run crawls", async () => {
+		assertBuilt();
+		const url = await (await cluster()).createDatabase();
+		// Every page slow: the stop comes while the seed's links are being fetched.
+		const service = await useTestService({
+			concurrency: 4,
+			faults: [{ kind: "slow", match: "/graph/", delay_ms: 600 }],
+		});
+		const site = service.site.url;
+		const host = new URL(site).host;
+		const seed = `${site}/graph/3`;
+		const expected = await siteBfs({ seeds: [seed], maxDepth: 2, follows: (page) => page.host === host });
+		const dir = tempDir("scrapejob-fleet-crawl-stop-");
+		const job = writeJob(
+			dir,
+			"crawlstop",
+			[
+				"name: crawlstop",
+				"defaults: {mode: request}",
+				"output: {content: none}",
+				"crawl: {max_depth: 2, robots: ignore, sitemaps: false}",
+				`targets: [${seed}]`,
+				"",
+			].join("\n"),
+		);
+		const start = () =>
+			spawnCli(["run", job, "--quiet", "--json", "--fleet", url, "--fleet-run", "stop-1"], service.env, dir);
+		const first = start();
+		// The seed settled and its links claimed, their fetches in flight.
+		await until(
+			async () =>
+				Number(
+					(
+						await query<{ n: string }>(
+							url,
+							"SELECT count(*) AS n FROM scrapejob.targets WHERE state = 'leased' AND depth = 1",
+						)
+					)[0]?.n ?? 0,
+				) >= 2,
+		);
+		first.child.kill("SIGTERM");
+		const stopped = await first.done;
+		expect(stopped.code, stopped.stderr).toBe(130);
+		const next = await start().done;
+		expect([0, 1], next.stderr).toContain(next.code);
+		expect(JSON.parse(next.stdout.trim().split("\n").at(-1)!)).toMatchObject({ complete: true });
+		const records = await query<{ url: string; depth: number | null }>(
+			url,
+			"SELECT record->>'url' AS url, (record->>'depth')::int AS depth FROM scrapejob.records",
+		);
+		expectBfsPages(records, expected, expect);
+	}, 120_000);
+});
+
 describe("redirects in a fleet crawl", () => {
 	it("where a page's redirects end was fetched as that page: taken out of the queue and never fetched again under its own address", async () => {
 		assertBuilt();
