@@ -102,11 +102,30 @@ export class FleetFrontier {
 		};
 	}
 
-	/** A crawl's `max_pages` is the fleet's: the frontier never grows past it. */
-	async #withinMaxPages<T>(links: readonly T[]): Promise<readonly T[]> {
-		const { maxPages } = this.#deps;
+	/**
+	 * A crawl's `max_pages` is the fleet's: the frontier never grows past it. Links it holds already cost no
+	 * room (one found shallower still moves up), so the room left goes to new pages in the order found.
+	 */
+	async #withinMaxPages(links: readonly FleetTargetInput[]): Promise<readonly FleetTargetInput[]> {
+		const { maxPages, fleet, run } = this.#deps;
 		if (maxPages === undefined) return links;
-		return links.slice(0, Math.max(0, maxPages - (await this.#size())));
+		const keyOf = (link: FleetTargetInput) => link.urlKey ?? link.url;
+		const held = new Set(
+			(
+				await fleet.query<{ url_key: string }>(
+					"SELECT url_key FROM targets WHERE run_id = $1 AND url_key = ANY($2::text[])",
+					[run.id, links.map(keyOf)],
+					"fleet_frontier_held",
+				)
+			).map((row) => row.url_key),
+		);
+		let room = Math.max(0, maxPages - (await this.#size()));
+		return links.filter((link) => {
+			if (held.has(keyOf(link))) return true;
+			if (room === 0) return false;
+			room -= 1;
+			return true;
+		});
 	}
 
 	/** Pages the frontier holds now (a sitemap task, depth -1, is none). */
