@@ -178,6 +178,39 @@ describe("a fleet crawl's worker stopped cleanly", () => {
 	}, 120_000);
 });
 
+describe("max_pages in a fleet crawl", () => {
+	it("pages settling at once on two workers never take the last room twice: the frontier holds max_pages pages, as a local crawl fetches", async () => {
+		assertBuilt();
+		const url = await (await cluster()).createDatabase();
+		const service = await useTestService({ concurrency: 10 });
+		const dir = tempDir("scrapejob-fleet-crawl-max-");
+		const job = writeJob(
+			dir,
+			"crawlmax",
+			[
+				"name: crawlmax",
+				"concurrency: 10",
+				"defaults: {mode: request}",
+				"output: {content: none}",
+				"crawl: {max_depth: 3, max_pages: 50, robots: ignore, sitemaps: false}",
+				`targets: [${service.site.url}/graph/1]`,
+				"",
+			].join("\n"),
+		);
+		for (const run of ["a", "b", "c"]) {
+			const start = () =>
+				spawnCli(["run", job, "--quiet", "--json", "--fleet", url, "--fleet-run", run], service.env, dir).done;
+			for (const outcome of await Promise.all([start(), start()]))
+				expect([0, 1], outcome.stderr).toContain(outcome.code);
+			const [pages] = await query<{ n: number }>(
+				url,
+				`SELECT count(*)::int AS n FROM scrapejob.targets t JOIN scrapejob.runs r ON r.id = t.run_id WHERE r.run_name = '${run}' AND t.depth >= 0`,
+			);
+			expect(pages, run).toEqual({ n: 50 });
+		}
+	}, 120_000);
+});
+
 describe("redirects in a fleet crawl", () => {
 	it("where a page's redirects end was fetched as that page: taken out of the queue and never fetched again under its own address", async () => {
 		assertBuilt();
