@@ -211,6 +211,45 @@ describe("max_pages in a fleet crawl", () => {
 	}, 120_000);
 });
 
+describe("a fleet crawl's settings", () => {
+	it("a worker whose crawl: settings differ from the run's (another max_pages) does not join it: exit 2, nothing sent", async () => {
+		assertBuilt();
+		const url = await (await cluster()).createDatabase();
+		const service = await useTestService({ concurrency: 2 });
+		const dir = tempDir("scrapejob-fleet-crawl-edit-");
+		const yaml = (maxPages: number) =>
+			[
+				"name: crawledit",
+				"max_credits: 6",
+				"defaults: {mode: request}",
+				"output: {content: none}",
+				`crawl: {max_depth: 3, max_pages: ${maxPages}, robots: ignore, sitemaps: false}`,
+				`targets: [${service.site.url}/graph/1]`,
+				"",
+			].join("\n");
+		const job = writeJob(dir, "crawledit", yaml(20));
+		const worker = (...flags: string[]) =>
+			spawnCli(["run", job, "--quiet", "--fleet", url, "--fleet-run", "edit", ...flags], service.env, dir).done;
+		// The run stops at its budget, unfinished.
+		expect((await worker()).code).toBe(1);
+		const sent = service.emulator.ledger.byEndpoint("realtime").length;
+		writeJob(dir, "crawledit", yaml(40));
+		const edited = await worker("--max-credits", "400");
+		expect(edited.code).toBe(2);
+		expect(edited.stderr).toContain("fleet run edit was opened with another version of");
+		expect(service.emulator.ledger.byEndpoint("realtime")).toHaveLength(sent);
+		// Its own file finishes it, within its own max_pages.
+		writeJob(dir, "crawledit", yaml(20));
+		const finished = await worker("--max-credits", "400");
+		expect([0, 1], finished.stderr).toContain(finished.code);
+		const [pages] = await query<{ n: number }>(
+			url,
+			"SELECT count(*)::int AS n FROM scrapejob.targets WHERE depth >= 0",
+		);
+		expect(pages).toEqual({ n: 20 });
+	}, 60_000);
+});
+
 describe("redirects in a fleet crawl", () => {
 	it("where a page's redirects end was fetched as that page: taken out of the queue and never fetched again under its own address", async () => {
 		assertBuilt();
