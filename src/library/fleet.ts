@@ -1,7 +1,7 @@
 import { randomBytes } from "node:crypto";
 import { closeSync, openSync, rmSync } from "node:fs";
 import { dirname, join } from "node:path";
-import { jsonlLines, parseJsonLine, writeAll } from "../common/index.js";
+import { jsonlLines, parseJsonLine, UsageError, writeAll } from "../common/index.js";
 import {
 	connectFleet,
 	DEFAULT_FLEET_SCHEMA,
@@ -70,6 +70,12 @@ export async function exportFleetLatest(
 		readOnly: true,
 	});
 	try {
+		// A job the fleet never ran (a typo, another schema) is an error, as a local export without runs is.
+		const runs = await fleet.query("SELECT 1 FROM runs WHERE job_name = $1 LIMIT 1", [jobName]);
+		if (runs.length === 0)
+			throw new UsageError(
+				`no fleet runs of job ${jobName} in ${fleet.maskedUrl} (schema ${fleet.schema}): nothing to export`,
+			);
 		const fd = openSync(spool, "wx", 0o600);
 		try {
 			let pending = "";

@@ -311,6 +311,25 @@ describe("run --fleet: workers of one fleet run", () => {
 		expect(readFileSync(join(dir, "latest.csv"), "utf8").trim().split("\n")).toHaveLength(6);
 	}, 60_000);
 
+	it("export --fleet of a job the fleet never ran (a typo in its name): exit 2 naming the job, no file written", async () => {
+		assertBuilt();
+		const url = await (await cluster()).createDatabase();
+		const service = await useTestService({ concurrency: 2 });
+		const site = await startTargetSite((_req, res) => html(res, "<p>page</p>"));
+		const { dir, file } = listJob(site.origin, 3);
+		expect((await worker(file, dir, service.env, url).done).code).toBe(0);
+		const other = writeJob(dir, "otherjob", readFileSync(file, "utf8").replace("name: fleetjob", "name: fleetjb"));
+		const out = join(dir, "other.csv");
+		const refused = await spawnCli(["export", other, "--latest", "--fleet", url, "--out", out], {}, dir).done;
+		expect(refused.code).toBe(2);
+		expect(refused.stderr).toContain("no fleet runs of job fleetjb in postgres://");
+		expect(refused.stderr).not.toContain("fleet-test-pw");
+		expect(existsSync(out)).toBe(false);
+		const ran = await spawnCli(["export", file, "--latest", "--fleet", url, "--out", out], {}, dir).done;
+		expect(ran.code, ran.stderr).toBe(0);
+		expect(readFileSync(out, "utf8").trim().split("\n")).toHaveLength(4);
+	}, 60_000);
+
 	it("a worker stopped by the fleet's budget prints a worker command line that, pasted as printed, finishes the fleet run paying nothing twice", async () => {
 		assertBuilt();
 		const url = await (await cluster()).createDatabase();
