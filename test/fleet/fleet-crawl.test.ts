@@ -250,6 +250,40 @@ describe("a fleet crawl's settings", () => {
 	}, 60_000);
 });
 
+describe("freshness in a fleet crawl", () => {
+	it("a seed whose newest fleet record is fresh is left out of the next run, and the worker's summary counts it as fresh", async () => {
+		assertBuilt();
+		const url = await (await cluster()).createDatabase();
+		const service = await useTestService({ concurrency: 2 });
+		const dir = tempDir("scrapejob-fleet-crawl-fresh-");
+		const job = writeJob(
+			dir,
+			"crawlfresh",
+			[
+				"name: crawlfresh",
+				"defaults: {mode: request}",
+				"output: {content: none}",
+				"crawl: {max_depth: 1, robots: ignore, sitemaps: false}",
+				`targets: [${service.site.url}/graph/1, ${service.site.url}/graph/2]`,
+				"",
+			].join("\n"),
+		);
+		const run = (name: string) =>
+			spawnCli(["run", job, "--json", "--fleet", url, "--fleet-run", name, "--freshness", "1h"], service.env, dir).done;
+		expect((await run("first")).code).toBe(0);
+		const second = await run("second");
+		expect(second.code, second.stderr).toBe(0);
+		const summary = JSON.parse(second.stdout.trim().split("\n").at(-1)!);
+		expect(summary).toMatchObject({ complete: true, targets: { done: 0, fresh: 2 } });
+		const text = await spawnCli(
+			["run", job, "--fleet", url, "--fleet-run", "third", "--freshness", "1h"],
+			service.env,
+			dir,
+		).done;
+		expect(text.stdout).toContain("0 done by this worker: 0 ok, 0 failed, 0 skipped; 2 fresh (not fetched: freshness)");
+	}, 60_000);
+});
+
 describe("redirects in a fleet crawl", () => {
 	it("where a page's redirects end was fetched as that page: taken out of the queue and never fetched again under its own address", async () => {
 		assertBuilt();
