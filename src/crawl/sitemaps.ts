@@ -53,6 +53,8 @@ export interface SitemapReaderOptions {
 	readonly isStopping: () => boolean;
 	/** False once the crawl knows `max_pages` URLs: further sitemap files are left for a resume. */
 	readonly hasRoom: () => boolean;
+	/** Resolves once the pages appended so far are counted in `hasRoom` (a fleet adds them to its database). */
+	readonly appended?: () => Promise<void>;
 	/**
 	 * `robots: obey`: the origin's robots.txt as the robots rules fetched it (path of its body, null: none),
 	 * so it is paid once; "stopped" when it could not be fetched. Without it, robots.txt is fetched here.
@@ -198,6 +200,7 @@ export function createSitemapReader(options: SitemapReaderOptions): SitemapReade
 			for (let index = 0; index < files.length; index++) {
 				const file = files[index]!;
 				if (read.has(file)) continue;
+				await options.appended?.();
 				if (!options.hasRoom()) return "cut";
 				const done = await readDocument(file, seed, profile, async (path) => {
 					if (path === null) return null;

@@ -10,7 +10,7 @@ import type { FleetLease, FleetTargetInput } from "./types.js";
  * while their page is still leased can never be missed. Returns how many were new.
  */
 export async function addDiscovered(
-	fleet: Fleet,
+	fleet: Pick<Fleet, "query">,
 	page: Pick<FleetLease, "runId" | "targetId" | "epoch" | "depth">,
 	links: readonly FleetTargetInput[],
 ): Promise<number> {

@@ -132,8 +132,9 @@ async function claimQueued(
 			FROM runs WHERE id = $1
 		), level AS (
 			-- Depth-exact crawls: a page is claimed only once every page two levels above it has settled, so
-			-- no unsettled page can still find it shallower (a list's targets are all at depth 0).
-			SELECT coalesce(min(depth), 0) + 1 AS deepest FROM targets
+			-- no unsettled page can still find it shallower (a list's targets are all at depth 0). A sitemap
+			-- task (depth -1) goes first, alone, as in a local crawl: its pages, not the seeds' links, fill max_pages.
+			SELECT CASE WHEN min(depth) < 0 THEN -1 ELSE coalesce(min(depth), 0) + 1 END AS deepest FROM targets
 			WHERE run_id = $1 AND state IN ('queued', 'leased')
 		), due_hosts AS (
 			SELECT h.host, h.delay_ms, h.max_in_flight, h.in_flight FROM hosts h, run

@@ -35,7 +35,7 @@ export async function addProgress(fleet: Fleet, lease: LeaseRef, steps: readonly
  * null when the lease is no longer this epoch's.
  */
 export async function addListedPages(
-	fleet: Fleet,
+	fleet: Pick<Fleet, "query">,
 	lease: LeaseRef,
 	pages: readonly FleetTargetInput[],
 ): Promise<number | null> {

@@ -1,7 +1,7 @@
 import { randomBytes } from "node:crypto";
 import { closeSync, openSync, rmSync } from "node:fs";
 import { dirname, join } from "node:path";
-import { jsonlLines, parseJsonLine, writeAll } from "../common/index.js";
+import { jsonlLines, parseJsonLine, UsageError, writeAll } from "../common/index.js";
 import {
 	connectFleet,
 	DEFAULT_FLEET_SCHEMA,
@@ -11,7 +11,7 @@ import {
 	listFleetRuns,
 } from "../fleet/index.js";
 import { type ExportFormat, exportLatest } from "../history/index.js";
-import type { ResultRecord } from "../output/index.js";
+import { RECORD_COLUMNS, type ResultRecord } from "../output/index.js";
 
 export { type FleetStatus, fleetUrlSecrets, targetCounts } from "../fleet/index.js";
 
@@ -50,6 +50,27 @@ export async function fleetStatusOf(jobName: string, address: FleetAddress): Pro
 }
 
 /**
+ * A record as a run writes it: its keys in the record's order, `data` last with the job's fields in their
+ * declared order (PostgreSQL's jsonb keeps keys sorted by length, which a JSONL export would show).
+ */
+function inRecordOrder(record: unknown, csvColumns: readonly string[]): unknown {
+	if (record === null || typeof record !== "object" || Array.isArray(record)) return record;
+	const fields = record as Record<string, unknown>;
+	const ordered: Record<string, unknown> = {};
+	for (const key of RECORD_COLUMNS) if (key in fields) ordered[key] = fields[key];
+	for (const key of Object.keys(fields)) if (!(key in ordered) && key !== "data") ordered[key] = fields[key];
+	const data = fields.data;
+	if (data !== null && typeof data === "object" && !Array.isArray(data)) {
+		const values = data as Record<string, unknown>;
+		const inOrder: Record<string, unknown> = {};
+		for (const key of csvColumns) if (key in values) inOrder[key] = values[key];
+		for (const key of Object.keys(values)) if (!(key in inOrder)) inOrder[key] = values[key];
+		ordered.data = inOrder;
+	} else if ("data" in fields) ordered.data = data;
+	return ordered;
+}
+
+/**
  * `export --latest --fleet`: the newest ok record of every target across the job's fleet runs, in the
  * format `export` writes from the job's store. The records come from PostgreSQL a page at a time into a
  * spool file beside `outFile` (removed at the end), which the export then reads like the store's: memory
@@ -70,11 +91,17 @@ export async function exportFleetLatest(
 		readOnly: true,
 	});
 	try {
+		// A job the fleet never ran (a typo, another schema) is an error, as a local export without runs is.
+		const runs = await fleet.query("SELECT 1 FROM runs WHERE job_name = $1 LIMIT 1", [jobName]);
+		if (runs.length === 0)
+			throw new UsageError(
+				`no fleet runs of job ${jobName} in ${fleet.maskedUrl} (schema ${fleet.schema}): nothing to export`,
+			);
 		const fd = openSync(spool, "wx", 0o600);
 		try {
 			let pending = "";
 			for await (const record of latestFleetRecords(fleet, jobName)) {
-				pending += `${JSON.stringify(record)}\n`;
+				pending += `${JSON.stringify(inRecordOrder(record, csvColumns))}\n`;
 				if (pending.length >= 1 << 20) {
 					writeAll(fd, pending);
 					pending = "";

@@ -257,6 +257,8 @@ export interface SummaryHints {
 	readonly jobFile?: string;
 	/** The job's `breaker.cool_down`: an open breaker's line says from when a resume probes it. */
 	readonly breakerCoolDownMs?: number;
+	/** Who sends an open breaker's probe: a resume of a local run, the next worker of a fleet run. */
+	readonly breakerProbedBy?: string;
 }
 
 /** A compact, human-readable summary for the end of a run (stdout). */
@@ -295,7 +297,7 @@ export function formatSummary(summary: RunSummary, runDir: string, hints: Summar
 	for (const breaker of summary.breakers ?? []) {
 		rows.push([
 			"breaker",
-			`${breaker.domain} open since ${breaker.opened_at}: ${breaker.reason}; ${plural(breaker.parked, "target")} parked, ${breaker.credits_saved} credits saved${probeFrom(breaker.opened_at, hints.breakerCoolDownMs)}`,
+			`${breaker.domain} open since ${breaker.opened_at}: ${breaker.reason}; ${plural(breaker.parked, "target")} parked, ${breaker.credits_saved} credits saved${probeFrom(breaker.opened_at, hints.breakerCoolDownMs, hints.breakerProbedBy)}`,
 		]);
 	}
 	const errors = Object.entries(summary.errors_by_kind);
@@ -352,10 +354,10 @@ export function formatSummary(summary: RunSummary, runDir: string, hints: Summar
 }
 
 /** When a resume sends an open breaker's probe: before then its targets stay parked and nothing is sent. */
-function probeFrom(openedAt: string, coolDownMs: number | undefined): string {
+function probeFrom(openedAt: string, coolDownMs: number | undefined, probedBy = "a resume"): string {
 	const opened = Date.parse(openedAt);
 	if (coolDownMs === undefined || !Number.isFinite(opened)) return "";
-	return `; a resume sends one target as its probe from ${new Date(opened + coolDownMs).toISOString()}, nothing before`;
+	return `; ${probedBy} sends one target as its probe from ${new Date(opened + coolDownMs).toISOString()}, nothing before`;
 }
 
 /** A resumed run's figures are the run's: the last session's share is named next to them. */

@@ -54,6 +54,31 @@ describe("export --out: where an export may be written", () => {
 		expect(readdirSync(join(dir, "exports"))).toEqual([]);
 	});
 
+	it("without --format, the format --out's extension names; a --format the extension contradicts: exit 2, nothing written", async () => {
+		const { dir, exportTo } = setUp();
+		const jsonl = await exportTo(join(dir, "latest.jsonl"));
+		expect(jsonl.code, jsonl.stderr).toBe(0);
+		expect(JSON.parse(readFileSync(join(dir, "latest.jsonl"), "utf8").split("\n")[0]!)).toMatchObject({
+			id: "0000000000000001",
+		});
+		const parquet = await exportTo(join(dir, "latest.parquet"), "--json");
+		expect(parquet.code, parquet.stderr).toBe(0);
+		expect(JSON.parse(parquet.stdout)).toMatchObject({ records: 2, format: "parquet" });
+		expect(readFileSync(join(dir, "latest.parquet")).subarray(0, 4).toString()).toBe("PAR1");
+		const sqlite = await exportTo(join(dir, "latest.db"));
+		expect(sqlite.code, sqlite.stderr).toBe(0);
+		expect(readFileSync(join(dir, "latest.db")).subarray(0, 15).toString()).toBe("SQLite format 3");
+		const other = await exportTo(join(dir, "latest.txt"));
+		expect(other.code, other.stderr).toBe(0);
+		expect(readFileSync(join(dir, "latest.txt"), "utf8")).toMatch(/^id,url,/);
+		const contradicted = await exportTo(join(dir, "shop.parquet"), "--format", "csv");
+		expect(contradicted.code).toBe(2);
+		expect(contradicted.stderr).toMatch(
+			/--out shop\.parquet names a parquet file but --format is csv: pass --format parquet/,
+		);
+		expect(readdirSync(dir).filter((name) => name.startsWith("shop."))).toEqual(["shop.yaml"]);
+	});
+
 	it("an existing file: exit 2 without --force, replaced with it, nothing temporary left", async () => {
 		const { dir, exportTo } = setUp();
 		const out = join(dir, "latest.jsonl");

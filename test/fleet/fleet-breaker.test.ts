@@ -94,10 +94,16 @@ describe("run --fleet with a breaker", () => {
 		expect(run.targets.parked).toBe(parked);
 		expect(run.breakers).toMatchObject([{ domain: "localhost", state: "open", parked }]);
 
-		// Within the cool-down a worker that joins has nothing to do: it sends nothing and says so (exit 6).
-		const early = await worker(blocking).done;
+		// Within the cool-down a worker that joins has nothing to do: it sends nothing and says so (exit 6),
+		// with when the next worker may send the probe.
+		const early = await spawnCli(["run", file, "--quiet", "--fleet", url, "--fleet-run", "nightly"], blocking.env, dir)
+			.done;
 		expect(early.code, early.stderr).toBe(6);
 		expect(spentOn(blocking, "localhost").fetches).toBe(blocked.fetches);
+		const openedAt = Date.parse(run.breakers[0].opened_at);
+		expect(early.stdout).toContain(
+			`the next worker sends one target as its probe from ${new Date(openedAt + 3_600_000).toISOString()}, nothing before`,
+		);
 
 		// The cool-down passes (the database's clock is the fleet's): one parked target goes as the probe.
 		const coolDownPassed = () =>

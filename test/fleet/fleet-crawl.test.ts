@@ -123,6 +123,167 @@ describe("the shipped crawl demo in a fleet", () => {
 	}, 120_000);
 });
 
+describe("a fleet crawl's worker stopped cleanly", () => {
+	it("a worker stopped with SIGTERM while its pages are in flight: they settle with their links in the frontier, and the next worker crawls what a local run crawls", async () => {
+		assertBuilt();
+		const url = await (await cluster()).createDatabase();
+		// Every page slow: the stop comes while the seed's links are being fetched.
+		const service = await useTestService({
+			concurrency: 4,
+			faults: [{ kind: "slow", match: "/graph/", delay_ms: 600 }],
+		});
+		const site = service.site.url;
+		const host = new URL(site).host;
+		const seed = `${site}/graph/3`;
+		const expected = await siteBfs({ seeds: [seed], maxDepth: 2, follows: (page) => page.host === host });
+		const dir = tempDir("scrapejob-fleet-crawl-stop-");
+		const job = writeJob(
+			dir,
+			"crawlstop",
+			[
+				"name: crawlstop",
+				"defaults: {mode: request}",
+				"output: {content: none}",
+				"crawl: {max_depth: 2, robots: ignore, sitemaps: false}",
+				`targets: [${seed}]`,
+				"",
+			].join("\n"),
+		);
+		const start = () =>
+			spawnCli(["run", job, "--quiet", "--json", "--fleet", url, "--fleet-run", "stop-1"], service.env, dir);
+		const first = start();
+		// The seed settled and its links claimed, their fetches in flight.
+		await until(
+			async () =>
+				Number(
+					(
+						await query<{ n: string }>(
+							url,
+							"SELECT count(*) AS n FROM scrapejob.targets WHERE state = 'leased' AND depth = 1",
+						)
+					)[0]?.n ?? 0,
+				) >= 2,
+		);
+		first.child.kill("SIGTERM");
+		const stopped = await first.done;
+		expect(stopped.code, stopped.stderr).toBe(130);
+		const next = await start().done;
+		expect([0, 1], next.stderr).toContain(next.code);
+		expect(JSON.parse(next.stdout.trim().split("\n").at(-1)!)).toMatchObject({ complete: true });
+		const records = await query<{ url: string; depth: number | null }>(
+			url,
+			"SELECT record->>'url' AS url, (record->>'depth')::int AS depth FROM scrapejob.records",
+		);
+		expectBfsPages(records, expected, expect);
+	}, 120_000);
+});
+
+describe("max_pages in a fleet crawl", () => {
+	it("pages settling at once on two workers never take the last room twice: the frontier holds max_pages pages, as a local crawl fetches", async () => {
+		assertBuilt();
+		const url = await (await cluster()).createDatabase();
+		const service = await useTestService({ concurrency: 10 });
+		const dir = tempDir("scrapejob-fleet-crawl-max-");
+		const job = writeJob(
+			dir,
+			"crawlmax",
+			[
+				"name: crawlmax",
+				"concurrency: 10",
+				"defaults: {mode: request}",
+				"output: {content: none}",
+				"crawl: {max_depth: 3, max_pages: 50, robots: ignore, sitemaps: false}",
+				`targets: [${service.site.url}/graph/1]`,
+				"",
+			].join("\n"),
+		);
+		for (const run of ["a", "b", "c"]) {
+			const start = () =>
+				spawnCli(["run", job, "--quiet", "--json", "--fleet", url, "--fleet-run", run], service.env, dir).done;
+			for (const outcome of await Promise.all([start(), start()]))
+				expect([0, 1], outcome.stderr).toContain(outcome.code);
+			const [pages] = await query<{ n: number }>(
+				url,
+				`SELECT count(*)::int AS n FROM scrapejob.targets t JOIN scrapejob.runs r ON r.id = t.run_id WHERE r.run_name = '${run}' AND t.depth >= 0`,
+			);
+			expect(pages, run).toEqual({ n: 50 });
+		}
+	}, 120_000);
+});
+
+describe("a fleet crawl's settings", () => {
+	it("a worker whose crawl: settings differ from the run's (another max_pages) does not join it: exit 2, nothing sent", async () => {
+		assertBuilt();
+		const url = await (await cluster()).createDatabase();
+		const service = await useTestService({ concurrency: 2 });
+		const dir = tempDir("scrapejob-fleet-crawl-edit-");
+		const yaml = (maxPages: number) =>
+			[
+				"name: crawledit",
+				"max_credits: 6",
+				"defaults: {mode: request}",
+				"output: {content: none}",
+				`crawl: {max_depth: 3, max_pages: ${maxPages}, robots: ignore, sitemaps: false}`,
+				`targets: [${service.site.url}/graph/1]`,
+				"",
+			].join("\n");
+		const job = writeJob(dir, "crawledit", yaml(20));
+		const worker = (...flags: string[]) =>
+			spawnCli(["run", job, "--quiet", "--fleet", url, "--fleet-run", "edit", ...flags], service.env, dir).done;
+		// The run stops at its budget, unfinished.
+		expect((await worker()).code).toBe(1);
+		const sent = service.emulator.ledger.byEndpoint("realtime").length;
+		writeJob(dir, "crawledit", yaml(40));
+		const edited = await worker("--max-credits", "400");
+		expect(edited.code).toBe(2);
+		expect(edited.stderr).toContain("fleet run edit was opened with another version of");
+		expect(service.emulator.ledger.byEndpoint("realtime")).toHaveLength(sent);
+		// Its own file finishes it, within its own max_pages.
+		writeJob(dir, "crawledit", yaml(20));
+		const finished = await worker("--max-credits", "400");
+		expect([0, 1], finished.stderr).toContain(finished.code);
+		const [pages] = await query<{ n: number }>(
+			url,
+			"SELECT count(*)::int AS n FROM scrapejob.targets WHERE depth >= 0",
+		);
+		expect(pages).toEqual({ n: 20 });
+	}, 60_000);
+});
+
+describe("freshness in a fleet crawl", () => {
+	it("a seed whose newest fleet record is fresh is left out of the next run, and the worker's summary counts it as fresh", async () => {
+		assertBuilt();
+		const url = await (await cluster()).createDatabase();
+		const service = await useTestService({ concurrency: 2 });
+		const dir = tempDir("scrapejob-fleet-crawl-fresh-");
+		const job = writeJob(
+			dir,
+			"crawlfresh",
+			[
+				"name: crawlfresh",
+				"defaults: {mode: request}",
+				"output: {content: none}",
+				"crawl: {max_depth: 1, robots: ignore, sitemaps: false}",
+				`targets: [${service.site.url}/graph/1, ${service.site.url}/graph/2]`,
+				"",
+			].join("\n"),
+		);
+		const run = (name: string) =>
+			spawnCli(["run", job, "--json", "--fleet", url, "--fleet-run", name, "--freshness", "1h"], service.env, dir).done;
+		expect((await run("first")).code).toBe(0);
+		const second = await run("second");
+		expect(second.code, second.stderr).toBe(0);
+		const summary = JSON.parse(second.stdout.trim().split("\n").at(-1)!);
+		expect(summary).toMatchObject({ complete: true, targets: { done: 0, fresh: 2 } });
+		const text = await spawnCli(
+			["run", job, "--fleet", url, "--fleet-run", "third", "--freshness", "1h"],
+			service.env,
+			dir,
+		).done;
+		expect(text.stdout).toContain("0 done by this worker: 0 ok, 0 failed, 0 skipped; 2 fresh (not fetched: freshness)");
+	}, 60_000);
+});
+
 describe("redirects in a fleet crawl", () => {
 	it("where a page's redirects end was fetched as that page: taken out of the queue and never fetched again under its own address", async () => {
 		assertBuilt();

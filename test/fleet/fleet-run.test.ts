@@ -311,6 +311,57 @@ describe("run --fleet: workers of one fleet run", () => {
 		expect(readFileSync(join(dir, "latest.csv"), "utf8").trim().split("\n")).toHaveLength(6);
 	}, 60_000);
 
+	it("export --fleet of a job the fleet never ran (a typo in its name): exit 2 naming the job, no file written", async () => {
+		assertBuilt();
+		const url = await (await cluster()).createDatabase();
+		const service = await useTestService({ concurrency: 2 });
+		const site = await startTargetSite((_req, res) => html(res, "<p>page</p>"));
+		const { dir, file } = listJob(site.origin, 3);
+		expect((await worker(file, dir, service.env, url).done).code).toBe(0);
+		const other = writeJob(dir, "otherjob", readFileSync(file, "utf8").replace("name: fleetjob", "name: fleetjb"));
+		const out = join(dir, "other.csv");
+		const refused = await spawnCli(["export", other, "--latest", "--fleet", url, "--out", out], {}, dir).done;
+		expect(refused.code).toBe(2);
+		expect(refused.stderr).toContain("no fleet runs of job fleetjb in postgres://");
+		expect(refused.stderr).not.toContain("fleet-test-pw");
+		expect(existsSync(out)).toBe(false);
+		const ran = await spawnCli(["export", file, "--latest", "--fleet", url, "--out", out], {}, dir).done;
+		expect(ran.code, ran.stderr).toBe(0);
+		expect(readFileSync(out, "utf8").trim().split("\n")).toHaveLength(4);
+	}, 60_000);
+
+	it("export --fleet --format jsonl writes each record as its worker wrote it in results.jsonl, keys and fields in their order", async () => {
+		assertBuilt();
+		const url = await (await cluster()).createDatabase();
+		const service = await useTestService({ concurrency: 2 });
+		const site = await startTargetSite((req, res) =>
+			html(res, `<h1>Title ${req.url}</h1><p class="sku">S${req.url}</p>`),
+		);
+		// Declared longest first: PostgreSQL's jsonb would hand them back shortest first.
+		const { dir, file } = listJob(site.origin, 4, "extract:\n  title: {css: h1}\n  sku: {css: .sku}\n");
+		const outcomes = await Promise.all(
+			[0, 1].map(() => worker(file, dir, service.env, url, ["--out", join(dir, "out")]).done),
+		);
+		for (const outcome of outcomes) expect(outcome.code, outcome.stderr).toBe(0);
+		const written = new Map<string, string>();
+		const runs = join(dir, "out", "fleetjob", "fleet");
+		for (const run of readdirSync(runs))
+			for (const line of readFileSync(join(runs, run, "results.jsonl"), "utf8")
+				.split("\n")
+				.filter(Boolean))
+				written.set(JSON.parse(line).id, line);
+		const out = join(dir, "latest.jsonl");
+		const exported = await spawnCli(
+			["export", file, "--latest", "--fleet", url, "--format", "jsonl", "--out", out],
+			{},
+			dir,
+		).done;
+		expect(exported.code, exported.stderr).toBe(0);
+		const lines = readFileSync(out, "utf8").split("\n").filter(Boolean);
+		expect(lines).toHaveLength(4);
+		for (const line of lines) expect(line).toBe(written.get(JSON.parse(line).id));
+	}, 60_000);
+
 	it("a worker stopped by the fleet's budget prints a worker command line that, pasted as printed, finishes the fleet run paying nothing twice", async () => {
 		assertBuilt();
 		const url = await (await cluster()).createDatabase();

@@ -203,3 +203,42 @@ describe("run --fleet with crawl.sitemaps: true", () => {
 		expect(run).toEqual({ spent: charged, reserved: 0 });
 	}, 60_000);
 });
+
+describe("max_pages with crawl.sitemaps: true", () => {
+	it("the sitemaps list more than max_pages: three workers crawl the pages a local run crawls and pay what it pays, no sitemap file past the bound", async () => {
+		assertBuilt();
+		const url = await (await cluster()).createDatabase();
+		// Slow sitemap files: the seed's answer comes first, as it would from a large site.
+		const service = await useTestService({
+			concurrency: 4,
+			latency_ms: 5,
+			faults: [{ kind: "slow", match: "/sitemap", delay_ms: 300 }],
+		});
+		const dir = tempDir("scrapejob-fleet-sitemaps-max-");
+		// The demo site's sitemaps list its 100 graph pages, then its products; the seed links pages below them.
+		const job = writeJob(
+			dir,
+			"smmax",
+			[
+				"name: smmax",
+				"defaults: {mode: request}",
+				"output: {content: none}",
+				"crawl: {max_depth: 2, max_pages: 30, scope: host, robots: obey, sitemaps: true}",
+				`targets: [${service.site.url}/graph/1]`,
+				"",
+			].join("\n"),
+		);
+		const local = await runCli(["run", job, "--quiet", "--out", join(dir, "local")], { env: service.env, cwd: dir });
+		expect(local.code, local.stderr).toBe(1);
+		const localRun = readdirSync(join(dir, "local", "smmax")).find(isRunFolderName)!;
+		const localPages = readRecords(join(dir, "local", "smmax", localRun)).map((record) => record.url);
+		const localCharged = service.emulator.ledger.totalCharged();
+
+		const start = () =>
+			spawnCli(["run", job, "--quiet", "--json", "--out", join(dir, "fleet"), "--fleet", url], service.env, dir).done;
+		for (const outcome of await Promise.all([start(), start(), start()])) expect(outcome.code, outcome.stderr).toBe(0);
+		const records = await fleetRecords(url);
+		expect(records.map((record) => record.url).sort()).toEqual([...localPages].sort());
+		expect(service.emulator.ledger.totalCharged() - localCharged).toBe(localCharged);
+	}, 60_000);
+});

@@ -1,5 +1,5 @@
 import { existsSync } from "node:fs";
-import { resolve } from "node:path";
+import { basename, extname, resolve } from "node:path";
 import { type Command, InvalidArgumentError } from "commander";
 import { UsageError } from "../../common/index.js";
 import { resolveFleetConfig } from "../../config/index.js";
@@ -26,6 +26,30 @@ function format(value: string): ExportFormat {
 	return value as ExportFormat;
 }
 
+/** The format a file's name says it holds; null for a name of no format's. */
+function formatNamedBy(out: string): ExportFormat | null {
+	const extension = extname(out).toLowerCase();
+	if (extension === ".csv") return "csv";
+	if (extension === ".jsonl" || extension === ".ndjson") return "jsonl";
+	if (extension === ".parquet") return "parquet";
+	if (extension === ".sqlite" || extension === ".sqlite3" || extension === ".db") return "sqlite";
+	return null;
+}
+
+/**
+ * Without --format, the one --out's name says (shop.parquet is Parquet); a --format another than the
+ * name's is refused, so no file holds a format its name belies.
+ */
+function exportFormat(out: string, given: ExportFormat | undefined): ExportFormat {
+	const named = formatNamedBy(out);
+	if (given === undefined) return named ?? "csv";
+	if (named !== null && named !== given)
+		throw new UsageError(
+			`--out ${basename(out)} names a ${named} file but --format is ${given}: pass --format ${named}, or an --out ending in the format's extension`,
+		);
+	return given;
+}
+
 export function registerExportCommand(program: Command, ctx: CliContext): void {
 	program
 		.command("export")
@@ -34,7 +58,11 @@ export function registerExportCommand(program: Command, ctx: CliContext): void {
 		.requiredOption("--latest", "the newest ok record per target (the only selection there is)")
 		.requiredOption("--out <file>", "the file to write (outside the job's output folder)")
 		.option("--force", "replace --out when it exists")
-		.option("--format <format>", `${EXPORT_FORMATS.join(" | ")}`, format, "csv")
+		.option(
+			"--format <format>",
+			`${EXPORT_FORMATS.join(" | ")} (default: the one --out's extension names, else csv)`,
+			format,
+		)
 		.option("--from <dir>", "root folder of results (as run --out)", "output")
 		.option("--accept <run-id>", "first promote that run, held back by its data contract (contract_failed), to latest")
 		.option(
@@ -64,7 +92,7 @@ Examples:
 				jobFile: string,
 				flags: {
 					out: string;
-					format: ExportFormat;
+					format?: ExportFormat;
 					from: string;
 					json?: boolean;
 					force?: boolean;
@@ -88,6 +116,7 @@ Examples:
 					if (flags.out.trim() === "") throw new UsageError("--out is empty: name the file to write");
 					const out = resolve(ctx.cwd, flags.out);
 					checkExportTarget(out, jobDir, flags.force === true);
+					const chosen = exportFormat(out, flags.format);
 					const columns = csvColumnsFor({ data: job.extraction?.dataColumns, carry: job.extraction?.carry });
 					if (flags.fleet !== undefined) {
 						if (flags.accept !== undefined) throw new UsageError("--accept promotes a local run: not with --fleet");
@@ -95,12 +124,12 @@ Examples:
 						const written = await exportFleetLatest(
 							job.name,
 							{ url: flags.fleet, schema: fleetSchema },
-							flags.format,
+							chosen,
 							out,
 							columns,
 							job.output.csvMaxCell,
 						);
-						if (flags.json) writeLine(ctx.stdout, JSON.stringify({ records: written, format: flags.format, out }));
+						if (flags.json) writeLine(ctx.stdout, JSON.stringify({ records: written, format: chosen, out }));
 						else
 							writeLine(ctx.stdout, `${written} records (the newest ok one of each target, from the fleet) → ${out}`);
 						return;
@@ -120,11 +149,11 @@ Examples:
 						}
 						if (history.size === 0)
 							throw new UsageError(`no records of job ${job.name} under ${jobDir}: nothing to export`);
-						records = await exportLatest(history, flags.format, out, columns, job.output.csvMaxCell);
+						records = await exportLatest(history, chosen, out, columns, job.output.csvMaxCell);
 					} finally {
 						history.close();
 					}
-					if (flags.json) writeLine(ctx.stdout, JSON.stringify({ records, format: flags.format, out }));
+					if (flags.json) writeLine(ctx.stdout, JSON.stringify({ records, format: chosen, out }));
 					else writeLine(ctx.stdout, `${records} records (the newest ok one of each target) → ${out}`);
 				}),
 		);

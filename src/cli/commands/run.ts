@@ -682,7 +682,13 @@ async function runOne(
 					: resumeCommand(ctx, job, flags, outcome.runDir, { summary, dearestTarget: outcome.dearestTarget }),
 				accept: acceptCommand(jobPathForHint(ctx.cwd, job.file), job.name, flags.out, outcome.runDir),
 				jobFile: jobPathForHint(ctx.cwd, job.file),
-				...(job.breaker && !summary.fleet ? { breakerCoolDownMs: job.breaker.coolDownMs } : {}),
+				// The fleet's breaker opened on the database's clock; any worker joining after the cool-down probes it.
+				...(job.breaker
+					? {
+							breakerCoolDownMs: job.breaker.coolDownMs,
+							...(summary.fleet ? { breakerProbedBy: "the next worker" } : {}),
+						}
+					: {}),
 			}),
 		);
 		if (outcome.reportPath) writeLine(ctx.stdout, `report     ${outcome.reportPath}`);

@@ -289,12 +289,14 @@ export function withOutcomes(
 /**
  * The listed targets a complete fleet run's loading left out on purpose (fresh ones, or those
  * `--retry-failed` did not take): the job's listed targets less those the fleet run held. Null while the
- * run is not complete, when the database could not say, and for a crawl or a discovery source (give
- * `listed` null: their runs hold pages the job does not list).
+ * run is not complete, or when the database could not say. A crawl or a discovery source (give `listed`
+ * null: their runs hold pages the job does not list) gets the seeds the loading left out as fresh.
  */
 export function fleetLeftOut(fleet: FleetCoordination, listed: number | null): number | null {
 	const ended = fleet.ended;
-	if (listed === null || !fleet.complete || fleet.left === null || ended === null) return null;
+	if (!fleet.complete || fleet.left === null || ended === null) return null;
+	// A crawl's seeds are not counted ahead: what the loading left out as fresh is the database's count.
+	if (listed === null) return fleet.fresh;
 	const { queued, leased, done, failed, parked = 0 } = ended.targets;
 	return Math.max(0, listed - (queued + leased + done + failed + parked));
 }

@@ -134,13 +134,15 @@ export function createFleetCrawl(options: FleetCrawlOptions): FleetCrawl {
 		const optionsJson = identityOptionsJson(page.params);
 		const seen = new Set<string>();
 		const inputs: FleetTargetInput[] = [];
+		// Every link, stopping or not: a page settles once its links are in, and nothing finds them again.
 		for (const href of hrefs) {
-			if (options.isStopping()) break;
 			const url = normalizeUrl(href);
 			if (url === null || seen.has(url) || !inScope(url)) continue;
 			seen.add(url);
 			const verdict = await allowed(url, page);
-			if (verdict === null) break;
+			// Its robots.txt not fetched (a stop): the page stays unsettled, and whoever fetches it again follows them.
+			if (verdict === null)
+				throw new Error(`the robots.txt of ${new URL(url).origin} was not read: links not followed`);
 			if (!verdict) {
 				robotsDisallowed += 1;
 				continue;

@@ -66,11 +66,13 @@ export class FleetFrontier {
 	/** The links a leased page's crawl follows, into the frontier under its lease (before the page settles). */
 	async addLinks(lease: FleetLease): Promise<void> {
 		if (this.#crawl === null) return;
-		const { fleet, plans } = this.#deps;
+		const { plans } = this.#deps;
 		const page = fromFleetLease(lease, plans);
 		const links = await this.#crawl.take(page, plans);
 		if (links.length > 0)
-			await addDiscovered(fleet, lease, await this.#withinMaxPages(await this.#notFetchedOk(links)));
+			await this.#withinMaxPages(await this.#notFetchedOk(links), (query, within) =>
+				addDiscovered({ query }, lease, within),
+			);
 	}
 
 	/** Read the sitemaps a claimed task names; true when they are read (the task then settles done). */
@@ -95,26 +97,52 @@ export class FleetFrontier {
 			progress: () => readProgress(fleet, lease),
 			note: (steps) => addProgress(fleet, lease, steps),
 			addPages: async (pages) => {
-				const added = await addListedPages(fleet, lease, await this.#withinMaxPages(pages));
+				const added = await this.#withinMaxPages(pages, (query, within) => addListedPages({ query }, lease, within));
 				if (added === null) return null;
-				return maxPages === undefined ? Number.POSITIVE_INFINITY : maxPages - (await this.#size());
+				return maxPages === undefined ? Number.POSITIVE_INFINITY : maxPages - (await this.#size(fleet.query));
 			},
 		};
 	}
 
-	/** A crawl's `max_pages` is the fleet's: the frontier never grows past it. */
-	async #withinMaxPages<T>(links: readonly T[]): Promise<readonly T[]> {
-		const { maxPages } = this.#deps;
-		if (maxPages === undefined) return links;
-		return links.slice(0, Math.max(0, maxPages - (await this.#size())));
+	/**
+	 * A crawl's `max_pages` is the fleet's: the frontier never grows past it. Links it holds already cost no
+	 * room (one found shallower still moves up), so the room left goes to new pages in the order found. The
+	 * count and the insert hold the run's frontier lock: pages settling at once, on any worker, never both
+	 * take the last room.
+	 */
+	async #withinMaxPages<T>(
+		links: readonly FleetTargetInput[],
+		insert: (query: Fleet["query"], within: readonly FleetTargetInput[]) => Promise<T>,
+	): Promise<T> {
+		const { maxPages, fleet, run } = this.#deps;
+		if (maxPages === undefined) return insert(fleet.query, links);
+		return fleet.transaction(async (query) => {
+			await query("SELECT pg_advisory_xact_lock(hashtext($1))", [`scrapejob fleet frontier ${run.id}`]);
+			const keyOf = (link: FleetTargetInput) => link.urlKey ?? link.url;
+			const held = new Set(
+				(
+					await query<{ url_key: string }>(
+						"SELECT url_key FROM targets WHERE run_id = $1 AND url_key = ANY($2::text[])",
+						[run.id, links.map(keyOf)],
+					)
+				).map((row) => row.url_key),
+			);
+			let room = Math.max(0, maxPages - (await this.#size(query)));
+			const within = links.filter((link) => {
+				if (held.has(keyOf(link))) return true;
+				if (room === 0) return false;
+				room -= 1;
+				return true;
+			});
+			return insert(query, within);
+		});
 	}
 
 	/** Pages the frontier holds now (a sitemap task, depth -1, is none). */
-	async #size(): Promise<number> {
-		const [row] = await this.#deps.fleet.query<{ n: number }>(
+	async #size(query: Fleet["query"]): Promise<number> {
+		const [row] = await query<{ n: number }>(
 			"SELECT count(*)::int AS n FROM targets WHERE run_id = $1 AND depth >= 0",
 			[this.#deps.run.id],
-			"fleet_frontier_size",
 		);
 		return row?.n ?? 0;
 	}

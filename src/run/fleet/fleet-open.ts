@@ -1,4 +1,5 @@
-import { UsageError } from "../../common/index.js";
+import { createHash } from "node:crypto";
+import { canonicalJson, UsageError } from "../../common/index.js";
 import { normalizeUrl } from "../../crawl/index.js";
 import {
 	connectFleet,
@@ -63,7 +64,7 @@ export async function joinFleetRun(job: Job, options: FleetJoinOptions): Promise
 			hostDelayMs: job.perHostDelayMs ?? 0,
 			hostConcurrency: job.perHostConcurrency ?? null,
 			retryFailed: options.retryFailed === true,
-			jobFingerprint: job.fingerprint,
+			jobFingerprint: fleetFingerprint(job),
 		});
 		if (opened.outcome === "complete") {
 			await fleet.close();
@@ -98,12 +99,34 @@ export async function joinFleetRun(job: Job, options: FleetJoinOptions): Promise
 	}
 }
 
+/**
+ * What a worker must share with the run's opener: the job's targets and their options, and for a crawl its
+ * bounds and rules too (the frontier is one: workers with two max_pages or scopes would crawl neither).
+ */
+function fleetFingerprint(job: Job): string {
+	const crawl = job.crawl;
+	if (!crawl) return job.fingerprint;
+	const rules = {
+		targets: job.fingerprint,
+		crawl: {
+			max_depth: crawl.maxDepth,
+			max_pages: crawl.maxPages,
+			scope: crawl.scope,
+			include: crawl.include.map((pattern) => pattern.source),
+			exclude: crawl.exclude.map((pattern) => pattern.source),
+			sitemaps: crawl.sitemaps,
+			robots: crawl.robots,
+		},
+	};
+	return createHash("sha256").update(canonicalJson(rules)).digest("hex");
+}
+
 function changedJobMessage(job: Job, run: FleetRun, named: string | undefined): string {
 	const which =
 		named === undefined
 			? `the newest unfinished fleet run of job ${job.name}, ${run.runName},`
 			: `fleet run ${run.runName}`;
-	return `${which} was opened with another version of ${job.file}: its targets or their options differ from this file's, so this worker does not join it. Run the job file the run was opened with to finish it, or open a new run of this one with --fleet-run <another name> (nothing was sent)`;
+	return `${which} was opened with another version of ${job.file}: its targets, their options or its crawl: settings differ from this file's, so this worker does not join it. Run the job file the run was opened with to finish it, or open a new run of this one with --fleet-run <another name> (nothing was sent)`;
 }
 
 /** The run's budget; a `--max-credits` given when joining replaces it (the fleet's budget is one). */

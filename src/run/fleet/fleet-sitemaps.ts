@@ -87,6 +87,8 @@ export async function readSitemapTask(options: SitemapTaskOptions): Promise<bool
 		pageFound: (href, profile) => ({ u: href, d: 0, p: null, k: profile }),
 		isStopping: () => lost || options.isStopping(),
 		hasRoom: () => room,
+		// The room is known once the last file's pages are in: a file past max_pages is not fetched.
+		appended: () => writes,
 		warn: options.warn,
 		...(options.bounds ? { bounds: options.bounds } : {}),
 	});

@@ -84,6 +84,7 @@ export class FleetCoordination {
 	#ended: FleetSummary | null = null;
 	/** The fleet's targets left (queued, leased, parked) when this worker ended; null when unread. */
 	#left: number | null = null;
+	#fresh: number | null = null;
 
 	constructor(setup: FleetWorkerSetup, deps: FleetCoordinationDeps) {
 		const { fleet, worker, run, leaseMs } = setup;
@@ -259,6 +260,11 @@ export class FleetCoordination {
 		return this.#left;
 	}
 
+	/** The job's targets the run's loading left out as fresh (`freshness`); null before `close`, or when unknown. */
+	get fresh(): number | null {
+		return this.#fresh;
+	}
+
 	/** Where the fleet stood when this worker ended, for its summary; null before `close`. */
 	get ended(): FleetSummary | null {
 		return this.#ended;
@@ -281,6 +287,7 @@ export class FleetCoordination {
 		await this.#limits.written();
 		const status = await fleetStatus(fleet, run.id).catch(() => null);
 		this.#left = status === null ? null : status.targets.queued + status.targets.leased + status.targets.parked;
+		this.#fresh = status?.fresh ?? null;
 		this.#ended = {
 			run: run.runName,
 			worker: worker.id,
