@@ -292,24 +292,29 @@ describe("the adaptive forecast against the ledger", () => {
 	});
 });
 
+/** A crawl of the demo site's link graph from /graph/1, its endless calendar left out. */
+function demoCrawlJob(dir: string, port: number): string {
+	return writeJob(
+		dir,
+		"crawl",
+		[
+			"name: crawl",
+			"defaults: {mode: request}",
+			'crawl: {max_depth: 3, scope: host, exclude: ["/calendar/"]}',
+			"targets:",
+			`  - http://127.0.0.1:${port}/graph/1`,
+			"",
+		].join("\n"),
+	);
+}
+
 describe("a crawl's --retry-failed run", () => {
 	it("says the credits it paid once: the forecast's spent is the credits line's figure, robots.txt and sitemaps included", async () => {
 		const service = await useTestService();
 		const dir = tempDir();
 		const out = join(dir, "out");
 		// The demo site's link graph has two dead links: the retry run fetches them, and robots.txt and the sitemaps again.
-		const job = writeJob(
-			dir,
-			"crawl",
-			[
-				"name: crawl",
-				"defaults: {mode: request}",
-				'crawl: {max_depth: 3, scope: host, exclude: ["/calendar/"]}',
-				"targets:",
-				`  - http://127.0.0.1:${service.site.port}/graph/1`,
-				"",
-			].join("\n"),
-		);
+		const job = demoCrawlJob(dir, service.site.port);
 		const full = await runCli(["run", job, "--out", out, "--quiet"], { env: service.env });
 		expect(full.code, full.stderr).toBe(1);
 		const before = service.emulator.ledger.totalCharged();
@@ -334,18 +339,7 @@ describe("a crawl resumed after a kill", () => {
 		service = await startTestService({ concurrency: 2, latency_ms: 40 });
 		const dir = tempDir();
 		const out = join(dir, "out");
-		const job = writeJob(
-			dir,
-			"crawl",
-			[
-				"name: crawl",
-				"defaults: {mode: request}",
-				'crawl: {max_depth: 3, scope: host, exclude: ["/calendar/"]}',
-				"targets:",
-				`  - http://127.0.0.1:${service.site.port}/graph/1`,
-				"",
-			].join("\n"),
-		);
+		const job = demoCrawlJob(dir, service.site.port);
 		// A first run teaches the store what the site costs: the next runs have a forecast.
 		expect((await runCli(["run", job, "--out", out, "--quiet"], { env: service.env })).code).toBe(1);
 		const [learned] = readdirSync(join(out, "crawl")).filter(isRunFolderName);
