@@ -20,6 +20,12 @@ export {
 export { commitCredits, releaseCredits, reserveCredits, settleExtraCredits } from "./budget.js";
 export { connectFleet, DEFAULT_FLEET_SCHEMA, type Fleet, type FleetOptions, fleetUrlSecrets } from "./connect.js";
 export { addDiscovered, addLanding } from "./discovered.js";
+export {
+	type FleetDomainMode,
+	type FleetDomainModeChanges,
+	keepFleetDomainMode,
+	readFleetDomainModes,
+} from "./domain-modes.js";
 export { FleetDatabaseError, FleetSchemaTooNewError, FleetSchemaUnreadableError } from "./errors.js";
 export { type FailedCrawlPage, failedCrawlPages, failedTargetIds, freshTargetIds, okTargetIds } from "./fresh.js";
 export { latestFleetRecords } from "./latest-records.js";

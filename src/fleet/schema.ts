@@ -186,6 +186,25 @@ ALTER TABLE runs ADD COLUMN fresh integer NOT NULL DEFAULT 0;
 	`
 ALTER TABLE runs ADD COLUMN job_fingerprint text;
 `,
+	// What \`mode: adaptive\` learned per domain, for a job across its fleet runs (workers have no store of
+	// their own that outlives them): the rung (ladder index, with its mode and proxy) its targets start on,
+	// and whether it gave useful records (false: every rung was tried and none did). Workers read the rows
+	// changed since their last poll.
+	`
+CREATE TABLE domain_modes (
+	job_name text NOT NULL,
+	domain text NOT NULL,
+	rung integer NOT NULL CHECK (rung >= 0),
+	mode text NOT NULL,
+	proxy_type text NOT NULL,
+	useful boolean NOT NULL,
+	-- The fleet run that last wrote the row: within one run workers' findings add up, a later run's replace.
+	run_id bigint NOT NULL,
+	updated_at timestamptz NOT NULL DEFAULT now(),
+	PRIMARY KEY (job_name, domain)
+);
+CREATE INDEX domain_modes_changed ON domain_modes (job_name, updated_at);
+`,
 ];
 
 /** The version this scrapejob writes and reads. */

@@ -353,7 +353,11 @@ function openRunnerSide(context: RunContext, side: RecordSide, fetching: FetchSi
 	// `mode: adaptive` and the forecast: what the job's store remembers of modes and costs (run-economics.ts).
 	// A `--retry-failed` run's costs are its failures': they do not stand for the job's next full run.
 	const retry = (options.selection ?? readRunSelection(opened.runDir))?.retry_failed ?? false;
-	const economics = createRunEconomics(job, history, { logger: options.logger, retryingFailures: retry !== false });
+	const economics = createRunEconomics(job, history, {
+		logger: options.logger,
+		retryingFailures: retry !== false,
+		shared: fleet?.sharedModes,
+	});
 	const runner = createTargetRunner({
 		job,
 		stops,

@@ -65,6 +65,11 @@ export interface AdaptiveModes {
 	paramsOf(params: ScrapeParams, rung: number): ScrapeParams;
 	/** A target's written record, fetched last on `rung`; `exhausted` when its last rung was useless too. */
 	settle(domain: string, rung: number, record: AdaptiveRecord, exhausted: boolean): void;
+	/**
+	 * What another process of the run learned of a domain (a fleet's other workers): its targets here start
+	 * no lower, and a domain found useful there is not given up here.
+	 */
+	learn(found: DomainMode): void;
 	/** What the store remembers: domains with a useful rung, and those where none was. */
 	remembered(): DomainMode[];
 	/** The rung (index into `LADDER`) the domain's targets start on now: where its next run starts. */
@@ -84,12 +89,21 @@ function rungOf(mode: string, proxyType: string): number {
 	return Math.max(index, 0);
 }
 
+/** A domain's learned mode as it changed, with its ladder index. */
+export interface LearnedMode extends DomainMode {
+	readonly rung: number;
+}
+
 /**
  * The adaptive ladder of one run (docs/behaviour.md, "Adaptive mode"): each domain starts where the job's
  * store says its last run ended (else on the cheapest rung) and moves up when a record is useless or failed
- * in a way a stronger mode can fix. The domain's later targets start on the rung that worked.
+ * in a way a stronger mode can fix. The domain's later targets start on the rung that worked. `changed`
+ * hears each domain's change as it happens (a fleet shares it with the other workers).
  */
-export function createAdaptiveModes(remembered: readonly DomainMode[]): AdaptiveModes {
+export function createAdaptiveModes(
+	remembered: readonly DomainMode[],
+	changed?: (learned: LearnedMode) => void,
+): AdaptiveModes {
 	const domains = new Map<string, DomainState>();
 	for (const row of remembered) {
 		domains.set(row.domain, {
@@ -146,12 +160,30 @@ export function createAdaptiveModes(remembered: readonly DomainMode[]): Adaptive
 			const domainState = state(domain);
 			touched.add(domain);
 			domainState.credits += record.credits_used;
+			const { start, usefulSeen, hopeless } = domainState;
 			if (record.useful === true) {
 				domainState.useful += 1;
 				domainState.usefulSeen = true;
 				domainState.hopeless = false;
 				if (rung > domainState.start) domainState.start = rung;
 			} else if (exhausted && !domainState.usefulSeen) {
+				domainState.hopeless = true;
+			}
+			const moved =
+				domainState.start !== start || domainState.usefulSeen !== usefulSeen || domainState.hopeless !== hopeless;
+			if (moved && changed) {
+				const { mode, proxyType } = LADDER[domainState.start]!;
+				changed({ domain, rung: domainState.start, mode, proxyType, useful: domainState.usefulSeen });
+			}
+		},
+		learn(found) {
+			const domainState = state(found.domain);
+			const rung = rungOf(found.mode, found.proxyType);
+			if (rung > domainState.start) domainState.start = rung;
+			if (found.useful) {
+				domainState.usefulSeen = true;
+				domainState.hopeless = false;
+			} else if (!domainState.usefulSeen) {
 				domainState.hopeless = true;
 			}
 		},

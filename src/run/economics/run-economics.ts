@@ -11,7 +11,7 @@ import {
 } from "../../history/index.js";
 import type { Job } from "../../job/index.js";
 import type { RunSummary } from "../../output/index.js";
-import { type AdaptiveModes, createAdaptiveModes } from "./adaptive-mode.js";
+import { type AdaptiveModes, createAdaptiveModes, type LearnedMode } from "./adaptive-mode.js";
 import { forecastCredits, forecastReport } from "./forecast.js";
 import { createHostCosts, type HostCosts } from "./host-costs.js";
 
@@ -29,8 +29,18 @@ export interface RunEconomics extends TargetEconomics {
 	finish(summary: RunSummary, runId: string, at: string): void;
 }
 
+/**
+ * Adaptive learning shared beyond this process (a fleet run's workers, fleet-adaptive.ts): what it
+ * remembers in place of the job's store, each change made here as it happens, and the others' changes.
+ */
+export interface SharedModes {
+	readonly remembered: readonly DomainMode[];
+	learned(mode: LearnedMode): void;
+	follow(adaptive: AdaptiveModes): void;
+}
+
 /** Whether any of the job's targets may be adaptive: its defaults, a source's or an inline target's options. */
-function usesAdaptive(job: Job): boolean {
+export function usesAdaptive(job: Job): boolean {
 	return (
 		job.defaults.mode === "adaptive" ||
 		job.sources.some((source) => source.options.mode === "adaptive") ||
@@ -46,21 +56,26 @@ function usesAdaptive(job: Job): boolean {
 export function createRunEconomics(
 	job: Job,
 	history: JobHistory | null,
-	options: { readonly logger?: Logger | undefined; readonly retryingFailures?: boolean } = {},
+	options: {
+		readonly logger?: Logger | undefined;
+		readonly retryingFailures?: boolean;
+		readonly shared?: SharedModes | null | undefined;
+	} = {},
 ): RunEconomics {
-	const { logger } = options;
-	let modes: DomainMode[] = [];
+	const { logger, shared } = options;
+	let modes: readonly DomainMode[] = shared?.remembered ?? [];
 	let past: HostCost[] = [];
 	if (history) {
 		try {
-			modes = readDomainModes(history.db);
+			if (!shared) modes = readDomainModes(history.db);
 			past = readLatestHostCosts(history.db);
 		} catch (error) {
 			logger?.warn({ error: lockedHint(error) }, "could not read the job's remembered modes and costs");
 		}
 	}
 	const adaptiveJob = usesAdaptive(job);
-	const adaptive = adaptiveJob ? createAdaptiveModes(modes) : null;
+	const adaptive = adaptiveJob ? createAdaptiveModes(modes, shared ? (mode) => shared.learned(mode) : undefined) : null;
+	if (adaptive) shared?.follow(adaptive);
 	const costs = createHostCosts();
 	let finished = false;
 	return {

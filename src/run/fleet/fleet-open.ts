@@ -14,8 +14,10 @@ import {
 	LOAD_BATCH,
 	loadingTakeOver,
 	openFleetRun,
+	readFleetDomainModes,
 } from "../../fleet/index.js";
 import { type Job, streamTargetBatches, type Target } from "../../job/index.js";
+import { usesAdaptive } from "../economics/run-economics.js";
 import { asCrawlSeed } from "./fleet-crawl.js";
 import { plansOf, toFleetInput, toSitemapTask } from "./fleet-targets.js";
 import type { FleetWorkerSetup } from "./fleet-worker.js";
@@ -86,6 +88,8 @@ export async function joinFleetRun(job: Job, options: FleetJoinOptions): Promise
 				worker: opened.worker,
 				maxCredits,
 				leaseMs: options.leaseMs ?? DEFAULT_FLEET_LEASE_MS,
+				// `mode: adaptive` starts where the job's fleet runs left each domain (no worker's disk outlives it).
+				...(usesAdaptive(job) ? { domainModes: await readFleetDomainModes(fleet, job.name) } : {}),
 				// A run seen running (this worker loaded it, or joined it loaded) never goes back to loading:
 				// nothing to ask the database after an empty claim.
 				...(opened.run.state === "loading"

@@ -4,6 +4,7 @@ import type { SitemapFetch } from "../../crawl/index.js";
 import {
 	endWorker,
 	type Fleet,
+	type FleetDomainModeChanges,
 	type FleetLimit,
 	type FleetRun,
 	type FleetWorker,
@@ -17,6 +18,7 @@ import type { BreakerSpec, Job } from "../../job/index.js";
 import type { FleetSummary, ResultRecord } from "../../output/index.js";
 import type { BreakerEvents, Breakers } from "../economics/breaker.js";
 import type { CreditBudget } from "../flow/credit-budget.js";
+import { FleetAdaptive } from "./fleet-adaptive.js";
 import { createFleetBreakers, type FleetBreakers } from "./fleet-breakers.js";
 import { FleetBudget } from "./fleet-budget.js";
 import { ClaimCarryOver } from "./fleet-carry-over.js";
@@ -43,6 +45,8 @@ export interface FleetWorkerSetup {
 	 * when this worker took it and loaded). Absent: nothing to take over.
 	 */
 	readonly takeOverLoading?: () => Promise<boolean>;
+	/** What the job's fleet runs learned under `mode: adaptive`, read as it joined; absent for a job without it. */
+	readonly domainModes?: FleetDomainModeChanges;
 }
 
 export interface FleetCoordinationDeps {
@@ -70,6 +74,8 @@ export class FleetCoordination {
 	readonly tasks: Map<string, string>;
 	/** Change tracking's previous records: the fleet's, as each target's claim brought them. */
 	readonly previousRecords: PreviousRecords;
+	/** `mode: adaptive`'s learning, shared with the fleet; null for a job without adaptive targets. */
+	readonly sharedModes: FleetAdaptive | null;
 	readonly #setup: FleetWorkerSetup;
 	readonly #job: Job;
 	readonly #sleep: Sleep;
@@ -97,6 +103,7 @@ export class FleetCoordination {
 		const carryOver = new ClaimCarryOver(tracksChanges ? run.jobName : null);
 		this.tasks = carryOver.tasks;
 		this.previousRecords = carryOver.previousRecords;
+		this.sharedModes = setup.domainModes ? new FleetAdaptive({ fleet, run, known: setup.domainModes, log }) : null;
 		const frontier = new FleetFrontier({ fleet, run, maxPages: job.crawl?.maxPages, plans, log });
 		this.#frontier = frontier;
 		const leases = new FleetLeases({
@@ -283,6 +290,8 @@ export class FleetCoordination {
 			this.#log.warn({ event: "fleet_end_failed", error: errorMessage(error) }, "could not mark the worker ended"),
 		);
 		await this.#breakers?.stop();
+		// What it learned is in before it ends: the next worker and the next run start there.
+		await this.sharedModes?.stop();
 		// Its changes of the limit are in before the fleet's state is read for the summary.
 		await this.#limits.written();
 		const status = await fleetStatus(fleet, run.id).catch(() => null);
