@@ -27,58 +27,57 @@ export interface FleetDomainModeChanges {
 const LATE_COMMIT_MARGIN_MS = 5_000;
 
 interface DomainModeRow {
-	domain: string;
+	read_at: Date;
+	domain: string | null;
 	rung: number;
 	mode: string;
 	proxy_type: string;
 	useful: boolean;
 }
 
-const fromRow = (row: DomainModeRow): FleetDomainMode => ({
-	domain: row.domain,
-	rung: row.rung,
-	mode: row.mode,
-	proxyType: row.proxy_type,
-	useful: row.useful,
-});
-
 /**
  * What the job's fleet runs learned (every domain's row, or those changed since `since`), read when a
- * worker starts and on its polls.
+ * worker starts and on its polls. Rows, not one aggregate: a job of millions of domains reads as many.
  */
 export async function readFleetDomainModes(
 	fleet: Fleet,
 	jobName: string,
 	since: Date | null = null,
 ): Promise<FleetDomainModeChanges> {
-	const [row] = await fleet.query<{ now: Date; rows: DomainModeRow[] | null }>(
-		`SELECT now() AS now, (
-			SELECT jsonb_agg(jsonb_build_object('domain', d.domain, 'rung', d.rung, 'mode', d.mode,
-				'proxy_type', d.proxy_type, 'useful', d.useful))
-			FROM domain_modes d
-			WHERE d.job_name = $1
-				AND ($2::timestamptz IS NULL OR d.updated_at >= $2::timestamptz - make_interval(secs => $3::float8 / 1000))
-		) AS rows`,
+	// The clock's row comes back even when no domain changed.
+	const rows = await fleet.query<DomainModeRow>(
+		`SELECT n.read_at, d.domain, d.rung, d.mode, d.proxy_type, d.useful
+		FROM (SELECT now() AS read_at) n
+		LEFT JOIN domain_modes d ON d.job_name = $1
+			AND ($2::timestamptz IS NULL OR d.updated_at >= $2::timestamptz - make_interval(secs => $3::float8 / 1000))`,
 		[jobName, since, LATE_COMMIT_MARGIN_MS],
 		"fleet_domain_modes",
 	);
-	return { rows: (row?.rows ?? []).map(fromRow), readAt: row?.now ?? new Date(0) };
+	const found: FleetDomainMode[] = [];
+	for (const row of rows) {
+		if (row.domain === null) continue;
+		found.push({ domain: row.domain, rung: row.rung, mode: row.mode, proxyType: row.proxy_type, useful: row.useful });
+	}
+	return { rows: found, readAt: rows[0]?.read_at ?? new Date(0) };
 }
 
 /**
- * Keep what a worker of run `runId` learned of a domain. Learning only climbs: the row keeps the higher
- * rung. Within one run, a domain any worker found useful stays useful; a later run's finding replaces an
- * earlier run's (a domain that gave useful records before and none now is given up, as a local run does).
+ * Keep what workers of run `runId` learned of some domains (each domain at most once), in one statement.
+ * Learning only climbs: a row keeps the higher rung. Within one run, a domain any worker found useful
+ * stays useful; a later run's finding replaces an earlier run's (a domain that gave useful records before
+ * and none now is given up, as a local run does).
  */
-export async function keepFleetDomainMode(
+export async function keepFleetDomainModes(
 	fleet: Fleet,
 	jobName: string,
 	runId: number,
-	learned: FleetDomainMode,
+	learned: readonly FleetDomainMode[],
 ): Promise<void> {
+	if (learned.length === 0) return;
 	await fleet.query(
 		`INSERT INTO domain_modes AS d (job_name, domain, rung, mode, proxy_type, useful, run_id)
-		VALUES ($1, $2, $3, $4, $5, $6, $7)
+		SELECT $1, l.domain, l.rung, l.mode, l.proxy_type, l.useful, $2
+		FROM unnest($3::text[], $4::int[], $5::text[], $6::text[], $7::boolean[]) AS l(domain, rung, mode, proxy_type, useful)
 		ON CONFLICT (job_name, domain) DO UPDATE SET
 			rung = greatest(d.rung, EXCLUDED.rung),
 			mode = CASE WHEN EXCLUDED.rung >= d.rung THEN EXCLUDED.mode ELSE d.mode END,
@@ -86,7 +85,15 @@ export async function keepFleetDomainMode(
 			useful = CASE WHEN d.run_id = EXCLUDED.run_id THEN d.useful OR EXCLUDED.useful ELSE EXCLUDED.useful END,
 			run_id = EXCLUDED.run_id,
 			updated_at = now()`,
-		[jobName, learned.domain, learned.rung, learned.mode, learned.proxyType, learned.useful, runId],
-		"fleet_domain_mode_keep",
+		[
+			jobName,
+			runId,
+			learned.map((row) => row.domain),
+			learned.map((row) => row.rung),
+			learned.map((row) => row.mode),
+			learned.map((row) => row.proxyType),
+			learned.map((row) => row.useful),
+		],
+		"fleet_domain_modes_keep",
 	);
 }

@@ -23,7 +23,7 @@ export { addDiscovered, addLanding } from "./discovered.js";
 export {
 	type FleetDomainMode,
 	type FleetDomainModeChanges,
-	keepFleetDomainMode,
+	keepFleetDomainModes,
 	readFleetDomainModes,
 } from "./domain-modes.js";
 export { FleetDatabaseError, FleetSchemaTooNewError, FleetSchemaUnreadableError } from "./errors.js";

@@ -1,6 +1,6 @@
 import pino from "pino";
 import { describe, expect, it, vi } from "vitest";
-import { keepFleetDomainMode, readFleetDomainModes } from "../../src/fleet/index.js";
+import { keepFleetDomainModes, readFleetDomainModes } from "../../src/fleet/index.js";
 import { createAdaptiveModes } from "../../src/run/economics/adaptive-mode.js";
 import { FleetAdaptive } from "../../src/run/fleet/fleet-adaptive.js";
 import { runWithWorkers, targetsOn } from "../helpers/fleet.js";
@@ -117,13 +117,15 @@ describe("run --fleet with mode: adaptive", () => {
 		const { workers } = await runWithWorkers(await cluster(), targetsOn(1), 1);
 		const { fleet, run } = workers[0]!;
 		const keep = (runId: number, rung: number, useful: boolean) =>
-			keepFleetDomainMode(fleet, "job", runId, {
-				domain: "shop.test",
-				rung,
-				mode: rung === 3 ? "browser" : "request",
-				proxyType: rung === 0 ? "datacenter" : "residential",
-				useful,
-			});
+			keepFleetDomainModes(fleet, "job", runId, [
+				{
+					domain: "shop.test",
+					rung,
+					mode: rung === 3 ? "browser" : "request",
+					proxyType: rung === 0 ? "datacenter" : "residential",
+					useful,
+				},
+			]);
 		const row = async () => (await readFleetDomainModes(fleet, "job")).rows;
 		await keep(run.id, 1, true);
 		await keep(run.id, 0, false);

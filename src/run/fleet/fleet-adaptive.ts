@@ -4,7 +4,7 @@ import {
 	type Fleet,
 	type FleetDomainModeChanges,
 	type FleetRun,
-	keepFleetDomainMode,
+	keepFleetDomainModes,
 	readFleetDomainModes,
 } from "../../fleet/index.js";
 import type { AdaptiveModes, LearnedMode } from "../economics/adaptive-mode.js";
@@ -12,6 +12,8 @@ import type { SharedModes } from "../economics/run-economics.js";
 
 /** How often a worker reads what the other workers learned: a climb costs at most a few fetches meanwhile. */
 const POLL_MS = 1_000;
+/** How long a worker's changes wait to go in one statement: a list of many domains is not a write a record. */
+const WRITE_BATCH_MS = 250;
 
 export interface FleetAdaptiveDeps {
 	readonly fleet: Fleet;
@@ -24,7 +26,8 @@ export interface FleetAdaptiveDeps {
 /**
  * `mode: adaptive` across a fleet (docs/behaviour.md, "Adaptive mode"): a worker starts on what the job's
  * fleet runs learned (table `domain_modes`, not the worker's own disk, which the next pod does not have),
- * writes each domain's change as it happens, and reads the others' once a second, so a rung one worker paid
+ * writes each domain's change within a quarter second (the changes of that time in one statement), and reads
+ * the others' once a second, so a rung one worker paid
  * to find is not climbed again by every other worker, nor by the next run.
  */
 export class FleetAdaptive implements SharedModes {
@@ -33,7 +36,10 @@ export class FleetAdaptive implements SharedModes {
 	#readAt: Date;
 	#timer: NodeJS.Timeout | undefined;
 	#polling: Promise<void> | null = null;
-	readonly #writes = new Set<Promise<void>>();
+	/** Changes not written yet, the latest per domain. */
+	#pending = new Map<string, LearnedMode>();
+	#flushTimer: NodeJS.Timeout | undefined;
+	#writing: Promise<void> = Promise.resolve();
 	#warned = false;
 
 	constructor(deps: FleetAdaptiveDeps) {
@@ -43,18 +49,32 @@ export class FleetAdaptive implements SharedModes {
 	}
 
 	learned(mode: LearnedMode): void {
+		this.#pending.set(mode.domain, mode);
+		if (this.#flushTimer !== undefined) return;
+		this.#flushTimer = setTimeout(() => {
+			this.#flushTimer = undefined;
+			this.#flush();
+		}, WRITE_BATCH_MS);
+		this.#flushTimer.unref();
+	}
+
+	/** The pending changes in one statement, after the one before it. */
+	#flush(): void {
+		if (this.#pending.size === 0) return;
+		const batch = [...this.#pending.values()];
+		this.#pending = new Map();
 		const { fleet, run, log } = this.#deps;
-		const write = keepFleetDomainMode(fleet, run.jobName, run.id, mode).catch((error) => {
-			// Not kept: this worker goes on with it; the others find it themselves, at a climb's cost.
-			if (this.#warned) return;
-			this.#warned = true;
-			log.warn(
-				{ event: "fleet_write", error: errorMessage(error) },
-				"could not share a domain's adaptive mode with the fleet",
-			);
-		});
-		this.#writes.add(write);
-		void write.finally(() => this.#writes.delete(write));
+		this.#writing = this.#writing
+			.then(() => keepFleetDomainModes(fleet, run.jobName, run.id, batch))
+			.catch((error) => {
+				// Not kept: this worker goes on with them; the others find them themselves, at a climb's cost.
+				if (this.#warned) return;
+				this.#warned = true;
+				log.warn(
+					{ event: "fleet_write", error: errorMessage(error) },
+					"could not share the domains' adaptive modes with the fleet",
+				);
+			});
 	}
 
 	follow(adaptive: AdaptiveModes): void {
@@ -79,7 +99,10 @@ export class FleetAdaptive implements SharedModes {
 	/** The polls end; resolves once this worker's findings are written (or failed). */
 	async stop(): Promise<void> {
 		clearInterval(this.#timer);
+		clearTimeout(this.#flushTimer);
+		this.#flushTimer = undefined;
+		this.#flush();
 		await this.#polling;
-		await Promise.all(this.#writes);
+		await this.#writing;
 	}
 }
