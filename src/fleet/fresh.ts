@@ -27,6 +27,32 @@ export async function freshTargetIds(
 }
 
 /**
+ * A crawl's claimed pages that are fresh in the job's fleet runs (as `freshTargetIds`), each with the links
+ * its newest record kept (null: none kept, as a record of a run without freshness; such a page is fetched
+ * again when its links are wanted).
+ */
+export async function freshPages(
+	fleet: Fleet,
+	jobName: string,
+	targetIds: readonly string[],
+	freshnessMs: number,
+): Promise<Map<string, readonly string[] | null>> {
+	if (targetIds.length === 0 || freshnessMs <= 0) return new Map();
+	const rows = await fleet.query<{ target_id: string; links: string[] | null }>(
+		`SELECT newest.target_id, newest.links FROM (
+			SELECT DISTINCT ON (rec.target_id) rec.target_id, rec.record->>'status' AS status, rec.written_at, rec.links
+			FROM records rec JOIN runs r ON r.id = rec.run_id
+			WHERE r.job_name = $1 AND rec.target_id = ANY($2::text[])
+			ORDER BY rec.target_id, rec.written_at DESC
+		) newest
+		WHERE newest.status = 'ok' AND newest.written_at > now() - make_interval(secs => $3::float8 / 1000)`,
+		[jobName, targetIds, freshnessMs],
+		"fleet_fresh_pages",
+	);
+	return new Map(rows.map((row) => [row.target_id, row.links]));
+}
+
+/**
  * Which of `targetIds` last failed in the job's fleet runs (`--retry-failed` with `--fleet`): their
  * newest record, in any run of the job, is a failed one.
  */

@@ -27,7 +27,14 @@ export {
 	readFleetDomainModes,
 } from "./domain-modes.js";
 export { FleetDatabaseError, FleetSchemaTooNewError, FleetSchemaUnreadableError } from "./errors.js";
-export { type FailedCrawlPage, failedCrawlPages, failedTargetIds, freshTargetIds, okTargetIds } from "./fresh.js";
+export {
+	type FailedCrawlPage,
+	failedCrawlPages,
+	failedTargetIds,
+	freshPages,
+	freshTargetIds,
+	okTargetIds,
+} from "./fresh.js";
 export { latestFleetRecords } from "./latest-records.js";
 export {
 	type ClaimOptions,
@@ -35,6 +42,7 @@ export {
 	completeTarget,
 	fetchStarting,
 	finishTarget,
+	freshTarget,
 	reapExpiredLeases,
 	releaseTarget,
 	renewLeases,

@@ -268,9 +268,20 @@ export async function completeTarget(
 	lease: LeaseRef,
 	record: unknown,
 	credits: number,
+	/** A crawled page's links, kept with its record for a later run to follow while it is fresh. */
+	links: readonly string[] | null = null,
 ): Promise<boolean> {
 	const failed = (record as { readonly status?: unknown } | null)?.status === "failed";
-	return settle(fleet, lease, failed ? "failed" : "done", { record, credits, error: null });
+	return settle(fleet, lease, failed ? "failed" : "done", { record, credits, error: null, links });
+}
+
+/**
+ * A crawled page left out as fresh (`freshness`): its links were followed from its last fetch, nothing was
+ * sent, it gets no record; it settles `fresh`, its reservation and host place given back. Fenced as
+ * completeTarget.
+ */
+export async function freshTarget(fleet: Fleet, lease: LeaseRef): Promise<boolean> {
+	return settle(fleet, lease, "fresh", { record: undefined, credits: 0, error: null });
 }
 
 /**
@@ -308,8 +319,14 @@ export async function parkLeasedTarget(fleet: Fleet, lease: LeaseRef, breaker: s
 async function settle(
 	fleet: Fleet,
 	lease: LeaseRef,
-	state: "done" | "failed" | "queued" | "parked",
-	what: { record: unknown; credits: number; error: string | null; breaker?: string },
+	state: "done" | "failed" | "queued" | "parked" | "fresh",
+	what: {
+		record: unknown;
+		credits: number;
+		error: string | null;
+		breaker?: string;
+		links?: readonly string[] | null;
+	},
 ): Promise<boolean> {
 	const [row] = await fleet.query<{ n: number }>(
 		`WITH current AS (
@@ -322,8 +339,8 @@ async function settle(
 			FROM current c WHERE t.run_id = $1 AND t.target_id = c.target_id
 			RETURNING c.target_id, c.host, c.reserved
 		), record AS (
-			INSERT INTO records (run_id, target_id, epoch, record)
-			SELECT $1, $2, $3, $7::jsonb FROM settled WHERE $7::jsonb IS NOT NULL
+			INSERT INTO records (run_id, target_id, epoch, record, links)
+			SELECT $1, $2, $3, $7::jsonb, $9::text[] FROM settled WHERE $7::jsonb IS NOT NULL
 		), host_freed AS (
 			-- A target settled before its fetch started (parked, given back): the host waits no longer on it.
 			-- Only that target's settle frees it: an earlier fetch settling after the next claim must not let
@@ -350,6 +367,7 @@ async function settle(
 			what.error,
 			what.record === undefined ? null : JSON.stringify(what.record),
 			what.breaker ?? null,
+			what.links ?? null,
 		],
 		"fleet_settle",
 	);

@@ -205,6 +205,14 @@ CREATE TABLE domain_modes (
 );
 CREATE INDEX domain_modes_changed ON domain_modes (job_name, updated_at);
 `,
+	// \`freshness\` in a crawl: a crawled page fetched with freshness on keeps its links beside its record, so
+	// while it is fresh a later run follows them without fetching it; such a page settles \`fresh\`, no record.
+	`
+ALTER TABLE targets DROP CONSTRAINT targets_state_check;
+ALTER TABLE targets ADD CONSTRAINT targets_state_check
+	CHECK (state IN ('queued', 'leased', 'done', 'failed', 'parked', 'fresh'));
+ALTER TABLE records ADD COLUMN links text[];
+`,
 ];
 
 /** The version this scrapejob writes and reads. */

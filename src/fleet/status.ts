@@ -63,10 +63,13 @@ export interface FleetStatus {
 		readonly endedAt: Date | null;
 	}>;
 	/**
-	 * The job's targets the run's loading left out as fresh (`freshness`: their newest record ok and
-	 * recent): never fetched in this run, and in none of `targets`' states.
+	 * The job's targets left out as fresh (`freshness`: their newest record ok and recent): never fetched in
+	 * this run, and in none of `targets`' states — those the run's loading left out, and a crawl's pages
+	 * whose links were followed from their last fetch (settled `fresh`).
 	 */
 	readonly fresh: number;
+	/** Of `fresh`: a crawl's pages settled fresh, their links followed from their last fetch. */
+	readonly freshPages: number;
 	/**
 	 * Slots held now (not lapsed) against the run's limit; 0 once the run is complete (a killed worker's
 	 * slots stay held until they lapse, with nothing left to fetch).
@@ -136,7 +139,8 @@ export async function fleetStatus(fleet: Fleet, runId: number): Promise<FleetSta
 			lastBeat: new Date(worker.last_beat),
 			endedAt: worker.ended_at === null ? null : new Date(worker.ended_at),
 		})),
-		fresh: row.fresh,
+		fresh: row.fresh + count("fresh"),
+		freshPages: count("fresh"),
 		inFlight: row.in_flight,
 		concurrencyLimit: row.concurrency_limit,
 		credits: {

@@ -29,7 +29,7 @@ function leasesOf(fleet: Fleet, worker: FleetWorker): FleetLeases {
 		sleep: async () => undefined,
 		log: pino({ level: "silent" }),
 		ceiling: () => null,
-		addLinks: async () => undefined,
+		addLinks: async () => null,
 		forget: () => undefined,
 		slotFreed: () => undefined,
 	});

@@ -251,10 +251,7 @@ describe("a fleet crawl's settings", () => {
 });
 
 describe("freshness in a fleet crawl", () => {
-	it("a seed whose newest fleet record is fresh is left out of the next run, and the worker's summary counts it as fresh", async () => {
-		assertBuilt();
-		const url = await (await cluster()).createDatabase();
-		const service = await useTestService({ concurrency: 2 });
+	function freshCrawl(siteUrl: string): { dir: string; job: string } {
 		const dir = tempDir("scrapejob-fleet-crawl-fresh-");
 		const job = writeJob(
 			dir,
@@ -263,24 +260,86 @@ describe("freshness in a fleet crawl", () => {
 				"name: crawlfresh",
 				"defaults: {mode: request}",
 				"output: {content: none}",
-				"crawl: {max_depth: 1, robots: ignore, sitemaps: false}",
-				`targets: [${service.site.url}/graph/1, ${service.site.url}/graph/2]`,
+				"crawl: {max_depth: 2, max_pages: 60, robots: ignore, sitemaps: false}",
+				`targets: [${siteUrl}/graph/1]`,
 				"",
 			].join("\n"),
 		);
-		const run = (name: string) =>
+		return { dir, job };
+	}
+
+	/** A fleet run's pages (URL, depth and state), in URL order. */
+	const pagesOf = (url: string, runName: string) =>
+		query<{ url: string; depth: number; state: string }>(
+			url,
+			`SELECT t.url, t.depth, t.state FROM scrapejob.targets t JOIN scrapejob.runs r ON r.id = t.run_id
+			WHERE r.run_name = '${runName}' AND t.depth >= 0 ORDER BY t.url`,
+		);
+	const lastJson = (stdout: string) => JSON.parse(stdout.trim().split("\n").at(-1)!);
+	const sum = (values: number[]) => values.reduce((total, value) => total + value, 0);
+
+	it("a fresh page is not fetched: the next run follows the links its last fetch kept, crawls the same pages, and pays only for the stale ones", async () => {
+		assertBuilt();
+		const url = await (await cluster()).createDatabase();
+		const service = await useTestService({ concurrency: 4 });
+		const { dir, job } = freshCrawl(service.site.url);
+		const worker = (name: string) =>
 			spawnCli(["run", job, "--json", "--fleet", url, "--fleet-run", name, "--freshness", "1h"], service.env, dir).done;
-		expect((await run("first")).code).toBe(0);
-		const second = await run("second");
-		expect(second.code, second.stderr).toBe(0);
-		const summary = JSON.parse(second.stdout.trim().split("\n").at(-1)!);
-		expect(summary).toMatchObject({ complete: true, targets: { done: 0, fresh: 2 } });
-		const text = await spawnCli(
-			["run", job, "--fleet", url, "--fleet-run", "third", "--freshness", "1h"],
-			service.env,
-			dir,
-		).done;
-		expect(text.stdout).toContain("0 done by this worker: 0 ok, 0 failed, 0 skipped; 2 fresh (not fetched: freshness)");
+		const fetches = () => service.emulator.ledger.byEndpoint("realtime").length;
+
+		for (const outcome of await Promise.all([worker("first"), worker("first")]))
+			expect(outcome.code, outcome.stderr).toBe(0);
+		const first = await pagesOf(url, "first");
+		expect(first.length).toBeGreaterThan(5);
+		expect(fetches()).toBe(first.length);
+
+		// Every page fresh: nothing sent, the same pages reached through the kept links, each settled fresh.
+		const second = await Promise.all([worker("second"), worker("second")]);
+		for (const outcome of second) expect(outcome.code, outcome.stderr).toBe(0);
+		expect(fetches()).toBe(first.length);
+		const reached = await pagesOf(url, "second");
+		expect(reached.map(({ url, depth }) => ({ url, depth }))).toEqual(first.map(({ url, depth }) => ({ url, depth })));
+		expect(new Set(reached.map((page) => page.state))).toEqual(new Set(["fresh"]));
+		const summaries = second.map((outcome) => lastJson(outcome.stdout));
+		expect(sum(summaries.map((summary) => summary.crawl.fresh))).toBe(first.length);
+		expect(sum(summaries.map((summary) => summary.targets.fresh ?? 0))).toBe(first.length);
+		expect(sum(summaries.map((summary) => summary.credits.used))).toBe(0);
+		const status = await spawnCli(["fleet", "status", job, "--json", "--fleet", url], {}, dir).done;
+		expect(status.code, status.stderr).toBe(0);
+		expect(JSON.parse(status.stdout)[0]).toMatchObject({ run: "second", targets: { done: 0, fresh: first.length } });
+
+		// The seed's record grown old: it alone is fetched again; its subtree still comes from the kept links.
+		await query(
+			url,
+			`UPDATE scrapejob.records SET written_at = now() - interval '2 hours'
+			WHERE target_id = (SELECT target_id FROM scrapejob.targets WHERE depth = 0 LIMIT 1)`,
+		);
+		const third = await worker("third");
+		expect(third.code, third.stderr).toBe(0);
+		expect(fetches()).toBe(first.length + 1);
+		expect((await pagesOf(url, "third")).map(({ url }) => url)).toEqual(first.map(({ url }) => url));
+		expect(lastJson(third.stdout)).toMatchObject({ targets: { done: 1, fresh: first.length - 1 } });
+	}, 90_000);
+
+	it("a fresh page whose last fetch kept no links (a run without freshness) is fetched again only where its links are wanted", async () => {
+		assertBuilt();
+		const url = await (await cluster()).createDatabase();
+		const service = await useTestService({ concurrency: 4 });
+		const { dir, job } = freshCrawl(service.site.url);
+		const run = (name: string, ...flags: string[]) =>
+			spawnCli(["run", job, "--json", "--fleet", url, "--fleet-run", name, ...flags], service.env, dir).done;
+		expect((await run("plain")).code).toBe(0);
+		const plain = await pagesOf(url, "plain");
+		const before = service.emulator.ledger.byEndpoint("realtime").length;
+
+		const again = await run("again", "--freshness", "1h");
+		expect(again.code, again.stderr).toBe(0);
+		// Pages above max_depth are read again for their links; those at it are fresh, not sent.
+		const wanted = plain.filter((page) => page.depth < 2);
+		expect(service.emulator.ledger.byEndpoint("realtime").length - before).toBe(wanted.length);
+		const summary = lastJson(again.stdout);
+		expect(summary.crawl).toMatchObject({ refetched_for_links: wanted.length, fresh: plain.length - wanted.length });
+		expect((await pagesOf(url, "again")).map(({ url }) => url)).toEqual(plain.map(({ url }) => url));
 	}, 60_000);
 });
 

@@ -55,7 +55,7 @@ describe("the fleet's schema", () => {
 		expect(state).toEqual({ version: FLEET_SCHEMA_VERSION + 1, targets: 3 });
 	});
 
-	it("a database of the previous version is upgraded in place when a worker connects: the new table made, every row kept", async () => {
+	it("a database of the previous version is upgraded in place when a worker connects: the new column made, every row kept", async () => {
 		const url = await (await cluster()).createDatabase();
 		const fleet = await fleetFor(url);
 		const opened = await openFleetRun(fleet, {
@@ -65,7 +65,7 @@ describe("the fleet's schema", () => {
 		});
 		if (opened.outcome === "complete" || opened.outcome === "changed") throw new Error("the new run is complete");
 		// The previous version's tables: the last migration undone, and its version number.
-		await fleet.query("DROP TABLE domain_modes");
+		await fleet.query("ALTER TABLE records DROP COLUMN links");
 		await fleet.query("UPDATE schema_version SET version = $1", [FLEET_SCHEMA_VERSION - 1]);
 		const upgraded = await fleetFor(url);
 		const [state] = await upgraded.query(
@@ -77,8 +77,10 @@ describe("the fleet's schema", () => {
 			targets: 3,
 			workers: [{ id: opened.worker.id, ended_at: null }],
 		});
-		const [table] = await upgraded.query("SELECT to_regclass('scrapejob.domain_modes') IS NOT NULL AS made");
-		expect(table).toEqual({ made: true });
+		const [column] = await upgraded.query(
+			"SELECT data_type AS type FROM information_schema.columns WHERE table_schema = 'scrapejob' AND table_name = 'records' AND column_name = 'links'",
+		);
+		expect(column).toEqual({ type: "ARRAY" });
 	});
 
 	it("tables go in the schema asked for; a name that is not a plain identifier is refused", async () => {
@@ -125,7 +127,7 @@ describe("the fleet's schema", () => {
 		// Tables of the previous version: a worker upgrades them; a reader neither upgrades nor reads them.
 		const fleet = await fleetFor(url);
 		await openFleetRun(fleet, { jobName: "job", concurrencyLimit: 1, source: () => streamOf(targetsOn(3)) });
-		await fleet.query("DROP TABLE domain_modes");
+		await fleet.query("ALTER TABLE records DROP COLUMN links");
 		await fleet.query("UPDATE schema_version SET version = $1", [FLEET_SCHEMA_VERSION - 1]);
 		const older = await spawnCli(["fleet", "status", job, "--fleet", url], {}, dir).done;
 		expect(older.code, older.stderr).toBe(2);

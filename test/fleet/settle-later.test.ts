@@ -26,7 +26,7 @@ describe("a target settled outside the run's queue", () => {
 			sleep: (ms) => new Promise((resolve) => setTimeout(resolve, ms)),
 			log: pino({ level: "silent" }),
 			// The settlement's first write (a crawled page's links) is held until the test lets it go.
-			addLinks: () => addingLinks,
+			addLinks: () => addingLinks.then(() => null),
 			forget: () => undefined,
 			slotFreed: () => {
 				freed += 1;

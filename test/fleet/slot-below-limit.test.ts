@@ -20,7 +20,7 @@ describe("a held target's slot under a lowered limit", () => {
 			clock: Date.now,
 			sleep: (ms) => new Promise((resolve) => setTimeout(resolve, ms)),
 			log: pino({ level: "silent" }),
-			addLinks: async () => undefined,
+			addLinks: async () => null,
 			forget: () => undefined,
 			slotFreed: () => undefined,
 			ceiling: () => ceiling,

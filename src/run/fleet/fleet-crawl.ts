@@ -30,6 +30,15 @@ export interface FleetCrawl extends Crawler {
 	 * the frontier stores them, one depth below it; forgotten here once taken.
 	 */
 	take(page: Target, plans: readonly ExtractPlan[]): Promise<FleetTargetInput[]>;
+	/** The links `page` was read with (before `take`), kept with its record for a later run's freshness; null when none were read. */
+	linksOf(pageId: string): readonly string[] | null;
+	/**
+	 * `freshness`: a fresh page's links as its last fetch kept them (null: none wanted, at `max_depth`),
+	 * followed as a fetched page's are; the page is counted fresh, not fetched.
+	 */
+	pageFresh(target: Target, links: readonly string[] | null): void;
+	/** `freshness`: a fresh page is fetched again only because no links of it were kept. */
+	refetchedForLinks(): void;
 	/**
 	 * Where `page`'s redirects ended, when elsewhere than its own address: fetched (and paid) as `page`, so
 	 * the frontier notes it and no worker fetches it again under its own address, as a local crawl does.
@@ -96,6 +105,8 @@ export function createFleetCrawl(options: FleetCrawlOptions): FleetCrawl {
 	const landings = new Map<string, { readonly url: string; readonly targetId: string }>();
 	const delaysSent = new Set<string>();
 	let pages = 0;
+	let fresh = 0;
+	let refetched = 0;
 	let discovered = 0;
 	let robotsDisallowed = 0;
 	let sitemapCredits = 0;
@@ -175,6 +186,15 @@ export function createFleetCrawl(options: FleetCrawlOptions): FleetCrawl {
 			if (links === null || !target.crawl || target.crawl.depth >= spec.maxDepth) return;
 			found.set(target.id, links);
 		},
+		linksOf: (pageId) => found.get(pageId) ?? null,
+		pageFresh(target, links) {
+			fresh += 1;
+			if (links === null || !target.crawl || target.crawl.depth >= spec.maxDepth) return;
+			found.set(target.id, links);
+		},
+		refetchedForLinks() {
+			refetched += 1;
+		},
 		takeLanding(pageId) {
 			const landing = landings.get(pageId);
 			if (landing !== undefined) landings.delete(pageId);
@@ -205,8 +225,8 @@ export function createFleetCrawl(options: FleetCrawlOptions): FleetCrawl {
 			max_pages: spec.maxPages,
 			sitemap_credits: (robots?.credits ?? 0) + sitemapCredits,
 			robots_disallowed: robotsDisallowed,
-			fresh: 0,
-			refetched_for_links: 0,
+			fresh,
+			refetched_for_links: refetched,
 			stopped_by: null,
 		}),
 		// A worker's robots.txt and sitemap credits are its own session's: it reads back none of another's.

@@ -13,6 +13,7 @@ import {
 	type FleetWorker,
 	fetchStarting,
 	finishFleetRun,
+	freshPages,
 	isComplete,
 	onlyParkedLeft,
 	releaseDueProbe,
@@ -61,6 +62,8 @@ export interface FleetFeedDeps {
 	readonly breakers: () => FleetBreakers | null;
 	/** Load the job's targets when the run's loader died mid-load; true when this worker did. */
 	readonly takeOverLoading: () => Promise<boolean>;
+	/** A crawl with `freshness`: claimed pages fresh in the job's fleet runs are not fetched while their links are known. */
+	readonly freshness: { readonly freshnessMs: number; readonly maxDepth: number } | null;
 }
 
 /** What an empty claim means: the worker ends, claims again at once, or waits before it claims again. */
@@ -133,7 +136,8 @@ export class FleetFeed {
 			const claimedAt = clock();
 			const claimed = await this.#claim(free);
 			if (claimed !== null && claimed.length > 0) {
-				for (const { lease, slot } of claimed) this.#start(lease, slot, claimedAt, parts);
+				const fresh = await this.#freshOf(claimed.map(({ lease }) => lease));
+				for (const { lease, slot } of claimed) this.#start(lease, slot, claimedAt, parts, fresh.get(lease.targetId));
 				continue;
 			}
 			const next = claimed === null ? "wait" : await this.#noClaim();
@@ -171,6 +175,22 @@ export class FleetFeed {
 			leases.keepSpare(slots);
 			this.#claimFailed(error, "could not claim targets");
 			return null;
+		}
+	}
+
+	/**
+	 * `freshness` in a crawl: the claimed pages fresh in the job's fleet runs, with the links their last fetch
+	 * kept (null: none kept). Empty when the database could not say: those pages are fetched.
+	 */
+	async #freshOf(leases: readonly FleetLease[]): Promise<Map<string, readonly string[] | null>> {
+		const { freshness, fleet, run, log } = this.#deps;
+		if (freshness === null) return new Map();
+		const pages = leases.filter((lease) => lease.depth >= 0).map((lease) => lease.targetId);
+		try {
+			return await freshPages(fleet, run.jobName, pages, freshness.freshnessMs);
+		} catch (error) {
+			log.warn({ event: "fleet_fresh_failed", error: errorMessage(error) }, "could not read which pages are fresh");
+			return new Map();
 		}
 	}
 
@@ -227,18 +247,44 @@ export class FleetFeed {
 		return "wait";
 	}
 
-	/** A claimed target held and queued: its first fetch reserved, run, and settled whatever happens. */
-	#start(lease: FleetLease, slot: FleetSlot, claimedAt: number, parts: FleetFeedParts): void {
+	/**
+	 * A claimed target held and queued: its first fetch reserved, run, and settled whatever happens. `fresh`:
+	 * a fresh page's kept links (null: none kept); undefined for a page that is not fresh.
+	 */
+	#start(
+		lease: FleetLease,
+		slot: FleetSlot,
+		claimedAt: number,
+		parts: FleetFeedParts,
+		fresh: readonly string[] | null | undefined,
+	): void {
 		this.#deps.leases.hold(lease, slot, claimedAt);
 		this.#deps.carryOver.note(lease);
 		const target = fromFleetLease(lease, this.#deps.plans);
 		parts.queue.add(async () => {
 			try {
-				await this.#work(lease, target, parts);
+				if (fresh === undefined || !this.#followedFresh(lease, target, fresh)) await this.#work(lease, target, parts);
 			} finally {
 				this.#deps.leases.settleLater(lease.targetId);
 			}
 		});
+	}
+
+	/**
+	 * A fresh page: followed from the links its last fetch kept, nothing sent, settled fresh (true). False
+	 * when its links are wanted and none were kept: it is fetched again for them, as a local crawl does.
+	 */
+	#followedFresh(lease: FleetLease, target: Target, links: readonly string[] | null): boolean {
+		const { frontier, leases, freshness } = this.#deps;
+		if (links === null && lease.depth < (freshness?.maxDepth ?? 0)) {
+			frontier.refetchedForLinks();
+			return false;
+		}
+		const holding = leases.get(lease.targetId);
+		if (!holding) return true;
+		frontier.followFresh(target, links);
+		holding.fresh = true;
+		return true;
 	}
 
 	/** A held target's work: a page goes to the runner, a sitemap task to the frontier's reader. */

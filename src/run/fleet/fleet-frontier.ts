@@ -25,6 +25,8 @@ export interface FleetFrontierDeps {
 	readonly maxPages: number | undefined;
 	readonly plans: readonly ExtractPlan[];
 	readonly log: Logger;
+	/** `freshness` is on: a page's links are kept with its record, for a later run to follow while it is fresh. */
+	readonly keepLinks?: boolean;
 }
 
 /**
@@ -63,16 +65,31 @@ export class FleetFrontier {
 		);
 	}
 
-	/** The links a leased page's crawl follows, into the frontier under its lease (before the page settles). */
-	async addLinks(lease: FleetLease): Promise<void> {
-		if (this.#crawl === null) return;
+	/**
+	 * The links a leased page's crawl follows, into the frontier under its lease (before the page settles).
+	 * Resolves to the links to keep with its record (`keepLinks`), else null.
+	 */
+	async addLinks(lease: FleetLease): Promise<readonly string[] | null> {
+		if (this.#crawl === null) return null;
 		const { plans } = this.#deps;
 		const page = fromFleetLease(lease, plans);
+		const kept = this.#deps.keepLinks ? this.#crawl.linksOf(lease.targetId) : null;
 		const links = await this.#crawl.take(page, plans);
 		if (links.length > 0)
 			await this.#withinMaxPages(await this.#notFetchedOk(links), (query, within) =>
 				addDiscovered({ query }, lease, within),
 			);
+		return kept;
+	}
+
+	/** `freshness`: a fresh page's links as its last fetch kept them, followed as a fetched page's are. */
+	followFresh(target: Target, links: readonly string[] | null): void {
+		this.#crawl?.pageFresh(target, links);
+	}
+
+	/** `freshness`: a fresh page fetched again, no links of it kept. */
+	refetchedForLinks(): void {
+		this.#crawl?.refetchedForLinks();
 	}
 
 	/** Read the sitemaps a claimed task names; true when they are read (the task then settles done). */

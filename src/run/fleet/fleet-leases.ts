@@ -9,6 +9,7 @@ import {
 	type FleetSlot,
 	type FleetWorker,
 	finishTarget,
+	freshTarget,
 	parkTarget,
 	releaseTarget,
 	renewLeases,
@@ -41,6 +42,10 @@ export interface HeldTarget {
 	parked: { readonly domain: string; readonly worstCase: number } | null;
 	/** A task of the fleet's own (a seed origin's sitemaps) ran to its end: it settles done, with no record. */
 	finished: boolean;
+	/** A crawled page left out as fresh (`freshness`), its links followed from its last fetch: it settles fresh. */
+	fresh: boolean;
+	/** A crawled page's links, kept with its record (`freshness`); null: none to keep. */
+	links: readonly string[] | null;
 }
 
 export interface FleetLeaseDeps {
@@ -53,8 +58,11 @@ export interface FleetLeaseDeps {
 	readonly log: Logger;
 	/** The fleet's in-flight limit as this worker last read it (null: not yet). */
 	readonly ceiling: () => number | null;
-	/** A crawled page's links into the frontier: done before it settles, while the page is still leased. */
-	readonly addLinks: (lease: FleetLease) => Promise<void>;
+	/**
+	 * A crawled page's links into the frontier: done before it settles, while the page is still leased.
+	 * Resolves to the links to keep with its record (null: none).
+	 */
+	readonly addLinks: (lease: FleetLease) => Promise<readonly string[] | null>;
 	/**
 	 * A crawl's page whose redirects ended elsewhere: that address noted in the frontier before the
 	 * target's slot goes to the next claim, so that claim cannot take it. Undefined for any other page.
@@ -169,6 +177,8 @@ export class FleetLeases {
 			record: null,
 			parked: null,
 			finished: false,
+			fresh: false,
+			links: null,
 			prepaid: 0,
 		});
 	}
@@ -292,7 +302,7 @@ export class FleetLeases {
 			// Links first, while the page is still leased: the run cannot complete between the two. Sent once:
 			// the crawl hands a page's links over when asked, so a second try would settle the page without them
 			// (on a failure the lease lapses and the page is fetched again, its links found again).
-			await this.#deps.addLinks(target.lease);
+			target.links = await this.#deps.addLinks(target.lease);
 			for (let attempt = 1; ; attempt++) {
 				try {
 					if (!(await settleInFleet(fleet, target)) && target.record)
@@ -379,7 +389,8 @@ export function isConnectionFailure(error: unknown): boolean {
 
 /** A held target's end in the fleet: done with its record, done as a task, parked, or back in the queue. */
 function settleInFleet(fleet: Fleet, target: HeldTarget): Promise<boolean> {
-	if (target.record) return completeTarget(fleet, target.lease, target.record, target.charged);
+	if (target.record) return completeTarget(fleet, target.lease, target.record, target.charged, target.links);
+	if (target.fresh) return freshTarget(fleet, target.lease);
 	if (target.finished) return finishTarget(fleet, target.lease, target.charged);
 	if (target.parked) return parkTarget(fleet, target.lease, target.parked.domain, target.parked.worstCase);
 	return releaseTarget(fleet, target.lease, { retry: true, credits: target.charged });

@@ -88,6 +88,7 @@ export async function joinFleetRun(job: Job, options: FleetJoinOptions): Promise
 				worker: opened.worker,
 				maxCredits,
 				leaseMs: options.leaseMs ?? DEFAULT_FLEET_LEASE_MS,
+				freshnessMs: options.freshnessMs ?? 0,
 				// `mode: adaptive` starts where the job's fleet runs left each domain (no worker's disk outlives it).
 				...(usesAdaptive(job) ? { domainModes: await readFleetDomainModes(fleet, job.name) } : {}),
 				// A run seen running (this worker loaded it, or joined it loaded) never goes back to loading:
@@ -182,7 +183,9 @@ async function* selectedTargets(
 		const ids = batch.map((target) => target.id);
 		// Retrying failures is explicit: every target whose newest record failed, however recent.
 		const failed = selection.retryFailed ? await failedTargetIds(fleet, job.name, ids) : null;
-		const fresh = failed ? new Set<string>() : await freshTargetIds(fleet, job.name, ids, selection.freshnessMs ?? 0);
+		// A crawl's fresh seeds are loaded: the claim follows their kept links (their pages may not be fresh).
+		const fresh =
+			failed || job.crawl ? new Set<string>() : await freshTargetIds(fleet, job.name, ids, selection.freshnessMs ?? 0);
 		left.fresh += fresh.size;
 		for (const target of batch) {
 			if (fresh.has(target.id) || (failed && !failed.has(target.id))) continue;

@@ -45,6 +45,8 @@ export interface FleetWorkerSetup {
 	 * when this worker took it and loaded). Absent: nothing to take over.
 	 */
 	readonly takeOverLoading?: () => Promise<boolean>;
+	/** `freshness` (the job's or `--freshness`), ms: a crawl's pages fresh in the job's fleet runs are not fetched. @default 0 */
+	readonly freshnessMs?: number;
 	/** What the job's fleet runs learned under `mode: adaptive`, read as it joined; absent for a job without it. */
 	readonly domainModes?: FleetDomainModeChanges;
 }
@@ -104,7 +106,19 @@ export class FleetCoordination {
 		this.tasks = carryOver.tasks;
 		this.previousRecords = carryOver.previousRecords;
 		this.sharedModes = setup.domainModes ? new FleetAdaptive({ fleet, run, known: setup.domainModes, log }) : null;
-		const frontier = new FleetFrontier({ fleet, run, maxPages: job.crawl?.maxPages, plans, log });
+		// `freshness` in a crawl: pages' links kept with their records, fresh pages followed from them.
+		const freshness =
+			job.crawl && (setup.freshnessMs ?? 0) > 0
+				? { freshnessMs: setup.freshnessMs ?? 0, maxDepth: job.crawl.maxDepth }
+				: null;
+		const frontier = new FleetFrontier({
+			fleet,
+			run,
+			maxPages: job.crawl?.maxPages,
+			plans,
+			log,
+			keepLinks: freshness !== null,
+		});
 		this.#frontier = frontier;
 		const leases = new FleetLeases({
 			fleet,
@@ -147,6 +161,7 @@ export class FleetCoordination {
 			carryOver,
 			paced: (job.perHostDelayMs ?? 0) > 0 || job.crawl?.robots === "obey",
 			takeOverLoading: setup.takeOverLoading ?? (async () => false),
+			freshness,
 			breakers: () => this.#breakers,
 		});
 	}
@@ -296,7 +311,8 @@ export class FleetCoordination {
 		await this.#limits.written();
 		const status = await fleetStatus(fleet, run.id).catch(() => null);
 		this.#left = status === null ? null : status.targets.queued + status.targets.leased + status.targets.parked;
-		this.#fresh = status?.fresh ?? null;
+		// The loading's fresh targets: a crawl's pages settled fresh are each in their worker's own crawl summary.
+		this.#fresh = status === null ? null : status.fresh - status.freshPages;
 		this.#ended = {
 			run: run.runName,
 			worker: worker.id,
