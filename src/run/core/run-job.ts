@@ -43,6 +43,7 @@ import {
 	createFetching,
 	createFlowControl,
 	createRunBreakers,
+	figuresOf,
 	fleetLeftOut,
 	lastWordOf,
 	openCrawl,
@@ -321,7 +322,8 @@ function openRunnerSide(context: RunContext, side: RecordSide, fetching: FetchSi
 	const { crawler, pagePool, queue, gate, concurrency } = fetching;
 	const { runDir, runId } = opened;
 	const { journal, sinks, fill, pages, stats } = records;
-	const syncTimer = startRun({ log, opened, job, survey, options, stops, sinks, journal, crawler });
+	const figures = figuresOf({ stats, opened, gate, startedAt });
+	const syncTimer = startRun({ log, opened, job, survey, options, stops, sinks, journal, crawler, figures, clock });
 	const progress = createProgressReporter({
 		stats,
 		// A crawl's total is the pages it knows of (seeds and links found, up to max_pages): it grows.
