@@ -122,9 +122,13 @@ describe("figures of a killed run", () => {
 			session: { done: 0, credits_used: 0, rate_limit_pauses: 0 },
 		});
 		expect(summary.wall_ms).toBe(last.wall_ms + summary.session!.wall_ms);
-		// The terminal's summary says the same.
+		// The terminal's summary and the report (rebuilt from the folder) say the same.
 		expect(resumed.stdout).toContain(`${CREDITS - spent} remaining`);
 		expect(resumed.stdout).toContain("1 rate-limit pause");
 		expect(resumed.stdout).toContain(`time       ${(summary.wall_ms / 1000).toFixed(1)} s`);
+		const report = readFileSync(join(runDir, "report.html"), "utf8");
+		expect(report).toContain(
+			`<div class="label">wall time</div><div class="value">${(summary.wall_ms / 1000).toFixed(2)} s</div>`,
+		);
 	}, 30_000);
 });

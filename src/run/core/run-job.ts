@@ -117,7 +117,10 @@ export interface RunJobOptions {
 	readonly sleep?: Sleep;
 	/** The backoff's jitter, in [0, 1) (tests fix it). @default Math.random */
 	readonly random?: () => number;
-	/** fdatasync interval for results and journal, milliseconds. @default 1000 */
+	/**
+	 * fdatasync interval for results and journal, milliseconds; the journal's figures line (what a resume
+	 * of a killed process carries) goes with the first sync two seconds after the last. @default 1000
+	 */
 	readonly syncIntervalMs?: number;
 	readonly method?: "GET" | "POST";
 	/**
