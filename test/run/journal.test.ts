@@ -79,4 +79,37 @@ describe("journal.jsonl", () => {
 			opened("c.test", "2026-01-01T00:02:00.000Z"),
 		]);
 	});
+
+	it("a figures line is on disk as soon as it is written; a resume reads the latest well-formed one, none in an older journal", async () => {
+		const path = join(tempDir(), "journal.jsonl");
+		const journal = openJournal(path);
+		journal.session("run-1", false);
+		journal.started("waiting");
+		expect((await readJournalTasks(path)).figures).toBeNull();
+		const figures = { wallMs: 4200, rateLimitPauses: 2, abandoned: 0, creditsRemaining: 9990 };
+		journal.figures({ wallMs: 2100, rateLimitPauses: 1, abandoned: 0, creditsRemaining: null }, Date.UTC(2026, 0, 1));
+		journal.figures(figures, Date.UTC(2026, 0, 1, 0, 0, 2));
+		// No sync, no close: a process killed now has left the line.
+		expect(lines(path).at(-1)).toEqual({
+			e: "figures",
+			at: "2026-01-01T00:00:02.000Z",
+			wall_ms: 4200,
+			rate_limit_pauses: 2,
+			abandoned: 0,
+			credits_remaining: 9990,
+		});
+		journal.close();
+		// Read back as hostile: a negative count, a bad time, a balance that is not a number; a torn last line.
+		const line = lines(path).at(-1)!;
+		appendFileSync(
+			path,
+			[
+				JSON.stringify({ ...line, wall_ms: -1 }),
+				JSON.stringify({ ...line, at: "yesterday" }),
+				JSON.stringify({ ...line, credits_remaining: "lots" }),
+				'{"e":"figures","at":"2026-01-01T00:00:09.000Z","wall_ms":9',
+			].join("\n"),
+		);
+		expect((await readJournalTasks(path)).figures).toEqual({ atMs: Date.UTC(2026, 0, 1, 0, 0, 2), figures });
+	});
 });

@@ -2,7 +2,7 @@ import { readdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { readPriorProgress } from "../../src/run/records/resume-state.js";
-import { buildSummary, createRunStatistics } from "../../src/run/records/run-statistics.js";
+import { buildSummary, carriedFrom, createRunStatistics } from "../../src/run/records/run-statistics.js";
 import { isRunFolderName, readRecords, readSummary, tempDir, writeJob } from "../helpers/job-files.js";
 import { record } from "../helpers/records.js";
 import { runCli } from "../helpers/run-cli.js";
@@ -121,4 +121,31 @@ describe("a resumed run's summary: the run's figures at the top, this session's 
 		expect(two.throughput_per_s).toBeCloseTo((6 * 1000) / two.wall_ms, 5);
 		expect(two.session?.throughput_per_s).toBeCloseTo((3 * 1000) / two.session!.wall_ms, 5);
 	}, 20_000);
+});
+
+describe("what a resume carries: the last summary.json, or the journal's figures line when it is newer", () => {
+	const summary = {
+		finished_at: "2026-01-01T00:10:00.000Z",
+		wall_ms: 60_000,
+		rate_limit_pauses: 1,
+		abandoned: 2,
+		credits: { remaining: 500 },
+	};
+	const line = (at: string) => ({
+		atMs: Date.parse(at),
+		figures: { wallMs: 75_000, rateLimitPauses: 3, abandoned: 2, creditsRemaining: 480 },
+	});
+	const fromSummary = { wallMs: 60_000, rateLimitPauses: 1, abandoned: 2, creditsRemaining: 500 };
+
+	it("a line of a later, killed session wins over the summary of the one before", () => {
+		expect(carriedFrom(summary, 0, line("2026-01-01T00:12:00.000Z"))).toMatchObject(line("x").figures);
+		// No summary at all (the run's first process was killed): the line.
+		expect(carriedFrom(null, 0, line("2026-01-01T00:12:00.000Z"))).toMatchObject(line("x").figures);
+	});
+
+	it("the summary its own session wrote after its last line wins; a folder of an older version has no line", () => {
+		expect(carriedFrom(summary, 0, line("2026-01-01T00:09:58.000Z"))).toMatchObject(fromSummary);
+		expect(carriedFrom(summary, 0, null)).toMatchObject(fromSummary);
+		expect(carriedFrom(null, 0, null)).toMatchObject({ wallMs: 0, rateLimitPauses: 0, creditsRemaining: null });
+	});
 });

@@ -15,7 +15,7 @@ import {
 	readPriorProgress,
 	repairResults,
 } from "../records/resume-state.js";
-import { type CarriedFigures, carriedFrom } from "../records/run-statistics.js";
+import { type CarriedFigures, carriedFrom, type TimedFigures } from "../records/run-statistics.js";
 import { type BreakerChange, readJournalTasks } from "../target/journal.js";
 import type { PaidAnswer } from "../target/paid-answers.js";
 
@@ -80,8 +80,8 @@ export interface OpenedRun {
 	readonly resumePaid: ReadonlyMap<string, PaidAnswer>;
 	readonly lock: RunLock;
 	/**
-	 * What the run's earlier invocations measured that no record holds (their last summary.json; the
-	 * breakers also from the journal); null for a new run.
+	 * What the run's earlier invocations measured that no record holds (their last summary.json, or the
+	 * journal's newer figures line; the breakers also from the journal); null for a new run.
 	 */
 	readonly carried: CarriedFigures | null;
 	/** The run's credit budget: this session's `--max-credits`, else the one kept in run.json, else the job's. */
@@ -91,31 +91,33 @@ export interface OpenedRun {
 }
 
 /**
- * What the run's earlier invocations measured, from the folder's last summary.json (missing after a
- * killed process: nothing of it is carried), and the breakers left open. Those come from the journal's
- * breaker lines, written as each breaker changed: a process killed before its summary (SIGKILL, the OOM
- * killer) still hands them on, and a breaker a later resume closed is not re-opened from an older
- * summary. summary.json answers only for domains the journal does not name (a folder of an older version).
+ * What the run's earlier invocations measured, and the breakers left open. The figures are the folder's
+ * last summary.json's, or the journal's latest figures line when it is newer: a process killed before its
+ * summary (SIGKILL, the OOM killer) wrote one every few seconds, so its share is lost only since its last
+ * line; a folder of an older version has none, and its summary answers as before. The breakers come from
+ * the journal's breaker lines, written as each breaker changed: a killed process still hands them on, and
+ * a breaker a later resume closed is not re-opened from an older summary. summary.json answers only for
+ * domains the journal does not name (a folder of an older version).
  */
 function readCarried(
 	runDir: string,
 	meta: RunMeta,
 	fingerprint: string,
-	journalled: ReadonlyMap<string, BreakerChange>,
+	journalled: { readonly breakers: ReadonlyMap<string, BreakerChange>; readonly figures: TimedFigures | null },
 ): CarriedFigures {
 	let previous: unknown = null;
 	try {
 		previous = JSON.parse(readFileSync(join(runDir, RUN_FILES.summary), "utf8"));
 	} catch {
-		// A session killed before its end wrote no summary: its wall time and pauses are not known.
+		// A session killed before its end wrote no summary: the journal's figures line stands for it.
 	}
 	const created = Date.parse(meta.created_at);
-	const carried = carriedFrom(previous, Number.isFinite(created) ? created : null);
+	const carried = carriedFrom(previous, Number.isFinite(created) ? created : null, journalled.figures);
 	// Breakers judged the fetches of the job as it was then: a job changed since (another mode or proxy,
 	// resumed with --force) gets its fix tried at once.
 	const summarized = meta.job_fingerprint === fingerprint ? carried.openBreakers : [];
-	const openBreakers = summarized.filter((breaker) => !journalled.has(breaker.domain));
-	for (const change of journalled.values()) {
+	const openBreakers = summarized.filter((breaker) => !journalled.breakers.has(breaker.domain));
+	for (const change of journalled.breakers.values()) {
 		if (!change.open || change.fingerprint !== fingerprint) continue;
 		openBreakers.push({ domain: change.domain, reason: change.reason, openedMs: Date.parse(change.opened_at) });
 	}
@@ -279,7 +281,7 @@ async function reopenRun(
 			csv.close();
 		}
 	}
-	const carried = run.meta ? readCarried(runDir, run.meta, job.fingerprint, journalled.breakers) : null;
+	const carried = run.meta ? readCarried(runDir, run.meta, job.fingerprint, journalled) : null;
 	const meta = run.meta ? await adoptChangedTargets(options, runDir, run.meta, prior.done) : null;
 	const maxCredits = resumedBudget(runDir, meta, options.maxCredits, prior.statistics.creditsUsed, job.maxCredits);
 	const superseded = meta?.superseded ?? 0;

@@ -43,6 +43,7 @@ import {
 	createFetching,
 	createFlowControl,
 	createRunBreakers,
+	figuresOf,
 	fleetLeftOut,
 	lastWordOf,
 	openCrawl,
@@ -116,7 +117,10 @@ export interface RunJobOptions {
 	readonly sleep?: Sleep;
 	/** The backoff's jitter, in [0, 1) (tests fix it). @default Math.random */
 	readonly random?: () => number;
-	/** fdatasync interval for results and journal, milliseconds. @default 1000 */
+	/**
+	 * fdatasync interval for results and journal, milliseconds; the journal's figures line (what a resume
+	 * of a killed process carries) goes with the first sync two seconds after the last. @default 1000
+	 */
 	readonly syncIntervalMs?: number;
 	readonly method?: "GET" | "POST";
 	/**
@@ -321,7 +325,8 @@ function openRunnerSide(context: RunContext, side: RecordSide, fetching: FetchSi
 	const { crawler, pagePool, queue, gate, concurrency } = fetching;
 	const { runDir, runId } = opened;
 	const { journal, sinks, fill, pages, stats } = records;
-	const syncTimer = startRun({ log, opened, job, survey, options, stops, sinks, journal, crawler });
+	const figures = figuresOf({ stats, opened, gate, startedAt });
+	const syncTimer = startRun({ log, opened, job, survey, options, stops, sinks, journal, crawler, figures, clock });
 	const progress = createProgressReporter({
 		stats,
 		// A crawl's total is the pages it knows of (seeds and links found, up to max_pages): it grows.

@@ -30,7 +30,13 @@ import type { LockLease } from "../locks/run-lock.js";
 import { type ShardPeers, watchShardPeers } from "../locks/shard-peers.js";
 import { createContractCheck } from "../records/contract-check.js";
 import { openRecordSinks } from "../records/record-writer.js";
-import { buildSummary, createRunStatistics, type RunStatistics } from "../records/run-statistics.js";
+import {
+	buildSummary,
+	createRunStatistics,
+	type RunFigures,
+	type RunStatistics,
+	runFigures,
+} from "../records/run-statistics.js";
 import { crawlerFor, serviceSitemapFetch } from "../target/crawl-hook.js";
 import { createRunFillStats } from "../target/extract-record.js";
 import { fetchTarget } from "../target/fetch-target.js";
@@ -380,8 +386,15 @@ export async function openCrawl(input: {
 }
 
 /**
+ * How often the journal gets a figures line, ms: a process killed before its summary loses at most this
+ * much of its wall time, pauses and balance, and a week-long run's journal grows by a few MB a day.
+ */
+const FIGURES_EVERY_MS = 2000;
+
+/**
  * The run starts: its first line in run.log, and the timer that syncs the results, the journal and the
- * crawl's files to disk every `syncIntervalMs` (a crash loses at most that much of what was written).
+ * crawl's files to disk every `syncIntervalMs` (a crash loses at most that much of what was written),
+ * writing the run's figures into the journal first, at most every `FIGURES_EVERY_MS`.
  */
 export function startRun(input: {
 	readonly log: Logger;
@@ -393,8 +406,11 @@ export function startRun(input: {
 	readonly sinks: readonly { sync(): void }[];
 	readonly journal: Journal;
 	readonly crawler: { sync(): void } | null;
+	/** The run's figures at a time (`figuresOf`). */
+	readonly figures: (nowMs: number) => RunFigures;
+	readonly clock: Clock;
 }): NodeJS.Timeout {
-	const { opened, stops, sinks, journal, crawler } = input;
+	const { opened, stops, sinks, journal, crawler, clock } = input;
 	input.log.info(
 		{
 			event: "run_start",
@@ -408,8 +424,14 @@ export function startRun(input: {
 		},
 		"run started",
 	);
+	let figuresAt = Number.NEGATIVE_INFINITY;
 	const syncTimer = setInterval(() => {
 		stops.guardOutput(() => {
+			const now = clock();
+			if (now - figuresAt >= FIGURES_EVERY_MS) {
+				figuresAt = now;
+				journal.figures(input.figures(now), now);
+			}
 			for (const sink of sinks) sink.sync();
 			journal.sync();
 			crawler?.sync();
@@ -417,6 +439,18 @@ export function startRun(input: {
 	}, input.options.syncIntervalMs ?? 1000);
 	syncTimer.unref();
 	return syncTimer;
+}
+
+/** The run's figures that no record holds at a time: the earlier sessions' and this one's so far. */
+export function figuresOf(input: {
+	readonly stats: RunStatistics;
+	readonly opened: OpenedRun;
+	readonly gate: SendGate;
+	readonly startedAt: number;
+}): (nowMs: number) => RunFigures {
+	const { stats, opened, gate, startedAt } = input;
+	return (nowMs) =>
+		runFigures(stats, opened.carried ?? undefined, { rateLimitPauses: gate.pauses, startedMs: startedAt, nowMs });
 }
 
 /** The run's summary as it stands, with a stop reason (null: not stopped). */

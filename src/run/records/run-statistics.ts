@@ -2,18 +2,13 @@ import type { CarriedBreaker, RecordStatus, ResultRecord, RunSummary } from "../
 import { createLatencyHistogram } from "./latency-histogram.js";
 
 /**
- * What earlier sessions of a resumed run measured that no record holds (read from their last
- * summary.json): time spent running, 429 pauses, fetches abandoned at a stop. Zero for a new run,
- * and for sessions that were killed before they could write a summary.
+ * What earlier sessions of a resumed run measured that no record holds: time spent running, 429 pauses,
+ * fetches abandoned at a stop, the account's balance. Read from their last summary.json, or from the
+ * journal's newer figures line when a process was killed before its summary. Zero for a new run.
  */
-export interface CarriedFigures {
-	readonly wallMs: number;
-	readonly rateLimitPauses: number;
-	readonly abandoned: number;
+export interface CarriedFigures extends RunFigures {
 	/** When the run's first session started (run.json's created_at), ms since the epoch. */
 	readonly runStartedMs: number | null;
-	/** The account's credits as the last answer of an earlier session reported them. */
-	readonly creditsRemaining: number | null;
 	/**
 	 * The breakers the run's earlier invocations left open (open-run.ts takes them from the journal, which a
 	 * killed process wrote too): a resume keeps them open until their cool-down.
@@ -21,17 +16,74 @@ export interface CarriedFigures {
 	readonly openBreakers: readonly CarriedBreaker[];
 }
 
-/** The figures a summary.json of an earlier session carries over, or none when it is missing or not a summary. */
-export function carriedFrom(previous: unknown, runStartedMs: number | null): CarriedFigures {
+const NONE_CARRIED: CarriedFigures = {
+	wallMs: 0,
+	rateLimitPauses: 0,
+	abandoned: 0,
+	runStartedMs: null,
+	creditsRemaining: null,
+	openBreakers: [],
+};
+
+/**
+ * The run's figures that no record holds, as they stand (every session included): what summary.json
+ * reports, and what the journal's figures line keeps for a resume of a process killed before its summary.
+ */
+export interface RunFigures {
+	readonly wallMs: number;
+	readonly rateLimitPauses: number;
+	readonly abandoned: number;
+	/** The account's credits as the service last reported them (null: no answer said so yet). */
+	readonly creditsRemaining: number | null;
+}
+
+/** Figures of a journal line, with when they were taken (ms since the epoch). */
+export interface TimedFigures {
+	readonly atMs: number;
+	readonly figures: RunFigures;
+}
+
+/**
+ * The figures an earlier session carries over: its last summary.json's (none when it is missing or not a
+ * summary), or `journalled` when that line is newer — a process killed before its summary wrote none.
+ */
+export function carriedFrom(
+	previous: unknown,
+	runStartedMs: number | null,
+	journalled: TimedFigures | null = null,
+): CarriedFigures {
 	const summary = (typeof previous === "object" && previous !== null ? previous : {}) as Partial<RunSummary>;
 	const count = (value: unknown) => (typeof value === "number" && Number.isFinite(value) && value >= 0 ? value : 0);
-	return {
+	const summarized: RunFigures = {
 		wallMs: count(summary.wall_ms),
 		rateLimitPauses: count(summary.rate_limit_pauses),
 		abandoned: count(summary.abandoned),
-		runStartedMs,
 		creditsRemaining: typeof summary.credits?.remaining === "number" ? count(summary.credits.remaining) : null,
+	};
+	const finishedMs = typeof summary.finished_at === "string" ? Date.parse(summary.finished_at) : Number.NaN;
+	// A summary is written after its session's last figures line: a later line is a later session's.
+	const newer = journalled !== null && (!Number.isFinite(finishedMs) || journalled.atMs > finishedMs);
+	return {
+		...(newer ? journalled.figures : summarized),
+		runStartedMs,
 		openBreakers: carriedBreakers(summary.breakers),
+	};
+}
+
+/** The run's figures now: the earlier sessions' (`carried`) plus this session's so far. */
+export function runFigures(
+	stats: RunStatistics,
+	carried: CarriedFigures | undefined,
+	session: { readonly rateLimitPauses: number; readonly startedMs: number; readonly nowMs: number },
+): RunFigures {
+	const before = carried ?? NONE_CARRIED;
+	return {
+		wallMs: before.wallMs + Math.max(0, session.nowMs - session.startedMs),
+		rateLimitPauses: before.rateLimitPauses + session.rateLimitPauses,
+		abandoned: before.abandoned + stats.abandoned,
+		// A session that sent nothing (a resume with nothing left, or stopped at once) reports the last
+		// balance an earlier session saw, not none.
+		creditsRemaining: stats.creditsRemaining ?? before.creditsRemaining,
 	};
 }
 
@@ -155,15 +207,6 @@ export function createRunStatistics() {
 }
 export type RunStatistics = ReturnType<typeof createRunStatistics>;
 
-const NONE_CARRIED: CarriedFigures = {
-	wallMs: 0,
-	rateLimitPauses: 0,
-	abandoned: 0,
-	runStartedMs: null,
-	creditsRemaining: null,
-	openBreakers: [],
-};
-
 /**
  * `summary.json` from the statistics and what only the runner knows (why it stopped, the gate's
  * pauses). Top-level figures are the run's, every session included; `session` is this session's
@@ -194,7 +237,12 @@ export function buildSummary(
 	const superseded = run.superseded ?? 0;
 	const done = Math.max(0, stats.done - superseded);
 	const sessionWallMs = Math.max(0, run.finishedMs - run.startedMs);
-	const wallMs = carried.wallMs + sessionWallMs;
+	const figures = runFigures(stats, carried, {
+		rateLimitPauses: run.rateLimitPauses,
+		startedMs: run.startedMs,
+		nowMs: run.finishedMs,
+	});
+	const wallMs = figures.wallMs;
 	const perSecond = (count: number, ms: number) => (ms > 0 ? (count * 1000) / ms : 0);
 	return {
 		job: run.job,
@@ -214,13 +262,11 @@ export function buildSummary(
 		credits: {
 			used: stats.creditsUsed,
 			by_mode: { ...stats.creditsByMode },
-			// A session that sent nothing (a resume with nothing left, or stopped at once) reports the last
-			// balance an earlier session saw, not none.
-			remaining: stats.creditsRemaining ?? carried.creditsRemaining,
+			remaining: figures.creditsRemaining,
 			max_credits: run.maxCredits,
 		},
 		retries: stats.retries,
-		rate_limit_pauses: carried.rateLimitPauses + run.rateLimitPauses,
+		rate_limit_pauses: figures.rateLimitPauses,
 		tasks: {
 			created: stats.tasks.created,
 			completed: stats.tasks.completed,
@@ -229,7 +275,7 @@ export function buildSummary(
 		},
 		errors_by_kind: { ...stats.errorsByKind },
 		useful: { records: stats.useful, rate: done > 0 ? Math.round((stats.useful / done) * 10_000) / 10_000 : null },
-		abandoned: carried.abandoned + stats.abandoned,
+		abandoned: figures.abandoned,
 		started_at: new Date(carried.runStartedMs ?? run.startedMs).toISOString(),
 		finished_at: new Date(run.finishedMs).toISOString(),
 		wall_ms: wallMs,

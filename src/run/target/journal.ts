@@ -1,5 +1,6 @@
 import { jsonlLines, parseJsonLine } from "../../common/index.js";
 import { type AppendFile, openAppendFile } from "../../output/index.js";
+import type { RunFigures, TimedFigures } from "../records/run-statistics.js";
 import type { PaidAnswer } from "./paid-answers.js";
 
 /**
@@ -12,7 +13,22 @@ export type JournalEvent =
 	| { e: "start"; id: string }
 	| { e: "task"; id: string; task_id: string }
 	| { e: "paid"; answer: PaidAnswer }
-	| BreakerChange;
+	| BreakerChange
+	| FiguresLine;
+
+/**
+ * The run's figures that no record holds (wall time, 429 pauses, abandoned fetches, the account's
+ * balance), every session included, written every few seconds: a resume of a process killed before its
+ * summary carries them from its last such line.
+ */
+interface FiguresLine {
+	e: "figures";
+	at: string;
+	wall_ms: number;
+	rate_limit_pauses: number;
+	abandoned: number;
+	credits_remaining: number | null;
+}
 
 /**
  * A local run's breaker opening or closing (docs/behaviour.md, "Breakers"), with the fingerprint of the job
@@ -32,6 +48,8 @@ export interface Journal {
 	paid(answer: PaidAnswer): void;
 	/** A breaker opened or closed: a synchronous write, kept by a process killed right after. */
 	breaker(change: BreakerChange): void;
+	/** The run's figures as they stand at `atMs`: a bounded-rate line (the sync timer's), never per record. */
+	figures(figures: RunFigures, atMs: number): void;
 	sync(): void;
 	close(): void;
 }
@@ -88,6 +106,15 @@ export function openJournal(path: string): Journal {
 		task: (id, taskId) => write({ e: "task", id, task_id: taskId }),
 		paid: (answer) => write({ e: "paid", answer }),
 		breaker: write,
+		figures: (figures, atMs) =>
+			write({
+				e: "figures",
+				at: new Date(atMs).toISOString(),
+				wall_ms: figures.wallMs,
+				rate_limit_pauses: figures.rateLimitPauses,
+				abandoned: figures.abandoned,
+				credits_remaining: figures.creditsRemaining,
+			}),
 		sync: () => {
 			flush();
 			file.sync();
@@ -112,10 +139,13 @@ export async function readJournalTasks(path: string): Promise<{
 	started: number;
 	/** Each domain's latest breaker line, in the order those lines were written. */
 	breakers: Map<string, BreakerChange>;
+	/** The latest well-formed figures line; null in a journal without one (an older version's). */
+	figures: TimedFigures | null;
 }> {
 	const tasks = new Map<string, string>();
 	const paid = new Map<string, PaidAnswer>();
 	const breakers = new Map<string, BreakerChange>();
+	let figures: TimedFigures | null = null;
 	let started = 0;
 	for (const { text } of jsonlLines(path)) {
 		if (!text.endsWith("}")) continue;
@@ -128,9 +158,22 @@ export async function readJournalTasks(path: string): Promise<{
 			// Re-inserted: the map's order stays the order of each domain's latest change.
 			breakers.delete(event.domain);
 			breakers.set(event.domain, event);
-		}
+		} else if (event.e === "figures") figures = timedFigures(event) ?? figures;
 	}
-	return { tasks, paid, started, breakers };
+	return { tasks, paid, started, breakers, figures };
+}
+
+/** A figures line read back, or null when any of its figures is not a count (the file is read from disk). */
+function timedFigures(line: { readonly e: "figures" }): TimedFigures | null {
+	const { at, wall_ms, rate_limit_pauses, abandoned, credits_remaining } = line as Partial<Record<string, unknown>>;
+	const count = (value: unknown): value is number => typeof value === "number" && Number.isFinite(value) && value >= 0;
+	const atMs = typeof at === "string" ? Date.parse(at) : Number.NaN;
+	if (!Number.isFinite(atMs) || !count(wall_ms) || !count(rate_limit_pauses) || !count(abandoned)) return null;
+	if (credits_remaining !== null && !count(credits_remaining)) return null;
+	return {
+		atMs,
+		figures: { wallMs: wall_ms, rateLimitPauses: rate_limit_pauses, abandoned, creditsRemaining: credits_remaining },
+	};
 }
 
 function isBreakerChange(value: { readonly e: "breaker" }): value is BreakerChange {
