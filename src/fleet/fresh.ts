@@ -11,19 +11,7 @@ export async function freshTargetIds(
 	targetIds: readonly string[],
 	freshnessMs: number,
 ): Promise<Set<string>> {
-	if (targetIds.length === 0 || freshnessMs <= 0) return new Set();
-	const rows = await fleet.query<{ target_id: string }>(
-		`SELECT newest.target_id FROM (
-			SELECT DISTINCT ON (rec.target_id) rec.target_id, rec.record->>'status' AS status, rec.written_at
-			FROM records rec JOIN runs r ON r.id = rec.run_id
-			WHERE r.job_name = $1 AND rec.target_id = ANY($2::text[])
-			ORDER BY rec.target_id, rec.written_at DESC
-		) newest
-		WHERE newest.status = 'ok' AND newest.written_at > now() - make_interval(secs => $3::float8 / 1000)`,
-		[jobName, targetIds, freshnessMs],
-		"fleet_fresh",
-	);
-	return new Set(rows.map((row) => row.target_id));
+	return new Set((await freshPages(fleet, jobName, targetIds, freshnessMs)).keys());
 }
 
 /**
