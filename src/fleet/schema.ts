@@ -186,6 +186,14 @@ ALTER TABLE runs ADD COLUMN fresh integer NOT NULL DEFAULT 0;
 	`
 ALTER TABLE runs ADD COLUMN job_fingerprint text;
 `,
+	// The run's pages (targets of depth 0 and deeper: no sitemap task, no redirect's landing), kept by each
+	// statement that adds or takes out one: \`max_pages\` reads one row, not a count of the frontier.
+	// A run opened before starts from its count.
+	`
+ALTER TABLE runs ADD COLUMN pages bigint NOT NULL DEFAULT 0;
+UPDATE runs r SET pages = c.n
+FROM (SELECT run_id, count(*) AS n FROM targets WHERE depth >= 0 GROUP BY run_id) c WHERE c.run_id = r.id;
+`,
 ];
 
 /** The version this scrapejob writes and reads. */

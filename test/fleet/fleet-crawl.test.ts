@@ -208,8 +208,52 @@ describe("max_pages in a fleet crawl", () => {
 			);
 			expect(pages, run).toEqual({ n: 50 });
 		}
+		expect(await pageCounts(url)).toEqual(await pageCounts(url, "counted"));
 	}, 120_000);
+
+	it("a run opened by the previous version (no page count on its row) goes on within max_pages once a worker upgrades the tables", async () => {
+		assertBuilt();
+		const url = await (await cluster()).createDatabase();
+		const service = await useTestService({ concurrency: 2 });
+		const dir = tempDir("scrapejob-fleet-crawl-upgrade-");
+		const job = writeJob(
+			dir,
+			"crawlupgrade",
+			[
+				"name: crawlupgrade",
+				"max_credits: 6",
+				"defaults: {mode: request}",
+				"output: {content: none}",
+				"crawl: {max_depth: 3, max_pages: 10, robots: ignore, sitemaps: false}",
+				`targets: [${service.site.url}/graph/1]`,
+				"",
+			].join("\n"),
+		);
+		const worker = (...flags: string[]) =>
+			spawnCli(["run", job, "--quiet", "--fleet", url, "--fleet-run", "upgrade", ...flags], service.env, dir).done;
+		// The run stops at its budget, unfinished, its frontier already at max_pages.
+		expect((await worker()).code).toBe(1);
+		expect(await pageCounts(url)).toEqual({ upgrade: 10 });
+		// The previous version's tables: its migration undone, its version number.
+		await query(url, "ALTER TABLE scrapejob.runs DROP COLUMN pages");
+		await query(url, `UPDATE scrapejob.schema_version SET version = version - 1`);
+		const finished = await worker("--max-credits", "400");
+		expect([0, 1], finished.stderr).toContain(finished.code);
+		expect(await pageCounts(url)).toEqual({ upgrade: 10 });
+		expect(await pageCounts(url, "counted")).toEqual({ upgrade: 10 });
+	}, 60_000);
 });
+
+/** Each fleet run's pages (targets of depth 0 and deeper), by run name: counted in the frontier, or as its row keeps them. */
+async function pageCounts(url: string, how: "frontier" | "counted" = "frontier"): Promise<Record<string, number>> {
+	const rows = await query<{ run: string; n: number }>(
+		url,
+		how === "counted"
+			? "SELECT run_name AS run, pages::int AS n FROM scrapejob.runs"
+			: "SELECT r.run_name AS run, count(t.*)::int AS n FROM scrapejob.runs r LEFT JOIN scrapejob.targets t ON t.run_id = r.id AND t.depth >= 0 GROUP BY r.run_name",
+	);
+	return Object.fromEntries(rows.map((row) => [row.run, row.n]));
+}
 
 describe("a fleet crawl's settings", () => {
 	it("a worker whose crawl: settings differ from the run's (another max_pages) does not join it: exit 2, nothing sent", async () => {
@@ -326,6 +370,9 @@ describe("redirects in a fleet crawl", () => {
 			["/other", 2],
 		]);
 		expect(site.requests.filter((request) => request.path === "/new")).toHaveLength(1);
+		// /new, queued as a page, left the run's page count when it became /moved's landing.
+		expect(await pageCounts(url, "counted")).toEqual({ landing: 3 });
+		expect(await pageCounts(url)).toEqual({ landing: 3 });
 		// Each page paid once: three records, three fetches.
 		expect(service.emulator.ledger.byEndpoint("realtime").filter((entry) => entry.creditsCharged > 0)).toHaveLength(3);
 	}, 60_000);
