@@ -255,6 +255,49 @@ async function pageCounts(url: string, how: "frontier" | "counted" = "frontier")
 	return Object.fromEntries(rows.map((row) => [row.run, row.n]));
 }
 
+describe("a fleet crawl worker's summary", () => {
+	it("counts the crawl's pages as a local run of the same job does: the failed and the non-HTML ones too", async () => {
+		assertBuilt();
+		const url = await (await cluster()).createDatabase();
+		const service = await useTestService({ concurrency: 2 });
+		// /home links six pages: two answer 404 (failed records), one is JSON (ok, no links read), three are HTML.
+		const site = await startTargetSite((req, res) => {
+			const path = req.url ?? "/";
+			if (path === "/robots.txt") res.writeHead(404).end();
+			else if (path === "/home")
+				html(res, ["/a", "/b", "/c", "/gone1", "/gone2", "/data"].map((p) => `<a href="${p}">${p}</a>`).join(" "));
+			else if (path.startsWith("/gone")) html(res, "gone", 404);
+			else if (path === "/data") res.writeHead(200, { "content-type": "application/json" }).end("{}");
+			else html(res, `<p>${path}</p>`);
+		});
+		const dir = tempDir("scrapejob-fleet-crawl-count-");
+		const job = writeJob(
+			dir,
+			"crawlcount",
+			[
+				"name: crawlcount",
+				"defaults: {mode: request}",
+				"output: {content: none}",
+				"crawl: {max_depth: 2, robots: ignore, sitemaps: false}",
+				`targets: [${site.origin}/home]`,
+				"",
+			].join("\n"),
+		);
+		const summaryOf = (stdout: string) => JSON.parse(stdout.trim().split("\n").at(-1)!);
+		const local = await spawnCli(["run", job, "--json", "--out", join(dir, "local")], service.env, dir).done;
+		expect(local.code, local.stderr).toBe(1);
+		const localSummary = summaryOf(local.stdout);
+		expect(localSummary).toMatchObject({ targets: { by_status: { ok: 5, failed: 2 } }, crawl: { pages: 7 } });
+		const worker = await spawnCli(["run", job, "--json", "--out", join(dir, "fleet"), "--fleet", url], service.env, dir)
+			.done;
+		expect(worker.code, worker.stderr).toBe(1);
+		expect(summaryOf(worker.stdout)).toMatchObject({
+			targets: { by_status: { ok: 5, failed: 2 } },
+			crawl: { pages: localSummary.crawl.pages },
+		});
+	}, 60_000);
+});
+
 describe("a fleet crawl's settings", () => {
 	it("a worker whose crawl: settings differ from the run's (another max_pages) does not join it: exit 2, nothing sent", async () => {
 		assertBuilt();
