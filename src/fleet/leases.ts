@@ -301,12 +301,16 @@ export async function finishTarget(fleet: Fleet, lease: LeaseRef, credits: numbe
  * The target waits behind breaker `breaker` (a domain or host): no record, no credit, its reservation and
  * its host's in-flight place given back. Fenced as completeTarget.
  */
-export async function parkLeasedTarget(fleet: Fleet, lease: LeaseRef, breaker: string): Promise<boolean> {
+export async function parkLeasedTarget(
+	fleet: Pick<Fleet, "query">,
+	lease: LeaseRef,
+	breaker: string,
+): Promise<boolean> {
 	return settle(fleet, lease, "parked", { record: undefined, credits: 0, error: null, breaker });
 }
 
 async function settle(
-	fleet: Fleet,
+	fleet: Pick<Fleet, "query">,
 	lease: LeaseRef,
 	state: "done" | "failed" | "queued" | "parked",
 	what: { record: unknown; credits: number; error: string | null; breaker?: string },

@@ -54,7 +54,7 @@ describe("the fleet's schema", () => {
 		expect(state).toEqual({ version: FLEET_SCHEMA_VERSION + 1, targets: 3 });
 	});
 
-	it("a database of the previous version is upgraded in place when a worker connects: each run's page count filled from its targets, every row kept", async () => {
+	it("a database of an earlier version is upgraded in place when a worker connects: each run's page count filled from its targets, every row kept", async () => {
 		const url = await (await cluster()).createDatabase();
 		const fleet = await fleetFor(url);
 		const opened = await openFleetRun(fleet, {
@@ -77,9 +77,10 @@ describe("the fleet's schema", () => {
 				($1, 'landed', 'landed', 'https://host0.test/landed', 'host0.test', -2, 'done')`,
 			[opened.run.id],
 		);
-		// The previous version's tables: the last migration undone, and its version number.
+		// The tables before the page count: the last two migrations undone, and that version number.
 		await fleet.query("ALTER TABLE runs DROP COLUMN pages");
-		await fleet.query("UPDATE schema_version SET version = $1", [FLEET_SCHEMA_VERSION - 1]);
+		await fleet.query("ALTER TABLE targets DROP COLUMN saved");
+		await fleet.query("UPDATE schema_version SET version = $1", [FLEET_SCHEMA_VERSION - 2]);
 		const upgraded = await fleetFor(url);
 		const [state] = await upgraded.query(
 			"SELECT (SELECT version FROM schema_version) AS version, (SELECT count(*)::int FROM targets) AS targets",
@@ -96,6 +97,8 @@ describe("the fleet's schema", () => {
 			{ job: "job", pages: 4 },
 			{ job: "other", pages: 5 },
 		]);
+		const [saved] = await upgraded.query("SELECT count(*)::int AS n, sum(saved)::int AS saved FROM targets");
+		expect(saved).toEqual({ n: 11, saved: 0 });
 	});
 
 	it("tables go in the schema asked for; a name that is not a plain identifier is refused", async () => {
@@ -142,7 +145,7 @@ describe("the fleet's schema", () => {
 		// Tables of the previous version: a worker upgrades them; a reader neither upgrades nor reads them.
 		const fleet = await fleetFor(url);
 		await openFleetRun(fleet, { jobName: "job", concurrencyLimit: 1, source: () => streamOf(targetsOn(3)) });
-		await fleet.query("ALTER TABLE runs DROP COLUMN pages");
+		await fleet.query("ALTER TABLE targets DROP COLUMN saved");
 		await fleet.query("UPDATE schema_version SET version = $1", [FLEET_SCHEMA_VERSION - 1]);
 		const older = await spawnCli(["fleet", "status", job, "--fleet", url], {}, dir).done;
 		expect(older.code, older.stderr).toBe(2);
