@@ -120,7 +120,9 @@ export async function admitTarget(
 
 /**
  * The target waits behind its domain's open breaker: no record, no credit, its reservation and its
- * host's in-flight place given back, its worst case counted as saved. Fenced by the lease.
+ * host's in-flight place given back, its worst case counted as saved (and kept on its row, for the
+ * breaker to take back out should the target go as its probe). Fenced by the lease. One transaction: no
+ * worker sees the target parked and its worst case not yet saved.
  */
 export async function parkTarget(
 	fleet: Fleet,
@@ -128,13 +130,18 @@ export async function parkTarget(
 	domain: string,
 	worstCase: number,
 ): Promise<boolean> {
-	if (!(await parkLeasedTarget(fleet, lease, domain))) return false;
-	await fleet.query(
-		"UPDATE breakers SET credits_saved = credits_saved + $3 WHERE run_id = $1 AND domain = $2",
-		[lease.runId, domain, worstCase],
-		"fleet_breaker_saved",
-	);
-	return true;
+	return fleet.transaction(async (query) => {
+		if (!(await parkLeasedTarget({ query }, lease, domain))) return false;
+		await query(
+			`WITH kept AS (
+				UPDATE targets SET saved = $4 WHERE run_id = $1 AND target_id = $3
+			)
+			UPDATE breakers SET credits_saved = credits_saved + $4 WHERE run_id = $1 AND domain = $2`,
+			[lease.runId, domain, lease.targetId, worstCase],
+			"fleet_breaker_saved",
+		);
+		return true;
+	});
 }
 
 /**
@@ -164,7 +171,7 @@ export async function settleProbe(
 			WHERE run_id = $1 AND domain = $2 AND state = 'probing' AND probe_target = $3
 			RETURNING domain
 		), unparked AS (
-			UPDATE targets SET state = 'queued', breaker = NULL
+			UPDATE targets SET state = 'queued', breaker = NULL, saved = 0
 			WHERE run_id = $1 AND state = 'parked' AND breaker = $2 AND EXISTS (SELECT 1 FROM closed)
 		)
 		SELECT count(*)::int AS closed FROM closed`,
@@ -192,8 +199,9 @@ export async function probeLost(
 
 /**
  * With nothing queued and nothing leased, the one breaker whose probe is due (its cool-down passed, or its
- * probe was lost) sends one of its parked targets back to the queue as the probe. Returns how many were
- * sent back (0 or 1): 0 with parked targets left means every open breaker is still cooling down.
+ * probe was lost) sends one of its parked targets back to the queue as the probe, its worst case out of
+ * the breaker's credits saved (it is fetched). Returns how many were sent back (0 or 1): 0 with parked
+ * targets left means every open breaker is still cooling down.
  */
 export async function releaseDueProbe(fleet: Fleet, runId: number, coolDownMs: number): Promise<number> {
 	const [row] = await fleet.query<{ n: number }>(
@@ -210,18 +218,19 @@ export async function releaseDueProbe(fleet: Fleet, runId: number, coolDownMs: n
 			LIMIT 1
 			FOR UPDATE OF b SKIP LOCKED
 		), pick AS (
-			SELECT t.target_id, d.domain FROM due d
+			SELECT t.target_id, t.saved, d.domain FROM due d
 			CROSS JOIN LATERAL (
-				SELECT target_id FROM targets
+				SELECT target_id, saved FROM targets
 				WHERE run_id = $1 AND state = 'parked' AND breaker = d.domain
 				ORDER BY seq LIMIT 1
 				FOR UPDATE SKIP LOCKED
 			) t
 		), probing AS (
-			UPDATE breakers b SET state = 'probing', probe_target = p.target_id
+			UPDATE breakers b SET state = 'probing', probe_target = p.target_id,
+				credits_saved = greatest(b.credits_saved - p.saved, 0)
 			FROM pick p WHERE b.run_id = $1 AND b.domain = p.domain
 		), queued AS (
-			UPDATE targets t SET state = 'queued', breaker = NULL
+			UPDATE targets t SET state = 'queued', breaker = NULL, saved = 0
 			FROM pick p WHERE t.run_id = $1 AND t.target_id = p.target_id
 		)
 		SELECT count(*)::int AS n FROM pick`,

@@ -23,8 +23,8 @@ export async function addDiscovered(
  * so it enters the run's targets as done — at depth -2, not a page: no record, not counted by
  * `fleet status` or `max_pages` — and no worker fetches it under its own address. An address already
  * queued no shallower than the page is taken out of the queue the same way (the page's links, followed
- * from here, reach what it would); one leased or fetched, or queued shallower, is left as it is. Fenced
- * by the page's lease, as its links are.
+ * from here, reach what it would; it leaves the run's page count, `runs.pages`); one leased or fetched,
+ * or queued shallower, is left as it is. Fenced by the page's lease, as its links are.
  */
 export async function addLanding(
 	fleet: Fleet,
@@ -32,12 +32,19 @@ export async function addLanding(
 	landing: { readonly url: string; readonly targetId: string },
 ): Promise<boolean> {
 	const rows = await fleet.query(
-		`INSERT INTO targets (run_id, target_id, url_key, url, host, depth, parent, state)
-		SELECT $1, $4, $5, $5, $6, -2, $2, 'done'
-		WHERE EXISTS (SELECT 1 FROM targets p WHERE p.run_id = $1 AND p.target_id = $2 AND p.lease_epoch = $3 AND p.state = 'leased')
-		ON CONFLICT (run_id, url_key) DO UPDATE SET state = 'done', depth = -2, parent = $2
-			WHERE targets.state = 'queued' AND targets.depth >= $7
-		RETURNING 1`,
+		`WITH landed AS (
+			INSERT INTO targets (run_id, target_id, url_key, url, host, depth, parent, state)
+			SELECT $1, $4, $5, $5, $6, -2, $2, 'done'
+			WHERE EXISTS (SELECT 1 FROM targets p WHERE p.run_id = $1 AND p.target_id = $2 AND p.lease_epoch = $3 AND p.state = 'leased')
+			ON CONFLICT (run_id, url_key) DO UPDATE SET state = 'done', depth = -2, parent = $2
+				WHERE targets.state = 'queued' AND targets.depth >= $7
+			-- xmax is 0 on a row this statement inserted, not on a queued page it took (one of the run's pages).
+			RETURNING xmax <> 0 AS taken
+		), counted AS (
+			-- A page taken out of the queue leaves the run's page count; the run's row locked after the target's.
+			UPDATE runs SET pages = pages - 1 WHERE id = $1 AND EXISTS (SELECT 1 FROM landed WHERE taken)
+		)
+		SELECT 1 FROM landed`,
 		[page.runId, page.targetId, page.epoch, landing.targetId, landing.url, hostOf(landing.url), page.depth],
 		"fleet_add_landing",
 	);

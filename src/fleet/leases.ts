@@ -277,8 +277,8 @@ export async function completeTarget(
 
 /**
  * A crawled page left out as fresh (`freshness`): its links were followed from its last fetch, nothing was
- * sent, it gets no record; it settles `fresh`, its reservation and host place given back. Fenced as
- * completeTarget.
+ * sent, it gets no record; it settles `fresh`, its reservation and host place given back, and it no longer
+ * counts toward `max_pages` (`runs.pages`). Fenced as completeTarget.
  */
 export async function freshTarget(fleet: Fleet, lease: LeaseRef): Promise<boolean> {
 	return settle(fleet, lease, "fresh", { record: undefined, credits: 0, error: null });
@@ -312,12 +312,16 @@ export async function finishTarget(fleet: Fleet, lease: LeaseRef, credits: numbe
  * The target waits behind breaker `breaker` (a domain or host): no record, no credit, its reservation and
  * its host's in-flight place given back. Fenced as completeTarget.
  */
-export async function parkLeasedTarget(fleet: Fleet, lease: LeaseRef, breaker: string): Promise<boolean> {
+export async function parkLeasedTarget(
+	fleet: Pick<Fleet, "query">,
+	lease: LeaseRef,
+	breaker: string,
+): Promise<boolean> {
 	return settle(fleet, lease, "parked", { record: undefined, credits: 0, error: null, breaker });
 }
 
 async function settle(
-	fleet: Fleet,
+	fleet: Pick<Fleet, "query">,
 	lease: LeaseRef,
 	state: "done" | "failed" | "queued" | "parked" | "fresh",
 	what: {
@@ -354,8 +358,10 @@ async function settle(
 			FROM settled s WHERE h.run_id = $1 AND h.host = s.host
 				AND (h.max_in_flight IS NOT NULL OR h.starting_target = s.target_id)
 		), budget AS (
-			UPDATE runs r SET spent = r.spent + $5, reserved = r.reserved - s.reserved
-			FROM settled s WHERE r.id = $1 AND ($5 <> 0 OR s.reserved <> 0)
+			-- A page settled fresh was read, not fetched: it leaves \`max_pages\`'s count, as in a local crawl.
+			UPDATE runs r SET spent = r.spent + $5, reserved = r.reserved - s.reserved,
+				pages = r.pages - CASE WHEN $4 = 'fresh' THEN 1 ELSE 0 END
+			FROM settled s WHERE r.id = $1 AND ($5 <> 0 OR s.reserved <> 0 OR $4 = 'fresh')
 		)
 		SELECT count(*)::int AS n FROM settled`,
 		[

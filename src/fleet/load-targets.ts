@@ -5,17 +5,22 @@ import type { FleetTargetInput } from "./types.js";
 /** Targets inserted per statement while loading. */
 export const LOAD_BATCH = 1000;
 
+/** What must still hold for targets to enter: a finder's lease, or a worker's loader role. */
+export type TargetsFence = { readonly targetId: string; readonly epoch: number } | { readonly loader: string };
+
 /**
  * Insert targets of `runId` (and rows for their hosts, with the run's politeness), each URL key once:
  * a key already in the run is skipped (`ON CONFLICT DO NOTHING`), or, still queued, takes a shallower
- * depth (and that finder's parent) found now. `fence`, when given, is the leased target that found these:
- * nothing enters unless its lease is still that epoch's. Returns how many were new.
+ * depth (and that finder's parent) found now. `fence` is what must still hold for anything to enter: the
+ * leased target that found these (under that epoch), or the loader role of the worker loading the run.
+ * The run's page count (`runs.pages`) rises with the new ones in the same statement. Returns how many
+ * were new.
  */
 export async function insertTargets(
 	query: Fleet["query"],
 	runId: number,
 	targets: readonly FleetTargetInput[],
-	fence: { readonly targetId: string; readonly epoch: number } | null = null,
+	fence: TargetsFence,
 ): Promise<number> {
 	if (targets.length === 0) return 0;
 	const ids: string[] = [];
@@ -40,11 +45,19 @@ export async function insertTargets(
 		parents.push(target.parent ?? null);
 	}
 	// A discovered link enters only while the page that found it is still leased under the finder's
-	// epoch: a worker whose lease passed to another adds nothing.
-	const fenced =
-		fence === null
-			? "true"
-			: "EXISTS (SELECT 1 FROM targets p WHERE p.run_id = $1 AND p.target_id = $9 AND p.lease_epoch = $10 AND p.state = 'leased')";
+	// epoch (a worker whose lease passed to another adds nothing); a loaded batch, while its worker loads.
+	const [fenced, fenceValues, name] =
+		"loader" in fence
+			? [
+					"EXISTS (SELECT 1 FROM runs r WHERE r.id = $1 AND r.state = 'loading' AND r.loader = $9)",
+					[fence.loader],
+					"fleet_load_targets",
+				]
+			: [
+					"EXISTS (SELECT 1 FROM targets p WHERE p.run_id = $1 AND p.target_id = $9 AND p.lease_epoch = $10 AND p.state = 'leased')",
+					[fence.targetId, fence.epoch],
+					"fleet_insert_links",
+				];
 	const rows = await query<{ n: number }>(
 		`WITH input AS (
 			-- One row per URL key (a statement may update a row once): the shallowest.
@@ -57,11 +70,12 @@ export async function insertTargets(
 			SELECT DISTINCT $1::bigint, i.host, r.host_delay_ms, r.host_concurrency FROM input i, runs r WHERE r.id = $1
 			ORDER BY i.host
 			ON CONFLICT DO NOTHING
+			RETURNING 1
 		), inserted AS (
 			INSERT INTO targets (run_id, target_id, url_key, url, host, depth, parent, input)
 			SELECT $1, i.target_id, i.url_key, i.url, i.host, i.depth, i.parent, i.input FROM input i
 			ON CONFLICT DO NOTHING
-			RETURNING 1
+			RETURNING depth
 		), shallower AS (
 			-- Found again shallower while still queued: the shallowest finder's depth (depth-exact crawls).
 			-- Rows locked in URL key order, as inserts meet them: two finders never wait on each other in a cycle.
@@ -72,12 +86,19 @@ export async function insertTargets(
 		), deepened AS (
 			UPDATE targets t SET depth = s.depth, parent = s.parent
 			FROM shallower s WHERE t.run_id = $1 AND t.target_id = s.target_id
+			RETURNING 1
+		), counted AS (
+			-- The run's pages (a sitemap task is none), raised with the rows that make them: max_pages reads
+			-- this row. Locked last (it reads every write above): as in the budget's statements, a target's or
+			-- host's row before the run's, so no two writers can wait on each other in a cycle.
+			UPDATE runs SET pages = pages + c.n
+			FROM (SELECT count(*) AS n FROM inserted WHERE depth >= 0) c,
+				(SELECT count(*) FROM deepened) d, (SELECT count(*) FROM new_hosts) h
+			WHERE runs.id = $1 AND c.n > 0
 		)
 		SELECT count(*)::int AS n FROM inserted`,
-		fence === null
-			? [runId, ids, keys, urls, hosts, depths, inputs, parents]
-			: [runId, ids, keys, urls, hosts, depths, inputs, parents, fence.targetId, fence.epoch],
-		fence === null ? "fleet_insert_targets" : "fleet_insert_links",
+		[runId, ids, keys, urls, hosts, depths, inputs, parents, ...fenceValues],
+		name,
 	);
 	return rows[0]?.n ?? 0;
 }

@@ -182,15 +182,15 @@ export async function loadTargets(
 		const items = batch;
 		batch = [];
 		return fleet.transaction(async (query) => {
-			// The role is checked and the batch written in one transaction: a loader that lost it writes nothing.
+			// The batch goes in only under the role, which it then renews: the targets' rows locked before the
+			// run's, as every writer of both does. A role lost in between leaves rows the next loader writes too.
+			await insertTargets(query, worker.runId, items, { loader: worker.id });
 			const [held] = await query(
 				`UPDATE runs SET loader_until = now() + make_interval(secs => $3::float8 / 1000)
 				WHERE id = $1 AND state = 'loading' AND loader = $2 RETURNING id`,
 				[worker.runId, worker.id, loaderLeaseMs],
 			);
-			if (!held) return false;
-			await insertTargets(query, worker.runId, items);
-			return true;
+			return held !== undefined;
 		});
 	};
 	let held = true;

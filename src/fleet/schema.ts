@@ -213,6 +213,20 @@ ALTER TABLE targets ADD CONSTRAINT targets_state_check
 	CHECK (state IN ('queued', 'leased', 'done', 'failed', 'parked', 'fresh'));
 ALTER TABLE records ADD COLUMN links text[];
 `,
+	// The run's pages (targets of depth 0 and deeper: no sitemap task, no redirect's landing), kept by each
+	// statement that adds or takes out one: \`max_pages\` reads one row, not a count of the frontier.
+	// A run opened before starts from its count.
+	`
+ALTER TABLE runs ADD COLUMN pages bigint NOT NULL DEFAULT 0;
+UPDATE runs r SET pages = c.n
+FROM (SELECT run_id, count(*) AS n FROM targets WHERE depth >= 0 GROUP BY run_id) c WHERE c.run_id = r.id;
+`,
+	// A parked target's worst case, as its breaker's \`credits_saved\` counted it: taken back out when the
+	// target leaves the parked ones as the half-open probe (it is fetched: nothing was saved on it). A target
+	// parked before counts 0 (the worker that parked it did not say).
+	`
+ALTER TABLE targets ADD COLUMN saved bigint NOT NULL DEFAULT 0;
+`,
 ];
 
 /** The version this scrapejob writes and reads. */

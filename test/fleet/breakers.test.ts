@@ -46,9 +46,13 @@ describe("fleet breakers", () => {
 			{ domain: "host0.test", state: "open", reason, parked: 6, creditsSaved: 12 },
 		]);
 
-		// The cool-down passed: one parked target goes back as the probe, and only one.
+		// The cool-down passed: one parked target goes back as the probe, and only one. It is fetched: its
+		// worst case is no longer saved.
 		expect(await releaseDueProbe(b.fleet, runId, 0)).toBe(1);
 		expect(await releaseDueProbe(a.fleet, runId, 0)).toBe(0);
+		expect(await openBreakers(b.fleet, runId)).toMatchObject([
+			{ domain: "host0.test", state: "probing", parked: 5, creditsSaved: 10 },
+		]);
 		const [probe] = await claimTargets(b.fleet, b.worker, 6, 60_000);
 		expect(probe).toBeDefined();
 		expect(await admitTarget(b.fleet, probe!, "host0.test", 0)).toBe("probe");
@@ -88,6 +92,9 @@ describe("fleet breakers", () => {
 		expect(
 			await settleProbe(a.fleet, runId, "host0.test", next!.targetId, { useful: false, reason: "still blocked" }),
 		).toBe(true);
-		expect(await openBreakers(a.fleet, runId)).toMatchObject([{ state: "open", reason: "still blocked", parked: 1 }]);
+		// Two parked targets went as probes: only the one still parked is saved.
+		expect(await openBreakers(a.fleet, runId)).toMatchObject([
+			{ state: "open", reason: "still blocked", parked: 1, creditsSaved: 1 },
+		]);
 	});
 });

@@ -208,7 +208,95 @@ describe("max_pages in a fleet crawl", () => {
 			);
 			expect(pages, run).toEqual({ n: 50 });
 		}
+		expect(await pageCounts(url)).toEqual(await pageCounts(url, "counted"));
 	}, 120_000);
+
+	it("a run opened by the previous version (no page count on its row) goes on within max_pages once a worker upgrades the tables", async () => {
+		assertBuilt();
+		const url = await (await cluster()).createDatabase();
+		const service = await useTestService({ concurrency: 2 });
+		const dir = tempDir("scrapejob-fleet-crawl-upgrade-");
+		const job = writeJob(
+			dir,
+			"crawlupgrade",
+			[
+				"name: crawlupgrade",
+				"max_credits: 6",
+				"defaults: {mode: request}",
+				"output: {content: none}",
+				"crawl: {max_depth: 3, max_pages: 10, robots: ignore, sitemaps: false}",
+				`targets: [${service.site.url}/graph/1]`,
+				"",
+			].join("\n"),
+		);
+		const worker = (...flags: string[]) =>
+			spawnCli(["run", job, "--quiet", "--fleet", url, "--fleet-run", "upgrade", ...flags], service.env, dir).done;
+		// The run stops at its budget, unfinished, its frontier already at max_pages.
+		expect((await worker()).code).toBe(1);
+		expect(await pageCounts(url)).toEqual({ upgrade: 10 });
+		// The tables before the page count: its migration and the one after undone, that version number.
+		await query(url, "ALTER TABLE scrapejob.runs DROP COLUMN pages");
+		await query(url, "ALTER TABLE scrapejob.targets DROP COLUMN saved");
+		await query(url, "UPDATE scrapejob.schema_version SET version = version - 2");
+		const finished = await worker("--max-credits", "400");
+		expect([0, 1], finished.stderr).toContain(finished.code);
+		expect(await pageCounts(url)).toEqual({ upgrade: 10 });
+		expect(await pageCounts(url, "counted")).toEqual({ upgrade: 10 });
+	}, 60_000);
+});
+
+/** Each fleet run's pages (targets of depth 0 and deeper), by run name: counted in the frontier, or as its row keeps them. */
+async function pageCounts(url: string, how: "frontier" | "counted" = "frontier"): Promise<Record<string, number>> {
+	const rows = await query<{ run: string; n: number }>(
+		url,
+		how === "counted"
+			? "SELECT run_name AS run, pages::int AS n FROM scrapejob.runs"
+			: "SELECT r.run_name AS run, count(t.*)::int AS n FROM scrapejob.runs r LEFT JOIN scrapejob.targets t ON t.run_id = r.id AND t.depth >= 0 GROUP BY r.run_name",
+	);
+	return Object.fromEntries(rows.map((row) => [row.run, row.n]));
+}
+
+describe("a fleet crawl worker's summary", () => {
+	it("counts the crawl's pages as a local run of the same job does: the failed and the non-HTML ones too", async () => {
+		assertBuilt();
+		const url = await (await cluster()).createDatabase();
+		const service = await useTestService({ concurrency: 2 });
+		// /home links six pages: two answer 404 (failed records), one is JSON (ok, no links read), three are HTML.
+		const site = await startTargetSite((req, res) => {
+			const path = req.url ?? "/";
+			if (path === "/robots.txt") res.writeHead(404).end();
+			else if (path === "/home")
+				html(res, ["/a", "/b", "/c", "/gone1", "/gone2", "/data"].map((p) => `<a href="${p}">${p}</a>`).join(" "));
+			else if (path.startsWith("/gone")) html(res, "gone", 404);
+			else if (path === "/data") res.writeHead(200, { "content-type": "application/json" }).end("{}");
+			else html(res, `<p>${path}</p>`);
+		});
+		const dir = tempDir("scrapejob-fleet-crawl-count-");
+		const job = writeJob(
+			dir,
+			"crawlcount",
+			[
+				"name: crawlcount",
+				"defaults: {mode: request}",
+				"output: {content: none}",
+				"crawl: {max_depth: 2, robots: ignore, sitemaps: false}",
+				`targets: [${site.origin}/home]`,
+				"",
+			].join("\n"),
+		);
+		const summaryOf = (stdout: string) => JSON.parse(stdout.trim().split("\n").at(-1)!);
+		const local = await spawnCli(["run", job, "--json", "--out", join(dir, "local")], service.env, dir).done;
+		expect(local.code, local.stderr).toBe(1);
+		const localSummary = summaryOf(local.stdout);
+		expect(localSummary).toMatchObject({ targets: { by_status: { ok: 5, failed: 2 } }, crawl: { pages: 7 } });
+		const worker = await spawnCli(["run", job, "--json", "--out", join(dir, "fleet"), "--fleet", url], service.env, dir)
+			.done;
+		expect(worker.code, worker.stderr).toBe(1);
+		expect(summaryOf(worker.stdout)).toMatchObject({
+			targets: { by_status: { ok: 5, failed: 2 } },
+			crawl: { pages: localSummary.crawl.pages },
+		});
+	}, 60_000);
 });
 
 describe("a fleet crawl's settings", () => {
@@ -251,7 +339,7 @@ describe("a fleet crawl's settings", () => {
 });
 
 describe("freshness in a fleet crawl", () => {
-	function freshCrawl(siteUrl: string): { dir: string; job: string } {
+	function freshCrawl(siteUrl: string, maxPages = 60): { dir: string; job: string } {
 		const dir = tempDir("scrapejob-fleet-crawl-fresh-");
 		const job = writeJob(
 			dir,
@@ -260,7 +348,7 @@ describe("freshness in a fleet crawl", () => {
 				"name: crawlfresh",
 				"defaults: {mode: request}",
 				"output: {content: none}",
-				"crawl: {max_depth: 2, max_pages: 60, robots: ignore, sitemaps: false}",
+				`crawl: {max_depth: 2, max_pages: ${maxPages}, robots: ignore, sitemaps: false}`,
 				`targets: [${siteUrl}/graph/1]`,
 				"",
 			].join("\n"),
@@ -322,6 +410,30 @@ describe("freshness in a fleet crawl", () => {
 		expect((await pagesOf(url, "third")).map(({ url }) => url)).toEqual(first.map(({ url }) => url));
 		expect(lastJson(third.stdout)).toMatchObject({ targets: { done: 1, fresh: first.length - 1 } });
 	}, 90_000);
+
+	it("a fresh page is read, not fetched: it does not count toward max_pages, whose room goes to new pages, as in a local crawl", async () => {
+		assertBuilt();
+		const url = await (await cluster()).createDatabase();
+		const service = await useTestService({ concurrency: 4 });
+		const { dir, job } = freshCrawl(service.site.url, 3);
+		const run = (name: string) =>
+			spawnCli(["run", job, "--json", "--fleet", url, "--fleet-run", name, "--freshness", "1h"], service.env, dir).done;
+		expect((await run("first")).code).toBe(0);
+		const first = await pagesOf(url, "first");
+		expect(first).toHaveLength(3);
+		const before = service.emulator.ledger.byEndpoint("realtime").length;
+		const second = await run("second");
+		expect(second.code, second.stderr).toBe(0);
+		const reached = await pagesOf(url, "second");
+		expect(reached.filter((page) => page.state === "fresh").map(({ url }) => url)).toEqual(first.map(({ url }) => url));
+		// Room comes free as each fresh page settles (its links go in before: how many new pages fit depends
+		// on which settles first), and only fetched pages count.
+		const fetched = reached.filter((page) => page.state === "done").length;
+		expect(fetched).toBeGreaterThanOrEqual(1);
+		expect(fetched).toBeLessThanOrEqual(3);
+		expect(service.emulator.ledger.byEndpoint("realtime").length - before).toBe(fetched);
+		expect(await pageCounts(url, "counted")).toMatchObject({ first: 3, second: fetched });
+	}, 60_000);
 
 	it("a fresh page whose last fetch kept no links (a run without freshness) is fetched again only where its links are wanted", async () => {
 		assertBuilt();
@@ -387,6 +499,9 @@ describe("redirects in a fleet crawl", () => {
 			["/other", 2],
 		]);
 		expect(site.requests.filter((request) => request.path === "/new")).toHaveLength(1);
+		// /new, queued as a page, left the run's page count when it became /moved's landing.
+		expect(await pageCounts(url, "counted")).toEqual({ landing: 3 });
+		expect(await pageCounts(url)).toEqual({ landing: 3 });
 		// Each page paid once: three records, three fetches.
 		expect(service.emulator.ledger.byEndpoint("realtime").filter((entry) => entry.creditsCharged > 0)).toHaveLength(3);
 	}, 60_000);

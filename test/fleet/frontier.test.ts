@@ -7,8 +7,9 @@ import {
 	type FleetTargetInput,
 	finishFleetRun,
 	isComplete,
+	openFleetRun,
 } from "../../src/fleet/index.js";
-import { runWithWorkers } from "../helpers/fleet.js";
+import { fleetFor, runWithWorkers, streamOf } from "../helpers/fleet.js";
 import { useCluster } from "../helpers/postgres.js";
 
 const cluster = useCluster();
@@ -112,6 +113,57 @@ describe("the crawl's frontier", () => {
 		const first = await claimTargets(fleet, worker, 5, 60_000);
 		expect(first.map((lease) => lease.urlKey)).toEqual(["site.test/7"]);
 	});
+
+	it("links found while the loader streams the same keys in: no two writers wait on each other in a cycle, and the run's page count is exact", async () => {
+		const url = await (await cluster()).createDatabase();
+		const seeds = Array.from({ length: 4000 }, (_, i) => page(i));
+		let firstBatch: () => void = () => undefined;
+		const loaded = new Promise<void>((resolve) => {
+			firstBatch = resolve;
+		});
+		async function* source(): AsyncIterable<FleetTargetInput> {
+			for (const [i, seed] of seeds.entries()) {
+				// Item 100 is asked for once the first batch is in: finders can claim from here on.
+				if (i === 100) firstBatch();
+				yield seed;
+			}
+		}
+		const loader = await fleetFor(url, { maxConnections: 2 });
+		const loading = openFleetRun(loader, { jobName: "job", concurrencyLimit: 10, loadBatchSize: 100, source });
+		await loaded;
+		const finders = [];
+		for (let i = 0; i < 4; i++) {
+			const fleet = await fleetFor(url, { maxConnections: 2 });
+			const opened = await openFleetRun(fleet, { jobName: "job", concurrencyLimit: 10, source: () => streamOf([]) });
+			if (opened.outcome === "complete" || opened.outcome === "changed") throw new Error("the run is not open");
+			const [lease] = await claimTargets(fleet, opened.worker, 1, 60_000);
+			finders.push({ fleet, lease: lease! });
+		}
+		let done = false;
+		const finding = Promise.all(
+			finders.map(async ({ fleet, lease }, f) => {
+				// Each finder's links run ahead of the loader, over keys it is about to write.
+				for (let round = 0; !done; round++) {
+					const from = (round * 300 + f * 75) % 4000;
+					await addDiscovered(
+						fleet,
+						lease,
+						Array.from({ length: 300 }, (_, k) => page(from + k)),
+					);
+				}
+			}),
+		);
+		const opened = await loading.finally(() => {
+			done = true;
+		});
+		await finding;
+		expect(opened.outcome).toBe("opened");
+		const [counts] = await loader.query<{ counted: number; pages: number }>(
+			"SELECT r.pages::int AS counted, (SELECT count(*)::int FROM targets t WHERE t.run_id = r.id AND t.depth >= 0) AS pages FROM runs r",
+		);
+		expect(counts!.pages).toBeGreaterThanOrEqual(4000);
+		expect(counts!.counted).toBe(counts!.pages);
+	}, 60_000);
 
 	it("isComplete holds while a leased page may still add links, and is one query over the run", async () => {
 		const { workers, runId } = await runWithWorkers(await cluster(), [page(0)], 2);

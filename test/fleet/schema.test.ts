@@ -55,7 +55,7 @@ describe("the fleet's schema", () => {
 		expect(state).toEqual({ version: FLEET_SCHEMA_VERSION + 1, targets: 3 });
 	});
 
-	it("a database of the previous version is upgraded in place when a worker connects: the new column made, every row kept", async () => {
+	it("a database of the last shipped version is upgraded in place when a worker connects: the new tables and columns made, each run's page count filled from its targets, every row kept", async () => {
 		const url = await (await cluster()).createDatabase();
 		const fleet = await fleetFor(url);
 		const opened = await openFleetRun(fleet, {
@@ -64,23 +64,49 @@ describe("the fleet's schema", () => {
 			source: () => streamOf(targetsOn(3)),
 		});
 		if (opened.outcome === "complete" || opened.outcome === "changed") throw new Error("the new run is complete");
-		// The previous version's tables: the last migration undone, and its version number.
+		const other = await openFleetRun(fleet, {
+			jobName: "other",
+			concurrencyLimit: 1,
+			source: () => streamOf(targetsOn(5)),
+		});
+		if (other.outcome === "complete" || other.outcome === "changed") throw new Error("the new run is complete");
+		// A crawl's rows beside the seeds: a page found at depth 1, a sitemap task (-1), a redirect's landing (-2).
+		await fleet.query(
+			`INSERT INTO targets (run_id, target_id, url_key, url, host, depth, state) VALUES
+				($1, 'found', 'found', 'https://host0.test/found', 'host0.test', 1, 'queued'),
+				($1, 'sitemaps', 'sitemaps', 'https://host0.test/', 'host0.test', -1, 'queued'),
+				($1, 'landed', 'landed', 'https://host0.test/landed', 'host0.test', -2, 'done')`,
+			[opened.run.id],
+		);
+		// The tables of the version before the last four migrations: those undone, and that version number.
+		await fleet.query("DROP TABLE domain_modes");
 		await fleet.query("ALTER TABLE records DROP COLUMN links");
-		await fleet.query("UPDATE schema_version SET version = $1", [FLEET_SCHEMA_VERSION - 1]);
+		await fleet.query("ALTER TABLE runs DROP COLUMN pages");
+		await fleet.query("ALTER TABLE targets DROP COLUMN saved");
+		await fleet.query("UPDATE schema_version SET version = $1", [FLEET_SCHEMA_VERSION - 4]);
 		const upgraded = await fleetFor(url);
 		const [state] = await upgraded.query(
-			`SELECT (SELECT version FROM schema_version) AS version, (SELECT count(*)::int FROM targets) AS targets,
-				(SELECT jsonb_agg(jsonb_build_object('id', id, 'ended_at', ended_at)) FROM workers) AS workers`,
+			"SELECT (SELECT version FROM schema_version) AS version, (SELECT count(*)::int FROM targets) AS targets",
 		);
-		expect(state).toEqual({
-			version: FLEET_SCHEMA_VERSION,
-			targets: 3,
-			workers: [{ id: opened.worker.id, ended_at: null }],
-		});
-		const [column] = await upgraded.query(
-			"SELECT data_type AS type FROM information_schema.columns WHERE table_schema = 'scrapejob' AND table_name = 'records' AND column_name = 'links'",
+		expect(state).toEqual({ version: FLEET_SCHEMA_VERSION, targets: 11 });
+		const workers = await upgraded.query<{ id: string; ended_at: Date | null }>("SELECT id, ended_at FROM workers");
+		expect(workers.sort((a, b) => a.id.localeCompare(b.id))).toEqual(
+			[opened.worker.id, other.worker.id].sort((a, b) => a.localeCompare(b)).map((id) => ({ id, ended_at: null })),
 		);
-		expect(column).toEqual({ type: "ARRAY" });
+		const pages = await upgraded.query<{ job: string; pages: number }>(
+			"SELECT job_name AS job, pages::int FROM runs ORDER BY job_name",
+		);
+		expect(pages).toEqual([
+			{ job: "job", pages: 4 },
+			{ job: "other", pages: 5 },
+		]);
+		const [saved] = await upgraded.query("SELECT count(*)::int AS n, sum(saved)::int AS saved FROM targets");
+		expect(saved).toEqual({ n: 11, saved: 0 });
+		const [made] = await upgraded.query(
+			`SELECT to_regclass('scrapejob.domain_modes') IS NOT NULL AS modes, (SELECT data_type FROM information_schema.columns
+				WHERE table_schema = 'scrapejob' AND table_name = 'records' AND column_name = 'links') AS links`,
+		);
+		expect(made).toEqual({ modes: true, links: "ARRAY" });
 	});
 
 	it("tables go in the schema asked for; a name that is not a plain identifier is refused", async () => {
@@ -127,7 +153,7 @@ describe("the fleet's schema", () => {
 		// Tables of the previous version: a worker upgrades them; a reader neither upgrades nor reads them.
 		const fleet = await fleetFor(url);
 		await openFleetRun(fleet, { jobName: "job", concurrencyLimit: 1, source: () => streamOf(targetsOn(3)) });
-		await fleet.query("ALTER TABLE records DROP COLUMN links");
+		await fleet.query("ALTER TABLE targets DROP COLUMN saved");
 		await fleet.query("UPDATE schema_version SET version = $1", [FLEET_SCHEMA_VERSION - 1]);
 		const older = await spawnCli(["fleet", "status", job, "--fleet", url], {}, dir).done;
 		expect(older.code, older.stderr).toBe(2);

@@ -62,6 +62,11 @@ export interface FleetCrawl extends Crawler {
 	readonly robotsFile?: (origin: string, seed: Target) => Promise<string | null | "stopped">;
 	/** Credits this worker's sitemap reading cost, for its summary. */
 	addSitemapCredits(credits: number): void;
+	/**
+	 * This worker wrote a page's record (ok, failed or skipped; HTML or not): one of its summary's pages,
+	 * as a local crawl counts every page it hands out, not only those whose links it read.
+	 */
+	pageRecorded(): void;
 }
 
 export interface FleetCrawlOptions {
@@ -176,7 +181,6 @@ export function createFleetCrawl(options: FleetCrawlOptions): FleetCrawl {
 
 	return {
 		pageFetched(target, links, finalUrl) {
-			pages += 1;
 			const landed = finalUrl === undefined ? null : normalizeUrl(finalUrl);
 			if (target.crawl && landed !== null && landed !== normalizeUrl(target.url))
 				landings.set(target.id, {
@@ -217,6 +221,9 @@ export function createFleetCrawl(options: FleetCrawlOptions): FleetCrawl {
 			: {}),
 		addSitemapCredits(credits) {
 			sitemapCredits += credits;
+		},
+		pageRecorded() {
+			pages += 1;
 		},
 		summary: (): CrawlSummary => ({
 			pages,

@@ -124,8 +124,9 @@ export class FleetFrontier {
 	/**
 	 * A crawl's `max_pages` is the fleet's: the frontier never grows past it. Links it holds already cost no
 	 * room (one found shallower still moves up), so the room left goes to new pages in the order found. The
-	 * count and the insert hold the run's frontier lock: pages settling at once, on any worker, never both
-	 * take the last room.
+	 * count (one row: the run's, raised by the insert) and the insert hold the run's frontier lock: pages
+	 * settling at once, on any worker, never both take the last room. Not the run's row lock: the insert
+	 * locks target rows, which the budget's statements lock before the run's row.
 	 */
 	async #withinMaxPages<T>(
 		links: readonly FleetTargetInput[],
@@ -155,12 +156,9 @@ export class FleetFrontier {
 		});
 	}
 
-	/** Pages the frontier holds now (a sitemap task, depth -1, is none). */
+	/** Pages the frontier holds now (a sitemap task, depth -1, is none): the count every insert keeps on the run's row. */
 	async #size(query: Fleet["query"]): Promise<number> {
-		const [row] = await query<{ n: number }>(
-			"SELECT count(*)::int AS n FROM targets WHERE run_id = $1 AND depth >= 0",
-			[this.#deps.run.id],
-		);
+		const [row] = await query<{ n: number }>("SELECT pages::int AS n FROM runs WHERE id = $1", [this.#deps.run.id]);
 		return row?.n ?? 0;
 	}
 

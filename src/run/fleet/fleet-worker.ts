@@ -85,6 +85,8 @@ export class FleetCoordination {
 	readonly #leases: FleetLeases;
 	readonly #limits: FleetLimitWatch;
 	readonly #frontier: FleetFrontier;
+	/** A crawl job's part: counts the pages whose records this worker writes. */
+	#crawl: FleetCrawl | null = null;
 	readonly #feed: FleetFeed;
 	/** The fleet's breakers (`breaker:`), when the job has them. */
 	#breakers: FleetBreakers | null = null;
@@ -195,6 +197,7 @@ export class FleetCoordination {
 
 	/** A crawl job: pages' links go to the fleet's frontier. */
 	useCrawl(fleetCrawl: FleetCrawl, sitemapReader: SitemapTaskReader | null = null): void {
+		this.#crawl = fleetCrawl;
 		this.#frontier.use(fleetCrawl, sitemapReader);
 	}
 
@@ -222,7 +225,10 @@ export class FleetCoordination {
 	/** A record written locally: it goes to the fleet when its target settles. */
 	readonly written = (record: ResultRecord): void => {
 		const target = this.#leases.get(record.id);
-		if (target) target.record = record;
+		if (!target) return;
+		target.record = record;
+		// A crawl's record is a page's (its sitemap tasks and redirects' landings have none).
+		this.#crawl?.pageRecorded();
 	};
 
 	/** An async task's id: stored on the lease before it is waited on, so a successor polls it. */
