@@ -434,10 +434,11 @@ function answerOutcome(ex: Exchange, outcome: ScrapeOutcome, url: string, render
 					error: "Scraping error",
 					message: outcome.message,
 					url,
-					credits_used: 0,
+					credits_used: outcome.creditsUsed ?? 0,
 					timestamp: timestamp(),
 				},
 				outcome.modeUsed,
+				outcome.creditsUsed ?? 0,
 			);
 			return;
 		default: {
