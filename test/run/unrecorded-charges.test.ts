@@ -6,6 +6,7 @@ import { onlyRunDir, readRecords, readSummary, tempDir, writeJob } from "../help
 import { runCli } from "../helpers/run-cli.js";
 import { type TestService, useTestService } from "../helpers/service.js";
 import { assertBuilt, spawnCli } from "../helpers/spawn-cli.js";
+import { html, startTargetSite } from "../helpers/target-site.js";
 import { until } from "../helpers/until.js";
 
 /**
@@ -206,4 +207,58 @@ describe("charges of attempts without a record, across a resume", () => {
 		expect(result.credits.used).toBe(charged);
 		expect(creditsOnRecords(runDir)).toBe(charged);
 	}, 30_000);
+
+	it("a paid answer whose page read a stop cut off: in that session's credits.used, and the resume's budget counts it before the record reads it back", async () => {
+		// One large page (9 MB) that the page pool takes a while to read: the stop comes while it reads.
+		const rows = `<div class="row"><span>${"x".repeat(80)}</span></div>`.repeat(150_000);
+		const site = await startTargetSite((_req, res) => html(res, `<html><body><h1>Big</h1>${rows}</body></html>`));
+		const service = await useTestService();
+		const dir = tempDir();
+		const out = join(dir, "out");
+		const job = writeJob(
+			dir,
+			"unrecorded",
+			[
+				"name: unrecorded",
+				"defaults: {mode: request}",
+				"output: {content: none}",
+				"max_body_mb: 20",
+				"page_timeout: 60s",
+				"extract:",
+				"  heading: h1",
+				"  rows: {css: .row span, all: true}",
+				`targets: [${site.origin}/big]`,
+				"",
+			].join("\n"),
+		);
+		const first = spawnCli(["run", job, "--out", out, "--grace-period", "1"], service.env);
+		let runDir = "";
+		await until(() => {
+			runDir = onlyRunDir(out, "unrecorded");
+			return journalLines(runDir).some((line) => line.e === "paid");
+		}, "the paid answer's journal line");
+		// The read has just begun (its answer is journalled first): it takes the page pool about a second.
+		first.child.kill("SIGINT");
+		const ended = await first.done;
+		expect(ended.code, ended.stderr).toBe(130);
+		expect(readRecords(runDir)).toEqual([]);
+		const charged = service.emulator.ledger.totalCharged();
+		expect(charged).toBe(FETCH);
+		expect(readSummary(runDir)).toMatchObject({ credits: { used: charged }, session: { credits_used: charged } });
+
+		// What was paid is spent: a budget at it leaves the resume nothing to send, and is refused.
+		const refused = await runCli(["run", job, "--out", out, "--resume", basename(runDir), "--max-credits", "2"], {
+			env: service.env,
+		});
+		expect(refused.code).toBe(2);
+		expect(refused.stderr).toContain(`not above the ${charged} credits this run has already spent`);
+		const resumed = await runCli(["run", job, "--out", out, "--resume", basename(runDir), "--quiet"], {
+			env: service.env,
+		});
+		expect(resumed.code, resumed.stderr).toBe(0);
+		// Read back from paid/, not paid again: this session paid nothing.
+		expect(service.emulator.ledger.totalCharged()).toBe(charged);
+		expect(readSummary(runDir)).toMatchObject({ credits: { used: charged }, session: { credits_used: 0 } });
+		expect(creditsOnRecords(runDir)).toBe(charged);
+	}, 60_000);
 });

@@ -79,8 +79,9 @@ export interface OpenedRun {
 	/** Answers an earlier session was charged for and kept before their page was read, without a record. */
 	readonly resumePaid: ReadonlyMap<string, PaidAnswer>;
 	/**
-	 * Credits earlier sessions were charged for failed attempts of targets that have no record (journal.ts,
-	 * `charged`): already in `prior.statistics` and so in the budget's spent; the target's record carries them.
+	 * Credits earlier sessions were charged for targets that have no record — their kept answer (`resumePaid`)
+	 * and failed attempts since (journal.ts, `charged`): already in `prior.statistics` and so in the budget's
+	 * spent; the target's record carries them.
 	 */
 	readonly resumeCharged: ReadonlyMap<string, number>;
 	readonly lock: RunLock;
@@ -276,14 +277,20 @@ async function reopenRun(
 	const journalled = await readJournalTasks(join(runDir, RUN_FILES.journal));
 	const resumeTasks = new Map<string, string>();
 	for (const [id, taskId] of journalled.tasks) if (!prior.done.has(id)) resumeTasks.set(id, taskId);
+	// What earlier sessions were charged for targets still without a record — a kept answer, failed attempts
+	// since — is spent: counted now (credits.used, the budget), and carried by the target's record.
 	const resumePaid = new Map<string, PaidAnswer>();
-	for (const [id, answer] of journalled.paid) if (!prior.done.has(id)) resumePaid.set(id, answer);
 	const resumeCharged = new Map<string, number>();
-	for (const [id, credits] of journalled.charged) {
-		if (prior.done.has(id)) continue;
-		resumeCharged.set(id, credits);
+	const chargedEarlier = (id: string, credits: number) => {
+		resumeCharged.set(id, (resumeCharged.get(id) ?? 0) + credits);
 		prior.statistics.chargedEarlier(credits);
+	};
+	for (const [id, answer] of journalled.paid) {
+		if (prior.done.has(id)) continue;
+		resumePaid.set(id, answer);
+		chargedEarlier(id, answer.credits);
 	}
+	for (const [id, credits] of journalled.charged) if (!prior.done.has(id)) chargedEarlier(id, credits);
 	if (job.output.formats.includes("csv")) {
 		const missing = csvCatchUp(join(runDir, RUN_FILES.csv), prior.lastRecord, job.output.csvMaxCell);
 		if (missing) {

@@ -181,7 +181,7 @@ export interface TargetRunnerParts {
 	readonly resumeTasks: ReadonlyMap<string, string>;
 	/** Answers an earlier session paid for and kept before their page was read: read back, not fetched. */
 	readonly resumePaid: ReadonlyMap<string, PaidAnswer>;
-	/** Credits earlier sessions were charged for failed attempts of targets without a record: their record carries them. */
+	/** Credits earlier sessions were charged for targets without a record (a kept answer, failed attempts): their record carries them. */
 	readonly resumeCharged: ReadonlyMap<string, number>;
 	/** Where a paid answer waits while its page is read (`paid/<id>`). */
 	readonly paidAnswers: PaidAnswers;
@@ -632,9 +632,10 @@ export function createTargetRunner(parts: TargetRunnerParts): TargetRunner {
 			return;
 		}
 		// An ok fetch whose cost went unreported (or came back negative or garbled) is booked at its worst case.
-		const paidNow = result.creditsUsed ?? worstCase;
+		// A kept answer read back was paid by an earlier session: in `earlier`.
+		const paidNow = kept === null ? (result.creditsUsed ?? worstCase) : 0;
 		budget.commit(worstCase, paidNow, target.id);
-		// Earlier sessions' charged attempts of the target, spent already: its record carries them. One look-up
+		// What earlier sessions were charged for the target, spent already: its record carries it. One look-up
 		// of an empty map for nearly every run.
 		const earlier = parts.resumeCharged.size === 0 ? 0 : (parts.resumeCharged.get(target.id) ?? 0);
 		const charged = paidNow + earlier;
@@ -655,6 +656,9 @@ export function createTargetRunner(parts: TargetRunnerParts): TargetRunner {
 			recorded(target, record, charged, cost, domain, probe);
 		} else {
 			stats.abandoned += 1;
+			// Paid and left without a record (its page read cut off by a stop): spent all the same.
+			const unrecorded = (cost?.total ?? charged) - earlier;
+			if (unrecorded > 0) stats.chargedWithoutRecord(unrecorded);
 			if (probe) breakers?.probeLost(domain, target.id);
 		}
 		if (after !== undefined && after.result.kind !== "ok" && after.result.kind !== "failed")
