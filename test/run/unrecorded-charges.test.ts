@@ -142,7 +142,7 @@ describe("charges of attempts without a record, across a resume", () => {
 		expect(creditsOnRecords(runDir)).toBe(charged);
 	}, 30_000);
 
-	it("the budget counts the charge after a resume: max_credits is not passed across sessions", async () => {
+	it("the budget counts the charge after a resume (--continue): max_credits is not passed across sessions", async () => {
 		const service = await chargingService();
 		const dir = tempDir();
 		const out = join(dir, "out");
@@ -151,10 +151,10 @@ describe("charges of attempts without a record, across a resume", () => {
 		const job = jobFile(dir, service.site.url, `max_credits: ${budget}`);
 		const runDir = await interruptedRun(service, job, out);
 
-		const resumed = await runCli(["run", job, "--out", out, "--resume", basename(runDir), "--quiet"], {
-			env: service.env,
-		});
+		// `--continue` (the cron line) resumes the unfinished run, within the budget kept in its run.json.
+		const resumed = await runCli(["run", job, "--out", out, "--continue", "--quiet"], { env: service.env });
 		expect(resumed.code, resumed.stderr).toBe(1);
+		expect(onlyRunDir(out, "unrecorded")).toBe(runDir);
 		const charged = service.emulator.ledger.totalCharged();
 		expect(charged).toBe(FAILURE + FETCH);
 		expect(charged).toBeLessThanOrEqual(budget);
