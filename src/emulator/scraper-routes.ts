@@ -537,7 +537,7 @@ function answerTask(ex: Exchange, taskId: string): void {
 		error: result.error,
 		message: result.message,
 		url: task.url,
-		credits_used: 0,
+		credits_used: result.creditsUsed ?? 0,
 		timestamp: timestamp(),
 	};
 	const extra: OutgoingHttpHeaders = {};
@@ -545,7 +545,7 @@ function answerTask(ex: Exchange, taskId: string): void {
 		body.status_code = result.statusCode;
 		extra["x-target-status"] = String(result.statusCode);
 	}
-	answer(ex, 200, body, result.modeUsed, 0, extra);
+	answer(ex, 200, body, result.modeUsed, result.creditsUsed ?? 0, extra);
 }
 
 /**

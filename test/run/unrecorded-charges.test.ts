@@ -194,6 +194,33 @@ describe("charges of attempts without a record, across a resume", () => {
 		expect(creditsOnRecords(runDir)).toBe(charged);
 	}, 30_000);
 
+	it("a task that fails charged, retried as a task: the record carries the failure's charge", async () => {
+		const service = await chargingService();
+		const dir = tempDir();
+		const out = join(dir, "out");
+		const job = writeJob(
+			dir,
+			"unrecorded",
+			[
+				"name: unrecorded",
+				"defaults: {mode: request, async: true}",
+				"retry: {attempts: 3, backoff_ms: 5, max_backoff_ms: 10}",
+				"targets:",
+				`  - ${service.site.url}/product/1`,
+				"",
+			].join("\n"),
+		);
+		const result = await runCli(["run", job, "--out", out, "--quiet"], { env: service.env });
+		expect(result.code, result.stderr).toBe(0);
+		const charged = service.emulator.ledger.totalCharged();
+		expect(charged).toBe(FAILURE + FETCH);
+		const runDir = onlyRunDir(out, "unrecorded");
+		expect(readRecords(runDir)).toEqual([
+			expect.objectContaining({ status: "ok", credits_used: charged, attempts: 2 }),
+		]);
+		expect(readSummary(runDir).credits.used).toBe(charged);
+	}, 30_000);
+
 	it("runJobFile resumes the same way: its summary counts the charge", async () => {
 		const service = await chargingService();
 		const dir = tempDir();

@@ -397,9 +397,10 @@ class TargetFetch {
 					result: this.failed(`target_http_${task.targetStatus}`, task.message, task.targetStatus, task.headers),
 				};
 			}
-			// The service's scraping error: its message decides retrying, as for a realtime 500.
+			// The service's scraping error: its message decides retrying, as for a realtime 500, and what it
+			// was charged is booked as a realtime 500's is.
 			return {
-				failure: new Error(task.message),
+				failure: Object.assign(new Error(task.message), { creditsUsed: task.creditsUsed ?? task.headers.creditsUsed }),
 				decision: classifyScrapingError(500, "Scraping failed", task.message),
 			};
 		}
