@@ -72,6 +72,11 @@ const faultSchema = z.discriminatedUnion(
 			...faultBase,
 			/** @default "Page crashed" */
 			message: z.enum(SCRAPING_ERROR_MESSAGES).default("Page crashed"),
+			/**
+			 * Credits this failed fetch is charged (its answer's `X-Credits-Used` and `credits_used`): the
+			 * documented service charges none, a service that charges failures is played with more. @default 0
+			 */
+			credits: count.optional(),
 		}),
 		z.strictObject({ kind: z.literal("dns_failure"), ...faultBase }),
 		z.strictObject({ kind: z.literal("drop_connection"), ...faultBase }),
@@ -191,6 +196,8 @@ export interface FaultRule {
 	readonly message: string | null;
 	readonly delayMs: number;
 	readonly count: number;
+	/** What a `scraping_error` fault charges its failed fetch. */
+	readonly credits: number;
 }
 
 export interface CreditCosts {
@@ -256,7 +263,7 @@ export function formatIssuePath(path: ReadonlyArray<PropertyKey>): string {
 	return text === "" ? "(scenario)" : text;
 }
 
-const FAULT_KEYS = ["kind", "match", "on", "times", "probability", "message", "delay_ms", "count"];
+const FAULT_KEYS = ["kind", "match", "on", "times", "probability", "message", "delay_ms", "count", "credits"];
 
 /** The settings allowed where an unknown key was found, for a "did you mean" hint. */
 function knownKeysAt(path: ReadonlyArray<PropertyKey>): readonly string[] {
@@ -353,6 +360,7 @@ export function toConfig(scenario: Scenario): EmulatorConfig {
 			message: "message" in fault ? (fault.message ?? null) : null,
 			delayMs: "delay_ms" in fault ? fault.delay_ms : 0,
 			count: "count" in fault ? fault.count : 1,
+			credits: "credits" in fault ? (fault.credits ?? 0) : 0,
 		})),
 	};
 }

@@ -1,7 +1,7 @@
 /**
  * One scrape, from holding a slot and a credit reservation to its outcome: latency, fetch-phase
  * faults, the real fetch, auto mode's upgrade decision, and settling credits (charged only for a
- * successful fetch). Never rejects — every failure is an outcome — so callers can hand it to a task.
+ * successful fetch, or a `scraping_error` fault given `credits`). Never rejects — every failure is an outcome — so callers can hand it to a task.
  */
 import type { Mode } from "../common/index.js";
 import type { Slot } from "./concurrency.js";
@@ -31,7 +31,13 @@ export type ScrapeOutcome =
 			readonly contentType: string;
 			readonly modeUsed: string;
 	  }
-	| { readonly kind: "scraping-error"; readonly message: ScrapingErrorMessage; readonly modeUsed: string };
+	| {
+			readonly kind: "scraping-error";
+			readonly message: ScrapingErrorMessage;
+			readonly modeUsed: string;
+			/** Charged for the failure: only a `scraping_error` fault with `credits` (the documented service charges none). */
+			readonly creditsUsed?: number;
+	  };
 
 export interface ScrapeRequest {
 	readonly url: string;
@@ -67,7 +73,7 @@ export async function runScrape(ctx: EmulatorContext, scrape: ScrapeRequest): Pr
 	} catch {
 		outcome = { kind: "scraping-error", message: "Page crashed", modeUsed: scrape.mode };
 	}
-	const charged = outcome.kind === "ok" ? outcome.creditsUsed : 0;
+	const charged = outcome.kind === "target-status" ? 0 : (outcome.creditsUsed ?? 0);
 	ctx.credits.settle(scrape.reserved, charged);
 	if (charged > 0) ctx.ledger.charge(scrape.entry, charged);
 	scrape.entry.modeUsed = outcome.modeUsed;
@@ -90,6 +96,7 @@ async function fetchAndDecide(ctx: EmulatorContext, scrape: ScrapeRequest): Prom
 			kind: "scraping-error",
 			message: (fault.message ?? "Page crashed") as ScrapingErrorMessage,
 			modeUsed: scrape.mode,
+			creditsUsed: fault.credits,
 		};
 	}
 	const site = siteAnswer(ctx, scrape);

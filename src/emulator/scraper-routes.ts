@@ -434,10 +434,11 @@ function answerOutcome(ex: Exchange, outcome: ScrapeOutcome, url: string, render
 					error: "Scraping error",
 					message: outcome.message,
 					url,
-					credits_used: 0,
+					credits_used: outcome.creditsUsed ?? 0,
 					timestamp: timestamp(),
 				},
 				outcome.modeUsed,
+				outcome.creditsUsed ?? 0,
 			);
 			return;
 		default: {
@@ -536,7 +537,7 @@ function answerTask(ex: Exchange, taskId: string): void {
 		error: result.error,
 		message: result.message,
 		url: task.url,
-		credits_used: 0,
+		credits_used: result.creditsUsed ?? 0,
 		timestamp: timestamp(),
 	};
 	const extra: OutgoingHttpHeaders = {};
@@ -544,7 +545,7 @@ function answerTask(ex: Exchange, taskId: string): void {
 		body.status_code = result.statusCode;
 		extra["x-target-status"] = String(result.statusCode);
 	}
-	answer(ex, 200, body, result.modeUsed, 0, extra);
+	answer(ex, 200, body, result.modeUsed, result.creditsUsed ?? 0, extra);
 }
 
 /**

@@ -32,7 +32,13 @@ export function toTaskResult(ctx: EmulatorContext, outcome: ScrapeOutcome, rende
 				statusCode: outcome.statusCode,
 			};
 		case "scraping-error":
-			return { status: "failed", error: "Scraping error", message: outcome.message, modeUsed: outcome.modeUsed };
+			return {
+				status: "failed",
+				error: "Scraping error",
+				message: outcome.message,
+				modeUsed: outcome.modeUsed,
+				creditsUsed: outcome.creditsUsed ?? 0,
+			};
 		default: {
 			const unreachable: never = outcome;
 			throw new Error(`unknown outcome ${String(unreachable)}`);

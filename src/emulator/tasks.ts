@@ -30,6 +30,8 @@ export interface FailedTaskResult {
 	readonly modeUsed: string;
 	/** The target's status when it answered non-2xx. */
 	readonly statusCode?: number;
+	/** What the failure was charged: only a `scraping_error` fault given `credits`. */
+	readonly creditsUsed?: number;
 }
 
 export type TaskResult = CompletedTaskResult | FailedTaskResult;

@@ -113,6 +113,23 @@ describe("fetch faults on the scraper", () => {
 		expect(emulator.ledger.totalCharged()).toBe(0);
 	});
 
+	test("scraping_error with credits: the failure is charged, in its answer and in the ledger", async () => {
+		const site = await useDemoSite();
+		const emulator = await useEmulator({
+			scenario: { credits: 100, faults: [{ kind: "scraping_error", message: "Page crashed", credits: 3, times: 1 }] },
+		});
+		const url = `${site.url}/page/1`;
+		const failed = await scrapeGet(emulator, { url });
+		expect(failed.status).toBe(500);
+		expect(failed.json).toMatchObject({ success: false, message: "Page crashed", credits_used: 3 });
+		expect(failed.headers.get("x-credits-used")).toBe("3");
+		expect(emulator.ledger.totalCharged()).toBe(3);
+		expect(emulator.credits()).toBe(97);
+		// `times: 1`: the next fetch is the page, charged as any.
+		expect((await scrapeGet(emulator, { url })).status).toBe(200);
+		expect(emulator.ledger.totalCharged()).toBe(3 + 2);
+	});
+
 	test("dns_failure → DNS resolution failed", async () => {
 		const emulator = await useEmulator({ scenario: { faults: [{ kind: "dns_failure", match: "shop.invalid" }] } });
 		const answer = await scrapeGet(emulator, { url: "http://shop.invalid/a" });

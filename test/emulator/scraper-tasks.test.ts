@@ -97,6 +97,20 @@ describe("a fetch longer than timeout_ms becomes a task", () => {
 		expect(emulator.ledger.totalCharged()).toBe(0);
 	});
 
+	test("a scraping_error fault with credits inside a task: the failed task says what it was charged", async () => {
+		const emulator = await useEmulator({
+			scenario: { faults: [{ kind: "scraping_error", message: "Page crashed", credits: 3 }] },
+		});
+		const answer = await scrapePost(emulator, { url: "http://127.0.0.1:9/never-fetched", async: true });
+		const failed = await waitFor(async () => {
+			const poll = await pollTask(emulator, answer.json.task_id as string);
+			return poll.json.status === "failed" ? poll : null;
+		});
+		expect(failed.json).toMatchObject({ status: "failed", message: "Page crashed", credits_used: 3 });
+		expect(failed.headers.get("x-credits-used")).toBe("3");
+		expect(emulator.ledger.totalCharged()).toBe(3);
+	});
+
 	test("a target non-2xx inside a task fails it with the target's status", async () => {
 		const site = await useDemoSite();
 		const emulator = await useEmulator();

@@ -112,4 +112,49 @@ describe("journal.jsonl", () => {
 		);
 		expect((await readJournalTasks(path)).figures).toEqual({ atMs: Date.UTC(2026, 0, 1, 0, 0, 2), figures });
 	});
+
+	it("a charged line is on disk as soon as it is written; a resume sums each target's since its latest paid answer, well-formed ones only", async () => {
+		const path = join(tempDir(), "journal.jsonl");
+		const journal = openJournal(path);
+		journal.started("a");
+		journal.charged("a", 1);
+		// No sync, no close: a process killed now has left the line.
+		expect(lines(path).at(-1)).toEqual({ e: "charged", id: "a", credits: 1 });
+		journal.charged("a", 2);
+		journal.charged("b", 1);
+		// b's answer was paid and kept: its answer holds the charges before it; a later one adds to it.
+		const answer = {
+			id: "b",
+			credits: 3,
+			httpStatus: 200,
+			contentType: "text/html",
+			creditsRemaining: null,
+			modeUsed: "request",
+			attempts: 2,
+			taskId: null,
+			title: null,
+			finalUrl: null,
+			json: false,
+		};
+		journal.paid(answer);
+		journal.charged("c", 1);
+		journal.paid({ ...answer, id: "c" });
+		journal.charged("c", 2);
+		journal.close();
+		// Read back as hostile: no credits, a negative or absurd figure, no id; a torn last line.
+		appendFileSync(
+			path,
+			[
+				'{"e":"charged","id":"a"}',
+				'{"e":"charged","id":"a","credits":-5}',
+				'{"e":"charged","id":"a","credits":1e308}',
+				'{"e":"charged","credits":4}',
+				'{"e":"charged","id":"a","credits":4',
+			].join("\n"),
+		);
+		expect([...(await readJournalTasks(path)).charged]).toEqual([
+			["a", 3],
+			["c", 2],
+		]);
+	});
 });

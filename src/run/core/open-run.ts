@@ -78,6 +78,12 @@ export interface OpenedRun {
 	readonly resumeTasks: ReadonlyMap<string, string>;
 	/** Answers an earlier session was charged for and kept before their page was read, without a record. */
 	readonly resumePaid: ReadonlyMap<string, PaidAnswer>;
+	/**
+	 * Credits earlier sessions were charged for targets that have no record — their kept answer (`resumePaid`)
+	 * and failed attempts since (journal.ts, `charged`): already in `prior.statistics` and so in the budget's
+	 * spent; the target's record carries them.
+	 */
+	readonly resumeCharged: ReadonlyMap<string, number>;
 	readonly lock: RunLock;
 	/**
 	 * What the run's earlier invocations measured that no record holds (their last summary.json, or the
@@ -271,8 +277,20 @@ async function reopenRun(
 	const journalled = await readJournalTasks(join(runDir, RUN_FILES.journal));
 	const resumeTasks = new Map<string, string>();
 	for (const [id, taskId] of journalled.tasks) if (!prior.done.has(id)) resumeTasks.set(id, taskId);
+	// What earlier sessions were charged for targets still without a record — a kept answer, failed attempts
+	// since — is spent: counted now (credits.used, the budget), and carried by the target's record.
 	const resumePaid = new Map<string, PaidAnswer>();
-	for (const [id, answer] of journalled.paid) if (!prior.done.has(id)) resumePaid.set(id, answer);
+	const resumeCharged = new Map<string, number>();
+	const chargedEarlier = (id: string, credits: number) => {
+		resumeCharged.set(id, (resumeCharged.get(id) ?? 0) + credits);
+		prior.statistics.chargedEarlier(credits);
+	};
+	for (const [id, answer] of journalled.paid) {
+		if (prior.done.has(id)) continue;
+		resumePaid.set(id, answer);
+		chargedEarlier(id, answer.credits);
+	}
+	for (const [id, credits] of journalled.charged) if (!prior.done.has(id)) chargedEarlier(id, credits);
 	if (job.output.formats.includes("csv")) {
 		const missing = csvCatchUp(join(runDir, RUN_FILES.csv), prior.lastRecord, job.output.csvMaxCell);
 		if (missing) {
@@ -285,7 +303,18 @@ async function reopenRun(
 	const meta = run.meta ? await adoptChangedTargets(options, runDir, run.meta, prior.done) : null;
 	const maxCredits = resumedBudget(runDir, meta, options.maxCredits, prior.statistics.creditsUsed, job.maxCredits);
 	const superseded = meta?.superseded ?? 0;
-	return { runId: run.runId, runDir, prior, resumeTasks, resumePaid, lock: run.lock, carried, maxCredits, superseded };
+	return {
+		runId: run.runId,
+		runDir,
+		prior,
+		resumeTasks,
+		resumePaid,
+		resumeCharged,
+		lock: run.lock,
+		carried,
+		maxCredits,
+		superseded,
+	};
 }
 
 /**
@@ -352,6 +381,7 @@ function createRun(options: OpenRunOptions, run: { readonly runId: string; reado
 		prior: null,
 		resumeTasks: new Map(),
 		resumePaid: new Map(),
+		resumeCharged: new Map(),
 		lock: run.lock,
 		carried: null,
 		maxCredits: created.max_credits ?? null,

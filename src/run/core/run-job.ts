@@ -376,6 +376,7 @@ function openRunnerSide(context: RunContext, side: RecordSide, fetching: FetchSi
 		content: { mode: job.output.content, pages },
 		resumeTasks: fleet?.tasks ?? opened.resumeTasks,
 		resumePaid: opened.resumePaid,
+		resumeCharged: opened.resumeCharged,
 		paidAnswers: createPaidAnswers(runDir),
 		bodySpill: bodySpillFor(job, crawler, pages),
 		browser: browser ? { access: browser, sessions: createSessionLimiter(browser) } : null,

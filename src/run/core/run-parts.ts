@@ -249,8 +249,10 @@ export function createFetching(input: {
 		log,
 		...logger,
 	});
+	// A sitemap's charges are booked as the crawl's (crawl-hook.ts), never journalled as a target's.
+	const sitemapDeps = { ...fetchDeps, onCharged: undefined };
 	const fetchSitemap = serviceSitemapFetch({
-		fetch: (id, params, spill) => fetchTarget(id, params, fetchDeps, null, spill),
+		fetch: (id, params, spill) => fetchTarget(id, params, sitemapDeps, null, spill),
 		reserve: (worstCase) => reserveOrStop(budget, stops, worstCase),
 		budget,
 		stop: (reason, message) => stops.stop(reason, message),

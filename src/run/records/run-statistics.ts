@@ -166,6 +166,15 @@ export function createRunStatistics() {
 			creditsUsed += credits;
 			session.creditsUsed += credits;
 		},
+		/** Credits an earlier session was charged for attempts of a target without a record (its journal's). */
+		chargedEarlier(credits: number) {
+			creditsUsed += credits;
+		},
+		/** A record this session wrote holds `credits` counted by `chargedEarlier`: counted once, not as this session's. */
+		earlierChargesRecorded(credits: number) {
+			creditsUsed -= credits;
+			session.creditsUsed -= credits;
+		},
 		taskCreated() {
 			tasks.created += 1;
 			session.tasksCreated += 1;

@@ -51,6 +51,11 @@ export interface FetchTargetDeps {
 	onHeaders(headers: ScraperHeaders, sentAt: number): void;
 	/** Called (and must have journalled the id) before the task is polled. */
 	onTaskId(targetId: string, taskId: string): void;
+	/**
+	 * A failed attempt was charged and no answer holds it yet (its retry is to come, or a stop ends the
+	 * fetch): the runner journals it, so a resume of a process stopped or killed meanwhile counts it.
+	 */
+	onCharged?(targetId: string, credits: number): void;
 	/** Before each send of a target's request: a fleet worker's slot below the fleet's limit (undefined: go). */
 	beforeSend?(targetId: string, isStopping: () => boolean): Promise<void> | undefined;
 	/**
@@ -166,7 +171,7 @@ class TargetFetch {
 		// What this failed attempt cost: retried or not, it is paid for.
 		const charge = decision.action === "wait" ? 0 : (trustedCredits(creditsOf(failure)) ?? 0);
 		if (this.deps.signal.aborted) {
-			this.chargedBefore += charge;
+			this.chargedEarlier(charge);
 			return this.abandoned();
 		}
 		switch (decision.action) {
@@ -228,7 +233,7 @@ class TargetFetch {
 		if (sign === "free") this.spent -= 1;
 		if (!decision.serviceDown) deps.outage.answered(this.sentInEpoch);
 		if (this.spent >= deps.retry.attempts) return this.withEarlierCharges(this.failedBy(decision.kind, failure));
-		this.chargedBefore += charge;
+		this.chargedEarlier(charge);
 		if (deps.isStopping()) return this.abandoned();
 		deps.onRetry(this.targetId, decision.kind);
 		this.adjustRequest(failure, decision);
@@ -243,7 +248,7 @@ class TargetFetch {
 	/** An outage: the failed attempt does not count, and the target waits with the whole queue. */
 	private async outage(charge: number): Promise<NextStep> {
 		this.spent -= 1;
-		this.chargedBefore += charge;
+		this.chargedEarlier(charge);
 		try {
 			await this.deps.gate.unpaused(this.deps.signal);
 		} catch {
@@ -392,9 +397,10 @@ class TargetFetch {
 					result: this.failed(`target_http_${task.targetStatus}`, task.message, task.targetStatus, task.headers),
 				};
 			}
-			// The service's scraping error: its message decides retrying, as for a realtime 500.
+			// The service's scraping error: its message decides retrying, as for a realtime 500, and what it
+			// was charged is booked as a realtime 500's is.
 			return {
-				failure: new Error(task.message),
+				failure: Object.assign(new Error(task.message), { creditsUsed: task.creditsUsed ?? task.headers.creditsUsed }),
 				decision: classifyScrapingError(500, "Scraping failed", task.message),
 			};
 		}
@@ -417,6 +423,13 @@ class TargetFetch {
 				spilled: undefined,
 			},
 		};
+	}
+
+	/** A failed attempt's charge, held until the fetch ends, and said to the runner at once (`onCharged`). */
+	private chargedEarlier(charge: number): void {
+		if (charge <= 0) return;
+		this.chargedBefore += charge;
+		this.deps.onCharged?.(this.targetId, charge);
 	}
 
 	private abandoned(): FetchResult {

@@ -1,6 +1,7 @@
 import { jsonlLines, parseJsonLine } from "../../common/index.js";
 import { type AppendFile, openAppendFile } from "../../output/index.js";
 import type { RunFigures, TimedFigures } from "../records/run-statistics.js";
+import { MAX_CREDITS_PER_FETCH } from "./fetch-result.js";
 import type { PaidAnswer } from "./paid-answers.js";
 
 /**
@@ -13,6 +14,7 @@ export type JournalEvent =
 	| { e: "start"; id: string }
 	| { e: "task"; id: string; task_id: string }
 	| { e: "paid"; answer: PaidAnswer }
+	| { e: "charged"; id: string; credits: number }
 	| BreakerChange
 	| FiguresLine;
 
@@ -46,6 +48,12 @@ export interface Journal {
 	task(id: string, taskId: string): void;
 	/** Written once a paid answer's body is kept and before its page is read: a resume reads it, never pays again. */
 	paid(answer: PaidAnswer): void;
+	/**
+	 * A failed attempt of a target was charged and its fetch goes on (a retry) or ends without an answer (a
+	 * stop): a resume counts what the target's record does not hold yet. Rare: never written for a target
+	 * fetched once.
+	 */
+	charged(id: string, credits: number): void;
 	/** A breaker opened or closed: a synchronous write, kept by a process killed right after. */
 	breaker(change: BreakerChange): void;
 	/** The run's figures as they stand at `atMs`: a bounded-rate line (the sync timer's), never per record. */
@@ -105,6 +113,7 @@ export function openJournal(path: string): Journal {
 		},
 		task: (id, taskId) => write({ e: "task", id, task_id: taskId }),
 		paid: (answer) => write({ e: "paid", answer }),
+		charged: (id, credits) => write({ e: "charged", id, credits }),
 		breaker: write,
 		figures: (figures, atMs) =>
 			write({
@@ -136,6 +145,11 @@ export function openJournal(path: string): Journal {
 export async function readJournalTasks(path: string): Promise<{
 	tasks: Map<string, string>;
 	paid: Map<string, PaidAnswer>;
+	/**
+	 * Credits each target's failed attempts were charged since its latest paid answer (which holds those
+	 * before it). A record holds them too: the caller drops the targets that have one.
+	 */
+	charged: Map<string, number>;
 	started: number;
 	/** Each domain's latest breaker line, in the order those lines were written. */
 	breakers: Map<string, BreakerChange>;
@@ -144,6 +158,7 @@ export async function readJournalTasks(path: string): Promise<{
 }> {
 	const tasks = new Map<string, string>();
 	const paid = new Map<string, PaidAnswer>();
+	const charged = new Map<string, number>();
 	const breakers = new Map<string, BreakerChange>();
 	let figures: TimedFigures | null = null;
 	let started = 0;
@@ -153,14 +168,18 @@ export async function readJournalTasks(path: string): Promise<{
 		if (typeof event !== "object" || event === null) continue;
 		if (event.e === "task") tasks.set(event.id, event.task_id);
 		else if (event.e === "start") started += 1;
-		else if (event.e === "paid" && isPaidAnswer(event.answer)) paid.set(event.answer.id, event.answer);
+		else if (event.e === "paid" && isPaidAnswer(event.answer)) {
+			paid.set(event.answer.id, event.answer);
+			charged.delete(event.answer.id);
+		} else if (event.e === "charged" && isCharge(event))
+			charged.set(event.id, (charged.get(event.id) ?? 0) + event.credits);
 		else if (event.e === "breaker" && isBreakerChange(event)) {
 			// Re-inserted: the map's order stays the order of each domain's latest change.
 			breakers.delete(event.domain);
 			breakers.set(event.domain, event);
 		} else if (event.e === "figures") figures = timedFigures(event) ?? figures;
 	}
-	return { tasks, paid, started, breakers, figures };
+	return { tasks, paid, charged, started, breakers, figures };
 }
 
 /** A figures line read back, or null when any of its figures is not a count (the file is read from disk). */
@@ -174,6 +193,11 @@ function timedFigures(line: { readonly e: "figures" }): TimedFigures | null {
 		atMs,
 		figures: { wallMs: wall_ms, rateLimitPauses: rate_limit_pauses, abandoned, creditsRemaining: credits_remaining },
 	};
+}
+
+function isCharge(line: { readonly e: "charged" }): line is { e: "charged"; id: string; credits: number } {
+	const { id, credits } = line as Partial<Record<string, unknown>>;
+	return typeof id === "string" && typeof credits === "number" && credits > 0 && credits <= MAX_CREDITS_PER_FETCH;
 }
 
 function isBreakerChange(value: { readonly e: "breaker" }): value is BreakerChange {

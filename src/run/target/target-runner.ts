@@ -153,6 +153,10 @@ export function createFetchDeps(parts: FetchDepsParts): FetchTargetDeps {
 			stats.taskCreated();
 			log.info({ event: "task", id: targetId, task_id: taskId }, "fetch continues as a task");
 		},
+		// Written at once, a synchronous line: a process killed while the target waits for its retry leaves it.
+		onCharged: (targetId, credits) => {
+			stops.guardOutput(() => journal.charged(targetId, credits));
+		},
 		onRetry: (targetId, kind) => {
 			log.info({ event: "retry", id: targetId, kind }, "retrying");
 		},
@@ -177,6 +181,8 @@ export interface TargetRunnerParts {
 	readonly resumeTasks: ReadonlyMap<string, string>;
 	/** Answers an earlier session paid for and kept before their page was read: read back, not fetched. */
 	readonly resumePaid: ReadonlyMap<string, PaidAnswer>;
+	/** Credits earlier sessions were charged for targets without a record (a kept answer, failed attempts): their record carries them. */
+	readonly resumeCharged: ReadonlyMap<string, number>;
 	/** Where a paid answer waits while its page is read (`paid/<id>`). */
 	readonly paidAnswers: PaidAnswers;
 	/** Where large pages go instead of memory when nothing reads them. */
@@ -406,14 +412,17 @@ export function createTargetRunner(parts: TargetRunnerParts): TargetRunner {
 		stops.guardOutput(() => parts.write(record, result.kind === "ok" ? result.body : null));
 	};
 
-	/** A target left without a record: what its failed attempts were charged is still spent. */
-	const bookWithoutRecord = (targetId: string, worstCase: number, charged: number) => {
+	/**
+	 * A fetch that came to no answer: what its failed attempts were charged is still spent. `onRecord`: a
+	 * climb's fetch whose charge went on the record of the rung before (counted with that record).
+	 */
+	const bookWithoutRecord = (targetId: string, worstCase: number, charged: number, onRecord = false) => {
 		if (charged === 0) {
 			budget.release(worstCase, targetId);
 			return;
 		}
 		budget.commit(worstCase, charged, targetId);
-		stats.chargedWithoutRecord(charged);
+		if (!onRecord) stats.chargedWithoutRecord(charged);
 	};
 
 	/** Adaptive targets of a job built without economics (a library caller's): a ladder that remembers nothing. */
@@ -441,7 +450,7 @@ export function createTargetRunner(parts: TargetRunnerParts): TargetRunner {
 	): Promise<{
 		record: ResultRecord | undefined;
 		cost: TargetCost;
-		after?: { result: FetchResult; worstCase: number };
+		after?: { result: FetchResult; worstCase: number; onRecord: boolean };
 	}> => {
 		const { modes, domain, ladder } = step;
 		let current = first;
@@ -483,9 +492,13 @@ export function createTargetRunner(parts: TargetRunnerParts): TargetRunner {
 						current = result;
 						continue;
 					}
+					// What its failed attempts were charged goes on the record written instead: a resume, which
+					// counts a recorded target's credits from its record, keeps them.
+					const unanswered = result.kind === "output_failed" ? 0 : result.charged;
+					built.record.credits_used += unanswered;
 					const record = commitRead(target, current, built);
 					if (record) modes.settle(domain, rung, record, false);
-					return { record, cost, after: { result, worstCase } };
+					return { record, cost, after: { result, worstCase, onRecord: record !== undefined } };
 				}
 			}
 			const record = commitRead(target, current, built);
@@ -499,10 +512,11 @@ export function createTargetRunner(parts: TargetRunnerParts): TargetRunner {
 		targetId: string,
 		result: Exclude<FetchResult, { kind: "ok" | "failed" }>,
 		worstCase: number,
+		onRecord = false,
 	) => {
 		switch (result.kind) {
 			case "aborted":
-				bookWithoutRecord(targetId, worstCase, result.charged);
+				bookWithoutRecord(targetId, worstCase, result.charged, onRecord);
 				stops.stop(result.reason, `stopping: ${result.message}`);
 				return;
 			case "output_failed":
@@ -514,7 +528,7 @@ export function createTargetRunner(parts: TargetRunnerParts): TargetRunner {
 				});
 				return;
 			case "abandoned":
-				bookWithoutRecord(targetId, worstCase, result.charged);
+				bookWithoutRecord(targetId, worstCase, result.charged, onRecord);
 				if (result.taskId) stats.tasks.leftPending += 1;
 				// Sent but given up (a stop past its grace period): the service may still charge it. A lease that
 				// lapsed before a send left nothing in flight.
@@ -618,11 +632,16 @@ export function createTargetRunner(parts: TargetRunnerParts): TargetRunner {
 			return;
 		}
 		// An ok fetch whose cost went unreported (or came back negative or garbled) is booked at its worst case.
-		const charged = result.creditsUsed ?? worstCase;
-		budget.commit(worstCase, charged, target.id);
+		// A kept answer read back was paid by an earlier session: in `earlier`.
+		const paidNow = kept === null ? (result.creditsUsed ?? worstCase) : 0;
+		budget.commit(worstCase, paidNow, target.id);
+		// What earlier sessions were charged for the target, spent already: its record carries it. One look-up
+		// of an empty map for nearly every run.
+		const earlier = parts.resumeCharged.size === 0 ? 0 : (parts.resumeCharged.get(target.id) ?? 0);
+		const charged = paidNow + earlier;
 		// What the target cost: one fetch, unless it climbed (no object per target for the usual case).
 		let cost: TargetCost | null = null;
-		let after: { result: FetchResult; worstCase: number } | undefined;
+		let after: { result: FetchResult; worstCase: number; onRecord: boolean } | undefined;
 		let record: ResultRecord | undefined;
 		if (step !== null) {
 			({ record, cost, after } = await climb(target, step, result, charged, started));
@@ -632,13 +651,18 @@ export function createTargetRunner(parts: TargetRunnerParts): TargetRunner {
 				? await writeReadFetched(target, result, charged, started)
 				: writeFetched(target, result, charged, started, NO_PAGE);
 		}
-		if (record) recorded(target, record, charged, cost, domain, probe);
-		else {
+		if (record) {
+			if (earlier !== 0) stats.earlierChargesRecorded(earlier);
+			recorded(target, record, charged, cost, domain, probe);
+		} else {
 			stats.abandoned += 1;
+			// Paid and left without a record (its page read cut off by a stop): spent all the same.
+			const unrecorded = (cost?.total ?? charged) - earlier;
+			if (unrecorded > 0) stats.chargedWithoutRecord(unrecorded);
 			if (probe) breakers?.probeLost(domain, target.id);
 		}
 		if (after !== undefined && after.result.kind !== "ok" && after.result.kind !== "failed")
-			settleUnwritten(target.id, after.result, after.worstCase);
+			settleUnwritten(target.id, after.result, after.worstCase, after.onRecord);
 	};
 
 	const followStoredPage = async (target: Target) => {
