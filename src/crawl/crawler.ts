@@ -85,8 +85,8 @@ export interface Crawler {
 	 * fetched, and the page's links resolve against it, as a browser's would.
 	 */
 	/**
-	 * A fetched page's links (found by the page pool, off the main thread; null when it found none or
-	 * the page could not be read) go to the frontier.
+	 * A fetched page's links (found by the page pool, off the main thread; empty for a page that is not
+	 * HTML; null when the page could not be read) go to the frontier.
 	 */
 	pageFetched(target: Target, links: readonly string[] | null, finalUrl?: string): void;
 	summary(): CrawlSummary;

@@ -435,6 +435,33 @@ describe("freshness in a fleet crawl", () => {
 		expect(await pageCounts(url, "counted")).toMatchObject({ first: 3, second: fetched });
 	}, 60_000);
 
+	it("a fresh page that is not HTML has no links to want: it is not fetched again", async () => {
+		assertBuilt();
+		const url = await (await cluster()).createDatabase();
+		const service = await useTestService({ concurrency: 4 });
+		const site = await startTargetSite((req, res) => {
+			if (req.url === "/doc.txt") {
+				res.writeHead(200, { "content-type": "text/plain" });
+				res.end("a plain text file, no links");
+			} else if (req.url === "/start") html(res, '<a href="/doc.txt">doc</a> <a href="/leaf">leaf</a>');
+			else html(res, "<p>leaf</p>");
+		});
+		const dir = tempDir("scrapejob-fleet-crawl-fresh-");
+		const job = writeJob(
+			dir,
+			"crawlfresh",
+			`name: crawlfresh\ndefaults: {mode: request}\noutput: {content: none}\ncrawl: {max_depth: 2, robots: ignore, sitemaps: false}\ntargets: [${site.origin}/start]\n`,
+		);
+		const run = (name: string) =>
+			spawnCli(["run", job, "--json", "--fleet", url, "--fleet-run", name, "--freshness", "1h"], service.env, dir).done;
+		expect((await run("first")).code).toBe(0);
+		expect(service.emulator.ledger.byEndpoint("realtime")).toHaveLength(3);
+		const second = await run("second");
+		expect(second.code, second.stderr).toBe(0);
+		expect(service.emulator.ledger.byEndpoint("realtime")).toHaveLength(3);
+		expect(lastJson(second.stdout).crawl).toMatchObject({ fresh: 3, refetched_for_links: 0 });
+	}, 60_000);
+
 	it("a fresh page whose last fetch kept no links (a run without freshness) is fetched again only where its links are wanted", async () => {
 		assertBuilt();
 		const url = await (await cluster()).createDatabase();

@@ -363,9 +363,10 @@ export function createTargetRunner(parts: TargetRunnerParts): TargetRunner {
 	): ResultRecord | undefined => {
 		if (!stops.mayWrite()) return undefined;
 		try {
-			// Links go to the frontier before the record is written: a crash between the two loses nothing.
-			if (crawler && result.kind === "ok" && isHtmlResult(target, result))
-				crawler.pageFetched(target, page.read?.links ?? null, result.finalUrl);
+			// Links go to the frontier before the record is written: a crash between the two loses nothing. A
+			// page that is not HTML has none (a fleet keeps that, so a fresh one is not fetched for links).
+			if (crawler && result.kind === "ok")
+				crawler.pageFetched(target, isHtmlResult(target, result) ? (page.read?.links ?? null) : [], result.finalUrl);
 			const body = record.status === "ok" && result.kind === "ok" ? (result.spilled ?? result.body) : null;
 			return parts.write(record, body) ? record : undefined;
 		} catch (error) {
