@@ -39,10 +39,11 @@ export async function addLanding(
 			ON CONFLICT (run_id, url_key) DO UPDATE SET state = 'done', depth = -2, parent = $2
 				WHERE targets.state = 'queued' AND targets.depth >= $7
 			-- xmax is 0 on a row this statement inserted, not on a queued page it took (one of the run's pages).
-			RETURNING xmax <> 0 AS taken
+			RETURNING xmax <> 0 AS taken, uncounted
 		), counted AS (
-			-- A page taken out of the queue leaves the run's page count; the run's row locked after the target's.
-			UPDATE runs SET pages = pages - 1 WHERE id = $1 AND EXISTS (SELECT 1 FROM landed WHERE taken)
+			-- A page taken out of the queue leaves the run's page count (unless it was never in it: found
+			-- fresh); the run's row locked after the target's.
+			UPDATE runs SET pages = pages - 1 WHERE id = $1 AND EXISTS (SELECT 1 FROM landed WHERE taken AND NOT uncounted)
 		)
 		SELECT 1 FROM landed`,
 		[page.runId, page.targetId, page.epoch, landing.targetId, landing.url, hostOf(landing.url), page.depth],

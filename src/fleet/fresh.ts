@@ -20,7 +20,7 @@ export async function freshTargetIds(
  * again when its links are wanted).
  */
 export async function freshPages(
-	fleet: Fleet,
+	fleet: Pick<Fleet, "query">,
 	jobName: string,
 	targetIds: readonly string[],
 	freshnessMs: number,

@@ -341,7 +341,7 @@ async function settle(
 			UPDATE targets t SET state = $4, lease_owner = NULL, lease_until = NULL, reserved = 0, reservations = '{}',
 				credits = t.credits + $5, error = $6, breaker = $8
 			FROM current c WHERE t.run_id = $1 AND t.target_id = c.target_id
-			RETURNING c.target_id, c.host, c.reserved
+			RETURNING c.target_id, c.host, c.reserved, t.uncounted
 		), record AS (
 			INSERT INTO records (run_id, target_id, epoch, record, links)
 			SELECT $1, $2, $3, $7::jsonb, $9::text[] FROM settled WHERE $7::jsonb IS NOT NULL
@@ -358,10 +358,11 @@ async function settle(
 			FROM settled s WHERE h.run_id = $1 AND h.host = s.host
 				AND (h.max_in_flight IS NOT NULL OR h.starting_target = s.target_id)
 		), budget AS (
-			-- A page settled fresh was read, not fetched: it leaves \`max_pages\`'s count, as in a local crawl.
+			-- A page settled fresh was read, not fetched: it leaves \`max_pages\`'s count, as in a local crawl
+			-- (one found fresh as it entered the frontier was never in it).
 			UPDATE runs r SET spent = r.spent + $5, reserved = r.reserved - s.reserved,
-				pages = r.pages - CASE WHEN $4 = 'fresh' THEN 1 ELSE 0 END
-			FROM settled s WHERE r.id = $1 AND ($5 <> 0 OR s.reserved <> 0 OR $4 = 'fresh')
+				pages = r.pages - CASE WHEN $4 = 'fresh' AND NOT s.uncounted THEN 1 ELSE 0 END
+			FROM settled s WHERE r.id = $1 AND ($5 <> 0 OR s.reserved <> 0 OR ($4 = 'fresh' AND NOT s.uncounted))
 		)
 		SELECT count(*)::int AS n FROM settled`,
 		[

@@ -227,6 +227,11 @@ FROM (SELECT run_id, count(*) AS n FROM targets WHERE depth >= 0 GROUP BY run_id
 	`
 ALTER TABLE targets ADD COLUMN saved bigint NOT NULL DEFAULT 0;
 `,
+	// A crawled page found fresh (\`freshness\`) as it entered the frontier: read, not fetched, so it takes no
+	// room under \`max_pages\` from the start (\`runs.pages\` leaves it out), not only once it settles.
+	`
+ALTER TABLE targets ADD COLUMN uncounted boolean NOT NULL DEFAULT false;
+`,
 ];
 
 /** The version this scrapejob writes and reads. */

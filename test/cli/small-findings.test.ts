@@ -303,4 +303,32 @@ describe("passwords never in warnings", () => {
 			for (const secret of ["hunter2", "s3cret", "pa55", "hookpass", "abc123"]) expect(text).not.toContain(secret);
 		}
 	});
+
+	it("a fleet URL written without postgres:// is refused without its password", async () => {
+		const dir = tempDir();
+		const job = writeJob(dir, "fleetjob", "name: fleetjob\ntargets:\n  - http://127.0.0.1:9/a\n");
+		const urls = [
+			"scrapejob:Hunter2-pw@db.internal:5432/scraping",
+			"scrapejob:pa/ss@wd-x9@db.internal:5432/scraping",
+			"mysql://scrapejob:Hunter2-pw@db.internal/scraping",
+		];
+		for (const url of urls) {
+			for (const argv of [
+				["fleet", "status", job, "--fleet", url],
+				["export", job, "--latest", "--fleet", url, "--out", join(dir, "x.csv")],
+			]) {
+				const result = await runCli(argv);
+				expect(result.code, result.stderr).toBe(2);
+				expect(result.stderr).toContain("***@db.internal");
+				expect(result.stderr).toContain("expected postgres://user:password@host:port/database");
+				for (const secret of ["Hunter2-pw", "pa/ss", "wd-x9"])
+					expect(result.stdout + result.stderr).not.toContain(secret);
+			}
+		}
+		const env = { SCRAPEJOB_FLEET_URL: urls[0], SCRAPEJOB_SCRAPER_KEY: "k", SCRAPEJOB_API_URL: "http://127.0.0.1:9" };
+		const run = await runCli(["run", job, "--fleet-run", "x", "--out", join(dir, "out")], { env });
+		expect(run.code, run.stderr).toBe(2);
+		expect(run.stderr).toContain("fleet URL ***@db.internal:5432/scraping");
+		expect(run.stderr).not.toContain("Hunter2-pw");
+	});
 });

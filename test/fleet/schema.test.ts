@@ -78,12 +78,13 @@ describe("the fleet's schema", () => {
 				($1, 'landed', 'landed', 'https://host0.test/landed', 'host0.test', -2, 'done')`,
 			[opened.run.id],
 		);
-		// The tables of the version before the last four migrations: those undone, and that version number.
+		// The tables of the version before the last five migrations: those undone, and that version number.
 		await fleet.query("DROP TABLE domain_modes");
 		await fleet.query("ALTER TABLE records DROP COLUMN links");
 		await fleet.query("ALTER TABLE runs DROP COLUMN pages");
 		await fleet.query("ALTER TABLE targets DROP COLUMN saved");
-		await fleet.query("UPDATE schema_version SET version = $1", [FLEET_SCHEMA_VERSION - 4]);
+		await fleet.query("ALTER TABLE targets DROP COLUMN uncounted");
+		await fleet.query("UPDATE schema_version SET version = $1", [FLEET_SCHEMA_VERSION - 5]);
 		const upgraded = await fleetFor(url);
 		const [state] = await upgraded.query(
 			"SELECT (SELECT version FROM schema_version) AS version, (SELECT count(*)::int FROM targets) AS targets",
@@ -100,8 +101,10 @@ describe("the fleet's schema", () => {
 			{ job: "job", pages: 4 },
 			{ job: "other", pages: 5 },
 		]);
-		const [saved] = await upgraded.query("SELECT count(*)::int AS n, sum(saved)::int AS saved FROM targets");
-		expect(saved).toEqual({ n: 11, saved: 0 });
+		const [saved] = await upgraded.query(
+			"SELECT count(*)::int AS n, sum(saved)::int AS saved, count(*) FILTER (WHERE uncounted)::int AS uncounted FROM targets",
+		);
+		expect(saved).toEqual({ n: 11, saved: 0, uncounted: 0 });
 		const [made] = await upgraded.query(
 			`SELECT to_regclass('scrapejob.domain_modes') IS NOT NULL AS modes, (SELECT data_type FROM information_schema.columns
 				WHERE table_schema = 'scrapejob' AND table_name = 'records' AND column_name = 'links') AS links`,
@@ -153,7 +156,7 @@ describe("the fleet's schema", () => {
 		// Tables of the previous version: a worker upgrades them; a reader neither upgrades nor reads them.
 		const fleet = await fleetFor(url);
 		await openFleetRun(fleet, { jobName: "job", concurrencyLimit: 1, source: () => streamOf(targetsOn(3)) });
-		await fleet.query("ALTER TABLE targets DROP COLUMN saved");
+		await fleet.query("ALTER TABLE targets DROP COLUMN uncounted");
 		await fleet.query("UPDATE schema_version SET version = $1", [FLEET_SCHEMA_VERSION - 1]);
 		const older = await spawnCli(["fleet", "status", job, "--fleet", url], {}, dir).done;
 		expect(older.code, older.stderr).toBe(2);

@@ -10,6 +10,7 @@ import {
 	type FleetLease,
 	type FleetRun,
 	type FleetTargetInput,
+	freshPages,
 	okTargetIds,
 	readProgress,
 } from "../../fleet/index.js";
@@ -27,6 +28,11 @@ export interface FleetFrontierDeps {
 	readonly log: Logger;
 	/** `freshness` is on: a page's links are kept with its record, for a later run to follow while it is fresh. */
 	readonly keepLinks?: boolean;
+	/**
+	 * `freshness` in a crawl: a link to a page fresh in the job's fleet runs, never to be fetched (its links
+	 * kept, or none wanted at `max_depth`), takes no room under `max_pages`. @default null
+	 */
+	readonly freshness?: { readonly freshnessMs: number; readonly maxDepth: number } | null;
 }
 
 /**
@@ -123,7 +129,9 @@ export class FleetFrontier {
 
 	/**
 	 * A crawl's `max_pages` is the fleet's: the frontier never grows past it. Links it holds already cost no
-	 * room (one found shallower still moves up), so the room left goes to new pages in the order found. The
+	 * room (one found shallower still moves up), nor do pages fresh in the job's fleet runs (`freshness`: read,
+	 * not fetched; marked `uncounted`, they stay out of `runs.pages`), so the room left goes to new pages in the
+	 * order found. The
 	 * count (one row: the run's, raised by the insert) and the insert hold the run's frontier lock: pages
 	 * settling at once, on any worker, never both take the last room. Not the run's row lock: the insert
 	 * locks target rows, which the budget's statements lock before the run's row.
@@ -132,7 +140,7 @@ export class FleetFrontier {
 		links: readonly FleetTargetInput[],
 		insert: (query: Fleet["query"], within: readonly FleetTargetInput[]) => Promise<T>,
 	): Promise<T> {
-		const { maxPages, fleet, run } = this.#deps;
+		const { maxPages, fleet, run, freshness = null } = this.#deps;
 		if (maxPages === undefined) return insert(fleet.query, links);
 		return fleet.transaction(async (query) => {
 			await query("SELECT pg_advisory_xact_lock(hashtext($1))", [`scrapejob fleet frontier ${run.id}`]);
@@ -145,14 +153,45 @@ export class FleetFrontier {
 					)
 				).map((row) => row.url_key),
 			);
+			const added = links.filter((link) => !held.has(keyOf(link)));
+			const fresh = await freshPages(
+				{ query },
+				run.jobName,
+				added.map((link) => link.targetId ?? keyOf(link)),
+				freshness?.freshnessMs ?? 0,
+			);
+			// Fresh and never fetched: its links kept, or none wanted (one without is fetched again for its links).
+			const neverFetched = (link: FleetTargetInput) => {
+				const links = fresh.get(link.targetId ?? keyOf(link));
+				return links !== undefined && (links !== null || (link.depth ?? 0) >= (freshness?.maxDepth ?? 0));
+			};
+			const uncounted: string[] = [];
 			let room = Math.max(0, maxPages - (await this.#size(query)));
 			const within = links.filter((link) => {
 				if (held.has(keyOf(link))) return true;
+				if (neverFetched(link)) {
+					uncounted.push(keyOf(link));
+					return true;
+				}
 				if (room === 0) return false;
 				room -= 1;
 				return true;
 			});
-			return insert(query, within);
+			const result = await insert(query, within);
+			// The fresh ones this insert added leave the count it raised. One fresh here and stale when claimed
+			// (its record aged past the window meanwhile), or moved shallower where its links are wanted and none
+			// were kept, is fetched without being counted.
+			if (uncounted.length > 0)
+				await query(
+					`WITH marked AS (
+						UPDATE targets SET uncounted = true
+						WHERE run_id = $1 AND url_key = ANY($2::text[]) AND state = 'queued' AND depth >= 0 AND NOT uncounted
+						RETURNING 1
+					)
+					UPDATE runs SET pages = pages - (SELECT count(*) FROM marked) WHERE id = $1`,
+					[run.id, uncounted],
+				);
+			return result;
 		});
 	}
 

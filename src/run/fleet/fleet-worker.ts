@@ -120,6 +120,7 @@ export class FleetCoordination {
 			plans,
 			log,
 			keepLinks: freshness !== null,
+			freshness,
 		});
 		this.#frontier = frontier;
 		const leases = new FleetLeases({
