@@ -14,21 +14,26 @@ export async function freshTargetIds(
 	return new Set((await freshPages(fleet, jobName, targetIds, freshnessMs)).keys());
 }
 
-/**
- * A crawl's claimed pages that are fresh in the job's fleet runs (as `freshTargetIds`), each with the links
- * its newest record kept (null: none kept, as a record of a run without freshness; such a page is fetched
- * again when its links are wanted).
- */
+/** What a fresh crawled page's newest record kept: its links, and where its redirects ended. */
+export interface FreshPage {
+	/** Null: none kept (a record of a run without freshness): the page is fetched again when they are wanted. */
+	readonly links: readonly string[] | null;
+	/** The address its redirects ended at, when elsewhere than its own; null otherwise. */
+	readonly landing: string | null;
+}
+
+/** A crawl's claimed pages (or links) that are fresh in the job's fleet runs (as `freshTargetIds`), with what each one's newest record kept. */
 export async function freshPages(
 	fleet: Pick<Fleet, "query">,
 	jobName: string,
 	targetIds: readonly string[],
 	freshnessMs: number,
-): Promise<Map<string, readonly string[] | null>> {
+): Promise<Map<string, FreshPage>> {
 	if (targetIds.length === 0 || freshnessMs <= 0) return new Map();
-	const rows = await fleet.query<{ target_id: string; links: string[] | null }>(
-		`SELECT newest.target_id, newest.links FROM (
-			SELECT DISTINCT ON (rec.target_id) rec.target_id, rec.record->>'status' AS status, rec.written_at, rec.links
+	const rows = await fleet.query<{ target_id: string; links: string[] | null; landing: string | null }>(
+		`SELECT newest.target_id, newest.links, newest.landing FROM (
+			SELECT DISTINCT ON (rec.target_id) rec.target_id, rec.record->>'status' AS status, rec.written_at, rec.links,
+				rec.landing
 			FROM records rec JOIN runs r ON r.id = rec.run_id
 			WHERE r.job_name = $1 AND rec.target_id = ANY($2::text[])
 			ORDER BY rec.target_id, rec.written_at DESC
@@ -37,7 +42,7 @@ export async function freshPages(
 		[jobName, targetIds, freshnessMs],
 		"fleet_fresh_pages",
 	);
-	return new Map(rows.map((row) => [row.target_id, row.links]));
+	return new Map(rows.map((row) => [row.target_id, { links: row.links, landing: row.landing }]));
 }
 
 /**

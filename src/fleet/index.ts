@@ -29,6 +29,7 @@ export {
 export { FleetDatabaseError, FleetSchemaTooNewError, FleetSchemaUnreadableError } from "./errors.js";
 export {
 	type FailedCrawlPage,
+	type FreshPage,
 	failedCrawlPages,
 	failedTargetIds,
 	freshPages,

@@ -268,11 +268,17 @@ export async function completeTarget(
 	lease: LeaseRef,
 	record: unknown,
 	credits: number,
-	/** A crawled page's links, kept with its record for a later run to follow while it is fresh. */
-	links: readonly string[] | null = null,
+	/** A crawled page's links and redirect landing, kept with its record for a later run to follow while it is fresh. */
+	kept: { readonly links: readonly string[] | null; readonly landing: string | null } | null = null,
 ): Promise<boolean> {
 	const failed = (record as { readonly status?: unknown } | null)?.status === "failed";
-	return settle(fleet, lease, failed ? "failed" : "done", { record, credits, error: null, links });
+	return settle(fleet, lease, failed ? "failed" : "done", {
+		record,
+		credits,
+		error: null,
+		links: kept?.links ?? null,
+		landing: kept?.landing ?? null,
+	});
 }
 
 /**
@@ -330,6 +336,7 @@ async function settle(
 		error: string | null;
 		breaker?: string;
 		links?: readonly string[] | null;
+		landing?: string | null;
 	},
 ): Promise<boolean> {
 	const [row] = await fleet.query<{ n: number }>(
@@ -343,8 +350,8 @@ async function settle(
 			FROM current c WHERE t.run_id = $1 AND t.target_id = c.target_id
 			RETURNING c.target_id, c.host, c.reserved, t.uncounted
 		), record AS (
-			INSERT INTO records (run_id, target_id, epoch, record, links)
-			SELECT $1, $2, $3, $7::jsonb, $9::text[] FROM settled WHERE $7::jsonb IS NOT NULL
+			INSERT INTO records (run_id, target_id, epoch, record, links, landing)
+			SELECT $1, $2, $3, $7::jsonb, $9::text[], $10::text FROM settled WHERE $7::jsonb IS NOT NULL
 		), host_freed AS (
 			-- A target settled before its fetch started (parked, given back): the host waits no longer on it.
 			-- Only that target's settle frees it: an earlier fetch settling after the next claim must not let
@@ -375,6 +382,7 @@ async function settle(
 			what.record === undefined ? null : JSON.stringify(what.record),
 			what.breaker ?? null,
 			what.links ?? null,
+			what.landing ?? null,
 		],
 		"fleet_settle",
 	);

@@ -232,6 +232,11 @@ ALTER TABLE targets ADD COLUMN saved bigint NOT NULL DEFAULT 0;
 	`
 ALTER TABLE targets ADD COLUMN uncounted boolean NOT NULL DEFAULT false;
 `,
+	// Where a crawled page's redirects ended, kept with its links (\`freshness\`): a later run that follows the
+	// fresh page notes that address as fetched, so a link to it is not paid for again.
+	`
+ALTER TABLE records ADD COLUMN landing text;
+`,
 ];
 
 /** The version this scrapejob writes and reads. */

@@ -234,11 +234,12 @@ describe("max_pages in a fleet crawl", () => {
 		// The run stops at its budget, unfinished, its frontier already at max_pages.
 		expect((await worker()).code).toBe(1);
 		expect(await pageCounts(url)).toEqual({ upgrade: 10 });
-		// The tables before the page count: its migration and the two after undone, that version number.
+		// The tables before the page count: its migration and the three after undone, that version number.
 		await query(url, "ALTER TABLE scrapejob.runs DROP COLUMN pages");
 		await query(url, "ALTER TABLE scrapejob.targets DROP COLUMN saved");
 		await query(url, "ALTER TABLE scrapejob.targets DROP COLUMN uncounted");
-		await query(url, "UPDATE scrapejob.schema_version SET version = version - 3");
+		await query(url, "ALTER TABLE scrapejob.records DROP COLUMN landing");
+		await query(url, "UPDATE scrapejob.schema_version SET version = version - 4");
 		const finished = await worker("--max-credits", "400");
 		expect([0, 1], finished.stderr).toContain(finished.code);
 		expect(await pageCounts(url)).toEqual({ upgrade: 10 });
@@ -486,7 +487,7 @@ describe("freshness in a fleet crawl", () => {
 });
 
 describe("redirects in a fleet crawl", () => {
-	it("where a page's redirects end was fetched as that page: taken out of the queue and never fetched again under its own address", async () => {
+	it("where a page's redirects end was fetched as that page: taken out of the queue and never fetched again under its own address, nor by a later run that finds the page fresh", async () => {
 		assertBuilt();
 		const url = await (await cluster()).createDatabase();
 		const service = await useTestService();
@@ -532,5 +533,27 @@ describe("redirects in a fleet crawl", () => {
 		expect(await pageCounts(url)).toEqual({ landing: 3 });
 		// Each page paid once: three records, three fetches.
 		expect(service.emulator.ledger.byEndpoint("realtime").filter((entry) => entry.creditsCharged > 0)).toHaveLength(3);
+
+		// With freshness, the next run follows /moved from what its fetch kept, its landing included: /new,
+		// linked from /start too, is not paid for under its own address.
+		const fresh = (name: string) =>
+			spawnCli(["run", job, "--quiet", "--fleet", url, "--fleet-run", name, "--freshness", "1h"], service.env, dir)
+				.done;
+		expect((await fresh("kept")).code).toBe(0);
+		const sent = service.emulator.ledger.byEndpoint("realtime").length;
+		const again = await fresh("followed");
+		expect(again.code, again.stderr).toBe(0);
+		expect(service.emulator.ledger.byEndpoint("realtime")).toHaveLength(sent);
+		const followed = await query<{ path: string; depth: number; state: string }>(
+			url,
+			`SELECT substring(t.url from '/[a-z]+$') AS path, t.depth, t.state FROM scrapejob.targets t
+			JOIN scrapejob.runs r ON r.id = t.run_id WHERE r.run_name = 'followed' ORDER BY t.depth, t.url`,
+		);
+		expect(followed).toEqual([
+			{ path: "/new", depth: -2, state: "done" },
+			{ path: "/start", depth: 0, state: "fresh" },
+			{ path: "/moved", depth: 1, state: "fresh" },
+			{ path: "/other", depth: 2, state: "fresh" },
+		]);
 	}, 60_000);
 });

@@ -78,13 +78,14 @@ describe("the fleet's schema", () => {
 				($1, 'landed', 'landed', 'https://host0.test/landed', 'host0.test', -2, 'done')`,
 			[opened.run.id],
 		);
-		// The tables of the version before the last five migrations: those undone, and that version number.
+		// The tables of the last shipped version (the six migrations since undone), and that version number.
 		await fleet.query("DROP TABLE domain_modes");
 		await fleet.query("ALTER TABLE records DROP COLUMN links");
 		await fleet.query("ALTER TABLE runs DROP COLUMN pages");
 		await fleet.query("ALTER TABLE targets DROP COLUMN saved");
 		await fleet.query("ALTER TABLE targets DROP COLUMN uncounted");
-		await fleet.query("UPDATE schema_version SET version = $1", [FLEET_SCHEMA_VERSION - 5]);
+		await fleet.query("ALTER TABLE records DROP COLUMN landing");
+		await fleet.query("UPDATE schema_version SET version = $1", [FLEET_SCHEMA_VERSION - 6]);
 		const upgraded = await fleetFor(url);
 		const [state] = await upgraded.query(
 			"SELECT (SELECT version FROM schema_version) AS version, (SELECT count(*)::int FROM targets) AS targets",
@@ -156,7 +157,7 @@ describe("the fleet's schema", () => {
 		// Tables of the previous version: a worker upgrades them; a reader neither upgrades nor reads them.
 		const fleet = await fleetFor(url);
 		await openFleetRun(fleet, { jobName: "job", concurrencyLimit: 1, source: () => streamOf(targetsOn(3)) });
-		await fleet.query("ALTER TABLE targets DROP COLUMN uncounted");
+		await fleet.query("ALTER TABLE records DROP COLUMN landing");
 		await fleet.query("UPDATE schema_version SET version = $1", [FLEET_SCHEMA_VERSION - 1]);
 		const older = await spawnCli(["fleet", "status", job, "--fleet", url], {}, dir).done;
 		expect(older.code, older.stderr).toBe(2);

@@ -34,9 +34,10 @@ export interface FleetCrawl extends Crawler {
 	linksOf(pageId: string): readonly string[] | null;
 	/**
 	 * `freshness`: a fresh page's links as its last fetch kept them (null: none wanted, at `max_depth`),
-	 * followed as a fetched page's are; the page is counted fresh, not fetched.
+	 * followed as a fetched page's are, and where its redirects ended noted as its fetch would have; the
+	 * page is counted fresh, not fetched.
 	 */
-	pageFresh(target: Target, links: readonly string[] | null): void;
+	pageFresh(target: Target, links: readonly string[] | null, landing: string | null): void;
 	/** `freshness`: a fresh page is fetched again only because no links of it were kept. */
 	refetchedForLinks(): void;
 	/**
@@ -191,8 +192,13 @@ export function createFleetCrawl(options: FleetCrawlOptions): FleetCrawl {
 			found.set(target.id, links);
 		},
 		linksOf: (pageId) => found.get(pageId) ?? null,
-		pageFresh(target, links) {
+		pageFresh(target, links, landing) {
 			fresh += 1;
+			if (target.crawl && landing !== null && landing !== normalizeUrl(target.url))
+				landings.set(target.id, {
+					url: landing,
+					targetId: createTargetKey(landing, identityOptionsJson(target.params)).id,
+				});
 			if (links === null || !target.crawl || target.crawl.depth >= spec.maxDepth) return;
 			found.set(target.id, links);
 		},

@@ -11,6 +11,7 @@ import {
 	type FleetRun,
 	type FleetSlot,
 	type FleetWorker,
+	type FreshPage,
 	fetchStarting,
 	finishFleetRun,
 	freshPages,
@@ -179,10 +180,10 @@ export class FleetFeed {
 	}
 
 	/**
-	 * `freshness` in a crawl: the claimed pages fresh in the job's fleet runs, with the links their last fetch
-	 * kept (null: none kept). Empty when the database could not say: those pages are fetched.
+	 * `freshness` in a crawl: the claimed pages fresh in the job's fleet runs, with what their last fetch kept
+	 * (links, redirect landing). Empty when the database could not say: those pages are fetched.
 	 */
-	async #freshOf(leases: readonly FleetLease[]): Promise<Map<string, readonly string[] | null>> {
+	async #freshOf(leases: readonly FleetLease[]): Promise<Map<string, FreshPage>> {
 		const { freshness, fleet, run, log } = this.#deps;
 		if (freshness === null) return new Map();
 		const pages = leases.filter((lease) => lease.depth >= 0).map((lease) => lease.targetId);
@@ -249,14 +250,14 @@ export class FleetFeed {
 
 	/**
 	 * A claimed target held and queued: its first fetch reserved, run, and settled whatever happens. `fresh`:
-	 * a fresh page's kept links (null: none kept); undefined for a page that is not fresh.
+	 * what a fresh page's last fetch kept; undefined for a page that is not fresh.
 	 */
 	#start(
 		lease: FleetLease,
 		slot: FleetSlot,
 		claimedAt: number,
 		parts: FleetFeedParts,
-		fresh: readonly string[] | null | undefined,
+		fresh: FreshPage | undefined,
 	): void {
 		this.#deps.leases.hold(lease, slot, claimedAt);
 		this.#deps.carryOver.note(lease);
@@ -274,15 +275,15 @@ export class FleetFeed {
 	 * A fresh page: followed from the links its last fetch kept, nothing sent, settled fresh (true). False
 	 * when its links are wanted and none were kept: it is fetched again for them, as a local crawl does.
 	 */
-	#followedFresh(lease: FleetLease, target: Target, links: readonly string[] | null): boolean {
+	#followedFresh(lease: FleetLease, target: Target, kept: FreshPage): boolean {
 		const { frontier, leases, freshness } = this.#deps;
-		if (links === null && lease.depth < (freshness?.maxDepth ?? 0)) {
+		if (kept.links === null && lease.depth < (freshness?.maxDepth ?? 0)) {
 			frontier.refetchedForLinks();
 			return false;
 		}
 		const holding = leases.get(lease.targetId);
 		if (!holding) return true;
-		frontier.followFresh(target, links);
+		frontier.followFresh(target, kept);
 		holding.fresh = true;
 		return true;
 	}

@@ -10,12 +10,14 @@ import {
 	type FleetLease,
 	type FleetRun,
 	type FleetTargetInput,
+	type FreshPage,
 	freshPages,
 	okTargetIds,
 	readProgress,
 } from "../../fleet/index.js";
 import type { Target } from "../../job/index.js";
 import type { FleetCrawl } from "./fleet-crawl.js";
+import type { KeptPage } from "./fleet-leases.js";
 import type { SitemapTaskReader, SitemapTaskStore } from "./fleet-sitemaps.js";
 import { fromFleetLease } from "./fleet-targets.js";
 
@@ -43,6 +45,8 @@ export class FleetFrontier {
 	readonly #deps: FleetFrontierDeps;
 	/** A crawl's links go to the fleet's frontier as their page settles. */
 	#crawl: FleetCrawl | null = null;
+	/** Where pages' redirects ended, noted and not yet kept with their records (`keepLinks`). */
+	readonly #landings = new Map<string, string>();
 	/** `sitemaps: true`: how this worker reads a seed origin's sitemaps when it claims that task. */
 	#sitemapReader: SitemapTaskReader | null = null;
 
@@ -60,6 +64,8 @@ export class FleetFrontier {
 	noteLanding(lease: FleetLease): Promise<void> | undefined {
 		const landing = this.#crawl?.takeLanding(lease.targetId);
 		if (landing === undefined) return undefined;
+		// Kept with the page's record: a later run that finds the page fresh notes it without fetching.
+		if (this.#deps.keepLinks) this.#landings.set(lease.targetId, landing.url);
 		return addLanding(this.#deps.fleet, lease, landing).then(
 			() => undefined,
 			// Not noted: the address may be fetched again under its own name, as if no redirect had led there.
@@ -73,13 +79,15 @@ export class FleetFrontier {
 
 	/**
 	 * The links a leased page's crawl follows, into the frontier under its lease (before the page settles).
-	 * Resolves to the links to keep with its record (`keepLinks`), else null.
+	 * Resolves to what to keep with its record (`keepLinks`: its links and where its redirects ended), else null.
 	 */
-	async addLinks(lease: FleetLease): Promise<readonly string[] | null> {
+	async addLinks(lease: FleetLease): Promise<KeptPage | null> {
 		if (this.#crawl === null) return null;
 		const { plans } = this.#deps;
 		const page = fromFleetLease(lease, plans);
-		const kept = this.#deps.keepLinks ? this.#crawl.linksOf(lease.targetId) : null;
+		const landing = this.#landings.get(lease.targetId) ?? null;
+		this.#landings.delete(lease.targetId);
+		const kept = this.#deps.keepLinks ? { links: this.#crawl.linksOf(lease.targetId), landing } : null;
 		const links = await this.#crawl.take(page, plans);
 		if (links.length > 0)
 			await this.#withinMaxPages(await this.#notFetchedOk(links), (query, within) =>
@@ -88,9 +96,12 @@ export class FleetFrontier {
 		return kept;
 	}
 
-	/** `freshness`: a fresh page's links as its last fetch kept them, followed as a fetched page's are. */
-	followFresh(target: Target, links: readonly string[] | null): void {
-		this.#crawl?.pageFresh(target, links);
+	/**
+	 * `freshness`: a fresh page's links as its last fetch kept them, followed as a fetched page's are, and
+	 * where its redirects ended noted as fetched (as its fetch would).
+	 */
+	followFresh(target: Target, kept: FreshPage): void {
+		this.#crawl?.pageFresh(target, kept.links, kept.landing);
 	}
 
 	/** `freshness`: a fresh page fetched again, no links of it kept. */
@@ -162,8 +173,8 @@ export class FleetFrontier {
 			);
 			// Fresh and never fetched: its links kept, or none wanted (one without is fetched again for its links).
 			const neverFetched = (link: FleetTargetInput) => {
-				const links = fresh.get(link.targetId ?? keyOf(link));
-				return links !== undefined && (links !== null || (link.depth ?? 0) >= (freshness?.maxDepth ?? 0));
+				const kept = fresh.get(link.targetId ?? keyOf(link));
+				return kept !== undefined && (kept.links !== null || (link.depth ?? 0) >= (freshness?.maxDepth ?? 0));
 			};
 			const uncounted: string[] = [];
 			let room = Math.max(0, maxPages - (await this.#size(query)));

@@ -23,6 +23,12 @@ const SLOT_POLL_MS = 100;
 /** How often a settlement the database could not take is sent again while the lease is still this worker's, ms. */
 const SETTLE_RETRY_MS = 250;
 
+/** What a crawled page's record keeps for a later run's freshness: its links, where its redirects ended. */
+export interface KeptPage {
+	readonly links: readonly string[] | null;
+	readonly landing: string | null;
+}
+
 /** A claimed target while this worker holds it. */
 export interface HeldTarget {
 	readonly lease: FleetLease;
@@ -44,8 +50,8 @@ export interface HeldTarget {
 	finished: boolean;
 	/** A crawled page left out as fresh (`freshness`), its links followed from its last fetch: it settles fresh. */
 	fresh: boolean;
-	/** A crawled page's links, kept with its record (`freshness`); null: none to keep. */
-	links: readonly string[] | null;
+	/** A crawled page's links and redirect landing, kept with its record (`freshness`); null: none to keep. */
+	kept: KeptPage | null;
 }
 
 export interface FleetLeaseDeps {
@@ -60,9 +66,9 @@ export interface FleetLeaseDeps {
 	readonly ceiling: () => number | null;
 	/**
 	 * A crawled page's links into the frontier: done before it settles, while the page is still leased.
-	 * Resolves to the links to keep with its record (null: none).
+	 * Resolves to what to keep with its record (null: nothing).
 	 */
-	readonly addLinks: (lease: FleetLease) => Promise<readonly string[] | null>;
+	readonly addLinks: (lease: FleetLease) => Promise<KeptPage | null>;
 	/**
 	 * A crawl's page whose redirects ended elsewhere: that address noted in the frontier before the
 	 * target's slot goes to the next claim, so that claim cannot take it. Undefined for any other page.
@@ -178,7 +184,7 @@ export class FleetLeases {
 			parked: null,
 			finished: false,
 			fresh: false,
-			links: null,
+			kept: null,
 			prepaid: 0,
 		});
 	}
@@ -302,7 +308,7 @@ export class FleetLeases {
 			// Links first, while the page is still leased: the run cannot complete between the two. Sent once:
 			// the crawl hands a page's links over when asked, so a second try would settle the page without them
 			// (on a failure the lease lapses and the page is fetched again, its links found again).
-			target.links = await this.#deps.addLinks(target.lease);
+			target.kept = await this.#deps.addLinks(target.lease);
 			for (let attempt = 1; ; attempt++) {
 				try {
 					if (!(await settleInFleet(fleet, target)) && target.record)
@@ -389,7 +395,7 @@ export function isConnectionFailure(error: unknown): boolean {
 
 /** A held target's end in the fleet: done with its record, done as a task, parked, or back in the queue. */
 function settleInFleet(fleet: Fleet, target: HeldTarget): Promise<boolean> {
-	if (target.record) return completeTarget(fleet, target.lease, target.record, target.charged, target.links);
+	if (target.record) return completeTarget(fleet, target.lease, target.record, target.charged, target.kept);
 	if (target.fresh) return freshTarget(fleet, target.lease);
 	if (target.finished) return finishTarget(fleet, target.lease, target.charged);
 	if (target.parked) return parkTarget(fleet, target.lease, target.parked.domain, target.parked.worstCase);
