@@ -1,4 +1,4 @@
-import { existsSync, readFileSync } from "node:fs";
+import { existsSync, readdirSync, readFileSync } from "node:fs";
 import { basename, join } from "node:path";
 import { beforeAll, describe, expect, it } from "vitest";
 import { runJobFile } from "../../src/library/index.js";
@@ -287,5 +287,35 @@ describe("charges of attempts without a record, across a resume", () => {
 		expect(service.emulator.ledger.totalCharged()).toBe(charged);
 		expect(readSummary(runDir)).toMatchObject({ credits: { used: charged }, session: { credits_used: 0 } });
 		expect(creditsOnRecords(runDir)).toBe(charged);
+	}, 60_000);
+
+	it("merge of shards stopped while a charged failure waited for its retry: the merged summary counts the charge", async () => {
+		const service = await chargingService();
+		const dir = tempDir();
+		const out = join(dir, "out");
+		const job = jobFile(dir, service.site.url);
+		// Each shard in turn: the one holding /product/1 is stopped once its failure is charged; the other ends.
+		const failures = () => (chargedFailure(service) === undefined ? 0 : 1);
+		for (const shard of ["1/2", "2/2"]) {
+			const before = failures();
+			const run = spawnCli(["run", job, "--out", out, "--shard", shard, "--grace-period", "1500"], service.env);
+			let ended = false;
+			void run.done.then(() => {
+				ended = true;
+			});
+			await until(() => ended || failures() > before, `shard ${shard} charged or ended`);
+			if (!ended) run.child.kill("SIGINT");
+			expect([0, 130]).toContain((await run.done).code);
+		}
+		const charged = service.emulator.ledger.totalCharged();
+		expect(charged).toBe(FAILURE);
+		const jobDir = join(out, "unrecorded");
+		const folders = readdirSync(jobDir)
+			.filter((name) => existsSync(join(jobDir, name, "run.json")))
+			.map((name) => join(jobDir, name));
+		expect(folders).toHaveLength(2);
+		const merged = await runCli(["merge", ...folders, "--out", join(dir, "merged")], { env: service.env });
+		expect([0, 1]).toContain(merged.code);
+		expect(readSummary(join(dir, "merged")).credits.used).toBe(charged);
 	}, 60_000);
 });

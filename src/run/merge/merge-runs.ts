@@ -35,6 +35,7 @@ import {
 } from "../../output/index.js";
 import { isRunComplete } from "../records/find-runs.js";
 import { buildSummary, createRunStatistics } from "../records/run-statistics.js";
+import { readJournalTasks } from "../target/journal.js";
 
 /** What `merge` reads of each shard folder's run.json. */
 interface ShardMeta {
@@ -226,6 +227,17 @@ async function mergeInto(metas: readonly ShardMeta[], outDir: string, cwd: strin
 	} finally {
 		jsonl.close();
 		await csv?.close();
+	}
+	// Kept answers and charged attempts of targets no shard wrote a record of are spent (a stop or a kill
+	// cut them off): counted as a resume of that shard counts them.
+	for (const meta of metas) {
+		const journalled = await readJournalTasks(join(meta.dir, RUN_FILES.journal));
+		const unrecorded = (id: string) => {
+			const key = idKey(id);
+			return !seen.has(key[0], key[1]);
+		};
+		for (const [id, answer] of journalled.paid) if (unrecorded(id)) stats.chargedEarlier(answer.credits);
+		for (const [id, credits] of journalled.charged) if (unrecorded(id)) stats.chargedEarlier(credits);
 	}
 	const summary = mergedSummary(metas, stats, summaries);
 	writeSummary(join(outDir, RUN_FILES.summary), summary);
