@@ -413,6 +413,63 @@ describe("freshness in a fleet crawl", () => {
 		expect(lastJson(third.stdout)).toMatchObject({ targets: { done: 1, fresh: first.length - 1 } });
 	}, 90_000);
 
+	it("a fresh page at max_depth needs no links: found fresh, it takes no max_pages room from the new pages", async () => {
+		assertBuilt();
+		const url = await (await cluster()).createDatabase();
+		const service = await useTestService({ concurrency: 4 });
+		// /a2 lists nothing at first, then four new pages (a change since the first run).
+		let a2Asked = 0;
+		const site = await startTargetSite((req, res) => {
+			if (req.url === "/s") html(res, '<a href="/a1">a1</a> <a href="/a2">a2</a>');
+			else if (req.url === "/a1") html(res, '<a href="/b1">b1</a> <a href="/b2">b2</a>');
+			else if (req.url === "/a2") {
+				a2Asked += 1;
+				html(res, a2Asked === 1 ? "<p>none yet</p>" : [1, 2, 3, 4].map((n) => `<a href="/c${n}">c</a>`).join(" "));
+			} else html(res, "<p>leaf</p>");
+		});
+		const dir = tempDir("scrapejob-fleet-crawl-fresh-");
+		const job = writeJob(
+			dir,
+			"crawlfresh",
+			`name: crawlfresh\nconcurrency: 1\ndefaults: {mode: request}\noutput: {content: none}\ncrawl: {max_depth: 2, max_pages: 5, robots: ignore, sitemaps: false}\ntargets: [${site.origin}/s]\n`,
+		);
+		const run = (name: string) =>
+			spawnCli(["run", job, "--quiet", "--fleet", url, "--fleet-run", name, "--freshness", "1h"], service.env, dir)
+				.done;
+		expect((await run("first")).code).toBe(0);
+		expect(await pagesOf(url, "first")).toHaveLength(5);
+		// /a2 grown old: fetched again, it finds four new pages. /b1 and /b2 (max_depth, no links kept) are
+		// fresh and never fetched: they leave the four the room /a2's links need.
+		await query(
+			url,
+			`UPDATE scrapejob.records SET written_at = now() - interval '2 hours'
+			WHERE record->>'url' LIKE '%/a2'`,
+		);
+		const before = service.emulator.ledger.byEndpoint("realtime").length;
+		const second = await run("second");
+		expect(second.code, second.stderr).toBe(0);
+		const fetched = service.emulator.ledger
+			.byEndpoint("realtime")
+			.slice(before)
+			.map((entry) => new URL(entry.url!).pathname)
+			.sort();
+		expect(fetched).toEqual(["/a2", "/c1", "/c2", "/c3", "/c4"]);
+		// Found fresh as they entered the frontier, they were never counted (not only once they settled).
+		const found = await query<{ path: string; uncounted: boolean }>(
+			url,
+			`SELECT substring(t.url from '/[a-z0-9]+$') AS path, t.uncounted FROM scrapejob.targets t
+			JOIN scrapejob.runs r ON r.id = t.run_id WHERE r.run_name = 'second' AND t.depth = 2 ORDER BY 1`,
+		);
+		expect(found).toEqual([
+			{ path: "/b1", uncounted: true },
+			{ path: "/b2", uncounted: true },
+			{ path: "/c1", uncounted: false },
+			{ path: "/c2", uncounted: false },
+			{ path: "/c3", uncounted: false },
+			{ path: "/c4", uncounted: false },
+		]);
+	}, 60_000);
+
 	it("a fresh page is read, not fetched: it does not count toward max_pages, whose room goes to new pages, as in a local crawl", async () => {
 		assertBuilt();
 		const url = await (await cluster()).createDatabase();
