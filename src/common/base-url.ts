@@ -1,4 +1,5 @@
 import { UsageError } from "./errors.js";
+import { maskUrlCredentials } from "./secrets.js";
 
 const LOOPBACK_HOSTS = new Set(["localhost", "127.0.0.1", "::1", "[::1]"]);
 
@@ -18,13 +19,13 @@ export function parseBaseUrl(raw: string, what: string): URL {
 	// scheme was left out, and saying so beats "must use https:// (got localhost:)".
 	if (!/^[A-Za-z][A-Za-z0-9+.-]*:\/\//.test(raw.trim()))
 		throw new UsageError(
-			`${what} needs its scheme: https://… (or http:// on loopback, as the emulator's http://127.0.0.1:8700); got ${JSON.stringify(raw)}`,
+			`${what} needs its scheme: https://… (or http:// on loopback, as the emulator's http://127.0.0.1:8700); got ${JSON.stringify(maskUrlCredentials(raw))}`,
 		);
 	let url: URL;
 	try {
 		url = new URL(raw);
 	} catch {
-		throw new UsageError(`${what} is not a valid URL: ${JSON.stringify(raw)}`);
+		throw new UsageError(`${what} is not a valid URL: ${JSON.stringify(maskUrlCredentials(raw))}`);
 	}
 	if (url.protocol !== "https:" && url.protocol !== "http:") {
 		throw new UsageError(`${what} must use https:// (got ${url.protocol})`);

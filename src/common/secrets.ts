@@ -11,12 +11,15 @@ export function maskSecret(secret: string | null | undefined): string {
 /**
  * A URL as outputs may show it: credentials in its authority (`user:pass@`) replaced by `***@`. The
  * fetch keeps the real URL; records, CSV, `--dry-run` and logs get this one. Cheap when there are none.
+ * An address typed without its scheme (`user:pass@host:port`) loses all before its last `@`: the
+ * message refusing it must not show its password either.
  */
 export function maskUrlCredentials(url: string): string {
 	const at = url.indexOf("@");
 	if (at < 0) return url;
 	const start = url.indexOf("//");
-	if (start < 0 || at < start) return url;
+	// No scheme: where its authority ends is a guess (a password may hold a `/`): all before the last `@` goes.
+	if (start < 0 || at < start) return `***${url.slice(url.lastIndexOf("@"))}`;
 	const pathStart = url.slice(start + 2).search(/[/?#]/);
 	const authorityEnd = pathStart < 0 ? url.length : start + 2 + pathStart;
 	if (at > authorityEnd) return url;

@@ -94,11 +94,7 @@ export async function connectFleet(options: FleetOptions): Promise<Fleet> {
 		);
 	}
 	if (!/^postgres(ql)?:\/\//i.test(options.url)) {
-		// Not read as a URL, its `user:password@` is not masked as a URL's: everything before its last `@` is hidden.
-		const at = options.url.lastIndexOf("@");
-		const scheme = /^[a-z][a-z0-9+.-]*:\/\//i.exec(options.url)?.[0] ?? "";
-		const shown = at < 0 ? maskedUrl : showUrl(`${scheme}***${options.url.slice(at)}`);
-		throw new UsageError(`fleet URL ${shown}: expected postgres://user:password@host:port/database`);
+		throw new UsageError(`fleet URL ${maskedUrl}: expected postgres://user:password@host:port/database`);
 	}
 	const secrets = fleetUrlSecrets(options.url);
 	const failure = (error: unknown) => {

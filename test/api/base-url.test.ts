@@ -33,6 +33,15 @@ describe.each(FACTORIES)("%s client base addresses", (_name, create) => {
 		}
 	});
 
+	test("an address without its scheme that carries credentials is refused without showing them", () => {
+		for (const address of ["user:S3cretPW@127.0.0.1:8700", "S3cretPW@api.evomi.com/v1"]) {
+			const message = refusal(() => create(address)).message;
+			expect(message).toContain("needs its scheme");
+			expect(message).toContain("***@");
+			expect(message).not.toContain("S3cretPW");
+		}
+	});
+
 	test("http:// on loopback (the emulator) and https:// anywhere are allowed", () => {
 		for (const address of [
 			"http://127.0.0.1:1",
