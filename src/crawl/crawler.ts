@@ -246,13 +246,7 @@ class BreadthFirstCrawler implements Crawler {
 	pageFetched(target: Target, links: readonly string[] | null, finalUrl?: string): void {
 		const crawl = target.crawl;
 		const found: FrontierEntry[] = [];
-		const landed = finalUrl === undefined ? null : normalizeUrl(finalUrl);
-		if (crawl && landed !== null && landed !== normalizeUrl(target.url)) {
-			// Fetched (and paid) as this page: never fetched again under its own address, even after a resume.
-			const key = urlKey(landed);
-			if (this.urls.claim(key.high, key.low))
-				found.push({ u: landed, d: crawl.depth, p: target.id, k: crawl.profile, r: 1 });
-		}
+		if (finalUrl !== undefined) this.landingFound(target, finalUrl, found);
 		if (!crawl || crawl.depth >= this.spec.maxDepth || links === null) {
 			this.frontier.journal(found);
 			return;
@@ -260,6 +254,16 @@ class BreadthFirstCrawler implements Crawler {
 		const handed = this.linksFound(target.id, crawl, links, found);
 		this.frontier.journal(found);
 		for (const [owner, entries] of handed) this.options.handOff?.inbox.handOff(owner, entries);
+	}
+
+	/** Where `target`'s redirects ended: fetched (and paid) as it, never fetched under its own address, even after a resume. */
+	private landingFound(target: Target, finalUrl: string, found: FrontierEntry[]): void {
+		const crawl = target.crawl;
+		const landed = normalizeUrl(finalUrl);
+		if (!crawl || landed === null || landed === normalizeUrl(target.url)) return;
+		const key = urlKey(landed);
+		if (this.urls.claim(key.high, key.low))
+			found.push({ u: landed, d: crawl.depth, p: target.id, k: crawl.profile, r: 1 });
 	}
 
 	sessionSitemapCredits(): number {
@@ -523,6 +527,13 @@ class BreadthFirstCrawler implements Crawler {
 		const freshPage = this.options.job.freshPage?.(target) ?? null;
 		if (freshPage?.path) {
 			target.crawl!.storedPage = freshPage.path;
+			if (freshPage.landing) {
+				target.crawl!.storedLanding = freshPage.landing;
+				// Noted as it is handed out, not once its links are read: a link to the landing found meanwhile is not fetched.
+				const found: FrontierEntry[] = [];
+				this.landingFound(target, freshPage.landing, found);
+				this.frontier.journal(found);
+			}
 			this.fresh += 1;
 			this.outstanding.add(target);
 			return true;

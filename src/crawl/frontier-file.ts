@@ -1,3 +1,4 @@
+import { existsSync } from "node:fs";
 import { closeEach, cutTornTail, openJsonlReader, parseJsonLine } from "../common/index.js";
 import { type AppendFile, openAppendFile } from "../output/index.js";
 
@@ -32,6 +33,27 @@ export function isFrontierEntry(value: unknown): value is FrontierEntry {
 		(entry.c === undefined || (typeof entry.c === "number" && Number.isFinite(entry.c) && entry.c >= 0)) &&
 		(entry.n === undefined || (Number.isSafeInteger(entry.n) && (entry.n as number) >= 0))
 	);
+}
+
+/**
+ * Where each page's redirects ended, as a finished or stopped run journalled it (`r: 1` lines): page id →
+ * the address it landed on. Only those lines are parsed and held (a run's redirected pages, not its frontier).
+ */
+export function readLandings(path: string): Map<string, string> {
+	const landings = new Map<string, string>();
+	if (!existsSync(path)) return landings;
+	const lines = openJsonlReader(path, { chunkBytes: CHUNK });
+	try {
+		for (let line = lines.next(); line !== null; line = lines.next()) {
+			// `r` is the entry's last key as JSON.stringify writes it; other lines are passed over unparsed.
+			if (!line.text.endsWith(',"r":1}')) continue;
+			const parsed = parseJsonLine(line.text);
+			if (isFrontierEntry(parsed) && parsed.r === 1 && parsed.p !== null) landings.set(parsed.p, parsed.u);
+		}
+	} finally {
+		lines.close();
+	}
+	return landings;
 }
 
 /**

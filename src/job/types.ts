@@ -101,9 +101,10 @@ export interface Job {
 	/**
 	 * Set by the runner for a crawl with `freshness:` (instead of `select`): null when the page is not
 	 * fresh; else where its stored page is (`content: files` of its latest ok record), or null when
-	 * none is kept. A fresh page is not paid for again, but its links are followed.
+	 * none is kept, and where its redirects ended when that fetch said so. A fresh page is not paid for
+	 * again, but its links are followed.
 	 */
-	freshPage?: (target: Target) => { readonly path: string | null } | null;
+	freshPage?: (target: Target) => { readonly path: string | null; readonly landing?: string | null } | null;
 	/** Set by the runner for a crawl with `--retry-failed` (instead of `select`): what to fetch again. */
 	retryCrawl?: RetryCrawl;
 	/**
@@ -223,6 +224,8 @@ export interface TargetCrawl {
 	profile: string;
 	/** Fresh (`freshness:`) with its page stored: its links are read from this file, nothing is fetched. */
 	storedPage?: string;
+	/** Where the stored page's redirects ended: its relative links resolve against it. */
+	storedLanding?: string;
 }
 
 /** `breaker:` normalized: `trip` of a domain's last `window` charged fetches useless or failed open it. */

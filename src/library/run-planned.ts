@@ -29,6 +29,7 @@ import {
 	resolveConcurrency,
 	runHasLiteralTargetIds,
 	runJob,
+	runRedirectLandings,
 	surveyTargets,
 	type TargetSurvey,
 	targetsDigest,
@@ -532,12 +533,23 @@ async function selectTargets(
 	if (plan.job.crawl && !retrying) {
 		// A crawl goes on below a fresh page: it is not fetched, its links are read from its stored page.
 		const jobDir = jobOutputDir(choices.outRoot, plan.job.name);
+		// Each earlier run's redirect landings, read once, from the run that fetched the page.
+		const landingsOf = new Map<string, Map<string, string>>();
+		const landing = (run: string, id: string) => {
+			let landings = landingsOf.get(run);
+			if (!landings) {
+				landings = runRedirectLandings(join(jobDir, run));
+				landingsOf.set(run, landings);
+			}
+			return landings.get(id) ?? null;
+		};
 		const freshPage = (target: { id: string }) => {
 			const entry = history.get(target.id);
 			if (!isFresh(entry, now, freshnessMs) || doneHere(entry)) return null;
 			const record = entry.okRun === null ? null : history.readOkRecord(entry);
 			const path = record?.content_path ? join(jobDir, entry.okRun!, record.content_path) : null;
-			return { path: path !== null && existsSync(path) ? path : null };
+			if (path === null || !existsSync(path)) return { path: null };
+			return { path, landing: landing(entry.okRun!, target.id) };
 		};
 		return { job: { ...plan.job, freshnessMs, freshPage }, counts: null, selection };
 	}

@@ -37,6 +37,7 @@ export {
 } from "./records/notify.js";
 export { CorruptResultsError } from "./records/resume-state.js";
 export { MISSING_PAGES_FILE, type ReextractOptions, reextractRun } from "./reextract/reextract.js";
+export { runRedirectLandings } from "./target/crawl-hook.js";
 export { type FetchResult, fetchTarget } from "./target/fetch-target.js";
 export { fullJitterDelayMs } from "./target/retry-timing.js";
 export { DEFAULT_TASK_POLL, type PollOutcome, pollTask, type TaskPollOptions } from "./target/task-poller.js";

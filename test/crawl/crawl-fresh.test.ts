@@ -123,3 +123,48 @@ describe("crawl × freshness", () => {
 		expect(asked("/t/0")).toBe(4);
 	});
 });
+
+describe("crawl × freshness × redirects", () => {
+	/**
+	 * /t/0 links /r/1 (a redirect to the folder page /d/1/, whose links are relative) and /t/2, which links
+	 * the folder page under its own address.
+	 */
+	async function startRedirectSite(): Promise<TargetSite> {
+		return startTargetSite((req, res) => {
+			const path = req.url ?? "";
+			if (path === "/t/0") return html(res, '<a href="/r/1">r</a> <a href="/t/2">t</a>');
+			if (path === "/t/2") return html(res, '<a href="/d/1/">d</a>');
+			if (path === "/r/1") return void res.writeHead(302, { location: "/d/1/" }).end();
+			if (path === "/d/1/") return html(res, '<a href="a">a</a> <a href="b">b</a>');
+			if (path === "/d/1/a" || path === "/d/1/b") return html(res, "leaf");
+			html(res, "none", 404);
+		});
+	}
+
+	it("a fresh page's redirect landing is not paid again, and its links resolve against the landing", async () => {
+		const service = await useTestService({ concurrency: 1 });
+		const site = await startRedirectSite();
+		const dir = tempDir();
+		const out = join(dir, "out");
+		const job = writeJob(dir, "fresh", yaml(site.origin, "files", 20));
+		const first = await runCli(["run", job, "--out", out, "--quiet"], { env: service.env });
+		expect(first.stderr).toBe("");
+		expect(first.code).toBe(0);
+		const fetchedOnce = new Map([
+			["/t/0", 1],
+			["/r/1", 1],
+			["/d/1/", 1],
+			["/t/2", 1],
+			["/d/1/a", 1],
+			["/d/1/b", 1],
+		]);
+		expect(askedPaths(site)).toEqual(fetchedOnce);
+
+		// Everything is fresh: the next run reads the stored pages and asks the site for nothing.
+		const second = await runCli(["run", job, "--out", out, "--quiet", "--json"], { env: service.env });
+		expect(askedPaths(site)).toEqual(fetchedOnce);
+		expect(second.code).toBe(0);
+		const summary = JSON.parse(second.stdout) as { crawl: { fresh: number; pages: number } };
+		expect(summary.crawl).toMatchObject({ fresh: 5, pages: 0 });
+	});
+});

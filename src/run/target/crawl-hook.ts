@@ -1,11 +1,13 @@
 import { renameSync, rmSync } from "node:fs";
-import { basename, dirname } from "node:path";
+import { basename, dirname, join } from "node:path";
 import type { BodySpill } from "../../api/index.js";
 import { creditCostRange, readRegularFile, type ScrapeParams, writeFileAtomic } from "../../common/index.js";
 import {
 	type Crawler,
 	createCrawler,
+	FRONTIER_FILE,
 	openShardInbox,
+	readLandings,
 	type SitemapBounds,
 	type SitemapFetch,
 } from "../../crawl/index.js";
@@ -117,6 +119,11 @@ export function serviceSitemapFetch(deps: SitemapFetchDeps): SitemapFetch {
 
 /** A sitemap body past this size is written to its file as it arrives. */
 const SITEMAP_IN_MEMORY_BYTES = 64 * 1024;
+
+/** Where a finished run's crawled pages' redirects ended (page id → address), from its `frontier.jsonl`. */
+export function runRedirectLandings(runDir: string): Map<string, string> {
+	return readLandings(join(runDir, FRONTIER_FILE));
+}
 
 /**
  * A fresh crawled page (`freshness:`) whose page is stored: the HTML its links are read from (in the

@@ -673,7 +673,8 @@ export function createTargetRunner(parts: TargetRunnerParts): TargetRunner {
 		let links: readonly string[] | null = null;
 		if (wantsLinks) {
 			try {
-				links = (await pagePool.run({ html, url: target.url, plan: null, links: true }, stops.inflight)).links ?? null;
+				const url = target.crawl?.storedLanding ?? target.url;
+				links = (await pagePool.run({ html, url, plan: null, links: true }, stops.inflight)).links ?? null;
 			} catch {
 				// Too complex or stopped: the page stays fresh, its links unread.
 				return;
