@@ -27,14 +27,14 @@ export const staticResidentialSchema = z.looseObject({
 });
 export type StaticResidential = z.infer<typeof staticResidentialSchema>;
 
-/** Spec 2.2 — GET /public. */
+/** GET /public (docs/service.md, "Account endpoints"). */
 export const proxyDataSchema = z.looseObject({
 	success: z.boolean(),
 	products: z.looseObject({ static_residential: staticResidentialSchema.optional() }).catchall(z.unknown()),
 });
 export type ProxyData = z.infer<typeof proxyDataSchema>;
 
-/** Spec 2.3 — GET /public/scraper. */
+/** GET /public/scraper (docs/service.md, "Account endpoints"). */
 export const scraperAccessSchema = z.looseObject({
 	success: z.boolean(),
 	has_access: z.boolean(),
@@ -45,7 +45,7 @@ export const scraperAccessSchema = z.looseObject({
 });
 export type ScraperAccess = z.infer<typeof scraperAccessSchema>;
 
-/** Spec 2.4 — GET /public/browser. */
+/** GET /public/browser (docs/service.md, "Account endpoints"). */
 export const browserAccessSchema = z.looseObject({
 	success: z.boolean(),
 	has_access: z.boolean(),
@@ -83,7 +83,7 @@ export const targetingCatalogueSchema = z.looseObject({
 });
 export type TargetingCatalogue = z.infer<typeof targetingCatalogueSchema>;
 
-/** Spec 2.5 — GET /public/settings. */
+/** GET /public/settings (docs/service.md, "Account endpoints"). */
 export const targetingSettingsSchema = z.looseObject({
 	success: z.boolean(),
 	data: z.record(z.string(), targetingCatalogueSchema),
@@ -92,7 +92,7 @@ export type TargetingSettings = z.infer<typeof targetingSettingsSchema>;
 
 const usageBucket = z.looseObject({ default: z.number().optional(), extra: z.number().optional(), total: z.number() });
 
-/** Spec 2.6 — GET /public/usage. */
+/** GET /public/usage (docs/service.md, "Account endpoints"). */
 export const usageSchema = z.looseObject({
 	success: z.boolean(),
 	data: z.looseObject({
@@ -124,7 +124,7 @@ export const usageSchema = z.looseObject({
 });
 export type Usage = z.infer<typeof usageSchema>;
 
-/** Spec 2.7 — a task record (async submission or a fetch that outlived the timeout). */
+/** A task record: an async submission or a fetch that outlived the timeout (docs/service.md, "Tasks"). */
 export const taskRecordSchema = z.looseObject({
 	success: z.boolean().optional(),
 	task_id: z.string().min(1),

@@ -1,5 +1,5 @@
 /**
- * Demo-site pages that only a browser with steps gets the data from (issue #17): a search form whose
+ * Demo-site pages that only a browser with steps gets the data from: a search form whose
  * results page is built by script after submit, and a list that loads more items on a click.
  * Deterministic, so tests can assert what the steps should find.
  */

@@ -45,7 +45,7 @@ function problemKey(p: ParamProblem): string {
 }
 
 /**
- * Spec 7.2 on the options an object sets merged over what it inherits. A problem is reported
+ * The service's parameter rules (docs/service.md, "Parameter rules") on the options an object sets merged over what it inherits. A problem is reported
  * where the object touches it; one that comes wholly from `defaults` was reported there, once,
  * instead of once per target.
  */

@@ -42,7 +42,7 @@ describe("job JSON Schema", () => {
 				targets: { items: { anyOf: Array<{ properties?: Record<string, unknown> }> } };
 			};
 		};
-		// Beside the service's parameters, defaults and targets may carry a browser_session (issue #17) and extract (#11).
+		// Beside the service's parameters, defaults and targets may carry a browser_session and extract.
 		expect(Object.keys(schema.properties.defaults.properties).sort()).toEqual(
 			["browser_session", "extract", ...SCRAPE_OPTION_NAMES].sort(),
 		);

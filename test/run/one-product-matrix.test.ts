@@ -19,7 +19,7 @@ import { runCli } from "../helpers/run-cli.js";
 import { assertBuilt, spawnCli } from "../helpers/spawn-cli.js";
 
 /**
- * The matrix of issue #28 (docs/guides/library.md; docs/behaviour.md, "Pay once, never lose a record"):
+ * The matrix of entry points and stops (docs/guides/library.md; docs/behaviour.md, "Pay once, never lose a record"):
  * entry point {spawned CLI, `runJobFile`} × {fresh run, `--resume` after SIGINT, after SIGKILL, after a
  * budget stop} × {freshness, retry-failed, extract, crawl}. In every cell both entry points run the same
  * job against the same demo site, each with its own emulator (its own ledger), at the same time, and

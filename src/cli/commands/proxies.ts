@@ -14,9 +14,9 @@ export type GenerateProduct = (typeof GENERATE_PRODUCTS)[number];
 export const SESSION_TYPES = ["sticky", "hard"] as const;
 export const PROXY_FORMATS = ["1", "2", "3"] as const;
 export const PROXY_PROTOCOLS = ["http", "socks5"] as const;
-/** Spec 4.6 and 8: proxies per generation. */
+/** Proxies per generation (docs/service.md, "Proxy lists"). */
 export const AMOUNT_RANGE = { min: 1, max: 100 } as const;
-/** Spec 4.6 and 8: sticky session length, minutes. */
+/** Sticky session length, minutes (docs/service.md, "Proxy lists"). */
 export const LIFETIME_MINUTES_RANGE = { min: 1, max: 1440 } as const;
 
 /** Options static residential ignores (docs/service.md, "Proxy lists": it returns all the account's proxies). */
