@@ -163,6 +163,7 @@ export async function prepareRuns(
 			savedItems: savedItemsFor(scraper),
 			fleet,
 			...(connection.demoSiteUrl !== undefined ? { sandboxDemoSite: connection.demoSiteUrl } : {}),
+			...(connection.configFile !== undefined ? { configFile: connection.configFile } : {}),
 		};
 		const choices: RunChoices = {
 			outRoot,

@@ -63,6 +63,8 @@ export interface RunServices {
 	readonly fleet?: { readonly url: string; readonly schema?: string };
 	/** `--sandbox`'s demo site address (its runs' folders say they were sandbox runs). */
 	readonly sandboxDemoSite?: string;
+	/** The `--config` file the keys came from (absolute): kept in run.json for the commands printed later. */
+	readonly configFile?: string;
 }
 
 /**
@@ -385,6 +387,7 @@ function runJobOptionsOf(input: {
 		logger: choices.logger,
 		onProgress: input.onProgress ?? undefined,
 		...(services.sandboxDemoSite !== undefined ? { sandboxDemoSite: services.sandboxDemoSite } : {}),
+		...(services.configFile !== undefined ? { configFile: services.configFile } : {}),
 	};
 }
 

@@ -92,6 +92,8 @@ export interface ServiceConnection {
 	readonly account: AccountClient | undefined;
 	/** The demo site's base address when running in the sandbox (jobs refer to it as ${SCRAPEJOB_DEMO_SITE}). */
 	readonly demoSiteUrl: string | undefined;
+	/** The `--config` file read (absolute), if one was: the commands printed for a run carry it. */
+	readonly configFile?: string;
 	/**
 	 * Build a scraper client for a key and address learned from the account (or configured); with
 	 * `connections`, on at most that many sockets (a run's concurrency).
@@ -187,6 +189,7 @@ export async function connectService(ctx: ConnectContext, flags: ServiceFlags): 
 		config,
 		account,
 		demoSiteUrl: undefined,
+		...(flags.config !== undefined ? { configFile: resolve(ctx.cwd, flags.config) } : {}),
 		scraper: (key, baseUrl, connections) =>
 			createScraperClient({
 				scraperKey: key,

@@ -71,3 +71,32 @@ describe("a merge made again once its missing shards ran", () => {
 		expect(readFileSync(join(dir, "notes.txt"), "utf8")).toBe("mine\n");
 	});
 });
+
+describe("merge's commands for shards whose keys came from a --config file", () => {
+	it("carry --config (kept in run.json as a path, never its values) and run as printed", async () => {
+		const service = await useTestService();
+		const dir = tempDir();
+		const urls = [1, 2, 3, 4].map((id) => `  - ${service.site.url}/product/${id}`);
+		writeJob(dir, "shop", ["name: shop", "defaults: {mode: request}", "targets:", ...urls, ""].join("\n"));
+		const keys = Object.entries(service.env).map(([name, value]) => `${name}=${value}`);
+		writeFileSync(join(dir, "keys.env"), `${keys.join("\n")}\n`);
+		// Nothing in the environment reaches the service: only the file does.
+		const options = { env: {}, cwd: dir };
+		const shard = await runCli(
+			["run", "shop.yaml", "--out", "out", "--quiet", "--shard", "1/2", "--config", "keys.env"],
+			options,
+		);
+		expect(shard.code, shard.stderr).toBe(0);
+		const [runId] = readdirSync(join(dir, "out", "shop")).filter((name) => name.includes("-shard-"));
+		const meta = readFileSync(join(dir, "out", "shop", runId!, "run.json"), "utf8");
+		expect(JSON.parse(meta).config_file).toBe(join(dir, "keys.env"));
+		expect(meta).not.toContain(String(service.env.SCRAPEJOB_ACCOUNT_KEY));
+
+		const merged = await runCli(["merge", join("out", "shop", runId!), "--out", "merged"], options);
+		expect(merged.code, merged.stderr).toBe(1);
+		const hint = /finish with `([^`]+)`/.exec(merged.stdout)?.[1];
+		expect(hint).toBe("npx scrapejob run shop.yaml --shard 2/2 --out out --config keys.env");
+		const second = await runPrintedCommand(hint!, {}, dir).done;
+		expect(second.code, second.stderr).toBe(0);
+	});
+});

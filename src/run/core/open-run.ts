@@ -67,6 +67,11 @@ interface RunMeta {
 	 * whose ids came from URLs as written: their resumes keep those.
 	 */
 	target_ids?: "url_identity";
+	/**
+	 * The `--config` file the run's latest session read the service's keys from (a path, never its
+	 * values): `merge`'s commands for the folder carry it, so they reach the service as the run did.
+	 */
+	config_file?: string;
 }
 
 export interface OpenedRun {
@@ -192,6 +197,12 @@ export function readRunDigest(runDir: string): string | null {
  */
 export function createRunFolder(outRoot: string, jobName: string, runId: string, runsDir?: string): string {
 	return runsDir ? createRunDir(dirname(runsDir), basename(runsDir), runId) : createRunDir(outRoot, jobName, runId);
+}
+
+/** Keep in run.json the `--config` file this session was given (none given: what was kept stays). */
+export function noteConfigFile(runDir: string, configFile: string): void {
+	const meta = readMeta(runDir);
+	if (meta.config_file !== configFile) writeMeta(runDir, { ...meta, config_file: configFile });
 }
 
 function readMeta(runDir: string): RunMeta {

@@ -38,7 +38,7 @@ import { createPaidAnswers } from "../target/paid-answers.js";
 import { createTargetRunner } from "../target/target-runner.js";
 import type { TaskPollOptions } from "../target/task-poller.js";
 import { finishRun, type RunJobResult } from "./finish-run.js";
-import { type OpenedRun, openRun, type RunSelection, readRunSelection } from "./open-run.js";
+import { noteConfigFile, type OpenedRun, openRun, type RunSelection, readRunSelection } from "./open-run.js";
 import {
 	createFetching,
 	createFlowControl,
@@ -152,6 +152,8 @@ export interface RunJobOptions {
 	readonly runsDir?: string;
 	/** `--sandbox`'s demo site address: the run folder says so (`sandbox.json`), for the commands printed for it later. */
 	readonly sandboxDemoSite?: string;
+	/** The `--config` file the service's keys came from (absolute): run.json keeps it for `merge`'s commands. */
+	readonly configFile?: string;
 }
 
 /**
@@ -195,6 +197,7 @@ export async function runJob(options: RunJobOptions): Promise<RunJobResult> {
 			selection: options.selection,
 		});
 		if (options.sandboxDemoSite !== undefined) writeSandboxRun(opened.runDir, options.sandboxDemoSite);
+		if (options.configFile !== undefined) noteConfigFile(opened.runDir, options.configFile);
 		return await execute({ options, job, survey, opened, health, lock, startedAt, clock, sleep, random });
 	} finally {
 		if (!options.lock) lock.release();

@@ -43,6 +43,8 @@ interface ShardMeta {
 	readonly run_id: string;
 	readonly job_name: string;
 	readonly job_file?: string;
+	/** The `--config` file the shard's latest session read its keys from. */
+	readonly config_file?: string;
 	/** Absent in folders of older versions (which cut at the default). */
 	readonly csv_max_cell?: number;
 	readonly targets_digest: string;
@@ -82,6 +84,8 @@ function shardRunCommand(meta: ShardMeta, index: number, tail: readonly string[]
 	if (out !== "output") words.push("--out", out);
 	// A sandbox job's targets name the demo site that only --sandbox starts: without it the line fails.
 	if (meta.sandbox !== null) words.push("--sandbox");
+	// Keys read from a --config file: without it the line would stop at "no API key".
+	else if (meta.config_file) words.push("--config", pathFromHere(meta.config_file, cwd));
 	return cliCommand([...words, ...tail]);
 }
 
