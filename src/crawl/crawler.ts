@@ -46,6 +46,8 @@ export interface CrawlerOptions {
 	readonly warn?: (message: string) => void;
 	/** Lower sitemap bounds than sitemaps.org's, for tests. */
 	readonly sitemapBounds?: SitemapBounds;
+	/** The job's other run folders, where a robots.txt stored less than a day ago is read instead of paid again (robots.ts). */
+	readonly earlierRunDirs?: readonly string[];
 	/** URL keys held in memory before older ones spill to disk (url-keys.ts). @default 1,000,000 */
 	readonly keysInMemory?: number;
 	/**
@@ -184,6 +186,7 @@ class BreadthFirstCrawler implements Crawler {
 						fetch: options.fetchSitemap,
 						append: journal,
 						...(options.warn ? { warn: options.warn } : {}),
+						...(options.earlierRunDirs ? { earlierRunDirs: options.earlierRunDirs } : {}),
 					})
 				: null;
 		const robots = this.robots;

@@ -1,6 +1,17 @@
 import { hash } from "node:crypto";
-import { closeSync, existsSync, fstatSync, mkdirSync, openSync, readSync, rmSync } from "node:fs";
-import { join } from "node:path";
+import {
+	closeSync,
+	copyFileSync,
+	existsSync,
+	fstatSync,
+	mkdirSync,
+	openSync,
+	readSync,
+	rmSync,
+	statSync,
+	utimesSync,
+} from "node:fs";
+import { basename, join } from "node:path";
 import type { Target } from "../job/index.js";
 import type { FrontierEntry } from "./frontier-file.js";
 import { withSeedCredentials } from "./normalize-url.js";
@@ -22,6 +33,37 @@ export interface RobotsOptions {
 	readonly append: (entries: readonly FrontierEntry[]) => void;
 	/** A robots.txt cut at its bound, or too costly to match a URL against: the crawl goes on. */
 	readonly warn?: (message: string) => void;
+	/**
+	 * The job's other run folders: a robots.txt one of them stored less than `ROBOTS_REUSE_MS` ago is read
+	 * from there instead of being paid for again.
+	 */
+	readonly earlierRunDirs?: readonly string[];
+	/** The clock the age of a stored robots.txt is read against. @default Date.now */
+	readonly now?: () => number;
+}
+
+/**
+ * How long a robots.txt stored by an earlier run of the job is used instead of a new fetch: RFC 9309 §2.4
+ * asks crawlers not to use a cached copy for more than 24 hours.
+ */
+export const ROBOTS_REUSE_MS = 24 * 60 * 60 * 1000;
+
+/**
+ * The folders among `runDirs` whose `robots/` changed in the last `ROBOTS_REUSE_MS` (one stat each),
+ * newest first: only those can hold a robots.txt young enough to use.
+ */
+function recentRobotsDirs(runDirs: readonly string[], now: number): string[] {
+	const recent: { dir: string; at: number }[] = [];
+	for (const runDir of runDirs) {
+		const dir = join(runDir, ROBOTS_DIR);
+		try {
+			const at = statSync(dir).mtimeMs;
+			if (now - at < ROBOTS_REUSE_MS) recent.push({ dir, at });
+		} catch {
+			// No robots.txt kept there.
+		}
+	}
+	return recent.sort((a, b) => b.at - a.at).map((entry) => entry.dir);
 }
 
 /**
@@ -100,11 +142,42 @@ export function createRobots(options: RobotsOptions): Robots {
 		}
 	};
 
+	const now = options.now ?? Date.now;
+	let recentDirs: string[] | null = null;
+	/**
+	 * Copy a robots.txt an earlier run stored less than a day ago (its fetch time kept, so a copy of a copy
+	 * ages as the first one did); false when none is young enough. Only a stored body is used: a
+	 * missing or failed one is asked for again.
+	 */
+	const reuseEarlier = (path: string): boolean => {
+		recentDirs ??= recentRobotsDirs(options.earlierRunDirs ?? [], now());
+		for (const earlierDir of recentDirs) {
+			const earlier = join(earlierDir, basename(path));
+			try {
+				const stored = statSync(earlier);
+				if (!stored.isFile() || now() - stored.mtimeMs >= ROBOTS_REUSE_MS) continue;
+				copyFileSync(earlier, path);
+				utimesSync(path, stored.atime, stored.mtime);
+				return true;
+			} catch {
+				// Not kept there, or gone meanwhile: the next folder, or a fetch.
+			}
+		}
+		return false;
+	};
+
 	const fetchOnce = async (origin: string, seed: Target, profile: string): Promise<boolean> => {
 		const url = robotsUrl(origin);
 		if (!paid.has(url)) {
 			mkdirSync(dir, { recursive: true });
 			const path = pathOf(origin);
+			if (reuseEarlier(path)) {
+				// Journalled at no cost: a resume reads the copy, and pays nothing either.
+				options.append([{ u: url, d: ROBOTS_PAID, p: null, k: profile, c: 0 }]);
+				paid.add(url);
+				parse(origin);
+				return true;
+			}
 			const fetched = await options.fetch(withSeedCredentials(url, seed.url), seed, path);
 			if (fetched.kind === "stopped") return false;
 			// Booked before anything else can fail: what the service charged is in the journal and the summary.

@@ -1,4 +1,4 @@
-import { readdirSync } from "node:fs";
+import { existsSync, readdirSync, statSync, utimesSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import type { LedgerEntry } from "../../src/emulator/index.js";
@@ -146,6 +146,55 @@ describe("crawl.robots", () => {
 			0,
 		);
 		expect(summary.credits.used).toBe(charged);
+	});
+
+	it("a new run of the job reads a robots.txt an earlier run stored less than a day ago, unpaid; an older one is fetched again", async () => {
+		const service = await useTestService({ concurrency: 4 });
+		const site = await startSite(ROBOTS);
+		const dir = tempDir();
+		const out = join(dir, "out");
+		const path = writeJob(dir, "polite", crawlYaml(site.origin, "obey"));
+		const run = async () => {
+			const before = new Set(existsSync(join(out, "polite")) ? readdirSync(join(out, "polite")) : []);
+			const result = await runCli(["run", path, "--out", out, "--quiet"], { env: service.env });
+			expect(result.code, result.stderr).toBe(0);
+			const runId = readdirSync(join(out, "polite")).find((name) => isRunFolderName(name) && !before.has(name))!;
+			return readSummary(join(out, "polite", runId));
+		};
+		const robotsAsked = () => site.requests.filter((request) => request.path === "/robots.txt").length;
+		const first = await run();
+		expect(robotsAsked()).toBe(1);
+		expect(first.crawl?.sitemap_credits).toBeGreaterThan(0);
+
+		// The next run obeys the same rules without asking for them.
+		const second = await run();
+		expect(robotsAsked()).toBe(1);
+		expect(second.crawl).toMatchObject({ robots_disallowed: 2, sitemap_credits: 0 });
+		expect(fetchedPaths(site).filter((p) => p.startsWith("/private/x") || p === "/doc.pdf")).toEqual([]);
+		const charged = fetchesOf(service.emulator.ledger.entries, site.origin).reduce(
+			(sum, entry) => sum + entry.creditsCharged,
+			0,
+		);
+		expect(first.credits.used + second.credits.used).toBe(charged);
+		// The copy keeps the fetch's time: it ages from the first fetch, not from each copy.
+		const stored = readdirSync(join(out, "polite"))
+			.filter(isRunFolderName)
+			.sort()
+			.map((runId) => join(out, "polite", runId, "robots"))
+			.map((robotsDir) => statSync(join(robotsDir, readdirSync(robotsDir)[0]!)).mtimeMs);
+		expect(stored).toHaveLength(2);
+		expect(Math.abs(stored[1]! - stored[0]!)).toBeLessThan(1);
+
+		// Stored more than a day ago (the copy keeps the first fetch's time): paid for again.
+		const dayAndMinute = new Date(Date.now() - 24 * 60 * 60 * 1000 - 60_000);
+		for (const runId of readdirSync(join(out, "polite")).filter(isRunFolderName)) {
+			const robotsDir = join(out, "polite", runId, "robots");
+			for (const name of readdirSync(robotsDir)) utimesSync(join(robotsDir, name), dayAndMinute, dayAndMinute);
+		}
+		const third = await run();
+		expect(robotsAsked()).toBe(2);
+		expect(third.crawl).toMatchObject({ robots_disallowed: 2 });
+		expect(third.crawl?.sitemap_credits).toBeGreaterThan(0);
 	});
 
 	it("a missing robots.txt allows everything", async () => {

@@ -1,4 +1,4 @@
-import { renameSync, rmSync } from "node:fs";
+import { readdirSync, renameSync, rmSync } from "node:fs";
 import { basename, dirname, join } from "node:path";
 import type { BodySpill } from "../../api/index.js";
 import { creditCostRange, readRegularFile, type ScrapeParams, writeFileAtomic } from "../../common/index.js";
@@ -59,7 +59,20 @@ export function crawlerFor(
 		...(warn ? { warn } : {}),
 		...(sitemapBounds ? { sitemapBounds } : {}),
 		...(keysInMemory !== undefined ? { keysInMemory } : {}),
+		...(job.crawl.robots === "obey" ? { earlierRunDirs: otherRunDirs(runDir) } : {}),
 	});
+}
+
+/** The job's run folders beside `runDir` (shards and fleet workers' folders included), not `runDir` itself. */
+function otherRunDirs(runDir: string): string[] {
+	const jobDir = dirname(runDir);
+	try {
+		return readdirSync(jobDir, { withFileTypes: true })
+			.filter((entry) => entry.isDirectory() && entry.name !== basename(runDir))
+			.map((entry) => join(jobDir, entry.name));
+	} catch {
+		return [];
+	}
 }
 
 /** What the runner lends the sitemap fetches: its fetch, its budget, and its stop. */
