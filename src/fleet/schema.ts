@@ -237,6 +237,12 @@ ALTER TABLE targets ADD COLUMN uncounted boolean NOT NULL DEFAULT false;
 	`
 ALTER TABLE records ADD COLUMN landing text;
 `,
+	// When a robots.txt was fetched: a later fleet run of the job reads one stored less than 24 hours ago
+	// (RFC 9309's bound on a cached copy) instead of paying for it again. Rows stored before count as old.
+	`
+ALTER TABLE robots ADD COLUMN stored_at timestamptz;
+CREATE INDEX robots_stored ON robots (url, stored_at DESC) WHERE state = 'done' AND body IS NOT NULL;
+`,
 ];
 
 /** The version this scrapejob writes and reads. */

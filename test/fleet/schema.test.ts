@@ -78,14 +78,15 @@ describe("the fleet's schema", () => {
 				($1, 'landed', 'landed', 'https://host0.test/landed', 'host0.test', -2, 'done')`,
 			[opened.run.id],
 		);
-		// The tables of the last shipped version (the six migrations since undone), and that version number.
+		// The tables of the last shipped version (the seven migrations since undone), and that version number.
 		await fleet.query("DROP TABLE domain_modes");
 		await fleet.query("ALTER TABLE records DROP COLUMN links");
 		await fleet.query("ALTER TABLE runs DROP COLUMN pages");
 		await fleet.query("ALTER TABLE targets DROP COLUMN saved");
 		await fleet.query("ALTER TABLE targets DROP COLUMN uncounted");
 		await fleet.query("ALTER TABLE records DROP COLUMN landing");
-		await fleet.query("UPDATE schema_version SET version = $1", [FLEET_SCHEMA_VERSION - 6]);
+		await fleet.query("ALTER TABLE robots DROP COLUMN stored_at");
+		await fleet.query("UPDATE schema_version SET version = $1", [FLEET_SCHEMA_VERSION - 7]);
 		const upgraded = await fleetFor(url);
 		const [state] = await upgraded.query(
 			"SELECT (SELECT version FROM schema_version) AS version, (SELECT count(*)::int FROM targets) AS targets",
@@ -111,6 +112,8 @@ describe("the fleet's schema", () => {
 				WHERE table_schema = 'scrapejob' AND table_name = 'records' AND column_name = 'links') AS links`,
 		);
 		expect(made).toEqual({ modes: true, links: "ARRAY" });
+		const [robotsIndex] = await upgraded.query("SELECT to_regclass('scrapejob.robots_stored') IS NOT NULL AS made");
+		expect(robotsIndex).toEqual({ made: true });
 	});
 
 	it("tables go in the schema asked for; a name that is not a plain identifier is refused", async () => {
@@ -157,7 +160,7 @@ describe("the fleet's schema", () => {
 		// Tables of the previous version: a worker upgrades them; a reader neither upgrades nor reads them.
 		const fleet = await fleetFor(url);
 		await openFleetRun(fleet, { jobName: "job", concurrencyLimit: 1, source: () => streamOf(targetsOn(3)) });
-		await fleet.query("ALTER TABLE records DROP COLUMN landing");
+		await fleet.query("ALTER TABLE robots DROP COLUMN stored_at");
 		await fleet.query("UPDATE schema_version SET version = $1", [FLEET_SCHEMA_VERSION - 1]);
 		const older = await spawnCli(["fleet", "status", job, "--fleet", url], {}, dir).done;
 		expect(older.code, older.stderr).toBe(2);
