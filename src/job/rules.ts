@@ -45,9 +45,9 @@ function problemKey(p: ParamProblem): string {
 }
 
 /**
- * The service's parameter rules (docs/service.md, "Parameter rules") on the options an object sets merged over what it inherits. A problem is reported
- * where the object touches it; one that comes wholly from `defaults` was reported there, once,
- * instead of once per target.
+ * The service's parameter rules (docs/service.md, "Parameter rules") on the options an object sets,
+ * merged over what it inherits. A problem is reported where the object touches it; one that comes
+ * wholly from `defaults` was reported there, once, instead of once per target.
  */
 function checkMergedOptions(
 	objectPath: DataPath,
