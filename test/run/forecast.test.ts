@@ -1,5 +1,5 @@
 import { execFileSync } from "node:child_process";
-import { readdirSync } from "node:fs";
+import { existsSync, readdirSync, utimesSync } from "node:fs";
 import { createServer } from "node:http";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
@@ -308,6 +308,19 @@ function demoCrawlJob(dir: string, port: number): string {
 	);
 }
 
+/**
+ * The robots.txt files the job's runs stored, made two days old: the next run pays for each again (a
+ * younger one it would read from there, unpaid), which is what these tests count.
+ */
+function ageStoredRobots(jobDir: string): void {
+	const old = new Date(Date.now() - 2 * 24 * 60 * 60 * 1000);
+	for (const run of readdirSync(jobDir).filter(isRunFolderName)) {
+		const robots = join(jobDir, run, "robots");
+		if (!existsSync(robots)) continue;
+		for (const name of readdirSync(robots)) utimesSync(join(robots, name), old, old);
+	}
+}
+
 describe("a crawl's --retry-failed run", () => {
 	it("says the credits it paid once: the forecast's spent is the credits line's figure, robots.txt and sitemaps included", async () => {
 		const service = await useTestService();
@@ -317,6 +330,7 @@ describe("a crawl's --retry-failed run", () => {
 		const job = demoCrawlJob(dir, service.site.port);
 		const full = await runCli(["run", job, "--out", out, "--quiet"], { env: service.env });
 		expect(full.code, full.stderr).toBe(1);
+		ageStoredRobots(join(out, "crawl"));
 		const before = service.emulator.ledger.totalCharged();
 		const retry = await runCli(["run", job, "--out", out, "--retry-failed"], { env: service.env });
 		expect(retry.code, retry.stderr).toBe(1);
@@ -343,6 +357,7 @@ describe("a crawl resumed after a kill", () => {
 		// A first run teaches the store what the site costs: the next runs have a forecast.
 		expect((await runCli(["run", job, "--out", out, "--quiet"], { env: service.env })).code).toBe(1);
 		const [learned] = readdirSync(join(out, "crawl")).filter(isRunFolderName);
+		ageStoredRobots(join(out, "crawl"));
 		const second = spawnCli(["run", job, "--out", out, "--quiet"], service.env);
 		const runs = () => readdirSync(join(out, "crawl")).filter((name) => isRunFolderName(name) && name !== learned);
 		await until(() => runs().length === 1 && readRecords(join(out, "crawl", runs()[0]!)).length >= 10, "10 records");
