@@ -113,10 +113,9 @@ describe("an answer paid whose page could not be written (exit 5)", () => {
 describe("a robots.txt or sitemap fetch given up after a charged failure", () => {
 	/**
 	 * robots.txt's first fetch is a failure charged 1; its retry waits (days) and a SIGINT gives it up. The
-	 * charge is in `credits.used` and the crawl's `sitemap_credits`; the resume fetches robots.txt again and
-	 * keeps counting the first charge.
+	 * charge is in `credits.used` and the crawl's `sitemap_credits`.
 	 */
-	async function givenUp(crawl: string) {
+	async function givenUp(crawl: string, extra = "") {
 		const service = await useTestService({
 			faults: [{ kind: "scraping_error", match: "/\\/robots\\.txt$/", times: 1, credits: 1 }],
 		});
@@ -131,6 +130,7 @@ describe("a robots.txt or sitemap fetch given up after a charged failure", () =>
 				"defaults: {mode: request}",
 				"retry: {attempts: 3, backoff_ms: 2000000000, max_backoff_ms: 2000000000}",
 				`crawl: {max_depth: 0, max_pages: 5, ${crawl}}`,
+				extra,
 				"targets:",
 				`  - ${new URL(service.site.url).origin}/product/1`,
 				"",
@@ -151,21 +151,41 @@ describe("a robots.txt or sitemap fetch given up after a charged failure", () =>
 			session: { credits_used: 0 },
 			crawl: { sitemap_credits: 1 },
 		});
+		const resume = () => cli(["run", job, "--out", out, "--resume", basename(runDir), "--quiet"], service);
+		return { service, runDir, resume };
+	}
 
-		const resumed = await cli(["run", job, "--out", out, "--resume", basename(runDir), "--quiet"], service);
-		expect(resumed.code, resumed.stderr).toBe(0);
+	/** The resume fetches robots.txt again and keeps counting the first charge; `stoppedBy`: how it ends. */
+	async function resumedAgrees(crawl: string, stoppedBy: string | null) {
+		const { service, runDir, resume } = await givenUp(crawl);
+		const resumed = await resume();
+		expect(resumed.code, resumed.stderr).toBe(stoppedBy === null ? 0 : 1);
 		const all = service.emulator.ledger.totalCharged();
-		expect(readSummary(runDir)).toMatchObject({ complete: true, credits: { used: all } });
-		// robots.txt paid twice (the failure, then its fetch), the page once; sitemaps too when they are read.
-		expect(all - creditsOnRecords(runDir)).toBe(readSummary(runDir).crawl?.sitemap_credits);
-		expect(creditsOnRecords(runDir)).toBe(FETCH);
+		const summary = readSummary(runDir);
+		expect(summary).toMatchObject({ stopped_reason: stoppedBy, credits: { used: all } });
+		// robots.txt paid twice (the failure, then its fetch), sitemaps once each, the pages on their records.
+		expect(creditsOnRecords(runDir) + (summary.crawl?.sitemap_credits ?? 0)).toBe(all);
+		expect(summary.crawl?.sitemap_credits).toBeGreaterThanOrEqual(1 + FETCH);
 	}
 
 	it("robots: obey", async () => {
-		await givenUp("robots: obey");
+		await resumedAgrees("robots: obey", null);
 	}, 60_000);
 
 	it("sitemaps: true (robots.txt read for its Sitemap lines)", async () => {
-		await givenUp("sitemaps: true");
+		// The demo site's sitemaps list more pages than max_pages.
+		await resumedAgrees("sitemaps: true", "max_pages");
+	}, 60_000);
+
+	it("the resume's budget counts the charge: room for robots.txt, not for the page besides", async () => {
+		const budget = 1 + 2 * FETCH - 1;
+		const { service, runDir, resume } = await givenUp("robots: obey", `max_credits: ${budget}`);
+		const resumed = await resume();
+		expect(resumed.code, resumed.stderr).toBe(1);
+		const all = service.emulator.ledger.totalCharged();
+		expect(all).toBe(1 + FETCH);
+		expect(readSummary(runDir)).toMatchObject({ stopped_reason: "budget_exhausted", credits: { used: all } });
+		expect(readRecords(runDir)).toEqual([]);
 	}, 60_000);
 });
+
