@@ -1,8 +1,16 @@
-import { mkdirSync, rmSync, writeFileSync } from "node:fs";
+import { mkdirSync, readdirSync, rmSync, writeFileSync } from "node:fs";
 import type { ServerResponse } from "node:http";
 import { basename, join } from "node:path";
 import { beforeAll, describe, expect, it } from "vitest";
-import { onlyRunDir, readRecords, readSummary, tempDir, waitForRecords, writeJob } from "../helpers/job-files.js";
+import {
+	isRunFolderName,
+	onlyRunDir,
+	readRecords,
+	readSummary,
+	tempDir,
+	waitForRecords,
+	writeJob,
+} from "../helpers/job-files.js";
 import { type TestService, useTestService } from "../helpers/service.js";
 import { assertBuilt, spawnCli } from "../helpers/spawn-cli.js";
 import { startTargetSite } from "../helpers/target-site.js";
@@ -189,3 +197,54 @@ describe("a robots.txt or sitemap fetch given up after a charged failure", () =>
 	}, 60_000);
 });
 
+describe("summary.forecast.spent of a resumed session", () => {
+	it("is what this session paid, not the earlier session's charge its records carry", async () => {
+		const service = await useTestService({
+			faults: [{ kind: "scraping_error", match: "/\\/product\\/1$/", times: 1, credits: 1 }],
+		});
+		const dir = tempDir();
+		const out = join(dir, "out");
+		const job = (paths: string[]) =>
+			writeJob(
+				dir,
+				"forecast",
+				[
+					"name: forecast",
+					"concurrency: 1",
+					"defaults: {mode: request}",
+					"retry: {attempts: 3, backoff_ms: 2000000000, max_backoff_ms: 2000000000}",
+					"targets:",
+					...paths.map((path) => `  - ${service.site.url}${path}`),
+					"",
+				].join("\n"),
+			);
+		// A first run teaches the job's store the host's costs: the next runs have a forecast.
+		const learnt = await cli(["run", job(["/product/2", "/product/3"]), "--out", out, "--quiet"], service);
+		expect(learnt.code, learnt.stderr).toBe(0);
+
+		const second = job(["/product/1", "/product/2"]);
+		const before = service.emulator.ledger.totalCharged();
+		const first = spawnCli(["run", second, "--out", out, "--grace-period", "1500"], service.env);
+		await until(() => service.emulator.ledger.totalCharged() === before + 1, "the charged failure of /product/1");
+		first.child.kill("SIGINT");
+		const ended = await first.done;
+		expect(ended.code, ended.stderr).toBe(130);
+		const jobDir = join(out, "forecast");
+		const runDir = join(jobDir, readdirSync(jobDir).filter(isRunFolderName).sort().at(-1)!);
+		expect(readSummary(runDir).credits.used).toBe(1);
+
+		const resumedFrom = service.emulator.ledger.totalCharged();
+		const resumed = await cli(["run", second, "--out", out, "--resume", basename(runDir), "--quiet"], service);
+		expect(resumed.code, resumed.stderr).toBe(0);
+		const paidNow = service.emulator.ledger.totalCharged() - resumedFrom;
+		expect(paidNow).toBe(2 * FETCH);
+		const summary = readSummary(runDir);
+		// The record of /product/1 carries the first session's failure: the run's credits, not this session's.
+		expect(summary).toMatchObject({
+			complete: true,
+			credits: { used: 1 + 2 * FETCH },
+			session: { credits_used: paidNow },
+			forecast: { spent: paidNow },
+		});
+	}, 60_000);
+});

@@ -670,8 +670,11 @@ export function createTargetRunner(parts: TargetRunnerParts): TargetRunner {
 				: writeFetched(target, result, charged, started, NO_PAGE);
 		}
 		if (record) {
-			if (earlier !== 0) stats.earlierChargesRecorded(earlier);
 			recorded(target, record, charged, cost, domain, probe);
+			if (earlier !== 0) {
+				stats.earlierChargesRecorded(earlier);
+				parts.economics?.costs.paidEarlier(earlier);
+			}
 		} else {
 			stats.abandoned += 1;
 			// Paid and left without a record (its page read cut off by a stop): spent all the same.
