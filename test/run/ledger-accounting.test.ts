@@ -248,3 +248,51 @@ describe("summary.forecast.spent of a resumed session", () => {
 		});
 	}, 60_000);
 });
+
+describe("a 402 that ends the run", () => {
+	it("is not charged (docs/service.md): the run books its earlier charged failure and nothing for the 402, as the ledger does, and the resume agrees", async () => {
+		// Room for one fetch's reservation: the failure is charged 1, its retry finds 1 credit left, 402.
+		const service = await useTestService({
+			credits: FETCH,
+			faults: [{ kind: "scraping_error", match: "/\\/product\\/1$/", times: 1, credits: 1 }],
+		});
+		const dir = tempDir();
+		const out = join(dir, "out");
+		const job = writeJob(
+			dir,
+			"refused",
+			[
+				"name: refused",
+				"concurrency: 1",
+				"defaults: {mode: request}",
+				"retry: {attempts: 3, backoff_ms: 5, max_backoff_ms: 10}",
+				"targets:",
+				`  - ${service.site.url}/product/1`,
+				`  - ${service.site.url}/product/2`,
+				"",
+			].join("\n"),
+		);
+		const first = await cli(["run", job, "--out", out, "--quiet"], service);
+		expect(first.code, first.stderr).toBe(3);
+		const answers = service.emulator.ledger.byEndpoint("realtime");
+		expect(answers.map((entry) => [entry.status, entry.creditsCharged])).toEqual([
+			[500, 1],
+			[402, 0],
+		]);
+		const runDir = onlyRunDir(out, "refused");
+		expect(readRecords(runDir)).toEqual([]);
+		expect(readSummary(runDir)).toMatchObject({
+			stopped_reason: "insufficient_credits",
+			credits: { used: service.emulator.ledger.totalCharged() },
+			session: { credits_used: 1 },
+		});
+
+		service.emulator.setCredits(100);
+		const resumed = await cli(["run", job, "--out", out, "--resume", basename(runDir), "--quiet"], service);
+		expect(resumed.code, resumed.stderr).toBe(0);
+		const all = service.emulator.ledger.totalCharged();
+		expect(all).toBe(1 + 2 * FETCH);
+		expect(readSummary(runDir)).toMatchObject({ complete: true, credits: { used: all } });
+		expect(creditsOnRecords(runDir)).toBe(all);
+	}, 60_000);
+});
