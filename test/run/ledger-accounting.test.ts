@@ -2,6 +2,7 @@ import { mkdirSync, readdirSync, rmSync, writeFileSync } from "node:fs";
 import type { ServerResponse } from "node:http";
 import { basename, join } from "node:path";
 import { beforeAll, describe, expect, it } from "vitest";
+import { runJobFile } from "../../src/library/index.js";
 import {
 	isRunFolderName,
 	onlyRunDir,
@@ -59,7 +60,7 @@ describe("an answer paid whose page could not be written (exit 5)", () => {
 	 * answer was paid: in `credits.used` now, and, once `pages/` is a folder again, the resume's record of
 	 * the target carries it.
 	 */
-	async function brokenPages(bytes: number) {
+	async function brokenPages(bytes: number, library = false) {
 		const site = await gatedSite(bytes);
 		const service = await useTestService();
 		const dir = tempDir();
@@ -97,8 +98,13 @@ describe("an answer paid whose page could not be written (exit 5)", () => {
 
 		rmSync(pages);
 		mkdirSync(pages);
-		const resumed = await cli(["run", job, "--out", out, "--resume", basename(runDir), "--quiet"], service);
-		expect(resumed.code, resumed.stderr).toBe(0);
+		if (library) {
+			const result = await runJobFile(job, { out, resume: basename(runDir), env: service.env });
+			expect(result.credits.used).toBe(service.emulator.ledger.totalCharged());
+		} else {
+			const resumed = await cli(["run", job, "--out", out, "--resume", basename(runDir), "--quiet"], service);
+			expect(resumed.code, resumed.stderr).toBe(0);
+		}
 		expect(onlyRunDir(out, "paid")).toBe(runDir);
 		const all = service.emulator.ledger.totalCharged();
 		expect(all).toBe(3 * FETCH);
@@ -115,6 +121,10 @@ describe("an answer paid whose page could not be written (exit 5)", () => {
 
 	it("a small page whose file cannot be written with its record: the resume counts its answer", async () => {
 		await brokenPages(1000);
+	}, 60_000);
+
+	it("runJobFile resumes the same way: its summary counts the answer", async () => {
+		await brokenPages(1000, true);
 	}, 60_000);
 });
 
