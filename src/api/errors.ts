@@ -160,6 +160,8 @@ export function typeAndDetail(errorType: string, detail: string): string {
  */
 export class BodySinkError extends ScrapejobError {
 	readonly endpoint: string;
+	/** `X-Credits-Used` of the answer whose body it was, when it said: the answer was paid all the same. */
+	creditsUsed?: number;
 	constructor(endpoint: string, cause: unknown) {
 		super("SCRAPEJOB_OUTPUT", `${endpoint}: the body could not be stored: ${errorMessage(cause)}`, { cause });
 		this.endpoint = endpoint;

@@ -279,7 +279,11 @@ class AnswerReader implements Dispatcher.DispatchHandler {
 
 	private explain(error: unknown): unknown {
 		if (error instanceof NetworkError) return this.afterAnswer(error);
-		if (error instanceof BodyTooLargeError || error instanceof BodySinkError) return error;
+		if (error instanceof BodySinkError) {
+			if (this.credits !== undefined) error.creditsUsed = this.credits;
+			return error;
+		}
+		if (error instanceof BodyTooLargeError) return error;
 		if (error instanceof RequestAbortedError || this.options.signal?.aborted)
 			return error instanceof RequestAbortedError
 				? error

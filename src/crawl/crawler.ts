@@ -2,7 +2,7 @@ import { join } from "node:path";
 import { closeEach, createUrlKeys, type UrlKeys } from "../common/index.js";
 import { type CrawlSpec, createTargetKey, type Job, type RetryCrawl, shardOf, type Target } from "../job/index.js";
 import { DepthIndex } from "./depth-index.js";
-import type { FrontierEntry } from "./frontier-file.js";
+import { CHARGED_UNPAID, type FrontierEntry } from "./frontier-file.js";
 import { createLinkScope, type LinkScope } from "./link-scope.js";
 import { normalizeUrl } from "./normalize-url.js";
 import { OutstandingPages } from "./outstanding-pages.js";
@@ -153,6 +153,8 @@ class BreadthFirstCrawler implements Crawler {
 	private readonly pagesBefore: number;
 	/** robots.txt and sitemap credits earlier sessions of the run paid (read back from the journal). */
 	private sitemapCreditsBefore = 0;
+	/** Of those, what fetches given up after a charge cost (`CHARGED_UNPAID` lines). */
+	private chargedUnpaidBefore = 0;
 	/** Seed origins whose sitemaps were asked for (`sitemaps: true`), each once per session. */
 	private readonly seedOrigins = new Set<string>();
 	private handedOut = 0;
@@ -215,7 +217,7 @@ class BreadthFirstCrawler implements Crawler {
 		});
 		if (this.done !== null) {
 			this.rememberJournalled();
-			this.sitemapCreditsBefore = this.sitemaps.credits + (this.robots?.credits ?? 0);
+			this.sitemapCreditsBefore = this.sitemapCredits();
 		}
 	}
 
@@ -270,7 +272,12 @@ class BreadthFirstCrawler implements Crawler {
 	}
 
 	sessionSitemapCredits(): number {
-		return this.sitemaps.credits + (this.robots?.credits ?? 0) - this.sitemapCreditsBefore;
+		return this.sitemapCredits() - this.sitemapCreditsBefore;
+	}
+
+	/** robots.txt and sitemap credits, every session included. */
+	private sitemapCredits(): number {
+		return this.sitemaps.credits + (this.robots?.credits ?? 0) + this.chargedUnpaidBefore;
 	}
 
 	summary(): CrawlSummary {
@@ -279,7 +286,7 @@ class BreadthFirstCrawler implements Crawler {
 			discovered: this.urls.size,
 			max_depth: this.spec.maxDepth,
 			max_pages: this.spec.maxPages,
-			sitemap_credits: this.sitemaps.credits + (this.robots?.credits ?? 0),
+			sitemap_credits: this.sitemapCredits(),
 			robots_disallowed: this.robotsDisallowed,
 			fresh: this.fresh,
 			refetched_for_links: this.refetched,
@@ -453,6 +460,7 @@ class BreadthFirstCrawler implements Crawler {
 		this.frontier.replay((entry) => {
 			if (entry.d < 0) {
 				if (entry.d === ROBOTS_PAID) this.robots?.remember(entry);
+				else if (entry.d === CHARGED_UNPAID) this.chargedUnpaidBefore += entry.c ?? 0;
 				else this.sitemaps.remember(entry);
 				return false;
 			}

@@ -6,9 +6,15 @@ import { type AppendFile, openAppendFile } from "../output/index.js";
 export const FRONTIER_FILE = "frontier.jsonl";
 
 /**
+ * A robots.txt or sitemap fetch given up (a stop, the account refused) after the service charged it `c`
+ * credits: spent, though the file is not paid for and a resume fetches it again.
+ */
+export const CHARGED_UNPAID = -6;
+
+/**
  * One discovered link: URL (normalized), depth, the linking page's id, and its seed's options profile.
  * `d < 0` lines journal the sitemap files (sitemaps.ts: queued, paid with `c` credits, read up to `n`
- * of their `<loc>`s, read).
+ * of their `<loc>`s, read), robots.txt files (robots.ts) and charges of either given up (`CHARGED_UNPAID`).
  * `r: 1` marks where page `p`'s redirects ended: that address was fetched (and paid) as `p`.
  */
 export interface FrontierEntry {

@@ -16,7 +16,7 @@ import type { Target } from "../job/index.js";
 import type { FrontierEntry } from "./frontier-file.js";
 import { withSeedCredentials } from "./normalize-url.js";
 import { parseRobotsRules, ROBOTS_MAX_BYTES, type RobotsRules } from "./robots-rules.js";
-import type { SitemapFetch } from "./sitemaps.js";
+import { chargedUnpaid, type SitemapFetch } from "./sitemaps.js";
 
 /** The group a robots.txt names for scrapejob; without one, its `*` group applies. */
 export const ROBOTS_USER_AGENT = "scrapejob";
@@ -179,7 +179,10 @@ export function createRobots(options: RobotsOptions): Robots {
 				return true;
 			}
 			const fetched = await options.fetch(withSeedCredentials(url, seed.url), seed, path);
-			if (fetched.kind === "stopped") return false;
+			if (fetched.kind === "stopped") {
+				credits += chargedUnpaid(url, profile, fetched, options.append);
+				return false;
+			}
 			// Booked before anything else can fail: what the service charged is in the journal and the summary.
 			options.append([{ u: url, d: ROBOTS_PAID, p: null, k: profile, c: fetched.credits }]);
 			paid.add(url);

@@ -2,7 +2,7 @@ import { hash } from "node:crypto";
 import { existsSync, mkdirSync, rmSync } from "node:fs";
 import { join } from "node:path";
 import type { Target } from "../job/index.js";
-import type { FrontierEntry } from "./frontier-file.js";
+import { CHARGED_UNPAID, type FrontierEntry } from "./frontier-file.js";
 import { normalizeUrl, withSeedCredentials } from "./normalize-url.js";
 import {
 	readRobotsSitemaps,
@@ -38,8 +38,11 @@ export type SitemapFetchResult =
 	| { readonly kind: "stored"; readonly credits: number }
 	/** Failed or not there (4xx/5xx): read as listing nothing, paid all the same. */
 	| { readonly kind: "missing"; readonly credits: number }
-	/** Not fetched (no budget left, the account refused, the run stopping): left unread for `--resume`. */
-	| { readonly kind: "stopped" };
+	/**
+	 * Not fetched (no budget left, the account refused, the run stopping): left unread for `--resume`.
+	 * `credits`: what attempts given up were charged all the same.
+	 */
+	| { readonly kind: "stopped"; readonly credits?: number };
 
 /** Fetch `url` through the service with `seed`'s options; on success its body is stored at `path`. */
 export type SitemapFetch = (url: string, seed: Target, path: string) => Promise<SitemapFetchResult>;
@@ -134,7 +137,10 @@ export function createSitemapReader(options: SitemapReaderOptions): SitemapReade
 			if (options.isStopping()) return "stopped";
 			mkdirSync(dir, { recursive: true });
 			const fetched = await options.fetch(withSeedCredentials(url, seed.url), seed, path);
-			if (fetched.kind === "stopped") return "stopped";
+			if (fetched.kind === "stopped") {
+				credits += chargedUnpaid(url, profile, fetched, options.append);
+				return "stopped";
+			}
 			options.append([{ u: url, d: -3, p: null, k: profile, c: fetched.credits }]);
 			paid.add(url);
 			credits += fetched.credits;
@@ -241,4 +247,19 @@ export function createSitemapReader(options: SitemapReaderOptions): SitemapReade
 			return credits;
 		},
 	};
+}
+
+/**
+ * A fetch given up after the service charged it: journalled (`CHARGED_UNPAID`) so a resume counts the
+ * credits, though it fetches the file again. Returns the credits.
+ */
+export function chargedUnpaid(
+	url: string,
+	profile: string,
+	fetched: Extract<SitemapFetchResult, { kind: "stopped" }>,
+	append: (entries: readonly FrontierEntry[]) => void,
+): number {
+	const credits = fetched.credits ?? 0;
+	if (credits > 0) append([{ u: url, d: CHARGED_UNPAID, p: null, k: profile, c: credits }]);
+	return credits;
 }

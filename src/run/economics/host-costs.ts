@@ -140,7 +140,14 @@ export function createHostCosts() {
 			totals.max += range.max;
 			spent += total;
 		},
-		/** Credits of the records added. */
+		/**
+		 * Of the credits added, what an earlier session of a resumed run paid (a record written now carries
+		 * it): the store learns the target's whole cost, `spent` is this session's.
+		 */
+		paidEarlier(credits: number): void {
+			spent -= credits;
+		},
+		/** Credits of the records added, less what earlier sessions paid of them: what this session spent on them. */
 		get spent(): number {
 			return spent;
 		},

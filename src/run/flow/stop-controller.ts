@@ -85,6 +85,11 @@ export interface StopController {
 	wroteInTime(): boolean;
 	/** Run a write when `mayWrite()`; an output error stops the run. Undefined when not run or failed. */
 	guardOutput<T>(work: () => T): T | undefined;
+	/**
+	 * A journal line of what the service charged: as `guardOutput`, but still tried after an output
+	 * failure (a page file that failed leaves the journal writable, and a resume counts the charge).
+	 */
+	guardCharge(work: () => void): void;
 	/** Forget the signal and the grace timer (the run is over). */
 	close(): void;
 }
@@ -195,6 +200,18 @@ export function createStopController(options: StopControllerOptions): StopContro
 			} catch (error) {
 				outputFailed(error);
 				return undefined;
+			}
+		},
+		guardCharge(work) {
+			if (outputFailure === null) {
+				controller.guardOutput(work);
+				return;
+			}
+			if (leaseLost || !options.lock.isHeld()) return;
+			try {
+				work();
+			} catch {
+				// The run is stopping for its first output failure already: this one adds nothing to it.
 			}
 		},
 		close() {

@@ -106,8 +106,12 @@ export function serviceSitemapFetch(deps: SitemapFetchDeps): SitemapFetch {
 		});
 		if (result.kind === "aborted") deps.stop(result.reason, `stopping: ${result.message}`);
 		if (result.kind !== "ok" && result.kind !== "failed") {
-			deps.budget.release(worstCase);
-			return { kind: "stopped" };
+			// Given up, but what its attempts were charged is spent (an answer that said nothing: its worst case).
+			const charged = result.charged + (result.kind === "output_failed" ? (result.answer ?? worstCase) : 0);
+			if (charged === 0) deps.budget.release(worstCase);
+			else deps.budget.commit(worstCase, charged);
+			if (result.kind === "output_failed") deps.outputFailed(new OutputError(result.path, result.cause));
+			return { kind: "stopped", credits: charged };
 		}
 		const charged = result.creditsUsed ?? (result.kind === "ok" ? worstCase : 0);
 		deps.budget.commit(worstCase, charged);

@@ -22,6 +22,8 @@ export type FetchResult =
 			readonly finalUrl?: string;
 			/** The page went to the page store's file (or was only counted and hashed) on its way in; `body` is empty. */
 			readonly spilled?: SpilledBody;
+			/** Of `creditsUsed`, what earlier failed attempts were charged (journalled as they came). */
+			readonly chargedBefore?: number;
 	  }
 	| {
 			readonly kind: "failed";
@@ -33,6 +35,8 @@ export type FetchResult =
 			readonly modeUsed: string | null;
 			readonly attempts: number;
 			readonly taskId: string | null;
+			/** Of `creditsUsed`, what earlier failed attempts were charged (journalled as they came). */
+			readonly chargedBefore?: number;
 	  }
 	/** The account cannot go on (401/402/403): no record, the run stops, the target is left for `--resume`. */
 	| {
@@ -53,7 +57,15 @@ export type FetchResult =
 			readonly leaseLapsed?: true;
 	  }
 	/** The page could not be written to its file (disk full, read-only): the run stops as for any output failure. */
-	| { readonly kind: "output_failed"; readonly path: string; readonly cause: unknown };
+	| {
+			readonly kind: "output_failed";
+			readonly path: string;
+			readonly cause: unknown;
+			/** Credits earlier attempts of this target were charged (journalled as they came). */
+			readonly charged: number;
+			/** What the answer whose body could not be stored cost, as the service reported it; null: it did not say. */
+			readonly answer: number | null;
+	  };
 
 /**
  * The most one fetch can plausibly cost: the dearest mode with every option is a few dozen credits. A
@@ -91,11 +103,12 @@ export function failedResult(
 }
 
 /** A body the sink could not store: the page store's `OutputError` names the file and the disk's error. */
-export function outputFailed(error: BodySinkError): FetchResult {
+export function outputFailed(error: BodySinkError, charged: number): FetchResult {
 	const { cause } = error;
+	const answer = trustedCredits(error.creditsUsed);
 	return cause instanceof OutputError
-		? { kind: "output_failed", path: cause.path, cause: cause.cause }
-		: { kind: "output_failed", path: `the body of ${error.endpoint}`, cause };
+		? { kind: "output_failed", path: cause.path, cause: cause.cause, charged, answer }
+		: { kind: "output_failed", path: `the body of ${error.endpoint}`, cause, charged, answer };
 }
 
 /** A realtime call this client gave up on at its deadline, before the service's status line came. */

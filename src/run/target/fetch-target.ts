@@ -304,7 +304,7 @@ class TargetFetch {
 			deps.gate.release(undefined);
 			if (error instanceof BodySinkError) {
 				releaseHold?.();
-				return { result: outputFailed(error) };
+				return { result: outputFailed(error, this.chargedBefore) };
 			}
 			const decision = classifyFailure(error);
 			if (decision.action === "wait") deps.gate.pause(decision.resetMs);
@@ -446,7 +446,7 @@ class TargetFetch {
 	private withEarlierCharges(result: FetchResult): FetchResult {
 		if (this.chargedBefore === 0 || (result.kind !== "ok" && result.kind !== "failed") || result.creditsUsed === null)
 			return result;
-		return { ...result, creditsUsed: result.creditsUsed + this.chargedBefore };
+		return { ...result, creditsUsed: result.creditsUsed + this.chargedBefore, chargedBefore: this.chargedBefore };
 	}
 
 	private failed(

@@ -50,8 +50,8 @@ export interface Journal {
 	paid(answer: PaidAnswer): void;
 	/**
 	 * A failed attempt of a target was charged and its fetch goes on (a retry) or ends without an answer (a
-	 * stop): a resume counts what the target's record does not hold yet. Rare: never written for a target
-	 * fetched once.
+	 * stop), or a paid answer got no record (its page could not be written): a resume counts what the
+	 * target's record does not hold yet. Rare: never written for a target fetched once.
 	 */
 	charged(id: string, credits: number): void;
 	/** A breaker opened or closed: a synchronous write, kept by a process killed right after. */

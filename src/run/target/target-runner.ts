@@ -155,7 +155,7 @@ export function createFetchDeps(parts: FetchDepsParts): FetchTargetDeps {
 		},
 		// Written at once, a synchronous line: a process killed while the target waits for its retry leaves it.
 		onCharged: (targetId, credits) => {
-			stops.guardOutput(() => journal.charged(targetId, credits));
+			stops.guardCharge(() => journal.charged(targetId, credits));
 		},
 		onRetry: (targetId, kind) => {
 			log.info({ event: "retry", id: targetId, kind }, "retrying");
@@ -223,6 +223,13 @@ export function createTargetRunner(parts: TargetRunnerParts): TargetRunner {
 	const paidFailures = createPaidFailureWatch();
 	/** Targets whose paid answer this session read back from `paid/` instead of fetching. */
 	const restored = new Set<string>();
+	/** Targets whose latest answer this session kept with a `paid` line (which holds its charges), not settled yet. */
+	const paidLines = new Set<string>();
+
+	/** Paid and left without a record: a `charged` line, so a resume counts it and the target's record carries it. */
+	const journalCharge = (targetId: string, credits: number) => {
+		if (credits > 0) stops.guardCharge(() => journal.charged(targetId, credits));
+	};
 
 	/**
 	 * What the page pool reads from a fetched page (fields, links), or why it could not (past
@@ -287,6 +294,7 @@ export function createTargetRunner(parts: TargetRunnerParts): TargetRunner {
 				return true;
 			});
 			if (stored === undefined) return undefined;
+			paidLines.add(target.id);
 		}
 		const page = await readPage(target, result);
 		if (page.abandoned) return undefined;
@@ -307,6 +315,7 @@ export function createTargetRunner(parts: TargetRunnerParts): TargetRunner {
 
 	/** A kept or restored answer whose record is written (or that a stronger fetch replaces): its file goes. */
 	const settleKept = (target: Target, kept: boolean) => {
+		paidLines.delete(target.id);
 		if (kept || restored.has(target.id)) {
 			parts.paidAnswers.settled(target.id);
 			restored.delete(target.id);
@@ -452,6 +461,8 @@ export function createTargetRunner(parts: TargetRunnerParts): TargetRunner {
 		record: ResultRecord | undefined;
 		cost: TargetCost;
 		after?: { result: FetchResult; worstCase: number; onRecord: boolean };
+		/** The last fetch that answered: a record that could not be written leaves its charge to the journal. */
+		answer: Extract<FetchResult, { kind: "ok" | "failed" }>;
 	}> => {
 		const { modes, domain, ladder } = step;
 		let current = first;
@@ -467,7 +478,7 @@ export function createTargetRunner(parts: TargetRunnerParts): TargetRunner {
 				: withoutPage(buildFetched(target, current, total, started, NO_PAGE));
 			const rung = ladder[step.at]!;
 			const cost = { total, first: firstCharged, last, climb: { domain, ladder, from, charges } };
-			if (built === undefined) return { record: undefined, cost };
+			if (built === undefined) return { record: undefined, cost, answer: current };
 			built.record.attempts += earlierAttempts;
 			built.record.mode_used = adaptiveModeUsed(current.modeUsed, rung);
 			const fixable = modes.fixable(built.record);
@@ -499,12 +510,12 @@ export function createTargetRunner(parts: TargetRunnerParts): TargetRunner {
 					built.record.credits_used += unanswered;
 					const record = commitRead(target, current, built);
 					if (record) modes.settle(domain, rung, record, false);
-					return { record, cost, after: { result, worstCase, onRecord: record !== undefined } };
+					return { record, cost, after: { result, worstCase, onRecord: record !== undefined }, answer: current };
 				}
 			}
 			const record = commitRead(target, current, built);
 			if (record) modes.settle(domain, rung, record, fixable && atTop);
-			return { record, cost };
+			return { record, cost, answer: current };
 		}
 	};
 
@@ -520,14 +531,19 @@ export function createTargetRunner(parts: TargetRunnerParts): TargetRunner {
 				bookWithoutRecord(targetId, worstCase, result.charged, onRecord);
 				stops.stop(result.reason, `stopping: ${result.message}`);
 				return;
-			case "output_failed":
-				// The answer came (and was paid) but its page could not be written: no record, the run stops.
-				budget.commit(worstCase, worstCase, targetId);
+			case "output_failed": {
+				// The answer came (and was paid) but its page could not be written: no record, the run stops. A
+				// cost the answer did not say is its worst case, as for any answer.
+				const answer = result.answer ?? worstCase;
+				budget.commit(worstCase, result.charged + answer, targetId);
+				stats.chargedWithoutRecord(result.charged + answer);
+				journalCharge(targetId, answer);
 				stats.abandoned += 1;
 				stops.guardOutput(() => {
 					throw new OutputError(result.path, result.cause);
 				});
 				return;
+			}
 			case "abandoned":
 				bookWithoutRecord(targetId, worstCase, result.charged, onRecord);
 				if (result.taskId) stats.tasks.leftPending += 1;
@@ -644,8 +660,9 @@ export function createTargetRunner(parts: TargetRunnerParts): TargetRunner {
 		let cost: TargetCost | null = null;
 		let after: { result: FetchResult; worstCase: number; onRecord: boolean } | undefined;
 		let record: ResultRecord | undefined;
+		let answer = result;
 		if (step !== null) {
-			({ record, cost, after } = await climb(target, step, result, charged, started));
+			({ record, cost, after, answer } = await climb(target, step, result, charged, started));
 		} else {
 			// Without a page pool the record is written in this turn: no promise, no microtask per target.
 			record = pagePool
@@ -653,13 +670,21 @@ export function createTargetRunner(parts: TargetRunnerParts): TargetRunner {
 				: writeFetched(target, result, charged, started, NO_PAGE);
 		}
 		if (record) {
-			if (earlier !== 0) stats.earlierChargesRecorded(earlier);
 			recorded(target, record, charged, cost, domain, probe);
+			if (earlier !== 0) {
+				stats.earlierChargesRecorded(earlier);
+				parts.economics?.costs.paidEarlier(earlier);
+			}
 		} else {
 			stats.abandoned += 1;
 			// Paid and left without a record (its page read cut off by a stop): spent all the same.
 			const unrecorded = (cost?.total ?? charged) - earlier;
 			if (unrecorded > 0) stats.chargedWithoutRecord(unrecorded);
+			// The last answer's charge, unless its kept answer's `paid` line holds it; its failed attempts are journalled.
+			if (!paidLines.delete(target.id)) {
+				const answerPaid = answer === result ? paidNow : (cost?.last ?? 0);
+				journalCharge(target.id, answerPaid - (answer.chargedBefore ?? 0));
+			}
 			if (probe) breakers?.probeLost(domain, target.id);
 		}
 		if (after !== undefined && after.result.kind !== "ok" && after.result.kind !== "failed")
