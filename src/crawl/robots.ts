@@ -12,6 +12,7 @@ import {
 	utimesSync,
 } from "node:fs";
 import { basename, join } from "node:path";
+import { writeFileAtomic } from "../common/index.js";
 import type { Target } from "../job/index.js";
 import type { FrontierEntry } from "./frontier-file.js";
 import { withSeedCredentials } from "./normalize-url.js";
@@ -146,8 +147,8 @@ export function createRobots(options: RobotsOptions): Robots {
 	let recentDirs: string[] | null = null;
 	/**
 	 * Copy a robots.txt an earlier run stored less than a day ago (its fetch time kept, so a copy of a copy
-	 * ages as the first one did); false when none is young enough. Only a stored body is used: a
-	 * missing or failed one is asked for again.
+	 * ages as the first one did); false when none is young enough. Only a stored body is used (a site's
+	 * 4xx is stored empty): a failed one is asked for again.
 	 */
 	const reuseEarlier = (path: string): boolean => {
 		recentDirs ??= recentRobotsDirs(options.earlierRunDirs ?? [], now());
@@ -187,7 +188,12 @@ export function createRobots(options: RobotsOptions): Robots {
 			options.append([{ u: url, d: ROBOTS_PAID, p: null, k: profile, c: fetched.credits }]);
 			paid.add(url);
 			credits += fetched.credits;
-			if (fetched.kind === "missing") rmSync(path, { force: true });
+			// A robots.txt the site says it has none of (4xx) allows everything, as an empty one does (RFC 9309
+			// §2.3.1.3): kept as an empty file, so that later runs read that answer too. Any other failure is not kept.
+			if (fetched.kind === "missing") {
+				if (fetched.unavailable) writeFileAtomic(path, "");
+				else rmSync(path, { force: true });
+			}
 		}
 		parse(origin);
 		return true;

@@ -36,8 +36,11 @@ export const SITEMAP_BODIES_DIR = "sitemaps";
 export type SitemapFetchResult =
 	/** The body is stored at the path asked for. */
 	| { readonly kind: "stored"; readonly credits: number }
-	/** Failed or not there (4xx/5xx): read as listing nothing, paid all the same. */
-	| { readonly kind: "missing"; readonly credits: number }
+	/**
+	 * Failed or not there (4xx/5xx): read as listing nothing, paid all the same. `unavailable`: the site
+	 * itself answered 4xx (not 429), an answer that stands, where a failure or a 5xx may pass.
+	 */
+	| { readonly kind: "missing"; readonly credits: number; readonly unavailable?: boolean }
 	/**
 	 * Not fetched (no budget left, the account refused, the run stopping): left unread for `--resume`.
 	 * `credits`: what attempts given up were charged all the same.

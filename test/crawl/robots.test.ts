@@ -204,6 +204,42 @@ describe("crawl.robots", () => {
 		expect(fetchedPaths(site)).toEqual(["/robots.txt", "/start", "/private/seed", ...LINKS].sort());
 		expect(summary.crawl?.robots_disallowed).toBe(0);
 	});
+
+	it("a robots.txt the site answers 404 for is that site's answer for a day: the next run asks again only after one that failed", async () => {
+		const service = await useTestService({ concurrency: 4 });
+		let robotsStatus = 404;
+		const site = await startTargetSite((req, res) => {
+			if (req.url === "/robots.txt") return void res.writeHead(robotsStatus).end("no");
+			if (req.url === "/start") html(res, LINKS.map((path) => `<a href="${path}">x</a>`).join(""));
+			else html(res, "<p>leaf</p>");
+		});
+		const dir = tempDir();
+		const out = join(dir, "out");
+		const path = writeJob(dir, "polite", crawlYaml(site.origin, "obey"));
+		const run = async () => {
+			const result = await runCli(["run", path, "--out", out, "--quiet"], { env: service.env });
+			expect(result.code, result.stderr).toBe(0);
+		};
+		const robotsAsked = () => site.requests.filter((request) => request.path === "/robots.txt").length;
+		await run();
+		await run();
+		// The 404 stands for the second run: every link followed, robots.txt not asked again.
+		expect(robotsAsked()).toBe(1);
+		expect(site.requests.filter((request) => request.path === "/private/x")).toHaveLength(2);
+		// A robots.txt whose fetch failed (the site's 500) is not kept: the next run asks again.
+		const days = new Date(Date.now() - 2 * 24 * 60 * 60 * 1000);
+		for (const runId of readdirSync(join(out, "polite")).filter(isRunFolderName)) {
+			const robotsDir = join(out, "polite", runId, "robots");
+			for (const name of readdirSync(robotsDir)) utimesSync(join(robotsDir, name), days, days);
+		}
+		robotsStatus = 500;
+		await run();
+		expect(robotsAsked()).toBeGreaterThan(1);
+		const asked = robotsAsked();
+		robotsStatus = 404;
+		await run();
+		expect(robotsAsked()).toBe(asked + 1);
+	});
 });
 
 describe("per_host_delay", () => {

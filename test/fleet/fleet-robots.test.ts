@@ -59,4 +59,35 @@ describe("robots.txt across fleet runs", () => {
 		const paid = service.emulator.ledger.byEndpoint("realtime").filter((entry) => entry.url?.endsWith("/robots.txt"));
 		expect(paid).toHaveLength(2);
 	}, 60_000);
+
+	it("a robots.txt the site answers 404 for stands for the next fleet run as it does in the one that asked", async () => {
+		assertBuilt();
+		const url = await (await cluster()).createDatabase();
+		const service = await useTestService({ concurrency: 2 });
+		const site = await startTargetSite((req, res) => {
+			if (req.url === "/robots.txt") return void res.writeHead(404).end("no");
+			if (req.url === "/start") return html(res, '<a href="/a">a</a> <a href="/private/x">x</a>');
+			html(res, "leaf");
+		});
+		const dir = tempDir("scrapejob-fleet-robots-");
+		const job = writeJob(
+			dir,
+			"polite",
+			[
+				"name: polite",
+				"defaults: {mode: request}",
+				"crawl: {max_depth: 1}",
+				`targets: [${site.origin}/start]`,
+				"",
+			].join("\n"),
+		);
+		for (const name of ["night-1", "night-2"]) {
+			const worker = await spawnCli(["run", job, "--quiet", "--fleet", url, "--fleet-run", name], service.env, dir)
+				.done;
+			expect(worker.code, worker.stderr).toBe(0);
+		}
+		const asked = (path: string) => site.requests.filter((request) => request.path === path).length;
+		expect(asked("/robots.txt")).toBe(1);
+		expect(asked("/private/x")).toBe(2);
+	}, 60_000);
 });

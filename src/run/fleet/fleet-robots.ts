@@ -30,7 +30,9 @@ export function sharedRobots(deps: SharedRobotsDeps, fetch: SitemapFetch, isStop
 				const fetched = await fetch(url, seed, path);
 				// Not fetched (a stop): the claim lapses and another worker fetches it.
 				if (fetched.kind === "stopped") return fetched;
-				await storeRobots(fleet, runId, key, fetched.kind === "stored" ? readRobotsBody(path).body : null);
+				// A site's 4xx is kept as an empty robots.txt (it allows everything, as that does): later fleet runs read it too.
+				const body = fetched.kind === "stored" ? readRobotsBody(path).body : fetched.unavailable ? "" : null;
+				await storeRobots(fleet, runId, key, body);
 				return fetched;
 			}
 			if (claim.state === "done") {

@@ -117,7 +117,10 @@ export function serviceSitemapFetch(deps: SitemapFetchDeps): SitemapFetch {
 		deps.budget.commit(worstCase, charged);
 		if (result.kind !== "ok" || result.httpStatus >= 400) {
 			if (result.kind === "ok" && result.spilled?.stored) rmSync(result.spilled.stored, { force: true });
-			return { kind: "missing", credits: charged };
+			// The site's own 4xx (a 404: no robots.txt) is an answer; a failed fetch or a 5xx is not.
+			const siteStatus = result.kind === "ok" || result.error.startsWith("target_http_") ? result.httpStatus : null;
+			const unavailable = siteStatus !== null && siteStatus >= 400 && siteStatus < 500 && siteStatus !== 429;
+			return { kind: "missing", credits: charged, ...(unavailable ? { unavailable } : {}) };
 		}
 		// Written under a temporary name, then renamed: the stored body is whole or absent.
 		try {
