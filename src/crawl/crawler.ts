@@ -1,8 +1,9 @@
+import { existsSync } from "node:fs";
 import { join } from "node:path";
-import { closeEach, createUrlKeys, type UrlKeys } from "../common/index.js";
+import { closeEach, createUrlKeys, jsonlLines, parseJsonLine, type UrlKeys } from "../common/index.js";
 import { type CrawlSpec, createTargetKey, type Job, type RetryCrawl, shardOf, type Target } from "../job/index.js";
 import { DepthIndex } from "./depth-index.js";
-import { CHARGED_UNPAID, type FrontierEntry } from "./frontier-file.js";
+import { CHARGED_UNPAID, FRONTIER_FILE, type FrontierEntry, isFrontierEntry } from "./frontier-file.js";
 import { createLinkScope, type LinkScope } from "./link-scope.js";
 import { normalizeUrl } from "./normalize-url.js";
 import { OutstandingPages } from "./outstanding-pages.js";
@@ -10,7 +11,7 @@ import { createRobots, ROBOTS_PAID, type Robots } from "./robots.js";
 import { SeedProfiles } from "./seed-profiles.js";
 import type { ShardInbox } from "./shard-inbox.js";
 import type { SitemapBounds } from "./sitemap-stream.js";
-import { createSitemapReader, type SitemapFetch } from "./sitemaps.js";
+import { createSitemapReader, SITEMAP_PAID, type SitemapFetch } from "./sitemaps.js";
 
 /** What a crawl adds to summary.json. */
 export interface CrawlSummary {
@@ -101,6 +102,29 @@ export interface Crawler {
 }
 
 const BATCH = 256;
+
+/**
+ * What a crawl's robots.txt and sitemap fetches cost in a run folder, every session included, read from
+ * its journal as a resume reads it (`merge` counts them: no record holds them). 0 without a crawl.
+ */
+export function journalledCrawlCredits(runDir: string): number {
+	const path = join(runDir, FRONTIER_FILE);
+	if (!existsSync(path)) return 0;
+	const robotsPaid = new Set<string>();
+	let credits = 0;
+	for (const { text } of jsonlLines(path)) {
+		// Links (d ≥ 0) cost nothing and are most lines: passed over unparsed.
+		if (!text.includes('"d":-')) continue;
+		const entry = parseJsonLine(text);
+		if (!isFrontierEntry(entry)) continue;
+		if (entry.d === ROBOTS_PAID) {
+			if (robotsPaid.has(entry.u)) continue;
+			robotsPaid.add(entry.u);
+		} else if (entry.d !== SITEMAP_PAID && entry.d !== CHARGED_UNPAID) continue;
+		credits += entry.c ?? 0;
+	}
+	return credits;
+}
 
 const sameOrigin = (seed: Target, url: URL) => URL.canParse(seed.url) && new URL(seed.url).origin === url.origin;
 

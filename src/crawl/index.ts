@@ -10,7 +10,13 @@
  */
 
 export { createUrlKeys, type UrlKeys } from "../common/index.js";
-export { type Crawler, type CrawlerOptions, type CrawlSummary, createCrawler } from "./crawler.js";
+export {
+	type Crawler,
+	type CrawlerOptions,
+	type CrawlSummary,
+	createCrawler,
+	journalledCrawlCredits,
+} from "./crawler.js";
 export { FRONTIER_FILE, type FrontierEntry, isFrontierEntry, readLandings } from "./frontier-file.js";
 export { createLinkScope, type LinkScope } from "./link-scope.js";
 export { normalizeUrl, withSeedCredentials } from "./normalize-url.js";

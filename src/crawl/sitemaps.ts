@@ -47,6 +47,9 @@ export type SitemapFetchResult =
 	 */
 	| { readonly kind: "stopped"; readonly credits?: number };
 
+/** The frontier line of a sitemap file paid for (`c`: its credits). */
+export const SITEMAP_PAID = -3;
+
 /** Fetch `url` through the service with `seed`'s options; on success its body is stored at `path`. */
 export type SitemapFetch = (url: string, seed: Target, path: string) => Promise<SitemapFetchResult>;
 
@@ -144,7 +147,7 @@ export function createSitemapReader(options: SitemapReaderOptions): SitemapReade
 				credits += chargedUnpaid(url, profile, fetched, options.append);
 				return "stopped";
 			}
-			options.append([{ u: url, d: -3, p: null, k: profile, c: fetched.credits }]);
+			options.append([{ u: url, d: SITEMAP_PAID, p: null, k: profile, c: fetched.credits }]);
 			paid.add(url);
 			credits += fetched.credits;
 			if (fetched.kind === "missing") rmSync(path, { force: true });
@@ -168,7 +171,7 @@ export function createSitemapReader(options: SitemapReaderOptions): SitemapReade
 			if (entry.d === -2 && entry.p !== null) {
 				const files = filesOf(entry.p);
 				if (!files.includes(entry.u)) files.push(entry.u);
-			} else if (entry.d === -3) {
+			} else if (entry.d === SITEMAP_PAID) {
 				paid.add(entry.u);
 				credits += entry.c ?? 0;
 			} else if (entry.d === -4) {

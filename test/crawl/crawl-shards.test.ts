@@ -119,6 +119,7 @@ describe("crawl with --shard", () => {
 		expect(urlsOf(whole)).toEqual([`${a}/`, `${a}/back`, `${b}/`, `${b}/deep`].sort());
 
 		const out = join(dir, "out");
+		const chargedBefore = emulator!.ledger.totalCharged();
 		const shards = await Promise.all(
 			[1, 2].map((index) => spawnCli(["run", job, "--out", out, "--quiet", "--shard", `${index}/2`], env).done),
 		);
@@ -138,6 +139,9 @@ describe("crawl with --shard", () => {
 				.map((record) => record.url)
 				.sort(),
 		).toEqual(urlsOf(whole));
+		// Every credit the shards paid, robots.txt included (no record holds it), is in the merged summary.
+		const summary = JSON.parse(merged.stdout) as { credits: { used: number } };
+		expect(summary.credits.used).toBe(emulator!.ledger.totalCharged() - chargedBefore);
 	}, 60_000);
 
 	// /dev/full answers every write with ENOSPC: the disk filled up while the crawl went on.

@@ -1,3 +1,4 @@
+import { readdirSync } from "node:fs";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { type DemoSite, type Emulator, startDemoSite, startEmulator } from "../../src/emulator/index.js";
@@ -98,5 +99,46 @@ describe("map: and search: sources", () => {
 		expect(discovery[0]).toEqual({ kind: "map", urls: 0, credits_used: 2 });
 		expect(discovery[1]).toMatchObject({ kind: "search", urls: 0, credits_used: 0 });
 		expect(discovery[1]?.error).toMatch(/402|credits/i);
+	});
+
+	it("shards each ask the map call and fetch their own part of what it found; the merged summary counts every credit", async () => {
+		const service = await start();
+		const domain = new URL(service.site.url).host;
+		const dir = tempDir();
+		const out = join(dir, "out");
+		const job = writeJob(
+			dir,
+			"found",
+			[
+				"name: found",
+				"defaults: {mode: request}",
+				"output: {content: none}",
+				"sources:",
+				`  - map: {domain: "${domain}", max_urls: 8, url_pattern: "/product/"}`,
+				"",
+			].join("\n"),
+		);
+		for (const shard of ["1/2", "2/2"]) {
+			const result = await runCli(["run", job, "--out", out, "--quiet", "--shard", shard], { env: service.env });
+			expect(result.code, result.stderr).toBe(0);
+		}
+		const shards = readdirSync(join(out, "found")).filter((name) => name.includes("-shard-"));
+		expect(shards).toHaveLength(2);
+		const merged = await runCli([
+			"merge",
+			...shards.map((name) => join(out, "found", name)),
+			"--out",
+			join(dir, "merged"),
+			"--json",
+		]);
+		expect(merged.code, merged.stderr).toBe(0);
+		const summary = JSON.parse(merged.stdout) as { credits: { used: number } };
+		expect(service.emulator.ledger.entries.filter((entry) => entry.endpoint === "map")).toHaveLength(2);
+		// Each URL the calls found fetched once, by its own shard.
+		const fetched = service.emulator.ledger.byEndpoint("realtime").map((entry) => entry.url);
+		expect(fetched).toHaveLength(8);
+		expect(new Set(fetched).size).toBe(8);
+		expect(readRecords(join(dir, "merged"))).toHaveLength(8);
+		expect(summary.credits.used).toBe(service.emulator.ledger.totalCharged());
 	});
 });

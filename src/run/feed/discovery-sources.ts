@@ -1,3 +1,4 @@
+import { existsSync } from "node:fs";
 import { join } from "node:path";
 import type { ScraperClient } from "../../api/index.js";
 import { errorMessage, jsonlLines, parseJsonLine, type ScrapeParams, stripUrlCredentials } from "../../common/index.js";
@@ -43,6 +44,17 @@ function readSaved(path: string): Map<number, SavedAnswer> {
 		if (typeof answer === "object" && answer !== null && !answer.error) saved.set(answer.i, answer);
 	}
 	return saved;
+}
+
+/** What a run folder's `map:` and `search:` calls cost, every session included (`merge` counts them: no record holds them). */
+export function journalledDiscoveryCredits(runDir: string): number {
+	const path = join(runDir, DISCOVERY_FILE);
+	if (!existsSync(path)) return 0;
+	let credits = 0;
+	// Read as hostile: a figure that is not a count adds nothing.
+	for (const { credits_used: used } of readSaved(path).values())
+		credits += Number.isFinite(used) && used > 0 ? used : 0;
+	return credits;
 }
 
 /**
@@ -105,11 +117,13 @@ export async function discoverTargets(
 
 /**
  * The job's own targets, then the discovered ones that are not among them (same URL and options:
- * one fetch, one record).
+ * one fetch, one record) and that are `own` (a shard's: every shard asks the same calls, each fetches
+ * its part of what they found).
  */
 export async function* withDiscovered(
 	batches: AsyncIterable<Target[]>,
 	discovered: DiscoveredTargets | null,
+	own: (url: string) => boolean = () => true,
 ): AsyncIterable<Target[]> {
 	if (!discovered) {
 		yield* batches;
@@ -126,7 +140,7 @@ export async function* withDiscovered(
 	const rest: Target[] = [];
 	for (const target of discovered.targets) {
 		const key = createTargetKey(target.id, "");
-		if (listed.has(key.high, key.low)) continue;
+		if (listed.has(key.high, key.low) || !own(target.url)) continue;
 		rest.push(target);
 		if (rest.length >= 256) yield rest.splice(0);
 	}

@@ -2,7 +2,7 @@ import type { Logger } from "pino";
 import type { ScraperClient } from "../../api/index.js";
 import { type Clock, errorMessage, type Sleep, type TaskQueue, type UrlKeys } from "../../common/index.js";
 import type { Crawler } from "../../crawl/index.js";
-import { type Job, type ScanWitness, streamTargetBatches, type Target } from "../../job/index.js";
+import { isOwnShard, type Job, type ScanWitness, streamTargetBatches, type Target } from "../../job/index.js";
 import { OutputError } from "../../output/index.js";
 import type { CreditBudget } from "../flow/credit-budget.js";
 import { createHostGate, type HostGate } from "../flow/host-gate.js";
@@ -91,6 +91,8 @@ export async function feedTargets(parts: FeedParts): Promise<FeedOutcome> {
 					: { seenKeys: { add: (high, low) => parts.feedKeys.see(high, low) } },
 			),
 			discovered,
+			// A sharded crawl takes every discovered URL as a seed (scope, options) and fetches its own; a list, its own only.
+			crawler ? undefined : (url) => isOwnShard(job, url),
 		);
 		/** A crawled page's work, which tells the crawler when it has ended (the next depth may be due). */
 		const crawled = (target: Target, work: () => Promise<void>) => async () => {

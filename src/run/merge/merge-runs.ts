@@ -19,6 +19,7 @@ import {
 	UsageError,
 	writeFileAtomic,
 } from "../../common/index.js";
+import { journalledCrawlCredits } from "../../crawl/index.js";
 import { idKey } from "../../history/index.js";
 import { createTargetKeySet } from "../../job/index.js";
 import {
@@ -33,6 +34,7 @@ import {
 	UTF8_BOM,
 	writeSummary,
 } from "../../output/index.js";
+import { journalledDiscoveryCredits } from "../feed/discovery-sources.js";
 import { isRunComplete } from "../records/find-runs.js";
 import { buildSummary, createRunStatistics } from "../records/run-statistics.js";
 import { readJournalTasks } from "../target/journal.js";
@@ -242,6 +244,8 @@ async function mergeInto(metas: readonly ShardMeta[], outDir: string, cwd: strin
 		};
 		for (const [id, answer] of journalled.paid) if (unrecorded(id)) stats.chargedEarlier(answer.credits);
 		for (const [id, credits] of journalled.charged) if (unrecorded(id)) stats.chargedEarlier(credits);
+		// Calls that are not targets (robots.txt, sitemaps, map and search): each shard paid its own.
+		stats.chargedEarlier(journalledCrawlCredits(meta.dir) + journalledDiscoveryCredits(meta.dir));
 	}
 	const summary = mergedSummary(metas, stats, summaries);
 	writeSummary(join(outDir, RUN_FILES.summary), summary);
