@@ -450,7 +450,8 @@ async function runFleetWorker(
 
 /**
  * What a fleet run does not do (yet), refused before anything is sent with what to do instead: the
- * contract reads the job's local store, which a fleet's records never enter. (Freshness and
+ * contract reads the job's local store, which a fleet's records never enter; `map:` and `search:`
+ * sources are the runner's feed, which a fleet's loader does not run. (Freshness and
  * `--retry-failed` are the fleet's own: a new fleet run selects its targets from the job's fleet records.)
  */
 export function checkFleetJob(job: Job, choices: Pick<RunChoices, "retryFailed" | "accept">): void {
@@ -462,6 +463,11 @@ export function checkFleetJob(job: Job, choices: Pick<RunChoices, "retryFailed" 
 		);
 	if (job.contract)
 		throw new UsageError(`${job.name}: data contracts hold runs back in the job's local store: ${instead}`);
+	// Every worker would ask (and pay) the calls, and the fleet's targets are loaded once from the job's list.
+	if (job.discovery?.length)
+		throw new UsageError(
+			`${job.name}: map: and search: sources are not run by a fleet (its workers would each pay the calls, and fetch nothing they found): ${instead}, or list the URLs they found in a file source`,
+		);
 	if (job.shard) throw new UsageError("--shard splits a job between processes itself: not with --fleet");
 	if (choices.accept !== undefined) throw new UsageError(`--accept promotes a local run: ${instead}`);
 }

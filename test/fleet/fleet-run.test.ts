@@ -581,6 +581,20 @@ describe("run --fleet: workers of one fleet run", () => {
 		const retry = await worker(file, dir, service.env, url, ["--retry-failed", "20261127T000000Z-abc123"]).done;
 		expect(retry.code).toBe(2);
 		expect(retry.stderr).toContain("names a local run: with --fleet, --retry-failed takes no run id");
+		// map: and search: sources: said, not dropped (a fleet would fetch the listed targets only and exit 0).
+		const found = listJob("http://127.0.0.1:9", 1, 'sources:\n  - map: {domain: "127.0.0.1:9", max_urls: 5}\n');
+		const mapped = await worker(found.file, found.dir, service.env, url).done;
+		expect(mapped.code, mapped.stderr).toBe(2);
+		expect(mapped.stderr).toContain("map: and search: sources are not run by a fleet");
+		// A data contract: its verdict holds runs back in the job's local store.
+		const held = listJob(
+			"http://127.0.0.1:9",
+			1,
+			"extract: {title: {css: h1, required: true}}\nextract_checks: {min_fill: 0.5}\n",
+		);
+		const contract = await worker(held.file, held.dir, service.env, url).done;
+		expect(contract.code, contract.stderr).toBe(2);
+		expect(contract.stderr).toContain("data contracts hold runs back in the job's local store");
 		const bad = await spawnCli(["run", file, "--fleet", "postgres://u:secret-pw@127.0.0.1:9/db"], service.env, dir)
 			.done;
 		expect(bad.code).toBe(3);
