@@ -10,6 +10,8 @@ interface StoredTarget {
 	readonly plan?: number;
 	readonly carried?: Target["carried"];
 	readonly crawl?: { readonly profile: string };
+	/** `browser_session:`: settings and steps (plain data), run in the remote browser instead of the scraper. */
+	readonly browserSession?: Target["browserSession"];
 	/** A crawl's task of reading this seed origin's sitemaps (fleet-sitemaps.ts), not a page. */
 	readonly sitemaps?: string;
 }
@@ -37,6 +39,7 @@ export function toFleetInput(target: Target, plans: readonly ExtractPlan[], urlK
 		...(plan >= 0 ? { plan } : {}),
 		...(target.carried ? { carried: target.carried } : {}),
 		...(target.crawl ? { crawl: { profile: target.crawl.profile } } : {}),
+		...(target.browserSession ? { browserSession: target.browserSession } : {}),
 	};
 	return {
 		url: target.url,
@@ -59,6 +62,7 @@ export function fromFleetLease(lease: FleetLease, plans: readonly ExtractPlan[])
 	const plan = stored.plan === undefined ? undefined : plans[stored.plan];
 	if (plan) target.extract = plan;
 	if (stored.carried) target.carried = stored.carried;
+	if (stored.browserSession) target.browserSession = stored.browserSession;
 	if (stored.crawl) target.crawl = { depth: lease.depth, parent: lease.parent, profile: stored.crawl.profile };
 	return target;
 }
