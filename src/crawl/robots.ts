@@ -39,8 +39,6 @@ export interface RobotsOptions {
 	 * from there instead of being paid for again.
 	 */
 	readonly earlierRunDirs?: readonly string[];
-	/** The clock the age of a stored robots.txt is read against. @default Date.now */
-	readonly now?: () => number;
 }
 
 /**
@@ -143,7 +141,7 @@ export function createRobots(options: RobotsOptions): Robots {
 		}
 	};
 
-	const now = options.now ?? Date.now;
+	const now = Date.now;
 	let recentDirs: string[] | null = null;
 	/**
 	 * Copy a robots.txt an earlier run stored less than a day ago (its fetch time kept, so a copy of a copy
