@@ -7,7 +7,7 @@ import { CELL, CELLS, type WriterMessage, type WriterSetup } from "./store-write
 /**
  * Rows of a run the writer thread writes in one transaction (one merge). Ids are random: past ~400,000
  * targets a 2,000-row batch dirties ~2,000 pages of the id index, a merge of 20,000 in id order fewer a
- * row. The store alone at 1,000,000 rows: ~8 µs of CPU a row (both threads) against ~12 for batches on
+ * row. The store alone at 1,000,000 rows: ~9 µs of CPU a row (both threads) against ~12.5 for batches on
  * the run's thread; 50,000 saved no more and held more memory (bench/README.md, issue #47).
  * @default 20,000
  */
