@@ -39,6 +39,8 @@ const result = await build({
 		// The page pool starts `./page-worker.js` beside its own module (src/extract/page-pool.ts), which in
 		// the bundle is a chunk of dist/cli/bundle/.
 		[`${CHUNKS}/page-worker`]: "src/extract/page-worker.ts",
+		// The same for the job store's writer thread (src/history/store-writer.ts starts ./store-worker.js).
+		[`${CHUNKS}/store-worker`]: "src/history/store-worker.ts",
 	},
 	outdir: OUT,
 	chunkNames: `${CHUNKS}/[name]-[hash]`,

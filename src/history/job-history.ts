@@ -7,6 +7,7 @@ import { type ContractStateName, isHeldBack, readContractState, writeContractSta
 import { openReader, openStore } from "./open-store.js";
 import { ForwardRecordReader, parseRecord, readRecordAt } from "./results-lines.js";
 import { StoreBatch } from "./store-batch.js";
+import { StoreWriter, WRITER_AFTER_TARGETS } from "./store-writer.js";
 
 /** The job's store: `<out>/<job>/history.sqlite` (docs/guides/incremental-runs.md, "The job store: `history.sqlite`"). */
 export const HISTORY_FILE = "history.sqlite";
@@ -42,7 +43,9 @@ export interface FailedCrawledPage {
  * session) is folded in at open; a missing, damaged or older store is rebuilt from the run folders, a
  * run folder deleted or rewritten shorter (`--resume --repair`) rebuilds it too.
  *
- * A run's records go in in batches of up to 2,000, one transaction each; lookups see what is committed.
+ * A run's records go in in batches of up to 2,000, one transaction each, on the caller's thread; once the
+ * store holds `WRITER_AFTER_TARGETS` a writer thread takes them, in merges of `MERGE_ROWS` (store-writer.ts).
+ * Lookups see what is committed.
  */
 export interface JobHistory {
 	get(id: string): TargetHistory | null;
@@ -66,6 +69,11 @@ export interface JobHistory {
 	readOkRecord(entry: TargetHistory): ResultRecord | null;
 	/** Commit the records noted and not yet written. Throws when some could not be kept. */
 	save(): void;
+	/**
+	 * Write the records noted so far and wait for them (the writer thread's merges), so that a write of
+	 * the caller's own through `db` does not wait behind one. Never throws: `save` reports a failure.
+	 */
+	settle(): void;
 	/**
 	 * Every target's newest ok record, read back from the run folders (grouped by run, in file order).
 	 * Read through a connection of its own: the store may be looked up (`get`) while it is iterated.
@@ -132,7 +140,13 @@ export function assertAcceptable(jobDir: string, runId: string): void {
 	);
 }
 
-export function openJobHistory(jobDir: string): JobHistory {
+/** For tests: when the writer thread starts and how much a merge holds. */
+export interface StoreWriterOptions {
+	readonly writerAfterTargets?: number;
+	readonly mergeRows?: number;
+}
+
+export function openJobHistory(jobDir: string, options: StoreWriterOptions = {}): JobHistory {
 	const path = join(jobDir, HISTORY_FILE);
 	const warnings: string[] = [];
 	let db: Database;
@@ -166,7 +180,7 @@ export function openJobHistory(jobDir: string): JobHistory {
 		db.close();
 		throw storeOutputError(path, error);
 	}
-	return createJobHistory(db, jobDir, warnings);
+	return createJobHistory(db, jobDir, warnings, options);
 }
 
 /** The store could not be opened or folded into: a lock held elsewhere says who may hold it, as `save` does. */
@@ -175,7 +189,12 @@ function storeOutputError(path: string, error: unknown): OutputError {
 	return new OutputError(path, hinted === errorMessage(error) ? error : new Error(hinted, { cause: error }));
 }
 
-function createJobHistory(db: Database, jobDir: string, warnings: readonly string[]): JobHistory {
+function createJobHistory(
+	db: Database,
+	jobDir: string,
+	warnings: readonly string[],
+	options: StoreWriterOptions,
+): JobHistory {
 	const lookup = db
 		.prepare("SELECT status, finished_at, content_hash, ok_run, ok_offset FROM targets WHERE id = ?")
 		.raw();
@@ -200,14 +219,46 @@ function createJobHistory(db: Database, jobDir: string, warnings: readonly strin
 	const batches: StoreBatch[] = [];
 	/** Why this run's records could not be kept, if they could not. */
 	let lost: unknown = null;
+	/** Targets in the store at open (never deleted one by one: the largest rowid is their count), and rows written since. */
+	let stored = db.prepare("SELECT coalesce(max(rowid), 0) FROM targets").pluck().get() as number;
+	const writerAfter = options.writerAfterTargets ?? WRITER_AFTER_TARGETS;
+	let writer: StoreWriter | null = null;
+	let writerTried = false;
+	const fail = (error: unknown) => {
+		// The records are safe in results.jsonl: the next open folds them in from there.
+		lost ??= error;
+		for (const each of batches) each.drop();
+		writer?.close();
+		writer = null;
+	};
 	const flush = (batch: StoreBatch) => {
 		try {
-			batch.flush();
+			if (writer === null && !writerTried && stored >= writerAfter) {
+				writerTried = true;
+				// Rows written so far are committed: the writer's first merge starts where they end.
+				writer = StoreWriter.start(db.name, { mergeRows: options.mergeRows });
+			}
+			if (writer === null) {
+				stored += batch.size;
+				batch.flush();
+				return;
+			}
+			const rows = batch.take();
+			let chars = 0;
+			for (const row of rows) chars += row.data?.length ?? 0;
+			writer.post(batch.runId, rows, chars);
+			const failure = writer.failure();
+			if (failure !== null) fail(failure);
 		} catch (error) {
-			// The records are safe in results.jsonl: the next open folds them in from there.
-			lost = error;
-			for (const each of batches) each.drop();
+			fail(error);
 		}
+	};
+	/** The writer's merges written through (before a write of this thread's own, and at save). */
+	const settle = () => {
+		if (writer === null) return;
+		writer.settle();
+		const failure = writer.failure();
+		if (failure !== null) fail(failure);
 	};
 	return {
 		get,
@@ -235,11 +286,21 @@ function createJobHistory(db: Database, jobDir: string, warnings: readonly strin
 		},
 		save() {
 			for (const batch of batches) flush(batch);
+			settle();
+			// Its memory and connection go with the run's last records; records noted after this start
+			// another writer at their next batch.
+			writer?.close();
+			writer = null;
+			writerTried = false;
 			if (lost !== null) {
 				throw new Error(
 					`this run's records could not be kept in the job's store (${lockedHint(lost)}); the next run folds them in from results.jsonl`,
 				);
 			}
+		},
+		settle() {
+			for (const batch of batches) flush(batch);
+			settle();
 		},
 		*latestOkRecords() {
 			for (const entry of this.latestOkEntries()) yield entry.record;
@@ -262,6 +323,7 @@ function createJobHistory(db: Database, jobDir: string, warnings: readonly strin
 			}
 		},
 		foldRun(runId) {
+			settle();
 			foldRun(db, jobDir, runId);
 			noEarlierTargets &&= isEmpty.get() === 1;
 		},
@@ -269,6 +331,7 @@ function createJobHistory(db: Database, jobDir: string, warnings: readonly strin
 			const runDir = join(jobDir, runId);
 			if (acceptableState(jobDir, runId) !== "held") return false;
 			writeContractState(runDir, "accepted");
+			settle();
 			foldRun(db, jobDir, runId);
 			noEarlierTargets &&= isEmpty.get() === 1;
 			return true;
@@ -297,6 +360,8 @@ function createJobHistory(db: Database, jobDir: string, warnings: readonly strin
 		db,
 		close() {
 			for (const batch of batches) batch.drop();
+			writer?.close();
+			writer = null;
 			if (db.open) db.close();
 		},
 	};

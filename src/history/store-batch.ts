@@ -5,10 +5,10 @@ import { UPSERT_RUN, UPSERT_TARGET } from "./store-schema.js";
 /** Records a batch holds before it is written in one transaction. @default 2,000 */
 export const BATCH_RECORDS = 2_000;
 /** Bytes of extracted data a batch holds before it is written, whatever its count. */
-const BATCH_DATA_CHARS = 8 << 20;
+export const BATCH_DATA_CHARS = 8 << 20;
 
 /** What the store keeps of one record (the record itself, with its content, is not held). */
-interface PendingRow {
+export interface PendingRow {
 	readonly id: string;
 	readonly url: string;
 	readonly status: string;
@@ -52,48 +52,7 @@ export class StoreBatch {
 
 	constructor(db: Database, runId: string) {
 		this.#runId = runId;
-		const statements = storeStatements(db);
-		this.#write = db.transaction((rows: readonly PendingRow[]) => {
-			const folded = (statements.runBytes.get(runId) as number | undefined) ?? 0;
-			const run = { id: runId, bytes: folded, records: 0, ok: 0, failed: 0, credits: 0, first: null, last: null } as {
-				id: string;
-				bytes: number;
-				records: number;
-				ok: number;
-				failed: number;
-				credits: number;
-				first: string | null;
-				last: string | null;
-			};
-			for (const row of rows) {
-				if (row.offset < folded) continue;
-				// UPSERT_TARGET's order: id, url, status, status_at, ok_run, ok_offset, finished_at, content_hash,
-				// changed_at, data, credits, depth, parent.
-				statements.target.run(
-					row.id,
-					row.url,
-					row.status,
-					row.at,
-					row.okAt === null ? null : runId,
-					row.okAt === null ? null : row.offset,
-					row.okAt,
-					row.hash,
-					row.okAt,
-					row.data,
-					row.credits,
-					row.depth,
-					row.parent,
-				);
-				run.records += 1;
-				if (row.status === "ok") run.ok += 1;
-				else run.failed += 1;
-				run.credits += row.credits;
-				if (run.first === null || row.at < run.first) run.first = row.at;
-				if (run.last === null || row.at > run.last) run.last = row.at;
-				if (row.end > run.bytes) run.bytes = row.end;
-			}
-			statements.run.run(run);
-		});
+		this.#write = rowsWriter(db, runId);
 	}
 
 	get size(): number {
@@ -102,26 +61,18 @@ export class StoreBatch {
 
 	/** Note a record that ends at byte `end` of the run's results.jsonl; true when the batch is due. */
 	add(record: ResultRecord, offset: number, end: number): boolean {
-		const ok = record.status === "ok";
-		const data = ok && record.data != null ? JSON.stringify(record.data) : null;
-		const credits = Number(record.credits_used);
-		const at = storeTime(record.finished_at);
-		this.#rows.push({
-			id: record.id,
-			url: String(record.url),
-			status: String(record.status),
-			at,
-			okAt: ok ? at : null,
-			hash: ok && typeof record.content_hash === "string" ? record.content_hash : null,
-			data,
-			credits: Number.isFinite(credits) ? credits : 0,
-			depth: Number.isSafeInteger(record.depth) ? record.depth : null,
-			parent: typeof record.parent === "string" ? record.parent : null,
-			offset,
-			end,
-		});
-		this.#dataChars += data?.length ?? 0;
+		const row = pendingRow(record, offset, end);
+		this.#rows.push(row);
+		this.#dataChars += row.data?.length ?? 0;
 		return this.#rows.length >= BATCH_RECORDS || this.#dataChars >= BATCH_DATA_CHARS;
+	}
+
+	/** Hand over what is held, unsorted and unwritten (a writer thread writes it). */
+	take(): PendingRow[] {
+		const rows = this.#rows;
+		this.#rows = [];
+		this.#dataChars = 0;
+		return rows;
 	}
 
 	/** Write what is held in one transaction (busy-waiting on another process's, up to the store's timeout). */
@@ -147,7 +98,86 @@ export class StoreBatch {
 	}
 }
 
-function byId(a: PendingRow, b: PendingRow): number {
+/** A record as the store keeps it. */
+export function pendingRow(record: ResultRecord, offset: number, end: number): PendingRow {
+	const ok = record.status === "ok";
+	const data = ok && record.data != null ? JSON.stringify(record.data) : null;
+	const credits = Number(record.credits_used);
+	const at = storeTime(record.finished_at);
+	return {
+		id: record.id,
+		url: String(record.url),
+		status: String(record.status),
+		at,
+		okAt: ok ? at : null,
+		hash: ok && typeof record.content_hash === "string" ? record.content_hash : null,
+		data,
+		credits: Number.isFinite(credits) ? credits : 0,
+		depth: Number.isSafeInteger(record.depth) ? record.depth : null,
+		parent: typeof record.parent === "string" ? record.parent : null,
+		offset,
+		end,
+	};
+}
+
+/**
+ * One transaction writing a run's rows (contiguous in its results.jsonl) and adding them to its `runs`
+ * figures. It starts where `runs.results_bytes` says: rows another connection folded meanwhile are
+ * skipped, so a batch cut by a kill, or folded twice, never counts a credit twice. `each` is called
+ * before every 1,024th row (a writer thread's progress and cancel check: a throw rolls the batch back).
+ */
+export function rowsWriter(
+	db: Database,
+	runId: string,
+	each?: () => void,
+): Transaction<(rows: readonly PendingRow[]) => void> {
+	const statements = storeStatements(db);
+	return db.transaction((rows: readonly PendingRow[]) => {
+		const folded = (statements.runBytes.get(runId) as number | undefined) ?? 0;
+		const run = { id: runId, bytes: folded, records: 0, ok: 0, failed: 0, credits: 0, first: null, last: null } as {
+			id: string;
+			bytes: number;
+			records: number;
+			ok: number;
+			failed: number;
+			credits: number;
+			first: string | null;
+			last: string | null;
+		};
+		for (let index = 0; index < rows.length; index++) {
+			const row = rows[index]!;
+			if (each !== undefined && (index & 1023) === 0) each();
+			if (row.offset < folded) continue;
+			// UPSERT_TARGET's order: id, url, status, status_at, ok_run, ok_offset, finished_at, content_hash,
+			// changed_at, data, credits, depth, parent.
+			statements.target.run(
+				row.id,
+				row.url,
+				row.status,
+				row.at,
+				row.okAt === null ? null : runId,
+				row.okAt === null ? null : row.offset,
+				row.okAt,
+				row.hash,
+				row.okAt,
+				row.data,
+				row.credits,
+				row.depth,
+				row.parent,
+			);
+			run.records += 1;
+			if (row.status === "ok") run.ok += 1;
+			else run.failed += 1;
+			run.credits += row.credits;
+			if (run.first === null || row.at < run.first) run.first = row.at;
+			if (run.last === null || row.at > run.last) run.last = row.at;
+			if (row.end > run.bytes) run.bytes = row.end;
+		}
+		statements.run.run(run);
+	});
+}
+
+export function byId(a: PendingRow, b: PendingRow): number {
 	return a.id < b.id ? -1 : a.id > b.id ? 1 : 0;
 }
 

@@ -90,6 +90,8 @@ export function createRunEconomics(
 			if (forecast) summary.forecast = forecastReport(forecast, costs.spent);
 			if (!history) return;
 			try {
+				// The run's last merge first: these writes would otherwise wait on the writer thread's lock.
+				history.settle();
 				addHostCosts(history.db, runId, costs.rows(adaptive ? (domain) => adaptive.startOf(domain) : undefined), {
 					newHostsOnly: options.retryingFailures === true,
 				});
