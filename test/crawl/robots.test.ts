@@ -1,8 +1,8 @@
-import { existsSync, readdirSync, statSync, utimesSync } from "node:fs";
+import { existsSync, readdirSync, statSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import type { LedgerEntry } from "../../src/emulator/index.js";
-import { isRunFolderName, readRecords, readSummary, tempDir, writeJob } from "../helpers/job-files.js";
+import { ageStoredRobots, isRunFolderName, readRecords, readSummary, tempDir, writeJob } from "../helpers/job-files.js";
 import { runCli } from "../helpers/run-cli.js";
 import { useTestService } from "../helpers/service.js";
 import { assertBuilt, spawnCli } from "../helpers/spawn-cli.js";
@@ -186,11 +186,7 @@ describe("crawl.robots", () => {
 		expect(Math.abs(stored[1]! - stored[0]!)).toBeLessThan(1);
 
 		// Stored more than a day ago (the copy keeps the first fetch's time): paid for again.
-		const dayAndMinute = new Date(Date.now() - 24 * 60 * 60 * 1000 - 60_000);
-		for (const runId of readdirSync(join(out, "polite")).filter(isRunFolderName)) {
-			const robotsDir = join(out, "polite", runId, "robots");
-			for (const name of readdirSync(robotsDir)) utimesSync(join(robotsDir, name), dayAndMinute, dayAndMinute);
-		}
+		ageStoredRobots(join(out, "polite"), 24 * 60 * 60 * 1000 + 60_000);
 		const third = await run();
 		expect(robotsAsked()).toBe(2);
 		expect(third.crawl).toMatchObject({ robots_disallowed: 2 });
@@ -227,11 +223,7 @@ describe("crawl.robots", () => {
 		expect(robotsAsked()).toBe(1);
 		expect(site.requests.filter((request) => request.path === "/private/x")).toHaveLength(2);
 		// A robots.txt whose fetch failed (the site's 500) is not kept: the next run asks again.
-		const days = new Date(Date.now() - 2 * 24 * 60 * 60 * 1000);
-		for (const runId of readdirSync(join(out, "polite")).filter(isRunFolderName)) {
-			const robotsDir = join(out, "polite", runId, "robots");
-			for (const name of readdirSync(robotsDir)) utimesSync(join(robotsDir, name), days, days);
-		}
+		ageStoredRobots(join(out, "polite"), 2 * 24 * 60 * 60 * 1000);
 		robotsStatus = 500;
 		await run();
 		expect(robotsAsked()).toBeGreaterThan(1);

@@ -1,4 +1,4 @@
-import { existsSync, mkdtempSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
+import { existsSync, mkdtempSync, readdirSync, readFileSync, utimesSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { parse } from "csv-parse/sync";
@@ -60,4 +60,17 @@ export async function waitForRecords(jobDir: string, atLeast: number, timeoutMs 
 		await new Promise((resolve) => setTimeout(resolve, 10));
 	}
 	throw new Error(`no ${atLeast} records within ${timeoutMs} ms`);
+}
+
+/**
+ * Make every robots.txt the job's runs stored `ageMs` old: older than a day, the next run pays for each
+ * again instead of reading it from there (src/crawl/robots.ts).
+ */
+export function ageStoredRobots(jobDir: string, ageMs: number): void {
+	const at = new Date(Date.now() - ageMs);
+	for (const run of readdirSync(jobDir).filter(isRunFolderName)) {
+		const robots = join(jobDir, run, "robots");
+		if (!existsSync(robots)) continue;
+		for (const name of readdirSync(robots)) utimesSync(join(robots, name), at, at);
+	}
 }

@@ -1,12 +1,12 @@
 import { execFileSync } from "node:child_process";
-import { existsSync, readdirSync, utimesSync } from "node:fs";
+import { readdirSync } from "node:fs";
 import { createServer } from "node:http";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import type { HostCost } from "../../src/history/index.js";
 import { forecastCredits, forecastReport } from "../../src/run/economics/forecast.js";
 import { createHostCosts, hostOf } from "../../src/run/economics/host-costs.js";
-import { isRunFolderName, readRecords, readSummary, tempDir, writeJob } from "../helpers/job-files.js";
+import { ageStoredRobots, isRunFolderName, readRecords, readSummary, tempDir, writeJob } from "../helpers/job-files.js";
 import { listenForTest } from "../helpers/loopback.js";
 import { runCli } from "../helpers/run-cli.js";
 import { startTestService, type TestService, useTestService } from "../helpers/service.js";
@@ -308,19 +308,6 @@ function demoCrawlJob(dir: string, port: number): string {
 	);
 }
 
-/**
- * The robots.txt files the job's runs stored, made two days old: the next run pays for each again (a
- * younger one it would read from there, unpaid), which is what these tests count.
- */
-function ageStoredRobots(jobDir: string): void {
-	const old = new Date(Date.now() - 2 * 24 * 60 * 60 * 1000);
-	for (const run of readdirSync(jobDir).filter(isRunFolderName)) {
-		const robots = join(jobDir, run, "robots");
-		if (!existsSync(robots)) continue;
-		for (const name of readdirSync(robots)) utimesSync(join(robots, name), old, old);
-	}
-}
-
 describe("a crawl's --retry-failed run", () => {
 	it("says the credits it paid once: the forecast's spent is the credits line's figure, robots.txt and sitemaps included", async () => {
 		const service = await useTestService();
@@ -330,7 +317,7 @@ describe("a crawl's --retry-failed run", () => {
 		const job = demoCrawlJob(dir, service.site.port);
 		const full = await runCli(["run", job, "--out", out, "--quiet"], { env: service.env });
 		expect(full.code, full.stderr).toBe(1);
-		ageStoredRobots(join(out, "crawl"));
+		ageStoredRobots(join(out, "crawl"), 2 * 24 * 60 * 60 * 1000);
 		const before = service.emulator.ledger.totalCharged();
 		const retry = await runCli(["run", job, "--out", out, "--retry-failed"], { env: service.env });
 		expect(retry.code, retry.stderr).toBe(1);
@@ -357,7 +344,7 @@ describe("a crawl resumed after a kill", () => {
 		// A first run teaches the store what the site costs: the next runs have a forecast.
 		expect((await runCli(["run", job, "--out", out, "--quiet"], { env: service.env })).code).toBe(1);
 		const [learned] = readdirSync(join(out, "crawl")).filter(isRunFolderName);
-		ageStoredRobots(join(out, "crawl"));
+		ageStoredRobots(join(out, "crawl"), 2 * 24 * 60 * 60 * 1000);
 		const second = spawnCli(["run", job, "--out", out, "--quiet"], service.env);
 		const runs = () => readdirSync(join(out, "crawl")).filter((name) => isRunFolderName(name) && name !== learned);
 		await until(() => runs().length === 1 && readRecords(join(out, "crawl", runs()[0]!)).length >= 10, "10 records");
