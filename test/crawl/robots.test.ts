@@ -134,6 +134,14 @@ describe("crawl.robots", () => {
 		const first = await runCli(["run", path, "--out", out, "--quiet"], { env: service.env });
 		expect(first.code).toBe(1);
 		writeJob(dir, "polite", yaml(100));
+		// What it spent includes robots.txt, which no record holds: a budget that leaves nothing above it is refused.
+		const spent = readSummary(join(out, "polite", readdirSync(join(out, "polite")).filter(isRunFolderName)[0]!)).credits
+			.used;
+		const refused = await runCli(["run", path, "--out", out, "--quiet", "--resume", "--max-credits", String(spent)], {
+			env: service.env,
+		});
+		expect(refused.code, refused.stderr).toBe(2);
+		expect(refused.stderr).toContain(`not above the ${spent} credits this run has already spent`);
 		const second = await runCli(["run", path, "--out", out, "--quiet", "--resume"], { env: service.env });
 		expect(second.code).toBe(0);
 		expect(site.requests.filter((request) => request.path === "/robots.txt")).toHaveLength(1);

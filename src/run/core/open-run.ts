@@ -2,8 +2,10 @@ import { mkdirSync, readFileSync } from "node:fs";
 import { basename, dirname, join } from "node:path";
 import type { Logger } from "pino";
 import { ScrapejobError, writeFileAtomic } from "../../common/index.js";
+import { journalledCrawlCredits } from "../../crawl/index.js";
 import { type Job, streamTargetBatches } from "../../job/index.js";
 import { createRunDir, jobOutputDir, newRunId, openAppendFile, RUN_FILES } from "../../output/index.js";
+import { journalledDiscoveryCredits } from "../feed/discovery-sources.js";
 import type { TargetSurvey } from "../feed/survey-targets.js";
 import { warnIfTookOver } from "../locks/job-lock.js";
 import { acquireRunLock, type RunLock } from "../locks/run-lock.js";
@@ -312,7 +314,9 @@ async function reopenRun(
 	}
 	const carried = run.meta ? readCarried(runDir, run.meta, job.fingerprint, journalled) : null;
 	const meta = run.meta ? await adoptChangedTargets(options, runDir, run.meta, prior.done) : null;
-	const maxCredits = resumedBudget(runDir, meta, options.maxCredits, prior.statistics.creditsUsed, job.maxCredits);
+	// What the run has spent: its records and charges, and its calls that are no target (robots.txt, sitemaps, map/search).
+	const spent = prior.statistics.creditsUsed + journalledCrawlCredits(runDir) + journalledDiscoveryCredits(runDir);
+	const maxCredits = resumedBudget(runDir, meta, options.maxCredits, spent, job.maxCredits);
 	const superseded = meta?.superseded ?? 0;
 	return {
 		runId: run.runId,
