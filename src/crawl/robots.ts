@@ -85,7 +85,8 @@ export function readRobotsBody(path: string): { body: string; cutFrom: number | 
 
 /**
  * `crawl.robots: obey`: each crawled origin's robots.txt, fetched through the service once per run (its
- * credits counted, journalled so a resume neither pays again nor forgets it) and kept in memory as rules.
+ * credits counted, journalled so a resume neither pays again nor forgets it) unless a run of the job
+ * stored it less than a day ago (`earlierRunDirs`), and kept in memory as rules.
  * A robots.txt that is missing or failed allows everything. `Crawl-delay` (seconds) is read per host.
  */
 export interface Robots {
@@ -141,7 +142,6 @@ export function createRobots(options: RobotsOptions): Robots {
 		}
 	};
 
-	const now = Date.now;
 	let recentDirs: string[] | null = null;
 	/**
 	 * Copy a robots.txt an earlier run stored less than a day ago (its fetch time kept, so a copy of a copy
@@ -149,12 +149,12 @@ export function createRobots(options: RobotsOptions): Robots {
 	 * 4xx is stored empty): a failed one is asked for again.
 	 */
 	const reuseEarlier = (path: string): boolean => {
-		recentDirs ??= recentRobotsDirs(options.earlierRunDirs ?? [], now());
+		recentDirs ??= recentRobotsDirs(options.earlierRunDirs ?? [], Date.now());
 		for (const earlierDir of recentDirs) {
 			const earlier = join(earlierDir, basename(path));
 			try {
 				const stored = statSync(earlier);
-				if (!stored.isFile() || now() - stored.mtimeMs >= ROBOTS_REUSE_MS) continue;
+				if (!stored.isFile() || Date.now() - stored.mtimeMs >= ROBOTS_REUSE_MS) continue;
 				copyFileSync(earlier, path);
 				utimesSync(path, stored.atime, stored.mtime);
 				return true;

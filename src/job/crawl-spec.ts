@@ -57,7 +57,7 @@ export const crawlSchema = z
 			.enum(ROBOTS_POLICIES)
 			.default("obey")
 			.describe(
-				"obey (default): each crawled host's robots.txt (fetched through the service once per run, its credits counted; group scrapejob, else *) decides which discovered links are followed, and its Crawl-delay raises per_host_delay; listed seeds are always fetched. ignore: robots.txt is not read for links",
+				"obey (default): each crawled host's robots.txt (fetched through the service at most once a day for the job — a copy a run stored within 24 hours is read instead — its credits counted; group scrapejob, else *) decides which discovered links are followed, and its Crawl-delay raises per_host_delay; listed seeds are always fetched. ignore: robots.txt is not read for links",
 			),
 	})
 	.describe("Follow links from the job's targets and sources (the seeds): each URL fetched at most once per run");
