@@ -150,10 +150,11 @@ function resumedBudget(
 	runDir: string,
 	meta: RunMeta | null,
 	flag: number | undefined,
-	spent: number,
+	spentSoFar: () => number,
 	jobBudget: number | null,
 ): number | null {
 	if (flag === undefined) return meta && meta.max_credits !== undefined ? meta.max_credits : jobBudget;
+	const spent = spentSoFar();
 	if (flag <= spent) {
 		throw new ResumeError(
 			`--max-credits ${flag} is not above the ${spent} credits this run has already spent; resume with --max-credits larger than ${spent}`,
@@ -314,8 +315,10 @@ async function reopenRun(
 	}
 	const carried = run.meta ? readCarried(runDir, run.meta, job.fingerprint, journalled) : null;
 	const meta = run.meta ? await adoptChangedTargets(options, runDir, run.meta, prior.done) : null;
-	// What the run has spent: its records and charges, and its calls that are no target (robots.txt, sitemaps, map/search).
-	const spent = prior.statistics.creditsUsed + journalledCrawlCredits(runDir) + journalledDiscoveryCredits(runDir);
+	// What the run has spent: its records and charges, and its calls that are no target (robots.txt, sitemaps,
+	// map/search: read from their journals, a crawl's whole frontier, only when a new budget is to be checked).
+	const spent = () =>
+		prior.statistics.creditsUsed + journalledCrawlCredits(runDir) + journalledDiscoveryCredits(runDir);
 	const maxCredits = resumedBudget(runDir, meta, options.maxCredits, spent, job.maxCredits);
 	const superseded = meta?.superseded ?? 0;
 	return {
