@@ -2,6 +2,7 @@ export {
 	CONFIG_VARIABLES,
 	type ConfigFlags,
 	type ConfigVariable,
+	keyHeaderProblem,
 	type ResolvedConfig,
 	readConfigFile,
 	resolveConfig,

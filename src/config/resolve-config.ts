@@ -76,6 +76,26 @@ export async function readConfigFile(path: string): Promise<Partial<Record<Confi
 	return values;
 }
 
+const SOURCE_TEXT = { flag: "the command line", env: "the environment", config: "the config file" } as const;
+
+/**
+ * What makes a key unusable in an HTTP header, or null: a character inside it that is not printable
+ * ASCII (sent, every fetch would fail before leaving the machine). The text never holds the key.
+ */
+export function keyHeaderProblem(key: string): string | null {
+	const bad = /[^\x21-\x7e]/.exec(key);
+	if (bad === null) return null;
+	const code = bad[0].codePointAt(0)!.toString(16).toUpperCase().padStart(4, "0");
+	return `holds a character an HTTP header cannot carry (U+${code} at character ${bad.index + 1} of ${key.length})`;
+}
+
+/** A configured key, refused (exit 2) when a character inside it cannot go in a header. */
+function checkedKey(key: string | undefined, what: string): string | undefined {
+	const problem = key === undefined ? null : keyHeaderProblem(key);
+	if (problem !== null) throw new UsageError(`${what} ${problem}: keys are printable ASCII; copy the key again`);
+	return key;
+}
+
 /** Resolve keys and base addresses: flags win over environment, environment over the config file. */
 export async function resolveConfig(options: {
 	flags: ConfigFlags;
@@ -84,20 +104,19 @@ export async function resolveConfig(options: {
 }): Promise<ResolvedConfig> {
 	const fromFile = options.flags.config ? await readConfigFile(resolve(options.cwd, options.flags.config)) : {};
 	const sources: Partial<Record<ConfigVariable, "flag" | "env" | "config">> = {};
+	// Values trimmed: a carriage return left by a file with Windows line ends (sourced by `sh`) or a pasted
+	// space is no part of a key, an address or a schema name.
 	const pick = (name: ConfigVariable, flag: string | undefined): string | undefined => {
-		if (flag !== undefined && flag !== "") {
-			sources[name] = "flag";
-			return flag;
-		}
-		const env = options.env[name];
-		if (env !== undefined && env !== "") {
-			sources[name] = "env";
-			return env;
-		}
-		const file = fromFile[name];
-		if (file !== undefined && file !== "") {
-			sources[name] = "config";
-			return file;
+		for (const [value, source] of [
+			[flag, "flag"],
+			[options.env[name], "env"],
+			[fromFile[name], "config"],
+		] as const) {
+			const trimmed = value?.trim();
+			if (trimmed) {
+				sources[name] = source;
+				return trimmed;
+			}
 		}
 		return undefined;
 	};
@@ -106,9 +125,13 @@ export async function resolveConfig(options: {
 	// Check addresses now, so a plain-http typo fails before any key is sent anywhere.
 	if (apiUrl) parseBaseUrl(apiUrl, "SCRAPEJOB_API_URL");
 	if (scraperUrl) parseBaseUrl(scraperUrl, "SCRAPEJOB_SCRAPER_URL");
+	const key = (name: "SCRAPEJOB_ACCOUNT_KEY" | "SCRAPEJOB_SCRAPER_KEY") => {
+		const value = pick(name, undefined);
+		return checkedKey(value, `${name} (from ${SOURCE_TEXT[sources[name] ?? "env"]})`);
+	};
 	return {
-		accountKey: pick("SCRAPEJOB_ACCOUNT_KEY", undefined),
-		scraperKey: pick("SCRAPEJOB_SCRAPER_KEY", undefined),
+		accountKey: key("SCRAPEJOB_ACCOUNT_KEY"),
+		scraperKey: key("SCRAPEJOB_SCRAPER_KEY"),
 		apiUrl,
 		scraperUrl,
 		fleetUrl: pick("SCRAPEJOB_FLEET_URL", options.flags.fleet),

@@ -56,14 +56,17 @@ export function resolveFleetConfig(
 	env: NodeJS.ProcessEnv,
 ): { readonly fleetUrl: string | undefined; readonly fleetSchema: string | undefined } {
 	return {
-		fleetUrl: flag || env.SCRAPEJOB_FLEET_URL || undefined,
-		fleetSchema: env.SCRAPEJOB_FLEET_SCHEMA || undefined,
+		fleetUrl: flag?.trim() || env.SCRAPEJOB_FLEET_URL?.trim() || undefined,
+		fleetSchema: env.SCRAPEJOB_FLEET_SCHEMA?.trim() || undefined,
 	};
 }
 
 /** The keys set in the environment (`SCRAPEJOB_ACCOUNT_KEY`, `SCRAPEJOB_SCRAPER_KEY`), to scrub them where no service is used. */
 export function environmentKeys(env: NodeJS.ProcessEnv): string[] {
-	return [env.SCRAPEJOB_ACCOUNT_KEY, env.SCRAPEJOB_SCRAPER_KEY].filter((key): key is string => Boolean(key));
+	// Trimmed as the service's keys are (resolve-config.ts): the key itself is what a log could hold.
+	return [env.SCRAPEJOB_ACCOUNT_KEY?.trim(), env.SCRAPEJOB_SCRAPER_KEY?.trim()].filter((key): key is string =>
+		Boolean(key),
+	);
 }
 
 /** `SCRAPEJOB_DEBUG` set: an internal error's stack is printed too. */

@@ -7,6 +7,7 @@ import {
 	type ScraperClient,
 } from "../api/index.js";
 import { maskSecret, ScrapejobError } from "../common/index.js";
+import { keyHeaderProblem } from "../config/index.js";
 import { type ConnectContext, noKeyError, type ServiceConnection } from "./service-connection.js";
 
 /** The account has no scraper access (`has_access: false`, `api_key: null`, docs/service.md, "Account endpoints"). Exit 3, like a refused key. */
@@ -59,6 +60,12 @@ export async function connectScraper(ctx: ConnectContext, connection: ServiceCon
 		);
 	}
 	const key = access.api_key;
+	const problem = keyHeaderProblem(key);
+	// Sent as it came, every fetch would fail on this machine and the run would wait out an "outage".
+	if (problem !== null)
+		throw new NoScraperAccessError(
+			`the scraper key the account handed out (GET /public/scraper api_key) ${problem}: set SCRAPEJOB_SCRAPER_KEY to the key shown in the service's dashboard`,
+		);
 	// A configured address wins over the account's, as it does everywhere (flags > env > config).
 	const endpoint = connection.config.scraperUrl ?? access.endpoint_url;
 	return {
