@@ -4,9 +4,18 @@ import { afterEach, describe, expect, it } from "vitest";
 import { type DemoSite, type Emulator, startDemoSite, startEmulator } from "../../src/emulator/index.js";
 import { createOutageMonitor } from "../../src/run/flow/outage-monitor.js";
 import { createSendGate } from "../../src/run/flow/send-gate.js";
-import { isRunFolderName, readRecords, readSummary, tempDir, waitForRecords, writeJob } from "../helpers/job-files.js";
+import {
+	isRunFolderName,
+	onlyRunDir,
+	readRecords,
+	readSummary,
+	tempDir,
+	waitForRecords,
+	writeJob,
+} from "../helpers/job-files.js";
 import { runCli } from "../helpers/run-cli.js";
-import { assertBuilt, spawnCli } from "../helpers/spawn-cli.js";
+import { assertBuilt, endedWithin, type SpawnedCli, spawnCli } from "../helpers/spawn-cli.js";
+import { until } from "../helpers/until.js";
 
 let closers: Array<() => Promise<void>> = [];
 afterEach(async () => {
@@ -42,6 +51,17 @@ function jobText(siteUrl: string, count: number, extra = ""): string {
 		...Array.from({ length: count }, (_, index) => `  - ${siteUrl}/product/${index + 1}`),
 		"",
 	].join("\n");
+}
+
+/** Resolves when the run's stderr (its log lines) first holds `text`. */
+function said(run: SpawnedCli, text: string): Promise<void> {
+	let seen = "";
+	return new Promise((resolve) => {
+		run.child.stderr?.on("data", (chunk: Buffer) => {
+			seen += chunk.toString();
+			if (seen.includes(text)) resolve();
+		});
+	});
 }
 
 const _waitMs = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
@@ -240,6 +260,65 @@ describe("outages: the service down for a while pauses the whole queue instead o
 		expect(all).toHaveLength(30);
 		expect(new Set(all.map((record) => record.id)).size).toBe(30);
 		expect(second.ledger.byEndpoint("realtime")).toHaveLength(30 - records.length);
+	});
+
+	it("a stop during an outage ends at once: the waiting targets have nothing out, so no grace period is waited", async () => {
+		assertBuilt();
+		const demo = await site(40);
+		const first = await startEmulator({ scenario: { concurrency: 3 } });
+		let firstClosed = false;
+		closers.push(async () => {
+			if (!firstClosed) await first.close();
+		});
+		const dir = tempDir();
+		const out = join(dir, "out");
+		const job = writeJob(dir, "shop", jobText(demo.url, 30));
+		const run = spawnCli(["run", job, "--out", out], envOf(first));
+		const paused = said(run, "the service looks down");
+		const runDir = await waitForRecords(join(out, "shop"), 4);
+		firstClosed = true;
+		await first.close();
+		await paused;
+		const sentBefore = first.ledger.byEndpoint("realtime").length;
+		run.child.kill("SIGINT");
+		// The grace period (30 s) is for fetches out at the service; here every target waits at the gate.
+		const ended = await endedWithin(run, 10_000);
+		expect(ended?.code).toBe(130);
+		const summary = readSummary(runDir);
+		expect(summary).toMatchObject({ complete: false, stopped_reason: "interrupted" });
+		expect(summary.abandoned ?? 0).toBe(0);
+		expect(first.ledger.byEndpoint("realtime")).toHaveLength(sentBefore);
+		expect(readRecords(runDir).filter((record) => record.status !== "ok")).toEqual([]);
+
+		const second = await emulator({ scenario: { concurrency: 3 } });
+		const resumed = await runCli(["run", job, "--out", out, "--quiet", "--resume"], { env: envOf(second) });
+		expect(resumed.code).toBe(0);
+		expect(new Set(readRecords(runDir).map((record) => record.id)).size).toBe(30);
+	});
+
+	it("a stop while a 429's reset is waited out ends at once, and sends nothing more", async () => {
+		assertBuilt();
+		const demo = await site();
+		// The first fetch answers 429 with a minute's reset: every send waits at the gate.
+		const service = await emulator({
+			scenario: { concurrency: 1, reset_seconds: 60, faults: [{ kind: "rate_limit", times: 1, count: 1 }] },
+		});
+		const dir = tempDir();
+		const out = join(dir, "out");
+		const job = writeJob(dir, "shop", jobText(demo.url, 6));
+		const run = spawnCli(["run", job, "--out", out, "--concurrency", "1"], envOf(service));
+		// Answered before the signal is sent: the run reads the 429 first, then the stop.
+		await until(
+			() => service.ledger.entries.some((entry) => entry.status === 429 && entry.finishedAt !== null),
+			"the 429",
+		);
+		run.child.kill("SIGINT");
+		const ended = await endedWithin(run, 10_000);
+		expect(ended?.code).toBe(130);
+		expect(service.ledger.byEndpoint("realtime")).toHaveLength(1);
+		const summary = readSummary(onlyRunDir(out, "shop"));
+		expect(summary.stopped_reason).toBe("interrupted");
+		expect(summary.abandoned ?? 0).toBe(0);
 	});
 
 	it("a 429 pause shows on the progress bar with what is left of it, and is logged with its length", async () => {

@@ -52,6 +52,12 @@ export interface StopController {
 	 * failed or the lease was lost, else a grace period after the stop.
 	 */
 	readonly inflight: AbortSignal;
+	/**
+	 * Aborted as soon as the run stops, whatever the reason: a target waiting between attempts (a backoff,
+	 * an outage, a 429's reset) has nothing out at the service, so its wait ends at once rather than after
+	 * the grace period — and no new attempt follows it.
+	 */
+	readonly stopped: AbortSignal;
 	/** The output error that stopped the run, if one did. */
 	readonly outputFailure: OutputError | null;
 	/** Another process took the job's lock over: the folder is not this run's to write any more. */
@@ -102,8 +108,10 @@ export interface StopController {
 export function createStopController(options: StopControllerOptions): StopController {
 	const { log, logger } = options;
 	const inflight = new AbortController();
-	// Every in-flight request listens on this one signal; that is by design, not a leak.
+	const stopped = new AbortController();
+	// Every in-flight request (and every waiting target) listens on one of these; by design, not a leak.
 	setMaxListeners(0, inflight.signal);
+	setMaxListeners(0, stopped.signal);
 	const listeners: Array<() => void> = [];
 	let reason: StopReason | null = null;
 	let message: string | null = null;
@@ -117,6 +125,7 @@ export function createStopController(options: StopControllerOptions): StopContro
 		stopping = true;
 		reason = why;
 		message = words;
+		stopped.abort(new Error(words));
 		for (const listener of listeners) listener();
 		// run.log is the folder's too: a run that lost its lease writes not even its stop there.
 		if (why !== "lease_lost") log.warn({ event: "run_stopping", reason: why }, words);
@@ -167,6 +176,7 @@ export function createStopController(options: StopControllerOptions): StopContro
 			return stopping;
 		},
 		inflight: inflight.signal,
+		stopped: stopped.signal,
 		get outputFailure() {
 			return outputFailure;
 		},

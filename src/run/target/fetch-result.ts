@@ -55,6 +55,8 @@ export type FetchResult =
 			readonly charged: number;
 			/** A fleet worker's lease on the target lapsed before a send: nothing was in flight, another worker has it. */
 			readonly leaseLapsed?: true;
+			/** Left between two attempts (a backoff, an outage, a 429's reset): nothing of it was out at the service. */
+			readonly betweenAttempts?: true;
 	  }
 	/** The page could not be written to its file (disk full, read-only): the run stops as for any output failure. */
 	| {

@@ -42,6 +42,11 @@ export interface FetchTargetDeps {
 	readonly maxBodyBytes?: number;
 	/** Aborts in-flight requests and polls (after the grace period of a stop). */
 	readonly signal: AbortSignal;
+	/**
+	 * Aborted as the run stops: ends a wait between attempts (backoff, outage, a 429's reset, the send
+	 * gate) at once, nothing being out at the service then. Without it, those waits end with `signal`.
+	 */
+	readonly stopped?: AbortSignal;
 	/** True once the run is stopping: no further retries start. */
 	isStopping(): boolean;
 	/**
@@ -204,7 +209,7 @@ class TargetFetch {
 		this.spent -= 1;
 		this.rateLimitWaits += 1;
 		if (capped) deps.onResetCapped();
-		if (deps.isStopping()) return this.abandoned();
+		if (deps.isStopping()) return this.leftWaiting();
 		if (this.rateLimitWaits > (deps.maxRateLimitWaits ?? 20))
 			return this.failed("rate_limited", errorMessage(failure), 429);
 		return "again";
@@ -223,7 +228,7 @@ class TargetFetch {
 			: "count";
 		if (sign === "probe") {
 			try {
-				sign = await deps.outage.confirm(deps.signal);
+				sign = await deps.outage.confirm(this.waits);
 			} catch {
 				return this.abandoned();
 			}
@@ -234,13 +239,13 @@ class TargetFetch {
 		if (!decision.serviceDown) deps.outage.answered(this.sentInEpoch);
 		if (this.spent >= deps.retry.attempts) return this.withEarlierCharges(this.failedBy(decision.kind, failure));
 		this.chargedEarlier(charge);
-		if (deps.isStopping()) return this.abandoned();
+		if (deps.isStopping()) return this.leftWaiting();
 		deps.onRetry(this.targetId, decision.kind);
 		this.adjustRequest(failure, decision);
 		try {
-			await deps.sleep(fullJitterDelayMs(Math.max(1, this.spent), deps.retry, deps.random), deps.signal);
+			await deps.sleep(fullJitterDelayMs(Math.max(1, this.spent), deps.retry, deps.random), this.waits);
 		} catch {
-			return this.abandoned();
+			return this.leftWaiting();
 		}
 		return "again";
 	}
@@ -250,11 +255,11 @@ class TargetFetch {
 		this.spent -= 1;
 		this.chargedEarlier(charge);
 		try {
-			await this.deps.gate.unpaused(this.deps.signal);
+			await this.deps.gate.unpaused(this.waits);
 		} catch {
-			return this.abandoned();
+			return this.leftWaiting();
 		}
-		return this.deps.isStopping() ? this.abandoned() : "again";
+		return this.deps.isStopping() ? this.leftWaiting() : "again";
 	}
 
 	/** The next attempt's request, as the failure asks: a task at once, or a longer navigation wait. */
@@ -277,7 +282,13 @@ class TargetFetch {
 		const { deps } = this;
 		const slot = deps.beforeSend?.(this.targetId, deps.isStopping);
 		if (slot !== undefined) await slot;
-		if (!deps.gate.tryAcquire()) await deps.gate.acquire(deps.signal);
+		if (!deps.gate.tryAcquire()) {
+			try {
+				await deps.gate.acquire(this.waits);
+			} catch {
+				return { result: this.leftWaiting() };
+			}
+		}
 		// The gate may have held the request for a 429's reset, long enough for the lease to lapse.
 		if (deps.maySend && !deps.maySend(this.targetId)) {
 			deps.gate.release(undefined);
@@ -434,6 +445,17 @@ class TargetFetch {
 
 	private abandoned(): FetchResult {
 		return { kind: "abandoned", taskId: this.taskId, attempts: this.attempts, charged: this.chargedBefore };
+	}
+
+	/** Given up between attempts by a stop: nothing of it was out at the service (its charges are known). */
+	private leftWaiting(): FetchResult {
+		const { taskId, attempts, chargedBefore: charged } = this;
+		return { kind: "abandoned", taskId, attempts, charged, betweenAttempts: true };
+	}
+
+	/** What a wait between attempts listens on: the stop itself when the runner gives it, else the grace's end. */
+	private get waits(): AbortSignal {
+		return this.deps.stopped ?? this.deps.signal;
 	}
 
 	/** Given up before a send: the worker's fleet lease on the target lapsed (`maySend`). */

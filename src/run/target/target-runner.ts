@@ -140,6 +140,7 @@ export function createFetchDeps(parts: FetchDepsParts): FetchTargetDeps {
 		retry: parts.job.retry,
 		taskPoll: parts.taskPoll,
 		signal: stops.inflight,
+		stopped: stops.stopped,
 		method: parts.method,
 		isStopping: () => stops.stopping,
 		onHeaders: parts.onHeaders,
@@ -548,8 +549,9 @@ export function createTargetRunner(parts: TargetRunnerParts): TargetRunner {
 				bookWithoutRecord(targetId, worstCase, result.charged, onRecord);
 				if (result.taskId) stats.tasks.leftPending += 1;
 				// Sent but given up (a stop past its grace period): the service may still charge it. A lease that
-				// lapsed before a send left nothing in flight.
-				if (result.attempts > 0 && result.leaseLapsed !== true) stats.abandoned += 1;
+				// lapsed before a send, or a stop between attempts, left nothing in flight.
+				if (result.attempts > 0 && result.leaseLapsed !== true && result.betweenAttempts !== true)
+					stats.abandoned += 1;
 				return;
 			default: {
 				const unreachable: never = result;
