@@ -64,8 +64,6 @@ function said(run: SpawnedCli, text: string): Promise<void> {
 	});
 }
 
-const _waitMs = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
-
 describe("the outage monitor", () => {
 	function monitor(options: { clock?: () => number; threshold?: number } = {}) {
 		const clock = options.clock ?? Date.now;
