@@ -96,6 +96,18 @@ describe("examples/kubernetes: what the API server accepts", () => {
 		});
 	});
 
+	it("a stopped pod is given longer than scrapejob's grace period: the fetches in flight end in records, not a SIGKILL", () => {
+		for (const { file, manifest } of manifests) {
+			const pod = jobSpecOf(manifest).template.spec;
+			for (const container of pod.containers) {
+				const flag = container.args?.indexOf("--grace-period") ?? -1;
+				const graceMs = flag >= 0 ? Number(container.args?.[flag + 1]) : 30_000;
+				// The kubelet's default is 30 s, the CLI's grace period: its SIGKILL would land as the run closes.
+				expect(pod.terminationGracePeriodSeconds ?? 30, file).toBeGreaterThanOrEqual(graceMs / 1000 + 15);
+			}
+		}
+	});
+
 	it("pods start the image's scrapejob (never npx) and take the key from a Secret", () => {
 		for (const { file, manifest } of manifests) {
 			for (const container of jobSpecOf(manifest).template.spec.containers) {

@@ -35,7 +35,14 @@ export interface JobSpec {
 	podFailurePolicy?: { rules: PodFailurePolicyRule[] };
 	successPolicy?: unknown;
 	activeDeadlineSeconds?: number;
-	template: { spec: { restartPolicy?: string; containers: Container[]; initContainers?: Container[] } };
+	template: {
+		spec: {
+			restartPolicy?: string;
+			terminationGracePeriodSeconds?: number;
+			containers: Container[];
+			initContainers?: Container[];
+		};
+	};
 }
 
 export interface Manifest {
