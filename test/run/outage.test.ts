@@ -64,6 +64,29 @@ function said(run: SpawnedCli, text: string): Promise<void> {
 	});
 }
 
+/**
+ * A 30-target run (the built CLI) whose service is killed once 4 records are in: the run, its folder,
+ * the dead emulator's ledger, and when the run said it paused for the outage.
+ */
+async function serviceKilledMidRun(flags: string[]) {
+	assertBuilt();
+	const demo = await site(40);
+	const first = await startEmulator({ scenario: { concurrency: 3 } });
+	let firstClosed = false;
+	closers.push(async () => {
+		if (!firstClosed) await first.close();
+	});
+	const dir = tempDir();
+	const out = join(dir, "out");
+	const job = writeJob(dir, "shop", jobText(demo.url, 30));
+	const run = spawnCli(["run", job, "--out", out, ...flags], envOf(first));
+	const paused = said(run, "the service looks down");
+	const runDir = await waitForRecords(join(out, "shop"), 4);
+	firstClosed = true;
+	await first.close();
+	return { run, runDir, job, out, first, paused };
+}
+
 describe("the outage monitor", () => {
 	function monitor(options: { clock?: () => number; threshold?: number } = {}) {
 		const clock = options.clock ?? Date.now;
@@ -224,20 +247,7 @@ describe("outages: the service down for a while pauses the whole queue instead o
 	});
 
 	it("the service killed mid-run: past outage_timeout the run stops (exit 3) leaving the rest to --resume", async () => {
-		assertBuilt();
-		const demo = await site(40);
-		const first = await startEmulator({ scenario: { concurrency: 3 } });
-		let firstClosed = false;
-		closers.push(async () => {
-			if (!firstClosed) await first.close();
-		});
-		const dir = tempDir();
-		const out = join(dir, "out");
-		const job = writeJob(dir, "shop", jobText(demo.url, 30));
-		const run = spawnCli(["run", job, "--out", out, "--outage-timeout", "2s"], envOf(first));
-		const runDir = await waitForRecords(join(out, "shop"), 4);
-		firstClosed = true;
-		await first.close();
+		const { run, runDir, job, out } = await serviceKilledMidRun(["--outage-timeout", "2s"]);
 		const ended = await run.done;
 		expect(ended.code).toBe(3);
 		expect(ended.stderr).toMatch(/the service looks down/);
@@ -261,21 +271,7 @@ describe("outages: the service down for a while pauses the whole queue instead o
 	});
 
 	it("a stop during an outage ends at once: the waiting targets have nothing out, so no grace period is waited", async () => {
-		assertBuilt();
-		const demo = await site(40);
-		const first = await startEmulator({ scenario: { concurrency: 3 } });
-		let firstClosed = false;
-		closers.push(async () => {
-			if (!firstClosed) await first.close();
-		});
-		const dir = tempDir();
-		const out = join(dir, "out");
-		const job = writeJob(dir, "shop", jobText(demo.url, 30));
-		const run = spawnCli(["run", job, "--out", out], envOf(first));
-		const paused = said(run, "the service looks down");
-		const runDir = await waitForRecords(join(out, "shop"), 4);
-		firstClosed = true;
-		await first.close();
+		const { run, runDir, job, out, first, paused } = await serviceKilledMidRun([]);
 		await paused;
 		const sentBefore = first.ledger.byEndpoint("realtime").length;
 		run.child.kill("SIGINT");
