@@ -111,6 +111,31 @@ describe("how a run starts: lock first, nothing sent on a refusal", () => {
 			}),
 		).rejects.toBeInstanceOf(ScraperNotFoundError);
 	});
+	it("an https:// scraper address where a plain HTTP server listens (no TLS: the wrong port) ends the run with exit 3 before its folder", async () => {
+		const dir = tempDir();
+		const out = join(dir, "out");
+		const job = writeJob(dir, "shop", shopJob("https://shop.example", 2));
+		const website = createServer((_request, response) => {
+			response.writeHead(200, { "content-type": "text/html" }).end("<html><body>Welcome</body></html>");
+		});
+		await new Promise<void>((resolve) => website.listen(0, "127.0.0.1", resolve));
+		const port = (website.address() as AddressInfo).port;
+		try {
+			const env = {
+				SCRAPEJOB_SCRAPER_KEY: "some-scraper-key-1",
+				SCRAPEJOB_SCRAPER_URL: `https://127.0.0.1:${port}/api/v1`,
+			};
+			// Before, the handshake's ERR_SSL_WRONG_VERSION_NUMBER was no known failure: the run started and waited out outage_timeout.
+			const result = await runCli(["run", job, "--out", out, "--outage-timeout", "20s"], { env });
+			expect(result.code, result.stderr).toBe(3);
+			expect(result.stderr).toContain("ERR_SSL_WRONG_VERSION_NUMBER");
+			const jobDir = join(out, "shop");
+			expect(existsSync(jobDir) ? readdirSync(jobDir).filter(isRunFolderName) : []).toEqual([]);
+		} finally {
+			await new Promise((resolve) => website.close(resolve));
+		}
+	}, 60_000);
+
 	it("an account API address that is not the service (a 404, another server's 200 page) ends the run with exit 3 before its folder, nothing fetched", async () => {
 		service = await startTestService();
 		const dir = tempDir();
