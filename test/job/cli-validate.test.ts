@@ -65,6 +65,33 @@ describe("scrapejob validate", () => {
 		);
 	});
 
+	it("a regex too large to compile is one short line at its file:line:col, not the whole pattern quoted back", async () => {
+		const huge = "(?:ab|cd)".repeat(300_000);
+		const files = {
+			"huge.yaml": [
+				"targets: [https://shop.example/a]",
+				"extract:",
+				`  t: {regex: '${huge}'}`,
+				`  u: {css: h1, pattern: '${huge}'}`,
+				"crawl:",
+				`  include: ['${huge}']`,
+			].join("\n"),
+		};
+		const result = await validate(files, ["huge.yaml"]);
+		expect(result.code).toBe(2);
+		const lines = result.stderr.trimEnd().split("\n");
+		expect(lines.map((line) => line.split(" ", 2).join(" "))).toEqual([
+			"huge.yaml:3:14 extract.t.regex:",
+			"huge.yaml:4:25 extract.u.pattern:",
+			"huge.yaml:6:13 crawl.include[0]:",
+			"huge.yaml: invalid,",
+		]);
+		for (const line of lines) {
+			expect(line.length).toBeLessThan(500);
+		}
+		expect(lines[0]).toMatch(/does not compile: expression too large$/);
+	}, 60_000);
+
 	it("a job whose only problems are in its source is named by its job file, not the source's (line and --json)", async () => {
 		const files = {
 			"shop.yaml": "sources:\n  - file: products.csv\n    column: url\n    id_column: sku\n",
