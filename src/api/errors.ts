@@ -136,6 +136,31 @@ export class ScraperNotFoundError extends ScrapejobError {
 	}
 }
 
+/**
+ * The account API address answers, but not as the service (a 404 for GET /public/scraper, some other
+ * server's 200 page): like a scraper address that is not the service, the run ends before it starts (exit 3).
+ */
+export class AccountApiNotFoundError extends ScrapejobError {
+	readonly baseUrl: string;
+	constructor(baseUrl: string, cause: unknown) {
+		super(
+			"SCRAPEJOB_NOT_THE_SERVICE",
+			`the account API is not at ${baseUrl}: ${errorMessage(cause)}. Check --api-url / SCRAPEJOB_API_URL; \`${cliCommand(["health"])}\` checks it without running a job`,
+			{ cause },
+		);
+		this.baseUrl = baseUrl;
+	}
+}
+
+/**
+ * An answer that says the address is some other server: a 2xx that is not the service's shape, or a
+ * 4xx that is neither a refused key (401/402/403) nor a busy one (408/429).
+ */
+export function isNotTheService(error: unknown): boolean {
+	if (error instanceof UnexpectedResponseError) return true;
+	return error instanceof ServiceError && error.status < 500 && ![401, 402, 403, 408, 429].includes(error.status);
+}
+
 /** The caller's AbortSignal fired before the answer came. */
 export class RequestAbortedError extends ScrapejobError {
 	constructor(endpoint: string, options?: { cause?: unknown }) {

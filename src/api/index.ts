@@ -18,8 +18,10 @@ export {
 	MAX_RESET_SECONDS,
 } from "./classify.js";
 export {
+	AccountApiNotFoundError,
 	BodySinkError,
 	BodyTooLargeError,
+	isNotTheService,
 	NETWORK_FAILURES,
 	NetworkError,
 	type NetworkFailure,

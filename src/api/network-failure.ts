@@ -18,14 +18,29 @@ const CODE_TO_FAILURE: Readonly<Record<string, NetworkFailure>> = {
 	UNABLE_TO_VERIFY_LEAF_SIGNATURE: "tls",
 	ERR_TLS_CERT_ALTNAME_INVALID: "tls",
 	SELF_SIGNED_CERT_IN_CHAIN: "tls",
+	UNABLE_TO_GET_ISSUER_CERT_LOCALLY: "tls",
+	CERT_NOT_YET_VALID: "tls",
 };
+
+/**
+ * OpenSSL's handshake errors (`ERR_SSL_WRONG_VERSION_NUMBER`: an https:// address where plain HTTP
+ * listens) are TLS failures too: left as `other`, the health check let such a run start and wait out
+ * its outage_timeout instead of ending it at once.
+ */
+function isTlsCode(code: string): boolean {
+	return code.startsWith("ERR_SSL_") || code.startsWith("ERR_TLS_");
+}
+
+function failureOf(code: string): NetworkFailure {
+	return CODE_TO_FAILURE[code] ?? (isTlsCode(code) ? "tls" : "other");
+}
 
 const FAILURE_TEXT: Readonly<Record<NetworkFailure, string>> = {
 	dns: "the host name did not resolve",
 	refused: "connection refused",
 	reset: "connection dropped",
 	timeout: "timed out",
-	tls: "TLS certificate problem",
+	tls: "TLS failure (certificate or handshake)",
 	other: "network error",
 };
 
@@ -34,7 +49,7 @@ function errorCode(error: unknown): string | undefined {
 	// undici wraps the socket error; the useful code may sit one or two causes down.
 	for (let depth = 0; depth < 4 && current && typeof current === "object"; depth += 1) {
 		const code = (current as { code?: unknown }).code;
-		if (typeof code === "string" && code in CODE_TO_FAILURE) return code;
+		if (typeof code === "string" && (code in CODE_TO_FAILURE || isTlsCode(code))) return code;
 		current = (current as { cause?: unknown }).cause;
 	}
 	return undefined;
@@ -43,7 +58,7 @@ function errorCode(error: unknown): string | undefined {
 /** Translate whatever undici or the socket threw into a `NetworkError` with a failure kind. */
 export function toNetworkError(error: unknown, endpoint: string, host?: string): NetworkError {
 	const code = errorCode(error);
-	const failure: NetworkFailure = code ? (CODE_TO_FAILURE[code] ?? "other") : "other";
+	const failure: NetworkFailure = code ? failureOf(code) : "other";
 	const text = error instanceof Error ? error.message : String(error);
 	const described = code ? `${FAILURE_TEXT[failure]} (${code})` : text || FAILURE_TEXT[failure];
 	return new NetworkError(failure, endpoint, described, { cause: error, ...(host ? { host } : {}) });

@@ -88,6 +88,7 @@ export { normalizeUrl, urlIdentity } from "./url-identity.js";
 export { createUrlKeys, type UrlKeys, type UrlKeysOptions } from "./url-keys.js";
 export {
 	compileUserRegex,
+	quoteUserRegex,
 	toRe2Syntax,
 	type UserRegex,
 	UserRegexError,

@@ -140,12 +140,22 @@ export function toRe2Syntax(source: string): string {
 
 /**
  * "error parsing regexp: invalid escape sequence: `\c`" → "invalid escape sequence: `\c`". RE2 quotes
- * the translated pattern: a quote the user did not write (a `\s` spelled out) is left out.
+ * the translated pattern.
  */
 function re2Message(error: unknown, source: string): string {
 	const text = (error instanceof Error ? error.message : String(error)).replace(/^error parsing regexp:\s*/, "");
 	const quoted = /^(.*?): `([\s\S]*)`$/.exec(text);
-	return quoted && !source.includes(quoted[2]!) ? quoted[1]! : text;
+	// A quote the user did not write, or one too long for a message, is left out.
+	return quoted && (!source.includes(quoted[2]!) || quoted[2]!.length > 100) ? quoted[1]! : text;
+}
+
+/**
+ * A job file's regex quoted for a message: JSON, cut at `maxChars` with `…`. A message quoting a
+ * 2.7 MB pattern whole was one line of 2.7 MB on stderr, burying the `file:line:col` it is there for.
+ */
+export function quoteUserRegex(source: string, maxChars = 200): string {
+	const text = JSON.stringify(source);
+	return text.length > maxChars ? `${text.slice(0, maxChars - 1)}…` : text;
 }
 
 /** Compile a job file's regex for RE2; throws UserRegexError with what is wrong. */

@@ -5,7 +5,7 @@
  * normal scraper rates of `scraper_config`'s mode, each when its task's fetch succeeds; the crawl
  * itself costs nothing. The page fetches share the key's credits and concurrency slots.
  */
-import { checkScrapeParams, type Mode } from "../common/index.js";
+import { checkScrapeParams, compileUserRegex, type Mode, type UserRegex } from "../common/index.js";
 import type { BackgroundJob } from "./background-jobs.js";
 import type { EmulatorContext } from "./context.js";
 import { fetchText, intIn, siteBase } from "./discovery.js";
@@ -29,7 +29,7 @@ export interface CrawlPlan {
 	readonly domain: string;
 	readonly maxUrls: number;
 	readonly depth: number;
-	readonly pattern: RegExp | null;
+	readonly pattern: UserRegex | null;
 	/** The realtime parameters every page is fetched with (saved references resolved, no `url`). */
 	readonly scrape: Params;
 	readonly mode: Mode;
@@ -47,10 +47,11 @@ export function checkCrawl(params: Params, ctx: EmulatorContext): CrawlCheck {
 	else if (maxUrls === null) problems.push(`max_urls: must be a whole number from 1 to ${CRAWL_MAX_URLS}`);
 	const depth = params.depth === undefined ? DEFAULT_DEPTH : intIn(params.depth, 0, CRAWL_MAX_DEPTH);
 	if (depth === null) problems.push(`depth: must be a whole number from 0 to ${CRAWL_MAX_DEPTH}`);
-	let pattern: RegExp | null = null;
+	// RE2, as the job file's regexes: V8's engine over a nested quantifier held the loop (the run's, in --sandbox).
+	let pattern: UserRegex | null = null;
 	if (params.url_pattern !== undefined) {
 		try {
-			pattern = new RegExp(String(params.url_pattern));
+			pattern = compileUserRegex(String(params.url_pattern));
 		} catch {
 			problems.push("url_pattern: not a valid regular expression");
 		}

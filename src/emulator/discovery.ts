@@ -5,6 +5,7 @@
  * documented shapes with `credits_used`; bad parameters are 422s.
  */
 import { createHash } from "node:crypto";
+import { compileUserRegex, type UserRegex } from "../common/index.js";
 
 /** What an endpoint answers: status, JSON body and the credits it charged. */
 export interface DiscoveryAnswer {
@@ -56,10 +57,11 @@ export async function answerMap(params: Params, signal: AbortSignal, balance: nu
 	if (typeof domain !== "string" || domain.trim() === "") return invalid("`domain` is required");
 	const maxUrls = intIn(params.max_urls, 1, MAP_MAX_URLS);
 	if (maxUrls === null) return invalid(`\`max_urls\` is required: an integer from 1 to ${MAP_MAX_URLS}`);
-	let pattern: RegExp | null = null;
+	// RE2, as the job file's regexes: V8's engine over a nested quantifier held the loop (the run's, in --sandbox).
+	let pattern: UserRegex | null = null;
 	if (params.url_pattern !== undefined) {
 		try {
-			pattern = new RegExp(String(params.url_pattern));
+			pattern = compileUserRegex(String(params.url_pattern));
 		} catch {
 			return invalid("`url_pattern` is not a valid regular expression");
 		}

@@ -7,7 +7,7 @@
  * deterministic placeholder object, so the wiring can be tested offline without a model.
  */
 import type { AnyNode, Element } from "domhandler";
-import { lazyModule } from "../common/index.js";
+import { compileUserRegex, lazyModule, type UserRegexMatch } from "../common/index.js";
 
 // Loaded on the first `extract_scheme` answered: a `--sandbox` run of plain pages never needs them.
 const cssSelect = lazyModule<typeof import("css-select")>("css-select");
@@ -46,9 +46,11 @@ function select(selector: string, scope: AnyNode | AnyNode[], all: boolean): Ele
 	}
 }
 
-function regexMatches(pattern: string, html: string): RegExpExecArray[] {
+// On RE2, as the job file's own regexes: with V8's engine a nested quantifier over a page held the
+// loop for good, and in `--sandbox` that loop is the run's own.
+function regexMatches(pattern: string, html: string): UserRegexMatch[] {
 	try {
-		return [...html.matchAll(new RegExp(pattern, "g"))];
+		return [...compileUserRegex(pattern).matchAll(html)];
 	} catch {
 		return [];
 	}

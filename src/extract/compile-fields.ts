@@ -1,4 +1,4 @@
-import { compileUserRegex, errorMessage, type UserRegex, userRegexProblem } from "../common/index.js";
+import { compileUserRegex, errorMessage, quoteUserRegex, type UserRegex, userRegexProblem } from "../common/index.js";
 import { type FieldInput, type FieldType, LOCATORS, type Locator } from "./field-spec.js";
 import { type CompiledSelector, compileCss } from "./select.js";
 
@@ -64,7 +64,7 @@ function contractProblems(
 			problems.push({
 				field: name,
 				key: at("pattern"),
-				message: `pattern ${JSON.stringify(spec.pattern)} does not compile: ${problem}`,
+				message: `pattern ${quoteUserRegex(spec.pattern)} does not compile: ${problem}`,
 			});
 		}
 	}
@@ -164,7 +164,7 @@ export function compileField(name: string, input: FieldInput): CompileResult {
 				problems.push({
 					field: name,
 					key: at("regex"),
-					message: `regex ${JSON.stringify(source)} does not compile: ${errorMessage(error)}`,
+					message: `regex ${quoteUserRegex(source)} does not compile: ${errorMessage(error)}`,
 				});
 			}
 			if (source === "") problems.push({ field: name, key: at("regex"), message: "the regex is empty" });

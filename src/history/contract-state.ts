@@ -63,9 +63,15 @@ const SHARD_TAIL = /-shard-\d+-of-\d+$/;
  * The summaries of the job's last `count` complete runs that were promoted (held ones would lower the
  * bar they are measured against), newest first, of the same shard layout as `runId` (a shard is
  * compared with the same shard), leaving `runId` itself out: the baseline of `max_fill_drop` and
- * `max_rows_drop`. Reads one summary.json per run folder, from the newest, until it has `count`.
+ * `max_rows_drop`. Reads one summary.json per run folder, from the newest, until it has `count`;
+ * a run `counts` turns down is passed over, not counted.
  */
-export function promotedSummaries(jobDir: string, runId: string, count: number): RunSummary[] {
+export function promotedSummaries(
+	jobDir: string,
+	runId: string,
+	count: number,
+	counts: (summary: RunSummary) => boolean = () => true,
+): RunSummary[] {
 	if (!existsSync(jobDir)) return [];
 	const tail = SHARD_TAIL.exec(runId)?.[0] ?? "";
 	const names = readdirSync(jobDir, { withFileTypes: true })
@@ -84,7 +90,7 @@ export function promotedSummaries(jobDir: string, runId: string, count: number):
 		} catch {
 			continue;
 		}
-		if (summary.complete !== true || isHeldBack(dir)) continue;
+		if (summary.complete !== true || isHeldBack(dir) || !counts(summary)) continue;
 		found.push(summary);
 	}
 	return found;

@@ -1,5 +1,5 @@
 import { z } from "zod";
-import { compileUserRegex, type UserRegex, userRegexProblem } from "../common/index.js";
+import { compileUserRegex, quoteUserRegex, type UserRegex, userRegexProblem } from "../common/index.js";
 
 /** `crawl:` as the job file writes it (docs/guides/crawling.md). */
 export const CRAWL_SCOPES = ["host", "domain", "any"] as const;
@@ -18,7 +18,7 @@ export const DEFAULT_CRAWL_MAX_PAGES = 10_000;
 export const userRegexSchema = z.string().superRefine((source, context) => {
 	const problem = userRegexProblem(source);
 	if (problem !== null)
-		context.addIssue({ code: "custom", message: `regex ${JSON.stringify(source)} does not compile: ${problem}` });
+		context.addIssue({ code: "custom", message: `regex ${quoteUserRegex(source)} does not compile: ${problem}` });
 });
 
 export const crawlSchema = z

@@ -5,6 +5,7 @@ import { join } from "node:path";
 import {
 	createUrlKeys,
 	creditCostRange,
+	maskUrlCredentials,
 	processState,
 	REQUESTED_MODES,
 	type RequestedMode,
@@ -245,8 +246,11 @@ async function* scanWith(job: Job, options: ScanOptions, seen: SeenKeys): AsyncG
 	const duplicateMessage: DuplicateMessage = (url, key) => {
 		const first = firstRows.get(key);
 		// The first row's spelling when it differs: `HTTP://X/p` repeats `https://x/p#top`.
-		const where = first ? ` at ${first.file}:${first.line}${first.url === url ? "" : ` (${first.url})`}` : "";
-		return `duplicate target ${url}: the same page and options as target ${key.id}${where}; it runs once`;
+		// Rows are quoted as written, so a `user:pass@` in either is masked: warnings reach logs and --json.
+		const where = first
+			? ` at ${first.file}:${first.line}${first.url === url ? "" : ` (${maskUrlCredentials(first.url)})`}`
+			: "";
+		return `duplicate target ${maskUrlCredentials(url)}: the same page and options as target ${key.id}${where}; it runs once`;
 	};
 
 	const inline = createFileReporter(options.report, options.problemsPerFile);

@@ -1,6 +1,9 @@
 import {
+	AccountApiNotFoundError,
 	createSavedItemsClient,
+	DEFAULT_API_URL,
 	DEFAULT_SCRAPER_URL,
+	isNotTheService,
 	namingRefusedKey,
 	type SavedItemsClient,
 	type ScraperAccess,
@@ -52,6 +55,11 @@ export async function connectScraper(ctx: ConnectContext, connection: ServiceCon
 	}
 	if (!connection.account) throw noKeyError();
 	const access = await connection.account.scraperAccess(ctx.signal).catch((error: unknown) => {
+		// A 404 or a web page's 200 at the account address said exit 1, as if targets had failed: no
+		// fetch can succeed there, so it ends the run as an unreachable service does (exit 3).
+		if (isNotTheService(error)) {
+			throw new AccountApiNotFoundError(new URL(connection.config.apiUrl ?? DEFAULT_API_URL).href, error);
+		}
 		throw namingRefusedKey(error, "the account key (SCRAPEJOB_ACCOUNT_KEY)");
 	});
 	if (!access.has_access || !access.api_key) {

@@ -409,6 +409,20 @@ describe("scrapejob health", () => {
 		expect(none.stderr).toContain("SCRAPEJOB_SCRAPER_KEY");
 	});
 
+	it("exits 3, as run does, when an address is not the service (a scraper URL without /api/v1, an account API that answers 404)", async () => {
+		const withoutPrefix = emulator.scraperUrl.replace(/\/api\/v1$/, "");
+		const scraper = await runCli(["health"], {
+			env: { SCRAPEJOB_SCRAPER_URL: withoutPrefix, SCRAPEJOB_SCRAPER_KEY: emulator.scraperKey },
+		});
+		expect(scraper.code, scraper.stderr).toBe(3);
+		expect(scraper.stderr).toContain("the scraper service is not at");
+		const account = await runCli(["health"], {
+			env: { SCRAPEJOB_API_URL: `${emulator.apiUrl}/nothing-here`, SCRAPEJOB_ACCOUNT_KEY: emulator.accountKey },
+		});
+		expect(account.code, account.stderr).toBe(3);
+		expect(account.stderr).toContain("the account API is not at");
+	});
+
 	it("works in the sandbox", async () => {
 		const run = await runCli(["health", "--sandbox"]);
 		expect(run.code).toBe(0);

@@ -44,6 +44,54 @@ describe("scrapejob validate", () => {
 		expect(result.stderr).toMatch(/^good\.yaml:8:5 warning: duplicate target https:\/\/shop\.example\/a: /);
 	});
 
+	it("a duplicate written with a password (user:pass@) is warned about with the row numbers, never the password", async () => {
+		const files = {
+			"creds.yaml": [
+				"targets:",
+				"  - HTTPS://bob:pw-one@Shop.Example:443/a/./b/../c%7e?x#f",
+				"sources:",
+				"  - urls.txt",
+			].join("\n"),
+			"urls.txt": "https://carol:pw-two@shop.example/a/c~?x\n",
+		};
+		for (const argv of [["creds.yaml"], ["creds.yaml", "--json"]]) {
+			const result = await validate(files, argv);
+			expect(result.code).toBe(0);
+			expect(result.stdout + result.stderr).not.toMatch(/pw-one|pw-two/);
+		}
+		const result = await validate(files, ["creds.yaml"]);
+		expect(result.stderr).toMatch(
+			/^urls\.txt:1:1 warning: duplicate target https:\/\/\*\*\*@shop\.example\/a\/c~\?x: .* at creds\.yaml:2 \(HTTPS:\/\/\*\*\*@Shop/m,
+		);
+	});
+
+	it("a regex too large to compile is one short line at its file:line:col, not the whole pattern quoted back", async () => {
+		const huge = "(?:ab|cd)".repeat(300_000);
+		const files = {
+			"huge.yaml": [
+				"targets: [https://shop.example/a]",
+				"extract:",
+				`  t: {regex: '${huge}'}`,
+				`  u: {css: h1, pattern: '${huge}'}`,
+				"crawl:",
+				`  include: ['${huge}']`,
+			].join("\n"),
+		};
+		const result = await validate(files, ["huge.yaml"]);
+		expect(result.code).toBe(2);
+		const lines = result.stderr.trimEnd().split("\n");
+		expect(lines.map((line) => line.split(" ", 2).join(" "))).toEqual([
+			"huge.yaml:3:14 extract.t.regex:",
+			"huge.yaml:4:25 extract.u.pattern:",
+			"huge.yaml:6:13 crawl.include[0]:",
+			"huge.yaml: invalid,",
+		]);
+		for (const line of lines) {
+			expect(line.length).toBeLessThan(500);
+		}
+		expect(lines[0]).toMatch(/does not compile: expression too large$/);
+	}, 60_000);
+
 	it("a job whose only problems are in its source is named by its job file, not the source's (line and --json)", async () => {
 		const files = {
 			"shop.yaml": "sources:\n  - file: products.csv\n    column: url\n    id_column: sku\n",

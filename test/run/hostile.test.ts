@@ -204,6 +204,34 @@ describe("hostile input: the service and the target URLs", () => {
 		expect(summary.contract.broken.map((rule) => rule.rule)).toEqual(["service_failed"]);
 	});
 
+	it("a run without a contract whose every target failed on the service's side is no baseline for a later contract", async () => {
+		const healthy = await hostileScraper((res) => {
+			res.writeHead(200, { "content-type": "text/html" });
+			res.end("<html><body><h1>Title</h1></body></html>");
+		});
+		const broken = await hostileScraper((res) => {
+			res.writeHead(404, { "content-type": "application/json" });
+			res.end('{"success":false,"error":"Not found","message":"No such endpoint"}');
+		});
+		const dir = tempDir();
+		const out = join(dir, "out");
+		const four = ["a", "b", "c", "d"].map((page) => `https://example.com/${page}`);
+		const job = writeJob(dir, "rows", targetsYaml("rows", four, "extract:\n  title: {css: h1}\n"));
+		expect((await runCli(["run", job, "--out", out, "--quiet"], { env: healthy.env })).code).toBe(0);
+		// A night the scraper answered 404 to everything: no contract yet, so the run is complete and not held.
+		expect((await runCli(["run", job, "--out", out, "--quiet"], { env: broken.env })).code).toBe(1);
+		// The contract arrives with a run of half the rows: 4 → 2 breaks a 30 % drop; [4, 0] → mean 2 would not.
+		const contract = "extract:\n  title: {css: h1}\nextract_checks:\n  max_rows_drop: 0.3\n";
+		writeJob(dir, "rows", targetsYaml("rows", four.slice(0, 2), contract));
+		const result = await runCli(["run", job, "--out", out, "--quiet", "--json"], { env: healthy.env });
+		const summary = JSON.parse(result.stdout.trim().split("\n").at(-1)!) as {
+			contract: { passed: boolean; broken: { rule: string }[]; baseline_runs: string[] };
+		};
+		expect(summary.contract.baseline_runs).toHaveLength(1);
+		expect(summary.contract.broken.map((rule) => rule.rule)).toEqual(["max_rows_drop"]);
+		expect(result.code).toBe(1);
+	});
+
 	it("a body over max_body_mb fails its target with body_too_large after reading no more, booked at the worst case", async () => {
 		const hostile = await hostileScraper((res) => {
 			res.writeHead(200, { "content-type": "text/html" });

@@ -1,4 +1,6 @@
 import { existsSync, mkdirSync, readdirSync, writeFileSync } from "node:fs";
+import { createServer } from "node:http";
+import type { AddressInfo } from "node:net";
 import { hostname } from "node:os";
 import { join } from "node:path";
 import { afterEach, beforeAll, describe, expect, it } from "vitest";
@@ -108,6 +110,57 @@ describe("how a run starts: lock first, nothing sent on a refusal", () => {
 				env: { SCRAPEJOB_SCRAPER_KEY: service.emulator.scraperKey, SCRAPEJOB_SCRAPER_URL: withoutPrefix },
 			}),
 		).rejects.toBeInstanceOf(ScraperNotFoundError);
+	});
+	it("an https:// scraper address where a plain HTTP server listens (no TLS: the wrong port) ends the run with exit 3 before its folder", async () => {
+		const dir = tempDir();
+		const out = join(dir, "out");
+		const job = writeJob(dir, "shop", shopJob("https://shop.example", 2));
+		const website = createServer((_request, response) => {
+			response.writeHead(200, { "content-type": "text/html" }).end("<html><body>Welcome</body></html>");
+		});
+		await new Promise<void>((resolve) => website.listen(0, "127.0.0.1", resolve));
+		const port = (website.address() as AddressInfo).port;
+		try {
+			const env = {
+				SCRAPEJOB_SCRAPER_KEY: "some-scraper-key-1",
+				SCRAPEJOB_SCRAPER_URL: `https://127.0.0.1:${port}/api/v1`,
+			};
+			// Before, the handshake's ERR_SSL_WRONG_VERSION_NUMBER was no known failure: the run started and waited out outage_timeout.
+			const result = await runCli(["run", job, "--out", out, "--outage-timeout", "20s"], { env });
+			expect(result.code, result.stderr).toBe(3);
+			expect(result.stderr).toContain("ERR_SSL_WRONG_VERSION_NUMBER");
+			const jobDir = join(out, "shop");
+			expect(existsSync(jobDir) ? readdirSync(jobDir).filter(isRunFolderName) : []).toEqual([]);
+		} finally {
+			await new Promise((resolve) => website.close(resolve));
+		}
+	}, 60_000);
+
+	it("an account API address that is not the service (a 404, another server's 200 page) ends the run with exit 3 before its folder, nothing fetched", async () => {
+		service = await startTestService();
+		const dir = tempDir();
+		const out = join(dir, "out");
+		const job = writeJob(dir, "shop", shopJob(service.site.url, 2));
+		// Any address answers this page with 200, as a web server or a captive portal would.
+		const website = createServer((_request, response) => {
+			response.writeHead(200, { "content-type": "text/html" }).end("<html><body>Welcome</body></html>");
+		});
+		await new Promise<void>((resolve) => website.listen(0, "127.0.0.1", resolve));
+		const websiteUrl = `http://127.0.0.1:${(website.address() as AddressInfo).port}`;
+		try {
+			for (const apiUrl of [service.site.url, websiteUrl]) {
+				const env = { SCRAPEJOB_ACCOUNT_KEY: service.emulator.accountKey, SCRAPEJOB_API_URL: apiUrl };
+				const result = await runCli(["run", job, "--out", out], { env });
+				expect(result.code, result.stderr).toBe(3);
+				expect(result.stderr).toContain(`the account API is not at ${new URL(apiUrl).href}`);
+				expect(result.stderr).toContain("SCRAPEJOB_API_URL");
+				const jobDir = join(out, "shop");
+				expect(existsSync(jobDir) ? readdirSync(jobDir).filter(isRunFolderName) : []).toEqual([]);
+			}
+		} finally {
+			await new Promise((resolve) => website.close(resolve));
+		}
+		expect(service.emulator.ledger.byEndpoint("realtime")).toHaveLength(0);
 	});
 });
 

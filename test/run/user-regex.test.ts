@@ -1,3 +1,4 @@
+// biome-ignore-all lint/suspicious/noTemplateCurlyInString: job files spell variables as ${NAME}
 import { readdirSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
@@ -66,6 +67,34 @@ describe("job-file regexes run in linear time (docs/guides/extraction.md, Regula
 		]);
 		for (const record of records) expect(record.duration_ms).toBeLessThan(5_000);
 	}, 60_000);
+
+	it("in the sandbox, the service's regexes (map url_pattern, extract_scheme regex) are linear too: a catastrophic one cannot hang the run", async () => {
+		assertBuilt();
+		// Nested quantifiers a backtracking engine tries ~2^n ways over any URL or page of n characters.
+		const jobs = {
+			mapped: [
+				"sources:",
+				"  - map: {domain: '${SCRAPEJOB_DEMO_SITE}', max_urls: 5, url_pattern: '^(([a-z0-9:/._-]+)+)+#$'}",
+			],
+			schemed: [
+				"defaults:",
+				"  delivery: json",
+				"  extract_scheme: [{label: title, type: content, regex: '^(([\\s\\S]+)+)+#$'}]",
+				"targets:",
+				"  - ${SCRAPEJOB_DEMO_SITE}/",
+			],
+		};
+		for (const [name, lines] of Object.entries(jobs)) {
+			const dir = tempDir();
+			writeJob(dir, name, [`name: ${name}`, ...lines, ""].join("\n"));
+			const { child, done } = spawnCli(["run", `${name}.yaml`, "--sandbox", "--out", "out", "--quiet"], {}, dir);
+			// With V8's RegExp in the in-process emulator the loop never returns: even SIGTERM goes unheard.
+			const killer = setTimeout(() => child.kill("SIGKILL"), 30_000);
+			const result = await done.finally(() => clearTimeout(killer));
+			expect(result.signal, `${name}: killed, the run outlived its bound`).toBeNull();
+			expect(result.code, `${name}: ${result.stderr}`).toBe(0);
+		}
+	}, 90_000);
 
 	it("validate refuses lookbehind and backreferences at file:line:col, exit 2", async () => {
 		const dir = tempDir();

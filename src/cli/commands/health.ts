@@ -1,4 +1,5 @@
 import type { Command } from "commander";
+import { isNotTheService, ScraperNotFoundError } from "../../api/index.js";
 import { connectScraper } from "../../library/index.js";
 import { type CliContext, useColor, writeJson, writeLine } from "../context.js";
 import { createStyle } from "../format/index.js";
@@ -20,7 +21,8 @@ export function registerHealthCommand(program: Command, ctx: CliContext): void {
 Calls GET {scraper_url}/scraper/health. The scraper key comes from SCRAPEJOB_SCRAPER_KEY or, without
 it, from the account (GET /public/scraper with SCRAPEJOB_ACCOUNT_KEY). Prints the concurrency limit and
 the free slots the service reports (X-RateLimit-Limit, X-RateLimit-Remaining).
-Exit codes: 0 healthy · 3 key refused or no scraper access · 1 unreachable.
+Exit codes: 0 healthy · 3 key refused, no scraper access, unreachable, or an address that is not the
+service · 1 another error answer (a 5xx is 3).
 
 Examples:
   npx scrapejob health
@@ -35,7 +37,10 @@ export async function runHealth(ctx: CliContext, flags: HealthFlags): Promise<vo
 	const connection = await connectService(ctx, flags);
 	try {
 		const scraper = await connectScraper(ctx, connection);
-		const { headers } = await scraper.client.health(ctx.signal);
+		// The same answer that ends a run with exit 3 (an address that is not the service) says so here too.
+		const { headers } = await scraper.client.health(ctx.signal).catch((error: unknown) => {
+			throw isNotTheService(error) ? new ScraperNotFoundError(scraper.client.baseUrl, error) : error;
+		});
 		const limit = headers.rateLimitLimit ?? null;
 		const remaining = headers.rateLimitRemaining ?? null;
 		if (flags.json) {

@@ -1,10 +1,9 @@
 import {
 	classifyFailure,
+	isNotTheService,
 	NetworkError,
 	type ScraperClient,
 	ScraperNotFoundError,
-	ServiceError,
-	UnexpectedResponseError,
 } from "../../api/index.js";
 import { errorMessage } from "../../common/index.js";
 
@@ -36,9 +35,4 @@ export async function checkScraperHealth(client: ScraperClient, signal: AbortSig
 		if (isNotTheService(error)) throw new ScraperNotFoundError(client.baseUrl, error);
 		return { rateLimitRemaining: undefined, failure: errorMessage(error) };
 	}
-}
-
-function isNotTheService(error: unknown): boolean {
-	if (error instanceof UnexpectedResponseError) return true;
-	return error instanceof ServiceError && error.status !== 429 && error.status !== 408 && error.status < 500;
 }

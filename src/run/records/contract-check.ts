@@ -162,7 +162,9 @@ export function judgeCompletedRun(
 ): { verdict: ContractVerdict; brokenMessage: string | null } {
 	const verdict = contract.judge(
 		summary,
-		promotedSummaries(dirname(runDir), basename(runDir), BASELINE_RUNS),
+		// A run of a job without a contract is promoted as written, even one whose every target failed
+		// on the service's side: its 0 rows would lower the baseline a contract added since measures against.
+		promotedSummaries(dirname(runDir), basename(runDir), BASELINE_RUNS, (run) => failedOnServiceSide(run) === null),
 		deselected,
 	);
 	summary.contract = verdict;
