@@ -37,9 +37,15 @@ const LINKS = lazyCss('a[href], link[rel~="next" i][href]');
 const BASE = lazyCss("base[href]");
 
 /**
+ * A link longer than this is no page's address (sitemaps.org caps a `<loc>` at 2,048 characters, servers
+ * refuse request lines past ~8 KiB): left out, so a hostile page cannot have a crawl pay to follow it.
+ */
+export const MAX_LINK_CHARS = 8 * 1024;
+
+/**
  * Every `<a href>` and `<link rel=next href>` of the page, resolved against the page URL (or its
  * `<base href>`), fragment dropped, in document order (duplicates kept: the caller normalizes and
- * dedupes). Links that are not http(s) are dropped.
+ * dedupes). Links that are not http(s), or longer than `MAX_LINK_CHARS`, are dropped.
  */
 export function extractLinks(page: ParsedPage): string[] {
 	const links: string[] = [];
@@ -47,11 +53,12 @@ export function extractLinks(page: ParsedPage): string[] {
 	const base = (baseHref !== undefined ? resolveUrl(baseHref, page.url) : null) ?? page.url;
 	for (const element of selectEvery(LINKS(), page.document)) {
 		const href = domutils().getAttributeValue(element, "href");
-		if (href === undefined) continue;
+		if (href === undefined || href.length > MAX_LINK_CHARS) continue;
 		const resolved = resolveUrl(href, base);
 		if (resolved !== null && (resolved.startsWith("http:") || resolved.startsWith("https:"))) {
 			const hash = resolved.indexOf("#");
-			links.push(hash < 0 ? resolved : resolved.slice(0, hash));
+			const link = hash < 0 ? resolved : resolved.slice(0, hash);
+			if (link.length <= MAX_LINK_CHARS) links.push(link);
 		}
 	}
 	return links;

@@ -20,6 +20,7 @@ import { canMountPrivately, inPrivateMount } from "../helpers/private-mount.js";
 import { runCli } from "../helpers/run-cli.js";
 import { useTestService } from "../helpers/service.js";
 import { assertBuilt, BIN, runPrintedCommand } from "../helpers/spawn-cli.js";
+import { html, startTargetSite } from "../helpers/target-site.js";
 
 /** A scraper that answers every realtime call with `answer` (and health checks with 200): a hostile service. */
 async function hostileScraper(
@@ -277,6 +278,32 @@ describe("hostile input: the service and the target URLs", () => {
 		expect(hostile.requests()).toBe(5);
 		const summary = readSummary(onlyRunDir(out, "bypass"));
 		expect(summary).toMatchObject({ stopped_reason: "budget_exhausted", credits: { used: 10 } });
+	});
+});
+
+describe("hostile input: pages a crawl reads", () => {
+	it("a link longer than 8 KiB is left out, not followed and paid for", async () => {
+		const long = `/p?q=${"x".repeat(9000)}`;
+		const site = await startTargetSite((req, res) => {
+			if (req.url === "/robots.txt") res.writeHead(404).end();
+			else if (req.url === "/start") html(res, `<a href="/short">a</a><a href="${long}">b</a>`);
+			else html(res, "<p>leaf</p>");
+		});
+		const service = await useTestService();
+		const dir = tempDir();
+		const job = writeJob(
+			dir,
+			"longlinks",
+			`name: longlinks\ndefaults: {mode: request}\ncrawl: {max_depth: 1}\ntargets:\n  - ${site.origin}/start\n`,
+		);
+		const result = await runCli(["run", job, "--out", join(dir, "out"), "--quiet"], { env: service.env });
+		expect(result.code).toBe(0);
+		expect(site.requests.map((request) => request.path).sort()).toEqual(["/robots.txt", "/short", "/start"]);
+		expect(
+			readRecords(onlyRunDir(join(dir, "out"), "longlinks"))
+				.map((record) => new URL(record.url).pathname)
+				.sort(),
+		).toEqual(["/short", "/start"]);
 	});
 });
 
