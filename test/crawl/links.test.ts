@@ -9,6 +9,8 @@ describe("normalizeUrl", () => {
 		expect(normalizeUrl("https://example.com:443")).toBe("https://example.com/");
 		expect(normalizeUrl("https://example.com:8443/x/../y/./z")).toBe("https://example.com:8443/y/z");
 		expect(normalizeUrl("https://example.com/p?")).toBe("https://example.com/p");
+		// A host's trailing dot is kept (docs/behaviour.md): another name to the server, another page here.
+		expect(normalizeUrl("https://Example.COM./p")).toBe("https://example.com./p");
 	});
 
 	it("follows RFC 3986 §6.2.2: hex in upper case, unreserved characters decoded, reserved ones kept", () => {
