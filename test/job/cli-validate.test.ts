@@ -92,6 +92,17 @@ describe("scrapejob validate", () => {
 		expect(lines[0]).toMatch(/does not compile: expression too large$/);
 	}, 60_000);
 
+	it("a target URL longer than 64 KiB in the job file is refused at its file:line:col, quoted short", async () => {
+		const long = `${U}/p?q=${"x".repeat(70_000)}`;
+		const result = await validate({ "long.yaml": `name: long\ntargets:\n  - ${U}/a\n  - ${long}\n` }, ["long.yaml"]);
+		expect(result.code).toBe(2);
+		const [first] = result.stderr.split("\n");
+		expect(first).toMatch(
+			/^long\.yaml:4:5 .*invalid URL format \(70,025 characters, more than the 65,536 a target URL may have; got "https/,
+		);
+		expect(first!.length).toBeLessThan(300);
+	});
+
 	it("a job whose only problems are in its source is named by its job file, not the source's (line and --json)", async () => {
 		const files = {
 			"shop.yaml": "sources:\n  - file: products.csv\n    column: url\n    id_column: sku\n",
