@@ -70,3 +70,4 @@ export type {
 	TargetOrigin,
 	TextSourceSpec,
 } from "./types.js";
+export { checkTargetUrl, MAX_TARGET_URL_CHARS } from "./url-check.js";

@@ -4,6 +4,7 @@ import { afterEach, describe, expect, it } from "vitest";
 import { type DemoSite, type Emulator, startDemoSite, startEmulator } from "../../src/emulator/index.js";
 import { onlyRunDir, readRecords, readSummary, tempDir, writeJob } from "../helpers/job-files.js";
 import { runCli } from "../helpers/run-cli.js";
+import { html, startTargetSite } from "../helpers/target-site.js";
 
 let site: DemoSite | undefined;
 let emulator: Emulator | undefined;
@@ -70,6 +71,31 @@ describe("map: and search: sources", () => {
 			(entry) => entry.endpoint === "map" || entry.endpoint === "search",
 		);
 		expect(asked).toHaveLength(2);
+	});
+
+	it("an answer's URL a listed target could not be (not a URL, past 64 KiB) is left out, not paid for", async () => {
+		const target = await startTargetSite((req, res, origin) => {
+			if (req.url === "/sitemap.xml") {
+				const locs = [`${origin}/ok`, "http://[oops/x", `${origin}/long?q=${"x".repeat(70_000)}`].map(
+					(url) => `<url><loc>${url}</loc></url>`,
+				);
+				res.writeHead(200, { "content-type": "application/xml" }).end(`<urlset>${locs.join("")}</urlset>`);
+			} else html(res, "<p>page</p>");
+		});
+		emulator = await startEmulator({ scenario: { concurrency: 4 } });
+		const dir = tempDir();
+		const out = join(dir, "out");
+		const job = writeJob(
+			dir,
+			"found",
+			`name: found\ndefaults: {mode: request}\nsources:\n  - map: {domain: "${new URL(target.origin).host}", max_urls: 10}\n`,
+		);
+		const result = await runCli(["run", job, "--out", out, "--quiet"], {
+			env: { SCRAPEJOB_ACCOUNT_KEY: emulator.accountKey, SCRAPEJOB_API_URL: emulator.apiUrl },
+		});
+		expect(result.code).toBe(0);
+		expect(readRecords(onlyRunDir(out, "found")).map((record) => record.url)).toEqual([`${target.origin}/ok`]);
+		expect(emulator.ledger.byEndpoint("realtime").map((entry) => entry.url)).toEqual([`${target.origin}/ok`]);
 	});
 
 	it("a domain with nothing to list finds nothing; a refused call (402) is reported; the run goes on with the other targets", async () => {

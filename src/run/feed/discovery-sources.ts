@@ -3,6 +3,7 @@ import { join } from "node:path";
 import type { ScraperClient } from "../../api/index.js";
 import { errorMessage, jsonlLines, parseJsonLine, type ScrapeParams, stripUrlCredentials } from "../../common/index.js";
 import {
+	checkTargetUrl,
 	createListedTargetKey,
 	createTargetKey,
 	createTargetKeySet,
@@ -84,7 +85,8 @@ export async function discoverTargets(
 				try {
 					const found = await client.discover(spec.kind, spec.request, signal);
 					// Credentials in an answer's URLs are never journalled (docs/behaviour.md, "Keys never written").
-					const urls = found.urls.map(stripUrlCredentials);
+					// Held to a listed URL's rules: an answer's URL with whitespace or of 2 MB is no page to pay for.
+					const urls = found.urls.filter((url) => checkTargetUrl(url) === undefined).map(stripUrlCredentials);
 					answer = { i: index, kind: spec.kind, urls, credits_used: found.creditsUsed ?? 0 };
 					sessionCredits += answer.credits_used;
 				} catch (error) {
