@@ -357,6 +357,26 @@ describe("hostile input: credits charged on attempts that fail", () => {
 		});
 	}
 
+	it("an answer that says no cost after charged failures is booked at its worst case plus those charges", async () => {
+		let sent = 0;
+		const hostile = await hostileScraper((res) => {
+			sent += 1;
+			if (sent % 2 === 1) {
+				res.writeHead(500, { "content-type": "application/json" });
+				res.end('{"success":false,"error":"Scraping failed","message":"Page crashed","credits_used":1}');
+			} else res.writeHead(200, { "content-type": "text/html" }).end("<html><body>ok</body></html>");
+		});
+		const dir = tempDir();
+		const out = join(dir, "out");
+		const job = writeJob(dir, "unsaid", targetsYaml("unsaid", ["https://example.com/a"], "concurrency: 1"));
+		const result = await runCli(["run", job, "--out", out, "--quiet"], { env: hostile.env });
+		expect(result.code, result.stderr).toBe(0);
+		const [record] = readRecords(onlyRunDir(out, "unsaid"));
+		// The charged 500 (1) and the unsaid answer at request mode's worst case (2).
+		expect(record).toMatchObject({ status: "ok", attempts: 2, credits_used: 3 });
+		expect(readSummary(onlyRunDir(out, "unsaid"))).toMatchObject({ credits: { used: 3 } });
+	});
+
 	it("20 charged failures of one kind in a row stop the run (paid_failures, exit 1): no more credits go to it", async () => {
 		let sent = 0;
 		const hostile = await hostileScraper((res) => {

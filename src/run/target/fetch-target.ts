@@ -7,7 +7,7 @@ import {
 	type ScraperClient,
 	type ScraperHeaders,
 } from "../../api/index.js";
-import { type Clock, errorMessage, type ScrapeParams, type Sleep } from "../../common/index.js";
+import { type Clock, creditCostRange, errorMessage, type ScrapeParams, type Sleep } from "../../common/index.js";
 import type { OutageMonitor } from "../flow/outage-monitor.js";
 import type { SendGate } from "../flow/send-gate.js";
 import {
@@ -464,11 +464,13 @@ class TargetFetch {
 		return { kind: "abandoned", taskId, attempts, charged, leaseLapsed: true };
 	}
 
-	/** The result with the earlier attempts' charges added (an unknown cost stays unknown: the worst case). */
+	/** The result with the earlier attempts' charges added (a last answer that said no cost: its worst case). */
 	private withEarlierCharges(result: FetchResult): FetchResult {
-		if (this.chargedBefore === 0 || (result.kind !== "ok" && result.kind !== "failed") || result.creditsUsed === null)
-			return result;
-		return { ...result, creditsUsed: result.creditsUsed + this.chargedBefore, chargedBefore: this.chargedBefore };
+		if (this.chargedBefore === 0 || (result.kind !== "ok" && result.kind !== "failed")) return result;
+		// An answer that did not say its cost is its worst case, as anywhere — here with the earlier
+		// attempts' charges on top, which a bare unknown would have let the booking drop.
+		const last = result.creditsUsed ?? creditCostRange(this.request).max;
+		return { ...result, creditsUsed: last + this.chargedBefore, chargedBefore: this.chargedBefore };
 	}
 
 	private failed(
