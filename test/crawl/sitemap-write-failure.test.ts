@@ -2,9 +2,12 @@ import { createHash } from "node:crypto";
 import { mkdirSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { expect, it } from "vitest";
-import { readSummary, tempDir, writeJob } from "../helpers/job-files.js";
+import { onlyRunDir, readSummary, tempDir, writeJob } from "../helpers/job-files.js";
+import { canMountPrivately, inPrivateMount } from "../helpers/private-mount.js";
 import { runCli } from "../helpers/run-cli.js";
 import { useTestService } from "../helpers/service.js";
+import { assertBuilt, BIN } from "../helpers/spawn-cli.js";
+import { html, startTargetSite } from "../helpers/target-site.js";
 
 it("a sitemap body that cannot be written stops the crawl as an output failure (exit 5) and its credits are in the summary", async () => {
 	const service = await useTestService({ concurrency: 2 });
@@ -64,3 +67,47 @@ it("a sitemap body that cannot be written stops the crawl as an output failure (
 	// Every credit the service charged in this session is in the summary.
 	expect(summary.credits.used - spentBefore).toBe(charged() - chargedBefore);
 }, 60_000);
+
+it.skipIf(!canMountPrivately())(
+	"a large sitemap whose body fills the disk as it streams in stops the crawl (exit 5) with its charge in the summary",
+	async () => {
+		assertBuilt();
+		const service = await useTestService({ concurrency: 2 });
+		// ~2 MB of <loc>s: past the 64 KiB kept in memory, the body streams to its file and fills the disk.
+		const locs = Array.from({ length: 20_000 }, (_, index) => `<url><loc>ORIGIN/p/${index}</loc></url>`).join("");
+		const site = await startTargetSite((req, res, origin) => {
+			if (req.url === "/robots.txt") res.writeHead(200).end(`Sitemap: ${origin}/big.xml\n`);
+			else if (req.url === "/big.xml")
+				res
+					.writeHead(200, { "content-type": "application/xml" })
+					.end(`<urlset>${locs.replaceAll("ORIGIN", origin)}</urlset>`);
+			else html(res, "<p>page</p>");
+		});
+		const dir = tempDir();
+		const disk = join(dir, "disk");
+		const kept = join(dir, "kept");
+		mkdirSync(disk);
+		const job = writeJob(
+			dir,
+			"big",
+			`name: big\ndefaults: {mode: request}\ncrawl: {max_depth: 0, sitemaps: true}\ntargets:\n  - ${site.origin}/\n`,
+		);
+		// The run's folder on a 512 KiB disk of its own; what it left is copied out before the mount goes.
+		const { code, stderr } = await inPrivateMount(
+			'mount -t tmpfs -o size=512k tmpfs "$1" && "$2" "$3" run "$4" --out "$1/out" --quiet; code=$?; cp -r "$1/out" "$5"; exit $code',
+			[disk, process.execPath, BIN, job, kept],
+			service.env,
+		);
+		expect(code, stderr).toBe(5);
+		expect(stderr).toMatch(/output failed: cannot write .*sitemaps.*\(ENOSPC\)/);
+		const summary = readSummary(onlyRunDir(kept, "big"));
+		expect(summary.stopped_reason).toBe("output_failed");
+		// Every credit the service charged (the seed, robots.txt, the sitemap whose body could not be kept) is spent.
+		const charged = service.emulator.ledger
+			.byEndpoint("realtime")
+			.reduce((sum, entry) => sum + entry.creditsCharged, 0);
+		expect(service.emulator.ledger.byEndpoint("realtime").some((entry) => entry.url?.endsWith("/big.xml"))).toBe(true);
+		expect(summary.credits.used).toBe(charged);
+	},
+	60_000,
+);
