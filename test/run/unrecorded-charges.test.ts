@@ -1,11 +1,12 @@
-import { existsSync, readdirSync, readFileSync } from "node:fs";
+import { existsSync, mkdirSync, readdirSync, readFileSync } from "node:fs";
 import { basename, join } from "node:path";
 import { beforeAll, describe, expect, it } from "vitest";
 import { runJobFile } from "../../src/library/index.js";
 import { onlyRunDir, readRecords, readSummary, tempDir, writeJob } from "../helpers/job-files.js";
+import { canMountPrivately, inPrivateMount } from "../helpers/private-mount.js";
 import { runCli } from "../helpers/run-cli.js";
 import { type TestService, useTestService } from "../helpers/service.js";
-import { assertBuilt, spawnCli } from "../helpers/spawn-cli.js";
+import { assertBuilt, BIN, spawnCli } from "../helpers/spawn-cli.js";
 import { html, startTargetSite } from "../helpers/target-site.js";
 import { until } from "../helpers/until.js";
 
@@ -321,4 +322,52 @@ describe("charges of attempts without a record, across a resume", () => {
 		expect([0, 1]).toContain(merged.code);
 		expect(readSummary(join(dir, "merged")).credits.used).toBe(charged);
 	}, 60_000);
+});
+
+describe("mode: adaptive, a stronger rung's page that cannot be written", () => {
+	it.skipIf(!canMountPrivately())(
+		"fills the disk: exit 5, every charge in the summary, and the resume's figures equal the service's ledger",
+		async () => {
+			// Datacenter fetches of /big get a block page (charged); the next rung gets the real page, 2 MB.
+			const service = await useTestService({ concurrency: 2, block_datacenter: ["/big"] });
+			const page = `<html><body><h1>big</h1>${"<p>words</p>".repeat(170_000)}</body></html>`;
+			const site = await startTargetSite((req, res) => {
+				if (req.url === "/big") res.writeHead(200, { "content-type": "text/html" }).end(page);
+				else html(res, "<p>small</p>");
+			});
+			const dir = tempDir();
+			const disk = join(dir, "disk");
+			const kept = join(dir, "kept");
+			mkdirSync(disk);
+			const job = writeJob(
+				dir,
+				"climb",
+				`name: climb\nbreaker: false\ndefaults: {mode: adaptive}\noutput: {content: files}\ntargets:\n  - ${site.origin}/big\n`,
+			);
+			// The run's folder on a 512 KiB disk of its own; what it left is copied out before the mount goes.
+			const { code, stderr } = await inPrivateMount(
+				'mount -t tmpfs -o size=512k tmpfs "$1" && "$2" "$3" run "$4" --out "$1/out" --quiet; code=$?; cp -r "$1/out" "$5"; exit $code',
+				[disk, process.execPath, BIN, job, kept],
+				service.env,
+			);
+			expect(code, stderr).toBe(5);
+			expect(stderr).toMatch(/\(ENOSPC\)/);
+			const runDir = onlyRunDir(kept, "climb");
+			const paid = service.emulator.ledger.totalCharged();
+			// The block page and the stronger fetch whose page could not be kept.
+			expect(service.emulator.ledger.byEndpoint("realtime").filter((entry) => entry.creditsCharged > 0)).toHaveLength(
+				2,
+			);
+			expect(readSummary(runDir).credits.used).toBe(paid);
+
+			const resumed = await runCli(["run", job, "--out", kept, "--resume", basename(runDir), "--quiet"], {
+				env: service.env,
+			});
+			expect(resumed.code, resumed.stderr).toBe(0);
+			const charged = service.emulator.ledger.totalCharged();
+			expect(readSummary(runDir).credits.used).toBe(charged);
+			expect(creditsOnRecords(runDir)).toBe(charged);
+		},
+		60_000,
+	);
 });

@@ -505,9 +505,11 @@ export function createTargetRunner(parts: TargetRunnerParts): TargetRunner {
 						current = result;
 						continue;
 					}
-					// What its failed attempts were charged goes on the record written instead: a resume, which
-					// counts a recorded target's credits from its record, keeps them.
-					const unanswered = result.kind === "output_failed" ? 0 : result.charged;
+					// What it was charged goes on the record written instead — its failed attempts, and an answer paid
+					// whose page could not be written (its worst case when it said nothing): a resume, which counts a
+					// recorded target's credits from its record and not its `charged` lines, keeps them.
+					const unanswered =
+						result.kind === "output_failed" ? result.charged + (result.answer ?? worstCase) : result.charged;
 					built.record.credits_used += unanswered;
 					const record = commitRead(target, current, built);
 					if (record) modes.settle(domain, rung, record, false);
@@ -534,11 +536,14 @@ export function createTargetRunner(parts: TargetRunnerParts): TargetRunner {
 				return;
 			case "output_failed": {
 				// The answer came (and was paid) but its page could not be written: no record, the run stops. A
-				// cost the answer did not say is its worst case, as for any answer.
+				// cost the answer did not say is its worst case, as for any answer. A climb's (`onRecord`) is on
+				// the record of the rung before, counted with it.
 				const answer = result.answer ?? worstCase;
 				budget.commit(worstCase, result.charged + answer, targetId);
-				stats.chargedWithoutRecord(result.charged + answer);
-				journalCharge(targetId, answer);
+				if (!onRecord) {
+					stats.chargedWithoutRecord(result.charged + answer);
+					journalCharge(targetId, answer);
+				}
 				stats.abandoned += 1;
 				stops.guardOutput(() => {
 					throw new OutputError(result.path, result.cause);
