@@ -3,7 +3,7 @@ import { mkdirSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { expect, it } from "vitest";
 import { onlyRunDir, readSummary, tempDir, writeJob } from "../helpers/job-files.js";
-import { canMountPrivately, inPrivateMount } from "../helpers/private-mount.js";
+import { canMountPrivately, runOnSmallDisk } from "../helpers/private-mount.js";
 import { runCli } from "../helpers/run-cli.js";
 import { useTestService } from "../helpers/service.js";
 import { assertBuilt, BIN } from "../helpers/spawn-cli.js";
@@ -84,20 +84,13 @@ it.skipIf(!canMountPrivately())(
 			else html(res, "<p>page</p>");
 		});
 		const dir = tempDir();
-		const disk = join(dir, "disk");
-		const kept = join(dir, "kept");
-		mkdirSync(disk);
 		const job = writeJob(
 			dir,
 			"big",
 			`name: big\ndefaults: {mode: request}\ncrawl: {max_depth: 0, sitemaps: true}\ntargets:\n  - ${site.origin}/\n`,
 		);
-		// The run's folder on a 512 KiB disk of its own; what it left is copied out before the mount goes.
-		const { code, stderr } = await inPrivateMount(
-			'mount -t tmpfs -o size=512k tmpfs "$1" && "$2" "$3" run "$4" --out "$1/out" --quiet; code=$?; cp -r "$1/out" "$5"; exit $code',
-			[disk, process.execPath, BIN, job, kept],
-			service.env,
-		);
+		// The run's folder on a 512 KiB disk of its own.
+		const { code, stderr, kept } = await runOnSmallDisk(dir, BIN, job, service.env);
 		expect(code, stderr).toBe(5);
 		expect(stderr).toMatch(/output failed: cannot write .*sitemaps.*\(ENOSPC\)/);
 		const summary = readSummary(onlyRunDir(kept, "big"));

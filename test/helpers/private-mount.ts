@@ -1,4 +1,6 @@
 import { execFileSync, spawn } from "node:child_process";
+import { mkdirSync } from "node:fs";
+import { join } from "node:path";
 
 /**
  * Whether this process may mount a file system of its own (a user and mount namespace, `unshare -rm`):
@@ -38,4 +40,27 @@ export async function inPrivateMount(
 	});
 	const code = await new Promise<number>((resolve) => child.on("close", (exit) => resolve(exit ?? -1)));
 	return { code, stdout, stderr };
+}
+
+/**
+ * `scrapejob run JOB` (the built CLI at `bin`) with its `--out` on a tmpfs of `size` of its own, in a
+ * private mount: a disk that fills up. What the run left there is copied to `<dir>/kept` before the
+ * mount goes; resolves with the run's exit code, its stderr and that folder.
+ */
+export async function runOnSmallDisk(
+	dir: string,
+	bin: string,
+	job: string,
+	env: NodeJS.ProcessEnv,
+	size = "512k",
+): Promise<{ code: number; stderr: string; kept: string }> {
+	const disk = join(dir, "disk");
+	const kept = join(dir, "kept");
+	mkdirSync(disk);
+	const { code, stderr } = await inPrivateMount(
+		'mount -t tmpfs -o size="$6" tmpfs "$1" && "$2" "$3" run "$4" --out "$1/out" --quiet; code=$?; cp -r "$1/out" "$5"; exit $code',
+		[disk, process.execPath, bin, job, kept, size],
+		env,
+	);
+	return { code, stderr, kept };
 }

@@ -1,9 +1,9 @@
-import { existsSync, mkdirSync, readdirSync, readFileSync } from "node:fs";
+import { existsSync, readdirSync, readFileSync } from "node:fs";
 import { basename, join } from "node:path";
 import { beforeAll, describe, expect, it } from "vitest";
 import { runJobFile } from "../../src/library/index.js";
 import { onlyRunDir, readRecords, readSummary, tempDir, writeJob } from "../helpers/job-files.js";
-import { canMountPrivately, inPrivateMount } from "../helpers/private-mount.js";
+import { canMountPrivately, runOnSmallDisk } from "../helpers/private-mount.js";
 import { runCli } from "../helpers/run-cli.js";
 import { type TestService, useTestService } from "../helpers/service.js";
 import { assertBuilt, BIN, spawnCli } from "../helpers/spawn-cli.js";
@@ -336,20 +336,13 @@ describe("mode: adaptive, a stronger rung's page that cannot be written", () => 
 				else html(res, "<p>small</p>");
 			});
 			const dir = tempDir();
-			const disk = join(dir, "disk");
-			const kept = join(dir, "kept");
-			mkdirSync(disk);
 			const job = writeJob(
 				dir,
 				"climb",
 				`name: climb\nbreaker: false\ndefaults: {mode: adaptive}\noutput: {content: files}\ntargets:\n  - ${site.origin}/big\n`,
 			);
-			// The run's folder on a 512 KiB disk of its own; what it left is copied out before the mount goes.
-			const { code, stderr } = await inPrivateMount(
-				'mount -t tmpfs -o size=512k tmpfs "$1" && "$2" "$3" run "$4" --out "$1/out" --quiet; code=$?; cp -r "$1/out" "$5"; exit $code',
-				[disk, process.execPath, BIN, job, kept],
-				service.env,
-			);
+			// The run's folder on a 512 KiB disk of its own.
+			const { code, stderr, kept } = await runOnSmallDisk(dir, BIN, job, service.env);
 			expect(code, stderr).toBe(5);
 			expect(stderr).toMatch(/\(ENOSPC\)/);
 			const runDir = onlyRunDir(kept, "climb");
