@@ -555,8 +555,7 @@ export function createTargetRunner(parts: TargetRunnerParts): TargetRunner {
 				if (result.taskId) stats.tasks.leftPending += 1;
 				// Sent but given up (a stop past its grace period): the service may still charge it. A lease that
 				// lapsed before a send, or a stop between attempts, left nothing in flight.
-				if (result.attempts > 0 && result.leaseLapsed !== true && result.betweenAttempts !== true)
-					stats.abandoned += 1;
+				if (result.attempts > 0 && result.leaseLapsed !== true && result.betweenAttempts !== true) stats.abandoned += 1;
 				return;
 			default: {
 				const unreachable: never = result;
