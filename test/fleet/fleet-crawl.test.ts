@@ -202,11 +202,16 @@ describe("max_pages in a fleet crawl", () => {
 				spawnCli(["run", job, "--quiet", "--json", "--fleet", url, "--fleet-run", run], service.env, dir).done;
 			for (const outcome of await Promise.all([start(), start()]))
 				expect([0, 1], outcome.stderr).toContain(outcome.code);
-			const [pages] = await query<{ n: number }>(
+			const [counts] = await query<{ pages: number; landings: number }>(
 				url,
-				`SELECT count(*)::int AS n FROM scrapejob.targets t JOIN scrapejob.runs r ON r.id = t.run_id WHERE r.run_name = '${run}' AND t.depth >= 0`,
+				`SELECT count(*) FILTER (WHERE t.depth >= 0)::int AS pages, count(*) FILTER (WHERE t.depth = -2)::int AS landings
+				FROM scrapejob.targets t JOIN scrapejob.runs r ON r.id = t.run_id WHERE r.run_name = '${run}'`,
 			);
-			expect(pages, run).toEqual({ n: 50 });
+			// Never past max_pages. A queued page that turned out to be a redirect's landing leaves the frontier
+			// (fetched with the redirect, src/fleet/discovered.ts): when no page found later takes its room, the
+			// frontier ends one short, so the pages and landings together reach it.
+			expect(counts!.pages, run).toBeLessThanOrEqual(50);
+			expect(counts!.pages + counts!.landings, run).toBeGreaterThanOrEqual(50);
 		}
 		expect(await pageCounts(url)).toEqual(await pageCounts(url, "counted"));
 	}, 120_000);
