@@ -149,6 +149,32 @@ describe("the retry loop (fetchTarget) against the emulator", () => {
 		expect(deps.gate.inFlight).toBe(0);
 	});
 
+	it("a stop while a free health check asks whether a silent service is there leaves the target, not fails it", async () => {
+		// The service drops the fetch unanswered; its health check never answers.
+		let healthAsked: () => void = () => undefined;
+		const asked = new Promise<void>((resolve) => {
+			healthAsked = resolve;
+		});
+		const server: Server = createServer((req, res) => {
+			if (req.url?.includes("/scraper/health")) healthAsked();
+			else res.socket?.destroy();
+		});
+		await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+		closers.push(() => new Promise((resolve) => server.close(() => resolve())));
+		server.on("connection", (socket) => closers.push(async () => void socket.destroy()));
+		const base = `http://127.0.0.1:${(server.address() as AddressInfo).port}/api/v1`;
+		const stop = new AbortController();
+		const { deps } = depsFor(createScraperClient({ scraperKey: "k", baseUrl: base }), virtualTime(), {
+			retry: { attempts: 1, backoffMs: 1, maxBackoffMs: 1 },
+			stopped: stop.signal,
+			isStopping: () => stop.signal.aborted,
+		});
+		const fetched = fetchTarget("t1", { url: "https://example.com/", mode: "request" }, deps);
+		await asked;
+		stop.abort();
+		expect(await fetched).toMatchObject({ kind: "abandoned", attempts: 1, betweenAttempts: true });
+	});
+
 	it("waits a full-jitter backoff before each retry: 1 s, then 2 s (capped by max_backoff_ms)", async () => {
 		const { emulator, site } = await services({
 			faults: [{ kind: "scraping_error", message: "Page crashed", times: 2 }],

@@ -232,6 +232,8 @@ class TargetFetch {
 			} catch {
 				return this.abandoned();
 			}
+			// A stop cut the probe short: it said nothing of the service, so the target is not failed on it.
+			if (deps.isStopping()) return this.leftWaiting();
 		}
 		if (sign === "outage") return this.outage(charge);
 		// The service failed the fetch before this one too: maybe an outage, so this one is free.
