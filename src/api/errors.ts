@@ -42,9 +42,11 @@ export class ServiceError extends ScrapejobError implements ServiceErrorFields {
 
 	constructor(fields: ServiceErrorFields) {
 		const details = fields.validationErrors?.length ? ` (${fields.validationErrors.join("; ")})` : "";
+		// A body with no error type of its own is typed "HTTP <status>": say the status once.
+		const status = fields.errorType === `HTTP ${fields.status}` ? "" : `${fields.status} `;
 		super(
 			"SCRAPEJOB_SERVICE_ERROR",
-			`${fields.endpoint} answered ${fields.status} ${typeAndDetail(fields.errorType, fields.detail)}${details}`,
+			`${fields.endpoint} answered ${status}${typeAndDetail(fields.errorType, fields.detail)}${details}`,
 		);
 		this.status = fields.status;
 		this.errorType = fields.errorType;
@@ -120,16 +122,19 @@ export class UnexpectedResponseError extends ScrapejobError {
 	}
 }
 
+const healthHint = `; \`${cliCommand(["health"])}\` checks it without running a job`;
+
 /**
  * The scraper address answers, but not as the service (a 404 for its health check, a redirect, some other
  * server's 200): every fetch would fail the same way, so the run ends before it starts (exit 3).
  */
 export class ScraperNotFoundError extends ScrapejobError {
 	readonly baseUrl: string;
-	constructor(baseUrl: string, cause: unknown) {
+	/** `fromHealth`: raised by the health command itself, whose message does not suggest running it. */
+	constructor(baseUrl: string, cause: unknown, fromHealth = false) {
 		super(
 			"SCRAPEJOB_NOT_THE_SERVICE",
-			`the scraper service is not at ${baseUrl}: ${errorMessage(cause)}. Check --scraper-url / SCRAPEJOB_SCRAPER_URL (the scraper API's address ends in /api/v1); \`${cliCommand(["health"])}\` checks it without running a job`,
+			`the scraper service is not at ${baseUrl}: ${errorMessage(cause)}. Check --scraper-url / SCRAPEJOB_SCRAPER_URL (the scraper API's address ends in /api/v1)${fromHealth ? "" : healthHint}`,
 			{ cause },
 		);
 		this.baseUrl = baseUrl;
@@ -142,10 +147,11 @@ export class ScraperNotFoundError extends ScrapejobError {
  */
 export class AccountApiNotFoundError extends ScrapejobError {
 	readonly baseUrl: string;
-	constructor(baseUrl: string, cause: unknown) {
+	/** `fromHealth`: raised by the health command itself, whose message does not suggest running it. */
+	constructor(baseUrl: string, cause: unknown, fromHealth = false) {
 		super(
 			"SCRAPEJOB_NOT_THE_SERVICE",
-			`the account API is not at ${baseUrl}: ${errorMessage(cause)}. Check --api-url / SCRAPEJOB_API_URL; \`${cliCommand(["health"])}\` checks it without running a job`,
+			`the account API is not at ${baseUrl}: ${errorMessage(cause)}. Check --api-url / SCRAPEJOB_API_URL${fromHealth ? "" : healthHint}`,
 			{ cause },
 		);
 		this.baseUrl = baseUrl;

@@ -416,11 +416,16 @@ describe("scrapejob health", () => {
 		});
 		expect(scraper.code, scraper.stderr).toBe(3);
 		expect(scraper.stderr).toContain("the scraper service is not at");
+		// The hint a run prints (check it with `health`) would send the user round in a circle here.
+		expect(scraper.stderr).not.toContain("checks it without running a job");
 		const account = await runCli(["health"], {
 			env: { SCRAPEJOB_API_URL: `${emulator.apiUrl}/nothing-here`, SCRAPEJOB_ACCOUNT_KEY: emulator.accountKey },
 		});
 		expect(account.code, account.stderr).toBe(3);
 		expect(account.stderr).toContain("the account API is not at");
+		expect(account.stderr).not.toContain("checks it without running a job");
+		// The status is said once, not "answered 404 HTTP 404".
+		expect(account.stderr).not.toMatch(/answered (\d+) HTTP \1/);
 	});
 
 	it("works in the sandbox", async () => {

@@ -154,6 +154,7 @@ describe("how a run starts: lock first, nothing sent on a refusal", () => {
 				expect(result.code, result.stderr).toBe(3);
 				expect(result.stderr).toContain(`the account API is not at ${new URL(apiUrl).href}`);
 				expect(result.stderr).toContain("SCRAPEJOB_API_URL");
+				expect(result.stderr).toContain("`npx scrapejob health` checks it");
 				const jobDir = join(out, "shop");
 				expect(existsSync(jobDir) ? readdirSync(jobDir).filter(isRunFolderName) : []).toEqual([]);
 			}
