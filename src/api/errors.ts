@@ -1,4 +1,4 @@
-import { cliCommand, errorMessage, ScrapejobError } from "../common/index.js";
+import { errorMessage, ScrapejobError } from "../common/index.js";
 
 /** Fields of the service's error record (docs/service.md, "Errors") that a caller may act on. */
 export interface ServiceErrorFields {
@@ -122,19 +122,16 @@ export class UnexpectedResponseError extends ScrapejobError {
 	}
 }
 
-const healthHint = `; \`${cliCommand(["health"])}\` checks it without running a job`;
-
 /**
  * The scraper address answers, but not as the service (a 404 for its health check, a redirect, some other
  * server's 200): every fetch would fail the same way, so the run ends before it starts (exit 3).
  */
 export class ScraperNotFoundError extends ScrapejobError {
 	readonly baseUrl: string;
-	/** `fromHealth`: raised by the health command itself, whose message does not suggest running it. */
-	constructor(baseUrl: string, cause: unknown, fromHealth = false) {
+	constructor(baseUrl: string, cause: unknown) {
 		super(
 			"SCRAPEJOB_NOT_THE_SERVICE",
-			`the scraper service is not at ${baseUrl}: ${errorMessage(cause)}. Check --scraper-url / SCRAPEJOB_SCRAPER_URL (the scraper API's address ends in /api/v1)${fromHealth ? "" : healthHint}`,
+			`the scraper service is not at ${baseUrl}: ${errorMessage(cause)}. Check --scraper-url / SCRAPEJOB_SCRAPER_URL (the scraper API's address ends in /api/v1)`,
 			{ cause },
 		);
 		this.baseUrl = baseUrl;
@@ -147,11 +144,10 @@ export class ScraperNotFoundError extends ScrapejobError {
  */
 export class AccountApiNotFoundError extends ScrapejobError {
 	readonly baseUrl: string;
-	/** `fromHealth`: raised by the health command itself, whose message does not suggest running it. */
-	constructor(baseUrl: string, cause: unknown, fromHealth = false) {
+	constructor(baseUrl: string, cause: unknown) {
 		super(
 			"SCRAPEJOB_NOT_THE_SERVICE",
-			`the account API is not at ${baseUrl}: ${errorMessage(cause)}. Check --api-url / SCRAPEJOB_API_URL${fromHealth ? "" : healthHint}`,
+			`the account API is not at ${baseUrl}: ${errorMessage(cause)}. Check --api-url / SCRAPEJOB_API_URL`,
 			{ cause },
 		);
 		this.baseUrl = baseUrl;

@@ -1,5 +1,5 @@
 import { Command, CommanderError } from "commander";
-import { errorMessage, ScrapejobError } from "../common/index.js";
+import { cliCommand, errorMessage, ScrapejobError } from "../common/index.js";
 import { debugStacks } from "../config/index.js";
 import { registerCommands } from "./commands/index.js";
 import type { CliContext } from "./context.js";
@@ -27,6 +27,9 @@ export async function createProgram(ctx: CliContext, argv?: readonly string[]): 
 	return program;
 }
 
+/** After an address that is not the service: the command that checks the addresses alone (not printed by it). */
+const healthHint = `; \`${cliCommand(["health"])}\` checks it without running a job`;
+
 /**
  * The only place that turns outcomes into exit codes (0 ok · 1 some failed · 2 invalid · 3 auth/credits ·
  * 4 lock held · 130 interrupted).
@@ -43,7 +46,8 @@ export async function main(argv: readonly string[], ctx: CliContext): Promise<nu
 		}
 		const code = exitCodeForError(error);
 		const label = error instanceof ScrapejobError ? error.code : "INTERNAL";
-		ctx.stderr.write(`scrapejob: ${errorMessage(error)}${label === "INTERNAL" ? "" : ` [${label}]`}\n`);
+		const hint = label === "SCRAPEJOB_NOT_THE_SERVICE" && argv[0] !== "health" ? healthHint : "";
+		ctx.stderr.write(`scrapejob: ${errorMessage(error)}${hint}${label === "INTERNAL" ? "" : ` [${label}]`}\n`);
 		if (label === "INTERNAL" && error instanceof Error && error.stack && debugStacks(ctx.env)) {
 			ctx.stderr.write(`${error.stack}\n`);
 		}

@@ -1,5 +1,5 @@
 import type { Command } from "commander";
-import { AccountApiNotFoundError, isNotTheService, ScraperNotFoundError } from "../../api/index.js";
+import { isNotTheService, ScraperNotFoundError } from "../../api/index.js";
 import { connectScraper } from "../../library/index.js";
 import { type CliContext, useColor, writeJson, writeLine } from "../context.js";
 import { createStyle } from "../format/index.js";
@@ -36,14 +36,10 @@ Examples:
 export async function runHealth(ctx: CliContext, flags: HealthFlags): Promise<void> {
 	const connection = await connectService(ctx, flags);
 	try {
-		// The messages that end a run with exit 3 suggest this command: here they leave that hint out.
-		const scraper = await connectScraper(ctx, connection).catch((error: unknown) => {
-			throw error instanceof AccountApiNotFoundError
-				? new AccountApiNotFoundError(error.baseUrl, error.cause, true)
-				: error;
-		});
+		const scraper = await connectScraper(ctx, connection);
+		// The same answer that ends a run with exit 3 (an address that is not the service) says so here too.
 		const { headers } = await scraper.client.health(ctx.signal).catch((error: unknown) => {
-			throw isNotTheService(error) ? new ScraperNotFoundError(scraper.client.baseUrl, error, true) : error;
+			throw isNotTheService(error) ? new ScraperNotFoundError(scraper.client.baseUrl, error) : error;
 		});
 		const limit = headers.rateLimitLimit ?? null;
 		const remaining = headers.rateLimitRemaining ?? null;
