@@ -325,7 +325,17 @@ describe("run --fleet: workers of one fleet run", () => {
 		expect(refused.stderr).toContain("no fleet runs of job fleetjb in postgres://");
 		expect(refused.stderr).not.toContain("fleet-test-pw");
 		expect(existsSync(out)).toBe(false);
-		const ran = await spawnCli(["export", file, "--latest", "--fleet", url, "--out", out], {}, dir).done;
+		// Without --fleet, in a worker's shell (SCRAPEJOB_FLEET_URL set), the local store is empty: the
+		// message says how to reach the fleet's records, and that flag, added as printed, writes them.
+		const local = await spawnCli(["export", file, "--latest", "--out", out], { SCRAPEJOB_FLEET_URL: url }, dir).done;
+		expect(local.code).toBe(2);
+		expect(local.stderr).toContain('exported with --fleet "$SCRAPEJOB_FLEET_URL"');
+		expect(local.stderr).not.toContain("fleet-test-pw");
+		const ran = await runPrintedCommand(
+			`npx scrapejob export ${file} --latest --fleet "$SCRAPEJOB_FLEET_URL" --out ${out}`,
+			{ SCRAPEJOB_FLEET_URL: url },
+			dir,
+		).done;
 		expect(ran.code, ran.stderr).toBe(0);
 		expect(readFileSync(out, "utf8").trim().split("\n")).toHaveLength(4);
 	}, 60_000);

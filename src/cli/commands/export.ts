@@ -134,8 +134,13 @@ Examples:
 							writeLine(ctx.stdout, `${written} records (the newest ok one of each target, from the fleet) → ${out}`);
 						return;
 					}
-					if (!existsSync(jobDir))
-						throw new UsageError(`no records of job ${job.name} under ${jobDir}: nothing to export`);
+					// A fleet worker's shell has SCRAPEJOB_FLEET_URL set: its records are in PostgreSQL, not here.
+					const fleetHint = resolveFleetConfig(undefined, ctx.env).fleetUrl
+						? '; SCRAPEJOB_FLEET_URL is set: the fleet\'s records are exported with --fleet "$SCRAPEJOB_FLEET_URL"'
+						: "";
+					const nothingToExport = () =>
+						new UsageError(`no records of job ${job.name} under ${jobDir}: nothing to export${fleetHint}`);
+					if (!existsSync(jobDir)) throw nothingToExport();
 					const history = openJobHistory(jobDir);
 					for (const warning of history.warnings) writeLine(ctx.stderr, `scrapejob: warning: ${warning}`);
 					let records: number;
@@ -147,8 +152,7 @@ Examples:
 								`scrapejob: ${promoted ? `run ${flags.accept} accepted: its records are promoted to latest` : `run ${flags.accept} is not held back by its contract: nothing to accept`}`,
 							);
 						}
-						if (history.size === 0)
-							throw new UsageError(`no records of job ${job.name} under ${jobDir}: nothing to export`);
+						if (history.size === 0) throw nothingToExport();
 						records = await exportLatest(history, chosen, out, columns, job.output.csvMaxCell);
 					} finally {
 						history.close();
