@@ -25,19 +25,37 @@ export interface FleetAddress {
 /** Runs `fleet status` shows at most, newest first. */
 const STATUS_RUNS = 10;
 
+/** What `fleetStatusOf` reads. */
+export interface FleetStatusOptions {
+	/** Only the run of this name (`--fleet-run`), however old; a name the job has no run of is a `UsageError`. */
+	readonly runName?: string;
+}
+
 /**
  * `scrapejob fleet status`: the job's fleet runs, newest first (at most ten), each with its targets by
  * state, its workers and their last beat, its slots in flight against the limit, its credits against the
  * budget and its pause. Reads only; sends nothing to the service.
  */
-export async function fleetStatusOf(jobName: string, address: FleetAddress): Promise<FleetStatus[]> {
+export async function fleetStatusOf(
+	jobName: string,
+	address: FleetAddress,
+	options: FleetStatusOptions = {},
+): Promise<FleetStatus[]> {
 	const fleet = await connectFleet({
 		url: address.url,
 		schema: address.schema ?? DEFAULT_FLEET_SCHEMA,
 		readOnly: true,
 	});
 	try {
-		const runs = (await listFleetRuns(fleet, jobName)).slice(0, STATUS_RUNS);
+		const all = await listFleetRuns(fleet, jobName);
+		const { runName } = options;
+		const runs = runName === undefined ? all.slice(0, STATUS_RUNS) : all.filter((run) => run.runName === runName);
+		if (runName !== undefined && runs.length === 0) {
+			const names = all.slice(0, STATUS_RUNS).map((run) => run.runName);
+			throw new UsageError(
+				`no fleet run ${runName} of job ${jobName} in ${fleet.maskedUrl}${names.length > 0 ? `; its newest: ${names.join(", ")}` : ": the job has no fleet runs"}`,
+			);
+		}
 		const statuses: FleetStatus[] = [];
 		for (const run of runs) {
 			const status = await fleetStatus(fleet, run.id);

@@ -14,6 +14,7 @@ export {
 	exportFleetLatest,
 	type FleetAddress,
 	type FleetStatus,
+	type FleetStatusOptions,
 	fleetStatusOf,
 	fleetUrlSecrets,
 	targetCounts,

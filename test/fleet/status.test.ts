@@ -108,6 +108,17 @@ describe("fleet status", () => {
 		]);
 		const text = await spawnCli(["fleet", "status", file, "--fleet", url], {}, dir).done;
 		expect(text.stdout).toContain("0 queued, 0 leased, 0 done, 0 failed; 3 fresh (skipped: freshness)");
+		// --fleet-run, as the workers were started with: that run alone; a name the job has no run of is exit 2.
+		const named = await spawnCli(["fleet", "status", file, "--fleet", url, "--fleet-run", "first"], {}, dir).done;
+		expect(named.code, named.stderr).toBe(0);
+		expect(named.stdout).toContain("freshjob · fleet run first · complete");
+		expect(named.stdout).not.toContain("fleet run again");
+		const typo = await spawnCli(["fleet", "status", file, "--fleet", url, "--fleet-run", "frist", "--json"], {}, dir)
+			.done;
+		expect(typo.code).toBe(2);
+		expect(typo.stderr).toContain("no fleet run frist of job freshjob in postgres://");
+		expect(typo.stderr).toContain("its newest: again, first");
+		expect(typo.stderr).not.toContain("fleet-test-pw");
 		// A failed record counts as failed fleet-wide, as it does in the worker's own line.
 		const broken = writeJob(
 			dir,

@@ -10,6 +10,7 @@ import { connectService } from "../service-connection.js";
 
 interface FleetStatusFlags {
 	fleet?: string;
+	fleetRun?: string;
 	config?: string;
 	json?: boolean;
 }
@@ -25,6 +26,7 @@ export function registerFleetCommand(program: Command, ctx: CliContext): void {
 		)
 		.argument("<job>", "the job file (its name finds the job's fleet runs)")
 		.option("--fleet <url>", "the fleet's PostgreSQL, postgres://… (env SCRAPEJOB_FLEET_URL)")
+		.option("--fleet-run <name>", "only the fleet run of that name (as the workers' --fleet-run), however old")
 		.option("--config <file>", "KEY=VALUE file setting SCRAPEJOB_* variables (flags and env win over it)")
 		.option("--json", "print the runs as JSON (what a dashboard or an alert reads)")
 		.addHelpText(
@@ -32,11 +34,13 @@ export function registerFleetCommand(program: Command, ctx: CliContext): void {
 			`
 Reads the fleet's tables (schema SCRAPEJOB_FLEET_SCHEMA, default scrapejob); sends nothing to the service
 and creates or upgrades nothing: a schema without fleet tables, or with an older scrapejob's, exits 2.
-Shows the newest ten runs of the job. A worker that stopped cleanly shows when it ended; one whose last
+Shows the newest ten runs of the job, or with --fleet-run the run of that name (a name the job has no
+run of exits 2, naming its newest runs). A worker that stopped cleanly shows when it ended; one whose last
 beat is older than the lease (30 s) is gone (killed): its targets and slots pass to the others.
 
 Examples:
   npx scrapejob fleet status jobs/example-shop.yaml --fleet "$SCRAPEJOB_FLEET_URL"
+  npx scrapejob fleet status jobs/example-shop.yaml --fleet-run shop-2026-11-27
   npx scrapejob fleet status jobs/example-shop.yaml --json | jq '.[0].targets'`,
 		)
 		.action(async (jobFile: string, flags: FleetStatusFlags) => {
@@ -58,7 +62,11 @@ Examples:
 			const url = connection.config.fleetUrl;
 			if (url === undefined) throw new UsageError("no fleet: pass --fleet postgres://… or set SCRAPEJOB_FLEET_URL");
 			const schema = connection.config.fleetSchema;
-			const runs = await fleetStatusOf(jobName, { url, ...(schema ? { schema } : {}) });
+			const runs = await fleetStatusOf(
+				jobName,
+				{ url, ...(schema ? { schema } : {}) },
+				flags.fleetRun !== undefined ? { runName: flags.fleetRun } : {},
+			);
 			if (flags.json) {
 				writeLine(ctx.stdout, JSON.stringify(runs.map(statusJson), null, 2));
 				return;
