@@ -15,6 +15,7 @@ import {
 } from "../helpers/job-files.js";
 import { runCli } from "../helpers/run-cli.js";
 import { assertBuilt, endedWithin, type SpawnedCli, spawnCli } from "../helpers/spawn-cli.js";
+import { startTcpRelay } from "../helpers/tcp-relay.js";
 import { until } from "../helpers/until.js";
 
 let closers: Array<() => Promise<void>> = [];
@@ -289,6 +290,52 @@ describe("outages: the service down for a while pauses the whole queue instead o
 		expect(resumed.code).toBe(0);
 		expect(new Set(readRecords(runDir).map((record) => record.id)).size).toBe(30);
 	});
+
+	it("a stop while the service cannot answer a task's polls ends at once; --resume polls the stored task, paying nothing again", async () => {
+		assertBuilt();
+		const demo = await site();
+		// Every fetch becomes a task (answered 202 after 50 ms) that finishes when the page does, 4 s later.
+		const service = await emulator({ scenario: { concurrency: 3, timeout_ms: 50 } });
+		const network = await startTcpRelay(service.port);
+		const dir = tempDir();
+		const out = join(dir, "out");
+		const slowJob = [
+			"name: shop",
+			"defaults:",
+			"  mode: request",
+			"targets:",
+			...[1, 2, 3].map((index) => `  - ${demo.url}/slow?ms=4000&page=${index}`),
+			"",
+		].join("\n");
+		const job = writeJob(dir, "shop", slowJob);
+		const env = { SCRAPEJOB_SCRAPER_KEY: service.scraperKey, SCRAPEJOB_SCRAPER_URL: `${network.origin}/api/v1` };
+		const run = spawnCli(["run", job, "--out", out], env);
+		await until(
+			() => service.ledger.byEndpoint("realtime").filter((entry) => entry.status === 202).length === 3,
+			"three tasks",
+		);
+		network.cut();
+		// Each task's next poll met the network down: nothing of the run is out at the service now.
+		await until(() => network.refused >= 3, "three polls refused");
+		run.child.kill("SIGINT");
+		// The grace period (30 s) could not collect a task whose polls get no answer.
+		const ended = await endedWithin(run, 10_000);
+		expect(ended?.code, ended?.stderr).toBe(130);
+		const runDir = onlyRunDir(out, "shop");
+		const summary = readSummary(runDir);
+		expect(summary).toMatchObject({ complete: false, stopped_reason: "interrupted" });
+		expect(summary.abandoned ?? 0).toBe(0);
+		expect(readRecords(runDir)).toEqual([]);
+
+		network.restore();
+		const resumed = await runCli(["run", job, "--out", out, "--quiet", "--resume"], { env });
+		expect(resumed.code, resumed.stderr).toBe(0);
+		const records = readRecords(runDir);
+		expect(records.map((record) => record.status)).toEqual(["ok", "ok", "ok"]);
+		expect(records.every((record) => typeof record.task_id === "string")).toBe(true);
+		// The three tasks were polled, not sent again.
+		expect(service.ledger.byEndpoint("realtime")).toHaveLength(3);
+	}, 60_000);
 
 	it("a stop while a 429's reset is waited out ends at once, and sends nothing more", async () => {
 		assertBuilt();

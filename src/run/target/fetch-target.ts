@@ -378,8 +378,11 @@ class TargetFetch {
 			clock: deps.clock,
 			sleep: deps.sleep,
 			signal: deps.signal,
+			...(deps.stopped ? { stopped: deps.stopped } : {}),
 		});
 		switch (outcome.kind) {
+			case "stopped":
+				return { result: this.leftWaiting() };
 			case "deadline":
 				return {
 					result: this.failed(

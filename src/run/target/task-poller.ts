@@ -27,7 +27,12 @@ export type PollOutcome =
 	/** The service no longer knows the task (404 three times in a row): `task_expired`. */
 	| { readonly kind: "expired" }
 	/** A poll failed in a way the classifier says not to poll through (401/402 stop the run; 4xx fail it). */
-	| { readonly kind: "error"; readonly error: unknown };
+	| { readonly kind: "error"; readonly error: unknown }
+	/**
+	 * The run stopped while no poll could get an answer (the service unreachable or erring, or a 429's pause):
+	 * the task's id is stored, so a `--resume` polls it; waiting out the grace period could not collect it.
+	 */
+	| { readonly kind: "stopped" };
 
 /** Three 404s in a row: right after a hand-off a task may not be visible yet, so one miss is not enough. */
 const NOT_FOUND_LIMIT = 3;
@@ -41,19 +46,39 @@ const NOT_FOUND_LIMIT = 3;
 export async function pollTask(
 	client: ScraperClient,
 	taskId: string,
-	options: TaskPollOptions & { gate: SendGate; clock: Clock; sleep: Sleep; signal?: AbortSignal },
+	options: TaskPollOptions & {
+		gate: SendGate;
+		clock: Clock;
+		sleep: Sleep;
+		signal?: AbortSignal;
+		/** Aborted as the run's stop begins (before `signal`, the grace period's end). */
+		stopped?: AbortSignal;
+	},
 ): Promise<PollOutcome> {
 	const started = options.clock();
 	const deadline = started + options.deadlineMs;
 	let interval = options.initialIntervalMs;
 	let lastStatus = "processing";
 	let notFoundStreak = 0;
+	// After a poll the service did not answer, a stop ends the wait for the next: nothing is out, the id is kept.
+	let unanswered = false;
+	const { stopped } = options;
+	const waitSignal = (): AbortSignal | undefined =>
+		unanswered && stopped ? (options.signal ? AbortSignal.any([options.signal, stopped]) : stopped) : options.signal;
 	for (;;) {
 		const remaining = deadline - options.clock();
 		if (remaining <= 0) return { kind: "deadline", lastStatus, deadlineMs: options.deadlineMs };
-		await options.sleep(Math.min(interval, remaining), options.signal);
-		interval = Math.min(options.maxIntervalMs, Math.ceil(interval * 1.5));
-		await options.gate.unpaused(options.signal);
+		if (unanswered && stopped?.aborted) return { kind: "stopped" };
+		try {
+			await options.sleep(Math.min(interval, remaining), waitSignal());
+			interval = Math.min(options.maxIntervalMs, Math.ceil(interval * 1.5));
+			// A 429's pause or an outage's hold is no answer either: the stop ends the wait for it.
+			unanswered ||= options.gate.pauseReason() !== null;
+			await options.gate.unpaused(waitSignal());
+		} catch (error) {
+			if (options.signal?.aborted || !stopped?.aborted) throw error;
+			return { kind: "stopped" };
+		}
 		const left = deadline - options.clock();
 		if (left <= 0) return { kind: "deadline", lastStatus, deadlineMs: options.deadlineMs };
 		const pollSignal = options.signal
@@ -69,8 +94,10 @@ export async function pollTask(
 			switch (decision.action) {
 				case "wait":
 					options.gate.pause(decision.resetMs);
+					unanswered = true;
 					continue;
 				case "retry":
+					unanswered = true;
 					continue;
 				case "fail":
 				case "abort":
@@ -81,6 +108,7 @@ export async function pollTask(
 				}
 			}
 		}
+		unanswered = false;
 		switch (state.state) {
 			case "completed":
 			case "failed":
