@@ -147,6 +147,36 @@ describe("small things a new user noticed", () => {
 		expect(answers[1]!.error.problems).toEqual([expect.objectContaining({ line: 3 })]);
 	});
 
+	it("health --json and fleet status --json that fail answer on stdout in one JSON line too (what a check or an alert reads)", async () => {
+		const dir = tempDir();
+		const job = writeJob(dir, "none", "name: none\ntargets:\n  - https://a.example/\n");
+		const bad = writeJob(dir, "bad", "name: bad\ntargets:\n  - nope\n");
+		const answers: Array<{ error: { code: string; message: string; problems?: unknown[] } }> = [];
+		for (const [argv, code] of [
+			[["health", "--json"], 2],
+			[["health", "--json", "--scraper-url", "http://127.0.0.1:9/api/v1"], 3],
+			[["fleet", "status", job, "--json"], 2],
+			[["fleet", "status", job, "--json", "--fleet", "postgres://u:pw-not-shown@127.0.0.1:9/db"], 3],
+			[["fleet", "status", bad, "--json"], 2],
+		] as const) {
+			const env = argv.includes("--scraper-url") ? { SCRAPEJOB_SCRAPER_KEY: "some-scraper-key-1" } : {};
+			const result = await runCli([...argv], { cwd: dir, env });
+			expect(result.code, `${argv.join(" ")}: ${result.stderr}`).toBe(code);
+			const lines = result.stdout.trim().split("\n");
+			expect(lines, argv.join(" ")).toHaveLength(1);
+			answers.push(JSON.parse(lines[0]!));
+		}
+		expect(answers.map((answer) => answer.error.code)).toEqual([
+			"SCRAPEJOB_USAGE",
+			"SCRAPEJOB_NETWORK",
+			"SCRAPEJOB_USAGE",
+			"SCRAPEJOB_FLEET_DATABASE",
+			"SCRAPEJOB_JOB_INVALID",
+		]);
+		expect(answers[3]!.error.message).not.toContain("pw-not-shown");
+		expect(answers[4]!.error.problems).toEqual([expect.objectContaining({ line: 3 })]);
+	});
+
 	it("an invalid mode gives the service's words first, then the allowed values", async () => {
 		const dir = tempDir();
 		const job = writeJob(dir, "bad", "name: bad\ndefaults:\n  mode: browsr\ntargets:\n  - https://a.example/\n");

@@ -6,6 +6,7 @@ import { type FleetStatus, fleetStatusOf, targetCounts } from "../../library/ind
 import { type CliContext, writeLine } from "../context.js";
 import { EXIT } from "../exit-codes.js";
 import { formatTable } from "../format/index.js";
+import { answeringErrorsInJson, printJsonError } from "../json-error.js";
 import { connectService } from "../service-connection.js";
 
 interface FleetStatusFlags {
@@ -43,40 +44,45 @@ Examples:
   npx scrapejob fleet status jobs/example-shop.yaml --fleet-run shop-2026-11-27
   npx scrapejob fleet status jobs/example-shop.yaml --json | jq '.[0].targets'`,
 		)
-		.action(async (jobFile: string, flags: FleetStatusFlags) => {
-			let jobName: string;
-			try {
-				({
-					job: { name: jobName },
-				} = await loadJob(resolve(ctx.cwd, jobFile), { env: ctx.env, cwd: ctx.cwd, checkSources: false }));
-			} catch (error) {
-				if (!(error instanceof JobValidationError)) throw error;
-				for (const problem of error.problems) writeLine(ctx.stderr, formatProblem(problem));
-				ctx.exitCode = EXIT.invalidInput;
-				return;
-			}
-			const connection = await connectService(ctx, {
-				...(flags.config !== undefined ? { config: flags.config } : {}),
-				...(flags.fleet !== undefined ? { fleet: flags.fleet } : {}),
-			});
-			const url = connection.config.fleetUrl;
-			if (url === undefined) throw new UsageError("no fleet: pass --fleet postgres://… or set SCRAPEJOB_FLEET_URL");
-			const schema = connection.config.fleetSchema;
-			const runs = await fleetStatusOf(
-				jobName,
-				{ url, ...(schema ? { schema } : {}) },
-				flags.fleetRun !== undefined ? { runName: flags.fleetRun } : {},
-			);
-			if (flags.json) {
-				writeLine(ctx.stdout, JSON.stringify(runs.map(statusJson), null, 2));
-				return;
-			}
-			if (runs.length === 0) {
-				writeLine(ctx.stdout, `${jobName}: no fleet runs`);
-				return;
-			}
-			for (const run of runs) writeLine(ctx.stdout, statusText(run));
-		});
+		.action((jobFile: string, flags: FleetStatusFlags) =>
+			answeringErrorsInJson(ctx, flags.json === true, () => fleetStatusCommand(ctx, jobFile, flags)),
+		);
+}
+
+async function fleetStatusCommand(ctx: CliContext, jobFile: string, flags: FleetStatusFlags): Promise<void> {
+	let jobName: string;
+	try {
+		({
+			job: { name: jobName },
+		} = await loadJob(resolve(ctx.cwd, jobFile), { env: ctx.env, cwd: ctx.cwd, checkSources: false }));
+	} catch (error) {
+		if (!(error instanceof JobValidationError)) throw error;
+		for (const problem of error.problems) writeLine(ctx.stderr, formatProblem(problem));
+		if (flags.json) printJsonError(ctx, error);
+		ctx.exitCode = EXIT.invalidInput;
+		return;
+	}
+	const connection = await connectService(ctx, {
+		...(flags.config !== undefined ? { config: flags.config } : {}),
+		...(flags.fleet !== undefined ? { fleet: flags.fleet } : {}),
+	});
+	const url = connection.config.fleetUrl;
+	if (url === undefined) throw new UsageError("no fleet: pass --fleet postgres://… or set SCRAPEJOB_FLEET_URL");
+	const schema = connection.config.fleetSchema;
+	const runs = await fleetStatusOf(
+		jobName,
+		{ url, ...(schema ? { schema } : {}) },
+		flags.fleetRun !== undefined ? { runName: flags.fleetRun } : {},
+	);
+	if (flags.json) {
+		writeLine(ctx.stdout, JSON.stringify(runs.map(statusJson), null, 2));
+		return;
+	}
+	if (runs.length === 0) {
+		writeLine(ctx.stdout, `${jobName}: no fleet runs`);
+		return;
+	}
+	for (const run of runs) writeLine(ctx.stdout, statusText(run));
 }
 
 /** A run's status in snake_case, as every other JSON the CLI prints. */

@@ -3,6 +3,7 @@ import { isNotTheService, ScraperNotFoundError } from "../../api/index.js";
 import { connectScraper } from "../../library/index.js";
 import { type CliContext, useColor, writeJson, writeLine } from "../context.js";
 import { createStyle } from "../format/index.js";
+import { answeringErrorsInJson } from "../json-error.js";
 import { addServiceOptions, connectService, type ServiceFlags } from "../service-connection.js";
 
 export interface HealthFlags extends ServiceFlags {
@@ -28,9 +29,7 @@ Examples:
   npx scrapejob health
   npx scrapejob health --sandbox --json`,
 	);
-	command.action(async (flags: HealthFlags) => {
-		await runHealth(ctx, flags);
-	});
+	command.action((flags: HealthFlags) => answeringErrorsInJson(ctx, flags.json === true, () => runHealth(ctx, flags)));
 }
 
 export async function runHealth(ctx: CliContext, flags: HealthFlags): Promise<void> {
