@@ -1,7 +1,7 @@
 import type { Dispatcher } from "undici";
 import { joinUrl, parseBaseUrl, redactSecrets, type ScrapeParams } from "../common/index.js";
 import { toServiceError } from "./error-body.js";
-import { UnexpectedResponseError } from "./errors.js";
+import { namingRefusedKey, UnexpectedResponseError } from "./errors.js";
 import { type TaskRecord, taskRecordSchema } from "./records.js";
 import {
 	contentOf,
@@ -43,6 +43,8 @@ export interface ScraperClientOptions {
 	readonly realtimeTimeoutMs?: number;
 	/** Limit for task polls and health checks, milliseconds. @default 30000 */
 	readonly timeoutMs?: number;
+	/** Which of the user's keys this is, said in a refusal's (401) message: "the scraper key (SCRAPEJOB_SCRAPER_KEY)". */
+	readonly keyName?: string;
 }
 
 /** A successful fetch: the page (raw delivery) or the JSON delivery object. */
@@ -175,6 +177,11 @@ export function createScraperClient(options: ScraperClientOptions): ScraperClien
 	const realtimeTimeoutMs = options.realtimeTimeoutMs ?? 120_000;
 	const timeoutMs = options.timeoutMs ?? 30_000;
 	const secrets = [options.scraperKey];
+	const { keyName } = options;
+	const serviceError = (...args: Parameters<typeof toServiceError>) => {
+		const error = toServiceError(...args);
+		return keyName === undefined ? error : namingRefusedKey(error, keyName);
+	};
 	const realtimeUrl = joinUrl(base, "/scraper/realtime");
 	const postHeaders = { "x-api-key": options.scraperKey, "content-type": "application/json" };
 	const getHeaders = { "x-api-key": options.scraperKey };
@@ -197,7 +204,7 @@ export function createScraperClient(options: ScraperClientOptions): ScraperClien
 			const body = jsonObject(response);
 			if (body && typeof body.task_id === "string") return readTaskRecord(status, headers, body, endpoint);
 			if (status === 202) throw new UnexpectedResponseError(endpoint, status, "202 without a task_id");
-			throw toServiceError(status, response.body, endpoint, secrets, headers.creditsUsed);
+			throw serviceError(status, response.body, endpoint, secrets, headers.creditsUsed);
 		}
 		if (status >= 200 && status < 300) {
 			// Only JSON answers can be task records or wrapped deliveries; an HTML page is never parsed.
@@ -206,7 +213,7 @@ export function createScraperClient(options: ScraperClientOptions): ScraperClien
 				if (typeof body.task_id === "string" && taskStatusKind(body.status) !== "done") {
 					return readTaskRecord(status, headers, body, endpoint);
 				}
-				if (body.success === false) throw toServiceError(status, response.body, endpoint, secrets, headers.creditsUsed);
+				if (body.success === false) throw serviceError(status, response.body, endpoint, secrets, headers.creditsUsed);
 				if (params.delivery === "json") {
 					const targetStatus = numberField(body, "status_code");
 					return {
@@ -242,7 +249,7 @@ export function createScraperClient(options: ScraperClientOptions): ScraperClien
 		if (headers.targetStatus === undefined) {
 			const body = jsonObject(response);
 			if (isErrorRecord(body) || status === 401 || status === 402 || status === 429 || status >= 500) {
-				throw toServiceError(status, response.body, endpoint, secrets, headers.creditsUsed);
+				throw serviceError(status, response.body, endpoint, secrets, headers.creditsUsed);
 			}
 		}
 		return { kind: "target_error", targetStatus: headers.targetStatus ?? status, headers, body: response.body };
@@ -286,7 +293,7 @@ export function createScraperClient(options: ScraperClientOptions): ScraperClien
 				if (body && typeof body.task_id === "string" && taskStatusKind(body.status) === "failed") {
 					return failedTask(body, headers, secrets);
 				}
-				throw toServiceError(response.status, response.body, endpoint, secrets);
+				throw serviceError(response.status, response.body, endpoint, secrets);
 			}
 			if (!body) {
 				// A non-JSON 200 is the content itself (docs/service.md, "Where the documentation is silent").
@@ -324,7 +331,7 @@ export function createScraperClient(options: ScraperClientOptions): ScraperClien
 			});
 			const answer = jsonObject(response);
 			if (response.status !== 200 || !answer || answer.success === false) {
-				throw toServiceError(response.status === 200 ? 502 : response.status, response.body, endpoint, secrets);
+				throw serviceError(response.status === 200 ? 502 : response.status, response.body, endpoint, secrets);
 			}
 			const results = Array.isArray(answer.results) ? answer.results : [];
 			const urls: string[] = [];
@@ -348,7 +355,7 @@ export function createScraperClient(options: ScraperClientOptions): ScraperClien
 				endpoint,
 				...(signal ? { signal } : {}),
 			});
-			if (response.status !== 200) throw toServiceError(response.status, response.body, endpoint, secrets);
+			if (response.status !== 200) throw serviceError(response.status, response.body, endpoint, secrets);
 			// The service answers `{"success": true}`; a 200 with anything else is some other server at that address.
 			if (jsonObject(response)?.success !== true) {
 				throw new UnexpectedResponseError(endpoint, 200, 'not the service\'s {"success": true}');

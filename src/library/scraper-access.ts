@@ -39,13 +39,16 @@ export interface ScraperAccessPoint {
  * The scraper key from SCRAPEJOB_SCRAPER_KEY, else learned from the account's GET /public/scraper
  * (`api_key` and `endpoint_url`) — the same order `run` uses, so `health` checks what a run would use.
  */
+const CONFIGURED_KEY = "the scraper key (SCRAPEJOB_SCRAPER_KEY)";
+const ACCOUNT_HANDED_KEY = "the scraper key the account handed out (GET /public/scraper api_key)";
+
 export async function connectScraper(ctx: ConnectContext, connection: ServiceConnection): Promise<ScraperAccessPoint> {
 	const configured = connection.config.scraperKey;
 	if (configured) {
 		const endpoint = connection.config.scraperUrl ?? DEFAULT_SCRAPER_URL;
 		return {
-			client: connection.scraper(configured, endpoint),
-			clientFor: (connections) => connection.scraper(configured, endpoint, connections),
+			client: connection.scraper(configured, endpoint, { keyName: CONFIGURED_KEY }),
+			clientFor: (connections) => connection.scraper(configured, endpoint, { connections, keyName: CONFIGURED_KEY }),
 			endpoint,
 			keySource: "SCRAPEJOB_SCRAPER_KEY",
 			maskedKey: maskSecret(configured),
@@ -77,8 +80,8 @@ export async function connectScraper(ctx: ConnectContext, connection: ServiceCon
 	// A configured address wins over the account's, as it does everywhere (flags > env > config).
 	const endpoint = connection.config.scraperUrl ?? access.endpoint_url;
 	return {
-		client: connection.scraper(access.api_key, endpoint),
-		clientFor: (connections) => connection.scraper(key, endpoint, connections),
+		client: connection.scraper(key, endpoint, { keyName: ACCOUNT_HANDED_KEY }),
+		clientFor: (connections) => connection.scraper(key, endpoint, { connections, keyName: ACCOUNT_HANDED_KEY }),
 		endpoint,
 		keySource: "account",
 		maskedKey: maskSecret(access.api_key),

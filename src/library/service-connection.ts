@@ -1,7 +1,13 @@
 import { createHash } from "node:crypto";
 import { readFileSync } from "node:fs";
 import { join, resolve } from "node:path";
-import { type AccountClient, createAccountClient, createScraperClient, type ScraperClient } from "../api/index.js";
+import {
+	type AccountClient,
+	createAccountClient,
+	createScraperClient,
+	type ScraperClient,
+	type ScraperClientOptions,
+} from "../api/index.js";
 import { ScrapejobError, UsageError, writeFileAtomic } from "../common/index.js";
 import { demoSiteIsSet, type ResolvedConfig, resolveConfig, resolveFleetConfig } from "../config/index.js";
 import { OutputError } from "../output/index.js";
@@ -96,9 +102,10 @@ export interface ServiceConnection {
 	readonly configFile?: string;
 	/**
 	 * Build a scraper client for a key and address learned from the account (or configured); with
-	 * `connections`, on at most that many sockets (a run's concurrency).
+	 * `connections`, on at most that many sockets (a run's concurrency); `keyName` says in a refusal (401)
+	 * which key it was.
 	 */
-	scraper(key: string, baseUrl: string | undefined, connections?: number): ScraperClient;
+	scraper(key: string, baseUrl: string | undefined, options?: ScraperClientChoice): ScraperClient;
 	/**
 	 * A run goes ahead in the results root (its folder made): the sandbox's demo site port is written
 	 * there (`.sandbox-demo-site-port`), so that root's next sandbox run (`--resume`) takes it again.
@@ -107,6 +114,9 @@ export interface ServiceConnection {
 	rememberDemoSite(): void;
 	close(): Promise<void>;
 }
+
+/** How `ServiceConnection.scraper` builds its client. */
+export type ScraperClientChoice = Pick<ScraperClientOptions, "connections" | "keyName">;
 
 const NO_KEY_HINT =
 	"set SCRAPEJOB_ACCOUNT_KEY (or SCRAPEJOB_SCRAPER_KEY for scraping only), or try it offline with --sandbox";
@@ -147,12 +157,8 @@ export async function connectService(ctx: ConnectContext, flags: ServiceFlags): 
 			config,
 			account: createAccountClient({ accountKey: emulator.accountKey, baseUrl: emulator.apiUrl }),
 			demoSiteUrl: demoSite.url,
-			scraper: (key, baseUrl, connections) =>
-				createScraperClient({
-					scraperKey: key,
-					baseUrl: baseUrl ?? emulator.scraperUrl,
-					...(connections !== undefined ? { connections } : {}),
-				}),
+			scraper: (key, baseUrl, options) =>
+				createScraperClient({ ...options, scraperKey: key, baseUrl: baseUrl ?? emulator.scraperUrl }),
 			rememberDemoSite() {
 				const port = new URL(demoSite.url).port;
 				if (Number(port) === rememberedDemoSitePort(outRoot)) return;
@@ -190,11 +196,11 @@ export async function connectService(ctx: ConnectContext, flags: ServiceFlags): 
 		account,
 		demoSiteUrl: undefined,
 		...(flags.config !== undefined ? { configFile: resolve(ctx.cwd, flags.config) } : {}),
-		scraper: (key, baseUrl, connections) =>
+		scraper: (key, baseUrl, options) =>
 			createScraperClient({
+				...options,
 				scraperKey: key,
 				...((config.scraperUrl ?? baseUrl) ? { baseUrl: config.scraperUrl ?? baseUrl } : {}),
-				...(connections !== undefined ? { connections } : {}),
 			}),
 		rememberDemoSite() {},
 		close: async () => {},

@@ -390,6 +390,8 @@ describe("scrapejob health", () => {
 		const wrong = await runCli(["health"], { env: { ...scraperEnv, SCRAPEJOB_SCRAPER_KEY: "wrong-scraper-key-42" } });
 		expect(wrong.code).toBe(3);
 		expect(wrong.stderr).toContain("401 Invalid API key");
+		// The service's words do not say which of the user's keys it was; the message does.
+		expect(wrong.stderr).toContain("the key refused is the scraper key (SCRAPEJOB_SCRAPER_KEY)");
 		expect(wrong.stderr).not.toContain("wrong-scraper-key-42");
 	});
 

@@ -159,7 +159,9 @@ describe("small things a new user noticed", () => {
 			[["fleet", "status", job, "--json", "--fleet", "postgres://u:pw-not-shown@127.0.0.1:9/db"], 3],
 			[["fleet", "status", bad, "--json"], 2],
 		] as const) {
-			const env = argv.includes("--scraper-url") ? { SCRAPEJOB_SCRAPER_KEY: "some-scraper-key-1" } : {};
+			const env = (argv as readonly string[]).includes("--scraper-url")
+				? { SCRAPEJOB_SCRAPER_KEY: "some-scraper-key-1" }
+				: {};
 			const result = await runCli([...argv], { cwd: dir, env });
 			expect(result.code, `${argv.join(" ")}: ${result.stderr}`).toBe(code);
 			const lines = result.stdout.trim().split("\n");

@@ -78,6 +78,7 @@ describe("how a run starts: lock first, nothing sent on a refusal", () => {
 		const result = await runCli(["run", job, "--out", out], { env });
 		expect(result.code).toBe(3);
 		expect(result.stderr).toMatch(/401/);
+		expect(result.stderr).toContain("the key refused is the scraper key (SCRAPEJOB_SCRAPER_KEY)");
 		expect(result.stderr).not.toContain("wrong-scraper-key-1");
 		expect(result.stdout + result.stderr).not.toContain("--resume");
 		// The job store (history.sqlite) may be there; no run folder is.
