@@ -1,6 +1,7 @@
 import { errorMessage, ScrapejobError } from "../common/index.js";
-import { JobValidationError } from "../job/index.js";
+import { formatProblem, JobValidationError } from "../job/index.js";
 import { type CliContext, writeLine } from "./context.js";
+import { EXIT } from "./exit-codes.js";
 
 /**
  * With `--json`, a command that fails still answers on stdout in JSON, so a script reading stdout
@@ -24,4 +25,15 @@ export async function answeringErrorsInJson<T>(ctx: CliContext, json: boolean, w
 		if (json) printJsonError(ctx, error);
 		throw error;
 	}
+}
+
+/**
+ * A job file that does not load: each problem on stderr at its `file:line:col`, the JSON answer with
+ * `--json`, exit 2. Anything else is thrown on.
+ */
+export function answerInvalidJob(ctx: CliContext, json: boolean, error: unknown): void {
+	if (!(error instanceof JobValidationError)) throw error;
+	for (const problem of error.problems) writeLine(ctx.stderr, formatProblem(problem));
+	if (json) printJsonError(ctx, error);
+	ctx.exitCode = EXIT.invalidInput;
 }

@@ -10,12 +10,11 @@ import {
 	exportLatest,
 	openJobHistory,
 } from "../../history/index.js";
-import { formatProblem, JobValidationError, loadJob } from "../../job/index.js";
+import { loadJob } from "../../job/index.js";
 import { exportFleetLatest, withSandboxDemoSite } from "../../library/index.js";
 import { csvColumnsFor, jobOutputDir } from "../../output/index.js";
 import { type CliContext, writeLine } from "../context.js";
-import { EXIT } from "../exit-codes.js";
-import { answeringErrorsInJson, printJsonError } from "../json-error.js";
+import { answerInvalidJob, answeringErrorsInJson } from "../json-error.js";
 
 function format(value: string): ExportFormat {
 	if (!(EXPORT_FORMATS as readonly string[]).includes(value)) {
@@ -106,10 +105,7 @@ Examples:
 						const env = withSandboxDemoSite(ctx.env, resolve(ctx.cwd, flags.from));
 						({ job } = await loadJob(resolve(ctx.cwd, jobFile), { env, cwd: ctx.cwd, checkSources: false }));
 					} catch (error) {
-						if (!(error instanceof JobValidationError)) throw error;
-						for (const problem of error.problems) writeLine(ctx.stderr, formatProblem(problem));
-						if (flags.json) printJsonError(ctx, error);
-						ctx.exitCode = EXIT.invalidInput;
+						answerInvalidJob(ctx, flags.json === true, error);
 						return;
 					}
 					const jobDir = jobOutputDir(resolve(ctx.cwd, flags.from), job.name);

@@ -1,13 +1,12 @@
 import { basename, dirname } from "node:path";
 import type { Command } from "commander";
 import { cliCommand, UsageError } from "../../common/index.js";
-import { formatProblem, JobValidationError } from "../../job/index.js";
 import { extractPlanned } from "../../library/index.js";
 import { formatSummary } from "../../output/index.js";
 import { CorruptResultsError } from "../../run/index.js";
 import { type CliContext, writeLine } from "../context.js";
 import { EXIT } from "../exit-codes.js";
-import { answeringErrorsInJson, printJsonError } from "../json-error.js";
+import { answerInvalidJob, answeringErrorsInJson } from "../json-error.js";
 import { acceptCommand } from "../resume-hint.js";
 
 interface ExtractFlags {
@@ -81,10 +80,7 @@ async function extractCommand(ctx: CliContext, jobFile: string, flags: ExtractFl
 			const runId = basename(dirname(error.path));
 			throw error.withRepair(cliCommand(["run", jobFile, ...out, "--resume", runId, "--repair"]));
 		}
-		if (!(error instanceof JobValidationError)) throw error;
-		for (const problem of error.problems) writeLine(ctx.stderr, formatProblem(problem));
-		if (flags.json) printJsonError(ctx, error);
-		ctx.exitCode = EXIT.invalidInput;
+		answerInvalidJob(ctx, flags.json === true, error);
 		return;
 	} finally {
 		removeLastWord?.();

@@ -1,12 +1,11 @@
 import { resolve } from "node:path";
 import type { Command } from "commander";
 import { UsageError } from "../../common/index.js";
-import { formatProblem, JobValidationError, loadJob } from "../../job/index.js";
+import { loadJob } from "../../job/index.js";
 import { type FleetStatus, fleetStatusOf, targetCounts } from "../../library/index.js";
 import { type CliContext, writeLine } from "../context.js";
-import { EXIT } from "../exit-codes.js";
 import { formatTable } from "../format/index.js";
-import { answeringErrorsInJson, printJsonError } from "../json-error.js";
+import { answerInvalidJob, answeringErrorsInJson } from "../json-error.js";
 import { connectService } from "../service-connection.js";
 
 interface FleetStatusFlags {
@@ -56,10 +55,7 @@ async function fleetStatusCommand(ctx: CliContext, jobFile: string, flags: Fleet
 			job: { name: jobName },
 		} = await loadJob(resolve(ctx.cwd, jobFile), { env: ctx.env, cwd: ctx.cwd, checkSources: false }));
 	} catch (error) {
-		if (!(error instanceof JobValidationError)) throw error;
-		for (const problem of error.problems) writeLine(ctx.stderr, formatProblem(problem));
-		if (flags.json) printJsonError(ctx, error);
-		ctx.exitCode = EXIT.invalidInput;
+		answerInvalidJob(ctx, flags.json === true, error);
 		return;
 	}
 	const connection = await connectService(ctx, {
