@@ -40,8 +40,8 @@ export interface ResolvedConfig {
 }
 
 /**
- * Read a `--config` file: `KEY=VALUE` lines, `#` comments, optional `export ` and quotes (the
- * dotenv shape, so one file serves both a shell and scrapejob). Only the contract's variables are allowed.
+ * Read a `--config` file: `KEY=VALUE` lines, `#` comments (whole lines, or after a space), optional
+ * `export ` and quotes (the dotenv shape, so one file serves both a shell and scrapejob). Only the contract's variables are allowed.
  */
 export async function readConfigFile(path: string): Promise<Partial<Record<ConfigVariable, string>>> {
 	let text: string;
@@ -69,9 +69,10 @@ export async function readConfigFile(path: string): Promise<Partial<Record<Confi
 			const hint = near ? `did you mean ${near}?` : `known: ${CONFIG_VARIABLES.join(", ")}`;
 			throw new UsageError(`${path}:${index + 1}:1 unknown setting ${key}; ${hint}`);
 		}
-		let value = match[2]!.trim();
-		if (/^(['"]).*\1$/.test(value)) value = value.slice(1, -1);
-		values[key as ConfigVariable] = value;
+		// As `sh` (and dotenv) read the line: a `#` after a space starts a comment, quotes are taken off.
+		const written = match[2]!.trim();
+		const quoted = /^(['"])(.*?)\1(?:\s+#.*)?$/.exec(written);
+		values[key as ConfigVariable] = quoted ? quoted[2]! : written.replace(/\s+#.*$/, "");
 	});
 	return values;
 }

@@ -1,3 +1,4 @@
+import { execFileSync } from "node:child_process";
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
@@ -29,6 +30,27 @@ describe("configuration", () => {
 			scraperUrl: undefined,
 			sources: { SCRAPEJOB_ACCOUNT_KEY: "config", SCRAPEJOB_SCRAPER_KEY: "env", SCRAPEJOB_API_URL: "flag" },
 		});
+	});
+
+	it("reads a file as `set -a && . ./file` does: comments after a space, quotes, a # inside a value", async () => {
+		const dir = tempDir();
+		const lines = [
+			"SCRAPEJOB_ACCOUNT_KEY=acc-key-1 # the nightly job's",
+			'SCRAPEJOB_SCRAPER_KEY="scr key 2" # quoted, with a space',
+			"SCRAPEJOB_API_URL=https://api.example/#not-a-comment",
+			"export SCRAPEJOB_FLEET_URL='postgres://u:p#w@db.example/x'",
+			"SCRAPEJOB_FLEET_SCHEMA=sched\t# a tab before it",
+		];
+		const file = join(dir, "scrapejob.env");
+		writeFileSync(file, `${lines.join("\n")}\n`);
+		const names = ["SCRAPEJOB_ACCOUNT_KEY", "SCRAPEJOB_SCRAPER_KEY", "SCRAPEJOB_API_URL", "SCRAPEJOB_FLEET_URL"];
+		const script = `set -a && . ./scrapejob.env && printf '%s\\n' ${[...names, "SCRAPEJOB_FLEET_SCHEMA"].map((name) => `"$${name}"`).join(" ")}`;
+		const bySh = execFileSync("/bin/sh", ["-c", script], { cwd: dir, env: {}, encoding: "utf8" }).split("\n");
+		const read = await readConfigFile(file);
+		expect([...names, "SCRAPEJOB_FLEET_SCHEMA"].map((name) => read[name as keyof typeof read])).toEqual(
+			bySh.slice(0, 5),
+		);
+		expect(read.SCRAPEJOB_ACCOUNT_KEY).toBe("acc-key-1");
 	});
 
 	it("refuses plain http off loopback, credentials in addresses, and unknown or malformed config lines", async () => {
