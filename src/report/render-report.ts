@@ -32,6 +32,12 @@ function scriptJson(value: unknown): string {
 }
 
 /** A script's text with any `</script` neutralised (uPlot's code has none; the guard is for the future). */
+/**
+ * The CLI's bundle keeps function names (esbuild's keepNames), which writes a call to its `__name` helper
+ * into the text of every inner function of `renderReportPage`; the page defines it, as the identity.
+ */
+const PAGE_SCRIPT_HELPERS = "var __name = (target) => target;";
+
 function scriptText(code: string): string {
 	return code.replace(/<\/script/gi, "<\\/script");
 }
@@ -272,7 +278,7 @@ export function renderReportHtml(data: ReportData): string {
 <footer>Generated ${escapeHtml(data.generated_at)} by scrapejob from this run folder's files. Started ${escapeHtml(summary.started_at)}, finished ${escapeHtml(summary.finished_at)}.</footer>
 <script>${scriptText(assets.script)}</script>
 <script id="report-data" type="application/json">${scriptJson(data)}</script>
-<script>(${scriptText(renderReportPage.toString())})(uPlot, JSON.parse(document.getElementById("report-data").textContent));</script>
+<script>${PAGE_SCRIPT_HELPERS}(${scriptText(renderReportPage.toString())})(uPlot, JSON.parse(document.getElementById("report-data").textContent));</script>
 </body>
 </html>
 `;

@@ -10,6 +10,7 @@ import { createRecordAggregates } from "../../src/report/record-aggregates.js";
 import { launchChromium, type PageWatch, screenshot, watchPage } from "../helpers/browser.js";
 import { readRecords, readSummary, tempDir, writeJob } from "../helpers/job-files.js";
 import { runCli } from "../helpers/run-cli.js";
+import { assertBuilt, spawnCli } from "../helpers/spawn-cli.js";
 import { startTestService, type TestService } from "../helpers/service.js";
 
 let browser: Browser;
@@ -113,8 +114,11 @@ describe("report.html in a real browser", () => {
 				"",
 			].join("\n"),
 		);
-		const run = await runCli(["run", job, "--out", out], { env: service.env });
-		expect(run.code).toBe(1);
+		// The built CLI, as users run it: its bundle is what writes their reports (an in-process run of the
+		// sources did not see the bundler's name helper the page script then called and the page lacked).
+		assertBuilt();
+		const run = await spawnCli(["run", job, "--out", out], service.env).done;
+		expect(run.code, run.stderr).toBe(1);
 		const runDir = onlyRunDir(join(out, "shop"));
 		const reportPath = join(runDir, "report.html");
 		// The terminal summary ends with the report's path.
@@ -195,8 +199,8 @@ describe("report.html in a real browser", () => {
 		};
 		appendFileSync(join(runDir, "results.jsonl"), `${JSON.stringify(leaky)}\n`);
 		const before = statSync(reportPath).mtimeMs;
-		const rebuilt = await runCli(["report", runDir, "--json"]);
-		expect(rebuilt.code).toBe(0);
+		const rebuilt = await spawnCli(["report", runDir, "--json"], {}).done;
+		expect(rebuilt.code, rebuilt.stderr).toBe(0);
 		expect(JSON.parse(rebuilt.stdout)).toEqual([{ run_dir: runDir, report: reportPath }]);
 		expect(statSync(reportPath).mtimeMs).toBeGreaterThanOrEqual(before);
 		const second = await openReport(reportPath);
