@@ -10,8 +10,8 @@ import { createRecordAggregates } from "../../src/report/record-aggregates.js";
 import { launchChromium, type PageWatch, screenshot, watchPage } from "../helpers/browser.js";
 import { readRecords, readSummary, tempDir, writeJob } from "../helpers/job-files.js";
 import { runCli } from "../helpers/run-cli.js";
-import { assertBuilt, spawnCli } from "../helpers/spawn-cli.js";
 import { startTestService, type TestService } from "../helpers/service.js";
+import { assertBuilt, spawnCli } from "../helpers/spawn-cli.js";
 
 let browser: Browser;
 let service: TestService | undefined;
