@@ -103,6 +103,16 @@ describe("how a run starts: lock first, nothing sent on a refusal", () => {
 			const jobDir = join(out, "shop");
 			expect(existsSync(jobDir) ? readdirSync(jobDir).filter(isRunFolderName) : []).toEqual([]);
 		}
+		// Given as a flag, the address is in the printed hint: run as printed, it checks that address.
+		const flagged = await runCli(["run", job, "--out", out, "--scraper-url", withoutPrefix], {
+			env: { SCRAPEJOB_SCRAPER_KEY: service.emulator.scraperKey },
+		});
+		expect(flagged.code, flagged.stderr).toBe(3);
+		const hint = /`(npx scrapejob health [^`]*)` checks it/.exec(flagged.stderr)?.[1];
+		expect(hint).toContain("--scraper-url");
+		const checked = await runPrintedCommand(hint!, { SCRAPEJOB_SCRAPER_KEY: service.emulator.scraperKey }, out).done;
+		expect(checked.code, checked.stderr).toBe(3);
+		expect(checked.stderr).toContain(`the scraper service is not at ${new URL(withoutPrefix).href}`);
 		expect(service.emulator.ledger.byEndpoint("realtime")).toHaveLength(0);
 		// The library says the same with a typed error.
 		await expect(
