@@ -1,3 +1,4 @@
+import type { PagesRoom } from "./max-pages.js";
 /** A fleet run as its row says. */
 export interface FleetRun {
 	readonly id: number;
@@ -33,6 +34,8 @@ export interface FleetTargetInput {
  */
 export interface FleetTargetSource extends AsyncIterable<FleetTargetInput> {
 	readonly fresh?: number;
+	/** A crawl with `max_pages`: its seeds enter within it, as a local crawl hands out no more. @default no limit */
+	readonly room?: PagesRoom;
 }
 
 /**
