@@ -7,8 +7,13 @@ import type { FleetTargetInput } from "./types.js";
  */
 export interface PagesRoom {
 	readonly maxPages: number;
-	/** URL keys of `pages` that will not be fetched (fresh, their links kept or none wanted): they take no room. */
-	readonly neverFetched: (query: Fleet["query"], pages: readonly FleetTargetInput[]) => Promise<ReadonlySet<string>>;
+	/**
+	 * `freshness`: the URL keys of `pages` fresh in the job's fleet runs, each true when it will not be fetched
+	 * (its links kept, or none wanted): those take no room. Null without freshness.
+	 */
+	readonly fresh:
+		| ((query: Fleet["query"], pages: readonly FleetTargetInput[]) => Promise<ReadonlyMap<string, boolean>>)
+		| null;
 }
 
 const keyOf = (page: FleetTargetInput) => page.urlKey ?? page.url;
@@ -38,13 +43,13 @@ export async function insertWithinMaxPages<T>(
 		).map((row) => row.url_key),
 	);
 	const added = pages.filter((page) => !held.has(keyOf(page)) && (page.depth ?? 0) >= 0);
-	const neverFetched = await room.neverFetched(query, added);
+	const fresh = room.fresh === null ? null : await room.fresh(query, added);
 	const uncounted: string[] = [];
 	const [row] = await query<{ n: number }>("SELECT pages::int AS n FROM runs WHERE id = $1", [runId]);
 	let left = Math.max(0, room.maxPages - (row?.n ?? 0));
 	const within = pages.filter((page) => {
 		if (held.has(keyOf(page)) || (page.depth ?? 0) < 0) return true;
-		if (neverFetched.has(keyOf(page))) {
+		if (fresh?.get(keyOf(page)) === true) {
 			uncounted.push(keyOf(page));
 			return true;
 		}
@@ -52,7 +57,12 @@ export async function insertWithinMaxPages<T>(
 		left -= 1;
 		return true;
 	});
-	const result = await insert(within);
+	// What was found goes in with each page: its claim asks again only about a page found fresh.
+	const result = await insert(
+		fresh === null
+			? within
+			: within.map((page) => ((page.depth ?? 0) < 0 ? page : { ...page, freshFound: fresh.has(keyOf(page)) })),
+	);
 	// The never-fetched ones this insert added leave the count it raised. One fresh here and stale when
 	// claimed (its record aged past the window meanwhile), or moved shallower where its links are wanted and
 	// none were kept, is fetched without being counted.

@@ -25,6 +25,8 @@ export interface FleetTargetInput {
 	readonly parent?: string | null;
 	/** The target's own fields (params, metadata), handed back with its claim. */
 	readonly input?: unknown;
+	/** Whether a crawled page was fresh as it entered (`freshness`), handed back with its claim. @default not asked */
+	readonly freshFound?: boolean;
 }
 
 /**
@@ -60,6 +62,8 @@ export interface FleetLease {
 	readonly leaseUntil: Date;
 	/** The target's newest ok record in the job's earlier fleet runs, when the claim asked (change tracking). */
 	readonly previousOk: FleetPreviousRecord | null;
+	/** Whether the page was fresh as it entered the frontier (`freshness`); null when that was not asked. */
+	readonly freshFound: boolean | null;
 }
 
 /** What change tracking compares a new record with. */

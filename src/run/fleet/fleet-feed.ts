@@ -186,7 +186,7 @@ export class FleetFeed {
 	async #freshOf(leases: readonly FleetLease[]): Promise<Map<string, FreshPage>> {
 		const { freshness, fleet, run, log } = this.#deps;
 		if (freshness === null) return new Map();
-		const pages = leases.filter((lease) => lease.depth >= 0).map((lease) => lease.targetId);
+		const pages = freshCandidates(leases);
 		try {
 			return await freshPages(fleet, run.jobName, pages, freshness.freshnessMs);
 		} catch (error) {
@@ -364,4 +364,13 @@ export class FleetFeed {
 			};
 		});
 	}
+}
+
+/**
+ * `freshness` in a crawl: the claimed pages to look up in the job's fleet runs. A page found stale as it
+ * entered the frontier is not asked about again (one lookup per page): only those found fresh then (their
+ * links are wanted now) or never asked (a run opened before the frontier noted it).
+ */
+export function freshCandidates(leases: readonly FleetLease[]): string[] {
+	return leases.filter((lease) => lease.depth >= 0 && lease.freshFound !== false).map((lease) => lease.targetId);
 }

@@ -184,19 +184,19 @@ export function pagesRoom(
 	jobName: string,
 	freshness: { readonly freshnessMs: number; readonly maxDepth: number } | null,
 ): PagesRoom {
+	if (freshness === null) return { maxPages, fresh: null };
 	return {
 		maxPages,
-		neverFetched: async (query, pages) => {
+		fresh: async (query, pages) => {
 			const keyOf = (page: FleetTargetInput) => page.urlKey ?? page.url;
 			const idOf = (page: FleetTargetInput) => page.targetId ?? keyOf(page);
-			const fresh = await freshPages({ query }, jobName, pages.map(idOf), freshness?.freshnessMs ?? 0);
-			const never = new Set<string>();
+			const fresh = await freshPages({ query }, jobName, pages.map(idOf), freshness.freshnessMs);
+			const found = new Map<string, boolean>();
 			for (const page of pages) {
 				const kept = fresh.get(idOf(page));
-				if (kept !== undefined && (kept.links !== null || (page.depth ?? 0) >= (freshness?.maxDepth ?? 0)))
-					never.add(keyOf(page));
+				if (kept !== undefined) found.set(keyOf(page), kept.links !== null || (page.depth ?? 0) >= freshness.maxDepth);
 			}
-			return never;
+			return found;
 		},
 	};
 }
