@@ -1,5 +1,5 @@
 import type { Fleet } from "./connect.js";
-import type { FleetTargetInput } from "./types.js";
+import type { FleetLease, FleetTargetInput } from "./types.js";
 
 /**
  * A crawl's `max_pages` over the fleet's frontier: which pages may enter, and which of them never count
@@ -64,8 +64,8 @@ export async function insertWithinMaxPages<T>(
 			: within.map((page) => ((page.depth ?? 0) < 0 ? page : { ...page, freshFound: fresh.has(keyOf(page)) })),
 	);
 	// The never-fetched ones this insert added leave the count it raised. One fresh here and stale when
-	// claimed (its record aged past the window meanwhile), or moved shallower where its links are wanted and
-	// none were kept, is fetched without being counted.
+	// claimed, or moved shallower where its links are wanted and none were kept, takes room then
+	// (`countLeasedPage`), or is not fetched.
 	if (uncounted.length > 0)
 		await query(
 			`WITH marked AS (
@@ -77,4 +77,32 @@ export async function insertWithinMaxPages<T>(
 			[runId, uncounted],
 		);
 	return result;
+}
+
+/**
+ * A leased page that entered uncounted (fresh then) is to be fetched after all (stale by its claim, or its
+ * links wanted and none kept): it takes a room under `maxPages` first, under the run's frontier lock as
+ * every insert does. False when none is left (it is not fetched) or the lease passed on; true when it took
+ * one or was counted already.
+ */
+export async function countLeasedPage(
+	fleet: Pick<Fleet, "transaction">,
+	lease: Pick<FleetLease, "runId" | "targetId" | "epoch" | "uncounted">,
+	maxPages: number,
+): Promise<boolean> {
+	if (!lease.uncounted) return true;
+	return fleet.transaction(async (query) => {
+		await query("SELECT pg_advisory_xact_lock(hashtext($1))", [`scrapejob fleet frontier ${lease.runId}`]);
+		const rows = await query(
+			`WITH counted AS (
+				UPDATE targets SET uncounted = false
+				WHERE run_id = $1 AND target_id = $2 AND lease_epoch = $3 AND state = 'leased' AND uncounted
+					AND (SELECT pages FROM runs WHERE id = $1) < $4
+				RETURNING 1
+			)
+			UPDATE runs SET pages = pages + 1 WHERE id = $1 AND EXISTS (SELECT 1 FROM counted) RETURNING 1`,
+			[lease.runId, lease.targetId, lease.epoch, maxPages],
+		);
+		return rows.length === 1;
+	});
 }

@@ -64,6 +64,8 @@ export interface FleetLease {
 	readonly previousOk: FleetPreviousRecord | null;
 	/** Whether the page was fresh as it entered the frontier (`freshness`); null when that was not asked. */
 	readonly freshFound: boolean | null;
+	/** Found fresh as it entered the frontier, so outside `runs.pages`: fetched, it must take room first. */
+	readonly uncounted: boolean;
 }
 
 /** What change tracking compares a new record with. */

@@ -1,10 +1,13 @@
+import type { ServerResponse } from "node:http";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { tempDir, writeJob } from "../helpers/job-files.js";
 import { useCluster } from "../helpers/postgres.js";
+import { queryDatabase as query } from "../helpers/postgres-cluster.js";
 import { useTestService } from "../helpers/service.js";
 import { assertBuilt, spawnCli } from "../helpers/spawn-cli.js";
 import { html, startTargetSite } from "../helpers/target-site.js";
+import { until } from "../helpers/until.js";
 
 const cluster = useCluster();
 const lastJson = (stdout: string) => JSON.parse(stdout.trim().split("\n").at(-1)!);
@@ -99,4 +102,75 @@ describe("a fleet crawl's seeds and max_pages", () => {
 		expect(fetched().slice(before).sort()).toEqual(localFetched);
 		expect(lastJson(again.stdout).crawl).toMatchObject({ fresh: 2 });
 	}, 90_000);
+
+	it("a page found fresh as it entered, stale by its claim, is fetched only within max_pages: no page paid past it", async () => {
+		assertBuilt();
+		const url = await (await cluster()).createDatabase();
+		const service = await useTestService({ concurrency: 4 });
+		// /s1 links /m, which links /a and /b. /s2 is held while the second run's /a and /b enter.
+		let held: ServerResponse | null = null;
+		let holding = false;
+		const site = await startTargetSite((req, res) => {
+			if (req.url === "/s1") html(res, '<a href="/m">m</a>');
+			else if (req.url === "/m") html(res, '<a href="/a">a</a> <a href="/b">b</a>');
+			else if (req.url === "/s2" && holding) held = res;
+			else html(res, `<p>${req.url}</p>`);
+		});
+		const dir = tempDir("scrapejob-fleet-stale-");
+		const jobOf = (maxPages: number) =>
+			writeJob(
+				dir,
+				"stale",
+				[
+					"name: stale",
+					"concurrency: 2",
+					"defaults: {mode: request}",
+					"output: {content: none}",
+					`crawl: {max_depth: 2, max_pages: ${maxPages}, robots: ignore, sitemaps: false}`,
+					`targets: [${site.origin}/s1, ${site.origin}/s2]`,
+					"",
+				].join("\n"),
+			);
+		const worker = (name: string) =>
+			spawnCli(
+				["run", jobOf(name === "first" ? 5 : 3), "--quiet", "--fleet", url, "--fleet-run", name, "--freshness", "1h"],
+				service.env,
+				dir,
+			);
+		expect((await worker("first").done).code).toBe(0);
+		const age = (paths: string[]) =>
+			query(
+				url,
+				`UPDATE scrapejob.records SET written_at = now() - interval '2 hours' WHERE ${paths.map((path) => `record->>'url' LIKE '%${path}'`).join(" OR ")}`,
+			);
+		await age(["/s1", "/s2", "/m"]);
+		const before = service.emulator.ledger.byEndpoint("realtime").length;
+
+		// The second run: /a and /b enter fresh (at max_depth: read, not fetched, no room taken); they grow
+		// stale before their claim, which waits for /s2 (the level two above).
+		holding = true;
+		const second = worker("second");
+		await until(
+			async () =>
+				(
+					await query(
+						url,
+						"SELECT 1 FROM scrapejob.targets t JOIN scrapejob.runs r ON r.id = t.run_id WHERE r.run_name = 'second' AND t.depth = 2",
+					)
+				).length === 2 && held !== null,
+			"/a and /b in the second run's frontier",
+		);
+		await age(["/a", "/b"]);
+		holding = false;
+		html(held!, "<p>s2</p>");
+		const outcome = await second.done;
+		expect([0, 1], outcome.stderr).toContain(outcome.code);
+		const paid = service.emulator.ledger
+			.byEndpoint("realtime")
+			.slice(before)
+			.filter((entry) => entry.creditsCharged > 0)
+			.map((entry) => new URL(entry.url!).pathname)
+			.sort();
+		expect(paid).toEqual(["/m", "/s1", "/s2"]);
+	}, 60_000);
 });
