@@ -22,9 +22,10 @@ export async function addDiscovered(
  * Where a leased page's redirects ended (an address other than its own): fetched and paid as that page,
  * so it enters the run's targets as done — at depth -2, not a page: no record, not counted by
  * `fleet status` or `max_pages` — and no worker fetches it under its own address. An address already
- * queued no shallower than the page is taken out of the queue the same way (the page's links, followed
- * from here, reach what it would; it leaves the run's page count, `runs.pages`); one leased or fetched,
- * or queued shallower, is left as it is. Fenced by the page's lease, as its links are.
+ * queued no shallower than the page, and never claimed, is taken out of the queue the same way (the
+ * page's links, followed from here, reach what it would; it leaves the run's page count, `runs.pages`);
+ * one leased or fetched, queued shallower, or back in the queue after a holder that may have sent it, is
+ * left as it is (its next holder polls a stored task; its room stays taken). Fenced by the page's lease, as its links are.
  */
 export async function addLanding(
 	fleet: Fleet,
@@ -36,8 +37,10 @@ export async function addLanding(
 			INSERT INTO targets (run_id, target_id, url_key, url, host, depth, parent, state)
 			SELECT $1, $4, $5, $5, $6, -2, $2, 'done'
 			WHERE EXISTS (SELECT 1 FROM targets p WHERE p.run_id = $1 AND p.target_id = $2 AND p.lease_epoch = $3 AND p.state = 'leased')
+			-- Never claimed: one an earlier holder may have sent (and paid, its task perhaps stored) stays queued
+			-- and counted, so its room in max_pages is not handed to another page on top of that payment.
 			ON CONFLICT (run_id, url_key) DO UPDATE SET state = 'done', depth = -2, parent = $2
-				WHERE targets.state = 'queued' AND targets.depth >= $7
+				WHERE targets.state = 'queued' AND targets.depth >= $7 AND targets.attempts = 0
 			-- xmax is 0 on a row this statement inserted, not on a queued page it took (one of the run's pages).
 			RETURNING xmax <> 0 AS taken, uncounted
 		), counted AS (

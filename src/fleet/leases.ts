@@ -18,6 +18,8 @@ interface LeaseRow {
 	previous_hash?: string | null;
 	previous_at?: string | null;
 	previous_data?: unknown;
+	fresh_found?: boolean | null;
+	uncounted?: boolean;
 }
 
 function toLease(row: LeaseRow): FleetLease {
@@ -39,6 +41,8 @@ function toLease(row: LeaseRow): FleetLease {
 			row.previous_at === undefined || row.previous_at === null
 				? null
 				: { contentHash: row.previous_hash ?? null, finishedAt: row.previous_at, data: row.previous_data ?? null },
+		freshFound: row.fresh_found ?? null,
+		uncounted: row.uncounted ?? false,
 	};
 }
 
@@ -167,7 +171,7 @@ async function claimQueued(
 				lease_until = now() + make_interval(secs => $4::float8 / 1000), attempts = t.attempts + 1
 			FROM chosen p WHERE t.run_id = $1 AND t.target_id = p.target_id
 			RETURNING t.run_id, t.target_id, t.lease_epoch, t.url, t.url_key, t.host, t.depth, t.parent, t.task_id,
-				t.attempts, t.input, now() AS claimed_at, t.lease_until
+				t.attempts, t.input, now() AS claimed_at, t.lease_until, t.fresh_found, t.uncounted
 		), hosts_taken AS (
 			UPDATE hosts h SET in_flight = CASE WHEN h.max_in_flight IS NULL THEN h.in_flight ELSE h.in_flight + c.n END,
 				next_allowed_at = now() + make_interval(secs => h.delay_ms::float8 / 1000),

@@ -30,6 +30,7 @@ export async function insertTargets(
 	const depths: number[] = [];
 	const inputs: (string | null)[] = [];
 	const parents: (string | null)[] = [];
+	const found: (boolean | null)[] = [];
 	// In URL key order: workers inserting overlapping keys at once meet each other's uncommitted rows in
 	// one order, so none can wait on another that waits on it.
 	const sorted = targets
@@ -43,26 +44,27 @@ export async function insertTargets(
 		depths.push(target.depth ?? 0);
 		inputs.push(target.input === undefined ? null : JSON.stringify(target.input));
 		parents.push(target.parent ?? null);
+		found.push(target.freshFound ?? null);
 	}
 	// A discovered link enters only while the page that found it is still leased under the finder's
 	// epoch (a worker whose lease passed to another adds nothing); a loaded batch, while its worker loads.
 	const [fenced, fenceValues, name] =
 		"loader" in fence
 			? [
-					"EXISTS (SELECT 1 FROM runs r WHERE r.id = $1 AND r.state = 'loading' AND r.loader = $9)",
+					"EXISTS (SELECT 1 FROM runs r WHERE r.id = $1 AND r.state = 'loading' AND r.loader = $10)",
 					[fence.loader],
 					"fleet_load_targets",
 				]
 			: [
-					"EXISTS (SELECT 1 FROM targets p WHERE p.run_id = $1 AND p.target_id = $9 AND p.lease_epoch = $10 AND p.state = 'leased')",
+					"EXISTS (SELECT 1 FROM targets p WHERE p.run_id = $1 AND p.target_id = $10 AND p.lease_epoch = $11 AND p.state = 'leased')",
 					[fence.targetId, fence.epoch],
 					"fleet_insert_links",
 				];
 	const rows = await query<{ n: number }>(
 		`WITH input AS (
 			-- One row per URL key (a statement may update a row once): the shallowest.
-			SELECT DISTINCT ON (i.url_key) * FROM unnest($2::text[], $3::text[], $4::text[], $5::text[], $6::int[], $7::jsonb[], $8::text[])
-				AS i(target_id, url_key, url, host, depth, input, parent)
+			SELECT DISTINCT ON (i.url_key) * FROM unnest($2::text[], $3::text[], $4::text[], $5::text[], $6::int[], $7::jsonb[], $8::text[],
+				$9::boolean[]) AS i(target_id, url_key, url, host, depth, input, parent, fresh_found)
 			WHERE ${fenced}
 			ORDER BY i.url_key, i.depth
 		), new_hosts AS (
@@ -72,8 +74,8 @@ export async function insertTargets(
 			ON CONFLICT DO NOTHING
 			RETURNING 1
 		), inserted AS (
-			INSERT INTO targets (run_id, target_id, url_key, url, host, depth, parent, input)
-			SELECT $1, i.target_id, i.url_key, i.url, i.host, i.depth, i.parent, i.input FROM input i
+			INSERT INTO targets (run_id, target_id, url_key, url, host, depth, parent, input, fresh_found)
+			SELECT $1, i.target_id, i.url_key, i.url, i.host, i.depth, i.parent, i.input, i.fresh_found FROM input i
 			ON CONFLICT DO NOTHING
 			RETURNING depth
 		), shallower AS (
@@ -97,7 +99,7 @@ export async function insertTargets(
 			WHERE runs.id = $1 AND c.n > 0
 		)
 		SELECT count(*)::int AS n FROM inserted`,
-		[runId, ids, keys, urls, hosts, depths, inputs, parents, ...fenceValues],
+		[runId, ids, keys, urls, hosts, depths, inputs, parents, found, ...fenceValues],
 		name,
 	);
 	return rows[0]?.n ?? 0;

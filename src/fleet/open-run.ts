@@ -1,6 +1,7 @@
 import { randomBytes } from "node:crypto";
 import type { Fleet } from "./connect.js";
 import { insertTargets, LOAD_BATCH } from "./load-targets.js";
+import { insertWithinMaxPages } from "./max-pages.js";
 import type { FleetRun, FleetTargetInput, FleetTargetSource, FleetWorker } from "./types.js";
 import { registerWorker, type WorkerIdentity } from "./workers.js";
 
@@ -184,7 +185,10 @@ export async function loadTargets(
 		return fleet.transaction(async (query) => {
 			// The batch goes in only under the role, which it then renews: the targets' rows locked before the
 			// run's, as every writer of both does. A role lost in between leaves rows the next loader writes too.
-			await insertTargets(query, worker.runId, items, { loader: worker.id });
+			const insert = (within: readonly FleetTargetInput[]) =>
+				insertTargets(query, worker.runId, within, { loader: worker.id });
+			if (source.room) await insertWithinMaxPages(query, worker.runId, items, source.room, insert);
+			else await insert(items);
 			const [held] = await query(
 				`UPDATE runs SET loader_until = now() + make_interval(secs => $3::float8 / 1000)
 				WHERE id = $1 AND state = 'loading' AND loader = $2 RETURNING id`,

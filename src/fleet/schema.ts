@@ -243,6 +243,11 @@ ALTER TABLE records ADD COLUMN landing text;
 ALTER TABLE robots ADD COLUMN stored_at timestamptz;
 CREATE INDEX robots_stored ON robots (url, stored_at DESC) WHERE state = 'done' AND body IS NOT NULL;
 `,
+	// Whether a crawled page was fresh (\`freshness\`) when it entered the frontier, null when that was not
+	// asked: a page found stale then is not looked up again when claimed (one lookup per page, not two).
+	`
+ALTER TABLE targets ADD COLUMN fresh_found boolean;
+`,
 ];
 
 /** The version this scrapejob writes and reads. */

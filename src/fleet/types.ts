@@ -1,3 +1,4 @@
+import type { PagesRoom } from "./max-pages.js";
 /** A fleet run as its row says. */
 export interface FleetRun {
 	readonly id: number;
@@ -24,6 +25,8 @@ export interface FleetTargetInput {
 	readonly parent?: string | null;
 	/** The target's own fields (params, metadata), handed back with its claim. */
 	readonly input?: unknown;
+	/** Whether a crawled page was fresh as it entered (`freshness`), handed back with its claim. @default not asked */
+	readonly freshFound?: boolean;
 }
 
 /**
@@ -33,6 +36,8 @@ export interface FleetTargetInput {
  */
 export interface FleetTargetSource extends AsyncIterable<FleetTargetInput> {
 	readonly fresh?: number;
+	/** A crawl with `max_pages`: its seeds enter within it, as a local crawl hands out no more. @default no limit */
+	readonly room?: PagesRoom;
 }
 
 /**
@@ -57,6 +62,10 @@ export interface FleetLease {
 	readonly leaseUntil: Date;
 	/** The target's newest ok record in the job's earlier fleet runs, when the claim asked (change tracking). */
 	readonly previousOk: FleetPreviousRecord | null;
+	/** Whether the page was fresh as it entered the frontier (`freshness`); null when that was not asked. */
+	readonly freshFound: boolean | null;
+	/** Found fresh as it entered the frontier, so outside `runs.pages`: fetched, it must take room first. */
+	readonly uncounted: boolean;
 }
 
 /** What change tracking compares a new record with. */

@@ -239,13 +239,14 @@ describe("max_pages in a fleet crawl", () => {
 		// The run stops at its budget, unfinished, its frontier already at max_pages.
 		expect((await worker()).code).toBe(1);
 		expect(await pageCounts(url)).toEqual({ upgrade: 10 });
-		// The tables before the page count: its migration and the four after undone, that version number.
+		// The tables before the page count: its migration and the five after undone, that version number.
 		await query(url, "ALTER TABLE scrapejob.runs DROP COLUMN pages");
 		await query(url, "ALTER TABLE scrapejob.targets DROP COLUMN saved");
 		await query(url, "ALTER TABLE scrapejob.targets DROP COLUMN uncounted");
 		await query(url, "ALTER TABLE scrapejob.records DROP COLUMN landing");
 		await query(url, "ALTER TABLE scrapejob.robots DROP COLUMN stored_at");
-		await query(url, "UPDATE scrapejob.schema_version SET version = version - 5");
+		await query(url, "ALTER TABLE scrapejob.targets DROP COLUMN fresh_found");
+		await query(url, "UPDATE scrapejob.schema_version SET version = version - 6");
 		const finished = await worker("--max-credits", "400");
 		expect([0, 1], finished.stderr).toContain(finished.code);
 		expect(await pageCounts(url)).toEqual({ upgrade: 10 });

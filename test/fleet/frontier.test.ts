@@ -1,6 +1,7 @@
 import { describe, expect, it } from "vitest";
 import {
 	addDiscovered,
+	addLanding,
 	claimTargets,
 	completeTarget,
 	type FleetLease,
@@ -8,9 +9,12 @@ import {
 	finishFleetRun,
 	isComplete,
 	openFleetRun,
+	reapExpiredLeases,
+	storeTaskId,
 } from "../../src/fleet/index.js";
 import { fleetFor, runWithWorkers, streamOf } from "../helpers/fleet.js";
 import { useCluster } from "../helpers/postgres.js";
+import { until } from "../helpers/until.js";
 
 const cluster = useCluster();
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
@@ -184,4 +188,32 @@ describe("the crawl's frontier", () => {
 		const [run] = await a.fleet.query("SELECT state FROM runs WHERE id = $1", [runId]);
 		expect(run).toEqual({ state: "complete" });
 	});
+
+	it("a redirect landing on a queued page whose earlier holder may have sent it leaves it queued and counted: its room is not given to another page, and its task is polled", async () => {
+		// Keyed by their URL, as a crawl's pages are (a landing is found by its address).
+		const pages = [0, 1].map((n) => ({ url: `https://site.test/${n}` }));
+		const { workers, runId } = await runWithWorkers(await cluster(), pages, 2);
+		const [a, b] = workers as [(typeof workers)[0], (typeof workers)[0]];
+		const [redirecting] = await claimTargets(a.fleet, a.worker, 1, 60_000);
+		// page 1's holder sent it (its task id stored) and died: its lease lapses, it goes back to the queue.
+		const [sent] = await claimTargets(b.fleet, b.worker, 1, 100);
+		expect(await storeTaskId(b.fleet, sent!, "task-1")).toBe(true);
+		await until(
+			async () =>
+				(await b.fleet.query("SELECT 1 FROM targets WHERE target_id = $1 AND lease_until < now()", [sent!.targetId]))
+					.length === 1,
+			"page 1's lease to lapse",
+		);
+		expect(await reapExpiredLeases(b.fleet, runId)).toBe(1);
+		// Page 0's redirects end at page 1: its fetch was paid, and so may page 1's have been.
+		expect(await addLanding(a.fleet, redirecting!, { url: sent!.url, targetId: sent!.targetId })).toBe(false);
+		const rows = await a.fleet.query<{ state: string; depth: number; task_id: string | null; pages: number }>(
+			"SELECT t.state, t.depth, t.task_id, r.pages::int AS pages FROM targets t JOIN runs r ON r.id = t.run_id WHERE t.target_id = $1",
+			[sent!.targetId],
+		);
+		expect(rows).toEqual([{ state: "queued", depth: 0, task_id: "task-1", pages: 2 }]);
+		// Whoever claims it next polls the task already paid for rather than fetching it again.
+		const [again] = await claimTargets(b.fleet, b.worker, 1, 60_000);
+		expect(again).toMatchObject({ targetId: sent!.targetId, taskId: "task-1" });
+	}, 30_000);
 });

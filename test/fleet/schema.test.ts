@@ -78,7 +78,7 @@ describe("the fleet's schema", () => {
 				($1, 'landed', 'landed', 'https://host0.test/landed', 'host0.test', -2, 'done')`,
 			[opened.run.id],
 		);
-		// The tables of the last shipped version (the seven migrations since undone), and that version number.
+		// The tables of the last shipped version (the eight migrations since undone), and that version number.
 		await fleet.query("DROP TABLE domain_modes");
 		await fleet.query("ALTER TABLE records DROP COLUMN links");
 		await fleet.query("ALTER TABLE runs DROP COLUMN pages");
@@ -86,7 +86,8 @@ describe("the fleet's schema", () => {
 		await fleet.query("ALTER TABLE targets DROP COLUMN uncounted");
 		await fleet.query("ALTER TABLE records DROP COLUMN landing");
 		await fleet.query("ALTER TABLE robots DROP COLUMN stored_at");
-		await fleet.query("UPDATE schema_version SET version = $1", [FLEET_SCHEMA_VERSION - 7]);
+		await fleet.query("ALTER TABLE targets DROP COLUMN fresh_found");
+		await fleet.query("UPDATE schema_version SET version = $1", [FLEET_SCHEMA_VERSION - 8]);
 		const upgraded = await fleetFor(url);
 		const [state] = await upgraded.query(
 			"SELECT (SELECT version FROM schema_version) AS version, (SELECT count(*)::int FROM targets) AS targets",
@@ -160,7 +161,7 @@ describe("the fleet's schema", () => {
 		// Tables of the previous version: a worker upgrades them; a reader neither upgrades nor reads them.
 		const fleet = await fleetFor(url);
 		await openFleetRun(fleet, { jobName: "job", concurrencyLimit: 1, source: () => streamOf(targetsOn(3)) });
-		await fleet.query("ALTER TABLE robots DROP COLUMN stored_at");
+		await fleet.query("ALTER TABLE targets DROP COLUMN fresh_found");
 		await fleet.query("UPDATE schema_version SET version = $1", [FLEET_SCHEMA_VERSION - 1]);
 		const older = await spawnCli(["fleet", "status", job, "--fleet", url], {}, dir).done;
 		expect(older.code, older.stderr).toBe(2);

@@ -5,6 +5,7 @@ import type { ExtractPlan } from "../../extract/index.js";
 import {
 	acquireSlots,
 	claimTargets,
+	countLeasedPage,
 	type Fleet,
 	FleetDatabaseError,
 	type FleetLease,
@@ -65,6 +66,8 @@ export interface FleetFeedDeps {
 	readonly takeOverLoading: () => Promise<boolean>;
 	/** A crawl with `freshness`: claimed pages fresh in the job's fleet runs are not fetched while their links are known. */
 	readonly freshness: { readonly freshnessMs: number; readonly maxDepth: number } | null;
+	/** A crawl's `max_pages`: a page that entered uncounted takes room before it is fetched. */
+	readonly maxPages?: number | undefined;
 }
 
 /** What an empty claim means: the worker ends, claims again at once, or waits before it claims again. */
@@ -186,7 +189,7 @@ export class FleetFeed {
 	async #freshOf(leases: readonly FleetLease[]): Promise<Map<string, FreshPage>> {
 		const { freshness, fleet, run, log } = this.#deps;
 		if (freshness === null) return new Map();
-		const pages = leases.filter((lease) => lease.depth >= 0).map((lease) => lease.targetId);
+		const pages = freshCandidates(leases);
 		try {
 			return await freshPages(fleet, run.jobName, pages, freshness.freshnessMs);
 		} catch (error) {
@@ -264,7 +267,9 @@ export class FleetFeed {
 		const target = fromFleetLease(lease, this.#deps.plans);
 		parts.queue.add(async () => {
 			try {
-				if (fresh === undefined || !this.#followedFresh(lease, target, fresh)) await this.#work(lease, target, parts);
+				if (fresh === undefined || !this.#followedFresh(lease, target, fresh)) {
+					if (await this.#counted(lease, parts.stops)) await this.#work(lease, target, parts);
+				}
 			} finally {
 				this.#deps.leases.settleLater(lease.targetId);
 			}
@@ -286,6 +291,23 @@ export class FleetFeed {
 		frontier.followFresh(target, kept);
 		holding.fresh = true;
 		return true;
+	}
+
+	/**
+	 * A page that entered uncounted (fresh then) and is fetched after all takes room under `max_pages` first,
+	 * as a local crawl counts a page when it hands it out. None left: it settles done unfetched, as a link
+	 * past `max_pages` never enters. False also when the lease may have passed on (nothing sent).
+	 */
+	async #counted(lease: FleetLease, stops: StopController): Promise<boolean> {
+		const { maxPages, fleet, leases } = this.#deps;
+		if (maxPages === undefined || !lease.uncounted) return true;
+		const count = () => countLeasedPage(fleet, lease, maxPages);
+		const counted = await this.#beforeFetch(lease, stops, "fleet_count_failed", "count a page under max_pages", count);
+		if (counted === false) {
+			const holding = leases.get(lease.targetId);
+			if (holding) holding.finished = true;
+		}
+		return counted === true;
 	}
 
 	/** A held target's work: a page goes to the runner, a sitemap task to the frontier's reader. */
@@ -364,4 +386,13 @@ export class FleetFeed {
 			};
 		});
 	}
+}
+
+/**
+ * `freshness` in a crawl: the claimed pages to look up in the job's fleet runs. A page found stale as it
+ * entered the frontier is not asked about again (one lookup per page): only those found fresh then (their
+ * links are wanted now) or never asked (a run opened before the frontier noted it).
+ */
+export function freshCandidates(leases: readonly FleetLease[]): string[] {
+	return leases.filter((lease) => lease.depth >= 0 && lease.freshFound !== false).map((lease) => lease.targetId);
 }

@@ -12,7 +12,9 @@ import {
 	type FleetTargetInput,
 	type FreshPage,
 	freshPages,
+	insertWithinMaxPages,
 	okTargetIds,
+	type PagesRoom,
 	readProgress,
 } from "../../fleet/index.js";
 import type { Target } from "../../job/index.js";
@@ -139,13 +141,8 @@ export class FleetFrontier {
 	}
 
 	/**
-	 * A crawl's `max_pages` is the fleet's: the frontier never grows past it. Links it holds already cost no
-	 * room (one found shallower still moves up), nor do pages fresh in the job's fleet runs (`freshness`: read,
-	 * not fetched; marked `uncounted`, they stay out of `runs.pages`), so the room left goes to new pages in the
-	 * order found. The
-	 * count (one row: the run's, raised by the insert) and the insert hold the run's frontier lock: pages
-	 * settling at once, on any worker, never both take the last room. Not the run's row lock: the insert
-	 * locks target rows, which the budget's statements lock before the run's row.
+	 * A crawl's `max_pages` is the fleet's: the frontier never grows past it (`insertWithinMaxPages`, under
+	 * the run's frontier lock). Pages fresh in the job's fleet runs (`freshness`) take no room.
 	 */
 	async #withinMaxPages<T>(
 		links: readonly FleetTargetInput[],
@@ -153,57 +150,10 @@ export class FleetFrontier {
 	): Promise<T> {
 		const { maxPages, fleet, run, freshness = null } = this.#deps;
 		if (maxPages === undefined) return insert(fleet.query, links);
-		return fleet.transaction(async (query) => {
-			await query("SELECT pg_advisory_xact_lock(hashtext($1))", [`scrapejob fleet frontier ${run.id}`]);
-			const keyOf = (link: FleetTargetInput) => link.urlKey ?? link.url;
-			const held = new Set(
-				(
-					await query<{ url_key: string }>(
-						"SELECT url_key FROM targets WHERE run_id = $1 AND url_key = ANY($2::text[])",
-						[run.id, links.map(keyOf)],
-					)
-				).map((row) => row.url_key),
-			);
-			const added = links.filter((link) => !held.has(keyOf(link)));
-			const fresh = await freshPages(
-				{ query },
-				run.jobName,
-				added.map((link) => link.targetId ?? keyOf(link)),
-				freshness?.freshnessMs ?? 0,
-			);
-			// Fresh and never fetched: its links kept, or none wanted (one without is fetched again for its links).
-			const neverFetched = (link: FleetTargetInput) => {
-				const kept = fresh.get(link.targetId ?? keyOf(link));
-				return kept !== undefined && (kept.links !== null || (link.depth ?? 0) >= (freshness?.maxDepth ?? 0));
-			};
-			const uncounted: string[] = [];
-			let room = Math.max(0, maxPages - (await this.#size(query)));
-			const within = links.filter((link) => {
-				if (held.has(keyOf(link))) return true;
-				if (neverFetched(link)) {
-					uncounted.push(keyOf(link));
-					return true;
-				}
-				if (room === 0) return false;
-				room -= 1;
-				return true;
-			});
-			const result = await insert(query, within);
-			// The fresh ones this insert added leave the count it raised. One fresh here and stale when claimed
-			// (its record aged past the window meanwhile), or moved shallower where its links are wanted and none
-			// were kept, is fetched without being counted.
-			if (uncounted.length > 0)
-				await query(
-					`WITH marked AS (
-						UPDATE targets SET uncounted = true
-						WHERE run_id = $1 AND url_key = ANY($2::text[]) AND state = 'queued' AND depth >= 0 AND NOT uncounted
-						RETURNING 1
-					)
-					UPDATE runs SET pages = pages - (SELECT count(*) FROM marked) WHERE id = $1`,
-					[run.id, uncounted],
-				);
-			return result;
-		});
+		const room = pagesRoom(maxPages, run.jobName, freshness);
+		return fleet.transaction((query) =>
+			insertWithinMaxPages(query, run.id, links, room, (within) => insert(query, within)),
+		);
 	}
 
 	/** Pages the frontier holds now (a sitemap task, depth -1, is none): the count every insert keeps on the run's row. */
@@ -223,4 +173,30 @@ export class FleetFrontier {
 		);
 		return links.filter((link) => !ok.has(link.targetId ?? link.url));
 	}
+}
+
+/**
+ * A crawl's `max_pages` room: with `freshness`, a page fresh in the job's fleet runs whose links were kept
+ * (or none wanted, at `max_depth`) is never fetched and takes none, as a local crawl reads it from its store.
+ */
+export function pagesRoom(
+	maxPages: number,
+	jobName: string,
+	freshness: { readonly freshnessMs: number; readonly maxDepth: number } | null,
+): PagesRoom {
+	if (freshness === null) return { maxPages, fresh: null };
+	return {
+		maxPages,
+		fresh: async (query, pages) => {
+			const keyOf = (page: FleetTargetInput) => page.urlKey ?? page.url;
+			const idOf = (page: FleetTargetInput) => page.targetId ?? keyOf(page);
+			const fresh = await freshPages({ query }, jobName, pages.map(idOf), freshness.freshnessMs);
+			const found = new Map<string, boolean>();
+			for (const page of pages) {
+				const kept = fresh.get(idOf(page));
+				if (kept !== undefined) found.set(keyOf(page), kept.links !== null || (page.depth ?? 0) >= freshness.maxDepth);
+			}
+			return found;
+		},
+	};
 }

@@ -19,6 +19,7 @@ import {
 import { type Job, streamTargetBatches, type Target } from "../../job/index.js";
 import { usesAdaptive } from "../economics/run-economics.js";
 import { asCrawlSeed } from "./fleet-crawl.js";
+import { pagesRoom } from "./fleet-frontier.js";
 import { plansOf, toFleetInput, toSitemapTask } from "./fleet-targets.js";
 import type { FleetWorkerSetup } from "./fleet-worker.js";
 
@@ -158,10 +159,21 @@ function fleetTargets(
 	selection: Pick<FleetJoinOptions, "freshnessMs" | "retryFailed">,
 ): FleetTargetSource {
 	const left = { fresh: 0 };
+	const freshnessMs = selection.freshnessMs ?? 0;
 	return {
 		get fresh() {
 			return left.fresh;
 		},
+		// The seeds enter within max_pages, fresh ones taking no room, as a local crawl hands them out.
+		...(job.crawl?.maxPages !== undefined
+			? {
+					room: pagesRoom(
+						job.crawl.maxPages,
+						job.name,
+						freshnessMs > 0 ? { freshnessMs, maxDepth: job.crawl.maxDepth } : null,
+					),
+				}
+			: {}),
 		[Symbol.asyncIterator]: () => selectedTargets(fleet, job, plans, selection, left)[Symbol.asyncIterator](),
 	};
 }

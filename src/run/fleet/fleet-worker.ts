@@ -165,6 +165,7 @@ export class FleetCoordination {
 			paced: (job.perHostDelayMs ?? 0) > 0 || job.crawl?.robots === "obey",
 			takeOverLoading: setup.takeOverLoading ?? (async () => false),
 			freshness,
+			maxPages: job.crawl?.maxPages,
 			breakers: () => this.#breakers,
 		});
 	}
