@@ -555,13 +555,15 @@ class BreadthFirstCrawler implements Crawler {
 	}
 
 	/**
-	 * Whether a page is handed out: a fresh one with its page stored always (it is read, not fetched, and
-	 * is no page record: `max_pages` does not count it); any other while `max_pages` leaves room.
+	 * Whether a page is handed out: a fresh one with its page stored, or at `max_depth` where its links are
+	 * not wanted, always (it is read or passed over, not fetched, and is no page record: `max_pages` does not
+	 * count it); any other while `max_pages` leaves room.
 	 */
 	private handOut(target: Target): boolean {
 		const freshPage = this.options.job.freshPage?.(target) ?? null;
-		if (freshPage?.path) {
-			target.crawl!.storedPage = freshPage.path;
+		if (freshPage && (freshPage.path || target.crawl!.depth >= this.spec.maxDepth)) {
+			target.crawl!.fresh = true;
+			if (freshPage.path) target.crawl!.storedPage = freshPage.path;
 			if (freshPage.landing) {
 				target.crawl!.storedLanding = freshPage.landing;
 				// Noted as it is handed out, not once its links are read: a link to the landing found meanwhile is not fetched.

@@ -222,7 +222,12 @@ export interface TargetCrawl {
 	parent: string | null;
 	/** Which seed options it was fetched with (see src/crawl: profiles). */
 	profile: string;
-	/** Fresh (`freshness:`) with its page stored: its links are read from this file, nothing is fetched. */
+	/**
+	 * Fresh (`freshness:`) and not fetched: with its page stored, or at `max_depth` (its links not wanted),
+	 * so it is no page record.
+	 */
+	fresh?: true;
+	/** A fresh page's stored copy: its links are read from this file. */
 	storedPage?: string;
 	/** Where the stored page's redirects ended: its relative links resolve against it. */
 	storedLanding?: string;

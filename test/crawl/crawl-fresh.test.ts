@@ -92,6 +92,31 @@ describe("crawl × freshness", () => {
 		expect(counts.size).toBe(40);
 	});
 
+	it("content: none — a fresh page at max_depth is not fetched again: its links are not wanted", async () => {
+		const service = await useTestService({ concurrency: 4 });
+		const site = await startTreeSite();
+		const dir = tempDir();
+		const out = join(dir, "out");
+		const job = writeJob(dir, "fresh", yaml(site.origin, "none", 40).replace("max_depth: 20", "max_depth: 1"));
+		const first = await runCli(["run", job, "--out", out, "--quiet"], { env: service.env });
+		expect(first.code, first.stderr).toBe(0);
+		expect(site.requests).toHaveLength(3);
+		const second = await runCli(["run", job, "--out", out, "--quiet", "--json"], { env: service.env });
+		expect(second.code, second.stderr).toBe(0);
+		const summary = JSON.parse(second.stdout) as {
+			targets: { fresh: number };
+			crawl: { refetched_for_links: number; fresh: number };
+		};
+		// The seed is fetched again for its links (none were kept); /t/1 and /t/2 at depth 1 are fresh.
+		expect(summary.crawl).toMatchObject({ refetched_for_links: 1, fresh: 2 });
+		expect(summary.targets.fresh).toBe(2);
+		expect([...askedPaths(site)].sort()).toEqual([
+			["/t/0", 2],
+			["/t/1", 1],
+			["/t/2", 1],
+		]);
+	});
+
 	it("a seed or a crawled page whose latest record failed is not fresh, however recent its last ok record", async () => {
 		const service = await useTestService({ concurrency: 4 });
 		const failing = new Set<string>();

@@ -109,8 +109,8 @@ export async function feedTargets(parts: FeedParts): Promise<FeedOutcome> {
 					crawler?.settled(target);
 					continue;
 				}
-				// A fresh crawled page: its links from its stored page, nothing fetched, no record.
-				if (crawler && target.crawl?.storedPage !== undefined) {
+				// A fresh crawled page: its links (when wanted) from its stored page, nothing fetched, no record.
+				if (crawler && target.crawl?.fresh) {
 					queue.add(crawled(target, () => runner.followStoredPage(target)));
 					continue;
 				}
