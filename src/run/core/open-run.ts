@@ -91,6 +91,8 @@ export interface OpenedRun {
 	 * spent; the target's record carries them.
 	 */
 	readonly resumeCharged: ReadonlyMap<string, number>;
+	/** `mode: adaptive` targets without a record whose climb an earlier session took past a rung: the rung reached. */
+	readonly resumeClimbs: ReadonlyMap<string, string>;
 	readonly lock: RunLock;
 	/**
 	 * What the run's earlier invocations measured that no record holds (their last summary.json, or the
@@ -305,6 +307,8 @@ async function reopenRun(
 		chargedEarlier(id, answer.credits);
 	}
 	for (const [id, credits] of journalled.charged) if (!prior.done.has(id)) chargedEarlier(id, credits);
+	const resumeClimbs = new Map<string, string>();
+	for (const [id, rung] of journalled.climbs) if (!prior.done.has(id)) resumeClimbs.set(id, rung);
 	if (job.output.formats.includes("csv")) {
 		const missing = csvCatchUp(join(runDir, RUN_FILES.csv), prior.lastRecord, job.output.csvMaxCell);
 		if (missing) {
@@ -328,6 +332,7 @@ async function reopenRun(
 		resumeTasks,
 		resumePaid,
 		resumeCharged,
+		resumeClimbs,
 		lock: run.lock,
 		carried,
 		maxCredits,
@@ -400,6 +405,7 @@ function createRun(options: OpenRunOptions, run: { readonly runId: string; reado
 		resumeTasks: new Map(),
 		resumePaid: new Map(),
 		resumeCharged: new Map(),
+		resumeClimbs: new Map(),
 		lock: run.lock,
 		carried: null,
 		maxCredits: created.max_credits ?? null,

@@ -380,6 +380,7 @@ function openRunnerSide(context: RunContext, side: RecordSide, fetching: FetchSi
 		resumeTasks: fleet?.tasks ?? opened.resumeTasks,
 		resumePaid: opened.resumePaid,
 		resumeCharged: opened.resumeCharged,
+		resumeClimbs: opened.resumeClimbs,
 		paidAnswers: createPaidAnswers(runDir),
 		bodySpill: bodySpillFor(job, crawler, pages),
 		browser: browser ? { access: browser, sessions: createSessionLimiter(browser) } : null,

@@ -15,6 +15,7 @@ export type JournalEvent =
 	| { e: "task"; id: string; task_id: string }
 	| { e: "paid"; answer: PaidAnswer }
 	| { e: "charged"; id: string; credits: number }
+	| { e: "climb"; id: string; rung: string }
 	| BreakerChange
 	| FiguresLine;
 
@@ -54,6 +55,11 @@ export interface Journal {
 	 * target's record does not hold yet. Rare: never written for a target fetched once.
 	 */
 	charged(id: string, credits: number): void;
+	/**
+	 * `mode: adaptive`: a target's fetch goes one rung up (`rung`, adaptive-mode.ts `rungName`). A resume of a
+	 * target still without a record starts on it: the rungs below were paid already (their `charged` lines).
+	 */
+	climbed(id: string, rung: string): void;
 	/** A breaker opened or closed: a synchronous write, kept by a process killed right after. */
 	breaker(change: BreakerChange): void;
 	/** The run's figures as they stand at `atMs`: a bounded-rate line (the sync timer's), never per record. */
@@ -114,6 +120,7 @@ export function openJournal(path: string): Journal {
 		task: (id, taskId) => write({ e: "task", id, task_id: taskId }),
 		paid: (answer) => write({ e: "paid", answer }),
 		charged: (id, credits) => write({ e: "charged", id, credits }),
+		climbed: (id, rung) => write({ e: "climb", id, rung }),
 		breaker: write,
 		figures: (figures, atMs) =>
 			write({
@@ -150,6 +157,8 @@ export async function readJournalTasks(path: string): Promise<{
 	 * before it). A record holds them too: the caller drops the targets that have one.
 	 */
 	charged: Map<string, number>;
+	/** Each adaptive target's latest rung climbed to; the caller drops the targets that have a record. */
+	climbs: Map<string, string>;
 	started: number;
 	/** Each domain's latest breaker line, in the order those lines were written. */
 	breakers: Map<string, BreakerChange>;
@@ -159,6 +168,7 @@ export async function readJournalTasks(path: string): Promise<{
 	const tasks = new Map<string, string>();
 	const paid = new Map<string, PaidAnswer>();
 	const charged = new Map<string, number>();
+	const climbs = new Map<string, string>();
 	const breakers = new Map<string, BreakerChange>();
 	let figures: TimedFigures | null = null;
 	let started = 0;
@@ -173,13 +183,15 @@ export async function readJournalTasks(path: string): Promise<{
 			charged.delete(event.answer.id);
 		} else if (event.e === "charged" && isCharge(event))
 			charged.set(event.id, (charged.get(event.id) ?? 0) + event.credits);
+		else if (event.e === "climb" && typeof event.id === "string" && typeof event.rung === "string")
+			climbs.set(event.id, event.rung);
 		else if (event.e === "breaker" && isBreakerChange(event)) {
 			// Re-inserted: the map's order stays the order of each domain's latest change.
 			breakers.delete(event.domain);
 			breakers.set(event.domain, event);
 		} else if (event.e === "figures") figures = timedFigures(event) ?? figures;
 	}
-	return { tasks, paid, charged, started, breakers, figures };
+	return { tasks, paid, charged, climbs, started, breakers, figures };
 }
 
 /** A figures line read back, or null when any of its figures is not a count (the file is read from disk). */

@@ -184,6 +184,8 @@ export interface TargetRunnerParts {
 	readonly resumePaid: ReadonlyMap<string, PaidAnswer>;
 	/** Credits earlier sessions were charged for targets without a record (a kept answer, failed attempts): their record carries them. */
 	readonly resumeCharged: ReadonlyMap<string, number>;
+	/** `mode: adaptive` targets an earlier session climbed past a rung (journal.ts, `climb`): the rung they resume on. */
+	readonly resumeClimbs: ReadonlyMap<string, string>;
 	/** Where a paid answer waits while its page is read (`paid/<id>`). */
 	readonly paidAnswers: PaidAnswers;
 	/** Where large pages go instead of memory when nothing reads them. */
@@ -457,6 +459,8 @@ export function createTargetRunner(parts: TargetRunnerParts): TargetRunner {
 		step: ClimbStep,
 		first: Extract<FetchResult, { kind: "ok" | "failed" }>,
 		firstCharged: number,
+		/** What this session paid for `first` (its credits less an earlier session's charges). */
+		firstPaid: number,
 		started: number,
 	): Promise<{
 		record: ResultRecord | undefined;
@@ -489,7 +493,14 @@ export function createTargetRunner(parts: TargetRunnerParts): TargetRunner {
 				const params = modes.paramsOf(target.params, next);
 				const worstCase = creditCostRange(params).max;
 				if (budget.tryReserve(worstCase, target.id) || (await reserveOrStop(budget, stops, worstCase, target.id))) {
+					// The answer left behind is paid and gets no record unless the climb ends: its charge (unless its
+					// `paid` line holds it) and the rung climbed to are journalled, so a process killed meanwhile
+					// leaves a resume that counts it and goes on from the next rung, not paying this one again.
+					const heldByPaidLine = built.kept || restored.has(target.id);
 					settleKept(target, built.kept);
+					if (!heldByPaidLine)
+						journalCharge(target.id, (current === first ? firstPaid : last) - (current.chargedBefore ?? 0));
+					stops.guardCharge(() => journal.climbed(target.id, rungName(next)));
 					log.info(
 						{ event: "mode_upgrade", id: target.id, domain, from: rungName(rung), to: rungName(next) },
 						`${built.record.useless_reason ?? "useless"}: fetched again as ${rungName(next)}`,
@@ -569,7 +580,11 @@ export function createTargetRunner(parts: TargetRunnerParts): TargetRunner {
 		const modes = adaptiveModes();
 		const domain = modes.domainOf(target.url);
 		const ladder = modes.ladderOf(target.params);
-		return { modes, domain, ladder, at: modes.firstStep(domain, ladder) };
+		const at = modes.firstStep(domain, ladder);
+		// An earlier session paid the rungs below the one it climbed to: the climb goes on from there.
+		const climbed = parts.resumeClimbs.size === 0 ? undefined : parts.resumeClimbs.get(target.id);
+		const resumed = climbed === undefined ? -1 : ladder.findIndex((rung) => rungName(rung) === climbed);
+		return { modes, domain, ladder, at: Math.max(at, resumed) };
 	};
 
 	/** A written record's outcomes: its costs learnt, its domain's breaker, the paid-failures stop, run.log. */
@@ -668,7 +683,7 @@ export function createTargetRunner(parts: TargetRunnerParts): TargetRunner {
 		let record: ResultRecord | undefined;
 		let answer = result;
 		if (step !== null) {
-			({ record, cost, after, answer } = await climb(target, step, result, charged, started));
+			({ record, cost, after, answer } = await climb(target, step, result, charged, paidNow, started));
 		} else {
 			// Without a page pool the record is written in this turn: no promise, no microtask per target.
 			record = pagePool
