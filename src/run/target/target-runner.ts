@@ -489,7 +489,10 @@ export function createTargetRunner(parts: TargetRunnerParts): TargetRunner {
 			const fixable = modes.fixable(built.record);
 			const atTop = step.at >= ladder.length - 1;
 			if (fixable && !atTop && !modes.isHopeless(domain) && !stops.stopping) {
-				const next = ladder[step.at + 1]!;
+				// Another target of the domain may have found a stronger rung useful meanwhile (fetches in flight): the
+				// rungs below it are known not to be, and are not paid for again.
+				const nextStep = Math.max(step.at + 1, modes.firstStep(domain, ladder));
+				const next = ladder[nextStep]!;
 				const params = modes.paramsOf(target.params, next);
 				const worstCase = creditCostRange(params).max;
 				if (budget.tryReserve(worstCase, target.id) || (await reserveOrStop(budget, stops, worstCase, target.id))) {
@@ -506,12 +509,15 @@ export function createTargetRunner(parts: TargetRunnerParts): TargetRunner {
 						`${built.record.useless_reason ?? "useless"}: fetched again as ${rungName(next)}`,
 					);
 					earlierAttempts = built.record.attempts;
-					step.at += 1;
+					const skipped = nextStep - step.at - 1;
+					step.at = nextStep;
 					const result = await fetchTarget(target.id, params, parts.fetchDeps, null, parts.bodySpill);
 					if (result.kind === "ok" || result.kind === "failed") {
 						last = result.creditsUsed ?? worstCase;
 						budget.commit(worstCase, last, target.id);
 						total += last;
+						// A rung passed over cost this target nothing.
+						for (let index = 0; index < skipped; index++) charges.push(0);
 						charges.push(last);
 						current = result;
 						continue;
