@@ -110,3 +110,51 @@ describe("crawl with an open breaker", () => {
 		expectEveryPageOnce(service, first.run_dir);
 	}, 60_000);
 });
+
+describe("a map: source with an open breaker", () => {
+	it("the targets it parked leave the run incomplete; the resume fetches them once, without asking the map again", async () => {
+		let soldOut = true;
+		const site = await startTargetSite((req, res, origin) => {
+			if (req.url === "/sitemap.xml") {
+				const locs = Array.from({ length: 12 }, (_, index) => `<url><loc>${origin}/p/${index}</loc></url>`);
+				res.writeHead(200, { "content-type": "application/xml" }).end(`<urlset>${locs.join("")}</urlset>`);
+			} else html(res, soldOut ? "SOLDOUT" : "<h1>in stock</h1>");
+		});
+		const service = await useTestService();
+		const dir = tempDir();
+		const out = join(dir, "out");
+		const job = writeJob(
+			dir,
+			"parkedmap",
+			[
+				"name: parkedmap",
+				"concurrency: 1",
+				"defaults: {mode: request}",
+				"block_signatures: [SOLDOUT]",
+				"breaker: {cool_down: 1s}",
+				"sources:",
+				`  - map: {domain: "${new URL(site.origin).host}", max_urls: 12}`,
+				"",
+			].join("\n"),
+		);
+		const first = await runCli(["run", job, "--out", out, "--quiet"], { env: service.env });
+		expect(first.code, first.stderr).toBe(6);
+		const runDir = onlyRunDir(out, "parkedmap");
+		const stopped = readSummary(runDir);
+		expect(stopped.breakers).toEqual([expect.objectContaining({ parked: 4 })]);
+		expect(stopped.complete).toBe(false);
+
+		soldOut = false;
+		await until(() => Date.now() >= Date.parse(stopped.breakers![0]!.opened_at) + 1000, "the breaker's cool-down");
+		const resumed = await runCli(["run", job, "--out", out, "--continue", "--quiet"], { env: service.env });
+		expect(resumed.code, resumed.stderr).toBe(0);
+		const records = readRecords(runDir);
+		expect(new Set(records.map((record) => record.url)).size).toBe(12);
+		expect(records).toHaveLength(12);
+		expect(service.emulator.ledger.byEndpoint("realtime")).toHaveLength(12);
+		expect(service.emulator.ledger.entries.filter((entry) => entry.endpoint === "map")).toHaveLength(1);
+		const summary = readSummary(runDir);
+		expect(summary.complete).toBe(true);
+		expect(summary.credits.used).toBe(service.emulator.ledger.totalCharged());
+	}, 60_000);
+});
