@@ -643,7 +643,14 @@ export function createTargetRunner(parts: TargetRunnerParts): TargetRunner {
 		const breakers = parts.breakers;
 		const domain = breakers === null ? "" : breakers.keyOf(target.url);
 		let admission = breakers === null ? "fetch" : breakers.admit(domain, worstCase, target.id);
-		if (typeof admission !== "string") admission = await admission;
+		if (typeof admission !== "string") {
+			admission = await admission;
+			// Waited for a probe or a fleet's row: a stop meanwhile leaves the target to `--resume`.
+			if (stops.stopping && admission !== "park") {
+				if (admission === "probe") breakers?.probeLost(domain, target.id);
+				return;
+			}
+		}
 		if (admission === "park") return;
 		const probe = admission === "probe";
 		// No record when it does not fit: the target is left for `--resume --max-credits <larger>`.
