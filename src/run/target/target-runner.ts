@@ -652,7 +652,26 @@ export function createTargetRunner(parts: TargetRunnerParts): TargetRunner {
 			}
 		}
 		if (admission === "park") return;
-		const probe = admission === "probe";
+		if (admission === "fetch") return fetchAdmitted(target, step, params, worstCase, domain, false);
+		// The domain's other targets wait for the probe: one that ends in an error is lost, not left pending.
+		try {
+			await fetchAdmitted(target, step, params, worstCase, domain, true);
+		} catch (error) {
+			breakers?.probeLost(domain, target.id);
+			throw error;
+		}
+	};
+
+	/** A target the breaker let through (`probe`: as its half-open probe): booked, fetched, its record written. */
+	const fetchAdmitted = async (
+		target: Target,
+		step: ClimbStep | null,
+		params: Target["params"],
+		worstCase: number,
+		domain: string,
+		probe: boolean,
+	) => {
+		const breakers = parts.breakers;
 		// No record when it does not fit: the target is left for `--resume --max-credits <larger>`.
 		// Booked at once when it fits (nearly always): the wait for other fetches to settle is the rare case.
 		if (!budget.tryReserve(worstCase, target.id) && !(await reserveOrStop(budget, stops, worstCase, target.id))) {
