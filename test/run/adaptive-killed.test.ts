@@ -23,11 +23,11 @@ function journalLines(runDir: string): Array<{ e: string }> {
 		.map((line) => JSON.parse(line) as { e: string });
 }
 
-/** The datacenter-rung fetches the service answered for a URL ending with `path`. */
-function datacenterFetches(service: TestService, path: string): number {
+/** The datacenter-rung fetches the service answered for URLs with `part` in them. */
+function datacenterFetches(service: TestService, part: string): number {
 	return service.emulator.ledger
 		.byEndpoint("realtime")
-		.filter((entry) => entry.url?.endsWith(path) && entry.params?.proxy_type === "datacenter").length;
+		.filter((entry) => entry.url?.includes(part) && entry.params?.proxy_type === "datacenter").length;
 }
 
 /**
@@ -103,4 +103,48 @@ describe("mode: adaptive, SIGKILL mid-climb", () => {
 			expect(records.reduce((sum, record) => sum + record.credits_used, 0)).toBe(charged);
 		}, 30_000);
 	}
+});
+
+describe("mode: adaptive, SIGKILL after a domain learned its rung", () => {
+	it("the resume starts the domain's targets on that rung: the cheap rung is not paid again to learn it", async () => {
+		// Datacenter fetches of localhost get a block page: the first target climbs to residential, the rest start there.
+		const service = await useTestService({ block_datacenter: ["//localhost:"] }, 20);
+		const port = new URL(service.site.url).port;
+		const dir = tempDir();
+		const out = join(dir, "out");
+		const targets = Array.from({ length: 6 }, (_, index) => `  - http://localhost:${port}/product/${index + 1}`);
+		const job = writeJob(
+			dir,
+			"learned",
+			[
+				"name: learned",
+				"concurrency: 1",
+				"breaker: false",
+				"defaults: {mode: adaptive}",
+				"targets:",
+				...targets,
+				"",
+			].join("\n"),
+		);
+		const first = spawnCli(["run", job, "--out", out], service.env);
+		let runDir = "";
+		await until(() => {
+			runDir = onlyRunDir(out, "learned");
+			return readRecords(runDir).length >= 2;
+		}, "two records");
+		first.child.kill("SIGKILL");
+		expect((await first.done).signal).toBe("SIGKILL");
+		expect(datacenterFetches(service, "localhost")).toBe(1);
+
+		const resumed = await runCli(["run", job, "--out", out, "--resume", basename(runDir), "--quiet"], {
+			env: service.env,
+		});
+		expect(resumed.code, resumed.stderr).toBe(0);
+		expect(readRecords(runDir)).toHaveLength(6);
+		// Only the first target's block page was fetched on datacenter addresses, before the kill.
+		expect(datacenterFetches(service, "localhost")).toBe(1);
+		expect(readSummary(runDir).modes).toEqual({
+			localhost: expect.objectContaining({ mode: "request", proxy_type: "residential" }),
+		});
+	}, 30_000);
 });

@@ -3,6 +3,7 @@ import { basename, dirname, join } from "node:path";
 import type { Logger } from "pino";
 import { ScrapejobError, writeFileAtomic } from "../../common/index.js";
 import { journalledCrawlCredits } from "../../crawl/index.js";
+import type { DomainMode } from "../../history/index.js";
 import { type Job, streamTargetBatches } from "../../job/index.js";
 import { createRunDir, jobOutputDir, newRunId, openAppendFile, RUN_FILES } from "../../output/index.js";
 import { journalledDiscoveryCredits } from "../feed/discovery-sources.js";
@@ -93,6 +94,8 @@ export interface OpenedRun {
 	readonly resumeCharged: ReadonlyMap<string, number>;
 	/** `mode: adaptive` targets without a record whose climb an earlier session took past a rung: the rung reached. */
 	readonly resumeClimbs: ReadonlyMap<string, string>;
+	/** `mode: adaptive` domains whose rung an earlier session changed (journalled: a killed one kept no store). */
+	readonly resumeModes: readonly DomainMode[];
 	readonly lock: RunLock;
 	/**
 	 * What the run's earlier invocations measured that no record holds (their last summary.json, or the
@@ -333,6 +336,7 @@ async function reopenRun(
 		resumePaid,
 		resumeCharged,
 		resumeClimbs,
+		resumeModes: [...journalled.modes.values()],
 		lock: run.lock,
 		carried,
 		maxCredits,
@@ -406,6 +410,7 @@ function createRun(options: OpenRunOptions, run: { readonly runId: string; reado
 		resumePaid: new Map(),
 		resumeCharged: new Map(),
 		resumeClimbs: new Map(),
+		resumeModes: [],
 		lock: run.lock,
 		carried: null,
 		maxCredits: created.max_credits ?? null,

@@ -365,6 +365,8 @@ function openRunnerSide(context: RunContext, side: RecordSide, fetching: FetchSi
 		logger: options.logger,
 		retryingFailures: retry !== false,
 		shared: fleet?.sharedModes,
+		carried: opened.resumeModes,
+		...(fleet ? {} : { onLearned: (mode) => stops.guardOutput(() => records.journal.learned(mode)) }),
 	});
 	const runner = createTargetRunner({
 		job,
