@@ -8,7 +8,7 @@ import { until } from "../helpers/until.js";
 
 /**
  * The half-open breaker's probe with fetches in parallel (docs/behaviour.md, "Breakers"): the domain's other
- * targets wait for the probe's answer instead of being parked for the rest of the session, so a useful probe
+ * targets wait for the probe's answer instead of being parked until the next resume, so a useful probe
  * lets the resume finish them.
  */
 const BLOCKED = 20;

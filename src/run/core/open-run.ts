@@ -92,9 +92,9 @@ export interface OpenedRun {
 	 * spent; the target's record carries them.
 	 */
 	readonly resumeCharged: ReadonlyMap<string, number>;
-	/** `mode: adaptive` targets without a record whose climb an earlier session took past a rung: the rung reached. */
+	/** `mode: adaptive` targets without a record whose climb an earlier process took past a rung: the rung reached. */
 	readonly resumeClimbs: ReadonlyMap<string, string>;
-	/** `mode: adaptive` domains whose rung an earlier session changed (journalled: a killed one kept no store). */
+	/** `mode: adaptive` domains whose rung an earlier process changed (journalled: a killed one kept no store). */
 	readonly resumeModes: readonly DomainMode[];
 	readonly lock: RunLock;
 	/**

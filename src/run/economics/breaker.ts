@@ -152,7 +152,7 @@ export function createBreakers(
 			if (state === undefined) return "fetch";
 			const admission = decide(state, worstCase);
 			if (admission !== null) return admission;
-			// Parked now, a target would miss a useful probe's close for the rest of the session: it waits for it.
+			// Parked now, a target would miss a useful probe's close until the next resume: it waits for it.
 			return new Promise<Admission>((resolve) => state.waiting.push({ worstCase, resolve }));
 		},
 		settle(host, record, probe) {

@@ -60,7 +60,7 @@ export function createRunEconomics(
 		readonly logger?: Logger | undefined;
 		readonly retryingFailures?: boolean;
 		readonly shared?: SharedModes | null | undefined;
-		/** What an earlier session of a resumed run learned (its journal): a killed one kept nothing in the store. */
+		/** What an earlier process of a resumed run learned (its journal): a killed one kept nothing in the store. */
 		readonly carried?: readonly DomainMode[];
 		/** Each domain's change as it happens (the run's journal), for a resume of a process killed before its end. */
 		readonly onLearned?: (mode: DomainMode) => void;
@@ -111,7 +111,7 @@ export function createRunEconomics(
 					newHostsOnly: options.retryingFailures === true,
 				});
 				if (adaptive) {
-					// A domain an earlier session learned and this one wrote nothing of is kept as that session left it.
+					// A domain an earlier process learned and this one wrote nothing of is kept as that process left it.
 					const rows = adaptive.remembered();
 					for (const found of carried) if (!rows.some((row) => row.domain === found.domain)) rows.push(found);
 					writeDomainModes(history.db, runId, at, rows);

@@ -184,7 +184,7 @@ export interface TargetRunnerParts {
 	readonly resumePaid: ReadonlyMap<string, PaidAnswer>;
 	/** Credits earlier sessions were charged for targets without a record (a kept answer, failed attempts): their record carries them. */
 	readonly resumeCharged: ReadonlyMap<string, number>;
-	/** `mode: adaptive` targets an earlier session climbed past a rung (journal.ts, `climb`): the rung they resume on. */
+	/** `mode: adaptive` targets an earlier process climbed past a rung (journal.ts, `climb`): the rung they resume on. */
 	readonly resumeClimbs: ReadonlyMap<string, string>;
 	/** Where a paid answer waits while its page is read (`paid/<id>`). */
 	readonly paidAnswers: PaidAnswers;
@@ -459,7 +459,7 @@ export function createTargetRunner(parts: TargetRunnerParts): TargetRunner {
 		step: ClimbStep,
 		first: Extract<FetchResult, { kind: "ok" | "failed" }>,
 		firstCharged: number,
-		/** What this session paid for `first` (its credits less an earlier session's charges). */
+		/** What this process paid for `first` (its credits less what earlier processes were charged for it). */
 		firstPaid: number,
 		started: number,
 	): Promise<{
@@ -587,7 +587,7 @@ export function createTargetRunner(parts: TargetRunnerParts): TargetRunner {
 		const domain = modes.domainOf(target.url);
 		const ladder = modes.ladderOf(target.params);
 		const at = modes.firstStep(domain, ladder);
-		// An earlier session paid the rungs below the one it climbed to: the climb goes on from there.
+		// An earlier process paid the rungs below the one it climbed to: the climb goes on from there.
 		const climbed = parts.resumeClimbs.size === 0 ? undefined : parts.resumeClimbs.get(target.id);
 		const resumed = climbed === undefined ? -1 : ladder.findIndex((rung) => rungName(rung) === climbed);
 		return { modes, domain, ladder, at: Math.max(at, resumed) };
