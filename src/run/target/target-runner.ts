@@ -642,7 +642,10 @@ export function createTargetRunner(parts: TargetRunnerParts): TargetRunner {
 		// An open breaker parks the target: no fetch, no credit, no record (`--resume` takes it). One look-up.
 		const breakers = parts.breakers;
 		const domain = breakers === null ? "" : breakers.keyOf(target.url);
-		let admission = breakers === null ? "fetch" : breakers.admit(domain, worstCase, target.id);
+		// An answer an earlier process paid for is read back, not fetched: no breaker holds it back.
+		const paid = parts.resumePaid.size === 0 ? undefined : parts.resumePaid.get(target.id);
+		const kept = paid === undefined ? null : parts.paidAnswers.restore(paid, job.maxBodyBytes);
+		let admission = breakers === null || kept !== null ? "fetch" : breakers.admit(domain, worstCase, target.id);
 		if (typeof admission !== "string") {
 			admission = await admission;
 			// Waited for a probe or a fleet's row: a stop meanwhile leaves the target to `--resume`.
@@ -652,10 +655,10 @@ export function createTargetRunner(parts: TargetRunnerParts): TargetRunner {
 			}
 		}
 		if (admission === "park") return;
-		if (admission === "fetch") return fetchAdmitted(target, step, params, worstCase, domain, false);
+		if (admission === "fetch") return fetchAdmitted(target, step, params, worstCase, domain, false, kept);
 		// The domain's other targets wait for the probe: one that ends in an error is lost, not left pending.
 		try {
-			await fetchAdmitted(target, step, params, worstCase, domain, true);
+			await fetchAdmitted(target, step, params, worstCase, domain, true, kept);
 		} catch (error) {
 			breakers?.probeLost(domain, target.id);
 			throw error;
@@ -670,6 +673,8 @@ export function createTargetRunner(parts: TargetRunnerParts): TargetRunner {
 		worstCase: number,
 		domain: string,
 		probe: boolean,
+		/** The answer an earlier process paid for, read back from `paid/`. */
+		kept: ReturnType<PaidAnswers["restore"]>,
 	) => {
 		const breakers = parts.breakers;
 		// No record when it does not fit: the target is left for `--resume --max-credits <larger>`.
@@ -684,8 +689,6 @@ export function createTargetRunner(parts: TargetRunnerParts): TargetRunner {
 			if (probe) breakers?.probeLost(domain, target.id);
 			return;
 		}
-		const paid = parts.resumePaid.get(target.id);
-		const kept = paid === undefined ? null : parts.paidAnswers.restore(paid, job.maxBodyBytes);
 		if (kept !== null) restored.add(target.id);
 		const result =
 			kept ??
