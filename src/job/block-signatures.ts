@@ -30,8 +30,22 @@ const entrySchema = z.union(
 		z.strictObject({ text: z.string().min(1).describe("Text to find in the page's HTML (case-insensitive)") }),
 		z.strictObject({ css: cssSchema }),
 	],
-	{ error: (issue) => `${ENTRY_RULE} (got ${describeValue(issue.input)})` },
+	{ error: (issue) => `${ENTRY_RULE} (got ${describeEntry(issue.input)})` },
 );
+
+/**
+ * A refused entry as written when it is a small mapping (`{text: 5}`, `{css: null}`): "a mapping" alone would
+ * not say what is wrong with a mapping the rule allows.
+ */
+function describeEntry(input: unknown): string {
+	// A number as YAML wrote it (.inf is no JSON number: it would read "null").
+	const scalar = (value: unknown) =>
+		typeof value === "number" || typeof value === "boolean" ? String(value) : describeValue(value);
+	if (input === null || typeof input !== "object" || Array.isArray(input)) return scalar(input);
+	const entries = Object.entries(input);
+	if (entries.length === 0 || entries.length > 3) return describeValue(input);
+	return `{${entries.map(([key, value]) => `${key}: ${scalar(value)}`).join(", ")}}`;
+}
 
 /** `block_signatures:` (docs/behaviour.md, "Useful records"). */
 export const blockSignaturesSchema = z

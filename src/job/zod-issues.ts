@@ -150,6 +150,16 @@ function valueAt(data: unknown, path: DataPath): unknown {
 }
 
 /**
+ * Whether a union option's issue says the value is not of its kind at all: a type it does not take, or a
+ * mapping or list where it takes a plain value (`breaker: false` beside `breaker: {…}`).
+ */
+function wrongKind(issue: z.core.$ZodIssue, input: unknown): boolean {
+	if (issue.path.length > 0) return false;
+	if (issue.code === "invalid_type") return true;
+	return issue.code === "invalid_value" && input !== null && typeof input === "object";
+}
+
+/**
  * Turn zod issues into one problem per thing wrong: unknown keys each get their own problem at
  * the key, with a suggestion; a union (`targets` items: a URL or a mapping) reports the option
  * the value was evidently meant as, instead of every option's complaint.
@@ -176,9 +186,8 @@ export function issuesToProblems(
 		}
 		if (issue.code === "invalid_union" && issue.message === UNION_SENTINEL) {
 			// The options that failed on something other than the value's type are the ones it was meant as.
-			const meant = issue.errors.filter(
-				(branch) => !branch.every((inner) => inner.code === "invalid_type" && inner.path.length === 0),
-			);
+			const input = valueAt(data, path);
+			const meant = issue.errors.filter((branch) => !branch.every((inner) => wrongKind(inner, input)));
 			// Several mappings (sources: a file, map:, search:): the one it fits best, when one fits best.
 			const fewest = Math.min(...meant.map((branch) => branch.length));
 			const closest = meant.filter((branch) => branch.length === fewest);

@@ -19,6 +19,20 @@ const OK = "https://shop.example/a";
 
 const schemaCases: Case[] = [
 	{
+		name: "a breaker mapping with a wrong value names the value, not the false it could also have been",
+		yaml: `name: t\ntargets: [${OK}]\nbreaker: {window: 1.5, by: registrable, cool_down: 5}\n`,
+		errors: [
+			"job.yaml:3:19 breaker.window: expected an integer, got 1.5",
+			'job.yaml:3:28 breaker.by: must be one of "domain", "host" (got "registrable")',
+			"job.yaml:3:52 breaker.cool_down: must be a duration such as 500ms, 3s, 10m, 24h or 7d (0 for none)",
+		],
+	},
+	{
+		name: "a breaker that is neither false nor a mapping",
+		yaml: `name: t\ntargets: [${OK}]\nbreaker: "off"\n`,
+		errors: ['job.yaml:3:10 breaker: must be false (got "off")'],
+	},
+	{
 		name: "unknown top-level key with a near miss",
 		yaml: `name: t\nconcurency: 4\ntargets: [${OK}]\n`,
 		errors: ['job.yaml:2:1 concurency: unknown key; did you mean "concurrency"?'],

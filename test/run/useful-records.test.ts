@@ -234,6 +234,9 @@ describe("validate: block_signatures", () => {
 				"  - {xpath: //div}",
 				"  - 42",
 				"  - ''",
+				"  - {text: 5}",
+				"  - {css: null}",
+				"  - .inf",
 				"",
 			].join("\n"),
 		);
@@ -247,6 +250,12 @@ describe("validate: block_signatures", () => {
 			),
 			expect.stringMatching(/job\.yaml:6:5 block_signatures\[3\]: must be a text to find/),
 			expect.stringMatching(/job\.yaml:7:5 block_signatures\[4\]: must not be empty/),
+			// A mapping the rule allows, with a value it does not: the entry as written says what is wrong.
+			expect.stringMatching(/job\.yaml:8:5 block_signatures\[5\]: must be a text to find, .* \(got \{text: 5\}\)$/),
+			expect.stringMatching(
+				/job\.yaml:9:5 block_signatures\[6\]: must be a text to find, .* \(got \{css: nothing\}\)$/,
+			),
+			expect.stringMatching(/job\.yaml:10:5 block_signatures\[7\]: must be a text to find, .* \(got Infinity\)$/),
 		]);
 		const fixed = writeJob(
 			dir,

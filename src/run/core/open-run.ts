@@ -3,6 +3,7 @@ import { basename, dirname, join } from "node:path";
 import type { Logger } from "pino";
 import { ScrapejobError, writeFileAtomic } from "../../common/index.js";
 import { journalledCrawlCredits } from "../../crawl/index.js";
+import type { DomainMode } from "../../history/index.js";
 import { type Job, streamTargetBatches } from "../../job/index.js";
 import { createRunDir, jobOutputDir, newRunId, openAppendFile, RUN_FILES } from "../../output/index.js";
 import { journalledDiscoveryCredits } from "../feed/discovery-sources.js";
@@ -91,6 +92,10 @@ export interface OpenedRun {
 	 * spent; the target's record carries them.
 	 */
 	readonly resumeCharged: ReadonlyMap<string, number>;
+	/** `mode: adaptive` targets without a record whose climb an earlier process took past a rung: the rung reached. */
+	readonly resumeClimbs: ReadonlyMap<string, string>;
+	/** `mode: adaptive` domains whose rung an earlier process changed (journalled: a killed one kept no store). */
+	readonly resumeModes: readonly DomainMode[];
 	readonly lock: RunLock;
 	/**
 	 * What the run's earlier invocations measured that no record holds (their last summary.json, or the
@@ -305,6 +310,8 @@ async function reopenRun(
 		chargedEarlier(id, answer.credits);
 	}
 	for (const [id, credits] of journalled.charged) if (!prior.done.has(id)) chargedEarlier(id, credits);
+	const resumeClimbs = new Map<string, string>();
+	for (const [id, rung] of journalled.climbs) if (!prior.done.has(id)) resumeClimbs.set(id, rung);
 	if (job.output.formats.includes("csv")) {
 		const missing = csvCatchUp(join(runDir, RUN_FILES.csv), prior.lastRecord, job.output.csvMaxCell);
 		if (missing) {
@@ -328,6 +335,8 @@ async function reopenRun(
 		resumeTasks,
 		resumePaid,
 		resumeCharged,
+		resumeClimbs,
+		resumeModes: [...journalled.modes.values()],
 		lock: run.lock,
 		carried,
 		maxCredits,
@@ -400,6 +409,8 @@ function createRun(options: OpenRunOptions, run: { readonly runId: string; reado
 		resumeTasks: new Map(),
 		resumePaid: new Map(),
 		resumeCharged: new Map(),
+		resumeClimbs: new Map(),
+		resumeModes: [],
 		lock: run.lock,
 		carried: null,
 		maxCredits: created.max_credits ?? null,

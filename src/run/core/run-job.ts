@@ -365,6 +365,8 @@ function openRunnerSide(context: RunContext, side: RecordSide, fetching: FetchSi
 		logger: options.logger,
 		retryingFailures: retry !== false,
 		shared: fleet?.sharedModes,
+		carried: opened.resumeModes,
+		...(fleet ? {} : { onLearned: (mode) => stops.guardOutput(() => records.journal.learned(mode)) }),
 	});
 	const runner = createTargetRunner({
 		job,
@@ -380,6 +382,7 @@ function openRunnerSide(context: RunContext, side: RecordSide, fetching: FetchSi
 		resumeTasks: fleet?.tasks ?? opened.resumeTasks,
 		resumePaid: opened.resumePaid,
 		resumeCharged: opened.resumeCharged,
+		resumeClimbs: opened.resumeClimbs,
 		paidAnswers: createPaidAnswers(runDir),
 		bodySpill: bodySpillFor(job, crawler, pages),
 		browser: browser ? { access: browser, sessions: createSessionLimiter(browser) } : null,

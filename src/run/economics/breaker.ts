@@ -18,7 +18,8 @@ export interface Breakers {
 	keyOf(url: string): string;
 	/**
 	 * Whether target `targetId` of `key` is fetched; a parked one's worst case counts as saved. A promise only
-	 * where the answer is someone else's (a fleet's breaker not closed): the usual answer costs no microtask.
+	 * where the answer is someone else's (a fleet's breaker not closed) or the probe's (a local breaker whose
+	 * probe is in flight): the usual answer costs no microtask.
 	 */
 	admit(key: string, worstCase: number, targetId: string): Admission | Promise<Admission>;
 	/** A written record of `key`: charged ones count; a probe's answer closes (useful) or re-opens the breaker. */
@@ -44,6 +45,8 @@ interface DomainState {
 	reason: string;
 	parked: number;
 	saved: number;
+	/** Targets admitted while the probe is in flight: answered once it is (fetched, parked, or the next probe). */
+	readonly waiting: Array<{ readonly worstCase: number; readonly resolve: (admission: Admission) => void }>;
 }
 
 /**
@@ -88,6 +91,7 @@ export function createBreakers(
 				reason: "",
 				parked: 0,
 				saved: 0,
+				waiting: [],
 			};
 			domains.set(key, state);
 		}
@@ -112,6 +116,28 @@ export function createBreakers(
 		credits_saved: state.saved,
 	});
 
+	/** A target's admission now, or null while the domain's probe is in flight. */
+	const decide = (state: DomainState, worstCase: number): Admission | null => {
+		if (state.state === "closed") return "fetch";
+		if (state.state === "open" && clock() - state.openedMs >= spec.coolDownMs) {
+			state.state = "probing";
+			return "probe";
+		}
+		if (state.state === "probing") return null;
+		state.parked += 1;
+		state.saved += worstCase;
+		return "park";
+	};
+
+	/** The probe answered (or was lost): the targets that waited for it are admitted as the breaker now says. */
+	const release = (state: DomainState) => {
+		for (const waiter of state.waiting.splice(0)) {
+			const admission = decide(state, waiter.worstCase);
+			if (admission === null) state.waiting.push(waiter);
+			else waiter.resolve(admission);
+		}
+	};
+
 	const open = (domain: string, state: DomainState, reason: string) => {
 		state.state = "open";
 		state.openedMs = clock();
@@ -123,14 +149,11 @@ export function createBreakers(
 		keyOf,
 		admit(host, worstCase) {
 			const state = domains.get(bucket(host));
-			if (state === undefined || state.state === "closed") return "fetch";
-			if (state.state === "open" && clock() - state.openedMs >= spec.coolDownMs) {
-				state.state = "probing";
-				return "probe";
-			}
-			state.parked += 1;
-			state.saved += worstCase;
-			return "park";
+			if (state === undefined) return "fetch";
+			const admission = decide(state, worstCase);
+			if (admission !== null) return admission;
+			// Parked now, a target would miss a useful probe's close until the next resume: it waits for it.
+			return new Promise<Admission>((resolve) => state.waiting.push({ worstCase, resolve }));
 		},
 		settle(host, record, probe) {
 			if (!probe && record.credits_used > 0 && record.useful !== true) groupByDomain();
@@ -140,6 +163,7 @@ export function createBreakers(
 				if (record.credits_used <= 0) {
 					state.state = "open";
 					state.openedMs = clock() - spec.coolDownMs;
+					release(state);
 					return;
 				}
 				if (record.useful === true) {
@@ -151,6 +175,7 @@ export function createBreakers(
 				} else {
 					open(key, state, `the probe after cool_down was useless: ${record.useless_reason ?? "not useful"}`);
 				}
+				release(state);
 				return;
 			}
 			// Only charged fetches count; answers of fetches sent before the breaker opened change nothing.
@@ -177,6 +202,7 @@ export function createBreakers(
 			state.state = "open";
 			// Due at once: the next target of the domain probes.
 			state.openedMs = clock() - spec.coolDownMs;
+			release(state);
 		},
 		open() {
 			const reports: BreakerReport[] = [];

@@ -60,9 +60,14 @@ export function createRunEconomics(
 		readonly logger?: Logger | undefined;
 		readonly retryingFailures?: boolean;
 		readonly shared?: SharedModes | null | undefined;
+		/** What an earlier process of a resumed run learned (its journal): a killed one kept nothing in the store. */
+		readonly carried?: readonly DomainMode[];
+		/** Each domain's change as it happens (the run's journal), for a resume of a process killed before its end. */
+		readonly onLearned?: (mode: DomainMode) => void;
 	} = {},
 ): RunEconomics {
-	const { logger, shared } = options;
+	const { logger, shared, onLearned } = options;
+	const carried = options.carried ?? [];
 	let modes: readonly DomainMode[] = shared?.remembered ?? [];
 	let past: HostCost[] = [];
 	if (history) {
@@ -74,8 +79,18 @@ export function createRunEconomics(
 		}
 	}
 	const adaptiveJob = usesAdaptive(job);
-	const adaptive = adaptiveJob ? createAdaptiveModes(modes, shared ? (mode) => shared.learned(mode) : undefined) : null;
-	if (adaptive) shared?.follow(adaptive);
+	const changed =
+		shared || onLearned
+			? (mode: LearnedMode) => {
+					shared?.learned(mode);
+					onLearned?.(mode);
+				}
+			: undefined;
+	const adaptive = adaptiveJob ? createAdaptiveModes(modes, changed) : null;
+	if (adaptive) {
+		shared?.follow(adaptive);
+		for (const found of carried) adaptive.learn(found);
+	}
 	const costs = createHostCosts();
 	let finished = false;
 	return {
@@ -95,7 +110,12 @@ export function createRunEconomics(
 				addHostCosts(history.db, runId, costs.rows(adaptive ? (domain) => adaptive.startOf(domain) : undefined), {
 					newHostsOnly: options.retryingFailures === true,
 				});
-				if (adaptive) writeDomainModes(history.db, runId, at, adaptive.remembered());
+				if (adaptive) {
+					// A domain an earlier process learned and this one wrote nothing of is kept as that process left it.
+					const rows = adaptive.remembered();
+					for (const found of carried) if (!rows.some((row) => row.domain === found.domain)) rows.push(found);
+					writeDomainModes(history.db, runId, at, rows);
+				}
 			} catch (error) {
 				logger?.warn(
 					{ error: lockedHint(error) },

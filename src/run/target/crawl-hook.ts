@@ -175,7 +175,9 @@ export function addCrawlSummary(summary: RunSummary, crawler: Crawler | null): v
 	summary.targets.total = null;
 	summary.targets.remaining = null;
 	if (summary.stopped_reason === null) {
-		summary.complete = crawl.stopped_by === null;
+		// Pages an open breaker parked have no record yet: `--resume` fetches them and follows their links.
+		const parked = summary.breakers?.some((breaker) => breaker.parked > 0) ?? false;
+		summary.complete = crawl.stopped_by === null && !parked;
 		// An early end says why, on the terminal and in summary.json (docs/behaviour.md, "Summaries and hints").
 		if (crawl.stopped_by !== null) summary.stopped_reason = crawl.stopped_by;
 	}

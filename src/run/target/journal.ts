@@ -1,4 +1,5 @@
 import { jsonlLines, parseJsonLine } from "../../common/index.js";
+import type { DomainMode } from "../../history/index.js";
 import { type AppendFile, openAppendFile } from "../../output/index.js";
 import type { RunFigures, TimedFigures } from "../records/run-statistics.js";
 import { MAX_CREDITS_PER_FETCH } from "./fetch-result.js";
@@ -15,6 +16,8 @@ export type JournalEvent =
 	| { e: "task"; id: string; task_id: string }
 	| { e: "paid"; answer: PaidAnswer }
 	| { e: "charged"; id: string; credits: number }
+	| { e: "climb"; id: string; rung: string }
+	| { e: "mode"; domain: string; mode: string; proxy_type: string; useful: boolean }
 	| BreakerChange
 	| FiguresLine;
 
@@ -54,6 +57,16 @@ export interface Journal {
 	 * target's record does not hold yet. Rare: never written for a target fetched once.
 	 */
 	charged(id: string, credits: number): void;
+	/**
+	 * `mode: adaptive`: a target's fetch goes one rung up (`rung`, adaptive-mode.ts `rungName`). A resume of a
+	 * target still without a record starts on it: the rungs below were paid already (their `charged` lines).
+	 */
+	climbed(id: string, rung: string): void;
+	/**
+	 * `mode: adaptive`: a domain's rung changed (or it was given up). A resume of a process killed before the
+	 * run's end (which keeps it in the job's store) starts the domain there, not on the rung it paid to leave.
+	 */
+	learned(mode: DomainMode): void;
 	/** A breaker opened or closed: a synchronous write, kept by a process killed right after. */
 	breaker(change: BreakerChange): void;
 	/** The run's figures as they stand at `atMs`: a bounded-rate line (the sync timer's), never per record. */
@@ -114,6 +127,8 @@ export function openJournal(path: string): Journal {
 		task: (id, taskId) => write({ e: "task", id, task_id: taskId }),
 		paid: (answer) => write({ e: "paid", answer }),
 		charged: (id, credits) => write({ e: "charged", id, credits }),
+		climbed: (id, rung) => write({ e: "climb", id, rung }),
+		learned: ({ domain, mode, proxyType, useful }) => write({ e: "mode", domain, mode, proxy_type: proxyType, useful }),
 		breaker: write,
 		figures: (figures, atMs) =>
 			write({
@@ -150,6 +165,10 @@ export async function readJournalTasks(path: string): Promise<{
 	 * before it). A record holds them too: the caller drops the targets that have one.
 	 */
 	charged: Map<string, number>;
+	/** Each adaptive target's latest rung climbed to; the caller drops the targets that have a record. */
+	climbs: Map<string, string>;
+	/** Each adaptive domain's latest change in the run (its rung, or given up). */
+	modes: Map<string, DomainMode>;
 	started: number;
 	/** Each domain's latest breaker line, in the order those lines were written. */
 	breakers: Map<string, BreakerChange>;
@@ -159,6 +178,8 @@ export async function readJournalTasks(path: string): Promise<{
 	const tasks = new Map<string, string>();
 	const paid = new Map<string, PaidAnswer>();
 	const charged = new Map<string, number>();
+	const climbs = new Map<string, string>();
+	const modes = new Map<string, DomainMode>();
 	const breakers = new Map<string, BreakerChange>();
 	let figures: TimedFigures | null = null;
 	let started = 0;
@@ -173,13 +194,26 @@ export async function readJournalTasks(path: string): Promise<{
 			charged.delete(event.answer.id);
 		} else if (event.e === "charged" && isCharge(event))
 			charged.set(event.id, (charged.get(event.id) ?? 0) + event.credits);
-		else if (event.e === "breaker" && isBreakerChange(event)) {
+		else if (event.e === "climb" && typeof event.id === "string" && typeof event.rung === "string")
+			climbs.set(event.id, event.rung);
+		else if (event.e === "mode") {
+			const mode = domainModeOf(event);
+			if (mode !== null) modes.set(mode.domain, mode);
+		} else if (event.e === "breaker" && isBreakerChange(event)) {
 			// Re-inserted: the map's order stays the order of each domain's latest change.
 			breakers.delete(event.domain);
 			breakers.set(event.domain, event);
 		} else if (event.e === "figures") figures = timedFigures(event) ?? figures;
 	}
-	return { tasks, paid, charged, started, breakers, figures };
+	return { tasks, paid, charged, climbs, modes, started, breakers, figures };
+}
+
+/** A journalled domain change read back, or null when it is not well-formed (the file is read from disk). */
+function domainModeOf(line: { readonly e: "mode" }): DomainMode | null {
+	const { domain, mode, proxy_type, useful } = line as Partial<Record<string, unknown>>;
+	if (typeof domain !== "string" || typeof mode !== "string" || typeof proxy_type !== "string") return null;
+	if (typeof useful !== "boolean") return null;
+	return { domain, mode, proxyType: proxy_type, useful };
 }
 
 /** A figures line read back, or null when any of its figures is not a count (the file is read from disk). */

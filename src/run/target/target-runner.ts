@@ -184,6 +184,8 @@ export interface TargetRunnerParts {
 	readonly resumePaid: ReadonlyMap<string, PaidAnswer>;
 	/** Credits earlier sessions were charged for targets without a record (a kept answer, failed attempts): their record carries them. */
 	readonly resumeCharged: ReadonlyMap<string, number>;
+	/** `mode: adaptive` targets an earlier process climbed past a rung (journal.ts, `climb`): the rung they resume on. */
+	readonly resumeClimbs: ReadonlyMap<string, string>;
 	/** Where a paid answer waits while its page is read (`paid/<id>`). */
 	readonly paidAnswers: PaidAnswers;
 	/** Where large pages go instead of memory when nothing reads them. */
@@ -457,6 +459,8 @@ export function createTargetRunner(parts: TargetRunnerParts): TargetRunner {
 		step: ClimbStep,
 		first: Extract<FetchResult, { kind: "ok" | "failed" }>,
 		firstCharged: number,
+		/** What this process paid for `first` (its credits less what earlier processes were charged for it). */
+		firstPaid: number,
 		started: number,
 	): Promise<{
 		record: ResultRecord | undefined;
@@ -485,22 +489,35 @@ export function createTargetRunner(parts: TargetRunnerParts): TargetRunner {
 			const fixable = modes.fixable(built.record);
 			const atTop = step.at >= ladder.length - 1;
 			if (fixable && !atTop && !modes.isHopeless(domain) && !stops.stopping) {
-				const next = ladder[step.at + 1]!;
+				// Another target of the domain may have found a stronger rung useful meanwhile (fetches in flight): the
+				// rungs below it are known not to be, and are not paid for again.
+				const nextStep = Math.max(step.at + 1, modes.firstStep(domain, ladder));
+				const next = ladder[nextStep]!;
 				const params = modes.paramsOf(target.params, next);
 				const worstCase = creditCostRange(params).max;
 				if (budget.tryReserve(worstCase, target.id) || (await reserveOrStop(budget, stops, worstCase, target.id))) {
+					// The answer left behind is paid and gets no record unless the climb ends: its charge (unless its
+					// `paid` line holds it) and the rung climbed to are journalled, so a process killed meanwhile
+					// leaves a resume that counts it and goes on from the next rung, not paying this one again.
+					const heldByPaidLine = built.kept || restored.has(target.id);
 					settleKept(target, built.kept);
+					if (!heldByPaidLine)
+						journalCharge(target.id, (current === first ? firstPaid : last) - (current.chargedBefore ?? 0));
+					stops.guardCharge(() => journal.climbed(target.id, rungName(next)));
 					log.info(
 						{ event: "mode_upgrade", id: target.id, domain, from: rungName(rung), to: rungName(next) },
 						`${built.record.useless_reason ?? "useless"}: fetched again as ${rungName(next)}`,
 					);
 					earlierAttempts = built.record.attempts;
-					step.at += 1;
+					const skipped = nextStep - step.at - 1;
+					step.at = nextStep;
 					const result = await fetchTarget(target.id, params, parts.fetchDeps, null, parts.bodySpill);
 					if (result.kind === "ok" || result.kind === "failed") {
 						last = result.creditsUsed ?? worstCase;
 						budget.commit(worstCase, last, target.id);
 						total += last;
+						// A rung passed over cost this target nothing.
+						for (let index = 0; index < skipped; index++) charges.push(0);
 						charges.push(last);
 						current = result;
 						continue;
@@ -569,7 +586,11 @@ export function createTargetRunner(parts: TargetRunnerParts): TargetRunner {
 		const modes = adaptiveModes();
 		const domain = modes.domainOf(target.url);
 		const ladder = modes.ladderOf(target.params);
-		return { modes, domain, ladder, at: modes.firstStep(domain, ladder) };
+		const at = modes.firstStep(domain, ladder);
+		// An earlier process paid the rungs below the one it climbed to: the climb goes on from there.
+		const climbed = parts.resumeClimbs.size === 0 ? undefined : parts.resumeClimbs.get(target.id);
+		const resumed = climbed === undefined ? -1 : ladder.findIndex((rung) => rungName(rung) === climbed);
+		return { modes, domain, ladder, at: Math.max(at, resumed) };
 	};
 
 	/** A written record's outcomes: its costs learnt, its domain's breaker, the paid-failures stop, run.log. */
@@ -621,10 +642,41 @@ export function createTargetRunner(parts: TargetRunnerParts): TargetRunner {
 		// An open breaker parks the target: no fetch, no credit, no record (`--resume` takes it). One look-up.
 		const breakers = parts.breakers;
 		const domain = breakers === null ? "" : breakers.keyOf(target.url);
-		let admission = breakers === null ? "fetch" : breakers.admit(domain, worstCase, target.id);
-		if (typeof admission !== "string") admission = await admission;
+		// An answer an earlier process paid for is read back, not fetched: no breaker holds it back.
+		const paid = parts.resumePaid.size === 0 ? undefined : parts.resumePaid.get(target.id);
+		const kept = paid === undefined ? null : parts.paidAnswers.restore(paid, job.maxBodyBytes);
+		let admission = breakers === null || kept !== null ? "fetch" : breakers.admit(domain, worstCase, target.id);
+		if (typeof admission !== "string") {
+			admission = await admission;
+			// Waited for a probe or a fleet's row: a stop meanwhile leaves the target to `--resume`.
+			if (stops.stopping && admission !== "park") {
+				if (admission === "probe") breakers?.probeLost(domain, target.id);
+				return;
+			}
+		}
 		if (admission === "park") return;
-		const probe = admission === "probe";
+		if (admission === "fetch") return fetchAdmitted(target, step, params, worstCase, domain, false, kept);
+		// The domain's other targets wait for the probe: one that ends in an error is lost, not left pending.
+		try {
+			await fetchAdmitted(target, step, params, worstCase, domain, true, kept);
+		} catch (error) {
+			breakers?.probeLost(domain, target.id);
+			throw error;
+		}
+	};
+
+	/** A target the breaker let through (`probe`: as its half-open probe): booked, fetched, its record written. */
+	const fetchAdmitted = async (
+		target: Target,
+		step: ClimbStep | null,
+		params: Target["params"],
+		worstCase: number,
+		domain: string,
+		probe: boolean,
+		/** The answer an earlier process paid for, read back from `paid/`. */
+		kept: ReturnType<PaidAnswers["restore"]>,
+	) => {
+		const breakers = parts.breakers;
 		// No record when it does not fit: the target is left for `--resume --max-credits <larger>`.
 		// Booked at once when it fits (nearly always): the wait for other fetches to settle is the rare case.
 		if (!budget.tryReserve(worstCase, target.id) && !(await reserveOrStop(budget, stops, worstCase, target.id))) {
@@ -637,8 +689,6 @@ export function createTargetRunner(parts: TargetRunnerParts): TargetRunner {
 			if (probe) breakers?.probeLost(domain, target.id);
 			return;
 		}
-		const paid = parts.resumePaid.get(target.id);
-		const kept = paid === undefined ? null : parts.paidAnswers.restore(paid, job.maxBodyBytes);
 		if (kept !== null) restored.add(target.id);
 		const result =
 			kept ??
@@ -668,7 +718,7 @@ export function createTargetRunner(parts: TargetRunnerParts): TargetRunner {
 		let record: ResultRecord | undefined;
 		let answer = result;
 		if (step !== null) {
-			({ record, cost, after, answer } = await climb(target, step, result, charged, started));
+			({ record, cost, after, answer } = await climb(target, step, result, charged, paidNow, started));
 		} else {
 			// Without a page pool the record is written in this turn: no promise, no microtask per target.
 			record = pagePool
