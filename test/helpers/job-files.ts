@@ -30,6 +30,16 @@ export function onlyRunDir(out: string, job: string): string {
 	return join(out, job, runs[0]!);
 }
 
+/** A run's journal.jsonl, its whole lines (a torn last line left out); none when it is not there yet. */
+export function journalLines<Line extends { e: string } = { e: string }>(runDir: string): Line[] {
+	const path = join(runDir, "journal.jsonl");
+	if (!existsSync(path)) return [];
+	return readFileSync(path, "utf8")
+		.split("\n")
+		.filter((line) => line.endsWith("}"))
+		.map((line) => JSON.parse(line) as Line);
+}
+
 export function readRecords(runDir: string): ResultRecord[] {
 	const text = readFileSync(join(runDir, "results.jsonl"), "utf8");
 	return text

@@ -1,7 +1,6 @@
-import { existsSync, readFileSync } from "node:fs";
 import { basename, join } from "node:path";
 import { beforeAll, describe, expect, it } from "vitest";
-import { onlyRunDir, readRecords, readSummary, tempDir, writeJob } from "../helpers/job-files.js";
+import { journalLines, onlyRunDir, readRecords, readSummary, tempDir, writeJob } from "../helpers/job-files.js";
 import { runCli } from "../helpers/run-cli.js";
 import { type TestService, useTestService } from "../helpers/service.js";
 import { assertBuilt, spawnCli } from "../helpers/spawn-cli.js";
@@ -13,15 +12,6 @@ import { until } from "../helpers/until.js";
  * one answers. The resume counts what the dead process paid, and its figures equal the service's ledger.
  */
 beforeAll(() => assertBuilt());
-
-function journalLines(runDir: string): Array<{ e: string }> {
-	const path = join(runDir, "journal.jsonl");
-	if (!existsSync(path)) return [];
-	return readFileSync(path, "utf8")
-		.split("\n")
-		.filter((line) => line.endsWith("}"))
-		.map((line) => JSON.parse(line) as { e: string });
-}
 
 /** The datacenter-rung fetches the service answered for URLs with `part` in them. */
 function datacenterFetches(service: TestService, part: string): number {

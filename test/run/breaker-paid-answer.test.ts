@@ -1,7 +1,6 @@
-import { existsSync, readFileSync } from "node:fs";
 import { basename, join } from "node:path";
 import { beforeAll, describe, expect, it } from "vitest";
-import { onlyRunDir, readRecords, readSummary, tempDir, writeJob } from "../helpers/job-files.js";
+import { journalLines, onlyRunDir, readRecords, readSummary, tempDir, writeJob } from "../helpers/job-files.js";
 import { runCli } from "../helpers/run-cli.js";
 import { useTestService } from "../helpers/service.js";
 import { assertBuilt, spawnCli } from "../helpers/spawn-cli.js";
@@ -15,18 +14,9 @@ import { until } from "../helpers/until.js";
  */
 beforeAll(() => assertBuilt());
 
-function journalLines(runDir: string): Array<{ e: string; answer?: { id: string } }> {
-	const path = join(runDir, "journal.jsonl");
-	if (!existsSync(path)) return [];
-	return readFileSync(path, "utf8")
-		.split("\n")
-		.filter((line) => line.endsWith("}"))
-		.map((line) => JSON.parse(line) as { e: string; answer?: { id: string } });
-}
-
 /** /big's target id, from its journalled start (the only target whose answer is large). */
 function bigId(runDir: string): string | undefined {
-	return journalLines(runDir).find(
+	return journalLines<{ e: string; answer?: { id: string } }>(runDir).find(
 		(line) => line.e === "paid" && (line.answer as { bytes?: number }).bytes! > 1_000_000,
 	)?.answer?.id;
 }
@@ -69,12 +59,12 @@ describe("breaker and a paid answer waiting for its page", () => {
 		let runDir = "";
 		await until(() => {
 			runDir = onlyRunDir(out, "paidopen");
-			const lines = journalLines(runDir);
+			const lines = journalLines<{ e: string; answer?: { id: string } }>(runDir);
 			const bigPaid = lines.some((line) => line.e === "paid" && line.answer?.id === bigId(runDir));
 			return bigPaid && lines.some((line) => line.e === "breaker") && readRecords(runDir).length === 8;
 		}, "the breaker open while /big is read").catch((error) => {
 			console.log(
-				journalLines(runDir)
+				journalLines<{ e: string; answer?: { id: string } }>(runDir)
 					.map((line) => line.e)
 					.join(","),
 				readRecords(runDir)

@@ -24,18 +24,26 @@ function onlyRunDir(out: string) {
 	return join(runs, readdirSync(runs).find((name) => /^\d/.test(name))!);
 }
 
+/**
+ * A run at concurrency 1 whose breaker opened (exit 6, 8 records), once its cool-down is over: what the
+ * resume at concurrency 4 starts from.
+ */
+async function openedBreaker() {
+	const blocking = await useTestService({ block_datacenter: ["//localhost:"] });
+	const dir = tempDir();
+	const out = join(dir, "out");
+	const job = writeJob(dir, "probe", jobYaml(blocking, 1));
+	expect((await runCli(["run", job, "--out", out, "--quiet"], { env: blocking.env })).code).toBe(6);
+	const runDir = onlyRunDir(out);
+	const openedAt = Date.parse(readSummary(runDir).breakers![0]!.opened_at);
+	expect(readRecords(runDir)).toHaveLength(8);
+	await until(() => Date.now() >= openedAt + 1000, "the breaker's cool-down");
+	return { blocking, dir, out, job, runDir };
+}
+
 describe("breaker probe with concurrency", () => {
 	it("a useful probe, the block lifted: the resume fetches every parked target, each once, and completes", async () => {
-		const blocking = await useTestService({ block_datacenter: ["//localhost:"] });
-		const dir = tempDir();
-		const out = join(dir, "out");
-		const job = writeJob(dir, "probe", jobYaml(blocking, 1));
-		expect((await runCli(["run", job, "--out", out, "--quiet"], { env: blocking.env })).code).toBe(6);
-		const runDir = onlyRunDir(out);
-		const openedAt = Date.parse(readSummary(runDir).breakers![0]!.opened_at);
-		expect(readRecords(runDir)).toHaveLength(8);
-
-		await until(() => Date.now() >= openedAt + 1000, "the breaker's cool-down");
+		const { blocking, dir, out, job, runDir } = await openedBreaker();
 		const lifted = await useTestService();
 		// The same job with four fetches at a time.
 		writeJob(dir, "probe", jobYaml(blocking, 4));
@@ -51,14 +59,7 @@ describe("breaker probe with concurrency", () => {
 	});
 
 	it("a useless probe, the block still there: the targets that waited for it are parked, one fetch paid", async () => {
-		const blocking = await useTestService({ block_datacenter: ["//localhost:"] });
-		const dir = tempDir();
-		const out = join(dir, "out");
-		const job = writeJob(dir, "probe", jobYaml(blocking, 1));
-		expect((await runCli(["run", job, "--out", out, "--quiet"], { env: blocking.env })).code).toBe(6);
-		const runDir = onlyRunDir(out);
-		const openedAt = Date.parse(readSummary(runDir).breakers![0]!.opened_at);
-		await until(() => Date.now() >= openedAt + 1000, "the breaker's cool-down");
+		const { blocking, dir, out, job, runDir } = await openedBreaker();
 		writeJob(dir, "probe", jobYaml(blocking, 4));
 		const resumed = await runCli(["run", job, "--out", out, "--continue", "--quiet"], { env: blocking.env });
 		expect(resumed.code, resumed.stderr).toBe(6);

@@ -6,6 +6,7 @@ import { createOutageMonitor } from "../../src/run/flow/outage-monitor.js";
 import { createSendGate } from "../../src/run/flow/send-gate.js";
 import {
 	isRunFolderName,
+	journalLines,
 	onlyRunDir,
 	readRecords,
 	readSummary,
@@ -314,8 +315,7 @@ describe("outages: the service down for a while pauses the whole queue instead o
 		const journalledTasks = () => {
 			const jobDir = join(out, "shop");
 			const runDir = existsSync(jobDir) ? readdirSync(jobDir).find(isRunFolderName) : undefined;
-			const journal = runDir ? join(jobDir, runDir, "journal.jsonl") : undefined;
-			return journal && existsSync(journal) ? (readFileSync(journal, "utf8").match(/"e":"task"/g) ?? []).length : 0;
+			return runDir ? journalLines(join(jobDir, runDir)).filter((line) => line.e === "task").length : 0;
 		};
 		await until(() => journalledTasks() === 3, "three task ids journalled");
 		network.cut();

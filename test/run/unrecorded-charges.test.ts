@@ -1,8 +1,8 @@
-import { existsSync, readdirSync, readFileSync } from "node:fs";
+import { existsSync, readdirSync } from "node:fs";
 import { basename, join } from "node:path";
 import { beforeAll, describe, expect, it } from "vitest";
 import { runJobFile } from "../../src/library/index.js";
-import { onlyRunDir, readRecords, readSummary, tempDir, writeJob } from "../helpers/job-files.js";
+import { journalLines, onlyRunDir, readRecords, readSummary, tempDir, writeJob } from "../helpers/job-files.js";
 import { canMountPrivately, runOnSmallDisk } from "../helpers/private-mount.js";
 import { runCli } from "../helpers/run-cli.js";
 import { type TestService, useTestService } from "../helpers/service.js";
@@ -56,16 +56,6 @@ function chargedFailure(service: TestService) {
 	return service.emulator.ledger
 		.byEndpoint("realtime")
 		.find((entry) => entry.status === 500 && entry.creditsCharged === FAILURE && entry.finishedAt !== null);
-}
-
-/** The journal's whole lines. */
-function journalLines(runDir: string): Array<{ e: string }> {
-	const path = join(runDir, "journal.jsonl");
-	if (!existsSync(path)) return [];
-	return readFileSync(path, "utf8")
-		.split("\n")
-		.filter((line) => line.endsWith("}"))
-		.map((line) => JSON.parse(line) as { e: string });
 }
 
 function creditsOnRecords(runDir: string): number {
