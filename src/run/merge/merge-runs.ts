@@ -23,6 +23,7 @@ import { journalledCrawlCredits } from "../../crawl/index.js";
 import { idKey } from "../../history/index.js";
 import { createTargetKeySet } from "../../job/index.js";
 import {
+	type BreakerReport,
 	createCsvSink,
 	isResultRecord,
 	openAppendFile,
@@ -225,9 +226,10 @@ async function mergeInto(metas: readonly ShardMeta[], outDir: string, cwd: strin
 	const jsonl = openAppendFile(join(outDir, RUN_FILES.jsonl));
 	const csv = openMergedCsv(metas, outDir);
 	const summaries: Array<RunSummary | null> = [];
+	const changes: ChangeCounts = { new: 0, changed: 0, unchanged: 0 };
 	try {
 		for (const meta of metas) {
-			await copyShardRecords(meta, { metas, jsonl, csv, seen, stats, cwd });
+			await copyShardRecords(meta, { metas, jsonl, csv, seen, stats, changes, cwd });
 			summaries.push(readSummary(meta.dir));
 		}
 	} finally {
@@ -248,6 +250,10 @@ async function mergeInto(metas: readonly ShardMeta[], outDir: string, cwd: strin
 		stats.chargedEarlier(journalledCrawlCredits(meta.dir) + journalledDiscoveryCredits(meta.dir));
 	}
 	const summary = mergedSummary(metas, stats, summaries);
+	// Every run tracks changes; the shards' records say what changed since the job's runs before them.
+	if (summaries.some((shard) => shard?.changes !== undefined)) summary.changes = changes;
+	const breakers = mergedBreakers(summaries);
+	if (breakers.length > 0) summary.breakers = breakers;
 	writeSummary(join(outDir, RUN_FILES.summary), summary);
 	const first = metas[0]!;
 	writeFileAtomic(
@@ -296,6 +302,8 @@ async function copyShardRecords(
 		readonly csv: ReturnType<typeof openMergedCsv>;
 		readonly seen: ReturnType<typeof createTargetKeySet>;
 		readonly stats: ReturnType<typeof createRunStatistics>;
+		/** Each record's `change`, counted (records of a run without change tracking have none). */
+		readonly changes: ChangeCounts;
 		readonly cwd: string;
 	},
 ): Promise<void> {
@@ -325,12 +333,38 @@ async function copyShardRecords(
 		into.jsonl.appendLine(line);
 		into.csv?.write(record);
 		into.stats.recordFinished(record);
+		if (record.change === "new" || record.change === "changed" || record.change === "unchanged")
+			into.changes[record.change] += 1;
 	}
 	if (bad !== null && followed) {
 		throw new UsageError(
 			`${path} line ${bad} is not a record (and more lines follow it): repair the shard first with ${repairCommand(meta, into.cwd)}${meta.sandbox === null ? " (and the flags that chose its service, such as --config)" : ""}`,
 		);
 	}
+}
+
+type ChangeCounts = NonNullable<RunSummary["changes"]>;
+
+/**
+ * The breakers the shards ended with open, one per domain (split by URL, shards share domains): the parked
+ * targets and credits saved summed, the earliest opening with its reason.
+ */
+function mergedBreakers(summaries: ReadonlyArray<RunSummary | null>): BreakerReport[] {
+	const byDomain = new Map<string, BreakerReport>();
+	for (const breaker of summaries.flatMap((summary) => summary?.breakers ?? [])) {
+		const seen = byDomain.get(breaker.domain);
+		if (seen === undefined) {
+			byDomain.set(breaker.domain, { ...breaker });
+			continue;
+		}
+		seen.parked += breaker.parked;
+		seen.credits_saved += breaker.credits_saved;
+		if (Date.parse(breaker.opened_at) < Date.parse(seen.opened_at)) {
+			seen.opened_at = breaker.opened_at;
+			seen.reason = breaker.reason;
+		}
+	}
+	return [...byDomain.values()];
 }
 
 /** The merged summary: totals over every shard the merge saw, and which shards are missing or incomplete. */

@@ -1,0 +1,72 @@
+import { readdirSync } from "node:fs";
+import { join } from "node:path";
+import { describe, expect, it } from "vitest";
+import type { RunSummary } from "../../src/output/index.js";
+import { isRunFolderName, readRecords, readSummary, tempDir, writeJob } from "../helpers/job-files.js";
+import { runCli } from "../helpers/run-cli.js";
+import { useTestService } from "../helpers/service.js";
+
+/**
+ * What a merge's summary carries beside the totals (docs/guides/scaling-out.md): the changes its records
+ * found, and the breakers its shards ended with open — one per domain, as one run's summary has them.
+ */
+describe("merge: changes and breakers of the shards", () => {
+	it("the merged summary counts each record's change, and sums the shards' open breakers of a domain into one", async () => {
+		// Every fetch of localhost on a datacenter address answers a block page: each shard's breaker opens.
+		const service = await useTestService({ block_datacenter: ["//localhost:"] });
+		const port = new URL(service.site.url).port;
+		const blocked = Array.from({ length: 30 }, (_, index) => `  - http://localhost:${port}/product/${index + 1}`);
+		const served = Array.from({ length: 6 }, (_, index) => `  - ${service.site.url}/product/${index + 1}`);
+		const dir = tempDir();
+		const out = join(dir, "out");
+		const job = writeJob(
+			dir,
+			"mix",
+			[
+				"name: mix",
+				"concurrency: 1",
+				"shard_by: url",
+				"breaker: {window: 4, trip: 4}",
+				"defaults: {mode: request, proxy_type: datacenter}",
+				"targets:",
+				...blocked,
+				...served,
+				"",
+			].join("\n"),
+		);
+		for (const shard of ["1/2", "2/2"]) {
+			const result = await runCli(["run", job, "--out", out, "--quiet", "--shard", shard], { env: service.env });
+			expect(result.code, result.stderr).toBe(6);
+		}
+		const folders = readdirSync(join(out, "mix"))
+			.filter(isRunFolderName)
+			.map((name) => join(out, "mix", name));
+		const shards = folders.map((folder) => readSummary(folder) as RunSummary);
+		expect(shards.map((shard) => shard.breakers?.length)).toEqual([1, 1]);
+
+		const merged = join(dir, "merged");
+		const result = await runCli(["merge", ...folders, "--out", merged, "--json"]);
+		// Parked targets have no record: the merge is incomplete, as each shard is.
+		expect(result.code, result.stderr).toBe(1);
+		const summary = JSON.parse(result.stdout) as RunSummary;
+		const records = readRecords(merged);
+		const count = (change: string) => records.filter((record) => record.change === change).length;
+		expect(summary.changes).toEqual({ new: count("new"), changed: count("changed"), unchanged: count("unchanged") });
+		expect(summary.changes!.new).toBe(records.length);
+		const [first, second] = shards.map((shard) => shard.breakers![0]!);
+		expect(summary.breakers).toEqual([
+			{
+				domain: first!.domain,
+				reason: Date.parse(first!.opened_at) <= Date.parse(second!.opened_at) ? first!.reason : second!.reason,
+				opened_at: Date.parse(first!.opened_at) <= Date.parse(second!.opened_at) ? first!.opened_at : second!.opened_at,
+				parked: first!.parked + second!.parked,
+				credits_saved: first!.credits_saved + second!.credits_saved,
+			},
+		]);
+		expect(summary.breakers![0]!.parked).toBe(36 - records.length);
+		// The terminal summary of the merge says the same.
+		const text = await runCli(["merge", ...folders, "--out", merged]);
+		expect(text.stdout).toMatch(/\nchanges +\d+ new, 0 changed, 0 unchanged\n/);
+		expect(text.stdout).toContain(first!.domain);
+	});
+});
