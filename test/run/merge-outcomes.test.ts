@@ -8,10 +8,11 @@ import { useTestService } from "../helpers/service.js";
 
 /**
  * What a merge's summary carries beside the totals (docs/guides/scaling-out.md): the changes its records
- * found, and the breakers its shards ended with open — one per domain, as one run's summary has them.
+ * found, the extracted fields' fill, and the breakers its shards ended with open — one per domain, as one
+ * run's summary has them.
  */
 describe("merge: changes and breakers of the shards", () => {
-	it("the merged summary counts each record's change, and sums the shards' open breakers of a domain into one", async () => {
+	it("the merged summary counts each record's change and field fill, and sums the shards' open breakers of a domain into one", async () => {
 		// Every fetch of localhost on a datacenter address answers a block page: each shard's breaker opens.
 		const service = await useTestService({ block_datacenter: ["//localhost:"] });
 		const port = new URL(service.site.url).port;
@@ -28,6 +29,10 @@ describe("merge: changes and breakers of the shards", () => {
 				"shard_by: url",
 				"breaker: {window: 4, trip: 4}",
 				"defaults: {mode: request, proxy_type: datacenter}",
+				"extract:",
+				"  name: {css: h1, required: true}",
+				"  price: {css: .price, type: number}",
+				"extract_checks: {min_fill: 0.5}",
 				"targets:",
 				...blocked,
 				...served,
@@ -53,6 +58,19 @@ describe("merge: changes and breakers of the shards", () => {
 		const count = (change: string) => records.filter((record) => record.change === change).length;
 		expect(summary.changes).toEqual({ new: count("new"), changed: count("changed"), unchanged: count("unchanged") });
 		expect(summary.changes!.new).toBe(records.length);
+		// Fill rates over every shard's ok records, as one run's summary gives them.
+		const ok = records.filter((record) => record.status === "ok");
+		const filled = (field: string) => ok.filter((record) => (record.data?.[field] ?? null) !== null).length;
+		expect(summary.extract).toMatchObject({
+			records: ok.length,
+			min_fill: 0.5,
+			fields: {
+				name: { filled: filled("name"), required: true },
+				price: { filled: filled("price"), required: false },
+			},
+		});
+		expect(summary.extract!.fields.price!.fill_rate).toBeCloseTo(filled("price") / ok.length, 4);
+		expect(filled("price")).toBeGreaterThan(0);
 		const [first, second] = shards.map((shard) => shard.breakers![0]!);
 		expect(summary.breakers).toEqual([
 			{

@@ -20,6 +20,7 @@ import {
 	writeFileAtomic,
 } from "../../common/index.js";
 import { journalledCrawlCredits } from "../../crawl/index.js";
+import { createFillStats, type FillStats } from "../../extract/index.js";
 import { idKey } from "../../history/index.js";
 import { createTargetKeySet } from "../../job/index.js";
 import {
@@ -227,9 +228,17 @@ async function mergeInto(metas: readonly ShardMeta[], outDir: string, cwd: strin
 	const csv = openMergedCsv(metas, outDir);
 	const summaries: Array<RunSummary | null> = [];
 	const changes: ChangeCounts = { new: 0, changed: 0, unchanged: 0 };
+	// The fields and min_fill as the shards' summaries name them (one job: the same in each).
+	const extract = metas.map((meta) => readSummary(meta.dir)?.extract).find((found) => found !== undefined);
+	const fill = extract
+		? createFillStats(
+				Object.entries(extract.fields).map(([name, field]) => ({ name, required: field.required })),
+				extract.min_fill,
+			)
+		: null;
 	try {
 		for (const meta of metas) {
-			await copyShardRecords(meta, { metas, jsonl, csv, seen, stats, changes, cwd });
+			await copyShardRecords(meta, { metas, jsonl, csv, seen, stats, changes, fill, cwd });
 			summaries.push(readSummary(meta.dir));
 		}
 	} finally {
@@ -252,6 +261,7 @@ async function mergeInto(metas: readonly ShardMeta[], outDir: string, cwd: strin
 	const summary = mergedSummary(metas, stats, summaries);
 	// Every run tracks changes; the shards' records say what changed since the job's runs before them.
 	if (summaries.some((shard) => shard?.changes !== undefined)) summary.changes = changes;
+	if (fill) summary.extract = fill.summary();
 	const breakers = mergedBreakers(summaries);
 	if (breakers.length > 0) summary.breakers = breakers;
 	writeSummary(join(outDir, RUN_FILES.summary), summary);
@@ -304,6 +314,8 @@ async function copyShardRecords(
 		readonly stats: ReturnType<typeof createRunStatistics>;
 		/** Each record's `change`, counted (records of a run without change tracking have none). */
 		readonly changes: ChangeCounts;
+		/** The extracted fields' fill over the ok records, when the shards extract. */
+		readonly fill: FillStats | null;
 		readonly cwd: string;
 	},
 ): Promise<void> {
@@ -335,6 +347,7 @@ async function copyShardRecords(
 		into.stats.recordFinished(record);
 		if (record.change === "new" || record.change === "changed" || record.change === "unchanged")
 			into.changes[record.change] += 1;
+		if (record.status === "ok") into.fill?.add(record.data);
 	}
 	if (bad !== null && followed) {
 		throw new UsageError(
