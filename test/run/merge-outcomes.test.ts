@@ -87,4 +87,38 @@ describe("merge: changes and breakers of the shards", () => {
 		expect(text.stdout).toMatch(/\nchanges +\d+ new, 0 changed, 0 unchanged\n/);
 		expect(text.stdout).toContain(first!.domain);
 	});
+
+	it("a merge whose required field is filled below min_fill over every shard exits 1, as each shard's run does", async () => {
+		const service = await useTestService();
+		const dir = tempDir();
+		const out = join(dir, "out");
+		const targets = Array.from({ length: 8 }, (_, index) => `  - ${service.site.url}/product/${index + 1}`);
+		const job = writeJob(
+			dir,
+			"fill",
+			[
+				"name: fill",
+				"shard_by: url",
+				"defaults: {mode: request}",
+				"extract:",
+				"  sku: {css: .no-such-class, required: true}",
+				"extract_checks: {min_fill: 0.5}",
+				"targets:",
+				...targets,
+				"",
+			].join("\n"),
+		);
+		for (const shard of ["1/2", "2/2"]) {
+			const result = await runCli(["run", job, "--out", out, "--quiet", "--shard", shard], { env: service.env });
+			expect(result.code, result.stderr).toBe(1);
+		}
+		const folders = readdirSync(join(out, "fill"))
+			.filter(isRunFolderName)
+			.map((name) => join(out, "fill", name));
+		const result = await runCli(["merge", ...folders, "--out", join(dir, "merged"), "--json"]);
+		expect(result.code, result.stderr).toBe(1);
+		const summary = JSON.parse(result.stdout) as RunSummary;
+		expect(summary).toMatchObject({ complete: true, targets: { done: 8, by_status: { ok: 8, failed: 0 } } });
+		expect(summary.extract).toMatchObject({ records: 8, below_min_fill: ["sku"] });
+	});
 });

@@ -1,5 +1,6 @@
 import { resolve } from "node:path";
 import type { Command } from "commander";
+import { runSucceeded } from "../../library/index.js";
 import { formatSummary } from "../../output/index.js";
 import { rebuildReport } from "../../report/index.js";
 import { mergeShardRuns } from "../../run/index.js";
@@ -24,7 +25,8 @@ of one job (same name, same targets, same N) with no shard twice, then writes ev
 exactly once (a target with records in two shards is refused), credits summed, and report.html.
 Missing or unfinished shards are allowed: the summary says incomplete and names them (exit 1).
 
-Exit codes: 0 complete, every target ok · 1 incomplete, or some targets failed · 2 refused (nothing written)
+Exit codes: 0 complete, every target ok · 1 incomplete, some targets failed, or a required field filled
+below min_fill · 2 refused (nothing written)
 
 Examples:
   npx scrapejob merge output/shop-prices/*-shard-*-of-4 --out merged/shop-prices-2026-11-22`,
@@ -48,7 +50,7 @@ Examples:
 				);
 				if (report) writeLine(ctx.stdout, `report     ${report}`);
 			}
-			const failed = summary.targets.by_status.failed + summary.targets.by_status.skipped;
-			ctx.exitCode = summary.complete && failed === 0 ? EXIT.ok : EXIT.someTargetsFailed;
+			// The rule a run's own exit code follows: complete, every target ok, the required fields filled enough.
+			ctx.exitCode = runSucceeded({ summary, stopReason: null }) ? EXIT.ok : EXIT.someTargetsFailed;
 		});
 }
