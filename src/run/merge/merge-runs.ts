@@ -226,10 +226,10 @@ async function mergeInto(metas: readonly ShardMeta[], outDir: string, cwd: strin
 	const seen = createTargetKeySet();
 	const jsonl = openAppendFile(join(outDir, RUN_FILES.jsonl));
 	const csv = openMergedCsv(metas, outDir);
-	const summaries: Array<RunSummary | null> = [];
+	const summaries = metas.map((meta) => readSummary(meta.dir));
 	const changes: ChangeCounts = { new: 0, changed: 0, unchanged: 0 };
 	// The fields and min_fill as the shards' summaries name them (one job: the same in each).
-	const extract = metas.map((meta) => readSummary(meta.dir)?.extract).find((found) => found !== undefined);
+	const extract = summaries.map((summary) => summary?.extract).find((found) => found !== undefined);
 	const fill = extract
 		? createFillStats(
 				Object.entries(extract.fields).map(([name, field]) => ({ name, required: field.required })),
@@ -239,7 +239,6 @@ async function mergeInto(metas: readonly ShardMeta[], outDir: string, cwd: strin
 	try {
 		for (const meta of metas) {
 			await copyShardRecords(meta, { metas, jsonl, csv, seen, stats, changes, fill, cwd });
-			summaries.push(readSummary(meta.dir));
 		}
 	} finally {
 		jsonl.close();
