@@ -112,8 +112,8 @@ export interface RunSummary {
 	 */
 	useful?: { records: number; rate: number | null };
 	/**
-	 * The per-domain breakers open when this session ended (docs/behaviour.md, "Breakers"); absent when none
-	 * is. A run that ends with one exits 6.
+	 * The per-domain breakers open when this session ended (docs/behaviour.md, "Breakers"); empty when none
+	 * is, absent with `breaker: false`. A run that ends with one exits 6.
 	 */
 	breakers?: BreakerReport[];
 	/**
