@@ -242,6 +242,50 @@ describe("hostile pages", () => {
 		expect(Date.now() - signalled).toBeLessThan(10_000);
 		expect(result.code).toBe(130);
 	}, 60_000);
+	it("a crawled page of 400,000 links (12 MB), read for its links only, is recorded ok and every link read: no tree is built for it", async () => {
+		service = await startTestService({ concurrency: 2 });
+		const count = 400_000;
+		const parts = ["<html><body>"];
+		for (let index = 0; index < count; index++)
+			parts.push(`<div class="card"><a href="/p/${index}">item ${index}</a></div>`);
+		parts.push("</body></html>");
+		const index = Buffer.from(parts.join(""));
+		expect(index.length).toBeGreaterThan(12_000_000);
+		site = createServer((req, res) => {
+			res.writeHead(200, { "content-type": "text/html; charset=utf-8" });
+			res.end(req.url === "/index" ? index : `<html><body>leaf ${req.url}</body></html>`);
+		});
+		await new Promise<void>((resolve) => site!.listen(0, "127.0.0.1", resolve));
+		const url = `http://127.0.0.1:${(site.address() as AddressInfo).port}`;
+		const dir = tempDir();
+		const out = join(dir, "out");
+		const job = writeJob(
+			dir,
+			"index",
+			[
+				"name: index",
+				"page_timeout: 60s",
+				"defaults: {mode: request}",
+				"crawl: {max_depth: 1, max_pages: 3, robots: ignore}",
+				"targets:",
+				`  - ${url}/index`,
+				"",
+			].join("\n"),
+		);
+		const result = await spawnCli(["run", job, "--out", out, "--quiet"], service.env).done;
+		const records = readRecords(onlyRun(out, "index"));
+		expect(
+			records.map((record) => [new URL(record.url).pathname, record.status, record.error]),
+			result.stderr,
+		).toEqual([
+			["/index", "ok", null],
+			["/p/0", "ok", null],
+			["/p/1", "ok", null],
+		]);
+		// Every link was read (the seed and its 400,000); max_pages ends the crawl incomplete: exit 1, as documented.
+		expect(readSummary(onlyRun(out, "index")).crawl).toMatchObject({ discovered: count + 1, stopped_by: "max_pages" });
+		expect(result.code, result.stderr).toBe(1);
+	}, 90_000);
 	it("a crawl reading three 40 MB pages at once holds each once on the main thread, as bytes: read into one buffer, never joined or decoded there, crossing to its worker as shared memory", async () => {
 		service = await startTestService({ concurrency: 3 });
 		// Two-byte text (é): as a string it is 40 MB again, and its copy sent to a worker another 40 MB.
