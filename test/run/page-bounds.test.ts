@@ -47,6 +47,16 @@ async function startSite(): Promise<string> {
 	return `http://127.0.0.1:${(site.address() as AddressInfo).port}`;
 }
 
+/** A site answering every path with the page `pageOf` gives for it (UTF-8 HTML); its origin. */
+async function serveHtml(pageOf: (path: string) => string | Buffer): Promise<string> {
+	site = createServer((req, res) => {
+		res.writeHead(200, { "content-type": "text/html; charset=utf-8" });
+		res.end(pageOf(req.url ?? "/"));
+	});
+	await new Promise<void>((resolve) => site!.listen(0, "127.0.0.1", resolve));
+	return `http://127.0.0.1:${(site.address() as AddressInfo).port}`;
+}
+
 /**
  * Peak resident memory of a running process, KB (its page workers are threads of the same process), read
  * from /proc while it runs: VmHWM only grows, so the last reading is the peak so far.
@@ -251,12 +261,7 @@ describe("hostile pages", () => {
 		parts.push("</body></html>");
 		const index = Buffer.from(parts.join(""));
 		expect(index.length).toBeGreaterThan(12_000_000);
-		site = createServer((req, res) => {
-			res.writeHead(200, { "content-type": "text/html; charset=utf-8" });
-			res.end(req.url === "/index" ? index : `<html><body>leaf ${req.url}</body></html>`);
-		});
-		await new Promise<void>((resolve) => site!.listen(0, "127.0.0.1", resolve));
-		const url = `http://127.0.0.1:${(site.address() as AddressInfo).port}`;
+		const url = await serveHtml((path) => (path === "/index" ? index : `<html><body>leaf ${path}</body></html>`));
 		const dir = tempDir();
 		const out = join(dir, "out");
 		const job = writeJob(
@@ -290,12 +295,7 @@ describe("hostile pages", () => {
 		service = await startTestService({ concurrency: 3 });
 		// Two-byte text (é): as a string it is 40 MB again, and its copy sent to a worker another 40 MB.
 		const big = Buffer.from(`<html><body><p>${"é".repeat(20 * 1024 * 1024)}</p><a href="/leaf">x</a></body></html>`);
-		site = createServer((req, res) => {
-			res.writeHead(200, { "content-type": "text/html; charset=utf-8" });
-			res.end(req.url?.startsWith("/big/") ? big : "<html><body>leaf</body></html>");
-		});
-		await new Promise<void>((resolve) => site!.listen(0, "127.0.0.1", resolve));
-		const url = `http://127.0.0.1:${(site.address() as AddressInfo).port}`;
+		const url = await serveHtml((path) => (path.startsWith("/big/") ? big : "<html><body>leaf</body></html>"));
 		const dir = tempDir();
 		const out = join(dir, "out");
 		const job = writeJob(
