@@ -288,8 +288,7 @@ export function formatSummary(summary: RunSummary, runDir: string, hints: Summar
 	];
 	if (summary.useful && summary.targets.done > 0) rows.push(["useful", usefulLine(summary.useful, summary)]);
 	for (const [domain, mode] of Object.entries(summary.modes ?? {})) {
-		const perUseful =
-			mode.credits_per_useful === null ? "no useful record" : creditsPerUseful(mode.credits_per_useful);
+		const perUseful = mode.credits_per_useful === null ? "no useful record" : creditsPerUseful(mode.credits_per_useful);
 		rows.push(["mode", `${domain}: ${mode.mode}+${mode.proxy_type} next run; ${perUseful}`]);
 	}
 	if (summary.forecast) {
