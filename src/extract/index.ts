@@ -59,6 +59,7 @@ export {
 	elementText,
 	extractLinks,
 	MAX_LINK_CHARS,
+	MAX_PAGE_LINKS,
 	type ParsedPage,
 	parseHtml,
 	resolveUrl,

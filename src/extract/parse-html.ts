@@ -43,15 +43,23 @@ const BASE = lazyCss("base[href]");
 export const MAX_LINK_CHARS = 8 * 1024;
 
 /**
+ * A page's links read at most (of its first twice as many `href`s): past them the page's links are left
+ * out, so one page cannot hold its worker, the run's memory or the frontier with millions of them.
+ */
+export const MAX_PAGE_LINKS = 100_000;
+const MAX_PAGE_HREFS = 2 * MAX_PAGE_LINKS;
+
+/**
  * Every `<a href>` and `<link rel=next href>` of the page, resolved against the page URL (or its
  * `<base href>`), fragment dropped, in document order (duplicates kept: the caller normalizes and
- * dedupes). Links that are not http(s), or longer than `MAX_LINK_CHARS`, are dropped.
+ * dedupes), up to `MAX_PAGE_LINKS`. Links that are not http(s), or longer than `MAX_LINK_CHARS`, are dropped.
  */
 export function extractLinks(page: ParsedPage): string[] {
 	const hrefs: string[] = [];
 	for (const element of selectEvery(LINKS(), page.document)) {
 		const href = domutils().getAttributeValue(element, "href");
 		if (href !== undefined) hrefs.push(href);
+		if (hrefs.length === MAX_PAGE_HREFS) break;
 	}
 	return resolveLinks(hrefs, selectFirstOf(BASE(), page), page.url);
 }
@@ -76,8 +84,9 @@ export function streamLinks(html: string, url: string): string[] {
 				if (name === "template") inTemplate += 1;
 				const href = attributes.href;
 				if (href === undefined || inTemplate > 0) return;
-				if (name === "a" || (name === "link" && REL_NEXT.test(attributes.rel ?? ""))) hrefs.push(href);
-				else if (name === "base") baseHref ??= href;
+				if (name === "a" || (name === "link" && REL_NEXT.test(attributes.rel ?? ""))) {
+					if (hrefs.length < MAX_PAGE_HREFS) hrefs.push(href);
+				} else if (name === "base") baseHref ??= href;
 			},
 			onclosetag(name) {
 				if (name === "template" && inTemplate > 0) inTemplate -= 1;
@@ -94,6 +103,7 @@ function resolveLinks(hrefs: readonly string[], baseHref: string | undefined, pa
 	const links: string[] = [];
 	const base = (baseHref !== undefined ? resolveUrl(baseHref, pageUrl) : null) ?? pageUrl;
 	for (const href of hrefs) {
+		if (links.length === MAX_PAGE_LINKS) break;
 		if (href.length > MAX_LINK_CHARS) continue;
 		const resolved = resolveUrl(href, base);
 		if (resolved !== null && (resolved.startsWith("http:") || resolved.startsWith("https:"))) {

@@ -1,7 +1,7 @@
 import { readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
-import { extractLinks, MAX_LINK_CHARS, parseHtml, streamLinks } from "../../src/extract/index.js";
+import { extractLinks, MAX_LINK_CHARS, MAX_PAGE_LINKS, parseHtml, streamLinks } from "../../src/extract/index.js";
 import { runPageTask } from "../../src/extract/page-task.js";
 
 /** What the tree-built reading finds: the reference the streamed one must match link for link. */
@@ -47,6 +47,23 @@ describe("streamLinks reads the links extractLinks reads, without a tree", () =>
 			const html = readFileSync(join(dir, file), "utf8");
 			expect(streamLinks(html, URL_OF_PAGE), file).toEqual(fromTree(html, URL_OF_PAGE));
 		}
+	});
+
+	it("a page's links are read up to MAX_PAGE_LINKS, of its first twice as many hrefs", () => {
+		const many = Array.from({ length: MAX_PAGE_LINKS + 5 }, (_, index) => `<a href="/p/${index}"></a>`).join("");
+		const capped = streamLinks(many, URL_OF_PAGE);
+		expect(capped).toHaveLength(MAX_PAGE_LINKS);
+		expect(capped.at(-1)).toBe(`https://shop.example/p/${MAX_PAGE_LINKS - 1}`);
+		expect(capped).toEqual(fromTree(many, URL_OF_PAGE));
+		// Hrefs that are no links count toward the hrefs read: past twice the bound, nothing more is looked at.
+		const mail = '<a href="mailto:x@y.example"></a>'.repeat(MAX_PAGE_LINKS * 2 - 3);
+		const late = `${mail}<a href="/one"></a><a href="/two"></a><a href="/three"></a><a href="/four"></a>`;
+		expect(streamLinks(late, URL_OF_PAGE)).toEqual([
+			"https://shop.example/one",
+			"https://shop.example/two",
+			"https://shop.example/three",
+		]);
+		expect(fromTree(late, URL_OF_PAGE)).toEqual(streamLinks(late, URL_OF_PAGE));
 	});
 
 	it("three thousand random pages of tags, attributes and text cut anywhere", () => {

@@ -3,6 +3,7 @@ import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { join } from "node:path";
 import { afterEach, beforeAll, describe, expect, it } from "vitest";
+import { MAX_PAGE_LINKS } from "../../src/extract/index.js";
 import { isRunFolderName, readRecords, readSummary, tempDir, writeJob } from "../helpers/job-files.js";
 import { startTestService, type TestService } from "../helpers/service.js";
 import { assertBuilt, spawnCli } from "../helpers/spawn-cli.js";
@@ -252,7 +253,7 @@ describe("hostile pages", () => {
 		expect(Date.now() - signalled).toBeLessThan(10_000);
 		expect(result.code).toBe(130);
 	}, 60_000);
-	it("a crawled page of 400,000 links (12 MB), read for its links only, is recorded ok and every link read: no tree is built for it", async () => {
+	it("a crawled page of 400,000 links (12 MB), read for its links only, is recorded ok (no tree is built for it) and its first 100,000 links followed, the cut said in run.log", async () => {
 		service = await startTestService({ concurrency: 2 });
 		const count = 400_000;
 		const parts = ["<html><body>"];
@@ -287,9 +288,15 @@ describe("hostile pages", () => {
 			["/p/0", "ok", null],
 			["/p/1", "ok", null],
 		]);
-		// Every link was read (the seed and its 400,000); max_pages ends the crawl incomplete: exit 1, as documented.
-		expect(readSummary(onlyRun(out, "index")).crawl).toMatchObject({ discovered: count + 1, stopped_by: "max_pages" });
+		// The seed and its first MAX_PAGE_LINKS links; max_pages ends the crawl incomplete: exit 1, as documented.
+		const runDir = onlyRun(out, "index");
+		expect(readSummary(runDir).crawl).toMatchObject({ discovered: MAX_PAGE_LINKS + 1, stopped_by: "max_pages" });
 		expect(result.code, result.stderr).toBe(1);
+		const cut = readFileSync(join(runDir, "run.log"), "utf8")
+			.split("\n")
+			.filter((line) => line.includes('"page_links_cut"'))
+			.map((line) => JSON.parse(line) as { url: string; links: number });
+		expect(cut).toEqual([expect.objectContaining({ url: `${url}/index`, links: MAX_PAGE_LINKS })]);
 	}, 90_000);
 	it("a crawl reading three 40 MB pages at once holds each once on the main thread, as bytes: read into one buffer, never joined or decoded there, crossing to its worker as shared memory", async () => {
 		service = await startTestService({ concurrency: 3 });
