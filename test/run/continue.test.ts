@@ -65,20 +65,22 @@ describe("run --continue", () => {
 		const service = await useTestService({ concurrency: 2 });
 		const dir = tempDir();
 		const out = join(dir, "out");
-		const file = writeJob(dir, "shop", jobYaml(service.site.url, 8, "shard_by: url\nmax_credits: 1"));
+		// Enough targets that each shard has several whatever the site's port (the URLs' split follows it):
+		// a shard of one target would finish within max_credits: 1.
+		const file = writeJob(dir, "shop", jobYaml(service.site.url, 24, "shard_by: url\nmax_credits: 1"));
 		const run = (...args: string[]) =>
 			runCli(["run", file, "--out", out, "--quiet", "--continue", ...args], { env: service.env });
 		// An unfinished unsharded run and an unfinished shard 2: shard 1 resumes neither.
 		expect((await run()).code).toBe(1);
 		expect((await run("--shard", "2/2")).code).toBe(1);
 		expect(runFolders(out)).toHaveLength(2);
-		const shard1 = await run("--shard", "1/2", "--max-credits", "20");
+		const shard1 = await run("--shard", "1/2", "--max-credits", "100");
 		expect(shard1.code, shard1.stderr).toBe(0);
 		const folders = runFolders(out);
 		expect(folders).toHaveLength(3);
 		expect(folders.filter((name) => name.endsWith("-shard-1-of-2"))).toHaveLength(1);
 		// Shard 2 again: its own unfinished run goes on (no fourth folder).
-		expect((await run("--shard", "2/2", "--max-credits", "20")).code).toBe(0);
+		expect((await run("--shard", "2/2", "--max-credits", "100")).code).toBe(0);
 		expect(runFolders(out)).toHaveLength(3);
 	});
 
