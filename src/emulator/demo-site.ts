@@ -12,6 +12,7 @@
  */
 import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
 import type { AddressInfo, ListenOptions } from "node:net";
+import { normalizeUrl } from "../common/index.js";
 import { DEFAULT_HOST } from "./defaults.js";
 import { loadMorePage, searchPage } from "./demo-interactive-pages.js";
 import { calendarPage, graphPage, robotsTxt, sitemapXml } from "./link-graph.js";
@@ -128,7 +129,8 @@ function answer(
 	later: (ms: number, fn: () => void) => void,
 ): void {
 	const base = `http://${req.headers.host ?? "localhost"}`;
-	const path = (req.url ?? "/").split("?")[0] ?? "/";
+	const target = routedTarget(req.url ?? "/");
+	const path = target.split("?")[0] ?? "/";
 	const text = path === "/robots.txt" ? robotsTxt(base) : sitemapXml(base, path, pages);
 	if (text !== null) {
 		const type = path === "/robots.txt" ? "text/plain" : "application/xml";
@@ -136,7 +138,7 @@ function answer(
 		res.end(text);
 		return;
 	}
-	const reply = pageFor(req.url ?? "/", pages);
+	const reply = pageFor(target, pages);
 	if ("redirect" in reply) {
 		res.writeHead(302, { location: reply.redirect, "content-length": 0 });
 		res.end();
@@ -146,6 +148,16 @@ function answer(
 	} else {
 		send(res, reply.status, reply.html);
 	}
+}
+
+/**
+ * The request's path and query as the site routes them: percent-encoded unreserved characters decoded
+ * (`/product/%31` is `/product/1`), as web servers do and as a run's URL identity does.
+ */
+function routedTarget(requested: string): string {
+	const normalized = normalizeUrl(`http://demo.invalid${requested.startsWith("/") ? requested : `/${requested}`}`);
+	if (normalized === null) return requested;
+	return normalized.slice("http://demo.invalid".length);
 }
 
 function pageFor(target: string, pages: number): Reply {

@@ -23,6 +23,19 @@ describe("demo site", () => {
 		expect(site.requestCount()).toBe(7);
 	});
 
+	test("a path spelled with percent-encoded unreserved characters is the same page, as a run's URL identity says", async () => {
+		const site = await useDemoSite({ pages: 3 });
+		const plain = await call(`${site.url}/product/1`);
+		for (const spelling of ["/product/%31", "/%70roduct/1", "/product/./1", "/large/2?kb=5&x=%41"]) {
+			const answer = await call(`${site.url}${spelling}`);
+			expect(answer.status, spelling).toBe(200);
+			if (spelling.startsWith("/large/")) expect(answer.text).toContain("<title>Product 2</title>");
+			else expect(answer.text).toBe(plain.text);
+		}
+		// A reserved character stays encoded: %2F is no path separator.
+		expect((await call(`${site.url}/product%2F1`)).status).toBe(404);
+	});
+
 	test("slow path and latency", async () => {
 		const site = await useDemoSite({ latencyMs: 20 });
 		const started = Date.now();
