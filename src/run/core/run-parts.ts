@@ -104,6 +104,8 @@ export function createFlowControl(input: {
 	readonly adaptiveConcurrency: boolean;
 	readonly lockLease: LockLease | undefined;
 	readonly health: HealthReading;
+	/** The key's free slots now, asked for free (the health check): how a shard re-learns them after a quiet spell. */
+	readonly freeSlots: () => Promise<number | undefined>;
 	readonly fleet: FleetCoordination | null;
 	readonly clock: Clock;
 	readonly sleep: Sleep;
@@ -136,6 +138,9 @@ export function createFlowControl(input: {
 		onError: (error) => failures.push(error),
 	});
 	const gate = createSendGate(clock, input.sleep, {
+		// Shards share the key: slots heard free go to the others while this one is quiet (a crawl shard
+		// waiting for links), so it asks again before sending rather than into a 429's pause.
+		...(sharedKey ? { probeSlots: input.freeSlots, probeAfterMs: 250 } : {}),
 		// Each 429 window in run.log, with its length: the report marks them on its timeline.
 		onPause: (pauseMs) => {
 			log.warn({ event: "pause", reason: "rate_limited", pause_ms: pauseMs }, "paused by the service (429)");

@@ -16,6 +16,7 @@ import type { ShardSpec } from "../../job/index.js";
  *   ran, or it comes back from idle — starts at one fetch and takes one more slot an answer while the
  *   answer reports one free (`X-RateLimit-Remaining >= 1`), up to its share: the others' fetches above
  *   their new share are not called back, they end.
+ *   Slots heard free before a quiet spell are asked again before the next send (send-gate.ts, `probeSlots`).
  * - **Decrease.** A 429 halves it (at least 1; then it ramps back up as above); an answer reporting no
  *   free slot at all (`X-RateLimit-Remaining: 0`: another program holds slots) keeps it where it is.
  *
