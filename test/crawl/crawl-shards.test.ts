@@ -145,8 +145,18 @@ describe("crawl with --shard", () => {
 				.sort(),
 		).toEqual(urlsOf(whole));
 		// Every credit the shards paid, robots.txt included (no record holds it), is in the merged summary.
-		const summary = JSON.parse(merged.stdout) as { credits: { used: number } };
+		const summary = JSON.parse(merged.stdout) as {
+			credits: { used: number };
+			targets: { total: number | null; remaining: number | null };
+			crawl?: { pages: number; max_depth: number };
+		};
 		expect(summary.credits.used).toBe(emulator!.ledger.totalCharged() - chargedBefore);
+		// A crawl's size is its pages, as one crawl's summary says: not "4 of 2" (the seeds run.json counts).
+		expect(summary.targets).toMatchObject({ total: null, remaining: null });
+		expect(summary.crawl).toMatchObject({ pages: 4, max_depth: 3 });
+		expect(merged.stderr + (await runCli(["merge", ...folders, "--out", join(dir, "merged")])).stdout).toMatch(
+			/targets +4 done: 4 ok.*\n[\s\S]*crawl +4 pages/,
+		);
 	}, 60_000);
 
 	// /dev/full answers every write with ENOSPC: the disk filled up while the crawl went on.

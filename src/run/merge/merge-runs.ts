@@ -422,6 +422,9 @@ function mergedSummary(
 		startedMs: Number.isFinite(started) ? started : Date.now(),
 		finishedMs: finished || Date.now(),
 	});
+	const crawl = mergedCrawl(summaries);
+	// A crawl's total is not known before its end (run.json counts its seeds), nor without every shard.
+	const unknownTotal = shards.missing.length > 0 || crawl !== undefined;
 	// Totals over every shard the merge saw, whatever its statistics counted before (sessions, duplicates).
 	return {
 		...base,
@@ -430,11 +433,33 @@ function mergedSummary(
 			...base.targets,
 			duplicates: summaries.reduce((sum, s) => sum + (s?.targets.duplicates ?? 0), 0),
 			skipped_rows: summaries.reduce((sum, s) => sum + (s?.targets.skipped_rows ?? 0), 0),
-			// Without every shard the total is unknown: the missing shards' targets were never counted.
-			total: shards.missing.length ? null : total,
-			remaining: shards.missing.length ? null : Math.max(0, total - base.targets.done),
+			total: unknownTotal ? null : total,
+			remaining: unknownTotal ? null : Math.max(0, total - base.targets.done),
 		},
+		...(crawl ? { crawl } : {}),
 		shards,
+	};
+}
+
+/** The shards' crawl figures summed (each shard counts the URLs it discovered), as one crawl's summary has them. */
+function mergedCrawl(summaries: ReadonlyArray<RunSummary | null>): RunSummary["crawl"] {
+	const crawls = summaries.flatMap((summary) => (summary?.crawl ? [summary.crawl] : []));
+	const first = crawls[0];
+	if (!first) return undefined;
+	const sum = (figure: (crawl: NonNullable<RunSummary["crawl"]>) => number | undefined) =>
+		crawls.reduce((total, crawl) => total + (figure(crawl) ?? 0), 0);
+	return {
+		pages: sum((crawl) => crawl.pages),
+		discovered: sum((crawl) => crawl.discovered),
+		max_depth: first.max_depth,
+		max_pages: first.max_pages,
+		sitemap_credits: sum((crawl) => crawl.sitemap_credits),
+		...(crawls.some((crawl) => crawl.robots_disallowed !== undefined)
+			? { robots_disallowed: sum((crawl) => crawl.robots_disallowed) }
+			: {}),
+		fresh: sum((crawl) => crawl.fresh),
+		refetched_for_links: sum((crawl) => crawl.refetched_for_links),
+		stopped_by: crawls.some((crawl) => crawl.stopped_by === "max_pages") ? "max_pages" : null,
 	};
 }
 
