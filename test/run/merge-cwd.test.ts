@@ -100,3 +100,45 @@ describe("merge's commands for shards whose keys came from a --config file", () 
 		expect(second.code, second.stderr).toBe(0);
 	});
 });
+
+describe("merge's command for a shard stopped at its budget", () => {
+	it("carries the larger --max-credits the shard's own hint prints: pasted, it finishes the shard (a plain --resume stops again at once)", async () => {
+		const service = await useTestService();
+		const dir = tempDir();
+		const urls = Array.from({ length: 8 }, (_, index) => `  - ${service.site.url}/product/${index + 1}`);
+		writeJob(
+			dir,
+			"shop",
+			["name: shop", "shard_by: url", "max_credits: 4", "defaults: {mode: request}", "targets:", ...urls, ""].join(
+				"\n",
+			),
+		);
+		const options = { env: service.env, cwd: dir };
+		const shardHints: string[] = [];
+		for (const shard of ["1/2", "2/2"]) {
+			const result = await runCli(["run", "shop.yaml", "--out", "out", "--shard", shard], options);
+			expect(result.code, result.stderr).toBe(1);
+			shardHints.push(/finish with `([^`]+)`/.exec(result.stdout)![1]!);
+		}
+		const shards = () => readdirSync(join(dir, "out", "shop")).filter((name) => name.includes("-shard-"));
+		const merge = () =>
+			runCli(["merge", ...shards().map((name) => join("out", "shop", name)), "--out", "merged"], options);
+		const first = await merge();
+		expect(first.code, first.stderr).toBe(1);
+		const hint = /finish with `([^`]+)`/.exec(first.stdout)![1]!;
+		// Each shard's command carries the budget its own hint named.
+		for (const shardHint of shardHints) {
+			const budget = /--max-credits \d+/.exec(shardHint)![0];
+			const shard = /--shard \d\/2/.exec(shardHint)![0];
+			expect(hint.split("; ").find((command) => command.includes(shard))).toContain(budget);
+		}
+		expect((await runPrintedCommand(hint, service.env, dir).done).code).toBe(0);
+		const again = await merge();
+		expect(again.code, again.stderr).toBe(0);
+		expect(
+			readFileSync(join(dir, "merged", "results.jsonl"), "utf8")
+				.trim()
+				.split("\n"),
+		).toHaveLength(8);
+	});
+});

@@ -37,6 +37,7 @@ import {
 	writeSummary,
 } from "../../output/index.js";
 import { journalledDiscoveryCredits } from "../feed/discovery-sources.js";
+import { budgetToFinish } from "../flow/credit-budget.js";
 import { isRunComplete } from "../records/find-runs.js";
 import { buildSummary, createRunStatistics } from "../records/run-statistics.js";
 import { readJournalTasks } from "../target/journal.js";
@@ -91,6 +92,15 @@ function shardRunCommand(meta: ShardMeta, index: number, tail: readonly string[]
 	// Keys read from a --config file: without it the line would stop at "no API key".
 	else if (meta.config_file) words.push("--config", pathFromHere(meta.config_file, cwd));
 	return cliCommand([...words, ...tail]);
+}
+
+/**
+ * A shard stopped at its budget resumes only with a larger one (a plain `--resume` keeps the budget and
+ * stops again at once): the `--max-credits` its own hint printed.
+ */
+function budgetFlag(summary: RunSummary | null): string[] {
+	if (summary?.stopped_reason !== "budget_exhausted") return [];
+	return ["--max-credits", String(budgetToFinish(summary, summary.credits.dearest_target ?? 0))];
 }
 
 const repairCommand = (meta: ShardMeta, cwd: string) =>
@@ -195,7 +205,7 @@ export async function mergeShardRuns(
 	rmSync(workDir, { recursive: true, force: true });
 	mkdirSync(workDir, { recursive: true });
 	try {
-		const result = await mergeInto(metas, workDir, cwd);
+		const { summary: result, shardSummaries } = await mergeInto(metas, workDir, cwd);
 		// rename(2) replaces an empty directory: --out given as an empty folder is fine.
 		if (replacing) {
 			const earlier = `${finalDir}.replaced-${process.pid}`;
@@ -210,8 +220,11 @@ export async function mergeShardRuns(
 		const { incomplete, missing } = result.shards;
 		const finishCommands = [
 			...metas
-				.filter((meta) => incomplete.includes(meta.shard.index))
-				.map((meta) => shardRunCommand(meta, meta.shard.index, ["--resume", meta.run_id], cwd)),
+				.map((meta, index) => ({ meta, summary: shardSummaries[index] ?? null }))
+				.filter(({ meta }) => incomplete.includes(meta.shard.index))
+				.map(({ meta, summary }) =>
+					shardRunCommand(meta, meta.shard.index, ["--resume", meta.run_id, ...budgetFlag(summary)], cwd),
+				),
 			...missing.map((index) => shardRunCommand(metas[0]!, index, [], cwd)),
 		];
 		return { outDir, summary: result, finishCommands };
@@ -220,7 +233,11 @@ export async function mergeShardRuns(
 	}
 }
 
-async function mergeInto(metas: readonly ShardMeta[], outDir: string, cwd: string): Promise<MergeResult["summary"]> {
+async function mergeInto(
+	metas: readonly ShardMeta[],
+	outDir: string,
+	cwd: string,
+): Promise<{ summary: MergeResult["summary"]; shardSummaries: ReadonlyArray<RunSummary | null> }> {
 	const stats = createRunStatistics();
 	// 64-bit keys of the ids written, not a Map of the ids: 16 MB at a million records, not ~100.
 	const seen = createTargetKeySet();
@@ -269,7 +286,7 @@ async function mergeInto(metas: readonly ShardMeta[], outDir: string, cwd: strin
 		join(outDir, MERGE_FILE),
 		`${JSON.stringify({ job_name: first.job_name, targets_digest: first.targets_digest, shards: metas.map((meta) => ({ index: meta.shard.index, dir: meta.dir, run_id: meta.run_id })) }, null, 2)}\n`,
 	);
-	return summary;
+	return { summary, shardSummaries: summaries };
 }
 
 /**
