@@ -18,13 +18,14 @@ export { forecastJob } from "./economics/forecast-job.js";
 export { surveyTargets, type TargetSurvey, targetsDigest } from "./feed/survey-targets.js";
 export { DEFAULT_FLEET_LEASE_MS, type FleetJoin, type FleetJoinOptions, joinFleetRun } from "./fleet/fleet-open.js";
 export type { FleetWorkerSetup } from "./fleet/fleet-worker.js";
-export { budgetToFinish, type CreditBudget, createCreditBudget } from "./flow/credit-budget.js";
+export { type CreditBudget, createCreditBudget } from "./flow/credit-budget.js";
 export { type ConcurrencyPlan, MAX_LOCAL_CONCURRENCY, resolveConcurrency } from "./flow/resolve-concurrency.js";
 export { createSendGate, type SendGate } from "./flow/send-gate.js";
 export { lockJobOutput, tookOverMessage } from "./locks/job-lock.js";
 export { LayoutConflictError } from "./locks/layout-guard.js";
 export { LockHeldError, type LockLease, type RunLock } from "./locks/run-lock.js";
 export { MERGE_FILE, type MergeResult, mergeShardRuns } from "./merge/merge-runs.js";
+export { budgetToFinish } from "./records/budget-to-finish.js";
 export { BASELINE_RUNS } from "./records/contract-check.js";
 export { listRuns, type RunInfo } from "./records/find-runs.js";
 export {

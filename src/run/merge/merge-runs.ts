@@ -37,7 +37,7 @@ import {
 	writeSummary,
 } from "../../output/index.js";
 import { journalledDiscoveryCredits } from "../feed/discovery-sources.js";
-import { budgetToFinish } from "../flow/credit-budget.js";
+import { budgetToFinish } from "../records/budget-to-finish.js";
 import { isRunComplete } from "../records/find-runs.js";
 import { buildSummary, createRunStatistics } from "../records/run-statistics.js";
 import { readJournalTasks } from "../target/journal.js";
