@@ -41,6 +41,7 @@ import { budgetToFinish } from "../records/budget-to-finish.js";
 import { isRunComplete } from "../records/find-runs.js";
 import { buildSummary, createRunStatistics } from "../records/run-statistics.js";
 import { readJournalTasks } from "../target/journal.js";
+import { shardRunFolders } from "./newest-shard-runs.js";
 
 /** What `merge` reads of each shard folder's run.json. */
 interface ShardMeta {
@@ -160,7 +161,7 @@ function checkShards(metas: readonly ShardMeta[]): void {
 		const other = byIndex.get(meta.shard.index);
 		if (other)
 			throw new UsageError(
-				`${meta.dir} and ${other} are both shard ${meta.shard.index} of ${meta.shard.count}: overlapping shards`,
+				`${meta.dir} and ${other} are both shard ${meta.shard.index} of ${meta.shard.count}: overlapping shards (runs of several nights? give merge the job folder, ${dirname(meta.dir)}, for the newest run of each shard)`,
 			);
 		byIndex.set(meta.shard.index, meta.dir);
 	}
@@ -189,7 +190,9 @@ export async function mergeShardRuns(
 	options: { readonly cwd: string },
 ): Promise<MergeResult> {
 	const { cwd } = options;
-	const metas = dirs.map((dir) => readMeta(resolve(cwd, dir))).sort((a, b) => a.shard.index - b.shard.index);
+	const metas = shardRunFolders(dirs.map((dir) => resolve(cwd, dir)))
+		.map(readMeta)
+		.sort((a, b) => a.shard.index - b.shard.index);
 	checkShards(metas);
 	const finalDir = resolve(cwd, outDir);
 	// An incomplete merge names the shards to run, and then is made again: a folder an earlier merge of
