@@ -155,6 +155,17 @@ describe("the metrics docs/guides/monitoring.md promises", () => {
 	});
 });
 
+describe("the alert rule docs/guides/monitoring.md gives", () => {
+	it.skipIf(!promtool)("is a rule file promtool accepts", () => {
+		const rule = /```yaml\n# readme-test: fragment\n([\s\S]*?)```/.exec(readDoc("docs/guides/monitoring.md"))![1]!;
+		const path = join(tempDir(), "rules.yml");
+		writeFileSync(path, rule);
+		const check = spawnSync("promtool", ["check", "rules", path], { encoding: "utf8" });
+		expect(check.stdout + check.stderr).toContain("SUCCESS: 1 rules found");
+		expect(check.status).toBe(0);
+	});
+});
+
 describe("--metrics FILE shared by the shards of a job", () => {
 	it("two shard processes at once: the file ends with each shard's series, told apart by `shard`", async () => {
 		assertBuilt();
