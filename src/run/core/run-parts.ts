@@ -27,7 +27,7 @@ import { createSendGate, type SendGate } from "../flow/send-gate.js";
 import { createSharedKeyConcurrency } from "../flow/shared-key-concurrency.js";
 import type { StopController } from "../flow/stop-controller.js";
 import type { LockLease } from "../locks/run-lock.js";
-import { type ShardPeers, watchShardPeers } from "../locks/shard-peers.js";
+import { type ShardPeers, shardsEndedDuring, watchShardPeers } from "../locks/shard-peers.js";
 import { createContractCheck } from "../records/contract-check.js";
 import { openRecordSinks } from "../records/record-writer.js";
 import {
@@ -123,6 +123,7 @@ export function createFlowControl(input: {
 					shard: job.shard,
 					liveShards: peers.live,
 					idleShards: peers.idle,
+					endedShards: shardsEndedDuring(input.runDir, job.shard),
 					clock,
 				})
 			: null;
