@@ -267,6 +267,24 @@ describe("healthcheck pings", () => {
 		for (const text of [first.stdout, first.stderr, second.stdout, second.stderr]) expect(text).not.toContain("secret");
 	});
 
+	it("exit 3 at the account look-up sends no ping (the check's schedule reports it); at the scraper's health check, /start then /fail", async () => {
+		const service = await useTestService({ concurrency: 4 });
+		const receiver = await startReceiver();
+		const dir = tempDir();
+		const job = writeJob(dir, "nightly", jobYaml(service.site.url, ["/product/1"]));
+		const args = ["run", job, "--out", join(dir, "out"), "--quiet", "--healthcheck", `${receiver.url}/hc`];
+		const refused = await runCli(args, { env: { ...service.env, SCRAPEJOB_ACCOUNT_KEY: "not-the-key" } });
+		expect(refused.code, refused.stderr).toBe(3);
+		expect(receiver.requests).toEqual([]);
+		const scraperOnly = {
+			SCRAPEJOB_SCRAPER_KEY: "not-the-key",
+			SCRAPEJOB_SCRAPER_URL: `${service.emulator.apiUrl}/api/v1`,
+		};
+		const health = await runCli(args, { env: scraperOnly });
+		expect(health.code, health.stderr).toBe(3);
+		expect(receiver.requests.map((request) => request.path)).toEqual(["/hc/start", "/hc/fail"]);
+	});
+
 	it("a monitor that never answers holds the exit up no longer than its 10 s bound, and leaves the exit code alone", async () => {
 		const service = await useTestService({ concurrency: 4 });
 		// Answers the start ping; the end ping hangs (never answered).
