@@ -94,13 +94,16 @@ describe("send gate", () => {
 		gate.release(3);
 		expect(probes).toBe(0);
 		// A quiet spell (a crawl shard waiting for links): the others took those slots meanwhile.
-		time.advance(250);
+		time.advance(50);
 		expect(gate.tryAcquire()).toBe(false);
 		await gate.acquire();
-		// Asked: none free; asked again after 250 ms: none; then two: the send goes.
+		// Asked: none free; asked again after 250 ms: none; then two: one send goes, the next waits for its answer.
 		expect(probes).toBe(3);
 		expect(time.sleeps).toEqual([250, 250]);
 		expect(gate.inFlight).toBe(1);
+		expect(gate.tryAcquire()).toBe(false);
+		gate.release(2);
+		expect(gate.tryAcquire()).toBe(true);
 	});
 
 	it("takes a send without waiting only while open and with a slot free", () => {

@@ -62,14 +62,17 @@ export interface SendGateOptions {
 	 * while none is free, asks this first instead of sending blind into a 429 and its 60 s pause.
 	 */
 	readonly probeSlots?: () => Promise<number | undefined>;
-	/** Quiet (nothing of ours in flight) after which free slots heard are stale, ms. @default 250 */
+	/**
+	 * Quiet (nothing of ours in flight) after which free slots heard are stale, ms: longer than the gap
+	 * between one fetch's end and the next one's start in a busy queue. @default 50
+	 */
 	readonly staleAfterMs?: number;
 }
 
 export function createSendGate(clock: Clock, sleep: Sleep, options: SendGateOptions = {}): SendGate {
 	const probeAfterMs = options.probeAfterMs ?? 1000;
 	const { probeSlots } = options;
-	const staleAfterMs = options.staleAfterMs ?? 250;
+	const staleAfterMs = options.staleAfterMs ?? 50;
 	let pausedUntil = 0;
 	let pauses = 0;
 	let permits = Number.POSITIVE_INFINITY;
@@ -77,6 +80,8 @@ export function createSendGate(clock: Clock, sleep: Sleep, options: SendGateOpti
 	/** When free slots were last heard (an answer, a probe) or our last fetch ended. */
 	let heardAt = clock();
 	let probing: Promise<void> | null = null;
+	/** Whether a fetch of ours went out: the first sends take the slots the run's health check heard. */
+	let sentBefore = false;
 	const stale = () => probeSlots !== undefined && inFlight === 0 && clock() - heardAt >= staleAfterMs;
 	/**
 	 * One probe at a time, shared by every waiter (each may stop waiting for it on its own signal); a
@@ -86,7 +91,10 @@ export function createSendGate(clock: Clock, sleep: Sleep, options: SendGateOpti
 		probing ??= (async () => {
 			try {
 				const remaining = await probeSlots?.();
-				permits = remaining === undefined ? Math.max(permits, 1) : Math.max(0, remaining);
+				// Back from a quiet spell, one send first: the others may not have seen this one busy yet and
+				// still fill the key to their old shares; its answer tells how many more are free.
+				const free = remaining === undefined ? Math.max(permits, 1) : Math.max(0, remaining);
+				permits = sentBefore ? Math.min(free, 1) : free;
 			} catch {
 				permits = Math.max(permits, 1);
 			} finally {
@@ -153,6 +161,7 @@ export function createSendGate(clock: Clock, sleep: Sleep, options: SendGateOpti
 			if (permits <= 0 || holds.size > 0 || pausedUntil > clock() || stale()) return false;
 			permits -= 1;
 			inFlight += 1;
+			sentBefore = true;
 			return true;
 		},
 		async acquire(signal) {
@@ -165,6 +174,7 @@ export function createSendGate(clock: Clock, sleep: Sleep, options: SendGateOpti
 				if (permits > 0) {
 					permits -= 1;
 					inFlight += 1;
+					sentBefore = true;
 					return;
 				}
 				if (inFlight === 0) {
