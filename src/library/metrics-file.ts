@@ -1,6 +1,6 @@
 import { mkdirSync } from "node:fs";
 import { dirname } from "node:path";
-import { errorMessage, lazyModule, readRegularFile, writeFileAtomic } from "../common/index.js";
+import { errorMessage, lazyModule, readRegularFile, withFileMutex, writeFileAtomic } from "../common/index.js";
 import { initialMetrics, labelValues, METRIC_SPECS, type RunMetrics } from "./run-metrics.js";
 
 /** The exposition format's writer, loaded only by runs that write metrics. */
@@ -38,19 +38,22 @@ const seriesKey = (metrics: Pick<RunMetrics, "job" | "shard" | "worker">) =>
 /**
  * `--metrics FILE`: the Prometheus text format, written atomically (a temp file renamed over it, so the
  * collector never reads half a file) now, every `intervalMs`, and when the caller says. Series of other
- * jobs or shards already in the file are kept (several jobs may share one file), and so is this job's
+ * jobs or shards in the file when it is written are kept (several jobs may share one file), and so is this job's
  * `scrapejob_run_last_success_timestamp_seconds` until a run succeeds again.
  */
 export function openMetricsFile(options: MetricsFileOptions): MetricsFile {
-	const others = readSeries(options.path);
-	others.delete(seriesKey(options.metrics));
 	let failed = false;
 	let chain = Promise.resolve();
 	const writeNow = async () => {
 		try {
-			const text = await renderMetrics([...others.values(), options.metrics]);
 			mkdirSync(dirname(options.path), { recursive: true });
-			writeFileAtomic(options.path, text);
+			// The others' series as they are now, under the file's lock: shards of a job write one file at
+			// once (and end at once), and series read only at the start were written back stale, or dropped.
+			await withFileMutex(options.path, async () => {
+				const others = readSeries(options.path);
+				others.delete(seriesKey(options.metrics));
+				writeFileAtomic(options.path, await renderMetrics([...others.values(), options.metrics]));
+			});
 			failed = false;
 		} catch (error) {
 			// Said once per failing streak: a full disk must not flood the log every 10 s.

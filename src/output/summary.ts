@@ -56,6 +56,11 @@ export interface RunSummary {
 		by_mode: Record<string, number>;
 		remaining: number | null;
 		max_credits: number | null;
+		/**
+		 * After a budget stop: the dearest worst case of one target (the job's, or a fetch the run booked),
+		 * what a resume needs per target left to finish: `merge` prints the shard's `--max-credits` from it.
+		 */
+		dearest_target?: number;
 	};
 	retries: number;
 	rate_limit_pauses: number;

@@ -25,6 +25,7 @@ export { lockJobOutput, tookOverMessage } from "./locks/job-lock.js";
 export { LayoutConflictError } from "./locks/layout-guard.js";
 export { LockHeldError, type LockLease, type RunLock } from "./locks/run-lock.js";
 export { MERGE_FILE, type MergeResult, mergeShardRuns } from "./merge/merge-runs.js";
+export { budgetToFinish } from "./records/budget-to-finish.js";
 export { BASELINE_RUNS } from "./records/contract-check.js";
 export { listRuns, type RunInfo } from "./records/find-runs.js";
 export {

@@ -4,8 +4,10 @@ import { createServer, type IncomingMessage, type ServerResponse } from "node:ht
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { runJobFile } from "../../src/library/index.js";
+import { METRIC_SPECS } from "../../src/library/run-metrics.js";
 import { isRunFolderName, readSummary, tempDir, writeJob } from "../helpers/job-files.js";
 import { listenForTest } from "../helpers/loopback.js";
+import { readDoc } from "../helpers/manual.js";
 import { runCli } from "../helpers/run-cli.js";
 import { useTestService } from "../helpers/service.js";
 import { assertBuilt, spawnCli } from "../helpers/spawn-cli.js";
@@ -142,6 +144,59 @@ describe("--metrics FILE", () => {
 	});
 });
 
+describe("the metrics docs/guides/monitoring.md promises", () => {
+	it("its table names every metric a run writes, with its type and extra label, and no other", () => {
+		const rows = [
+			...readDoc("docs/guides/monitoring.md").matchAll(/^\| `(scrapejob_\w+)(?:\{(\w+)\})?` \| (\w+) \|/gm),
+		].map((match) => `${match[1]}${match[2] ? `{${match[2]}}` : ""} ${match[3]}`);
+		expect(rows.sort()).toEqual(
+			METRIC_SPECS.map((spec) => `${spec.name}${spec.label ? `{${spec.label.name}}` : ""} ${spec.type}`).sort(),
+		);
+	});
+});
+
+describe("the alert rule docs/guides/monitoring.md gives", () => {
+	it.skipIf(!promtool)("is a rule file promtool accepts", () => {
+		const rule = /```yaml\n# readme-test: fragment\n([\s\S]*?)```/.exec(readDoc("docs/guides/monitoring.md"))![1]!;
+		const path = join(tempDir(), "rules.yml");
+		writeFileSync(path, rule);
+		const check = spawnSync("promtool", ["check", "rules", path], { encoding: "utf8" });
+		expect(check.stdout + check.stderr).toContain("SUCCESS: 1 rules found");
+		expect(check.status).toBe(0);
+	});
+});
+
+describe("--metrics FILE shared by the shards of a job", () => {
+	it("two shard processes at once: the file ends with each shard's series, told apart by `shard`", async () => {
+		assertBuilt();
+		const service = await useTestService({ concurrency: 4 });
+		const dir = tempDir();
+		const out = join(dir, "out");
+		const metrics = join(dir, "scrapejob.prom");
+		const paths = Array.from({ length: 12 }, (_, index) => `/product/${index + 1}`);
+		const path = writeJob(dir, "nightly", jobYaml(service.site.url, paths, ["shard_by: url"]));
+		const runs = await Promise.all(
+			["1/2", "2/2"].map(
+				(shard) =>
+					spawnCli(["run", path, "--out", out, "--quiet", "--metrics", metrics, "--shard", shard], service.env).done,
+			),
+		);
+		for (const run of runs) expect(run.code, run.stderr).toBe(0);
+		const values = samples(readFileSync(metrics, "utf8"));
+		const ok = ["1/2", "2/2"].map((shard) =>
+			values.get(`scrapejob_targets_total{job="nightly",shard="${shard}",status="ok"}`),
+		);
+		// Each shard's own figures (the run read the others' series only when it opened the file, and wrote them back stale).
+		expect(ok.every((count) => count !== undefined && count > 0)).toBe(true);
+		expect(ok[0]! + ok[1]!).toBe(12);
+		for (const shard of ["1/2", "2/2"])
+			expect(
+				values.get(`scrapejob_run_last_success_timestamp_seconds{job="nightly",shard="${shard}"}`),
+			).toBeGreaterThan(0);
+		expect(readdirSync(dir).filter((name) => name.includes("scrapejob.prom"))).toEqual(["scrapejob.prom"]);
+	});
+});
+
 describe("--metrics while a run goes on", () => {
 	it("rewrites the file every 10 s (fetches in flight, the duration), and a stopped run ends with /fail and nothing in flight", async () => {
 		assertBuilt();
@@ -210,6 +265,24 @@ describe("healthcheck pings", () => {
 			"/ping/5f1c0de0-secret/fail",
 		]);
 		for (const text of [first.stdout, first.stderr, second.stdout, second.stderr]) expect(text).not.toContain("secret");
+	});
+
+	it("exit 3 at the account look-up sends no ping (the check's schedule reports it); at the scraper's health check, /start then /fail", async () => {
+		const service = await useTestService({ concurrency: 4 });
+		const receiver = await startReceiver();
+		const dir = tempDir();
+		const job = writeJob(dir, "nightly", jobYaml(service.site.url, ["/product/1"]));
+		const args = ["run", job, "--out", join(dir, "out"), "--quiet", "--healthcheck", `${receiver.url}/hc`];
+		const refused = await runCli(args, { env: { ...service.env, SCRAPEJOB_ACCOUNT_KEY: "not-the-key" } });
+		expect(refused.code, refused.stderr).toBe(3);
+		expect(receiver.requests).toEqual([]);
+		const scraperOnly = {
+			SCRAPEJOB_SCRAPER_KEY: "not-the-key",
+			SCRAPEJOB_SCRAPER_URL: `${service.emulator.apiUrl}/api/v1`,
+		};
+		const health = await runCli(args, { env: scraperOnly });
+		expect(health.code, health.stderr).toBe(3);
+		expect(receiver.requests.map((request) => request.path)).toEqual(["/hc/start", "/hc/fail"]);
 	});
 
 	it("a monitor that never answers holds the exit up no longer than its 10 s bound, and leaves the exit code alone", async () => {

@@ -100,3 +100,89 @@ describe("merge's commands for shards whose keys came from a --config file", () 
 		expect(second.code, second.stderr).toBe(0);
 	});
 });
+
+describe("merge's command for a shard stopped at its budget", () => {
+	it("carries the larger --max-credits the shard's own hint prints: pasted, it finishes the shard (a plain --resume stops again at once)", async () => {
+		const service = await useTestService();
+		const dir = tempDir();
+		const urls = Array.from({ length: 8 }, (_, index) => `  - ${service.site.url}/product/${index + 1}`);
+		writeJob(
+			dir,
+			"shop",
+			["name: shop", "shard_by: url", "max_credits: 4", "defaults: {mode: request}", "targets:", ...urls, ""].join(
+				"\n",
+			),
+		);
+		const options = { env: service.env, cwd: dir };
+		const shardHints: string[] = [];
+		for (const shard of ["1/2", "2/2"]) {
+			const result = await runCli(["run", "shop.yaml", "--out", "out", "--shard", shard], options);
+			expect(result.code, result.stderr).toBe(1);
+			shardHints.push(/finish with `([^`]+)`/.exec(result.stdout)![1]!);
+		}
+		const shards = () => readdirSync(join(dir, "out", "shop")).filter((name) => name.includes("-shard-"));
+		const merge = () =>
+			runCli(["merge", ...shards().map((name) => join("out", "shop", name)), "--out", "merged"], options);
+		const first = await merge();
+		expect(first.code, first.stderr).toBe(1);
+		const hint = /finish with `([^`]+)`/.exec(first.stdout)![1]!;
+		// Each shard's command carries the budget its own hint named.
+		for (const shardHint of shardHints) {
+			const budget = /--max-credits \d+/.exec(shardHint)![0];
+			const shard = /--shard \d\/2/.exec(shardHint)![0];
+			expect(hint.split("; ").find((command) => command.includes(shard))).toContain(budget);
+		}
+		expect((await runPrintedCommand(hint, service.env, dir).done).code).toBe(0);
+		const again = await merge();
+		expect(again.code, again.stderr).toBe(0);
+		expect(
+			readFileSync(join(dir, "merged", "results.jsonl"), "utf8")
+				.trim()
+				.split("\n"),
+		).toHaveLength(8);
+	});
+});
+
+describe("merge of a job folder", () => {
+	it("takes the newest run of each shard: after a second night, the glob of run folders is refused with that advice, the job folder merges", async () => {
+		const service = await useTestService();
+		const dir = tempDir();
+		const urls = [1, 2, 3, 4, 5, 6].map((id) => `  - ${service.site.url}/product/${id}`);
+		writeJob(
+			dir,
+			"shop",
+			["name: shop", "shard_by: url", "defaults: {mode: request}", "targets:", ...urls, ""].join("\n"),
+		);
+		const options = { env: service.env, cwd: dir };
+		const nights: string[][] = [];
+		for (const night of [1, 2]) {
+			for (const shard of ["1/2", "2/2"]) {
+				const result = await runCli(["run", "shop.yaml", "--out", "out", "--quiet", "--shard", shard], options);
+				expect(result.code, `night ${night}: ${result.stderr}`).toBe(0);
+			}
+			const before = nights.flat();
+			nights.push(
+				readdirSync(join(dir, "out", "shop"))
+					.filter((name) => name.includes("-shard-"))
+					.filter((name) => !before.includes(name)),
+			);
+		}
+		const glob = readdirSync(join(dir, "out", "shop"))
+			.filter((name) => name.includes("-shard-"))
+			.map((name) => join("out", "shop", name));
+		const refused = await runCli(["merge", ...glob, "--out", "merged"], options);
+		expect(refused.code).toBe(2);
+		expect(refused.stderr).toContain("give merge the job folder");
+		const merged = await runCli(["merge", join("out", "shop"), "--out", "merged", "--json"], options);
+		expect(merged.code, merged.stderr).toBe(0);
+		const summary = JSON.parse(merged.stdout) as { run_id: string; targets: { done: number } };
+		// The second night's shards, each once.
+		expect(
+			summary.run_id
+				.replace(/^merged-/, "")
+				.split("+")
+				.sort(),
+		).toEqual([...nights[1]!].sort());
+		expect(summary.targets.done).toBe(6);
+	});
+});

@@ -76,6 +76,36 @@ describe("send gate", () => {
 		expect(time.sleeps).toEqual([250]);
 	});
 
+	it("with a key other processes share: slots heard before a quiet spell are asked again, and while none is free it asks again instead of sending blind", async () => {
+		const time = virtualTime();
+		const answers = [0, 0, 2];
+		let probes = 0;
+		const gate = createSendGate(time.clock, time.sleep, {
+			probeAfterMs: 250,
+			probeSlots: async () => {
+				probes += 1;
+				return answers.shift();
+			},
+		});
+		await gate.acquire();
+		gate.release(3); // three free when our fetch ended
+		// Right after: what was heard still stands.
+		expect(gate.tryAcquire()).toBe(true);
+		gate.release(3);
+		expect(probes).toBe(0);
+		// A quiet spell (a crawl shard waiting for links): the others took those slots meanwhile.
+		time.advance(50);
+		expect(gate.tryAcquire()).toBe(false);
+		await gate.acquire();
+		// Asked: none free; asked again after 250 ms: none; then two: one send goes, the next waits for its answer.
+		expect(probes).toBe(3);
+		expect(time.sleeps).toEqual([250, 250]);
+		expect(gate.inFlight).toBe(1);
+		expect(gate.tryAcquire()).toBe(false);
+		gate.release(2);
+		expect(gate.tryAcquire()).toBe(true);
+	});
+
 	it("takes a send without waiting only while open and with a slot free", () => {
 		const time = virtualTime();
 		const gate = createSendGate(time.clock, time.sleep);

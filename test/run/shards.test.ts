@@ -110,6 +110,33 @@ describe("shard assignment", () => {
 	});
 });
 
+describe("a shard resumed after the others ended", () => {
+	it("takes the whole key at once: the ended shards are not counted as late to start during the grace", async () => {
+		const service = await startTestService({ concurrency: 4, latency_ms: 40 });
+		try {
+			const dir = tempDir();
+			const out = join(dir, "out");
+			const urls = Array.from({ length: 60 }, (_, index) => `  - ${service.site.url}/product/${index + 1}`);
+			const job = writeJob(
+				dir,
+				"shop",
+				["name: shop", "shard_by: url", "defaults: {mode: request}", "targets:", ...urls, ""].join("\n"),
+			);
+			const run = (args: string[]) => runCli(["run", job, "--out", out, "--quiet", ...args], { env: service.env });
+			// Shard 1 stops at a budget early; shard 2 runs whole after it: it ended during shard 1's run.
+			expect((await run(["--shard", "1/2", "--max-credits", "4"])).code).toBe(1);
+			expect((await run(["--shard", "2/2"])).code).toBe(0);
+			service.emulator.ledger.clear();
+			const resumed = await run(["--shard", "1/2", "--resume", "--max-credits", "1000"]);
+			expect(resumed.code, resumed.stderr).toBe(0);
+			// Not half the key for the 30 s grace, waiting for a shard 2 that was done.
+			expect(service.emulator.ledger.maxInFlight()).toBe(4);
+		} finally {
+			await service.close();
+		}
+	});
+});
+
 function shardJob(hosts: string[], perHost: number): string {
 	const lines = [
 		"name: shop",

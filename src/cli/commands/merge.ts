@@ -11,7 +11,10 @@ export function registerMergeCommand(program: Command, ctx: CliContext): void {
 	program
 		.command("merge")
 		.description("merge the run folders of a sharded job's shards into one results.jsonl, results.csv and summary")
-		.argument("<run-dirs...>", "shard run folders (output/<job>/<run-id>-shard-I-of-N/)")
+		.argument(
+			"<run-dirs...>",
+			"shard run folders (output/<job>/<run-id>-shard-I-of-N/), or a job folder (output/<job>/): the newest run of each shard",
+		)
 		.requiredOption(
 			"--out <dir>",
 			"folder to write the merged results into (new, empty, or an earlier merge of the job, replaced)",
@@ -28,8 +31,12 @@ Missing or unfinished shards are allowed: the summary says incomplete and names 
 Exit codes: 0 complete, every target ok · 1 incomplete, some targets failed, or a required field filled
 below min_fill · 2 refused (nothing written)
 
+A job folder stands for the newest run of each shard of its newest layout: after the second night,
+output/<job>/*-shard-*-of-N names both nights' folders (the same shard twice, refused).
+
 Examples:
-  npx scrapejob merge output/shop-prices/*-shard-*-of-4 --out merged/shop-prices-2026-11-22`,
+  npx scrapejob merge output/shop-prices --out merged/shop-prices-2026-11-22
+  npx scrapejob merge output/shop-prices/*-shard-*-of-4 --out merged/shop-prices-first`,
 		)
 		.action(async (dirs: string[], flags: { out: string; json?: boolean }) => {
 			const outDir = resolve(ctx.cwd, flags.out);

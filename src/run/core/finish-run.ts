@@ -121,6 +121,7 @@ export async function finishRun(parts: FinishParts): Promise<RunJobResult> {
 		}
 	}
 	summary.stop_message = stops.message;
+	if (summary.stopped_reason === "budget_exhausted") summary.credits.dearest_target = parts.budget.dearest;
 	try {
 		writeSummary(join(runDir, RUN_FILES.summary), summary);
 	} catch (error) {

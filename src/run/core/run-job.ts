@@ -280,6 +280,7 @@ async function openFetchSide(context: RunContext, side: RecordSide) {
 		adaptiveConcurrency: options.adaptiveConcurrency === true,
 		lockLease: options.lockLease,
 		health,
+		freeSlots: async () => (await options.client.health(options.signal)).headers.rateLimitRemaining,
 		fleet,
 		clock,
 		sleep,

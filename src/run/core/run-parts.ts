@@ -27,7 +27,7 @@ import { createSendGate, type SendGate } from "../flow/send-gate.js";
 import { createSharedKeyConcurrency } from "../flow/shared-key-concurrency.js";
 import type { StopController } from "../flow/stop-controller.js";
 import type { LockLease } from "../locks/run-lock.js";
-import { type ShardPeers, watchShardPeers } from "../locks/shard-peers.js";
+import { type ShardPeers, shardsEndedDuring, watchShardPeers } from "../locks/shard-peers.js";
 import { createContractCheck } from "../records/contract-check.js";
 import { openRecordSinks } from "../records/record-writer.js";
 import {
@@ -104,6 +104,8 @@ export function createFlowControl(input: {
 	readonly adaptiveConcurrency: boolean;
 	readonly lockLease: LockLease | undefined;
 	readonly health: HealthReading;
+	/** The key's free slots now, asked for free (the health check): how a shard re-learns them after a quiet spell. */
+	readonly freeSlots: () => Promise<number | undefined>;
 	readonly fleet: FleetCoordination | null;
 	readonly clock: Clock;
 	readonly sleep: Sleep;
@@ -121,6 +123,7 @@ export function createFlowControl(input: {
 					shard: job.shard,
 					liveShards: peers.live,
 					idleShards: peers.idle,
+					endedShards: shardsEndedDuring(input.runDir, job.shard),
 					clock,
 				})
 			: null;
@@ -136,6 +139,9 @@ export function createFlowControl(input: {
 		onError: (error) => failures.push(error),
 	});
 	const gate = createSendGate(clock, input.sleep, {
+		// Shards share the key: slots heard free go to the others while this one is quiet (a crawl shard
+		// waiting for links), so it asks again before sending rather than into a 429's pause.
+		...(sharedKey ? { probeSlots: input.freeSlots, probeAfterMs: 250 } : {}),
 		// Each 429 window in run.log, with its length: the report marks them on its timeline.
 		onPause: (pauseMs) => {
 			log.warn({ event: "pause", reason: "rate_limited", pause_ms: pauseMs }, "paused by the service (429)");

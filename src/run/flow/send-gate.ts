@@ -55,14 +55,68 @@ export interface SendGateOptions {
 	 * free: try one send after this long. Milliseconds. @default 1000
 	 */
 	readonly probeAfterMs?: number;
+	/**
+	 * Ask the key's free slots without taking one (the free health check's `X-RateLimit-Remaining`).
+	 * Given for a key other processes use (shards): free slots heard while nothing of ours was in
+	 * flight go stale — the others take them — so a send after `staleAfterMs` of quiet, and a send
+	 * while none is free, asks this first instead of sending blind into a 429 and its 60 s pause.
+	 */
+	readonly probeSlots?: () => Promise<number | undefined>;
+	/**
+	 * Quiet (nothing of ours in flight) after which free slots heard are stale, ms: longer than the gap
+	 * between one fetch's end and the next one's start in a busy queue. @default 50
+	 */
+	readonly staleAfterMs?: number;
 }
 
 export function createSendGate(clock: Clock, sleep: Sleep, options: SendGateOptions = {}): SendGate {
 	const probeAfterMs = options.probeAfterMs ?? 1000;
+	const { probeSlots } = options;
+	const staleAfterMs = options.staleAfterMs ?? 50;
 	let pausedUntil = 0;
 	let pauses = 0;
 	let permits = Number.POSITIVE_INFINITY;
 	let inFlight = 0;
+	/** When free slots were last heard (an answer, a probe) or our last fetch ended. */
+	let heardAt = clock();
+	let probing: Promise<void> | null = null;
+	/** Whether a fetch of ours went out: the first sends take the slots the run's health check heard. */
+	let sentBefore = false;
+	const stale = () => probeSlots !== undefined && inFlight === 0 && clock() - heardAt >= staleAfterMs;
+	/**
+	 * One probe at a time, shared by every waiter (each may stop waiting for it on its own signal); a
+	 * probe that fails or hears no figure lets one send go, as without probes.
+	 */
+	function probe(signal?: AbortSignal): Promise<void> {
+		probing ??= (async () => {
+			try {
+				const remaining = await probeSlots?.();
+				// Back from a quiet spell, one send first: the others may not have seen this one busy yet and
+				// still fill the key to their old shares; its answer tells how many more are free.
+				const free = remaining === undefined ? Math.max(permits, 1) : Math.max(0, remaining);
+				permits = sentBefore ? Math.min(free, 1) : free;
+			} catch {
+				permits = Math.max(permits, 1);
+			} finally {
+				heardAt = clock();
+				probing = null;
+			}
+		})();
+		const done = probing;
+		if (!signal) return done;
+		return new Promise<void>((resolve, reject) => {
+			if (signal.aborted) {
+				reject(signal.reason);
+				return;
+			}
+			const onAbort = () => reject(signal.reason);
+			signal.addEventListener("abort", onAbort, { once: true });
+			void done.then(() => {
+				signal.removeEventListener("abort", onAbort);
+				resolve();
+			});
+		});
+	}
 	let waiters: Array<() => void> = [];
 	const holds = new Map<symbol, PauseReason>();
 	let holdWaiters: Array<() => void> = [];
@@ -104,22 +158,29 @@ export function createSendGate(clock: Clock, sleep: Sleep, options: SendGateOpti
 
 	return {
 		tryAcquire() {
-			if (permits <= 0 || holds.size > 0 || pausedUntil > clock()) return false;
+			if (permits <= 0 || holds.size > 0 || pausedUntil > clock() || stale()) return false;
 			permits -= 1;
 			inFlight += 1;
+			sentBefore = true;
 			return true;
 		},
 		async acquire(signal) {
 			for (;;) {
 				await unpaused(signal);
+				if (stale()) {
+					await probe(signal);
+					continue;
+				}
 				if (permits > 0) {
 					permits -= 1;
 					inFlight += 1;
+					sentBefore = true;
 					return;
 				}
 				if (inFlight === 0) {
 					await sleep(probeAfterMs, signal);
-					permits = Math.max(permits, 1);
+					if (probeSlots) await probe(signal);
+					else permits = Math.max(permits, 1);
 					continue;
 				}
 				await nextWake(waiters, signal);
@@ -127,12 +188,14 @@ export function createSendGate(clock: Clock, sleep: Sleep, options: SendGateOpti
 		},
 		release(remaining) {
 			inFlight = Math.max(0, inFlight - 1);
+			heardAt = clock();
 			// Without the header, assume the slot this fetch held is free again.
 			permits = remaining === undefined ? permits + 1 : Math.max(0, remaining);
 			wakeAll();
 		},
 		observe(remaining) {
 			if (remaining === undefined) return;
+			heardAt = clock();
 			permits = Math.max(0, remaining);
 			wakeAll();
 		},

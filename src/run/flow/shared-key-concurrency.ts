@@ -8,7 +8,8 @@ import type { ShardSpec } from "../../job/index.js";
  * - **Share.** The key's limit L is split among the busy shards B: those whose lock is held and that
  *   did not say they are out of work (a crawl shard waiting for links), and those not seen running yet
  *   during the start grace (`startGraceMs` from this one's start: shards of a layout start at about the
- *   same time, not at once — a pod is scheduled late, a process boots slowly beside the others).
+ *   same time, not at once — a pod is scheduled late, a process boots slowly beside the others), except
+ *   those that ended after this run began (this one is resumed: they are done, not late).
  *   `floor(L / B)` each, one more for the first `L mod B` of them in index order (at least 1). The
  *   shares add up to L exactly, so B busy shards fill the key and never overfill it. A shard that ends
  *   or goes idle frees its share for the others within a lock read (250 ms).
@@ -16,6 +17,7 @@ import type { ShardSpec } from "../../job/index.js";
  *   ran, or it comes back from idle — starts at one fetch and takes one more slot an answer while the
  *   answer reports one free (`X-RateLimit-Remaining >= 1`), up to its share: the others' fetches above
  *   their new share are not called back, they end.
+ *   Slots heard free before a quiet spell are asked again before the next send (send-gate.ts, `probeSlots`).
  * - **Decrease.** A 429 halves it (at least 1; then it ramps back up as above); an answer reporting no
  *   free slot at all (`X-RateLimit-Remaining: 0`: another program holds slots) keeps it where it is.
  *
@@ -46,6 +48,11 @@ export interface SharedKeyConcurrencyOptions {
 	 * one's start, ms. @default 30000 (the lock's lease: what a shard takes to show it runs)
 	 */
 	readonly startGraceMs?: number;
+	/**
+	 * Shards of the layout that ended after this run began (shard-peers.ts, `shardsEndedDuring`): a resume
+	 * of this one after them waits for nothing, and takes the whole key during the grace too.
+	 */
+	readonly endedShards?: ReadonlySet<number>;
 }
 
 /** Shard `rank` (0-based) of `busy` shards' share of `limit`: the shares add up to `limit` (at least 1 each). */
@@ -61,6 +68,7 @@ export function createSharedKeyConcurrency(options: SharedKeyConcurrencyOptions)
 	const startedAt = clock();
 	const startGraceMs = options.startGraceMs ?? 30_000;
 	const idleShards = options.idleShards ?? (() => NONE);
+	const ended = options.endedShards ?? NONE;
 	let limit = Math.max(1, options.limit);
 	/** Shards of the layout seen running (this one included): one that is not live any more has ended. */
 	const seen = new Set<number>([shard.index]);
@@ -85,7 +93,8 @@ export function createSharedKeyConcurrency(options: SharedKeyConcurrencyOptions)
 			seen.add(index);
 			if (!idle.has(index)) busy.add(index);
 		}
-		if (grace) for (let index = 1; index <= shard.count; index += 1) if (!seen.has(index)) busy.add(index);
+		if (grace)
+			for (let index = 1; index <= shard.count; index += 1) if (!seen.has(index) && !ended.has(index)) busy.add(index);
 		const ordered = [...busy].sort((a, b) => a - b);
 		memo = { live, idle, grace, limit, share: shareOf(limit, ordered.length, ordered.indexOf(shard.index)) };
 		return memo.share;

@@ -1,6 +1,8 @@
-import { join } from "node:path";
+import { readdirSync, readFileSync } from "node:fs";
+import { dirname, join } from "node:path";
 import { shardIsIdle } from "../../crawl/index.js";
 import type { ShardSpec } from "../../job/index.js";
+import { RUN_FILES } from "../../output/index.js";
 import { type LockLease, liveLockHolder } from "./run-lock.js";
 
 /** The other shards of this run's layout, as their locks in the job folder say (`.lock-shard-J-of-N`). */
@@ -54,4 +56,43 @@ export function watchShardPeers(
 	const timer = setInterval(refresh, options.intervalMs ?? 250);
 	timer.unref();
 	return { live: () => live, idle: () => idle, refresh, close: () => clearInterval(timer) };
+}
+
+/**
+ * Shards of the layout (other than `shard`) whose newest run ended — its summary written — after this
+ * shard's run `runDir` began (its run.json's `created_at`): this run is resumed after the others were
+ * done. Such a shard is not late to start, and no share of the key is kept for it.
+ */
+export function shardsEndedDuring(runDir: string, shard: ShardSpec): Set<number> {
+	const ended = new Set<number>();
+	let names: string[];
+	let sinceMs: number;
+	try {
+		const meta = JSON.parse(readFileSync(join(runDir, RUN_FILES.meta), "utf8")) as { created_at?: unknown };
+		sinceMs = typeof meta.created_at === "string" ? Date.parse(meta.created_at) : Number.NaN;
+		names = readdirSync(dirname(runDir));
+	} catch {
+		return ended;
+	}
+	if (!Number.isFinite(sinceMs)) return ended;
+	const jobDir = dirname(runDir);
+	for (let index = 1; index <= shard.count; index += 1) {
+		if (index === shard.index) continue;
+		// Run ids begin with their start time: the last name is the shard's newest run.
+		const newest = names
+			.filter((name) => name.endsWith(`-shard-${index}-of-${shard.count}`))
+			.sort()
+			.at(-1);
+		if (newest === undefined) continue;
+		try {
+			const summary = JSON.parse(readFileSync(join(jobDir, newest, RUN_FILES.summary), "utf8")) as {
+				finished_at?: unknown;
+			};
+			const finished = typeof summary.finished_at === "string" ? Date.parse(summary.finished_at) : Number.NaN;
+			if (finished > sinceMs) ended.add(index);
+		} catch {
+			// No summary (still running, or killed): it may come back.
+		}
+	}
+	return ended;
 }

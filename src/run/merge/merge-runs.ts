@@ -37,9 +37,11 @@ import {
 	writeSummary,
 } from "../../output/index.js";
 import { journalledDiscoveryCredits } from "../feed/discovery-sources.js";
+import { budgetToFinish } from "../records/budget-to-finish.js";
 import { isRunComplete } from "../records/find-runs.js";
 import { buildSummary, createRunStatistics } from "../records/run-statistics.js";
 import { readJournalTasks } from "../target/journal.js";
+import { shardRunFolders } from "./newest-shard-runs.js";
 
 /** What `merge` reads of each shard folder's run.json. */
 interface ShardMeta {
@@ -91,6 +93,15 @@ function shardRunCommand(meta: ShardMeta, index: number, tail: readonly string[]
 	// Keys read from a --config file: without it the line would stop at "no API key".
 	else if (meta.config_file) words.push("--config", pathFromHere(meta.config_file, cwd));
 	return cliCommand([...words, ...tail]);
+}
+
+/**
+ * A shard stopped at its budget resumes only with a larger one (a plain `--resume` keeps the budget and
+ * stops again at once): the `--max-credits` its own hint printed.
+ */
+function budgetFlag(summary: RunSummary | null): string[] {
+	if (summary?.stopped_reason !== "budget_exhausted") return [];
+	return ["--max-credits", String(budgetToFinish(summary, summary.credits.dearest_target ?? 0))];
 }
 
 const repairCommand = (meta: ShardMeta, cwd: string) =>
@@ -150,7 +161,7 @@ function checkShards(metas: readonly ShardMeta[]): void {
 		const other = byIndex.get(meta.shard.index);
 		if (other)
 			throw new UsageError(
-				`${meta.dir} and ${other} are both shard ${meta.shard.index} of ${meta.shard.count}: overlapping shards`,
+				`${meta.dir} and ${other} are both shard ${meta.shard.index} of ${meta.shard.count}: overlapping shards (runs of several nights? give merge the job folder, ${dirname(meta.dir)}, for the newest run of each shard)`,
 			);
 		byIndex.set(meta.shard.index, meta.dir);
 	}
@@ -179,7 +190,9 @@ export async function mergeShardRuns(
 	options: { readonly cwd: string },
 ): Promise<MergeResult> {
 	const { cwd } = options;
-	const metas = dirs.map((dir) => readMeta(resolve(cwd, dir))).sort((a, b) => a.shard.index - b.shard.index);
+	const metas = shardRunFolders(dirs.map((dir) => resolve(cwd, dir)))
+		.map(readMeta)
+		.sort((a, b) => a.shard.index - b.shard.index);
 	checkShards(metas);
 	const finalDir = resolve(cwd, outDir);
 	// An incomplete merge names the shards to run, and then is made again: a folder an earlier merge of
@@ -195,7 +208,7 @@ export async function mergeShardRuns(
 	rmSync(workDir, { recursive: true, force: true });
 	mkdirSync(workDir, { recursive: true });
 	try {
-		const result = await mergeInto(metas, workDir, cwd);
+		const { summary: result, shardSummaries } = await mergeInto(metas, workDir, cwd);
 		// rename(2) replaces an empty directory: --out given as an empty folder is fine.
 		if (replacing) {
 			const earlier = `${finalDir}.replaced-${process.pid}`;
@@ -210,8 +223,11 @@ export async function mergeShardRuns(
 		const { incomplete, missing } = result.shards;
 		const finishCommands = [
 			...metas
-				.filter((meta) => incomplete.includes(meta.shard.index))
-				.map((meta) => shardRunCommand(meta, meta.shard.index, ["--resume", meta.run_id], cwd)),
+				.map((meta, index) => ({ meta, summary: shardSummaries[index] ?? null }))
+				.filter(({ meta }) => incomplete.includes(meta.shard.index))
+				.map(({ meta, summary }) =>
+					shardRunCommand(meta, meta.shard.index, ["--resume", meta.run_id, ...budgetFlag(summary)], cwd),
+				),
 			...missing.map((index) => shardRunCommand(metas[0]!, index, [], cwd)),
 		];
 		return { outDir, summary: result, finishCommands };
@@ -220,7 +236,11 @@ export async function mergeShardRuns(
 	}
 }
 
-async function mergeInto(metas: readonly ShardMeta[], outDir: string, cwd: string): Promise<MergeResult["summary"]> {
+async function mergeInto(
+	metas: readonly ShardMeta[],
+	outDir: string,
+	cwd: string,
+): Promise<{ summary: MergeResult["summary"]; shardSummaries: ReadonlyArray<RunSummary | null> }> {
 	const stats = createRunStatistics();
 	// 64-bit keys of the ids written, not a Map of the ids: 16 MB at a million records, not ~100.
 	const seen = createTargetKeySet();
@@ -269,7 +289,7 @@ async function mergeInto(metas: readonly ShardMeta[], outDir: string, cwd: strin
 		join(outDir, MERGE_FILE),
 		`${JSON.stringify({ job_name: first.job_name, targets_digest: first.targets_digest, shards: metas.map((meta) => ({ index: meta.shard.index, dir: meta.dir, run_id: meta.run_id })) }, null, 2)}\n`,
 	);
-	return summary;
+	return { summary, shardSummaries: summaries };
 }
 
 /**
@@ -422,6 +442,9 @@ function mergedSummary(
 		startedMs: Number.isFinite(started) ? started : Date.now(),
 		finishedMs: finished || Date.now(),
 	});
+	const crawl = mergedCrawl(summaries);
+	// A crawl's total is not known before its end (run.json counts its seeds), nor without every shard.
+	const unknownTotal = shards.missing.length > 0 || crawl !== undefined;
 	// Totals over every shard the merge saw, whatever its statistics counted before (sessions, duplicates).
 	return {
 		...base,
@@ -430,11 +453,33 @@ function mergedSummary(
 			...base.targets,
 			duplicates: summaries.reduce((sum, s) => sum + (s?.targets.duplicates ?? 0), 0),
 			skipped_rows: summaries.reduce((sum, s) => sum + (s?.targets.skipped_rows ?? 0), 0),
-			// Without every shard the total is unknown: the missing shards' targets were never counted.
-			total: shards.missing.length ? null : total,
-			remaining: shards.missing.length ? null : Math.max(0, total - base.targets.done),
+			total: unknownTotal ? null : total,
+			remaining: unknownTotal ? null : Math.max(0, total - base.targets.done),
 		},
+		...(crawl ? { crawl } : {}),
 		shards,
+	};
+}
+
+/** The shards' crawl figures summed (each shard counts the URLs it discovered), as one crawl's summary has them. */
+function mergedCrawl(summaries: ReadonlyArray<RunSummary | null>): RunSummary["crawl"] {
+	const crawls = summaries.flatMap((summary) => (summary?.crawl ? [summary.crawl] : []));
+	const first = crawls[0];
+	if (!first) return undefined;
+	const sum = (figure: (crawl: NonNullable<RunSummary["crawl"]>) => number | undefined) =>
+		crawls.reduce((total, crawl) => total + (figure(crawl) ?? 0), 0);
+	return {
+		pages: sum((crawl) => crawl.pages),
+		discovered: sum((crawl) => crawl.discovered),
+		max_depth: first.max_depth,
+		max_pages: first.max_pages,
+		sitemap_credits: sum((crawl) => crawl.sitemap_credits),
+		...(crawls.some((crawl) => crawl.robots_disallowed !== undefined)
+			? { robots_disallowed: sum((crawl) => crawl.robots_disallowed) }
+			: {}),
+		fresh: sum((crawl) => crawl.fresh),
+		refetched_for_links: sum((crawl) => crawl.refetched_for_links),
+		stopped_by: crawls.some((crawl) => crawl.stopped_by === "max_pages") ? "max_pages" : null,
 	};
 }
 
