@@ -186,3 +186,37 @@ describe("merge of a job folder", () => {
 		expect(summary.targets.done).toBe(6);
 	});
 });
+
+describe("merge of a job folder after a shard missed a round", () => {
+	it("refuses to mix rounds: shard 1's newest run ran beside shard 2's older one; once shard 1 runs again, the folder merges", async () => {
+		// The site answers slowly, so the first round's two shards run at the same time, as a night's pods do.
+		const service = await useTestService({}, 150);
+		const dir = tempDir();
+		const urls = Array.from({ length: 12 }, (_, index) => `  - ${service.site.url}/product/${index + 1}`);
+		writeJob(
+			dir,
+			"shop",
+			["name: shop", "shard_by: url", "concurrency: 1", "defaults: {mode: request}", "targets:", ...urls, ""].join(
+				"\n",
+			),
+		);
+		const options = { env: service.env, cwd: dir };
+		const shard = (which: string) =>
+			runCli(["run", "shop.yaml", "--out", "out", "--quiet", "--shard", which], options).then((result) => {
+				expect(result.code, result.stderr).toBe(0);
+			});
+		await Promise.all([shard("1/2"), shard("2/2")]);
+		// The next round: shard 1's pod never started.
+		await shard("2/2");
+		const mixed = await runCli(["merge", join("out", "shop"), "--out", "merged"], options);
+		expect(mixed.code).toBe(2);
+		expect(mixed.stderr).toMatch(
+			/newest run of shard 1 of 2, .* ran beside .*an earlier run of shard 2.*has not run since/,
+		);
+		expect(readdirSync(dir)).not.toContain("merged");
+		await shard("1/2");
+		const merged = await runCli(["merge", join("out", "shop"), "--out", "merged", "--json"], options);
+		expect(merged.code, merged.stderr).toBe(0);
+		expect((JSON.parse(merged.stdout) as { targets: { done: number } }).targets.done).toBe(12);
+	});
+});

@@ -32,7 +32,8 @@ Exit codes: 0 complete, every target ok · 1 incomplete, some targets failed, or
 below min_fill · 2 refused (nothing written)
 
 A job folder stands for the newest run of each shard of its newest layout: after the second night,
-output/<job>/*-shard-*-of-N names both nights' folders (the same shard twice, refused).
+output/<job>/*-shard-*-of-N names both nights' folders (the same shard twice, refused). A shard that
+missed the latest night (its newest run ran beside an older run of another shard) is refused too.
 
 Examples:
   npx scrapejob merge output/shop-prices --out merged/shop-prices-2026-11-22
