@@ -35,6 +35,7 @@ export {
 	type RunJobFileResult,
 	runJobFile,
 } from "./run-job-file.js";
+export { checkHttpUrl, checkRunOptions } from "./run-option-checks.js";
 export {
 	checkAccept,
 	lockPlannedRuns,

@@ -21,6 +21,7 @@ import {
 	streamTargetBatches,
 } from "../../job/index.js";
 import {
+	checkHttpUrl,
 	fleetRunComplete,
 	type LoadedRunJob,
 	nothingToRetry,
@@ -84,24 +85,6 @@ function positiveInt(name: string) {
 			throw new InvalidArgumentError(`${name} must be a positive integer, got ${JSON.stringify(value)}`);
 		return parsed;
 	};
-}
-
-/**
- * `--notify`, `--healthcheck`: an http(s) address, checked before anything is sent (the job key's own
- * rule) — after parsing, not by commander, whose message would echo the value: a ping URL is a secret.
- */
-function checkHttpUrl(name: string, value: string | undefined): void {
-	if (value === undefined) return;
-	let parsed: URL | null = null;
-	try {
-		parsed = new URL(value);
-	} catch {
-		// reported below
-	}
-	if (!parsed || (parsed.protocol !== "https:" && parsed.protocol !== "http:"))
-		throw new UsageError(
-			`${name} must be an http:// or https:// address (the value is not shown: it may hold a secret)`,
-		);
 }
 
 function duration(name: string) {
