@@ -39,12 +39,14 @@ export {
 	type Target,
 } from "./job/index.js";
 export {
+	type ExitCodeSummary,
 	type ExtractJobFileOptions,
 	extractJobFile,
 	NoBrowserAccessError,
 	NoScraperAccessError,
 	type RunJobFileOptions,
 	type RunJobFileResult,
+	runExitCode,
 	runJobFile,
 } from "./library/index.js";
 export {

@@ -27,6 +27,7 @@ export {
 	type RunOptions,
 	shardJobs,
 } from "./prepare-runs.js";
+export { type ExitCodeSummary, runExitCode, summarySucceeded } from "./run-exit-code.js";
 export {
 	fleetRunComplete,
 	NoScraperAccessError,
