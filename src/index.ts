@@ -23,7 +23,7 @@ export {
 	type ServiceErrorFields,
 	UnexpectedResponseError,
 } from "./api/index.js";
-export { ScrapejobError, UsageError } from "./common/index.js";
+export { type ErrorCode, ScrapejobError, UsageError } from "./common/index.js";
 export { type ConfigFlags, type ResolvedConfig, resolveConfig } from "./config/index.js";
 export {
 	type DemoSite,

@@ -74,6 +74,19 @@ describe("runJobFile refuses what `scrapejob run` refuses while parsing its flag
 	});
 });
 
+describe("runJobFile without a key", () => {
+	it("throws a UsageError (as the CLI's exit 2) with code SCRAPEJOB_USAGE, before anything is made", async () => {
+		const dir = tempDir();
+		const out = join(dir, "out");
+		const job = writeJob(dir, "shop", shopJob("http://127.0.0.1:9", 1));
+		const error = await outcomeOf(runJobFile(job, { env: {}, out }));
+		expect(error).toBeInstanceOf(UsageError);
+		expect((error as UsageError).code).toBe("SCRAPEJOB_USAGE");
+		expect((error as Error).message).toMatch(/^no key: set SCRAPEJOB_ACCOUNT_KEY/);
+		expect(existsSync(join(out, "shop", ".lock"))).toBe(false);
+	});
+});
+
 describe("runJobFile's outageTimeout is --outage-timeout", () => {
 	it("a service answering 503 to every fetch stops the run past outageTimeout (service_unavailable), as the flag does", async () => {
 		const service = await useTestService({ concurrency: 1, faults: [{ kind: "unavailable", match: "/./" }] });
