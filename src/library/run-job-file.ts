@@ -88,7 +88,11 @@ export interface RunJobFileOptions {
 	 * @default the job's newest unfinished fleet run, else a new one
 	 */
 	readonly fleetRun?: string;
-	/** Called as each target finishes. */
+	/**
+	 * Called as each target finishes. A throw from it does not stop the run (its fetches are paid for):
+	 * it is not called again, and `runJobFile` throws that error once the run has ended, its records and
+	 * summary.json written.
+	 */
 	readonly onProgress?: (snapshot: ProgressSnapshot) => void;
 	/**
 	 * Where the run's warnings go (a pino logger), the job file's too (duplicate targets, skipped source
@@ -170,12 +174,14 @@ export async function runJobFile(path: string, options: RunJobFileOptions = {}):
 		});
 		if (!prepared) throw new ResumeError(notes.join(" "));
 		const { planned, services, choices } = prepared;
+		const progress = guardedProgress(options.onProgress, options.logger);
 		try {
 			const outcome = await runPlannedJob(planned[0]!, services, {
 				...choices,
 				logger: options.logger,
-				onStart: () => options.onProgress,
+				onStart: () => progress.callback,
 			});
+			progress.rethrow();
 			if (!outcome) throw new SourceScanStoppedError(0);
 			if (outcome.skipped === "fleet_complete")
 				throw new ResumeError(fleetRunComplete(outcome.job.name, outcome.fleetRun));
@@ -201,4 +207,30 @@ function stoppedBeforeFirstFetch(error: unknown, signal: AbortSignal): unknown {
 	if (!signal.aborted || !(error instanceof ScrapejobError) || error.code !== "SCRAPEJOB_ABORTED") return error;
 	if (error instanceof SourceScanStoppedError) return error;
 	return new SourceScanStoppedError(0, "while connecting to the service", { cause: error });
+}
+
+/**
+ * The caller's progress callback, kept from the run: a throw from it would end the run as an internal
+ * error (`complete: false` with every target done). It is called no more after its first throw, which
+ * `rethrow` throws once the run has ended.
+ */
+function guardedProgress(onProgress: RunJobFileOptions["onProgress"], logger: Logger | undefined) {
+	let thrown: { error: unknown } | undefined;
+	const callback =
+		onProgress &&
+		((snapshot: ProgressSnapshot) => {
+			if (thrown) return;
+			try {
+				onProgress(snapshot);
+			} catch (error) {
+				thrown = { error };
+				logger?.error({ err: error }, "onProgress threw: it is called no more; the run goes on");
+			}
+		});
+	return {
+		callback,
+		rethrow() {
+			if (thrown) throw thrown.error;
+		},
+	};
 }

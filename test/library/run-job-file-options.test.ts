@@ -12,7 +12,7 @@ import {
 	SourceScanStoppedError,
 	UsageError,
 } from "../../src/index.js";
-import { tempDir, writeJob } from "../helpers/job-files.js";
+import { onlyRunDir, readRecords, readSummary, tempDir, writeJob } from "../helpers/job-files.js";
 import { runCli } from "../helpers/run-cli.js";
 import { useTestService } from "../helpers/service.js";
 
@@ -181,5 +181,35 @@ describe("extractJobFile without `run`", () => {
 		expect(error).toBeInstanceOf(UsageError);
 		expect((error as Error).message).toMatch(/^run: /);
 		expect(existsSync(join(dir, "out"))).toBe(false);
+	});
+});
+
+describe("a throw from onProgress", () => {
+	it("does not end the run as an internal error: every target recorded, complete; the call throws that error at the end", async () => {
+		const service = await useTestService({ concurrency: 1 });
+		const dir = tempDir();
+		const out = join(dir, "out");
+		const job = writeJob(dir, "shop", shopJob(service.site.url, 5, ["concurrency: 1"]));
+		const bug = new Error("a bug in the caller's progress callback");
+		let calls = 0;
+		const error = await outcomeOf(
+			runJobFile(job, {
+				env: service.env,
+				out,
+				onProgress: (progress) => {
+					calls += 1;
+					if (progress.done >= 2) throw bug;
+				},
+			}),
+		);
+		expect(error).toBe(bug);
+		// Not called again after its throw.
+		expect(calls).toBe(2);
+		const runDir = onlyRunDir(out, "shop");
+		const summary = readSummary(runDir);
+		expect(summary.complete).toBe(true);
+		expect(summary.stopped_reason).toBeNull();
+		expect(readRecords(runDir).map((record) => record.status)).toEqual(["ok", "ok", "ok", "ok", "ok"]);
+		expect(service.emulator.ledger.byEndpoint("realtime")).toHaveLength(5);
 	});
 });
