@@ -9,6 +9,7 @@ import {
 	type LockLease,
 	listRuns,
 	lockJobOutput,
+	ResumeError,
 	type RunLock,
 	tookOverMessage,
 } from "../run/index.js";
@@ -80,7 +81,8 @@ export function planRuns(
 		const runs = ownRuns();
 		const chosen = typeof resume === "string" ? runs.find((info) => info.runId === resume) : runs[0];
 		if (!chosen) {
-			throw new UsageError(
+			// Nothing to resume: the library's callers match it as they match "already complete".
+			throw new ResumeError(
 				typeof resume === "string"
 					? `no run ${resume} of job ${job.name} under ${outRoot}`
 					: `no earlier run of job ${job.name} under ${outRoot} to resume`,

@@ -7,6 +7,7 @@ import pino from "pino";
 import { describe, expect, it, onTestFinished } from "vitest";
 import {
 	extractJobFile,
+	ResumeError,
 	type RunJobFileOptions,
 	runJobFile,
 	SourceScanStoppedError,
@@ -70,6 +71,22 @@ describe("runJobFile refuses what `scrapejob run` refuses while parsing its flag
 		expect(health.stderr).not.toContain("ping-secret");
 		const budget = await runCli(["run", job, "--out", out, "--max-credits", "-1"], { env: service.env });
 		expect(budget.code).toBe(2);
+		expect(service.emulator.ledger.entries).toHaveLength(0);
+	});
+});
+
+describe("runJobFile with nothing to resume", () => {
+	it("throws ResumeError, as documented, for no earlier run and for a run id that is not there; nothing sent", async () => {
+		const service = await useTestService();
+		const dir = tempDir();
+		const out = join(dir, "out");
+		const job = writeJob(dir, "shop", shopJob(service.site.url, 2));
+		const none = await outcomeOf(runJobFile(job, { env: service.env, out, resume: true }));
+		expect(none).toBeInstanceOf(ResumeError);
+		expect((none as Error).message).toMatch(/^no earlier run of job shop under .* to resume$/);
+		const missing = await outcomeOf(runJobFile(job, { env: service.env, out, resume: "20990101T000000Z-000000" }));
+		expect(missing).toBeInstanceOf(ResumeError);
+		expect((missing as ResumeError).code).toBe("SCRAPEJOB_USAGE");
 		expect(service.emulator.ledger.entries).toHaveLength(0);
 	});
 });
