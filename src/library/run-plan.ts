@@ -1,6 +1,5 @@
 import { randomBytes } from "node:crypto";
 import { basename, join, resolve } from "node:path";
-import { UsageError } from "../common/index.js";
 import { assertAcceptable, assertStoreLoads } from "../history/index.js";
 import { type Job, SHARD_SUFFIX_PATTERN, shardSuffix, type TargetCounts } from "../job/index.js";
 import { findCorruptLines, jobOutputDir, newRunId, RUN_FILES } from "../output/index.js";
