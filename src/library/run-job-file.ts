@@ -137,9 +137,11 @@ export function fleetRunComplete(jobName: string, fleetRun: string): string {
  * with the same options, through the same code (`runPlannedJob`): validate, take the job's lock,
  * connect, select (freshness, retry-failed, shard), fetch, write the run folder and the history,
  * notify. Throws `JobValidationError` (bad job), `LockHeldError` (another run holds the lock),
- * `ResumeError`/`UsageError` (nothing to resume, a budget below what was spent) or a service error
- * (refused key) before anything is paid for. A `resume` whose run is already complete throws
- * `ResumeError` saying so (the CLI prints it and exits 0).
+ * `ResumeError` (nothing to resume, a budget below what was spent), `UsageError` (an option the CLI's
+ * parser refuses, no key), `SourceScanStoppedError` (`signal` aborted before the first fetch) or a
+ * service error (refused key) before anything is paid for. A `resume` whose run is already complete
+ * throws `ResumeError` saying so (the CLI prints it and exits 0). `runExitCode(summary)` is the exit
+ * code `scrapejob run` ends with for the summary returned.
  */
 export async function runJobFile(path: string, options: RunJobFileOptions = {}): Promise<RunJobFileResult> {
 	if (options.continue && (options.resume !== undefined || options.retryFailed !== undefined))
