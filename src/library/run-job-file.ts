@@ -78,8 +78,9 @@ export interface RunJobFileOptions {
 	 * address (`postgres://…`, a secret: never written to a file or a message); any number of workers, in
 	 * this process or others, on any hosts, share the targets, the budget and the concurrency limit
 	 * (docs/guides/fleet.md). The result's `fleet` says where the whole fleet run stands. Not with
-	 * `resume`, `repair`, `shard`, `retryFailed` or `accept` (`UsageError`). @default `SCRAPEJOB_FLEET_URL`
-	 * of `env`, else of the `config` file; none: a local run
+	 * `resume`, `repair`, `shard`, `accept` or a `retryFailed` run id (`UsageError`; `retryFailed: true`
+	 * is a new fleet run of the fleet's failed targets). @default `SCRAPEJOB_FLEET_URL` of `env`, else of
+	 * the `config` file; none: a local run
 	 */
 	readonly fleet?: string;
 	/**
