@@ -175,7 +175,7 @@ export async function runJobFile(path: string, options: RunJobFileOptions = {}):
 		).catch((error: unknown) => {
 			throw stoppedBeforeFirstFetch(error, signal);
 		});
-		if (!prepared) throw new ResumeError(notes.join(" "));
+		if (!prepared) throw new ResumeError(notes.join(" "), { nothingToDo: true });
 		const { planned, services, choices } = prepared;
 		const progress = guardedProgress(options.onProgress, options.logger);
 		try {
@@ -187,8 +187,8 @@ export async function runJobFile(path: string, options: RunJobFileOptions = {}):
 			progress.rethrow();
 			if (!outcome) throw new SourceScanStoppedError(0);
 			if (outcome.skipped === "fleet_complete")
-				throw new ResumeError(fleetRunComplete(outcome.job.name, outcome.fleetRun));
-			if (outcome.skipped) throw new ResumeError(nothingToRetry(outcome.job.name));
+				throw new ResumeError(fleetRunComplete(outcome.job.name, outcome.fleetRun), { nothingToDo: true });
+			if (outcome.skipped) throw new ResumeError(nothingToRetry(outcome.job.name), { nothingToDo: true });
 			return {
 				...outcome.summary,
 				run_dir: outcome.runDir,

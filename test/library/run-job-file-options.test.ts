@@ -88,6 +88,28 @@ describe("runJobFile with nothing to resume", () => {
 		expect(missing).toBeInstanceOf(ResumeError);
 		expect((missing as ResumeError).code).toBe("SCRAPEJOB_USAGE");
 		expect(service.emulator.ledger.entries).toHaveLength(0);
+		// Not "nothing to do": the CLI exits 2 for these.
+		expect([(none as ResumeError).nothingToDo, (missing as ResumeError).nothingToDo]).toEqual([false, false]);
+		expect((await runCli(["run", job, "--out", out, "--resume"], { env: service.env })).code).toBe(2);
+	});
+
+	it("says nothingToDo when the CLI would exit 0: a resume of a complete run, a retryFailed with nothing failed", async () => {
+		const service = await useTestService();
+		const dir = tempDir();
+		const out = join(dir, "out");
+		const job = writeJob(dir, "shop", shopJob(service.site.url, 2));
+		expect((await runJobFile(job, { env: service.env, out })).complete).toBe(true);
+		const fetched = service.emulator.ledger.byEndpoint("realtime").length;
+		const complete = await outcomeOf(runJobFile(job, { env: service.env, out, resume: true }));
+		expect(complete).toBeInstanceOf(ResumeError);
+		expect((complete as ResumeError).nothingToDo).toBe(true);
+		const nothingFailed = await outcomeOf(runJobFile(job, { env: service.env, out, retryFailed: true }));
+		expect(nothingFailed).toBeInstanceOf(ResumeError);
+		expect((nothingFailed as ResumeError).nothingToDo).toBe(true);
+		for (const flag of ["--resume", "--retry-failed"])
+			expect((await runCli(["run", job, "--out", out, flag, "--quiet"], { env: service.env })).code).toBe(0);
+		// No fetch was sent after the first run.
+		expect(service.emulator.ledger.byEndpoint("realtime")).toHaveLength(fetched);
 	});
 });
 
