@@ -102,6 +102,8 @@ export interface Crawler {
 }
 
 const BATCH = 256;
+/** Links of one page journalled per append. */
+const LINK_SLICE = 4096;
 
 /**
  * What a crawl's robots.txt and sitemap fetches cost in a run folder, every session included, read from
@@ -280,9 +282,14 @@ class BreadthFirstCrawler implements Crawler {
 			this.frontier.journal(found);
 			return;
 		}
-		const handed = this.linksFound(target.id, crawl, links, found);
-		this.frontier.journal(found);
-		for (const [owner, entries] of handed) this.options.handOff?.inbox.handOff(owner, entries);
+		// A slice at a time: a page of hundreds of thousands of links holds one slice's entries and journal
+		// text at once, not the page's.
+		for (let start = 0; start < links.length || found.length > 0; start += LINK_SLICE) {
+			const handed = this.linksFound(target.id, crawl, links, found, start, start + LINK_SLICE);
+			this.frontier.journal(found);
+			found.length = 0;
+			for (const [owner, entries] of handed) this.options.handOff?.inbox.handOff(owner, entries);
+		}
 	}
 
 	/** Where `target`'s redirects ended: fetched (and paid) as it, never fetched under its own address, even after a resume. */
@@ -450,6 +457,8 @@ class BreadthFirstCrawler implements Crawler {
 		crawl: NonNullable<Target["crawl"]>,
 		links: readonly string[],
 		found: FrontierEntry[],
+		from = 0,
+		to = links.length,
 	): Map<number, FrontierEntry[]> {
 		const { shard } = this;
 		const depth = crawl.depth + 1;
@@ -457,8 +466,8 @@ class BreadthFirstCrawler implements Crawler {
 		// have been journalled deeper (from a page of the next level), so an unclaimed one is journalled at this depth too.
 		const mayBeDeeper = this.frontier.deepest > depth;
 		const handed = new Map<number, FrontierEntry[]>();
-		for (const href of links) {
-			const url = this.follows(href);
+		for (let index = from; index < to && index < links.length; index++) {
+			const url = this.follows(links[index]!);
 			if (url === null) continue;
 			const owner = this.shardOfUrl(url);
 			// Another shard's host: handed to it (a crawl without inboxes leaves it out).

@@ -2,7 +2,8 @@
  * Local extraction (`extract:`): fields compiled once per job, read from each page parsed once.
  *
  * Map: field-spec (the job file's shape and names) → compile-fields (selectors and regexes compiled,
- * problems per key) → parse-html (one htmlparser2 tree per page, `extractLinks` from the same tree)
+ * problems per key) → parse-html (one htmlparser2 tree per page, `extractLinks` from the same tree;
+ * `streamLinks` when only the links are read)
  * → extract-fields (css/regex/jsonld/meta, types) with parse-number and json-ld → extract-page (parse
  * + extract + drop); service-data reads service-side results; fill-stats counts fill rates.
  */
@@ -53,7 +54,17 @@ export {
 	PageTooComplexError,
 } from "./page-pool.js";
 export type { PageTask, PageTaskResult } from "./page-task.js";
-export { collapseWhitespace, elementText, extractLinks, type ParsedPage, parseHtml, resolveUrl } from "./parse-html.js";
+export {
+	collapseWhitespace,
+	elementText,
+	extractLinks,
+	MAX_LINK_CHARS,
+	MAX_PAGE_LINKS,
+	type ParsedPage,
+	parseHtml,
+	resolveUrl,
+	streamLinks,
+} from "./parse-html.js";
 export { parseNumber } from "./parse-number.js";
 export { type CompiledSelector, compileCss, selectEvery, selectFirst } from "./select.js";
 export { AI_DATA_KEY, serviceColumns, serviceData } from "./service-data.js";

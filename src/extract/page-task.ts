@@ -3,7 +3,7 @@ import { compileFields, type ExtractPlan } from "./compile-fields.js";
 import { type ExtractedData, extractFields } from "./extract-fields.js";
 import { extractPage } from "./extract-page.js";
 import type { FieldInput } from "./field-spec.js";
-import { extractLinks, type ParsedPage, parseHtml } from "./parse-html.js";
+import { extractLinks, type ParsedPage, parseHtml, streamLinks } from "./parse-html.js";
 
 /**
  * One page's work, as it crosses to a worker thread: plain data only (a compiled plan holds
@@ -58,8 +58,10 @@ export function runPageTask(task: PageTask): PageTaskResult {
 	const html = typeof task.html === "string" ? task.html : textOf(task.html);
 	const plan = task.fields === null ? null : planFor(task.fields);
 	const blockCss = task.blockCss ?? [];
-	// Links and CSS block signatures need the tree; fields alone go through extractPage, which parses only when a field needs it.
-	const page: ParsedPage | null = task.links || blockCss.length > 0 ? parseHtml(html, task.url) : null;
+	// One tree, shared, when CSS block signatures or a field need it; links alone are read without one
+	// (streamLinks), and fields alone go through extractPage, which parses only when a field needs it.
+	const treeNeeded = blockCss.length > 0 || (task.links && plan?.needsDocument === true);
+	const page: ParsedPage | null = treeNeeded ? parseHtml(html, task.url) : null;
 	const blocked = page && blockCss.length > 0 ? matchCssSignature(page, blockCss) : null;
 	let data: ExtractedData | undefined;
 	let error: string | undefined;
@@ -71,9 +73,10 @@ export function runPageTask(task: PageTask): PageTaskResult {
 			error = cause instanceof Error ? cause.message : String(cause);
 		}
 	}
+	const links = task.links ? (page ? extractLinks(page) : streamLinks(html, task.url)) : undefined;
 	return {
 		...(data ? { data } : {}),
-		...(page ? { links: extractLinks(page) } : {}),
+		...(links ? { links } : {}),
 		...(error !== undefined ? { error } : {}),
 		...(blocked !== null ? { blocked } : {}),
 	};

@@ -43,17 +43,68 @@ const BASE = lazyCss("base[href]");
 export const MAX_LINK_CHARS = 8 * 1024;
 
 /**
+ * A page's links read at most (of its first twice as many `href`s): past them the page's links are left
+ * out, so one page cannot hold its worker, the run's memory or the frontier with millions of them.
+ */
+export const MAX_PAGE_LINKS = 100_000;
+const MAX_PAGE_HREFS = 2 * MAX_PAGE_LINKS;
+
+/**
  * Every `<a href>` and `<link rel=next href>` of the page, resolved against the page URL (or its
  * `<base href>`), fragment dropped, in document order (duplicates kept: the caller normalizes and
- * dedupes). Links that are not http(s), or longer than `MAX_LINK_CHARS`, are dropped.
+ * dedupes), up to `MAX_PAGE_LINKS`. Links that are not http(s), or longer than `MAX_LINK_CHARS`, are dropped.
  */
 export function extractLinks(page: ParsedPage): string[] {
-	const links: string[] = [];
-	const baseHref = selectFirstOf(BASE(), page);
-	const base = (baseHref !== undefined ? resolveUrl(baseHref, page.url) : null) ?? page.url;
+	const hrefs: string[] = [];
 	for (const element of selectEvery(LINKS(), page.document)) {
 		const href = domutils().getAttributeValue(element, "href");
-		if (href === undefined || href.length > MAX_LINK_CHARS) continue;
+		if (href !== undefined) hrefs.push(href);
+		if (hrefs.length === MAX_PAGE_HREFS) break;
+	}
+	return resolveLinks(hrefs, selectFirstOf(BASE(), page), page.url);
+}
+
+/** `link[rel~="next" i]`'s test, as css-select makes it: `next` as one of the value's whitespace-separated words. */
+const REL_NEXT = /(?:^|\s)next(?:$|\s)/i;
+
+/**
+ * `extractLinks(parseHtml(html, url))` without the tree: the same tags and attributes, read as the
+ * tokenizer meets them. For a page nothing else reads, it costs ~0.6× the parse and holds only the
+ * links, so a page of hundreds of thousands of links fits a page worker's heap.
+ */
+export function streamLinks(html: string, url: string): string[] {
+	const hrefs: string[] = [];
+	let baseHref: string | undefined;
+	// css-select does not look inside <template> (its content is inert until a script uses it): neither does this.
+	let inTemplate = 0;
+	const { Parser } = htmlparser2();
+	const parser = new Parser(
+		{
+			onopentag(name, attributes) {
+				if (name === "template") inTemplate += 1;
+				const href = attributes.href;
+				if (href === undefined || inTemplate > 0) return;
+				if (name === "a" || (name === "link" && REL_NEXT.test(attributes.rel ?? ""))) {
+					if (hrefs.length < MAX_PAGE_HREFS) hrefs.push(href);
+				} else if (name === "base") baseHref ??= href;
+			},
+			onclosetag(name) {
+				if (name === "template" && inTemplate > 0) inTemplate -= 1;
+			},
+		},
+		{ decodeEntities: true },
+	);
+	parser.end(html);
+	return resolveLinks(hrefs, baseHref, url);
+}
+
+/** The links' `href`s resolved against the page's `<base href>` (itself resolved against the page URL) or the page URL. */
+function resolveLinks(hrefs: readonly string[], baseHref: string | undefined, pageUrl: string): string[] {
+	const links: string[] = [];
+	const base = (baseHref !== undefined ? resolveUrl(baseHref, pageUrl) : null) ?? pageUrl;
+	for (const href of hrefs) {
+		if (links.length === MAX_PAGE_LINKS) break;
+		if (href.length > MAX_LINK_CHARS) continue;
 		const resolved = resolveUrl(href, base);
 		if (resolved !== null && (resolved.startsWith("http:") || resolved.startsWith("https:"))) {
 			const hash = resolved.indexOf("#");

@@ -58,8 +58,9 @@ export function createChangeTracker(history: PreviousRecords, runDir: string, ex
 				const added: string[] = [];
 				for (const [name, value] of Object.entries(record.data)) {
 					// A field the previous record did not have at all: the job's extract: gained it (docs/behaviour.md, "Change tracking").
+					// Listed filled or not: the field is new to the plan either way.
 					if (!Object.hasOwn(oldData, name)) {
-						if (value !== null && value !== undefined) added.push(name);
+						added.push(name);
 						continue;
 					}
 					if (canonicalJson(oldData[name] ?? null) !== canonicalJson(value ?? null))

@@ -112,8 +112,8 @@ export interface RunSummary {
 	 */
 	useful?: { records: number; rate: number | null };
 	/**
-	 * The per-domain breakers open when this session ended (docs/behaviour.md, "Breakers"); absent when none
-	 * is. A run that ends with one exits 6.
+	 * The per-domain breakers open when this session ended (docs/behaviour.md, "Breakers"); empty when none
+	 * is, absent with `breaker: false`. A run that ends with one exits 6.
 	 */
 	breakers?: BreakerReport[];
 	/**
@@ -235,9 +235,14 @@ function fleetLine(fleet: FleetSummary): string {
 /** Useful records of those written, and the credits each cost. */
 function usefulLine(useful: NonNullable<RunSummary["useful"]>, summary: RunSummary): string {
 	const share = useful.rate === null ? "" : ` (${Math.round(useful.rate * 1000) / 10}%)`;
-	const perUseful =
-		useful.records > 0 ? `; ${round(summary.credits.used / useful.records)} credits per useful record` : "";
+	const perUseful = useful.records > 0 ? `; ${creditsPerUseful(summary.credits.used / useful.records)}` : "";
 	return `${useful.records} of ${summary.targets.done} records${share}${perUseful}`;
+}
+
+/** "1 credit per useful record", "2.83 credits per useful record". */
+function creditsPerUseful(credits: number): string {
+	const figure = round(credits);
+	return `${figure} ${figure === "1" ? "credit" : "credits"} per useful record`;
 }
 
 function pad(label: string, width: number): string {
@@ -283,10 +288,7 @@ export function formatSummary(summary: RunSummary, runDir: string, hints: Summar
 	];
 	if (summary.useful && summary.targets.done > 0) rows.push(["useful", usefulLine(summary.useful, summary)]);
 	for (const [domain, mode] of Object.entries(summary.modes ?? {})) {
-		const perUseful =
-			mode.credits_per_useful === null
-				? "no useful record"
-				: `${mode.credits_per_useful === 1 ? "1 credit" : `${round(mode.credits_per_useful)} credits`} per useful record`;
+		const perUseful = mode.credits_per_useful === null ? "no useful record" : creditsPerUseful(mode.credits_per_useful);
 		rows.push(["mode", `${domain}: ${mode.mode}+${mode.proxy_type} next run; ${perUseful}`]);
 	}
 	if (summary.forecast) {

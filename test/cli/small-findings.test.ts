@@ -95,6 +95,9 @@ describe("small things a new user noticed", () => {
 		);
 		const single = { "shop.example": { ...modes["shop.example"], credits_per_useful: 1 } };
 		expect(formatSummary({ ...summary, modes: single }, "/o")).toContain("next run; 1 credit per useful record");
+		// The run's own figure says it the same way.
+		const oneEach = { ...summary, credits: { ...summary.credits, used: 1 }, useful: { records: 1, rate: 1 } };
+		expect(formatSummary(oneEach, "/o")).toMatch(/useful +1 of 1 records \(100%\); 1 credit per useful record/);
 
 		service = await startTestService();
 		const one = await runCli(["targeting", "--product", "rp", "--search", "germany"], { env: service.env });

@@ -131,7 +131,7 @@ describe("run --fleet with a breaker", () => {
 			expect(outcome.code, outcome.stderr).toBe(0);
 			// A worker that joins after the other finished the last targets says the run is complete (skipped).
 			expectFleetRunDone(outcome.stdout);
-			expect(lastJson(outcome.stdout).breakers).toBeUndefined();
+			expect(lastJson(outcome.stdout).breakers).toEqual([]);
 		}
 		expect(spentOn(lifted, "localhost")).toEqual({ credits: parked - 1, fetches: parked - 1 });
 		expect(spentOn(lifted, "127.0.0.1").fetches).toBe(0);

@@ -116,7 +116,7 @@ describe("breaker", () => {
 		expect(new Set(all.map((record) => record.id)).size).toBe(BLOCKED + GOOD);
 		const after = readSummary(runDir);
 		expect(after.complete).toBe(true);
-		expect(after.breakers).toBeUndefined();
+		expect(after.breakers).toEqual([]);
 	});
 
 	it("a --continue after the cool-down, the domain still blocking, pays for one probe, not another window", async () => {
@@ -151,7 +151,7 @@ describe("breaker", () => {
 		writeJob(dir, "breaker", jobYaml(blocking).replace("proxy_type: datacenter", "proxy_type: residential"));
 		const resumed = await runCli(["run", job, "--out", out, "--resume", "--force", "--quiet"], { env: blocking.env });
 		expect(resumed.code, resumed.stderr).toBe(0);
-		expect(readSummary(onlyRunDir(out)).breakers).toBeUndefined();
+		expect(readSummary(onlyRunDir(out)).breakers).toEqual([]);
 		// Every target again, each once, on residential addresses (the changed targets are new ones).
 		expect(spentOn(blocking, "localhost").fetches).toBe(8 + BLOCKED);
 	});

@@ -3,6 +3,7 @@ import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { join } from "node:path";
 import { afterEach, beforeAll, describe, expect, it } from "vitest";
+import { MAX_PAGE_LINKS } from "../../src/extract/index.js";
 import { isRunFolderName, readRecords, readSummary, tempDir, writeJob } from "../helpers/job-files.js";
 import { startTestService, type TestService } from "../helpers/service.js";
 import { assertBuilt, spawnCli } from "../helpers/spawn-cli.js";
@@ -42,6 +43,16 @@ async function startSite(): Promise<string> {
 						? WIDE
 						: `<html><body><p>plain ${req.url}</p><a href="/fine-2">next</a></body></html>`;
 		res.writeHead(200, { "content-type": "text/html" }).end(body);
+	});
+	await new Promise<void>((resolve) => site!.listen(0, "127.0.0.1", resolve));
+	return `http://127.0.0.1:${(site.address() as AddressInfo).port}`;
+}
+
+/** A site answering every path with the page `pageOf` gives for it (UTF-8 HTML); its origin. */
+async function serveHtml(pageOf: (path: string) => string | Buffer): Promise<string> {
+	site = createServer((req, res) => {
+		res.writeHead(200, { "content-type": "text/html; charset=utf-8" });
+		res.end(pageOf(req.url ?? "/"));
 	});
 	await new Promise<void>((resolve) => site!.listen(0, "127.0.0.1", resolve));
 	return `http://127.0.0.1:${(site.address() as AddressInfo).port}`;
@@ -242,16 +253,56 @@ describe("hostile pages", () => {
 		expect(Date.now() - signalled).toBeLessThan(10_000);
 		expect(result.code).toBe(130);
 	}, 60_000);
+	it("a crawled page of 400,000 links (12 MB), read for its links only, is recorded ok (no tree is built for it) and its first 100,000 links followed, the cut said in run.log", async () => {
+		service = await startTestService({ concurrency: 2 });
+		const count = 400_000;
+		const parts = ["<html><body>"];
+		for (let index = 0; index < count; index++)
+			parts.push(`<div class="card"><a href="/p/${index}">item ${index}</a></div>`);
+		parts.push("</body></html>");
+		const index = Buffer.from(parts.join(""));
+		expect(index.length).toBeGreaterThan(12_000_000);
+		const url = await serveHtml((path) => (path === "/index" ? index : `<html><body>leaf ${path}</body></html>`));
+		const dir = tempDir();
+		const out = join(dir, "out");
+		const job = writeJob(
+			dir,
+			"index",
+			[
+				"name: index",
+				"page_timeout: 60s",
+				"defaults: {mode: request}",
+				"crawl: {max_depth: 1, max_pages: 3, robots: ignore}",
+				"targets:",
+				`  - ${url}/index`,
+				"",
+			].join("\n"),
+		);
+		const result = await spawnCli(["run", job, "--out", out, "--quiet"], service.env).done;
+		const records = readRecords(onlyRun(out, "index"));
+		expect(
+			records.map((record) => [new URL(record.url).pathname, record.status, record.error]),
+			result.stderr,
+		).toEqual([
+			["/index", "ok", null],
+			["/p/0", "ok", null],
+			["/p/1", "ok", null],
+		]);
+		// The seed and its first MAX_PAGE_LINKS links; max_pages ends the crawl incomplete: exit 1, as documented.
+		const runDir = onlyRun(out, "index");
+		expect(readSummary(runDir).crawl).toMatchObject({ discovered: MAX_PAGE_LINKS + 1, stopped_by: "max_pages" });
+		expect(result.code, result.stderr).toBe(1);
+		const cut = readFileSync(join(runDir, "run.log"), "utf8")
+			.split("\n")
+			.filter((line) => line.includes('"page_links_cut"'))
+			.map((line) => JSON.parse(line) as { url: string; links: number });
+		expect(cut).toEqual([expect.objectContaining({ url: `${url}/index`, links: MAX_PAGE_LINKS })]);
+	}, 90_000);
 	it("a crawl reading three 40 MB pages at once holds each once on the main thread, as bytes: read into one buffer, never joined or decoded there, crossing to its worker as shared memory", async () => {
 		service = await startTestService({ concurrency: 3 });
 		// Two-byte text (é): as a string it is 40 MB again, and its copy sent to a worker another 40 MB.
 		const big = Buffer.from(`<html><body><p>${"é".repeat(20 * 1024 * 1024)}</p><a href="/leaf">x</a></body></html>`);
-		site = createServer((req, res) => {
-			res.writeHead(200, { "content-type": "text/html; charset=utf-8" });
-			res.end(req.url?.startsWith("/big/") ? big : "<html><body>leaf</body></html>");
-		});
-		await new Promise<void>((resolve) => site!.listen(0, "127.0.0.1", resolve));
-		const url = `http://127.0.0.1:${(site.address() as AddressInfo).port}`;
+		const url = await serveHtml((path) => (path.startsWith("/big/") ? big : "<html><body>leaf</body></html>"));
 		const dir = tempDir();
 		const out = join(dir, "out");
 		const job = writeJob(

@@ -490,9 +490,10 @@ describe("a field added to extract: is added, not changed", () => {
 		expect((await runCli(["run", "shop.yaml", "--out", "out"], { env, cwd: dir })).code).toBe(0);
 		const paid = emulator.ledger.requestCount;
 
-		// The field added, the stored pages read again: every record gains `name`, none has changed.
+		// Two fields added (`sku` is on no page), the stored pages read again: every record lists both, none has changed.
 		shop.prices.set(1, 999);
-		writeJob(dir, "shop", shopJob(site.origin, 4, ["price: {css: .price, type: number}", "name: {css: h1}"], contract));
+		const fields = ["price: {css: .price, type: number}", "name: {css: h1}", "sku: {css: .sku}"];
+		writeJob(dir, "shop", shopJob(site.origin, 4, fields, contract));
 		const extract = await runCli(["extract", "shop.yaml", "--run", "latest", "--out", "out", "--json"], {
 			env,
 			cwd: dir,
@@ -500,7 +501,10 @@ describe("a field added to extract: is added, not changed", () => {
 		expect(extract.code, extract.stderr).toBe(0);
 		const summary = JSON.parse(extract.stdout) as ReturnType<typeof readSummary> & { run_dir: string };
 		expect(summary).toMatchObject({ changes: { new: 0, changed: 0, unchanged: 4 }, contract: { passed: true } });
-		for (const record of readRecords(summary.run_dir)) expect(record.added_fields).toEqual(["name"]);
+		for (const record of readRecords(summary.run_dir)) {
+			expect(record.added_fields).toEqual(["name", "sku"]);
+			expect(record.data).toMatchObject({ sku: null });
+		}
 		// Its report shows what it did (pages read, fields, changes), not fetch charts that would be empty.
 		const report = readFileSync(join(summary.run_dir, "report.html"), "utf8");
 		expect(report).toContain("pages read");

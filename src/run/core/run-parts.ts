@@ -278,7 +278,8 @@ export function withOutcomes(
 	},
 ): RunSummary {
 	const open = parts.breakers?.open() ?? [];
-	if (open.length > 0) summary.breakers = open;
+	// Always said while the breaker is on, empty when none is open: "no breaker open" reads the same as one closed.
+	if (parts.breakers) summary.breakers = open;
 	// Parked targets have no record, and a crawl's or a discovery source's count has no total to miss them by:
 	// the run is not complete, so `--resume` / `--continue` take them.
 	if (open.some((breaker) => breaker.parked > 0)) summary.complete = false;

@@ -261,8 +261,8 @@ async function mergeInto(metas: readonly ShardMeta[], outDir: string, cwd: strin
 	// Every run tracks changes; the shards' records say what changed since the job's runs before them.
 	if (summaries.some((shard) => shard?.changes !== undefined)) summary.changes = changes;
 	if (fill) summary.extract = fill.summary();
-	const breakers = mergedBreakers(summaries);
-	if (breakers.length > 0) summary.breakers = breakers;
+	// Said as each shard said it: an array (empty when none is open) unless the breaker was off.
+	if (summaries.some((shard) => shard?.breakers !== undefined)) summary.breakers = mergedBreakers(summaries);
 	writeSummary(join(outDir, RUN_FILES.summary), summary);
 	const first = metas[0]!;
 	writeFileAtomic(

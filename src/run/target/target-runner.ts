@@ -1,9 +1,16 @@
 import type { Logger } from "pino";
 import { type BodySpill, MAX_RESET_SECONDS, type ScraperClient, type ScraperHeaders } from "../../api/index.js";
 import type { BrowserServiceAccess } from "../../browser/index.js";
-import { type Clock, creditCostRange, redactSecrets, type Sleep, type TaskQueue } from "../../common/index.js";
+import {
+	type Clock,
+	creditCostRange,
+	maskUrlCredentials,
+	redactSecrets,
+	type Sleep,
+	type TaskQueue,
+} from "../../common/index.js";
 import type { Crawler } from "../../crawl/index.js";
-import { type PagePool, type PageTaskResult, PageTooComplexError } from "../../extract/index.js";
+import { MAX_PAGE_LINKS, type PagePool, type PageTaskResult, PageTooComplexError } from "../../extract/index.js";
 import type { Job, Target } from "../../job/index.js";
 import { OutputError, type PageStore, type ResultRecord } from "../../output/index.js";
 import { type AdaptiveModes, adaptiveModeUsed, createAdaptiveModes, rungName } from "../economics/adaptive-mode.js";
@@ -377,8 +384,11 @@ export function createTargetRunner(parts: TargetRunnerParts): TargetRunner {
 		try {
 			// Links go to the frontier before the record is written: a crash between the two loses nothing. A
 			// page that is not HTML has none (a fleet keeps that, so a fresh one is not fetched for links).
-			if (crawler && result.kind === "ok")
-				crawler.pageFetched(target, isHtmlResult(target, result) ? (page.read?.links ?? null) : [], result.finalUrl);
+			if (crawler && result.kind === "ok") {
+				const links = isHtmlResult(target, result) ? (page.read?.links ?? null) : [];
+				noteLinksCut(target, links);
+				crawler.pageFetched(target, links, result.finalUrl);
+			}
 			const body = record.status === "ok" && result.kind === "ok" ? (result.spilled ?? result.body) : null;
 			return parts.write(record, body) ? record : undefined;
 		} catch (error) {
@@ -761,7 +771,18 @@ export function createTargetRunner(parts: TargetRunnerParts): TargetRunner {
 				return;
 			}
 		}
+		noteLinksCut(target, links);
 		stops.guardOutput(() => crawler.pageFetched(target, links));
+	};
+
+	/** A page with more links than one page's bound: said in run.log, since the links past it are not followed. */
+	const noteLinksCut = (target: Target, links: readonly string[] | null) => {
+		if (links === null || links.length < MAX_PAGE_LINKS) return;
+		const url = maskUrlCredentials(target.url);
+		log.warn(
+			{ event: "page_links_cut", id: target.id, url, links: links.length },
+			`${url}: its first ${MAX_PAGE_LINKS.toLocaleString("en-US")} links are followed; any past them are left out`,
+		);
 	};
 
 	return { run, followStoredPage };
