@@ -10,49 +10,68 @@
 
 export {
 	type AccountClient,
+	type AccountClientOptions,
 	classifyFailure,
 	createAccountClient,
 	createScraperClient,
+	type FailureAction,
 	NetworkError,
 	type ScraperClient,
+	type ScraperClientOptions,
 	ScraperNotFoundError,
 	ServiceError,
+	type ServiceErrorFields,
 	UnexpectedResponseError,
 } from "./api/index.js";
-export { ScrapejobError, UsageError } from "./common/index.js";
-export { resolveConfig } from "./config/index.js";
+export { type ErrorCode, ScrapejobError, UsageError } from "./common/index.js";
+export { type ConfigFlags, type ResolvedConfig, resolveConfig } from "./config/index.js";
 export {
 	type DemoSite,
+	type DemoSiteOptions,
 	type Emulator,
+	type Ledger,
+	type LedgerEntry,
 	loadScenarioFile,
 	type ScenarioInput,
+	type StartEmulatorOptions,
 	startDemoSite,
 	startEmulator,
 } from "./emulator/index.js";
 export {
 	countTargets,
 	type Job,
+	type JobProblem,
 	JobValidationError,
+	type LoadedJob,
+	type LoadJobOptions,
 	loadJob,
 	SourceScanStoppedError,
+	type StreamTargetsOptions,
 	streamTargets,
 	type Target,
+	type TargetCounts,
 } from "./job/index.js";
 export {
+	type ExitCodeSummary,
 	type ExtractJobFileOptions,
 	extractJobFile,
 	NoBrowserAccessError,
 	NoScraperAccessError,
 	type RunJobFileOptions,
 	type RunJobFileResult,
+	runExitCode,
 	runJobFile,
 } from "./library/index.js";
 export {
+	type BreakerReport,
 	type BrokenRule,
 	type ContractVerdict,
+	type FleetSummary,
 	formatSummary,
+	type RecordStatus,
 	type ResultRecord,
 	type RunSummary,
+	type SummaryHints,
 } from "./output/index.js";
 export {
 	LayoutConflictError,

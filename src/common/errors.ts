@@ -24,6 +24,7 @@ export const ERROR_CODES = [
 	"SCRAPEJOB_FLEET_SCHEMA",
 	"SCRAPEJOB_FLEET_DATABASE",
 ] as const;
+/** The stable `code` of every `ScrapejobError`: what a caller (and the CLI's exit code) matches on. */
 export type ErrorCode = (typeof ERROR_CODES)[number];
 
 /**

@@ -22,6 +22,7 @@ export {
 	ScrapejobError,
 	UsageError,
 } from "./errors.js";
+export { EXIT, type ExitCode } from "./exit-codes.js";
 export { type FileMutexOptions, withFileMutex } from "./file-mutex.js";
 export { formatNumber } from "./format-number.js";
 export { hexWord } from "./hex-word.js";

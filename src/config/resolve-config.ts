@@ -13,6 +13,7 @@ export const CONFIG_VARIABLES = [
 ] as const;
 export type ConfigVariable = (typeof CONFIG_VARIABLES)[number];
 
+/** What `resolveConfig` takes from the command line (the flags win over the environment and the config file). */
 export interface ConfigFlags {
 	/** `--config FILE`: KEY=VALUE lines setting the variables above (lowest precedence). */
 	readonly config?: string;
@@ -22,6 +23,7 @@ export interface ConfigFlags {
 	readonly fleet?: string;
 }
 
+/** The keys and addresses a run uses, resolved from flags, environment and the config file. */
 export interface ResolvedConfig {
 	/** Sent as `x-apikey` to the account endpoints. */
 	readonly accountKey: string | undefined;

@@ -17,6 +17,7 @@ import { DEFAULT_HOST } from "./defaults.js";
 import { loadMorePage, searchPage } from "./demo-interactive-pages.js";
 import { calendarPage, graphPage, robotsTxt, sitemapXml } from "./link-graph.js";
 
+/** Options of `startDemoSite`. */
 export interface DemoSiteOptions {
 	/** Port to listen on; 0 picks a free one. @default 0 */
 	readonly port?: number;

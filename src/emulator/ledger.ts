@@ -34,6 +34,7 @@ export type LedgerEndpoint =
 /** Where the key of a request was found (scraper: query `api_key`, header `x-api-key`, body `api_key`; account: query `apikey`, header `x-apikey`). */
 export type KeyPlace = "query" | "header" | "body";
 
+/** One request the emulator answered: what was asked, with which key, what it answered and charged. */
 export interface LedgerEntry {
 	/** 1, 2, 3… in arrival order. */
 	readonly seq: number;
@@ -85,6 +86,7 @@ export interface LedgerOptions {
 	readonly maxEntries?: number;
 }
 
+/** The emulator's record of every request it answered and every credit it charged (`Emulator.ledger`), for tests. */
 export class Ledger {
 	readonly #maxEntries: number;
 	#entries: LedgerEntry[] = [];

@@ -26,6 +26,7 @@ import { handleScraperRequest } from "./scraper-routes.js";
 import { TargetFetcher } from "./target-fetch.js";
 import { TaskStore } from "./tasks.js";
 
+/** Options of `startEmulator`. */
 export interface StartEmulatorOptions {
 	/** The scenario, in the scenario file's snake_case shape (or as returned by `loadScenarioFile`). @default {} */
 	readonly scenario?: ScenarioInput;

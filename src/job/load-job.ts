@@ -11,6 +11,7 @@ import { scanJob } from "./stream-targets.js";
 import type { Job, TargetCounts } from "./types.js";
 import { describeIssue, issuesToProblems, type PathProblem } from "./zod-issues.js";
 
+/** Options of `loadJob`. */
 export interface LoadJobOptions {
 	/** Variables for `${NAME}` in string values. @default process.env */
 	env?: NodeJS.ProcessEnv;
@@ -28,6 +29,7 @@ export interface LoadJobOptions {
 	maxFileBytes?: number;
 }
 
+/** What `loadJob` returns: the normalized job, its warnings, and the counts found while checking its sources. */
 export interface LoadedJob {
 	job: Job;
 	/** Duplicates, skipped rows, empty sources, YAML warnings. */

@@ -28,14 +28,22 @@ export function isError(p: JobProblem): boolean {
 const MESSAGE_PROBLEM_LIMIT = 20;
 
 /**
- * Reading the sources was stopped (Ctrl-C, SIGTERM) before it ended: nothing was sent and no run
- * folder exists. Its code is `SCRAPEJOB_ABORTED`, which the CLI maps to exit code 130.
+ * A stop (Ctrl-C, SIGTERM, an aborted signal) before the first fetch — while the sources were read, or
+ * while the account was looked up — : nothing was sent and no new run folder exists. Its code is
+ * `SCRAPEJOB_ABORTED`, which the CLI maps to exit code 130.
  */
 export class SourceScanStoppedError extends ScrapejobError {
-	constructor(rowsRead: number) {
+	/**
+	 * @param rowsRead source rows read when it stopped
+	 * @param stage what it stopped instead of reading the sources (`"while connecting to the service"`)
+	 */
+	constructor(rowsRead: number, stage?: string, options?: { cause?: unknown }) {
 		super(
 			"SCRAPEJOB_ABORTED",
-			`stopped while reading the job's sources (${rowsRead} ${rowsRead === 1 ? "row" : "rows"} read): nothing was sent`,
+			stage === undefined
+				? `stopped while reading the job's sources (${rowsRead} ${rowsRead === 1 ? "row" : "rows"} read): nothing was sent`
+				: `stopped ${stage}: nothing was sent`,
+			options,
 		);
 	}
 }

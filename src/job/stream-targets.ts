@@ -29,6 +29,7 @@ import type { Job, SourceSpec, Target, TargetCounts, TargetOrigin } from "./type
 /** Row keys a scan's duplicate check holds in memory (~4 MB) before older ones spill to sorted files. */
 const SCAN_KEYS_IN_MEMORY = 262_144;
 
+/** Options of `streamTargets`. */
 export interface StreamTargetsOptions {
 	/**
 	 * Receives duplicates and skipped rows (warnings) and, just before the stream throws, the

@@ -47,6 +47,9 @@ export type ExtractOutcome = RunJobResult & { readonly jobName: string };
  * `extract:`) before the run folder is made.
  */
 export async function extractJobFile(path: string, options: ExtractJobFileOptions): Promise<RunJobFileResult> {
+	// `--run` is required by the CLI's parser; a call from JavaScript may leave it out.
+	if (typeof options?.run !== "string" || options.run === "")
+		throw new UsageError('run: name the run whose stored pages are read, a run id of the job or "latest" (as --run)');
 	const { runDir, summary, reportPath, stopMessage } = await extractPlanned(path, options);
 	return { ...summary, run_dir: runDir, report: reportPath, stop_message: stopMessage };
 }

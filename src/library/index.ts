@@ -27,6 +27,7 @@ export {
 	type RunOptions,
 	shardJobs,
 } from "./prepare-runs.js";
+export { type ExitCodeSummary, runExitCode, summarySucceeded } from "./run-exit-code.js";
 export {
 	fleetRunComplete,
 	NoScraperAccessError,
@@ -35,6 +36,7 @@ export {
 	type RunJobFileResult,
 	runJobFile,
 } from "./run-job-file.js";
+export { checkHttpUrl, checkRunOptions } from "./run-option-checks.js";
 export {
 	checkAccept,
 	lockPlannedRuns,

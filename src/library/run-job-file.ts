@@ -1,10 +1,11 @@
 import { resolve } from "node:path";
 import type { Logger } from "pino";
-import { parseDuration, UsageError } from "../common/index.js";
-import { loadJob, SourceScanStoppedError } from "../job/index.js";
+import { ScrapejobError, UsageError } from "../common/index.js";
+import { formatProblem, loadJob, SourceScanStoppedError } from "../job/index.js";
 import type { RunSummary } from "../output/index.js";
 import { type ProgressSnapshot, ResumeError } from "../run/index.js";
 import { type PrepareContext, prepareRuns } from "./prepare-runs.js";
+import { checkRunOptions, durationOption } from "./run-option-checks.js";
 import { releasePlannedRuns } from "./run-plan.js";
 import { runPlannedJob } from "./run-planned.js";
 import { NoScraperAccessError } from "./scraper-access.js";
@@ -36,6 +37,11 @@ export interface RunJobFileOptions {
 	readonly concurrency?: number;
 	/** As `--freshness`: a duration (`24h`; `0` fetches all). @default the job's `freshness` */
 	readonly freshness?: string;
+	/**
+	 * As `--outage-timeout`: how long the service may be down (unreachable, or 5xx to everything) before
+	 * the run stops with `stopped_reason: service_unavailable`; a duration (`10m`). @default the job's `outage_timeout`
+	 */
+	readonly outageTimeout?: string;
 	/** As `--retry-failed [RUN_ID]`: only the targets whose latest record failed. */
 	readonly retryFailed?: boolean | string;
 	/** As `--shard I/N` (`auto/N` reads JOB_COMPLETION_INDEX or AWS_BATCH_JOB_ARRAY_INDEX). */
@@ -63,7 +69,8 @@ export interface RunJobFileOptions {
 	readonly gracePeriodMs?: number;
 	/**
 	 * Abort to stop: no new fetches, in-flight ones finish; the summary says `complete: false`. Aborted
-	 * while the sources are still being read (before the first fetch), it throws `SourceScanStoppedError`.
+	 * before the first fetch (already aborted, or while the sources are read or the account looked up),
+	 * it throws `SourceScanStoppedError`: nothing was sent.
 	 */
 	readonly signal?: AbortSignal;
 	/**
@@ -71,8 +78,9 @@ export interface RunJobFileOptions {
 	 * address (`postgres://…`, a secret: never written to a file or a message); any number of workers, in
 	 * this process or others, on any hosts, share the targets, the budget and the concurrency limit
 	 * (docs/guides/fleet.md). The result's `fleet` says where the whole fleet run stands. Not with
-	 * `resume`, `repair`, `shard`, `retryFailed` or `accept` (`UsageError`). @default `SCRAPEJOB_FLEET_URL`
-	 * of `env`, else of the `config` file; none: a local run
+	 * `resume`, `repair`, `shard`, `accept` or a `retryFailed` run id (`UsageError`; `retryFailed: true`
+	 * is a new fleet run of the fleet's failed targets). @default `SCRAPEJOB_FLEET_URL` of `env`, else of
+	 * the `config` file; none: a local run
 	 */
 	readonly fleet?: string;
 	/**
@@ -81,9 +89,17 @@ export interface RunJobFileOptions {
 	 * @default the job's newest unfinished fleet run, else a new one
 	 */
 	readonly fleetRun?: string;
-	/** Called as each target finishes. */
+	/**
+	 * Called as each target finishes. A throw from it does not stop the run (its fetches are paid for):
+	 * it is not called again, and `runJobFile` throws that error once the run has ended, its records and
+	 * summary.json written.
+	 */
 	readonly onProgress?: (snapshot: ProgressSnapshot) => void;
-	/** Where the run's warnings go (a pino logger). @default nowhere (run.log in the run folder has them all) */
+	/**
+	 * Where the run's warnings go (a pino logger), the job file's too (duplicate targets, skipped source
+	 * rows: what `scrapejob run` prints as `file:line:col warning: …`). @default nowhere (run.log in the
+	 * run folder has the run's)
+	 */
 	readonly logger?: Logger;
 	/**
 	 * Where keys, addresses and the run's settings come from (`SCRAPEJOB_ACCOUNT_KEY`,
@@ -122,17 +138,21 @@ export function fleetRunComplete(jobName: string, fleetRun: string): string {
  * with the same options, through the same code (`runPlannedJob`): validate, take the job's lock,
  * connect, select (freshness, retry-failed, shard), fetch, write the run folder and the history,
  * notify. Throws `JobValidationError` (bad job), `LockHeldError` (another run holds the lock),
- * `ResumeError`/`UsageError` (nothing to resume, a budget below what was spent) or a service error
- * (refused key) before anything is paid for. A `resume` whose run is already complete throws
- * `ResumeError` saying so (the CLI prints it and exits 0).
+ * `ResumeError` (nothing to resume, a budget below what was spent), `UsageError` (an option the CLI's
+ * parser refuses, no key), `SourceScanStoppedError` (`signal` aborted before the first fetch) or a
+ * service error (refused key) before anything is paid for. A `resume` whose run is already complete
+ * throws `ResumeError` saying so (the CLI prints it and exits 0). `runExitCode(summary)` is the exit
+ * code `scrapejob run` ends with for the summary returned.
  */
 export async function runJobFile(path: string, options: RunJobFileOptions = {}): Promise<RunJobFileResult> {
 	if (options.continue && (options.resume !== undefined || options.retryFailed !== undefined))
 		throw new UsageError("continue chooses between resuming and a new run itself: not with resume or retryFailed");
+	checkRunOptions(options);
+	const freshnessMs = durationOption("freshness", options.freshness);
+	const outageTimeoutMs = durationOption("outageTimeout", options.outageTimeout);
 	const cwd = options.cwd ?? process.cwd();
 	const signal = options.signal ?? new AbortController().signal;
-	const freshnessMs = options.freshness === undefined ? undefined : parseDuration(options.freshness);
-	if (freshnessMs === null) throw new UsageError(`freshness: ${JSON.stringify(options.freshness)} is not a duration`);
+	if (signal.aborted) throw new SourceScanStoppedError(0, "before it started");
 	const notes: string[] = [];
 	const context: PrepareContext = { env: options.env ?? process.env, cwd, signal, onNote: (note) => notes.push(note) };
 	// The sandbox starts first so that jobs can name its demo site; it costs nothing.
@@ -145,20 +165,30 @@ export async function runJobFile(path: string, options: RunJobFileOptions = {}):
 	try {
 		const env = connection.demoSiteUrl ? { ...context.env, SCRAPEJOB_DEMO_SITE: connection.demoSiteUrl } : context.env;
 		const loaded = await loadJob(resolve(cwd, path), { env, cwd, signal });
+		for (const warning of loaded.warnings) options.logger?.warn({ job: loaded.job.name }, formatProblem(warning));
 		// The set-up `scrapejob run` makes, the same: plan, lock, keys, services, secrets.
-		const prepared = await prepareRuns([loaded], { ...options, freshnessMs }, connection, context);
-		if (!prepared) throw new ResumeError(notes.join(" "));
+		const prepared = await prepareRuns(
+			[loaded],
+			{ ...options, freshnessMs, outageTimeoutMs },
+			connection,
+			context,
+		).catch((error: unknown) => {
+			throw stoppedBeforeFirstFetch(error, signal);
+		});
+		if (!prepared) throw new ResumeError(notes.join(" "), { nothingToDo: true });
 		const { planned, services, choices } = prepared;
+		const progress = guardedProgress(options.onProgress, options.logger);
 		try {
 			const outcome = await runPlannedJob(planned[0]!, services, {
 				...choices,
 				logger: options.logger,
-				onStart: () => options.onProgress,
+				onStart: () => progress.callback,
 			});
+			progress.rethrow();
 			if (!outcome) throw new SourceScanStoppedError(0);
 			if (outcome.skipped === "fleet_complete")
-				throw new ResumeError(fleetRunComplete(outcome.job.name, outcome.fleetRun));
-			if (outcome.skipped) throw new ResumeError(nothingToRetry(outcome.job.name));
+				throw new ResumeError(fleetRunComplete(outcome.job.name, outcome.fleetRun), { nothingToDo: true });
+			if (outcome.skipped) throw new ResumeError(nothingToRetry(outcome.job.name), { nothingToDo: true });
 			return {
 				...outcome.summary,
 				run_dir: outcome.runDir,
@@ -170,4 +200,40 @@ export async function runJobFile(path: string, options: RunJobFileOptions = {}):
 	} finally {
 		await connection.close();
 	}
+}
+
+/**
+ * An abort while the account is looked up fails that request; the caller aborted, so it hears what it
+ * would hear while the sources were read: a stop before the first fetch (`SourceScanStoppedError`).
+ */
+function stoppedBeforeFirstFetch(error: unknown, signal: AbortSignal): unknown {
+	if (!signal.aborted || !(error instanceof ScrapejobError) || error.code !== "SCRAPEJOB_ABORTED") return error;
+	if (error instanceof SourceScanStoppedError) return error;
+	return new SourceScanStoppedError(0, "while connecting to the service", { cause: error });
+}
+
+/**
+ * The caller's progress callback, kept from the run: a throw from it would end the run as an internal
+ * error (`complete: false` with every target done). It is called no more after its first throw, which
+ * `rethrow` throws once the run has ended.
+ */
+function guardedProgress(onProgress: RunJobFileOptions["onProgress"], logger: Logger | undefined) {
+	let thrown: { error: unknown } | undefined;
+	const callback =
+		onProgress &&
+		((snapshot: ProgressSnapshot) => {
+			if (thrown) return;
+			try {
+				onProgress(snapshot);
+			} catch (error) {
+				thrown = { error };
+				logger?.error({ err: error }, "onProgress threw: it is called no more; the run goes on");
+			}
+		});
+	return {
+		callback,
+		rethrow() {
+			if (thrown) throw thrown.error;
+		},
+	};
 }

@@ -1,6 +1,5 @@
 import { randomBytes } from "node:crypto";
 import { basename, join, resolve } from "node:path";
-import { UsageError } from "../common/index.js";
 import { assertAcceptable, assertStoreLoads } from "../history/index.js";
 import { type Job, SHARD_SUFFIX_PATTERN, shardSuffix, type TargetCounts } from "../job/index.js";
 import { findCorruptLines, jobOutputDir, newRunId, RUN_FILES } from "../output/index.js";
@@ -9,6 +8,7 @@ import {
 	type LockLease,
 	listRuns,
 	lockJobOutput,
+	ResumeError,
 	type RunLock,
 	tookOverMessage,
 } from "../run/index.js";
@@ -80,7 +80,8 @@ export function planRuns(
 		const runs = ownRuns();
 		const chosen = typeof resume === "string" ? runs.find((info) => info.runId === resume) : runs[0];
 		if (!chosen) {
-			throw new UsageError(
+			// Nothing to resume: the library's callers match it as they match "already complete".
+			throw new ResumeError(
 				typeof resume === "string"
 					? `no run ${resume} of job ${job.name} under ${outRoot}`
 					: `no earlier run of job ${job.name} under ${outRoot} to resume`,

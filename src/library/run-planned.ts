@@ -38,6 +38,7 @@ import type { RunBrowserAccess } from "./browser-access.js";
 import { pingHealthcheck } from "./healthcheck.js";
 import { openMetricsFile, previousLastSuccess } from "./metrics-file.js";
 import { pushOtlpMetrics } from "./otlp-push.js";
+import { summarySucceeded } from "./run-exit-code.js";
 import { applySnapshot, applySummary, initialMetrics, type RunMetrics } from "./run-metrics.js";
 import type { PlannedRun } from "./run-plan.js";
 import { checkSavedIds } from "./saved-ids.js";
@@ -208,13 +209,10 @@ export async function runPlannedJob(
 
 /**
  * Whether the run ends with exit code 0: it ran to its end (no stop), every target has an ok record,
- * and the required extract fields are filled enough. The CLI's exit code and the pings read this one rule.
+ * and the required extract fields are filled enough (`summarySucceeded`, the rule `runExitCode` reads).
  */
 export function runSucceeded(result: Pick<RunJobResult, "summary" | "stopReason">): boolean {
-	const { summary } = result;
-	if (result.stopReason !== null || !summary.complete) return false;
-	if ((summary.extract?.below_min_fill.length ?? 0) > 0) return false;
-	return summary.targets.by_status.failed + summary.targets.by_status.skipped === 0;
+	return result.stopReason === null && summarySucceeded(result.summary);
 }
 
 /** The run's metrics (once the run has started) and the file they are written to. */

@@ -8,7 +8,7 @@ import {
 	type ScraperClient,
 	type ScraperClientOptions,
 } from "../api/index.js";
-import { ScrapejobError, UsageError, writeFileAtomic } from "../common/index.js";
+import { UsageError, writeFileAtomic } from "../common/index.js";
 import { demoSiteIsSet, type ResolvedConfig, resolveConfig, resolveFleetConfig } from "../config/index.js";
 import { OutputError } from "../output/index.js";
 
@@ -86,11 +86,8 @@ export interface ServiceFlags {
 	out?: string;
 }
 
-export class MissingKeyError extends ScrapejobError {
-	constructor(message: string) {
-		super("SCRAPEJOB_USAGE", message);
-	}
-}
+/** No key to run with: a usage mistake like any other (`instanceof UsageError`), nothing was sent. */
+export class MissingKeyError extends UsageError {}
 
 export interface ServiceConnection {
 	readonly config: ResolvedConfig;

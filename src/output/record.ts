@@ -1,6 +1,7 @@
 import { type RequestedMode, RECORD_COLUMNS as SHARED_RECORD_COLUMNS } from "../common/index.js";
 
 export const RECORD_STATUSES = ["ok", "failed", "skipped"] as const;
+/** A record's `status`; `skipped` only in records of older versions. */
 export type RecordStatus = (typeof RECORD_STATUSES)[number];
 
 /**

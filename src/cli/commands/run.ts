@@ -21,6 +21,7 @@ import {
 	streamTargetBatches,
 } from "../../job/index.js";
 import {
+	checkHttpUrl,
 	fleetRunComplete,
 	type LoadedRunJob,
 	nothingToRetry,
@@ -31,8 +32,8 @@ import {
 	previewSelection,
 	type RunOptions,
 	releasePlannedRuns,
+	runExitCode,
 	runPlannedJob,
-	runSucceeded,
 	shardJobs,
 } from "../../library/index.js";
 import { csvColumnsFor, formatSummary, jobOutputDir } from "../../output/index.js";
@@ -84,24 +85,6 @@ function positiveInt(name: string) {
 			throw new InvalidArgumentError(`${name} must be a positive integer, got ${JSON.stringify(value)}`);
 		return parsed;
 	};
-}
-
-/**
- * `--notify`, `--healthcheck`: an http(s) address, checked before anything is sent (the job key's own
- * rule) — after parsing, not by commander, whose message would echo the value: a ping URL is a secret.
- */
-function checkHttpUrl(name: string, value: string | undefined): void {
-	if (value === undefined) return;
-	let parsed: URL | null = null;
-	try {
-		parsed = new URL(value);
-	} catch {
-		// reported below
-	}
-	if (!parsed || (parsed.protocol !== "https:" && parsed.protocol !== "http:"))
-		throw new UsageError(
-			`${name} must be an http:// or https:// address (the value is not shown: it may hold a secret)`,
-		);
 }
 
 function duration(name: string) {
@@ -695,45 +678,16 @@ async function runOne(
 	}
 	if (!interactive) logger.info({ job: job.name, complete: summary.complete, run_dir: outcome.runDir }, "run finished");
 
-	switch (outcome.stopReason) {
-		case "interrupted":
-			return EXIT.interrupted;
-		case "unauthorized":
-		case "insufficient_credits":
-		case "forbidden":
-		case "service_unavailable":
-			return EXIT.authOrCredits;
-		case "fleet_unavailable":
-			writeLine(ctx.stderr, `scrapejob: ${outcome.stopMessage ?? "the fleet's database stopped answering"}`);
-			return EXIT.authOrCredits;
-		case "budget_exhausted":
-		case "contract_failed":
-			return EXIT.someTargetsFailed;
-		case "paid_failures":
-			// Said even with --quiet: credits were going for nothing, and the cron mail must say why it stopped.
-			writeLine(ctx.stderr, `scrapejob: ${outcome.stopMessage ?? "stopped: charged failures in a row"}`);
-			return EXIT.someTargetsFailed;
-		case "output_failed":
-			// Said even with --quiet: a full disk is what the person reading the cron mail must learn.
-			writeLine(ctx.stderr, `scrapejob: ${outcome.stopMessage ?? "output failed: nothing more was sent"}`);
-			return EXIT.outputFailed;
-		case "invalid_source":
-			return EXIT.invalidInput;
-		case "lease_lost":
-			writeLine(
-				ctx.stderr,
-				`scrapejob: ${outcome.stopMessage ?? "lease lost: another process took the job's lock over"}`,
-			);
-			return EXIT.lockHeld;
-		case null:
-			break;
-		default: {
-			const unreachable: never = outcome.stopReason;
-			throw new Error(`unhandled stop reason ${String(unreachable)}`);
-		}
-	}
-	// A domain's breaker open at the end: its targets are parked; a retry now would pay the same block again.
-	if ((summary.breakers?.length ?? 0) > 0) return EXIT.breakerOpen;
-	// Incomplete, a failed or skipped target, or a required extract field filled below `min_fill`.
-	return runSucceeded(outcome) ? EXIT.ok : EXIT.someTargetsFailed;
+	// Said even with --quiet: the cron mail must say why it stopped (a lost database, credits going for
+	// nothing, a full disk, a lock taken over).
+	const said: Partial<Record<NonNullable<typeof outcome.stopReason>, string>> = {
+		fleet_unavailable: "the fleet's database stopped answering",
+		paid_failures: "stopped: charged failures in a row",
+		output_failed: "output failed: nothing more was sent",
+		lease_lost: "lease lost: another process took the job's lock over",
+	};
+	const fallback = outcome.stopReason === null ? undefined : said[outcome.stopReason];
+	if (fallback !== undefined) writeLine(ctx.stderr, `scrapejob: ${outcome.stopMessage ?? fallback}`);
+	// The library's one rule: a stop reason, an open breaker, or the records (runJobFile's users read it too).
+	return runExitCode(summary);
 }

@@ -24,8 +24,15 @@ import type { PaidAnswer } from "../target/paid-answers.js";
 
 /** `--resume` cannot go on: the job's targets changed (without `--force`), or the run folder is unusable. */
 export class ResumeError extends ScrapejobError {
-	constructor(message: string, options?: { cause?: unknown }) {
+	/**
+	 * Nothing to do, which is no failure: the run (or the fleet run) is complete already, or no target's
+	 * latest record failed (`retryFailed`). `scrapejob run` says so and exits 0; otherwise it exits 2.
+	 */
+	readonly nothingToDo: boolean;
+
+	constructor(message: string, options?: { cause?: unknown; nothingToDo?: boolean }) {
 		super("SCRAPEJOB_USAGE", message, options);
+		this.nothingToDo = options?.nothingToDo === true;
 	}
 }
 

@@ -4,13 +4,22 @@ import type { RunStatistics } from "./run-statistics.js";
 
 /** Where a run stands, as `onProgress` receives it (as records are written, and each second of a pause). */
 export interface ProgressSnapshot {
+	/** Targets with a record, every session of the run included (`summary.targets.done`). */
 	readonly done: number;
+	/**
+	 * Targets the run knows of. A crawl's grows as it finds pages, and may end above `done`: a page
+	 * known only as where another page's redirect landed gets no record of its own.
+	 */
 	readonly total: number;
+	/** Records by status (`summary.targets.by_status`). */
 	readonly ok: number;
 	readonly failed: number;
 	readonly skipped: number;
+	/** Credits the run used so far, every session included (`summary.credits.used`). */
 	readonly creditsUsed: number;
+	/** Requests beyond the first per recorded target (`summary.retries`). */
 	readonly retries: number;
+	/** Targets being fetched, the one whose record this snapshot reports included. */
 	readonly inFlight: number;
 	/** Records written in this session (a resumed run's `done` includes the earlier sessions'): for rates. */
 	readonly sessionDone: number;
