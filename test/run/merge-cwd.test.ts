@@ -7,12 +7,17 @@ import { runCli } from "../helpers/run-cli.js";
 import { useTestService } from "../helpers/service.js";
 import { runPrintedCommand } from "../helpers/spawn-cli.js";
 
+/** The shop job of `count` product pages of `site` in `dir` (`shop.yaml`), with `keys` lines before its targets. */
+function writeShopJob(dir: string, site: string, count: number, keys: readonly string[] = []): void {
+	const urls = Array.from({ length: count }, (_, index) => `  - ${site}/product/${index + 1}`);
+	writeJob(dir, "shop", ["name: shop", ...keys, "defaults: {mode: request}", "targets:", ...urls, ""].join("\n"));
+}
+
 describe("mergeShardRuns works from the caller's directory, not the process's", () => {
 	it("relative folders are read below `cwd`, and the commands that finish the merge are relative to it", async () => {
 		const service = await useTestService();
 		const dir = tempDir();
-		const urls = [1, 2, 3, 4].map((id) => `  - ${service.site.url}/product/${id}`);
-		writeJob(dir, "shop", ["name: shop", "defaults: {mode: request}", "targets:", ...urls, ""].join("\n"));
+		writeShopJob(dir, service.site.url, 4);
 		const shard = await runCli(["run", "shop.yaml", "--out", "out", "--quiet", "--shard", "1/2"], {
 			env: service.env,
 			cwd: dir,
@@ -33,12 +38,7 @@ describe("a merge made again once its missing shards ran", () => {
 	it("replaces the folder the incomplete merge wrote; a folder that is not a merge of the job is refused untouched", async () => {
 		const service = await useTestService();
 		const dir = tempDir();
-		const urls = [1, 2, 3, 4, 5, 6].map((id) => `  - ${service.site.url}/product/${id}`);
-		writeJob(
-			dir,
-			"shop",
-			["name: shop", "shard_by: url", "defaults: {mode: request}", "targets:", ...urls, ""].join("\n"),
-		);
+		writeShopJob(dir, service.site.url, 6, ["shard_by: url"]);
 		const options = { env: service.env, cwd: dir };
 		expect((await runCli(["run", "shop.yaml", "--out", "out", "--quiet", "--shard", "1/2"], options)).code).toBe(0);
 		const shards = () => readdirSync(join(dir, "out", "shop")).filter((name) => name.includes("-shard-"));
@@ -76,8 +76,7 @@ describe("merge's commands for shards whose keys came from a --config file", () 
 	it("carry --config (kept in run.json as a path, never its values) and run as printed", async () => {
 		const service = await useTestService();
 		const dir = tempDir();
-		const urls = [1, 2, 3, 4].map((id) => `  - ${service.site.url}/product/${id}`);
-		writeJob(dir, "shop", ["name: shop", "defaults: {mode: request}", "targets:", ...urls, ""].join("\n"));
+		writeShopJob(dir, service.site.url, 4);
 		const keys = Object.entries(service.env).map(([name, value]) => `${name}=${value}`);
 		writeFileSync(join(dir, "keys.env"), `${keys.join("\n")}\n`);
 		// Nothing in the environment reaches the service: only the file does.
@@ -105,14 +104,7 @@ describe("merge's command for a shard stopped at its budget", () => {
 	it("carries the larger --max-credits the shard's own hint prints: pasted, it finishes the shard (a plain --resume stops again at once)", async () => {
 		const service = await useTestService();
 		const dir = tempDir();
-		const urls = Array.from({ length: 8 }, (_, index) => `  - ${service.site.url}/product/${index + 1}`);
-		writeJob(
-			dir,
-			"shop",
-			["name: shop", "shard_by: url", "max_credits: 4", "defaults: {mode: request}", "targets:", ...urls, ""].join(
-				"\n",
-			),
-		);
+		writeShopJob(dir, service.site.url, 8, ["shard_by: url", "max_credits: 4"]);
 		const options = { env: service.env, cwd: dir };
 		const shardHints: string[] = [];
 		for (const shard of ["1/2", "2/2"]) {
@@ -147,12 +139,7 @@ describe("merge of a job folder", () => {
 	it("takes the newest run of each shard: after a second night, the glob of run folders is refused with that advice, the job folder merges", async () => {
 		const service = await useTestService();
 		const dir = tempDir();
-		const urls = [1, 2, 3, 4, 5, 6].map((id) => `  - ${service.site.url}/product/${id}`);
-		writeJob(
-			dir,
-			"shop",
-			["name: shop", "shard_by: url", "defaults: {mode: request}", "targets:", ...urls, ""].join("\n"),
-		);
+		writeShopJob(dir, service.site.url, 6, ["shard_by: url"]);
 		const options = { env: service.env, cwd: dir };
 		const nights: string[][] = [];
 		for (const night of [1, 2]) {
@@ -192,14 +179,7 @@ describe("merge of a job folder after a shard missed a round", () => {
 		// The site answers slowly, so the first round's two shards run at the same time, as a night's pods do.
 		const service = await useTestService({}, 150);
 		const dir = tempDir();
-		const urls = Array.from({ length: 12 }, (_, index) => `  - ${service.site.url}/product/${index + 1}`);
-		writeJob(
-			dir,
-			"shop",
-			["name: shop", "shard_by: url", "concurrency: 1", "defaults: {mode: request}", "targets:", ...urls, ""].join(
-				"\n",
-			),
-		);
+		writeShopJob(dir, service.site.url, 12, ["shard_by: url", "concurrency: 1"]);
 		const options = { env: service.env, cwd: dir };
 		const shard = (which: string) =>
 			runCli(["run", "shop.yaml", "--out", "out", "--quiet", "--shard", which], options).then((result) => {
