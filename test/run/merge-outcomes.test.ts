@@ -92,7 +92,8 @@ describe("merge: changes and breakers of the shards", () => {
 		const service = await useTestService();
 		const dir = tempDir();
 		const out = join(dir, "out");
-		const targets = Array.from({ length: 8 }, (_, index) => `  - ${service.site.url}/product/${index + 1}`);
+		// 24 targets split by URL: neither shard is left empty (of 8, one was for 1 site port in 128).
+		const targets = Array.from({ length: 24 }, (_, index) => `  - ${service.site.url}/product/${index + 1}`);
 		const job = writeJob(
 			dir,
 			"fill",
@@ -118,7 +119,7 @@ describe("merge: changes and breakers of the shards", () => {
 		const result = await runCli(["merge", ...folders, "--out", join(dir, "merged"), "--json"]);
 		expect(result.code, result.stderr).toBe(1);
 		const summary = JSON.parse(result.stdout) as RunSummary;
-		expect(summary).toMatchObject({ complete: true, targets: { done: 8, by_status: { ok: 8, failed: 0 } } });
-		expect(summary.extract).toMatchObject({ records: 8, below_min_fill: ["sku"] });
+		expect(summary).toMatchObject({ complete: true, targets: { done: 24, by_status: { ok: 24, failed: 0 } } });
+		expect(summary.extract).toMatchObject({ records: 24, below_min_fill: ["sku"] });
 	});
 });
