@@ -100,6 +100,8 @@ describe("merge: changes and breakers of the shards", () => {
 			[
 				"name: fill",
 				"shard_by: url",
+				// Every record lacks its required field: a breaker would park the rest.
+				"breaker: false",
 				"defaults: {mode: request}",
 				"extract:",
 				"  sku: {css: .no-such-class, required: true}",
