@@ -30,6 +30,7 @@ export {
 	newRunId,
 	RUN_FILES,
 	readSandboxRun,
+	runStartedMs,
 	SANDBOX_RUN_FILE,
 	writeSandboxRun,
 } from "./run-folder.js";

@@ -32,6 +32,17 @@ export function newRunId(now: Date = new Date()): string {
 	return `${stamp}-${millisecond}${randomBytes(2).toString("hex").slice(0, 3)}`;
 }
 
+/** When a run folder's first session started (run.json's `created_at`), ms; null when unreadable. */
+export function runStartedMs(dir: string): number | null {
+	try {
+		const meta = JSON.parse(readFileSync(join(dir, RUN_FILES.meta), "utf8")) as { created_at?: unknown };
+		const at = typeof meta.created_at === "string" ? Date.parse(meta.created_at) : Number.NaN;
+		return Number.isFinite(at) ? at : null;
+	} catch {
+		return null;
+	}
+}
+
 export function jobOutputDir(outRoot: string, jobName: string): string {
 	return join(outRoot, jobName);
 }

@@ -1,7 +1,7 @@
 import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { jsonlLines, UsageError, writeFileAtomic } from "../common/index.js";
-import { parseRecordLine, type ResultRecord, RUN_FILES, type RunSummary } from "../output/index.js";
+import { parseRecordLine, type ResultRecord, RUN_FILES, type RunSummary, runStartedMs } from "../output/index.js";
 import { createRecordAggregates, type RecordAggregates } from "./record-aggregates.js";
 import { renderReportHtml } from "./render-report.js";
 import type { ReportData } from "./report-data.js";
@@ -89,13 +89,9 @@ function readSummary(runDir: string): RunSummary {
 
 /** The folder's first session start: every record of every session finishes after it. */
 function runOrigin(runDir: string, summary: RunSummary): number {
-	try {
-		const meta = JSON.parse(readFileSync(join(runDir, RUN_FILES.meta), "utf8")) as { created_at?: unknown };
-		const created = typeof meta.created_at === "string" ? Date.parse(meta.created_at) : Number.NaN;
-		if (Number.isFinite(created)) return created;
-	} catch {
-		// A merged folder has no run.json: the summary's start is the next best origin.
-	}
+	// A merged folder has no run.json: the summary's start is the next best origin.
+	const created = runStartedMs(runDir);
+	if (created !== null) return created;
 	const started = Date.parse(summary.started_at);
 	return Number.isFinite(started) ? started : 0;
 }

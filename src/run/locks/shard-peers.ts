@@ -2,7 +2,7 @@ import { readdirSync, readFileSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { shardIsIdle } from "../../crawl/index.js";
 import type { ShardSpec } from "../../job/index.js";
-import { RUN_FILES } from "../../output/index.js";
+import { RUN_FILES, runStartedMs } from "../../output/index.js";
 import { type LockLease, liveLockHolder } from "./run-lock.js";
 
 /** The other shards of this run's layout, as their locks in the job folder say (`.lock-shard-J-of-N`). */
@@ -65,16 +65,14 @@ export function watchShardPeers(
  */
 export function shardsEndedDuring(runDir: string, shard: ShardSpec): Set<number> {
 	const ended = new Set<number>();
+	const sinceMs = runStartedMs(runDir);
+	if (sinceMs === null) return ended;
 	let names: string[];
-	let sinceMs: number;
 	try {
-		const meta = JSON.parse(readFileSync(join(runDir, RUN_FILES.meta), "utf8")) as { created_at?: unknown };
-		sinceMs = typeof meta.created_at === "string" ? Date.parse(meta.created_at) : Number.NaN;
 		names = readdirSync(dirname(runDir));
 	} catch {
 		return ended;
 	}
-	if (!Number.isFinite(sinceMs)) return ended;
 	const jobDir = dirname(runDir);
 	for (let index = 1; index <= shard.count; index += 1) {
 		if (index === shard.index) continue;

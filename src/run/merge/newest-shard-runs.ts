@@ -1,8 +1,8 @@
-import { existsSync, readFileSync } from "node:fs";
+import { existsSync } from "node:fs";
 import { join } from "node:path";
 import { UsageError } from "../../common/index.js";
 import { SHARD_SUFFIX_PATTERN } from "../../job/index.js";
-import { RUN_FILES } from "../../output/index.js";
+import { RUN_FILES, runStartedMs } from "../../output/index.js";
 import { listRuns } from "../records/find-runs.js";
 
 /**
@@ -30,8 +30,9 @@ function newestShardRuns(jobDir: string): string[] | null {
 		.flatMap((run): ShardRun[] => {
 			const match = SHARD_SUFFIX_PATTERN.exec(run.runId);
 			if (!match) return [];
-			const from = timeIn(join(run.dir, RUN_FILES.meta), "created_at") ?? 0;
-			const to = timeIn(join(run.dir, RUN_FILES.summary), "finished_at") ?? Number.POSITIVE_INFINITY;
+			const from = runStartedMs(run.dir) ?? 0;
+			const finished = run.summary ? Date.parse(run.summary.finished_at) : Number.NaN;
+			const to = Number.isFinite(finished) ? finished : Number.POSITIVE_INFINITY;
 			return [{ dir: run.dir, index: Number(match[1]), count: Number(match[2]), from, to }];
 		})
 		// Run ids sort by the second a run started; run.json's time tells two runs of one second apart.
@@ -62,16 +63,5 @@ function refuseMixedRounds(newest: ReadonlyMap<number, ShardRun>, layout: readon
 				`the newest run of shard ${chosen.index} of ${chosen.count}, ${chosen.dir}, ran beside ${older.dir}, an earlier run of shard ${other.index}, not beside its newest, ${other.dir}: shard ${chosen.index} has not run since. Run it (or give merge the run folders to merge by name)`,
 			);
 		}
-	}
-}
-
-/** An ISO time field of a JSON file, ms; null when the file or the field is missing or not a time. */
-function timeIn(path: string, field: string): number | null {
-	try {
-		const value = (JSON.parse(readFileSync(path, "utf8")) as Record<string, unknown>)[field];
-		const at = typeof value === "string" ? Date.parse(value) : Number.NaN;
-		return Number.isFinite(at) ? at : null;
-	} catch {
-		return null;
 	}
 }
