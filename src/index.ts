@@ -50,6 +50,7 @@ export {
 	streamTargets,
 	type Target,
 	type TargetCounts,
+	type VariablesNeeded,
 } from "./job/index.js";
 export {
 	type ExitCodeSummary,

@@ -71,3 +71,4 @@ export type {
 	TextSourceSpec,
 } from "./types.js";
 export { checkTargetUrl, MAX_TARGET_URL_CHARS } from "./url-check.js";
+export { EXTRACTION_VARIABLES, RECORD_VARIABLES, type VariablesNeeded } from "./variables-needed.js";

@@ -3,12 +3,13 @@ import { errorMessage, redactSecrets } from "../common/index.js";
 import { expandEnvInDocument } from "./expand-env.js";
 import { displayPathFor, type NormalizeContext, normalizeJob, normalizePartialJob } from "./normalize.js";
 import { MAX_JOB_FILE_BYTES, parseJobYaml, readJobText } from "./parse-yaml.js";
-import { formatPath, locatePath } from "./positions.js";
+import { type DataPath, formatPath, locatePath } from "./positions.js";
 import { type JobProblem, JobValidationError } from "./problems.js";
 import { checkJobRules } from "./rules.js";
 import { jobFileSchema } from "./schema.js";
 import { scanJob } from "./stream-targets.js";
 import type { Job, TargetCounts } from "./types.js";
+import type { VariablesNeeded } from "./variables-needed.js";
 import { describeIssue, issuesToProblems, type PathProblem } from "./zod-issues.js";
 
 /** Options of `loadJob`. */
@@ -27,6 +28,12 @@ export interface LoadJobOptions {
 	signal?: AbortSignal;
 	/** Job files larger than this are refused unread. @default MAX_JOB_FILE_BYTES (10 MiB) */
 	maxFileBytes?: number;
+	/**
+	 * Where an unset `${NAME}` is a problem. Elsewhere it stays written as `${NAME}`, and is reported only
+	 * if the value is then invalid: for callers that read part of a job (`export` reads its name and output
+	 * settings). @default everywhere
+	 */
+	variablesNeeded?: VariablesNeeded;
 }
 
 /** What `loadJob` returns: the normalized job, its warnings, and the counts found while checking its sources. */
@@ -36,6 +43,29 @@ export interface LoadedJob {
 	warnings: JobProblem[];
 	/** What streaming the sources found; `null` when `checkSources` is false. */
 	counts: TargetCounts | null;
+}
+
+/**
+ * The job's data without the parts holding these paths: a target or source entry, a key of `defaults`, or
+ * a top-level key. Only for parts the caller does not read.
+ */
+function withoutParts(data: Record<string, unknown>, paths: ReadonlyArray<DataPath>): Record<string, unknown> {
+	const copy: Record<string, unknown> = { ...data };
+	const dropped = new Map<string, Set<PropertyKey>>();
+	for (const [key, part] of paths) {
+		if (typeof key !== "string") continue;
+		if ((key === "targets" || key === "sources" || key === "defaults") && part !== undefined) {
+			const parts = dropped.get(key) ?? new Set<PropertyKey>();
+			dropped.set(key, parts.add(part));
+		} else delete copy[key];
+	}
+	for (const [key, parts] of dropped) {
+		const value = copy[key];
+		if (Array.isArray(value)) copy[key] = value.filter((_, index) => !parts.has(index));
+		else if (value !== null && typeof value === "object")
+			copy[key] = Object.fromEntries(Object.entries(value).filter(([name]) => !parts.has(name)));
+	}
+	return copy;
 }
 
 function sortByPosition(problems: JobProblem[]): JobProblem[] {
@@ -99,10 +129,15 @@ async function loadJobUnredacted(path: string, options: LoadJobOptions): Promise
 	}
 
 	const problems: JobProblem[] = [];
+	// Unset variables where the caller does not read stay written as `${NAME}` and are not problems.
+	const needed = options.variablesNeeded ?? (() => true);
+	const unread = envProblems.filter((problem) => !needed(problem.path)).map((problem) => problem.path);
+	const unreadPaths = new Set(unread.map(formatPath));
 	// One missing variable used on every target would be forty identical lines: report the first use, with a count.
 	const uses = new Map<string, number>();
-	for (const problem of envProblems) uses.set(problem.message, (uses.get(problem.message) ?? 0) + 1);
-	for (const problem of envProblems) {
+	const neededEnvProblems = envProblems.filter((problem) => needed(problem.path));
+	for (const problem of neededEnvProblems) uses.set(problem.message, (uses.get(problem.message) ?? 0) + 1);
+	for (const problem of neededEnvProblems) {
 		const count = uses.get(problem.message);
 		if (count === undefined) continue;
 		uses.delete(problem.message);
@@ -112,12 +147,20 @@ async function loadJobUnredacted(path: string, options: LoadJobOptions): Promise
 		const message = `${pathText}: ${problem.message}${more}${problem.hint ?? ""}`;
 		problems.push({ ...problemAt(at.line, at.col, message), path: pathText });
 	}
-	// A value with an unset variable has been reported; checking what is left of it would only add noise.
-	const reported = new Set(envProblems.map((p) => formatPath(p.path)));
+	// A value with an unset variable has been reported (or is not read); checking what is left of it would only add noise.
+	const reported = new Set([...neededEnvProblems.map((p) => formatPath(p.path)), ...unreadPaths]);
 
 	// `jitless`: zod compiles a parser for each object schema on its first parse (`new Function`), which
 	// pays only when a schema parses many inputs; a job file is parsed once: ~5 ms less before a run starts.
-	const result = jobFileSchema.safeParse(data, { reportInput: true, error: describeIssue, jitless: true });
+	const parse = (input: Record<string, unknown>) =>
+		jobFileSchema.safeParse(input, { reportInput: true, error: describeIssue, jitless: true });
+	let result = parse(data);
+	// A value the caller does not read that fails its check as written (`url: ${TARGET_URL}`) is left out
+	// of the job returned; problems elsewhere are reported at their places in the file as written.
+	if (!result.success && result.error.issues.some((issue) => unreadPaths.has(formatPath(issue.path)))) {
+		const withoutUnread = parse(withoutParts(data, unread));
+		if (withoutUnread.success) result = withoutUnread;
+	}
 	const schemaProblems = result.success ? [] : issuesToProblems(result.error.issues, jobFileSchema, data);
 	const ruleProblems = checkJobRules(data);
 	const place = (p: PathProblem): JobProblem => {
@@ -142,7 +185,7 @@ async function loadJobUnredacted(path: string, options: LoadJobOptions): Promise
 
 	const ctx: NormalizeContext = { file, displayFile, cwd, locate: (p) => locatePath(doc, lineCounter, p) };
 	const valid = result.success && problems.length === 0;
-	const job = valid ? normalizeJob(result.data, ctx) : normalizePartialJob(data, ctx);
+	const job = valid && result.data ? normalizeJob(result.data, ctx) : normalizePartialJob(data, ctx);
 
 	const warnings = [...yamlWarnings];
 	let counts: TargetCounts | null = null;

@@ -4,7 +4,7 @@ import type { Logger } from "pino";
 import { type LastWords, UsageError } from "../common/index.js";
 import { environmentKeys, resolveRunSettings } from "../config/index.js";
 import { openJobHistory } from "../history/index.js";
-import { loadJob } from "../job/index.js";
+import { EXTRACTION_VARIABLES, loadJob } from "../job/index.js";
 import { jobOutputDir, newRunId } from "../output/index.js";
 import { lockJobOutput, notifyRunEnd, type RunJobResult, reextractRun } from "../run/index.js";
 import type { RunJobFileResult } from "./run-job-file.js";
@@ -60,7 +60,13 @@ export async function extractPlanned(path: string, options: ExtractPlannedOption
 	const outRoot = resolve(cwd, options.out ?? "output");
 	const env = withSandboxDemoSite(options.env ?? process.env, outRoot);
 	const signal = options.signal ?? new AbortController().signal;
-	const { job } = await loadJob(resolve(cwd, path), { env, cwd, signal, checkSources: false });
+	const { job } = await loadJob(resolve(cwd, path), {
+		env,
+		cwd,
+		signal,
+		checkSources: false,
+		variablesNeeded: EXTRACTION_VARIABLES,
+	});
 	const jobDir = jobOutputDir(outRoot, job.name);
 	if (!existsSync(jobDir))
 		throw new UsageError(`no records of job ${job.name} under ${outRoot}: nothing to re-extract`);

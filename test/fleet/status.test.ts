@@ -1,3 +1,4 @@
+// biome-ignore-all lint/suspicious/noTemplateCurlyInString: job files spell variables as ${NAME}
 import { describe, expect, it } from "vitest";
 import {
 	acquireSlot,
@@ -74,6 +75,15 @@ describe("fleet status", () => {
 		expect(JSON.parse(json.stdout)[0]).toMatchObject({ state: "complete", in_flight: 0, concurrency_limit: 3 });
 		const text = await spawnCli(["fleet", "status", file, "--fleet", url], {}, dir).done;
 		expect(text.stdout).toContain("in flight  0 of 3");
+		// The job file as the workers ran it, with variables this shell does not set: status reads only its name.
+		const withVariables = writeJob(
+			dir,
+			"job-with-variables",
+			"name: job\nnotify: {url: '${HOOK_URL}'}\ntargets:\n  - https://${SHOP_HOST}/p/0\n",
+		);
+		const unset = await spawnCli(["fleet", "status", withVariables, "--fleet", url, "--json"], {}, dir).done;
+		expect(unset.code, unset.stderr).toBe(0);
+		expect(JSON.parse(unset.stdout)[0]).toMatchObject({ state: "complete" });
 	}, 30_000);
 
 	it("a run whose every target was fresh says so: its targets counted as fresh, not a run of nothing (text and --json)", async () => {

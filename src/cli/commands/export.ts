@@ -10,7 +10,7 @@ import {
 	exportLatest,
 	openJobHistory,
 } from "../../history/index.js";
-import { loadJob } from "../../job/index.js";
+import { loadJob, RECORD_VARIABLES } from "../../job/index.js";
 import { exportFleetLatest, withSandboxDemoSite } from "../../library/index.js";
 import { csvColumnsFor, jobOutputDir } from "../../output/index.js";
 import { type CliContext, writeLine } from "../context.js";
@@ -103,7 +103,12 @@ Examples:
 					let job: Awaited<ReturnType<typeof loadJob>>["job"];
 					try {
 						const env = withSandboxDemoSite(ctx.env, resolve(ctx.cwd, flags.from));
-						({ job } = await loadJob(resolve(ctx.cwd, jobFile), { env, cwd: ctx.cwd, checkSources: false }));
+						({ job } = await loadJob(resolve(ctx.cwd, jobFile), {
+							env,
+							cwd: ctx.cwd,
+							checkSources: false,
+							variablesNeeded: RECORD_VARIABLES,
+						}));
 					} catch (error) {
 						answerInvalidJob(ctx, flags.json === true, error);
 						return;

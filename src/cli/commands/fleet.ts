@@ -1,7 +1,7 @@
 import { resolve } from "node:path";
 import type { Command } from "commander";
 import { UsageError } from "../../common/index.js";
-import { loadJob } from "../../job/index.js";
+import { loadJob, RECORD_VARIABLES } from "../../job/index.js";
 import { type FleetStatus, fleetStatusOf, targetCounts } from "../../library/index.js";
 import { type CliContext, writeLine } from "../context.js";
 import { formatTable } from "../format/index.js";
@@ -53,7 +53,12 @@ async function fleetStatusCommand(ctx: CliContext, jobFile: string, flags: Fleet
 	try {
 		({
 			job: { name: jobName },
-		} = await loadJob(resolve(ctx.cwd, jobFile), { env: ctx.env, cwd: ctx.cwd, checkSources: false }));
+		} = await loadJob(resolve(ctx.cwd, jobFile), {
+			env: ctx.env,
+			cwd: ctx.cwd,
+			checkSources: false,
+			variablesNeeded: RECORD_VARIABLES,
+		}));
 	} catch (error) {
 		answerInvalidJob(ctx, flags.json === true, error);
 		return;
