@@ -31,13 +31,20 @@ const DEMO_SITE_HINT =
  * expands to nothing): cron runs with a thin environment, and a URL silently missing its host is
  * worse than a refusal. `$${` stays a literal `${`.
  */
-export function expandString(value: string, env: Readonly<Record<string, string | undefined>>): ExpandResult {
+export function expandString(
+	value: string,
+	env: Readonly<Record<string, string | undefined>>,
+	onExpanded?: (name: string, value: string) => void,
+): ExpandResult {
 	const problems: ExpandResult["problems"] = [];
 	const expanded = value.replace(REFERENCE, (match: string, name: string | undefined, index: number) => {
 		if (match === "$${") return "${";
 		if (name !== undefined) {
 			const replacement = env[name];
-			if (replacement !== undefined) return replacement;
+			if (replacement !== undefined) {
+				onExpanded?.(name, replacement);
+				return replacement;
+			}
 			problems.push({
 				index,
 				reference: match,
@@ -59,12 +66,13 @@ export function expandString(value: string, env: Readonly<Record<string, string 
 /**
  * Expand variables in every string value of the document in place (keys are left alone: they are
  * the job format's own words). The document keeps its source ranges, so problems point at the
- * reference itself, e.g. the `$` of `${SHOP_HOST}` inside a URL.
+ * reference itself, e.g. the `$` of `${SHOP_HOST}` inside a URL. `onExpanded` hears each variable used.
  */
 export function expandEnvInDocument(
 	doc: Document,
 	text: string,
 	env: Readonly<Record<string, string | undefined>>,
+	onExpanded?: (name: string, value: string) => void,
 ): EnvProblem[] {
 	const problems: EnvProblem[] = [];
 	const visit = (node: unknown, path: PropertyKey[]): void => {
@@ -84,7 +92,7 @@ export function expandEnvInDocument(
 			return;
 		}
 		if (isScalar(node) && typeof node.value === "string" && node.value.includes("${")) {
-			const result = expandString(node.value, env);
+			const result = expandString(node.value, env, onExpanded);
 			node.value = result.value;
 			const start = (node as Node).range?.[0] ?? 0;
 			const end = (node as Node).range?.[1] ?? start;

@@ -68,6 +68,9 @@ function withoutParts(data: Record<string, unknown>, paths: ReadonlyArray<DataPa
 	return copy;
 }
 
+/** Shortest variable value a problem's message spells back as `${NAME}`. */
+const MIN_SPELLED_VALUE = 8;
+
 function sortByPosition(problems: JobProblem[]): JobProblem[] {
 	return problems.sort((a, b) => a.line - b.line || a.col - b.col);
 }
@@ -83,12 +86,23 @@ export async function loadJob(path: string, options: LoadJobOptions = {}): Promi
 	const keys = Object.entries(env)
 		.filter(([name, value]) => /^SCRAPEJOB_.*KEY$/.test(name) && typeof value === "string" && value.length >= 4)
 		.map(([, value]) => value as string);
-	const scrub = (problem: JobProblem): JobProblem =>
-		keys.some((key) => problem.message.includes(key))
-			? { ...problem, message: redactSecrets(problem.message, keys) }
-			: problem;
+	// Nor a `${API_TOKEN}` in a target's query: a message shows each variable's value as the file spells it.
+	const expanded = new Map<string, string>();
+	const spelled = (message: string): string => {
+		let text = message;
+		for (const [value, name] of [...expanded].sort(([a], [b]) => b.length - a.length))
+			if (text.includes(value)) text = text.replaceAll(value, () => `\${${name}}`);
+		return text;
+	};
+	const scrub = (problem: JobProblem): JobProblem => {
+		const message = redactSecrets(spelled(problem.message), keys);
+		return message === problem.message ? problem : { ...problem, message };
+	};
 	try {
-		const loaded = await loadJobUnredacted(path, options);
+		const loaded = await loadJobUnredacted(path, options, (name, value) => {
+			// Short values (`us`, `1`) would stand for words of the message that are not them.
+			if (value.length >= MIN_SPELLED_VALUE) expanded.set(value, name);
+		});
 		return { ...loaded, warnings: loaded.warnings.map(scrub) };
 	} catch (error) {
 		if (error instanceof JobValidationError) throw new JobValidationError(error.problems.map(scrub));
@@ -96,7 +110,11 @@ export async function loadJob(path: string, options: LoadJobOptions = {}): Promi
 	}
 }
 
-async function loadJobUnredacted(path: string, options: LoadJobOptions): Promise<LoadedJob> {
+async function loadJobUnredacted(
+	path: string,
+	options: LoadJobOptions,
+	onExpanded: (name: string, value: string) => void,
+): Promise<LoadedJob> {
 	const cwd = options.cwd ?? process.cwd();
 	const env = options.env ?? process.env;
 	const file = resolve(cwd, path);
@@ -119,7 +137,7 @@ async function loadJobUnredacted(path: string, options: LoadJobOptions): Promise
 	}
 	const { doc, lineCounter } = parsed;
 
-	const envProblems = expandEnvInDocument(doc, read.text, env);
+	const envProblems = expandEnvInDocument(doc, read.text, env, onExpanded);
 	let data: Record<string, unknown>;
 	try {
 		data = doc.toJS({ maxAliasCount: 100 }) as Record<string, unknown>;

@@ -1,3 +1,4 @@
+// biome-ignore-all lint/suspicious/noTemplateCurlyInString: job files spell variables as ${NAME}
 import { execFileSync, spawn } from "node:child_process";
 import { createHash } from "node:crypto";
 import {
@@ -121,15 +122,28 @@ describe("hostile input: job files", () => {
 		expect((await runCli(["validate", con, "--json"])).stdout).toMatch(/"name": ?"con-job"/);
 	});
 
-	it("a key expanded into a bad URL never shows in the validation error", async () => {
+	it("a key or any variable's value expanded into a URL never shows in a validation error or warning: the file's ${NAME} does", async () => {
 		const dir = tempDir();
 		const key = "account-key-SECRET-0123456789abcdef";
-		// biome-ignore lint/suspicious/noTemplateCurlyInString: `${VAR}` is the job format's own syntax
-		const job = writeJob(dir, "leak", 'targets:\n  - "ftp://example.com/?k=${SCRAPEJOB_ACCOUNT_KEY}"\n');
-		const result = await runCli(["validate", job], { env: { SCRAPEJOB_ACCOUNT_KEY: key } });
+		const token = "api-token-0123456789";
+		const job = writeJob(
+			dir,
+			"leak",
+			[
+				"targets:",
+				'  - "ftp://example.com/?k=${SCRAPEJOB_ACCOUNT_KEY}"',
+				'  - "https://example.com/search?token=${API_TOKEN}&q=1"',
+				'  - "https://example.com/search?token=${API_TOKEN}&q=1"',
+				'  - "ftp://example.com/search?token=${API_TOKEN}"',
+				"",
+			].join("\n"),
+		);
+		const result = await runCli(["validate", job], { env: { SCRAPEJOB_ACCOUNT_KEY: key, API_TOKEN: token } });
 		expect(result.code).toBe(2);
-		expect(result.stderr).not.toContain(key);
-		expect(result.stderr).toContain("[redacted]");
+		for (const secret of [key, token]) expect(result.stderr).not.toContain(secret);
+		expect(result.stderr).toContain('got "ftp://example.com/?k=${SCRAPEJOB_ACCOUNT_KEY}"');
+		expect(result.stderr).toContain('got "ftp://example.com/search?token=${API_TOKEN}"');
+		expect(result.stderr).toContain("warning: duplicate target https://example.com/search?token=${API_TOKEN}&q=1");
 	});
 });
 
