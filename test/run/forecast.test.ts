@@ -11,6 +11,7 @@ import { listenForTest } from "../helpers/loopback.js";
 import { runCli } from "../helpers/run-cli.js";
 import { startTestService, type TestService, useTestService } from "../helpers/service.js";
 import { assertBuilt, spawnCli } from "../helpers/spawn-cli.js";
+import { html, startTargetSite } from "../helpers/target-site.js";
 import { until } from "../helpers/until.js";
 
 let service: TestService | undefined;
@@ -183,6 +184,43 @@ describe("the forecast across runs of a job", () => {
 		const dry = await runCli(["run", job, "--out", out, "--dry-run", "--json"], { env: service.env });
 		expect(dry.code, dry.stderr).toBe(0);
 		expect(JSON.parse(dry.stdout)[0].forecast.expected).toBe(full);
+	});
+
+	it("a run whose every fetch failed for free (the site down) saw no price: the next run is forecast from the run before", async () => {
+		service = await startTestService();
+		let down = false;
+		const site = await startTargetSite((_req, res) => html(res, down ? "down" : "<p>page</p>", down ? 503 : 200));
+		const dir = tempDir();
+		const out = join(dir, "out");
+		const targets = ["1", "2", "3"].map((page) => `  - ${site.origin}/p/${page}`);
+		const job = writeJob(
+			dir,
+			"shop",
+			[
+				"name: shop",
+				"defaults: {mode: request}",
+				"retry: {attempts: 1}",
+				"breaker: false",
+				"targets:",
+				...targets,
+				"",
+			].join("\n"),
+		);
+		const run = async () => {
+			const result = await runCli(["run", job, "--out", out, "--json"], { env: service?.env });
+			return JSON.parse(result.stdout.trim().split("\n").at(-1)!) as {
+				credits: { used: number };
+				targets: { failed: number };
+			};
+		};
+		const paid = await run();
+		expect(paid.credits.used).toBeGreaterThan(0);
+		down = true;
+		const failed = await run();
+		expect(failed).toMatchObject({ credits: { used: 0 }, targets: { by_status: { failed: 3 } } });
+		const dry = await runCli(["run", job, "--out", out, "--dry-run", "--json"], { env: service.env });
+		expect(dry.code, dry.stderr).toBe(0);
+		expect(JSON.parse(dry.stdout)[0].forecast.expected).toBe(paid.credits.used);
 	});
 });
 
