@@ -88,7 +88,7 @@ export function readLatestHostCosts(db: Database): HostCost[] {
  * reads only the latest, and the table stays one row a host and class. With `newHostsOnly` (a
  * `--retry-failed` run: its targets are the failures, a sample of nothing but them), a host and class that
  * an earlier run already costed keep that run's row, so the next full run is not forecast from its failures.
- * A host and class that cost nothing in the session (every fetch failed, free) are not written.
+ * So do those whose every fetch in the session failed for free: no price was seen.
  */
 export function addHostCosts(
 	db: Database,
@@ -111,10 +111,10 @@ export function addHostCosts(
 	const older = db.prepare("DELETE FROM host_costs WHERE host = ? AND price IN (?, '') AND run < ?");
 	db.transaction(() => {
 		for (const c of costs) {
-			// Every fetch failed for free (a site or the service down): no price was seen, and a row of
+			// Every fetch failed for free (the site or the service down): no price was seen, and a row of
 			// zeros would forecast the host's next run at nothing. What an earlier run paid stays.
-			if (c.credits === 0) continue;
-			if (options.newHostsOnly && costedBefore.get(c.host, c.price, runId) !== undefined) continue;
+			const keepEarlier = options.newHostsOnly === true || c.credits === 0;
+			if (keepEarlier && costedBefore.get(c.host, c.price, runId) !== undefined) continue;
 			upsert.run(runId, c.host, c.price, c.targets, c.credits, c.creditsSq, c.first, c.firstSq, c.last, c.lastSq);
 			older.run(c.host, c.price, runId);
 		}
