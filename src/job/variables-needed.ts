@@ -19,8 +19,8 @@ export const RECORD_VARIABLES: VariablesNeeded = (path) =>
 	((path[0] === "targets" || path[0] === "sources") && path[2] === "extract");
 
 /**
- * `extract`: all but the pings and the notification, which only the end of a fetching run sends. The
- * scrape options stay needed: they are part of each target's id, which matches a target's own
- * `extract:` to its records.
+ * `extract`: all but the pings, which only a fetching run sends. The scrape options stay needed: they are
+ * part of each target's id, which matches a target's own `extract:` to its records; so does `notify`, which
+ * a re-extraction sends at its end too.
  */
-export const EXTRACTION_VARIABLES: VariablesNeeded = (path) => path[0] !== "healthcheck" && path[0] !== "notify";
+export const EXTRACTION_VARIABLES: VariablesNeeded = (path) => path[0] !== "healthcheck";

@@ -5,6 +5,7 @@ import { describe, expect, it } from "vitest";
 import { EXTRACTION_VARIABLES, JobValidationError, loadJob, RECORD_VARIABLES } from "../../src/job/index.js";
 import { tempDir, writeJob } from "../helpers/job-files.js";
 import { record } from "../helpers/records.js";
+import { startTargetSite } from "../helpers/target-site.js";
 import { runCli } from "./cli-harness.js";
 
 /**
@@ -70,18 +71,27 @@ describe("unset variables where a command does not read", () => {
 		expect(result.stderr).not.toContain("SHOP_HOST");
 	});
 
-	it("extract: reads the stored pages without the pings' and notification's variables, not without the targets'", async () => {
+	it("extract: reads the stored pages without the pings' variable, not without the targets' or the notification's it sends", async () => {
 		const { dir, job, out } = storedJob();
-		const env = { SHOP_HOST: "shop.test", SECOND_URL: "https://shop.test/product/2", SHOP_TOKEN: "t" };
+		const hook = await startTargetSite((_req, res) => res.writeHead(204).end());
+		const env = {
+			SHOP_HOST: "shop.test",
+			SECOND_URL: "https://shop.test/product/2",
+			SHOP_TOKEN: "t",
+			HOOK_URL: `${hook.origin}/hook`,
+			HOOK_SECRET: "hook-secret-1",
+		};
 		const result = await runCli(["extract", job, "--run", SOURCE_RUN, "--out", out], { cwd: dir, env });
 		expect(result.code, result.stderr).toBe(0);
-		const withoutTargets = await runCli(["extract", job, "--run", SOURCE_RUN, "--out", out], {
+		expect(hook.requests.map((request) => request.path)).toEqual(["/hook"]);
+		const without = await runCli(["extract", job, "--run", SOURCE_RUN, "--out", out], {
 			cwd: dir,
 			env: { SHOP_TOKEN: "t" },
 		});
-		expect(withoutTargets.code).toBe(2);
-		expect(withoutTargets.stderr).toContain("environment variable SHOP_HOST is not set");
-		expect(withoutTargets.stderr).not.toMatch(/HC_URL|HOOK_SECRET/);
+		expect(without.code).toBe(2);
+		for (const name of ["SHOP_HOST", "SECOND_URL", "HOOK_URL", "HOOK_SECRET"])
+			expect(without.stderr).toContain(`environment variable ${name} is not set`);
+		expect(without.stderr).not.toContain("HC_URL");
 	});
 
 	it("loadJob: the unread values stay as written, and the job is valid; a fetching command's load refuses them all", async () => {
