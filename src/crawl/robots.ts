@@ -46,6 +46,8 @@ export interface RobotsOptions {
  * asks crawlers not to use a cached copy for more than 24 hours.
  */
 export const ROBOTS_REUSE_MS = 24 * 60 * 60 * 1000;
+/** How far ahead of this clock a stored robots.txt's time may be and still count as young (hosts' clocks drift). */
+const ROBOTS_CLOCK_SKEW_MS = 5 * 60 * 1000;
 
 /**
  * The folders among `runDirs` whose `robots/` changed in the last `ROBOTS_REUSE_MS` (one stat each),
@@ -154,7 +156,9 @@ export function createRobots(options: RobotsOptions): Robots {
 			const earlier = join(earlierDir, basename(path));
 			try {
 				const stored = statSync(earlier);
-				if (!stored.isFile() || Date.now() - stored.mtimeMs >= ROBOTS_REUSE_MS) continue;
+				const age = Date.now() - stored.mtimeMs;
+				// A time ahead of this clock (another host's, a restored copy) says nothing of the file's age.
+				if (!stored.isFile() || age >= ROBOTS_REUSE_MS || age < -ROBOTS_CLOCK_SKEW_MS) continue;
 				copyFileSync(earlier, path);
 				utimesSync(path, stored.atime, stored.mtime);
 				return true;

@@ -199,6 +199,11 @@ describe("crawl.robots", () => {
 		expect(robotsAsked()).toBe(2);
 		expect(third.crawl).toMatchObject({ robots_disallowed: 2 });
 		expect(third.crawl?.sitemap_credits).toBeGreaterThan(0);
+
+		// Stored "in the future" (another host's clock, a restored copy): its age is unknown, paid for again.
+		ageStoredRobots(join(out, "polite"), -60 * 60 * 1000);
+		await run();
+		expect(robotsAsked()).toBe(3);
 	});
 
 	it("a missing robots.txt allows everything", async () => {
