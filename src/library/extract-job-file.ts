@@ -42,9 +42,17 @@ export type ExtractOutcome = RunJobResult & { readonly jobName: string };
  * read from stored pages (`content: files`) with the job file's current `extract:` — 0 credits, nothing
  * sent — tracked against the job's previous records and promoted to "latest" unless it breaks the
  * job's data contract. Returns the summary (`summary.json`'s fields, `reextracted_from`,
- * `missing_pages`) with `run_dir`, `report` and `stop_message`. Throws `JobValidationError`,
- * `LockHeldError` (a run of the job holds its lock) or `UsageError` (no such run, no records, no stored page, no
- * `extract:`) before the run folder is made.
+ * `missing_pages`) with `run_dir`, `report` and `stop_message`. Every throw below comes before the run
+ * folder is made.
+ *
+ * @throws
+ * - {@link JobValidationError} the job file is invalid.
+ * - {@link UsageError} no such run, no records, no stored page, no `extract:`, no `run` option.
+ * - {@link CorruptResultsError} the run named holds lines that are not records (a `runJobFile` resume with
+ *   `repair: true` moves them aside).
+ * - {@link LockHeldError} a run of the job holds its lock; {@link LockPathError} the lock path is not a file.
+ * - {@link OutputError} the run folder or the job's store cannot be written ({@link NativeModuleError} when
+ *   the store's driver does not load).
  */
 export async function extractJobFile(path: string, options: ExtractJobFileOptions): Promise<RunJobFileResult> {
 	// `--run` is required by the CLI's parser; a call from JavaScript may leave it out.

@@ -137,12 +137,28 @@ export function fleetRunComplete(jobName: string, fleetRun: string): string {
  * Run one job file to the end (or until `signal` aborts) and return its summary: `scrapejob run FILE`
  * with the same options, through the same code (`runPlannedJob`): validate, take the job's lock,
  * connect, select (freshness, retry-failed, shard), fetch, write the run folder and the history,
- * notify. Throws `JobValidationError` (bad job), `LockHeldError` (another run holds the lock),
- * `ResumeError` (nothing to resume, a budget below what was spent), `UsageError` (an option the CLI's
- * parser refuses, no key), `SourceScanStoppedError` (`signal` aborted before the first fetch) or a
- * service error (refused key) before anything is paid for. A `resume` whose run is already complete
- * throws `ResumeError` saying so (the CLI prints it and exits 0). `runExitCode(summary)` is the exit
- * code `scrapejob run` ends with for the summary returned.
+ * notify. Every throw below comes before anything is paid for, except a throw of `onProgress`'s own.
+ * A `resume` whose run is already complete throws `ResumeError` saying so (the CLI prints it and exits
+ * 0). `runExitCode(summary)` is the exit code `scrapejob run` ends with for the summary returned.
+ *
+ * @throws
+ * - {@link JobValidationError} the job file is invalid (every problem, with its line and column).
+ * - {@link UsageError} an option the CLI's parser refuses, no key ({@link MissingKeyError}), a saved id the
+ *   account lacks ({@link UnknownSavedIdError}), an `accept` of a run that is not held back.
+ * - {@link ResumeError} nothing to resume, a `maxCredits` at or below what the run spent; with `nothingToDo`
+ *   set when there is nothing left to do (the CLI's exit 0).
+ * - {@link CorruptResultsError} a `resume` whose results.jsonl holds lines that are not records
+ *   (`repair: true` moves them aside).
+ * - {@link LockHeldError} / {@link LayoutConflictError} another run of the job holds its lock; {@link
+ *   LockPathError} the lock path is not a file.
+ * - {@link OutputError} the run folder or the job's store cannot be written ({@link NativeModuleError} when
+ *   the store's driver does not load).
+ * - {@link ServiceError} the service refused the key; {@link NetworkError} it cannot be reached; {@link
+ *   ScraperNotFoundError} / {@link AccountApiNotFoundError} an address answers but not as the service;
+ *   {@link NoScraperAccessError} the account has no scraper access.
+ * - {@link FleetDatabaseError} / {@link FleetSchemaTooNewError} with `fleet`: the database fails, or its
+ *   tables are newer than this scrapejob.
+ * - {@link SourceScanStoppedError} `signal` aborted before the first fetch (nothing was sent).
  */
 export async function runJobFile(path: string, options: RunJobFileOptions = {}): Promise<RunJobFileResult> {
 	if (options.continue && (options.resume !== undefined || options.retryFailed !== undefined))

@@ -86,7 +86,10 @@ export interface ServiceFlags {
 	out?: string;
 }
 
-/** No key to run with: a usage mistake like any other (`instanceof UsageError`), nothing was sent. */
+/**
+ * No key to run with: a usage mistake like any other (`instanceof UsageError`), nothing was sent. Thrown
+ * by `runJobFile` when `env` (and the `config` file) hold no key and `sandbox` is not set.
+ */
 export class MissingKeyError extends UsageError {}
 
 export interface ServiceConnection {

@@ -36,10 +36,17 @@ export function lastLine(path: string): string | null {
 	}
 }
 
-/** results.jsonl holds lines that are not records: resuming on it would count wrong or never finish. */
+/**
+ * results.jsonl holds lines that are not records: resuming on it would count wrong or never finish.
+ * Thrown by `runJobFile` with `resume` (without `repair`) and by `extractJobFile` with that run as its
+ * `run`, before anything is sent; `repair: true` on a resume moves the lines aside. Code `SCRAPEJOB_USAGE`.
+ */
 export class CorruptResultsError extends ScrapejobError {
+	/** The results.jsonl that holds them. */
 	readonly path: string;
+	/** The first of their line numbers (1-based). */
 	readonly lines: readonly number[];
+	/** How many lines are not records. */
 	readonly count: number;
 	/** `repair`: the command that repairs it, as it must be pasted (the CLI knows it; the library says `--repair`). */
 	constructor(path: string, lines: readonly number[], count: number, repair = "resume with --repair") {
