@@ -4,7 +4,7 @@ import type { Logger } from "pino";
 import { type LastWords, UsageError } from "../common/index.js";
 import { environmentKeys, resolveRunSettings } from "../config/index.js";
 import { openJobHistory } from "../history/index.js";
-import { loadJob } from "../job/index.js";
+import { loadJob, SourceScanStoppedError } from "../job/index.js";
 import { jobOutputDir, newRunId } from "../output/index.js";
 import { lockJobOutput, notifyRunEnd, type RunJobResult, reextractRun } from "../run/index.js";
 import type { RunJobFileResult } from "./run-job-file.js";
@@ -16,7 +16,10 @@ export interface ExtractJobFileOptions {
 	readonly run: string;
 	/** Root folder of results (what `run --out` names), relative to `cwd`, as `--out`. @default "output" */
 	readonly out?: string;
-	/** Abort to stop: no new page is read; the run folder says it is incomplete and is never promoted. */
+	/**
+	 * Abort to stop: no new page is read; the run folder says it is incomplete and is never promoted.
+	 * Aborted before the call, it throws `SourceScanStoppedError`: no run folder is made, no lock taken.
+	 */
 	readonly signal?: AbortSignal;
 	/** Where warnings go (a pino logger). @default nowhere (run.log in the run folder has them) */
 	readonly logger?: Logger;
@@ -53,11 +56,14 @@ export type ExtractOutcome = RunJobResult & { readonly jobName: string };
  * - {@link LockHeldError} a run of the job holds its lock; {@link LockPathError} the lock path is not a file.
  * - {@link OutputError} the run folder or the job's store cannot be written ({@link NativeModuleError} when
  *   the store's driver does not load).
+ * - {@link SourceScanStoppedError} `signal` aborted before the call (nothing is made).
  */
 export async function extractJobFile(path: string, options: ExtractJobFileOptions): Promise<RunJobFileResult> {
 	// `--run` is required by the CLI's parser; a call from JavaScript may leave it out.
 	if (typeof options?.run !== "string" || options.run === "")
 		throw new UsageError('run: name the run whose stored pages are read, a run id of the job or "latest" (as --run)');
+	// As runJobFile: a call stopped before it began makes nothing, rather than an empty interrupted run folder.
+	if (options.signal?.aborted) throw new SourceScanStoppedError(0, "before it started");
 	const { runDir, summary, reportPath, stopMessage } = await extractPlanned(path, options);
 	return { ...summary, run_dir: runDir, report: reportPath, stop_message: stopMessage };
 }
