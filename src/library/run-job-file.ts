@@ -90,7 +90,8 @@ export interface RunJobFileOptions {
 	 */
 	readonly fleetRun?: string;
 	/**
-	 * Called as each target finishes. A throw from it does not stop the run (its fetches are paid for):
+	 * Called as each target finishes (and once more when a crawl completes, its `total` then equal to
+	 * `done`: the pages it knew of but had no record to fetch, such as a redirect's landing, drop out). A throw from it does not stop the run (its fetches are paid for):
 	 * it is not called again, and `runJobFile` throws that error once the run has ended, its records and
 	 * summary.json written.
 	 */

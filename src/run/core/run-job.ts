@@ -476,7 +476,7 @@ async function concludeRun(
 	stops.close();
 	clearInterval(syncTimer);
 	progress.close();
-	return finishRun({
+	const result = await finishRun({
 		...records,
 		runDir: opened.runDir,
 		stops,
@@ -496,6 +496,9 @@ async function concludeRun(
 		runLog,
 		logger: options.logger,
 	});
+	// Complete is known once the summary is: a crawl's last snapshot then drops the pages with no record.
+	if (crawler) progress.finish(result.summary.complete);
+	return result;
 }
 
 /**
