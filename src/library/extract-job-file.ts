@@ -1,13 +1,13 @@
 import { existsSync } from "node:fs";
 import { resolve } from "node:path";
 import type { Logger } from "pino";
-import { type LastWords, UsageError } from "../common/index.js";
+import { type LastWords, LIBRARY_WORDS, type OptionWords, UsageError } from "../common/index.js";
 import { environmentKeys, resolveRunSettings } from "../config/index.js";
 import { openJobHistory } from "../history/index.js";
 import { loadJob, SourceScanStoppedError } from "../job/index.js";
 import { jobOutputDir, newRunId } from "../output/index.js";
 import { lockJobOutput, notifyRunEnd, type RunJobResult, reextractRun } from "../run/index.js";
-import type { RunJobFileResult } from "./run-job-file.js";
+import { type RunJobFileResult, withLibraryRepair } from "./run-job-file.js";
 import { withSandboxDemoSite } from "./service-connection.js";
 
 /** Options of `extractJobFile`: the flags of `scrapejob extract`. */
@@ -35,6 +35,8 @@ export interface ExtractJobFileOptions {
 export interface ExtractPlannedOptions extends ExtractJobFileOptions {
 	/** A second signal ends the process at once: the re-extraction's summary.json is written as it stands. */
 	readonly lastWords?: LastWords;
+	/** How the entry point spells the options a refusal names. @default CLI_WORDS */
+	readonly words?: OptionWords;
 }
 
 /** What a re-extraction ends with: the run's outcome and the job it ran for (for the CLI's words). */
@@ -64,7 +66,12 @@ export async function extractJobFile(path: string, options: ExtractJobFileOption
 		throw new UsageError('run: name the run whose stored pages are read, a run id of the job or "latest" (as --run)');
 	// As runJobFile: a call stopped before it began makes nothing, rather than an empty interrupted run folder.
 	if (options.signal?.aborted) throw new SourceScanStoppedError(0, "before it started");
-	const { runDir, summary, reportPath, stopMessage } = await extractPlanned(path, options);
+	const { runDir, summary, reportPath, stopMessage } = await extractPlanned(path, {
+		...options,
+		words: LIBRARY_WORDS,
+	}).catch((error: unknown) => {
+		throw withLibraryRepair(error);
+	});
 	return { ...summary, run_dir: runDir, report: reportPath, stop_message: stopMessage };
 }
 
@@ -99,6 +106,7 @@ export async function extractPlanned(path: string, options: ExtractPlannedOption
 				...(options.lastWords ? { lastWords: options.lastWords } : {}),
 				...(options.logger ? { logger: options.logger } : {}),
 				...(options.threads !== undefined ? { threads: options.threads } : {}),
+				...(options.words ? { words: options.words } : {}),
 			});
 		} finally {
 			history.close();

@@ -1,9 +1,9 @@
-import { resolve } from "node:path";
+import { basename, dirname, resolve } from "node:path";
 import type { Logger } from "pino";
-import { ScrapejobError, UsageError } from "../common/index.js";
+import { LIBRARY_WORDS, ScrapejobError, UsageError } from "../common/index.js";
 import { formatProblem, loadJob, SourceScanStoppedError } from "../job/index.js";
 import type { RunSummary } from "../output/index.js";
-import { type ProgressSnapshot, ResumeError } from "../run/index.js";
+import { CorruptResultsError, type ProgressSnapshot, ResumeError } from "../run/index.js";
 import { type PrepareContext, prepareRuns } from "./prepare-runs.js";
 import { checkRunOptions, durationOption } from "./run-option-checks.js";
 import { releasePlannedRuns } from "./run-plan.js";
@@ -171,7 +171,13 @@ export async function runJobFile(path: string, options: RunJobFileOptions = {}):
 	const signal = options.signal ?? new AbortController().signal;
 	if (signal.aborted) throw new SourceScanStoppedError(0, "before it started");
 	const notes: string[] = [];
-	const context: PrepareContext = { env: options.env ?? process.env, cwd, signal, onNote: (note) => notes.push(note) };
+	const context: PrepareContext = {
+		env: options.env ?? process.env,
+		cwd,
+		signal,
+		words: LIBRARY_WORDS,
+		onNote: (note) => notes.push(note),
+	};
 	// The sandbox starts first so that jobs can name its demo site; it costs nothing.
 	const connection = await connectService(context, {
 		sandbox: options.sandbox,
@@ -214,9 +220,21 @@ export async function runJobFile(path: string, options: RunJobFileOptions = {}):
 		} finally {
 			releasePlannedRuns(planned);
 		}
+	} catch (error) {
+		throw withLibraryRepair(error);
 	} finally {
 		await connection.close();
 	}
+}
+
+/**
+ * A run folder to repair, said as the call that repairs it: the error's own words name the CLI's flag,
+ * which a library caller has no use for.
+ */
+export function withLibraryRepair(error: unknown): unknown {
+	if (!(error instanceof CorruptResultsError)) return error;
+	const runId = basename(dirname(error.path));
+	return error.withHint(`call runJobFile with \`resume: ${JSON.stringify(runId)}, repair: true\``);
 }
 
 /**

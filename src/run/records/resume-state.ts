@@ -48,7 +48,7 @@ export class CorruptResultsError extends ScrapejobError {
 	readonly lines: readonly number[];
 	/** How many lines are not records. */
 	readonly count: number;
-	/** `repair`: the command that repairs it, as it must be pasted (the CLI knows it; the library says `--repair`). */
+	/** `repair`: what repairs it, in the caller's words (the CLI's command as it must be pasted; `runJobFile`'s options). */
 	constructor(path: string, lines: readonly number[], count: number, repair = "resume with --repair") {
 		const shown = lines.slice(0, 10).join(", ");
 		super(
@@ -62,7 +62,12 @@ export class CorruptResultsError extends ScrapejobError {
 
 	/** The same error, naming the command that repairs it. */
 	withRepair(command: string): CorruptResultsError {
-		return new CorruptResultsError(this.path, this.lines, this.count, `run \`${command}\``);
+		return this.withHint(`run \`${command}\``);
+	}
+
+	/** The same error, ending with what repairs it in the caller's words (a library call's options). */
+	withHint(hint: string): CorruptResultsError {
+		return new CorruptResultsError(this.path, this.lines, this.count, hint);
 	}
 }
 
