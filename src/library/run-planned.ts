@@ -418,6 +418,7 @@ async function runFleetWorker(
 		concurrency,
 		freshnessMs,
 		retryFailed,
+		words: choices.words ?? CLI_WORDS,
 		...(choices.maxCredits !== undefined ? { maxCredits: choices.maxCredits } : {}),
 	});
 	if (joined.outcome === "complete") return { skipped: "fleet_complete", job, fleetRun: joined.run.runName };

@@ -87,6 +87,28 @@ describe("runJobFile as a fleet worker (fleet, fleetRun)", () => {
 	}, 60_000);
 });
 
+describe("runJobFile as a fleet worker, refused in the library's words", () => {
+	it("a fleet run opened with another version of the job file: open a new one with fleetRun", async () => {
+		const url = await (await cluster()).createDatabase();
+		const service = await useTestService();
+		const site = await startTargetSite((_req, res) => html(res, "<p>page</p>"));
+		const { dir, file } = listJob(site.origin, 3);
+		// A budget below one fetch's worst case: the fleet run stays unfinished.
+		const first = await runJobFile(file, {
+			env: service.env,
+			cwd: dir,
+			fleet: url,
+			fleetRun: "nightly",
+			maxCredits: 1,
+		});
+		expect(first.complete).toBe(false);
+		writeJob(dir, "fleetjob", `name: fleetjob\ndefaults:\n  mode: request\ntargets:\n  - ${site.origin}/other\n`);
+		await expect(runJobFile(file, { env: service.env, cwd: dir, fleet: url, fleetRun: "nightly" })).rejects.toThrow(
+			"or open a new run of this one with fleetRun <another name> (nothing was sent)",
+		);
+	}, 60_000);
+});
+
 /**
  * A service in front of the emulator that echoes `secret` in every task id (and strips it from the task
  * id polled back): whatever the run logs of a task carries the secret, so a run.log shows whether it
