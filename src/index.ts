@@ -9,13 +9,17 @@
  */
 
 export {
+	AccountApiNotFoundError,
 	type AccountClient,
 	type AccountClientOptions,
+	BodySinkError,
+	BodyTooLargeError,
 	classifyFailure,
 	createAccountClient,
 	createScraperClient,
 	type FailureAction,
 	NetworkError,
+	RequestAbortedError,
 	type ScraperClient,
 	type ScraperClientOptions,
 	ScraperNotFoundError,
@@ -23,7 +27,14 @@ export {
 	type ServiceErrorFields,
 	UnexpectedResponseError,
 } from "./api/index.js";
-export { type ErrorCode, ScrapejobError, UsageError } from "./common/index.js";
+export {
+	type ErrorCode,
+	FileTooLargeError,
+	NativeModuleError,
+	NotRegularFileError,
+	ScrapejobError,
+	UsageError,
+} from "./common/index.js";
 export { type ConfigFlags, type ResolvedConfig, resolveConfig } from "./config/index.js";
 export {
 	type DemoSite,
@@ -37,6 +48,7 @@ export {
 	startDemoSite,
 	startEmulator,
 } from "./emulator/index.js";
+export { FleetDatabaseError, FleetSchemaTooNewError } from "./fleet/index.js";
 export {
 	countTargets,
 	type Job,
@@ -56,12 +68,14 @@ export {
 	type ExitCodeSummary,
 	type ExtractJobFileOptions,
 	extractJobFile,
+	MissingKeyError,
 	NoBrowserAccessError,
 	NoScraperAccessError,
 	type RunJobFileOptions,
 	type RunJobFileResult,
 	runExitCode,
 	runJobFile,
+	UnknownSavedIdError,
 } from "./library/index.js";
 export {
 	type BreakerReport,
@@ -69,15 +83,18 @@ export {
 	type ContractVerdict,
 	type FleetSummary,
 	formatSummary,
+	OutputError,
 	type RecordStatus,
 	type ResultRecord,
 	type RunSummary,
 	type SummaryHints,
 } from "./output/index.js";
 export {
+	CorruptResultsError,
 	LayoutConflictError,
 	LockHeldError,
 	type LockLease,
+	LockPathError,
 	listRuns,
 	lockJobOutput,
 	type ProgressSnapshot,

@@ -141,6 +141,7 @@ export class ScraperNotFoundError extends ScrapejobError {
 /**
  * The account API address answers, but not as the service (a 404 for GET /public/scraper, some other
  * server's 200 page): like a scraper address that is not the service, the run ends before it starts (exit 3).
+ * Thrown by `runJobFile` (a wrong `SCRAPEJOB_API_URL`); code `SCRAPEJOB_NOT_THE_SERVICE`.
  */
 export class AccountApiNotFoundError extends ScrapejobError {
 	readonly baseUrl: string;
@@ -163,7 +164,11 @@ export function isNotTheService(error: unknown): boolean {
 	return error instanceof ServiceError && error.status < 500 && ![401, 402, 403, 408, 429].includes(error.status);
 }
 
-/** The caller's AbortSignal fired before the answer came. */
+/**
+ * The caller's AbortSignal fired before the answer came. Thrown by the clients' calls (`createScraperClient`,
+ * `createAccountClient`) given a `signal`; `runJobFile` turns one before its first fetch into
+ * `SourceScanStoppedError`. Code `SCRAPEJOB_ABORTED`.
+ */
 export class RequestAbortedError extends ScrapejobError {
 	constructor(endpoint: string, options?: { cause?: unknown }) {
 		super("SCRAPEJOB_ABORTED", `${endpoint} was aborted`, options);
@@ -183,9 +188,11 @@ export function typeAndDetail(errorType: string, detail: string): string {
 /**
  * The caller's body sink (`SendOptions.spill`) failed to open, take a chunk or end: the disk is full,
  * the folder read-only. Not the network's doing and never retried; `cause` is the sink's own error
- * (the page store's `OutputError`), and the runner stops as for any output failure.
+ * (the page store's `OutputError`), and the runner stops as for any output failure. Thrown by the scraper
+ * client's `realtime` given a `spill`; code `SCRAPEJOB_OUTPUT`.
  */
 export class BodySinkError extends ScrapejobError {
+	/** Which endpoint's answer it was. */
 	readonly endpoint: string;
 	/** `X-Credits-Used` of the answer whose body it was, when it said: the answer was paid all the same. */
 	creditsUsed?: number;
@@ -198,10 +205,13 @@ export class BodySinkError extends ScrapejobError {
 /**
  * The answer's body was larger than the caller's cap (`max_body_mb`): reading stopped there, so memory
  * stays bounded whatever the service sends. The fetch was made (and may have been charged): the
- * target fails with `body_too_large`, not retried.
+ * target fails with `body_too_large`, not retried. Thrown by the scraper client's `realtime` given
+ * `maxBodyBytes`; code `SCRAPEJOB_BODY_TOO_LARGE`.
  */
 export class BodyTooLargeError extends ScrapejobError {
+	/** Which endpoint's answer it was. */
 	readonly endpoint: string;
+	/** The cap, bytes. */
 	readonly maxBytes: number;
 	/** `X-Credits-Used` of the answer, when it said. */
 	readonly creditsUsed?: number;

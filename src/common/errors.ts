@@ -63,9 +63,11 @@ export function errorMessage(error: unknown): string {
 /**
  * A package's native addon cannot be loaded in this Node (built for another version: npm reused a build
  * made under another Node, or the Node was upgraded after `npm ci`). Said as what it is, with the command
- * that rebuilds it — never as the disk's fault. Nothing was sent.
+ * that rebuilds it — never as the disk's fault. Nothing was sent. Thrown by `runJobFile` and
+ * `extractJobFile` when the job's store (better-sqlite3) cannot be loaded; code `SCRAPEJOB_NATIVE_MODULE`.
  */
 export class NativeModuleError extends ScrapejobError {
+	/** The package whose addon failed to load. */
 	readonly module: string;
 	constructor(module: string, cause: unknown) {
 		const text = cause instanceof Error ? cause.message : String(cause);

@@ -40,6 +40,7 @@ export { KeyTable, normalizedKeyLow } from "./key-table.js";
 export { createLastWords, type LastWord, type LastWords } from "./last-words.js";
 export { lazyModule } from "./lazy-module.js";
 export { MIN_NODE_VERSION, NODE_TOO_OLD, nodeTooOld } from "./node-version.js";
+export { CLI_WORDS, LIBRARY_WORDS, type OptionWords } from "./option-words.js";
 export { plural } from "./plural.js";
 export { ownStartTicks, type ProcessState, processState } from "./process-state.js";
 export { RECORD_COLUMNS } from "./record-columns.js";

@@ -4,7 +4,8 @@ import { ScrapejobError } from "./errors.js";
 /**
  * A file the product reads back (a run folder's records, pages and summaries, a metrics file) that is
  * not a regular file: a FIFO would block its reader for good, a link to /dev/zero never ends. Files
- * from outside are hostile until checked (docs/behaviour.md, "Bounded input").
+ * from outside are hostile until checked (docs/behaviour.md, "Bounded input"). Thrown by `runJobFile`
+ * (a resume, a `metrics` file) and `extractJobFile`; code `SCRAPEJOB_USAGE`.
  */
 export class NotRegularFileError extends ScrapejobError {
 	readonly path: string;
@@ -14,7 +15,10 @@ export class NotRegularFileError extends ScrapejobError {
 	}
 }
 
-/** A file over the size its reader allows: not read, so memory stays bounded. */
+/**
+ * A file over the size its reader allows: not read, so memory stays bounded. Thrown where
+ * `NotRegularFileError` is; code `SCRAPEJOB_USAGE`.
+ */
 export class FileTooLargeError extends ScrapejobError {
 	readonly path: string;
 	constructor(path: string, size: number, maxBytes: number) {

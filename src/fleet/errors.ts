@@ -1,6 +1,9 @@
 import { ScrapejobError } from "../common/index.js";
 
-/** The fleet's tables were made by a newer scrapejob: this one must not read or write them. */
+/**
+ * The fleet's tables were made by a newer scrapejob: this one must not read or write them. Thrown by
+ * `runJobFile` with `fleet` before anything is sent; code `SCRAPEJOB_FLEET_SCHEMA` (the CLI's exit 2).
+ */
 export class FleetSchemaTooNewError extends ScrapejobError {
 	readonly found: number;
 	readonly known: number;
@@ -28,7 +31,9 @@ export class FleetSchemaUnreadableError extends ScrapejobError {
 
 /**
  * The fleet's database could not be reached or refused a statement. The message names the server with
- * its password masked and never carries the connection URL as given.
+ * its password masked and never carries the connection URL as given. Thrown by `runJobFile` with `fleet`
+ * (or `SCRAPEJOB_FLEET_URL`) when the database fails before the run starts (nothing was sent); later, the
+ * worker stops with `stopped_reason: fleet_unavailable` instead. Code `SCRAPEJOB_FLEET_DATABASE` (exit 3).
  */
 export class FleetDatabaseError extends ScrapejobError {
 	/** PostgreSQL's SQLSTATE when the server answered, else the client's error code (ECONNREFUSED, …). */

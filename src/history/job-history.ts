@@ -1,7 +1,14 @@
 import { existsSync, readdirSync, rmSync, statSync } from "node:fs";
 import { join } from "node:path";
 import type { Database, Statement } from "better-sqlite3";
-import { errorMessage, jsonlLines, NativeModuleError, UsageError } from "../common/index.js";
+import {
+	CLI_WORDS,
+	errorMessage,
+	jsonlLines,
+	NativeModuleError,
+	type OptionWords,
+	UsageError,
+} from "../common/index.js";
 import { OutputError, type ResultRecord } from "../output/index.js";
 import { type ContractStateName, isHeldBack, readContractState, writeContractState } from "./contract-state.js";
 import { openReader, openStore } from "./open-store.js";
@@ -115,15 +122,21 @@ export interface JobHistory {
  * or a run not judged yet; otherwise the run's contract state (`held` is the one that can be accepted).
  * Reads only the run folder: a caller checks it before anything is sent.
  */
-export function acceptableState(jobDir: string, runId: string): ContractStateName | null {
+export function acceptableState(
+	jobDir: string,
+	runId: string,
+	words: OptionWords = CLI_WORDS,
+): ContractStateName | null {
 	if (!/^[\w.-]+$/.test(runId) || runId.startsWith("."))
-		throw new UsageError(`--accept: ${JSON.stringify(runId)} is not a run id (a folder name under output/<job>/)`);
+		throw new UsageError(
+			`${words.accept}: ${JSON.stringify(runId)} is not a run id (a folder name under output/<job>/)`,
+		);
 	const runDir = join(jobDir, runId);
-	if (!existsSync(join(runDir, "results.jsonl"))) throw new UsageError(`--accept: no run ${runId} in ${jobDir}`);
+	if (!existsSync(join(runDir, "results.jsonl"))) throw new UsageError(`${words.accept}: no run ${runId} in ${jobDir}`);
 	const state = readContractState(runDir)?.state ?? null;
 	if (state === "pending")
 		throw new UsageError(
-			`--accept: run ${runId} has not completed (its contract is judged when it does): finish it with --resume first`,
+			`${words.accept}: run ${runId} has not completed (its contract is judged when it does): finish it with ${words.resumeOn} first`,
 		);
 	return state;
 }
@@ -132,11 +145,11 @@ export function acceptableState(jobDir: string, runId: string): ContractStateNam
  * `run --accept RUN_ID` promotes a held run and then runs the job: a run that is not held makes the
  * whole command a mistake (a paid run nobody asked for), refused before anything is sent.
  */
-export function assertAcceptable(jobDir: string, runId: string): void {
-	const state = acceptableState(jobDir, runId);
+export function assertAcceptable(jobDir: string, runId: string, words: OptionWords = CLI_WORDS): void {
+	const state = acceptableState(jobDir, runId, words);
 	if (state === "held") return;
 	throw new UsageError(
-		`--accept: run ${runId} is not held back by its data contract (${state === null ? "it has no contract verdict" : `it is ${state}`}): nothing to accept, and nothing was sent. To run the job, leave out --accept`,
+		`${words.accept}: run ${runId} is not held back by its data contract (${state === null ? "it has no contract verdict" : `it is ${state}`}): nothing to accept, and nothing was sent. To run the job, leave out ${words.accept}`,
 	);
 }
 

@@ -32,16 +32,19 @@ export function isOwnShard(job: { readonly shard?: ShardSpec; readonly shardBy?:
 	return !job.shard || shardOf(url, job.shard.count, job.shardBy) === job.shard.index;
 }
 
-/** `I/N` (1-based) or `auto/N` (the index from the scheduler's environment, 0-based there), or an error text. */
-export function parseShard(text: string, env: NodeJS.ProcessEnv): ShardSpec | string {
+/**
+ * `I/N` (1-based) or `auto/N` (the index from the scheduler's environment, 0-based there), or an error
+ * text naming the option as the caller spells it (`option`).
+ */
+export function parseShard(text: string, env: NodeJS.ProcessEnv, option = "--shard"): ShardSpec | string {
 	const match = /^(auto|\d+)\/(\d+)$/.exec(text.trim());
-	if (!match) return `--shard must be I/N (1-based, e.g. 2/8) or auto/N, got ${JSON.stringify(text)}`;
+	if (!match) return `${option} must be I/N (1-based, e.g. 2/8) or auto/N, got ${JSON.stringify(text)}`;
 	const count = Number(match[2]);
 	if (!Number.isSafeInteger(count) || count < 1 || count > 10_000)
-		return `--shard: N must be 1 to 10000, got ${match[2]}`;
+		return `${option}: N must be 1 to 10000, got ${match[2]}`;
 	if (match[1] !== "auto") {
 		const index = Number(match[1]);
-		if (index < 1 || index > count) return `--shard: I must be 1 to ${count}, got ${match[1]}`;
+		if (index < 1 || index > count) return `${option}: I must be 1 to ${count}, got ${match[1]}`;
 		return { index, count };
 	}
 	// Kubernetes Indexed Jobs set JOB_COMPLETION_INDEX, AWS Batch array jobs AWS_BATCH_JOB_ARRAY_INDEX: both 0-based.
@@ -50,11 +53,11 @@ export function parseShard(text: string, env: NodeJS.ProcessEnv): ShardSpec | st
 		if (value === undefined || value === "") continue;
 		const zeroBased = Number(value);
 		if (!Number.isInteger(zeroBased) || zeroBased < 0 || zeroBased >= count) {
-			return `--shard auto/${count}: ${name}=${JSON.stringify(value)} is not an index from 0 to ${count - 1}`;
+			return `${option} auto/${count}: ${name}=${JSON.stringify(value)} is not an index from 0 to ${count - 1}`;
 		}
 		return { index: zeroBased + 1, count };
 	}
-	return `--shard auto/${count}: neither JOB_COMPLETION_INDEX (Kubernetes Indexed Job) nor AWS_BATCH_JOB_ARRAY_INDEX is set`;
+	return `${option} auto/${count}: neither JOB_COMPLETION_INDEX (Kubernetes Indexed Job) nor AWS_BATCH_JOB_ARRAY_INDEX is set`;
 }
 
 /** The run folder suffix of a shard: `-shard-I-of-N`. */

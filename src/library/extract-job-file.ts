@@ -1,13 +1,13 @@
 import { existsSync } from "node:fs";
 import { resolve } from "node:path";
 import type { Logger } from "pino";
-import { type LastWords, UsageError } from "../common/index.js";
+import { type LastWords, LIBRARY_WORDS, type OptionWords, UsageError } from "../common/index.js";
 import { environmentKeys, resolveRunSettings } from "../config/index.js";
 import { openJobHistory } from "../history/index.js";
-import { EXTRACTION_VARIABLES, loadJob } from "../job/index.js";
+import { EXTRACTION_VARIABLES, loadJob, SourceScanStoppedError } from "../job/index.js";
 import { jobOutputDir, newRunId } from "../output/index.js";
 import { lockJobOutput, notifyRunEnd, type RunJobResult, reextractRun } from "../run/index.js";
-import type { RunJobFileResult } from "./run-job-file.js";
+import { type RunJobFileResult, withLibraryRepair } from "./run-job-file.js";
 import { withSandboxDemoSite } from "./service-connection.js";
 
 /** Options of `extractJobFile`: the flags of `scrapejob extract`. */
@@ -16,7 +16,10 @@ export interface ExtractJobFileOptions {
 	readonly run: string;
 	/** Root folder of results (what `run --out` names), relative to `cwd`, as `--out`. @default "output" */
 	readonly out?: string;
-	/** Abort to stop: no new page is read; the run folder says it is incomplete and is never promoted. */
+	/**
+	 * Abort to stop: no new page is read; the run folder says it is incomplete and is never promoted.
+	 * Aborted before the call, it throws `SourceScanStoppedError`: no run folder is made, no lock taken.
+	 */
 	readonly signal?: AbortSignal;
 	/** Where warnings go (a pino logger). @default nowhere (run.log in the run folder has them) */
 	readonly logger?: Logger;
@@ -32,6 +35,8 @@ export interface ExtractJobFileOptions {
 export interface ExtractPlannedOptions extends ExtractJobFileOptions {
 	/** A second signal ends the process at once: the re-extraction's summary.json is written as it stands. */
 	readonly lastWords?: LastWords;
+	/** How the entry point spells the options a refusal names. @default CLI_WORDS */
+	readonly words?: OptionWords;
 }
 
 /** What a re-extraction ends with: the run's outcome and the job it ran for (for the CLI's words). */
@@ -42,15 +47,31 @@ export type ExtractOutcome = RunJobResult & { readonly jobName: string };
  * read from stored pages (`content: files`) with the job file's current `extract:` — 0 credits, nothing
  * sent — tracked against the job's previous records and promoted to "latest" unless it breaks the
  * job's data contract. Returns the summary (`summary.json`'s fields, `reextracted_from`,
- * `missing_pages`) with `run_dir`, `report` and `stop_message`. Throws `JobValidationError`,
- * `LockHeldError` (a run of the job holds its lock) or `UsageError` (no such run, no records, no stored page, no
- * `extract:`) before the run folder is made.
+ * `missing_pages`) with `run_dir`, `report` and `stop_message`. Every throw below comes before the run
+ * folder is made.
+ *
+ * @throws
+ * - {@link JobValidationError} the job file is invalid.
+ * - {@link UsageError} no such run, no records, no stored page, no `extract:`, no `run` option.
+ * - {@link CorruptResultsError} the run named holds lines that are not records (a `runJobFile` resume with
+ *   `repair: true` moves them aside).
+ * - {@link LockHeldError} a run of the job holds its lock; {@link LockPathError} the lock path is not a file.
+ * - {@link OutputError} the run folder or the job's store cannot be written ({@link NativeModuleError} when
+ *   the store's driver does not load).
+ * - {@link SourceScanStoppedError} `signal` aborted before the call (nothing is made).
  */
 export async function extractJobFile(path: string, options: ExtractJobFileOptions): Promise<RunJobFileResult> {
 	// `--run` is required by the CLI's parser; a call from JavaScript may leave it out.
 	if (typeof options?.run !== "string" || options.run === "")
 		throw new UsageError('run: name the run whose stored pages are read, a run id of the job or "latest" (as --run)');
-	const { runDir, summary, reportPath, stopMessage } = await extractPlanned(path, options);
+	// As runJobFile: a call stopped before it began makes nothing, rather than an empty interrupted run folder.
+	if (options.signal?.aborted) throw new SourceScanStoppedError(0, "before it started");
+	const { runDir, summary, reportPath, stopMessage } = await extractPlanned(path, {
+		...options,
+		words: LIBRARY_WORDS,
+	}).catch((error: unknown) => {
+		throw withLibraryRepair(error);
+	});
 	return { ...summary, run_dir: runDir, report: reportPath, stop_message: stopMessage };
 }
 
@@ -91,6 +112,7 @@ export async function extractPlanned(path: string, options: ExtractPlannedOption
 				...(options.lastWords ? { lastWords: options.lastWords } : {}),
 				...(options.logger ? { logger: options.logger } : {}),
 				...(options.threads !== undefined ? { threads: options.threads } : {}),
+				...(options.words ? { words: options.words } : {}),
 			});
 		} finally {
 			history.close();

@@ -1,5 +1,5 @@
 import { resolve } from "node:path";
-import { UsageError } from "../common/index.js";
+import { CLI_WORDS, type OptionWords, UsageError } from "../common/index.js";
 import { resolveRunSettings } from "../config/index.js";
 import { fleetUrlSecrets } from "../fleet/index.js";
 import { type Job, jobUsesBrowser, parseShard, type TargetCounts } from "../job/index.js";
@@ -91,9 +91,10 @@ export function shardJobs(
 	jobs: readonly LoadedRunJob[],
 	shard: string | undefined,
 	env: NodeJS.ProcessEnv,
+	words: OptionWords = CLI_WORDS,
 ): LoadedRunJob[] {
 	if (shard === undefined) return [...jobs];
-	const spec = parseShard(shard, env);
+	const spec = parseShard(shard, env, words.shard);
 	if (typeof spec === "string") throw new UsageError(spec);
 	return jobs.map(({ job }) => ({ job: { ...job, shard: spec }, counts: null }));
 }
@@ -115,13 +116,14 @@ export async function prepareRuns(
 	const { config } = connection;
 	const settings = resolveRunSettings(context.env);
 	const fleetUrl = config.fleetUrl;
+	const words = context.words ?? CLI_WORDS;
 	if (fleetUrl === undefined && options.fleetRun !== undefined)
-		throw new UsageError("--fleet-run names a fleet run: it needs --fleet URL (or SCRAPEJOB_FLEET_URL)");
-	if (fleetUrl !== undefined) refuseFleetOptions(options);
-	const jobs = shardJobs(loaded, options.shard, context.env);
+		throw new UsageError(`${words.fleetRun} names a fleet run: it needs ${words.fleetUrl} (or SCRAPEJOB_FLEET_URL)`);
+	if (fleetUrl !== undefined) refuseFleetOptions(options, words);
+	const jobs = shardJobs(loaded, options.shard, context.env, words);
 	if (fleetUrl !== undefined)
 		for (const { job } of jobs)
-			checkFleetJob(job, options.retryFailed !== undefined ? { retryFailed: options.retryFailed } : {});
+			checkFleetJob(job, { words, ...(options.retryFailed !== undefined ? { retryFailed: options.retryFailed } : {}) });
 	const outRoot = resolve(context.cwd, options.out ?? "output");
 	const plans =
 		fleetUrl !== undefined
@@ -130,13 +132,13 @@ export async function prepareRuns(
 	for (const note of plans.notes) context.onNote?.(note);
 	const { planned } = plans;
 	if (planned.length === 0) return null;
-	checkAccept(planned, outRoot, options.accept);
+	checkAccept(planned, outRoot, options.accept, words);
 	const tookOver = lockPlannedRuns(planned, outRoot, settings.lockLease);
 	try {
 		context.onLocked?.(planned, tookOver);
 		// A sandbox run's demo site port, for its --resume (a fleet's runs are not in the results root).
 		if (fleetUrl === undefined) connection.rememberDemoSite();
-		if (!config.accountKey && !config.scraperKey) throw noKeyError();
+		if (!config.accountKey && !config.scraperKey) throw noKeyError(words);
 		const scraper = await connectScraper(context, connection);
 		if (scraper.access && scraper.access.concurrency < 1) {
 			throw new NoScraperAccessError("the account's scraper concurrency is 0; nothing was sent");
@@ -167,6 +169,7 @@ export async function prepareRuns(
 		};
 		const choices: RunChoices = {
 			outRoot,
+			words,
 			signal: context.signal,
 			otlpMetricsUrl: settings.otlpMetricsUrl,
 			concurrency: options.concurrency,
@@ -195,12 +198,12 @@ export async function prepareRuns(
 }
 
 /** Choices that pick a local run folder, which a fleet worker does not: refused before anything is sent. */
-function refuseFleetOptions(options: RunOptions): void {
+function refuseFleetOptions(options: RunOptions, words: OptionWords): void {
 	const refused = [
-		options.resume !== undefined ? "--resume (use --continue: the fleet run goes on by itself)" : null,
-		options.repair ? "--repair" : null,
-		options.shard !== undefined ? "--shard (the fleet splits the work itself)" : null,
-		options.accept !== undefined ? "--accept" : null,
+		options.resume !== undefined ? `${words.resume} (use ${words.continueOn}: the fleet run goes on by itself)` : null,
+		options.repair ? words.repair : null,
+		options.shard !== undefined ? `${words.shard} (the fleet splits the work itself)` : null,
+		options.accept !== undefined ? words.accept : null,
 	].filter((flag): flag is string => flag !== null);
-	if (refused.length > 0) throw new UsageError(`not with --fleet: ${refused.join(", ")}`);
+	if (refused.length > 0) throw new UsageError(`not with ${words.fleet}: ${refused.join(", ")}`);
 }

@@ -1,9 +1,9 @@
-import { resolve } from "node:path";
+import { basename, dirname, resolve } from "node:path";
 import type { Logger } from "pino";
-import { ScrapejobError, UsageError } from "../common/index.js";
+import { LIBRARY_WORDS, ScrapejobError, UsageError } from "../common/index.js";
 import { formatProblem, loadJob, SourceScanStoppedError } from "../job/index.js";
 import type { RunSummary } from "../output/index.js";
-import { type ProgressSnapshot, ResumeError } from "../run/index.js";
+import { CorruptResultsError, type ProgressSnapshot, ResumeError } from "../run/index.js";
 import { type PrepareContext, prepareRuns } from "./prepare-runs.js";
 import { checkRunOptions, durationOption } from "./run-option-checks.js";
 import { releasePlannedRuns } from "./run-plan.js";
@@ -90,7 +90,8 @@ export interface RunJobFileOptions {
 	 */
 	readonly fleetRun?: string;
 	/**
-	 * Called as each target finishes. A throw from it does not stop the run (its fetches are paid for):
+	 * Called as each target finishes (and once more when a crawl completes, its `total` then equal to
+	 * `done`: the pages it knew of but had no record to fetch, such as a redirect's landing, drop out). A throw from it does not stop the run (its fetches are paid for):
 	 * it is not called again, and `runJobFile` throws that error once the run has ended, its records and
 	 * summary.json written.
 	 */
@@ -137,12 +138,28 @@ export function fleetRunComplete(jobName: string, fleetRun: string): string {
  * Run one job file to the end (or until `signal` aborts) and return its summary: `scrapejob run FILE`
  * with the same options, through the same code (`runPlannedJob`): validate, take the job's lock,
  * connect, select (freshness, retry-failed, shard), fetch, write the run folder and the history,
- * notify. Throws `JobValidationError` (bad job), `LockHeldError` (another run holds the lock),
- * `ResumeError` (nothing to resume, a budget below what was spent), `UsageError` (an option the CLI's
- * parser refuses, no key), `SourceScanStoppedError` (`signal` aborted before the first fetch) or a
- * service error (refused key) before anything is paid for. A `resume` whose run is already complete
- * throws `ResumeError` saying so (the CLI prints it and exits 0). `runExitCode(summary)` is the exit
- * code `scrapejob run` ends with for the summary returned.
+ * notify. Every throw below comes before anything is paid for, except a throw of `onProgress`'s own.
+ * A `resume` whose run is already complete throws `ResumeError` saying so (the CLI prints it and exits
+ * 0). `runExitCode(summary)` is the exit code `scrapejob run` ends with for the summary returned.
+ *
+ * @throws
+ * - {@link JobValidationError} the job file is invalid (every problem, with its line and column).
+ * - {@link UsageError} an option the CLI's parser refuses, no key ({@link MissingKeyError}), a saved id the
+ *   account lacks ({@link UnknownSavedIdError}), an `accept` of a run that is not held back.
+ * - {@link ResumeError} nothing to resume, a `maxCredits` at or below what the run spent; with `nothingToDo`
+ *   set when there is nothing left to do (the CLI's exit 0).
+ * - {@link CorruptResultsError} a `resume` whose results.jsonl holds lines that are not records
+ *   (`repair: true` moves them aside).
+ * - {@link LockHeldError} / {@link LayoutConflictError} another run of the job holds its lock; {@link
+ *   LockPathError} the lock path is not a file.
+ * - {@link OutputError} the run folder or the job's store cannot be written ({@link NativeModuleError} when
+ *   the store's driver does not load).
+ * - {@link ServiceError} the service refused the key; {@link NetworkError} it cannot be reached; {@link
+ *   ScraperNotFoundError} / {@link AccountApiNotFoundError} an address answers but not as the service;
+ *   {@link NoScraperAccessError} the account has no scraper access.
+ * - {@link FleetDatabaseError} / {@link FleetSchemaTooNewError} with `fleet`: the database fails, or its
+ *   tables are newer than this scrapejob.
+ * - {@link SourceScanStoppedError} `signal` aborted before the first fetch (nothing was sent).
  */
 export async function runJobFile(path: string, options: RunJobFileOptions = {}): Promise<RunJobFileResult> {
 	if (options.continue && (options.resume !== undefined || options.retryFailed !== undefined))
@@ -154,7 +171,13 @@ export async function runJobFile(path: string, options: RunJobFileOptions = {}):
 	const signal = options.signal ?? new AbortController().signal;
 	if (signal.aborted) throw new SourceScanStoppedError(0, "before it started");
 	const notes: string[] = [];
-	const context: PrepareContext = { env: options.env ?? process.env, cwd, signal, onNote: (note) => notes.push(note) };
+	const context: PrepareContext = {
+		env: options.env ?? process.env,
+		cwd,
+		signal,
+		words: LIBRARY_WORDS,
+		onNote: (note) => notes.push(note),
+	};
 	// The sandbox starts first so that jobs can name its demo site; it costs nothing.
 	const connection = await connectService(context, {
 		sandbox: options.sandbox,
@@ -197,9 +220,21 @@ export async function runJobFile(path: string, options: RunJobFileOptions = {}):
 		} finally {
 			releasePlannedRuns(planned);
 		}
+	} catch (error) {
+		throw withLibraryRepair(error);
 	} finally {
 		await connection.close();
 	}
+}
+
+/**
+ * A run folder to repair, said as the call that repairs it: the error's own words name the CLI's flag,
+ * which a library caller has no use for.
+ */
+export function withLibraryRepair(error: unknown): unknown {
+	if (!(error instanceof CorruptResultsError)) return error;
+	const runId = basename(dirname(error.path));
+	return error.withHint(`call runJobFile with \`resume: ${JSON.stringify(runId)}, repair: true\``);
 }
 
 /**

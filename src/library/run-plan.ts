@@ -1,5 +1,6 @@
 import { randomBytes } from "node:crypto";
 import { basename, join, resolve } from "node:path";
+import type { OptionWords } from "../common/index.js";
 import { assertAcceptable, assertStoreLoads } from "../history/index.js";
 import { type Job, SHARD_SUFFIX_PATTERN, shardSuffix, type TargetCounts } from "../job/index.js";
 import { findCorruptLines, jobOutputDir, newRunId, RUN_FILES } from "../output/index.js";
@@ -112,9 +113,14 @@ export function planFleetRuns(jobs: ReadonlyArray<{ job: Job; counts: TargetCoun
 }
 
 /** `--accept RUN_ID`: refused (UsageError) before anything is sent when a job's run is not held back. */
-export function checkAccept(planned: readonly PlannedRun[], outRoot: string, runId: string | undefined): void {
+export function checkAccept(
+	planned: readonly PlannedRun[],
+	outRoot: string,
+	runId: string | undefined,
+	words?: OptionWords,
+): void {
 	if (runId === undefined) return;
-	for (const { job } of planned) assertAcceptable(jobOutputDir(outRoot, job.name), runId);
+	for (const { job } of planned) assertAcceptable(jobOutputDir(outRoot, job.name), runId, words);
 }
 
 /**

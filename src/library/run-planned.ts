@@ -2,7 +2,7 @@ import { existsSync } from "node:fs";
 import { basename, join } from "node:path";
 import type { Logger } from "pino";
 import type { SavedItemsClient, ScraperAccess, ScraperClient } from "../api/index.js";
-import { jsonlLines, type LastWords, UsageError } from "../common/index.js";
+import { CLI_WORDS, jsonlLines, type LastWords, type OptionWords, UsageError } from "../common/index.js";
 import { endWorker } from "../fleet/index.js";
 import { type FailedCrawledPage, type JobHistory, openJobHistory, type TargetHistory } from "../history/index.js";
 import {
@@ -75,6 +75,8 @@ export interface RunServices {
 export interface RunChoices {
 	/** Root folder of results: `<outRoot>/<job>/<run-id>/` (absolute). */
 	readonly outRoot: string;
+	/** How the entry point spells the options its messages name. @default CLI_WORDS */
+	readonly words?: OptionWords;
 	/** In-flight fetches (never above the account's limit). @default the job's `concurrency` */
 	readonly concurrency?: number;
 	/** Credit budget: a new run's, or a resumed run's replacement (above what it spent). @default the job's, or the one the resumed run kept */
@@ -310,7 +312,7 @@ async function runWithHistory(
 	warn: (message: string) => void,
 ): Promise<PlannedRunOutcome> {
 	if (choices.fleet) return runFleetWorker(plan, services, { ...choices, fleet: choices.fleet }, monitor, warn);
-	plan = await continuedOrNew(plan, choices.force === true, warn);
+	plan = await continuedOrNew(plan, choices.force === true, warn, choices.words ?? CLI_WORDS);
 	// A run started before ids came from each URL's identity is resumed with the ids its records and journal hold.
 	if (plan.resumeDir && runHasLiteralTargetIds(plan.resumeDir))
 		Object.assign(plan, { job: withLiteralTargetIds(plan.job) });
@@ -384,6 +386,7 @@ function runJobOptionsOf(input: {
 		browser: services.browser && jobUsesBrowser(job) ? services.browser : undefined,
 		logger: choices.logger,
 		onProgress: input.onProgress ?? undefined,
+		words: choices.words ?? CLI_WORDS,
 		...(services.sandboxDemoSite !== undefined ? { sandboxDemoSite: services.sandboxDemoSite } : {}),
 		...(services.configFile !== undefined ? { configFile: services.configFile } : {}),
 	};
@@ -415,6 +418,7 @@ async function runFleetWorker(
 		concurrency,
 		freshnessMs,
 		retryFailed,
+		words: choices.words ?? CLI_WORDS,
 		...(choices.maxCredits !== undefined ? { maxCredits: choices.maxCredits } : {}),
 	});
 	if (joined.outcome === "complete") return { skipped: "fleet_complete", job, fleetRun: joined.run.runName };
@@ -452,12 +456,13 @@ async function runFleetWorker(
  * sources are the runner's feed, which a fleet's loader does not run. (Freshness and
  * `--retry-failed` are the fleet's own: a new fleet run selects its targets from the job's fleet records.)
  */
-export function checkFleetJob(job: Job, choices: Pick<RunChoices, "retryFailed" | "accept">): void {
-	const instead = "run the job without --fleet for that";
+export function checkFleetJob(job: Job, choices: Pick<RunChoices, "retryFailed" | "accept" | "words">): void {
+	const words = choices.words ?? CLI_WORDS;
+	const instead = `run the job without ${words.fleet} for that`;
 	// `--retry-failed` alone reads the fleet's records; a run id names a local run folder.
 	if (typeof choices.retryFailed === "string")
 		throw new UsageError(
-			`--retry-failed ${choices.retryFailed} names a local run: with --fleet, --retry-failed takes no run id`,
+			`${words.retryFailed} ${choices.retryFailed} names a local run: with ${words.fleet}, ${words.retryFailed} takes no run id`,
 		);
 	if (job.contract)
 		throw new UsageError(`${job.name}: data contracts hold runs back in the job's local store: ${instead}`);
@@ -466,8 +471,8 @@ export function checkFleetJob(job: Job, choices: Pick<RunChoices, "retryFailed" 
 		throw new UsageError(
 			`${job.name}: map: and search: sources are not run by a fleet (its workers would each pay the calls, and fetch nothing they found): ${instead}, or list the URLs they found in a file source`,
 		);
-	if (job.shard) throw new UsageError("--shard splits a job between processes itself: not with --fleet");
-	if (choices.accept !== undefined) throw new UsageError(`--accept promotes a local run: ${instead}`);
+	if (job.shard) throw new UsageError(`${words.shard} splits a job between processes itself: not with ${words.fleet}`);
+	if (choices.accept !== undefined) throw new UsageError(`${words.accept} promotes a local run: ${instead}`);
 }
 
 /**
@@ -475,13 +480,18 @@ export function checkFleetJob(job: Job, choices: Pick<RunChoices, "retryFailed" 
  * old run is left unfinished and a new one starts, rather than an error every retry would repeat.
  * With `--force` the old run goes on, its changed targets run as new (as `--resume --force`).
  */
-async function continuedOrNew(plan: PlannedRun, force: boolean, warn: (message: string) => void): Promise<PlannedRun> {
+async function continuedOrNew(
+	plan: PlannedRun,
+	force: boolean,
+	warn: (message: string) => void,
+	words: OptionWords,
+): Promise<PlannedRun> {
 	if (!plan.continued || !plan.resumeDir || force) return plan;
 	const started = readRunDigest(plan.resumeDir);
 	if (started !== null && started === (await targetsDigest(plan.job))) return plan;
 	const runId = `${newRunId()}${plan.job.shard ? shardSuffix(plan.job.shard) : ""}`;
 	warn(
-		`${plan.job.name}: the job's targets changed since run ${plan.runId} started: --continue starts a new run (${runId}) instead`,
+		`${plan.job.name}: the job's targets changed since run ${plan.runId} started: ${words.continueOn} starts a new run (${runId}) instead`,
 	);
 	// The lock stays the plan's: it is the job's (and shard's), not the run's.
 	return Object.assign(plan, { resumeDir: undefined, runId });
@@ -496,7 +506,7 @@ async function continuedOrNew(plan: PlannedRun, force: boolean, warn: (message: 
 async function selectTargets(
 	plan: Pick<PlannedRun, "job" | "counts" | "resumeDir">,
 	history: JobHistory,
-	choices: Pick<RunChoices, "retryFailed" | "freshnessMs" | "outRoot">,
+	choices: Pick<RunChoices, "retryFailed" | "freshnessMs" | "outRoot" | "words">,
 ): Promise<{ job: Job; counts: TargetCounts | null; selection: RunSelection; nothingToRetry?: boolean }> {
 	const kept = plan.resumeDir ? readRunSelection(plan.resumeDir) : null;
 	const retry = choices.retryFailed ?? kept?.retry_failed ?? false;
@@ -514,11 +524,13 @@ async function selectTargets(
 		// A run id names a folder of this job, nothing else: no path may lead out of output/<job>/.
 		if (!/^[\w.-]+$/.test(retry) || retry.startsWith("."))
 			throw new UsageError(
-				`--retry-failed: ${JSON.stringify(retry)} is not a run id (a folder name under output/<job>/)`,
+				`${choices.words?.retryFailed ?? CLI_WORDS.retryFailed}: ${JSON.stringify(retry)} is not a run id (a folder name under output/<job>/)`,
 			);
 		const runDir = join(jobOutputDir(choices.outRoot, plan.job.name), retry);
 		if (!existsSync(join(runDir, "results.jsonl")))
-			throw new UsageError(`--retry-failed: no run ${retry} of job ${plan.job.name} under ${choices.outRoot}`);
+			throw new UsageError(
+				`${choices.words?.retryFailed ?? CLI_WORDS.retryFailed}: no run ${retry} of job ${plan.job.name} under ${choices.outRoot}`,
+			);
 		failedInRun = failedRecords(join(runDir, "results.jsonl"));
 	}
 	if (plan.job.crawl && retrying) {
@@ -579,7 +591,7 @@ async function selectTargets(
  */
 export async function previewSelection(
 	job: Job,
-	choices: Pick<RunChoices, "retryFailed" | "freshnessMs" | "outRoot">,
+	choices: Pick<RunChoices, "retryFailed" | "freshnessMs" | "outRoot" | "words">,
 ): Promise<{ job: Job; leftOut: "fresh" | "not failed" | null; warnings: readonly string[]; close(): void }> {
 	const retry = choices.retryFailed ?? false;
 	const retrying = retry !== false;
@@ -590,7 +602,9 @@ export async function previewSelection(
 	const jobDir = jobOutputDir(choices.outRoot, job.name);
 	if (!existsSync(jobDir)) {
 		if (typeof retry === "string")
-			throw new UsageError(`--retry-failed: no run ${retry} of job ${job.name} under ${choices.outRoot}`);
+			throw new UsageError(
+				`${(choices.words ?? CLI_WORDS).retryFailed}: no run ${retry} of job ${job.name} under ${choices.outRoot}`,
+			);
 		// No run yet: nothing is fresh, nothing failed.
 		return retrying ? { ...whole, job: { ...job, select: () => false }, leftOut } : whole;
 	}

@@ -9,7 +9,10 @@ const SAVED_KEYS = [
 	{ key: "storage_id", list: "storage", what: "storage configs" },
 ] as const;
 
-/** A saved id the job names and the account does not have: exit 2, nothing sent. */
+/**
+ * A saved id the job names (`scheme_id`, `config_id`, `storage_id`) and the account does not have: exit 2,
+ * nothing sent. Thrown by `runJobFile` (a `UsageError`).
+ */
 export class UnknownSavedIdError extends UsageError {}
 
 /**

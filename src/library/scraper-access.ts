@@ -56,7 +56,7 @@ export async function connectScraper(ctx: ConnectContext, connection: ServiceCon
 			access: null,
 		};
 	}
-	if (!connection.account) throw noKeyError();
+	if (!connection.account) throw noKeyError(ctx.words);
 	const access = await connection.account.scraperAccess(ctx.signal).catch((error: unknown) => {
 		// A 404 or a web page's 200 at the account address said exit 1, as if targets had failed: no
 		// fetch can succeed there, so it ends the run as an unreachable service does (exit 3).

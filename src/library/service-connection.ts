@@ -8,7 +8,7 @@ import {
 	type ScraperClient,
 	type ScraperClientOptions,
 } from "../api/index.js";
-import { UsageError, writeFileAtomic } from "../common/index.js";
+import { CLI_WORDS, type OptionWords, UsageError, writeFileAtomic } from "../common/index.js";
 import { demoSiteIsSet, type ResolvedConfig, resolveConfig, resolveFleetConfig } from "../config/index.js";
 import { OutputError } from "../output/index.js";
 
@@ -17,6 +17,8 @@ export interface ConnectContext {
 	readonly env: NodeJS.ProcessEnv;
 	readonly cwd: string;
 	readonly signal: AbortSignal;
+	/** How the entry point spells the options its messages name (`--sandbox`, `sandbox: true`). @default CLI_WORDS */
+	readonly words?: OptionWords;
 }
 
 /**
@@ -86,7 +88,10 @@ export interface ServiceFlags {
 	out?: string;
 }
 
-/** No key to run with: a usage mistake like any other (`instanceof UsageError`), nothing was sent. */
+/**
+ * No key to run with: a usage mistake like any other (`instanceof UsageError`), nothing was sent. Thrown
+ * by `runJobFile` when `env` (and the `config` file) hold no key and `sandbox` is not set.
+ */
 export class MissingKeyError extends UsageError {}
 
 export interface ServiceConnection {
@@ -115,8 +120,10 @@ export interface ServiceConnection {
 /** How `ServiceConnection.scraper` builds its client. */
 export type ScraperClientChoice = Pick<ScraperClientOptions, "connections" | "keyName">;
 
-const NO_KEY_HINT =
-	"set SCRAPEJOB_ACCOUNT_KEY (or SCRAPEJOB_SCRAPER_KEY for scraping only), or try it offline with --sandbox";
+/** How to give a key, in the entry point's words. */
+function noKeyHint(words: OptionWords): string {
+	return `set SCRAPEJOB_ACCOUNT_KEY (or SCRAPEJOB_SCRAPER_KEY for scraping only), or try it offline with ${words.sandboxOn}`;
+}
 
 /**
  * Resolve keys and addresses, or start the sandbox. Each command closes the connection when done, so
@@ -126,7 +133,9 @@ export async function connectService(ctx: ConnectContext, flags: ServiceFlags): 
 	// An empty `--fleet` (an unset variable in a pasted line) is a mistake, never "no fleet": a local run
 	// in its place would pay for the fleet's targets again.
 	if (flags.fleet !== undefined && flags.fleet.trim() === "")
-		throw new UsageError("--fleet is empty: give the fleet's postgres:// URL (is SCRAPEJOB_FLEET_URL set?)");
+		throw new UsageError(
+			`${(ctx.words ?? CLI_WORDS).fleet} is empty: give the fleet's postgres:// URL (is SCRAPEJOB_FLEET_URL set?)`,
+		);
 	if (flags.sandbox) {
 		// Loaded only here: a real run should not pay the emulator's start-up time and memory.
 		const { startDemoSite, startEmulator } = await import("../emulator/index.js");
@@ -206,10 +215,11 @@ export async function connectService(ctx: ConnectContext, flags: ServiceFlags): 
 
 /** The account client, or a clear error saying how to provide a key. */
 export function requireAccount(connection: ServiceConnection): AccountClient {
-	if (!connection.account) throw new MissingKeyError(`no account key: ${NO_KEY_HINT}`);
+	if (!connection.account) throw new MissingKeyError(`no account key: ${noKeyHint(CLI_WORDS)}`);
 	return connection.account;
 }
 
-export function noKeyError(): UsageError {
-	return new MissingKeyError(`no key: ${NO_KEY_HINT}`);
+/** No key at all, said with how to give one (`words`: the entry point's spelling of the sandbox). */
+export function noKeyError(words: OptionWords = CLI_WORDS): UsageError {
+	return new MissingKeyError(`no key: ${noKeyHint(words)}`);
 }

@@ -4,9 +4,13 @@ import { ScrapejobError } from "../common/index.js";
 
 /**
  * The output could not be written (disk full, read-only folder, permission denied): the run stops
- * sending at once — every further fetch would be paid for and lost — and exits 5.
+ * sending at once — every further fetch would be paid for and lost — and exits 5. `runJobFile`,
+ * `extractJobFile` and `runJob` throw it when the run folder or the job's store cannot be made or opened
+ * (nothing was sent); once the run is going, a failed write ends it with `stopped_reason: output_failed`
+ * in the summary instead. Code `SCRAPEJOB_OUTPUT`.
  */
 export class OutputError extends ScrapejobError {
+	/** The file or folder that could not be written. */
 	readonly path: string;
 	/** `outcome`: what the failure left, after the cause (a run's: nothing more was sent). */
 	constructor(path: string, cause: unknown, outcome = "nothing more was sent") {

@@ -23,7 +23,7 @@ export { type ConcurrencyPlan, MAX_LOCAL_CONCURRENCY, resolveConcurrency } from 
 export { createSendGate, type SendGate } from "./flow/send-gate.js";
 export { lockJobOutput, tookOverMessage } from "./locks/job-lock.js";
 export { LayoutConflictError } from "./locks/layout-guard.js";
-export { LockHeldError, type LockLease, type RunLock } from "./locks/run-lock.js";
+export { LockHeldError, type LockLease, LockPathError, type RunLock } from "./locks/run-lock.js";
 export { MERGE_FILE, type MergeResult, mergeShardRuns } from "./merge/merge-runs.js";
 export { budgetToFinish } from "./records/budget-to-finish.js";
 export { BASELINE_RUNS } from "./records/contract-check.js";

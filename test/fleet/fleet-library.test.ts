@@ -69,21 +69,43 @@ describe("runJobFile as a fleet worker (fleet, fleetRun)", () => {
 		expect(service.emulator.ledger.totalCharged()).toBe(charged);
 	}, 60_000);
 
-	it("refuses a fleet run name without a fleet, and what a fleet worker cannot do, before anything is sent", async () => {
+	it("refuses a fleet run name without a fleet, and what a fleet worker cannot do, before anything is sent, naming the options", async () => {
 		const url = await (await cluster()).createDatabase();
 		const service = await useTestService();
 		const { dir, file } = listJob("http://127.0.0.1:9", 3);
 		await expect(runJobFile(file, { env: service.env, cwd: dir, fleetRun: "nightly" })).rejects.toThrow(
-			"--fleet-run names a fleet run: it needs --fleet URL (or SCRAPEJOB_FLEET_URL)",
+			"fleetRun names a fleet run: it needs the fleet option (or SCRAPEJOB_FLEET_URL)",
 		);
 		await expect(runJobFile(file, { env: service.env, cwd: dir, fleet: url, resume: true })).rejects.toThrow(
-			"not with --fleet: --resume",
+			"not with fleet: resume (use continue: true",
 		);
 		// SCRAPEJOB_FLEET_URL of the options' env is the fleet as well.
 		await expect(
 			runJobFile(file, { env: { ...service.env, SCRAPEJOB_FLEET_URL: url }, cwd: dir, shard: "1/2" }),
-		).rejects.toThrow("not with --fleet: --shard");
+		).rejects.toThrow("not with fleet: shard");
 		expect(service.emulator.ledger.entries).toEqual([]);
+	}, 60_000);
+});
+
+describe("runJobFile as a fleet worker, refused in the library's words", () => {
+	it("a fleet run opened with another version of the job file: open a new one with fleetRun", async () => {
+		const url = await (await cluster()).createDatabase();
+		const service = await useTestService();
+		const site = await startTargetSite((_req, res) => html(res, "<p>page</p>"));
+		const { dir, file } = listJob(site.origin, 3);
+		// A budget below one fetch's worst case: the fleet run stays unfinished.
+		const first = await runJobFile(file, {
+			env: service.env,
+			cwd: dir,
+			fleet: url,
+			fleetRun: "nightly",
+			maxCredits: 1,
+		});
+		expect(first.complete).toBe(false);
+		writeJob(dir, "fleetjob", `name: fleetjob\ndefaults:\n  mode: request\ntargets:\n  - ${site.origin}/other\n`);
+		await expect(runJobFile(file, { env: service.env, cwd: dir, fleet: url, fleetRun: "nightly" })).rejects.toThrow(
+			"or open a new run of this one with fleetRun <another name> (nothing was sent)",
+		);
 	}, 60_000);
 });
 

@@ -1,4 +1,4 @@
-import { existsSync } from "node:fs";
+import { existsSync, readdirSync } from "node:fs";
 import { createServer } from "node:http";
 import type { AddressInfo } from "node:net";
 import { join } from "node:path";
@@ -13,7 +13,7 @@ import {
 	SourceScanStoppedError,
 	UsageError,
 } from "../../src/index.js";
-import { onlyRunDir, readRecords, readSummary, tempDir, writeJob } from "../helpers/job-files.js";
+import { isRunFolderName, onlyRunDir, readRecords, readSummary, tempDir, writeJob } from "../helpers/job-files.js";
 import { runCli } from "../helpers/run-cli.js";
 import { useTestService } from "../helpers/service.js";
 
@@ -220,6 +220,33 @@ describe("extractJobFile without `run`", () => {
 		expect(error).toBeInstanceOf(UsageError);
 		expect((error as Error).message).toMatch(/^run: /);
 		expect(existsSync(join(dir, "out"))).toBe(false);
+	});
+});
+
+describe("extractJobFile with a signal aborted before the call", () => {
+	it("throws SourceScanStoppedError, as runJobFile does: no new run folder, no lock left; a later call runs", async () => {
+		const service = await useTestService();
+		const dir = tempDir();
+		const out = join(dir, "out");
+		const job = writeJob(
+			dir,
+			"shop",
+			shopJob(service.site.url, 2, ["output: {content: files}", "extract:", "  name: {css: h1}"]),
+		);
+		const first = await runJobFile(job, { env: service.env, out });
+		expect(first.complete).toBe(true);
+		const folders = () => readdirSync(join(out, "shop")).filter(isRunFolderName).sort();
+		const before = folders();
+		const error = await outcomeOf(
+			extractJobFile(job, { run: "latest", out, env: service.env, signal: AbortSignal.abort() }),
+		);
+		expect(error).toBeInstanceOf(SourceScanStoppedError);
+		expect((error as Error).message).toBe("stopped before it started: nothing was sent");
+		expect(folders()).toEqual(before);
+		expect(existsSync(join(out, "shop", ".lock"))).toBe(false);
+		const later = await extractJobFile(job, { run: "latest", out, env: service.env });
+		expect(later.complete).toBe(true);
+		expect(later.targets.by_status.ok).toBe(2);
 	});
 });
 

@@ -1,7 +1,7 @@
 import { mkdirSync, readFileSync } from "node:fs";
 import { basename, dirname, join } from "node:path";
 import type { Logger } from "pino";
-import { ScrapejobError, writeFileAtomic } from "../../common/index.js";
+import { CLI_WORDS, type OptionWords, ScrapejobError, writeFileAtomic } from "../../common/index.js";
 import { journalledCrawlCredits } from "../../crawl/index.js";
 import type { DomainMode } from "../../history/index.js";
 import { type Job, streamTargetBatches } from "../../job/index.js";
@@ -164,12 +164,13 @@ function resumedBudget(
 	flag: number | undefined,
 	spentSoFar: () => number,
 	jobBudget: number | null,
+	words: OptionWords,
 ): number | null {
 	if (flag === undefined) return meta && meta.max_credits !== undefined ? meta.max_credits : jobBudget;
 	const spent = spentSoFar();
 	if (flag <= spent) {
 		throw new ResumeError(
-			`--max-credits ${flag} is not above the ${spent} credits this run has already spent; resume with --max-credits larger than ${spent}`,
+			`${words.maxCredits} ${flag} is not above the ${spent} credits this run has already spent; resume with ${words.maxCredits} larger than ${spent}`,
 		);
 	}
 	if (meta) writeMeta(runDir, { ...meta, max_credits: flag });
@@ -246,6 +247,8 @@ export interface OpenRunOptions {
 	repair?: boolean;
 	/** `--max-credits`: the budget of a new run, or the new budget of a resumed one (above what it spent). */
 	maxCredits?: number;
+	/** How the entry point spells the options a refusal names. @default CLI_WORDS */
+	words?: OptionWords;
 	/** How a new run chose its targets: kept in run.json for its resumes. */
 	selection?: RunSelection;
 	/** Where a new run folder goes. @default `<outRoot>/<job>/` */
@@ -259,10 +262,11 @@ export interface OpenRunOptions {
  */
 export async function openRun(options: OpenRunOptions): Promise<OpenedRun> {
 	const { job, survey } = options;
+	const words = options.words ?? CLI_WORDS;
 	const meta = options.resumeDir ? readMeta(options.resumeDir) : null;
 	if (meta && meta.targets_digest !== survey.digest && !options.force) {
 		throw new ResumeError(
-			`the job's targets changed since run ${meta.run_id} started (${meta.total} then, ${survey.total} now); resume with --force to run changed targets as new, or start a new run without --resume`,
+			`the job's targets changed since run ${meta.run_id} started (${meta.total} then, ${survey.total} now); resume with ${words.forceOn} to run changed targets as new, or start a new run without ${words.resume}`,
 		);
 	}
 	const runId = meta?.run_id ?? options.runId ?? newRunId(new Date(options.startedAt));
@@ -296,7 +300,7 @@ async function reopenRun(
 		if (moved > 0)
 			logger?.warn(
 				{ moved },
-				`--repair: moved ${moved} line(s) that were not records to ${CORRUPT_FILE}; their targets run again`,
+				`${(options.words ?? CLI_WORDS).repair}: moved ${moved} line(s) that were not records to ${CORRUPT_FILE}; their targets run again`,
 			);
 	}
 	const prior = await readPriorProgress(join(runDir, RUN_FILES.jsonl));
@@ -333,7 +337,7 @@ async function reopenRun(
 	// map/search: read from their journals, a crawl's whole frontier, only when a new budget is to be checked).
 	const spent = () =>
 		prior.statistics.creditsUsed + journalledCrawlCredits(runDir) + journalledDiscoveryCredits(runDir);
-	const maxCredits = resumedBudget(runDir, meta, options.maxCredits, spent, job.maxCredits);
+	const maxCredits = resumedBudget(runDir, meta, options.maxCredits, spent, job.maxCredits, options.words ?? CLI_WORDS);
 	const superseded = meta?.superseded ?? 0;
 	return {
 		runId: run.runId,

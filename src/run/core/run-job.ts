@@ -7,6 +7,8 @@ import {
 	createUrlKeys,
 	errorMessage,
 	type LastWords,
+	LIBRARY_WORDS,
+	type OptionWords,
 	sleep as realSleep,
 	type Sleep,
 	systemClock,
@@ -154,6 +156,12 @@ export interface RunJobOptions {
 	readonly sandboxDemoSite?: string;
 	/** The `--config` file the service's keys came from (absolute): run.json keeps it for `merge`'s commands. */
 	readonly configFile?: string;
+	/**
+	 * How the entry point spells the options its messages name (stop messages, refusals): the CLI passes
+	 * its flags. @default LIBRARY_WORDS
+	 * @internal
+	 */
+	readonly words?: OptionWords;
 }
 
 /**
@@ -195,6 +203,7 @@ export async function runJob(options: RunJobOptions): Promise<RunJobResult> {
 			runsDir: options.runsDir,
 			maxCredits: options.maxCredits,
 			selection: options.selection,
+			words: options.words ?? LIBRARY_WORDS,
 		});
 		if (options.sandboxDemoSite !== undefined) writeSandboxRun(opened.runDir, options.sandboxDemoSite);
 		if (options.configFile !== undefined) noteConfigFile(opened.runDir, options.configFile);
@@ -262,6 +271,7 @@ async function openRecordSide(context: RunContext) {
 		lock,
 		log,
 		logger: options.logger,
+		words: options.words ?? LIBRARY_WORDS,
 	});
 	return { runLog, log, fleet, history, records, budget, stops };
 }
@@ -355,7 +365,7 @@ function openRunnerSide(context: RunContext, side: RecordSide, fetching: FetchSi
 		job,
 		fleet,
 		clock,
-		{ log, logger: options.logger },
+		{ log, logger: options.logger, words: stops.words },
 		opened.carried?.openBreakers,
 		(change) => stops.guardOutput(() => records.journal.breaker(change)),
 	);
@@ -476,7 +486,7 @@ async function concludeRun(
 	stops.close();
 	clearInterval(syncTimer);
 	progress.close();
-	return finishRun({
+	const result = await finishRun({
 		...records,
 		runDir: opened.runDir,
 		stops,
@@ -496,6 +506,9 @@ async function concludeRun(
 		runLog,
 		logger: options.logger,
 	});
+	// Complete is known once the summary is: a crawl's last snapshot then drops the pages with no record.
+	if (crawler) progress.finish(result.summary.complete);
+	return result;
 }
 
 /**

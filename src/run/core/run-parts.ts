@@ -1,7 +1,14 @@
 import { basename, dirname, join } from "node:path";
 import type { Logger } from "pino";
 import type { ScraperHeaders } from "../../api/index.js";
-import { type Clock, createTaskQueue, isoTime, type Sleep, type TaskQueue } from "../../common/index.js";
+import {
+	type Clock,
+	createTaskQueue,
+	isoTime,
+	type OptionWords,
+	type Sleep,
+	type TaskQueue,
+} from "../../common/index.js";
 import type { SitemapFetch } from "../../crawl/index.js";
 import { createPagePool, type FillStats } from "../../extract/index.js";
 import {
@@ -167,16 +174,16 @@ export function createRunBreakers(
 	job: Job,
 	fleet: FleetCoordination | null,
 	clock: Clock,
-	loggers: { readonly log: Logger; readonly logger: Logger | undefined },
+	loggers: { readonly log: Logger; readonly logger: Logger | undefined; readonly words: OptionWords },
 	carried: readonly CarriedBreaker[] = [],
 	journal: ((change: BreakerChange) => void) | null = null,
 ): Breakers | null {
-	const { log, logger } = loggers;
+	const { log, logger, words } = loggers;
 	if (!job.breaker) return null;
 	const { fingerprint } = job;
 	const events: BreakerEvents = {
 		onOpen: (open) => {
-			const message = `breaker open for ${open.domain}: ${open.reason}; its remaining targets are parked (${fleet ? "--continue" : "--resume"} takes them)`;
+			const message = `breaker open for ${open.domain}: ${open.reason}; its remaining targets are parked (${fleet ? words.continueOn : words.resumeOn} takes them)`;
 			log.warn({ event: "breaker_open", domain: open.domain, reason: open.reason }, message);
 			logger?.warn({ domain: open.domain }, message);
 			if (!fleet) {

@@ -1,5 +1,5 @@
 import { randomUUID } from "node:crypto";
-import { type Clock, creditCostRange, type ScrapeParams, type Sleep } from "../../common/index.js";
+import { type Clock, creditCostRange, type OptionWords, type ScrapeParams, type Sleep } from "../../common/index.js";
 import { type Fleet, type FleetLease, reserveCredits, settleExtraCredits } from "../../fleet/index.js";
 import { type CreditBudget, createCreditBudget } from "../flow/credit-budget.js";
 import type { StopController } from "../flow/stop-controller.js";
@@ -118,8 +118,8 @@ export class FleetBudget implements CreditBudget {
 		if (booking) this.#deps.leases.track("", settleExtraCredits(this.#deps.fleet, booking.lease, booking.amount, 0));
 	}
 
-	exhausted(worstCase: number): string {
-		return this.#exhaustedMessage(null, worstCase);
+	exhausted(worstCase: number, words: OptionWords): string {
+		return this.#exhaustedMessage(null, worstCase, words);
 	}
 
 	/**
@@ -140,7 +140,7 @@ export class FleetBudget implements CreditBudget {
 		if (!stops.stopping) {
 			const { fleet, runId } = this.#deps;
 			const [row] = await fleet.query<{ spent: string }>("SELECT spent FROM runs WHERE id = $1", [runId]);
-			stops.stop("budget_exhausted", this.#exhaustedMessage(Number(row?.spent ?? 0), worstCase));
+			stops.stop("budget_exhausted", this.#exhaustedMessage(Number(row?.spent ?? 0), worstCase, stops.words));
 		}
 		return false;
 	}
@@ -218,7 +218,7 @@ export class FleetBudget implements CreditBudget {
 		return index < 0 ? undefined : this.#untargeted.splice(index, 1)[0];
 	}
 
-	#exhaustedMessage(spent: number | null, worstCase: number): string {
-		return `stopping: the fleet's max_credits ${this.limit} reached (${spent === null ? "" : `${spent} spent; `}the next fetch may cost ${worstCase}); raise it with --max-credits <larger> and start workers again`;
+	#exhaustedMessage(spent: number | null, worstCase: number, words: OptionWords): string {
+		return `stopping: the fleet's max_credits ${this.limit} reached (${spent === null ? "" : `${spent} spent; `}the next fetch may cost ${worstCase}); raise it with ${words.largerBudget} and start workers again`;
 	}
 }

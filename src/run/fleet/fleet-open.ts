@@ -1,5 +1,5 @@
 import { createHash } from "node:crypto";
-import { canonicalJson, UsageError } from "../../common/index.js";
+import { CLI_WORDS, canonicalJson, type OptionWords, UsageError } from "../../common/index.js";
 import { normalizeUrl } from "../../crawl/index.js";
 import {
 	connectFleet,
@@ -43,6 +43,8 @@ export interface FleetJoinOptions {
 	readonly freshnessMs?: number;
 	/** `--retry-failed`: a new run holds only the targets whose newest record in the job's fleet runs failed. */
 	readonly retryFailed?: boolean;
+	/** How the entry point spells the options a refusal names. @default CLI_WORDS */
+	readonly words?: OptionWords;
 }
 
 export type FleetJoin =
@@ -75,7 +77,8 @@ export async function joinFleetRun(job: Job, options: FleetJoinOptions): Promise
 		}
 		// Joined, it would fetch the targets and options of the job file the run was opened with, not these
 		// (a job file edited while its run goes on, pods of a Job started before and after the edit).
-		if (opened.outcome === "changed") throw new UsageError(changedJobMessage(job, opened.run, options.runName));
+		if (opened.outcome === "changed")
+			throw new UsageError(changedJobMessage(job, opened.run, options.runName, options.words ?? CLI_WORDS));
 		const maxCredits = await budgetOf(
 			fleet,
 			opened.run.id,
@@ -127,12 +130,12 @@ function fleetFingerprint(job: Job): string {
 	return createHash("sha256").update(canonicalJson(rules)).digest("hex");
 }
 
-function changedJobMessage(job: Job, run: FleetRun, named: string | undefined): string {
+function changedJobMessage(job: Job, run: FleetRun, named: string | undefined, words: OptionWords): string {
 	const which =
 		named === undefined
 			? `the newest unfinished fleet run of job ${job.name}, ${run.runName},`
 			: `fleet run ${run.runName}`;
-	return `${which} was opened with another version of ${job.file}: its targets, their options or its crawl: settings differ from this file's, so this worker does not join it. Run the job file the run was opened with to finish it, or open a new run of this one with --fleet-run <another name> (nothing was sent)`;
+	return `${which} was opened with another version of ${job.file}: its targets, their options or its crawl: settings differ from this file's, so this worker does not join it. Run the job file the run was opened with to finish it, or open a new run of this one with ${words.fleetRun} <another name> (nothing was sent)`;
 }
 
 /** The run's budget; a `--max-credits` given when joining replaces it (the fleet's budget is one). */

@@ -1,3 +1,5 @@
+import type { OptionWords } from "../../common/index.js";
+
 /**
  * The job's `max_credits` as a synchronous reserve → commit/release ledger: the check and the booking
  * happen with no `await` between them, so concurrent workers can never jointly overshoot the budget.
@@ -31,7 +33,7 @@ export interface CreditBudget {
 	 */
 	readonly dearest: number;
 	/** What a stop for want of credits says, when not the local run's words (a fleet's: its workers). */
-	exhausted?(worstCase: number): string;
+	exhausted?(worstCase: number, words: OptionWords): string;
 }
 
 export function createCreditBudget(limit: number | null, alreadySpent = 0): CreditBudget {

@@ -55,7 +55,7 @@ export function watchOutages(parts: OutageWatchParts): OutageMonitor {
 			log.warn({ event: "pause", reason: "service_unavailable", pause_ms: outageMs }, "outage_timeout passed");
 			stops.stop(
 				"service_unavailable",
-				`stopping: the service has been unreachable for ${formatDuration(outageMs)} (outage_timeout ${formatDuration(timeoutMs)}); the targets it failed have no record: finish with --resume`,
+				`stopping: the service has been unreachable for ${formatDuration(outageMs)} (outage_timeout ${formatDuration(timeoutMs)}); the targets it failed have no record: finish with ${stops.words.resumeOn}`,
 			);
 		},
 	});

@@ -1,5 +1,6 @@
 import { setMaxListeners } from "node:events";
 import type { Logger } from "pino";
+import { CLI_WORDS, type OptionWords } from "../../common/index.js";
 import { OutputError } from "../../output/index.js";
 import type { RunLock } from "../locks/run-lock.js";
 
@@ -38,6 +39,8 @@ export interface StopControllerOptions {
 	readonly logger?: Logger;
 	/** What a stop request (the signal) says: a re-extraction sends nothing, so "no new fetches" would be wrong. */
 	readonly signalMessage?: string;
+	/** How the entry point spells the options a stop message names (`--resume`, `resume: true`). @default CLI_WORDS */
+	readonly words?: OptionWords;
 }
 
 export interface StopController {
@@ -45,6 +48,8 @@ export interface StopController {
 	readonly reason: StopReason | null;
 	/** That reason in words, for the terminal. */
 	readonly message: string | null;
+	/** How the entry point spells the options: a stop message that names one (`--resume`) says it so. */
+	readonly words: OptionWords;
 	/** True once any stop was asked for: nothing new may start. */
 	readonly stopping: boolean;
 	/**
@@ -175,6 +180,7 @@ export function createStopController(options: StopControllerOptions): StopContro
 		get stopping() {
 			return stopping;
 		},
+		words: options.words ?? CLI_WORDS,
 		inflight: inflight.signal,
 		stopped: stopped.signal,
 		get outputFailure() {

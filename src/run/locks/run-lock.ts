@@ -16,7 +16,10 @@ export class LockHeldError extends ScrapejobError {
 	}
 }
 
-/** The lock path is not a lock file (a directory, say): nothing can hold or take it until it is removed. */
+/**
+ * The lock path is not a lock file (a directory, say): nothing can hold or take it until it is removed.
+ * Thrown by `runJobFile`, `extractJobFile` and `lockJobOutput` before anything is sent; code `SCRAPEJOB_USAGE`.
+ */
 export class LockPathError extends ScrapejobError {
 	constructor(path: string, what: string) {
 		super("SCRAPEJOB_USAGE", `the lock path ${path} is ${what}, not a lock file: remove it and run again`);

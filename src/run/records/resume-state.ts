@@ -36,12 +36,19 @@ export function lastLine(path: string): string | null {
 	}
 }
 
-/** results.jsonl holds lines that are not records: resuming on it would count wrong or never finish. */
+/**
+ * results.jsonl holds lines that are not records: resuming on it would count wrong or never finish.
+ * Thrown by `runJobFile` with `resume` (without `repair`) and by `extractJobFile` with that run as its
+ * `run`, before anything is sent; `repair: true` on a resume moves the lines aside. Code `SCRAPEJOB_USAGE`.
+ */
 export class CorruptResultsError extends ScrapejobError {
+	/** The results.jsonl that holds them. */
 	readonly path: string;
+	/** The first of their line numbers (1-based). */
 	readonly lines: readonly number[];
+	/** How many lines are not records. */
 	readonly count: number;
-	/** `repair`: the command that repairs it, as it must be pasted (the CLI knows it; the library says `--repair`). */
+	/** `repair`: what repairs it, in the caller's words (the CLI's command as it must be pasted; `runJobFile`'s options). */
 	constructor(path: string, lines: readonly number[], count: number, repair = "resume with --repair") {
 		const shown = lines.slice(0, 10).join(", ");
 		super(
@@ -55,7 +62,12 @@ export class CorruptResultsError extends ScrapejobError {
 
 	/** The same error, naming the command that repairs it. */
 	withRepair(command: string): CorruptResultsError {
-		return new CorruptResultsError(this.path, this.lines, this.count, `run \`${command}\``);
+		return this.withHint(`run \`${command}\``);
+	}
+
+	/** The same error, ending with what repairs it in the caller's words (a library call's options). */
+	withHint(hint: string): CorruptResultsError {
+		return new CorruptResultsError(this.path, this.lines, this.count, hint);
 	}
 }
 

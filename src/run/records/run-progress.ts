@@ -7,8 +7,9 @@ export interface ProgressSnapshot {
 	/** Targets with a record, every session of the run included (`summary.targets.done`). */
 	readonly done: number;
 	/**
-	 * Targets the run knows of. A crawl's grows as it finds pages, and may end above `done`: a page
-	 * known only as where another page's redirect landed gets no record of its own.
+	 * Targets the run knows of. A crawl's grows as it finds pages, and counts some that get no record
+	 * (where a redirect landed, a page robots.txt refuses): once a crawl completes, one more snapshot
+	 * says `total` equal to `done`, with nothing in flight.
 	 */
 	readonly total: number;
 	/** Records by status (`summary.targets.by_status`). */
@@ -42,6 +43,11 @@ export interface ProgressParts {
 export interface ProgressReporter {
 	/** Tell the caller where the run stands (after each record). */
 	report(): void;
+	/**
+	 * The run's work is over: a crawl that completed tells the caller once more, its total now what is
+	 * done (the pages it knew of without fetching them have no record to wait for).
+	 */
+	finish(crawlComplete: boolean): void;
 	close(): void;
 }
 
@@ -58,11 +64,14 @@ export function createProgressReporter(parts: ProgressParts): ProgressReporter {
 		const left = gate.pausedUntil - clock();
 		return { reason, leftMs: reason === "rate_limited" && left > 0 ? left : null };
 	};
-	const report = () => {
+	let lastTotal: number | null = null;
+	const report = (settled = false) => {
+		const done = stats.done - superseded;
+		// A crawl's total grows as it discovers pages: never shown below what is done.
+		lastTotal = settled ? done : Math.max(parts.total(), done);
 		onProgress?.({
-			done: stats.done - superseded,
-			// A crawl's total grows as it discovers pages: never shown below what is done.
-			total: Math.max(parts.total(), stats.done - superseded),
+			done,
+			total: lastTotal,
 			ok: stats.byStatus.ok,
 			failed: stats.byStatus.failed,
 			skipped: stats.byStatus.skipped,
@@ -80,7 +89,10 @@ export function createProgressReporter(parts: ProgressParts): ProgressReporter {
 		: undefined;
 	pauseTicker?.unref();
 	return {
-		report: onProgress ? report : () => undefined,
+		report: onProgress ? () => report() : () => undefined,
+		finish: (crawlComplete) => {
+			if (onProgress && crawlComplete && lastTotal !== stats.done - superseded) report(true);
+		},
 		close: () => clearInterval(pauseTicker),
 	};
 }

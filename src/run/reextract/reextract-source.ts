@@ -1,6 +1,6 @@
 import { existsSync } from "node:fs";
 import { join } from "node:path";
-import { jsonlLines, UsageError } from "../../common/index.js";
+import { CLI_WORDS, jsonlLines, type OptionWords, UsageError } from "../../common/index.js";
 import type { JobHistory } from "../../history/index.js";
 import { parseRecordLine, type ResultRecord, RUN_FILES } from "../../output/index.js";
 
@@ -14,15 +14,21 @@ export interface SourceEntry {
 }
 
 /** The folder of a run id of this job: a folder name under `<out>/<job>/`, with records. */
-export function sourceRunDir(jobDir: string, runId: string, jobName: string, outRoot: string): string {
+export function sourceRunDir(
+	jobDir: string,
+	runId: string,
+	jobName: string,
+	outRoot: string,
+	words: OptionWords = CLI_WORDS,
+): string {
 	// A run id names a folder of this job, nothing else: no path may lead out of output/<job>/.
 	if (!/^[\w.-]+$/.test(runId) || runId.startsWith("."))
 		throw new UsageError(
-			`--run: ${JSON.stringify(runId)} is not a run id (a folder name under output/<job>/) nor latest`,
+			`${words.run}: ${JSON.stringify(runId)} is not a run id (a folder name under output/<job>/) nor latest`,
 		);
 	const dir = join(jobDir, runId);
 	if (!existsSync(join(dir, RUN_FILES.jsonl)))
-		throw new UsageError(`--run: no run ${runId} of job ${jobName} under ${outRoot}`);
+		throw new UsageError(`${words.run}: no run ${runId} of job ${jobName} under ${outRoot}`);
 	return dir;
 }
 

@@ -1,6 +1,6 @@
 import { basename, extname, join } from "node:path";
 import type { Logger } from "pino";
-import { createTaskQueue, type LastWords, UsageError } from "../../common/index.js";
+import { createTaskQueue, type LastWords, type OptionWords, UsageError } from "../../common/index.js";
 import { createPagePool, defaultPageThreads, type ExtractPlan } from "../../extract/index.js";
 import { createChangeTracker, type JobHistory, writeContractState } from "../../history/index.js";
 import type { Job } from "../../job/index.js";
@@ -70,6 +70,8 @@ export interface ReextractOptions {
 	readonly lockLease?: LockLease;
 	/** A second signal ends the process at once: summary.json is then written as it stands. */
 	readonly lastWords?: LastWords;
+	/** How the entry point spells the options a refusal names (`--run`, `run`). @default CLI_WORDS */
+	readonly words?: OptionWords;
 }
 
 /**
@@ -92,7 +94,8 @@ export async function reextractRun(options: ReextractOptions): Promise<RunJobRes
 	if (!plan || plan.fields.length === 0)
 		throw new UsageError(`${job.displayFile}: no \`extract:\` fields to read the stored pages with`);
 	const jobDir = jobOutputDir(options.outRoot, job.name);
-	const sourceDir = options.from === "latest" ? null : sourceRunDir(jobDir, options.from, job.name, options.outRoot);
+	const sourceDir =
+		options.from === "latest" ? null : sourceRunDir(jobDir, options.from, job.name, options.outRoot, options.words);
 	if (sourceDir === null && history.size === 0)
 		throw new UsageError(`no records of job ${job.name} under ${options.outRoot}: nothing to re-extract`);
 	if (sourceDir !== null) {

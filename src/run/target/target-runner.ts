@@ -91,8 +91,8 @@ export async function reserveOrStop(
 	if (await budget.reserve(worstCase, () => stops.stopping, targetId)) return true;
 	stops.stop(
 		"budget_exhausted",
-		budget.exhausted?.(worstCase) ??
-			`stopping: max_credits ${budget.limit} reached (${budget.spent} spent; the next fetch may cost ${worstCase}); continue with --resume --max-credits <larger>`,
+		budget.exhausted?.(worstCase, stops.words) ??
+			`stopping: max_credits ${budget.limit} reached (${budget.spent} spent; the next fetch may cost ${worstCase}); continue with ${stops.words.resumeWithLargerBudget}`,
 	);
 	return false;
 }
@@ -626,7 +626,7 @@ export function createTargetRunner(parts: TargetRunnerParts): TargetRunner {
 		if (paidFailure !== null) {
 			stops.stop(
 				"paid_failures",
-				`stopping: ${PAID_FAILURES_IN_A_ROW} fetches in a row were charged and failed with ${paidFailure}; no more credits go to it (continue with --resume once its cause is fixed)`,
+				`stopping: ${PAID_FAILURES_IN_A_ROW} fetches in a row were charged and failed with ${paidFailure}; no more credits go to it (continue with ${stops.words.resumeOn} once its cause is fixed)`,
 			);
 		}
 		if (record.status === "failed") {
