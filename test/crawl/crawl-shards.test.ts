@@ -191,7 +191,7 @@ describe("crawl with --shard", () => {
 		60_000,
 	);
 
-	it("a shard woken by a link while the other fills the key asks for a free slot before it sends: no 429, no 60 s pause", async () => {
+	it("a shard woken by a link while the other fills the key asks for a free slot before it sends: one 429 at most (the race), no 60 s pause", async () => {
 		assertBuilt();
 		// B's seed has no links: B runs out of work and the key is all A's, whose slow pages fill it. Then
 		// a page of A hands B a link: B's free slots, heard before it went quiet, are the others' now.
@@ -227,7 +227,17 @@ describe("crawl with --shard", () => {
 			[1, 2].map((index) => spawnCli(["run", job, "--out", out, "--quiet", "--shard", `${index}/2`], env).done),
 		);
 		for (const result of results) expect(result.code, result.stderr).toBe(0);
-		expect(emulator.ledger.statusCounts()[429] ?? 0).toBe(0);
+		// B asked the free health check between A's page that handed it the link and its own send. Another
+		// shard can still take the slot heard free in between (each shard's view is an answer old): one 429
+		// at most, where without the question B sends on the slots it heard before it went quiet.
+		const realtime = emulator.ledger.byEndpoint("realtime");
+		const handedOver = realtime.find((entry) => entry.url === `${a}/p2`)!;
+		const woken = realtime.find((entry) => entry.url === `${b}/deep`)!;
+		const asked = emulator.ledger
+			.byEndpoint("health")
+			.filter((entry) => entry.at >= handedOver.at && entry.at <= woken.at);
+		expect(asked.length).toBeGreaterThan(0);
+		expect(emulator.ledger.statusCounts()[429] ?? 0).toBeLessThanOrEqual(1);
 		// Every page once (robots.txt apart): A's 9, B's seed and the page handed to B.
 		const pages = emulator.ledger
 			.byEndpoint("realtime")
