@@ -1,4 +1,5 @@
 import type { Fleet } from "./connect.js";
+import { fillFreedRoom } from "./max-pages.js";
 import type { FleetLease, FleetWorker } from "./types.js";
 
 interface LeaseRow {
@@ -96,8 +97,12 @@ export async function claimTargets(
 	options: ClaimOptions = {},
 ): Promise<FleetLease[]> {
 	const claimed = await claimQueued(fleet, worker, n, leaseMs, options);
-	// Lapsed leases are looked for only when the queue comes up short: a full claim costs one statement.
-	if (claimed.length === n || (await reapExpiredLeases(fleet, worker.runId)) === 0) return claimed;
+	// Lapsed leases, and a crawl's spares for room that came free, are looked for only when the queue comes
+	// up short: a full claim costs one statement.
+	if (claimed.length === n) return claimed;
+	const reaped = await reapExpiredLeases(fleet, worker.runId);
+	const spares = options.maxPages === undefined ? 0 : await fillFreedRoom(fleet, worker.runId, options.maxPages);
+	if (reaped + spares === 0) return claimed;
 	// The first claim's targets took the lowest slots; the rest are for the second.
 	const rest = options.slots === undefined ? options : { ...options, slots: options.slots.slice(claimed.length) };
 	return [...claimed, ...(await claimQueued(fleet, worker, n - claimed.length, leaseMs, rest))];
@@ -115,6 +120,11 @@ export interface ClaimOptions {
 	 * it knew, and another worker may have lowered it since (this one reads it four times a second).
 	 */
 	readonly slots?: readonly number[];
+	/**
+	 * A crawl's `max_pages`: a claim that comes up short first queues spares for any room that came free
+	 * under it (`fillFreedRoom`).
+	 */
+	readonly maxPages?: number;
 }
 
 async function claimQueued(
