@@ -148,7 +148,14 @@ async function claimQueued(
 			-- Depth-exact crawls: a page is claimed only once every page two levels above it has settled, so
 			-- no unsettled page can still find it shallower (a list's targets are all at depth 0). A sitemap
 			-- task (depth -1) goes first, alone, as in a local crawl: its pages, not the seeds' links, fill max_pages.
-			SELECT CASE WHEN min(depth) < 0 THEN -1 ELSE coalesce(min(depth), 0) + 1 END AS deepest FROM targets
+			-- Every queued seed (depth 0) goes before any link, as a local crawl hands out its seeds first: the
+			-- shallowest queued depth is one probe of targets_queued_depth (in its order: an EXISTS was planned
+			-- as a scan of the table, which stale statistics took for all queued).
+			SELECT CASE WHEN min(depth) < 0 THEN -1
+				WHEN min(depth) = 0 AND (
+					SELECT s.depth FROM targets s WHERE s.run_id = $1 AND s.state = 'queued' ORDER BY s.depth LIMIT 1
+				) = 0 THEN 0
+				ELSE coalesce(min(depth), 0) + 1 END AS deepest FROM targets
 			WHERE run_id = $1 AND state IN ('queued', 'leased')
 		), due_hosts AS (
 			SELECT h.host, h.delay_ms, h.max_in_flight, h.in_flight FROM hosts h, run

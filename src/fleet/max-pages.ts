@@ -22,8 +22,10 @@ const keyOf = (page: FleetTargetInput) => page.urlKey ?? page.url;
  * Insert `pages` of run `runId` within `room.maxPages`, inside the caller's transaction: pages the frontier
  * holds already cost no room (one found shallower still moves up), nor do those never to be fetched (marked
  * `uncounted`, they stay out of `runs.pages`), nor a sitemap task (depth -1); the room left goes to new
- * pages in the order given, and to pages waiting as spares. A new page with no room enters as a `spare`:
- * neither claimed nor counted until room comes free (`fillFreedRoom`), at most `maxPages` of them. The count and the insert hold the run's frontier lock, so
+ * pages in the order given, and to pages waiting as spares. A new page with no room, or a finder's link
+ * while the run's seeds still load (`seeds` false: they take the room first, as a local crawl hands out
+ * every seed before any link), enters as a `spare`: neither claimed nor counted until room comes free
+ * (`fillFreedRoom`), at most `maxPages` of them. The count and the insert hold the run's frontier lock, so
  * pages settling at once, or a loader and a settling page, never both take the last room. Not the run's row
  * lock: the insert locks target rows, which the budget's statements lock before the run's row.
  */
@@ -33,6 +35,7 @@ export async function insertWithinMaxPages<T>(
 	pages: readonly FleetTargetInput[],
 	room: PagesRoom,
 	insert: (within: readonly FleetTargetInput[]) => Promise<T>,
+	seeds = false,
 ): Promise<T> {
 	await lockFrontier(query, runId);
 	const held = new Map(
@@ -48,19 +51,20 @@ export async function insertWithinMaxPages<T>(
 	const uncounted: string[] = [];
 	const spares: string[] = [];
 	const revived: string[] = [];
-	const [row] = await query<{ pages: number; spares: number }>(
-		"SELECT pages::int, spares::int FROM runs WHERE id = $1",
+	const [row] = await query<{ pages: number; spares: number; loading: boolean }>(
+		"SELECT pages::int, spares::int, state = 'loading' AS loading FROM runs WHERE id = $1",
 		[runId],
 	);
 	let left = Math.max(0, room.maxPages - (row?.pages ?? 0));
 	let spareRoom = Math.max(0, room.maxPages - (row?.spares ?? 0));
+	const waits = (page: FleetTargetInput) => !seeds && row?.loading === true && (page.depth ?? 0) > 0;
 	const within = pages.filter((page) => {
 		const key = keyOf(page);
 		if ((page.depth ?? 0) < 0) return true;
 		const state = held.get(key);
 		if (state === "spare") {
 			// Found again: it takes room now if there is some (it stays a spare otherwise, moved up if shallower).
-			if (left > 0 && !revived.includes(key)) {
+			if (left > 0 && !waits(page) && !revived.includes(key)) {
 				left -= 1;
 				revived.push(key);
 			}
@@ -71,7 +75,7 @@ export async function insertWithinMaxPages<T>(
 			uncounted.push(key);
 			return true;
 		}
-		if (left > 0) {
+		if (left > 0 && !waits(page)) {
 			left -= 1;
 			return true;
 		}

@@ -11,6 +11,7 @@ import {
 	finishFleetRun,
 	insertWithinMaxPages,
 	isComplete,
+	openFleetRun,
 } from "../../src/fleet/index.js";
 import { fleetFor, runWithWorkers } from "../helpers/fleet.js";
 import { useCluster } from "../helpers/postgres.js";
@@ -101,5 +102,56 @@ describe("a fleet crawl's max_pages", () => {
 		expect(await fetchTheRest(fleet, worker, maxPages)).toEqual(["https://site.test/d"]);
 		const [run] = await fleet.query("SELECT pages::int FROM runs WHERE id = $1", [runId]);
 		expect(run).toEqual({ pages: maxPages });
+	});
+});
+
+describe("a fleet crawl's seeds across load batches", () => {
+	it("links found while later batches of seeds still load take no room and wait: every seed is leased before any link, and max_pages holds the seeds as locally", async () => {
+		const maxPages = 5;
+		const url = await (await cluster()).createDatabase();
+		const seeds = [on("a", "1"), on("a", "2"), on("b", "1"), on("b", "2")];
+		let firstBatchIn: () => void = () => undefined;
+		const firstBatch = new Promise<void>((resolve) => {
+			firstBatchIn = resolve;
+		});
+		let nextBatch: () => void = () => undefined;
+		const gate = new Promise<void>((resolve) => {
+			nextBatch = resolve;
+		});
+		async function* source(): AsyncIterable<FleetTargetInput> {
+			for (const [i, seed] of seeds.entries()) {
+				// The third seed is asked for once the first batch (two) is in; it comes when the test says so.
+				if (i === 2) {
+					firstBatchIn();
+					await gate;
+				}
+				yield seed;
+			}
+		}
+		const loader = await fleetFor(url, { maxConnections: 2 });
+		const loading = openFleetRun(loader, {
+			jobName: "job",
+			concurrencyLimit: 10,
+			loadBatchSize: 2,
+			source: () => Object.assign(source(), { room: { maxPages, fresh: null } }),
+		});
+		await firstBatch;
+		const fleet = await fleetFor(url, { maxConnections: 2 });
+		const joined = await openFleetRun(fleet, { jobName: "job", concurrencyLimit: 10, source: () => source() });
+		if (joined.outcome === "complete" || joined.outcome === "changed") throw new Error("the run is not open");
+		const { worker } = joined;
+		// The first seed is fetched while the others load: its links (on a third host) are found now.
+		const [first] = await claimTargets(fleet, worker, 1, 60_000, { maxPages });
+		expect(first!.urlKey).toBe("https://a.test/1");
+		await addLinks(fleet, first!, [on("c", "1"), on("c", "2")], maxPages);
+		expect(await completeTarget(fleet, first!, {}, 1)).toBe(true);
+		nextBatch();
+		expect((await loading).outcome).toBe("opened");
+
+		const fetched = ["https://a.test/1", ...(await fetchTheRest(fleet, worker, maxPages))];
+		// A local crawl hands out its four seeds, then one link: the seeds first, max_pages pages in all.
+		expect(new Set(fetched.slice(0, 4))).toEqual(new Set(seeds.map((seed) => seed.url)));
+		expect(fetched).toHaveLength(maxPages);
+		expect(fetched[4]).toMatch(/^https:\/\/c\.test\//);
 	});
 });
