@@ -50,7 +50,7 @@ export {
 	storeTaskId,
 } from "./leases.js";
 export { LOAD_BATCH } from "./load-targets.js";
-export { countLeasedPage, insertWithinMaxPages, type PagesRoom } from "./max-pages.js";
+export { countLeasedPage, fillFreedRoom, insertWithinMaxPages, type PagesRoom } from "./max-pages.js";
 export {
 	loadingTakeOver,
 	loadTargets,

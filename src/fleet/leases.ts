@@ -1,4 +1,5 @@
 import type { Fleet } from "./connect.js";
+import { fillFreedRoom } from "./max-pages.js";
 import type { FleetLease, FleetWorker } from "./types.js";
 
 interface LeaseRow {
@@ -96,8 +97,12 @@ export async function claimTargets(
 	options: ClaimOptions = {},
 ): Promise<FleetLease[]> {
 	const claimed = await claimQueued(fleet, worker, n, leaseMs, options);
-	// Lapsed leases are looked for only when the queue comes up short: a full claim costs one statement.
-	if (claimed.length === n || (await reapExpiredLeases(fleet, worker.runId)) === 0) return claimed;
+	// Lapsed leases, and a crawl's spares for room that came free, are looked for only when the queue comes
+	// up short: a full claim costs one statement.
+	if (claimed.length === n) return claimed;
+	const reaped = await reapExpiredLeases(fleet, worker.runId);
+	const spares = options.maxPages === undefined ? 0 : await fillFreedRoom(fleet, worker.runId, options.maxPages);
+	if (reaped + spares === 0) return claimed;
 	// The first claim's targets took the lowest slots; the rest are for the second.
 	const rest = options.slots === undefined ? options : { ...options, slots: options.slots.slice(claimed.length) };
 	return [...claimed, ...(await claimQueued(fleet, worker, n - claimed.length, leaseMs, rest))];
@@ -115,6 +120,11 @@ export interface ClaimOptions {
 	 * it knew, and another worker may have lowered it since (this one reads it four times a second).
 	 */
 	readonly slots?: readonly number[];
+	/**
+	 * A crawl's `max_pages`: a claim that comes up short first queues spares for any room that came free
+	 * under it (`fillFreedRoom`).
+	 */
+	readonly maxPages?: number;
 }
 
 async function claimQueued(
@@ -138,7 +148,14 @@ async function claimQueued(
 			-- Depth-exact crawls: a page is claimed only once every page two levels above it has settled, so
 			-- no unsettled page can still find it shallower (a list's targets are all at depth 0). A sitemap
 			-- task (depth -1) goes first, alone, as in a local crawl: its pages, not the seeds' links, fill max_pages.
-			SELECT CASE WHEN min(depth) < 0 THEN -1 ELSE coalesce(min(depth), 0) + 1 END AS deepest FROM targets
+			-- Every queued seed (depth 0) goes before any link, as a local crawl hands out its seeds first: the
+			-- shallowest queued depth is one probe of targets_queued_depth (in its order: an EXISTS was planned
+			-- as a scan of the table, which stale statistics took for all queued).
+			SELECT CASE WHEN min(depth) < 0 THEN -1
+				WHEN min(depth) = 0 AND (
+					SELECT s.depth FROM targets s WHERE s.run_id = $1 AND s.state = 'queued' ORDER BY s.depth LIMIT 1
+				) = 0 THEN 0
+				ELSE coalesce(min(depth), 0) + 1 END AS deepest FROM targets
 			WHERE run_id = $1 AND state IN ('queued', 'leased')
 		), due_hosts AS (
 			SELECT h.host, h.delay_ms, h.max_in_flight, h.in_flight FROM hosts h, run

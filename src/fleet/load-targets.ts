@@ -79,10 +79,11 @@ export async function insertTargets(
 			ON CONFLICT DO NOTHING
 			RETURNING depth
 		), shallower AS (
-			-- Found again shallower while still queued: the shallowest finder's depth (depth-exact crawls).
-			-- Rows locked in URL key order, as inserts meet them: two finders never wait on each other in a cycle.
+			-- Found again shallower while still queued (or waiting as a spare): the shallowest finder's depth
+			-- (depth-exact crawls). Rows locked in URL key order, as inserts meet them: two finders never wait
+			-- on each other in a cycle.
 			SELECT q.target_id, i.depth, i.parent FROM targets q JOIN input i ON i.url_key = q.url_key
-			WHERE q.run_id = $1 AND q.state = 'queued' AND i.depth < q.depth
+			WHERE q.run_id = $1 AND q.state IN ('queued', 'spare') AND i.depth < q.depth
 			ORDER BY q.url_key
 			FOR UPDATE OF q
 		), deepened AS (

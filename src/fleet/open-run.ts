@@ -1,7 +1,7 @@
 import { randomBytes } from "node:crypto";
 import type { Fleet } from "./connect.js";
 import { insertTargets, LOAD_BATCH } from "./load-targets.js";
-import { insertWithinMaxPages } from "./max-pages.js";
+import { fillFreedRoomIn, insertWithinMaxPages, lockFrontier } from "./max-pages.js";
 import type { FleetRun, FleetTargetInput, FleetTargetSource, FleetWorker } from "./types.js";
 import { registerWorker, type WorkerIdentity } from "./workers.js";
 
@@ -187,7 +187,7 @@ export async function loadTargets(
 			// run's, as every writer of both does. A role lost in between leaves rows the next loader writes too.
 			const insert = (within: readonly FleetTargetInput[]) =>
 				insertTargets(query, worker.runId, within, { loader: worker.id });
-			if (source.room) await insertWithinMaxPages(query, worker.runId, items, source.room, insert);
+			if (source.room) await insertWithinMaxPages(query, worker.runId, items, source.room, insert, true);
 			else await insert(items);
 			const [held] = await query(
 				`UPDATE runs SET loader_until = now() + make_interval(secs => $3::float8 / 1000)
@@ -206,10 +206,17 @@ export async function loadTargets(
 	}
 	if (held && batch.length > 0) held = await flush();
 	if (held) {
-		await fleet.query(
-			"UPDATE runs SET state = 'running', loader = NULL, loader_until = NULL, fresh = $3 WHERE id = $1 AND state = 'loading' AND loader = $2",
-			[worker.runId, worker.id, source.fresh ?? 0],
-		);
+		const room = source.room;
+		await fleet.transaction(async (query) => {
+			// The seeds are in: the links found while they loaded, spares until now, take the room they left.
+			// The frontier lock first, as every writer of the run's page count takes it before the run's row.
+			if (room) await lockFrontier(query, worker.runId);
+			await query(
+				"UPDATE runs SET state = 'running', loader = NULL, loader_until = NULL, fresh = $3 WHERE id = $1 AND state = 'loading' AND loader = $2",
+				[worker.runId, worker.id, source.fresh ?? 0],
+			);
+			if (room) await fillFreedRoomIn(query, worker.runId, room.maxPages);
+		});
 		// Fresh statistics before the claims: freshly loaded tables planned without them made a claim over
 		// 20,000 hosts take ~100 ms instead of ~0.5 ms.
 		await fleet.query("ANALYZE targets, hosts");

@@ -248,6 +248,20 @@ CREATE INDEX robots_stored ON robots (url, stored_at DESC) WHERE state = 'done' 
 	`
 ALTER TABLE targets ADD COLUMN fresh_found boolean;
 `,
+	// A crawl's link found with no room under \`max_pages\` (or while seeds still load) waits as a \`spare\`,
+	// neither claimed nor counted, until a page leaving the count frees its room: dropped, the room stayed
+	// empty and the fleet fetched a page fewer than a local crawl. \`runs.spares\` bounds them, and with
+	// \`runs.max_pages\` (noted with the first) a run is not complete while one could take room left. Claims
+	// find whether a seed (depth 0) is queued in one probe, as every seed is leased before any link.
+	`
+ALTER TABLE targets DROP CONSTRAINT targets_state_check;
+ALTER TABLE targets ADD CONSTRAINT targets_state_check
+	CHECK (state IN ('queued', 'leased', 'done', 'failed', 'parked', 'fresh', 'spare'));
+ALTER TABLE runs ADD COLUMN spares bigint NOT NULL DEFAULT 0;
+ALTER TABLE runs ADD COLUMN max_pages bigint;
+CREATE INDEX targets_spare ON targets (run_id, depth, seq) WHERE state = 'spare';
+CREATE INDEX targets_queued_depth ON targets (run_id, depth) WHERE state = 'queued';
+`,
 ];
 
 /** The version this scrapejob writes and reads. */

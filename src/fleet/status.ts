@@ -4,13 +4,22 @@ import { toRun } from "./open-run.js";
 import type { FleetRun } from "./types.js";
 
 /**
+ * A crawl's room under `max_pages` came free (a queued page taken out as a redirect's landing, a page
+ * settled fresh) and a spare waits for it: not complete, the next claim queues it (`fillFreedRoom`). In
+ * the same statement as the settled targets it reads with: a room freed as the last page settles is seen.
+ */
+const SPARE_ROOM = "coalesce(r.spares > 0 AND r.pages < r.max_pages, false)";
+
+/**
  * True when the run has all its targets (loading ended) and none is queued, leased or parked: a leased page
- * may still add links, and a parked one waits for its breaker, so each holds the run open. One statement.
+ * may still add links, and a parked one waits for its breaker, so each holds the run open, as does room
+ * a spare could take. One statement.
  */
 export async function isComplete(fleet: Fleet, runId: number): Promise<boolean> {
 	const [row] = await fleet.query<{ complete: boolean }>(
 		`SELECT r.state IN ('running', 'complete')
-			AND NOT EXISTS (SELECT 1 FROM targets t WHERE t.run_id = r.id AND t.state IN ('queued', 'leased', 'parked')) AS complete
+			AND NOT EXISTS (SELECT 1 FROM targets t WHERE t.run_id = r.id AND t.state IN ('queued', 'leased', 'parked'))
+			AND NOT ${SPARE_ROOM} AS complete
 		FROM runs r WHERE r.id = $1`,
 		[runId],
 	);
@@ -36,6 +45,7 @@ export async function finishFleetRun(fleet: Fleet, runId: number): Promise<boole
 		`UPDATE runs r SET state = 'complete', completed_at = coalesce(r.completed_at, now())
 		WHERE r.id = $1 AND r.state IN ('running', 'complete')
 			AND NOT EXISTS (SELECT 1 FROM targets t WHERE t.run_id = r.id AND t.state IN ('queued', 'leased', 'parked'))
+			AND NOT ${SPARE_ROOM}
 		RETURNING r.state`,
 		[runId],
 	);

@@ -1,5 +1,5 @@
 import { expect, it } from "vitest";
-import { claimTargets, completeTarget, type Fleet } from "../../src/fleet/index.js";
+import { addDiscovered, claimTargets, completeTarget, type Fleet } from "../../src/fleet/index.js";
 import { fleetFor, runWithWorkers, targetsOn } from "../helpers/fleet.js";
 import { useCluster } from "../helpers/postgres.js";
 
@@ -136,3 +136,21 @@ it("the claim as a worker's connection runs it, prepared and executed many times
 	// 6 rows here; a generic plan reads every host (about 2,000 rows).
 	expect(reads.rows).toBeLessThan(100);
 }, 60_000);
+
+it("a crawl's claim stays cheap with 20,000 links queued and a seed still in flight: whether a seed is queued is one probe", async () => {
+	const { workers } = await runWithWorkers(await cluster(), targetsOn(2), 1);
+	const { fleet, worker } = workers[0]!;
+	const [seed, inFlight] = await claimTargets(fleet, worker, 2, 60_000);
+	expect(inFlight).toMatchObject({ depth: 0 });
+	const links = targetsOn(20_000, 20_000).map((link) => ({ url: `${link.url}/found` }));
+	for (let i = 0; i < links.length; i += 2000) await addDiscovered(fleet, seed!, links.slice(i, i + 2000));
+	await completeTarget(fleet, seed!, {}, 1);
+	await fleet.query("ANALYZE targets, hosts");
+	const lastClaim = watchClaims(fleet);
+	const [lease] = await claimTargets(fleet, worker, 1, 60_000);
+	expect(lease).toMatchObject({ depth: 1 });
+	const reads = await claimReads(fleet, lastClaim());
+	console.info(`a crawl's claim over 20,000 queued links reads ${reads.rows} rows, ${reads.pages} pages`);
+	// 7 rows here: the shallowest queued depth is the first entry of targets_queued_depth.
+	expect(reads.rows).toBeLessThan(100);
+}, 120_000);

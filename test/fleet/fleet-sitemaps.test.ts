@@ -240,10 +240,11 @@ describe("max_pages with crawl.sitemaps: true", () => {
 		const records = await fleetRecords(url);
 		expect(records.map((record) => record.url).sort()).toEqual([...localPages].sort());
 		expect(service.emulator.ledger.totalCharged() - localCharged).toBe(localCharged);
-		// The run's page count as its row keeps it: the frontier's pages, the sitemap task (depth -1) not one.
+		// The run's page count as its row keeps it: the frontier's pages, the sitemap task (depth -1) and the
+		// listed pages past max_pages waiting as spares not among them.
 		const [counts] = await query<{ counted: number; pages: number; tasks: number }>(
 			url,
-			`SELECT r.pages::int AS counted, (SELECT count(*)::int FROM scrapejob.targets t WHERE t.run_id = r.id AND t.depth >= 0) AS pages,
+			`SELECT r.pages::int AS counted, (SELECT count(*)::int FROM scrapejob.targets t WHERE t.run_id = r.id AND t.depth >= 0 AND t.state <> 'spare') AS pages,
 				(SELECT count(*)::int FROM scrapejob.targets t WHERE t.run_id = r.id AND t.depth = -1) AS tasks
 			FROM scrapejob.runs r`,
 		);

@@ -1,6 +1,12 @@
 import { beforeAll, describe, expect, it } from "vitest";
 import { UsageError } from "../../src/common/index.js";
-import { connectFleet, FLEET_SCHEMA_VERSION, FleetSchemaTooNewError, openFleetRun } from "../../src/fleet/index.js";
+import {
+	connectFleet,
+	FLEET_SCHEMA_VERSION,
+	type Fleet,
+	FleetSchemaTooNewError,
+	openFleetRun,
+} from "../../src/fleet/index.js";
 import { fleetFor, streamOf, targetsOn } from "../helpers/fleet.js";
 import { tempDir, writeJob } from "../helpers/job-files.js";
 import { useCluster } from "../helpers/postgres.js";
@@ -78,7 +84,8 @@ describe("the fleet's schema", () => {
 				($1, 'landed', 'landed', 'https://host0.test/landed', 'host0.test', -2, 'done')`,
 			[opened.run.id],
 		);
-		// The tables of the last shipped version (the eight migrations since undone), and that version number.
+		// The tables of the last shipped version (the nine migrations since undone), and that version number.
+		await undoSpares(fleet);
 		await fleet.query("DROP TABLE domain_modes");
 		await fleet.query("ALTER TABLE records DROP COLUMN links");
 		await fleet.query("ALTER TABLE runs DROP COLUMN pages");
@@ -87,7 +94,7 @@ describe("the fleet's schema", () => {
 		await fleet.query("ALTER TABLE records DROP COLUMN landing");
 		await fleet.query("ALTER TABLE robots DROP COLUMN stored_at");
 		await fleet.query("ALTER TABLE targets DROP COLUMN fresh_found");
-		await fleet.query("UPDATE schema_version SET version = $1", [FLEET_SCHEMA_VERSION - 8]);
+		await fleet.query("UPDATE schema_version SET version = $1", [FLEET_SCHEMA_VERSION - 9]);
 		const upgraded = await fleetFor(url);
 		const [state] = await upgraded.query(
 			"SELECT (SELECT version FROM schema_version) AS version, (SELECT count(*)::int FROM targets) AS targets",
@@ -115,6 +122,13 @@ describe("the fleet's schema", () => {
 		expect(made).toEqual({ modes: true, links: "ARRAY" });
 		const [robotsIndex] = await upgraded.query("SELECT to_regclass('scrapejob.robots_stored') IS NOT NULL AS made");
 		expect(robotsIndex).toEqual({ made: true });
+		// A crawl's spares: the state allowed, none yet in any run, and the claims' indexes made.
+		const [spares] = await upgraded.query(
+			`SELECT sum(spares)::int AS spares, to_regclass('scrapejob.targets_spare') IS NOT NULL AS spare_index,
+				to_regclass('scrapejob.targets_queued_depth') IS NOT NULL AS depth_index FROM runs`,
+		);
+		expect(spares).toEqual({ spares: 0, spare_index: true, depth_index: true });
+		await upgraded.query("UPDATE targets SET state = 'spare' WHERE target_id = 'found'");
 	});
 
 	it("tables go in the schema asked for; a name that is not a plain identifier is refused", async () => {
@@ -161,7 +175,7 @@ describe("the fleet's schema", () => {
 		// Tables of the previous version: a worker upgrades them; a reader neither upgrades nor reads them.
 		const fleet = await fleetFor(url);
 		await openFleetRun(fleet, { jobName: "job", concurrencyLimit: 1, source: () => streamOf(targetsOn(3)) });
-		await fleet.query("ALTER TABLE targets DROP COLUMN fresh_found");
+		await undoSpares(fleet);
 		await fleet.query("UPDATE schema_version SET version = $1", [FLEET_SCHEMA_VERSION - 1]);
 		const older = await spawnCli(["fleet", "status", job, "--fleet", url], {}, dir).done;
 		expect(older.code, older.stderr).toBe(2);
@@ -177,3 +191,15 @@ describe("the fleet's schema", () => {
 		expect(read.stdout).toContain("job · fleet run");
 	});
 });
+
+/** The tables as they were before the last migration (a crawl's spares). */
+async function undoSpares(fleet: Fleet): Promise<void> {
+	await fleet.query("DROP INDEX targets_spare");
+	await fleet.query("DROP INDEX targets_queued_depth");
+	await fleet.query("ALTER TABLE runs DROP COLUMN spares");
+	await fleet.query("ALTER TABLE runs DROP COLUMN max_pages");
+	await fleet.query("ALTER TABLE targets DROP CONSTRAINT targets_state_check");
+	await fleet.query(
+		"ALTER TABLE targets ADD CONSTRAINT targets_state_check CHECK (state IN ('queued', 'leased', 'done', 'failed', 'parked', 'fresh'))",
+	);
+}

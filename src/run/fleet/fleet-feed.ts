@@ -156,7 +156,7 @@ export class FleetFeed {
 
 	/** Slots, then as many targets as slots were had; null when the database failed (logged). */
 	async #claim(free: number): Promise<Array<{ lease: FleetLease; slot: FleetSlot }> | null> {
-		const { fleet, worker, leaseMs, leases, carryOver } = this.#deps;
+		const { fleet, worker, leaseMs, leases, carryOver, maxPages } = this.#deps;
 		const slots = leases.takeSpare(free);
 		try {
 			if (slots.length < free) slots.push(...(await acquireSlots(fleet, worker, free - slots.length, leaseMs)));
@@ -169,6 +169,7 @@ export class FleetFeed {
 					: await claimTargets(fleet, worker, slots.length, leaseMs, {
 							...carryOver.claimOptions,
 							slots: slots.map((slot) => slot.slot),
+							...(maxPages === undefined ? {} : { maxPages }),
 						});
 			// Slots without a target go back: another worker may have targets for them.
 			await this.#giveBack(slots.slice(claimed.length));
