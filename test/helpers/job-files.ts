@@ -84,3 +84,10 @@ export function ageStoredRobots(jobDir: string, ageMs: number): void {
 		for (const name of readdirSync(robots)) utimesSync(join(robots, name), at, at);
 	}
 }
+
+/** A job of `count` product pages of the demo site at `site`, in request mode; `extra` lines go after its name. */
+export function shopJobYaml(site: string, count: number, extra: readonly string[] = []): string {
+	const lines = ["name: shop", ...extra, "defaults:", "  mode: request", "targets:"];
+	for (let index = 1; index <= count; index += 1) lines.push(`  - ${site}/product/${index}`);
+	return `${lines.join("\n")}\n`;
+}

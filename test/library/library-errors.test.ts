@@ -10,14 +10,8 @@ import {
 	ScrapejobError,
 	UsageError,
 } from "../../src/index.js";
-import { onlyRunDir, tempDir, writeJob } from "../helpers/job-files.js";
+import { onlyRunDir, shopJobYaml, tempDir, writeJob } from "../helpers/job-files.js";
 import { useTestService } from "../helpers/service.js";
-
-function shopJob(site: string, count: number): string {
-	const lines = ["name: shop", "defaults:", "  mode: request", "targets:"];
-	for (let index = 1; index <= count; index += 1) lines.push(`  - ${site}/product/${index}`);
-	return `${lines.join("\n")}\n`;
-}
 
 /** What a library call threw (the test fails when it returned). */
 async function thrownBy(call: Promise<unknown>): Promise<unknown> {
@@ -33,7 +27,7 @@ describe("the errors a library call throws can be matched with instanceof from t
 	it("OutputError: the run folder cannot be made (a file in the way); nothing sent", async () => {
 		const service = await useTestService();
 		const dir = tempDir();
-		const job = writeJob(dir, "shop", shopJob(service.site.url, 2));
+		const job = writeJob(dir, "shop", shopJobYaml(service.site.url, 2));
 		writeFileSync(join(dir, "a-file"), "not a folder\n");
 		const error = await thrownBy(runJobFile(job, { env: service.env, out: join(dir, "a-file", "out") }));
 		expect(error).toBeInstanceOf(OutputError);
@@ -46,7 +40,7 @@ describe("the errors a library call throws can be matched with instanceof from t
 	it("FleetDatabaseError: the fleet's database cannot be reached; its password is not in the message", async () => {
 		const service = await useTestService();
 		const dir = tempDir();
-		const job = writeJob(dir, "shop", shopJob(service.site.url, 2));
+		const job = writeJob(dir, "shop", shopJobYaml(service.site.url, 2));
 		// Port 9 (discard) on loopback: nothing listens, the connection is refused.
 		const fleet = "postgres://worker:fleet-password@127.0.0.1:9/jobs";
 		const error = await thrownBy(runJobFile(job, { env: service.env, out: join(dir, "out"), fleet }));
@@ -60,7 +54,7 @@ describe("the errors a library call throws can be matched with instanceof from t
 		const service = await useTestService();
 		const dir = tempDir();
 		const out = join(dir, "out");
-		const job = writeJob(dir, "shop", shopJob(service.site.url, 3));
+		const job = writeJob(dir, "shop", shopJobYaml(service.site.url, 3));
 		// A budget for one target: the run stops unfinished, to be resumed.
 		const first = await runJobFile(job, { env: service.env, out, maxCredits: 1 });
 		expect(first.complete).toBe(false);

@@ -2,7 +2,7 @@ import { appendFileSync } from "node:fs";
 import { basename, join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { extractJobFile, type RunJobFileOptions, runJobFile } from "../../src/index.js";
-import { onlyRunDir, tempDir, writeJob } from "../helpers/job-files.js";
+import { onlyRunDir, shopJobYaml, tempDir, writeJob } from "../helpers/job-files.js";
 import { runCli } from "../helpers/run-cli.js";
 import { useTestService } from "../helpers/service.js";
 
@@ -10,12 +10,6 @@ import { useTestService } from "../helpers/service.js";
  * A library caller passes options (`resume: true`, `maxCredits`), not flags: what a call throws or
  * stops with names those; the CLI's words for the same case stay its flags.
  */
-
-function shopJob(site: string, count: number, extra: string[] = []): string {
-	const lines = ["name: shop", ...extra, "defaults:", "  mode: request", "targets:"];
-	for (let index = 1; index <= count; index += 1) lines.push(`  - ${site}/product/${index}`);
-	return `${lines.join("\n")}\n`;
-}
 
 /** The message a library call threw (the test fails when it returned). */
 async function messageOf(call: Promise<unknown>): Promise<string> {
@@ -34,7 +28,7 @@ describe("the budget's stop_message", () => {
 	it("names resume and maxCredits for a library run, --resume --max-credits for the CLI's", async () => {
 		const service = await useTestService();
 		const dir = tempDir();
-		const job = writeJob(dir, "shop", shopJob(service.site.url, 3));
+		const job = writeJob(dir, "shop", shopJobYaml(service.site.url, 3));
 		const library = await runJobFile(job, { env: service.env, out: join(dir, "lib"), maxCredits: 1 });
 		expect(library.stopped_reason).toBe("budget_exhausted");
 		expect(library.stop_message).toBe(
@@ -55,7 +49,7 @@ describe("refusals before anything is sent name the library's options", () => {
 		const service = await useTestService();
 		const dir = tempDir();
 		const out = join(dir, "out");
-		const job = writeJob(dir, "shop", shopJob(service.site.url, 3));
+		const job = writeJob(dir, "shop", shopJobYaml(service.site.url, 3));
 		const first = await runJobFile(job, { env: service.env, out, maxCredits: 4 });
 		expect(first.complete).toBe(false);
 		const spent = first.credits.used;
@@ -74,7 +68,7 @@ describe("refusals before anything is sent name the library's options", () => {
 		const service = await useTestService();
 		const dir = tempDir();
 		const out = join(dir, "out");
-		const job = writeJob(dir, "shop", shopJob(service.site.url, 3));
+		const job = writeJob(dir, "shop", shopJobYaml(service.site.url, 3));
 		await runJobFile(job, { env: service.env, out, maxCredits: 1 });
 		const runDir = onlyRunDir(out, "shop");
 		appendFileSync(join(runDir, "results.jsonl"), "not a record\n");
@@ -113,7 +107,7 @@ describe("refusals before anything is sent name the library's options", () => {
 	for (const [what, options, message] of refused) {
 		it(`${what}: ${message}`, async () => {
 			const dir = tempDir();
-			const job = writeJob(dir, "shop", shopJob("http://127.0.0.1:9", 1));
+			const job = writeJob(dir, "shop", shopJobYaml("http://127.0.0.1:9", 1));
 			const env =
 				what === "no key" ? {} : { SCRAPEJOB_ACCOUNT_KEY: "sk_never_used", SCRAPEJOB_API_URL: "http://127.0.0.1:9" };
 			const text = await messageOf(runJobFile(job, { env, out: join(dir, "out"), ...options }));
@@ -129,7 +123,7 @@ describe("refusals before anything is sent name the library's options", () => {
 		const job = writeJob(
 			dir,
 			"shop",
-			shopJob(service.site.url, 2, ["output: {content: files}", "extract:", "  name: {css: h1}"]),
+			shopJobYaml(service.site.url, 2, ["output: {content: files}", "extract:", "  name: {css: h1}"]),
 		);
 		await runJobFile(job, { env: service.env, out });
 		const accept = await messageOf(runJobFile(job, { env: service.env, out, accept: "20990101T000000Z-000000" }));

@@ -13,15 +13,17 @@ import {
 	SourceScanStoppedError,
 	UsageError,
 } from "../../src/index.js";
-import { isRunFolderName, onlyRunDir, readRecords, readSummary, tempDir, writeJob } from "../helpers/job-files.js";
+import {
+	isRunFolderName,
+	onlyRunDir,
+	readRecords,
+	readSummary,
+	shopJobYaml,
+	tempDir,
+	writeJob,
+} from "../helpers/job-files.js";
 import { runCli } from "../helpers/run-cli.js";
 import { useTestService } from "../helpers/service.js";
-
-function shopJob(site: string, count: number, extra: string[] = []): string {
-	const lines = ["name: shop", ...extra, "defaults:", "  mode: request", "targets:"];
-	for (let index = 1; index <= count; index += 1) lines.push(`  - ${site}/product/${index}`);
-	return `${lines.join("\n")}\n`;
-}
 
 /** What a library call's error is, or the summary when it returned. */
 async function outcomeOf(call: Promise<unknown>): Promise<unknown> {
@@ -50,7 +52,7 @@ describe("runJobFile refuses what `scrapejob run` refuses while parsing its flag
 			const service = await useTestService();
 			const dir = tempDir();
 			const out = join(dir, "out");
-			const job = writeJob(dir, "shop", shopJob(service.site.url, 3));
+			const job = writeJob(dir, "shop", shopJobYaml(service.site.url, 3));
 			const error = await outcomeOf(runJobFile(job, { env: service.env, out, ...options }));
 			expect(error).toBeInstanceOf(UsageError);
 			expect((error as Error).message).toContain(message);
@@ -63,7 +65,7 @@ describe("runJobFile refuses what `scrapejob run` refuses while parsing its flag
 	it("the CLI refuses the same values (exit 2) without echoing a secret", async () => {
 		const service = await useTestService();
 		const dir = tempDir();
-		const job = writeJob(dir, "shop", shopJob(service.site.url, 3));
+		const job = writeJob(dir, "shop", shopJobYaml(service.site.url, 3));
 		const out = join(dir, "out");
 		const health = await runCli(["run", job, "--out", out, "--healthcheck", "ping-secret-uuid"], { env: service.env });
 		expect(health.code).toBe(2);
@@ -80,7 +82,7 @@ describe("runJobFile with nothing to resume", () => {
 		const service = await useTestService();
 		const dir = tempDir();
 		const out = join(dir, "out");
-		const job = writeJob(dir, "shop", shopJob(service.site.url, 2));
+		const job = writeJob(dir, "shop", shopJobYaml(service.site.url, 2));
 		const none = await outcomeOf(runJobFile(job, { env: service.env, out, resume: true }));
 		expect(none).toBeInstanceOf(ResumeError);
 		expect((none as Error).message).toMatch(/^no earlier run of job shop under .* to resume$/);
@@ -97,7 +99,7 @@ describe("runJobFile with nothing to resume", () => {
 		const service = await useTestService();
 		const dir = tempDir();
 		const out = join(dir, "out");
-		const job = writeJob(dir, "shop", shopJob(service.site.url, 2));
+		const job = writeJob(dir, "shop", shopJobYaml(service.site.url, 2));
 		expect((await runJobFile(job, { env: service.env, out })).complete).toBe(true);
 		const fetched = service.emulator.ledger.byEndpoint("realtime").length;
 		const complete = await outcomeOf(runJobFile(job, { env: service.env, out, resume: true }));
@@ -117,7 +119,7 @@ describe("runJobFile without a key", () => {
 	it("throws a UsageError (as the CLI's exit 2) with code SCRAPEJOB_USAGE, before anything is made", async () => {
 		const dir = tempDir();
 		const out = join(dir, "out");
-		const job = writeJob(dir, "shop", shopJob("http://127.0.0.1:9", 1));
+		const job = writeJob(dir, "shop", shopJobYaml("http://127.0.0.1:9", 1));
 		const error = await outcomeOf(runJobFile(job, { env: {}, out }));
 		expect(error).toBeInstanceOf(UsageError);
 		expect((error as UsageError).code).toBe("SCRAPEJOB_USAGE");
@@ -130,7 +132,11 @@ describe("runJobFile's outageTimeout is --outage-timeout", () => {
 	it("a service answering 503 to every fetch stops the run past outageTimeout (service_unavailable), as the flag does", async () => {
 		const service = await useTestService({ concurrency: 1, faults: [{ kind: "unavailable", match: "/./" }] });
 		const dir = tempDir();
-		const job = writeJob(dir, "shop", shopJob(service.site.url, 3, ["retry:", "  attempts: 2", "  backoff_ms: 50"]));
+		const job = writeJob(
+			dir,
+			"shop",
+			shopJobYaml(service.site.url, 3, ["retry:", "  attempts: 2", "  backoff_ms: 50"]),
+		);
 		const library = await runJobFile(job, { env: service.env, out: join(dir, "lib"), outageTimeout: "1s" });
 		expect(library.complete).toBe(false);
 		expect(library.stopped_reason).toBe("service_unavailable");
@@ -147,7 +153,7 @@ describe("runJobFile stopped before its first fetch throws SourceScanStoppedErro
 		const service = await useTestService();
 		const dir = tempDir();
 		const out = join(dir, "out");
-		const job = writeJob(dir, "shop", shopJob(service.site.url, 3));
+		const job = writeJob(dir, "shop", shopJobYaml(service.site.url, 3));
 		const stop = new AbortController();
 		stop.abort();
 		const error = await outcomeOf(runJobFile(job, { env: service.env, out, signal: stop.signal }));
@@ -173,7 +179,7 @@ describe("runJobFile stopped before its first fetch throws SourceScanStoppedErro
 		const apiUrl = `http://127.0.0.1:${(silent.address() as AddressInfo).port}`;
 		const dir = tempDir();
 		const out = join(dir, "out");
-		const job = writeJob(dir, "shop", shopJob(service.site.url, 3));
+		const job = writeJob(dir, "shop", shopJobYaml(service.site.url, 3));
 		const error = await outcomeOf(
 			runJobFile(job, { env: { ...service.env, SCRAPEJOB_API_URL: apiUrl }, out, signal: stop.signal }),
 		);
@@ -214,7 +220,7 @@ describe("what the CLI prints about a job file, the library says to its logger",
 describe("extractJobFile without `run`", () => {
 	it("throws UsageError naming the option (a JavaScript caller may leave it out), before anything is made", async () => {
 		const dir = tempDir();
-		const job = writeJob(dir, "shop", shopJob("http://127.0.0.1:9", 1, ["extract:", "  name: h1"]));
+		const job = writeJob(dir, "shop", shopJobYaml("http://127.0.0.1:9", 1, ["extract:", "  name: h1"]));
 		const options = { out: join(dir, "out") } as unknown as Parameters<typeof extractJobFile>[1];
 		const error = await outcomeOf(extractJobFile(job, options));
 		expect(error).toBeInstanceOf(UsageError);
@@ -231,7 +237,7 @@ describe("extractJobFile with a signal aborted before the call", () => {
 		const job = writeJob(
 			dir,
 			"shop",
-			shopJob(service.site.url, 2, ["output: {content: files}", "extract:", "  name: {css: h1}"]),
+			shopJobYaml(service.site.url, 2, ["output: {content: files}", "extract:", "  name: {css: h1}"]),
 		);
 		const first = await runJobFile(job, { env: service.env, out });
 		expect(first.complete).toBe(true);
@@ -255,7 +261,7 @@ describe("a throw from onProgress", () => {
 		const service = await useTestService({ concurrency: 1 });
 		const dir = tempDir();
 		const out = join(dir, "out");
-		const job = writeJob(dir, "shop", shopJob(service.site.url, 5, ["concurrency: 1"]));
+		const job = writeJob(dir, "shop", shopJobYaml(service.site.url, 5, ["concurrency: 1"]));
 		const bug = new Error("a bug in the caller's progress callback");
 		let calls = 0;
 		const error = await outcomeOf(
