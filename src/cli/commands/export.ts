@@ -80,6 +80,7 @@ and a column per extracted (and carried) field: a number column when every value
 otherwise (a field whose name matches another's ignoring case, such as URL, is written data_URL).
 The file is written under a new temporary name beside --out and renamed when complete. --out may not
 be inside the job's output folder, nor a folder; an existing file is replaced only with --force.
+Only the \${VAR}s of the job's name, output and fields (extract, carry) need to be set.
 
 Examples:
   npx scrapejob export jobs/example-shop.yaml --latest --format parquet --out shop-latest.parquet

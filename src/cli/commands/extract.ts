@@ -42,7 +42,8 @@ service. Records keep their page's fetch times; change tracking compares them wi
 records (changed only where a value differs). Targets without a stored page get no record and are
 listed in the run folder's missing-pages.txt (summary.json: missing_pages). The run is promoted to
 latest unless it breaks the job's data contract (exit 1, contract_failed; promote it by hand with
-run or export --accept RUN_ID).
+run or export --accept RUN_ID). Every \${VAR} of the job file but healthcheck's needs to be set (the
+scrape options are part of the targets' ids; notify is sent at the end).
 
 Examples:
   npx scrapejob extract jobs/example-shop.yaml --run latest

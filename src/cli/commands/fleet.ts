@@ -37,6 +37,7 @@ and creates or upgrades nothing: a schema without fleet tables, or with an older
 Shows the newest ten runs of the job, or with --fleet-run the run of that name (a name the job has no
 run of exits 2, naming its newest runs). A worker that stopped cleanly shows when it ended; one whose last
 beat is older than the lease (30 s) is gone (killed): its targets and slots pass to the others.
+Only the \${VAR}s of the job's name, output and fields (extract, carry) need to be set.
 
 Examples:
   npx scrapejob fleet status jobs/example-shop.yaml --fleet "$SCRAPEJOB_FLEET_URL"
