@@ -88,24 +88,26 @@ export async function loadJob(path: string, options: LoadJobOptions = {}): Promi
 		.map(([, value]) => value as string);
 	// Nor a `${API_TOKEN}` in a target's query: a message shows each variable's value as the file spells it.
 	const expanded = new Map<string, string>();
-	const spelled = (message: string): string => {
-		let text = message;
-		for (const [value, name] of [...expanded].sort(([a], [b]) => b.length - a.length))
-			if (text.includes(value)) text = text.replaceAll(value, () => `\${${name}}`);
-		return text;
+	const onExpanded = (name: string, value: string) => {
+		// Short values (`us`, `1`) would stand for words of the message that are not them.
+		if (value.length >= MIN_SPELLED_VALUE) expanded.set(value, name);
 	};
-	const scrub = (problem: JobProblem): JobProblem => {
-		const message = redactSecrets(spelled(problem.message), keys);
-		return message === problem.message ? problem : { ...problem, message };
+	// Longest value first, sorted once for every message (a source's duplicate rows are a warning each).
+	const scrubber = () => {
+		const values = [...expanded].sort(([a], [b]) => b.length - a.length);
+		return (problem: JobProblem): JobProblem => {
+			let message = problem.message;
+			for (const [value, name] of values)
+				if (message.includes(value)) message = message.replaceAll(value, () => `\${${name}}`);
+			message = redactSecrets(message, keys);
+			return message === problem.message ? problem : { ...problem, message };
+		};
 	};
 	try {
-		const loaded = await loadJobUnredacted(path, options, (name, value) => {
-			// Short values (`us`, `1`) would stand for words of the message that are not them.
-			if (value.length >= MIN_SPELLED_VALUE) expanded.set(value, name);
-		});
-		return { ...loaded, warnings: loaded.warnings.map(scrub) };
+		const loaded = await loadJobUnredacted(path, options, onExpanded);
+		return { ...loaded, warnings: loaded.warnings.map(scrubber()) };
 	} catch (error) {
-		if (error instanceof JobValidationError) throw new JobValidationError(error.problems.map(scrub));
+		if (error instanceof JobValidationError) throw new JobValidationError(error.problems.map(scrubber()));
 		throw error;
 	}
 }
@@ -149,11 +151,15 @@ async function loadJobUnredacted(
 	const problems: JobProblem[] = [];
 	// Unset variables where the caller does not read stay written as `${NAME}` and are not problems.
 	const needed = options.variablesNeeded ?? (() => true);
-	const unread = envProblems.filter((problem) => !needed(problem.path)).map((problem) => problem.path);
+	const neededEnvProblems: typeof envProblems = [];
+	const unread: DataPath[] = [];
+	for (const problem of envProblems) {
+		if (needed(problem.path)) neededEnvProblems.push(problem);
+		else unread.push(problem.path);
+	}
 	const unreadPaths = new Set(unread.map(formatPath));
 	// One missing variable used on every target would be forty identical lines: report the first use, with a count.
 	const uses = new Map<string, number>();
-	const neededEnvProblems = envProblems.filter((problem) => needed(problem.path));
 	for (const problem of neededEnvProblems) uses.set(problem.message, (uses.get(problem.message) ?? 0) + 1);
 	for (const problem of neededEnvProblems) {
 		const count = uses.get(problem.message);
