@@ -503,6 +503,13 @@ async function continuedOrNew(
  * was started with (kept in its run.json) unless told otherwise, and its own records never make a
  * target "fresh" or "not failed": a target this run already did is one of its targets (resume skips it).
  */
+/** `--retry-failed RUN_ID` naming no run of the job, in the entry point's words. */
+function noRetryRun(choices: Pick<RunChoices, "words" | "outRoot">, retry: string, jobName: string): UsageError {
+	return new UsageError(
+		`${(choices.words ?? CLI_WORDS).retryFailed}: no run ${retry} of job ${jobName} under ${choices.outRoot}`,
+	);
+}
+
 async function selectTargets(
 	plan: Pick<PlannedRun, "job" | "counts" | "resumeDir">,
 	history: JobHistory,
@@ -524,13 +531,10 @@ async function selectTargets(
 		// A run id names a folder of this job, nothing else: no path may lead out of output/<job>/.
 		if (!/^[\w.-]+$/.test(retry) || retry.startsWith("."))
 			throw new UsageError(
-				`${choices.words?.retryFailed ?? CLI_WORDS.retryFailed}: ${JSON.stringify(retry)} is not a run id (a folder name under output/<job>/)`,
+				`${(choices.words ?? CLI_WORDS).retryFailed}: ${JSON.stringify(retry)} is not a run id (a folder name under output/<job>/)`,
 			);
 		const runDir = join(jobOutputDir(choices.outRoot, plan.job.name), retry);
-		if (!existsSync(join(runDir, "results.jsonl")))
-			throw new UsageError(
-				`${choices.words?.retryFailed ?? CLI_WORDS.retryFailed}: no run ${retry} of job ${plan.job.name} under ${choices.outRoot}`,
-			);
+		if (!existsSync(join(runDir, "results.jsonl"))) throw noRetryRun(choices, retry, plan.job.name);
 		failedInRun = failedRecords(join(runDir, "results.jsonl"));
 	}
 	if (plan.job.crawl && retrying) {
@@ -601,10 +605,7 @@ export async function previewSelection(
 	const leftOut = retrying ? "not failed" : "fresh";
 	const jobDir = jobOutputDir(choices.outRoot, job.name);
 	if (!existsSync(jobDir)) {
-		if (typeof retry === "string")
-			throw new UsageError(
-				`${(choices.words ?? CLI_WORDS).retryFailed}: no run ${retry} of job ${job.name} under ${choices.outRoot}`,
-			);
+		if (typeof retry === "string") throw noRetryRun(choices, retry, job.name);
 		// No run yet: nothing is fresh, nothing failed.
 		return retrying ? { ...whole, job: { ...job, select: () => false }, leftOut } : whole;
 	}
