@@ -17,7 +17,10 @@ export interface TaskQueue {
 	readonly size: number;
 	/** Tasks running. */
 	readonly pending: number;
-	/** Slots: raising it starts waiting tasks at once; lowering it lets running ones finish. */
+	/**
+	 * Slots: raising it starts waiting tasks at once; lowering it lets running ones finish. 0 holds every
+	 * waiting task until it is raised (a shard waiting for its turn on a shared key).
+	 */
 	concurrency: number;
 	/** Drop every waiting task (running ones finish). */
 	clear(): void;
@@ -159,6 +162,6 @@ export function createTaskQueue(options: {
 }
 
 function slotsOf(value: number): number {
-	if (!(value >= 1)) throw new RangeError(`a queue needs at least one slot (got ${value})`);
+	if (!(value >= 0)) throw new RangeError(`a queue's slots are a number of 0 or more (got ${value})`);
 	return Math.floor(value);
 }

@@ -196,8 +196,9 @@ async function podOf(
 						...env,
 						// Where the emulator listens: the service's address, not a secret of the manifest.
 						SCRAPEJOB_API_URL: service.emulator.apiUrl,
-						// A fleet's claims lapse 2 s after a killed pod's last beat, not 30: its targets pass on within the test.
-						...(fleetUrl !== undefined ? { SCRAPEJOB_LOCK_LEASE_MS: "2000" } : {}),
+						// A killed pod's claims (a fleet's) or lock (a shard's) lapse 2 s after its last beat, not 30: its
+						// replacement starts within the test. The manifests' command lines are unchanged.
+						SCRAPEJOB_LOCK_LEASE_MS: "2000",
 						PATH: `${bin}:${process.env.PATH ?? ""}`,
 						TMPDIR: process.env.TMPDIR,
 						...(index !== undefined ? { JOB_COMPLETION_INDEX: String(index) } : {}),

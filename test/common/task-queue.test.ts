@@ -44,7 +44,7 @@ describe("the one task queue (targets, browser sessions, page workers)", () => {
 		expect(errors).toEqual([]);
 	});
 
-	it("raising the concurrency starts waiting tasks at once; lowering it lets running ones finish first", async () => {
+	it("raising the concurrency starts waiting tasks at once; lowering it lets running ones finish first; 0 holds the waiting ones", async () => {
 		const queue = createTaskQueue({ concurrency: 1, onError: () => undefined });
 		const { started, task, end } = gatedTasks();
 		for (let id = 1; id <= 6; id++) queue.add(task(id));
@@ -58,8 +58,14 @@ describe("the one task queue (targets, browser sessions, page workers)", () => {
 		expect(started).toEqual([1, 2, 3]);
 		await end(3);
 		expect(started).toEqual([1, 2, 3, 4]);
+		// No slot: what waits stays waiting until slots come back.
+		queue.concurrency = 0;
+		await end(4);
+		expect(started).toEqual([1, 2, 3, 4]);
+		queue.concurrency = 2;
+		expect(started).toEqual([1, 2, 3, 4, 5, 6]);
 		expect(() => {
-			queue.concurrency = 0;
+			queue.concurrency = -1;
 		}).toThrow(RangeError);
 	});
 

@@ -54,7 +54,8 @@ describe("shard assignment", () => {
 		// The shares of B busy shards add up to the limit: 5 over 3 is 2 + 2 + 1, never 1 + 1 + 1.
 		expect([0, 1, 2].map((rank) => shareOf(5, 3, rank))).toEqual([2, 2, 1]);
 		expect([0, 1, 2].map((rank) => shareOf(12, 3, rank))).toEqual([4, 4, 4]);
-		expect([0, 1, 2].map((rank) => shareOf(2, 3, rank))).toEqual([1, 1, 1]);
+		// More busy shards than slots: the first L in index order take one each, the others wait their turn.
+		expect([0, 1, 2].map((rank) => shareOf(2, 3, rank))).toEqual([1, 1, 0]);
 		let now = 1_000_000;
 		// Shard 3 starts first: the others are not running yet, but within the grace they hold their shares.
 		let live = [3];
@@ -107,6 +108,29 @@ describe("shard assignment", () => {
 		expect(late.answered(10, 1)).toBe(2);
 		expect(late.answered(10, 1)).toBe(3);
 		expect(late.answered(10, 5)).toBe(3);
+
+		// A limit of 2 over 3 shards: shard 3 sends nothing (no answer comes to it) until the peers' files say
+		// one of the others ended; then one fetch, and its answers ramp it up to its share.
+		let peers = [1, 2, 3];
+		const waiting = createSharedKeyConcurrency({
+			limit: 2,
+			shard: { index: 3, count: 3 },
+			liveShards: () => peers,
+			clock: () => now,
+			startGraceMs: 2000,
+		});
+		expect(waiting.concurrency).toBe(0);
+		expect(waiting.peersRead()).toBe(0);
+		expect(waiting.rateLimited()).toBe(0);
+		peers = [1, 3];
+		expect(waiting.peersRead()).toBe(1);
+		expect(waiting.answered(2, 1)).toBe(1);
+		peers = [3];
+		expect(waiting.peersRead()).toBe(1);
+		expect(waiting.answered(2, 1)).toBe(2);
+		// Shard 1 is back (a resume): its turn is first again; the shard still sending ends where it is.
+		peers = [1, 2, 3];
+		expect(waiting.peersRead()).toBe(0);
 	});
 });
 
@@ -570,6 +594,42 @@ describe("shards on one key fill it in sum", () => {
 			expect(held, `shards' most fetches at once in third ${third + 1} of their time together`).toEqual([2, 2, 1]);
 		}
 	}, 90_000);
+
+	it("more shards than the key has slots: the shards past the limit wait their turn (said in run.log), never above it, no 429, every page once", async () => {
+		assertBuilt();
+		const limit = 2;
+		service = await startTestService({ concurrency: limit }, 40);
+		const ledger = service.emulator.ledger;
+		const dir = tempDir();
+		const out = join(dir, "out");
+		const pages = Array.from({ length: 45 }, (_, n) => `  - ${service!.site.url}/page/${n + 1}`);
+		const job = writeJob(
+			dir,
+			"many",
+			["name: many", "defaults: {mode: request}", "shard_by: url", "targets:", ...pages, ""].join("\n"),
+		);
+		const ended = await Promise.all(
+			[1, 2, 3].map(
+				(index) => spawnCli(["run", job, "--out", out, "--quiet", "--shard", `${index}/3`], service!.env).done,
+			),
+		);
+		expect(
+			ended.map((result) => result.code),
+			ended.map((result) => result.stderr).join("\n"),
+		).toEqual([0, 0, 0]);
+		const fetches = ledger.byEndpoint("realtime");
+		expect(new Set(fetches.map((entry) => entry.url)).size).toBe(45);
+		expect(fetches).toHaveLength(45);
+		expect(ledger.maxInFlight()).toBeLessThanOrEqual(limit);
+		expect(ledger.statusCounts()[429]).toBeUndefined();
+		// Shard 3 started with no share (1 + 1 + 0): it said so, and sent once one of the others was done.
+		const third = readdirSync(join(out, "many")).find((name) => name.endsWith("-shard-3-of-3"))!;
+		const waits = readFileSync(join(out, "many", third, "run.log"), "utf8")
+			.split("\n")
+			.filter((line) => line.includes('"event":"share_wait"'));
+		expect(waits.length).toBeGreaterThanOrEqual(1);
+		expect(readRecords(join(out, "many", third)).length).toBeGreaterThan(0);
+	}, 60_000);
 
 	it("split by host, --dry-run and the run warn when a host holds more than 1/N or hosts are fewer than shards", async () => {
 		service = await startTestService({ concurrency: 4 });

@@ -296,7 +296,7 @@ async function openFetchSide(context: RunContext, side: RecordSide) {
 		sleep,
 		log,
 	});
-	const { concurrency, queue } = flow;
+	const { queue } = flow;
 	const fetching = createFetching({
 		options,
 		job,
@@ -307,7 +307,7 @@ async function openFetchSide(context: RunContext, side: RecordSide) {
 		budget,
 		fleet,
 		onAnswer: (headers, sentAt) => {
-			queue.concurrency = concurrency.answered(headers, queue.concurrency);
+			flow.answered(headers);
 			fleet?.rateLimitSeen(headers.rateLimitLimit, sentAt);
 		},
 		clock,

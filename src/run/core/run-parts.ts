@@ -119,9 +119,14 @@ export function createFlowControl(input: {
 	readonly log: Logger;
 }) {
 	const { job, fleet, clock, log } = input;
+	// A shard waiting for its turn on the key gets no answer to learn it from: each read of the peers' locks asks.
+	let onPeersRead: (() => void) | null = null;
 	const peers =
 		job.shard && job.shard.count > 1
-			? watchShardPeers(dirname(input.runDir), job.shard, input.runId, { lease: input.lockLease ?? {} })
+			? watchShardPeers(dirname(input.runDir), job.shard, input.runId, {
+					lease: input.lockLease ?? {},
+					onRead: () => onPeersRead?.(),
+				})
 			: null;
 	const sharedKey =
 		job.shard && peers && !input.adaptiveConcurrency
@@ -145,6 +150,22 @@ export function createFlowControl(input: {
 		// A task that throws is a bug: the run ends with it as an internal error.
 		onError: (error) => failures.push(error),
 	});
+	// The queue's slots as the key's answers, its 429s and (for a shard) its turn among the others say.
+	let waitingTurn = false;
+	const setSlots = (next: number) => {
+		if (next === 0 && !waitingTurn)
+			log.info(
+				{ event: "share_wait", shard: `${job.shard?.index}/${job.shard?.count}` },
+				"waiting for a turn on the key: more shards are busy than it has slots; this one sends once an earlier one ends or runs out of work",
+			);
+		// Nothing in flight then keeps the process alive: the reads that end the wait do.
+		if (waitingTurn !== (next === 0)) peers?.keepAlive(next === 0);
+		waitingTurn = next === 0;
+		queue.concurrency = next;
+	};
+	if (queue.concurrency === 0) setSlots(0);
+	if (sharedKey) onPeersRead = () => setSlots(concurrency.peersRead(queue.concurrency));
+	const answered = (headers: ScraperHeaders) => setSlots(concurrency.answered(headers, queue.concurrency));
 	const gate = createSendGate(clock, input.sleep, {
 		// Shards share the key: slots heard free go to the others while this one is quiet (a crawl shard
 		// waiting for links), so it asks again before sending rather than into a 429's pause.
@@ -152,7 +173,7 @@ export function createFlowControl(input: {
 		// Each 429 window in run.log, with its length: the report marks them on its timeline.
 		onPause: (pauseMs) => {
 			log.warn({ event: "pause", reason: "rate_limited", pause_ms: pauseMs }, "paused by the service (429)");
-			queue.concurrency = concurrency.rateLimited(queue.concurrency);
+			setSlots(concurrency.rateLimited(queue.concurrency));
 			fleet?.paused(pauseMs);
 		},
 	});
@@ -162,7 +183,7 @@ export function createFlowControl(input: {
 	if (input.health.failure !== null) {
 		log.warn({ event: "health_failed", error: input.health.failure }, "health check failed; starting anyway");
 	}
-	return { peers, concurrency, queue, failures, gate };
+	return { peers, concurrency, queue, failures, gate, answered };
 }
 
 /**

@@ -22,6 +22,8 @@ export interface QueueConcurrency {
 	answered(headers: ScraperHeaders, current: number): number;
 	/** After a 429 opened a pause window. */
 	rateLimited(current: number): number;
+	/** After the other shards' files were read again (a shard's turn on a shared key may have come). */
+	peersRead(current: number): number;
 	/** The concurrency the summary reports: a learned run's is the service's limit it learned. */
 	reported(current: number): number;
 }
@@ -46,6 +48,9 @@ export function createQueueConcurrency(options: QueueConcurrencyOptions): QueueC
 		},
 		rateLimited(current) {
 			return sharedKey ? sharedKey.rateLimited() : current;
+		},
+		peersRead(current) {
+			return sharedKey ? sharedKey.peersRead() : current;
 		},
 		reported(current) {
 			return adaptive ? Math.min(concurrency, learnedLimit ?? current) : concurrency;

@@ -10,9 +10,11 @@ import type { ShardSpec } from "../../job/index.js";
  *   during the start grace (`startGraceMs` from this one's start: shards of a layout start at about the
  *   same time, not at once — a pod is scheduled late, a process boots slowly beside the others), except
  *   those that ended after this run began (this one is resumed: they are done, not late).
- *   `floor(L / B)` each, one more for the first `L mod B` of them in index order (at least 1). The
- *   shares add up to L exactly, so B busy shards fill the key and never overfill it. A shard that ends
- *   or goes idle frees its share for the others within a lock read (250 ms).
+ *   `floor(L / B)` each, one more for the first `L mod B` of them in index order. The shares add up to
+ *   L exactly, so B busy shards fill the key and never overfill it: with more busy shards than L, those
+ *   past the first L in index order have a share of 0 and send nothing until one of those ends or goes
+ *   idle (one each would put B fetches on L slots: 429s, each pausing the shard for its reset). A shard
+ *   that ends or goes idle frees its share for the others within a lock read (250 ms).
  * - **Ramp up.** A shard whose slots the others may still hold — it started while others of its layout
  *   ran, or it comes back from idle — starts at one fetch and takes one more slot an answer while the
  *   answer reports one free (`X-RateLimit-Remaining >= 1`), up to its share: the others' fetches above
@@ -32,6 +34,11 @@ export interface SharedKeyConcurrency {
 	answered(limit: number | undefined, remaining: number | undefined): number;
 	/** A 429 (a new pause window). Returns the new concurrency. */
 	rateLimited(): number;
+	/**
+	 * The peers' files were read again: a shard waiting for its turn (a share of 0, so no answer comes)
+	 * takes one slot once its share comes, then ramps up on answers. Returns the new concurrency.
+	 */
+	peersRead(): number;
 }
 
 export interface SharedKeyConcurrencyOptions {
@@ -55,10 +62,10 @@ export interface SharedKeyConcurrencyOptions {
 	readonly endedShards?: ReadonlySet<number>;
 }
 
-/** Shard `rank` (0-based) of `busy` shards' share of `limit`: the shares add up to `limit` (at least 1 each). */
+/** Shard `rank` (0-based) of `busy` shards' share of `limit`: the shares add up to `limit` (0 past the first `limit` shards). */
 export function shareOf(limit: number, busy: number, rank: number): number {
 	const shards = Math.max(1, busy);
-	return Math.max(1, Math.floor(limit / shards) + (rank < limit % shards ? 1 : 0));
+	return Math.floor(limit / shards) + (rank < limit % shards ? 1 : 0);
 }
 
 const NONE: ReadonlySet<number> = new Set();
@@ -103,7 +110,7 @@ export function createSharedKeyConcurrency(options: SharedKeyConcurrencyOptions)
 	let wasIdle = idleShards().has(shard.index);
 	let lastShare = share();
 	// Others already run: they may hold this shard's slots until their fetches end.
-	let concurrency = options.liveShards().some((index) => index !== shard.index) ? 1 : lastShare;
+	let concurrency = options.liveShards().some((index) => index !== shard.index) ? Math.min(1, lastShare) : lastShare;
 
 	return {
 		get concurrency() {
@@ -122,7 +129,14 @@ export function createSharedKeyConcurrency(options: SharedKeyConcurrencyOptions)
 			return concurrency;
 		},
 		rateLimited() {
-			concurrency = Math.max(1, Math.floor(concurrency / 2));
+			concurrency = Math.min(share(), Math.max(1, Math.floor(concurrency / 2)));
+			return concurrency;
+		},
+		peersRead() {
+			const base = share();
+			lastShare = base;
+			if (concurrency > base) concurrency = base;
+			else if (concurrency === 0 && base > 0) concurrency = 1;
 			return concurrency;
 		},
 	};

@@ -13,6 +13,11 @@ export interface ShardPeers {
 	idle(): ReadonlySet<number>;
 	/** Read the locks again now. */
 	refresh(): readonly number[];
+	/**
+	 * Whether the timed reads keep the process alive: while this shard waits for its turn on the key,
+	 * nothing else may (no fetch in flight), and the wait ends only through a read.
+	 */
+	keepAlive(on: boolean): void;
 	close(): void;
 }
 
@@ -21,6 +26,8 @@ export interface ShardPeersOptions {
 	readonly intervalMs?: number;
 	/** The lease and host name the locks are judged by (as this shard's own lock was taken). */
 	readonly lease?: LockLease;
+	/** Called after each timed read of the locks (not the first, made before this returns). */
+	readonly onRead?: () => void;
 }
 
 /**
@@ -53,9 +60,27 @@ export function watchShardPeers(
 		return live;
 	};
 	refresh();
-	const timer = setInterval(refresh, options.intervalMs ?? 250);
+	const { onRead } = options;
+	const timer = setInterval(
+		onRead
+			? () => {
+					refresh();
+					onRead();
+				}
+			: refresh,
+		options.intervalMs ?? 250,
+	);
 	timer.unref();
-	return { live: () => live, idle: () => idle, refresh, close: () => clearInterval(timer) };
+	return {
+		live: () => live,
+		idle: () => idle,
+		refresh,
+		keepAlive: (on) => {
+			if (on) timer.ref();
+			else timer.unref();
+		},
+		close: () => clearInterval(timer),
+	};
 }
 
 /**
