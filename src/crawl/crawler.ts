@@ -292,14 +292,21 @@ class BreadthFirstCrawler implements Crawler {
 		}
 	}
 
-	/** Where `target`'s redirects ended: fetched (and paid) as it, never fetched under its own address, even after a resume. */
+	/**
+	 * Where `target`'s redirects ended: fetched (and paid) as it, never fetched under its own address, even
+	 * after a resume. A landing on another shard's host is handed to that shard as fetched, so it does not
+	 * fetch it again when a link leads there.
+	 */
 	private landingFound(target: Target, finalUrl: string, found: FrontierEntry[]): void {
 		const crawl = target.crawl;
 		const landed = normalizeUrl(finalUrl);
 		if (!crawl || landed === null || landed === normalizeUrl(target.url)) return;
 		const key = urlKey(landed);
-		if (this.urls.claim(key.high, key.low))
-			found.push({ u: landed, d: crawl.depth, p: target.id, k: crawl.profile, r: 1 });
+		if (!this.urls.claim(key.high, key.low)) return;
+		const entry: FrontierEntry = { u: landed, d: crawl.depth, p: target.id, k: crawl.profile, r: 1 };
+		found.push(entry);
+		const owner = this.shardOfUrl(landed);
+		if (this.shard && owner !== this.shard.index) this.options.handOff?.inbox.handOff(owner, [entry]);
 	}
 
 	sessionSitemapCredits(): number {
@@ -533,18 +540,27 @@ class BreadthFirstCrawler implements Crawler {
 		this.frontier.journal(found);
 	}
 
-	/** Links other shards handed to this one go to the frontier (each once; a seed's options must be known). */
+	/**
+	 * Links other shards handed to this one go to the frontier (each once; a seed's options must be known).
+	 * A redirect's landing another shard fetched is journalled as claimed: not fetched here, even after a resume.
+	 */
 	private absorbInbox(): number {
 		const handOff = this.options.handOff;
 		if (!handOff) return 0;
 		const found: FrontierEntry[] = [];
+		let links = 0;
 		for (const entry of handOff.inbox.readNew()) {
 			if (!this.profiles.has(entry.k)) continue;
 			const key = urlKey(entry.u);
-			if (this.urls.see(key.high, key.low)) found.push({ u: entry.u, d: entry.d, p: entry.p, k: entry.k });
+			if (entry.r === 1) {
+				if (this.urls.claim(key.high, key.low)) found.push({ u: entry.u, d: entry.d, p: entry.p, k: entry.k, r: 1 });
+			} else if (this.urls.see(key.high, key.low)) {
+				found.push({ u: entry.u, d: entry.d, p: entry.p, k: entry.k });
+				links += 1;
+			}
 		}
 		this.frontier.journal(found);
-		return found.length;
+		return links;
 	}
 
 	/** Wait until links arrive (true) or the whole layout is out of work or the run stops (false). */

@@ -1,5 +1,5 @@
 import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, symlinkSync } from "node:fs";
-import { createServer, type Server } from "node:http";
+import { createServer, type Server, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
@@ -157,6 +157,72 @@ describe("crawl with --shard", () => {
 		expect(merged.stderr + (await runCli(["merge", ...folders, "--out", join(dir, "merged")])).stdout).toMatch(
 			/targets +4 done: 4 ok.*\n[\s\S]*crawl +4 pages/,
 		);
+	}, 60_000);
+
+	it("a redirect that lands on another shard's page hands it over as fetched: that shard does not pay for it again", async () => {
+		assertBuilt();
+		// A's /moved redirects to B's /landing; B's seed links to /landing too, answered only once shard A
+		// has handed the landing over (its inbox line is written), so shard B's link comes after it.
+		let inbox = "";
+		const inboxHolds = async (text: string) => {
+			for (let waited = 0; waited < 10_000; waited += 20) {
+				if (existsSync(inbox) && readFileSync(inbox, "utf8").includes(text)) return;
+				await new Promise((resolve) => setTimeout(resolve, 20));
+			}
+		};
+		const page = (res: ServerResponse, links: string[]) =>
+			res
+				.writeHead(200, { "content-type": "text/html" })
+				.end(`<html><body>${links.map((href) => `<a href="${href}">x</a>`).join("")}</body></html>`);
+		const start = async (handler: (path: string, res: ServerResponse) => void) => {
+			const server = createServer((req, res) => handler(req.url ?? "/", res));
+			servers.push(server);
+			await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", () => resolve()));
+			return `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+		};
+		let a = "";
+		let b = "";
+		for (let tries = 0; tries < 20 && (a === "" || shardOf(a, 2) === shardOf(b, 2)); tries += 1) {
+			a = await start((path, res) => {
+				if (path === "/moved") res.writeHead(302, { location: `${b}/landing`, "content-length": 0 }).end();
+				else page(res, path === "/" ? ["/moved"] : []);
+			});
+			b = await start((path, res) => {
+				if (path === "/") void inboxHolds("/landing").then(() => page(res, ["/landing"]));
+				else page(res, []);
+			});
+		}
+		expect(shardOf(a, 2)).not.toBe(shardOf(b, 2));
+		emulator = await startEmulator({ scenario: { concurrency: 2 } });
+		const env = { SCRAPEJOB_ACCOUNT_KEY: emulator.accountKey, SCRAPEJOB_API_URL: emulator.apiUrl };
+		const dir = tempDir();
+		const out = join(dir, "out");
+		inbox = join(out, "crawl", `inbox-shard-${shardOf(b, 2)}-from-${shardOf(a, 2)}-of-2.jsonl`);
+		const job = writeJob(
+			dir,
+			"crawl",
+			[
+				"name: crawl",
+				"defaults: {mode: request}",
+				"crawl: {max_depth: 3, robots: ignore}",
+				"targets:",
+				`  - ${a}/`,
+				`  - ${b}/`,
+				"",
+			].join("\n"),
+		);
+		const shards = await Promise.all(
+			[1, 2].map((index) => spawnCli(["run", job, "--out", out, "--quiet", "--shard", `${index}/2`], env).done),
+		);
+		for (const shard of shards) expect(shard.code, shard.stderr).toBe(0);
+		expect(readFileSync(inbox, "utf8")).toContain('"r":1');
+		// /landing was paid once, as /moved's page; no shard asked for it under its own address.
+		const asked = emulator.ledger.entries.filter((entry) => entry.endpoint === "realtime").map((entry) => entry.url);
+		expect(asked.sort()).toEqual([`${a}/`, `${a}/moved`, `${b}/`].sort());
+		const records = readdirSync(join(out, "crawl"))
+			.filter(isRunFolderName)
+			.flatMap((name) => readRecords(join(out, "crawl", name)).map((record) => record.url));
+		expect(records.sort()).toEqual([`${a}/`, `${a}/moved`, `${b}/`].sort());
 	}, 60_000);
 
 	// /dev/full answers every write with ENOSPC: the disk filled up while the crawl went on.
