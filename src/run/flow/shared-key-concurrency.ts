@@ -9,7 +9,8 @@ import type { ShardSpec } from "../../job/index.js";
  *   did not say they are out of work (a crawl shard waiting for links), and those not seen running yet
  *   during the start grace (`startGraceMs` from this one's start: shards of a layout start at about the
  *   same time, not at once — a pod is scheduled late, a process boots slowly beside the others), except
- *   those that ended after this run began (this one is resumed: they are done, not late).
+ *   those that ended after this run began (this one is resumed: they are done, not late). Running
+ *   shards come first in the order below, then the ones not seen yet.
  *   `floor(L / B)` each, one more for the first `L mod B` of them in index order. The shares add up to
  *   L exactly, so B busy shards fill the key and never overfill it: with more busy shards than L, those
  *   past the first L in index order have a share of 0 and send nothing until one of those ends or goes
@@ -100,9 +101,13 @@ export function createSharedKeyConcurrency(options: SharedKeyConcurrencyOptions)
 			seen.add(index);
 			if (!idle.has(index)) busy.add(index);
 		}
-		if (grace)
-			for (let index = 1; index <= shard.count; index += 1) if (!seen.has(index) && !ended.has(index)) busy.add(index);
+		// Running shards take their shares first, in index order; shards not seen yet hold what is left:
+		// a shard run after the others of its layout (one at a time, a later round) is not held to a share
+		// of 0 for the whole grace by shards that ran before it.
 		const ordered = [...busy].sort((a, b) => a - b);
+		if (grace)
+			for (let index = 1; index <= shard.count; index += 1)
+				if (!seen.has(index) && !ended.has(index)) ordered.push(index);
 		memo = { live, idle, grace, limit, share: shareOf(limit, ordered.length, ordered.indexOf(shard.index)) };
 		return memo.share;
 	};
