@@ -131,7 +131,7 @@ export class ScraperNotFoundError extends ScrapejobError {
 	constructor(baseUrl: string, cause: unknown) {
 		super(
 			"SCRAPEJOB_NOT_THE_SERVICE",
-			`the scraper service is not at ${baseUrl}: ${errorMessage(cause)}. Check --scraper-url / SCRAPEJOB_SCRAPER_URL (the scraper API's address ends in /api/v1)`,
+			`the scraper service is not at ${baseUrl}: ${errorMessage(cause)}. Check the scraper address (--scraper-url, or SCRAPEJOB_SCRAPER_URL in the environment or the config file): the scraper API's address ends in /api/v1`,
 			{ cause },
 		);
 		this.baseUrl = baseUrl;
@@ -148,7 +148,7 @@ export class AccountApiNotFoundError extends ScrapejobError {
 	constructor(baseUrl: string, cause: unknown) {
 		super(
 			"SCRAPEJOB_NOT_THE_SERVICE",
-			`the account API is not at ${baseUrl}: ${errorMessage(cause)}. Check --api-url / SCRAPEJOB_API_URL`,
+			`the account API is not at ${baseUrl}: ${errorMessage(cause)}. Check the account API's address (--api-url, or SCRAPEJOB_API_URL in the environment or the config file)`,
 			{ cause },
 		);
 		this.baseUrl = baseUrl;

@@ -63,7 +63,7 @@ export type ExtractOutcome = RunJobResult & { readonly jobName: string };
 export async function extractJobFile(path: string, options: ExtractJobFileOptions): Promise<RunJobFileResult> {
 	// `--run` is required by the CLI's parser; a call from JavaScript may leave it out.
 	if (typeof options?.run !== "string" || options.run === "")
-		throw new UsageError('run: name the run whose stored pages are read, a run id of the job or "latest" (as --run)');
+		throw new UsageError('run: name the run whose stored pages are read, a run id of the job or "latest"');
 	// As runJobFile: a call stopped before it began makes nothing, rather than an empty interrupted run folder.
 	if (options.signal?.aborted) throw new SourceScanStoppedError(0, "before it started");
 	const { runDir, summary, reportPath, stopMessage } = await extractPlanned(path, {

@@ -133,7 +133,7 @@ export async function prepareRuns(
 	const { planned } = plans;
 	if (planned.length === 0) return null;
 	checkAccept(planned, outRoot, options.accept, words);
-	const tookOver = lockPlannedRuns(planned, outRoot, settings.lockLease);
+	const tookOver = lockPlannedRuns(planned, outRoot, settings.lockLease, words);
 	try {
 		context.onLocked?.(planned, tookOver);
 		// A sandbox run's demo site port, for its --resume (a fleet's runs are not in the results root).

@@ -129,7 +129,12 @@ export function checkAccept(
  * taken-over lock says (a run that crashed left it behind). `lease`: the locks' lease and host name
  * (SCRAPEJOB_LOCK_LEASE_MS, SCRAPEJOB_HOSTNAME, resolved by the caller).
  */
-export function lockPlannedRuns(planned: PlannedRun[], outRoot: string, lease: LockLease = {}): string[] {
+export function lockPlannedRuns(
+	planned: PlannedRun[],
+	outRoot: string,
+	lease: LockLease = {},
+	words?: OptionWords,
+): string[] {
 	// The job store's addon loads, or the run ends here: nothing sent, nothing locked.
 	if (planned.length > 0) assertStoreLoads();
 	const tookOver: string[] = [];
@@ -150,6 +155,7 @@ export function lockPlannedRuns(planned: PlannedRun[], outRoot: string, lease: L
 				run.runId,
 				run.lockName ?? (run.job.shard ? `.lock${shardSuffix(run.job.shard)}` : ".lock"),
 				lease,
+				words,
 			);
 			byJobName.set(lockKey, run.lock);
 			if (run.lock.tookOver) tookOver.push(tookOverMessage(run.lock));

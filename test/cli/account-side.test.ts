@@ -418,6 +418,8 @@ describe("scrapejob health", () => {
 		});
 		expect(scraper.code, scraper.stderr).toBe(3);
 		expect(scraper.stderr).toContain("the scraper service is not at");
+		// What to check, for the CLI's user and a library caller (env) alike.
+		expect(scraper.stderr).toContain("(--scraper-url, or SCRAPEJOB_SCRAPER_URL in the environment or the config file)");
 		// The hint a run prints (check it with `health`) would send the user round in a circle here.
 		expect(scraper.stderr).not.toContain("checks it without running a job");
 		const account = await runCli(["health"], {
@@ -425,6 +427,7 @@ describe("scrapejob health", () => {
 		});
 		expect(account.code, account.stderr).toBe(3);
 		expect(account.stderr).toContain("the account API is not at");
+		expect(account.stderr).toContain("(--api-url, or SCRAPEJOB_API_URL in the environment or the config file)");
 		expect(account.stderr).not.toContain("checks it without running a job");
 		// The status is said once, not "answered 404 HTTP 404".
 		expect(account.stderr).not.toMatch(/answered (\d+) HTTP \1/);

@@ -1,7 +1,8 @@
-import { appendFileSync } from "node:fs";
+import { appendFileSync, mkdirSync } from "node:fs";
 import { basename, join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { extractJobFile, type RunJobFileOptions, runJobFile } from "../../src/index.js";
+import { acquireRunLock } from "../../src/run/locks/run-lock.js";
 import { onlyRunDir, shopJobYaml, tempDir, writeJob } from "../helpers/job-files.js";
 import { runCli } from "../helpers/run-cli.js";
 import { useTestService } from "../helpers/service.js";
@@ -135,5 +136,32 @@ describe("refusals before anything is sent name the library's options", () => {
 		const cli = await runCli(["extract", job, "--out", out, "--run", "20990101T000000Z-000000"], { env: service.env });
 		expect(cli.code).toBe(2);
 		expect(cli.stderr).toContain("--run: no run 20990101T000000Z-000000 of job shop under ");
+	});
+});
+
+describe("a run of another shard layout in progress", () => {
+	it("the refusal names the library's shard option, and suggests a layout only when the other run has one", async () => {
+		const service = await useTestService();
+		const dir = tempDir();
+		const out = join(dir, "out");
+		const job = writeJob(dir, "shop", shopJobYaml(service.site.url, 3));
+		mkdirSync(join(out, "shop"), { recursive: true });
+		// Shard 2/2 of the job runs (this process holds its lock).
+		const held = acquireRunLock(join(out, "shop"), "20261129T000000Z-0a0b0c", { name: ".lock-shard-2-of-2" });
+		try {
+			const library = await messageOf(runJobFile(job, { env: service.env, out, shard: "1/3" }));
+			expect(library).toContain("run it when that one has ended, or with shard I/2");
+			expect(library).not.toMatch(FLAG);
+		} finally {
+			held.release();
+		}
+		const unsharded = acquireRunLock(join(out, "shop"), "20261129T000000Z-0d0e0f");
+		try {
+			const library = await messageOf(runJobFile(job, { env: service.env, out, shard: "1/2" }));
+			expect(library).toMatch(/would fetch its targets a second time: run it when that one has ended$/);
+		} finally {
+			unsharded.release();
+		}
+		expect(service.emulator.ledger.byEndpoint("realtime")).toEqual([]);
 	});
 });

@@ -496,6 +496,8 @@ describe("overlapping shard layouts of one job", () => {
 		for (const refused of refusals) {
 			expect(refused.code, refused.stderr).toBe(4);
 			expect(refused.stderr).toMatch(/another shard layout is in progress: unsharded \(pid \d+ on .*, run \d/);
+			// Another layout of an unsharded run overlaps it too: only waiting for its end helps.
+			expect(refused.stderr).toMatch(/run it when that one has ended \[SCRAPEJOB_LOCK_HELD\]/);
 		}
 		site.open();
 		expect((await unsharded.done).code).toBe(0);
@@ -512,6 +514,7 @@ describe("overlapping shard layouts of one job", () => {
 		);
 		expect(third!.code, third!.stderr).toBe(4);
 		expect(third!.stderr).toMatch(/another shard layout is in progress: shard \d\/2 .*this run \(shard 1\/3\)/);
+		expect(third!.stderr).toContain("run it when that one has ended, or with --shard I/2");
 		expect(plain!.code, plain!.stderr).toBe(4);
 		// The same layout's other shard is no overlap: it runs beside the busy one.
 		expect(other!.code, other!.stderr).toBe(0);

@@ -1,7 +1,7 @@
 import { mkdirSync, rmdirSync } from "node:fs";
 import { join } from "node:path";
 import type { Logger } from "pino";
-import { ScrapejobError } from "../../common/index.js";
+import { CLI_WORDS, type OptionWords, ScrapejobError } from "../../common/index.js";
 import { jobOutputDir, OutputError } from "../../output/index.js";
 import { checkShardLayout } from "./layout-guard.js";
 import { acquireRunLock, type LockLease, type RunLock } from "./run-lock.js";
@@ -20,6 +20,8 @@ export function lockJobOutput(
 	runId: string,
 	lockName = ".lock",
 	lease: LockLease = {},
+	/** How the refusal of another layout names the shard option. */
+	words: OptionWords = CLI_WORDS,
 ): RunLock {
 	const jobDir = jobOutputDir(outRoot, jobName);
 	let created: boolean;
@@ -40,7 +42,7 @@ export function lockJobOutput(
 	}
 	try {
 		// Runs of one job with overlapping shard layouts would pay for the same targets twice.
-		checkShardLayout(jobDir, lockName, lease);
+		checkShardLayout(jobDir, lockName, lease, words);
 	} catch (error) {
 		lock.release();
 		if (created) removeIfEmpty(jobDir);

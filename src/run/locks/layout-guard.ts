@@ -1,6 +1,6 @@
 import { readdirSync } from "node:fs";
 import { join } from "node:path";
-import { ScrapejobError } from "../../common/index.js";
+import { CLI_WORDS, type OptionWords, ScrapejobError } from "../../common/index.js";
 import { type LockInfo, type LockLease, liveLockHolder } from "./run-lock.js";
 
 /** The lock file names of one job folder: `.lock` (unsharded) and `.lock-shard-I-of-N`. */
@@ -28,10 +28,10 @@ function layoutWords(layout: LockLayout): string {
  */
 export class LayoutConflictError extends ScrapejobError {
 	readonly holder: LockInfo;
-	constructor(mine: LockLayout, other: LockLayout, holder: LockInfo, path: string) {
+	constructor(mine: LockLayout, other: LockLayout, holder: LockInfo, path: string, words: OptionWords = CLI_WORDS) {
 		super(
 			"SCRAPEJOB_LOCK_HELD",
-			`another run of this job with another shard layout is in progress: ${layoutWords(other)} (pid ${holder.pid} on ${holder.host}, run ${holder.run_id}, since ${holder.started_at}; lock file ${path}); this run (${layoutWords(mine)}) would fetch its targets a second time: run it when that one has ended, or with --shard I/${other.count}`,
+			`another run of this job with another shard layout is in progress: ${layoutWords(other)} (pid ${holder.pid} on ${holder.host}, run ${holder.run_id}, since ${holder.started_at}; lock file ${path}); this run (${layoutWords(mine)}) would fetch its targets a second time: run it when that one has ended${other.count === 1 ? "" : `, or with ${words.shard} I/${other.count}`}`,
 		);
 		this.holder = holder;
 	}
@@ -49,7 +49,12 @@ function before(a: LockInfo, b: LockInfo): boolean {
  * own lock before it looks, so of two that start together at least the later sees the earlier; the
  * earlier one, should it see the later, goes on (the later refuses itself).
  */
-export function checkShardLayout(jobDir: string, myLockName: string, lease: LockLease = {}): void {
+export function checkShardLayout(
+	jobDir: string,
+	myLockName: string,
+	lease: LockLease = {},
+	words: OptionWords = CLI_WORDS,
+): void {
 	const mine = layoutOfLockName(myLockName);
 	if (!mine) return;
 	const me = liveLockHolder(join(jobDir, myLockName), lease);
@@ -65,6 +70,6 @@ export function checkShardLayout(jobDir: string, myLockName: string, lease: Lock
 		if (!other || other.count === mine.count) continue;
 		const path = join(jobDir, name);
 		const holder = liveLockHolder(path, lease);
-		if (holder && before(holder, me)) throw new LayoutConflictError(mine, other, holder, path);
+		if (holder && before(holder, me)) throw new LayoutConflictError(mine, other, holder, path, words);
 	}
 }
