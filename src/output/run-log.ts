@@ -4,6 +4,11 @@ import { type AppendFile, openAppendFile } from "./append-file.js";
 
 /** Lines are batched up to this many UTF-16 code units before one write. */
 const BATCH_UNITS = 4096;
+/**
+ * Or for at most this long: a run that logs little (a shard waiting its turn, a pause, a breaker) is
+ * readable in run.log as it goes, and a killed one loses at most this much of it.
+ */
+const BATCH_MS = 1000;
 
 /**
  * `run.log`: pino JSON lines. Keys are scrubbed from every line (not only from known fields),
@@ -24,7 +29,10 @@ export function createRunLog(
 	let batch = "";
 	let broken = false;
 	let closed = false;
+	let timer: NodeJS.Timeout | undefined;
 	const flush = () => {
+		clearTimeout(timer);
+		timer = undefined;
 		if (broken || batch.length === 0) return;
 		const text = batch;
 		batch = "";
@@ -39,6 +47,10 @@ export function createRunLog(
 			if (broken) return;
 			batch += known.length ? redactSecrets(line, known) : line;
 			if (batch.length >= BATCH_UNITS) flush();
+			else if (timer === undefined) {
+				timer = setTimeout(flush, BATCH_MS);
+				timer.unref();
+			}
 		},
 	};
 	const log = pino(
@@ -57,6 +69,7 @@ export function createRunLog(
 			if (closed) return;
 			closed = true;
 			if (options.flush !== false) flush();
+			clearTimeout(timer);
 			batch = "";
 			broken = true;
 			try {

@@ -6,6 +6,7 @@ import { describe, expect, it } from "vitest";
 import { createRunLog } from "../../src/output/index.js";
 import { tempDir } from "../helpers/job-files.js";
 import { assertBuilt, BIN } from "../helpers/spawn-cli.js";
+import { until } from "../helpers/until.js";
 
 describe("run.log", () => {
 	it("holds pino JSON lines, every one whole, keys scrubbed", () => {
@@ -17,6 +18,18 @@ describe("run.log", () => {
 		expect(lines.at(-1)).toBe("");
 		expect(lines.slice(0, -1).map((line) => JSON.parse(line).index)).toEqual([...Array(300).keys()]);
 		expect(readFileSync(path, "utf8")).not.toContain("sekrit-key-1234");
+	});
+
+	it("a line waits in the batch a second at most: a run that logs little is readable as it goes", async () => {
+		const path = join(tempDir(), "run.log");
+		const runLog = createRunLog(path, []);
+		try {
+			runLog.log.warn({ event: "share_wait" }, "one line, far from filling a batch");
+			await until(() => readFileSync(path, "utf8").includes('"event":"share_wait"'), "the line in run.log", 5000);
+		} finally {
+			runLog.close();
+		}
+		expect(readFileSync(path, "utf8").split("\n")).toHaveLength(2);
 	});
 
 	// /dev/full answers every write with ENOSPC: a disk that filled up while the run went on.

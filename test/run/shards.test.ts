@@ -11,6 +11,7 @@ import { isRunFolderName, readCsv, readRecords, readSummary, tempDir, writeJob }
 import { runCli } from "../helpers/run-cli.js";
 import { startTestService, type TestService } from "../helpers/service.js";
 import { assertBuilt, runPrintedCommand, spawnCli } from "../helpers/spawn-cli.js";
+import { until } from "../helpers/until.js";
 
 let service: TestService | undefined;
 let sites: DemoSite[] = [];
@@ -644,6 +645,46 @@ describe("shards on one key fill it in sum", () => {
 			.filter((line) => line.includes('"event":"share_wait"'));
 		expect(waits.length).toBeGreaterThanOrEqual(1);
 		expect(readRecords(join(out, "many", third)).length).toBeGreaterThan(0);
+	}, 60_000);
+
+	it("a shard waiting its turn stops at once on SIGINT (exit 130, nothing sent) and its --resume fetches its share once the other is done", async () => {
+		assertBuilt();
+		service = await startTestService({ concurrency: 1 }, 300);
+		const ledger = service.emulator.ledger;
+		const dir = tempDir();
+		const out = join(dir, "out");
+		const pages = Array.from({ length: 12 }, (_, n) => `  - ${service!.site.url}/page/${n + 1}`);
+		const job = writeJob(
+			dir,
+			"turns",
+			["name: turns", "defaults: {mode: request}", "shard_by: url", "targets:", ...pages, ""].join("\n"),
+		);
+		const run = (shard: string, ...flags: string[]) =>
+			spawnCli(["run", job, "--out", out, "--quiet", "--shard", shard, ...flags], service!.env);
+		const first = run("1/2");
+		await fileAppears(join(out, "turns", ".lock-shard-1-of-2"));
+		const second = run("2/2");
+		const runLogOf = () => {
+			const folder = readdirSync(join(out, "turns")).find(
+				(name) => isRunFolderName(name) && name.endsWith("-shard-2-of-2"),
+			);
+			return folder === undefined ? "" : readFileSync(join(out, "turns", folder, "run.log"), "utf8");
+		};
+		await until(() => runLogOf().includes('"event":"share_wait"'), "shard 2 waiting its turn");
+		const sentBefore = ledger.byEndpoint("realtime").filter((entry) => shardOf(entry.url!, 2, "url") === 2).length;
+		second.child.kill("SIGINT");
+		const stopped = await second.done;
+		expect(stopped.code, stopped.stderr).toBe(130);
+		expect(ledger.byEndpoint("realtime").filter((entry) => shardOf(entry.url!, 2, "url") === 2)).toHaveLength(
+			sentBefore,
+		);
+		expect((await first.done).code).toBe(0);
+		const resumed = await run("2/2", "--resume").done;
+		expect(resumed.code, resumed.stderr).toBe(0);
+		const fetched = ledger.byEndpoint("realtime").map((entry) => entry.url);
+		expect(new Set(fetched).size).toBe(12);
+		expect(fetched).toHaveLength(12);
+		expect(ledger.statusCounts()[429]).toBeUndefined();
 	}, 60_000);
 
 	it("split by host, --dry-run and the run warn when a host holds more than 1/N or hosts are fewer than shards", async () => {
