@@ -58,8 +58,7 @@ describe("shard assignment", () => {
 		// More busy shards than slots: the first L in index order take one each, the others wait their turn.
 		expect([0, 1, 2].map((rank) => shareOf(2, 3, rank))).toEqual([1, 1, 0]);
 		let now = 1_000_000;
-		// Shard 3 starts first: the others are not running yet, but within the grace they hold their shares,
-		// after the running one: 4 for it, 3 + 3 kept for them.
+		// Shard 3 starts first: the others are not running yet, but within the grace they hold their shares.
 		let live = [3];
 		let idle: ReadonlySet<number> = new Set();
 		const third = createSharedKeyConcurrency({
@@ -70,10 +69,10 @@ describe("shard assignment", () => {
 			clock: () => now,
 			startGraceMs: 2000,
 		});
-		expect(third.concurrency).toBe(4);
+		expect(third.concurrency).toBe(3);
 		// Free slots reported: no growth past its share (that overfilled the key when others ramped up).
-		expect(third.answered(10, 7)).toBe(4);
-		// The others show up (new arrays, as each lock read gives): 4 + 3 + 3 in index order, 3 for it.
+		expect(third.answered(10, 7)).toBe(3);
+		// The others show up (new arrays, as each lock read gives): still 4 + 3 + 3.
 		live = [1, 2, 3];
 		expect(third.answered(10, 0)).toBe(3);
 		// Shard 2 ends (its lock released): 5 + 5, taken one slot an answer while one is reported free.
@@ -135,7 +134,7 @@ describe("shard assignment", () => {
 		expect(waiting.peersRead()).toBe(0);
 
 		// Shards run one after another on a limit of 1: shard 2, started after shard 1 ended, is not kept
-		// waiting through the grace by shard 1, which it has not seen running.
+		// waiting through the grace by shard 1, which it has not seen running: one slot.
 		const second = createSharedKeyConcurrency({
 			limit: 1,
 			shard: { index: 2, count: 2 },

@@ -9,12 +9,12 @@ import type { ShardSpec } from "../../job/index.js";
  *   did not say they are out of work (a crawl shard waiting for links), and those not seen running yet
  *   during the start grace (`startGraceMs` from this one's start: shards of a layout start at about the
  *   same time, not at once — a pod is scheduled late, a process boots slowly beside the others), except
- *   those that ended after this run began (this one is resumed: they are done, not late). Running
- *   shards come first in the order below, then the ones not seen yet.
+ *   those that ended after this run began (this one is resumed: they are done, not late).
  *   `floor(L / B)` each, one more for the first `L mod B` of them in index order. The shares add up to
  *   L exactly, so B busy shards fill the key and never overfill it: with more busy shards than L, those
  *   past the first L in index order have a share of 0 and send nothing until one of those ends or goes
- *   idle (one each would put B fetches on L slots: 429s, each pausing the shard for its reset). A shard
+ *   idle (one each would put B fetches on L slots: 429s, each pausing the shard for its reset); one kept
+ *   at 0 only by shards not seen yet takes one slot (they may have run before it and ended). A shard
  *   that ends or goes idle frees its share for the others within a lock read (250 ms).
  * - **Ramp up.** A shard whose slots the others may still hold — it started while others of its layout
  *   ran, or it comes back from idle — starts at one fetch and takes one more slot an answer while the
@@ -101,14 +101,17 @@ export function createSharedKeyConcurrency(options: SharedKeyConcurrencyOptions)
 			seen.add(index);
 			if (!idle.has(index)) busy.add(index);
 		}
-		// Running shards take their shares first, in index order; shards not seen yet hold what is left:
-		// a shard run after the others of its layout (one at a time, a later round) is not held to a share
-		// of 0 for the whole grace by shards that ran before it.
-		const ordered = [...busy].sort((a, b) => a - b);
+		const running = [...busy].sort((a, b) => a - b);
 		if (grace)
-			for (let index = 1; index <= shard.count; index += 1)
-				if (!seen.has(index) && !ended.has(index)) ordered.push(index);
-		memo = { live, idle, grace, limit, share: shareOf(limit, ordered.length, ordered.indexOf(shard.index)) };
+			for (let index = 1; index <= shard.count; index += 1) if (!seen.has(index) && !ended.has(index)) busy.add(index);
+		const ordered = [...busy].sort((a, b) => a - b);
+		let base = shareOf(limit, ordered.length, ordered.indexOf(shard.index));
+		// Kept at 0 only by shards not seen yet: one slot, as the running ones alone would give it. A shard
+		// started after the others of its layout ended (one at a time, a later round) does not wait out the
+		// grace for them; the shares of shards starting together stay as they will be once all run.
+		if (base === 0 && ordered.length > running.length)
+			base = Math.min(1, shareOf(limit, running.length, running.indexOf(shard.index)));
+		memo = { live, idle, grace, limit, share: base };
 		return memo.share;
 	};
 
