@@ -48,7 +48,7 @@ export {
 	shardOf,
 	shardSuffix,
 } from "./shard.js";
-export { createHostTally, type HostTally, shardBalanceWarning } from "./shard-balance.js";
+export { createHostTally, type HostTally, shardBalanceWarning, shardTurnsWarning } from "./shard-balance.js";
 export {
 	countTargets,
 	createEmptyCounts,

@@ -55,6 +55,15 @@ export function createHostTally(maxHosts = MAX_TRACKED_HOSTS): HostTally {
  * the targets (its shard does more than its part, and alone), or there are fewer hosts than shards
  * (some shards get nothing). `shard_by: url` spreads them.
  */
+/**
+ * More shards than the key has slots, or null: at most `concurrency` shards fetch at once, the others
+ * wait their turn (shared-key-concurrency.ts), so the shards past it only wait.
+ */
+export function shardTurnsWarning(shard: ShardSpec | undefined, concurrency: number | null): string | null {
+	if (!shard || shard.count <= 1 || concurrency === null || concurrency >= shard.count) return null;
+	return `--shard ${shard.index}/${shard.count}: the run's concurrency is ${concurrency} (the key's, or --concurrency when lower), below the ${shard.count} shards: at most ${concurrency} of them fetch at once and the others wait their turn (share_wait in their run.log): shards beyond ${concurrency} do not make the job faster`;
+}
+
 export function shardBalanceWarning(
 	tally: Pick<HostTally, "targets" | "hosts" | "top"> | undefined,
 	shard: ShardSpec | undefined,

@@ -695,6 +695,20 @@ describe("shards on one key fill it in sum", () => {
 		const fewer = await runCli(["run", oneHost, "--out", out, "--shard", "1/3", "--dry-run"], { env: service.env });
 		expect(fewer.code).toBe(0);
 		expect(fewer.stderr).toMatch(/on 1 host, fewer than the 3 shards.*shard_by: url/);
+		// Fewer slots than shards: the ones past the key's concurrency would only wait their turn.
+		expect(fewer.stderr).not.toContain("the run's concurrency");
+		const turns = "the run's concurrency is 4 (the key's, or --concurrency when lower), below the 6 shards: at most 4";
+		const six = await runCli(["run", oneHost, "--out", out, "--shard", "2/6", "--dry-run", "--json"], {
+			env: service.env,
+		});
+		expect(six.stderr).toContain(turns);
+		expect(JSON.parse(six.stdout)[0].shard_warning).toContain(turns);
+		const lower = await runCli(["run", oneHost, "--out", out, "--shard", "1/3", "--concurrency", "2", "--dry-run"], {
+			env: service.env,
+		});
+		expect(lower.stderr).toContain(
+			"the run's concurrency is 2 (the key's, or --concurrency when lower), below the 3 shards",
+		);
 
 		const lines = ["name: lopsided", "defaults: {mode: request}", "targets:"];
 		for (let page = 1; page <= 8; page += 1) lines.push(`  - ${hosts[0]}/product/${page}`);

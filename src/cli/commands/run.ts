@@ -18,6 +18,7 @@ import {
 	JobValidationError,
 	loadJob,
 	shardBalanceWarning,
+	shardTurnsWarning,
 	streamTargetBatches,
 } from "../../job/index.js";
 import {
@@ -439,7 +440,7 @@ async function dryRunJobs(
 	connection: ServiceConnection,
 ): Promise<number> {
 	const reports = [];
-	const balance = await readBalance(ctx, connection);
+	const { balance, concurrency } = await readBalance(ctx, connection);
 	const fleet = connection.config.fleetUrl !== undefined;
 	for (const loaded of jobs) {
 		// The targets a new run would fetch: freshness and --retry-failed read from the job's store (a
@@ -458,6 +459,14 @@ async function dryRunJobs(
 			const { hosts, ...survey } = await surveyTargets(job, counts, ctx.signal);
 			const imbalance = shardBalanceWarning(hosts, job.shard, job.shardBy);
 			if (imbalance) writeLine(ctx.stderr, `scrapejob: ${job.name}: ${imbalance}`);
+			// The run's concurrency: the account's, or the job's (or --concurrency) when lower.
+			const own = flags.concurrency ?? (job.concurrency === "auto" ? null : job.concurrency);
+			const turns = shardTurnsWarning(
+				job.shard,
+				concurrency === null ? null : own === null ? concurrency : Math.min(own, concurrency),
+			);
+			if (turns) writeLine(ctx.stderr, `scrapejob: ${job.name}: ${turns}`);
+			const shardWarning = [imbalance, turns].filter(Boolean).join("; ");
 			const notApplied = dryRunNotApplied(flags, job, fleet);
 			if (notApplied.length > 0)
 				writeLine(
@@ -490,7 +499,7 @@ async function dryRunJobs(
 				balance: cost.balance,
 				cost_check: cost.sentences,
 				...(forecast ? { forecast } : {}),
-				...(imbalance ? { shard_warning: imbalance } : {}),
+				...(shardWarning ? { shard_warning: shardWarning } : {}),
 			});
 			if (flags.json) continue;
 			for await (const batch of streamTargetBatches(job)) {
@@ -538,27 +547,29 @@ function dryRunNotApplied(flags: RunFlags, job: Job, fleet: boolean): string[] {
 }
 
 /**
- * The account's scraper credits for `--dry-run`'s comparison: one free look-up (GET /public/scraper)
- * when an account key is set; otherwise, or when it fails, why the balance is unknown (never an error:
- * a dry run still lists and estimates).
+ * The account's scraper credits for `--dry-run`'s comparison, and its concurrency (what shards share):
+ * one free look-up (GET /public/scraper) when an account key is set; otherwise, or when it fails, why the
+ * balance is unknown (never an error: a dry run still lists and estimates).
  */
-async function readBalance(ctx: CliContext, connection: ServiceConnection): Promise<Parameters<typeof checkCost>[2]> {
+async function readBalance(
+	ctx: CliContext,
+	connection: ServiceConnection,
+): Promise<{ readonly balance: Parameters<typeof checkCost>[2]; readonly concurrency: number | null }> {
 	try {
 		if (!connection.account) {
-			return {
-				credits: null,
-				unknownBecause: connection.config.scraperKey
-					? "only a scraper key is set, and the balance is read with the account key (SCRAPEJOB_ACCOUNT_KEY)"
-					: "no account key (SCRAPEJOB_ACCOUNT_KEY) to read it with",
-			};
+			const unknownBecause = connection.config.scraperKey
+				? "only a scraper key is set, and the balance is read with the account key (SCRAPEJOB_ACCOUNT_KEY)"
+				: "no account key (SCRAPEJOB_ACCOUNT_KEY) to read it with";
+			return { balance: { credits: null, unknownBecause }, concurrency: null };
 		}
 		const access = await connection.account.scraperAccess(ctx.signal);
-		return { credits: access.credits };
+		return { balance: { credits: access.credits }, concurrency: access.concurrency };
 	} catch (error) {
 		const secrets = [connection.config.accountKey, connection.config.scraperKey].filter((key): key is string =>
 			Boolean(key),
 		);
-		return { credits: null, unknownBecause: `the look-up failed (${redactSecrets(errorMessage(error), secrets)})` };
+		const unknownBecause = `the look-up failed (${redactSecrets(errorMessage(error), secrets)})`;
+		return { balance: { credits: null, unknownBecause }, concurrency: null };
 	}
 }
 
