@@ -624,9 +624,7 @@ describe("shards on one key fill it in sum", () => {
 			["name: many", "defaults: {mode: request}", "shard_by: url", "targets:", ...pages, ""].join("\n"),
 		);
 		const ended = await Promise.all(
-			[1, 2, 3].map(
-				(index) => spawnCli(["run", job, "--out", out, "--quiet", "--shard", `${index}/3`], service!.env).done,
-			),
+			[1, 2, 3].map((index) => spawnCli(["run", job, "--out", out, "--shard", `${index}/3`], service!.env).done),
 		);
 		expect(
 			ended.map((result) => result.code),
@@ -637,8 +635,12 @@ describe("shards on one key fill it in sum", () => {
 		expect(fetches).toHaveLength(45);
 		expect(ledger.maxInFlight()).toBeLessThanOrEqual(limit);
 		expect(ledger.statusCounts()[429]).toBeUndefined();
-		// Shard 3 started with no share (1 + 1 + 0): it said so, and sent once one of the others was done.
-		const third = readdirSync(join(out, "many")).find((name) => name.endsWith("-shard-3-of-3"))!;
+		// Shard 3 started with no share (1 + 1 + 0): it said so (run.log, and its log on stderr), and sent
+		// once one of the others was done.
+		expect(ended[2]!.stderr).toContain("waiting for a turn on the key");
+		const third = readdirSync(join(out, "many")).find(
+			(name) => isRunFolderName(name) && name.endsWith("-shard-3-of-3"),
+		)!;
 		const waits = readFileSync(join(out, "many", third, "run.log"), "utf8")
 			.split("\n")
 			.filter((line) => line.includes('"event":"share_wait"'));

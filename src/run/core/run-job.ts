@@ -295,6 +295,7 @@ async function openFetchSide(context: RunContext, side: RecordSide) {
 		clock,
 		sleep,
 		log,
+		logger: options.logger,
 	});
 	const { queue } = flow;
 	const fetching = createFetching({

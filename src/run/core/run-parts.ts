@@ -117,6 +117,8 @@ export function createFlowControl(input: {
 	readonly clock: Clock;
 	readonly sleep: Sleep;
 	readonly log: Logger;
+	/** The caller's logger (the terminal): told when a shard starts waiting for its turn on the key. */
+	readonly logger?: Logger | undefined;
 }) {
 	const { job, fleet, clock, log } = input;
 	// A shard waiting for its turn on the key gets no answer to learn it from: each read of the peers' locks asks.
@@ -153,11 +155,12 @@ export function createFlowControl(input: {
 	// The queue's slots as the key's answers, its 429s and (for a shard) its turn among the others say.
 	let waitingTurn = false;
 	const setSlots = (next: number) => {
-		if (next === 0 && !waitingTurn)
-			log.info(
-				{ event: "share_wait", shard: `${job.shard?.index}/${job.shard?.count}` },
-				"waiting for a turn on the key: more shards are busy than it has slots; this one sends once an earlier one ends or runs out of work",
-			);
+		if (next === 0 && !waitingTurn) {
+			const message =
+				"waiting for a turn on the key: more shards are busy than it has slots; this one sends once an earlier one ends or runs out of work";
+			log.info({ event: "share_wait", shard: `${job.shard?.index}/${job.shard?.count}` }, message);
+			input.logger?.info({ shard: `${job.shard?.index}/${job.shard?.count}` }, message);
+		}
 		// Nothing in flight then keeps the process alive: the reads that end the wait do.
 		if (waitingTurn !== (next === 0)) peers?.keepAlive(next === 0);
 		waitingTurn = next === 0;
