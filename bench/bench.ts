@@ -9,7 +9,7 @@
  * `bench/results/latest.json` (git-ignored).
  */
 import { type ChildProcess, fork, spawnSync } from "node:child_process";
-import { createReadStream, existsSync, rmSync } from "node:fs";
+import { createReadStream, existsSync, readFileSync, rmSync } from "node:fs";
 import { appendFile, mkdir, mkdtemp, readdir, readFile, rm, stat, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
@@ -198,9 +198,18 @@ function parseArgs(argv: readonly string[]): Options {
 /** The package's root: the first folder above this file that has a package.json (works from the build folder). */
 function packageRoot(): string {
 	for (let dir = HERE; dir !== dirname(dir); dir = dirname(dir)) {
-		if (existsSync(join(dir, "package.json"))) return dir;
+		// The compiled bench's folder has a package.json of its own (an ES module scope, no name): passed over.
+		if (existsSync(join(dir, "package.json")) && packageName(join(dir, "package.json")) === "scrapejob") return dir;
 	}
 	return process.cwd();
+}
+
+function packageName(path: string): unknown {
+	try {
+		return (JSON.parse(readFileSync(path, "utf8")) as { name?: unknown }).name;
+	} catch {
+		return undefined;
+	}
 }
 
 // --- child processes -------------------------------------------------------------------------------
