@@ -48,16 +48,18 @@ export async function insertTargets(
 	}
 	// A discovered link enters only while the page that found it is still leased under the finder's
 	// epoch (a worker whose lease passed to another adds nothing); a loaded batch, while its worker loads.
-	const [fenced, fenceValues] =
+	const [fenced, fenceValues, name] =
 		"loader" in fence
-			? ["EXISTS (SELECT 1 FROM runs r WHERE r.id = $1 AND r.state = 'loading' AND r.loader = $10)", [fence.loader]]
+			? [
+					"EXISTS (SELECT 1 FROM runs r WHERE r.id = $1 AND r.state = 'loading' AND r.loader = $10)",
+					[fence.loader],
+					"fleet_load_targets",
+				]
 			: [
 					"EXISTS (SELECT 1 FROM targets p WHERE p.run_id = $1 AND p.target_id = $10 AND p.lease_epoch = $11 AND p.state = 'leased')",
 					[fence.targetId, fence.epoch],
+					"fleet_insert_links",
 				];
-	// Unnamed: planned for each batch with the run's targets as they are then. A prepared statement's generic
-	// plan, made while a load is under way (no statistics yet), joined every loaded target against each
-	// batch: 20,000 targets took 34 s to load, 0.6 s planned each time (test/fleet/load-scale.test.ts).
 	const rows = await query<{ n: number }>(
 		`WITH input AS (
 			-- One row per URL key (a statement may update a row once): the shallowest.
@@ -80,8 +82,16 @@ export async function insertTargets(
 			-- Found again shallower while still queued (or waiting as a spare): the shallowest finder's depth
 			-- (depth-exact crawls). Rows locked in URL key order, as inserts meet them: two finders never wait
 			-- on each other in a cycle.
-			SELECT q.target_id, i.depth, i.parent FROM targets q JOIN input i ON i.url_key = q.url_key
-			WHERE q.run_id = $1 AND q.state IN ('queued', 'spare') AND i.depth < q.depth
+			-- Each of the batch's keys looked up in the run's key index (a lateral probe): the batch's rows,
+			-- whatever the plan (a prepared statement's generic one included), not every target of the run.
+			SELECT q.target_id, i.depth, i.parent FROM input i
+			CROSS JOIN LATERAL (
+				SELECT t.target_id, t.url_key FROM targets t
+				WHERE t.run_id = $1 AND t.url_key = i.url_key AND t.state IN ('queued', 'spare') AND t.depth > i.depth
+				-- One row at most (a run's URL keys are unique); the limit keeps the probe a probe: a plain
+				-- subquery would be flattened into a join the planner may run the other way round.
+				LIMIT 1
+			) q
 			ORDER BY q.url_key
 			FOR UPDATE OF q
 		), deepened AS (
@@ -99,6 +109,7 @@ export async function insertTargets(
 		)
 		SELECT count(*)::int AS n FROM inserted`,
 		[runId, ids, keys, urls, hosts, depths, inputs, parents, found, ...fenceValues],
+		name,
 	);
 	return rows[0]?.n ?? 0;
 }

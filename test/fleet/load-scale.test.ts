@@ -72,7 +72,7 @@ function literal(value: unknown): string {
 	return quote(String(value));
 }
 
-it("a batch of targets loaded into a run of 10,000 handles about its own rows, not the run's times the batch's", async () => {
+it("a batch of targets loaded into a run of 10,000 handles about its own rows, not the run's (nor the run's times the batch's)", async () => {
 	const url = await (await cluster()).createDatabase();
 	// One connection, as a loading worker's statements reuse theirs: whatever it prepares is prepared there.
 	const fleet = await fleetFor(url, { maxConnections: 1 });
@@ -101,9 +101,10 @@ it("a batch of targets loaded into a run of 10,000 handles about its own rows, n
 	const opened = await openFleetRun(fleet, { jobName: "job", concurrencyLimit: 10, source });
 	expect(opened.outcome).toBe("opened");
 	console.info(`a batch of 1,000 loaded into a run of 10,000 targets: ${handled} rows handled by its plan`);
-	// ~36,000 here (the run's targets read once to find the batch's keys among them); the generic plan a
+	// ~16,000 here: each of the batch's keys probed in the run's key index. Joined, the generic plan the
 	// prepared statement got while the load was under way (no statistics yet) handled the batch's rows
-	// once for every target already loaded: millions.
+	// once for every target loaded: ~10,000,000; planned per batch, the join read every target of the run
+	// once: ~47,000, growing with the run.
 	expect(handled).not.toBeNull();
-	expect(handled).toBeLessThan(200_000);
+	expect(handled).toBeLessThan(25_000);
 }, 120_000);
