@@ -1,6 +1,6 @@
 import { expect, it } from "vitest";
 import { addDiscovered, claimTargets, completeTarget, type Fleet } from "../../src/fleet/index.js";
-import { fleetFor, runWithWorkers, targetsOn } from "../helpers/fleet.js";
+import { fleetFor, runWithWorkers, sqlLiteral, targetsOn } from "../helpers/fleet.js";
 import { useCluster } from "../helpers/postgres.js";
 
 const cluster = useCluster();
@@ -101,14 +101,6 @@ it("a claim stays cheap over 20,000 hosts, before and after most of them are dra
 	}
 }, 120_000);
 
-/** A parameter as a SQL literal (numbers, text, null, arrays of numbers): for `EXECUTE name(…)`. */
-function literal(value: unknown): string {
-	if (value === null || value === undefined) return "NULL";
-	if (typeof value === "number") return String(value);
-	if (Array.isArray(value)) return `'{${value.join(",")}}'`;
-	return `'${String(value).replaceAll("'", "''")}'`;
-}
-
 it("the claim as a worker's connection runs it, prepared and executed many times, reads only the hosts it takes, whatever the database's plan_cache_mode", async () => {
 	const HOSTS = 2000;
 	const { url, workers } = await runWithWorkers(await cluster(), targetsOn(HOSTS, HOSTS), 1);
@@ -131,7 +123,10 @@ it("the claim as a worker's connection runs it, prepared and executed many times
 		"SELECT count(*)::int AS n FROM pg_prepared_statements WHERE name = 'fleet_claim'",
 	);
 	expect(prepared).toEqual({ n: 1 });
-	const reads = await claimReads(fleet, { text: `EXECUTE fleet_claim(${values.map(literal).join(", ")})`, values: [] });
+	const reads = await claimReads(fleet, {
+		text: `EXECUTE fleet_claim(${values.map(sqlLiteral).join(", ")})`,
+		values: [],
+	});
 	console.info(`the prepared claim over ${HOSTS} hosts reads ${reads.rows} rows, ${reads.pages} pages`);
 	// 6 rows here; a generic plan reads every host (about 2,000 rows).
 	expect(reads.rows).toBeLessThan(100);

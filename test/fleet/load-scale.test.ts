@@ -1,6 +1,6 @@
 import { expect, it } from "vitest";
 import { type Fleet, openFleetRun } from "../../src/fleet/index.js";
-import { fleetFor, targetsOn } from "../helpers/fleet.js";
+import { fleetFor, sqlLiteral, targetsOn } from "../helpers/fleet.js";
 import { useCluster } from "../helpers/postgres.js";
 
 const cluster = useCluster();
@@ -45,7 +45,10 @@ async function rowsHandled(fleet: Fleet, statement: SentStatement): Promise<numb
 	const [text, values] =
 		statement.name === undefined
 			? [`EXPLAIN (ANALYZE, FORMAT JSON) ${statement.text}`, statement.values]
-			: [`EXPLAIN (ANALYZE, FORMAT JSON) EXECUTE ${statement.name}(${statement.values.map(literal).join(", ")})`, []];
+			: [
+					`EXPLAIN (ANALYZE, FORMAT JSON) EXECUTE ${statement.name}(${statement.values.map(sqlLiteral).join(", ")})`,
+					[],
+				];
 	await fleet
 		.transaction(async (query) => {
 			const [row] = await query<{ "QUERY PLAN": Array<{ Plan: PlanNode }> }>(text, values);
@@ -58,18 +61,6 @@ async function rowsHandled(fleet: Fleet, statement: SentStatement): Promise<numb
 	const walk = (node: PlanNode): number =>
 		node["Actual Rows"] * node["Actual Loops"] + (node.Plans ?? []).reduce((sum, child) => sum + walk(child), 0);
 	return walk(plan!);
-}
-
-/** A parameter as a SQL literal for `EXECUTE name(…)`: numbers, text, null, and arrays of them. */
-function literal(value: unknown): string {
-	const quote = (text: string) => `'${text.replaceAll("'", "''")}'`;
-	if (value === null || value === undefined) return "NULL";
-	if (typeof value === "number" || typeof value === "boolean") return String(value);
-	if (Array.isArray(value))
-		return quote(
-			`{${value.map((item) => (item === null ? "NULL" : `"${String(item).replaceAll("\\", "\\\\").replaceAll('"', '\\"')}"`)).join(",")}}`,
-		);
-	return quote(String(value));
 }
 
 it("a batch of targets loaded into a run of 10,000 handles about its own rows, not the run's (nor the run's times the batch's)", async () => {

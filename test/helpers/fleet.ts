@@ -61,3 +61,15 @@ export function expectFleetRunDone(stdout: string): void {
 	if (last.skipped !== undefined) expect(last).toMatchObject({ skipped: "fleet_complete" });
 	else expect(last).toMatchObject({ complete: true });
 }
+
+/** A parameter as a SQL literal for `EXECUTE name(…)`: numbers, text, null, and arrays of them. */
+export function sqlLiteral(value: unknown): string {
+	const quote = (text: string) => `'${text.replaceAll("'", "''")}'`;
+	if (value === null || value === undefined) return "NULL";
+	if (typeof value === "number" || typeof value === "boolean") return String(value);
+	if (Array.isArray(value))
+		return quote(
+			`{${value.map((item) => (item === null ? "NULL" : `"${String(item).replaceAll("\\", "\\\\").replaceAll('"', '\\"')}"`)).join(",")}}`,
+		);
+	return quote(String(value));
+}
