@@ -38,7 +38,14 @@ import {
 	shardJobs,
 } from "../../library/index.js";
 import { csvColumnsFor, formatSummary, jobOutputDir } from "../../output/index.js";
-import { CorruptResultsError, checkCost, forecastJob, type ProgressSnapshot, surveyTargets } from "../../run/index.js";
+import {
+	CorruptResultsError,
+	checkCost,
+	forecastJob,
+	type ProgressSnapshot,
+	resolveConcurrency,
+	surveyTargets,
+} from "../../run/index.js";
 import { type CliContext, writeLine } from "../context.js";
 import { crawlCreditBound, crawlDryRunLines } from "../crawl-dry-run.js";
 import { EXIT, RUN_EXIT_TABLE } from "../exit-codes.js";
@@ -167,7 +174,7 @@ export function registerRunCommand(program: Command, ctx: CliContext): void {
 		)
 		.option(
 			"--shard <I/N>",
-			"run only shard I of N (1-based; auto/N reads JOB_COMPLETION_INDEX or AWS_BATCH_JOB_ARRAY_INDEX, 0-based): the targets whose URL host hashes to it; run folder <run-id>-shard-I-of-N",
+			"run only shard I of N (1-based; auto/N reads JOB_COMPLETION_INDEX or AWS_BATCH_JOB_ARRAY_INDEX, 0-based): the targets whose URL host hashes to it; run folder <run-id>-shard-I-of-N. Shards on one key share its concurrency: past it, shards wait their turn (--dry-run warns)",
 		)
 		.option(
 			"--metrics <file>",
@@ -459,11 +466,11 @@ async function dryRunJobs(
 			const { hosts, ...survey } = await surveyTargets(job, counts, ctx.signal);
 			const imbalance = shardBalanceWarning(hosts, job.shard, job.shardBy);
 			if (imbalance) writeLine(ctx.stderr, `scrapejob: ${job.name}: ${imbalance}`);
-			// The run's concurrency: the account's, or the job's (or --concurrency) when lower.
-			const own = flags.concurrency ?? (job.concurrency === "auto" ? null : job.concurrency);
+			// The concurrency the run would have (unknown without the account's limit).
+			const wanted = flags.concurrency ?? (job.concurrency === "auto" ? null : job.concurrency);
 			const turns = shardTurnsWarning(
 				job.shard,
-				concurrency === null ? null : own === null ? concurrency : Math.min(own, concurrency),
+				concurrency === null ? null : resolveConcurrency({ accountLimit: concurrency, wanted }).ceiling,
 			);
 			if (turns) writeLine(ctx.stderr, `scrapejob: ${job.name}: ${turns}`);
 			const shardWarning = [imbalance, turns].filter(Boolean).join("; ");
