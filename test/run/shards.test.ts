@@ -173,6 +173,16 @@ describe("a shard resumed after the others ended", () => {
 	});
 });
 
+/** Job `name` of `count` pages of one host (the demo site: any /page/<n> is one), split by URL. */
+function onePageHostJob(dir: string, name: string, site: string, count: number): string {
+	const pages = Array.from({ length: count }, (_, n) => `  - ${site}/page/${n + 1}`);
+	return writeJob(
+		dir,
+		name,
+		[`name: ${name}`, "defaults: {mode: request}", "shard_by: url", "targets:", ...pages, ""].join("\n"),
+	);
+}
+
 function shardJob(hosts: string[], perHost: number): string {
 	const lines = [
 		"name: shop",
@@ -535,13 +545,7 @@ describe("shards on one key fill it in sum", () => {
 		const ledger = service.emulator.ledger;
 		const dir = tempDir();
 		const out = join(dir, "out");
-		// /page/<n>: any n is a page of the demo site.
-		const pages = Array.from({ length: 200 }, (_, n) => `  - ${service!.site.url}/page/${n + 1}`);
-		const byUrl = writeJob(
-			dir,
-			"one-host",
-			["name: one-host", "defaults: {mode: request}", "shard_by: url", "targets:", ...pages, ""].join("\n"),
-		);
+		const byUrl = onePageHostJob(dir, "one-host", service.site.url, 200);
 
 		// The same output folder: the job's history.sqlite exists before the shards start together.
 		const single = await spawnCli(["run", byUrl, "--out", out, "--quiet"], service.env).done;
@@ -617,12 +621,7 @@ describe("shards on one key fill it in sum", () => {
 		const ledger = service.emulator.ledger;
 		const dir = tempDir();
 		const out = join(dir, "out");
-		const pages = Array.from({ length: 45 }, (_, n) => `  - ${service!.site.url}/page/${n + 1}`);
-		const job = writeJob(
-			dir,
-			"many",
-			["name: many", "defaults: {mode: request}", "shard_by: url", "targets:", ...pages, ""].join("\n"),
-		);
+		const job = onePageHostJob(dir, "many", service.site.url, 45);
 		const ended = await Promise.all(
 			[1, 2, 3].map((index) => spawnCli(["run", job, "--out", out, "--shard", `${index}/3`], service!.env).done),
 		);
@@ -654,12 +653,7 @@ describe("shards on one key fill it in sum", () => {
 		const ledger = service.emulator.ledger;
 		const dir = tempDir();
 		const out = join(dir, "out");
-		const pages = Array.from({ length: 12 }, (_, n) => `  - ${service!.site.url}/page/${n + 1}`);
-		const job = writeJob(
-			dir,
-			"turns",
-			["name: turns", "defaults: {mode: request}", "shard_by: url", "targets:", ...pages, ""].join("\n"),
-		);
+		const job = onePageHostJob(dir, "turns", service.site.url, 12);
 		const run = (shard: string, ...flags: string[]) =>
 			spawnCli(["run", job, "--out", out, "--quiet", "--shard", shard, ...flags], service!.env);
 		const first = run("1/2");
