@@ -133,16 +133,19 @@ describe("shard assignment", () => {
 		peers = [1, 2, 3];
 		expect(waiting.peersRead()).toBe(0);
 
-		// Shards run one after another on a limit of 1: shard 2, started after shard 1 ended, is not kept
-		// waiting through the grace by shard 1, which it has not seen running: one slot.
-		const second = createSharedKeyConcurrency({
-			limit: 1,
-			shard: { index: 2, count: 2 },
-			liveShards: () => [2],
-			clock: () => now,
-			startGraceMs: 2000,
-		});
-		expect(second.concurrency).toBe(1);
+		// Shards run one after another on a limit of 1: shard 2, started just after shard 1 ended, is not kept
+		// waiting through the grace by it; a shard 1 not started yet is waited for.
+		const second = (endedShards: ReadonlySet<number>) =>
+			createSharedKeyConcurrency({
+				limit: 1,
+				shard: { index: 2, count: 2 },
+				liveShards: () => [2],
+				clock: () => now,
+				startGraceMs: 2000,
+				endedShards,
+			}).concurrency;
+		expect(second(new Set([1]))).toBe(1);
+		expect(second(new Set())).toBe(0);
 	});
 });
 

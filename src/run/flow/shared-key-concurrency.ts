@@ -9,12 +9,12 @@ import type { ShardSpec } from "../../job/index.js";
  *   did not say they are out of work (a crawl shard waiting for links), and those not seen running yet
  *   during the start grace (`startGraceMs` from this one's start: shards of a layout start at about the
  *   same time, not at once — a pod is scheduled late, a process boots slowly beside the others), except
- *   those that ended after this run began (this one is resumed: they are done, not late).
+ *   those that ended after this run began or just before it (this one is resumed, or runs right after
+ *   them: they are done, not late).
  *   `floor(L / B)` each, one more for the first `L mod B` of them in index order. The shares add up to
  *   L exactly, so B busy shards fill the key and never overfill it: with more busy shards than L, those
  *   past the first L in index order have a share of 0 and send nothing until one of those ends or goes
- *   idle (one each would put B fetches on L slots: 429s, each pausing the shard for its reset); one kept
- *   at 0 only by shards not seen yet takes one slot (they may have run before it and ended). A shard
+ *   idle (one each would put B fetches on L slots: 429s, each pausing the shard for its reset). A shard
  *   that ends or goes idle frees its share for the others within a lock read (250 ms).
  * - **Ramp up.** A shard whose slots the others may still hold — it started while others of its layout
  *   ran, or it comes back from idle — starts at one fetch and takes one more slot an answer while the
@@ -57,7 +57,7 @@ export interface SharedKeyConcurrencyOptions {
 	 */
 	readonly startGraceMs?: number;
 	/**
-	 * Shards of the layout that ended after this run began (shard-peers.ts, `shardsEndedDuring`): a resume
+	 * Shards of the layout that ended after this run began or just before (shard-peers.ts, `shardsEndedDuring`): a resume
 	 * of this one after them waits for nothing, and takes the whole key during the grace too.
 	 */
 	readonly endedShards?: ReadonlySet<number>;
@@ -101,17 +101,10 @@ export function createSharedKeyConcurrency(options: SharedKeyConcurrencyOptions)
 			seen.add(index);
 			if (!idle.has(index)) busy.add(index);
 		}
-		const running = [...busy].sort((a, b) => a - b);
 		if (grace)
 			for (let index = 1; index <= shard.count; index += 1) if (!seen.has(index) && !ended.has(index)) busy.add(index);
 		const ordered = [...busy].sort((a, b) => a - b);
-		let base = shareOf(limit, ordered.length, ordered.indexOf(shard.index));
-		// Kept at 0 only by shards not seen yet: one slot, as the running ones alone would give it. A shard
-		// started after the others of its layout ended (one at a time, a later round) does not wait out the
-		// grace for them; the shares of shards starting together stay as they will be once all run.
-		if (base === 0 && ordered.length > running.length)
-			base = Math.min(1, shareOf(limit, running.length, running.indexOf(shard.index)));
-		memo = { live, idle, grace, limit, share: base };
+		memo = { live, idle, grace, limit, share: shareOf(limit, ordered.length, ordered.indexOf(shard.index)) };
 		return memo.share;
 	};
 

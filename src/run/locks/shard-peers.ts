@@ -85,10 +85,11 @@ export function watchShardPeers(
 
 /**
  * Shards of the layout (other than `shard`) whose newest run ended — its summary written — after this
- * shard's run `runDir` began (its run.json's `created_at`): this run is resumed after the others were
- * done. Such a shard is not late to start, and no share of the key is kept for it.
+ * shard's run `runDir` began (its run.json's `created_at`), or less than `beforeMs` before: this run is
+ * resumed after the others were done, or runs right after them (shards one at a time, a later round of
+ * an indexed Job). Such a shard is not late to start, and no share of the key is kept for it.
  */
-export function shardsEndedDuring(runDir: string, shard: ShardSpec): Set<number> {
+export function shardsEndedDuring(runDir: string, shard: ShardSpec, beforeMs = 30_000): Set<number> {
 	const ended = new Set<number>();
 	const sinceMs = runStartedMs(runDir);
 	if (sinceMs === null) return ended;
@@ -112,7 +113,7 @@ export function shardsEndedDuring(runDir: string, shard: ShardSpec): Set<number>
 				finished_at?: unknown;
 			};
 			const finished = typeof summary.finished_at === "string" ? Date.parse(summary.finished_at) : Number.NaN;
-			if (finished > sinceMs) ended.add(index);
+			if (finished > sinceMs - beforeMs) ended.add(index);
 		} catch {
 			// No summary (still running, or killed): it may come back.
 		}
