@@ -6,7 +6,7 @@ import { environmentKeys, resolveRunSettings } from "../config/index.js";
 import { openJobHistory } from "../history/index.js";
 import { EXTRACTION_VARIABLES, loadJob, SourceScanStoppedError } from "../job/index.js";
 import { jobOutputDir, newRunId } from "../output/index.js";
-import { lockJobOutput, notifyRunEnd, type RunJobResult, reextractRun } from "../run/index.js";
+import { lockForReextraction, notifyRunEnd, type RunJobResult, reextractRun } from "../run/index.js";
 import { type RunJobFileResult, withLibraryRepair } from "./run-job-file.js";
 import { withSandboxDemoSite } from "./service-connection.js";
 
@@ -93,7 +93,7 @@ export async function extractPlanned(path: string, options: ExtractPlannedOption
 		throw new UsageError(`no records of job ${job.name} under ${outRoot}: nothing to re-extract`);
 	const runId = newRunId();
 	// A re-extraction writes a run folder and the job's store like a run: one at a time (exit 4 otherwise).
-	const lock = lockJobOutput(outRoot, job.name, runId, ".lock", resolveRunSettings(env).lockLease);
+	const lock = lockForReextraction(outRoot, job.name, runId, resolveRunSettings(env).lockLease);
 	try {
 		const history = openJobHistory(jobDir);
 		for (const warning of history.warnings) options.logger?.warn({ job: job.name }, warning);

@@ -21,7 +21,7 @@ export type { FleetWorkerSetup } from "./fleet/fleet-worker.js";
 export { type CreditBudget, createCreditBudget } from "./flow/credit-budget.js";
 export { type ConcurrencyPlan, MAX_LOCAL_CONCURRENCY, resolveConcurrency } from "./flow/resolve-concurrency.js";
 export { createSendGate, type SendGate } from "./flow/send-gate.js";
-export { lockJobOutput, tookOverMessage } from "./locks/job-lock.js";
+export { lockForReextraction, lockJobOutput, tookOverMessage } from "./locks/job-lock.js";
 export { LayoutConflictError } from "./locks/layout-guard.js";
 export { LockHeldError, type LockLease, LockPathError, type RunLock } from "./locks/run-lock.js";
 export { MERGE_FILE, type MergeResult, mergeShardRuns } from "./merge/merge-runs.js";

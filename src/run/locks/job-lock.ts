@@ -3,8 +3,8 @@ import { join } from "node:path";
 import type { Logger } from "pino";
 import { CLI_WORDS, type OptionWords, ScrapejobError } from "../../common/index.js";
 import { jobOutputDir, OutputError } from "../../output/index.js";
-import { checkShardLayout } from "./layout-guard.js";
-import { acquireRunLock, type LockLease, type RunLock } from "./run-lock.js";
+import { checkShardLayout, LayoutConflictError, layoutWords } from "./layout-guard.js";
+import { acquireRunLock, LockHeldError, type LockLease, type RunLock } from "./run-lock.js";
 
 /**
  * Take one job's lock before anything is sent, so a run that loses it (cron overlap) has made no
@@ -60,6 +60,23 @@ export function lockJobOutput(
 			if (created) removeIfEmpty(jobDir);
 		},
 	};
+}
+
+/**
+ * The job's lock for a re-extraction (`.lock`, as an unsharded run). Beside a sharded run it is refused
+ * as a held lock: the layout refusal's way out, another `--shard`, is no option of a re-extraction.
+ */
+export function lockForReextraction(outRoot: string, jobName: string, runId: string, lease: LockLease = {}): RunLock {
+	try {
+		return lockJobOutput(outRoot, jobName, runId, ".lock", lease);
+	} catch (error) {
+		if (!(error instanceof LayoutConflictError)) throw error;
+		throw new LockHeldError(
+			error.path,
+			error.holder,
+			`${layoutWords(error.other)}; a re-extraction writes the job's output, so it waits until that run has ended`,
+		);
+	}
 }
 
 function removeIfEmpty(dir: string): void {

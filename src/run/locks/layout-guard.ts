@@ -18,7 +18,7 @@ export function layoutOfLockName(name: string): LockLayout | null {
 	return match[1] === undefined ? { count: 1, index: 1 } : { count: Number(match[2]), index: Number(match[1]) };
 }
 
-function layoutWords(layout: LockLayout): string {
+export function layoutWords(layout: LockLayout): string {
 	return layout.count === 1 ? "unsharded" : `shard ${layout.index}/${layout.count}`;
 }
 
@@ -28,12 +28,17 @@ function layoutWords(layout: LockLayout): string {
  */
 export class LayoutConflictError extends ScrapejobError {
 	readonly holder: LockInfo;
+	/** The other run's layout and lock file. */
+	readonly other: LockLayout;
+	readonly path: string;
 	constructor(mine: LockLayout, other: LockLayout, holder: LockInfo, path: string, words: OptionWords = CLI_WORDS) {
 		super(
 			"SCRAPEJOB_LOCK_HELD",
 			`another run of this job with another shard layout is in progress: ${layoutWords(other)} (pid ${holder.pid} on ${holder.host}, run ${holder.run_id}, since ${holder.started_at}; lock file ${path}); this run (${layoutWords(mine)}) would fetch its targets a second time: run it when that one has ended${other.count === 1 ? "" : `, or with ${words.shard} I/${other.count}`}`,
 		);
 		this.holder = holder;
+		this.other = other;
+		this.path = path;
 	}
 }
 

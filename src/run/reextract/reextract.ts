@@ -21,7 +21,7 @@ import { createReportCollector } from "../../report/index.js";
 import { finishRun, type RunJobResult } from "../core/finish-run.js";
 import { createRunFolder } from "../core/open-run.js";
 import { createStopController } from "../flow/stop-controller.js";
-import { lockJobOutput, warnIfTookOver } from "../locks/job-lock.js";
+import { lockForReextraction, warnIfTookOver } from "../locks/job-lock.js";
 import type { LockLease, RunLock } from "../locks/run-lock.js";
 import { createContractCheck } from "../records/contract-check.js";
 import { createRecordWriter, openRecordSinks } from "../records/record-writer.js";
@@ -109,7 +109,7 @@ export async function reextractRun(options: ReextractOptions): Promise<RunJobRes
 	const startedAt = Date.now();
 	const runId = options.runId ?? newRunId(new Date(startedAt));
 	// A re-extraction writes a run folder and the job's store like a run: under the job's lock, as a run.
-	const lock = options.lock ?? lockJobOutput(options.outRoot, job.name, runId, ".lock", options.lockLease);
+	const lock = options.lock ?? lockForReextraction(options.outRoot, job.name, runId, options.lockLease);
 	if (!options.lock) warnIfTookOver(lock, options.logger);
 	try {
 		const runDir = createRunFolder(options.outRoot, job.name, runId);
