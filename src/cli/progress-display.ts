@@ -102,6 +102,7 @@ export function createProgressBar(
 export function pauseNote(paused: ProgressSnapshot["paused"]): string | null {
 	if (!paused) return null;
 	if (paused.reason === "service_unavailable") return "service unreachable: paused, probing /scraper/health";
+	if (paused.reason === "share_wait") return "waiting for a turn on the key (other shards hold its slots)";
 	return paused.leftMs !== null
 		? `paused by the service: ${Math.ceil(paused.leftMs / 1000)} s left`
 		: "paused by the service";

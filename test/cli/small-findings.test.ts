@@ -225,6 +225,9 @@ describe("small things a new user noticed", () => {
 		expect(pauseNote({ reason: "service_unavailable", leftMs: null })).toBe(
 			"service unreachable: paused, probing /scraper/health",
 		);
+		expect(pauseNote({ reason: "share_wait", leftMs: null })).toBe(
+			"waiting for a turn on the key (other shards hold its slots)",
+		);
 		expect(pauseNote(null)).toBeNull();
 	});
 });

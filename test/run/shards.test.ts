@@ -5,6 +5,7 @@ import { join } from "node:path";
 import { parse } from "csv-parse/sync";
 import { afterEach, describe, expect, it } from "vitest";
 import { type DemoSite, startDemoSite } from "../../src/emulator/index.js";
+import { type ProgressSnapshot, runJobFile } from "../../src/index.js";
 import { parseShard, shardOf } from "../../src/job/index.js";
 import { createSharedKeyConcurrency, shareOf } from "../../src/run/flow/shared-key-concurrency.js";
 import { isRunFolderName, readCsv, readRecords, readSummary, tempDir, writeJob } from "../helpers/job-files.js";
@@ -690,6 +691,35 @@ describe("shards on one key fill it in sum", () => {
 		expect(new Set(fetched).size).toBe(12);
 		expect(fetched).toHaveLength(12);
 		expect(ledger.statusCounts()[429]).toBeUndefined();
+	}, 60_000);
+
+	it("a library run of a shard waiting its turn says so in its progress, once a second, and stops on its signal with nothing sent", async () => {
+		assertBuilt();
+		service = await startTestService({ concurrency: 1 }, 300);
+		const ledger = service.emulator.ledger;
+		const dir = tempDir();
+		const out = join(dir, "out");
+		const job = onePageHostJob(dir, "turns", service.site.url, 12);
+		const first = spawnCli(["run", job, "--out", out, "--quiet", "--shard", "1/2"], service.env);
+		await fileAppears(join(out, "turns", ".lock-shard-1-of-2"));
+		const abort = new AbortController();
+		const waiting: ProgressSnapshot[] = [];
+		const second = runJobFile(job, {
+			env: service.env,
+			out,
+			shard: "2/2",
+			signal: abort.signal,
+			onProgress: (snapshot) => {
+				if (snapshot.paused?.reason === "share_wait") waiting.push(snapshot);
+			},
+		});
+		await until(() => waiting.length >= 2, "two progress snapshots of a shard waiting its turn");
+		expect(waiting[0]).toMatchObject({ paused: { reason: "share_wait", leftMs: null }, inFlight: 0, done: 0 });
+		abort.abort();
+		const summary = await second;
+		expect(summary.stopped_reason).toBe("interrupted");
+		expect(ledger.byEndpoint("realtime").filter((entry) => shardOf(entry.url!, 2, "url") === 2)).toHaveLength(0);
+		expect((await first.done).code).toBe(0);
 	}, 60_000);
 
 	it("split by host, --dry-run and the run warn when a host holds more than 1/N or hosts are fewer than shards", async () => {

@@ -337,7 +337,7 @@ type FetchSide = Awaited<ReturnType<typeof openFetchSide>>;
 function openRunnerSide(context: RunContext, side: RecordSide, fetching: FetchSide) {
 	const { options, job, survey, opened, startedAt, clock, sleep, random } = context;
 	const { log, fleet, history, records, budget, stops } = side;
-	const { crawler, pagePool, queue, gate, concurrency } = fetching;
+	const { crawler, pagePool, queue, gate, concurrency, waitingTurn } = fetching;
 	const { runDir, runId } = opened;
 	const { journal, sinks, fill, pages, stats } = records;
 	const figures = figuresOf({ stats, opened, gate, startedAt });
@@ -348,6 +348,7 @@ function openRunnerSide(context: RunContext, side: RecordSide, fetching: FetchSi
 		total: crawler ? () => knownPages(crawler.summary()) : () => survey.total,
 		inFlight: () => queue.pending,
 		gate,
+		waitingTurn,
 		clock,
 		onProgress: options.onProgress,
 		superseded: opened.superseded,

@@ -186,7 +186,7 @@ export function createFlowControl(input: {
 	if (input.health.failure !== null) {
 		log.warn({ event: "health_failed", error: input.health.failure }, "health check failed; starting anyway");
 	}
-	return { peers, concurrency, queue, failures, gate, answered };
+	return { peers, concurrency, queue, failures, gate, answered, waitingTurn: () => waitingTurn };
 }
 
 /**

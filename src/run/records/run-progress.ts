@@ -24,8 +24,14 @@ export interface ProgressSnapshot {
 	readonly inFlight: number;
 	/** Records written in this session (a resumed run's `done` includes the earlier sessions'): for rates. */
 	readonly sessionDone: number;
-	/** While the service holds every send: why, and for how long still (null: until probes get an answer). */
-	readonly paused: { readonly reason: "rate_limited" | "service_unavailable"; readonly leftMs: number | null } | null;
+	/**
+	 * While nothing is sent: why, and for how long still (null: until probes get an answer, or the turn
+	 * comes). `share_wait`: a shard waiting for a turn on the key while more shards are busy than it has slots.
+	 */
+	readonly paused: {
+		readonly reason: "rate_limited" | "service_unavailable" | "share_wait";
+		readonly leftMs: number | null;
+	} | null;
 }
 
 export interface ProgressParts {
@@ -34,6 +40,8 @@ export interface ProgressParts {
 	readonly total: () => number;
 	readonly inFlight: () => number;
 	readonly gate: SendGate;
+	/** A shard waiting for its turn on the key (shares of the key's slots): it sends nothing meanwhile. */
+	readonly waitingTurn?: () => boolean;
 	readonly clock: Clock;
 	readonly onProgress?: (snapshot: ProgressSnapshot) => void;
 	/** Records of targets the job no longer has (a resume with --force): written, not done. @default 0 */
@@ -53,14 +61,14 @@ export interface ProgressReporter {
 
 /**
  * The run's progress for the caller (the terminal's progress line, a library's callback): after each
- * record, and once a second while the service holds every send (nothing is written then).
+ * record, and once a second while nothing is sent (the service's pause, a shard's wait for its turn).
  */
 export function createProgressReporter(parts: ProgressParts): ProgressReporter {
 	const { stats, gate, clock, onProgress } = parts;
 	const superseded = parts.superseded ?? 0;
 	const pauseState = (): ProgressSnapshot["paused"] => {
 		const reason = gate.pauseReason();
-		if (reason === null) return null;
+		if (reason === null) return parts.waitingTurn?.() ? { reason: "share_wait", leftMs: null } : null;
 		const left = gate.pausedUntil - clock();
 		return { reason, leftMs: reason === "rate_limited" && left > 0 ? left : null };
 	};
@@ -84,7 +92,7 @@ export function createProgressReporter(parts: ProgressParts): ProgressReporter {
 	};
 	const pauseTicker = onProgress
 		? setInterval(() => {
-				if (gate.pauseReason() !== null) report();
+				if (pauseState() !== null) report();
 			}, 1000)
 		: undefined;
 	pauseTicker?.unref();
