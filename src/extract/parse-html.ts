@@ -1,4 +1,5 @@
 import type { AnyNode, Document } from "domhandler";
+import type { TokenizerCallbacks } from "htmlparser2";
 import { domutils, htmlparser2 } from "./html-libraries.js";
 import { type CompiledSelector, lazyCss, selectEvery, selectFirst } from "./select.js";
 
@@ -68,34 +69,205 @@ export function extractLinks(page: ParsedPage): string[] {
 const REL_NEXT = /(?:^|\s)next(?:$|\s)/i;
 
 /**
- * `extractLinks(parseHtml(html, url))` without the tree: the same tags and attributes, read as the
- * tokenizer meets them. For a page nothing else reads, it costs ~0.6× the parse and holds only the
- * links, so a page of hundreds of thousands of links fits a page worker's heap.
+ * `extractLinks(parseHtml(html, url))` without the tree: the same tags and attributes, read from
+ * htmlparser2's tokenizer (the tree's own tokenizer) as it meets them. It keeps no stack of open
+ * elements (htmlparser2's Parser shifts its whole stack on every open tag, so a page of unclosed
+ * `<a>`s cost it quadratic time): linear time, and the memory of the links alone.
  */
 export function streamLinks(html: string, url: string): string[] {
-	const hrefs: string[] = [];
-	let baseHref: string | undefined;
-	// css-select does not look inside <template> (its content is inert until a script uses it): neither does this.
-	let inTemplate = 0;
-	const { Parser } = htmlparser2();
-	const parser = new Parser(
-		{
-			onopentag(name, attributes) {
-				if (name === "template") inTemplate += 1;
-				const href = attributes.href;
-				if (href === undefined || inTemplate > 0) return;
-				if (name === "a" || (name === "link" && REL_NEXT.test(attributes.rel ?? ""))) {
-					if (hrefs.length < MAX_PAGE_HREFS) hrefs.push(href);
-				} else if (name === "base") baseHref ??= href;
-			},
-			onclosetag(name) {
-				if (name === "template" && inTemplate > 0) inTemplate -= 1;
-			},
-		},
-		{ decodeEntities: true },
-	);
-	parser.end(html);
-	return resolveLinks(hrefs, baseHref, url);
+	const reader = new LinkReader(html);
+	const tokenizer = new (htmlparser2().Tokenizer)({ decodeEntities: true }, reader);
+	if (html !== "") tokenizer.write(html);
+	tokenizer.end();
+	return resolveLinks(reader.hrefs, reader.baseHref, url);
+}
+
+/** What a tag is to `LinkReader`. */
+const TAG = {
+	other: 0,
+	a: 1,
+	link: 2,
+	base: 3,
+	template: 4,
+	/** `svg`, `math`: their content is foreign (a self-closing tag there closes). */
+	foreign: 5,
+	/** Elements whose content is HTML again, as htmlparser2's Parser lists them. */
+	integration: 6,
+} as const;
+type TagKind = (typeof TAG)[keyof typeof TAG];
+
+/** The attribute of the current tag being read. */
+const HREF = 1;
+const REL = 2;
+
+/**
+ * The tokenizer's events read as htmlparser2's Parser reads them in HTML mode with `decodeEntities`
+ * (names lower-cased, values entity-decoded, the first of duplicate attributes kept), only for what
+ * links need: `href` and `rel` of `a`, `link`, `base`, and how deep in `<template>`s the tag is.
+ */
+class LinkReader implements TokenizerCallbacks {
+	private readonly html: string;
+	readonly hrefs: string[] = [];
+	baseHref: string | undefined;
+	/**
+	 * Open `<template>`s (css-select does not look inside one: its content is inert until a script uses
+	 * it). Only `</template>` closes one, as in a browser, where a template bounds the end tags' scope;
+	 * the Parser also closes it with an end tag of an element open outside it (`<div><template></div>`),
+	 * and the tree, built by the Parser, reads the links after that `</div>`: this reading does not.
+	 */
+	private templates = 0;
+	private tag: TagKind = TAG.other;
+	private attribute = 0;
+	/** The attributes of the current tag already read (HREF | REL): the first of duplicates is kept. */
+	private read = 0;
+	private value = "";
+	private href: string | undefined;
+	private rel: string | undefined;
+	/**
+	 * The Parser's foreign-content flags, one bit a level: pushed on `svg`/`math` (set) and integration
+	 * elements (clear), popped by any end tag of those names. It only decides whether `<template/>` closes
+	 * itself (in svg or math, as a browser's foreign element does) or opens a template.
+	 */
+	private foreign = new Uint32Array(1);
+	/** Starts at 1: the page's own level, HTML (bit 0 clear). */
+	private foreignDepth = 1;
+
+	constructor(html: string) {
+		this.html = html;
+	}
+
+	onopentagname(start: number, end: number): void {
+		const kind = tagKind(this.html, start, end);
+		this.tag = kind <= TAG.template ? kind : TAG.other;
+		this.read = 0;
+		this.href = undefined;
+		this.rel = undefined;
+		if (kind === TAG.foreign || kind === TAG.integration) this.pushForeign(kind === TAG.foreign);
+	}
+
+	onattribname(start: number, end: number): void {
+		const tag = this.tag;
+		if (tag === TAG.other || tag === TAG.template) return;
+		if (end - start === 4 && (this.read & HREF) === 0 && nameIs(this.html, start, "href")) this.attribute = HREF;
+		else if (end - start === 3 && tag === TAG.link && (this.read & REL) === 0 && nameIs(this.html, start, "rel"))
+			this.attribute = REL;
+	}
+
+	onattribdata(start: number, end: number): void {
+		if (this.attribute !== 0) this.value += this.html.slice(start, end);
+	}
+
+	onattribentity(codepoint: number): void {
+		if (this.attribute !== 0) this.value += String.fromCodePoint(codepoint);
+	}
+
+	onattribend(): void {
+		if (this.attribute === HREF) this.href = this.value;
+		else if (this.attribute === REL) this.rel = this.value;
+		else return;
+		this.read |= this.attribute;
+		this.attribute = 0;
+		this.value = "";
+	}
+
+	onopentagend(): void {
+		this.openTag(false);
+	}
+
+	/** HTML ignores the `/` of `<a/>`; the Parser closes the element at once in foreign content only. */
+	onselfclosingtag(): void {
+		this.openTag(this.foreignDepth > 0 && this.foreignBit(this.foreignDepth - 1));
+	}
+
+	onclosetag(start: number, end: number): void {
+		const kind = tagKind(this.html, start, end);
+		if (kind === TAG.template) {
+			if (this.templates > 0) this.templates -= 1;
+		} else if ((kind === TAG.foreign || kind === TAG.integration) && this.foreignDepth > 0) this.foreignDepth -= 1;
+	}
+
+	private openTag(closed: boolean): void {
+		const { tag, href } = this;
+		this.tag = TAG.other;
+		if (tag === TAG.template) {
+			if (!closed) this.templates += 1;
+		} else if (href !== undefined && this.templates === 0) {
+			if (tag === TAG.a || (tag === TAG.link && REL_NEXT.test(this.rel ?? ""))) {
+				if (this.hrefs.length < MAX_PAGE_HREFS) this.hrefs.push(href);
+			} else if (tag === TAG.base) this.baseHref ??= href;
+		}
+	}
+
+	private pushForeign(set: boolean): void {
+		const depth = this.foreignDepth;
+		if (depth >>> 5 === this.foreign.length) {
+			const grown = new Uint32Array(this.foreign.length * 2);
+			grown.set(this.foreign);
+			this.foreign = grown;
+		}
+		const bit = 1 << (depth & 31);
+		this.foreign[depth >>> 5] = set ? this.foreign[depth >>> 5]! | bit : this.foreign[depth >>> 5]! & ~bit;
+		this.foreignDepth = depth + 1;
+	}
+
+	private foreignBit(depth: number): boolean {
+		return (this.foreign[depth >>> 5]! & (1 << (depth & 31))) !== 0;
+	}
+
+	ontext(): void {}
+	ontextentity(): void {}
+	oncdata(): void {}
+	oncomment(): void {}
+	ondeclaration(): void {}
+	onprocessinginstruction(): void {}
+	onend(): void {}
+}
+
+/** The kind of the tag named by `html[start, end)`, its name read as the Parser lower-cases it. */
+function tagKind(html: string, start: number, end: number): TagKind {
+	switch (end - start) {
+		case 1:
+			return nameIs(html, start, "a") ? TAG.a : TAG.other;
+		case 2:
+			return nameIs(html, start, "mi") ||
+				nameIs(html, start, "mo") ||
+				nameIs(html, start, "mn") ||
+				nameIs(html, start, "ms")
+				? TAG.integration
+				: TAG.other;
+		case 3:
+			return nameIs(html, start, "svg") ? TAG.foreign : TAG.other;
+		case 4:
+			if (nameIs(html, start, "link")) return TAG.link;
+			if (nameIs(html, start, "base")) return TAG.base;
+			if (nameIs(html, start, "math")) return TAG.foreign;
+			return nameIs(html, start, "desc") ? TAG.integration : TAG.other;
+		case 5:
+			return nameIs(html, start, "title") || nameIs(html, start, "mtext") ? TAG.integration : TAG.other;
+		case 8:
+			return nameIs(html, start, "template") ? TAG.template : TAG.other;
+		case 13:
+			return nameIs(html, start, "foreignobject") ? TAG.integration : TAG.other;
+		case 14:
+			return nameIs(html, start, "annotation-xml") ? TAG.integration : TAG.other;
+		default:
+			return TAG.other;
+	}
+}
+
+/**
+ * Whether `html` from `start` is `name` (lower-case ASCII) once lower-cased as `toLowerCase` does:
+ * besides A–Z, only the Kelvin sign (U+212A) lower-cases to an ASCII letter (`k`).
+ */
+function nameIs(html: string, start: number, name: string): boolean {
+	for (let index = 0; index < name.length; index++)
+		if (lowerCodeAt(html, start + index) !== name.charCodeAt(index)) return false;
+	return true;
+}
+
+function lowerCodeAt(html: string, index: number): number {
+	const code = html.charCodeAt(index);
+	return code >= 0x41 && code <= 0x5a ? code | 0x20 : code === 0x212a ? 0x6b : code;
 }
 
 /** The links' `href`s resolved against the page's `<base href>` (itself resolved against the page URL) or the page URL. */

@@ -232,6 +232,9 @@ describe("hostile pages", () => {
 			[
 				"name: crawl",
 				"page_timeout: 60s",
+				// A CSS field, so the page is parsed into a tree: read for its links only, it takes milliseconds.
+				"extract:",
+				'  text: "div div div p"',
 				"defaults: {mode: request}",
 				"crawl: {max_depth: 2, max_pages: 10}",
 				"targets:",
