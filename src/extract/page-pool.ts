@@ -41,6 +41,11 @@ export interface PagePoolOptions {
 	readonly maxHeapMb?: number;
 	/** Worker threads. @default the cores but one (at least 1, at most 4) */
 	readonly threads?: number;
+	/**
+	 * Told of what the pool reports outside any page (an answer that came after its page was given up, a
+	 * worker that ended between pages): no page's record depends on it.
+	 */
+	readonly onError?: (error: Error) => void;
 }
 
 /** A page past `page_timeout` or its worker's memory bound. */
@@ -87,6 +92,9 @@ export async function createPagePool(options: PagePoolOptions = {}): Promise<Pag
 		// require(esm) off, the worker is loaded by import(), which an ending worker abandons safely.
 		execArgv: [...process.execArgv, "--no-experimental-require-module"],
 	});
+	// piscina emits these as "error" events, which throw (ending the process) with no listener: an answer
+	// posted just before its page was given up (a run stopping, a page past its timeout) arrives after it.
+	pool.on("error", (error: Error) => options.onError?.(error));
 	// Pages wait here, not in piscina's queue, so that a page's time starts when a worker takes it.
 	const slots = createTaskQueue({ concurrency: threads });
 	return {

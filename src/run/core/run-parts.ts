@@ -423,7 +423,11 @@ export async function openCrawl(input: {
 	});
 	const pagePool =
 		job.extraction || crawler || (job.blockSignatures?.css.length ?? 0) > 0
-			? await createPagePool({ timeoutMs: job.pageTimeoutMs })
+			? await createPagePool({
+					timeoutMs: job.pageTimeoutMs,
+					onError: (error) =>
+						log.warn({ event: "page_pool_error", error: error.message }, `page pool: ${error.message}`),
+				})
 			: null;
 	return { crawler, pagePool };
 }

@@ -147,7 +147,12 @@ async function readStoredPages(options: OpenedReextraction): Promise<RunJobResul
 	const parts = await openReextractionParts(options);
 	const { stops, stats, missing, fill } = parts;
 	const threads = options.threads ?? defaultPageThreads();
-	const pool = await createPagePool({ timeoutMs: job.pageTimeoutMs, threads });
+	const pool = await createPagePool({
+		timeoutMs: job.pageTimeoutMs,
+		threads,
+		onError: (error) =>
+			parts.log.warn({ event: "page_pool_error", error: error.message }, `page pool: ${error.message}`),
+	});
 	const failures: unknown[] = [];
 	// As many pages wait as the pool has workers, twice over: the rest of the source stays unread meanwhile.
 	const queue = createTaskQueue({ concurrency: threads * 2, onError: (error) => failures.push(error) });
