@@ -142,4 +142,27 @@ describe("run --fleet with a breaker", () => {
 		);
 		expect(records).toEqual([{ n: BLOCKED + GOOD, distinct: BLOCKED + GOOD }]);
 	});
+
+	it("counts each charged attempt that failed, retries included: the breaker opens after `trip` charged fetches, not `trip` targets' retries", async () => {
+		assertBuilt();
+		const url = await (await cluster()).createDatabase();
+		const failing = await useTestService({
+			faults: [{ kind: "scraping_error", match: "/\\/product\\//", message: "Page crashed", credits: 3 }],
+		});
+		const targets = Array.from({ length: 20 }, (_, i) => `  - ${failing.site.url}/product/${i + 1}`).join("\n");
+		const dir = tempDir("scrapejob-fleet-breaker-");
+		const file = writeJob(
+			dir,
+			"retried",
+			`name: retried\nconcurrency: 1\ndefaults: {mode: request}\nretry: {attempts: 5, backoff_ms: 5, max_backoff_ms: 10}\nbreaker: {window: 10, trip: 8, cool_down: 1h}\ntargets:\n${targets}\n`,
+		);
+		const run = await spawnCli(["run", file, "--quiet", "--json", "--fleet", url, "--fleet-run", "r"], failing.env, dir)
+			.done;
+		expect(run.code, run.stderr).toBe(6);
+		const charged = failing.emulator.ledger.byEndpoint("realtime").filter((entry) => entry.creditsCharged > 0);
+		expect(charged).toHaveLength(8);
+		expect(lastJson(run.stdout).breakers).toMatchObject([
+			{ reason: expect.stringMatching(/^8 of the last 8 charged fetches were useless or failed/) },
+		]);
+	});
 });

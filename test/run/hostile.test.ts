@@ -406,10 +406,11 @@ describe("hostile input: credits charged on attempts that fail", () => {
 		expect(result.code, result.stderr).toBe(1);
 		expect(result.stderr).toContain("20 fetches in a row were charged and failed with page_crashed");
 		const runDir = onlyRunDir(out, "burn");
-		expect(readRecords(runDir)).toHaveLength(20);
-		// Two attempts each (retry.attempts: 2), every one charged and on its record; the last 10 never sent.
-		expect(sent).toBe(40);
-		expect(readSummary(runDir)).toMatchObject({ stopped_reason: "paid_failures", credits: { used: 40 } });
+		// Twenty charged fetches, retries included: ten targets of two attempts each (retry.attempts: 2), every
+		// one charged and on its record; the last 20 targets never sent.
+		expect(readRecords(runDir)).toHaveLength(10);
+		expect(sent).toBe(20);
+		expect(readSummary(runDir)).toMatchObject({ stopped_reason: "paid_failures", credits: { used: 20 } });
 	});
 
 	it("an implausible X-Credits-Used (1e308) is booked at the worst case, never as Infinity or null", async () => {

@@ -24,6 +24,12 @@ export interface Breakers {
 	admit(key: string, worstCase: number, targetId: string): Admission | Promise<Admission>;
 	/** A written record of `key`: charged ones count; a probe's answer closes (useful) or re-opens the breaker. */
 	settle(key: string, record: JudgedRecord, probe: boolean): void;
+	/**
+	 * A charged attempt of target `targetId` of `key` failed and its retry is due: it counts in the window
+	 * now, as one wrong charged fetch (its record counts only its last). False once the breaker is not
+	 * closed: the retry is not sent. A promise where the window is someone else's (a fleet's row).
+	 */
+	failedAttempt(key: string, targetId: string, reason: string): boolean | Promise<boolean>;
 	/** A probe that ended without a record: the next target of `key` may probe instead. */
 	probeLost(key: string, targetId: string): void;
 	/** The breakers open now (a probe in flight included), in the order they opened. */
@@ -145,6 +151,24 @@ export function createBreakers(
 		events.onOpen?.(reportOf(domain, state));
 	};
 
+	/** One charged fetch of a closed breaker's domain into its window (`bad`: useless or failed). */
+	const count = (key: string, state: DomainState, bad: boolean, why: string) => {
+		if (state.outcomes.length < spec.window) state.outcomes.push(bad);
+		else {
+			if (state.outcomes[state.next]) state.bad -= 1;
+			state.outcomes[state.next] = bad;
+			state.next = (state.next + 1) % spec.window;
+		}
+		if (bad) state.bad += 1;
+		if (state.bad >= spec.trip) {
+			open(
+				key,
+				state,
+				`${state.bad} of the last ${state.outcomes.length} charged fetches were useless or failed (last: ${why})`,
+			);
+		}
+	};
+
 	return {
 		keyOf,
 		admit(host, worstCase) {
@@ -180,21 +204,15 @@ export function createBreakers(
 			}
 			// Only charged fetches count; answers of fetches sent before the breaker opened change nothing.
 			if (record.credits_used <= 0 || state.state !== "closed") return;
-			const bad = record.useful !== true;
-			if (state.outcomes.length < spec.window) state.outcomes.push(bad);
-			else {
-				if (state.outcomes[state.next]) state.bad -= 1;
-				state.outcomes[state.next] = bad;
-				state.next = (state.next + 1) % spec.window;
-			}
-			if (bad) state.bad += 1;
-			if (state.bad >= spec.trip) {
-				open(
-					key,
-					state,
-					`${state.bad} of the last ${state.outcomes.length} charged fetches were useless or failed (last: ${record.useless_reason ?? "not useful"})`,
-				);
-			}
+			count(key, state, record.useful !== true, record.useless_reason ?? "not useful");
+		},
+		failedAttempt(host, _targetId, reason) {
+			groupByDomain();
+			const key = bucket(host);
+			const state = stateOf(key);
+			if (state.state !== "closed") return false;
+			count(key, state, true, reason);
+			return state.state === "closed";
 		},
 		probeLost(host) {
 			const state = domains.get(bucket(host));

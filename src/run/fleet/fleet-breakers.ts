@@ -84,6 +84,19 @@ export function createFleetBreakers(
 		events.onOpen?.({ domain, reason, opened_at: isoTime(Date.now()), parked: 0, credits_saved: 0 });
 	};
 
+	/** A charged fetch's outcome on its way to the domain's row (a good one only to a window that holds wrong ones). */
+	const outcome = (domain: string, targetId: string, bad: boolean, why: string): Promise<boolean> => {
+		if (!bad && !watched.has(domain)) return Promise.resolve(false);
+		if (bad && !watched.has(domain)) watched.set(domain, "closed");
+		const write = recordBreakerOutcome(fleet, runId, domain, { bad, why }, spec).then((reason) => {
+			if (reason !== null) opened(domain, reason);
+			return reason !== null;
+		});
+		writes(domain, write);
+		deps.track(targetId, write);
+		return write;
+	};
+
 	const admit: Breakers["admit"] = (host, worstCase, targetId) => {
 		// Not before the first read of the rows: a worker joining as a probe goes out would take the probe
 		// for a plain target (its answer would not settle the probe, and another probe would follow it).
@@ -132,21 +145,19 @@ export function createFleetBreakers(
 				return;
 			}
 			if (record.credits_used <= 0) return;
-			const bad = record.useful !== true;
-			// A good answer matters only to a window that holds wrong ones: a clean domain writes nothing.
-			if (!bad && !watched.has(domain)) return;
-			if (bad && !watched.has(domain)) watched.set(domain, "closed");
-			const write = recordBreakerOutcome(
-				fleet,
-				runId,
-				domain,
-				{ bad, why: record.useless_reason ?? "not useful" },
-				spec,
-			).then((reason) => {
-				if (reason !== null) opened(domain, reason);
-			});
-			writes(domain, write);
-			deps.track(record.id, write);
+			// Its failure is the lease's to handle (`track`).
+			void outcome(domain, record.id, record.useful !== true, record.useless_reason ?? "not useful");
+		},
+		failedAttempt(host, targetId, reason) {
+			const domain = bucket(host);
+			// What this worker last read of the domain's row: one opened elsewhere since stops the retry at its next poll.
+			const state = watched.get(domain);
+			if (state !== undefined && state !== "closed") return false;
+			// The retry waits for the row: the attempt that trips the breaker sends no retry of its own.
+			return outcome(domain, targetId, true, reason).then(
+				(opened) => !opened && watched.get(domain) === "closed",
+				() => true,
+			);
 		},
 		probeLost(host, targetId) {
 			deps.track(targetId, probeLost(fleet, runId, bucket(host), targetId, spec.coolDownMs));

@@ -70,6 +70,12 @@ export interface FetchTargetDeps {
 	 */
 	maySend?(targetId: string): boolean;
 	onRetry(targetId: string, kind: string): void;
+	/**
+	 * A failed attempt was charged and its retry is due (`kind`: why it failed): counted at once (the
+	 * domain's breaker, charged failures in a row). False: the retry is not sent — the target's record says
+	 * this failure, or a stop leaves it for a resume.
+	 */
+	chargedRetry?(targetId: string, url: string, kind: string, credits: number): boolean | Promise<boolean>;
 	/** A 429 asked for more than the cap: said once per run by the caller. */
 	onResetCapped(): void;
 }
@@ -240,6 +246,11 @@ class TargetFetch {
 		if (sign === "free") this.spent -= 1;
 		if (!decision.serviceDown) deps.outage.answered(this.sentInEpoch);
 		if (this.spent >= deps.retry.attempts) return this.withEarlierCharges(this.failedBy(decision.kind, failure));
+		const retryAllowed =
+			charge <= 0 ||
+			deps.chargedRetry === undefined ||
+			(await deps.chargedRetry(this.targetId, this.params.url, decision.kind, charge));
+		if (!retryAllowed && !deps.isStopping()) return this.withEarlierCharges(this.failedBy(decision.kind, failure));
 		this.chargedEarlier(charge);
 		if (deps.isStopping()) return this.leftWaiting();
 		deps.onRetry(this.targetId, decision.kind);

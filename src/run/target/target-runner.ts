@@ -231,6 +231,31 @@ export function createTargetRunner(parts: TargetRunnerParts): TargetRunner {
 	const wantsLinksOf = (target: Target) =>
 		crawler !== null && target.crawl !== undefined && target.crawl.depth < maxDepth;
 	const paidFailures = createPaidFailureWatch();
+	const stopOnPaidFailures = (kind: string) =>
+		stops.stop(
+			"paid_failures",
+			`stopping: ${PAID_FAILURES_IN_A_ROW} fetches in a row were charged and failed with ${kind}; no more credits go to it (continue with ${stops.words.resumeOn} once its cause is fixed)`,
+		);
+	/**
+	 * Each charged attempt that failed counts as it happens, not only a target's last: a domain whose every
+	 * page fails opens its breaker after `trip` charged fetches, not `trip` targets' worth of retries; a
+	 * half-open breaker's probe gets one (the breaker is not closed: no retry).
+	 */
+	const fetchDeps: FetchTargetDeps = {
+		...parts.fetchDeps,
+		chargedRetry(targetId, url, kind, credits) {
+			const countPaid = (closed: boolean) => {
+				if (!closed) return false;
+				const paidFailure = paidFailures.record("failed", kind, credits);
+				if (paidFailure === null) return true;
+				stopOnPaidFailures(paidFailure);
+				return false;
+			};
+			const breakers = parts.breakers;
+			const closed = breakers === null ? true : breakers.failedAttempt(breakers.keyOf(url), targetId, kind);
+			return typeof closed === "boolean" ? countPaid(closed) : closed.then(countPaid);
+		},
+	};
 	/** Targets whose paid answer this session read back from `paid/` instead of fetching. */
 	const restored = new Set<string>();
 	/** Targets whose latest answer this session kept with a `paid` line (which holds its charges), not settled yet. */
@@ -521,7 +546,7 @@ export function createTargetRunner(parts: TargetRunnerParts): TargetRunner {
 					earlierAttempts = built.record.attempts;
 					const skipped = nextStep - step.at - 1;
 					step.at = nextStep;
-					const result = await fetchTarget(target.id, params, parts.fetchDeps, null, parts.bodySpill);
+					const result = await fetchTarget(target.id, params, fetchDeps, null, parts.bodySpill);
 					if (result.kind === "ok" || result.kind === "failed") {
 						last = result.creditsUsed ?? worstCase;
 						budget.commit(worstCase, last, target.id);
@@ -623,12 +648,7 @@ export function createTargetRunner(parts: TargetRunnerParts): TargetRunner {
 		);
 		parts.breakers?.settle(domain, record, probe);
 		const paidFailure = paidFailures.record(record.status, record.error, record.credits_used);
-		if (paidFailure !== null) {
-			stops.stop(
-				"paid_failures",
-				`stopping: ${PAID_FAILURES_IN_A_ROW} fetches in a row were charged and failed with ${paidFailure}; no more credits go to it (continue with ${stops.words.resumeOn} once its cause is fixed)`,
-			);
-		}
+		if (paidFailure !== null) stopOnPaidFailures(paidFailure);
 		if (record.status === "failed") {
 			log.info(
 				{
@@ -702,13 +722,7 @@ export function createTargetRunner(parts: TargetRunnerParts): TargetRunner {
 		if (kept !== null) restored.add(target.id);
 		const result =
 			kept ??
-			(await fetchTarget(
-				target.id,
-				params,
-				parts.fetchDeps,
-				parts.resumeTasks.get(target.id) ?? null,
-				parts.bodySpill,
-			));
+			(await fetchTarget(target.id, params, fetchDeps, parts.resumeTasks.get(target.id) ?? null, parts.bodySpill));
 		if (probe && result.kind !== "ok" && result.kind !== "failed") breakers?.probeLost(domain, target.id);
 		if (result.kind !== "ok" && result.kind !== "failed") {
 			settleUnwritten(target.id, result, worstCase);
