@@ -41,7 +41,8 @@ export const RUN_EXIT_TABLE: readonly RunExitRow[] = [
 	{
 		code: EXIT.outputFailed,
 		meaning: "the output could not be written (full disk, read-only folder): nothing more was sent",
-		scheduler: "fail and alert: once there is room, the same command resumes",
+		scheduler:
+			"fail and alert: once there is room, the printed --resume command finishes the run, or the same command with --continue (without either, a new run pays again)",
 	},
 	{
 		code: EXIT.breakerOpen,

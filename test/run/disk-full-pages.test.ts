@@ -1,12 +1,13 @@
 import { describe, expect, it } from "vitest";
 import { onlyRunDir, readRecords, tempDir, writeJob } from "../helpers/job-files.js";
 import { canMountPrivately, runOnSmallDisk } from "../helpers/private-mount.js";
+import { runCli } from "../helpers/run-cli.js";
 import { useTestService } from "../helpers/service.js";
 import { assertBuilt, BIN } from "../helpers/spawn-cli.js";
 
 describe("a disk that fills up while pages are read in worker threads", () => {
 	it.skipIf(!canMountPrivately())(
-		"ends with exit 5 every time, its records kept: a page's answer that comes back after the stop ends nothing",
+		"ends with exit 5 every time, its records kept, and --continue finishes that run once there is room: a page's answer that comes back after the stop ends nothing",
 		async () => {
 			assertBuilt();
 			const service = await useTestService({ concurrency: 5 });
@@ -26,6 +27,20 @@ describe("a disk that fills up while pages are read in worker threads", () => {
 				expect(stderr).not.toContain("Unexpected message");
 				// What was written stays: the records of the pages read before the disk filled.
 				expect(readRecords(onlyRunDir(kept, "pages")).length).toBeGreaterThan(0);
+				if (attempt > 1) continue;
+				// Once there is room, the same command with --continue finishes that run (exit-codes.md, 5): no new
+				// run folder, each target once; paid twice at most the fetches in flight when the disk filled (their
+				// answers could not be kept: 5 at a time, 2 credits each).
+				const continued = await runCli(["run", job, "--out", kept, "--continue", "--quiet"], { env: service.env });
+				expect(continued.code, continued.stderr).toBe(0);
+				const runDir = onlyRunDir(kept, "pages");
+				const records = readRecords(runDir);
+				expect(new Set(records.map((record) => record.id)).size).toBe(400);
+				expect(records).toHaveLength(400);
+				const charged = service.emulator.ledger.totalCharged();
+				const onRecords = records.reduce((sum, record) => sum + Number(record.credits_used), 0);
+				expect(charged - onRecords).toBeGreaterThanOrEqual(0);
+				expect(charged - onRecords).toBeLessThanOrEqual(5 * 2);
 			}
 		},
 		90_000,
