@@ -1,6 +1,7 @@
-import { closeSync, mkdirSync, openSync, readSync, rmSync, writeSync } from "node:fs";
+import { closeSync, openSync, readSync, rmSync, writeSync } from "node:fs";
 import { join } from "node:path";
 import { KeyTable, normalizedKeyLow } from "./key-table.js";
+import { makeDirectory } from "./make-directory.js";
 
 /**
  * The crawl's URL keys: every URL seen (seeded or discovered: journalled once) and, of those, the ones
@@ -310,7 +311,7 @@ export function createUrlKeys(options: UrlKeysOptions = { dir: null }): UrlKeys 
 			count++;
 		}
 		sorted.sort();
-		mkdirSync(options.dir!, { recursive: true });
+		makeDirectory(options.dir!);
 		const writer = new RunWriter(nextPath(), count, 0);
 		for (let at = 0; at < count; at++) {
 			const high = halves[at * 2 + HIGH]!;

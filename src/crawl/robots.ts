@@ -4,7 +4,6 @@ import {
 	copyFileSync,
 	existsSync,
 	fstatSync,
-	mkdirSync,
 	openSync,
 	readSync,
 	rmSync,
@@ -12,7 +11,7 @@ import {
 	utimesSync,
 } from "node:fs";
 import { basename, join } from "node:path";
-import { writeFileAtomic } from "../common/index.js";
+import { makeDirectory, writeFileAtomic } from "../common/index.js";
 import type { Target } from "../job/index.js";
 import type { FrontierEntry } from "./frontier-file.js";
 import { withSeedCredentials } from "./normalize-url.js";
@@ -172,7 +171,7 @@ export function createRobots(options: RobotsOptions): Robots {
 	const fetchOnce = async (origin: string, seed: Target, profile: string): Promise<boolean> => {
 		const url = robotsUrl(origin);
 		if (!paid.has(url)) {
-			mkdirSync(dir, { recursive: true });
+			makeDirectory(dir);
 			const path = pathOf(origin);
 			if (reuseEarlier(path)) {
 				// Journalled at no cost: a resume reads the copy, and pays nothing either.

@@ -1,6 +1,7 @@
 import { hash } from "node:crypto";
-import { existsSync, mkdirSync, rmSync } from "node:fs";
+import { existsSync, rmSync } from "node:fs";
 import { join } from "node:path";
+import { makeDirectory } from "../common/index.js";
 import type { Target } from "../job/index.js";
 import { CHARGED_UNPAID, type FrontierEntry } from "./frontier-file.js";
 import { normalizeUrl, withSeedCredentials } from "./normalize-url.js";
@@ -141,7 +142,7 @@ export function createSitemapReader(options: SitemapReaderOptions): SitemapReade
 		const path = bodyPath(url);
 		if (!paid.has(url)) {
 			if (options.isStopping()) return "stopped";
-			mkdirSync(dir, { recursive: true });
+			makeDirectory(dir);
 			const fetched = await options.fetch(withSeedCredentials(url, seed.url), seed, path);
 			if (fetched.kind === "stopped") {
 				credits += chargedUnpaid(url, profile, fetched, options.append);

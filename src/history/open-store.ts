@@ -1,4 +1,4 @@
-import { existsSync, mkdirSync, rmSync, statSync } from "node:fs";
+import { existsSync, rmSync, statSync } from "node:fs";
 import { dirname } from "node:path";
 import type BetterSqlite3 from "better-sqlite3";
 import type { Database } from "better-sqlite3";
@@ -6,6 +6,7 @@ import {
 	errorMessage,
 	isNativeLoadFailure,
 	lazyModule,
+	makeDirectory,
 	NativeModuleError,
 	NODE_TOO_OLD,
 	UsageError,
@@ -64,7 +65,7 @@ export function openStore(path: string): OpenedStore {
 		}
 		if (!blank) removeStore(path);
 	}
-	mkdirSync(dirname(path), { recursive: true });
+	makeDirectory(dirname(path));
 	const db = connect(path, true);
 	let created = false;
 	try {

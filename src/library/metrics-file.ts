@@ -1,6 +1,12 @@
-import { mkdirSync } from "node:fs";
 import { dirname } from "node:path";
-import { errorMessage, lazyModule, readRegularFile, withFileMutex, writeFileAtomic } from "../common/index.js";
+import {
+	errorMessage,
+	lazyModule,
+	makeDirectory,
+	readRegularFile,
+	withFileMutex,
+	writeFileAtomic,
+} from "../common/index.js";
 import { initialMetrics, labelValues, METRIC_SPECS, type RunMetrics } from "./run-metrics.js";
 
 /** The exposition format's writer, loaded only by runs that write metrics. */
@@ -46,7 +52,7 @@ export function openMetricsFile(options: MetricsFileOptions): MetricsFile {
 	let chain = Promise.resolve();
 	const writeNow = async () => {
 		try {
-			mkdirSync(dirname(options.path), { recursive: true });
+			makeDirectory(dirname(options.path));
 			// The others' series as they are now, under the file's lock: shards of a job write one file at
 			// once (and end at once), and series read only at the start were written back stale, or dropped.
 			await withFileMutex(options.path, async () => {

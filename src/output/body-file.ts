@@ -1,7 +1,8 @@
 import { randomUUID } from "node:crypto";
-import { closeSync, mkdirSync, openSync, rmSync, writeSync } from "node:fs";
+import { closeSync, openSync, rmSync, writeSync } from "node:fs";
 import { join } from "node:path";
 import type { BodySink } from "../common/index.js";
+import { makeDirectory } from "../common/index.js";
 import { OutputError } from "./output-error.js";
 
 /**
@@ -24,7 +25,7 @@ export function openBodyFile(dir: string): BodySink {
 	const path = join(dir, `${PARTIAL_BODY_PREFIX}${randomUUID()}`);
 	let fd: number | null;
 	try {
-		mkdirSync(dir, { recursive: true });
+		makeDirectory(dir);
 		fd = openSync(path, "wx");
 	} catch (error) {
 		throw new OutputError(path, error);

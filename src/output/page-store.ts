@@ -1,6 +1,12 @@
-import { copyFileSync, linkSync, mkdirSync, readdirSync, renameSync, rmSync } from "node:fs";
+import { copyFileSync, linkSync, readdirSync, renameSync, rmSync } from "node:fs";
 import { join } from "node:path";
-import { type BodySink, isAtomicTemporaryName, openAtomicFile, writeFileAtomic } from "../common/index.js";
+import {
+	type BodySink,
+	isAtomicTemporaryName,
+	makeDirectory,
+	openAtomicFile,
+	writeFileAtomic,
+} from "../common/index.js";
 import { openBodyFile, PARTIAL_BODY_PREFIX } from "./body-file.js";
 import { OutputError } from "./output-error.js";
 
@@ -44,7 +50,7 @@ export function createPageStore(runDir: string) {
 	const ensureDir = () => {
 		if (created) return;
 		try {
-			mkdirSync(dir, { recursive: true });
+			makeDirectory(dir);
 		} catch (error) {
 			throw new OutputError(dir, error);
 		}

@@ -1,7 +1,7 @@
 import { randomBytes } from "node:crypto";
 import { mkdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
-import { writeFileAtomic } from "../common/index.js";
+import { makeDirectory, writeFileAtomic } from "../common/index.js";
 import { OutputError } from "./output-error.js";
 
 /** Files of one run folder (docs/reference/outputs.md). */
@@ -51,7 +51,7 @@ export function jobOutputDir(outRoot: string, jobName: string): string {
 export function createRunDir(outRoot: string, jobName: string, runId: string): string {
 	const dir = join(outRoot, jobName, runId);
 	try {
-		mkdirSync(join(outRoot, jobName), { recursive: true });
+		makeDirectory(join(outRoot, jobName));
 		mkdirSync(dir);
 	} catch (error) {
 		throw new OutputError(dir, error);

@@ -1,7 +1,7 @@
-import { mkdirSync, readFileSync } from "node:fs";
+import { readFileSync } from "node:fs";
 import { basename, dirname, join } from "node:path";
 import type { Logger } from "pino";
-import { CLI_WORDS, type OptionWords, ScrapejobError, writeFileAtomic } from "../../common/index.js";
+import { CLI_WORDS, makeDirectory, type OptionWords, ScrapejobError, writeFileAtomic } from "../../common/index.js";
 import { journalledCrawlCredits } from "../../crawl/index.js";
 import type { DomainMode } from "../../history/index.js";
 import { type Job, streamTargetBatches } from "../../job/index.js";
@@ -271,7 +271,7 @@ export async function openRun(options: OpenRunOptions): Promise<OpenedRun> {
 	}
 	const runId = meta?.run_id ?? options.runId ?? newRunId(new Date(options.startedAt));
 	const jobDir = jobOutputDir(options.outRoot, job.name);
-	mkdirSync(jobDir, { recursive: true });
+	makeDirectory(jobDir);
 	const lock = options.lock ?? acquireRunLock(jobDir, runId);
 	if (!options.lock) warnIfTookOver(lock, options.logger);
 	try {

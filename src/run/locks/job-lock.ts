@@ -1,7 +1,7 @@
-import { mkdirSync, rmdirSync } from "node:fs";
+import { rmdirSync } from "node:fs";
 import { join } from "node:path";
 import type { Logger } from "pino";
-import { CLI_WORDS, type OptionWords, ScrapejobError } from "../../common/index.js";
+import { CLI_WORDS, makeDirectory, type OptionWords, ScrapejobError } from "../../common/index.js";
 import { jobOutputDir, OutputError } from "../../output/index.js";
 import { checkShardLayout, LayoutConflictError, layoutWords } from "./layout-guard.js";
 import { acquireRunLock, LockHeldError, type LockLease, type RunLock } from "./run-lock.js";
@@ -26,7 +26,7 @@ export function lockJobOutput(
 	const jobDir = jobOutputDir(outRoot, jobName);
 	let created: boolean;
 	try {
-		created = mkdirSync(jobDir, { recursive: true }) !== undefined;
+		created = makeDirectory(jobDir) !== undefined;
 	} catch (error) {
 		throw new OutputError(jobDir, error);
 	}

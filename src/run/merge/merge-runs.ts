@@ -1,7 +1,6 @@
 import {
 	closeSync,
 	existsSync,
-	mkdirSync,
 	openSync,
 	readdirSync,
 	readFileSync,
@@ -15,6 +14,7 @@ import {
 	cliCommand,
 	jsonlLines,
 	MIN_CSV_MAX_CELL,
+	makeDirectory,
 	parseJsonLine,
 	UsageError,
 	writeFileAtomic,
@@ -206,7 +206,7 @@ export async function mergeShardRuns(
 	// refusal found while reading (an overlap, a damaged line) leaves --out as it was.
 	const workDir = `${finalDir}.merging-${process.pid}`;
 	rmSync(workDir, { recursive: true, force: true });
-	mkdirSync(workDir, { recursive: true });
+	makeDirectory(workDir);
 	try {
 		const { summary: result, shardSummaries } = await mergeInto(metas, workDir, cwd);
 		// rename(2) replaces an empty directory: --out given as an empty folder is fine.

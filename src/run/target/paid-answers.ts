@@ -1,6 +1,6 @@
-import { mkdirSync, rmSync, writeFileSync } from "node:fs";
+import { rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { readRegularFile } from "../../common/index.js";
+import { makeDirectory, readRegularFile } from "../../common/index.js";
 import { OutputError } from "../../output/index.js";
 import type { FetchResult } from "./fetch-target.js";
 
@@ -42,7 +42,7 @@ export function createPaidAnswers(runDir: string) {
 		keep(id: string, body: Buffer): void {
 			const path = join(dir, id);
 			try {
-				if (!made) mkdirSync(dir, { recursive: true });
+				if (!made) makeDirectory(dir);
 				made = true;
 				writeFileSync(path, body);
 			} catch (error) {
