@@ -1,6 +1,6 @@
 import type { Dispatcher } from "undici";
 import type { z } from "zod";
-import { joinUrl, parseBaseUrl } from "../common/index.js";
+import { checkOptions, joinUrl, type OptionKinds, parseBaseUrl } from "../common/index.js";
 import { parseJson, toServiceError } from "./error-body.js";
 import { UnexpectedResponseError } from "./errors.js";
 import { type GenerateProxiesParams, generateQuery, type ParsedProxy, parseProxyLine } from "./proxy-lines.js";
@@ -37,6 +37,17 @@ export interface AccountClientOptions {
 	readonly timeoutMs?: number;
 }
 
+/**
+ * Each option of `createAccountClient` and the kind of value it takes: a misspelt `baseUrl` would send
+ * the key to the public service instead of the address meant.
+ */
+const ACCOUNT_CLIENT_OPTIONS = {
+	accountKey: "string",
+	baseUrl: "string",
+	dispatcher: "object",
+	timeoutMs: "number",
+} as const satisfies OptionKinds<AccountClientOptions>;
+
 export interface GeneratedProxies {
 	/** The lines exactly as the service sent them. */
 	readonly lines: string[];
@@ -61,8 +72,12 @@ export interface AccountClient {
 	rotateSession(params: { sessionid: string; product: string }, signal?: AbortSignal): Promise<RotateSessionResult>;
 }
 
-/** A typed client of the account endpoints (docs/service.md, "Account endpoints"). */
+/**
+ * A typed client of the account endpoints (docs/service.md, "Account endpoints"). Throws `UsageError` for
+ * an option it does not have (a misspelt name).
+ */
 export function createAccountClient(options: AccountClientOptions): AccountClient {
+	checkOptions("createAccountClient", options, ACCOUNT_CLIENT_OPTIONS);
 	const base = parseBaseUrl(options.baseUrl ?? DEFAULT_API_URL, "account API address");
 	const dispatcher = options.dispatcher ?? defaultDispatcher();
 	const timeoutMs = options.timeoutMs ?? 30_000;

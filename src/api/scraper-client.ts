@@ -1,5 +1,12 @@
 import type { Dispatcher } from "undici";
-import { joinUrl, parseBaseUrl, redactSecrets, type ScrapeParams } from "../common/index.js";
+import {
+	checkOptions,
+	joinUrl,
+	type OptionKinds,
+	parseBaseUrl,
+	redactSecrets,
+	type ScrapeParams,
+} from "../common/index.js";
 import { toServiceError } from "./error-body.js";
 import { namingRefusedKey, UnexpectedResponseError } from "./errors.js";
 import { type TaskRecord, taskRecordSchema } from "./records.js";
@@ -46,6 +53,20 @@ export interface ScraperClientOptions {
 	/** Which of the user's keys this is, said in a refusal's (401) message: "the scraper key (SCRAPEJOB_SCRAPER_KEY)". */
 	readonly keyName?: string;
 }
+
+/**
+ * Each option of `createScraperClient` and the kind of value it takes: a misspelt `baseUrl` would send
+ * the key, and paid fetches, to the public service instead of the address meant.
+ */
+const SCRAPER_CLIENT_OPTIONS = {
+	scraperKey: "string",
+	baseUrl: "string",
+	dispatcher: "object",
+	connections: "number",
+	realtimeTimeoutMs: "number",
+	timeoutMs: "number",
+	keyName: "string",
+} as const satisfies OptionKinds<ScraperClientOptions>;
 
 /** A successful fetch: the page (raw delivery) or the JSON delivery object. */
 export interface ContentOutcome {
@@ -168,8 +189,12 @@ function contentBytes(value: unknown): Buffer {
 	return Buffer.from(JSON.stringify(value), "utf8");
 }
 
-/** A typed client of the scraper endpoints (docs/service.md, "Fetching a page"). It never retries: the runner owns retrying. */
+/**
+ * A typed client of the scraper endpoints (docs/service.md, "Fetching a page"). It never retries: the
+ * runner owns retrying. Throws `UsageError` for an option it does not have (a misspelt name).
+ */
 export function createScraperClient(options: ScraperClientOptions): ScraperClient {
+	checkOptions("createScraperClient", options, SCRAPER_CLIENT_OPTIONS);
 	const base = parseBaseUrl(options.baseUrl ?? DEFAULT_SCRAPER_URL, "scraper API address");
 	const dispatcher =
 		options.dispatcher ??

@@ -1,5 +1,5 @@
 import { resolve } from "node:path";
-import { errorMessage, redactSecrets } from "../common/index.js";
+import { checkOptions, errorMessage, type OptionKinds, redactSecrets } from "../common/index.js";
 import { expandEnvInDocument } from "./expand-env.js";
 import { displayPathFor, type NormalizeContext, normalizeJob, normalizePartialJob } from "./normalize.js";
 import { MAX_JOB_FILE_BYTES, parseJobYaml, readJobText } from "./parse-yaml.js";
@@ -35,6 +35,16 @@ export interface LoadJobOptions {
 	 */
 	variablesNeeded?: VariablesNeeded;
 }
+
+/** Each option of `loadJob` and the kind of value it takes: the names a call may use, from its interface. */
+const LOAD_JOB_OPTIONS = {
+	env: "object",
+	cwd: "string",
+	checkSources: "boolean",
+	signal: "signal",
+	maxFileBytes: "number",
+	variablesNeeded: "function",
+} as const satisfies OptionKinds<LoadJobOptions>;
 
 /** What `loadJob` returns: the normalized job, its warnings, and the counts found while checking its sources. */
 export interface LoadedJob {
@@ -78,9 +88,11 @@ function sortByPosition(problems: JobProblem[]): JobProblem[] {
 /**
  * Load, validate and normalize a job file (habit 2): YAML with positions → `${VAR}` expansion →
  * schema → cross-field rules → normalized `Job` → sources streamed. Throws `JobValidationError`
- * carrying every problem, each with `file:line:col`; never sends anything anywhere.
+ * carrying every problem, each with `file:line:col`, and `UsageError` for an option it does not have
+ * (a misspelt name); never sends anything anywhere.
  */
 export async function loadJob(path: string, options: LoadJobOptions = {}): Promise<LoadedJob> {
+	checkOptions("loadJob", options, LOAD_JOB_OPTIONS);
 	// A `${SCRAPEJOB_ACCOUNT_KEY}` in a bad URL, or a source pointed at the env file, must not print a key.
 	const env = options.env ?? process.env;
 	const keys = Object.entries(env)

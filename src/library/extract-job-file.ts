@@ -1,7 +1,14 @@
 import { existsSync } from "node:fs";
 import { resolve } from "node:path";
 import type { Logger } from "pino";
-import { type LastWords, LIBRARY_WORDS, type OptionWords, UsageError } from "../common/index.js";
+import {
+	checkOptions,
+	type LastWords,
+	LIBRARY_WORDS,
+	type OptionKinds,
+	type OptionWords,
+	UsageError,
+} from "../common/index.js";
 import { environmentKeys, resolveRunSettings } from "../config/index.js";
 import { openJobHistory } from "../history/index.js";
 import { EXTRACTION_VARIABLES, loadJob, SourceScanStoppedError } from "../job/index.js";
@@ -31,6 +38,17 @@ export interface ExtractJobFileOptions {
 	readonly threads?: number;
 }
 
+/** Each option of `extractJobFile` and the kind of value it takes: the names a call may use, from its interface. */
+const EXTRACT_JOB_FILE_OPTIONS = {
+	run: "string",
+	out: "string",
+	signal: "signal",
+	logger: "logger",
+	env: "object",
+	cwd: "string",
+	threads: "number",
+} as const satisfies OptionKinds<ExtractJobFileOptions>;
+
 /** `extractPlanned`'s options: the library's, and what only the CLI passes. */
 export interface ExtractPlannedOptions extends ExtractJobFileOptions {
 	/** A second signal ends the process at once: the re-extraction's summary.json is written as it stands. */
@@ -52,7 +70,7 @@ export type ExtractOutcome = RunJobResult & { readonly jobName: string };
  *
  * @throws
  * - {@link JobValidationError} the job file is invalid.
- * - {@link UsageError} no such run, no records, no stored page, no `extract:`, no `run` option.
+ * - {@link UsageError} an option `extractJobFile` does not have (a misspelt name), no such run, no records, no stored page, no `extract:`, no `run` option.
  * - {@link CorruptResultsError} the run named holds lines that are not records (a `runJobFile` resume with
  *   `repair: true` moves them aside).
  * - {@link LockHeldError} a run of the job holds its lock; {@link LockPathError} the lock path is not a file.
@@ -61,6 +79,7 @@ export type ExtractOutcome = RunJobResult & { readonly jobName: string };
  * - {@link SourceScanStoppedError} `signal` aborted before the call (nothing is made).
  */
 export async function extractJobFile(path: string, options: ExtractJobFileOptions): Promise<RunJobFileResult> {
+	checkOptions("extractJobFile", options, EXTRACT_JOB_FILE_OPTIONS);
 	// `--run` is required by the CLI's parser; a call from JavaScript may leave it out.
 	if (typeof options?.run !== "string" || options.run === "")
 		throw new UsageError('run: name the run whose stored pages are read, a run id of the job or "latest"');

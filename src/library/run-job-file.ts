@@ -1,6 +1,6 @@
 import { basename, dirname, resolve } from "node:path";
 import type { Logger } from "pino";
-import { LIBRARY_WORDS, ScrapejobError, UsageError } from "../common/index.js";
+import { checkOptions, LIBRARY_WORDS, type OptionKinds, ScrapejobError, UsageError } from "../common/index.js";
 import { formatProblem, loadJob, SourceScanStoppedError } from "../job/index.js";
 import type { RunSummary } from "../output/index.js";
 import { CorruptResultsError, type ProgressSnapshot, ResumeError } from "../run/index.js";
@@ -114,6 +114,36 @@ export interface RunJobFileOptions {
 	readonly cwd?: string;
 }
 
+/** Each option of `runJobFile` and the kind of value it takes: the names a call may use, from its interface. */
+const RUN_JOB_FILE_OPTIONS = {
+	sandbox: "boolean",
+	out: "string",
+	resume: "boolean|string",
+	continue: "boolean",
+	force: "boolean",
+	repair: "boolean",
+	maxCredits: "number",
+	concurrency: "number",
+	freshness: "string",
+	outageTimeout: "string",
+	retryFailed: "boolean|string",
+	shard: "string",
+	accept: "string",
+	notify: "string",
+	metrics: "string",
+	healthcheck: "string",
+	taskPollMs: "number",
+	gracePeriodMs: "number",
+	signal: "signal",
+	fleet: "string",
+	fleetRun: "string",
+	onProgress: "function",
+	logger: "logger",
+	env: "object",
+	config: "string",
+	cwd: "string",
+} as const satisfies OptionKinds<RunJobFileOptions>;
+
 /** The run's `summary.json`, with where its files are (as `run --json` prints it). */
 export interface RunJobFileResult extends RunSummary {
 	/** The run folder. */
@@ -144,7 +174,7 @@ export function fleetRunComplete(jobName: string, fleetRun: string): string {
  *
  * @throws
  * - {@link JobValidationError} the job file is invalid (every problem, with its line and column).
- * - {@link UsageError} an option the CLI's parser refuses, no key ({@link MissingKeyError}), a saved id the
+ * - {@link UsageError} an option `runJobFile` does not have (a misspelt name), an option the CLI's parser refuses, no key ({@link MissingKeyError}), a saved id the
  *   account lacks ({@link UnknownSavedIdError}), an `accept` of a run that is not held back.
  * - {@link ResumeError} nothing to resume, a `maxCredits` at or below what the run spent; with `nothingToDo`
  *   set when there is nothing left to do (the CLI's exit 0).
@@ -162,6 +192,7 @@ export function fleetRunComplete(jobName: string, fleetRun: string): string {
  * - {@link SourceScanStoppedError} `signal` aborted before the first fetch (nothing was sent).
  */
 export async function runJobFile(path: string, options: RunJobFileOptions = {}): Promise<RunJobFileResult> {
+	checkOptions("runJobFile", options, RUN_JOB_FILE_OPTIONS);
 	if (options.continue && (options.resume !== undefined || options.retryFailed !== undefined))
 		throw new UsageError("continue chooses between resuming and a new run itself: not with resume or retryFailed");
 	checkRunOptions(options);

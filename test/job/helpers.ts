@@ -45,8 +45,9 @@ export async function loadYaml(
 	options: { files?: Record<string, string | Buffer>; env?: NodeJS.ProcessEnv } & Omit<LoadJobOptions, "cwd"> = {},
 ): Promise<Outcome> {
 	const dir = await makeTempDir();
-	await writeFiles(dir, { "job.yaml": yaml, ...options.files });
-	return loadIn(dir, "job.yaml", options);
+	const { files, ...loadOptions } = options;
+	await writeFiles(dir, { "job.yaml": yaml, ...files });
+	return loadIn(dir, "job.yaml", loadOptions);
 }
 
 export async function loadIn(dir: string, path: string, options: Omit<LoadJobOptions, "cwd"> = {}): Promise<Outcome> {

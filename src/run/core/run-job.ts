@@ -4,10 +4,12 @@ import type { BodySpill, ScraperClient } from "../../api/index.js";
 import type { BrowserServiceAccess } from "../../browser/index.js";
 import {
 	type Clock,
+	checkOptions,
 	createUrlKeys,
 	errorMessage,
 	type LastWords,
 	LIBRARY_WORDS,
+	type OptionKinds,
 	type OptionWords,
 	sleep as realSleep,
 	type Sleep,
@@ -164,11 +166,53 @@ export interface RunJobOptions {
 	readonly words?: OptionWords;
 }
 
+/** Each option of `runJob` and the kind of value it takes: the names a call may use, from its interface. */
+const RUN_JOB_OPTIONS = {
+	job: "object",
+	survey: "object",
+	client: "object",
+	concurrency: "number",
+	adaptiveConcurrency: "boolean",
+	outRoot: "string",
+	maxCredits: "number",
+	selection: "object",
+	resumeDir: "string",
+	force: "boolean",
+	repair: "boolean",
+	crawlKeysInMemory: "number",
+	feedKeysInMemory: "number",
+	signal: "signal",
+	gracePeriodMs: "number",
+	taskPoll: "object",
+	secrets: "any",
+	logger: "logger",
+	onProgress: "function",
+	history: "object",
+	outageTimeoutMs: "number",
+	clock: "function",
+	sleep: "function",
+	random: "function",
+	syncIntervalMs: "number",
+	method: "string",
+	browser: "object",
+	lock: "object",
+	lockLease: "object",
+	runId: "string",
+	lastWords: "object",
+	fleet: "object",
+	runsDir: "string",
+	sandboxDemoSite: "string",
+	configFile: "string",
+	words: "object",
+} as const satisfies OptionKinds<RunJobOptions>;
+
 /**
  * Run one job to the end, or until stopped. Records are written as targets finish, each exactly once;
- * the journal makes the run resumable at any byte. Throws only for set-up problems (lock, resume).
+ * the journal makes the run resumable at any byte. Throws only for set-up problems (lock, resume), and
+ * `UsageError` for an option it does not have (a misspelt name), before anything is sent.
  */
 export async function runJob(options: RunJobOptions): Promise<RunJobResult> {
+	checkOptions("runJob", options, RUN_JOB_OPTIONS);
 	const { job, survey } = options;
 	const clock = options.clock ?? systemClock;
 	const sleep = options.sleep ?? realSleep;
