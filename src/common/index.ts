@@ -41,7 +41,7 @@ export { createLastWords, type LastWord, type LastWords } from "./last-words.js"
 export { lazyModule } from "./lazy-module.js";
 export { makeDirectory } from "./make-directory.js";
 export { MIN_NODE_VERSION, NODE_TOO_OLD, nodeTooOld } from "./node-version.js";
-export { checkOptions, type OptionKind, type OptionKinds } from "./option-checks.js";
+export { checkOptions, checkPathArgument, type OptionKind, type OptionKinds } from "./option-checks.js";
 export { CLI_WORDS, LIBRARY_WORDS, type OptionWords } from "./option-words.js";
 export { plural } from "./plural.js";
 export { ownStartTicks, type ProcessState, processState } from "./process-state.js";

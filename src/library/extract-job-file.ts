@@ -3,6 +3,7 @@ import { resolve } from "node:path";
 import type { Logger } from "pino";
 import {
 	checkOptions,
+	checkPathArgument,
 	type LastWords,
 	LIBRARY_WORDS,
 	type OptionKinds,
@@ -15,6 +16,7 @@ import { EXTRACTION_VARIABLES, loadJob, SourceScanStoppedError } from "../job/in
 import { jobOutputDir, newRunId } from "../output/index.js";
 import { lockForReextraction, notifyRunEnd, type RunJobResult, reextractRun } from "../run/index.js";
 import { type RunJobFileResult, withLibraryRepair } from "./run-job-file.js";
+import { checkPositiveInt } from "./run-option-checks.js";
 import { withSandboxDemoSite } from "./service-connection.js";
 
 /** Options of `extractJobFile`: the flags of `scrapejob extract`. */
@@ -70,7 +72,8 @@ export type ExtractOutcome = RunJobResult & { readonly jobName: string };
  *
  * @throws
  * - {@link JobValidationError} the job file is invalid.
- * - {@link UsageError} an option `extractJobFile` does not have (a misspelt name), no such run, no records, no stored page, no `extract:`, no `run` option.
+ * - {@link UsageError} an option `extractJobFile` does not have (a misspelt name) or of the wrong kind, a
+ *   `threads` below 1, no such run, no records, no stored page, no `extract:`, no `run` option.
  * - {@link CorruptResultsError} the run named holds lines that are not records (a `runJobFile` resume with
  *   `repair: true` moves them aside).
  * - {@link LockHeldError} a run of the job holds its lock; {@link LockPathError} the lock path is not a file.
@@ -79,7 +82,9 @@ export type ExtractOutcome = RunJobResult & { readonly jobName: string };
  * - {@link SourceScanStoppedError} `signal` aborted before the call (nothing is made).
  */
 export async function extractJobFile(path: string, options: ExtractJobFileOptions): Promise<RunJobFileResult> {
+	checkPathArgument("extractJobFile", path);
 	checkOptions("extractJobFile", options, EXTRACT_JOB_FILE_OPTIONS);
+	checkPositiveInt("threads", options?.threads);
 	// `--run` is required by the CLI's parser; a call from JavaScript may leave it out.
 	if (typeof options?.run !== "string" || options.run === "")
 		throw new UsageError('run: name the run whose stored pages are read, a run id of the job or "latest"');

@@ -1,6 +1,13 @@
 import { basename, dirname, resolve } from "node:path";
 import type { Logger } from "pino";
-import { checkOptions, LIBRARY_WORDS, type OptionKinds, ScrapejobError, UsageError } from "../common/index.js";
+import {
+	checkOptions,
+	checkPathArgument,
+	LIBRARY_WORDS,
+	type OptionKinds,
+	ScrapejobError,
+	UsageError,
+} from "../common/index.js";
 import { formatProblem, loadJob, SourceScanStoppedError } from "../job/index.js";
 import type { RunSummary } from "../output/index.js";
 import { CorruptResultsError, type ProgressSnapshot, ResumeError } from "../run/index.js";
@@ -174,7 +181,8 @@ export function fleetRunComplete(jobName: string, fleetRun: string): string {
  *
  * @throws
  * - {@link JobValidationError} the job file is invalid (every problem, with its line and column).
- * - {@link UsageError} an option `runJobFile` does not have (a misspelt name), an option the CLI's parser refuses, no key ({@link MissingKeyError}), a saved id the
+ * - {@link UsageError} an option `runJobFile` does not have (a misspelt name) or of the wrong kind (`sandbox:
+ *   "yes"`, an `onProgress` that is not a function), an option the CLI's parser refuses, no key ({@link MissingKeyError}), a saved id the
  *   account lacks ({@link UnknownSavedIdError}), an `accept` of a run that is not held back.
  * - {@link ResumeError} nothing to resume, a `maxCredits` at or below what the run spent; with `nothingToDo`
  *   set when there is nothing left to do (the CLI's exit 0).
@@ -192,6 +200,7 @@ export function fleetRunComplete(jobName: string, fleetRun: string): string {
  * - {@link SourceScanStoppedError} `signal` aborted before the first fetch (nothing was sent).
  */
 export async function runJobFile(path: string, options: RunJobFileOptions = {}): Promise<RunJobFileResult> {
+	checkPathArgument("runJobFile", path);
 	checkOptions("runJobFile", options, RUN_JOB_FILE_OPTIONS);
 	if (options.continue && (options.resume !== undefined || options.retryFailed !== undefined))
 		throw new UsageError("continue chooses between resuming and a new run itself: not with resume or retryFailed");

@@ -18,8 +18,8 @@ export function checkHttpUrl(name: string, value: string | undefined): void {
 		);
 }
 
-/** A count the CLI takes as a positive integer (`--concurrency`, `--grace-period`, `--task-poll-ms`). */
-function checkPositiveInt(name: string, value: number | undefined): void {
+/** A count the CLI takes as a positive integer (`--concurrency`, `--grace-period`, `--task-poll-ms`; `threads`). */
+export function checkPositiveInt(name: string, value: number | undefined): void {
 	if (value === undefined) return;
 	if (!Number.isInteger(value) || value < 1)
 		throw new UsageError(`${name} must be a positive integer, got ${JSON.stringify(value)}`);

@@ -127,3 +127,76 @@ describe("an option a library call does not have is refused (UsageError) before 
 		expect(account).toThrow('createAccountClient: unknown option "baseURL"; did you mean "baseUrl"?');
 	});
 });
+
+describe("an option of the wrong kind is refused (UsageError) before anything is sent", () => {
+	const refused: Array<[string, Record<string, unknown>, string]> = [
+		["an onProgress that is not a function", { onProgress: "x" }, 'onProgress must be a function, got a string ("x")'],
+		["a signal that is not an AbortSignal", { signal: {} }, "signal must be an AbortSignal"],
+		[
+			"a logger without a logger's methods",
+			{ logger: {} },
+			"logger must be a logger with info, warn and error methods",
+		],
+		["a sandbox that is not a boolean", { sandbox: "yes" }, 'sandbox must be true or false, got a string ("yes")'],
+		["a continue that is not a boolean", { continue: 1 }, "continue must be true or false, got a number (1)"],
+		["a resume that is neither", { resume: 1 }, "resume must be true, false or a string, got a number (1)"],
+		["an out that is not a string", { out: 5 }, "out must be a string, got a number (5)"],
+		["an env that is not an object", { env: "SCRAPEJOB_ACCOUNT_KEY=x" }, "env must be an object"],
+	];
+	for (const [what, typo, message] of refused) {
+		it(`runJobFile: ${what}: no request, no run folder`, async () => {
+			const service = await useTestService();
+			const dir = tempDir();
+			const job = writeJob(dir, "shop", shopJobYaml(service.site.url, 2));
+			const options = withTypo<RunJobFileOptions>({ env: service.env, cwd: dir, out: "out" }, typo);
+			const error = await thrownBy(runJobFile(job, options));
+			expect(error).toBeInstanceOf(UsageError);
+			expect((error as UsageError).code).toBe("SCRAPEJOB_USAGE");
+			expect((error as Error).message).toContain(`runJobFile: ${message}`);
+			expect(service.emulator.ledger.entries).toHaveLength(0);
+			expect(existsSync(join(dir, "out", "shop"))).toBe(false);
+		});
+	}
+
+	it("runJobFile and extractJobFile: a path that is not a string", async () => {
+		const error = await thrownBy(runJobFile(5 as unknown as string, { sandbox: true }));
+		expect(error).toBeInstanceOf(UsageError);
+		expect((error as Error).message).toBe(
+			"runJobFile: the job file's path must be a non-empty string, got a number (5)",
+		);
+		const extract = await thrownBy(extractJobFile(undefined as unknown as string, { run: "latest" }));
+		expect(extract).toBeInstanceOf(UsageError);
+		expect((extract as Error).message).toBe(
+			"extractJobFile: the job file's path must be a non-empty string, got undefined",
+		);
+	});
+
+	it("extractJobFile: a signal, a logger or threads of the wrong kind make no run folder", async () => {
+		const service = await useTestService();
+		const dir = tempDir();
+		const out = join(dir, "out");
+		const job = writeJob(
+			dir,
+			"shop",
+			shopJobYaml(service.site.url, 2, ["output: {content: files}", "extract:", "  name: {css: h1}"]),
+		);
+		expect((await runJobFile(job, { env: service.env, out })).complete).toBe(true);
+		const folders = () => readdirSync(join(out, "shop")).filter(isRunFolderName);
+		const before = folders();
+		const cases: Array<[Record<string, unknown>, string]> = [
+			[{ signal: {} }, "extractJobFile: signal must be an AbortSignal"],
+			[
+				{ logger: "debug" },
+				'extractJobFile: logger must be a logger with info, warn and error methods (pino\'s), got a string ("debug")',
+			],
+			[{ threads: "2" }, 'extractJobFile: threads must be a number, got a string ("2")'],
+			[{ threads: 0 }, "threads must be a positive integer, got 0"],
+		];
+		for (const [typo, message] of cases) {
+			const error = await thrownBy(extractJobFile(job, withTypo({ run: "latest", out, env: service.env }, typo)));
+			expect(error, JSON.stringify(typo)).toBeInstanceOf(UsageError);
+			expect((error as Error).message).toContain(message);
+		}
+		expect(folders()).toEqual(before);
+	});
+});
