@@ -36,7 +36,7 @@ export {
 	type RunJobFileResult,
 	runJobFile,
 } from "./run-job-file.js";
-export { checkHttpUrl, checkRunOptions } from "./run-option-checks.js";
+export { checkHttpUrl, checkResumeOnlyOptions, checkRunOptions } from "./run-option-checks.js";
 export {
 	checkAccept,
 	lockPlannedRuns,

@@ -12,7 +12,7 @@ import { formatProblem, loadJob, SourceScanStoppedError } from "../job/index.js"
 import type { RunSummary } from "../output/index.js";
 import { CorruptResultsError, type ProgressSnapshot, ResumeError } from "../run/index.js";
 import { type PrepareContext, prepareRuns } from "./prepare-runs.js";
-import { checkRunOptions, durationOption } from "./run-option-checks.js";
+import { checkResumeOnlyOptions, checkRunOptions, durationOption } from "./run-option-checks.js";
 import { releasePlannedRuns } from "./run-plan.js";
 import { runPlannedJob } from "./run-planned.js";
 import { NoScraperAccessError } from "./scraper-access.js";
@@ -34,9 +34,15 @@ export interface RunJobFileOptions {
 	 * new run; a complete run is never reopened. Not with `resume` or `retryFailed` (`UsageError`).
 	 */
 	readonly continue?: boolean;
-	/** With `resume`: accept a job whose targets changed (changed targets run as new), as `--force`. */
+	/**
+	 * With `resume` (or `continue`): accept a job whose targets changed (changed targets run as new), as
+	 * `--force`. Without either, `UsageError`: it would start a new run, paid for in full.
+	 */
 	readonly force?: boolean;
-	/** With `resume`: move lines of results.jsonl that are not records aside, as `--repair`. */
+	/**
+	 * With `resume` (or `continue`): move lines of results.jsonl that are not records aside, as `--repair`.
+	 * Without either, `UsageError`: it would start a new run, paid for in full.
+	 */
 	readonly repair?: boolean;
 	/** As `--max-credits`: a new run's budget, or a resumed run's new one (above what it spent). @default the job's `max_credits`; on a resume, the run's own */
 	readonly maxCredits?: number;
@@ -204,6 +210,7 @@ export async function runJobFile(path: string, options: RunJobFileOptions = {}):
 	checkOptions("runJobFile", options, RUN_JOB_FILE_OPTIONS);
 	if (options.continue && (options.resume !== undefined || options.retryFailed !== undefined))
 		throw new UsageError("continue chooses between resuming and a new run itself: not with resume or retryFailed");
+	checkResumeOnlyOptions(options, LIBRARY_WORDS);
 	checkRunOptions(options);
 	const freshnessMs = durationOption("freshness", options.freshness);
 	const outageTimeoutMs = durationOption("outageTimeout", options.outageTimeout);

@@ -1,4 +1,4 @@
-import { DURATION_HINT, parseDuration, UsageError } from "../common/index.js";
+import { DURATION_HINT, type OptionWords, parseDuration, UsageError } from "../common/index.js";
 
 /**
  * `--notify`, `--healthcheck` (`notify`, `healthcheck`): an http(s) address, checked before anything is
@@ -23,6 +23,30 @@ export function checkPositiveInt(name: string, value: number | undefined): void 
 	if (value === undefined) return;
 	if (!Number.isInteger(value) || value < 1)
 		throw new UsageError(`${name} must be a positive integer, got ${JSON.stringify(value)}`);
+}
+
+/** The choices that pick between a new run and a resumed one. */
+export interface ResumeChoices {
+	readonly resume?: boolean | string;
+	readonly continue?: boolean;
+	readonly force?: boolean;
+	readonly repair?: boolean;
+}
+
+/**
+ * `--force` and `--repair` act on the run being resumed: without `--resume` or `--continue` they used to
+ * start a new run, paid for in full, which nobody asked for. Refused (exit 2) before anything is sent.
+ */
+export function checkResumeOnlyOptions(options: ResumeChoices, words: OptionWords): void {
+	const resuming = (options.resume !== undefined && options.resume !== false) || options.continue === true;
+	if (resuming) return;
+	const given = [options.force ? words.forceOn : null, options.repair ? words.repairOn : null].filter(
+		(word): word is string => word !== null,
+	);
+	if (given.length === 0) return;
+	throw new UsageError(
+		`${given.join(" and ")} ${given.length > 1 ? "act" : "acts"} on a resumed run: give ${words.resume} (or ${words.continueOn}) with ${given.length > 1 ? "them" : "it"}; alone, a new run would start, paid for in full`,
+	);
 }
 
 /** A duration option (`"24h"`, `0`) in ms, or undefined when not given. */

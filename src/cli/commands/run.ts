@@ -3,6 +3,7 @@ import { basename, dirname, resolve } from "node:path";
 import { type Command, InvalidArgumentError } from "commander";
 import pino, { type Logger } from "pino";
 import {
+	CLI_WORDS,
 	DURATION_HINT,
 	errorMessage,
 	maskUrlCredentials,
@@ -23,6 +24,7 @@ import {
 } from "../../job/index.js";
 import {
 	checkHttpUrl,
+	checkResumeOnlyOptions,
 	fleetRunComplete,
 	type LoadedRunJob,
 	nothingToRetry,
@@ -128,11 +130,11 @@ export function registerRunCommand(program: Command, ctx: CliContext): void {
 		)
 		.option(
 			"--force",
-			"with --resume or --continue: resume a run whose job's targets changed (changed targets run as new; the run is then the changed job's, and records of targets it no longer has are not counted as done)",
+			"with --resume or --continue (alone: exit 2): resume a run whose job's targets changed (changed targets run as new; the run is then the changed job's, and records of targets it no longer has are not counted as done)",
 		)
 		.option(
 			"--repair",
-			"with --resume: move lines of results.jsonl that are not records to results.corrupt.jsonl; their targets run again",
+			"with --resume or --continue (alone: exit 2): move lines of results.jsonl that are not records to results.corrupt.jsonl; their targets run again",
 		)
 		.option(
 			"--dry-run",
@@ -332,6 +334,7 @@ async function runCommand(ctx: CliContext, paths: string[], flags: RunFlags): Pr
 			throw new UsageError(
 				`--continue chooses between resuming and a new run itself: not with ${flags.resume !== undefined ? "--resume" : "--retry-failed"}`,
 			);
+		checkResumeOnlyOptions(flags, CLI_WORDS);
 		// The sandbox starts first so that jobs can name its demo site; it costs nothing.
 		if (flags.sandbox) connection = await connectService(ctx, flags);
 		// A terminal gets the sandbox's terms as a sentence; cron's stderr gets them as a log line below.
