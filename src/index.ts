@@ -4,8 +4,8 @@
  * running jobs from code and for testing an integration against the emulator.
  *
  * One call runs a job file: `await runJobFile("jobs/x.yaml", { sandbox, out, signal, onProgress })`.
- * The lower-level pieces below (`loadJob`, `surveyTargets`, `createScraperClient`, `runJob`, …) are
- * what it is made of, for those who need a different assembly.
+ * The lower-level pieces below (`loadJob`, `surveyTargets`, `surveyNewRun`, `createScraperClient`, `runJob`,
+ * …) are what it is made of, for those who need a different assembly.
  */
 
 export {
@@ -69,12 +69,15 @@ export {
 	type ExtractJobFileOptions,
 	extractJobFile,
 	MissingKeyError,
+	type NewRunSurvey,
 	NoBrowserAccessError,
 	NoScraperAccessError,
 	type RunJobFileOptions,
 	type RunJobFileResult,
 	runExitCode,
 	runJobFile,
+	type SurveyNewRunOptions,
+	surveyNewRun,
 	UnknownSavedIdError,
 } from "./library/index.js";
 export {
@@ -91,6 +94,7 @@ export {
 } from "./output/index.js";
 export {
 	CorruptResultsError,
+	type Forecast,
 	LayoutConflictError,
 	LockHeldError,
 	type LockLease,

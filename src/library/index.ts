@@ -69,3 +69,4 @@ export {
 	type ServiceFlags,
 	withSandboxDemoSite,
 } from "./service-connection.js";
+export { type NewRunSurvey, type SurveyNewRunOptions, surveyNewRun } from "./survey-new-run.js";
