@@ -4,6 +4,8 @@
  * run here, as a user pastes them, against the emulator: one `sh -e` per block, `npx scrapejob` being
  * this checkout's built CLI, in a folder holding a copy of the repository's `jobs/`. The emulator's
  * documented ports (8700, 8701) are moved to a free pair, so a run beside other tests cannot collide.
+ * A block that starts the emulator in the background also runs with its port taken: it must stop with
+ * the emulator's error, not wait for it forever.
  */
 import { cpSync, readdirSync } from "node:fs";
 import { createServer } from "node:net";
@@ -11,7 +13,7 @@ import { join } from "node:path";
 import { beforeAll, describe, expect, it } from "vitest";
 import { tempDir } from "./helpers/job-files.js";
 import { ROOT, readDoc } from "./helpers/manual.js";
-import { assertBuilt, runPrintedCommand } from "./helpers/spawn-cli.js";
+import { assertBuilt, endedWithin, runPrintedCommand } from "./helpers/spawn-cli.js";
 
 interface ShellBlock {
 	readonly where: string;
@@ -58,6 +60,7 @@ async function freePortPair(): Promise<number> {
 
 const blocks = shellBlocks();
 const runnable = blocks.filter((block) => block.marker === "runnable");
+const startingEmulator = runnable.filter((block) => /scrapejob emulator .*&$/m.test(block.text));
 
 describe("the guides' shell examples", () => {
 	beforeAll(() => assertBuilt());
@@ -86,5 +89,27 @@ describe("the guides' shell examples", () => {
 			expect(result.stdout.length).toBeGreaterThan(0);
 		},
 		120_000,
+	);
+
+	it.each(startingEmulator.map((block) => [block.where, block] as const))(
+		"%s stops with the emulator's error when its port is taken",
+		async (_where, block) => {
+			const dir = tempDir("scrapejob-guide-");
+			cpSync(join(ROOT, "jobs"), join(dir, "jobs"), { recursive: true });
+			const port = await freePortPair();
+			const taken = createServer();
+			await new Promise<void>((resolve) => taken.listen(port, "127.0.0.1", resolve));
+			try {
+				const script = block.text.replaceAll("8700", String(port)).replaceAll("8701", String(port + 1));
+				// A recipe that waits for emulator.json without watching the emulator never ends here.
+				const result = await endedWithin(runPrintedCommand(`set -e\n${script}`, { HOME: dir }, dir), 30_000);
+				expect(result, `${block.where} still waits for the emulator after it exited`).not.toBeNull();
+				expect(result?.code).not.toBe(0);
+				expect(result?.stderr).toContain(`port ${port} or ${port + 1} (demo site) on 127.0.0.1 is in use`);
+			} finally {
+				await new Promise((resolve) => taken.close(resolve));
+			}
+		},
+		60_000,
 	);
 });
