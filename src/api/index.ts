@@ -8,6 +8,7 @@ export {
 	USAGE_PERIODS,
 	type UsagePeriod,
 } from "./account-client.js";
+export { likelyServiceAddresses, meantServiceAddress, type ServiceApi } from "./address-guess.js";
 export {
 	classifyFailure,
 	classifyScrapingError,

@@ -1,5 +1,5 @@
 import { Command, CommanderError } from "commander";
-import { cliCommand, errorMessage, ScrapejobError } from "../common/index.js";
+import { errorMessage, ScrapejobError } from "../common/index.js";
 import { debugStacks } from "../config/index.js";
 import { registerCommands } from "./commands/index.js";
 import type { CliContext } from "./context.js";
@@ -28,25 +28,6 @@ export async function createProgram(ctx: CliContext, argv?: readonly string[]): 
 }
 
 /**
- * After an address that is not the service: the command that checks the addresses alone, with the
- * addresses and config file this command line gave (not printed by `health` itself).
- */
-function healthHint(argv: readonly string[]): string {
-	const words = ["health"];
-	for (let i = 1; i < argv.length; i++) {
-		const word = argv[i]!;
-		const flag = SERVICE_FLAGS.find((name) => word === name || word.startsWith(`${name}=`));
-		if (flag === undefined) continue;
-		if (word === flag && argv[i + 1] !== undefined) words.push(flag, argv[++i]!);
-		else if (word !== flag) words.push(word);
-	}
-	return `; \`${cliCommand(words)}\` checks it without running a job`;
-}
-
-/** The flags that say which service a command reaches (`addServiceOptions`). */
-const SERVICE_FLAGS = ["--api-url", "--scraper-url", "--config"] as const;
-
-/**
  * The only place that turns outcomes into exit codes (0 ok · 1 some failed · 2 invalid · 3 auth/credits ·
  * 4 lock held · 130 interrupted).
  */
@@ -62,7 +43,11 @@ export async function main(argv: readonly string[], ctx: CliContext): Promise<nu
 		}
 		const code = exitCodeForError(error);
 		const label = error instanceof ScrapejobError ? error.code : "INTERNAL";
-		const hint = label === "SCRAPEJOB_NOT_THE_SERVICE" && argv[0] !== "health" ? healthHint(argv) : "";
+		// Loaded only here: a command that never fails so should not load the HTTP client for it.
+		const hint =
+			label === "SCRAPEJOB_NOT_THE_SERVICE"
+				? await (await import("./wrong-address-hint.js")).wrongAddressHint(error, argv, ctx.signal)
+				: "";
 		ctx.stderr.write(`scrapejob: ${errorMessage(error)}${hint}${label === "INTERNAL" ? "" : ` [${label}]`}\n`);
 		if (label === "INTERNAL" && error instanceof Error && error.stack && debugStacks(ctx.env)) {
 			ctx.stderr.write(`${error.stack}\n`);

@@ -420,15 +420,19 @@ describe("scrapejob health", () => {
 		expect(scraper.stderr).toContain("the scraper service is not at");
 		// What to check, for the CLI's user and a library caller (env) alike.
 		expect(scraper.stderr).toContain("(--scraper-url, or SCRAPEJOB_SCRAPER_URL in the environment or the config file)");
-		// The hint a run prints (check it with `health`) would send the user round in a circle here.
-		expect(scraper.stderr).not.toContain("checks it without running a job");
+		// The check it suggests is of the address meant, never of the one that failed again.
+		expect(scraper.stderr).toContain(
+			`\`npx scrapejob health --scraper-url ${withoutPrefix}/api/v1\` checks it without running a job`,
+		);
 		const account = await runCli(["health"], {
 			env: { SCRAPEJOB_API_URL: `${emulator.apiUrl}/nothing-here`, SCRAPEJOB_ACCOUNT_KEY: emulator.accountKey },
 		});
 		expect(account.code, account.stderr).toBe(3);
 		expect(account.stderr).toContain("the account API is not at");
 		expect(account.stderr).toContain("(--api-url, or SCRAPEJOB_API_URL in the environment or the config file)");
-		expect(account.stderr).not.toContain("checks it without running a job");
+		expect(account.stderr).toContain(
+			`\`npx scrapejob health --api-url ${emulator.apiUrl}\` checks it without running a job`,
+		);
 		// The status is said once, not "answered 404 HTTP 404".
 		expect(account.stderr).not.toMatch(/answered (\d+) HTTP \1/);
 	});
