@@ -1,4 +1,5 @@
-import { errorMessage, ScrapejobError } from "../common/index.js";
+import type { Command, CommanderError } from "commander";
+import { errorMessage, ScrapejobError, UsageError } from "../common/index.js";
 import { formatProblem, JobValidationError } from "../job/index.js";
 import { type CliContext, writeLine } from "./context.js";
 import { EXIT } from "./exit-codes.js";
@@ -36,4 +37,31 @@ export function answerInvalidJob(ctx: CliContext, json: boolean, error: unknown)
 	for (const problem of error.problems) writeLine(ctx.stderr, formatProblem(problem));
 	if (json) printJsonError(ctx, error);
 	ctx.exitCode = EXIT.invalidInput;
+}
+
+/** The commands whose failures with `--json` answer on stdout (docs/reference/cli.md), as typed. */
+const ANSWERING_IN_JSON = new Set(["run", "validate", "export", "extract", "health", "fleet status"]);
+
+/**
+ * A usage error commander found (unknown option, missing argument, invalid value) in the command line of
+ * one of those commands with `--json`: answered on stdout as the command's own errors are, so a script
+ * gets its one line whichever part of scrapejob refused it. Commander has said it on stderr already.
+ */
+export function answerCommanderErrorInJson(
+	ctx: CliContext,
+	program: Command,
+	argv: readonly string[],
+	error: CommanderError,
+): void {
+	const names: string[] = [];
+	let command = program;
+	for (const word of argv) {
+		const sub = command.commands.find((candidate) => candidate.name() === word || candidate.aliases().includes(word));
+		if (sub === undefined) break;
+		names.push(word);
+		command = sub;
+	}
+	const options = argv.slice(names.length, argv.includes("--") ? argv.indexOf("--") : undefined);
+	if (!ANSWERING_IN_JSON.has(names.join(" ")) || !options.includes("--json")) return;
+	printJsonError(ctx, new UsageError(error.message.replace(/^error: /, "")));
 }

@@ -32,14 +32,19 @@ export async function createProgram(ctx: CliContext, argv?: readonly string[]): 
  * 4 lock held · 130 interrupted).
  */
 export async function main(argv: readonly string[], ctx: CliContext): Promise<number> {
+	let program: Command | undefined;
 	try {
-		const program = await createProgram(ctx, argv);
+		program = await createProgram(ctx, argv);
 		await program.parseAsync([...argv], { from: "user" });
 		return ctx.exitCode;
 	} catch (error) {
 		if (error instanceof CommanderError) {
 			// --help and --version end through here with exit code 0.
-			return error.exitCode === 0 ? EXIT.ok : EXIT.invalidInput;
+			if (error.exitCode === 0) return EXIT.ok;
+			// Loaded only here, as the job module it brings is no use to most commands' start.
+			if (program !== undefined)
+				(await import("./json-error.js")).answerCommanderErrorInJson(ctx, program, argv, error);
+			return EXIT.invalidInput;
 		}
 		const code = exitCodeForError(error);
 		const label = error instanceof ScrapejobError ? error.code : "INTERNAL";

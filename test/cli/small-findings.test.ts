@@ -182,6 +182,38 @@ describe("small things a new user noticed", () => {
 		expect(answers[4]!.error.problems).toEqual([expect.objectContaining({ line: 3 })]);
 	});
 
+	it("--json usage errors commander finds (invalid value, missing option, unknown option) answer on stdout in one JSON line too", async () => {
+		const dir = tempDir();
+		const job = writeJob(dir, "c", "name: c\ntargets:\n  - https://a.example/\n");
+		for (const [argv, message] of [
+			[
+				["run", job, "--json", "--sandbox", "--max-credits", "abc"],
+				`option '--max-credits <n>' argument 'abc' is invalid. --max-credits must be a number >= 0, got "abc"`,
+			],
+			[["export", job, "--json"], "required option '--latest' not specified"],
+			[["run", job, "--json", "--bogus"], "unknown option '--bogus'"],
+			[["fleet", "status", "--json"], "missing required argument 'job'"],
+		] as const) {
+			const result = await runCli([...argv], { cwd: dir });
+			expect(result.code, argv.join(" ")).toBe(2);
+			// The words for people stay on stderr, as commander says them.
+			expect(result.stderr).toContain(`error: ${message}`);
+			expect(result.stdout, argv.join(" ")).toMatch(/^[^\n]+\n$/);
+			expect(JSON.parse(result.stdout)).toEqual({ error: { code: "SCRAPEJOB_USAGE", message } });
+		}
+		// Without --json (or with it only after `--`, or for a command whose failures are not answered in
+		// JSON), stdout stays empty.
+		for (const argv of [
+			["run", job, "--bogus"],
+			["run", job, "--bogus", "--", "--json"],
+			["report", "--json", "--bogus"],
+		]) {
+			const result = await runCli(argv, { cwd: dir });
+			expect(result.code, argv.join(" ")).toBe(2);
+			expect(result.stdout, argv.join(" ")).toBe("");
+		}
+	});
+
 	it("an invalid mode gives the service's words first, then the allowed values", async () => {
 		const dir = tempDir();
 		const job = writeJob(dir, "bad", "name: bad\ndefaults:\n  mode: browsr\ntargets:\n  - https://a.example/\n");
