@@ -24,7 +24,28 @@ export async function createProgram(ctx: CliContext, argv?: readonly string[]): 
 		})
 		.exitOverride();
 	await registerCommands(program, ctx, argv);
+	argumentsBeforeRequiredOptions(program);
 	return program;
+}
+
+/**
+ * Commander checks required options before arguments, so `export` alone said "required option
+ * '--latest' not specified" before the job file it lacks. A command with required arguments checks its
+ * required options just before its action instead, after commander's argument check, with its words.
+ */
+function argumentsBeforeRequiredOptions(command: Command): void {
+	for (const sub of command.commands) argumentsBeforeRequiredOptions(sub);
+	const required = command.options.filter((option) => option.mandatory);
+	if (required.length === 0 || !command.registeredArguments.some((argument) => argument.required)) return;
+	for (const option of required) option.makeOptionMandatory(false);
+	command.hook("preAction", () => {
+		const missing = required.find((option) => command.getOptionValue(option.attributeName()) === undefined);
+		if (missing !== undefined) {
+			command.error(`error: required option '${missing.flags}' not specified`, {
+				code: "commander.missingMandatoryOptionValue",
+			});
+		}
+	});
 }
 
 /**

@@ -182,6 +182,27 @@ describe("small things a new user noticed", () => {
 		expect(answers[4]!.error.problems).toEqual([expect.objectContaining({ line: 3 })]);
 	});
 
+	it("a command given no job file (or run folder) says that first, before any option it requires", async () => {
+		const dir = tempDir();
+		const job = writeJob(dir, "c", "name: c\ntargets:\n  - https://a.example/\n");
+		for (const [argv, first] of [
+			[["export"], "error: missing required argument 'job'"],
+			[["extract"], "error: missing required argument 'job'"],
+			[["merge"], "error: missing required argument 'run-dirs'"],
+			// The options are still required, and said as commander says them.
+			[["export", job], "error: required option '--latest' not specified"],
+			[["export", job, "--latest"], "error: required option '--out <file>' not specified"],
+			[["extract", job], "error: required option '--run <run-id|latest>' not specified"],
+			[["merge", dir], "error: required option '--out <dir>' not specified"],
+		] as const) {
+			const result = await runCli([...argv], { cwd: dir });
+			expect(result.code, argv.join(" ")).toBe(2);
+			expect(result.stderr.split("\n")[0], argv.join(" ")).toBe(first);
+		}
+		const help = await runCli(["export", "--help"], { cwd: dir });
+		expect(help.code).toBe(0);
+	});
+
 	it("--json usage errors commander finds (invalid value, missing option, unknown option) answer on stdout in one JSON line too", async () => {
 		const dir = tempDir();
 		const job = writeJob(dir, "c", "name: c\ntargets:\n  - https://a.example/\n");
