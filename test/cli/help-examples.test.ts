@@ -84,3 +84,16 @@ it("the exit-code reference's table has run --help's rows: each code's meaning a
 	const readme = readFileSync(join(repo, "docs", "reference", "exit-codes.md"), "utf8");
 	for (const row of RUN_EXIT_TABLE) expect(readme).toContain(`| ${row.code} | ${row.meaning} | ${row.scheduler} |`);
 });
+
+it("the exit-code reference names every command whose --help says it exits 1 outside a run (task's not found was missing)", async () => {
+	const readme = readFileSync(join(repo, "docs", "reference", "exit-codes.md"), "utf8").replace(/\s+/g, " ");
+	const exitingOne: string[] = [];
+	for (const name of ["health", "merge", "task", "validate"]) {
+		const help = (await runCli([name, "--help"])).stdout.replace(/\s+/g, " ");
+		const codes = /Exit codes: (.*?)(?:\. |$)/.exec(help)?.[1];
+		expect(codes, name).toBeDefined();
+		if (/(^|· )1 /.test(codes!)) exitingOne.push(name);
+	}
+	expect(exitingOne).toEqual(["health", "merge", "task"]);
+	for (const name of exitingOne) expect(readme, name).toContain(`\`${name}\` exits 1`);
+});
