@@ -2,7 +2,7 @@ import { basename, dirname, isAbsolute, relative } from "node:path";
 import { cliCommand } from "../common/index.js";
 import type { Job } from "../job/index.js";
 import type { RunSummary } from "../output/index.js";
-import { budgetToFinish, listRuns } from "../run/index.js";
+import { budgetToFinish, listLayoutRuns } from "../run/index.js";
 
 interface ResumeFlags {
 	readonly out: string;
@@ -33,10 +33,10 @@ function runWords(ctx: { cwd: string }, job: Job, flags: ResumeFlags): string[] 
 /**
  * The command that resumes THIS run, as it must be pasted (docs/behaviour.md, "Summaries and hints"):
  * the same job file, `--out` when it was not the default, `--shard I/N` for a shard, the flags that
- * chose the service (`--sandbox`, `--config`), the run id when a newer run of the job exists (plain
- * `--resume` picks the newest), after a budget stop a larger `--max-credits` (a plain `--resume`
- * keeps the run's budget, so it would stop again at once), and after a source changed under the run
- * `--force` (a plain `--resume` refuses targets that changed).
+ * chose the service (`--sandbox`, `--config`), the run id when a newer run of its layout exists (plain
+ * `--resume` picks the newest of the shard's own runs, or of the unsharded ones), after a budget stop a
+ * larger `--max-credits` (a plain `--resume` keeps the run's budget, so it would stop again at once),
+ * and after a source changed under the run `--force` (a plain `--resume` refuses targets that changed).
  */
 export function resumeCommand(
 	ctx: { cwd: string },
@@ -47,7 +47,8 @@ export function resumeCommand(
 ): string {
 	const words = [...runWords(ctx, job, flags), "--resume"];
 	const runId = basename(runDir);
-	if (listRuns(dirname(runDir))[0]?.runId !== runId) words.push(runId);
+	// Against this shard's own runs, as --resume picks: another shard's newer folder needs no run id.
+	if (listLayoutRuns(dirname(runDir), job.shard)[0]?.runId !== runId) words.push(runId);
 	if (stopped?.summary.stopped_reason === "budget_exhausted")
 		words.push("--max-credits", String(budgetToFinish(stopped.summary, stopped.dearestTarget)));
 	// The run stopped because a source changed: a plain --resume refuses changed targets.

@@ -2,12 +2,12 @@ import { randomBytes } from "node:crypto";
 import { basename, join, resolve } from "node:path";
 import type { OptionWords } from "../common/index.js";
 import { assertAcceptable, assertStoreLoads } from "../history/index.js";
-import { type Job, SHARD_SUFFIX_PATTERN, shardSuffix, type TargetCounts } from "../job/index.js";
+import { type Job, shardSuffix, type TargetCounts } from "../job/index.js";
 import { findCorruptLines, jobOutputDir, newRunId, RUN_FILES } from "../output/index.js";
 import {
 	CorruptResultsError,
 	type LockLease,
-	listRuns,
+	listLayoutRuns,
 	lockJobOutput,
 	ResumeError,
 	type RunLock,
@@ -61,10 +61,7 @@ export function planRuns(
 	for (const { job, counts } of jobs) {
 		// A shard's run folders end in -shard-I-of-N: it resumes its own, an unsharded run none of them.
 		const suffix = job.shard ? shardSuffix(job.shard) : null;
-		const ownRuns = () =>
-			listRuns(resolve(outRoot, job.name)).filter((info) =>
-				suffix ? info.runId.endsWith(suffix) : !SHARD_SUFFIX_PATTERN.test(info.runId),
-			);
+		const ownRuns = () => listLayoutRuns(resolve(outRoot, job.name), job.shard);
 		if (continueRun) {
 			const newest = ownRuns()[0];
 			planned.push(

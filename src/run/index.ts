@@ -27,7 +27,7 @@ export { LockHeldError, type LockLease, LockPathError, type RunLock } from "./lo
 export { MERGE_FILE, type MergeResult, mergeShardRuns } from "./merge/merge-runs.js";
 export { budgetToFinish } from "./records/budget-to-finish.js";
 export { BASELINE_RUNS } from "./records/contract-check.js";
-export { listRuns, type RunInfo } from "./records/find-runs.js";
+export { listLayoutRuns, listRuns, type RunInfo } from "./records/find-runs.js";
 export {
 	NOTIFY_EVENTS,
 	type NotifyEvent,

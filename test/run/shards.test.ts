@@ -490,6 +490,51 @@ async function gatedSite(): Promise<{ url: string; open(): void; close(): void; 
 	};
 }
 
+describe("two shards interrupted together", () => {
+	it("each prints the same kind of resume hint, and each, run as printed, finishes its own folder", async () => {
+		assertBuilt();
+		service = await startTestService({ concurrency: 4 });
+		// Pages answered only once the test opens the site: neither shard can finish before its SIGINT.
+		const site = await gatedSite();
+		const dir = tempDir();
+		onePageHostJob(dir, "pair", site.url, 8);
+		const shards = ["1/2", "2/2"].map((shard) =>
+			spawnCli(["run", "pair.yaml", "--out", "out", "--shard", shard, "--grace-period", "200"], service!.env, dir),
+		);
+		const jobDir = join(dir, "out", "pair");
+		const folders = () => (existsSync(jobDir) ? readdirSync(jobDir).filter(isRunFolderName).sort() : []);
+		await until(
+			() => folders().filter((name) => existsSync(join(jobDir, name, "run.json"))).length === 2,
+			"each shard's run folder",
+		);
+		for (const shard of shards) shard.child.kill("SIGINT");
+		const stopped = await Promise.all(shards.map((shard) => shard.done));
+		expect(stopped.map((result) => result.code)).toEqual([130, 130]);
+		// The hint of the shard whose folder was not the job's newest (the other shard's) named its run id;
+		// the other's did not. Each shard's --resume picks its own newest folder: neither needs the id.
+		const hints = stopped.map((result) => /finish with `([^`]+)`/.exec(result.stdout)?.[1]);
+		expect(hints).toEqual([
+			"npx scrapejob run pair.yaml --out out --shard 1/2 --resume",
+			"npx scrapejob run pair.yaml --out out --shard 2/2 --resume",
+		]);
+		site.open();
+		const resumed = await Promise.all(hints.map((hint) => runPrintedCommand(hint!, service!.env, dir).done));
+		expect(
+			resumed.map((result) => result.code),
+			resumed.map((result) => result.stderr).join("\n"),
+		).toEqual([0, 0]);
+		// Each resumed its own folder: still one per shard, both complete, every page once.
+		expect(
+			folders()
+				.map((name) => name.replace(/^.*-shard-/, "shard-"))
+				.sort(),
+		).toEqual(["shard-1-of-2", "shard-2-of-2"]);
+		const records = folders().flatMap((name) => readRecords(join(jobDir, name)));
+		expect(records.map((record) => record.status)).toEqual(Array(8).fill("ok"));
+		for (const name of folders()) expect(readSummary(join(jobDir, name)).complete).toBe(true);
+	}, 60_000);
+});
+
 describe("overlapping shard layouts of one job", () => {
 	it("the later run exits 4 before sending anything, naming the other; shards of one layout run side by side", async () => {
 		assertBuilt();

@@ -1,7 +1,7 @@
 import { existsSync, readdirSync, readFileSync } from "node:fs";
 import { basename, dirname, join } from "node:path";
 import { hasUnreadLinks } from "../../crawl/index.js";
-import { SHARD_SUFFIX_PATTERN } from "../../job/index.js";
+import { SHARD_SUFFIX_PATTERN, type ShardSpec, shardSuffix } from "../../job/index.js";
 import { RUN_FILES, type RunSummary } from "../../output/index.js";
 
 /** One run folder of a job, as `listRuns` finds it. */
@@ -29,6 +29,18 @@ export function listRuns(jobDir: string): RunInfo[] {
 			return { runId: entry.name, dir, complete: isRunComplete(dir, summary), summary };
 		})
 		.sort((a, b) => (a.runId < b.runId ? 1 : a.runId > b.runId ? -1 : 0));
+}
+
+/**
+ * The runs of one layout of a job, newest first: a shard's own (`-shard-I-of-N`), or without `shard` the
+ * unsharded ones. What `--resume` of that shard (or unsharded run) picks from: the other shards' folders
+ * are not its own, however new.
+ */
+export function listLayoutRuns(jobDir: string, shard: ShardSpec | undefined): RunInfo[] {
+	const suffix = shard ? shardSuffix(shard) : null;
+	return listRuns(jobDir).filter((info) =>
+		suffix ? info.runId.endsWith(suffix) : !SHARD_SUFFIX_PATTERN.test(info.runId),
+	);
 }
 
 /**
