@@ -49,6 +49,7 @@ const seriesKey = (metrics: Pick<RunMetrics, "job" | "shard" | "worker">) =>
  */
 export function openMetricsFile(options: MetricsFileOptions): MetricsFile {
 	let failed = false;
+	let first = true;
 	let chain = Promise.resolve();
 	const writeNow = async () => {
 		try {
@@ -58,8 +59,10 @@ export function openMetricsFile(options: MetricsFileOptions): MetricsFile {
 			await withFileMutex(options.path, async () => {
 				const others = readSeries(options.path);
 				others.delete(seriesKey(options.metrics));
+				if (first) dropEndedWorkers(others, options.metrics);
 				writeFileAtomic(options.path, await renderMetrics([...others.values(), options.metrics]));
 			});
+			first = false;
 			failed = false;
 		} catch (error) {
 			// Said once per failing streak: a full disk must not flood the log every 10 s.
@@ -81,9 +84,29 @@ export function openMetricsFile(options: MetricsFileOptions): MetricsFile {
 	return { write, close: () => clearInterval(timer) };
 }
 
-/** The last success a previous metrics file recorded for this job and shard (0: none, or no file). */
+/**
+ * The last success a previous metrics file recorded for this job and shard (0: none, or no file): the newest
+ * of its series, a fleet's workers' included (each fleet worker is a new series, which would start at 0).
+ */
 export function previousLastSuccess(path: string, job: string, shard: string): number {
-	return readSeries(path).get(seriesKey({ job, shard, worker: "" }))?.lastSuccessSeconds ?? 0;
+	let newest = 0;
+	for (const metrics of readSeries(path).values()) {
+		if (metrics.job === job && metrics.shard === shard) newest = Math.max(newest, metrics.lastSuccessSeconds);
+	}
+	return newest;
+}
+
+/**
+ * A fleet worker's first write drops the series of the job's other workers with nothing in flight: a
+ * worker id is new with each process, so the series of workers long gone would pile up in the file (and
+ * each would age past an alert's threshold). A worker running beside it is written back at its next write.
+ */
+function dropEndedWorkers(series: Series, mine: RunMetrics): void {
+	if (mine.worker === "") return;
+	for (const [key, metrics] of series) {
+		if (metrics.job === mine.job && metrics.shard === mine.shard && metrics.worker !== "" && metrics.inflight === 0)
+			series.delete(key);
+	}
 }
 
 /** The metrics as Prometheus text, through prom-client (one registry per write: the figures are the run's, set whole). */
