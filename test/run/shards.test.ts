@@ -491,7 +491,7 @@ async function gatedSite(): Promise<{ url: string; open(): void; close(): void; 
 }
 
 describe("two shards interrupted together", () => {
-	it("each prints the same kind of resume hint, and each, run as printed, finishes its own folder", async () => {
+	it("a merge while they run says so, with no resume to paste; each prints the same kind of resume hint, and each, run as printed, finishes its own folder", async () => {
 		assertBuilt();
 		service = await startTestService({ concurrency: 4 });
 		// Pages answered only once the test opens the site: neither shard can finish before its SIGINT.
@@ -507,6 +507,15 @@ describe("two shards interrupted together", () => {
 			() => folders().filter((name) => existsSync(join(jobDir, name, "run.json"))).length === 2,
 			"each shard's run folder",
 		);
+		// A merge while both run: incomplete, said as running, and no --resume to paste (their locks refuse it).
+		const early = await spawnCli(["merge", "out/pair", "--out", "merged"], {}, dir).done;
+		expect(early.code, early.stderr).toBe(1);
+		expect(early.stdout).toContain("stopped    incomplete shards 1, 2; still running: shards 1, 2");
+		expect(early.stdout).toContain("finish with `npx scrapejob merge out/pair --out merged`");
+		expect(early.stdout).toContain(
+			"running    shards 1, 2 still running: once they have ended, `npx scrapejob merge out/pair --out merged` merges again",
+		);
+		expect(early.stdout).not.toContain("--resume");
 		for (const shard of shards) shard.child.kill("SIGINT");
 		const stopped = await Promise.all(shards.map((shard) => shard.done));
 		expect(stopped.map((result) => result.code)).toEqual([130, 130]);

@@ -1,5 +1,6 @@
 import { resolve } from "node:path";
 import type { Command } from "commander";
+import { cliCommand } from "../../common/index.js";
 import { runSucceeded } from "../../library/index.js";
 import { formatSummary } from "../../output/index.js";
 import { rebuildReport } from "../../report/index.js";
@@ -51,7 +52,15 @@ Examples:
 			else {
 				const { shards } = summary;
 				// Then merge again (with the new shards' folders); `;`, not `&&`: one shard's failures stop no other.
-				ctx.stdout.write(formatSummary(summary, outDir, { resume: finishCommands.join("; ") }));
+				// Shards still running have nothing to resume: once they end, this same merge finishes the layout.
+				const mergeAgain = cliCommand(["merge", ...dirs, "--out", flags.out]);
+				const finish = finishCommands.length > 0 ? finishCommands.join("; ") : mergeAgain;
+				ctx.stdout.write(formatSummary(summary, outDir, { resume: finish }));
+				if (shards.running.length > 0)
+					writeLine(
+						ctx.stdout,
+						`running    ${shards.running.length === 1 ? "shard" : "shards"} ${shards.running.join(", ")} still running: once ${shards.running.length === 1 ? "it has" : "they have"} ended, \`${mergeAgain}\` merges again`,
+					);
 				writeLine(
 					ctx.stdout,
 					`shards     ${shards.merged.length} of ${shards.count} merged${shards.missing.length ? `; missing ${shards.missing.join(", ")}` : ""}${shards.incomplete.length ? `; incomplete ${shards.incomplete.join(", ")}` : ""}`,

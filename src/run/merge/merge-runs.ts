@@ -37,6 +37,7 @@ import {
 	writeSummary,
 } from "../../output/index.js";
 import { journalledDiscoveryCredits } from "../feed/discovery-sources.js";
+import { liveLockHolder } from "../locks/run-lock.js";
 import { budgetToFinish } from "../records/budget-to-finish.js";
 import { isRunComplete } from "../records/find-runs.js";
 import { buildSummary, createRunStatistics } from "../records/run-statistics.js";
@@ -74,6 +75,8 @@ export interface MergedShards {
 	readonly missing: number[];
 	/** Shards whose run did not finish (their summary says so, or there is none), or was handed links after it ended. */
 	readonly incomplete: number[];
+	/** Of the incomplete shards, those whose run is still going on (its shard's lock is held by it): merge again once they end. */
+	readonly running: number[];
 }
 
 /** The file `merge` writes instead of run.json: a merged folder is not a run that `--resume` could continue. */
@@ -224,7 +227,10 @@ export async function mergeShardRuns(
 		const finishCommands = [
 			...metas
 				.map((meta, index) => ({ meta, summary: shardSummaries[index] ?? null }))
-				.filter(({ meta }) => incomplete.includes(meta.shard.index))
+				// A shard still running is not resumed (its lock refuses that): it is waited for.
+				.filter(
+					({ meta }) => incomplete.includes(meta.shard.index) && !result.shards.running.includes(meta.shard.index),
+				)
 				.map(({ meta, summary }) =>
 					shardRunCommand(meta, meta.shard.index, ["--resume", meta.run_id, ...budgetFlag(summary)], cwd),
 				),
@@ -399,6 +405,12 @@ function mergedBreakers(summaries: ReadonlyArray<RunSummary | null>): BreakerRep
 	return [...byDomain.values()];
 }
 
+/** Whether the shard's run is going on now: the live holder of its shard's lock is that very run. */
+function isStillRunning(meta: ShardMeta): boolean {
+	const lock = join(dirname(meta.dir), `.lock-shard-${meta.shard.index}-of-${meta.shard.count}`);
+	return liveLockHolder(lock)?.run_id === meta.run_id;
+}
+
 /** The merged summary: totals over every shard the merge saw, and which shards are missing or incomplete. */
 function mergedSummary(
 	metas: readonly ShardMeta[],
@@ -415,6 +427,7 @@ function mergedSummary(
 		incomplete: metas
 			.filter((meta, index) => !isRunComplete(meta.dir, summaries[index] ?? null))
 			.map((meta) => meta.shard.index),
+		running: metas.filter(isStillRunning).map((meta) => meta.shard.index),
 	};
 	const total = metas.reduce((sum, meta) => sum + meta.total, 0);
 	const complete = shards.missing.length === 0 && shards.incomplete.length === 0;
@@ -423,6 +436,7 @@ function mergedSummary(
 		: [
 				shards.missing.length ? `missing shards ${shards.missing.join(", ")}` : "",
 				shards.incomplete.length ? `incomplete shards ${shards.incomplete.join(", ")}` : "",
+				shards.running.length ? `still running: shards ${shards.running.join(", ")}` : "",
 			]
 				.filter(Boolean)
 				.join("; ");
