@@ -12,16 +12,7 @@ import {
 } from "../../src/index.js";
 import { onlyRunDir, shopJobYaml, tempDir, writeJob } from "../helpers/job-files.js";
 import { useTestService } from "../helpers/service.js";
-
-/** What a library call threw (the test fails when it returned). */
-async function thrownBy(call: Promise<unknown>): Promise<unknown> {
-	return call.then(
-		() => {
-			throw new Error("the call returned; it was expected to throw");
-		},
-		(error: unknown) => error,
-	);
-}
+import { thrownBy } from "../helpers/thrown-by.js";
 
 describe("the errors a library call throws can be matched with instanceof from the package's entry", () => {
 	it("OutputError: the run folder cannot be made (a file in the way); nothing sent", async () => {

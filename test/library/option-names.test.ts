@@ -14,16 +14,7 @@ import {
 } from "../../src/index.js";
 import { isRunFolderName, shopJobYaml, tempDir, writeJob } from "../helpers/job-files.js";
 import { useTestService } from "../helpers/service.js";
-
-/** What a call threw (the test fails when it returned). */
-async function thrownBy(call: Promise<unknown>): Promise<unknown> {
-	return call.then(
-		() => {
-			throw new Error("the call returned; it was expected to throw");
-		},
-		(error: unknown) => error,
-	);
-}
+import { thrownBy } from "../helpers/thrown-by.js";
 
 /** A misspelt option, as a JavaScript caller (or a cast) passes it past the types. */
 function withTypo<T>(options: T, typo: Record<string, unknown>): T {

@@ -6,21 +6,12 @@ import { acquireRunLock } from "../../src/run/locks/run-lock.js";
 import { onlyRunDir, shopJobYaml, tempDir, writeJob } from "../helpers/job-files.js";
 import { runCli } from "../helpers/run-cli.js";
 import { useTestService } from "../helpers/service.js";
+import { messageOf } from "../helpers/thrown-by.js";
 
 /**
  * A library caller passes options (`resume: true`, `maxCredits`), not flags: what a call throws or
  * stops with names those; the CLI's words for the same case stay its flags.
  */
-
-/** The message a library call threw (the test fails when it returned). */
-async function messageOf(call: Promise<unknown>): Promise<string> {
-	return call.then(
-		() => {
-			throw new Error("the call returned; it was expected to throw");
-		},
-		(error: unknown) => (error as Error).message,
-	);
-}
 
 /** Whether a text names a CLI flag (`--resume`, `--max-credits`, …). */
 const FLAG = /(^|[\s(`])--[a-z]/;

@@ -5,21 +5,12 @@ import { type RunJobFileOptions, runJobFile, UsageError } from "../../src/index.
 import { shopJobYaml, tempDir, writeJob } from "../helpers/job-files.js";
 import { runCli } from "../helpers/run-cli.js";
 import { useTestService } from "../helpers/service.js";
+import { thrownBy } from "../helpers/thrown-by.js";
 
 /**
  * `--force` and `--repair` act on a resumed run (docs/reference/cli.md): alone they once started a new
  * run and paid for every target. Refused before anything is sent, in each entry point's words.
  */
-
-/** What a call threw (the test fails when it returned). */
-async function thrownBy(call: Promise<unknown>): Promise<unknown> {
-	return call.then(
-		() => {
-			throw new Error("the call returned; it was expected to throw");
-		},
-		(error: unknown) => error,
-	);
-}
 
 describe("run --force / --repair without --resume or --continue", () => {
 	const refused: Array<[string[], string]> = [
