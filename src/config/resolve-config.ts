@@ -1,6 +1,6 @@
 import { readFile } from "node:fs/promises";
 import { resolve } from "node:path";
-import { didYouMean, parseBaseUrl, UsageError } from "../common/index.js";
+import { checkOptions, didYouMean, type OptionKinds, parseBaseUrl, UsageError } from "../common/index.js";
 
 /** Environment variables of the product contract (docs/reference/environment.md). */
 export const CONFIG_VARIABLES = [
@@ -99,12 +99,22 @@ function checkedKey(key: string | undefined, what: string): string | undefined {
 	return key;
 }
 
+/** Each flag `resolveConfig` takes: a misspelt `scraperUrl` would fall back to the public service's address, the key sent there. */
+const CONFIG_FLAGS = {
+	config: "string",
+	apiUrl: "string",
+	scraperUrl: "string",
+	fleet: "string",
+} as const satisfies OptionKinds<ConfigFlags>;
+
 /** Resolve keys and base addresses: flags win over environment, environment over the config file. */
 export async function resolveConfig(options: {
 	flags: ConfigFlags;
 	env: NodeJS.ProcessEnv;
 	cwd: string;
 }): Promise<ResolvedConfig> {
+	checkOptions("resolveConfig", options, { flags: "object", env: "object", cwd: "string" });
+	checkOptions("resolveConfig's flags", options.flags, CONFIG_FLAGS);
 	const fromFile = options.flags.config ? await readConfigFile(resolve(options.cwd, options.flags.config)) : {};
 	const sources: Partial<Record<ConfigVariable, "flag" | "env" | "config">> = {};
 	// Values trimmed: a carriage return left by a file with Windows line ends (sourced by `sh`) or a pasted

@@ -58,6 +58,11 @@ describe("configuration", () => {
 		await expect(resolveConfig({ flags: { apiUrl: "http://api.example.com" }, env: {}, cwd: dir })).rejects.toThrow(
 			/HTTPS-only/,
 		);
+		// A misspelt flag would leave the scraper address to the public default, where the key would go.
+		const misspelt = { scraperURL: "http://127.0.0.1:9/api/v1" } as Record<string, string>;
+		await expect(resolveConfig({ flags: misspelt, env: {}, cwd: dir })).rejects.toThrow(
+			/^resolveConfig's flags: unknown option "scraperURL"; did you mean "scraperUrl"\?$/,
+		);
 		await expect(
 			resolveConfig({ flags: {}, env: { SCRAPEJOB_SCRAPER_URL: "http://127.0.0.1:9/api/v1" }, cwd: dir }),
 		).resolves.toMatchObject({ scraperUrl: "http://127.0.0.1:9/api/v1" });
