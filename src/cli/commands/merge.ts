@@ -27,7 +27,8 @@ export function registerMergeCommand(program: Command, ctx: CliContext): void {
 Each shard of \`run --shard I/N\` writes its own run folder. merge checks that the folders are shards
 of one job (same name, same targets, same N) with no shard twice, then writes every target's record
 exactly once (a target with records in two shards is refused), credits summed, and report.html.
-Missing or unfinished shards are allowed: the summary says incomplete and names them (exit 1).
+Missing or unfinished shards are allowed: the summary says incomplete and names them (exit 1),
+with the command that finishes each; a shard still running is named as such (merge again once it ends).
 
 Exit codes: 0 complete, every target ok · 1 incomplete, some targets failed, or a required field filled
 below min_fill · 2 refused (nothing written)
