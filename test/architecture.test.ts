@@ -151,7 +151,7 @@ const RUN_ROOMS: Readonly<Record<string, readonly string[]>> = {
 	target: ["records", "flow", "locks", "economics"],
 	feed: ["target", "records", "flow"],
 	fleet: ["target", "economics", "flow", "records", "locks"],
-	merge: ["feed", "target", "records"],
+	merge: ["feed", "target", "records", "locks"],
 	core: ["feed", "target", "records", "flow", "locks", "economics", "fleet"],
 	reextract: ["core", "target", "records", "flow", "locks"],
 };
