@@ -1,6 +1,13 @@
 import { redactSecrets } from "../common/index.js";
 import { ServiceError, type ServiceErrorFields } from "./errors.js";
 
+/** What a scraper answer's X- headers said of the fetch it failed (scraper-response.ts reads them). */
+export interface AnswerHeaders {
+	readonly creditsUsed?: number;
+	readonly creditsRemaining?: number;
+	readonly modeUsed?: string;
+}
+
 type JsonObject = Record<string, unknown>;
 
 function isObject(value: unknown): value is JsonObject {
@@ -46,8 +53,14 @@ export function toServiceError(
 	body: Buffer,
 	endpoint: string,
 	secrets: ReadonlyArray<string | null | undefined>,
-	headerCredits?: number,
+	headers: AnswerHeaders = {},
 ): ServiceError {
+	const headerCredits = headers.creditsUsed;
+	// A failed fetch's record says the balance and mode its answer reported, as an ok record does.
+	const answered = {
+		...(headers.creditsRemaining !== undefined ? { creditsRemaining: headers.creditsRemaining } : {}),
+		...(headers.modeUsed !== undefined ? { modeUsed: headers.modeUsed } : {}),
+	};
 	const parsed = parseJson(body);
 	const clean = (text: string) => redactSecrets(text, secrets);
 	if (!isObject(parsed)) {
@@ -58,6 +71,7 @@ export function toServiceError(
 			errorType: `HTTP ${status}`,
 			detail: snippet,
 			endpoint,
+			...answered,
 			...(headerCredits !== undefined ? { creditsUsed: headerCredits } : {}),
 		});
 	}
@@ -66,9 +80,10 @@ export function toServiceError(
 	const detail = asText(parsed.message) ?? nestedMessage ?? asText(parsed.detail) ?? errorType;
 	const fields: {
 		-readonly [K in keyof ServiceErrorFields]: ServiceErrorFields[K];
-	} = { status, errorType: clean(errorType), detail: clean(detail), endpoint };
+	} = { status, errorType: clean(errorType), detail: clean(detail), endpoint, ...answered };
 	const creditsRemaining = asNumber(parsed.credits_remaining);
 	if (creditsRemaining !== undefined) fields.creditsRemaining = creditsRemaining;
+	if (typeof parsed.mode_used === "string" && parsed.mode_used !== "") fields.modeUsed = parsed.mode_used;
 	const limit = asNumber(parsed.limit);
 	if (limit !== undefined) fields.limit = limit;
 	const reset = asNumber(parsed.reset);

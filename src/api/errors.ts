@@ -8,8 +8,10 @@ export interface ServiceErrorFields {
 	readonly errorType: string;
 	/** Human-readable detail (`message`); may repeat `errorType` when the body had none. */
 	readonly detail: string;
-	/** Present on 402. */
+	/** Present on 402, and on a scraper answer that says it (body `credits_remaining` or `X-Credits-Remaining`). */
 	readonly creditsRemaining?: number;
+	/** The mode the scraper answer says the failed fetch used (body `mode_used` or `X-Mode-Used`). */
+	readonly modeUsed?: string;
 	/** Present on 429: the concurrency limit. */
 	readonly limit?: number;
 	/** Present on 429: seconds to wait before sending again. */
@@ -33,6 +35,7 @@ export class ServiceError extends ScrapejobError implements ServiceErrorFields {
 	readonly errorType: string;
 	readonly detail: string;
 	readonly creditsRemaining?: number;
+	readonly modeUsed?: string;
 	readonly limit?: number;
 	readonly resetSeconds?: number;
 	readonly url?: string;
@@ -53,6 +56,7 @@ export class ServiceError extends ScrapejobError implements ServiceErrorFields {
 		this.detail = fields.detail;
 		this.endpoint = fields.endpoint;
 		if (fields.creditsRemaining !== undefined) this.creditsRemaining = fields.creditsRemaining;
+		if (fields.modeUsed !== undefined) this.modeUsed = fields.modeUsed;
 		if (fields.limit !== undefined) this.limit = fields.limit;
 		if (fields.resetSeconds !== undefined) this.resetSeconds = fields.resetSeconds;
 		if (fields.url !== undefined) this.url = fields.url;

@@ -122,6 +122,9 @@ export type TaskState =
 			readonly errorType: string;
 			readonly message: string;
 			readonly creditsUsed?: number;
+			/** The balance and mode the failed task's answer reported (body first, then its X- headers). */
+			readonly creditsRemaining?: number;
+			readonly modeUsed?: string;
 			/** The target's own non-2xx status, when the task failed because of the target's answer. */
 			readonly targetStatus?: number;
 			readonly headers: ScraperHeaders;
@@ -229,7 +232,7 @@ export function createScraperClient(options: ScraperClientOptions): ScraperClien
 			const body = jsonObject(response);
 			if (body && typeof body.task_id === "string") return readTaskRecord(status, headers, body, endpoint);
 			if (status === 202) throw new UnexpectedResponseError(endpoint, status, "202 without a task_id");
-			throw serviceError(status, response.body, endpoint, secrets, headers.creditsUsed);
+			throw serviceError(status, response.body, endpoint, secrets, headers);
 		}
 		if (status >= 200 && status < 300) {
 			// Only JSON answers can be task records or wrapped deliveries; an HTML page is never parsed.
@@ -238,7 +241,7 @@ export function createScraperClient(options: ScraperClientOptions): ScraperClien
 				if (typeof body.task_id === "string" && taskStatusKind(body.status) !== "done") {
 					return readTaskRecord(status, headers, body, endpoint);
 				}
-				if (body.success === false) throw serviceError(status, response.body, endpoint, secrets, headers.creditsUsed);
+				if (body.success === false) throw serviceError(status, response.body, endpoint, secrets, headers);
 				if (params.delivery === "json") {
 					const targetStatus = numberField(body, "status_code");
 					return {
@@ -274,7 +277,7 @@ export function createScraperClient(options: ScraperClientOptions): ScraperClien
 		if (headers.targetStatus === undefined) {
 			const body = jsonObject(response);
 			if (isErrorRecord(body) || status === 401 || status === 402 || status === 429 || status >= 500) {
-				throw serviceError(status, response.body, endpoint, secrets, headers.creditsUsed);
+				throw serviceError(status, response.body, endpoint, secrets, headers);
 			}
 		}
 		return { kind: "target_error", targetStatus: headers.targetStatus ?? status, headers, body: response.body };
@@ -409,6 +412,7 @@ function failedTask(
 	const errorType = redactSecrets(textField(body, "error") ?? "Task failed", secrets);
 	const message = redactSecrets(textField(body, "message") ?? errorType, secrets);
 	const creditsUsed = numberField(body, "credits_used");
+	const { creditsRemaining, modeUsed } = creditFields(headers, body);
 	const targetStatus = headers.targetStatus ?? numberField(body, "status_code");
 	return {
 		state: "failed",
@@ -416,6 +420,8 @@ function failedTask(
 		message,
 		headers,
 		...(creditsUsed !== undefined ? { creditsUsed } : {}),
+		...(creditsRemaining !== undefined ? { creditsRemaining } : {}),
+		...(modeUsed !== undefined ? { modeUsed } : {}),
 		...(targetStatus !== undefined && (targetStatus < 200 || targetStatus >= 300) ? { targetStatus } : {}),
 	};
 }

@@ -1,4 +1,5 @@
 import { type BodySinkError, NetworkError, type ScraperHeaders, type SpilledBody } from "../../api/index.js";
+import type { ScrapeParams } from "../../common/index.js";
 import { OutputError } from "../../output/index.js";
 
 /** What one target's fetch came to. Only `ok` and `failed` become records. */
@@ -87,6 +88,7 @@ export function failedResult(
 	attempts: number,
 	taskId: string | null,
 	reported?: number,
+	sentMode?: string,
 ): FetchResult {
 	return {
 		kind: "failed",
@@ -98,7 +100,8 @@ export function failedResult(
 			trustedCredits(headers.creditsUsed) ??
 			(failure.error === "body_too_large" ? null : 0),
 		creditsRemaining: headers.creditsRemaining ?? null,
-		modeUsed: headers.modeUsed ?? null,
+		// As an ok record: the service's word; else the mode the request named, when it named one.
+		modeUsed: headers.modeUsed ?? sentMode ?? null,
 		attempts: Math.max(attempts, 1),
 		taskId,
 	};
@@ -126,6 +129,20 @@ export function isNoAnswer(error: unknown): boolean {
 export function creditsOf(error: unknown): number | undefined {
 	const credits = (error as { creditsUsed?: unknown } | null)?.creditsUsed;
 	return typeof credits === "number" ? credits : undefined;
+}
+
+/** The balance and mode a failed answer reported (a `ServiceError`, a failed task's error), as headers. */
+export function answerOf(error: unknown): ScraperHeaders {
+	const { creditsRemaining, modeUsed } = (error ?? {}) as { creditsRemaining?: unknown; modeUsed?: unknown };
+	return {
+		...(typeof creditsRemaining === "number" ? { creditsRemaining } : {}),
+		...(typeof modeUsed === "string" ? { modeUsed } : {}),
+	};
+}
+
+/** The mode a request named (`request`, `browser`); undefined for `auto`, where only the service knows. */
+export function namedMode(params: ScrapeParams): string | undefined {
+	return params.mode === "request" || params.mode === "browser" ? params.mode : undefined;
 }
 
 export function statusOf(error: unknown): number | null {

@@ -11,10 +11,12 @@ import { type Clock, creditCostRange, errorMessage, type ScrapeParams, type Slee
 import type { OutageMonitor } from "../flow/outage-monitor.js";
 import type { SendGate } from "../flow/send-gate.js";
 import {
+	answerOf,
 	creditsOf,
 	type FetchResult,
 	failedResult,
 	isNoAnswer,
+	namedMode,
 	outlivedDeadline,
 	outputFailed,
 	statusOf,
@@ -217,7 +219,7 @@ class TargetFetch {
 		if (capped) deps.onResetCapped();
 		if (deps.isStopping()) return this.leftWaiting();
 		if (this.rateLimitWaits > (deps.maxRateLimitWaits ?? 20))
-			return this.failed("rate_limited", errorMessage(failure), 429);
+			return this.failed("rate_limited", errorMessage(failure), 429, { ...this.lastHeaders, ...answerOf(failure) });
 		return "again";
 	}
 
@@ -427,7 +429,11 @@ class TargetFetch {
 			// The service's scraping error: its message decides retrying, as for a realtime 500, and what it
 			// was charged is booked as a realtime 500's is.
 			return {
-				failure: Object.assign(new Error(task.message), { creditsUsed: task.creditsUsed ?? task.headers.creditsUsed }),
+				failure: Object.assign(new Error(task.message), {
+					creditsUsed: task.creditsUsed ?? task.headers.creditsUsed,
+					creditsRemaining: task.creditsRemaining,
+					modeUsed: task.modeUsed,
+				}),
 				decision: classifyScrapingError(500, "Scraping failed", task.message),
 			};
 		}
@@ -495,13 +501,26 @@ class TargetFetch {
 		httpStatus: number | null,
 		headers = this.lastHeaders,
 		reported?: number,
+		answered = true,
 	): FetchResult {
-		return failedResult({ error, message, httpStatus }, headers, this.attempts, this.taskId, reported);
+		const sentMode = answered ? namedMode(this.request) : undefined;
+		return failedResult({ error, message, httpStatus }, headers, this.attempts, this.taskId, reported, sentMode);
 	}
 
-	/** The target failed as the classifier named it, with what the failure says it cost. */
+	/**
+	 * The target failed as the classifier named it, with what the failure says it cost, and the balance and
+	 * mode its answer reported (over an earlier answer's, e.g. the task's hand-off).
+	 */
 	private failedBy(kind: string, failure: unknown): FetchResult {
-		return this.failed(kind, errorMessage(failure), statusOf(failure), this.lastHeaders, creditsOf(failure));
+		const headers = { ...this.lastHeaders, ...answerOf(failure) };
+		return this.failed(
+			kind,
+			errorMessage(failure),
+			statusOf(failure),
+			headers,
+			creditsOf(failure),
+			!isNoAnswer(failure),
+		);
 	}
 }
 
