@@ -288,7 +288,7 @@ export function formatSummary(summary: RunSummary, runDir: string, hints: Summar
 		],
 		[
 			"time",
-			`${(summary.wall_ms / 1000).toFixed(1)} s, ${summary.throughput_per_s.toFixed(1)}/s, p50 ${fmtMs(summary.latency_ms.p50)}, p95 ${fmtMs(summary.latency_ms.p95)}${sessionNote(summary)}`,
+			`${(summary.wall_ms / 1000).toFixed(1)} s, ${summary.throughput_per_s.toFixed(1)}/s${latencyWords(summary.latency_ms)}${sessionNote(summary)}`,
 		],
 	];
 	if (summary.useful && summary.targets.done > 0) rows.push(["useful", usefulLine(summary.useful, summary)]);
@@ -381,6 +381,12 @@ function formatByMode(byMode: Record<string, number>): string {
 
 function round(value: number): string {
 	return Number.isInteger(value) ? String(value) : value.toFixed(2);
+}
+
+/** A run that fetched nothing (a re-extraction, every target fresh) has no latency to print. */
+function latencyWords(latency: RunSummary["latency_ms"]): string {
+	if (latency.p50 === null && latency.p95 === null) return "";
+	return `, p50 ${fmtMs(latency.p50)}, p95 ${fmtMs(latency.p95)}`;
 }
 
 function fmtMs(value: number | null): string {

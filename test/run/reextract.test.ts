@@ -145,6 +145,10 @@ describe("a weekend with a wrong selector, fixed on Monday without paying again"
 			targets: { by_status: { ok: 5, failed: 0 } },
 			changes: { new: 0, changed: 4, unchanged: 1 },
 		});
+		// Nothing was fetched: no latency, though the source run's records (and their durations) had one.
+		expect(readSummary(sunday!).latency_ms.p50).toEqual(expect.any(Number));
+		expect(summary.latency_ms).toEqual({ p50: null, p95: null });
+		expect(readSummary(summary.run_dir).latency_ms).toEqual({ p50: null, p95: null });
 		const records = readRecords(summary.run_dir);
 		expect(records.every((record) => record.credits_used === 0 && record.attempts === 0)).toBe(true);
 		expect(Object.fromEntries(records.map((record) => [record.id, record.data?.price]))).toEqual({
@@ -258,6 +262,10 @@ describe("a job that keeps no pages (output.content: none)", () => {
 		expect((await runCli(["run", "shop.yaml", "--out", "out", "--quiet"], { env, cwd: dir })).code).toBe(0);
 		const ok = await runCli(["extract", "shop.yaml", "--run", "latest", "--out", "out"], { env, cwd: dir });
 		expect(ok.code, ok.stderr).toBe(0);
+		// The terminal's time line says no p50/p95 of fetches the re-extraction did not make.
+		const time = ok.stdout.split("\n").find((line) => /^\s*time\b/.test(line));
+		expect(time).toMatch(/ s, [\d.]+\/s/);
+		expect(time).not.toContain("p50");
 		expect(readRecords(runFolders(join(dir, "out"))[2]!)[0]?.data).toEqual({ price: 10 });
 	}, 60_000);
 });

@@ -327,6 +327,9 @@ function reextractionSummary(
 	// Stopped before the source's end: the pages it has left are not known (it is read as a stream), and
 	// the pages handed out so far are not the total ("1 target" left of a 400-page run stopped at 25).
 	if (reason !== null && !progress.read) summary.targets = { ...summary.targets, total: null, remaining: null };
+	// Nothing was fetched: the records' durations are the source run's fetches, not this run's, so it has no
+	// latency, as a run whose targets were all fresh.
+	summary.latency_ms = { p50: null, p95: null };
 	summary.reextracted_from = progress.newestSource || options.from;
 	if (options.from === "latest") summary.reextracted_latest = true;
 	summary.missing_pages = missing.count;
