@@ -521,7 +521,7 @@ async function dryRunJobs(
 			}
 			writeLine(
 				ctx.stdout,
-				`${job.name}: ${plural(survey.total, "target")} (request ${survey.byMode.request}, browser ${survey.byMode.browser}, auto ${survey.byMode.auto}${survey.byMode.adaptive ? `, adaptive ${survey.byMode.adaptive}` : ""}${survey.byMode.browser_session ? `, browser_session ${survey.byMode.browser_session}` : ""}), ${plural(survey.duplicates, "duplicate")}${preview.leftOut && survey.deselected > 0 ? `, ${survey.deselected} left out (${preview.leftOut})` : ""}; estimated ${survey.creditRange.min}–${survey.creditRange.max} credits if every target succeeds once. Nothing was fetched (--dry-run).`,
+				`${job.name}: ${plural(survey.total, "target")} (request ${survey.byMode.request}, browser ${survey.byMode.browser}, auto ${survey.byMode.auto}${survey.byMode.adaptive ? `, adaptive ${survey.byMode.adaptive}` : ""}${survey.byMode.browser_session ? `, browser_session ${survey.byMode.browser_session}` : ""}), ${plural(survey.duplicates, "duplicate")}${preview.leftOut && survey.deselected > 0 ? `, ${survey.deselected} left out (${preview.leftOut})` : ""}; estimated ${creditRangeWords(survey.creditRange)} credits if every target succeeds once. Nothing was fetched (--dry-run).`,
 			);
 			// Pages a crawl or a map/search source finds are known only when the run fetches them: not in the forecast.
 			const found = job.crawl !== undefined || (job.discovery?.length ?? 0) > 0;
@@ -711,4 +711,9 @@ async function runOne(
 	if (fallback !== undefined) writeLine(ctx.stderr, `scrapejob: ${outcome.stopMessage ?? fallback}`);
 	// The library's one rule: a stop reason, an open breaker, or the records (runJobFile's users read it too).
 	return runExitCode(summary);
+}
+
+/** A range whose ends are equal is one figure ("estimated 4 credits", not "4–4"). */
+function creditRangeWords({ min, max }: { readonly min: number; readonly max: number }): string {
+	return min === max ? `${max}` : `${min}–${max}`;
 }
