@@ -1,3 +1,5 @@
+import { cliCommand } from "./shell-command.js";
+
 /**
  * How an entry point spells the options a message names. A message built below the entry points says
  * `--max-credits` to the CLI's user and `maxCredits` to a library caller from one text: the entry
@@ -38,6 +40,10 @@ export interface OptionWords {
 	readonly sandboxOn: string;
 	/** A re-extraction's source run option named: `--run` / `run`. */
 	readonly run: string;
+	/** Where a job file's allowed keys are listed: the `schema` command / the schema file the package ships. */
+	readonly allowedKeys: string;
+	/** The job file's schema, after "see": `` `npx scrapejob schema` `` / the schema file the package ships. */
+	readonly schema: string;
 }
 
 /** The CLI's flags: the words every message had before the library had words of its own. */
@@ -59,6 +65,8 @@ export const CLI_WORDS: OptionWords = {
 	retryFailed: "--retry-failed",
 	sandboxOn: "--sandbox",
 	run: "--run",
+	allowedKeys: `run \`${cliCommand(["schema"])}\` for the allowed keys`,
+	schema: `\`${cliCommand(["schema"])}\``,
 };
 
 /** The library's option names (`runJobFile`, `extractJobFile`). */
@@ -80,4 +88,7 @@ export const LIBRARY_WORDS: OptionWords = {
 	retryFailed: "retryFailed",
 	sandboxOn: "sandbox: true",
 	run: "run",
+	// A library caller has no CLI to run: the same schema is the file the package ships.
+	allowedKeys: "the allowed keys are in node_modules/scrapejob/jobs/job.schema.json",
+	schema: "node_modules/scrapejob/jobs/job.schema.json",
 };

@@ -23,7 +23,7 @@ export type { DiscoverySpec } from "./discovery-spec.js";
 export type { JobContract, JobExtraction } from "./extract-normalize.js";
 export { JOB_SCHEMA_FILE, jobJsonSchema, jobJsonSchemaText } from "./json-schema.js";
 export { withLiteralTargetIds } from "./literal-ids.js";
-export { type LoadedJob, type LoadJobOptions, loadJob } from "./load-job.js";
+export { type LoadedJob, type LoadJobOptions, loadJob, loadJobWorded } from "./load-job.js";
 export { MAX_JOB_FILE_BYTES } from "./parse-yaml.js";
 export { formatProblem, type JobProblem, JobValidationError, SourceScanStoppedError } from "./problems.js";
 export type { ScanWitness } from "./scan-witness.js";

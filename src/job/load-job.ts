@@ -1,5 +1,12 @@
 import { resolve } from "node:path";
-import { checkOptions, errorMessage, type OptionKinds, redactSecrets } from "../common/index.js";
+import {
+	checkOptions,
+	errorMessage,
+	LIBRARY_WORDS,
+	type OptionKinds,
+	type OptionWords,
+	redactSecrets,
+} from "../common/index.js";
 import { expandEnvInDocument } from "./expand-env.js";
 import { displayPathFor, type NormalizeContext, normalizeJob, normalizePartialJob } from "./normalize.js";
 import { MAX_JOB_FILE_BYTES, parseJobYaml, readJobText } from "./parse-yaml.js";
@@ -91,7 +98,12 @@ function sortByPosition(problems: JobProblem[]): JobProblem[] {
  * carrying every problem, each with `file:line:col`, and `UsageError` for an option it does not have
  * (a misspelt name); never sends anything anywhere.
  */
-export async function loadJob(path: string, options: LoadJobOptions = {}): Promise<LoadedJob> {
+export function loadJob(path: string, options: LoadJobOptions = {}): Promise<LoadedJob> {
+	return loadJobWorded(path, options, LIBRARY_WORDS);
+}
+
+/** `loadJob` with the entry point's words for its hints: the CLI's commands pass `CLI_WORDS`. */
+export async function loadJobWorded(path: string, options: LoadJobOptions, words: OptionWords): Promise<LoadedJob> {
 	checkOptions("loadJob", options, LOAD_JOB_OPTIONS);
 	// A `${SCRAPEJOB_ACCOUNT_KEY}` in a bad URL, or a source pointed at the env file, must not print a key.
 	const env = options.env ?? process.env;
@@ -116,7 +128,7 @@ export async function loadJob(path: string, options: LoadJobOptions = {}): Promi
 		};
 	};
 	try {
-		const loaded = await loadJobUnredacted(path, options, onExpanded);
+		const loaded = await loadJobUnredacted(path, options, onExpanded, words);
 		return { ...loaded, warnings: loaded.warnings.map(scrubber()) };
 	} catch (error) {
 		if (error instanceof JobValidationError) throw new JobValidationError(error.problems.map(scrubber()));
@@ -128,6 +140,7 @@ async function loadJobUnredacted(
 	path: string,
 	options: LoadJobOptions,
 	onExpanded: (name: string, value: string) => void,
+	words: OptionWords,
 ): Promise<LoadedJob> {
 	const cwd = options.cwd ?? process.cwd();
 	const env = options.env ?? process.env;
@@ -144,7 +157,7 @@ async function loadJobUnredacted(
 	const read = await readJobText(file, options.maxFileBytes ?? MAX_JOB_FILE_BYTES);
 	if (!read.ok) throw new JobValidationError([problemAt(read.problem.line, read.problem.col, read.problem.message)]);
 
-	const parsed = parseJobYaml(read.text);
+	const parsed = parseJobYaml(read.text, words);
 	const yamlWarnings = parsed.warnings.map((w) => problemAt(w.line, w.col, w.message, "warning"));
 	if (parsed.errors.length > 0) {
 		throw new JobValidationError([...parsed.errors.map((e) => problemAt(e.line, e.col, e.message)), ...yamlWarnings]);
@@ -197,7 +210,7 @@ async function loadJobUnredacted(
 		const withoutUnread = parse(withoutParts(data, unread));
 		if (withoutUnread.success) result = withoutUnread;
 	}
-	const schemaProblems = result.success ? [] : issuesToProblems(result.error.issues, jobFileSchema, data);
+	const schemaProblems = result.success ? [] : issuesToProblems(result.error.issues, jobFileSchema, data, words);
 	const ruleProblems = checkJobRules(data);
 	const place = (p: PathProblem): JobProblem => {
 		const at = locatePath(doc, lineCounter, p.at ?? p.path, { atKey: p.atKey ?? false });

@@ -1,7 +1,7 @@
 import type { FileHandle } from "node:fs/promises";
 import { open, stat } from "node:fs/promises";
 import { type Document, isAlias, isMap, isScalar, isSeq, LineCounter, parseDocument } from "yaml";
-import { cliCommand, errorMessage } from "../common/index.js";
+import { errorMessage, type OptionWords } from "../common/index.js";
 import type { Position } from "./positions.js";
 
 /**
@@ -157,7 +157,7 @@ export interface ParsedYaml {
  * the document's nodes and the line counter. Syntax errors, and a document that is not a mapping,
  * are reported here; nothing else can be checked meaningfully after them.
  */
-export function parseJobYaml(text: string): ParsedYaml {
+export function parseJobYaml(text: string, words: OptionWords): ParsedYaml {
 	const lineCounter = new LineCounter();
 	// Refused before the parser sees it: 8 MB of "[" would take the parser minutes and gigabytes.
 	const deep = flowNestingBeyond(text, MAX_NESTING);
@@ -210,7 +210,7 @@ export function parseJobYaml(text: string): ParsedYaml {
 	}));
 	if (errors.length === 0) {
 		const contents = doc.contents;
-		const expected = `expected a mapping of keys such as name, defaults, targets and sources (see \`${cliCommand(["schema"])}\`)`;
+		const expected = `expected a mapping of keys such as name, defaults, targets and sources (see ${words.schema})`;
 		if (contents === null || (isScalar(contents) && contents.value === null)) {
 			errors.push({ line: 1, col: 1, message: `the job file is empty; ${expected}` });
 		} else if (isSeq(contents)) {

@@ -1,5 +1,5 @@
 import type { z } from "zod";
-import { cliCommand, didYouMean, SCRAPE_PARAM_NAMES } from "../common/index.js";
+import { didYouMean, type OptionWords, SCRAPE_PARAM_NAMES } from "../common/index.js";
 import type { DataPath } from "./positions.js";
 import { describeValue } from "./problems.js";
 
@@ -130,14 +130,20 @@ const SCRAPE_PARAMS = new Set<string>(SCRAPE_PARAM_NAMES);
 /** Sections whose keys a job file may write at its top level by mistake (`max_pages: 5` for `crawl: {max_pages: 5}`). */
 const SECTIONS = ["crawl", "extract_checks", "retry", "output"] as const;
 
-function unknownKeyMessage(key: string, allowed: string[], atRoot: boolean, schema: z.ZodType): string {
+function unknownKeyMessage(
+	key: string,
+	allowed: string[],
+	atRoot: boolean,
+	schema: z.ZodType,
+	words: OptionWords,
+): string {
 	const suggestion = didYouMean(key, allowed);
 	if (suggestion) return `unknown key; did you mean ${JSON.stringify(suggestion)}?`;
 	if (atRoot && SCRAPE_PARAMS.has(key)) return "unknown key; scrape options go under `defaults` or on a target";
 	const section = atRoot ? SECTIONS.find((name) => allowedKeysAt(schema, [name]).includes(key)) : undefined;
 	if (section) return `unknown key; it goes under \`${section}:\` (${section}: {${key}: …})`;
 	if (allowed.length > 0 && allowed.length <= 12) return `unknown key; allowed: ${allowed.join(", ")}`;
-	return `unknown key (run \`${cliCommand(["schema"])}\` for the allowed keys)`;
+	return `unknown key (${words.allowedKeys})`;
 }
 
 function valueAt(data: unknown, path: DataPath): unknown {
@@ -168,6 +174,7 @@ export function issuesToProblems(
 	issues: readonly z.core.$ZodIssue[],
 	schema: z.ZodType,
 	data: unknown,
+	words: OptionWords,
 	base: DataPath = [],
 ): PathProblem[] {
 	const problems: PathProblem[] = [];
@@ -179,7 +186,7 @@ export function issuesToProblems(
 				problems.push({
 					path: [...path, key],
 					atKey: true,
-					message: unknownKeyMessage(key, allowed, path.length === 0, schema),
+					message: unknownKeyMessage(key, allowed, path.length === 0, schema, words),
 				});
 			}
 			continue;
@@ -192,7 +199,7 @@ export function issuesToProblems(
 			const fewest = Math.min(...meant.map((branch) => branch.length));
 			const closest = meant.filter((branch) => branch.length === fewest);
 			if (closest.length === 1) {
-				problems.push(...issuesToProblems(closest[0]!, schema, data, path));
+				problems.push(...issuesToProblems(closest[0]!, schema, data, words, path));
 				continue;
 			}
 			const expected = issue.errors

@@ -2,6 +2,7 @@ import { existsSync } from "node:fs";
 import { resolve } from "node:path";
 import type { Logger } from "pino";
 import {
+	CLI_WORDS,
 	checkOptions,
 	checkPathArgument,
 	type LastWords,
@@ -12,7 +13,7 @@ import {
 } from "../common/index.js";
 import { environmentKeys, resolveRunSettings } from "../config/index.js";
 import { openJobHistory } from "../history/index.js";
-import { EXTRACTION_VARIABLES, loadJob, SourceScanStoppedError } from "../job/index.js";
+import { EXTRACTION_VARIABLES, loadJobWorded, SourceScanStoppedError } from "../job/index.js";
 import { jobOutputDir, newRunId } from "../output/index.js";
 import { lockForReextraction, notifyRunEnd, type RunJobResult, reextractRun } from "../run/index.js";
 import { type RunJobFileResult, withLibraryRepair } from "./run-job-file.js";
@@ -105,13 +106,17 @@ export async function extractPlanned(path: string, options: ExtractPlannedOption
 	const outRoot = resolve(cwd, options.out ?? "output");
 	const env = withSandboxDemoSite(options.env ?? process.env, outRoot);
 	const signal = options.signal ?? new AbortController().signal;
-	const { job } = await loadJob(resolve(cwd, path), {
-		env,
-		cwd,
-		signal,
-		checkSources: false,
-		variablesNeeded: EXTRACTION_VARIABLES,
-	});
+	const { job } = await loadJobWorded(
+		resolve(cwd, path),
+		{
+			env,
+			cwd,
+			signal,
+			checkSources: false,
+			variablesNeeded: EXTRACTION_VARIABLES,
+		},
+		options.words ?? CLI_WORDS,
+	);
 	const jobDir = jobOutputDir(outRoot, job.name);
 	if (!existsSync(jobDir))
 		throw new UsageError(`no records of job ${job.name} under ${outRoot}: nothing to re-extract`);

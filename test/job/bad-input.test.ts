@@ -4,7 +4,9 @@ import { describe, expect, it } from "vitest";
 import { JobValidationError, loadJob, MAX_JOB_FILE_BYTES } from "../../src/job/index.js";
 import { loadIn, loadYaml, makeTempDir } from "./helpers.js";
 
-const EXPECTED = "expected a mapping of keys such as name, defaults, targets and sources (see `npx scrapejob schema`)";
+// loadJob's words: a library caller has the schema file, not the CLI (schema-hint.test.ts has the CLI's).
+const EXPECTED =
+	"expected a mapping of keys such as name, defaults, targets and sources (see node_modules/scrapejob/jobs/job.schema.json)";
 
 /** Files that are not job files at all: one clear problem each, never a stack trace. */
 const cases: Array<{ name: string; content: string | Buffer; errors: string[] }> = [

@@ -1,7 +1,7 @@
 import { existsSync } from "node:fs";
 import { basename, extname, resolve } from "node:path";
 import { type Command, InvalidArgumentError } from "commander";
-import { UsageError } from "../../common/index.js";
+import { CLI_WORDS, UsageError } from "../../common/index.js";
 import { resolveFleetConfig } from "../../config/index.js";
 import {
 	checkExportTarget,
@@ -10,7 +10,7 @@ import {
 	exportLatest,
 	openJobHistory,
 } from "../../history/index.js";
-import { loadJob, RECORD_VARIABLES } from "../../job/index.js";
+import { loadJobWorded, RECORD_VARIABLES } from "../../job/index.js";
 import { exportFleetLatest, withSandboxDemoSite } from "../../library/index.js";
 import { csvColumnsFor, jobOutputDir } from "../../output/index.js";
 import { type CliContext, writeLine } from "../context.js";
@@ -101,15 +101,19 @@ Examples:
 				},
 			) =>
 				answeringErrorsInJson(ctx, flags.json === true, async () => {
-					let job: Awaited<ReturnType<typeof loadJob>>["job"];
+					let job: Awaited<ReturnType<typeof loadJobWorded>>["job"];
 					try {
 						const env = withSandboxDemoSite(ctx.env, resolve(ctx.cwd, flags.from));
-						({ job } = await loadJob(resolve(ctx.cwd, jobFile), {
-							env,
-							cwd: ctx.cwd,
-							checkSources: false,
-							variablesNeeded: RECORD_VARIABLES,
-						}));
+						({ job } = await loadJobWorded(
+							resolve(ctx.cwd, jobFile),
+							{
+								env,
+								cwd: ctx.cwd,
+								checkSources: false,
+								variablesNeeded: RECORD_VARIABLES,
+							},
+							CLI_WORDS,
+						));
 					} catch (error) {
 						answerInvalidJob(ctx, flags.json === true, error);
 						return;

@@ -1,7 +1,7 @@
 import { resolve } from "node:path";
 import type { Command } from "commander";
-import { UsageError } from "../../common/index.js";
-import { loadJob, RECORD_VARIABLES } from "../../job/index.js";
+import { CLI_WORDS, UsageError } from "../../common/index.js";
+import { loadJobWorded, RECORD_VARIABLES } from "../../job/index.js";
 import { type FleetStatus, fleetStatusOf, targetCounts } from "../../library/index.js";
 import { type CliContext, writeLine } from "../context.js";
 import { formatTable } from "../format/index.js";
@@ -54,12 +54,16 @@ async function fleetStatusCommand(ctx: CliContext, jobFile: string, flags: Fleet
 	try {
 		({
 			job: { name: jobName },
-		} = await loadJob(resolve(ctx.cwd, jobFile), {
-			env: ctx.env,
-			cwd: ctx.cwd,
-			checkSources: false,
-			variablesNeeded: RECORD_VARIABLES,
-		}));
+		} = await loadJobWorded(
+			resolve(ctx.cwd, jobFile),
+			{
+				env: ctx.env,
+				cwd: ctx.cwd,
+				checkSources: false,
+				variablesNeeded: RECORD_VARIABLES,
+			},
+			CLI_WORDS,
+		));
 	} catch (error) {
 		answerInvalidJob(ctx, flags.json === true, error);
 		return;

@@ -17,7 +17,7 @@ import {
 	type Job,
 	type JobProblem,
 	JobValidationError,
-	loadJob,
+	loadJobWorded,
 	shardBalanceWarning,
 	shardTurnsWarning,
 	streamTargetBatches,
@@ -257,11 +257,15 @@ async function loadJobs(
 	let invalid = false;
 	for (const path of paths) {
 		try {
-			const { job, warnings, counts } = await loadJob(resolve(ctx.cwd, path), {
-				env,
-				cwd: ctx.cwd,
-				signal: ctx.signal,
-			});
+			const { job, warnings, counts } = await loadJobWorded(
+				resolve(ctx.cwd, path),
+				{
+					env,
+					cwd: ctx.cwd,
+					signal: ctx.signal,
+				},
+				CLI_WORDS,
+			);
 			for (const warning of warnings) writeLine(ctx.stderr, formatProblem(warning));
 			jobs.push({ job, counts });
 		} catch (error) {

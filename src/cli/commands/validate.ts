@@ -1,11 +1,11 @@
 import { isAbsolute, relative, resolve } from "node:path";
 import type { Command } from "commander";
-import { plural, REQUESTED_MODES } from "../../common/index.js";
+import { CLI_WORDS, plural, REQUESTED_MODES } from "../../common/index.js";
 import {
 	formatProblem,
 	type JobProblem,
 	JobValidationError,
-	loadJob,
+	loadJobWorded,
 	MAX_JOB_FILE_BYTES,
 	type TargetCounts,
 } from "../../job/index.js";
@@ -104,12 +104,16 @@ function asTyped(cwd: string, path: string): string {
 export async function validateJob(ctx: CliContext, path: string, flags: ValidateFlags): Promise<JobValidation> {
 	const checkSources = flags.sources !== false;
 	try {
-		const { job, warnings, counts } = await loadJob(path, {
-			env: ctx.env,
-			cwd: ctx.cwd,
-			checkSources,
-			signal: ctx.signal,
-		});
+		const { job, warnings, counts } = await loadJobWorded(
+			path,
+			{
+				env: ctx.env,
+				cwd: ctx.cwd,
+				checkSources,
+				signal: ctx.signal,
+			},
+			CLI_WORDS,
+		);
 		return {
 			file: job.displayFile,
 			valid: true,
