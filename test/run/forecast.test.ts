@@ -319,7 +319,7 @@ describe("the adaptive forecast against the ledger", () => {
 		expect(JSON.parse(dry.stdout)[0].forecast).toEqual({ expected: 2, low: 2, high: 2 });
 		const text = await runCli(["run", job, "--out", out, "--dry-run"], { env: service.env });
 		expect(text.stdout).toContain(
-			"forecast from earlier runs: 2 credits expected (80 % interval 2–2) for the listed targets only",
+			"forecast from earlier runs: 2 credits expected (no spread in earlier runs) for the listed targets only",
 		);
 		expect(await run()).toBe(crawled);
 		const dirs = readdirSync(join(out, "crawl")).filter((name) => /^\d/.test(name));

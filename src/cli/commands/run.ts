@@ -532,7 +532,7 @@ async function dryRunJobs(
 			if (forecast)
 				writeLine(
 					ctx.stdout,
-					`${job.name}: forecast from earlier runs: ${forecast.expected} credits expected (80 % interval ${forecast.low}–${forecast.high})${found ? " for the listed targets only: the pages the run finds (crawl, map, search) are not known before it runs" : ""}.`,
+					`${job.name}: forecast from earlier runs: ${forecast.expected} credits expected ${forecast.low === forecast.high ? "(no spread in earlier runs)" : `(80 % interval ${forecast.low}–${forecast.high})`}${found ? " for the listed targets only: the pages the run finds (crawl, map, search) are not known before it runs" : ""}.`,
 				);
 			for (const line of crawlDryRunLines(job, survey)) writeLine(ctx.stdout, line);
 			for (const sentence of cost.sentences) writeLine(ctx.stdout, `${job.name}: ${sentence}`);
