@@ -51,6 +51,8 @@ describe("charged retries", () => {
 		const runDir = runDirOf(out);
 		const summary = readSummary(runDir);
 		expect(summary.credits.used).toBe(8 * CREDITS);
+		// The balance the failed answers reported (no answer succeeded): what the account has left.
+		expect(summary.credits.remaining).toBe(service.emulator.credits());
 		expect(summary.breakers).toHaveLength(1);
 		const breaker = summary.breakers![0]!;
 		expect(breaker.reason).toMatch(/^8 of the last 8 charged fetches were useless or failed/);

@@ -650,6 +650,8 @@ export function createTargetRunner(parts: TargetRunnerParts): TargetRunner {
 		const paidFailure = paidFailures.record(record.status, record.error, record.credits_used);
 		if (paidFailure !== null) stopOnPaidFailures(paidFailure);
 		if (record.status === "failed") {
+			// A failed answer's balance came with its error, which feeds no onHeaders: the summary learns it here.
+			if (record.credits_remaining !== null) stats.creditsSeen(record.credits_remaining);
 			log.info(
 				{
 					event: "target_failed",
