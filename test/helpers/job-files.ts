@@ -91,3 +91,14 @@ export function shopJobYaml(site: string, count: number, extra: readonly string[
 	for (let index = 1; index <= count; index += 1) lines.push(`  - ${site}/product/${index}`);
 	return `${lines.join("\n")}\n`;
 }
+
+/** A job of two shop pages whose pages are kept and a field extracted (what a re-extraction reads), in a new folder. */
+export function keptPagesShopJob(site: string): { dir: string; out: string; job: string } {
+	const dir = tempDir();
+	const job = writeJob(
+		dir,
+		"shop",
+		shopJobYaml(site, 2, ["output: {content: files}", "extract:", "  name: {css: h1}"]),
+	);
+	return { dir, out: join(dir, "out"), job };
+}

@@ -12,7 +12,7 @@ import {
 	surveyTargets,
 	UsageError,
 } from "../../src/index.js";
-import { isRunFolderName, shopJobYaml, tempDir, writeJob } from "../helpers/job-files.js";
+import { isRunFolderName, keptPagesShopJob, shopJobYaml, tempDir, writeJob } from "../helpers/job-files.js";
 import { useTestService } from "../helpers/service.js";
 import { thrownBy } from "../helpers/thrown-by.js";
 
@@ -51,13 +51,7 @@ describe("an option a library call does not have is refused (UsageError) before 
 
 	it("extractJobFile: `thread` (meant: threads) makes no run folder", async () => {
 		const service = await useTestService();
-		const dir = tempDir();
-		const out = join(dir, "out");
-		const job = writeJob(
-			dir,
-			"shop",
-			shopJobYaml(service.site.url, 2, ["output: {content: files}", "extract:", "  name: {css: h1}"]),
-		);
+		const { out, job } = keptPagesShopJob(service.site.url);
 		expect((await runJobFile(job, { env: service.env, out })).complete).toBe(true);
 		const before = readdirSync(join(out, "shop")).filter(isRunFolderName);
 		const error = await thrownBy(
@@ -164,13 +158,7 @@ describe("an option of the wrong kind is refused (UsageError) before anything is
 
 	it("extractJobFile: a signal, a logger or threads of the wrong kind make no run folder", async () => {
 		const service = await useTestService();
-		const dir = tempDir();
-		const out = join(dir, "out");
-		const job = writeJob(
-			dir,
-			"shop",
-			shopJobYaml(service.site.url, 2, ["output: {content: files}", "extract:", "  name: {css: h1}"]),
-		);
+		const { out, job } = keptPagesShopJob(service.site.url);
 		expect((await runJobFile(job, { env: service.env, out })).complete).toBe(true);
 		const folders = () => readdirSync(join(out, "shop")).filter(isRunFolderName);
 		const before = folders();

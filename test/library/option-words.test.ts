@@ -3,7 +3,7 @@ import { basename, join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { extractJobFile, type RunJobFileOptions, runJobFile } from "../../src/index.js";
 import { acquireRunLock } from "../../src/run/locks/run-lock.js";
-import { onlyRunDir, shopJobYaml, tempDir, writeJob } from "../helpers/job-files.js";
+import { keptPagesShopJob, onlyRunDir, shopJobYaml, tempDir, writeJob } from "../helpers/job-files.js";
 import { runCli } from "../helpers/run-cli.js";
 import { useTestService } from "../helpers/service.js";
 import { messageOf } from "../helpers/thrown-by.js";
@@ -110,13 +110,7 @@ describe("refusals before anything is sent name the library's options", () => {
 
 	it("an accept, a retryFailed and an extract's run that name no run of the job", async () => {
 		const service = await useTestService();
-		const dir = tempDir();
-		const out = join(dir, "out");
-		const job = writeJob(
-			dir,
-			"shop",
-			shopJobYaml(service.site.url, 2, ["output: {content: files}", "extract:", "  name: {css: h1}"]),
-		);
+		const { out, job } = keptPagesShopJob(service.site.url);
 		await runJobFile(job, { env: service.env, out });
 		const accept = await messageOf(runJobFile(job, { env: service.env, out, accept: "20990101T000000Z-000000" }));
 		expect(accept).toMatch(/^accept: no run 20990101T000000Z-000000 in /);

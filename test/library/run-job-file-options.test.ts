@@ -15,6 +15,7 @@ import {
 } from "../../src/index.js";
 import {
 	isRunFolderName,
+	keptPagesShopJob,
 	onlyRunDir,
 	readRecords,
 	readSummary,
@@ -232,13 +233,7 @@ describe("extractJobFile without `run`", () => {
 describe("extractJobFile with a signal aborted before the call", () => {
 	it("throws SourceScanStoppedError, as runJobFile does: no new run folder, no lock left; a later call runs", async () => {
 		const service = await useTestService();
-		const dir = tempDir();
-		const out = join(dir, "out");
-		const job = writeJob(
-			dir,
-			"shop",
-			shopJobYaml(service.site.url, 2, ["output: {content: files}", "extract:", "  name: {css: h1}"]),
-		);
+		const { out, job } = keptPagesShopJob(service.site.url);
 		const first = await runJobFile(job, { env: service.env, out });
 		expect(first.complete).toBe(true);
 		const folders = () => readdirSync(join(out, "shop")).filter(isRunFolderName).sort();
