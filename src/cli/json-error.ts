@@ -40,7 +40,21 @@ export function answerInvalidJob(ctx: CliContext, json: boolean, error: unknown)
 }
 
 /** The commands whose failures with `--json` answer on stdout (docs/reference/cli.md), as typed. */
-const ANSWERING_IN_JSON = new Set(["run", "validate", "export", "extract", "health", "fleet status"]);
+const ANSWERING_IN_JSON = new Set([
+	"run",
+	"validate",
+	"export",
+	"extract",
+	"health",
+	"fleet status",
+	"account",
+	"usage",
+	"task",
+	"proxies",
+	"targeting",
+	"report",
+	"merge",
+]);
 
 /**
  * A usage error commander found (unknown option, missing argument, invalid value) in the command line of

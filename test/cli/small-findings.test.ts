@@ -182,6 +182,32 @@ describe("small things a new user noticed", () => {
 		expect(answers[4]!.error.problems).toEqual([expect.objectContaining({ line: 3 })]);
 	});
 
+	it("every other command with --json that fails answers on stdout in one JSON line too: account, usage, task, proxies, targeting, report, merge", async () => {
+		const dir = tempDir();
+		// No key in the environment: the account commands refuse before sending anything.
+		const env = { SCRAPEJOB_ACCOUNT_KEY: "", SCRAPEJOB_SCRAPER_KEY: "" };
+		for (const [argv, message] of [
+			[["account", "--json"], /^no account key: set SCRAPEJOB_ACCOUNT_KEY/],
+			[["task", "abc", "--json"], /^no key: set SCRAPEJOB_ACCOUNT_KEY/],
+			[["usage", "--json"], /^required option '--product <code>' not specified$/],
+			[["proxies", "--json"], /^required option '--product <code>' not specified$/],
+			[["targeting", "--json"], /^required option '--product <code>' not specified$/],
+			[["report", join(dir, "nothing"), "--json"], /is not a run folder: cannot read summary\.json$/],
+			[
+				["merge", join(dir, "nothing"), "--out", join(dir, "m"), "--json"],
+				/is not a run folder: cannot read run\.json$/,
+			],
+			[["report", "--json", "--bogus"], /^unknown option '--bogus'$/],
+		] as const) {
+			const result = await runCli([...argv], { cwd: dir, env });
+			expect(result.code, `${argv.join(" ")}: ${result.stderr}`).toBe(2);
+			expect(result.stdout, argv.join(" ")).toMatch(/^[^\n]+\n$/);
+			const answer = JSON.parse(result.stdout) as { error: { code: string; message: string } };
+			expect(answer.error.code, argv.join(" ")).toBe("SCRAPEJOB_USAGE");
+			expect(answer.error.message, argv.join(" ")).toMatch(message);
+		}
+	});
+
 	it("a command given no job file (or run folder) says that first, before any option it requires", async () => {
 		const dir = tempDir();
 		const job = writeJob(dir, "c", "name: c\ntargets:\n  - https://a.example/\n");
@@ -222,12 +248,10 @@ describe("small things a new user noticed", () => {
 			expect(result.stdout, argv.join(" ")).toMatch(/^[^\n]+\n$/);
 			expect(JSON.parse(result.stdout)).toEqual({ error: { code: "SCRAPEJOB_USAGE", message } });
 		}
-		// Without --json (or with it only after `--`, or for a command whose failures are not answered in
-		// JSON), stdout stays empty.
+		// Without --json (or with it only after `--`), stdout stays empty.
 		for (const argv of [
 			["run", job, "--bogus"],
 			["run", job, "--bogus", "--", "--json"],
-			["report", "--json", "--bogus"],
 		]) {
 			const result = await runCli(argv, { cwd: dir });
 			expect(result.code, argv.join(" ")).toBe(2);

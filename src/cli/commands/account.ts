@@ -14,6 +14,7 @@ import {
 	type SavedItemsReport,
 	type Style,
 } from "../format/index.js";
+import { answeringErrorsInJson } from "../json-error.js";
 import { addServiceOptions, connectService, requireAccount, type ServiceFlags } from "../service-connection.js";
 
 export interface AccountFlags extends ServiceFlags {
@@ -55,9 +56,11 @@ Examples:
   npx scrapejob account --saved --json | jq '.schedules[] | select(.is_active)'
   npx scrapejob account --sandbox`,
 	);
-	command.action(async (flags: AccountFlags) => {
-		await runAccount(ctx, flags);
-	});
+	command.action((flags: AccountFlags) =>
+		answeringErrorsInJson(ctx, flags.json === true, async () => {
+			await runAccount(ctx, flags);
+		}),
+	);
 }
 
 export async function runAccount(ctx: CliContext, flags: AccountFlags): Promise<void> {

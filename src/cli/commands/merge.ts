@@ -7,6 +7,7 @@ import { rebuildReport } from "../../report/index.js";
 import { mergeShardRuns } from "../../run/index.js";
 import { type CliContext, writeLine } from "../context.js";
 import { EXIT } from "../exit-codes.js";
+import { answeringErrorsInJson } from "../json-error.js";
 
 export function registerMergeCommand(program: Command, ctx: CliContext): void {
 	program
@@ -41,34 +42,36 @@ Examples:
   npx scrapejob merge output/shop-prices --out merged/shop-prices-2026-11-22
   npx scrapejob merge output/shop-prices/*-shard-*-of-4 --out merged/shop-prices-first`,
 		)
-		.action(async (dirs: string[], flags: { out: string; json?: boolean }) => {
-			const outDir = resolve(ctx.cwd, flags.out);
-			const { summary, finishCommands } = await mergeShardRuns(
-				dirs.map((dir) => resolve(ctx.cwd, dir)),
-				outDir,
-				{ cwd: ctx.cwd },
-			);
-			const report = await rebuildReport(outDir).catch(() => null);
-			if (flags.json) writeLine(ctx.stdout, JSON.stringify({ ...summary, out_dir: outDir, report }));
-			else {
-				const { shards } = summary;
-				// Then merge again (with the new shards' folders); `;`, not `&&`: one shard's failures stop no other.
-				// Shards still running have nothing to resume: once they end, this same merge finishes the layout.
-				const mergeAgain = cliCommand(["merge", ...dirs, "--out", flags.out]);
-				const finish = finishCommands.length > 0 ? finishCommands.join("; ") : mergeAgain;
-				ctx.stdout.write(formatSummary(summary, outDir, { resume: finish }));
-				if (shards.running.length > 0)
+		.action((dirs: string[], flags: { out: string; json?: boolean }) =>
+			answeringErrorsInJson(ctx, flags.json === true, async () => {
+				const outDir = resolve(ctx.cwd, flags.out);
+				const { summary, finishCommands } = await mergeShardRuns(
+					dirs.map((dir) => resolve(ctx.cwd, dir)),
+					outDir,
+					{ cwd: ctx.cwd },
+				);
+				const report = await rebuildReport(outDir).catch(() => null);
+				if (flags.json) writeLine(ctx.stdout, JSON.stringify({ ...summary, out_dir: outDir, report }));
+				else {
+					const { shards } = summary;
+					// Then merge again (with the new shards' folders); `;`, not `&&`: one shard's failures stop no other.
+					// Shards still running have nothing to resume: once they end, this same merge finishes the layout.
+					const mergeAgain = cliCommand(["merge", ...dirs, "--out", flags.out]);
+					const finish = finishCommands.length > 0 ? finishCommands.join("; ") : mergeAgain;
+					ctx.stdout.write(formatSummary(summary, outDir, { resume: finish }));
+					if (shards.running.length > 0)
+						writeLine(
+							ctx.stdout,
+							`running    ${shards.running.length === 1 ? "shard" : "shards"} ${shards.running.join(", ")} still running: once ${shards.running.length === 1 ? "it has" : "they have"} ended, \`${mergeAgain}\` merges again`,
+						);
 					writeLine(
 						ctx.stdout,
-						`running    ${shards.running.length === 1 ? "shard" : "shards"} ${shards.running.join(", ")} still running: once ${shards.running.length === 1 ? "it has" : "they have"} ended, \`${mergeAgain}\` merges again`,
+						`shards     ${shards.merged.length} of ${shards.count} merged${shards.missing.length ? `; missing ${shards.missing.join(", ")}` : ""}${shards.incomplete.length ? `; incomplete ${shards.incomplete.join(", ")}` : ""}`,
 					);
-				writeLine(
-					ctx.stdout,
-					`shards     ${shards.merged.length} of ${shards.count} merged${shards.missing.length ? `; missing ${shards.missing.join(", ")}` : ""}${shards.incomplete.length ? `; incomplete ${shards.incomplete.join(", ")}` : ""}`,
-				);
-				if (report) writeLine(ctx.stdout, `report     ${report}`);
-			}
-			// The rule a run's own exit code follows: complete, every target ok, the required fields filled enough.
-			ctx.exitCode = runSucceeded({ summary, stopReason: null }) ? EXIT.ok : EXIT.someTargetsFailed;
-		});
+					if (report) writeLine(ctx.stdout, `report     ${report}`);
+				}
+				// The rule a run's own exit code follows: complete, every target ok, the required fields filled enough.
+				ctx.exitCode = runSucceeded({ summary, stopReason: null }) ? EXIT.ok : EXIT.someTargetsFailed;
+			}),
+		);
 }

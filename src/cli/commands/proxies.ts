@@ -5,6 +5,7 @@ import type { GenerateProxiesParams, TargetingPlace, TargetingSettings } from ".
 import { cliCommand, UsageError } from "../../common/index.js";
 import { type CliContext, writeLine } from "../context.js";
 import { closestMatches } from "../format/index.js";
+import { answeringErrorsInJson } from "../json-error.js";
 import { addServiceOptions, connectService, requireAccount, type ServiceFlags } from "../service-connection.js";
 import { catalogueFor, countryIn, placesOf, placeValue } from "./targeting.js";
 
@@ -82,9 +83,11 @@ Examples:
   npx scrapejob proxies --product rp --countries US --session sticky --lifetime 60 --amount 10
   npx scrapejob proxies --product rp --countries US --city new.york --format 2 --out proxies.txt`,
 	);
-	command.action(async (flags: ProxiesFlags) => {
-		await runProxies(ctx, flags);
-	});
+	command.action((flags: ProxiesFlags) =>
+		answeringErrorsInJson(ctx, flags.json === true, async () => {
+			await runProxies(ctx, flags);
+		}),
+	);
 }
 
 export async function runProxies(ctx: CliContext, flags: ProxiesFlags): Promise<void> {

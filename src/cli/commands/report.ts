@@ -1,6 +1,7 @@
 import type { Command } from "commander";
 import { rebuildReport } from "../../report/index.js";
 import { type CliContext, writeLine } from "../context.js";
+import { answeringErrorsInJson } from "../json-error.js";
 
 export function registerReportCommand(program: Command, ctx: CliContext): void {
 	program
@@ -20,10 +21,12 @@ Examples:
   npx scrapejob report output/shop-prices/20261122T021500Z-3f9a1c
   npx scrapejob report output/shop-prices/*/`,
 		)
-		.action(async (runDirs: string[], flags: { json?: boolean }) => {
-			const written: Array<{ run_dir: string; report: string }> = [];
-			for (const runDir of runDirs) written.push({ run_dir: runDir, report: await rebuildReport(runDir) });
-			if (flags.json) writeLine(ctx.stdout, JSON.stringify(written));
-			else for (const entry of written) writeLine(ctx.stdout, entry.report);
-		});
+		.action((runDirs: string[], flags: { json?: boolean }) =>
+			answeringErrorsInJson(ctx, flags.json === true, async () => {
+				const written: Array<{ run_dir: string; report: string }> = [];
+				for (const runDir of runDirs) written.push({ run_dir: runDir, report: await rebuildReport(runDir) });
+				if (flags.json) writeLine(ctx.stdout, JSON.stringify(written));
+				else for (const entry of written) writeLine(ctx.stdout, entry.report);
+			}),
+		);
 }

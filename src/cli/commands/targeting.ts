@@ -4,6 +4,7 @@ import { plural, UsageError } from "../../common/index.js";
 import { type CliContext, useColor, writeJson, writeLine } from "../context.js";
 import { EXIT } from "../exit-codes.js";
 import { closestMatches, createStyle, formatTable, productName, type Style } from "../format/index.js";
+import { answeringErrorsInJson } from "../json-error.js";
 import { addServiceOptions, connectService, requireAccount, type ServiceFlags } from "../service-connection.js";
 
 export interface TargetingFlags extends ServiceFlags {
@@ -40,9 +41,11 @@ Examples:
   npx scrapejob targeting --product rp --search united
   npx scrapejob targeting --product rp --country US --search new`,
 	);
-	command.action(async (flags: TargetingFlags) => {
-		await runTargeting(ctx, flags);
-	});
+	command.action((flags: TargetingFlags) =>
+		answeringErrorsInJson(ctx, flags.json === true, async () => {
+			await runTargeting(ctx, flags);
+		}),
+	);
 }
 
 export async function runTargeting(ctx: CliContext, flags: TargetingFlags): Promise<void> {

@@ -7,6 +7,7 @@ import { connectScraper } from "../../library/index.js";
 import { type CliContext, useColor, writeJson, writeLine } from "../context.js";
 import { EXIT } from "../exit-codes.js";
 import { createStyle, formatNumber, type Style } from "../format/index.js";
+import { answeringErrorsInJson } from "../json-error.js";
 import { addServiceOptions, connectService, type ServiceFlags } from "../service-connection.js";
 
 export interface TaskFlags extends ServiceFlags {
@@ -32,9 +33,11 @@ Examples:
   npx scrapejob task 4f9c2a
   npx scrapejob task 4f9c2a --out page.html`,
 	);
-	command.action(async (taskId: string, flags: TaskFlags) => {
-		await runTask(ctx, taskId, flags);
-	});
+	command.action((taskId: string, flags: TaskFlags) =>
+		answeringErrorsInJson(ctx, flags.json === true, async () => {
+			await runTask(ctx, taskId, flags);
+		}),
+	);
 }
 
 export async function runTask(ctx: CliContext, taskId: string, flags: TaskFlags): Promise<void> {

@@ -14,6 +14,7 @@ import {
 	type Style,
 	terminalColumns,
 } from "../format/index.js";
+import { answeringErrorsInJson } from "../json-error.js";
 import { addServiceOptions, connectService, requireAccount, type ServiceFlags } from "../service-connection.js";
 
 export interface UsageFlags extends ServiceFlags {
@@ -56,9 +57,11 @@ Examples:
   npx scrapejob usage --product rp
   npx scrapejob usage --product rpc --period 24h --csv > usage.csv`,
 	);
-	command.action(async (flags: UsageFlags) => {
-		await runUsage(ctx, flags);
-	});
+	command.action((flags: UsageFlags) =>
+		answeringErrorsInJson(ctx, flags.json === true, async () => {
+			await runUsage(ctx, flags);
+		}),
+	);
 }
 
 export async function runUsage(ctx: CliContext, flags: UsageFlags): Promise<void> {
