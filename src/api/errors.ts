@@ -88,12 +88,22 @@ export class NetworkError extends ScrapejobError {
 	 */
 	readonly answeredStatus: number | null;
 	readonly creditsUsed?: number;
+	/** The balance and mode those headers reported (`X-Credits-Remaining`, `X-Mode-Used`), for the failed record. */
+	readonly creditsRemaining?: number;
+	readonly modeUsed?: string;
 
 	constructor(
 		failure: NetworkFailure,
 		endpoint: string,
 		message: string,
-		options?: { cause?: unknown; host?: string; answeredStatus?: number; creditsUsed?: number | undefined },
+		options?: {
+			cause?: unknown;
+			host?: string;
+			answeredStatus?: number;
+			creditsUsed?: number | undefined;
+			creditsRemaining?: number | undefined;
+			modeUsed?: string | undefined;
+		},
 	) {
 		super(
 			"SCRAPEJOB_NETWORK",
@@ -104,6 +114,8 @@ export class NetworkError extends ScrapejobError {
 		this.endpoint = endpoint;
 		this.answeredStatus = options?.answeredStatus ?? null;
 		if (options?.creditsUsed !== undefined) this.creditsUsed = options.creditsUsed;
+		if (options?.creditsRemaining !== undefined) this.creditsRemaining = options.creditsRemaining;
+		if (options?.modeUsed !== undefined) this.modeUsed = options.modeUsed;
 	}
 }
 

@@ -301,6 +301,8 @@ class AnswerReader implements Dispatcher.DispatchHandler {
 			host: this.origin,
 			answeredStatus: this.status,
 			creditsUsed: this.credits,
+			creditsRemaining: numberHeader(this.headers, "x-credits-remaining"),
+			modeUsed: headerValue(this.headers, "x-mode-used"),
 		});
 	}
 }

@@ -323,11 +323,22 @@ describe("hostile input: pages a crawl reads", () => {
 
 describe("hostile input: credits charged on attempts that fail", () => {
 	/** Each kind of charged failure the service can send, and what one attempt of it costs. */
-	const charged: Record<string, { credits: number; answer: (res: import("node:http").ServerResponse) => void }> = {
+	const charged: Record<
+		string,
+		{ credits: number; answer: (res: import("node:http").ServerResponse) => void; remaining?: number }
+	> = {
 		"a body cut after its headers": {
 			credits: 2,
+			// The balance and mode its headers said reach the failed record.
+			remaining: 777,
 			answer: (res) => {
-				res.writeHead(200, { "content-type": "text/html", "content-length": "5000", "x-credits-used": "2" });
+				res.writeHead(200, {
+					"content-type": "text/html",
+					"content-length": "5000",
+					"x-credits-used": "2",
+					"x-credits-remaining": "777",
+					"x-mode-used": "request",
+				});
 				res.write("<html>");
 				setTimeout(() => res.destroy(), 5);
 			},
@@ -347,7 +358,7 @@ describe("hostile input: credits charged on attempts that fail", () => {
 			},
 		},
 	};
-	for (const [name, { credits, answer }] of Object.entries(charged)) {
+	for (const [name, { credits, answer, remaining }] of Object.entries(charged)) {
 		it(`${name}: every attempt's charge is on the record, in the summary and in the budget; not an outage`, async () => {
 			let sent = 0;
 			const hostile = await hostileScraper((res) => {
@@ -366,6 +377,10 @@ describe("hostile input: credits charged on attempts that fail", () => {
 			// Every answer the service sent was charged: the records hold them all.
 			expect(recorded).toBe(sent * credits);
 			for (const record of records) expect(record.credits_used).toBe(Number(record.attempts) * credits);
+			if (remaining !== undefined) {
+				for (const record of records)
+					expect(record).toMatchObject({ credits_remaining: remaining, mode_used: "request" });
+			}
 			expect(readSummary(onlyRunDir(out, "paid"))).toMatchObject({ credits: { used: sent * credits } });
 			expect(result.stdout).not.toMatch(/outage/);
 		});
