@@ -92,6 +92,38 @@ describe("stops: what a user sees when in-flight fetches are given up", () => {
 		expect(resumed.stdout).not.toContain("abandoned");
 	}, 40_000);
 
+	it("Ctrl-C with targets waiting on per_host_delay: exit 130 at once, the waiting ones left for --resume, not waited out one delay after another", async () => {
+		service = await startTestService({ concurrency: 3 });
+		const dir = tempDir();
+		const out = join(dir, "out");
+		// Three pages of one host, 20 s apart: the stop came 37 s later, each waiting page's delay waited out.
+		const job = writeJob(
+			dir,
+			"shop",
+			[
+				"name: shop",
+				"per_host_delay: 20s",
+				"defaults:",
+				"  mode: request",
+				"targets:",
+				...[1, 2, 3].map((index) => `  - ${service!.site.url}/product/${index}`),
+				"",
+			].join("\n"),
+		);
+		const run = spawnCli(["run", job, "--out", out, "--quiet", "--grace-period", "10000"], service.env);
+		await waitFor(() => (existsSync(join(out, "shop")) ? readSummaryless(out) : ""), /\n/);
+		const stoppedAt = Date.now();
+		run.child.kill("SIGINT");
+		const ended = await run.done;
+		expect(ended.code, ended.stderr).toBe(130);
+		// Nothing was in flight: the stop needs neither the grace period nor the next page's delay.
+		expect(Date.now() - stoppedAt).toBeLessThan(5_000);
+		const runDir = runDirOf(out);
+		expect(readRecords(runDir)).toHaveLength(1);
+		expect(readSummary(runDir)).toMatchObject({ complete: false, stopped_reason: "interrupted", abandoned: 0 });
+		expect(service.emulator.ledger.byEndpoint("realtime")).toHaveLength(1);
+	}, 30_000);
+
 	it("Ctrl-C after the last target went out, its fetch finishing in the grace period: the run is complete, exit 0, no resume hint", async () => {
 		service = await startTestService({
 			concurrency: 6,

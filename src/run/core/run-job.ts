@@ -476,7 +476,7 @@ async function feedRun(
 		await fleet.feed({ queue, runner, stops, concurrency: options.concurrency });
 		return { ...FLEET_FED, hosts: null };
 	}
-	const hosts = hostGateFor(job, queue, crawler, clock, sleep);
+	const hosts = hostGateFor(job, queue, crawler, clock, sleep, stops.stopped);
 	const fed = await feedTargets({
 		job,
 		client: options.client,

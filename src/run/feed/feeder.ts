@@ -16,13 +16,22 @@ import { type DiscoveredTargets, discoverTargets, withDiscovered } from "./disco
  * The run's host gate when the job asks for one — `per_host_concurrency`, `per_host_delay`, or a crawl's
  * robots.txt `Crawl-delay` — else null (targets go straight to the queue).
  */
-export function hostGateFor(job: Job, queue: TaskQueue, crawler: Crawler | null, clock: Clock, sleep: Sleep) {
+export function hostGateFor(
+	job: Job,
+	queue: TaskQueue,
+	crawler: Crawler | null,
+	clock: Clock,
+	sleep: Sleep,
+	/** Aborted as the run stops: parked targets and hosts' delays are not waited for. */
+	stopped: AbortSignal,
+) {
 	if (!job.perHostConcurrency && !job.perHostDelayMs && job.crawl?.robots !== "obey") return null;
 	return createHostGate(queue.add, {
 		...(job.perHostConcurrency ? { limit: job.perHostConcurrency } : {}),
 		delayOf: (host) => Math.max(job.perHostDelayMs ?? 0, crawler?.crawlDelayMs(host) ?? 0),
 		clock,
 		sleep,
+		stopped,
 	});
 }
 

@@ -26,6 +26,11 @@ export interface HostGateOptions {
 	readonly delayOf?: (host: string) => number;
 	readonly clock?: Clock;
 	readonly sleep?: Sleep;
+	/**
+	 * Aborted as the run stops: parked targets are dropped (left for a resume) and a delay being waited out
+	 * ends at once, its target not started — a stop waits for fetches in flight, never for hosts' delays.
+	 */
+	readonly stopped?: AbortSignal;
 }
 
 interface HostState {
@@ -60,6 +65,7 @@ export function createHostGate(enqueue: (work: () => Promise<void>) => void, opt
 	const hosts = new Map<string, HostState>();
 	let parked = 0;
 	const drained: Array<{ count: number; resolve: () => void }> = [];
+	const stopped = options.stopped;
 
 	const notify = () => {
 		for (let index = drained.length - 1; index >= 0; index--) {
@@ -86,13 +92,13 @@ export function createHostGate(enqueue: (work: () => Promise<void>) => void, opt
 					let now = clock();
 					const at = Math.max(now, state.startedAt + delay);
 					state.startedAt = at;
-					if (at > now) await sleep(at - now);
+					if (at > now && !(await waited(at - now))) return;
 					// The one before may have started late (its timer fired late on a busy loop): the delay counts
 					// from its real start.
 					now = clock();
 					const realDue = state.startedNow + delay;
 					if (realDue > now) {
-						await sleep(realDue - now);
+						if (!(await waited(realDue - now))) return;
 						now = clock();
 					}
 					state.startedNow = now;
@@ -108,7 +114,31 @@ export function createHostGate(enqueue: (work: () => Promise<void>) => void, opt
 		});
 	};
 
+	/** Waits `ms` of a host's delay; false when the run stopped meanwhile (the target is not started). */
+	const waited = async (ms: number): Promise<boolean> => {
+		if (stopped?.aborted) return false;
+		try {
+			await sleep(ms, stopped);
+			return true;
+		} catch {
+			return false;
+		}
+	};
+
+	/** The run stops: no parked target will start (a resume takes them); the run's idle wait ends. */
+	const dropParked = () => {
+		for (const state of hosts.values()) {
+			if (state.wake !== null) clearTimeout(state.wake);
+			state.wake = null;
+			state.waiting.length = 0;
+		}
+		parked = 0;
+		notify();
+	};
+	stopped?.addEventListener("abort", dropParked, { once: true });
+
 	const drain = (host: string, state: HostState) => {
+		if (stopped?.aborted) return;
 		while (state.waiting.length > 0 && state.active < limit) {
 			const due = dueAt(host, state);
 			const now = clock();
@@ -141,6 +171,8 @@ export function createHostGate(enqueue: (work: () => Promise<void>) => void, opt
 
 	return {
 		submit(url, work) {
+			// Fed after the stop: never parked (nothing would release it), left for a resume.
+			if (stopped?.aborted) return;
 			const host = hostOf(url);
 			let state = hosts.get(host);
 			if (!state) {
