@@ -17,9 +17,10 @@ export const RUN_EXIT_TABLE: readonly RunExitRow[] = [
 	{ code: EXIT.ok, meaning: "the run completed, every target ok (or nothing was left to do)", scheduler: "done" },
 	{
 		code: EXIT.someTargetsFailed,
-		meaning: "the run ended with failed targets, at max_credits, or with its data contract broken",
+		meaning:
+			"the run ended with failed targets, at max_credits, at a crawl's max_pages, or with its data contract broken",
 		scheduler:
-			"do not retry: a new run would pay again; the next scheduled run (--continue) fetches the failed targets, never fresh; a run stopped at max_credits stays stopped (--continue resumes it within its budget) until resumed with a larger --max-credits (the printed hint)",
+			"do not retry: a new run would pay again; the next scheduled run (--continue) fetches the failed targets, never fresh; a run stopped at max_credits stays stopped (--continue resumes it within its budget) until resumed with a larger --max-credits (the printed hint); a crawl stopped at max_pages is done: the next --continue is a new crawl, or resumes it once max_pages is raised in the job",
 	},
 	{
 		code: EXIT.invalidInput,

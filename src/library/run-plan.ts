@@ -10,6 +10,7 @@ import {
 	listLayoutRuns,
 	lockJobOutput,
 	ResumeError,
+	type RunInfo,
 	type RunLock,
 	tookOverMessage,
 } from "../run/index.js";
@@ -40,6 +41,17 @@ export interface RunPlans {
 }
 
 /**
+ * A crawl whose last session stopped at its `max_pages`: done as far as `--continue` goes, unless the
+ * job's bound was raised since. Resumed, it would send nothing and stop at the same bound every night;
+ * the next crawl is a new run.
+ */
+function crawlDoneToItsBound(run: RunInfo, job: Job): boolean {
+	const crawl = run.summary?.crawl;
+	if (!crawl || !job.crawl || run.summary?.stopped_reason !== "max_pages") return false;
+	return job.crawl.maxPages <= crawl.max_pages;
+}
+
+/**
  * Which run each job continues (`--resume [RUN_ID]`) or starts. Reads only the output folders: no
  * request is made. A job whose chosen run is already complete is left out, with a note — unless it
  * is to be repaired (`--repair`): a complete run whose results.jsonl holds damaged lines loses those
@@ -65,7 +77,7 @@ export function planRuns(
 		if (continueRun) {
 			const newest = ownRuns()[0];
 			planned.push(
-				newest && !newest.complete
+				newest && !newest.complete && !crawlDoneToItsBound(newest, job)
 					? { job, counts, resumeDir: newest.dir, runId: basename(newest.dir), continued: true }
 					: { job, counts, resumeDir: undefined, runId: `${newRunId()}${suffix ?? ""}`, continued: true },
 			);

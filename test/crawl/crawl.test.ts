@@ -1,8 +1,8 @@
-import { existsSync, readFileSync } from "node:fs";
+import { existsSync, readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import type { ResultRecord } from "../../src/output/index.js";
-import { onlyRunDir, readRecords, readSummary, tempDir, writeJob } from "../helpers/job-files.js";
+import { isRunFolderName, onlyRunDir, readRecords, readSummary, tempDir, writeJob } from "../helpers/job-files.js";
 import { runCli } from "../helpers/run-cli.js";
 import { startTestService, type TestService } from "../helpers/service.js";
 import { runPrintedCommand } from "../helpers/spawn-cli.js";
@@ -146,6 +146,35 @@ describe("crawl: link following", () => {
 		expect(records).toHaveLength(40);
 		expect(new Set(records.map((record) => record.url)).size).toBe(40);
 		expect([...requestedFetches(service).values()].every((count) => count === 1)).toBe(true);
+	});
+
+	it("--continue after a crawl stopped at max_pages starts the next crawl (a resume would stop at the same bound), and resumes it once max_pages was raised", async () => {
+		service = await startTestService({ concurrency: 4 });
+		const dir = tempDir();
+		const seeds = [`${service.site.url}/graph/1`];
+		writeJob(dir, "crawl", crawlJob(seeds, ["max_depth: 20", "max_pages: 15"]));
+		const nightly = () =>
+			runCli(["run", "crawl.yaml", "--out", "out", "--continue", "--quiet"], { env: service!.env, cwd: dir });
+		const folders = () =>
+			readdirSync(join(dir, "out", "crawl"))
+				.filter(isRunFolderName)
+				.sort();
+		expect((await nightly()).code).toBe(1);
+		expect(folders()).toHaveLength(1);
+		// The next night: a new crawl of 15 pages, not a resume that sends nothing and stops at 15 again.
+		const next = await nightly();
+		expect(next.code, next.stderr).toBe(1);
+		expect(folders()).toHaveLength(2);
+		const newest = join(dir, "out", "crawl", folders()[1]!);
+		expect(readRecords(newest)).toHaveLength(15);
+		// The bound raised: --continue resumes that crawl and goes on from its pages.
+		writeJob(dir, "crawl", crawlJob(seeds, ["max_depth: 20", "max_pages: 25"]));
+		const raised = await nightly();
+		expect(raised.code, raised.stderr).toBe(1);
+		expect(folders()).toHaveLength(2);
+		const records = readRecords(newest);
+		expect(records).toHaveLength(25);
+		expect(new Set(records.map((record) => record.url)).size).toBe(25);
 	});
 
 	it("a crawl's progress bar counts pages done against the pages known so far, with no ETA", async () => {
