@@ -109,6 +109,33 @@ describe("browser_session: targets in the service's remote browser (real Chromiu
 		expect(readRecords(onlyRunDir(out, "many")).every((record) => record.status === "ok")).toBe(true);
 	});
 
+	it("a crawl whose seed is a browser session follows the links of the page the session ended on", async () => {
+		const service = await useTestService({ browser_concurrency: 2 });
+		const dir = tempDir();
+		const out = join(dir, "out");
+		const job = writeJob(
+			dir,
+			"crawled",
+			[
+				"name: crawled",
+				fastRetry,
+				"targets:",
+				`  - url: ${service.site.url}/graph/1`,
+				"    browser_session: {steps: [{scroll: bottom}]}",
+				"crawl: {max_depth: 1, max_pages: 10, robots: ignore}",
+				"",
+			].join("\n"),
+		);
+		const result = await runCli(["run", job, "--out", out, "--quiet"], { env: service.env });
+		expect(result.code, result.stderr).toBe(0);
+		const runDir = onlyRunDir(out, "crawled");
+		// The seed and the pages it links (the demo graph's page 1 links several): not the seed alone.
+		const records = readRecords(runDir);
+		expect(records.length).toBeGreaterThan(1);
+		expect(records.every((record) => record.status === "ok")).toBe(true);
+		expect(readSummary(runDir).crawl?.pages).toBe(records.length);
+	});
+
 	it("retries a session the service cut short, and fails one whose steps cannot fit in the session's length", async () => {
 		const service = await useTestService({
 			browser_concurrency: 2,

@@ -457,7 +457,8 @@ export function createTargetRunner(parts: TargetRunnerParts): TargetRunner {
 		if (evaluated.length > 0)
 			record.data = { ...record.data, evaluate: evaluated.length === 1 ? evaluated[0] : evaluated };
 		judgeUseful(record, target, result, job, page.read);
-		stops.guardOutput(() => parts.write(record, result.kind === "ok" ? result.body : null));
+		// As a fetched page's: a crawl follows the final page's links (they go to the frontier first).
+		commitFetched(target, result, record, page);
 	};
 
 	/**
