@@ -280,7 +280,12 @@ export function formatSummary(summary: RunSummary, runDir: string, hints: Summar
 		...(summary.fleet ? [["fleet", fleetLine(summary.fleet)] as [string, string]] : []),
 		[
 			"credits",
-			`${round(summary.credits.used)} used${summary.credits.remaining !== null ? `, ${round(summary.credits.remaining)} remaining` : ""}${formatByMode(summary.credits.by_mode)}`,
+			`${round(summary.credits.used)} used${summary.credits.remaining !== null ? `, ${round(summary.credits.remaining)} remaining` : ""}${formatByMode(summary.credits.by_mode)}${
+				// Browser sessions are paid from another balance: said, or a run of them reads as free.
+				summary.browser_credits_used != null
+					? `; browser sessions: ${round(summary.browser_credits_used)} browser credits`
+					: ""
+			}`,
 		],
 		[
 			"retries",

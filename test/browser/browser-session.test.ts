@@ -85,6 +85,10 @@ describe("browser_session: targets in the service's remote browser (real Chromiu
 		// Nothing went through the scraper, and the summary reports the browser credits the sessions used.
 		expect(service.emulator.ledger.entries.filter((entry) => entry.endpoint === "realtime")).toHaveLength(0);
 		expect(readSummary(runDir).browser_credits_used).toBe(sessions.creditsUsed);
+		// The terminal says them too: the scraper's credits alone read as a free run.
+		expect(result.stdout).toMatch(
+			new RegExp(`^credits +.*; browser sessions: ${sessions.creditsUsed} browser credits$`, "m"),
+		);
 		expectNoKey(runDir, result.stdout + result.stderr, service.emulator.browserKey);
 	});
 
