@@ -1,4 +1,4 @@
-import { JOB_MODES } from "../common/index.js";
+import { creditCostRange, JOB_MODES } from "../common/index.js";
 import type { Job, TargetCounts } from "../job/index.js";
 
 /**
@@ -17,7 +17,7 @@ export function crawlDryRunLines(job: Job, counts: TargetCounts): string[] {
 	}
 	const crawl = job.crawl;
 	if (!crawl) return lines;
-	const worstPerPage = worstPerPageOf(counts);
+	const worstPerPage = worstPerPageOf(job, counts);
 	const bound = crawlCreditBound(job, counts) ?? 0;
 	const budget =
 		job.maxCredits === null ? "no max_credits set" : `max_credits ${job.maxCredits} stops it sooner if reached`;
@@ -27,17 +27,26 @@ export function crawlDryRunLines(job: Job, counts: TargetCounts): string[] {
 	return lines;
 }
 
-/** The dearest page a seed's options can cost: every page found from it has the same options. */
-function worstPerPageOf(counts: TargetCounts): number {
+/**
+ * The dearest page a seed's options can cost: every page found from it has the same options. The seeds
+ * a map/search source finds are not listed: each is priced at its source's options over `defaults`.
+ */
+function worstPerPageOf(job: Job, counts: TargetCounts): number {
 	let worstPerPage = 0;
 	for (const mode of JOB_MODES) {
 		const count = counts.byMode[mode];
 		if (count > 0) worstPerPage = Math.max(worstPerPage, counts.creditRangeByMode[mode].max / count);
+	}
+	for (const source of job.discovery ?? []) {
+		const mode = source.options.mode ?? job.defaults.mode;
+		const proxyType = source.options.proxy_type ?? job.defaults.proxy_type;
+		const range = creditCostRange({ ...(mode ? { mode } : {}), ...(proxyType ? { proxy_type: proxyType } : {}) });
+		worstPerPage = Math.max(worstPerPage, range.max);
 	}
 	return worstPerPage;
 }
 
 /** A crawl's worst case: max_pages at the dearest seed's price (the dry run's cost check uses it); null without crawl. */
 export function crawlCreditBound(job: Job, counts: TargetCounts): number | null {
-	return job.crawl ? Math.ceil(job.crawl.maxPages * worstPerPageOf(counts)) : null;
+	return job.crawl ? Math.ceil(job.crawl.maxPages * worstPerPageOf(job, counts)) : null;
 }

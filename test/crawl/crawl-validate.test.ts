@@ -75,5 +75,26 @@ describe("validate: crawl and discovery sources", () => {
 		// browser mode: 5 credits a page at worst (creditCostRange, docs/service.md, "Modes and costs").
 		expect(result.stdout).toMatch(/at most 200 credits \(40 × 5 per page worst case; max_credits 500/);
 		expect(result.stdout).toMatch(/1 map\/search source \(search\)/);
+
+		// Seeds in request mode, a search source in browser mode: the pages it finds are priced as browser pages.
+		const mixed = writeJob(
+			dir,
+			"mixed",
+			[
+				"name: m",
+				"max_credits: 150",
+				"defaults: {mode: request}",
+				"targets: [https://example.com/a]",
+				"crawl: {max_pages: 40, max_depth: 2}",
+				"sources:",
+				"  - search: {query: laptops}",
+				"    mode: browser",
+				"",
+			].join("\n"),
+		);
+		const priced = await runCli(["run", mixed, "--dry-run"], { cwd: dir });
+		expect(priced.code, priced.stderr).toBe(0);
+		expect(priced.stdout).toMatch(/at most 200 credits \(40 × 5 per page worst case; max_credits 150/);
+		expect(priced.stdout).toContain("The budget, max_credits 150, lies inside the estimate");
 	});
 });
