@@ -92,6 +92,11 @@ export interface Crawler {
 	 * HTML; null when the page could not be read) go to the frontier.
 	 */
 	pageFetched(target: Target, links: readonly string[] | null, finalUrl?: string): void;
+	/**
+	 * A page's record was written (ok, failed or skipped): one of the summary's `pages`. Pages handed out
+	 * and dropped by a stop have none, and are fetched by `--resume`.
+	 */
+	pageRecorded(): void;
 	summary(): CrawlSummary;
 	/** Of `summary().sitemap_credits`, the robots.txt and sitemap credits this session paid (not an earlier session of the run). */
 	sessionSitemapCredits(): number;
@@ -184,6 +189,8 @@ class BreadthFirstCrawler implements Crawler {
 	/** Seed origins whose sitemaps were asked for (`sitemaps: true`), each once per session. */
 	private readonly seedOrigins = new Set<string>();
 	private handedOut = 0;
+	/** Page records written this session (`handedOut` less the pages a stop dropped before their fetch). */
+	private recorded = 0;
 	private fresh = 0;
 	private refetched = 0;
 	private robotsDisallowed = 0;
@@ -309,6 +316,10 @@ class BreadthFirstCrawler implements Crawler {
 		if (this.shard && owner !== this.shard.index) this.options.handOff?.inbox.handOff(owner, [entry]);
 	}
 
+	pageRecorded(): void {
+		this.recorded += 1;
+	}
+
 	sessionSitemapCredits(): number {
 		return this.sitemapCredits() - this.sitemapCreditsBefore;
 	}
@@ -320,7 +331,7 @@ class BreadthFirstCrawler implements Crawler {
 
 	summary(): CrawlSummary {
 		return {
-			pages: this.pagesBefore + this.handedOut,
+			pages: this.pagesBefore + this.recorded,
 			discovered: this.urls.size,
 			max_depth: this.spec.maxDepth,
 			max_pages: this.spec.maxPages,

@@ -148,6 +148,40 @@ describe("crawl: link following", () => {
 		expect([...requestedFetches(service).values()].every((count) => count === 1)).toBe(true);
 	});
 
+	it("after a budget stop, crawl.pages counts the pages with a record, not those handed out and dropped; --resume adds its own", async () => {
+		// A slow site: when the budget runs out, pages are queued behind the ones in flight.
+		service = await startTestService({ concurrency: 8 }, 30);
+		const dir = tempDir();
+		const out = join(dir, "out");
+		writeJob(
+			dir,
+			"crawl",
+			crawlJob(
+				[`${service.site.url}/graph/1`],
+				["max_depth: 6", "max_pages: 100000", "robots: ignore"],
+				["max_credits: 41"],
+			),
+		);
+		const first = await runCli(["run", "crawl.yaml", "--out", "out", "--quiet"], { env: service.env, cwd: dir });
+		expect(first.code, first.stderr).toBe(1);
+		const runDir = onlyRunDir(out, "crawl");
+		const stopped = readSummary(runDir);
+		expect(stopped.stopped_reason).toBe("budget_exhausted");
+		expect(stopped.crawl!.discovered).toBeGreaterThan(readRecords(runDir).length);
+		expect(stopped.crawl!.pages).toBe(readRecords(runDir).length);
+
+		// Stopped by its budget again: the earlier session's pages and this one's, with a record each.
+		const resumed = await runCli(["run", "crawl.yaml", "--out", "out", "--quiet", "--resume", "--max-credits", "81"], {
+			env: service.env,
+			cwd: dir,
+		});
+		expect(resumed.code, resumed.stderr).toBe(1);
+		const again = readSummary(runDir);
+		expect(again.stopped_reason).toBe("budget_exhausted");
+		expect(readRecords(runDir).length).toBeGreaterThan(stopped.crawl!.pages);
+		expect(again.crawl!.pages).toBe(readRecords(runDir).length);
+	});
+
 	it("--continue after a crawl stopped at max_pages starts the next crawl (a resume would stop at the same bound), and resumes it once max_pages was raised", async () => {
 		service = await startTestService({ concurrency: 4 });
 		const dir = tempDir();

@@ -15,6 +15,7 @@ import {
 	type Sleep,
 	systemClock,
 } from "../../common/index.js";
+import type { Crawler } from "../../crawl/index.js";
 import type { JobHistory } from "../../history/index.js";
 import type { Job } from "../../job/index.js";
 import {
@@ -22,13 +23,14 @@ import {
 	createRunLog,
 	newRunId,
 	type PageStore,
+	type ResultRecord,
 	RUN_FILES,
 	writeSandboxRun,
 } from "../../output/index.js";
 import { createRunEconomics } from "../economics/run-economics.js";
 import { type FeedOutcome, feedTargets, hostGateFor, whenIdle } from "../feed/feeder.js";
 import type { TargetSurvey } from "../feed/survey-targets.js";
-import { createFleetCoordination, type FleetWorkerSetup } from "../fleet/fleet-worker.js";
+import { createFleetCoordination, type FleetCoordination, type FleetWorkerSetup } from "../fleet/fleet-worker.js";
 import { createCreditBudget } from "../flow/credit-budget.js";
 import type { HostGate } from "../flow/host-gate.js";
 import { checkScraperHealth, type HealthReading } from "../flow/scraper-health.js";
@@ -377,6 +379,17 @@ async function openFetchSide(context: RunContext, side: RecordSide) {
 }
 type FetchSide = Awaited<ReturnType<typeof openFetchSide>>;
 
+/** After each record written: the fleet's copy, and a crawl's count of pages. */
+function recordWritten(
+	fleet: Pick<FleetCoordination, "written"> | null,
+	crawler: Pick<Crawler, "pageRecorded"> | null,
+) {
+	return (record: ResultRecord) => {
+		fleet?.written(record);
+		crawler?.pageRecorded();
+	};
+}
+
 /** The run's start in its files, its progress, the one record path, and the target runner over them all. */
 function openRunnerSide(context: RunContext, side: RecordSide, fetching: FetchSide) {
 	const { options, job, survey, opened, startedAt, clock, sleep, random } = context;
@@ -404,7 +417,9 @@ function openRunnerSide(context: RunContext, side: RecordSide, fetching: FetchSi
 		history: records.heldBack ? null : history,
 		onWritten: progress.report,
 		fence: stops,
-		...(fleet ? { targetFence: fleet.mayWrite, onRecord: fleet.written } : {}),
+		...(fleet ? { targetFence: fleet.mayWrite } : {}),
+		// A crawl's record is a page's (its robots.txt and sitemap fetches and redirects' landings have none).
+		...(fleet || crawler ? { onRecord: recordWritten(fleet, crawler) } : {}),
 	});
 	const browser = options.browser ?? null;
 	const breakers = createRunBreakers(

@@ -63,11 +63,6 @@ export interface FleetCrawl extends Crawler {
 	readonly robotsFile?: (origin: string, seed: Target) => Promise<string | null | "stopped">;
 	/** Credits this worker's sitemap reading cost, for its summary. */
 	addSitemapCredits(credits: number): void;
-	/**
-	 * This worker wrote a page's record (ok, failed or skipped; HTML or not): one of its summary's pages,
-	 * as a local crawl counts every page it hands out, not only those whose links it read.
-	 */
-	pageRecorded(): void;
 }
 
 export interface FleetCrawlOptions {

@@ -229,8 +229,6 @@ export class FleetCoordination {
 		const target = this.#leases.get(record.id);
 		if (!target) return;
 		target.record = record;
-		// A crawl's record is a page's (its sitemap tasks and redirects' landings have none).
-		this.#crawl?.pageRecorded();
 	};
 
 	/** An async task's id: stored on the lease before it is waited on, so a successor polls it. */
