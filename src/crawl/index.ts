@@ -17,6 +17,7 @@ export {
 	createCrawler,
 	journalledCrawlCredits,
 } from "./crawler.js";
+export { type CrawlExtraFetches, crawlExtraFetches } from "./extra-fetches.js";
 export { FRONTIER_FILE, type FrontierEntry, isFrontierEntry, readLandings } from "./frontier-file.js";
 export { createLinkScope, type LinkScope } from "./link-scope.js";
 export { normalizeUrl, withSeedCredentials } from "./normalize-url.js";

@@ -1,3 +1,5 @@
+// A dry run's crawl bound: what a crawl fetches per seed origin besides its pages.
+export { type CrawlExtraFetches, crawlExtraFetches, MAX_SITEMAP_FILES } from "../crawl/index.js";
 export {
 	ResumeError,
 	type RunSelection,

@@ -1,3 +1,4 @@
+import { readFileSync } from "node:fs";
 import { describe, expect, it } from "vitest";
 import { tempDir, writeJob } from "../helpers/job-files.js";
 import { runCli } from "../helpers/run-cli.js";
@@ -73,7 +74,10 @@ describe("validate: crawl and discovery sources", () => {
 		expect(result.stdout).toMatch(/crawl: how many pages it finds cannot be known before it runs/);
 		expect(result.stdout).toMatch(/The 2 targets above are its seeds; it fetches at most 40 pages/);
 		// browser mode: 5 credits a page at worst (creditCostRange, docs/service.md, "Modes and costs").
-		expect(result.stdout).toMatch(/at most 200 credits \(40 × 5 per page worst case; max_credits 500/);
+		// Plus the seeds' one origin's robots.txt (robots: obey, the default), at the same price.
+		expect(result.stdout).toContain(
+			"at most 205 credits (40 × 5 per page worst case; plus its robots.txt (robots: obey) per origin at the same price: 1 seed origin × 1 × 5, and a robots.txt for each other origin its links reach; max_credits 500",
+		);
 		expect(result.stdout).toMatch(/1 map\/search source \(search\)/);
 
 		// Seeds in request mode, a search source in browser mode: the pages it finds are priced as browser pages.
@@ -94,7 +98,30 @@ describe("validate: crawl and discovery sources", () => {
 		);
 		const priced = await runCli(["run", mixed, "--dry-run"], { cwd: dir });
 		expect(priced.code, priced.stderr).toBe(0);
-		expect(priced.stdout).toMatch(/at most 200 credits \(40 × 5 per page worst case; max_credits 150/);
-		expect(priced.stdout).toContain("The budget, max_credits 150, lies inside the estimate");
+		expect(priced.stdout).toMatch(/at most 205 credits \(40 × 5 per page worst case; plus its robots.txt/);
+		expect(priced.stdout).toContain("The budget, max_credits 150, lies inside the estimate (2–205)");
+
+		// sitemaps: true: each seed origin's robots.txt and up to 50 sitemap files; robots: ignore reads no other origin's.
+		const sitemaps = writeJob(
+			dir,
+			"sitemaps",
+			[
+				"name: s",
+				"defaults: {mode: request}",
+				"targets: [https://example.com/a, https://example.com/b, http://example.org/]",
+				"crawl: {max_pages: 40, max_depth: 2, sitemaps: true, robots: ignore}",
+				"",
+			].join("\n"),
+		);
+		const mapped = await runCli(["run", sitemaps, "--dry-run"], { cwd: dir });
+		expect(mapped.code, mapped.stderr).toBe(0);
+		expect(mapped.stdout).toContain(
+			"at most 284 credits (40 × 2 per page worst case; plus its robots.txt and up to 50 sitemap files per origin at the same price: 2 seed origins × 51 × 2; no max_credits set)",
+		);
+
+		// robots: ignore without sitemaps: pages only.
+		writeJob(dir, "sitemaps", readFileSync(sitemaps, "utf8").replace("sitemaps: true, ", ""));
+		const pagesOnly = await runCli(["run", sitemaps, "--dry-run"], { cwd: dir });
+		expect(pagesOnly.stdout).toContain("at most 80 credits (40 × 2 per page worst case; no max_credits set)");
 	});
 });

@@ -43,6 +43,7 @@ import { csvColumnsFor, formatSummary, jobOutputDir } from "../../output/index.j
 import {
 	CorruptResultsError,
 	checkCost,
+	crawlExtraFetches,
 	forecastJob,
 	type ProgressSnapshot,
 	resolveConcurrency,
@@ -488,7 +489,8 @@ async function dryRunJobs(
 					`scrapejob: ${job.name}: --dry-run does not apply ${notApplied.join(", ")}: the estimate may count targets the run itself does not fetch`,
 				);
 			// A crawl's pages are not known before it runs: its worst case is max_pages at the dearest seed's price.
-			const crawlBound = crawlCreditBound(job, survey);
+			const crawlExtra = await crawlExtraFetches(job);
+			const crawlBound = crawlCreditBound(job, survey, crawlExtra);
 			const estimate = { min: survey.creditRange.min, max: Math.max(survey.creditRange.max, crawlBound ?? 0) };
 			const cost = checkCost(estimate, flags.maxCredits ?? job.maxCredits, balance);
 			// What earlier runs of the job actually cost per domain (docs/behaviour.md, "Forecast"); null without them.
@@ -534,7 +536,7 @@ async function dryRunJobs(
 					ctx.stdout,
 					`${job.name}: forecast from earlier runs: ${forecast.expected} credits expected ${forecast.low === forecast.high ? "(no spread in earlier runs)" : `(80 % interval ${forecast.low}–${forecast.high})`}${found ? " for the listed targets only: the pages the run finds (crawl, map, search) are not known before it runs" : ""}.`,
 				);
-			for (const line of crawlDryRunLines(job, survey)) writeLine(ctx.stdout, line);
+			for (const line of crawlDryRunLines(job, survey, crawlExtra)) writeLine(ctx.stdout, line);
 			for (const sentence of cost.sentences) writeLine(ctx.stdout, `${job.name}: ${sentence}`);
 			if (csvColumns) writeLine(ctx.stdout, `${job.name}: results.csv columns: ${csvColumns.join(", ")}`);
 		} finally {
