@@ -32,6 +32,11 @@ export interface Breakers {
 	failedAttempt(key: string, targetId: string, reason: string): boolean | Promise<boolean>;
 	/** A probe that ended without a record: the next target of `key` may probe instead. */
 	probeLost(key: string, targetId: string): void;
+	/**
+	 * Whether `key`'s breaker is not closed, as this process knows it now (a fleet's: from its last poll):
+	 * an adaptive climb of a target admitted before it opened sends no stronger fetch.
+	 */
+	isOpen(key: string): boolean;
 	/** The breakers open now (a probe in flight included), in the order they opened. */
 	open(): BreakerReport[];
 }
@@ -213,6 +218,10 @@ export function createBreakers(
 			if (state.state !== "closed") return false;
 			count(key, state, true, reason);
 			return state.state === "closed";
+		},
+		isOpen(host) {
+			const state = domains.get(bucket(host));
+			return state !== undefined && state.state !== "closed";
 		},
 		probeLost(host) {
 			const state = domains.get(bucket(host));

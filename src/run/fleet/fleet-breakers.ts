@@ -119,6 +119,10 @@ export function createFleetBreakers(
 		coolDownMs: spec.coolDownMs,
 		keyOf: hostOfUrl,
 		admit,
+		isOpen(host) {
+			const state = watched.get(bucket(host));
+			return state !== undefined && state !== "closed";
+		},
 		settle(host, record, probe) {
 			const domain = bucket(host);
 			if (probe) {

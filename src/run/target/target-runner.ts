@@ -498,6 +498,8 @@ export function createTargetRunner(parts: TargetRunnerParts): TargetRunner {
 		/** What this process paid for `first` (its credits less what earlier processes were charged for it). */
 		firstPaid: number,
 		started: number,
+		/** The domain's breaker opened since the target was admitted (it is not its probe): no stronger fetch. */
+		heldBack: () => boolean,
 	): Promise<{
 		record: ResultRecord | undefined;
 		cost: TargetCost;
@@ -524,7 +526,7 @@ export function createTargetRunner(parts: TargetRunnerParts): TargetRunner {
 			built.record.mode_used = adaptiveModeUsed(current.modeUsed, rung);
 			const fixable = modes.fixable(built.record);
 			const atTop = step.at >= ladder.length - 1;
-			if (fixable && !atTop && !modes.isHopeless(domain) && !stops.stopping) {
+			if (fixable && !atTop && !modes.isHopeless(domain) && !stops.stopping && !heldBack()) {
 				// Another target of the domain may have found a stronger rung useful meanwhile (fetches in flight): the
 				// rungs below it are known not to be, and are not paid for again.
 				const nextStep = Math.max(step.at + 1, modes.firstStep(domain, ladder));
@@ -745,7 +747,8 @@ export function createTargetRunner(parts: TargetRunnerParts): TargetRunner {
 		let record: ResultRecord | undefined;
 		let answer = result;
 		if (step !== null) {
-			({ record, cost, after, answer } = await climb(target, step, result, charged, paidNow, started));
+			const heldBack = () => !probe && breakers !== null && breakers.isOpen(domain);
+			({ record, cost, after, answer } = await climb(target, step, result, charged, paidNow, started, heldBack));
 		} else {
 			// Without a page pool the record is written in this turn: no promise, no microtask per target.
 			record = pagePool
