@@ -12,7 +12,7 @@
  */
 import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
 import type { AddressInfo, ListenOptions } from "node:net";
-import { normalizeUrl } from "../common/index.js";
+import { checkOptions, normalizeUrl, type OptionKinds } from "../common/index.js";
 import { DEFAULT_HOST } from "./defaults.js";
 import { loadMorePage, searchPage } from "./demo-interactive-pages.js";
 import { calendarPage, graphPage, robotsTxt, sitemapXml } from "./link-graph.js";
@@ -36,6 +36,15 @@ export interface DemoSiteOptions {
 	readonly sharedPort?: boolean;
 }
 
+/** Each option of `startDemoSite` and the kind of value it takes. */
+const DEMO_SITE_OPTIONS = {
+	port: "number",
+	host: "string",
+	pages: "number",
+	latencyMs: "number",
+	sharedPort: "boolean",
+} as const satisfies OptionKinds<DemoSiteOptions>;
+
 /** A running demo website: a shop, a link graph, slow and failing pages, robots.txt and sitemaps to scrape. */
 export interface DemoSite {
 	/** Base address, e.g. `http://127.0.0.1:41235` (no trailing slash). */
@@ -52,6 +61,7 @@ const MAX_SLOW_MS = 60_000;
 
 /** Start the demo website on loopback (a free port unless `port` is given). */
 export async function startDemoSite(options: DemoSiteOptions = {}): Promise<DemoSite> {
+	checkOptions("startDemoSite", options, DEMO_SITE_OPTIONS);
 	const pages = options.pages ?? 100;
 	const latencyMs = options.latencyMs ?? 0;
 	const host = options.host ?? DEFAULT_HOST;

@@ -5,7 +5,7 @@
 import { setMaxListeners } from "node:events";
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
-import { type Clock, errorMessage, systemClock } from "../common/index.js";
+import { type Clock, checkOptions, errorMessage, type OptionKinds, systemClock } from "../common/index.js";
 import { createAccountData } from "./account-data.js";
 import { handleAccountRequest } from "./account-routes.js";
 import { BackgroundJobStore } from "./background-jobs.js";
@@ -44,6 +44,17 @@ export interface StartEmulatorOptions {
 	readonly searchSite?: string;
 }
 
+/** Each option of `startEmulator` and the kind of value it takes (the scenario is checked by its schema). */
+const START_EMULATOR_OPTIONS = {
+	scenario: "object",
+	port: "number",
+	host: "string",
+	ledger: "any",
+	clock: "function",
+	chromiumPath: "string",
+	searchSite: "string",
+} as const satisfies OptionKinds<StartEmulatorOptions>;
+
 /** A running emulator of the service: its addresses and keys, a ledger of every request and charge, knobs for tests. */
 export interface Emulator {
 	/** Base address of the account endpoints, e.g. `http://127.0.0.1:41234` (paths start with `/public`). */
@@ -81,6 +92,7 @@ export interface Emulator {
 
 /** Start the emulator of the service on loopback, playing the given scenario (docs/guides/emulator.md). */
 export async function startEmulator(options: StartEmulatorOptions = {}): Promise<Emulator> {
+	checkOptions("startEmulator", options, START_EMULATOR_OPTIONS);
 	const config = resolveScenario(options.scenario);
 	const ledger = new Ledger(options.ledger === false ? { maxEntries: 0 } : options.ledger);
 	const abort = new AbortController();

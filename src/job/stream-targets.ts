@@ -3,9 +3,11 @@ import { readdirSync, rmSync, statSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import {
+	checkOptions,
 	createUrlKeys,
 	creditCostRange,
 	maskUrlCredentials,
+	type OptionKinds,
 	processState,
 	REQUESTED_MODES,
 	type RequestedMode,
@@ -452,6 +454,15 @@ function createSourceScanner(
 	};
 }
 
+/** Each option of `streamTargets` and the kind of value it takes. */
+const STREAM_TARGETS_OPTIONS = {
+	onProblem: "function",
+	problemsPerFile: "number",
+	counts: "object",
+	seenKeys: "object",
+	witness: "object",
+} as const satisfies OptionKinds<StreamTargetsOptions>;
+
 /**
  * Every target of the job, in order — inline targets, then each source's rows — pulled lazily
  * (a source is read only as fast as the consumer pulls), with duplicates dropped and bad rows
@@ -460,6 +471,7 @@ function createSourceScanner(
  * `JobValidationError`.
  */
 export async function* streamTargets(job: Job, options: StreamTargetsOptions = {}): AsyncGenerator<Target> {
+	checkOptions("streamTargets", options, STREAM_TARGETS_OPTIONS);
 	for await (const batch of streamTargetBatches(job, options)) yield* batch;
 }
 

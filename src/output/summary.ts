@@ -1,4 +1,4 @@
-import { plural, writeFileAtomic } from "../common/index.js";
+import { checkOptions, type OptionKinds, plural, writeFileAtomic } from "../common/index.js";
 import type { RecordStatus } from "./record.js";
 
 /**
@@ -271,8 +271,18 @@ export interface SummaryHints {
 	readonly breakerProbedBy?: string;
 }
 
+/** Each hint `formatSummary` takes and the kind of value it is. */
+const SUMMARY_HINTS = {
+	resume: "string",
+	accept: "string",
+	jobFile: "string",
+	breakerCoolDownMs: "number",
+	breakerProbedBy: "string",
+} as const satisfies OptionKinds<SummaryHints>;
+
 /** A compact, human-readable summary for the end of a run (stdout). */
 export function formatSummary(summary: RunSummary, runDir: string, hints: SummaryHints = {}): string {
+	checkOptions("formatSummary's hints", hints, SUMMARY_HINTS);
 	const resumeCommand = hints.resume ?? "npx scrapejob run <job> --resume";
 	const rows: Array<[string, string]> = [
 		["run", `${summary.job} ${summary.run_id}${summary.complete ? "" : " (INCOMPLETE)"}`],

@@ -5,10 +5,15 @@ import {
 	createAccountClient,
 	createScraperClient,
 	extractJobFile,
+	formatSummary,
 	loadJob,
+	lockJobOutput,
 	type RunJobFileOptions,
 	runJob,
 	runJobFile,
+	startDemoSite,
+	startEmulator,
+	streamTargets,
 	surveyTargets,
 	UsageError,
 } from "../../src/index.js";
@@ -110,6 +115,39 @@ describe("an option a library call does not have is refused (UsageError) before 
 			createAccountClient(withTypo({ accountKey: service.emulator.accountKey }, { baseURL: service.emulator.apiUrl }));
 		expect(account).toThrow(UsageError);
 		expect(account).toThrow('createAccountClient: unknown option "baseURL"; did you mean "baseUrl"?');
+	});
+});
+
+describe("the library's other calls that take options refuse a misspelt one too", () => {
+	it("startEmulator, startDemoSite, streamTargets, lockJobOutput's lease and formatSummary's hints", async () => {
+		// `latency` (meant: latencyMs) would have served a fast site to a test of slow pages.
+		const site = await thrownBy(startDemoSite(withTypo({}, { latency: 500 })));
+		expect(site).toBeInstanceOf(UsageError);
+		expect((site as Error).message).toBe('startDemoSite: unknown option "latency"; did you mean "latencyMs"?');
+		const emulator = await thrownBy(startEmulator(withTypo({}, { scenarios: { credits: 5 } })));
+		expect(emulator).toBeInstanceOf(UsageError);
+		expect((emulator as Error).message).toBe('startEmulator: unknown option "scenarios"; did you mean "scenario"?');
+
+		const dir = tempDir();
+		const { job } = await loadJob(writeJob(dir, "shop", shopJobYaml("http://127.0.0.1:9", 2)), { cwd: dir });
+		const stream = streamTargets(job, withTypo({}, { onproblem: () => undefined }));
+		const streamed = await thrownBy(stream.next());
+		expect(streamed).toBeInstanceOf(UsageError);
+		expect((streamed as Error).message).toBe('streamTargets: unknown option "onproblem"; did you mean "onProblem"?');
+
+		// A lease misspelt would have judged another host's lock by the default lease: no lock is taken.
+		const out = join(dir, "out");
+		expect(() => lockJobOutput(out, "shop", "run-1", ".lock", withTypo({}, { leaseMS: 5000 }))).toThrow(
+			`lockJobOutput's lease: unknown option "leaseMS"; did you mean "leaseMs"?`,
+		);
+		expect(existsSync(join(out, "shop"))).toBe(false);
+
+		const summary = JSON.parse(
+			JSON.stringify({ job: "shop", run_id: "x", complete: true, targets: {}, credits: {} }),
+		) as Parameters<typeof formatSummary>[0];
+		expect(() => formatSummary(summary, dir, withTypo({}, { jobfile: "x" }))).toThrow(
+			`formatSummary's hints: unknown option "jobfile"; did you mean "jobFile"?`,
+		);
 	});
 });
 

@@ -1,10 +1,20 @@
 import { rmdirSync } from "node:fs";
 import { join } from "node:path";
 import type { Logger } from "pino";
-import { CLI_WORDS, makeDirectory, type OptionWords, ScrapejobError } from "../../common/index.js";
+import {
+	CLI_WORDS,
+	checkOptions,
+	makeDirectory,
+	type OptionKinds,
+	type OptionWords,
+	ScrapejobError,
+} from "../../common/index.js";
 import { jobOutputDir, OutputError } from "../../output/index.js";
 import { checkShardLayout, LayoutConflictError, layoutWords } from "./layout-guard.js";
 import { acquireRunLock, LockHeldError, type LockLease, type RunLock } from "./run-lock.js";
+
+/** Each field of a lock's lease and the kind of value it takes. */
+const LOCK_LEASE_OPTIONS = { leaseMs: "number", host: "string" } as const satisfies OptionKinds<LockLease>;
 
 /**
  * Take one job's lock before anything is sent, so a run that loses it (cron overlap) has made no
@@ -23,6 +33,7 @@ export function lockJobOutput(
 	/** How the refusal of another layout names the shard option. */
 	words: OptionWords = CLI_WORDS,
 ): RunLock {
+	checkOptions("lockJobOutput's lease", lease, LOCK_LEASE_OPTIONS);
 	const jobDir = jobOutputDir(outRoot, jobName);
 	let created: boolean;
 	try {
