@@ -66,6 +66,10 @@ export async function readConfigFile(path: string): Promise<Partial<Record<Confi
 		const match = /^(?:export\s+)?([A-Za-z_][A-Za-z0-9_]*)\s*=\s*(.*)$/.exec(line);
 		if (!match) throw new UsageError(`${path}:${index + 1}:1 expected KEY=VALUE`);
 		const key = match[1]!;
+		if (key === "SCRAPEJOB_DEMO_SITE")
+			throw new UsageError(
+				`${path}:${index + 1}:1 SCRAPEJOB_DEMO_SITE is not read from a config file: \`run --sandbox\` sets it to its demo site; elsewhere set it in the environment`,
+			);
 		if (!(CONFIG_VARIABLES as readonly string[]).includes(key)) {
 			const near = didYouMean(key, CONFIG_VARIABLES);
 			const hint = near ? `did you mean ${near}?` : `known: ${CONFIG_VARIABLES.join(", ")}`;

@@ -329,6 +329,20 @@ describe("words and numbers a scheduler or a script reads", () => {
 		expect(dry.stderr).toContain(`cannot read config file ${missing}`);
 	});
 
+	it("a --config file holding SCRAPEJOB_DEMO_SITE is named as the mistake, not the job's variable 'not set'", async () => {
+		const dir = tempDir();
+		const job = writeJob(dir, "demo", "name: demo\ntargets:\n  - ${SCRAPEJOB_DEMO_SITE}/product/1\n");
+		writeFileSync(join(dir, "run.env"), "SCRAPEJOB_DEMO_SITE=http://127.0.0.1:8701\n");
+		for (const extra of [["--dry-run"], ["--out", join(dir, "out")]]) {
+			const run = await runCli(["run", job, "--config", join(dir, "run.env"), ...extra], { env: {} });
+			expect(run.code, extra.join(" ")).toBe(2);
+			expect(run.stderr).toContain(
+				"run.env:1:1 SCRAPEJOB_DEMO_SITE is not read from a config file: `run --sandbox` sets it to its demo site; elsewhere set it in the environment",
+			);
+			expect(run.stderr).not.toContain("is not set");
+		}
+		expect(existsSync(join(dir, "out"))).toBe(false);
+	});
 	it("run --dry-run --json names its figures as validate --json does (snake_case, one vocabulary)", async () => {
 		const dir = tempDir();
 		const job = writeJob(dir, "shop", "name: shop\ntargets:\n  - https://example.com/a\n  - https://example.com/a\n");

@@ -12,6 +12,7 @@ import {
 	redactSecrets,
 	UsageError,
 } from "../../common/index.js";
+import { readConfigFile } from "../../config/index.js";
 import {
 	formatProblem,
 	type Job,
@@ -344,6 +345,9 @@ async function runCommand(ctx: CliContext, paths: string[], flags: RunFlags): Pr
 		if (flags.sandbox) connection = await connectService(ctx, flags);
 		// A terminal gets the sandbox's terms as a sentence; cron's stderr gets them as a log line below.
 		if (flags.sandbox && !flags.quiet && ctx.stderr.isTTY) writeLine(ctx.stderr, `scrapejob: ${sandboxNotice()}`);
+		// The config file's own mistakes first: a variable it may not hold (SCRAPEJOB_DEMO_SITE) would otherwise
+		// be reported by the job as "not set".
+		if (flags.config && !connection) await readConfigFile(resolve(ctx.cwd, flags.config));
 		const env = connection?.demoSiteUrl ? { ...ctx.env, SCRAPEJOB_DEMO_SITE: connection.demoSiteUrl } : ctx.env;
 		const loaded = await loadJobs(ctx, paths, env, flags.json === true);
 		if (!loaded) return EXIT.invalidInput;
