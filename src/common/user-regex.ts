@@ -158,8 +158,19 @@ export function quoteUserRegex(source: string, maxChars = 200): string {
 	return text.length > maxChars ? `${text.slice(0, maxChars - 1)}…` : text;
 }
 
+/**
+ * The longest regex a job file may hold, in characters. RE2 compiles in time that grows with the pattern
+ * (0.5 s for 270,000 characters here, 3.6 s to refuse 2.7 million as too large, once per compile): a
+ * longer one is refused before it is compiled.
+ */
+export const MAX_USER_REGEX_CHARS = 262_144;
+
 /** Compile a job file's regex for RE2; throws UserRegexError with what is wrong. */
 export function compileUserRegex(source: string): UserRegex {
+	if (source.length > MAX_USER_REGEX_CHARS)
+		throw new UserRegexError(
+			`too long (${source.length.toLocaleString("en-US")} characters, more than the ${MAX_USER_REGEX_CHARS.toLocaleString("en-US")} a job file's regex may have)`,
+		);
 	const translated = toRe2Syntax(source);
 	let compiled: RE2JS;
 	try {

@@ -41,6 +41,18 @@ describe("job-file regexes keep JavaScript's meaning on RE2", () => {
 		expect(userRegexProblem("(?<name>a)[\\d-z]")).toBeNull();
 	});
 
+	it("a pattern up to 262,144 characters compiles; a longer one is refused by its length, not compiled", () => {
+		const alternation = (count: number) => Array.from({ length: count }, (_, i) => `sku-${i}`).join("|");
+		const longest = alternation(30_000)
+			.slice(0, 262_144)
+			.replace(/\|[^|]*$/, "");
+		expect(longest.length).toBeLessThanOrEqual(262_144);
+		expect(compileUserRegex(longest).test("sku-29")).toBe(true);
+		expect(userRegexProblem(`${"a".repeat(262_144)}b`)).toBe(
+			"too long (262,145 characters, more than the 262,144 a job file's regex may have)",
+		);
+	});
+
 	it("a pattern that backtracks exponentially on V8 answers in linear time", () => {
 		const started = performance.now();
 		expect(compileUserRegex("^(\\w+\\s?)+$").test(`${"a".repeat(5_000)}!`)).toBe(false);
