@@ -72,7 +72,7 @@ async function claimReads(fleet: Fleet, claim: SentStatement): Promise<{ rows: n
 	return reads;
 }
 
-it("a claim stays cheap over 20,000 hosts, before and after most of them are drained", async () => {
+it("a claim stays cheap over 20,000 hosts, before and after half of them are drained", async () => {
 	const { workers } = await runWithWorkers(await cluster(), targetsOn(20_000, 20_000), 1);
 	const { fleet, worker } = workers[0]!;
 	const lastClaim = watchClaims(fleet);
@@ -80,7 +80,7 @@ it("a claim stays cheap over 20,000 hosts, before and after most of them are dra
 		"SELECT relpages AS pages FROM pg_class WHERE oid = 'hosts'::regclass",
 	);
 	const costs: Array<{ rows: number; pages: number }> = [];
-	for (const drain of [0, 18_000]) {
+	for (const drain of [0, 10_000]) {
 		for (let left = drain; left > 0; ) {
 			const batch = await claimTargets(fleet, worker, 200, 60_000);
 			await Promise.all(batch.map((lease) => completeTarget(fleet, lease, {}, 1)));
@@ -91,9 +91,9 @@ it("a claim stays cheap over 20,000 hosts, before and after most of them are dra
 		costs.push(await claimReads(fleet, lastClaim()));
 	}
 	console.info(
-		`a claim over 20,000 hosts reads ${costs.map(({ rows, pages }) => `${rows} rows, ${pages} pages`).join(", then ")}`,
+		`a claim over 20,000 hosts (${hostPages!.pages} pages) reads ${costs.map(({ rows, pages }) => `${rows} rows, ${pages} pages`).join(", then ")}`,
 	);
-	// 6 rows and ~20 pages here (~55 after the drain: dead index entries); without statistics after
+	// A few rows and pages here (more after the drain: dead index entries); without statistics after
 	// loading, the claim walks every host and target: 60,000 rows, 61,000 pages.
 	for (const { rows, pages } of costs) {
 		expect(rows).toBeLessThan(100);
