@@ -21,6 +21,12 @@ export interface CreditBudget {
 	 * fleet worker settles each target's credits with the target itself).
 	 */
 	commit(reserved: number, actual: number, targetId?: string): void;
+	/**
+	 * Whether a retry still fits: its fetch's booking is held, and its earlier attempts were charged
+	 * `charged` credits that no booking holds yet (they are committed with the fetch's outcome). Absent:
+	 * the budget is not kept here (a fleet's, whose reservations are the workers' leases).
+	 */
+	retryFits?(charged: number): boolean;
 	/** Drop a reservation that was not spent (the fetch failed or never ran). */
 	release(reserved: number, targetId?: string): void;
 	readonly spent: number;
@@ -72,6 +78,9 @@ export function createCreditBudget(limit: number | null, alreadySpent = 0): Cred
 		release(reservation) {
 			reserved -= reservation;
 			settled();
+		},
+		retryFits(charged) {
+			return limit === null || spent + reserved + charged <= limit;
 		},
 		get spent() {
 			return spent;

@@ -75,9 +75,16 @@ export interface FetchTargetDeps {
 	/**
 	 * A failed attempt was charged and its retry is due (`kind`: why it failed): counted at once (the
 	 * domain's breaker, charged failures in a row). False: the retry is not sent — the target's record says
-	 * this failure, or a stop leaves it for a resume.
+	 * this failure, or a stop leaves it for a resume. `chargedSoFar`: what this fetch's attempts were
+	 * charged, this one included (no booking holds them yet: the retry must fit beside them).
 	 */
-	chargedRetry?(targetId: string, url: string, kind: string, credits: number): boolean | Promise<boolean>;
+	chargedRetry?(
+		targetId: string,
+		url: string,
+		kind: string,
+		credits: number,
+		chargedSoFar: number,
+	): boolean | Promise<boolean>;
 	/** A 429 asked for more than the cap: said once per run by the caller. */
 	onResetCapped(): void;
 }
@@ -251,7 +258,7 @@ class TargetFetch {
 		const retryAllowed =
 			charge <= 0 ||
 			deps.chargedRetry === undefined ||
-			(await deps.chargedRetry(this.targetId, this.params.url, decision.kind, charge));
+			(await deps.chargedRetry(this.targetId, this.params.url, decision.kind, charge, this.chargedBefore + charge));
 		if (!retryAllowed && !deps.isStopping()) return this.withEarlierCharges(this.failedBy(decision.kind, failure));
 		this.chargedEarlier(charge);
 		if (deps.isStopping()) return this.leftWaiting();

@@ -239,16 +239,26 @@ export function createTargetRunner(parts: TargetRunnerParts): TargetRunner {
 	/**
 	 * Each charged attempt that failed counts as it happens, not only a target's last: a domain whose every
 	 * page fails opens its breaker after `trip` charged fetches, not `trip` targets' worth of retries; a
-	 * half-open breaker's probe gets one (the breaker is not closed: no retry).
+	 * half-open breaker's probe gets one (the breaker is not closed: no retry). A retry is a fetch like
+	 * any: it goes only while it fits the budget beside what the target's attempts were charged so far
+	 * (its booking covers one attempt, not each retry a charged failure calls for); else the run stops
+	 * with `budget_exhausted` and the target waits for a resume with a larger one.
 	 */
 	const fetchDeps: FetchTargetDeps = {
 		...parts.fetchDeps,
-		chargedRetry(targetId, url, kind, credits) {
+		chargedRetry(targetId, url, kind, credits, chargedSoFar) {
 			const countPaid = (closed: boolean) => {
 				if (!closed) return false;
 				const paidFailure = paidFailures.record("failed", kind, credits);
-				if (paidFailure === null) return true;
-				stopOnPaidFailures(paidFailure);
+				if (paidFailure !== null) {
+					stopOnPaidFailures(paidFailure);
+					return false;
+				}
+				if (budget.retryFits === undefined || budget.retryFits(chargedSoFar)) return true;
+				stops.stop(
+					"budget_exhausted",
+					`stopping: max_credits ${budget.limit} reached (${budget.spent + chargedSoFar} spent or charged; a retry of ${targetId} may cost more); continue with ${stops.words.resumeWithLargerBudget}`,
+				);
 				return false;
 			};
 			const breakers = parts.breakers;
