@@ -9,7 +9,7 @@ import { useTestService } from "../helpers/service.js";
  * failed attempts"): a retry is a fetch, and it is not sent once it could take the run past its budget.
  */
 describe("budget and charged retries", () => {
-	it("sends no retry that could pass max_credits, and the resume it prints finishes within its figure", async () => {
+	it("sends no retry that could pass max_credits: the run stops with budget_exhausted, its credits within it", async () => {
 		const service = await useTestService({
 			faults: [{ kind: "scraping_error", match: "/\\/product\\/1$/", message: "Page crashed", credits: 2 }],
 		});
