@@ -33,3 +33,25 @@ describe("budget and charged retries", () => {
 		expect(summary.credits.used).toBeLessThanOrEqual(5);
 	}, 30_000);
 });
+
+describe("budget and a crawl's charged robots.txt retries", () => {
+	it("a robots.txt fetch that fails charged is retried only within max_credits, as a target's", async () => {
+		const service = await useTestService({
+			faults: [{ kind: "scraping_error", match: "/robots.txt", message: "Page crashed", credits: 2 }],
+		});
+		const dir = tempDir();
+		const job = writeJob(
+			dir,
+			"robots-retries",
+			`name: robots-retries\nconcurrency: 1\nmax_credits: 5\nbreaker: false\ndefaults: {mode: request}\nretry: {attempts: 5, backoff_ms: 5, max_backoff_ms: 10}\ncrawl: {max_depth: 1, max_pages: 10, robots: obey}\ntargets:\n  - ${service.site.url}/graph/1\n`,
+		);
+		const out = join(dir, "out");
+		const run = await runCli(["run", job, "--out", out, "--quiet"], { env: service.env });
+		expect(run.code, run.stderr).toBe(1);
+		const charged = service.emulator.ledger.totalCharged();
+		expect(charged).toBeLessThanOrEqual(5);
+		const summary = readSummary(onlyRunDir(out, "robots-retries"));
+		expect(summary.stopped_reason).toBe("budget_exhausted");
+		expect(summary.credits.used).toBe(charged);
+	}, 30_000);
+});

@@ -465,6 +465,7 @@ function openRunnerSide(context: RunContext, side: RecordSide, fetching: FetchSi
 		economics,
 		log,
 	});
+	fetching.sitemapRetry.judge = runner.chargedRetry;
 	const summarize = summarizerOf({ stats, job, opened, survey, gate, concurrency, queue, startedAt, clock });
 	const summarizeAll = (reason: string | null) =>
 		withOutcomes(summarize(reason), reason, { breakers, fleet, economics, runId, listed: listedTargets(job, survey) });

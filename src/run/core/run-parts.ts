@@ -46,7 +46,7 @@ import {
 } from "../records/run-statistics.js";
 import { crawlerFor, serviceSitemapFetch } from "../target/crawl-hook.js";
 import { createRunFillStats } from "../target/extract-record.js";
-import { fetchTarget } from "../target/fetch-target.js";
+import { type FetchTargetDeps, fetchTarget } from "../target/fetch-target.js";
 import { type BreakerChange, type Journal, openJournal } from "../target/journal.js";
 import { createFetchDeps, reserveOrStop } from "../target/target-runner.js";
 import { DEFAULT_TASK_POLL } from "../target/task-poller.js";
@@ -286,8 +286,15 @@ export function createFetching(input: {
 		log,
 		...logger,
 	});
-	// A sitemap's charges are booked as the crawl's (crawl-hook.ts), never journalled as a target's.
-	const sitemapDeps = { ...fetchDeps, onCharged: undefined };
+	// A sitemap's charges are booked as the crawl's (crawl-hook.ts), never journalled as a target's. Its
+	// retry after a charged failure is judged as a target's is (the budget, the breaker, the paid-failures
+	// stop), by the target runner once it exists (`sitemapRetry.judge`).
+	const sitemapRetry: { judge: FetchTargetDeps["chargedRetry"] } = { judge: undefined };
+	const sitemapDeps: FetchTargetDeps = {
+		...fetchDeps,
+		onCharged: undefined,
+		chargedRetry: (...args) => sitemapRetry.judge?.(...args) ?? true,
+	};
 	const fetchSitemap = serviceSitemapFetch({
 		fetch: (id, params, spill) => fetchTarget(id, params, sitemapDeps, null, spill),
 		reserve: (worstCase) => reserveOrStop(budget, stops, worstCase),
@@ -295,7 +302,7 @@ export function createFetching(input: {
 		stop: (reason, message) => stops.stop(reason, message),
 		outputFailed: (error) => stops.outputFailed(error),
 	});
-	return { outage, fetchDeps, fetchSitemap };
+	return { outage, fetchDeps, fetchSitemap, sitemapRetry };
 }
 
 /**

@@ -215,6 +215,8 @@ export interface TargetRunner {
 	run(target: Target): Promise<void>;
 	/** A fresh crawled page: its links from its stored page, nothing fetched, no record. */
 	followStoredPage(target: Target): Promise<void>;
+	/** Whether a retry after a charged failed attempt is sent (the budget, the breaker, the paid-failures stop). */
+	readonly chargedRetry: NonNullable<FetchTargetDeps["chargedRetry"]>;
 }
 
 /**
@@ -815,5 +817,5 @@ export function createTargetRunner(parts: TargetRunnerParts): TargetRunner {
 		);
 	};
 
-	return { run, followStoredPage };
+	return { run, followStoredPage, chargedRetry: fetchDeps.chargedRetry! };
 }
