@@ -721,11 +721,14 @@ describe("shards on one key fill it in sum", () => {
 
 	it("a shard waiting its turn stops at once on SIGINT (exit 130, nothing sent) and its --resume fetches its share once the other is done", async () => {
 		assertBuilt();
-		service = await startTestService({ concurrency: 1 }, 300);
+		service = await startTestService({ concurrency: 1 });
 		const ledger = service.emulator.ledger;
+		// Shard 1's pages wait until the test opens the site: it holds the key's one slot until then, and
+		// shard 2 cannot get its turn before its SIGINT.
+		const site = await gatedSite();
 		const dir = tempDir();
 		const out = join(dir, "out");
-		const job = onePageHostJob(dir, "turns", service.site.url, 12);
+		const job = onePageHostJob(dir, "turns", site.url, 12);
 		const run = (shard: string, ...flags: string[]) =>
 			spawnCli(["run", job, "--out", out, "--quiet", "--shard", shard, ...flags], service!.env);
 		const first = run("1/2");
@@ -745,6 +748,7 @@ describe("shards on one key fill it in sum", () => {
 		expect(ledger.byEndpoint("realtime").filter((entry) => shardOf(entry.url!, 2, "url") === 2)).toHaveLength(
 			sentBefore,
 		);
+		site.open();
 		expect((await first.done).code).toBe(0);
 		const resumed = await run("2/2", "--resume").done;
 		expect(resumed.code, resumed.stderr).toBe(0);
