@@ -15,6 +15,11 @@ export interface PendingRow {
 	readonly at: string;
 	readonly okAt: string | null;
 	readonly hash: string | null;
+	/**
+	 * The record says `change: unchanged` though its hash may differ (a field the job's `extract:` gained
+	 * since: docs/behaviour.md, "Change tracking"): it does not move `changed_at`.
+	 */
+	readonly unchanged: boolean;
 	readonly data: string | null;
 	readonly credits: number;
 	/** A crawled page's depth and parent (null outside a crawl): `--retry-failed` retries it where it was. */
@@ -111,6 +116,7 @@ export function pendingRow(record: ResultRecord, offset: number, end: number): P
 		at,
 		okAt: ok ? at : null,
 		hash: ok && typeof record.content_hash === "string" ? record.content_hash : null,
+		unchanged: ok && record.change === "unchanged",
 		data,
 		credits: Number.isFinite(credits) ? credits : 0,
 		depth: Number.isSafeInteger(record.depth) ? record.depth : null,
@@ -149,7 +155,7 @@ export function rowsWriter(
 			if (each !== undefined && (index & 1023) === 0) each();
 			if (row.offset < folded) continue;
 			// UPSERT_TARGET's order: id, url, status, status_at, ok_run, ok_offset, finished_at, content_hash,
-			// changed_at, data, credits, depth, parent.
+			// changed_at, data, credits, depth, parent; then whether the record says it is unchanged.
 			statements.target.run(
 				row.id,
 				row.url,
@@ -164,6 +170,7 @@ export function rowsWriter(
 				row.credits,
 				row.depth,
 				row.parent,
+				row.unchanged ? 1 : 0,
 			);
 			run.records += 1;
 			if (row.status === "ok") run.ok += 1;

@@ -93,7 +93,9 @@ PRAGMA user_version = 4;
 
 /**
  * One record into `targets`, its values bound by position in this order (`changed_at` is the record's
- * `finished_at` again): binding by name costs ~40 % more instructions an upsert in better-sqlite3.
+ * `finished_at` again), then the `?` of `changed_at`'s CASE: 1 when the record says `change: unchanged`
+ * (a hash that differs only by fields the job's `extract:` gained keeps `changed_at`, as the record
+ * says). Binding by name costs ~40 % more instructions an upsert in better-sqlite3.
  * The later finish wins, not the later fold (run folders
  * are folded in name order, and run ids made in the same second do not sort by time); on a tie the later
  * fold wins. Every right-hand side reads the row as it was before this statement (SQLite's UPDATE semantics).
@@ -109,7 +111,7 @@ ON CONFLICT (id) DO UPDATE SET
 	status_at = max(excluded.status_at, status_at),
 	changed_at = CASE
 		WHEN excluded.finished_at IS NULL OR excluded.finished_at < coalesce(finished_at, '') THEN changed_at
-		WHEN finished_at IS NOT NULL AND content_hash IS excluded.content_hash THEN changed_at
+		WHEN finished_at IS NOT NULL AND (content_hash IS excluded.content_hash OR ?) THEN changed_at
 		ELSE excluded.finished_at END,
 	ok_run = CASE WHEN excluded.finished_at >= coalesce(finished_at, '') THEN excluded.ok_run ELSE ok_run END,
 	ok_offset = CASE WHEN excluded.finished_at >= coalesce(finished_at, '') THEN excluded.ok_offset ELSE ok_offset END,

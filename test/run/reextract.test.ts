@@ -1,5 +1,6 @@
 import { existsSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import type { ServerResponse } from "node:http";
+import { createRequire } from "node:module";
 import { basename, join } from "node:path";
 import { parse } from "csv-parse/sync";
 import { afterEach, describe, expect, it } from "vitest";
@@ -496,6 +497,8 @@ describe("a field added to extract: is added, not changed", () => {
 		const contract = ["extract_checks:", "  max_changed: 0.25"];
 		writeJob(dir, "shop", shopJob(site.origin, 4, ["price: {css: .price, type: number}"], contract));
 		expect((await runCli(["run", "shop.yaml", "--out", "out"], { env, cwd: dir })).code).toBe(0);
+		// A second night: nothing changed on the site.
+		expect((await runCli(["run", "shop.yaml", "--out", "out"], { env, cwd: dir })).code).toBe(0);
 		const paid = emulator.ledger.requestCount;
 
 		// Two fields added (`sku` is on no page), the stored pages read again: every record lists both, none has changed.
@@ -521,6 +524,23 @@ describe("a field added to extract: is added, not changed", () => {
 			expect(report).not.toContain(`data-chart="${fetchChart}"`);
 		expect(report).toContain('data-chart="fill"');
 		expect(emulator.ledger.requestCount).toBe(paid);
+		// The job's store agrees with the records: no target changed, so `changed_at` stays at the first night's
+		// fetch ("what changed yesterday" does not list every target whose fields were added).
+		const store = new (createRequire(import.meta.url)("better-sqlite3") as typeof import("better-sqlite3"))(
+			join(dir, "out", "shop", "history.sqlite"),
+			{ readonly: true },
+		);
+		const stamps = store.prepare("SELECT changed_at, finished_at FROM targets").all() as Array<{
+			changed_at: string;
+			finished_at: string;
+		}>;
+		store.close();
+		expect(stamps).toHaveLength(4);
+		for (const stamp of stamps) expect(stamp.changed_at <= stamp.finished_at).toBe(true);
+		const firstRun = readRecords(
+			join(dir, "out", "shop", readdirSync(join(dir, "out", "shop")).filter((name) => /^\d/.test(name))[0]!),
+		);
+		expect(stamps.map((stamp) => stamp.changed_at).sort()).toEqual(firstRun.map((record) => record.finished_at).sort());
 
 		// A value of a field both runs had still counts: product 1's price changed on the site.
 		const run = await runCli(["run", "shop.yaml", "--out", "out", "--json"], { env, cwd: dir });
