@@ -45,6 +45,7 @@ export {
 	type FillStats,
 	isFilled,
 } from "./fill-stats.js";
+export { decodeHtml, htmlEncodingOf } from "./html-charset.js";
 export {
 	createPagePool,
 	DEFAULT_PAGE_TIMEOUT_MS,

@@ -22,6 +22,8 @@ export interface PagePool {
 	run(
 		page: {
 			html: string | Uint8Array;
+			/** The answer's Content-Type: its `charset` decodes bytes (html-charset.ts). */
+			contentType?: string;
 			url: string;
 			plan: ExtractPlan | null;
 			links: boolean;
@@ -109,6 +111,7 @@ export async function createPagePool(options: PagePoolOptions = {}): Promise<Pag
 				const bytes = typeof page.html === "string" || shared ? null : new Uint8Array(page.html);
 				const task: PageTask = {
 					html: bytes ?? page.html,
+					...(page.contentType ? { contentType: page.contentType } : {}),
 					url: page.url,
 					fields: page.plan ? fieldsTextOf(page.plan) : null,
 					links: page.links,
@@ -156,6 +159,7 @@ function inlinePool(): PagePool {
 			signal?.throwIfAborted();
 			return runPageTask({
 				html: page.html,
+				...(page.contentType ? { contentType: page.contentType } : {}),
 				url: page.url,
 				fields: page.plan ? fieldsTextOf(page.plan) : null,
 				links: page.links,

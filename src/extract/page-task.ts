@@ -3,6 +3,7 @@ import { compileFields, type ExtractPlan } from "./compile-fields.js";
 import { type ExtractedData, extractFields } from "./extract-fields.js";
 import { extractPage } from "./extract-page.js";
 import type { FieldInput } from "./field-spec.js";
+import { decodeHtml } from "./html-charset.js";
 import { extractLinks, type ParsedPage, parseHtml, streamLinks } from "./parse-html.js";
 
 /**
@@ -11,10 +12,12 @@ import { extractLinks, type ParsedPage, parseHtml, streamLinks } from "./parse-h
  */
 export interface PageTask {
 	/**
-	 * The page: its text, or its UTF-8 bytes, decoded only in the thread that reads it (a large page then
+	 * The page: its text, or its bytes, decoded only in the thread that reads it (a large page then
 	 * crosses to the worker as one moved buffer and is never a string on the caller's thread).
 	 */
 	readonly html: string | Uint8Array;
+	/** The Content-Type its answer was given with (its `charset` decodes the bytes), when known. */
+	readonly contentType?: string;
 	/** The page's address: links and `url` fields resolve against it. */
 	readonly url: string;
 	/** The target's `extract:` fields as written (JSON of name → field), or null when nothing is extracted. */
@@ -55,7 +58,7 @@ function planFor(fields: string): ExtractPlan {
  * page-pool.ts) or, where no worker can start, on the caller's thread.
  */
 export function runPageTask(task: PageTask): PageTaskResult {
-	const html = typeof task.html === "string" ? task.html : textOf(task.html);
+	const html = typeof task.html === "string" ? task.html : decodeHtml(task.html, task.contentType);
 	const plan = task.fields === null ? null : planFor(task.fields);
 	const blockCss = task.blockCss ?? [];
 	// One tree, shared, when CSS block signatures or a field need it; links alone are read without one
@@ -80,9 +83,4 @@ export function runPageTask(task: PageTask): PageTaskResult {
 		...(error !== undefined ? { error } : {}),
 		...(blocked !== null ? { blocked } : {}),
 	};
-}
-
-/** UTF-8 bytes as text, decoded as `Buffer#toString("utf8")` does (malformed bytes become U+FFFD). */
-function textOf(bytes: Uint8Array): string {
-	return Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength).toString("utf8");
 }

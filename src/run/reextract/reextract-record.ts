@@ -1,7 +1,7 @@
 import { basename, extname } from "node:path";
 import { contentOf } from "../../api/index.js";
 import { errorMessage, FileTooLargeError, NotRegularFileError, readRegularFile } from "../../common/index.js";
-import { type ExtractPlan, type PagePool, PageTooComplexError, serviceData } from "../../extract/index.js";
+import { decodeHtml, type ExtractPlan, type PagePool, PageTooComplexError, serviceData } from "../../extract/index.js";
 import type { Job } from "../../job/index.js";
 import type { ResultRecord } from "../../output/index.js";
 import { setUseful, uselessReasonOf } from "../target/useful-record.js";
@@ -90,7 +90,7 @@ export async function reextracted(
 function storedContent(body: Buffer, pagePath: string): { html: string | null; json: Record<string, unknown> | null } {
 	const extension = extname(pagePath).toLowerCase();
 	if (extension !== ".json")
-		return { html: extension === ".html" || extension === ".htm" ? body.toString("utf8") : null, json: null };
+		return { html: extension === ".html" || extension === ".htm" ? decodeHtml(body) : null, json: null };
 	let json: Record<string, unknown> | null;
 	try {
 		json = JSON.parse(body.toString("utf8")) as Record<string, unknown>;

@@ -119,6 +119,7 @@ export function pageWorkOf(
 	blockCss: readonly string[] = [],
 ): {
 	html: string | Uint8Array;
+	contentType?: string;
 	url: string;
 	plan: ExtractPlan | null;
 	links: boolean;
@@ -130,6 +131,7 @@ export function pageWorkOf(
 	return {
 		// The body's bytes: decoded in the page worker, never held as a string here.
 		html: result.json ? pageHtml(result) : result.body,
+		...(!result.json && result.contentType ? { contentType: result.contentType } : {}),
 		url: result.finalUrl ?? target.url,
 		plan,
 		links: wantsLinks,
