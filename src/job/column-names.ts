@@ -22,7 +22,7 @@ export const COLUMN_NAME_RULE =
 /** Keys JavaScript objects give meaning to: as a record key they vanish or change the object. */
 export const FORBIDDEN_COLUMN_NAMES = ["__proto__", "constructor", "prototype"] as const;
 
-export type ColumnKind = "extract field" | "extract_scheme label" | "carried column";
+export type ColumnKind = "extract field" | "extract_scheme label" | "carried column" | "ai_enhance output";
 
 const RESERVED = new Set<string>(RESERVED_COLUMN_NAMES);
 
@@ -84,9 +84,14 @@ export function createColumnNames(problems: PathProblem[]) {
 }
 
 function article(kind: ColumnKind): string {
-	return kind === "extract field"
-		? "an extract field"
-		: kind === "carried column"
-			? "a carried column"
-			: "an extract_scheme label";
+	switch (kind) {
+		case "extract field":
+			return "an extract field";
+		case "carried column":
+			return "a carried column";
+		case "ai_enhance output":
+			return "the column of ai_enhance's output";
+		default:
+			return "an extract_scheme label";
+	}
 }

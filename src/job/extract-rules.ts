@@ -1,4 +1,4 @@
-import { compileField, type FieldInput } from "../extract/index.js";
+import { AI_DATA_KEY, compileField, type FieldInput } from "../extract/index.js";
 import { createColumnNames } from "./column-names.js";
 import { inferSourceFormat } from "./normalize.js";
 import type { DataPath } from "./positions.js";
@@ -95,6 +95,14 @@ export function checkExtractRules(data: Plain): PathProblem[] {
 	const problems: PathProblem[] = [];
 	const names = createColumnNames(problems);
 	const defaults = isPlainObject(data.defaults) ? data.defaults : {};
+	// ai_enhance's answer lands in `data.ai_data` (service-data.ts): a field or label of that name would be
+	// overwritten by it, so the name is taken first and each of them is refused where it is written.
+	const aiPlace = [
+		defaults,
+		...(Array.isArray(data.targets) ? data.targets : []),
+		...(Array.isArray(data.sources) ? data.sources : []),
+	].find((place: unknown) => isPlainObject(place) && place.ai_enhance === true);
+	if (aiPlace !== undefined) names.note(AI_DATA_KEY, "ai_enhance output", []);
 	checkFields(["extract"], data.extract, names, problems);
 	checkFields(["defaults", "extract"], defaults.extract, names, problems);
 	const jobExtracts = hasFields(data.extract) || hasFields(defaults.extract);

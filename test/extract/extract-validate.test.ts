@@ -197,4 +197,26 @@ describe("validate: extract, extract_checks, carry, id_column", () => {
 			"job.yaml: invalid, 11 problems",
 		]);
 	});
+
+	it("ai_data, where ai_enhance writes the service's answer, is no field's or label's name", async () => {
+		const job = [
+			"defaults:",
+			"  delivery: json",
+			"  include_content: true",
+			"extract:",
+			"  ai_data: h1",
+			"targets:",
+			`  - url: ${U}/a`,
+			"    ai_enhance: true",
+			"    ai_source: markdown",
+			"    extract_scheme: [{label: AI_DATA, type: content, selector: h1}]",
+		].join("\n");
+		const result = await cli({ "job.yaml": job }, ["validate", "job.yaml"]);
+		expect(result.code).toBe(2);
+		expect(result.stderr.trim().split("\n")).toEqual([
+			`job.yaml:5:3 extract.ai_data: "ai_data" is also the column of ai_enhance's output: one column cannot hold both (names are unique ignoring case)`,
+			`job.yaml:10:30 targets[0].extract_scheme[0].label: "AI_DATA" is also the column of ai_enhance's output as "ai_data": one column cannot hold both (names are unique ignoring case)`,
+			"job.yaml: invalid, 2 problems",
+		]);
+	});
 });
