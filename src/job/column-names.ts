@@ -11,9 +11,11 @@ import type { PathProblem } from "./zod-issues.js";
 
 /**
  * Names a field, label or carried column may not take: the record's own fields and CSV columns
- * (common/record-columns.ts, the CSV header's list too), compared ignoring case.
+ * (common/record-columns.ts, the CSV header's list too), and the keys a record may carry beside them
+ * (`added_fields`, which change tracking writes where a carried column of that name would be), compared
+ * ignoring case.
  */
-export const RESERVED_COLUMN_NAMES = [...RECORD_COLUMNS, "data", "content"] as const;
+export const RESERVED_COLUMN_NAMES = [...RECORD_COLUMNS, "data", "content", "added_fields"] as const;
 
 /** `[A-Za-z_][A-Za-z0-9_]*`, at most 64 characters. */
 export const COLUMN_NAME_PATTERN = /^[A-Za-z_][A-Za-z0-9_]{0,63}$/;

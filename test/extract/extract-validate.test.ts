@@ -198,6 +198,16 @@ describe("validate: extract, extract_checks, carry, id_column", () => {
 		]);
 	});
 
+	it("added_fields, which change tracking writes beside carried columns, is no carried column's name", async () => {
+		const job = ["sources:", "  - {file: a.csv, column: url}", "carry: [Added_Fields]"].join("\n");
+		const result = await cli({ "job.yaml": job, "a.csv": `url,Added_Fields\n${U}/1,x\n` }, ["validate", "job.yaml"]);
+		expect(result.code).toBe(2);
+		expect(result.stderr.trim().split("\n")).toEqual([
+			'job.yaml:3:9 carry[0]: "Added_Fields" is a record field already ("added_fields": names are compared ignoring case): choose another name (it would be a second column of that name)',
+			"job.yaml: invalid, 1 problem",
+		]);
+	});
+
 	it("ai_data, where ai_enhance writes the service's answer, is no field's or label's name", async () => {
 		const job = [
 			"defaults:",
