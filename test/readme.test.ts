@@ -280,6 +280,11 @@ describe("the manual's commands, run as documented", () => {
 		const log = readFileSync(join(dir, "logs", "prices.log"), "utf8");
 		expect(log).toContain("3 of 3 done: 3 ok");
 		expect(log).toContain("0 of 0 done");
+		// The next morning the line runs again: yesterday's file is replaced, not kept (an export exits 2 on an
+		// existing --out without --force).
+		writeFileSync(join(dir, "prices-latest.csv"), "yesterday\n");
+		await shell(lines[1]!);
+		expect(readFileSync(join(dir, "prices-latest.csv"), "utf8").trim().split(/\r?\n/)).toEqual(exported);
 	}, 30_000);
 
 	const libraryBlocks = blocks.filter((block) => block.lang === "ts" && marker(block) === "library");
