@@ -21,6 +21,12 @@ describe("parseNumber: prices as shops print them", () => {
 		["Price: 80.19 USD", 80.19],
 		["3 items", 3],
 		["2024-05-01", 2024],
+		[".99", 0.99],
+		["$.99", 0.99],
+		["Now only .99!", 0.99],
+		["-.5", -0.5],
+		["€ ,50", 0.5],
+		["No.5", 5],
 		["free", null],
 		["", null],
 	])("%j -> %j", (text, expected) => {
