@@ -46,6 +46,9 @@ export function createChangeTracker(history: PreviousRecords, runDir: string, ex
 				counts.new += 1;
 				return;
 			}
+			// The job holds a newer ok record of the target (a re-extraction of an older run's pages): this one
+			// has no change to report against it — the old and new values would be the wrong way round in time.
+			if (previous.okAt > Date.parse(record.finished_at)) return;
 			if (previous.okHash === contentHash) {
 				record.change = "unchanged";
 				counts.unchanged += 1;

@@ -550,6 +550,50 @@ describe("a field added to extract: is added, not changed", () => {
 	});
 });
 
+describe("an older run read again", () => {
+	it("reports no change against the newer record the job holds (a diff backwards in time would be wrong)", async () => {
+		const shop: Shop = { prices: new Map([1, 2].map((id) => [id, id * 10])), moved: new Set<number>() };
+		const site = await startShop(shop);
+		emulator = await startEmulator({ scenario: { concurrency: 2 } });
+		const dir = tempDir();
+		const env = envOf();
+		writeJob(dir, "shop", shopJob(site.origin, 2, ["price: {css: .price, type: number}"]));
+		expect((await runCli(["run", "shop.yaml", "--out", "out"], { env, cwd: dir })).code).toBe(0);
+		const [monday] = runFolders(join(dir, "out"));
+		// Tuesday product 1 costs more.
+		shop.prices.set(1, 12);
+		const tuesday = JSON.parse(
+			(await runCli(["run", "shop.yaml", "--out", "out", "--json"], { env, cwd: dir })).stdout,
+		) as ReturnType<typeof readSummary>;
+		expect(tuesday.changes).toMatchObject({ changed: 1, unchanged: 1 });
+
+		// Monday's pages read again: product 1's Monday price is no change from Tuesday's.
+		const extract = await runCli(["extract", "shop.yaml", "--run", basename(monday!), "--out", "out", "--json"], {
+			env,
+			cwd: dir,
+		});
+		expect(extract.code, extract.stderr).toBe(0);
+		const summary = JSON.parse(extract.stdout) as ReturnType<typeof readSummary> & { run_dir: string };
+		expect(summary.changes).toMatchObject({ new: 0, changed: 0 });
+		expect(existsSync(join(summary.run_dir, "changes.jsonl"))).toBe(false);
+		expect(readRecords(summary.run_dir).find((record) => record.id === "p1")).toMatchObject({
+			data: { price: 10 },
+			change: null,
+		});
+		// The job's latest is still Tuesday's.
+		const exported = await runCli(["export", "shop.yaml", "--latest", "--from", "out", "--out", "latest.jsonl"], {
+			env,
+			cwd: dir,
+		});
+		expect(exported.code, exported.stderr).toBe(0);
+		const latest = readFileSync(join(dir, "latest.jsonl"), "utf8")
+			.trim()
+			.split("\n")
+			.map((line) => JSON.parse(line));
+		expect(latest.find((record) => record.id === "p1").data).toEqual({ price: 12 });
+	});
+});
+
 describe("contract keys are validated", () => {
 	it("a regex that does not compile, bounds on text, min above max, an out-of-range check: exit 2 at file:line:col", async () => {
 		const dir = tempDir();
