@@ -79,9 +79,13 @@ export function fleetUrlSecrets(url: string): string[] {
 	return secrets.sort((a, b) => b.length - a.length);
 }
 
-/** Where a URL points, for messages: credentials masked, and a `password=` parameter hidden too. */
+/**
+ * Where a URL points, for messages: credentials masked, and a `password=` hidden too, whether a URL's
+ * parameter or a key of a libpq `key=value` string (given where a URL was wanted: it is refused, and
+ * the refusal must not show its password). The `password=` goes first: its value may hold an `@`.
+ */
 function showUrl(url: string): string {
-	return maskUrlCredentials(url).replace(/([?&]password=)[^&#]*/g, "$1***");
+	return maskUrlCredentials(url.replace(/(^|[\s?&])(password\s*=\s*)('(?:[^'\\]|\\.)*'?|[^&#\s]*)/gi, "$1$2***"));
 }
 
 export async function connectFleet(options: FleetOptions): Promise<Fleet> {
@@ -101,6 +105,16 @@ export async function connectFleet(options: FleetOptions): Promise<Fleet> {
 		// Ours (schema too new, a refused name) already say what they mean, without secrets.
 		if (error instanceof ScrapejobError) return error;
 		const code = (error as { code?: unknown }).code;
+		// A URL the driver cannot read (a password with an unencoded `#`, `/` or `?`, a port past 65535) is
+		// the command's mistake, as a URL without postgres:// is: no retry gets it through (exit 2, not 3).
+		if (code === "ERR_INVALID_URL") {
+			return new UsageError(
+				redactSecrets(
+					`fleet URL ${maskedUrl}: not a valid URL (percent-encode a password's @ : / ? # % and spaces)`,
+					secrets,
+				),
+			);
+		}
 		return new FleetDatabaseError(
 			redactSecrets(`PostgreSQL at ${maskedUrl}: ${errorMessage(error)}`, secrets),
 			typeof code === "string" ? code : undefined,

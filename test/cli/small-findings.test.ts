@@ -454,6 +454,26 @@ describe("passwords never in warnings", () => {
 					expect(result.stdout + result.stderr).not.toContain(secret);
 			}
 		}
+		// libpq's key=value form, where a URL was wanted: its password was printed whole (stderr, and stdout with --json).
+		for (const dsn of [
+			"host=db.internal port=5432 user=scrapejob password=Hunter2-pw dbname=scraping",
+			"host=db.internal user=scrapejob password='pa/ss@wd-x9' dbname=scraping",
+		]) {
+			for (const argv of [
+				["fleet", "status", job, "--fleet", dsn, "--json"],
+				["export", job, "--latest", "--fleet", dsn, "--out", join(dir, "x.csv"), "--json"],
+				["run", job, "--fleet", dsn, "--json", "--out", join(dir, "out")],
+			]) {
+				const result = await runCli(argv, {
+					env: { SCRAPEJOB_SCRAPER_KEY: "k", SCRAPEJOB_API_URL: "http://127.0.0.1:9" },
+				});
+				expect(result.code, result.stderr).toBe(2);
+				expect(result.stderr).toContain("host=db.internal");
+				expect(result.stderr).toContain("password=***");
+				for (const secret of ["Hunter2-pw", "pa/ss", "wd-x9"])
+					expect(result.stdout + result.stderr).not.toContain(secret);
+			}
+		}
 		const env = { SCRAPEJOB_FLEET_URL: urls[0], SCRAPEJOB_SCRAPER_KEY: "k", SCRAPEJOB_API_URL: "http://127.0.0.1:9" };
 		const run = await runCli(["run", job, "--fleet-run", "x", "--out", join(dir, "out")], { env });
 		expect(run.code, run.stderr).toBe(2);

@@ -1,4 +1,5 @@
 import { describe, expect, it } from "vitest";
+import { UsageError } from "../../src/common/index.js";
 import { connectFleet, FleetDatabaseError } from "../../src/fleet/index.js";
 import { fleetFor } from "../helpers/fleet.js";
 import { useCluster } from "../helpers/postgres.js";
@@ -37,8 +38,6 @@ describe("the fleet URL's password", () => {
 			`postgres://${server.user}:${encoded}@${base}`,
 			// Nothing listens there (port 1).
 			`postgres://${server.user}:${encoded}@127.0.0.1:1/db`,
-			// Not a URL pg can read.
-			`postgres://${server.user}:${encoded}@[::1/db`,
 			// The password as a parameter.
 			`postgresql://${server.user}@${base}?password=${encoded}`,
 		];
@@ -47,6 +46,22 @@ describe("the fleet URL's password", () => {
 			const shown = everythingShown(error);
 			for (const form of [secret, encoded, given]) expect(shown, given).not.toContain(form);
 			expect(error.code).toBe("SCRAPEJOB_FLEET_DATABASE");
+		}
+		// Not a URL pg can read: the command's mistake (exit 2, as a URL without postgres://), not an outage
+		// to retry (exit 3), and still without the password.
+		for (const given of [
+			`postgres://${server.user}:${encoded}@[::1/db`,
+			`postgres://${server.user}:${secret.replace("/", "#")}@${base}`,
+			`postgres://${server.user}:${encoded}@127.0.0.1:99999/db`,
+		]) {
+			const error = await connectFleet({ url: given }).then(
+				() => null,
+				(caught: unknown) => caught,
+			);
+			expect(error, given).toBeInstanceOf(UsageError);
+			expect((error as UsageError).code).toBe("SCRAPEJOB_USAGE");
+			expect((error as Error).message).toContain("not a valid URL");
+			for (const form of [secret, encoded, given, "pa#ss"]) expect(everythingShown(error), given).not.toContain(form);
 		}
 		const refused = await failureOf(connectFleet({ url: cases[0]! }));
 		expect(refused.sqlState).toBe("28P01");
