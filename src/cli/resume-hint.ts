@@ -77,7 +77,7 @@ export function fleetWorkerCommand(
 		"--continue",
 	];
 	const fleet = stopped?.summary.fleet;
-	if (stopped?.summary.stopped_reason === "budget_exhausted" && fleet) {
+	if (stopped?.summary.stopped_reason === "budget_exhausted" && fleet?.targets && fleet.credits_spent !== null) {
 		// The fleet's budget, not this worker's: what the fleet spent and every target left at the dearest.
 		const left = fleet.targets.queued + fleet.targets.leased;
 		words.push("--max-credits", String(fleet.credits_spent + Math.max(1, left) * Math.max(1, stopped.dearestTarget)));

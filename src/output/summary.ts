@@ -168,11 +168,11 @@ export interface FleetSummary {
 	run: string;
 	/** This worker's id in `fleet status`. */
 	worker: string;
-	/** The whole fleet's targets by state when this worker ended. */
+	/** The whole fleet's targets by state when this worker ended (null: its database did not answer then). */
 	/** `parked` (behind an open breaker) only when some are: the four states otherwise, as always. */
-	targets: { queued: number; leased: number; done: number; failed: number; parked?: number };
-	/** Credits the whole fleet run spent, and its budget (null: none). */
-	credits_spent: number;
+	targets: { queued: number; leased: number; done: number; failed: number; parked?: number } | null;
+	/** Credits the whole fleet run spent (null: its database did not answer), and its budget (null: none). */
+	credits_spent: number | null;
 	max_credits: number | null;
 }
 
@@ -232,6 +232,10 @@ function targetsLine(summary: RunSummary): string {
 /** The whole fleet run when this worker ended: its targets by state and the credits every worker spent. */
 function fleetLine(fleet: FleetSummary): string {
 	const t = fleet.targets;
+	// Not read (the database was out as the worker ended): zeros would read as a run where nothing was done.
+	if (t === null || fleet.credits_spent === null) {
+		return `run ${fleet.run}: not known, its database did not answer when this worker ended (see \`fleet status\`)`;
+	}
 	const parked = t.parked ? `, ${t.parked} parked` : "";
 	const budget = fleet.max_credits === null ? "" : ` of ${round(fleet.max_credits)}`;
 	return `run ${fleet.run}: ${t.done} done, ${t.failed} failed, ${t.queued} queued, ${t.leased} leased${parked}; ${round(fleet.credits_spent)} credits spent${budget} by every worker`;

@@ -70,7 +70,7 @@ describe("a fleet worker whose database goes down for a moment", () => {
 			await pg.up();
 			throw error;
 		}
-		return { url, service, site, worker };
+		return { url, service, site, worker, dir };
 	}
 
 	it("records the fetches that ended during the outage once the database is back: the run completes, each target paid once", async () => {
@@ -140,12 +140,21 @@ describe("a fleet worker whose database goes down for a moment", () => {
 	it("Ctrl-C during the outage ends the worker at once (exit 130): its refused settlements are not sent again for a lease", async () => {
 		assertBuilt();
 		const pg = await cluster();
-		const { worker } = await workerThroughOutage(pg, 20_000);
+		const { worker, dir } = await workerThroughOutage(pg, 20_000);
 		try {
 			worker.child.kill("SIGINT");
 			const ended = await endedWithin(worker, 5000);
 			expect(ended, "the stopped worker went on sending its settlements").not.toBeNull();
 			expect(ended!.code, ended!.stderr).toBe(130);
+			// Where the fleet stands could not be read: the summary says so, not "0 done, 0 queued; 0 credits
+			// spent", which reads as a run where nothing was done and nothing paid.
+			expect(ended!.stdout).toContain("not known, its database did not answer when this worker ended");
+			expect(ended!.stdout).not.toMatch(/0 done, 0 failed, 0 queued, 0 leased/);
+			const fleetDir = join(dir, "output", "outage", "fleet");
+			const [runDir] = readdirSync(fleetDir);
+			const summary = JSON.parse(readFileSync(join(fleetDir, runDir!, "summary.json"), "utf8"));
+			expect(summary.fleet.targets).toBeNull();
+			expect(summary.fleet.credits_spent).toBeNull();
 		} finally {
 			await pg.up();
 		}

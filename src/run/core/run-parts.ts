@@ -350,7 +350,7 @@ export function withOutcomes(
  */
 export function fleetLeftOut(fleet: FleetCoordination, listed: number | null): number | null {
 	const ended = fleet.ended;
-	if (!fleet.complete || fleet.left === null || ended === null) return null;
+	if (!fleet.complete || fleet.left === null || ended === null || ended.targets === null) return null;
 	// A crawl's seeds are not counted ahead: what the loading left out as fresh is the database's count.
 	if (listed === null) return fleet.fresh;
 	const { queued, leased, done, failed, parked = 0 } = ended.targets;

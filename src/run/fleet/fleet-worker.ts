@@ -322,8 +322,8 @@ export class FleetCoordination {
 		this.#ended = {
 			run: run.runName,
 			worker: worker.id,
-			targets: targetCounts(status?.targets ?? { queued: 0, leased: 0, done: 0, failed: 0, parked: 0 }),
-			credits_spent: status?.credits.spent ?? 0,
+			targets: status === null ? null : targetCounts(status.targets),
+			credits_spent: status === null ? null : status.credits.spent,
 			max_credits: maxCredits,
 		};
 	}
