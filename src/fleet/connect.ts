@@ -16,6 +16,9 @@ const driver = lazyModule<typeof pg>("pg");
 /** The schema the fleet's tables live in unless told otherwise (the CLI reads `SCRAPEJOB_FLEET_SCHEMA`). */
 export const DEFAULT_FLEET_SCHEMA = "scrapejob";
 
+/** How long the database may leave a connection or a statement unanswered (FleetOptions.answerTimeoutMs). */
+const DEFAULT_ANSWER_TIMEOUT_MS = 30_000;
+
 /** A lower-case SQL identifier: it is put in statements and `search_path` as it is, never quoted. */
 const SCHEMA_NAME = /^[a-z_][a-z0-9_]{0,62}$/;
 
@@ -26,6 +29,13 @@ export interface FleetOptions {
 	readonly schema?: string;
 	/** Connections this process keeps open at most. @default 4 */
 	readonly maxConnections?: number;
+	/**
+	 * How long a connection or a statement may go unanswered before it fails (as a refused one does, and is
+	 * retried or stops the worker as an outage): a server that went silent (a host whose packets are
+	 * dropped, a network cut without a reset) never refuses anything, and would hold the process forever.
+	 * @default 30,000
+	 */
+	readonly answerTimeoutMs?: number;
 	/**
 	 * Only reading (`fleet status`, `export --fleet`): the tables must be there at this code's version;
 	 * nothing is created or upgraded. @default false
@@ -131,6 +141,9 @@ export async function connectFleet(options: FleetOptions): Promise<Fleet> {
 			// custom plans would re-plan every statement (~2x the database time of a claim round).
 			options: `-c search_path=${schema} -c plan_cache_mode=auto`,
 			application_name: "scrapejob",
+			connectionTimeoutMillis: options.answerTimeoutMs ?? DEFAULT_ANSWER_TIMEOUT_MS,
+			query_timeout: options.answerTimeoutMs ?? DEFAULT_ANSWER_TIMEOUT_MS,
+			keepAlive: true,
 		});
 	} catch (error) {
 		throw failure(error);

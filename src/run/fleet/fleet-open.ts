@@ -57,7 +57,13 @@ export type FleetJoin =
  * except for a complete run, where nothing is left to do and it is closed here.
  */
 export async function joinFleetRun(job: Job, options: FleetJoinOptions): Promise<FleetJoin> {
-	const fleet = await connectFleet({ url: options.url, schema: options.schema ?? DEFAULT_FLEET_SCHEMA });
+	// A statement unanswered for a lease is as good as refused: the worker's claims are lapsing meanwhile, and
+	// its outage handling (sent again while the lease lasts, then exit 3) takes over instead of a hang.
+	const fleet = await connectFleet({
+		url: options.url,
+		schema: options.schema ?? DEFAULT_FLEET_SCHEMA,
+		answerTimeoutMs: Math.max(options.leaseMs ?? DEFAULT_FLEET_LEASE_MS, 10_000),
+	});
 	try {
 		const plans = plansOf(job);
 		const opened = await openFleetRun(fleet, {
