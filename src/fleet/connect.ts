@@ -58,8 +58,15 @@ export interface Fleet {
 		values?: unknown[],
 		name?: string,
 	): Promise<Row[]>;
-	/** Run `work` in one transaction on one connection (committed when it resolves, rolled back when it throws). */
-	transaction<T>(work: (query: Fleet["query"]) => Promise<T>): Promise<T>;
+	/**
+	 * Run `work` in one transaction on one connection (committed when it resolves, rolled back when it
+	 * throws). `answerTimeoutMs`: how long each of its statements may go unanswered, in place of the
+	 * connection's (a schema upgrade may take minutes on a large fleet).
+	 */
+	transaction<T>(
+		work: (query: Fleet["query"]) => Promise<T>,
+		options?: { readonly answerTimeoutMs?: number },
+	): Promise<T>;
 	close(): Promise<void>;
 }
 
@@ -162,16 +169,21 @@ export async function connectFleet(options: FleetOptions): Promise<Fleet> {
 		schema,
 		maskedUrl,
 		query,
-		async transaction(work) {
+		async transaction(work, transactionOptions) {
 			let client: pg.PoolClient;
 			try {
 				client = await pool.connect();
 			} catch (error) {
 				throw failure(error);
 			}
+			// pg reads a statement's own `query_timeout` before the pool's (its types do not list it).
+			const timeout = transactionOptions?.answerTimeoutMs;
 			const inside: Fleet["query"] = async (text, values, name) => {
+				const config: pg.QueryConfig & { query_timeout?: number } =
+					name === undefined ? { text, values } : { name, text, values };
+				if (timeout !== undefined) config.query_timeout = timeout;
 				try {
-					return (await client.query(name === undefined ? { text, values } : { name, text, values })).rows;
+					return (await client.query(config)).rows;
 				} catch (error) {
 					throw failure(error);
 				}

@@ -311,20 +311,28 @@ export async function checkSchemaReadable(fleet: Fleet): Promise<void> {
  */
 export async function ensureSchema(fleet: Fleet): Promise<void> {
 	await checkServerVersion(fleet);
-	await fleet.transaction(async (query) => {
-		await query("SELECT pg_advisory_xact_lock(hashtext($1))", [`scrapejob fleet schema ${fleet.schema}`]);
-		const version = await schemaVersion(fleet, query);
-		if (version > FLEET_SCHEMA_VERSION) throw new FleetSchemaTooNewError(fleet.schema, version, FLEET_SCHEMA_VERSION);
-		if (version === FLEET_SCHEMA_VERSION) return;
-		await query(`CREATE SCHEMA IF NOT EXISTS ${fleet.schema}`);
-		await query(`SET LOCAL search_path TO ${fleet.schema}`);
-		await query(
-			"CREATE TABLE IF NOT EXISTS schema_version (only_row boolean PRIMARY KEY DEFAULT true CHECK (only_row), version integer NOT NULL)",
-		);
-		for (const migration of MIGRATIONS.slice(version)) await query(migration);
-		await query(
-			"INSERT INTO schema_version (version) VALUES ($1) ON CONFLICT (only_row) DO UPDATE SET version = EXCLUDED.version",
-			[FLEET_SCHEMA_VERSION],
-		);
-	});
+	await fleet.transaction(
+		async (query) => {
+			await query("SELECT pg_advisory_xact_lock(hashtext($1))", [`scrapejob fleet schema ${fleet.schema}`]);
+			const version = await schemaVersion(fleet, query);
+			if (version > FLEET_SCHEMA_VERSION) throw new FleetSchemaTooNewError(fleet.schema, version, FLEET_SCHEMA_VERSION);
+			if (version === FLEET_SCHEMA_VERSION) return;
+			await query(`CREATE SCHEMA IF NOT EXISTS ${fleet.schema}`);
+			await query(`SET LOCAL search_path TO ${fleet.schema}`);
+			await query(
+				"CREATE TABLE IF NOT EXISTS schema_version (only_row boolean PRIMARY KEY DEFAULT true CHECK (only_row), version integer NOT NULL)",
+			);
+			for (const migration of MIGRATIONS.slice(version)) await query(migration);
+			await query(
+				"INSERT INTO schema_version (version) VALUES ($1) ON CONFLICT (only_row) DO UPDATE SET version = EXCLUDED.version",
+				[FLEET_SCHEMA_VERSION],
+			);
+		},
+		// An upgrade rebuilds indexes and checks constraints over every row (minutes for millions of
+		// targets), and a worker starting meanwhile waits for its lock: not the seconds a claim may take.
+		{ answerTimeoutMs: SCHEMA_UPGRADE_TIMEOUT_MS },
+	);
 }
+
+/** How long a schema upgrade's statements (and the wait for another worker's upgrade) may take. */
+const SCHEMA_UPGRADE_TIMEOUT_MS = 60 * 60_000;

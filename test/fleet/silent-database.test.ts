@@ -1,8 +1,13 @@
 import { createServer, type Socket } from "node:net";
+import pg from "pg";
 import { afterEach, describe, expect, it } from "vitest";
 import { connectFleet, FleetDatabaseError } from "../../src/fleet/index.js";
 import { tempDir, writeJob } from "../helpers/job-files.js";
+import { useCluster } from "../helpers/postgres.js";
 import { runCli } from "../helpers/run-cli.js";
+import { until } from "../helpers/until.js";
+
+const cluster = useCluster();
 
 /** A port that accepts connections and never answers: a database host whose packets go nowhere. */
 async function silentPort(): Promise<{ port: number; close: () => Promise<void> }> {
@@ -66,4 +71,32 @@ describe("a fleet database that never answers", () => {
 		expect(run.stderr).toContain("SCRAPEJOB_FLEET_DATABASE");
 		expect(run.stdout + run.stderr).not.toContain("Hunter2-pw");
 	}, 30_000);
+
+	it("a schema upgrade (and a worker waiting for another's) is not cut off by the statements' answer timeout", async () => {
+		const url = await (await cluster()).createDatabase();
+		// Another worker upgrading the tables holds the upgrade's lock: this one waits for it, past its timeout.
+		const holder = new pg.Client({ connectionString: url });
+		await holder.connect();
+		try {
+			await holder.query("SELECT pg_advisory_lock(hashtext('scrapejob fleet schema scrapejob'))");
+			const connecting = connectFleet({ url, answerTimeoutMs: 200 });
+			const outcome = connecting.then(
+				() => "connected",
+				(error: unknown) => (error as Error).message,
+			);
+			await until(async () => {
+				const { rows } = await holder.query(
+					"SELECT count(*)::int AS n FROM pg_locks WHERE locktype = 'advisory' AND NOT granted",
+				);
+				return rows[0].n > 0;
+			}, "the second worker waiting for the upgrade's lock");
+			// Time must pass for a timeout to fire: three of them.
+			await new Promise((resolve) => setTimeout(resolve, 600));
+			await holder.query("SELECT pg_advisory_unlock_all()");
+			expect(await outcome).toBe("connected");
+			await (await connecting).close();
+		} finally {
+			await holder.end();
+		}
+	});
 });
