@@ -16,6 +16,9 @@ const driver = lazyModule<typeof pg>("pg");
 /** The schema the fleet's tables live in unless told otherwise (the CLI reads `SCRAPEJOB_FLEET_SCHEMA`). */
 export const DEFAULT_FLEET_SCHEMA = "scrapejob";
 
+/** pg's error for a statement unanswered within its `query_timeout`. */
+const UNANSWERED = "Query read timeout";
+
 /** How long the database may leave a connection or a statement unanswered (FleetOptions.answerTimeoutMs). */
 const DEFAULT_ANSWER_TIMEOUT_MS = 30_000;
 
@@ -185,6 +188,9 @@ export async function connectFleet(options: FleetOptions): Promise<Fleet> {
 				try {
 					return (await client.query(config)).rows;
 				} catch (error) {
+					// Unanswered: the connection may still be busy with it (or dead); a ROLLBACK sent after it would
+					// wait as long again. Dropped instead: the server rolls the transaction back itself.
+					if (error instanceof Error && error.message === UNANSWERED) broken = true;
 					throw failure(error);
 				}
 			};
@@ -195,9 +201,10 @@ export async function connectFleet(options: FleetOptions): Promise<Fleet> {
 				await inside("COMMIT");
 				return result;
 			} catch (error) {
-				await client.query("ROLLBACK").catch(() => {
-					broken = true;
-				});
+				if (!broken)
+					await client.query("ROLLBACK").catch(() => {
+						broken = true;
+					});
 				throw failure(error);
 			} finally {
 				client.release(broken);

@@ -5,6 +5,7 @@ import { connectFleet, FleetDatabaseError } from "../../src/fleet/index.js";
 import { tempDir, writeJob } from "../helpers/job-files.js";
 import { useCluster } from "../helpers/postgres.js";
 import { runCli } from "../helpers/run-cli.js";
+import { thrownBy } from "../helpers/thrown-by.js";
 import { until } from "../helpers/until.js";
 
 const cluster = useCluster();
@@ -97,6 +98,20 @@ describe("a fleet database that never answers", () => {
 			await (await connecting).close();
 		} finally {
 			await holder.end();
+		}
+	});
+
+	it("a transaction's statement left unanswered drops its connection at once: no ROLLBACK waits behind it for as long again", async () => {
+		const fleet = await connectFleet({ url: await (await cluster()).createDatabase(), answerTimeoutMs: 1000 });
+		try {
+			const started = Date.now();
+			const error = await thrownBy(fleet.transaction((query) => query("SELECT pg_sleep(10)")));
+			expect((error as Error).message).toContain("Query read timeout");
+			// One timeout, not two (the ROLLBACK behind the statement would have waited its own).
+			expect(Date.now() - started).toBeLessThan(1800);
+			expect(await fleet.query("SELECT 1 AS one")).toEqual([{ one: 1 }]);
+		} finally {
+			await fleet.close();
 		}
 	});
 });
