@@ -22,7 +22,7 @@ const BATCH_MS = 1000;
 export function createRunLog(
 	path: string,
 	secrets: ReadonlyArray<string | undefined>,
-): { log: Logger; close(options?: { readonly flush?: boolean }): void } {
+): { log: Logger; flush(): void; close(options?: { readonly flush?: boolean }): void } {
 	// Opened synchronously so `close` can always flush, however short the run.
 	const file: AppendFile = openAppendFile(path);
 	const known = secrets.filter((secret): secret is string => typeof secret === "string" && secret.length >= 4);
@@ -64,6 +64,8 @@ export function createRunLog(
 	);
 	return {
 		log,
+		/** Write what is batched now: a process about to exit at once (a second Ctrl-C) keeps its last second of log. */
+		flush,
 		/** Write what is batched (unless `flush: false`: the folder is not this run's any more) and close; once. */
 		close(options = {}) {
 			if (closed) return;

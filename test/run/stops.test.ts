@@ -195,6 +195,8 @@ describe("stops: what a user sees when in-flight fetches are given up", () => {
 			});
 			expect(readRecords(runDir)).toHaveLength(3);
 			expect(existsSync(join(out, "shop", ".lock"))).toBe(false);
+			// run.log holds its last second too (batched, written as the process exits): the first Ctrl-C's line.
+			expect(readFileSync(join(runDir, "run.log"), "utf8")).toContain('"event":"run_stopping","reason":"interrupted"');
 		},
 		40_000,
 	);

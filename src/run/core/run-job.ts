@@ -469,7 +469,13 @@ function openRunnerSide(context: RunContext, side: RecordSide, fetching: FetchSi
 	const summarize = summarizerOf({ stats, job, opened, survey, gate, concurrency, queue, startedAt, clock });
 	const summarizeAll = (reason: string | null) =>
 		withOutcomes(summarize(reason), reason, { breakers, fleet, economics, runId, listed: listedTargets(job, survey) });
-	const lastWord = lastWordOf({ runDir, stops, queue, stats, fill, summarize });
+	const summaryWord = lastWordOf({ runDir, stops, queue, stats, fill, summarize });
+	// Then run.log's last second, batched: a second Ctrl-C's exit would drop it (all of a short run's log).
+	const lastWord = () => {
+		const phrase = summaryWord();
+		side.runLog.flush();
+		return phrase;
+	};
 	// The process's own hooks are the CLI's (bin.ts): a library caller that wants the same word passes `lastWords`.
 	const removeLastWord = options.lastWords?.add(lastWord) ?? (() => undefined);
 	return { syncTimer, progress, browser, runner, summarizeAll, removeLastWord };
