@@ -259,6 +259,26 @@ describe("run --fleet: workers of one fleet run", () => {
 		expect(records.reduce((sum, row) => sum + row.record.credits_used, 0)).toBe(service.emulator.ledger.totalCharged());
 	}, 60_000);
 
+	it("a retry after charged failed attempts is held to the fleet's max_credits, as a local run's", async () => {
+		assertBuilt();
+		const url = await (await cluster()).createDatabase();
+		const service = await useTestService({
+			concurrency: 2,
+			faults: [{ kind: "scraping_error", match: "/p/", message: "Page crashed", credits: 2 }],
+		});
+		const site = await startTargetSite((_req, res) => html(res, "<p>page</p>"));
+		const { dir, file } = listJob(
+			site.origin,
+			3,
+			"max_credits: 5\nconcurrency: 1\nbreaker: false\nretry: {attempts: 5, backoff_ms: 5, max_backoff_ms: 10}\n",
+		);
+		const outcome = await worker(file, dir, service.env, url).done;
+		expect(outcome.code, outcome.stderr).toBe(1);
+		// Two charged attempts fit in 5 credits beside the next attempt's booking; a third could not.
+		expect(service.emulator.ledger.totalCharged()).toBe(4);
+		expect(JSON.parse(outcome.stdout.trim().split("\n").at(-1)!)).toMatchObject({ stopped_reason: "budget_exhausted" });
+	}, 60_000);
+
 	it("adaptive mode's re-fetch in a stronger mode is reserved on the target's lease: 2 workers never pass the fleet's budget", async () => {
 		assertBuilt();
 		const url = await (await cluster()).createDatabase();

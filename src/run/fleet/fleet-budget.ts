@@ -112,6 +112,27 @@ export class FleetBudget implements CreditBudget {
 		}
 	}
 
+	/**
+	 * A retry after charged failed attempts: it fits while the fleet's spent and reserved credits and what
+	 * the target's attempts were charged (booked only when it settles) stay within `max_credits`. Other
+	 * workers' unsettled charges are not in the books: at most their retries in flight can pass it. A
+	 * database that does not answer leaves the decision to the worker's outage handling (the retry goes).
+	 */
+	async retryFits(charged: number): Promise<boolean> {
+		if (this.limit === null) return true;
+		const { fleet, runId } = this.#deps;
+		try {
+			const [row] = await fleet.query<{ spent: string; reserved: string }>(
+				"SELECT spent, reserved FROM runs WHERE id = $1",
+				[runId],
+				"fleet_retry_fits",
+			);
+			return Number(row?.spent ?? 0) + Number(row?.reserved ?? 0) + charged <= this.limit;
+		} catch {
+			return true;
+		}
+	}
+
 	release(reserved: number, targetId?: string): void {
 		this.#local.release(reserved);
 		const booking = targetId === undefined && reserved > 0 ? this.#takeUntargeted(reserved) : undefined;

@@ -23,10 +23,10 @@ export interface CreditBudget {
 	commit(reserved: number, actual: number, targetId?: string): void;
 	/**
 	 * Whether a retry still fits: its fetch's booking is held, and its earlier attempts were charged
-	 * `charged` credits that no booking holds yet (they are committed with the fetch's outcome). Absent:
-	 * the budget is not kept here (a fleet's, whose reservations are the workers' leases).
+	 * `charged` credits that no booking holds yet (they are committed with the fetch's outcome). A promise
+	 * where the books are someone else's (a fleet's, in its database).
 	 */
-	retryFits?(charged: number): boolean;
+	retryFits?(charged: number): boolean | Promise<boolean>;
 	/** Drop a reservation that was not spent (the fetch failed or never ran). */
 	release(reserved: number, targetId?: string): void;
 	readonly spent: number;

@@ -256,7 +256,11 @@ export function createTargetRunner(parts: TargetRunnerParts): TargetRunner {
 					stopOnPaidFailures(paidFailure);
 					return false;
 				}
-				if (budget.retryFits === undefined || budget.retryFits(chargedSoFar)) return true;
+				const fits = budget.retryFits === undefined ? true : budget.retryFits(chargedSoFar);
+				return typeof fits === "boolean" ? retryOrStop(fits) : fits.then(retryOrStop);
+			};
+			const retryOrStop = (fits: boolean) => {
+				if (fits) return true;
 				stops.stop(
 					"budget_exhausted",
 					`stopping: max_credits ${budget.limit} reached (${budget.spent + chargedSoFar} spent or charged; a retry of ${targetId} may cost more); continue with ${stops.words.resumeWithLargerBudget}`,
