@@ -1,4 +1,5 @@
 import { describe, expect, it } from "vitest";
+import { startDemoSite } from "../../src/emulator/index.js";
 import { expectFleetRunDone } from "../helpers/fleet.js";
 import { tempDir, writeJob } from "../helpers/job-files.js";
 import { useCluster } from "../helpers/postgres.js";
@@ -165,4 +166,48 @@ describe("run --fleet with a breaker", () => {
 			{ reason: expect.stringMatching(/^8 of the last 8 charged fetches were useless or failed/) },
 		]);
 	});
+});
+
+describe("run --fleet: the breaker and adaptive climbs", () => {
+	it("a target whose domain's breaker opened while its first rung was in flight does not climb, as in a local run", async () => {
+		assertBuilt();
+		const url = await (await cluster()).createDatabase();
+		const service = await useTestService({
+			concurrency: 3,
+			browser_only: ["//127.0.0.2:"],
+			faults: [
+				{ kind: "slow", match: "/product/1", delay_ms: 1500 },
+				{ kind: "scraping_error", match: "/\\/product\\/[23]$/", message: "Page crashed", credits: 2 },
+			],
+		});
+		const site = await startDemoSite({ host: "127.0.0.2" });
+		try {
+			const dir = tempDir("scrapejob-fleet-breaker-");
+			const file = writeJob(
+				dir,
+				"climb",
+				[
+					"name: climb",
+					"concurrency: 3",
+					"breaker: {window: 2, trip: 2, cool_down: 1h}",
+					"retry: {attempts: 1, backoff_ms: 5, max_backoff_ms: 10}",
+					"defaults: {mode: request}",
+					"extract:",
+					"  price: {css: .price, required: true}",
+					"targets:",
+					`  - {url: "${site.url}/product/1", mode: adaptive}`,
+					`  - ${site.url}/product/2`,
+					`  - ${site.url}/product/3`,
+					"",
+				].join("\n"),
+			);
+			const run = await spawnCli(["run", file, "--quiet", "--json", "--fleet", url], service.env, dir).done;
+			expect(lastJson(run.stdout).breakers, run.stderr).toMatchObject([{ domain: "127.0.0.2" }]);
+			// The adaptive target's first rung only.
+			const sent = service.emulator.ledger.byEndpoint("realtime").filter((entry) => entry.url?.endsWith("/product/1"));
+			expect(sent).toHaveLength(1);
+		} finally {
+			await site.close();
+		}
+	}, 60_000);
 });
