@@ -46,7 +46,7 @@ async function settlementRefused(dir: string, worker: SpawnedCli): Promise<void>
 
 describe("a fleet worker whose database goes down for a moment", () => {
 	/** A worker of a 6-target job whose first two fetches end once the database is down, its settlement refused. */
-	async function workerThroughOutage(pg: TestCluster, leaseMs: number) {
+	async function workerThroughOutage(pg: TestCluster, leaseMs: number, flags: string[] = []) {
 		const url = await pg.createDatabase();
 		const service = await useTestService({ concurrency: 2 });
 		let release: () => void = () => undefined;
@@ -60,7 +60,7 @@ describe("a fleet worker whose database goes down for a moment", () => {
 		const lines = Array.from({ length: 6 }, (_, i) => `  - ${site.origin}/p/${i}`).join("\n");
 		const file = writeJob(dir, "outage", `name: outage\ndefaults:\n  mode: request\ntargets:\n${lines}\n`);
 		const env = { ...service.env, SCRAPEJOB_LOCK_LEASE_MS: String(leaseMs) };
-		const worker = spawnCli(["run", file, "--quiet", "--fleet", url, "--fleet-run", "nightly"], env, dir);
+		const worker = spawnCli(["run", file, "--quiet", "--fleet", url, "--fleet-run", "nightly", ...flags], env, dir);
 		await until(() => site.requests.length >= 2, "two fetches in flight");
 		await pg.down();
 		release();
@@ -137,14 +137,36 @@ describe("a fleet worker whose database goes down for a moment", () => {
 		expect(pages.map((row) => new URL(row.url).pathname).sort()).toEqual(["/", "/a", "/b"]);
 	}, 90_000);
 
-	it("Ctrl-C during the outage ends the worker at once (exit 130): its refused settlements are not sent again for a lease", async () => {
+	it("Ctrl-C during the outage: the worker sends its paid records again while the grace period lasts; the database back, they are the fleet's, none paid again", async () => {
 		assertBuilt();
 		const pg = await cluster();
-		const { worker, dir } = await workerThroughOutage(pg, 20_000);
+		const { url, service, worker } = await workerThroughOutage(pg, 20_000);
+		// A Kubernetes pod's SIGTERM during a failover: its grace period is for this. The database stays
+		// down for four of the worker's retry intervals after the stop (time must pass: a worker that gave
+		// its records up at the stop has ended by then, and another would pay for them again).
+		worker.child.kill("SIGINT");
+		await new Promise((resolve) => setTimeout(resolve, 1000));
+		await pg.up();
+		const ended = await endedWithin(worker, 20_000);
+		expect(ended, "the worker never ended").not.toBeNull();
+		expect(ended!.code, ended!.stderr).toBe(130);
+		const records = await query<{ credits: number }>(
+			url,
+			"SELECT (record->>'credits_used')::int AS credits FROM scrapejob.records",
+		);
+		// The two fetches that ended during the outage are the fleet's records: what was paid is recorded.
+		expect(records.length).toBeGreaterThanOrEqual(2);
+		expect(records.reduce((sum, row) => sum + row.credits, 0)).toBe(service.emulator.ledger.totalCharged());
+	}, 60_000);
+
+	it("Ctrl-C during the outage with a short grace period ends the worker then (exit 130); its summary says the fleet's state is not known", async () => {
+		assertBuilt();
+		const pg = await cluster();
+		const { worker, dir } = await workerThroughOutage(pg, 20_000, ["--grace-period", "500"]);
 		try {
 			worker.child.kill("SIGINT");
-			const ended = await endedWithin(worker, 5000);
-			expect(ended, "the stopped worker went on sending its settlements").not.toBeNull();
+			const ended = await endedWithin(worker, 8000);
+			expect(ended, "the stopped worker went on sending its settlements past its grace period").not.toBeNull();
 			expect(ended!.code, ended!.stderr).toBe(130);
 			// Where the fleet stands could not be read: the summary says so, not "0 done, 0 queued; 0 credits
 			// spent", which reads as a run where nothing was done and nothing paid.

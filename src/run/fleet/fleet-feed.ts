@@ -113,7 +113,7 @@ export class FleetFeed {
 		const { queue, stops, concurrency } = parts;
 		const { leases, clock } = this.#deps;
 		stops.onStop(() => {
-			leases.stopping();
+			leases.stopping(stops.inflight);
 			this.wake();
 		});
 		while (!stops.stopping) {

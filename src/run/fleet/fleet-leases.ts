@@ -107,6 +107,8 @@ export class FleetLeases {
 	#lastRenewal: number;
 	/** The worker stops (Ctrl-C, SIGTERM): a settlement the database refuses is not sent again. */
 	#stopping = false;
+	/** Set with `#stopping`: aborted when in-flight work may no longer finish. */
+	#graceOver: AbortSignal | null = null;
 	/** Why the fleet's database last failed this worker (a renewal or a claim); null once it answers again. */
 	#failure: string | null = null;
 
@@ -321,7 +323,8 @@ export class FleetLeases {
 					// The database out for a moment (restarted, failed over): its record was paid for and written
 					// here, so it is sent again while the lease is surely this worker's, not fetched again by
 					// another worker once the lease lapses.
-					if (!isConnectionFailure(error) || this.#stopping || target.lost || clock() >= target.validUntil) throw error;
+					const givenUp = this.#stopping && (!target.record || this.#graceOver?.aborted === true);
+					if (!isConnectionFailure(error) || givenUp || target.lost || clock() >= target.validUntil) throw error;
 					if (attempt === 1)
 						log.warn(
 							{ event: "fleet_settle_failed", id: targetId, error: errorMessage(error) },
@@ -343,12 +346,14 @@ export class FleetLeases {
 	}
 
 	/**
-	 * The worker was asked to stop: settlements the database refuses are given up at once rather than sent
-	 * again for up to a lease (their targets go to the others when their leases lapse), so a stop during an
-	 * outage ends the worker now.
+	 * The worker was asked to stop. A settlement the database refuses that returns a target unfetched is
+	 * given up at once (its lease lapses, the others take it); one that carries a paid record is sent again
+	 * while its lease lasts and until `graceOver` (the stop's grace period, or a second signal): the record
+	 * is kept rather than paid again by another worker, and the stop still ends in bounded time.
 	 */
-	stopping(): void {
+	stopping(graceOver: AbortSignal): void {
 		this.#stopping = true;
+		this.#graceOver = graceOver;
 	}
 
 	/** Renewals end (the worker's work is over): its leases lapse unless settled. */
