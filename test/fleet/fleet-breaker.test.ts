@@ -1,5 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { startDemoSite } from "../../src/emulator/index.js";
+import { BREAKER_CLIMB_SCENARIO, breakerClimbJob } from "../helpers/breaker-climb.js";
 import { expectFleetRunDone } from "../helpers/fleet.js";
 import { tempDir, writeJob } from "../helpers/job-files.js";
 import { useCluster } from "../helpers/postgres.js";
@@ -172,35 +173,11 @@ describe("run --fleet: the breaker and adaptive climbs", () => {
 	it("a target whose domain's breaker opened while its first rung was in flight does not climb, as in a local run", async () => {
 		assertBuilt();
 		const url = await (await cluster()).createDatabase();
-		const service = await useTestService({
-			concurrency: 3,
-			browser_only: ["//127.0.0.2:"],
-			faults: [
-				{ kind: "slow", match: "/product/1", delay_ms: 1500 },
-				{ kind: "scraping_error", match: "/\\/product\\/[23]$/", message: "Page crashed", credits: 2 },
-			],
-		});
+		const service = await useTestService(BREAKER_CLIMB_SCENARIO);
 		const site = await startDemoSite({ host: "127.0.0.2" });
 		try {
 			const dir = tempDir("scrapejob-fleet-breaker-");
-			const file = writeJob(
-				dir,
-				"climb",
-				[
-					"name: climb",
-					"concurrency: 3",
-					"breaker: {window: 2, trip: 2, cool_down: 1h}",
-					"retry: {attempts: 1, backoff_ms: 5, max_backoff_ms: 10}",
-					"defaults: {mode: request}",
-					"extract:",
-					"  price: {css: .price, required: true}",
-					"targets:",
-					`  - {url: "${site.url}/product/1", mode: adaptive}`,
-					`  - ${site.url}/product/2`,
-					`  - ${site.url}/product/3`,
-					"",
-				].join("\n"),
-			);
+			const file = writeJob(dir, "climb", breakerClimbJob(site.url));
 			const run = await spawnCli(["run", file, "--quiet", "--json", "--fleet", url], service.env, dir).done;
 			expect(lastJson(run.stdout).breakers, run.stderr).toMatchObject([{ domain: "127.0.0.2" }]);
 			// The adaptive target's first rung only.

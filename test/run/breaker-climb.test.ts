@@ -2,6 +2,7 @@ import { readdirSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { startDemoSite } from "../../src/emulator/index.js";
+import { BREAKER_CLIMB_SCENARIO, breakerClimbJob } from "../helpers/breaker-climb.js";
 import { readRecords, readSummary, tempDir, writeJob } from "../helpers/job-files.js";
 import { runCli } from "../helpers/run-cli.js";
 import { useTestService } from "../helpers/service.js";
@@ -14,36 +15,12 @@ import { useTestService } from "../helpers/service.js";
  */
 describe("breaker and adaptive climbs", () => {
 	it("a target whose domain's breaker opened while its first rung was in flight does not climb", async () => {
-		const service = await useTestService({
-			concurrency: 3,
-			browser_only: ["//127.0.0.2:"],
-			faults: [
-				{ kind: "slow", match: "/product/1", delay_ms: 1500 },
-				{ kind: "scraping_error", match: "/\\/product\\/[23]$/", message: "Page crashed", credits: 2 },
-			],
-		});
+		const service = await useTestService(BREAKER_CLIMB_SCENARIO);
 		const site = await startDemoSite({ host: "127.0.0.2" });
 		try {
 			const dir = tempDir();
 			const out = join(dir, "out");
-			const job = writeJob(
-				dir,
-				"climb",
-				[
-					"name: climb",
-					"concurrency: 3",
-					"breaker: {window: 2, trip: 2, cool_down: 1h}",
-					"retry: {attempts: 1, backoff_ms: 5, max_backoff_ms: 10}",
-					"defaults: {mode: request}",
-					"extract:",
-					"  price: {css: .price, required: true}",
-					"targets:",
-					`  - {url: "${site.url}/product/1", mode: adaptive}`,
-					`  - ${site.url}/product/2`,
-					`  - ${site.url}/product/3`,
-					"",
-				].join("\n"),
-			);
+			const job = writeJob(dir, "climb", breakerClimbJob(site.url));
 			const result = await runCli(["run", job, "--out", out, "--quiet"], { env: service.env });
 			const runs = join(out, "climb");
 			const runDir = join(runs, readdirSync(runs).find((name) => /^\d/.test(name))!);
