@@ -85,8 +85,6 @@ export class FleetCoordination {
 	readonly #leases: FleetLeases;
 	readonly #limits: FleetLimitWatch;
 	readonly #frontier: FleetFrontier;
-	/** A crawl job's part: counts the pages whose records this worker writes. */
-	#crawl: FleetCrawl | null = null;
 	readonly #feed: FleetFeed;
 	/** The fleet's breakers (`breaker:`), when the job has them. */
 	#breakers: FleetBreakers | null = null;
@@ -199,7 +197,6 @@ export class FleetCoordination {
 
 	/** A crawl job: pages' links go to the fleet's frontier. */
 	useCrawl(fleetCrawl: FleetCrawl, sitemapReader: SitemapTaskReader | null = null): void {
-		this.#crawl = fleetCrawl;
 		this.#frontier.use(fleetCrawl, sitemapReader);
 	}
 
