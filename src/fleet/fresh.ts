@@ -2,8 +2,7 @@ import type { Fleet } from "./connect.js";
 
 /**
  * Which of `targetIds` are fresh in the job's fleet runs: their newest record (any run of the job) is ok
- * and younger than `freshnessMs`. A useless record (a block page) is no data and does not count: the one
- * before it decides, as the job store's last useful record does for a local run. A target whose newest record failed is never fresh: the failure is the
+ * and younger than `freshnessMs`. A target whose newest record failed is never fresh: the failure is the
  * newer news about the page.
  */
 export async function freshTargetIds(
@@ -36,7 +35,7 @@ export async function freshPages(
 			SELECT DISTINCT ON (rec.target_id) rec.target_id, rec.record->>'status' AS status, rec.written_at, rec.links,
 				rec.landing
 			FROM records rec JOIN runs r ON r.id = rec.run_id
-			WHERE r.job_name = $1 AND rec.target_id = ANY($2::text[]) AND rec.record->>'useful' IS DISTINCT FROM 'false'
+			WHERE r.job_name = $1 AND rec.target_id = ANY($2::text[])
 			ORDER BY rec.target_id, rec.written_at DESC
 		) newest
 		WHERE newest.status = 'ok' AND newest.written_at > now() - make_interval(secs => $3::float8 / 1000)`,

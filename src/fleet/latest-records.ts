@@ -4,7 +4,7 @@ import type { Fleet } from "./connect.js";
 const PAGE = 1000;
 
 /**
- * The newest ok record of every target across the job's fleet runs (a useless one is not its data), in target id order, a page at a
+ * The newest ok record of every target across the job's fleet runs, in target id order, a page at a
  * time (keyset pagination: memory holds one page, whatever the number of targets).
  */
 export async function* latestFleetRecords(fleet: Fleet, jobName: string, page = PAGE): AsyncGenerator<unknown> {
@@ -14,7 +14,6 @@ export async function* latestFleetRecords(fleet: Fleet, jobName: string, page = 
 			`SELECT DISTINCT ON (rec.target_id) rec.target_id, rec.record
 			FROM records rec JOIN runs r ON r.id = rec.run_id
 			WHERE r.job_name = $1 AND rec.target_id > $2 AND rec.record->>'status' = 'ok'
-				AND rec.record->>'useful' IS DISTINCT FROM 'false'
 			ORDER BY rec.target_id, rec.written_at DESC
 			LIMIT $3`,
 			[jobName, after, page],

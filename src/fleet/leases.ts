@@ -204,7 +204,7 @@ async function claimQueued(
 				rec.record->'data' AS previous_data
 			FROM records rec JOIN runs r ON r.id = rec.run_id
 			WHERE $5::text IS NOT NULL AND rec.target_id = c.target_id AND rec.run_id <> $1 AND r.job_name = $5
-				AND rec.record->>'status' = 'ok' AND rec.record->>'useful' IS DISTINCT FROM 'false'
+				AND rec.record->>'status' = 'ok'
 			ORDER BY rec.written_at DESC
 			LIMIT 1
 		) p ON true`,

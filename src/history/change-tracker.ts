@@ -40,8 +40,6 @@ export function createChangeTracker(history: PreviousRecords, runDir: string, ex
 				data !== null ? hash("sha1", data, "hex") : Buffer.isBuffer(body) ? hash("sha1", body, "hex") : body!.sha1;
 			const contentHash = sha1.slice(0, 16);
 			record.content_hash = contentHash;
-			// A useless record (a block page, a required field empty) says nothing of the page's data: no change.
-			if (record.useful === false) return;
 			const previous = history.previous(record.id);
 			if (!previous?.okHash || previous.okAt === null) {
 				record.change = "new";

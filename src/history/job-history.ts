@@ -82,15 +82,11 @@ export interface JobHistory {
 	 */
 	settle(): void;
 	/**
-	 * Every target's newest useful ok record (its latest data: a useless one, a block page, is not),
-	 * read back from the run folders (grouped by run, in file order). Read through a connection of its
-	 * own: the store may be looked up (`get`) while it is iterated.
+	 * Every target's newest ok record, read back from the run folders (grouped by run, in file order).
+	 * Read through a connection of its own: the store may be looked up (`get`) while it is iterated.
 	 */
 	latestOkRecords(): Generator<ResultRecord>;
-	/**
-	 * Every target's newest ok record, useless or not (its latest page: what a re-extraction reads), each
-	 * with the run (folder name) it was read from.
-	 */
+	/** The same, each with the run (folder name) it was read from. */
 	latestOkEntries(): Generator<{ readonly record: ResultRecord; readonly run: string }>;
 	/** Targets that never had an ok record (id, url), through a connection of its own. */
 	neverOk(): Generator<{ id: string; url: string }>;
@@ -320,17 +316,12 @@ function createJobHistory(
 			settle();
 		},
 		*latestOkRecords() {
-			const reader = openReader(join(jobDir, HISTORY_FILE));
-			try {
-				for (const entry of recordsAt(reader, jobDir, "ok")) yield entry.record;
-			} finally {
-				reader.close();
-			}
+			for (const entry of this.latestOkEntries()) yield entry.record;
 		},
 		*latestOkEntries() {
 			const reader = openReader(join(jobDir, HISTORY_FILE));
 			try {
-				yield* recordsAt(reader, jobDir, "page");
+				yield* latestOkRecords(reader, jobDir);
 			} finally {
 				reader.close();
 			}
@@ -338,7 +329,7 @@ function createJobHistory(
 		*neverOk() {
 			const reader = openReader(join(jobDir, HISTORY_FILE));
 			try {
-				const rows = reader.prepare("SELECT id, url FROM targets WHERE page_run IS NULL ORDER BY id").raw();
+				const rows = reader.prepare("SELECT id, url FROM targets WHERE ok_run IS NULL ORDER BY id").raw();
 				for (const [id, url] of rows.iterate() as IterableIterator<[string, string]>) yield { id, url };
 			} finally {
 				reader.close();
@@ -389,22 +380,11 @@ function createJobHistory(
 	};
 }
 
-/**
- * Each target's newest useful ok record (`ok`) or newest ok record (`page`), read run by run, each run's
- * results.jsonl once, front to back.
- */
-function* recordsAt(
-	db: Database,
-	jobDir: string,
-	which: "ok" | "page",
-): Generator<{ record: ResultRecord; run: string }> {
+/** Each target's newest ok record, read run by run, each run's results.jsonl once, front to back. */
+function* latestOkRecords(db: Database, jobDir: string): Generator<{ record: ResultRecord; run: string }> {
 	// SQLite sorts on disk past its cache: memory stays flat whatever the count.
 	const places: Statement = db
-		.prepare(
-			which === "ok"
-				? "SELECT ok_run, ok_offset FROM targets WHERE ok_run IS NOT NULL ORDER BY ok_run, ok_offset"
-				: "SELECT page_run, page_offset FROM targets WHERE page_run IS NOT NULL ORDER BY page_run, page_offset",
-		)
+		.prepare("SELECT ok_run, ok_offset FROM targets WHERE ok_run IS NOT NULL ORDER BY ok_run, ok_offset")
 		.raw();
 	let run: string | null = null;
 	let reader: ForwardRecordReader | null = null;

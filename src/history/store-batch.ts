@@ -13,10 +13,7 @@ export interface PendingRow {
 	readonly url: string;
 	readonly status: string;
 	readonly at: string;
-	/** When the record finished, if it is ok and useful (the target's latest data). */
 	readonly okAt: string | null;
-	/** When the record finished, if it is ok, useful or not (the target's latest page, for re-extraction). */
-	readonly pageAt: string | null;
 	readonly hash: string | null;
 	/**
 	 * The record says `change: unchanged` though its hash may differ (a field the job's `extract:` gained
@@ -108,9 +105,7 @@ export class StoreBatch {
 
 /** A record as the store keeps it. */
 export function pendingRow(record: ResultRecord, offset: number, end: number): PendingRow {
-	// A useless record (a block page, a required field empty) is the target's latest status, not its latest
-	// data: freshness, `export --latest` and change tracking keep to the last useful one.
-	const ok = record.status === "ok" && record.useful !== false;
+	const ok = record.status === "ok";
 	const data = ok && record.data != null ? JSON.stringify(record.data) : null;
 	const credits = Number(record.credits_used);
 	const at = storeTime(record.finished_at);
@@ -120,7 +115,6 @@ export function pendingRow(record: ResultRecord, offset: number, end: number): P
 		status: String(record.status),
 		at,
 		okAt: ok ? at : null,
-		pageAt: record.status === "ok" ? at : null,
 		hash: ok && typeof record.content_hash === "string" ? record.content_hash : null,
 		unchanged: ok && record.change === "unchanged",
 		data,
@@ -161,8 +155,7 @@ export function rowsWriter(
 			if (each !== undefined && (index & 1023) === 0) each();
 			if (row.offset < folded) continue;
 			// UPSERT_TARGET's order: id, url, status, status_at, ok_run, ok_offset, finished_at, content_hash,
-			// changed_at, data, credits, depth, parent, page_run, page_offset, page_at; then whether the record
-			// says it is unchanged.
+			// changed_at, data, credits, depth, parent; then whether the record says it is unchanged.
 			statements.target.run(
 				row.id,
 				row.url,
@@ -177,9 +170,6 @@ export function rowsWriter(
 				row.credits,
 				row.depth,
 				row.parent,
-				row.pageAt === null ? null : runId,
-				row.pageAt === null ? null : row.offset,
-				row.pageAt,
 				row.unchanged ? 1 : 0,
 			);
 			run.records += 1;

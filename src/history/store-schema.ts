@@ -5,7 +5,7 @@
  */
 
 /** `PRAGMA user_version` of the current layout. */
-export const STORE_LAYOUT = 5;
+export const STORE_LAYOUT = 4;
 /** `PRAGMA application_id`: "SJob", so a file of another program is not taken for a store. */
 export const STORE_APPLICATION_ID = 0x534a6f62;
 
@@ -35,10 +35,7 @@ CREATE TABLE targets (
 	data TEXT,
 	credits REAL NOT NULL,
 	depth INTEGER,
-	parent TEXT,
-	page_run TEXT,
-	page_offset INTEGER,
-	page_at TEXT
+	parent TEXT
 );
 CREATE TABLE domain_modes (
 	domain TEXT PRIMARY KEY,
@@ -92,21 +89,11 @@ DROP TABLE host_costs;
 ALTER TABLE host_costs_4 RENAME TO host_costs;
 PRAGMA user_version = 4;
 `,
-	// The newest ok record's place, useless or not (what `extract --run latest` reads), beside the newest
-	// useful one's (ok_run: freshness, export, change tracking). A store kept before had only the one.
-	4: `
-ALTER TABLE targets ADD COLUMN page_run TEXT;
-ALTER TABLE targets ADD COLUMN page_offset INTEGER;
-ALTER TABLE targets ADD COLUMN page_at TEXT;
-UPDATE targets SET page_run = ok_run, page_offset = ok_offset, page_at = finished_at;
-PRAGMA user_version = 5;
-`,
 };
 
 /**
  * One record into `targets`, its values bound by position in this order (`changed_at` is the record's
- * `finished_at` again; `ok_*` and `finished_at` are the newest useful ok record's, `page_*` the newest ok
- * record's, useless or not), then the `?` of `changed_at`'s CASE: 1 when the record says `change: unchanged`
+ * `finished_at` again), then the `?` of `changed_at`'s CASE: 1 when the record says `change: unchanged`
  * (a hash that differs only by fields the job's `extract:` gained keeps `changed_at`, as the record
  * says). Binding by name costs ~40 % more instructions an upsert in better-sqlite3.
  * The later finish wins, not the later fold (run folders
@@ -114,8 +101,8 @@ PRAGMA user_version = 5;
  * fold wins. Every right-hand side reads the row as it was before this statement (SQLite's UPDATE semantics).
  */
 export const UPSERT_TARGET = `
-INSERT INTO targets (id, url, status, status_at, ok_run, ok_offset, finished_at, content_hash, changed_at, data, credits, depth, parent, page_run, page_offset, page_at)
-VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+INSERT INTO targets (id, url, status, status_at, ok_run, ok_offset, finished_at, content_hash, changed_at, data, credits, depth, parent)
+VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 ON CONFLICT (id) DO UPDATE SET
 	url = CASE WHEN excluded.status_at >= status_at THEN excluded.url ELSE url END,
 	depth = CASE WHEN excluded.status_at >= status_at THEN excluded.depth ELSE depth END,
@@ -131,9 +118,6 @@ ON CONFLICT (id) DO UPDATE SET
 	content_hash = CASE WHEN excluded.finished_at >= coalesce(finished_at, '') THEN excluded.content_hash ELSE content_hash END,
 	data = CASE WHEN excluded.finished_at >= coalesce(finished_at, '') THEN excluded.data ELSE data END,
 	finished_at = CASE WHEN excluded.finished_at >= coalesce(finished_at, '') THEN excluded.finished_at ELSE finished_at END,
-	page_run = CASE WHEN excluded.page_at >= coalesce(page_at, '') THEN excluded.page_run ELSE page_run END,
-	page_offset = CASE WHEN excluded.page_at >= coalesce(page_at, '') THEN excluded.page_offset ELSE page_offset END,
-	page_at = CASE WHEN excluded.page_at >= coalesce(page_at, '') THEN excluded.page_at ELSE page_at END,
 	credits = credits + excluded.credits
 `;
 

@@ -649,50 +649,6 @@ describe("run --fleet: workers of one fleet run", () => {
 		expect(service.emulator.ledger.totalCharged()).toBe(0);
 	}, 60_000);
 
-	it("a useless record is not fresh, not the latest data `export --latest --fleet` writes, and no change, as in a local run", async () => {
-		assertBuilt();
-		const url = await (await cluster()).createDatabase();
-		const service = await useTestService({ concurrency: 4 });
-		let blocked = true;
-		const site = await startTargetSite((_req, res) =>
-			html(res, blocked ? "<h1>Access Denied</h1>" : '<h1>Widget</h1><p class="price">11</p>'),
-		);
-		const { dir, file } = listJob(site.origin, 1, "extract:\n  price: {css: .price, type: number, required: true}\n");
-		const night = async (name: string, ...flags: string[]) => {
-			const outcome = await worker(file, dir, service.env, url, flags, name).done;
-			expect(outcome.code, outcome.stderr).toBeLessThanOrEqual(1);
-		};
-		const fetches = () => service.emulator.ledger.byEndpoint("realtime").length;
-		const newest = async () =>
-			(
-				await queryDatabase<{ record: { useful: boolean; change: string | null } }>(
-					url,
-					"SELECT record FROM scrapejob.records ORDER BY written_at DESC LIMIT 1",
-				)
-			)[0]!.record;
-		// Blocked the first night: the next night's worker with freshness fetches it again.
-		await night("night-1");
-		expect(await newest()).toMatchObject({ useful: false });
-		blocked = false;
-		await night("night-2", "--freshness", "1h");
-		expect(fetches()).toBe(2);
-		expect(await newest()).toMatchObject({ useful: true });
-		// Blocked again: no change against the useful record, and the export keeps its price.
-		blocked = true;
-		await night("night-3");
-		expect(await newest()).toMatchObject({ useful: false, change: null });
-		const exported = await spawnCli(
-			["export", file, "--latest", "--fleet", url, "--format", "jsonl", "--out", join(dir, "latest.jsonl")],
-			{},
-			dir,
-		).done;
-		expect(exported.code, exported.stderr).toBe(0);
-		expect(JSON.parse(readFileSync(join(dir, "latest.jsonl"), "utf8").trim())).toMatchObject({ data: { price: 11 } });
-		// Fresh from the useful record: the next night pays nothing.
-		await night("night-4", "--freshness", "1h");
-		expect(fetches()).toBe(3);
-	}, 60_000);
-
 	it("change tracking across fleet runs: each record is new, changed or unchanged against the target's newest ok record in the job's earlier fleet runs, changes.jsonl per worker names the fields", async () => {
 		assertBuilt();
 		const url = await (await cluster()).createDatabase();

@@ -207,7 +207,7 @@ describe("the job's store (history.sqlite)", () => {
 			path,
 		]);
 		history = openJobHistory(jobDir);
-		expect(history.warnings).toEqual([expect.stringMatching(/older layout \(0, now 5\)/)]);
+		expect(history.warnings).toEqual([expect.stringMatching(/older layout \(0, now 4\)/)]);
 		history.close();
 		expectTwoRuns(jobDir);
 		// Another program's SQLite file in its place.

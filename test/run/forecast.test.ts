@@ -544,10 +544,6 @@ describe("the forecast per price class", () => {
 				"DROP TABLE host_costs",
 				"ALTER TABLE old RENAME TO host_costs",
 				"INSERT INTO domain_modes VALUES ('learned.example', 'browser', 'residential', 1, 'r', '2026-01-01T00:00:00.000Z')",
-				// Nor had it the newest page's place beside the newest useful record's (layout 5).
-				"ALTER TABLE targets DROP COLUMN page_run",
-				"ALTER TABLE targets DROP COLUMN page_offset",
-				"ALTER TABLE targets DROP COLUMN page_at",
 				"PRAGMA user_version = 3",
 			].join(";\n"),
 		);
@@ -557,12 +553,8 @@ describe("the forecast per price class", () => {
 
 		// A run migrates the store in place: what it learned stays, its rows get their class.
 		expect(await run(DATACENTER)).toBe(3);
-		expect(storeSql(store, "PRAGMA user_version")).toEqual([[5]]);
+		expect(storeSql(store, "PRAGMA user_version")).toEqual([[4]]);
 		expect(storeSql(store, "SELECT domain, mode FROM domain_modes")).toEqual([["learned.example", "browser"]]);
-		// Each target's newest page is where its newest ok record was.
-		expect(storeSql(store, "SELECT count(*) FROM targets WHERE page_run IS NOT ok_run OR ok_run IS NULL")).toEqual([
-			[0],
-		]);
 		expect(storeSql(store, "SELECT host, price, targets, credits FROM host_costs")).toEqual([
 			["127.0.0.1", "request_datacenter", 3, 3],
 		]);
